@@ -1,0 +1,216 @@
+/**
+ * Sluice's error hierarchy.
+ *
+ * Every error a caller can act on is a {@link SluiceError} with a stable `code` (a string that never
+ * changes between releases) and a `name`. `instanceof` works across duplicate installs of this
+ * package because each class is branded with a `Symbol.for` key and overrides `Symbol.hasInstance`,
+ * as undici does: two copies of `@sluice/core` in one process still recognise each other's errors.
+ */
+
+const SLUICE_ERROR_BRAND = Symbol.for("@sluice/error");
+
+/** Every stable error code Sluice raises. `docs/errors.md` explains each one. */
+export const ErrorCodes = {
+  /** Generic failure with no more specific code. */
+  UNKNOWN: "SLUICE_ERR_UNKNOWN",
+  /** An argument broke a documented precondition (negative size, index out of range, ...). */
+  INVALID_ARGUMENT: "SLUICE_ERR_INVALID_ARGUMENT",
+  /** An operation was called in a state that does not allow it (add after finish, ...). */
+  ILLEGAL_STATE: "SLUICE_ERR_ILLEGAL_STATE",
+  /** A NetworkBufferPool cannot satisfy the required segments of a new pool or channel. */
+  INSUFFICIENT_BUFFERS: "SLUICE_ERR_INSUFFICIENT_BUFFERS",
+  /** A request was made to a buffer pool that has been destroyed. */
+  BUFFER_POOL_DESTROYED: "SLUICE_ERR_BUFFER_POOL_DESTROYED",
+  /** A buffer was recycled more often than it was retained. */
+  BUFFER_RECYCLED: "SLUICE_ERR_BUFFER_RECYCLED",
+  /** A record is larger than the configured maximum record size. */
+  RECORD_TOO_LARGE: "SLUICE_ERR_RECORD_TOO_LARGE",
+  /** Bytes could not be decoded as a record, event or value (corrupt or truncated input). */
+  SERIALIZATION: "SLUICE_ERR_SERIALIZATION",
+  /** A configuration value is missing, malformed or out of range. */
+  CONFIG: "SLUICE_ERR_CONFIG",
+  /** A serialized shuffle descriptor (JSON) is malformed, of an unknown version, or out of range. */
+  DESCRIPTOR: "SLUICE_ERR_DESCRIPTOR",
+  /** The module named by `shuffle-service-factory.class` could not be found. */
+  PLUGIN_NOT_FOUND: "SLUICE_ERR_PLUGIN_NOT_FOUND",
+  /** The module was found but does not export the requested name. */
+  PLUGIN_EXPORT_MISSING: "SLUICE_ERR_PLUGIN_EXPORT_MISSING",
+  /** The export is not a ShuffleServiceFactory. */
+  PLUGIN_INVALID: "SLUICE_ERR_PLUGIN_INVALID",
+  /** The factory's constructor (or module evaluation) threw. */
+  PLUGIN_INSTANTIATION: "SLUICE_ERR_PLUGIN_INSTANTIATION",
+  /** The requested result partition is not registered at the producer. */
+  PARTITION_NOT_FOUND: "SLUICE_ERR_PARTITION_NOT_FOUND",
+  /** The producer of a partition failed; the consumer sees the producer's error. */
+  PRODUCER_FAILED: "SLUICE_ERR_PRODUCER_FAILED",
+  /** A partition or channel was released (cancelled) while in use. */
+  CANCELLED: "SLUICE_ERR_CANCELLED",
+  /** The wire protocol was violated: bad magic, unknown id, oversized frame, bad field. */
+  PROTOCOL: "SLUICE_ERR_PROTOCOL",
+  /** Buffers of a channel arrived out of sequence. */
+  BUFFER_REORDERING: "SLUICE_ERR_BUFFER_REORDERING",
+  /** A connection to a remote worker could not be established. */
+  PARTITION_CONNECTION: "SLUICE_ERR_PARTITION_CONNECTION",
+  /** An established connection to a remote worker failed or was closed by the remote. */
+  REMOTE_TRANSPORT: "SLUICE_ERR_REMOTE_TRANSPORT",
+  /** A local transport failure (socket error on our side). */
+  LOCAL_TRANSPORT: "SLUICE_ERR_LOCAL_TRANSPORT",
+  /** An operation did not complete within its configured timeout. */
+  TIMEOUT: "SLUICE_ERR_TIMEOUT",
+} as const;
+
+/** A stable Sluice error code. */
+export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
+
+/** Options accepted by every Sluice error constructor. */
+export interface SluiceErrorOptions {
+  /** The underlying error, kept for diagnostics. */
+  cause?: unknown;
+}
+
+/**
+ * Base class of every Sluice error. Check `code` (stable) rather than the message (may change).
+ */
+export class SluiceError extends Error {
+  /** The stable code of this error; see {@link ErrorCodes}. */
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message: string, options?: SluiceErrorOptions) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.name = "SluiceError";
+  }
+
+  get [SLUICE_ERROR_BRAND](): string {
+    return this.name;
+  }
+
+  static [Symbol.hasInstance](instance: unknown): boolean {
+    return brandOf(instance) !== undefined;
+  }
+}
+
+function brandOf(instance: unknown): string | undefined {
+  if (typeof instance !== "object" || instance === null) return undefined;
+  const brand = (instance as Record<symbol, unknown>)[SLUICE_ERROR_BRAND];
+  return typeof brand === "string" ? brand : undefined;
+}
+
+/** The constructor signature shared by every concrete Sluice error class. */
+export type SluiceErrorClass = {
+  new (message: string, options?: SluiceErrorOptions): SluiceError;
+  readonly prototype: SluiceError;
+};
+
+/**
+ * Defines a SluiceError subclass with a fixed `name` and `code` whose `instanceof` checks by brand,
+ * so it survives duplicate installs. Other Sluice packages use this for their own conditions.
+ */
+export function defineError(name: string, code: ErrorCode): SluiceErrorClass {
+  const cls = class extends SluiceError {
+    constructor(message: string, options?: SluiceErrorOptions) {
+      super(code, message, options);
+      this.name = name;
+    }
+    static override [Symbol.hasInstance](instance: unknown): boolean {
+      return brandOf(instance) === name;
+    }
+  };
+  Object.defineProperty(cls, "name", { value: name });
+  return cls;
+}
+
+/** An argument broke a documented precondition. */
+export const IllegalArgumentError = defineError(
+  "IllegalArgumentError",
+  ErrorCodes.INVALID_ARGUMENT,
+);
+export type IllegalArgumentError = InstanceType<typeof IllegalArgumentError>;
+
+/** An operation was called in a state that does not allow it. */
+export const IllegalStateError = defineError("IllegalStateError", ErrorCodes.ILLEGAL_STATE);
+export type IllegalStateError = InstanceType<typeof IllegalStateError>;
+
+/** Not enough network buffers for a pool or channel; the message names the config key to raise. */
+export const InsufficientBuffersError = defineError(
+  "InsufficientBuffersError",
+  ErrorCodes.INSUFFICIENT_BUFFERS,
+);
+export type InsufficientBuffersError = InstanceType<typeof InsufficientBuffersError>;
+
+/** A buffer pool was used after `destroy()`. */
+export const BufferPoolDestroyedError = defineError(
+  "BufferPoolDestroyedError",
+  ErrorCodes.BUFFER_POOL_DESTROYED,
+);
+export type BufferPoolDestroyedError = InstanceType<typeof BufferPoolDestroyedError>;
+
+/** A buffer was recycled more often than retained (a double free that was prevented). */
+export const BufferRecycledError = defineError("BufferRecycledError", ErrorCodes.BUFFER_RECYCLED);
+export type BufferRecycledError = InstanceType<typeof BufferRecycledError>;
+
+/** A record exceeds the maximum record size. */
+export const RecordTooLargeError = defineError("RecordTooLargeError", ErrorCodes.RECORD_TOO_LARGE);
+export type RecordTooLargeError = InstanceType<typeof RecordTooLargeError>;
+
+/** Bytes could not be decoded. */
+export const SerializationError = defineError("SerializationError", ErrorCodes.SERIALIZATION);
+export type SerializationError = InstanceType<typeof SerializationError>;
+
+/** A configuration value is missing or malformed. */
+export const ConfigurationError = defineError("ConfigurationError", ErrorCodes.CONFIG);
+export type ConfigurationError = InstanceType<typeof ConfigurationError>;
+
+/** The requested result partition is not registered at the producer. */
+export const PartitionNotFoundError = defineError(
+  "PartitionNotFoundError",
+  ErrorCodes.PARTITION_NOT_FOUND,
+);
+export type PartitionNotFoundError = InstanceType<typeof PartitionNotFoundError>;
+
+/** The producer failed; the message carries the producer's own error. */
+export const ProducerFailedError = defineError("ProducerFailedError", ErrorCodes.PRODUCER_FAILED);
+export type ProducerFailedError = InstanceType<typeof ProducerFailedError>;
+
+/** A partition, view or channel was released while in use. */
+export const CancelledError = defineError("CancelledError", ErrorCodes.CANCELLED);
+export type CancelledError = InstanceType<typeof CancelledError>;
+
+/** The wire protocol was violated. */
+export const ProtocolError = defineError("ProtocolError", ErrorCodes.PROTOCOL);
+export type ProtocolError = InstanceType<typeof ProtocolError>;
+
+/** A channel received a buffer with an unexpected sequence number. */
+export const BufferReorderingError = defineError(
+  "BufferReorderingError",
+  ErrorCodes.BUFFER_REORDERING,
+);
+export type BufferReorderingError = InstanceType<typeof BufferReorderingError>;
+
+/** A connection to a producer could not be established. */
+export const PartitionConnectionError = defineError(
+  "PartitionConnectionError",
+  ErrorCodes.PARTITION_CONNECTION,
+);
+export type PartitionConnectionError = InstanceType<typeof PartitionConnectionError>;
+
+/** An established connection failed or was closed by the remote side. */
+export const RemoteTransportError = defineError(
+  "RemoteTransportError",
+  ErrorCodes.REMOTE_TRANSPORT,
+);
+export type RemoteTransportError = InstanceType<typeof RemoteTransportError>;
+
+/** A socket error on the local side. */
+export const LocalTransportError = defineError("LocalTransportError", ErrorCodes.LOCAL_TRANSPORT);
+export type LocalTransportError = InstanceType<typeof LocalTransportError>;
+
+/** An operation exceeded its configured timeout. */
+export const TimeoutError = defineError("TimeoutError", ErrorCodes.TIMEOUT);
+export type TimeoutError = InstanceType<typeof TimeoutError>;
+
+/** Returns true when `value` is a SluiceError (from any copy of this package) with `code`. */
+export function isSluiceError(value: unknown, code?: ErrorCode): value is SluiceError {
+  if (!(value instanceof SluiceError)) return false;
+  return code === undefined || value.code === code;
+}

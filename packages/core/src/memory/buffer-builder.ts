@@ -1,0 +1,139 @@
+import { IllegalArgumentError, IllegalStateError } from "../errors.js";
+import { BufferConsumer, type PositionMarker } from "./buffer-consumer.js";
+import type { BufferRecycler } from "./buffer-recycler.js";
+import { DataType } from "./data-type.js";
+import type { MemorySegment } from "./memory-segment.js";
+import { NetworkBuffer } from "./network-buffer.js";
+
+/**
+ * The single writer of one segment (Flink's BufferBuilder). Bytes are appended, then `commit()`
+ * makes them visible to the BufferConsumer(s) reading the same segment; `finish()` seals the
+ * buffer. A subpartition queues the consumer as soon as the builder is requested, so a reader can
+ * ship committed bytes of a half-full buffer on flush.
+ *
+ * The builder owns one reference to the segment's buffer, each consumer another; the segment
+ * returns to its pool when the builder is closed and every consumer is closed.
+ */
+export class BufferBuilder {
+  private readonly buffer: NetworkBuffer;
+  private readonly marker: PositionMarker = { position: 0, finished: false };
+  private readonly segment: MemorySegment;
+  private maxCapacity: number;
+  /** Uncommitted write position. */
+  private writerPosition = 0;
+  private consumerCreated = false;
+  private closed = false;
+
+  constructor(segment: MemorySegment, recycler: BufferRecycler, dataType = DataType.DATA_BUFFER) {
+    this.segment = segment;
+    this.buffer = new NetworkBuffer(segment, recycler, dataType);
+    this.maxCapacity = segment.size;
+  }
+
+  /**
+   * Creates the consumer that reads from the current write position on. Only one consumer may be
+   * created this way; use `BufferConsumer.copy()` for more readers (broadcast).
+   */
+  createBufferConsumer(): BufferConsumer {
+    return this.createConsumerAt(this.writerPosition);
+  }
+
+  /** Creates the consumer that reads from the start of the segment. */
+  createBufferConsumerFromBeginning(): BufferConsumer {
+    return this.createConsumerAt(0);
+  }
+
+  private createConsumerAt(readerPosition: number): BufferConsumer {
+    if (this.consumerCreated) {
+      throw new IllegalStateError("a BufferBuilder has one consumer; use BufferConsumer.copy()");
+    }
+    this.consumerCreated = true;
+    return new BufferConsumer(this.buffer.retainBuffer(), this.marker, readerPosition);
+  }
+
+  /**
+   * Copies as many bytes of `source[offset, offset + length)` as fit and commits them. Returns the
+   * number of bytes copied.
+   */
+  appendAndCommit(source: Uint8Array, offset = 0, length = source.length - offset): number {
+    const written = this.append(source, offset, length);
+    this.commit();
+    return written;
+  }
+
+  /** Copies as many bytes as fit without making them visible yet. Returns the bytes copied. */
+  append(source: Uint8Array, offset = 0, length = source.length - offset): number {
+    this.checkOpen();
+    if (this.marker.finished) throw new IllegalStateError("BufferBuilder is already finished");
+    if (offset < 0 || length < 0 || offset + length > source.length) {
+      throw new IllegalArgumentError(
+        `append range [${offset}, ${offset + length}) out of source [0, ${source.length})`,
+      );
+    }
+    const toCopy = Math.min(length, this.maxCapacity - this.writerPosition);
+    if (toCopy > 0) {
+      this.segment.memory.set(source.subarray(offset, offset + toCopy), this.writerPosition);
+      this.writerPosition += toCopy;
+    }
+    return toCopy;
+  }
+
+  /** Makes every appended byte visible to the consumers. */
+  commit(): void {
+    this.marker.position = this.writerPosition;
+  }
+
+  /**
+   * Commits and seals the buffer: consumers see it as finished once they read everything. Returns
+   * the number of bytes written. Idempotent.
+   */
+  finish(): number {
+    this.commit();
+    this.marker.finished = true;
+    return this.writerPosition;
+  }
+
+  isFinished(): boolean {
+    return this.marker.finished;
+  }
+
+  /** True when no more byte fits. */
+  isFull(): boolean {
+    return this.writerPosition >= this.maxCapacity;
+  }
+
+  getWritableBytes(): number {
+    return this.maxCapacity - this.writerPosition;
+  }
+
+  getCommittedBytes(): number {
+    return this.marker.position;
+  }
+
+  getMaxCapacity(): number {
+    return this.maxCapacity;
+  }
+
+  getDataType(): DataType {
+    return this.buffer.getDataType();
+  }
+
+  /**
+   * Caps how many bytes this builder accepts (buffer debloating). Never below what is already
+   * written.
+   */
+  trim(newSize: number): void {
+    this.maxCapacity = Math.min(Math.max(newSize, this.writerPosition), this.segment.size);
+  }
+
+  /** Releases the builder's reference. Consumers keep reading what was committed. Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.buffer.recycleBuffer();
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new IllegalStateError("BufferBuilder is closed");
+  }
+}

@@ -1,0 +1,23 @@
+export {
+  AVAILABLE,
+  AvailabilityHelper,
+  type AvailabilityProvider,
+  allOf,
+  anyOf,
+} from "./availability.js";
+export { BufferBuilder } from "./buffer-builder.js";
+export { BufferConsumer, type PositionMarker } from "./buffer-consumer.js";
+export type { BufferListener } from "./buffer-listener.js";
+export { type BufferRecycler, FreeingBufferRecycler } from "./buffer-recycler.js";
+export {
+  DataType,
+  hasPriority,
+  isBlockingUpstream,
+  isBufferType,
+  isEventType,
+  MAX_DATA_TYPE,
+} from "./data-type.js";
+export { LocalBufferPool, type LocalBufferPoolOptions } from "./local-buffer-pool.js";
+export { MemorySegment } from "./memory-segment.js";
+export { NetworkBuffer } from "./network-buffer.js";
+export { NetworkBufferPool } from "./network-buffer-pool.js";
