@@ -1,0 +1,153 @@
+import {
+  type BufferListener,
+  type BufferRecycler,
+  type LocalBufferPool,
+  type MemorySegment,
+  NetworkBuffer,
+  type NetworkBufferPool,
+} from "@sluice/core";
+
+/** What the buffer manager tells its channel. */
+export interface BufferManagerOwner {
+  /** `credit` more buffers became available for the sender (to be announced with AddCredit). */
+  notifyBufferAvailable(credit: number): void;
+  /** The floating pool was destroyed while waiting (the gate is closing). */
+  onBufferPoolDestroyed(): void;
+}
+
+/**
+ * The buffers of one RemoteInputChannel (Flink's BufferManager): its exclusive segments, taken
+ * from the NetworkBufferPool at setup, and floating buffers borrowed from the gate's pool while
+ * the sender's backlog needs them. Every buffer in the available queue is one credit the sender
+ * may use. Incoming data takes floating buffers first so they go back to the gate soonest.
+ */
+export class BufferManager implements BufferRecycler, BufferListener {
+  private readonly owner: BufferManagerOwner;
+  private readonly networkBufferPool: NetworkBufferPool;
+  private readonly exclusiveSegments: MemorySegment[] = [];
+  private readonly availableExclusive: MemorySegment[] = [];
+  private readonly availableFloating: NetworkBuffer[] = [];
+  private floatingPool: LocalBufferPool | undefined;
+  /** Buffers the channel should hold: sender backlog + exclusive buffers. */
+  private numRequiredBuffers = 0;
+  private waitingForFloating = false;
+  private released = false;
+
+  constructor(owner: BufferManagerOwner, networkBufferPool: NetworkBufferPool) {
+    this.owner = owner;
+    this.networkBufferPool = networkBufferPool;
+  }
+
+  /** Takes `count` exclusive segments (throws InsufficientBuffersError when they can't be had). */
+  requestExclusiveBuffers(count: number, floatingPool: LocalBufferPool): void {
+    this.floatingPool = floatingPool;
+    const segments = this.networkBufferPool.requestUnpooledMemorySegments(count);
+    this.exclusiveSegments.push(...segments);
+    this.availableExclusive.push(...segments);
+    this.numRequiredBuffers = count;
+  }
+
+  getNumberOfExclusiveBuffers(): number {
+    return this.exclusiveSegments.length;
+  }
+
+  /** Buffers ready for incoming data (= credit the sender may have). */
+  getNumberOfAvailableBuffers(): number {
+    return this.availableExclusive.length + this.availableFloating.length;
+  }
+
+  /** A buffer for one incoming data message, or `undefined` when none is available. */
+  requestBuffer(): NetworkBuffer | undefined {
+    const floating = this.availableFloating.shift();
+    if (floating !== undefined) return floating;
+    const segment = this.availableExclusive.pop();
+    return segment === undefined ? undefined : new NetworkBuffer(segment, this);
+  }
+
+  /**
+   * The sender has `backlog` buffers queued: borrow floating buffers until the available count
+   * reaches backlog + exclusive. Returns how many were added (new credit).
+   */
+  requestFloatingBuffers(backlog: number): number {
+    if (this.released || this.floatingPool === undefined) return 0;
+    this.numRequiredBuffers = backlog + this.exclusiveSegments.length;
+    let added = 0;
+    while (this.getNumberOfAvailableBuffers() < this.numRequiredBuffers) {
+      if (this.floatingPool.isDestroyed()) break;
+      const buffer = this.floatingPool.requestBuffer();
+      if (buffer === undefined) {
+        if (!this.waitingForFloating && this.floatingPool.addBufferListener(this)) {
+          this.waitingForFloating = true;
+        }
+        if (this.waitingForFloating) break;
+        continue; // the pool had a buffer after all (raced with a recycle): try again
+      }
+      this.availableFloating.push(buffer);
+      added++;
+    }
+    return added;
+  }
+
+  /** An exclusive buffer was consumed and recycled: one more credit (or a floating one goes back). */
+  recycle(segment: MemorySegment): void {
+    if (this.released) {
+      this.networkBufferPool.recycleUnpooledMemorySegments([segment]);
+      this.removeExclusive(segment);
+      return;
+    }
+    this.availableExclusive.push(segment);
+    if (
+      this.getNumberOfAvailableBuffers() > this.numRequiredBuffers &&
+      this.availableFloating.length > 0
+    ) {
+      // More than needed: give a floating buffer back instead of announcing credit.
+      (this.availableFloating.shift() as NetworkBuffer).recycleBuffer();
+      return;
+    }
+    this.owner.notifyBufferAvailable(1);
+  }
+
+  /** A floating buffer arrived from the gate pool (we were waiting). */
+  notifyBufferAvailable(buffer: NetworkBuffer): boolean {
+    this.waitingForFloating = false;
+    if (this.released || this.getNumberOfAvailableBuffers() >= this.numRequiredBuffers) {
+      buffer.recycleBuffer();
+      return false;
+    }
+    this.availableFloating.push(buffer);
+    this.owner.notifyBufferAvailable(1);
+    const needMore = this.getNumberOfAvailableBuffers() < this.numRequiredBuffers;
+    this.waitingForFloating = needMore;
+    return needMore;
+  }
+
+  notifyBufferDestroyed(): void {
+    this.waitingForFloating = false;
+    this.owner.onBufferPoolDestroyed();
+  }
+
+  /** Releases the floating buffers (after an aligned barrier with 0 exclusive buffers). */
+  releaseFloatingBuffers(): void {
+    for (const buffer of this.availableFloating.splice(0)) buffer.recycleBuffer();
+  }
+
+  /**
+   * Returns every buffer: floating ones to the gate pool, free exclusive segments to the
+   * NetworkBufferPool now, exclusive segments still in use as they are recycled. Idempotent.
+   */
+  releaseAll(): void {
+    if (this.released) return;
+    this.released = true;
+    if (this.waitingForFloating) this.floatingPool?.removeBufferListener(this);
+    this.waitingForFloating = false;
+    this.releaseFloatingBuffers();
+    const free = this.availableExclusive.splice(0);
+    for (const segment of free) this.removeExclusive(segment);
+    if (free.length > 0) this.networkBufferPool.recycleUnpooledMemorySegments(free);
+  }
+
+  private removeExclusive(segment: MemorySegment): void {
+    const index = this.exclusiveSegments.indexOf(segment);
+    if (index >= 0) this.exclusiveSegments.splice(index, 1);
+  }
+}

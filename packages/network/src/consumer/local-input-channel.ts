@@ -1,0 +1,131 @@
+import {
+  CancelledError,
+  IllegalStateError,
+  isSluiceError,
+  ErrorCodes,
+  PartitionNotFoundError,
+  type ResultPartitionID,
+  type TaskEvent,
+} from "@sluice/core";
+import { isDataAvailable } from "../partition/buffer-and-backlog.js";
+import type { BufferAvailabilityListener } from "../partition/buffer-availability-listener.js";
+import type { ResultPartitionManager } from "../partition/result-partition-manager.js";
+import type { ResultSubpartitionView } from "../partition/result-subpartition-view.js";
+import type { TaskEventPublisher } from "../partition/task-event-publisher.js";
+import {
+  type Backoff,
+  type BufferAndAvailability,
+  InputChannel,
+  type InputChannelOwner,
+} from "./input-channel.js";
+
+/**
+ * An input channel whose producer runs in the same process (Flink's LocalInputChannel): it reads
+ * the subpartition view directly — no copy, no credit, no transport. A partition that is not
+ * registered yet is retried with exponential backoff (`taskmanager.network.request-backoff.*`).
+ */
+export class LocalInputChannel extends InputChannel implements BufferAvailabilityListener {
+  private readonly partitionManager: ResultPartitionManager;
+  private readonly taskEventPublisher: TaskEventPublisher | undefined;
+  private view: ResultSubpartitionView | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private requested = false;
+  private released = false;
+
+  constructor(
+    gate: InputChannelOwner,
+    channelIndex: number,
+    partitionId: ResultPartitionID,
+    subpartitionIndex: number,
+    partitionManager: ResultPartitionManager,
+    backoff: Backoff,
+    taskEventPublisher?: TaskEventPublisher,
+  ) {
+    super(gate, channelIndex, partitionId, subpartitionIndex, backoff);
+    this.partitionManager = partitionManager;
+    this.taskEventPublisher = taskEventPublisher;
+  }
+
+  requestSubpartitions(): void {
+    if (this.requested) return;
+    this.requested = true;
+    this.tryRequest();
+  }
+
+  private tryRequest(): void {
+    this.retryTimer = undefined;
+    if (this.released) return;
+    try {
+      this.view = this.partitionManager.createSubpartitionView(
+        this.partitionId,
+        this.subpartitionIndex,
+        this,
+      );
+    } catch (error) {
+      if (isSluiceError(error, ErrorCodes.PARTITION_NOT_FOUND)) {
+        if (this.increaseBackoff()) {
+          this.retryTimer = setTimeout(() => this.tryRequest(), this.getCurrentBackoffMs());
+        } else {
+          this.setError(
+            new PartitionNotFoundError(
+              `${this.gate.owningTaskName}: ${this} gave up after backoff ${this.getCurrentBackoffMs()} ms: ${(error as Error).message}`,
+              { cause: error },
+            ),
+          );
+        }
+        return;
+      }
+      this.setError(error as Error);
+    }
+  }
+
+  notifyDataAvailable(): void {
+    this.notifyChannelNonEmpty();
+  }
+
+  getNextBuffer(): BufferAndAvailability | undefined {
+    this.checkError();
+    const view = this.view;
+    if (view === undefined) {
+      if (this.released) throw new CancelledError(`${this} has been released`);
+      return undefined;
+    }
+    const next = view.getNextBuffer();
+    if (next === undefined) {
+      if (view.isReleased() && !this.released) {
+        throw this.producerFailed(view.getFailureCause());
+      }
+      return undefined;
+    }
+    return {
+      buffer: next.buffer,
+      moreAvailable: isDataAvailable(next),
+      sequenceNumber: next.sequenceNumber,
+    };
+  }
+
+  resumeConsumption(): void {
+    if (this.view === undefined) {
+      throw new IllegalStateError(`${this}: resumeConsumption before the partition was requested`);
+    }
+    this.view.resumeConsumption();
+  }
+
+  sendTaskEvent(event: TaskEvent): void {
+    if (this.taskEventPublisher === undefined || !this.taskEventPublisher.publish(this.partitionId, event)) {
+      throw new IllegalStateError(`${this}: no task event listener for ${this.partitionId}`);
+    }
+  }
+
+  isReleased(): boolean {
+    return this.released;
+  }
+
+  releaseAllResources(): void {
+    if (this.released) return;
+    this.released = true;
+    if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
+    this.view?.releaseAllResources();
+    this.view = undefined;
+  }
+}

@@ -1,0 +1,217 @@
+import {
+  BufferReorderingError,
+  IllegalStateError,
+  type NetworkBuffer,
+  type NetworkBufferPool,
+  InputChannelID,
+  type ResultPartitionID,
+  type TaskEvent,
+  CancelledError,
+} from "@sluice/core";
+import type { PartitionRequestClient } from "../netty/partition-request-client.js";
+import type { PartitionRequestClientFactory } from "../netty/partition-request-client-factory.js";
+import type { ConnectionID } from "../netty/connection-id.js";
+import { BufferManager, type BufferManagerOwner } from "./buffer-manager.js";
+import {
+  type Backoff,
+  type BufferAndAvailability,
+  InputChannel,
+  type InputChannelOwner,
+} from "./input-channel.js";
+
+/** The gate as a RemoteInputChannel sees it. */
+export interface RemoteChannelGate extends InputChannelOwner {
+  getBufferPool(): import("@sluice/core").LocalBufferPool;
+}
+
+/** A received buffer with its sequence number. */
+interface Received {
+  readonly buffer: NetworkBuffer;
+  readonly sequenceNumber: number;
+}
+
+/**
+ * An input channel whose producer runs in another process (Flink's RemoteInputChannel), reached
+ * through a connection shared with every other channel to the same producer worker.
+ *
+ * Credit-based flow control: at setup the channel takes `initialCredit` exclusive buffers and
+ * announces them in the PartitionRequest; the sender sends a data buffer only against credit.
+ * Each response carries the sender's backlog; the channel borrows floating buffers from the gate
+ * until it holds backlog + exclusive buffers, and announces new credit with AddCredit — only on
+ * the 0 → >0 transition of unannounced credit, so announcements coalesce.
+ */
+export class RemoteInputChannel extends InputChannel implements BufferManagerOwner {
+  readonly id = new InputChannelID();
+  readonly connectionId: ConnectionID;
+  readonly initialCredit: number;
+  private readonly remoteGate: RemoteChannelGate;
+  private readonly clientFactory: PartitionRequestClientFactory;
+  private readonly bufferManager: BufferManager;
+  private readonly received: Received[] = [];
+  private client: PartitionRequestClient | undefined;
+  private expectedSequenceNumber = 0;
+  private unannouncedCredit = 0;
+  private requested = false;
+  private released = false;
+  private isSetUp = false;
+
+  constructor(
+    gate: RemoteChannelGate,
+    channelIndex: number,
+    partitionId: ResultPartitionID,
+    subpartitionIndex: number,
+    connectionId: ConnectionID,
+    clientFactory: PartitionRequestClientFactory,
+    networkBufferPool: NetworkBufferPool,
+    initialCredit: number,
+    backoff: Backoff,
+  ) {
+    super(gate, channelIndex, partitionId, subpartitionIndex, backoff);
+    this.remoteGate = gate;
+    this.connectionId = connectionId;
+    this.clientFactory = clientFactory;
+    this.initialCredit = initialCredit;
+    this.bufferManager = new BufferManager(this, networkBufferPool);
+  }
+
+  /** Takes the exclusive buffers (called by the gate's setup). */
+  setup(): void {
+    if (this.isSetUp) return;
+    this.isSetUp = true;
+    this.bufferManager.requestExclusiveBuffers(this.initialCredit, this.remoteGate.getBufferPool());
+  }
+
+  requestSubpartitions(): void {
+    if (this.requested) return;
+    this.requested = true;
+    this.clientFactory.createPartitionRequestClient(this.connectionId).then(
+      (client) => {
+        if (this.released) return;
+        this.client = client;
+        client.requestSubpartition(this);
+      },
+      (error: Error) => this.setError(error),
+    );
+  }
+
+  // ------------------------------------------------------------------ called by the client handler
+
+  /** A data buffer for this channel's next credit, or `undefined` (no credit left: a protocol bug). */
+  requestBuffer(): NetworkBuffer | undefined {
+    if (this.released) return undefined;
+    return this.bufferManager.requestBuffer();
+  }
+
+  /** A BufferResponse arrived (buffer filled by the decoder; undefined for an empty buffer). */
+  onBuffer(buffer: NetworkBuffer | undefined, sequenceNumber: number, backlog: number): void {
+    if (this.released) {
+      buffer?.recycleBuffer();
+      return;
+    }
+    if (sequenceNumber !== this.expectedSequenceNumber) {
+      buffer?.recycleBuffer();
+      this.setError(
+        new BufferReorderingError(
+          `${this} from ${this.connectionId}: expected sequence number ${this.expectedSequenceNumber}, got ${sequenceNumber}`,
+        ),
+      );
+      return;
+    }
+    this.expectedSequenceNumber++;
+    if (buffer !== undefined) {
+      const wasEmpty = this.received.length === 0;
+      this.received.push({ buffer, sequenceNumber });
+      if (wasEmpty) this.notifyChannelNonEmpty();
+    }
+    if (backlog >= 0) this.onSenderBacklog(backlog);
+  }
+
+  /** Backlog from a BufferResponse or BacklogAnnouncement: borrow floating buffers for it. */
+  onSenderBacklog(backlog: number): void {
+    const added = this.bufferManager.requestFloatingBuffers(backlog);
+    if (added > 0) this.notifyBufferAvailable(added);
+  }
+
+  /** An ErrorResponse for this channel, or the connection failed. */
+  onError(cause: Error): void {
+    this.setError(cause);
+  }
+
+  /** New credit: announce it unless an announcement is already pending. */
+  notifyBufferAvailable(credit: number): void {
+    const previous = this.unannouncedCredit;
+    this.unannouncedCredit += credit;
+    if (previous === 0 && this.client !== undefined && !this.released) {
+      this.client.notifyCreditAvailable(this);
+    }
+  }
+
+  /** Taken by the client when it writes AddCredit: everything accumulated goes in one message. */
+  getAndResetUnannouncedCredit(): number {
+    const credit = this.unannouncedCredit;
+    this.unannouncedCredit = 0;
+    return credit;
+  }
+
+  getUnannouncedCredit(): number {
+    return this.unannouncedCredit;
+  }
+
+  onBufferPoolDestroyed(): void {
+    // The gate is closing; the channel is released with it.
+  }
+
+  // ------------------------------------------------------------------------------ the gate side
+
+  getNextBuffer(): BufferAndAvailability | undefined {
+    this.checkError();
+    if (this.released) throw new CancelledError(`${this} has been released`);
+    const next = this.received.shift();
+    if (next === undefined) return undefined;
+    return {
+      buffer: next.buffer,
+      moreAvailable: this.received.length > 0,
+      sequenceNumber: next.sequenceNumber,
+    };
+  }
+
+  resumeConsumption(): void {
+    if (this.client === undefined) {
+      throw new IllegalStateError(`${this}: resumeConsumption before the partition was requested`);
+    }
+    if (this.initialCredit === 0) this.bufferManager.releaseFloatingBuffers();
+    this.client.resumeConsumption(this);
+  }
+
+  sendTaskEvent(event: TaskEvent): void {
+    if (this.client === undefined) {
+      throw new IllegalStateError(`${this}: cannot send a task event before the partition was requested`);
+    }
+    this.client.sendTaskEvent(this.partitionId, event, this);
+  }
+
+  isReleased(): boolean {
+    return this.released;
+  }
+
+  /** Buffers received and not yet taken by the gate. */
+  getNumberOfQueuedBuffers(): number {
+    return this.received.length;
+  }
+
+  getNumberOfAvailableBuffers(): number {
+    return this.bufferManager.getNumberOfAvailableBuffers();
+  }
+
+  releaseAllResources(): void {
+    if (this.released) return;
+    this.released = true;
+    for (const { buffer } of this.received.splice(0)) buffer.recycleBuffer();
+    this.bufferManager.releaseAll();
+    this.client?.close(this);
+  }
+
+  toString(): string {
+    return `RemoteInputChannel#${this.channelIndex}[${this.partitionId}:${this.subpartitionIndex} via ${this.connectionId}]`;
+  }
+}

@@ -1,0 +1,297 @@
+import {
+  AvailabilityHelper,
+  CancelledError,
+  EndOfPartitionEvent,
+  EventSerializer,
+  IllegalArgumentError,
+  IllegalStateError,
+  type IntermediateDataSetID,
+  type LocalBufferPool,
+  type ResultPartitionID,
+  type TaskEvent,
+} from "@sluice/core";
+import type {
+  BufferOrEvent,
+  InputGate,
+  InputGateMetrics,
+  ResultPartitionType,
+} from "@sluice/runtime-api";
+import type { InputChannel, InputChannelOwner } from "./input-channel.js";
+import { UnknownInputChannel } from "./unknown-input-channel.js";
+
+/** Construction parameters of a SingleInputGate. */
+export interface SingleInputGateOptions {
+  readonly owningTaskName: string;
+  readonly gateIndex: number;
+  readonly consumedResultId: IntermediateDataSetID;
+  readonly consumedPartitionType: ResultPartitionType;
+  readonly numberOfInputChannels: number;
+  /** Creates the gate's floating-buffer pool at `setup()` (Flink's gate buffer formula). */
+  readonly bufferPoolFactory: () => LocalBufferPool;
+}
+
+/** Channels that need setup (remote channels take their exclusive buffers there). */
+interface SetupCapable {
+  setup(): void;
+}
+
+function hasSetup(channel: InputChannel): channel is InputChannel & SetupCapable {
+  return typeof (channel as Partial<SetupCapable>).setup === "function";
+}
+
+/**
+ * The input of a task for one consumed data set (Flink's SingleInputGate): one channel per
+ * producer subpartition it reads, a pool of floating buffers shared by its remote channels, and a
+ * queue of channels that have data. `pollNext()` is synchronous; a consumer awaits
+ * `getAvailableFuture()` only when it returns nothing. Channels are served round-robin: a channel
+ * with more data goes to the back of the queue, so one busy producer cannot starve the others.
+ */
+export class SingleInputGate implements InputGate, InputChannelOwner {
+  readonly owningTaskName: string;
+  readonly gateIndex: number;
+  readonly consumedResultId: IntermediateDataSetID;
+  readonly consumedPartitionType: ResultPartitionType;
+  readonly numberOfInputChannels: number;
+  private readonly bufferPoolFactory: () => LocalBufferPool;
+  private bufferPool: LocalBufferPool | undefined;
+  private readonly channels: InputChannel[];
+  private readonly queue: InputChannel[] = [];
+  private readonly enqueued: boolean[];
+  private readonly endOfPartition: boolean[];
+  private numberOfEndOfPartitions = 0;
+  private readonly availability = new AvailabilityHelper();
+  private requested = false;
+  private closed = false;
+  private failure: Error | undefined;
+  private readonly counters = { numBytesIn: 0, numBuffersIn: 0 };
+  readonly metrics: InputGateMetrics;
+
+  constructor(options: SingleInputGateOptions) {
+    if (!Number.isInteger(options.numberOfInputChannels) || options.numberOfInputChannels < 1) {
+      throw new IllegalArgumentError(
+        `numberOfInputChannels must be >= 1, got ${options.numberOfInputChannels}`,
+      );
+    }
+    this.owningTaskName = options.owningTaskName;
+    this.gateIndex = options.gateIndex;
+    this.consumedResultId = options.consumedResultId;
+    this.consumedPartitionType = options.consumedPartitionType;
+    this.numberOfInputChannels = options.numberOfInputChannels;
+    this.bufferPoolFactory = options.bufferPoolFactory;
+    this.channels = new Array<InputChannel>(this.numberOfInputChannels);
+    this.enqueued = new Array<boolean>(this.numberOfInputChannels).fill(false);
+    this.endOfPartition = new Array<boolean>(this.numberOfInputChannels).fill(false);
+    this.availability.resetUnavailable();
+    const counters = this.counters;
+    const self = this;
+    this.metrics = {
+      get numBytesIn() {
+        return counters.numBytesIn;
+      },
+      get numBuffersIn() {
+        return counters.numBuffersIn;
+      },
+      inPoolUsage(): number {
+        return self.bufferPool?.getUsage() ?? 0;
+      },
+    };
+  }
+
+  /** Installs channel `channel.channelIndex` (called by the environment while building the gate). */
+  setInputChannel(channel: InputChannel): void {
+    if (channel.channelIndex < 0 || channel.channelIndex >= this.numberOfInputChannels) {
+      throw new IllegalArgumentError(
+        `channel index ${channel.channelIndex} out of [0, ${this.numberOfInputChannels})`,
+      );
+    }
+    this.channels[channel.channelIndex] = channel;
+  }
+
+  getChannel(index: number): InputChannel {
+    const channel = this.channels[index];
+    if (channel === undefined) throw new IllegalArgumentError(`no input channel ${index}`);
+    return channel;
+  }
+
+  /** Creates the floating-buffer pool and lets channels take their exclusive buffers. */
+  setup(): void {
+    if (this.bufferPool !== undefined) {
+      throw new IllegalStateError(`${this}: setup() was already called`);
+    }
+    for (let i = 0; i < this.numberOfInputChannels; i++) {
+      if (this.channels[i] === undefined) {
+        throw new IllegalStateError(`${this}: input channel ${i} was never set`);
+      }
+    }
+    this.bufferPool = this.bufferPoolFactory();
+    for (const channel of this.channels) {
+      if (hasSetup(channel)) channel.setup();
+    }
+  }
+
+  /** The floating-buffer pool (remote channels draw from it). */
+  getBufferPool(): LocalBufferPool {
+    if (this.bufferPool === undefined) {
+      throw new IllegalStateError(`${this}: setup() must be called first`);
+    }
+    return this.bufferPool;
+  }
+
+  /** Asks every channel's producer for its subpartition. Idempotent. */
+  requestPartitions(): void {
+    if (this.requested) return;
+    if (this.bufferPool === undefined) {
+      throw new IllegalStateError(`${this}: setup() must be called before requestPartitions()`);
+    }
+    this.requested = true;
+    for (const channel of this.channels) channel.requestSubpartitions();
+  }
+
+  /**
+   * Replaces the UnknownInputChannel reading `partitionId` with `create(old)` once the producer's
+   * location is known. Returns false when no unknown channel reads that partition.
+   */
+  updateInputChannel(
+    partitionId: ResultPartitionID,
+    create: (unknown: UnknownInputChannel) => InputChannel,
+  ): boolean {
+    const index = this.channels.findIndex(
+      (c) => c instanceof UnknownInputChannel && c.partitionId.equals(partitionId),
+    );
+    if (index < 0) return false;
+    const old = this.channels[index] as UnknownInputChannel;
+    const replacement = create(old);
+    if (replacement.channelIndex !== index) {
+      throw new IllegalStateError(`replacement channel index ${replacement.channelIndex} != ${index}`);
+    }
+    old.releaseAllResources();
+    this.channels[index] = replacement;
+    if (this.bufferPool !== undefined && hasSetup(replacement)) replacement.setup();
+    if (this.requested) replacement.requestSubpartitions();
+    return true;
+  }
+
+  // ------------------------------------------------------------------------------- consuming
+
+  notifyChannelNonEmpty(channel: InputChannel): void {
+    if (this.closed) return;
+    const index = channel.channelIndex;
+    if (this.channels[index] !== channel || this.enqueued[index] || this.endOfPartition[index]) {
+      return;
+    }
+    this.enqueued[index] = true;
+    this.queue.push(channel);
+    this.availability.resetAvailable();
+  }
+
+  /**
+   * The next buffer or event, or `undefined` when no channel has one now (await
+   * `getAvailableFuture()`), or when the gate is finished. Data buffers are owned by the caller,
+   * who must recycle them; events are deserialized and their buffers recycled here. Throws the
+   * first channel error (producer failure, connection loss, partition not found).
+   */
+  pollNext(): BufferOrEvent | undefined {
+    if (this.failure !== undefined) throw this.failure;
+    if (this.closed) throw new CancelledError(`${this} is closed`);
+    for (;;) {
+      const channel = this.queue.shift();
+      if (channel === undefined) {
+        if (!this.isFinished()) this.availability.resetUnavailable();
+        return undefined;
+      }
+      this.enqueued[channel.channelIndex] = false;
+      // A channel that ended may still have been queued by a late notification.
+      if (this.endOfPartition[channel.channelIndex]) continue;
+      let next: ReturnType<InputChannel["getNextBuffer"]>;
+      try {
+        next = channel.getNextBuffer();
+      } catch (error) {
+        this.failure = error as Error;
+        this.availability.resetAvailable();
+        throw error;
+      }
+      if (next === undefined) continue;
+      if (next.moreAvailable) this.notifyChannelNonEmpty(channel);
+      const buffer = next.buffer;
+      const size = buffer.getSize();
+      this.counters.numBytesIn += size;
+      if (buffer.isBuffer()) {
+        this.counters.numBuffersIn++;
+        return {
+          channelIndex: channel.channelIndex,
+          buffer,
+          moreAvailable: this.queue.length > 0,
+          size,
+        };
+      }
+      let event: ReturnType<typeof EventSerializer.fromBuffer>;
+      try {
+        event = EventSerializer.fromBuffer(buffer);
+      } finally {
+        buffer.recycleBuffer();
+      }
+      if (event instanceof EndOfPartitionEvent) this.onEndOfPartition(channel);
+      return {
+        channelIndex: channel.channelIndex,
+        event,
+        moreAvailable: this.queue.length > 0,
+        size,
+      };
+    }
+  }
+
+  private onEndOfPartition(channel: InputChannel): void {
+    const index = channel.channelIndex;
+    if (this.endOfPartition[index]) {
+      throw new IllegalStateError(`${this}: channel ${index} delivered EndOfPartition twice`);
+    }
+    this.endOfPartition[index] = true;
+    this.numberOfEndOfPartitions++;
+    // Releasing the view counts the subpartition as consumed, so the producer can release it.
+    channel.releaseAllResources();
+    if (this.isFinished()) this.availability.resetAvailable();
+  }
+
+  /** True once every channel delivered EndOfPartition. */
+  isFinished(): boolean {
+    return this.numberOfEndOfPartitions === this.numberOfInputChannels;
+  }
+
+  isAvailable(): boolean {
+    return this.availability.isAvailable();
+  }
+
+  getAvailableFuture(): Promise<void> {
+    return this.availability.getAvailableFuture();
+  }
+
+  getFailureCause(): Error | undefined {
+    return this.failure;
+  }
+
+  resumeConsumption(channelIndex: number): void {
+    this.getChannel(channelIndex).resumeConsumption();
+  }
+
+  sendTaskEvent(event: TaskEvent): void {
+    for (const channel of this.channels) channel.sendTaskEvent(event);
+  }
+
+  /** Releases every channel and the floating pool. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const channel of this.channels) channel?.releaseAllResources();
+    this.queue.length = 0;
+    this.bufferPool?.destroy();
+    this.availability.resetAvailable();
+  }
+
+  isClosed(): boolean {
+    return this.closed;
+  }
+
+  toString(): string {
+    return `SingleInputGate#${this.gateIndex}[${this.owningTaskName}, ${this.consumedResultId}]`;
+  }
+}

@@ -1,0 +1,58 @@
+import type { ResultPartitionType } from "@sluice/runtime-api";
+
+/** How an input gate's buffers are split (Flink's GateBuffersSpec). */
+export interface GateBuffersSpec {
+  /** Exclusive buffers each remote channel takes at setup (its initial credit). */
+  readonly exclusiveBuffersPerChannel: number;
+  /** Minimum size of the gate's floating pool. */
+  readonly requiredFloatingBuffers: number;
+  /** Maximum size of the gate's floating pool. */
+  readonly totalFloatingBuffers: number;
+}
+
+/** Flink's default cap on a batch gate's required buffers. */
+const BATCH_MAX_REQUIRED_BUFFERS_PER_GATE = 1000;
+
+/**
+ * Flink's gate buffer formula (InputGateSpecUtils): the gate needs N·bpc + 1 buffers but at most
+ * `maxRequiredBuffersPerGate` (unlimited for pipelined, 1000 for batch); exclusive buffers per
+ * channel shrink to fit, and what is left becomes floating buffers.
+ */
+export function createGateBuffersSpec(
+  maxRequiredBuffersPerGate: number | undefined,
+  buffersPerChannel: number,
+  floatingBuffersPerGate: number,
+  partitionType: ResultPartitionType,
+  numberOfInputChannels: number,
+): GateBuffersSpec {
+  const maxRequired =
+    maxRequiredBuffersPerGate ??
+    (partitionType.isPipelined ? Number.MAX_SAFE_INTEGER : BATCH_MAX_REQUIRED_BUFFERS_PER_GATE);
+  const n = numberOfInputChannels;
+  const targetRequired = n * buffersPerChannel + 1;
+  const targetTotal = n * buffersPerChannel + floatingBuffersPerGate;
+  const required = Math.min(maxRequired, targetRequired);
+  const exclusivePerChannel = Math.min(buffersPerChannel, Math.floor((required - 1) / n));
+  return {
+    exclusiveBuffersPerChannel: exclusivePerChannel,
+    requiredFloatingBuffers: required - n * exclusivePerChannel,
+    totalFloatingBuffers: targetTotal - n * exclusivePerChannel,
+  };
+}
+
+/**
+ * Flink's output pool sizes (NettyShuffleUtils): at least one buffer per subpartition plus one;
+ * at most subpartitions × buffers-per-channel + floating for bounded types, unlimited otherwise.
+ */
+export function outputPoolSize(
+  numberOfSubpartitions: number,
+  buffersPerChannel: number,
+  floatingBuffersPerGate: number,
+  partitionType: ResultPartitionType,
+): { readonly min: number; readonly max: number } {
+  const min = numberOfSubpartitions + 1;
+  const max = partitionType.isBounded
+    ? Math.max(min, numberOfSubpartitions * buffersPerChannel + floatingBuffersPerGate)
+    : Number.MAX_SAFE_INTEGER;
+  return { min, max };
+}

@@ -1,0 +1,61 @@
+import {
+  ExecutionOptions,
+  NettyShuffleEnvironmentOptions,
+  NetworkMemoryOptions,
+  type ReadableConfig,
+} from "@sluice/runtime-api";
+
+/**
+ * The settings of a NetworkShuffleEnvironment, read once from the configuration (Flink's
+ * NettyShuffleEnvironmentConfiguration). Plain numbers so the hot paths never touch the config.
+ */
+export interface NetworkShuffleEnvironmentConfiguration {
+  readonly networkMemoryBytes: number;
+  readonly segmentSize: number;
+  readonly buffersPerChannel: number;
+  readonly floatingBuffersPerGate: number;
+  readonly maxBuffersPerChannel: number;
+  readonly maxOverdraftBuffersPerGate: number;
+  /** Undefined = unlimited for pipelined gates. */
+  readonly maxRequiredBuffersPerGate: number | undefined;
+  readonly requestBackoffInitialMs: number;
+  readonly requestBackoffMaxMs: number;
+  readonly partitionRequestTimeoutMs: number;
+  readonly connectTimeoutMs: number;
+  readonly retries: number;
+  readonly maxFrameSize: number;
+  readonly maxRecordSize: number;
+  readonly maxPartitionRequestsPerConnection: number;
+  readonly bindHost: string;
+  readonly dataPort: number;
+  readonly bufferTimeoutMs: number;
+}
+
+/** Reads the environment settings; `networkMemoryBytes` > 0 overrides the configured minimum. */
+export function readNetworkShuffleEnvironmentConfiguration(
+  config: ReadableConfig,
+  networkMemoryBytes = 0,
+): NetworkShuffleEnvironmentConfiguration {
+  const N = NettyShuffleEnvironmentOptions;
+  const M = NetworkMemoryOptions;
+  return {
+    networkMemoryBytes: networkMemoryBytes > 0 ? networkMemoryBytes : config.get(M.NETWORK_MEMORY_MIN),
+    segmentSize: config.get(M.MEMORY_SEGMENT_SIZE),
+    buffersPerChannel: config.get(M.NETWORK_BUFFERS_PER_CHANNEL),
+    floatingBuffersPerGate: config.get(M.NETWORK_EXTRA_BUFFERS_PER_GATE),
+    maxBuffersPerChannel: config.get(M.NETWORK_MAX_BUFFERS_PER_CHANNEL),
+    maxOverdraftBuffersPerGate: config.get(M.NETWORK_MAX_OVERDRAFT_BUFFERS_PER_GATE),
+    maxRequiredBuffersPerGate: config.getOptional(M.NETWORK_READ_MAX_REQUIRED_BUFFERS_PER_GATE),
+    requestBackoffInitialMs: config.get(N.NETWORK_REQUEST_BACKOFF_INITIAL),
+    requestBackoffMaxMs: config.get(N.NETWORK_REQUEST_BACKOFF_MAX),
+    partitionRequestTimeoutMs: config.get(N.PARTITION_REQUEST_TIMEOUT),
+    connectTimeoutMs: config.get(N.CLIENT_CONNECT_TIMEOUT),
+    retries: config.get(N.NETWORK_RETRIES),
+    maxFrameSize: config.get(N.MAX_FRAME_SIZE),
+    maxRecordSize: config.get(N.MAX_RECORD_SIZE),
+    maxPartitionRequestsPerConnection: config.get(N.MAX_PARTITION_REQUESTS_PER_CONNECTION),
+    bindHost: config.get(N.DATA_BIND_HOST),
+    dataPort: config.get(N.DATA_PORT),
+    bufferTimeoutMs: config.get(ExecutionOptions.BUFFER_TIMEOUT_INTERVAL),
+  };
+}

@@ -1,0 +1,100 @@
+import { type JobID, ResultPartitionID } from "@sluice/core";
+import {
+  createNetworkShuffleDescriptor,
+  type JobShuffleContext,
+  type NetworkShuffleDescriptor,
+  type PartitionDescriptor,
+  type ProducerDescriptor,
+  type ShuffleMaster,
+  type ShuffleMasterContext,
+  type TaskInputsOutputsDescriptor,
+} from "@sluice/runtime-api";
+import {
+  type NetworkShuffleEnvironmentConfiguration,
+  readNetworkShuffleEnvironmentConfiguration,
+} from "./network-shuffle-environment-configuration.js";
+import { createGateBuffersSpec, outputPoolSize } from "./gate-buffers-spec.js";
+
+/**
+ * The coordinator side of the bundled network shuffle (Flink's NettyShuffleMaster). Partitions
+ * live in their producer's memory, so registering one only computes how consumers reach it:
+ * the producer's worker, data address and port, and the connection index.
+ */
+export class NetworkShuffleMaster implements ShuffleMaster<NetworkShuffleDescriptor> {
+  private readonly settings: NetworkShuffleEnvironmentConfiguration;
+  private readonly jobs = new Map<string, JobShuffleContext>();
+
+  constructor(context: ShuffleMasterContext) {
+    this.settings = readNetworkShuffleEnvironmentConfiguration(context.configuration);
+  }
+
+  async start(): Promise<void> {}
+
+  async close(): Promise<void> {
+    this.jobs.clear();
+  }
+
+  registerJob(context: JobShuffleContext): void {
+    this.jobs.set(context.jobId.toString(), context);
+  }
+
+  unregisterJob(jobId: JobID): void {
+    this.jobs.delete(jobId.toString());
+  }
+
+  async registerPartitionWithProducer(
+    _jobId: JobID,
+    partitionDescriptor: PartitionDescriptor,
+    producerDescriptor: ProducerDescriptor,
+  ): Promise<NetworkShuffleDescriptor> {
+    const resultPartitionId = new ResultPartitionID(
+      partitionDescriptor.partitionId,
+      producerDescriptor.producerExecutionId,
+    );
+    // A negative data port means the producer's worker runs without a data server (local only).
+    const connection =
+      producerDescriptor.dataPort >= 0
+        ? {
+            kind: "remote" as const,
+            host: producerDescriptor.address,
+            port: producerDescriptor.dataPort,
+            connectionIndex: partitionDescriptor.connectionIndex,
+          }
+        : { kind: "local" as const };
+    return createNetworkShuffleDescriptor(
+      resultPartitionId,
+      producerDescriptor.producerLocation,
+      connection,
+    );
+  }
+
+  releasePartitionExternally(_shuffleDescriptor: NetworkShuffleDescriptor): void {
+    // Pipelined data lives only in the producer's memory; nothing is held outside it.
+  }
+
+  /** Network memory a task needs: its gates' and partitions' minimum pools, in bytes. */
+  computeShuffleMemorySizeForTask(descriptor: TaskInputsOutputsDescriptor): number {
+    const s = this.settings;
+    let buffers = 0;
+    for (const [resultId, channels] of Object.entries(descriptor.inputChannelNums)) {
+      const type = descriptor.inputPartitionTypes[resultId];
+      if (type === undefined) continue;
+      const spec = createGateBuffersSpec(
+        s.maxRequiredBuffersPerGate,
+        s.buffersPerChannel,
+        s.floatingBuffersPerGate,
+        type,
+        channels,
+      );
+      buffers += channels * spec.exclusiveBuffersPerChannel + spec.requiredFloatingBuffers;
+    }
+    for (const [resultId, subpartitions] of Object.entries(descriptor.subpartitionNums)) {
+      const type = descriptor.partitionTypes[resultId];
+      if (type === undefined) continue;
+      const reuse = descriptor.partitionReuseCount[resultId] ?? 1;
+      buffers +=
+        reuse * outputPoolSize(subpartitions, s.buffersPerChannel, s.floatingBuffersPerGate, type).min;
+    }
+    return buffers * s.segmentSize;
+  }
+}

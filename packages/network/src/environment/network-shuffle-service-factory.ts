@@ -1,0 +1,51 @@
+import {
+  SHUFFLE_SERVICE_FACTORY_BRAND,
+  type NetworkShuffleDescriptor,
+  type ShuffleEnvironmentContext,
+  type ShuffleMasterContext,
+  type ShuffleServiceFactory,
+} from "@sluice/runtime-api";
+import type { SingleInputGate } from "../consumer/single-input-gate.js";
+import type { Transport } from "../netty/transport.js";
+import type { ResultPartition } from "../partition/result-partition.js";
+import { NetworkShuffleEnvironment } from "./network-shuffle-environment.js";
+import { NetworkShuffleMaster } from "./network-shuffle-master.js";
+
+/**
+ * The base of the bundled plugins' factories (Flink's NettyShuffleServiceFactory): the same
+ * master and environment, with the transport supplied by the subclass (TCP or WebSocket).
+ */
+export abstract class NetworkShuffleServiceFactory
+  implements ShuffleServiceFactory<NetworkShuffleDescriptor, ResultPartition, SingleInputGate>
+{
+  readonly [SHUFFLE_SERVICE_FACTORY_BRAND] = true;
+
+  /** Creates the transport for one environment, from its configuration. */
+  protected abstract createTransport(context: ShuffleEnvironmentContext): Transport;
+
+  createShuffleMaster(context: ShuffleMasterContext): NetworkShuffleMaster {
+    return new NetworkShuffleMaster(context);
+  }
+
+  createShuffleEnvironment(context: ShuffleEnvironmentContext): NetworkShuffleEnvironment {
+    return new NetworkShuffleEnvironment(
+      context,
+      context.localCommunicationOnly ? undefined : this.createTransport(context),
+    );
+  }
+}
+
+/** A factory without a transport: every partition is consumed in the same worker. */
+export class LocalShuffleServiceFactory
+  implements ShuffleServiceFactory<NetworkShuffleDescriptor, ResultPartition, SingleInputGate>
+{
+  readonly [SHUFFLE_SERVICE_FACTORY_BRAND] = true;
+
+  createShuffleMaster(context: ShuffleMasterContext): NetworkShuffleMaster {
+    return new NetworkShuffleMaster(context);
+  }
+
+  createShuffleEnvironment(context: ShuffleEnvironmentContext): NetworkShuffleEnvironment {
+    return new NetworkShuffleEnvironment(context);
+  }
+}

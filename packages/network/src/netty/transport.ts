@@ -1,0 +1,78 @@
+/**
+ * The small seam between the transport-neutral shuffle and a concrete byte transport. The TCP
+ * plugin implements it over node:net (optionally node:tls), the WebSocket plugin over `ws`. Both
+ * carry the same protocol frames, so everything above this interface — codec, credit-based
+ * server queue, client handler, channels — is shared.
+ */
+
+/** Receives a connection's events. Set once, before any data can arrive. */
+export interface ConnectionHandler {
+  /** Bytes arrived. A chunk may hold part of a frame or several frames. */
+  onData(chunk: Buffer): void;
+  /** The connection's send buffer fell below its low-water mark: writing may continue. */
+  onDrain(): void;
+  /**
+   * The connection closed, with the cause when it did not close cleanly. Called exactly once,
+   * after which no other callback follows.
+   */
+  onClose(cause: Error | undefined): void;
+}
+
+/** One established connection (either side). */
+export interface TransportConnection {
+  /** `host:port` of the peer, for error messages. */
+  readonly remoteAddress: string;
+  /** Installs the handler; must be called synchronously after the connection is handed over. */
+  setHandler(handler: ConnectionHandler): void;
+  /**
+   * Queues `chunks` as one unit (one or more whole frames; a transport may send them in one
+   * message). `onWritten` runs once they left the process or the connection failed (then with
+   * the error); buffers referenced by `chunks` must stay untouched until then. Returns false
+   * when the send buffer is above its high-water mark: stop writing until `onDrain`.
+   */
+  write(chunks: readonly Uint8Array[], onWritten?: (error?: Error | null) => void): boolean;
+  /** True while the send buffer is below its high-water mark. */
+  isWritable(): boolean;
+  /** Graceful close: queued data is sent first. Idempotent. */
+  close(): void;
+  /** Abortive close: drops queued data; `onClose` gets `cause`. Idempotent. */
+  destroy(cause?: Error): void;
+}
+
+/** A listening data server. */
+export interface TransportServer {
+  /** The bound port (useful with port 0). */
+  readonly port: number;
+  readonly host: string;
+  /** Stops accepting and closes every accepted connection. */
+  close(): Promise<void>;
+}
+
+/** Options for listening. */
+export interface ListenOptions {
+  readonly host: string;
+  /** 0 = any free port. */
+  readonly port: number;
+  /** Largest frame a peer may send; transports that have a message limit derive it from this. */
+  readonly maxFrameSize: number;
+  /** Each accepted connection, already established. */
+  readonly onConnection: (connection: TransportConnection) => void;
+}
+
+/** Options for connecting. */
+export interface ConnectOptions {
+  readonly host: string;
+  readonly port: number;
+  /** Give up (PartitionConnectionError) after this many milliseconds. */
+  readonly connectTimeoutMs: number;
+  readonly maxFrameSize: number;
+}
+
+/** A byte transport for the network shuffle. */
+export interface Transport {
+  /** A short name for messages and metrics ("tcp", "ws"). */
+  readonly name: string;
+  listen(options: ListenOptions): Promise<TransportServer>;
+  /** Resolves with an established connection or rejects with PartitionConnectionError. */
+  connect(options: ConnectOptions): Promise<TransportConnection>;
+}

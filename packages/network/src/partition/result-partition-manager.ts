@@ -1,0 +1,164 @@
+import {
+  CancelledError,
+  PartitionNotFoundError,
+  type ResultPartitionID,
+} from "@sluice/core";
+import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
+import type { PartitionRegistry, ResultPartition } from "./result-partition.js";
+import type { ResultSubpartitionView } from "./result-subpartition-view.js";
+
+/** Waits for a partition that is not registered yet (Flink's PartitionRequestListener). */
+export interface PartitionRequestListener {
+  /** The partition registered: the view was created for this listener. */
+  notifyPartitionCreated(view: ResultSubpartitionView): void;
+  /** The wait failed: timeout (PartitionNotFoundError) or the manager shut down. */
+  notifyPartitionCreateFailed(cause: Error): void;
+}
+
+interface WaitingRequest {
+  readonly subpartitionIndex: number;
+  readonly availabilityListener: BufferAvailabilityListener;
+  readonly requestListener: PartitionRequestListener;
+  readonly timer: NodeJS.Timeout;
+}
+
+/**
+ * The registry of the result partitions produced in this worker (Flink's ResultPartitionManager).
+ * Local input channels and the data server ask it for subpartition views. A request for a
+ * partition that is not registered yet can wait (`partition-request-timeout`) instead of failing
+ * at once, which removes the race between a fast consumer and a slow producer deployment.
+ */
+export class ResultPartitionManager implements PartitionRegistry {
+  private readonly partitions = new Map<string, ResultPartition>();
+  private readonly waiting = new Map<string, WaitingRequest[]>();
+  private shutDown = false;
+
+  registerResultPartition(partition: ResultPartition): void {
+    if (this.shutDown) {
+      throw new CancelledError("ResultPartitionManager is shut down");
+    }
+    const key = partition.partitionId.toString();
+    if (this.partitions.has(key)) {
+      throw new CancelledError(`result partition ${key} is already registered`);
+    }
+    this.partitions.set(key, partition);
+    const requests = this.waiting.get(key);
+    if (requests === undefined) return;
+    this.waiting.delete(key);
+    for (const request of requests) {
+      clearTimeout(request.timer);
+      try {
+        const view = partition.createSubpartitionView(
+          request.subpartitionIndex,
+          request.availabilityListener,
+        );
+        request.requestListener.notifyPartitionCreated(view);
+      } catch (error) {
+        request.requestListener.notifyPartitionCreateFailed(error as Error);
+      }
+    }
+  }
+
+  /**
+   * Creates the view of subpartition `subpartitionIndex` of `partitionId`, or throws
+   * PartitionNotFoundError when the partition is not registered here.
+   */
+  createSubpartitionView(
+    partitionId: ResultPartitionID,
+    subpartitionIndex: number,
+    availabilityListener: BufferAvailabilityListener,
+  ): ResultSubpartitionView {
+    const partition = this.partitions.get(partitionId.toString());
+    if (partition === undefined) {
+      throw new PartitionNotFoundError(`result partition ${partitionId} not found in this worker`);
+    }
+    return partition.createSubpartitionView(subpartitionIndex, availabilityListener);
+  }
+
+  /**
+   * Like `createSubpartitionView`, but when the partition is not registered yet, waits up to
+   * `timeoutMs` for it and returns `undefined`; `requestListener` then gets the view or a
+   * PartitionNotFoundError.
+   */
+  createSubpartitionViewOrRegisterListener(
+    partitionId: ResultPartitionID,
+    subpartitionIndex: number,
+    availabilityListener: BufferAvailabilityListener,
+    requestListener: PartitionRequestListener,
+    timeoutMs: number,
+  ): ResultSubpartitionView | undefined {
+    const key = partitionId.toString();
+    const partition = this.partitions.get(key);
+    if (partition !== undefined) {
+      return partition.createSubpartitionView(subpartitionIndex, availabilityListener);
+    }
+    if (this.shutDown) throw new CancelledError("ResultPartitionManager is shut down");
+    const timer = setTimeout(() => {
+      this.removeWaiting(key, requestListener);
+      requestListener.notifyPartitionCreateFailed(
+        new PartitionNotFoundError(
+          `result partition ${partitionId} was not registered within ${timeoutMs} ms ` +
+            "('taskmanager.network.partition-request-timeout')",
+        ),
+      );
+    }, timeoutMs);
+    timer.unref?.();
+    const list = this.waiting.get(key) ?? [];
+    list.push({ subpartitionIndex, availabilityListener, requestListener, timer });
+    this.waiting.set(key, list);
+    return undefined;
+  }
+
+  /** Stops waiting for `requestListener` (the requester went away). */
+  cancelWaitingRequest(partitionId: ResultPartitionID, requestListener: PartitionRequestListener): void {
+    this.removeWaiting(partitionId.toString(), requestListener);
+  }
+
+  private removeWaiting(key: string, requestListener: PartitionRequestListener): void {
+    const list = this.waiting.get(key);
+    if (list === undefined) return;
+    const index = list.findIndex((r) => r.requestListener === requestListener);
+    if (index < 0) return;
+    clearTimeout((list[index] as WaitingRequest).timer);
+    list.splice(index, 1);
+    if (list.length === 0) this.waiting.delete(key);
+  }
+
+  /** Releases and unregisters `partitionId` (with `cause` when it failed). */
+  releasePartition(partitionId: ResultPartitionID, cause?: Error): void {
+    const key = partitionId.toString();
+    const partition = this.partitions.get(key);
+    if (partition === undefined) return;
+    this.partitions.delete(key);
+    partition.release(cause);
+  }
+
+  /** Every subpartition of `partition` was consumed: a pipelined partition is released. */
+  onConsumedPartition(partition: ResultPartition): void {
+    const key = partition.partitionId.toString();
+    if (this.partitions.get(key) === partition) this.partitions.delete(key);
+    partition.release();
+  }
+
+  /** Ids of the partitions still registered (they hold local resources). */
+  getUnreleasedPartitions(): ResultPartitionID[] {
+    return [...this.partitions.values()].map((p) => p.partitionId);
+  }
+
+  /** Releases everything and fails waiting requests. Idempotent. */
+  shutdown(): void {
+    if (this.shutDown) return;
+    this.shutDown = true;
+    for (const [key, list] of this.waiting) {
+      for (const request of list) {
+        clearTimeout(request.timer);
+        request.requestListener.notifyPartitionCreateFailed(
+          new CancelledError(`ResultPartitionManager shut down while waiting for ${key}`),
+        );
+      }
+    }
+    this.waiting.clear();
+    for (const partition of this.partitions.values()) partition.release();
+    this.partitions.clear();
+  }
+}

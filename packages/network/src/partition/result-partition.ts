@@ -1,0 +1,536 @@
+import {
+  AVAILABLE,
+  AvailabilityHelper,
+  type BufferBuilder,
+  BufferConsumer,
+  CancelledError,
+  EndOfPartitionEvent,
+  EventSerializer,
+  IllegalArgumentError,
+  IllegalStateError,
+  type LocalBufferPool,
+  RecordTooLargeError,
+  type ResultPartitionID,
+  type RuntimeEvent,
+} from "@sluice/core";
+import type {
+  ResultPartitionMetrics,
+  ResultPartitionType,
+  ResultPartitionWriter,
+} from "@sluice/runtime-api";
+import { PipelinedSubpartition, type SubpartitionParent } from "./pipelined-subpartition.js";
+import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
+import type { ResultSubpartitionView } from "./result-subpartition-view.js";
+
+/** Where a partition registers itself; implemented by ResultPartitionManager. */
+export interface PartitionRegistry {
+  registerResultPartition(partition: ResultPartition): void;
+  onConsumedPartition(partition: ResultPartition): void;
+}
+
+/** Construction parameters of a ResultPartition. */
+export interface ResultPartitionOptions {
+  readonly owningTaskName: string;
+  readonly partitionIndex: number;
+  readonly partitionId: ResultPartitionID;
+  readonly partitionType: ResultPartitionType;
+  readonly numberOfSubpartitions: number;
+  readonly partitionManager: PartitionRegistry;
+  /** Creates the output LocalBufferPool at `setup()` (sized per Flink's NettyShuffleUtils). */
+  readonly bufferPoolFactory: () => LocalBufferPool;
+  /** Records larger than this fail with RecordTooLargeError (`taskmanager.network.max-record-size`). */
+  readonly maxRecordSize?: number;
+}
+
+/** Size of the record length prefix (int32 big-endian). */
+const LENGTH_BYTES = 4;
+
+/** A record whose remaining bytes wait for a buffer (the partition ran out mid-record). */
+interface PendingRecord {
+  /** Subpartition index, or -1 for a broadcast record. */
+  readonly target: number;
+  readonly bytes: Uint8Array;
+  offset: number;
+}
+
+/**
+ * A pipelined result partition (Flink's BufferWritingResultPartition + PipelinedResultPartition):
+ * one PipelinedSubpartition per consumer subtask, one output LocalBufferPool, and the record
+ * writing that packs length-prefixed records into BufferBuilders, spanning buffers as needed.
+ *
+ * Writing never blocks the event loop. `isAvailable()` turns false when the pool is exhausted (or
+ * one subpartition holds max-buffers-per-channel, or overdraft is in use) and producers await
+ * `getAvailableFuture()`. A record that runs out of buffers half-way keeps its remaining bytes
+ * and completes as soon as a buffer is recycled; emitting another record before that is a
+ * contract violation (IllegalStateError), the analogue of Flink's task thread being blocked.
+ */
+export class ResultPartition implements ResultPartitionWriter, SubpartitionParent {
+  readonly owningTaskName: string;
+  readonly partitionIndex: number;
+  readonly partitionId: ResultPartitionID;
+  readonly partitionType: ResultPartitionType;
+  readonly numberOfSubpartitions: number;
+  readonly description: string;
+  private readonly subpartitions: PipelinedSubpartition[];
+  private readonly partitionManager: PartitionRegistry;
+  private readonly bufferPoolFactory: () => LocalBufferPool;
+  private readonly maxRecordSize: number;
+  private bufferPool: LocalBufferPool | undefined;
+  private readonly unicastBuilders: (BufferBuilder | undefined)[];
+  private broadcastBuilder: BufferBuilder | undefined;
+  private pending: PendingRecord | undefined;
+  private readonly pendingAvailability = new AvailabilityHelper();
+  private readonly lengthScratch = Buffer.alloc(LENGTH_BYTES);
+  private numberOfUsers: number;
+  private finished = false;
+  private released = false;
+  private failureCause: Error | undefined;
+  private readonly counters = {
+    numBytesOut: 0,
+    numBuffersOut: 0,
+    backPressuredTimeMs: 0,
+    backPressureStart: -1,
+  };
+  readonly metrics: ResultPartitionMetrics;
+
+  constructor(options: ResultPartitionOptions) {
+    if (!Number.isInteger(options.numberOfSubpartitions) || options.numberOfSubpartitions < 1) {
+      throw new IllegalArgumentError(
+        `numberOfSubpartitions must be >= 1, got ${options.numberOfSubpartitions}`,
+      );
+    }
+    this.owningTaskName = options.owningTaskName;
+    this.partitionIndex = options.partitionIndex;
+    this.partitionId = options.partitionId;
+    this.partitionType = options.partitionType;
+    this.numberOfSubpartitions = options.numberOfSubpartitions;
+    this.partitionManager = options.partitionManager;
+    this.bufferPoolFactory = options.bufferPoolFactory;
+    this.maxRecordSize = options.maxRecordSize ?? Number.MAX_SAFE_INTEGER;
+    this.description = `ResultPartition ${options.partitionId} [${options.owningTaskName}]`;
+    this.subpartitions = Array.from(
+      { length: this.numberOfSubpartitions },
+      (_, i) => new PipelinedSubpartition(i, this),
+    );
+    this.unicastBuilders = new Array<BufferBuilder | undefined>(this.numberOfSubpartitions);
+    this.numberOfUsers = this.numberOfSubpartitions;
+    const counters = this.counters;
+    const self = this;
+    this.metrics = {
+      get numBytesOut() {
+        return counters.numBytesOut;
+      },
+      get numBuffersOut() {
+        return counters.numBuffersOut;
+      },
+      get backPressuredTimeMs() {
+        const running = counters.backPressureStart >= 0 ? Date.now() - counters.backPressureStart : 0;
+        return counters.backPressuredTimeMs + running;
+      },
+      get idleTimeMs() {
+        return 0;
+      },
+      outPoolUsage(): number {
+        return self.bufferPool?.getUsage() ?? 0;
+      },
+    };
+  }
+
+  // ------------------------------------------------------------------------------- lifecycle
+
+  /** Creates the output pool and registers with the partition manager. Call once. */
+  setup(): void {
+    if (this.bufferPool !== undefined) {
+      throw new IllegalStateError(`${this.description}: setup() was already called`);
+    }
+    this.bufferPool = this.bufferPoolFactory();
+    this.partitionManager.registerResultPartition(this);
+  }
+
+  /** Flushes and appends EndOfPartition to every subpartition; no record is accepted after. */
+  finish(): void {
+    this.checkInProduceState();
+    if (this.pending !== undefined) {
+      throw new IllegalStateError(
+        `${this.description}: finish() while a record is still waiting for buffers; await getAvailableFuture() first`,
+      );
+    }
+    this.finishBuilders();
+    for (const subpartition of this.subpartitions) {
+      subpartition.finish(EventSerializer.toBufferConsumer(EndOfPartitionEvent.INSTANCE, false));
+    }
+    this.finished = true;
+  }
+
+  isFinished(): boolean {
+    return this.finished;
+  }
+
+  /** Fails the partition: released with `cause`, which consumers receive as the producer's error. */
+  fail(cause: Error | undefined): void {
+    this.release(cause ?? new CancelledError(`${this.description} failed`));
+  }
+
+  /**
+   * Releases every buffer (queued data included) and the output pool. Readers observe the
+   * release, and `cause` if given. Idempotent.
+   */
+  release(cause?: Error): void {
+    if (this.released) return;
+    this.released = true;
+    this.failureCause = cause;
+    this.closeBuilders();
+    this.pending = undefined;
+    for (const subpartition of this.subpartitions) subpartition.release();
+    this.bufferPool?.destroy();
+    this.pendingAvailability.resetAvailable();
+  }
+
+  isReleased(): boolean {
+    return this.released;
+  }
+
+  /**
+   * Closes the writer side: the pool is destroyed lazily (queued buffers still reach readers and
+   * return their segments when recycled).
+   */
+  close(): void {
+    this.closeBuilders();
+    this.bufferPool?.destroy();
+  }
+
+  getFailureCause(): Error | undefined {
+    return this.failureCause;
+  }
+
+  // ------------------------------------------------------------------------------ availability
+
+  isAvailable(): boolean {
+    const available =
+      this.pending === undefined && (this.bufferPool === undefined || this.bufferPool.isAvailable());
+    return available || this.released;
+  }
+
+  getAvailableFuture(): Promise<void> {
+    const future = this.currentAvailabilityFuture();
+    if (this.counters.backPressureStart < 0 && !this.isAvailable()) {
+      // Back-pressured time (Flink's backPressuredTimeMsPerSecond) is measured from the first
+      // time a producer finds the partition unavailable until it turns available again.
+      this.counters.backPressureStart = Date.now();
+      void future.then(() => this.onAvailabilityFutureDone());
+    }
+    return future;
+  }
+
+  private currentAvailabilityFuture(): Promise<void> {
+    if (this.pending !== undefined) return this.pendingAvailability.getAvailableFuture();
+    if (this.bufferPool === undefined || this.released) return AVAILABLE;
+    return this.bufferPool.getAvailableFuture();
+  }
+
+  private onAvailabilityFutureDone(): void {
+    if (!this.isAvailable()) {
+      // Woken, but still blocked (another channel's limit, or the buffer went elsewhere).
+      void this.currentAvailabilityFuture().then(() => this.onAvailabilityFutureDone());
+      return;
+    }
+    this.counters.backPressuredTimeMs += Date.now() - this.counters.backPressureStart;
+    this.counters.backPressureStart = -1;
+  }
+
+  // ---------------------------------------------------------------------------------- writing
+
+  /**
+   * Appends one record (its serialized payload; the 4-byte length is added here) to subpartition
+   * `targetSubpartition`. The record may span any number of buffers.
+   */
+  emitRecord(record: Uint8Array, targetSubpartition: number): void {
+    this.checkEmit(record);
+    if (targetSubpartition < 0 || targetSubpartition >= this.numberOfSubpartitions) {
+      throw new IllegalArgumentError(
+        `${this.description}: target subpartition ${targetSubpartition} out of [0, ${this.numberOfSubpartitions})`,
+      );
+    }
+    if (this.broadcastBuilder !== undefined) this.finishBroadcastBuilder();
+    this.lengthScratch.writeInt32BE(record.length, 0);
+    // The length prefix is tiny; copying it next to the payload would cost a full record copy.
+    if (!this.appendUnicast(targetSubpartition, this.lengthScratch, 0)) {
+      this.startPending(targetSubpartition, this.lengthScratch, 0, record);
+      return;
+    }
+    const written = this.appendUnicastFrom(targetSubpartition, record, 0);
+    if (written < record.length) this.startPending(targetSubpartition, record, written);
+  }
+
+  /** Appends one record to every subpartition, serialized once into shared buffers. */
+  broadcastRecord(record: Uint8Array): void {
+    this.checkEmit(record);
+    this.finishUnicastBuilders();
+    this.lengthScratch.writeInt32BE(record.length, 0);
+    if (!this.appendBroadcast(this.lengthScratch, 0)) {
+      this.startPending(-1, this.lengthScratch, 0, record);
+      return;
+    }
+    const written = this.appendBroadcastFrom(record, 0);
+    if (written < record.length) this.startPending(-1, record, written);
+  }
+
+  /**
+   * Sends `event` to every subpartition after the data written so far (or ahead of it when
+   * `isPriority`). Events take no buffer from the pool and need no credit downstream.
+   */
+  broadcastEvent(event: RuntimeEvent, isPriority = false): void {
+    this.checkInProduceState();
+    if (this.pending !== undefined) {
+      throw new IllegalStateError(
+        `${this.description}: broadcastEvent() while a record waits for buffers; await getAvailableFuture() first`,
+      );
+    }
+    this.finishBuilders();
+    const consumer = EventSerializer.toBufferConsumer(event, isPriority);
+    try {
+      for (const subpartition of this.subpartitions) subpartition.add(consumer.copy());
+    } finally {
+      consumer.close();
+    }
+  }
+
+  flush(targetSubpartition: number): void {
+    const subpartition = this.subpartitions[targetSubpartition];
+    if (subpartition === undefined) {
+      throw new IllegalArgumentError(
+        `${this.description}: subpartition ${targetSubpartition} out of [0, ${this.numberOfSubpartitions})`,
+      );
+    }
+    subpartition.flush();
+  }
+
+  flushAll(): void {
+    for (const subpartition of this.subpartitions) subpartition.flush();
+  }
+
+  private checkEmit(record: Uint8Array): void {
+    this.checkInProduceState();
+    if (this.pending !== undefined) {
+      throw new IllegalStateError(
+        `${this.description} is back-pressured: a record still waits for buffers; ` +
+          "await getAvailableFuture() before emitting the next one",
+      );
+    }
+    if (record.length > this.maxRecordSize) {
+      throw new RecordTooLargeError(
+        `${this.description}: record of ${record.length} bytes exceeds the maximum record size ` +
+          `of ${this.maxRecordSize} bytes ('taskmanager.network.max-record-size')`,
+      );
+    }
+  }
+
+  /** Writes all of `source[offset..]`; false when a buffer could not be had (nothing lost). */
+  private appendUnicast(target: number, source: Uint8Array, offset: number): boolean {
+    return this.appendUnicastFrom(target, source, offset) === source.length;
+  }
+
+  /** Writes as much of `source[offset..]` as buffers allow; returns the new offset. */
+  private appendUnicastFrom(target: number, source: Uint8Array, offset: number): number {
+    let position = offset;
+    let builder = this.unicastBuilders[target];
+    while (position < source.length) {
+      if (builder === undefined || builder.isFull()) {
+        if (builder !== undefined) this.finishUnicastBuilder(target);
+        builder = this.requestNewUnicastBuilder(target, position > 0 ? source.length - position : 0);
+        if (builder === undefined) return position;
+      }
+      position += builder.appendAndCommit(source, position, source.length - position);
+    }
+    if (builder?.isFull()) this.finishUnicastBuilder(target);
+    return position;
+  }
+
+  private appendBroadcast(source: Uint8Array, offset: number): boolean {
+    return this.appendBroadcastFrom(source, offset) === source.length;
+  }
+
+  private appendBroadcastFrom(source: Uint8Array, offset: number): number {
+    let position = offset;
+    let builder = this.broadcastBuilder;
+    while (position < source.length) {
+      if (builder === undefined || builder.isFull()) {
+        if (builder !== undefined) this.finishBroadcastBuilder();
+        builder = this.requestNewBroadcastBuilder(position > 0 ? source.length - position : 0);
+        if (builder === undefined) return position;
+      }
+      position += builder.appendAndCommit(source, position, source.length - position);
+    }
+    if (builder?.isFull()) this.finishBroadcastBuilder();
+    return position;
+  }
+
+  private requestNewUnicastBuilder(target: number, partialRecordLength: number): BufferBuilder | undefined {
+    const pool = this.bufferPool;
+    if (pool === undefined) {
+      throw new IllegalStateError(`${this.description}: setup() must be called before writing`);
+    }
+    const builder = pool.requestBufferBuilder(target);
+    if (builder === undefined) return undefined;
+    const subpartition = this.subpartitions[target] as PipelinedSubpartition;
+    builder.trim(subpartition.bufferSizeHint());
+    this.unicastBuilders[target] = builder;
+    // The consumer is queued before any byte is written (the seeds: queued on request, not when full).
+    subpartition.add(builder.createBufferConsumerFromBeginning(), partialRecordLength);
+    return builder;
+  }
+
+  private requestNewBroadcastBuilder(partialRecordLength: number): BufferBuilder | undefined {
+    const pool = this.bufferPool;
+    if (pool === undefined) {
+      throw new IllegalStateError(`${this.description}: setup() must be called before writing`);
+    }
+    const builder = pool.requestBufferBuilder();
+    if (builder === undefined) return undefined;
+    this.broadcastBuilder = builder;
+    const consumer = builder.createBufferConsumerFromBeginning();
+    try {
+      for (const subpartition of this.subpartitions) {
+        subpartition.add(consumer.copy(), partialRecordLength);
+      }
+    } finally {
+      consumer.close();
+    }
+    return builder;
+  }
+
+  private startPending(target: number, first: Uint8Array, offset: number, rest?: Uint8Array): void {
+    // Keep a private copy: the caller reuses its serialization buffer for the next record.
+    const remainingFirst = first.subarray(offset);
+    const bytes = new Uint8Array(remainingFirst.length + (rest?.length ?? 0));
+    bytes.set(remainingFirst, 0);
+    if (rest !== undefined) bytes.set(rest, remainingFirst.length);
+    this.pending = { target, bytes, offset: 0 };
+    this.pendingAvailability.resetUnavailable();
+    this.waitAndResumePending();
+  }
+
+  private waitAndResumePending(): void {
+    const pool = this.bufferPool as LocalBufferPool;
+    void pool.getAvailableFuture().then(() => this.resumePending());
+  }
+
+  private resumePending(): void {
+    const pending = this.pending;
+    if (pending === undefined || this.released) return;
+    const position =
+      pending.target >= 0
+        ? this.appendUnicastFrom(pending.target, pending.bytes, pending.offset)
+        : this.appendBroadcastFrom(pending.bytes, pending.offset);
+    pending.offset = position;
+    if (position < pending.bytes.length) {
+      // The pool turned available but another request took the buffer first; wait again. The
+      // pool reports unavailable while it has nothing to give, so this does not spin.
+      if ((this.bufferPool as LocalBufferPool).isAvailable()) {
+        setImmediate(() => this.resumePending());
+      } else {
+        this.waitAndResumePending();
+      }
+      return;
+    }
+    this.pending = undefined;
+    this.pendingAvailability.resetAvailable();
+  }
+
+  private finishUnicastBuilder(target: number): void {
+    const builder = this.unicastBuilders[target];
+    if (builder === undefined) return;
+    this.counters.numBytesOut += builder.finish();
+    this.counters.numBuffersOut++;
+    builder.close();
+    this.unicastBuilders[target] = undefined;
+    // A finished buffer may now be the first one: let the subpartition decide to notify.
+    (this.subpartitions[target] as PipelinedSubpartition).onBuilderFinished();
+  }
+
+  private finishUnicastBuilders(): void {
+    for (let i = 0; i < this.numberOfSubpartitions; i++) this.finishUnicastBuilder(i);
+  }
+
+  private finishBroadcastBuilder(): void {
+    const builder = this.broadcastBuilder;
+    if (builder === undefined) return;
+    this.counters.numBytesOut += builder.finish() * this.numberOfSubpartitions;
+    this.counters.numBuffersOut += this.numberOfSubpartitions;
+    builder.close();
+    this.broadcastBuilder = undefined;
+    for (const subpartition of this.subpartitions) subpartition.onBuilderFinished();
+  }
+
+  private finishBuilders(): void {
+    this.finishBroadcastBuilder();
+    this.finishUnicastBuilders();
+  }
+
+  private closeBuilders(): void {
+    for (let i = 0; i < this.numberOfSubpartitions; i++) {
+      this.unicastBuilders[i]?.close();
+      this.unicastBuilders[i] = undefined;
+    }
+    this.broadcastBuilder?.close();
+    this.broadcastBuilder = undefined;
+  }
+
+  private checkInProduceState(): void {
+    if (this.released) {
+      throw new CancelledError(`${this.description} has been released`, {
+        cause: this.failureCause,
+      });
+    }
+    if (this.finished) {
+      throw new IllegalStateError(`${this.description} is finished; no more data is accepted`);
+    }
+  }
+
+  // -------------------------------------------------------------------------- reader side
+
+  /** Creates the read view of one subpartition (called by the ResultPartitionManager). */
+  createSubpartitionView(index: number, listener: BufferAvailabilityListener): ResultSubpartitionView {
+    const subpartition = this.subpartitions[index];
+    if (subpartition === undefined) {
+      throw new IllegalArgumentError(
+        `${this.description}: subpartition ${index} out of [0, ${this.numberOfSubpartitions})`,
+      );
+    }
+    if (this.released) {
+      throw new CancelledError(`${this.description} has been released`, { cause: this.failureCause });
+    }
+    return subpartition.createReadView(listener);
+  }
+
+  /**
+   * A view was released. Before the subpartition was fully read (the consumer went away), its
+   * queued data is dropped so the producer's memory comes back and its other consumers keep
+   * flowing. Once every subpartition was consumed, the partition is released (pipelined
+   * partitions are read once).
+   */
+  onConsumedSubpartition(index: number): void {
+    if (this.released) return;
+    const subpartition = this.subpartitions[index] as PipelinedSubpartition;
+    if (!subpartition.isReleased()) subpartition.release();
+    this.numberOfUsers--;
+    if (this.numberOfUsers === 0) this.partitionManager.onConsumedPartition(this);
+  }
+
+  onBufferOut(_bytes: number, _isBuffer: boolean): void {}
+
+  /** The pool, for tests and metrics. */
+  getBufferPool(): LocalBufferPool | undefined {
+    return this.bufferPool;
+  }
+
+  getSubpartition(index: number): PipelinedSubpartition {
+    const subpartition = this.subpartitions[index];
+    if (subpartition === undefined) throw new IllegalArgumentError(`no subpartition ${index}`);
+    return subpartition;
+  }
+
+  toString(): string {
+    return this.description;
+  }
+}

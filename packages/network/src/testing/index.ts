@@ -1,0 +1,14 @@
+/**
+ * @sluice/network/testing: fixtures for tests of network-shuffle plugins — deploy an all-to-all
+ * exchange through the real SPI path and check exactly-once, in-order delivery per channel.
+ */
+export {
+  type AllToAllJob,
+  deployAllToAll,
+  environmentContext,
+  makeRecord,
+  type RawConfig,
+  RecordChecker,
+  RUNNING_PRODUCER,
+  runAllToAll,
+} from "./shuffle-fixture.js";

@@ -1,0 +1,230 @@
+import {
+  ExecutionAttemptID,
+  IntermediateDataSetID,
+  IntermediateResultPartitionID,
+  JobID,
+  type NetworkBuffer,
+  type RecordHolder,
+  ResourceID,
+  SpillingAdaptiveSpanningRecordDeserializer,
+} from "@sluice/core";
+import {
+  createInputGateDeploymentDescriptor,
+  createResultPartitionDeploymentDescriptor,
+  type NetworkShuffleDescriptor,
+  type PartitionProducerStateProvider,
+  readableConfigOf,
+  ResultPartitionType,
+  type ShuffleEnvironmentContext,
+} from "@sluice/runtime-api";
+import type { SingleInputGate } from "../consumer/single-input-gate.js";
+import { NetworkShuffleEnvironment } from "../environment/network-shuffle-environment.js";
+import { NetworkShuffleMaster } from "../environment/network-shuffle-master.js";
+import type { Transport } from "../netty/transport.js";
+import type { ResultPartition } from "../partition/result-partition.js";
+
+/** Raw config values shared by the tests (small pools so limits are reached quickly). */
+export type RawConfig = Record<string, unknown>;
+
+export function environmentContext(config: RawConfig, resourceId = new ResourceID()): ShuffleEnvironmentContext {
+  return {
+    configuration: readableConfigOf(config),
+    taskExecutorResourceId: resourceId,
+    networkMemorySize: 0,
+    localCommunicationOnly: false,
+    hostAddress: "127.0.0.1",
+    numberOfSlots: 1,
+    tmpDirPaths: [],
+  };
+}
+
+export const RUNNING_PRODUCER: PartitionProducerStateProvider = {
+  requestPartitionProducerState: async () => "RUNNING",
+};
+
+/** A job with `producers` pipelined partitions of `consumers` subpartitions each, all-to-all. */
+export interface AllToAllJob {
+  readonly writers: ResultPartition[];
+  readonly gates: SingleInputGate[];
+  readonly descriptors: NetworkShuffleDescriptor[];
+}
+
+/**
+ * Deploys an all-to-all exchange through the real SPI path: the master registers each producer
+ * partition, producers run in `producerEnv`, consumers in `consumerEnv` (the same environment for
+ * local channels, another one for remote channels).
+ */
+export async function deployAllToAll(
+  producerEnv: NetworkShuffleEnvironment,
+  consumerEnv: NetworkShuffleEnvironment,
+  producers: number,
+  consumers: number,
+  config: RawConfig,
+  type = ResultPartitionType.PIPELINED_BOUNDED,
+): Promise<AllToAllJob> {
+  const master = new NetworkShuffleMaster({
+    configuration: readableConfigOf(config),
+    onFatalError: (error) => {
+      throw error;
+    },
+  });
+  const jobId = new JobID();
+  const resultId = new IntermediateDataSetID();
+  const writers: ResultPartition[] = [];
+  const descriptors: NetworkShuffleDescriptor[] = [];
+  for (let p = 0; p < producers; p++) {
+    const partitionDescriptor = {
+      resultId,
+      totalNumberOfPartitions: producers,
+      partitionId: new IntermediateResultPartitionID(resultId, p),
+      partitionType: type,
+      numberOfSubpartitions: consumers,
+      connectionIndex: 0,
+      isBroadcast: false,
+      isAllToAllDistribution: true,
+    };
+    const attempt = new ExecutionAttemptID(undefined, undefined, p, 0);
+    const shuffleDescriptor = await master.registerPartitionWithProducer(jobId, partitionDescriptor, {
+      producerLocation: producerEnv.resourceId,
+      producerExecutionId: attempt,
+      address: "127.0.0.1",
+      dataPort: producerEnv.getDataPort(),
+    });
+    descriptors.push(shuffleDescriptor);
+    const ctx = producerEnv.createShuffleIOOwnerContext(`producer ${p}`, attempt);
+    const [writer] = producerEnv.createResultPartitionWriters(ctx, [
+      createResultPartitionDeploymentDescriptor(partitionDescriptor, shuffleDescriptor, 128),
+    ]);
+    writers.push(writer as ResultPartition);
+  }
+  const gates: SingleInputGate[] = [];
+  for (let c = 0; c < consumers; c++) {
+    const ctx = consumerEnv.createShuffleIOOwnerContext(
+      `consumer ${c}`,
+      new ExecutionAttemptID(undefined, undefined, c, 0),
+    );
+    const [gate] = consumerEnv.createInputGates(ctx, RUNNING_PRODUCER, [
+      createInputGateDeploymentDescriptor(resultId, type, { start: c, end: c }, descriptors),
+    ]);
+    gates.push(gate as SingleInputGate);
+  }
+  return { writers, gates, descriptors };
+}
+
+/** A record of the tests: producer, channel, sequence number, then `padding` filler bytes. */
+export function makeRecord(producer: number, channel: number, seq: number, padding: number): Buffer {
+  const record = Buffer.alloc(12 + padding);
+  record.writeInt32BE(producer, 0);
+  record.writeInt32BE(channel, 4);
+  record.writeInt32BE(seq, 8);
+  for (let i = 0; i < padding; i++) record[12 + i] = (seq + i) & 0xff;
+  return record;
+}
+
+/** Checks records of one gate arrive exactly once and in order per producer. */
+export class RecordChecker {
+  readonly nextSeq: number[];
+  count = 0;
+  private readonly deserializers: SpillingAdaptiveSpanningRecordDeserializer[];
+  private readonly holder: RecordHolder<Uint8Array> = { value: undefined };
+
+  constructor(
+    readonly consumer: number,
+    producers: number,
+  ) {
+    this.nextSeq = new Array<number>(producers).fill(0);
+    this.deserializers = Array.from({ length: producers }, () => new SpillingAdaptiveSpanningRecordDeserializer());
+  }
+
+  /** Feeds one buffer of channel `channel` (= producer index) and checks every complete record. */
+  accept(channel: number, buffer: NetworkBuffer): void {
+    const deserializer = this.deserializers[channel] as SpillingAdaptiveSpanningRecordDeserializer;
+    deserializer.setNextBuffer(buffer);
+    for (;;) {
+      const result = deserializer.getNextRecordBytes(this.holder);
+      if (result.isFullRecord()) {
+        const bytes = Buffer.from(this.holder.value as Uint8Array);
+        const producer = bytes.readInt32BE(0);
+        const target = bytes.readInt32BE(4);
+        const seq = bytes.readInt32BE(8);
+        if (producer !== channel) throw new Error(`record of producer ${producer} on channel ${channel}`);
+        if (target !== this.consumer) throw new Error(`record for ${target} reached consumer ${this.consumer}`);
+        const expected = this.nextSeq[producer] as number;
+        if (seq !== expected) {
+          throw new Error(`consumer ${this.consumer}, producer ${producer}: expected seq ${expected}, got ${seq}`);
+        }
+        for (let i = 12; i < bytes.length; i++) {
+          if (bytes[i] !== ((seq + i - 12) & 0xff)) throw new Error(`corrupt byte ${i} of seq ${seq}`);
+        }
+        this.nextSeq[producer] = expected + 1;
+        this.count++;
+      }
+      if (result.isBufferConsumed()) return;
+    }
+  }
+
+  hasUnfinishedData(): boolean {
+    return this.deserializers.some((d) => d.hasUnfinishedData());
+  }
+
+  close(): void {
+    for (const d of this.deserializers) d.clear();
+  }
+}
+
+/**
+ * Drives producers and consumers on the event loop until every record arrived: each producer
+ * writes `recordsPerChannel` records to every subpartition round-robin, awaiting availability
+ * only when back-pressured; consumers poll their gates and check order.
+ */
+export async function runAllToAll(
+  job: AllToAllJob,
+  recordsPerChannel: number,
+  padding: number,
+  options: { flushEvery?: number; consumerDelayMs?: number } = {},
+): Promise<RecordChecker[]> {
+  const producers = job.writers.length;
+  const consumers = job.gates.length;
+  const checkers = job.gates.map((_, c) => new RecordChecker(c, producers));
+  const produce = async (p: number) => {
+    const writer = job.writers[p] as ResultPartition;
+    for (let seq = 0; seq < recordsPerChannel; seq++) {
+      for (let c = 0; c < consumers; c++) {
+        if (!writer.isAvailable()) await writer.getAvailableFuture();
+        writer.emitRecord(makeRecord(p, c, seq, padding), c);
+      }
+      if (options.flushEvery !== undefined && seq % options.flushEvery === 0) writer.flushAll();
+      if (seq % 512 === 0) await new Promise((r) => setImmediate(r));
+    }
+    if (!writer.isAvailable()) await writer.getAvailableFuture();
+    writer.finish();
+  };
+  const consume = async (c: number) => {
+    const gate = job.gates[c] as SingleInputGate;
+    const checker = checkers[c] as RecordChecker;
+    let polled = 0;
+    while (!gate.isFinished()) {
+      const next = gate.pollNext();
+      if (next === undefined) {
+        await gate.getAvailableFuture();
+        continue;
+      }
+      if (next.buffer !== undefined) checker.accept(next.channelIndex, next.buffer);
+      if (++polled % 64 === 0) {
+        await new Promise((r) =>
+          options.consumerDelayMs ? setTimeout(r, options.consumerDelayMs) : setImmediate(r),
+        );
+      }
+    }
+  };
+  for (const writer of job.writers) writer.setup();
+  for (const gate of job.gates) {
+    gate.setup();
+    gate.requestPartitions();
+  }
+  await Promise.all([
+    ...job.writers.map((_, p) => produce(p)),
+    ...job.gates.map((_, c) => consume(c)),
+  ]);
+  return checkers;
+}

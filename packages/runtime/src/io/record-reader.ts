@@ -1,0 +1,147 @@
+import {
+  CancelledError,
+  type RecordHolder,
+  type RuntimeEvent,
+  SpillingAdaptiveSpanningRecordDeserializer,
+  type SpillingAdaptiveSpanningRecordDeserializerOptions,
+  type TypeSerializer,
+} from "@sluice/core";
+import type { InputGate } from "@sluice/runtime-api";
+
+/** What a poll of the reader produced. */
+export const PollStatus = {
+  /** Records were delivered and more may be available right away. */
+  MORE_AVAILABLE: "MORE_AVAILABLE",
+  /** Nothing is available now: await `getAvailableFuture()`. */
+  NOTHING_AVAILABLE: "NOTHING_AVAILABLE",
+  /** Every channel delivered EndOfPartition: the input is exhausted. */
+  END_OF_INPUT: "END_OF_INPUT",
+} as const;
+export type PollStatus = (typeof PollStatus)[keyof typeof PollStatus];
+
+/** Options of a RecordReader. */
+export interface RecordReaderOptions extends SpillingAdaptiveSpanningRecordDeserializerOptions {
+  /** Called for every event other than EndOfPartition (barriers, EndOfData, task events). */
+  readonly onEvent?: (event: RuntimeEvent, channelIndex: number) => void;
+}
+
+/**
+ * Reads typed records from an InputGate (Flink's StreamTaskNetworkInput): one spanning-record
+ * deserializer per channel, since records of different channels interleave buffer by buffer.
+ * `pollRecords` is the synchronous batch fast path; the async iterator wraps it for user code.
+ */
+export class RecordReader<T> implements AsyncIterable<T> {
+  private readonly gate: InputGate;
+  private readonly serializer: TypeSerializer<T>;
+  private readonly deserializers: (SpillingAdaptiveSpanningRecordDeserializer | undefined)[];
+  private readonly options: RecordReaderOptions;
+  private readonly holder: RecordHolder<T> = { value: undefined };
+  private current: SpillingAdaptiveSpanningRecordDeserializer | undefined;
+  private finished = false;
+  private closed = false;
+
+  constructor(gate: InputGate, serializer: TypeSerializer<T>, options: RecordReaderOptions = {}) {
+    this.gate = gate;
+    this.serializer = serializer;
+    this.options = options;
+    this.deserializers = new Array(gate.numberOfInputChannels);
+  }
+
+  /**
+   * Delivers up to `maxRecords` records to `onRecord`, synchronously. Returns whether more may
+   * be available, nothing is available now, or the input ended.
+   */
+  pollRecords(onRecord: (record: T) => void, maxRecords = Number.MAX_SAFE_INTEGER): PollStatus {
+    if (this.closed) throw new CancelledError("record reader is closed");
+    let delivered = 0;
+    const holder = this.holder;
+    while (delivered < maxRecords) {
+      const current = this.current;
+      if (current !== undefined) {
+        const result = current.getNextRecord(this.serializer, holder);
+        if (result.isBufferConsumed()) this.current = undefined;
+        if (result.isFullRecord()) {
+          const value = holder.value as T;
+          holder.value = undefined;
+          onRecord(value);
+          delivered++;
+        }
+        continue;
+      }
+      if (this.finished) return PollStatus.END_OF_INPUT;
+      const next = this.gate.pollNext();
+      if (next === undefined) {
+        if (this.gate.isFinished()) {
+          this.finished = true;
+          return PollStatus.END_OF_INPUT;
+        }
+        return PollStatus.NOTHING_AVAILABLE;
+      }
+      if (next.buffer !== undefined) {
+        const deserializer = this.deserializerOf(next.channelIndex);
+        deserializer.setNextBuffer(next.buffer);
+        this.current = deserializer;
+      } else if (next.event !== undefined) {
+        this.onEvent(next.event, next.channelIndex);
+      }
+    }
+    return PollStatus.MORE_AVAILABLE;
+  }
+
+  private deserializerOf(channel: number): SpillingAdaptiveSpanningRecordDeserializer {
+    let deserializer = this.deserializers[channel];
+    if (deserializer === undefined) {
+      deserializer = new SpillingAdaptiveSpanningRecordDeserializer(this.options);
+      this.deserializers[channel] = deserializer;
+    }
+    return deserializer;
+  }
+
+  private onEvent(event: RuntimeEvent, channel: number): void {
+    if (event.kind === "EndOfPartition") {
+      const deserializer = this.deserializers[channel];
+      if (deserializer?.hasUnfinishedData()) {
+        deserializer.clear();
+        throw new CancelledError(
+          `channel ${channel} ended (EndOfPartition) in the middle of a record: the producer's data is incomplete`,
+        );
+      }
+      deserializer?.clear();
+      this.deserializers[channel] = undefined;
+      if (this.gate.isFinished()) this.finished = true;
+      return;
+    }
+    this.options.onEvent?.(event, channel);
+  }
+
+  /** True once every channel ended. */
+  isFinished(): boolean {
+    return this.finished;
+  }
+
+  /** Resolves when the gate has something again. */
+  getAvailableFuture(): Promise<void> {
+    return this.gate.getAvailableFuture();
+  }
+
+  /** Iterates all records until the input ends; awaits only when nothing is available. */
+  async *[Symbol.asyncIterator](): AsyncIterator<T> {
+    const batch: T[] = [];
+    for (;;) {
+      const status = this.pollRecords((record) => batch.push(record), 1024);
+      for (const record of batch) yield record;
+      batch.length = 0;
+      if (status === PollStatus.END_OF_INPUT) return;
+      if (status === PollStatus.NOTHING_AVAILABLE) await this.gate.getAvailableFuture();
+    }
+  }
+
+  /** Releases every deserializer (and its buffers and spill files). Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const deserializer of this.deserializers) deserializer?.clear();
+    this.deserializers.fill(undefined);
+    this.current = undefined;
+  }
+}

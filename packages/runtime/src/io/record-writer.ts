@@ -1,0 +1,183 @@
+import {
+  DataOutputSerializer,
+  IllegalStateError,
+  type RuntimeEvent,
+  type TypeSerializer,
+} from "@sluice/core";
+import type { ResultPartitionWriter } from "@sluice/runtime-api";
+import type { ChannelSelector } from "../partitioner/channel-selector.js";
+import { OutputFlusher } from "./output-flusher.js";
+
+/** How often buffers are flushed (`execution.buffer-timeout.*`). */
+export type BufferTimeout =
+  /** Flush only full buffers (`execution.buffer-timeout.enabled: false`). */
+  | { readonly kind: "disabled" }
+  /** Flush after every record (interval 0). */
+  | { readonly kind: "always" }
+  /** Flush all subpartitions every `intervalMs`. */
+  | { readonly kind: "interval"; readonly intervalMs: number };
+
+/** Turns the two buffer-timeout options into a BufferTimeout. */
+export function bufferTimeoutOf(enabled: boolean, intervalMs: number): BufferTimeout {
+  if (!enabled) return { kind: "disabled" };
+  if (intervalMs <= 0) return { kind: "always" };
+  return { kind: "interval", intervalMs };
+}
+
+/** Common options of record writers. */
+export interface RecordWriterOptions {
+  /** The task name, for the flusher and messages. */
+  readonly taskName: string;
+  readonly bufferTimeout: BufferTimeout;
+}
+
+/**
+ * Serializes records and hands them to a ResultPartitionWriter (Flink's RecordWriter). Records are
+ * serialized into one reusable output; the partition adds the length prefix and copies the bytes
+ * into its buffers. Emitting is synchronous: a producer loop checks `isAvailable()` and awaits
+ * `getAvailableFuture()` only when the partition is back-pressured, so steady state allocates no
+ * promise per record.
+ */
+export abstract class RecordWriter<T> {
+  readonly taskName: string;
+  protected readonly target: ResultPartitionWriter;
+  protected readonly serializer: TypeSerializer<T>;
+  protected readonly flushAlways: boolean;
+  private readonly output = new DataOutputSerializer({ initialCapacity: 256 });
+  private readonly flusher: OutputFlusher | undefined;
+  private closed = false;
+
+  protected constructor(
+    target: ResultPartitionWriter,
+    serializer: TypeSerializer<T>,
+    options: RecordWriterOptions,
+  ) {
+    this.target = target;
+    this.serializer = serializer;
+    this.taskName = options.taskName;
+    this.flushAlways = options.bufferTimeout.kind === "always";
+    if (options.bufferTimeout.kind === "interval") {
+      this.flusher = new OutputFlusher(
+        `OutputFlusher for ${options.taskName}`,
+        options.bufferTimeout.intervalMs,
+        () => target.flushAll(),
+      );
+    }
+  }
+
+  /** Emits `record` to the channel(s) the writer's strategy selects. */
+  abstract emit(record: T): void;
+
+  /** Emits `record` to every channel. */
+  broadcastEmit(record: T): void {
+    this.checkErroneous();
+    this.target.broadcastRecord(this.serialize(record));
+    if (this.flushAlways) this.target.flushAll();
+  }
+
+  /** Emits `record` to one uniformly random channel (latency markers). */
+  randomEmit(record: T): void {
+    this.checkErroneous();
+    const channel = Math.floor(Math.random() * this.target.numberOfSubpartitions);
+    this.emitToChannel(record, channel);
+  }
+
+  /** Sends an event to every channel; events are flushed at once. */
+  broadcastEvent(event: RuntimeEvent, isPriority = false): void {
+    this.checkErroneous();
+    this.target.broadcastEvent(event, isPriority);
+    this.target.flushAll();
+  }
+
+  /** Makes everything written so far available to the consumers. */
+  flushAll(): void {
+    this.target.flushAll();
+  }
+
+  /** False while the partition is back-pressured. */
+  isAvailable(): boolean {
+    return this.target.isAvailable();
+  }
+
+  /** Resolves when the partition accepts records again. */
+  getAvailableFuture(): Promise<void> {
+    return this.target.getAvailableFuture();
+  }
+
+  /** Stops the flusher (the partition itself is closed by its owner). Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.flusher?.stop();
+  }
+
+  protected emitToChannel(record: T, channel: number): void {
+    this.target.emitRecord(this.serialize(record), channel);
+    if (this.flushAlways) this.target.flush(channel);
+  }
+
+  protected serialize(record: T): Uint8Array {
+    const output = this.output;
+    output.clear();
+    this.serializer.serialize(record, output);
+    return output.getSharedBuffer();
+  }
+
+  /** Rethrows an error of the OutputFlusher (Flink checks it on emit). */
+  protected checkErroneous(): void {
+    if (this.closed) throw new IllegalStateError(`record writer of ${this.taskName} is closed`);
+    const error = this.flusher?.getError();
+    if (error !== undefined) {
+      throw new IllegalStateError(`the OutputFlusher of ${this.taskName} failed: ${error.message}`, {
+        cause: error,
+      });
+    }
+  }
+}
+
+/** Sends each record to the channel its ChannelSelector picks (Flink's ChannelSelectorRecordWriter). */
+export class ChannelSelectorRecordWriter<T> extends RecordWriter<T> {
+  private readonly selector: ChannelSelector<T>;
+
+  constructor(
+    target: ResultPartitionWriter,
+    serializer: TypeSerializer<T>,
+    selector: ChannelSelector<T>,
+    options: RecordWriterOptions,
+  ) {
+    super(target, serializer, options);
+    this.selector = selector;
+    selector.setup(target.numberOfSubpartitions);
+  }
+
+  emit(record: T): void {
+    this.checkErroneous();
+    this.emitToChannel(record, this.selector.selectChannel(record));
+  }
+}
+
+/**
+ * Sends every record to every channel, serialized once and written once into shared buffers
+ * (Flink's BroadcastRecordWriter).
+ */
+export class BroadcastRecordWriter<T> extends RecordWriter<T> {
+  constructor(target: ResultPartitionWriter, serializer: TypeSerializer<T>, options: RecordWriterOptions) {
+    super(target, serializer, options);
+  }
+
+  emit(record: T): void {
+    this.broadcastEmit(record);
+  }
+}
+
+/** Builds the right writer for `selector` (broadcast selectors get a BroadcastRecordWriter). */
+export function createRecordWriter<T>(
+  target: ResultPartitionWriter,
+  serializer: TypeSerializer<T>,
+  selector: ChannelSelector<T>,
+  options: RecordWriterOptions,
+): RecordWriter<T> {
+  return selector.isBroadcast()
+    ? new BroadcastRecordWriter(target, serializer, options)
+    : new ChannelSelectorRecordWriter(target, serializer, selector, options);
+}

@@ -1,0 +1,83 @@
+import type { Socket } from "node:net";
+import type { ConnectionHandler, TransportConnection } from "@sluice/network";
+
+/** How long a graceful close may take before the socket is destroyed. */
+const CLOSE_GRACE_MS = 5_000;
+
+/**
+ * A TransportConnection over a node:net (or node:tls) socket. Frames are written with
+ * cork/uncork so a BufferResponse header and its payload view leave in one writev, without
+ * copying the payload.
+ */
+export class TcpConnection implements TransportConnection {
+  readonly remoteAddress: string;
+  private readonly socket: Socket;
+  private handler: ConnectionHandler | undefined;
+  private closeCause: Error | undefined;
+  private closedBeforeHandler = false;
+  private socketError: Error | undefined;
+
+  constructor(socket: Socket, remoteAddress?: string) {
+    this.socket = socket;
+    this.remoteAddress = remoteAddress ?? `${socket.remoteAddress}:${socket.remotePort}`;
+    socket.setNoDelay(true);
+    socket.setKeepAlive(true, 10_000);
+    socket.on("error", (error) => {
+      this.socketError ??= error;
+    });
+    socket.once("close", (hadError) => {
+      const cause = hadError || this.socketError !== undefined ? this.socketError : this.closeCause;
+      if (this.handler === undefined) {
+        this.closedBeforeHandler = true;
+        this.closeCause = cause;
+        return;
+      }
+      this.handler.onClose(cause);
+    });
+  }
+
+  setHandler(handler: ConnectionHandler): void {
+    this.handler = handler;
+    // Attaching the 'data' listener starts the flow: nothing can arrive before the handler.
+    this.socket.on("data", (chunk: Buffer) => handler.onData(chunk));
+    this.socket.on("drain", () => handler.onDrain());
+    if (this.closedBeforeHandler) handler.onClose(this.closeCause);
+  }
+
+  write(chunks: readonly Uint8Array[], onWritten?: (error?: Error | null) => void): boolean {
+    const socket = this.socket;
+    if (socket.destroyed || !socket.writable) {
+      if (onWritten !== undefined) {
+        queueMicrotask(() => onWritten(this.socketError ?? new Error("connection closed")));
+      }
+      return false;
+    }
+    let ok = true;
+    if (chunks.length === 1) {
+      ok = socket.write(chunks[0] as Uint8Array, onWritten);
+    } else {
+      socket.cork();
+      const last = chunks.length - 1;
+      for (let i = 0; i < last; i++) socket.write(chunks[i] as Uint8Array);
+      ok = socket.write(chunks[last] as Uint8Array, onWritten);
+      socket.uncork();
+    }
+    return ok;
+  }
+
+  isWritable(): boolean {
+    return !this.socket.destroyed && this.socket.writable && !this.socket.writableNeedDrain;
+  }
+
+  close(): void {
+    if (this.socket.destroyed) return;
+    this.socket.end();
+    setTimeout(() => this.socket.destroy(), CLOSE_GRACE_MS).unref();
+  }
+
+  destroy(cause?: Error): void {
+    if (this.socket.destroyed) return;
+    this.closeCause = cause;
+    this.socket.destroy();
+  }
+}
