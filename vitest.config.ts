@@ -10,6 +10,7 @@ export default defineConfig({
     // default exclude no longer skips dist/.
     include: ["**/src/**/*.test.ts"],
     exclude: ["**/node_modules/**", "**/dist/**"],
+    globalSetup: ["./vitest.global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },

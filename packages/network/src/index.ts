@@ -18,7 +18,11 @@ export { RemoteInputChannel } from "./consumer/remote-input-channel.js";
 export { SingleInputGate, type SingleInputGateOptions } from "./consumer/single-input-gate.js";
 export { UnknownInputChannel } from "./consumer/unknown-input-channel.js";
 // Environment, master, factory
-export { createGateBuffersSpec, type GateBuffersSpec, outputPoolSize } from "./environment/gate-buffers-spec.js";
+export {
+  createGateBuffersSpec,
+  type GateBuffersSpec,
+  outputPoolSize,
+} from "./environment/gate-buffers-spec.js";
 export { NetworkShuffleEnvironment } from "./environment/network-shuffle-environment.js";
 export {
   type NetworkShuffleEnvironmentConfiguration,
@@ -34,8 +38,8 @@ export { ConnectionID } from "./netty/connection-id.js";
 export { PartitionRequestClientFactory } from "./netty/partition-request-client-factory.js";
 export { PartitionRequestServerHandler } from "./netty/partition-request-server-handler.js";
 export type {
-  ConnectOptions,
   ConnectionHandler,
+  ConnectOptions,
   ListenOptions,
   Transport,
   TransportConnection,

@@ -12,8 +12,9 @@ import { TcpConnection } from "./tcp-connection.js";
 /** Options of the TCP transport. */
 export interface TcpTransportOptions {
   /**
-   * Socket send/receive high-water mark in bytes. Credit already bounds what is in flight; this
-   * only decides how many frames are batched before `write()` asks the writer to wait for drain.
+   * The data server's socket high-water mark in bytes. Credit already bounds what is in flight;
+   * this only decides how many frames are batched before `write()` asks the writer to wait for
+   * drain. (Clients send only small control messages and keep Node's default.)
    */
   readonly highWaterMark?: number;
 }
@@ -69,7 +70,6 @@ export class TcpTransport implements Transport {
         port: options.port,
         noDelay: true,
         keepAlive: true,
-        highWaterMark: this.highWaterMark,
       });
       const timer = setTimeout(() => {
         socket.destroy();
@@ -87,9 +87,12 @@ export class TcpTransport implements Transport {
       socket.once("error", (error) => {
         clearTimeout(timer);
         reject(
-          new PartitionConnectionError(`connecting to ${address} over tcp failed: ${error.message}`, {
-            cause: error,
-          }),
+          new PartitionConnectionError(
+            `connecting to ${address} over tcp failed: ${error.message}`,
+            {
+              cause: error,
+            },
+          ),
         );
       });
     });

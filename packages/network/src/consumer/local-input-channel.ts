@@ -1,8 +1,8 @@
 import {
   CancelledError,
+  ErrorCodes,
   IllegalStateError,
   isSluiceError,
-  ErrorCodes,
   PartitionNotFoundError,
   type ResultPartitionID,
   type TaskEvent,
@@ -112,7 +112,10 @@ export class LocalInputChannel extends InputChannel implements BufferAvailabilit
   }
 
   sendTaskEvent(event: TaskEvent): void {
-    if (this.taskEventPublisher === undefined || !this.taskEventPublisher.publish(this.partitionId, event)) {
+    if (
+      this.taskEventPublisher === undefined ||
+      !this.taskEventPublisher.publish(this.partitionId, event)
+    ) {
       throw new IllegalStateError(`${this}: no task event listener for ${this.partitionId}`);
     }
   }

@@ -1,16 +1,16 @@
 import {
   BufferReorderingError,
+  CancelledError,
   IllegalStateError,
+  InputChannelID,
   type NetworkBuffer,
   type NetworkBufferPool,
-  InputChannelID,
   type ResultPartitionID,
   type TaskEvent,
-  CancelledError,
 } from "@sluice/core";
+import type { ConnectionID } from "../netty/connection-id.js";
 import type { PartitionRequestClient } from "../netty/partition-request-client.js";
 import type { PartitionRequestClientFactory } from "../netty/partition-request-client-factory.js";
-import type { ConnectionID } from "../netty/connection-id.js";
 import { BufferManager, type BufferManagerOwner } from "./buffer-manager.js";
 import {
   type Backoff,
@@ -185,7 +185,9 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
 
   sendTaskEvent(event: TaskEvent): void {
     if (this.client === undefined) {
-      throw new IllegalStateError(`${this}: cannot send a task event before the partition was requested`);
+      throw new IllegalStateError(
+        `${this}: cannot send a task event before the partition was requested`,
+      );
     }
     this.client.sendTaskEvent(this.partitionId, event, this);
   }

@@ -162,7 +162,9 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
     const old = this.channels[index] as UnknownInputChannel;
     const replacement = create(old);
     if (replacement.channelIndex !== index) {
-      throw new IllegalStateError(`replacement channel index ${replacement.channelIndex} != ${index}`);
+      throw new IllegalStateError(
+        `replacement channel index ${replacement.channelIndex} != ${index}`,
+      );
     }
     old.releaseAllResources();
     this.channels[index] = replacement;

@@ -34,7 +34,9 @@ export class UnknownInputChannel extends InputChannel {
   }
 
   resumeConsumption(): void {
-    throw new IllegalStateError(`${this}: resumeConsumption on a channel whose producer is unknown`);
+    throw new IllegalStateError(
+      `${this}: resumeConsumption on a channel whose producer is unknown`,
+    );
   }
 
   sendTaskEvent(_event: TaskEvent): void {

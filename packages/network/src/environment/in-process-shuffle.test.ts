@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { LocalShuffleServiceFactory } from "./network-shuffle-service-factory.js";
-import type { NetworkShuffleEnvironment } from "./network-shuffle-environment.js";
 import { deployAllToAll, environmentContext, runAllToAll } from "../testing/shuffle-fixture.js";
+import type { NetworkShuffleEnvironment } from "./network-shuffle-environment.js";
+import { LocalShuffleServiceFactory } from "./network-shuffle-service-factory.js";
 
 const config = {
   "taskmanager.memory.network.min": "4mb",

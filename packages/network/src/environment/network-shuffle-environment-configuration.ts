@@ -39,7 +39,8 @@ export function readNetworkShuffleEnvironmentConfiguration(
   const N = NettyShuffleEnvironmentOptions;
   const M = NetworkMemoryOptions;
   return {
-    networkMemoryBytes: networkMemoryBytes > 0 ? networkMemoryBytes : config.get(M.NETWORK_MEMORY_MIN),
+    networkMemoryBytes:
+      networkMemoryBytes > 0 ? networkMemoryBytes : config.get(M.NETWORK_MEMORY_MIN),
     segmentSize: config.get(M.MEMORY_SEGMENT_SIZE),
     buffersPerChannel: config.get(M.NETWORK_BUFFERS_PER_CHANNEL),
     floatingBuffersPerGate: config.get(M.NETWORK_EXTRA_BUFFERS_PER_GATE),

@@ -44,7 +44,9 @@ import {
  * created here from deployment descriptors. With no transport it runs local-only (`start()`
  * returns -1).
  */
-export class NetworkShuffleEnvironment implements ShuffleEnvironment<ResultPartition, SingleInputGate> {
+export class NetworkShuffleEnvironment
+  implements ShuffleEnvironment<ResultPartition, SingleInputGate>
+{
   readonly resourceId: ResourceID;
   readonly settings: NetworkShuffleEnvironmentConfiguration;
   readonly networkBufferPool: NetworkBufferPool;
@@ -106,14 +108,10 @@ export class NetworkShuffleEnvironment implements ShuffleEnvironment<ResultParti
             maxFrameSize: this.settings.maxFrameSize,
             partitionRequestTimeoutMs: this.settings.partitionRequestTimeoutMs,
             maxPartitionRequestsPerConnection: this.settings.maxPartitionRequestsPerConnection,
+            onClosed: (closed) => this.serverHandlers.delete(closed),
           },
         );
         this.serverHandlers.add(handler);
-        const originalOnClose = handler.onClose.bind(handler);
-        handler.onClose = () => {
-          this.serverHandlers.delete(handler);
-          originalOnClose();
-        };
       },
     });
     return this.server.port;
@@ -244,7 +242,13 @@ export class NetworkShuffleEnvironment implements ShuffleEnvironment<ResultParti
   ): InputChannel {
     const partitionId = descriptor.resultPartitionId;
     if (isUnknownShuffleDescriptor(descriptor)) {
-      return new UnknownInputChannel(gate, channelIndex, partitionId, subpartitionIndex, this.backoff);
+      return new UnknownInputChannel(
+        gate,
+        channelIndex,
+        partitionId,
+        subpartitionIndex,
+        this.backoff,
+      );
     }
     if (!isNetworkShuffleDescriptor(descriptor)) {
       throw new IllegalArgumentError(
@@ -284,7 +288,10 @@ export class NetworkShuffleEnvironment implements ShuffleEnvironment<ResultParti
     );
   }
 
-  updatePartitionInfo(consumerAttemptId: ExecutionAttemptID, partitionInfo: PartitionInfo): boolean {
+  updatePartitionInfo(
+    consumerAttemptId: ExecutionAttemptID,
+    partitionInfo: PartitionInfo,
+  ): boolean {
     const gates = this.gatesByConsumer.get(consumerAttemptId.toString()) ?? [];
     const descriptor = partitionInfo.shuffleDescriptor;
     const s = this.settings;

@@ -9,11 +9,11 @@ import {
   type ShuffleMasterContext,
   type TaskInputsOutputsDescriptor,
 } from "@sluice/runtime-api";
+import { createGateBuffersSpec, outputPoolSize } from "./gate-buffers-spec.js";
 import {
   type NetworkShuffleEnvironmentConfiguration,
   readNetworkShuffleEnvironmentConfiguration,
 } from "./network-shuffle-environment-configuration.js";
-import { createGateBuffersSpec, outputPoolSize } from "./gate-buffers-spec.js";
 
 /**
  * The coordinator side of the bundled network shuffle (Flink's NettyShuffleMaster). Partitions
@@ -93,7 +93,8 @@ export class NetworkShuffleMaster implements ShuffleMaster<NetworkShuffleDescrip
       if (type === undefined) continue;
       const reuse = descriptor.partitionReuseCount[resultId] ?? 1;
       buffers +=
-        reuse * outputPoolSize(subpartitions, s.buffersPerChannel, s.floatingBuffersPerGate, type).min;
+        reuse *
+        outputPoolSize(subpartitions, s.buffersPerChannel, s.floatingBuffersPerGate, type).min;
     }
     return buffers * s.segmentSize;
   }

@@ -1,6 +1,6 @@
 import {
-  SHUFFLE_SERVICE_FACTORY_BRAND,
   type NetworkShuffleDescriptor,
+  SHUFFLE_SERVICE_FACTORY_BRAND,
   type ShuffleEnvironmentContext,
   type ShuffleMasterContext,
   type ShuffleServiceFactory,

@@ -119,7 +119,9 @@ export class CreditBasedPartitionRequestClientHandler implements ConnectionHandl
     } catch (error) {
       const cause = isSluiceError(error)
         ? error
-        : new LocalTransportError(`decoding data from ${this.connectionId.address} failed`, { cause: error });
+        : new LocalTransportError(`decoding data from ${this.connectionId.address} failed`, {
+            cause: error,
+          });
       this.failAll(cause);
       this.connection.destroy(cause);
     }

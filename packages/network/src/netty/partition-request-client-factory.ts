@@ -1,6 +1,6 @@
 import { PartitionConnectionError, TimeoutError } from "@sluice/core";
-import { CreditBasedPartitionRequestClientHandler } from "./credit-based-partition-request-client-handler.js";
 import type { ConnectionID } from "./connection-id.js";
+import { CreditBasedPartitionRequestClientHandler } from "./credit-based-partition-request-client-handler.js";
 import { PartitionRequestClient } from "./partition-request-client.js";
 import type { Transport } from "./transport.js";
 

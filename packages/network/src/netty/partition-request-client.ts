@@ -45,11 +45,17 @@ export class PartitionRequestClient {
 
   resumeConsumption(channel: RemoteInputChannel): void {
     this.handler.enqueue(() =>
-      channel.isReleased() ? undefined : { id: MessageId.RESUME_CONSUMPTION, receiverId: channel.id },
+      channel.isReleased()
+        ? undefined
+        : { id: MessageId.RESUME_CONSUMPTION, receiverId: channel.id },
     );
   }
 
-  sendTaskEvent(partitionId: ResultPartitionID, event: TaskEvent, channel: RemoteInputChannel): void {
+  sendTaskEvent(
+    partitionId: ResultPartitionID,
+    event: TaskEvent,
+    channel: RemoteInputChannel,
+  ): void {
     this.handler.writeNow({
       id: MessageId.TASK_EVENT_REQUEST,
       event: EventSerializer.toSerializedEvent(event),

@@ -1,7 +1,7 @@
 import type { InputChannelID } from "@sluice/core";
-import { MessageId } from "../protocol/message-id.js";
-import { encodeBufferResponseHeader, encodeMessage } from "../protocol/message-encoder.js";
 import { errorToErrorResponse } from "../protocol/error-response.js";
+import { encodeBufferResponseHeader, encodeMessage } from "../protocol/message-encoder.js";
+import { MessageId } from "../protocol/message-id.js";
 import type {
   CreditBasedSequenceNumberingViewReader,
   ReaderQueue,

@@ -23,6 +23,8 @@ export interface ServerHandlerOptions {
   readonly partitionRequestTimeoutMs: number;
   /** PartitionRequests one connection may have open at once. */
   readonly maxPartitionRequestsPerConnection: number;
+  /** Called once when the connection is gone and every reader was released. */
+  readonly onClosed?: (handler: PartitionRequestServerHandler) => void;
 }
 
 /**
@@ -76,6 +78,7 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
     this.closed = true;
     this.decoder.destroy();
     this.queue.releaseAllResources();
+    this.options.onClosed?.(this);
   }
 
   /** Number of readers (open partition requests) on this connection. */
@@ -144,7 +147,9 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
         this.connection.close();
         return;
       case MessageId.ADD_CREDIT:
-        this.queue.addCreditOrResumeConsumption(message.receiverId, (r) => r.addCredit(message.credit));
+        this.queue.addCreditOrResumeConsumption(message.receiverId, (r) =>
+          r.addCredit(message.credit),
+        );
         return;
       case MessageId.RESUME_CONSUMPTION:
         this.queue.addCreditOrResumeConsumption(message.receiverId, (r) => r.resumeConsumption());

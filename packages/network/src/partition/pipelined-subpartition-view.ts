@@ -1,7 +1,10 @@
 import type { BufferAndBacklog } from "./buffer-and-backlog.js";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
 import type { PipelinedSubpartition } from "./pipelined-subpartition.js";
-import type { AvailabilityWithBacklog, ResultSubpartitionView } from "./result-subpartition-view.js";
+import type {
+  AvailabilityWithBacklog,
+  ResultSubpartitionView,
+} from "./result-subpartition-view.js";
 
 /** The one reader view of a PipelinedSubpartition (Flink's PipelinedSubpartitionView). */
 export class PipelinedSubpartitionView implements ResultSubpartitionView {

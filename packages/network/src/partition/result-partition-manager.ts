@@ -1,8 +1,4 @@
-import {
-  CancelledError,
-  PartitionNotFoundError,
-  type ResultPartitionID,
-} from "@sluice/core";
+import { CancelledError, PartitionNotFoundError, type ResultPartitionID } from "@sluice/core";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
 import type { PartitionRegistry, ResultPartition } from "./result-partition.js";
 import type { ResultSubpartitionView } from "./result-subpartition-view.js";
@@ -110,7 +106,10 @@ export class ResultPartitionManager implements PartitionRegistry {
   }
 
   /** Stops waiting for `requestListener` (the requester went away). */
-  cancelWaitingRequest(partitionId: ResultPartitionID, requestListener: PartitionRequestListener): void {
+  cancelWaitingRequest(
+    partitionId: ResultPartitionID,
+    requestListener: PartitionRequestListener,
+  ): void {
     this.removeWaiting(partitionId.toString(), requestListener);
   }
 

@@ -2,7 +2,6 @@ import {
   AVAILABLE,
   AvailabilityHelper,
   type BufferBuilder,
-  BufferConsumer,
   CancelledError,
   EndOfPartitionEvent,
   EventSerializer,
@@ -18,8 +17,8 @@ import type {
   ResultPartitionType,
   ResultPartitionWriter,
 } from "@sluice/runtime-api";
-import { PipelinedSubpartition, type SubpartitionParent } from "./pipelined-subpartition.js";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
+import { PipelinedSubpartition, type SubpartitionParent } from "./pipelined-subpartition.js";
 import type { ResultSubpartitionView } from "./result-subpartition-view.js";
 
 /** Where a partition registers itself; implemented by ResultPartitionManager. */
@@ -124,7 +123,8 @@ export class ResultPartition implements ResultPartitionWriter, SubpartitionParen
         return counters.numBuffersOut;
       },
       get backPressuredTimeMs() {
-        const running = counters.backPressureStart >= 0 ? Date.now() - counters.backPressureStart : 0;
+        const running =
+          counters.backPressureStart >= 0 ? Date.now() - counters.backPressureStart : 0;
         return counters.backPressuredTimeMs + running;
       },
       get idleTimeMs() {
@@ -207,7 +207,8 @@ export class ResultPartition implements ResultPartitionWriter, SubpartitionParen
 
   isAvailable(): boolean {
     const available =
-      this.pending === undefined && (this.bufferPool === undefined || this.bufferPool.isAvailable());
+      this.pending === undefined &&
+      (this.bufferPool === undefined || this.bufferPool.isAvailable());
     return available || this.released;
   }
 
@@ -337,7 +338,10 @@ export class ResultPartition implements ResultPartitionWriter, SubpartitionParen
     while (position < source.length) {
       if (builder === undefined || builder.isFull()) {
         if (builder !== undefined) this.finishUnicastBuilder(target);
-        builder = this.requestNewUnicastBuilder(target, position > 0 ? source.length - position : 0);
+        builder = this.requestNewUnicastBuilder(
+          target,
+          position > 0 ? source.length - position : 0,
+        );
         if (builder === undefined) return position;
       }
       position += builder.appendAndCommit(source, position, source.length - position);
@@ -365,7 +369,10 @@ export class ResultPartition implements ResultPartitionWriter, SubpartitionParen
     return position;
   }
 
-  private requestNewUnicastBuilder(target: number, partialRecordLength: number): BufferBuilder | undefined {
+  private requestNewUnicastBuilder(
+    target: number,
+    partialRecordLength: number,
+  ): BufferBuilder | undefined {
     const pool = this.bufferPool;
     if (pool === undefined) {
       throw new IllegalStateError(`${this.description}: setup() must be called before writing`);
@@ -490,7 +497,10 @@ export class ResultPartition implements ResultPartitionWriter, SubpartitionParen
   // -------------------------------------------------------------------------- reader side
 
   /** Creates the read view of one subpartition (called by the ResultPartitionManager). */
-  createSubpartitionView(index: number, listener: BufferAvailabilityListener): ResultSubpartitionView {
+  createSubpartitionView(
+    index: number,
+    listener: BufferAvailabilityListener,
+  ): ResultSubpartitionView {
     const subpartition = this.subpartitions[index];
     if (subpartition === undefined) {
       throw new IllegalArgumentError(
@@ -498,7 +508,9 @@ export class ResultPartition implements ResultPartitionWriter, SubpartitionParen
       );
     }
     if (this.released) {
-      throw new CancelledError(`${this.description} has been released`, { cause: this.failureCause });
+      throw new CancelledError(`${this.description} has been released`, {
+        cause: this.failureCause,
+      });
     }
     return subpartition.createReadView(listener);
   }

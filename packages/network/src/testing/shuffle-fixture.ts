@@ -13,20 +13,22 @@ import {
   createResultPartitionDeploymentDescriptor,
   type NetworkShuffleDescriptor,
   type PartitionProducerStateProvider,
-  readableConfigOf,
   ResultPartitionType,
+  readableConfigOf,
   type ShuffleEnvironmentContext,
 } from "@sluice/runtime-api";
 import type { SingleInputGate } from "../consumer/single-input-gate.js";
-import { NetworkShuffleEnvironment } from "../environment/network-shuffle-environment.js";
+import type { NetworkShuffleEnvironment } from "../environment/network-shuffle-environment.js";
 import { NetworkShuffleMaster } from "../environment/network-shuffle-master.js";
-import type { Transport } from "../netty/transport.js";
 import type { ResultPartition } from "../partition/result-partition.js";
 
 /** Raw config values shared by the tests (small pools so limits are reached quickly). */
 export type RawConfig = Record<string, unknown>;
 
-export function environmentContext(config: RawConfig, resourceId = new ResourceID()): ShuffleEnvironmentContext {
+export function environmentContext(
+  config: RawConfig,
+  resourceId = new ResourceID(),
+): ShuffleEnvironmentContext {
   return {
     configuration: readableConfigOf(config),
     taskExecutorResourceId: resourceId,
@@ -84,12 +86,16 @@ export async function deployAllToAll(
       isAllToAllDistribution: true,
     };
     const attempt = new ExecutionAttemptID(undefined, undefined, p, 0);
-    const shuffleDescriptor = await master.registerPartitionWithProducer(jobId, partitionDescriptor, {
-      producerLocation: producerEnv.resourceId,
-      producerExecutionId: attempt,
-      address: "127.0.0.1",
-      dataPort: producerEnv.getDataPort(),
-    });
+    const shuffleDescriptor = await master.registerPartitionWithProducer(
+      jobId,
+      partitionDescriptor,
+      {
+        producerLocation: producerEnv.resourceId,
+        producerExecutionId: attempt,
+        address: "127.0.0.1",
+        dataPort: producerEnv.getDataPort(),
+      },
+    );
     descriptors.push(shuffleDescriptor);
     const ctx = producerEnv.createShuffleIOOwnerContext(`producer ${p}`, attempt);
     const [writer] = producerEnv.createResultPartitionWriters(ctx, [
@@ -112,7 +118,12 @@ export async function deployAllToAll(
 }
 
 /** A record of the tests: producer, channel, sequence number, then `padding` filler bytes. */
-export function makeRecord(producer: number, channel: number, seq: number, padding: number): Buffer {
+export function makeRecord(
+  producer: number,
+  channel: number,
+  seq: number,
+  padding: number,
+): Buffer {
   const record = Buffer.alloc(12 + padding);
   record.writeInt32BE(producer, 0);
   record.writeInt32BE(channel, 4);
@@ -133,7 +144,10 @@ export class RecordChecker {
     producers: number,
   ) {
     this.nextSeq = new Array<number>(producers).fill(0);
-    this.deserializers = Array.from({ length: producers }, () => new SpillingAdaptiveSpanningRecordDeserializer());
+    this.deserializers = Array.from(
+      { length: producers },
+      () => new SpillingAdaptiveSpanningRecordDeserializer(),
+    );
   }
 
   /** Feeds one buffer of channel `channel` (= producer index) and checks every complete record. */
@@ -147,14 +161,19 @@ export class RecordChecker {
         const producer = bytes.readInt32BE(0);
         const target = bytes.readInt32BE(4);
         const seq = bytes.readInt32BE(8);
-        if (producer !== channel) throw new Error(`record of producer ${producer} on channel ${channel}`);
-        if (target !== this.consumer) throw new Error(`record for ${target} reached consumer ${this.consumer}`);
+        if (producer !== channel)
+          throw new Error(`record of producer ${producer} on channel ${channel}`);
+        if (target !== this.consumer)
+          throw new Error(`record for ${target} reached consumer ${this.consumer}`);
         const expected = this.nextSeq[producer] as number;
         if (seq !== expected) {
-          throw new Error(`consumer ${this.consumer}, producer ${producer}: expected seq ${expected}, got ${seq}`);
+          throw new Error(
+            `consumer ${this.consumer}, producer ${producer}: expected seq ${expected}, got ${seq}`,
+          );
         }
         for (let i = 12; i < bytes.length; i++) {
-          if (bytes[i] !== ((seq + i - 12) & 0xff)) throw new Error(`corrupt byte ${i} of seq ${seq}`);
+          if (bytes[i] !== ((seq + i - 12) & 0xff))
+            throw new Error(`corrupt byte ${i} of seq ${seq}`);
         }
         this.nextSeq[producer] = expected + 1;
         this.count++;
