@@ -15,7 +15,9 @@ export class RecordWriterDelegate<T> {
   getRecordWriter(index: number): RecordWriter<T> {
     const writer = this.writers[index];
     if (writer === undefined) {
-      throw new IllegalArgumentError(`no record writer ${index} (the task has ${this.writers.length})`);
+      throw new IllegalArgumentError(
+        `no record writer ${index} (the task has ${this.writers.length})`,
+      );
     }
     return writer;
   }

@@ -128,9 +128,12 @@ export abstract class RecordWriter<T> {
     if (this.closed) throw new IllegalStateError(`record writer of ${this.taskName} is closed`);
     const error = this.flusher?.getError();
     if (error !== undefined) {
-      throw new IllegalStateError(`the OutputFlusher of ${this.taskName} failed: ${error.message}`, {
-        cause: error,
-      });
+      throw new IllegalStateError(
+        `the OutputFlusher of ${this.taskName} failed: ${error.message}`,
+        {
+          cause: error,
+        },
+      );
     }
   }
 }
@@ -161,7 +164,11 @@ export class ChannelSelectorRecordWriter<T> extends RecordWriter<T> {
  * (Flink's BroadcastRecordWriter).
  */
 export class BroadcastRecordWriter<T> extends RecordWriter<T> {
-  constructor(target: ResultPartitionWriter, serializer: TypeSerializer<T>, options: RecordWriterOptions) {
+  constructor(
+    target: ResultPartitionWriter,
+    serializer: TypeSerializer<T>,
+    options: RecordWriterOptions,
+  ) {
     super(target, serializer, options);
   }
 

@@ -1,0 +1,97 @@
+import { describe, expect, it } from "vitest";
+import { ALL_OPTIONS } from "./all-options.js";
+import { ExecutionOptions } from "./execution-options.js";
+import { NettyShuffleEnvironmentOptions } from "./netty-shuffle-options.js";
+import { NetworkMemoryOptions } from "./network-memory-options.js";
+import { SecurityOptions } from "./security-options.js";
+import { ShuffleServiceOptions } from "./shuffle-service-options.js";
+import { TaskManagerOptions } from "./task-manager-options.js";
+import { WebSocketOptions } from "./websocket-options.js";
+
+const KB = 1024;
+const MB = 1024 * 1024;
+
+describe("ALL_OPTIONS", () => {
+  it("lists every key once, counting fallback keys", () => {
+    const keys = ALL_OPTIONS.flatMap((option) => [
+      option.key,
+      ...option.fallbackKeys.map((f) => f.key),
+    ]);
+    expect(new Set(keys).size).toBe(keys.length);
+  });
+
+  it("documents every option", () => {
+    for (const option of ALL_OPTIONS) {
+      expect(option.description.length, option.key).toBeGreaterThan(20);
+    }
+  });
+
+  it("contains every option of every group", () => {
+    const groups = [
+      ShuffleServiceOptions,
+      NetworkMemoryOptions,
+      NettyShuffleEnvironmentOptions,
+      ExecutionOptions,
+      SecurityOptions,
+      TaskManagerOptions,
+      WebSocketOptions,
+    ];
+    for (const group of groups) {
+      for (const option of Object.values(group)) expect(ALL_OPTIONS).toContain(option);
+    }
+  });
+
+  it("uses Flink's keys and defaults for the shuffle options", () => {
+    const defaults = Object.fromEntries(ALL_OPTIONS.map((o) => [o.key, o.defaultValue]));
+    expect(defaults).toMatchObject({
+      "shuffle-service-factory.class": "@sluice/shuffle-tcp#TcpShuffleServiceFactory",
+      "taskmanager.memory.network.min": 64 * MB,
+      "taskmanager.memory.network.fraction": 0.1,
+      "taskmanager.memory.segment-size": 32 * KB,
+      "taskmanager.memory.min-segment-size": 256,
+      "taskmanager.network.memory.buffers-per-channel": 2,
+      "taskmanager.network.memory.floating-buffers-per-gate": 8,
+      "taskmanager.network.memory.max-buffers-per-channel": 10,
+      "taskmanager.network.memory.max-overdraft-buffers-per-gate": 20,
+      "taskmanager.network.memory.buffers-request-timeout": 30_000,
+      "execution.buffer-timeout.interval": 100,
+      "execution.buffer-timeout.enabled": true,
+      "taskmanager.network.request-backoff.initial": 100,
+      "taskmanager.network.request-backoff.max": 10_000,
+      "taskmanager.network.partition-request-timeout": 10_000,
+      "taskmanager.data.port": 0,
+      "taskmanager.network.netty.client.connect-timeout": 120_000,
+      "taskmanager.network.retries": 0,
+      "taskmanager.network.max-frame-size": 64 * MB,
+      "taskmanager.network.max-record-size": 512 * MB,
+      "taskmanager.network.spilling-threshold": 5 * MB,
+      "security.ssl.internal.enabled": false,
+      "taskmanager.data.ssl.enabled": true,
+      "taskmanager.network.websocket.per-message-deflate": false,
+    });
+    expect(defaults["taskmanager.memory.network.max"]).toBeUndefined();
+    expect(
+      defaults["taskmanager.network.memory.read-buffer.required-per-gate.max"],
+    ).toBeUndefined();
+  });
+
+  it("keeps Flink's old keys as deprecated fallbacks", () => {
+    const timeout = NettyShuffleEnvironmentOptions.CLIENT_CONNECT_TIMEOUT;
+    expect(timeout.fallbackKeys).toEqual([
+      {
+        key: "taskmanager.network.netty.client.connectTimeoutSec",
+        isDeprecated: true,
+        plainNumberUnit: "s",
+      },
+    ]);
+    expect(ExecutionOptions.BUFFER_TIMEOUT_INTERVAL.fallbackKeys.map((f) => f.key)).toEqual([
+      "execution.buffer-timeout",
+    ]);
+  });
+
+  it("keeps the websocket low water mark below the high water mark by default", () => {
+    expect(WebSocketOptions.LOW_WATER_MARK.defaultValue).toBeLessThan(
+      WebSocketOptions.HIGH_WATER_MARK.defaultValue,
+    );
+  });
+});

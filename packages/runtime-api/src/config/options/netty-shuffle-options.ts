@@ -1,0 +1,135 @@
+import { atLeast, ConfigOptions, inRange } from "../config-option.js";
+import { formatMemorySize } from "../memory-size.js";
+
+/** The largest length any frame or record field can describe: a signed 32-bit int. */
+const MAX_INT32 = 2 ** 31 - 1;
+
+/**
+ * Options of the network shuffle's transport and protocol (Flink's `NettyShuffleEnvironmentOptions`
+ * plus the limits Sluice adds so that nothing unbounded is allocated from a length read off the
+ * wire). Used by `@sluice/network` and both bundled plugins.
+ */
+export const NettyShuffleEnvironmentOptions = {
+  /** Port of the data server; 0 picks a free port. */
+  DATA_PORT: ConfigOptions.key("taskmanager.data.port")
+    .intType()
+    .defaultValue(0)
+    .withValidator(inRange(0, 65535, "a port number"))
+    .withDescription(
+      "Port the worker's data server listens on for partition requests; 0 picks a free port " +
+        "(returned by `ShuffleEnvironment.start()` and announced in the shuffle descriptors).",
+    ),
+
+  /** Address the data server binds to. */
+  DATA_BIND_HOST: ConfigOptions.key("taskmanager.data.bind-host")
+    .stringType()
+    .defaultValue("127.0.0.1")
+    .withFallbackKeys("taskmanager.bind-host")
+    .withDescription(
+      "Local address the data server binds to. Sluice defaults to loopback; use `0.0.0.0` (or a " +
+        "specific interface) together with `taskmanager.host` to accept remote workers.",
+    ),
+
+  /** First delay before a partition request is retried. */
+  NETWORK_REQUEST_BACKOFF_INITIAL: ConfigOptions.key("taskmanager.network.request-backoff.initial")
+    .durationType()
+    .defaultValue("100ms")
+    .withDescription(
+      "First delay before a consumer retries a partition request the producer answered with " +
+        '"partition not found" (the producer may not have registered it yet). The delay doubles ' +
+        "per retry up to `taskmanager.network.request-backoff.max`.",
+    ),
+
+  /** Largest delay between partition request retries; past it the request fails. */
+  NETWORK_REQUEST_BACKOFF_MAX: ConfigOptions.key("taskmanager.network.request-backoff.max")
+    .durationType()
+    .defaultValue("10s")
+    .withDescription(
+      "Largest backoff between partition request retries; once the doubled delay would exceed " +
+        "it, the channel fails with `SLUICE_ERR_PARTITION_NOT_FOUND`.",
+    ),
+
+  /** Server side: how long a request for a not-yet-registered partition waits. */
+  PARTITION_REQUEST_TIMEOUT: ConfigOptions.key("taskmanager.network.partition-request-timeout")
+    .durationType()
+    .defaultValue("10s")
+    .withDescription(
+      "How long the producer's server keeps a partition request for a partition that is not yet " +
+        'registered before it answers "partition not found".',
+    ),
+
+  /** Timeout of establishing a connection to another worker. */
+  CLIENT_CONNECT_TIMEOUT: ConfigOptions.key("taskmanager.network.netty.client.connect-timeout")
+    .durationType()
+    .defaultValue("120s")
+    .withDeprecatedKey("taskmanager.network.netty.client.connectTimeoutSec", {
+      plainNumberUnit: "s",
+    })
+    .withDescription(
+      "Timeout of establishing a data connection to another worker. Flink's key is " +
+        "`taskmanager.network.netty.client.connectTimeoutSec` (seconds), still read as fallback: " +
+        "a plain number there means seconds.",
+    ),
+
+  /** Connect retries. */
+  NETWORK_RETRIES: ConfigOptions.key("taskmanager.network.retries")
+    .intType()
+    .defaultValue(0)
+    .withValidator(atLeast(0, "a count"))
+    .withDescription("How often a failed connection attempt to another worker is retried."),
+
+  /** Largest frame accepted from the wire (Sluice). */
+  MAX_FRAME_SIZE: ConfigOptions.key("taskmanager.network.max-frame-size")
+    .memoryType()
+    .defaultValue("64mb")
+    .withValidator((value) =>
+      value >= 1024 && value <= MAX_INT32
+        ? undefined
+        : `a size in [1 kb, ${formatMemorySize(MAX_INT32)}]`,
+    )
+    .withDescription(
+      "Sluice: largest frame a decoder accepts. The 4-byte frame length is checked against it " +
+        "before anything is allocated; a longer frame fails the connection with " +
+        "`SLUICE_ERR_PROTOCOL`. Must exceed the segment size plus the message header.",
+    ),
+
+  /** Largest serialized record accepted by the record deserializer (Sluice). */
+  MAX_RECORD_SIZE: ConfigOptions.key("taskmanager.network.max-record-size")
+    .memoryType()
+    .defaultValue("512mb")
+    .withValidator((value) =>
+      value >= 1 && value <= MAX_INT32
+        ? undefined
+        : `a size in [1 bytes, ${formatMemorySize(MAX_INT32)}]`,
+    )
+    .withDescription(
+      "Sluice: largest serialized record. A record length read from a buffer is checked against " +
+        "it before the deserializer buffers or spills the record, and the writer rejects larger " +
+        "records, both with `SLUICE_ERR_RECORD_TOO_LARGE`. Flink has no such limit beyond the " +
+        "32-bit length; 512 mb bounds what a corrupt length can make a worker allocate.",
+    ),
+
+  /** Record size above which the deserializer spills a spanning record to disk (Sluice). */
+  SPILLING_THRESHOLD: ConfigOptions.key("taskmanager.network.spilling-threshold")
+    .memoryType()
+    .defaultValue("5mb")
+    .withValidator(atLeast(1, "a size"))
+    .withDescription(
+      "Sluice: a record that spans buffers and is larger than this is spilled to a temporary " +
+        "file while it is being received, instead of being assembled in memory. Flink hard-codes " +
+        "5 mb in its spilling deserializer.",
+    ),
+
+  /** Concurrent partition requests one connection may hold (Sluice). */
+  MAX_PARTITION_REQUESTS_PER_CONNECTION: ConfigOptions.key(
+    "taskmanager.network.max-partition-requests-per-connection",
+  )
+    .intType()
+    .defaultValue(10_000)
+    .withValidator(atLeast(1, "a count"))
+    .withDescription(
+      "Sluice: how many partition requests (subpartition readers) one data connection may have " +
+        "open at a time; a further request is answered with an error response. Bounds the state " +
+        "a single peer can create on the server.",
+    ),
+} as const;

@@ -1,0 +1,141 @@
+import { atLeast, ConfigOptions } from "../config-option.js";
+import { formatMemorySize } from "../memory-size.js";
+
+const MIN_SEGMENT_SIZE = 256;
+const MAX_SEGMENT_SIZE = 1024 ** 3;
+
+/**
+ * Network memory and buffer counts (Flink's `TaskManagerOptions` memory keys and
+ * `NettyShuffleEnvironmentOptions` buffer keys). Flink 2.0 removed several buffer keys and hard-codes
+ * their 1.20 values; Sluice keeps them as options with those values as defaults.
+ */
+export const NetworkMemoryOptions = {
+  /** Lower bound of a worker's network memory. */
+  NETWORK_MEMORY_MIN: ConfigOptions.key("taskmanager.memory.network.min")
+    .memoryType()
+    .defaultValue("64mb")
+    .withDeprecatedKeys("taskmanager.network.memory.min")
+    .withDescription(
+      "Minimum network memory of a worker: the segments of its `NetworkBufferPool`. The number of " +
+        "network buffers is the network memory divided by `taskmanager.memory.segment-size` " +
+        "(64 mb / 32 kb = 2048).",
+    ),
+
+  /** Upper bound of a worker's network memory; unset means unlimited. */
+  NETWORK_MEMORY_MAX: ConfigOptions.key("taskmanager.memory.network.max")
+    .memoryType()
+    .noDefaultValue()
+    .withDeprecatedKeys("taskmanager.network.memory.max")
+    .withDescription(
+      "Maximum network memory of a worker. Unset means unlimited (Flink's default since 1.17), so " +
+        "the size is bounded by `taskmanager.memory.network.min` and the fraction only.",
+    ),
+
+  /** Share of the worker's memory budget used for network memory. */
+  NETWORK_MEMORY_FRACTION: ConfigOptions.key("taskmanager.memory.network.fraction")
+    .numberType()
+    .defaultValue(0.1)
+    .withDeprecatedKeys("taskmanager.network.memory.fraction")
+    .withValidator((value) => (value >= 0 && value < 1 ? undefined : "a fraction in [0, 1)"))
+    .withDescription(
+      "Fraction of the worker's total memory budget used for network memory, clamped to " +
+        "[`taskmanager.memory.network.min`, `taskmanager.memory.network.max`].",
+    ),
+
+  /** Size of one memory segment, i.e. of one network buffer. */
+  MEMORY_SEGMENT_SIZE: ConfigOptions.key("taskmanager.memory.segment-size")
+    .memoryType()
+    .defaultValue("32kb")
+    .withValidator((value) =>
+      value >= MIN_SEGMENT_SIZE && value <= MAX_SEGMENT_SIZE
+        ? undefined
+        : `a size in [${formatMemorySize(MIN_SEGMENT_SIZE)}, ${formatMemorySize(MAX_SEGMENT_SIZE)}]`,
+    )
+    .withDescription(
+      "Size of one memory segment, which is the size of one network buffer and the largest " +
+        "payload of one buffer on the wire.",
+    ),
+
+  /** Smallest buffer size the buffer debloater may choose. */
+  MIN_MEMORY_SEGMENT_SIZE: ConfigOptions.key("taskmanager.memory.min-segment-size")
+    .memoryType()
+    .defaultValue("256 bytes")
+    .withValidator(atLeast(1, "a size"))
+    .withDescription("Lower bound of the buffer size when buffer debloating shrinks buffers."),
+
+  /** Exclusive buffers per remote input channel (the initial credit). */
+  NETWORK_BUFFERS_PER_CHANNEL: ConfigOptions.key("taskmanager.network.memory.buffers-per-channel")
+    .intType()
+    .defaultValue(2)
+    .withValidator(atLeast(0, "a count"))
+    .withDescription(
+      "Exclusive buffers per remote input channel, requested at set-up and announced as the " +
+        "initial credit of the partition request. Local channels use none. Flink 2.0 removed the " +
+        "key and hard-codes 2.",
+    ),
+
+  /** Floating buffers shared by the channels of one input gate. */
+  NETWORK_EXTRA_BUFFERS_PER_GATE: ConfigOptions.key(
+    "taskmanager.network.memory.floating-buffers-per-gate",
+  )
+    .intType()
+    .defaultValue(8)
+    .withValidator(atLeast(0, "a count"))
+    .withDescription(
+      "Floating buffers per input gate, shared by its channels and handed out by backlog. Also the " +
+        "extra buffers of a bounded output pool (numSubpartitions × buffers-per-channel + this). " +
+        "Flink 2.0 removed the key and hard-codes 8.",
+    ),
+
+  /** Output buffers one subpartition may hold before the writer sees back-pressure. */
+  NETWORK_MAX_BUFFERS_PER_CHANNEL: ConfigOptions.key(
+    "taskmanager.network.memory.max-buffers-per-channel",
+  )
+    .intType()
+    .defaultValue(10)
+    .withValidator(atLeast(1, "a count"))
+    .withDescription(
+      "Maximum buffers of the output pool one subpartition may hold; beyond it the pool reports " +
+        "unavailable (back-pressure), which bounds the memory taken by data skew. Flink 2.0 " +
+        "removed the key and hard-codes 10.",
+    ),
+
+  /** Buffers an output pool may lend beyond its size while a record is being written. */
+  NETWORK_MAX_OVERDRAFT_BUFFERS_PER_GATE: ConfigOptions.key(
+    "taskmanager.network.memory.max-overdraft-buffers-per-gate",
+  )
+    .intType()
+    .defaultValue(20)
+    .withValidator(atLeast(0, "a count"))
+    .withDescription(
+      "Overdraft buffers per output pool of a pipelined partition: requested beyond the pool size " +
+        "only when no normal buffer is left, so a record being written can complete; while any is " +
+        "in use the pool reports unavailable. Flink 1.16-1.20 default 5; Flink 2.0 removed the " +
+        "key and hard-codes 20, which Sluice uses as default.",
+    ),
+
+  /** Upper bound of the buffers an input gate requires. */
+  NETWORK_READ_MAX_REQUIRED_BUFFERS_PER_GATE: ConfigOptions.key(
+    "taskmanager.network.memory.read-buffer.required-per-gate.max",
+  )
+    .intType()
+    .noDefaultValue()
+    .withValidator(atLeast(1, "a count"))
+    .withDescription(
+      "Maximum number of buffers an input gate requires (its pool's minimum). Unset: unlimited " +
+        "for pipelined partitions, 1000 for blocking ones. With N channels the gate needs " +
+        "min(this, N × buffers-per-channel + 1); exclusive buffers per channel shrink to fit.",
+    ),
+
+  /** How long a request for exclusive buffers may wait for free segments. */
+  NETWORK_BUFFERS_REQUEST_TIMEOUT: ConfigOptions.key(
+    "taskmanager.network.memory.buffers-request-timeout",
+  )
+    .durationType()
+    .defaultValue("30s")
+    .withDeprecatedKeys("taskmanager.network.memory.exclusive-buffers-request-timeout-ms")
+    .withDescription(
+      "How long a channel waits for the `NetworkBufferPool` to free segments when requesting its " +
+        "exclusive buffers before it fails with `SLUICE_ERR_INSUFFICIENT_BUFFERS`.",
+    ),
+} as const;

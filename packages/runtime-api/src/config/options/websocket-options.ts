@@ -1,0 +1,35 @@
+import { ConfigOptions } from "../config-option.js";
+import { formatMemorySize } from "../memory-size.js";
+
+/** Options of the WebSocket plugin (`@sluice/shuffle-ws`), Sluice-specific. */
+export const WebSocketOptions = {
+  /** permessage-deflate compression. */
+  PER_MESSAGE_DEFLATE: ConfigOptions.key("taskmanager.network.websocket.per-message-deflate")
+    .booleanType()
+    .defaultValue(false)
+    .withDescription(
+      "Sluice: negotiate the WebSocket permessage-deflate extension. Off by default: it costs " +
+        "CPU and memory per connection, and shuffle data is often compressed already.",
+    ),
+
+  /** Buffered bytes above which the sender stops writing. */
+  HIGH_WATER_MARK: ConfigOptions.key("taskmanager.network.websocket.high-water-mark")
+    .memoryType()
+    .defaultValue("1mb")
+    .withValidator((value) =>
+      value >= 1 ? undefined : `a size of at least ${formatMemorySize(1)}`,
+    )
+    .withDescription(
+      "Sluice: when a WebSocket's buffered (not yet sent) bytes exceed this, the transport reports " +
+        "itself not writable and the server stops sending buffers on that connection.",
+    ),
+
+  /** Buffered bytes below which the sender resumes. */
+  LOW_WATER_MARK: ConfigOptions.key("taskmanager.network.websocket.low-water-mark")
+    .memoryType()
+    .defaultValue("256kb")
+    .withDescription(
+      "Sluice: once a not-writable WebSocket's buffered bytes drop below this, it is writable " +
+        "again. Must be below `taskmanager.network.websocket.high-water-mark`.",
+    ),
+} as const;

@@ -1,0 +1,140 @@
+/**
+ * @sluice/runtime-api: the shuffle SPI. What a shuffle plugin implements
+ * (`ShuffleServiceFactory` → `ShuffleMaster` + `ShuffleEnvironment`, writers and gates), the
+ * descriptors that cross process boundaries (with versioned JSON codecs), the partition types,
+ * the configuration options with their Flink keys and defaults, and the brand that identifies a
+ * factory. Types, data and small pure helpers only: no I/O, no implementation.
+ */
+
+// Configuration options
+export {
+  atLeast,
+  type ConfigOption,
+  ConfigOptionBuilder,
+  ConfigOptions,
+  type ConfigOptionType,
+  describeRawValue,
+  type FallbackKey,
+  findRawValue,
+  inRange,
+  parseResolvedValue,
+  type ReadableConfig,
+  type ResolvedRawValue,
+  readableConfigOf,
+  TypedConfigOptionBuilder,
+} from "./config/config-option.js";
+export {
+  DURATION_SYNTAX,
+  formatDuration,
+  parseDuration,
+  tryParseDuration,
+} from "./config/duration.js";
+export {
+  formatMemorySize,
+  MEMORY_SIZE_SYNTAX,
+  parseMemorySize,
+  tryParseMemorySize,
+} from "./config/memory-size.js";
+export {
+  ALL_OPTIONS,
+  CONFIG_OPTION_GROUPS,
+  type ConfigOptionGroup,
+  DEFAULT_SHUFFLE_SERVICE_FACTORY,
+  ExecutionOptions,
+  NettyShuffleEnvironmentOptions,
+  NetworkMemoryOptions,
+  SecurityOptions,
+  ShuffleServiceOptions,
+  TaskManagerOptions,
+  WebSocketOptions,
+} from "./config/options/index.js";
+// Writers, gates and partition types
+export type { BufferOrEvent, InputGate, InputGateMetrics } from "./consumer/input-gate.js";
+// Descriptors
+export {
+  createInputGateDeploymentDescriptor,
+  type IndexRange,
+  type InputGateDeploymentDescriptor,
+  InputGateDeploymentDescriptorCodec,
+  type InputGateDeploymentDescriptorJSON,
+} from "./descriptors/input-gate-deployment-descriptor.js";
+export {
+  DESCRIPTOR_VERSION,
+  type DescriptorCodec,
+  type JsonObject,
+  type JsonValue,
+} from "./descriptors/json-fields.js";
+export {
+  type PartitionDescriptor,
+  PartitionDescriptorCodec,
+  type PartitionDescriptorJSON,
+} from "./descriptors/partition-descriptor.js";
+export {
+  createPartitionInfo,
+  type PartitionInfo,
+  PartitionInfoCodec,
+  type PartitionInfoJSON,
+} from "./descriptors/partition-info.js";
+export {
+  type ProducerDescriptor,
+  ProducerDescriptorCodec,
+  type ProducerDescriptorJSON,
+} from "./descriptors/producer-descriptor.js";
+export {
+  createResultPartitionDeploymentDescriptor,
+  type ResultPartitionDeploymentDescriptor,
+  ResultPartitionDeploymentDescriptorCodec,
+  type ResultPartitionDeploymentDescriptorJSON,
+  UPPER_BOUND_MAX_PARALLELISM,
+} from "./descriptors/result-partition-deployment-descriptor.js";
+export {
+  createNetworkShuffleDescriptor,
+  createUnknownShuffleDescriptor,
+  isLocalTo,
+  isNetworkShuffleDescriptor,
+  isUnknownShuffleDescriptor,
+  type NetworkShuffleDescriptor,
+  type PartitionConnectionInfo,
+  type ShuffleDescriptor,
+  ShuffleDescriptorCodec,
+  type ShuffleDescriptorJSON,
+  type UnknownShuffleDescriptor,
+} from "./descriptors/shuffle-descriptor.js";
+export {
+  type TaskInputsOutputsDescriptor,
+  TaskInputsOutputsDescriptorCodec,
+  type TaskInputsOutputsDescriptorJSON,
+} from "./descriptors/task-inputs-outputs-descriptor.js";
+// Errors
+export { DescriptorError } from "./errors.js";
+export {
+  type ConsumingConstraint,
+  ResultPartitionType,
+  type ResultPartitionTypeInfo,
+  type ResultPartitionTypeName,
+  resultPartitionTypeOf,
+} from "./partition/result-partition-type.js";
+export type {
+  ResultPartitionMetrics,
+  ResultPartitionWriter,
+} from "./partition/result-partition-writer.js";
+// The SPI
+export type {
+  ExecutionState,
+  JobShuffleContext,
+  PartitionProducerStateProvider,
+  ShuffleEnvironmentContext,
+  ShuffleIOOwnerContext,
+  ShuffleMasterContext,
+  ShuffleMetricSink,
+  TaskEventPublisher,
+} from "./shuffle/contexts.js";
+export type { ShuffleEnvironment } from "./shuffle/shuffle-environment.js";
+export type { ShuffleMaster } from "./shuffle/shuffle-master.js";
+export {
+  isShuffleServiceFactory,
+  missingShuffleServiceFactoryMembers,
+  SHUFFLE_SERVICE_FACTORY_BRAND,
+  SHUFFLE_SERVICE_FACTORY_MEMBERS,
+  type ShuffleServiceFactory,
+} from "./shuffle/shuffle-service-factory.js";

@@ -1,0 +1,103 @@
+import type { AvailabilityProvider, ResultPartitionID, RuntimeEvent } from "@sluice/core";
+
+/**
+ * Live counters of one result partition, read by the task's metric reporting. Getters are cheap
+ * (no allocation) and may be read at any time, also after release.
+ */
+export interface ResultPartitionMetrics {
+  /** Bytes of finished buffers handed to the subpartitions (records and events). */
+  readonly numBytesOut: number;
+  /** Buffers handed to the subpartitions. */
+  readonly numBuffersOut: number;
+  /** Used fraction of the partition's output buffer pool, in [0, 1]. */
+  outPoolUsage(): number;
+  /** Total milliseconds the writer was unavailable (back-pressured) while the task wanted to emit. */
+  readonly backPressuredTimeMs: number;
+  /** Total milliseconds the task spent waiting for input instead of producing (if tracked). */
+  readonly idleTimeMs: number;
+}
+
+/**
+ * The producer side of one result partition, as a `ShuffleEnvironment` hands it to a task
+ * (`createResultPartitionWriters`; Flink's `ResultPartitionWriter`). Implemented by the plugin
+ * (e.g. `@sluice/network`'s `ResultPartition`); called by the task's `RecordWriter` on the event
+ * loop only. All methods are synchronous: a writer never blocks, it reports back-pressure through
+ * availability ({@link AvailabilityProvider}), and the task awaits `getAvailableFuture()` before it
+ * emits again while `isAvailable()` is false.
+ *
+ * Lifecycle: `setup()` once → emit/broadcast/flush any number of times → `finish()` → `close()`.
+ * On failure the task calls `fail(cause)` then `close()`. `release()` frees everything (called by
+ * the environment or the consumer side once the data is no longer needed).
+ */
+export interface ResultPartitionWriter extends AvailabilityProvider {
+  /** The partition's id: data set partition plus the producing execution attempt. */
+  readonly partitionId: ResultPartitionID;
+  /** Number of subpartitions, i.e. valid `targetSubpartition` values are `[0, n)`. */
+  readonly numberOfSubpartitions: number;
+
+  /**
+   * Acquires the output buffer pool and registers the partition so consumers can request it.
+   * Called once, before any emit; may throw `SLUICE_ERR_INSUFFICIENT_BUFFERS`.
+   */
+  setup(): void;
+
+  /**
+   * Appends one serialized record to a subpartition. `record` is the raw serialized record; the
+   * partition writes the 4-byte big-endian length before it, and a record may span buffers.
+   * The bytes are copied before the call returns, so the caller may reuse `record`.
+   * May be called while unavailable (the partition then uses overdraft buffers); callers check
+   * availability between records.
+   *
+   * @throws RecordTooLargeError when the record exceeds `taskmanager.network.max-record-size`.
+   */
+  emitRecord(record: Uint8Array, targetSubpartition: number): void;
+
+  /** Appends one serialized record to every subpartition (copied once per subpartition). */
+  broadcastRecord(record: Uint8Array): void;
+
+  /**
+   * Sends an event to every subpartition, after the data already emitted (or, when `isPriority`
+   * is true and the type allows it, e.g. an unaligned checkpoint barrier, ahead of queued data).
+   * Events need no credit downstream.
+   */
+  broadcastEvent(event: RuntimeEvent, isPriority?: boolean): void;
+
+  /** Makes the partly filled buffer of one subpartition available to its reader now. */
+  flush(targetSubpartition: number): void;
+  /** Flushes every subpartition (called by the output flusher every buffer timeout). */
+  flushAll(): void;
+
+  /**
+   * Marks the end of the data: emits `EndOfPartitionEvent` to every subpartition and finishes
+   * them. No emit is allowed afterwards.
+   */
+  finish(): void;
+  /** True once `finish()` was called. */
+  isFinished(): boolean;
+
+  /**
+   * Fails the partition: consumers see `cause` (`SLUICE_ERR_PRODUCER_FAILED`) and buffers are
+   * released. Called by the task when it fails, before `close()`.
+   */
+  fail(cause: Error | undefined): void;
+
+  /**
+   * Releases all resources of the partition (buffers, views). Idempotent. Consumers still reading
+   * see the partition as released (with `cause` when given).
+   */
+  release(cause?: Error): void;
+  /** True once released. */
+  isReleased(): boolean;
+
+  /**
+   * Returns the output buffer pool to the worker; called by the task at the end of its life,
+   * after `finish()` or `fail()`. Pipelined data already queued stays readable until consumed.
+   */
+  close(): void;
+
+  /** The failure given to `fail()` or `release()`, if any (Flink's `getFailureCause`). */
+  getFailureCause?(): Error | undefined;
+
+  /** Live counters for metrics. */
+  readonly metrics: ResultPartitionMetrics;
+}

@@ -1,0 +1,125 @@
+import type {
+  ExecutionAttemptID,
+  IntermediateDataSetID,
+  JobID,
+  ResourceID,
+  ResultPartitionID,
+  TaskEvent,
+} from "@sluice/core";
+import type { ReadableConfig } from "../config/config-option.js";
+
+/**
+ * A minimal metrics sink the runtime may hand to a plugin. The plugin registers gauges once (at
+ * set-up); the sink reads them whenever it reports. Names are dot-separated, e.g.
+ * `Shuffle.Netty.Input.numBytesIn`.
+ */
+export interface ShuffleMetricSink {
+  /** Registers a gauge; `read` must be cheap and must not throw. */
+  registerGauge(name: string, read: () => number): void;
+}
+
+/**
+ * Delivers task events that consumers send upstream (TaskEventRequest) to the producing task
+ * (Flink's `TaskEventPublisher`). Provided by the worker; used by the plugin's server side.
+ */
+export interface TaskEventPublisher {
+  /** Publishes `event` to the subscribers of `partitionId`; false when there is none. */
+  publish(partitionId: ResultPartitionID, event: TaskEvent): boolean;
+}
+
+/**
+ * What a worker gives `ShuffleServiceFactory.createShuffleEnvironment` (Flink's
+ * `ShuffleEnvironmentContext`). Built once per worker process by the runtime's TaskExecutor.
+ */
+export interface ShuffleEnvironmentContext {
+  /** The worker's configuration (config file + `-D` overrides). */
+  readonly configuration: ReadableConfig;
+  /** The worker's id; producers on this worker put it into their descriptors. */
+  readonly taskExecutorResourceId: ResourceID;
+  /**
+   * Bytes of network memory the environment may use for its buffer pool (already derived from
+   * `taskmanager.memory.network.*`).
+   */
+  readonly networkMemorySize: number;
+  /** True when every task runs in this process: the environment needs no data server. */
+  readonly localCommunicationOnly: boolean;
+  /** The address other workers reach this worker at (`taskmanager.host`). */
+  readonly hostAddress: string;
+  /** Task slots of the worker (`taskmanager.numberOfTaskSlots`). */
+  readonly numberOfSlots: number;
+  /** Folders for temporary files (spilled records, blocking partitions); at least one. */
+  readonly tmpDirPaths: readonly string[];
+  /** Receives task events sent upstream by consumers; absent when the job uses none. */
+  readonly taskEventPublisher?: TaskEventPublisher;
+  /** Where the environment registers its own metrics; absent when metrics are off. */
+  readonly metrics?: ShuffleMetricSink;
+}
+
+/**
+ * What the coordinator gives `ShuffleServiceFactory.createShuffleMaster` (Flink's
+ * `ShuffleMasterContext`).
+ */
+export interface ShuffleMasterContext {
+  /** The coordinator's configuration. */
+  readonly configuration: ReadableConfig;
+  /**
+   * Reports an unrecoverable error of the master (e.g. the connection to an external shuffle
+   * service was lost for good); the coordinator shuts down. Never throws.
+   */
+  onFatalError(error: Error): void;
+}
+
+/**
+ * Per-task context, created once per task by `ShuffleEnvironment.createShuffleIOOwnerContext` and
+ * passed to `createResultPartitionWriters` and `createInputGates` (Flink's `ShuffleIOOwnerContext`).
+ */
+export interface ShuffleIOOwnerContext {
+  /** The task's name, for logs and metrics (e.g. `"Map (2/4)#0"`). */
+  readonly ownerName: string;
+  /** The task's execution attempt. */
+  readonly executionAttemptId: ExecutionAttemptID;
+  /** Where the task's writers and gates register their metrics, if the runtime collects them. */
+  readonly metrics?: ShuffleMetricSink;
+}
+
+/**
+ * What the coordinator gives `ShuffleMaster.registerJob` for one job (Flink's `JobShuffleContext`):
+ * the job's id and a way to tell the scheduler that partitions were lost.
+ */
+export interface JobShuffleContext {
+  /** The job. */
+  readonly jobId: JobID;
+  /**
+   * Asks the scheduler to stop tracking and release these partitions (e.g. their external storage
+   * was lost), so that they are produced again. Resolves once done.
+   */
+  stopTrackingAndReleasePartitions(partitionIds: readonly ResultPartitionID[]): Promise<void>;
+}
+
+/** The states of an execution attempt (Flink's `ExecutionState`). */
+export type ExecutionState =
+  | "CREATED"
+  | "SCHEDULED"
+  | "DEPLOYING"
+  | "INITIALIZING"
+  | "RUNNING"
+  | "FINISHED"
+  | "CANCELING"
+  | "CANCELED"
+  | "FAILED"
+  | "RECONCILING";
+
+/**
+ * Lets a consumer ask the coordinator for the state of a partition's producer (Flink's
+ * `PartitionProducerStateProvider`). Provided by the worker to `createInputGates`; called by an
+ * input channel when a partition request keeps failing with "partition not found", to decide
+ * whether to retry (producer `RUNNING`/`DEPLOYING`/`INITIALIZING`), stop (producer `FINISHED` of a
+ * consumed pipelined partition) or fail (producer `FAILED`/`CANCELED`).
+ */
+export interface PartitionProducerStateProvider {
+  /** The producer's current state; rejects when the coordinator cannot be reached. */
+  requestPartitionProducerState(
+    resultId: IntermediateDataSetID,
+    partitionId: ResultPartitionID,
+  ): Promise<ExecutionState>;
+}

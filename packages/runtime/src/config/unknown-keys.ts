@@ -1,0 +1,42 @@
+import type { ConfigOption } from "@sluice/runtime-api";
+
+/** Every key the options answer to: their own keys and their fallback keys. */
+export function knownKeysOf(options: readonly ConfigOption<unknown>[]): Set<string> {
+  const keys = new Set<string>();
+  for (const option of options) {
+    keys.add(option.key);
+    for (const fallback of option.fallbackKeys) keys.add(fallback.key);
+  }
+  return keys;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current[j] = Math.min(
+        (previous[j] as number) + 1,
+        (current[j - 1] as number) + 1,
+        substitution,
+      );
+    }
+    previous = current;
+  }
+  return previous[b.length] as number;
+}
+
+/** The known key closest to `key`, when it is close enough to be a likely typo. */
+export function suggestKey(key: string, known: Iterable<string>): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Math.max(2, Math.floor(key.length / 8));
+  for (const candidate of known) {
+    const distance = editDistance(key.toLowerCase(), candidate.toLowerCase());
+    if (distance <= bestDistance) {
+      best = candidate;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}

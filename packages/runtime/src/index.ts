@@ -1,0 +1,4 @@
+export * from "./config/index.js";
+export * from "./io/index.js";
+export * from "./loader/index.js";
+export * from "./partitioner/index.js";

@@ -1,0 +1,70 @@
+import {
+  assignToKeyGroup,
+  checkMaxParallelism,
+  checkParallelisms,
+  computeOperatorIndexForKeyGroup,
+} from "./key-group-range-assignment.js";
+import type { KeySelector } from "./key-selector.js";
+import { StreamPartitioner } from "./stream-partitioner.js";
+
+/**
+ * Routes each record by key, as Flink's `KeyGroupStreamPartitioner` behind `keyBy`: the key is
+ * hashed into one of `maxParallelism` key groups, and the key group into the channel of the consumer
+ * instance that owns it. All records of a key reach the same consumer instance, and the same one
+ * Flink would pick for the equal Java key with the same max parallelism.
+ */
+export class KeyGroupStreamPartitioner<T, K> extends StreamPartitioner<T> {
+  readonly #keySelector: KeySelector<T, K>;
+  readonly #maxParallelism: number;
+
+  /**
+   * @param keySelector - extracts the key; its result must be hashable by `hashCodeOf`.
+   * @param maxParallelism - the number of key groups; must equal the consumer's max parallelism,
+   *   since it fixes which instance owns which keys (and their state).
+   * @throws IllegalArgumentError if `maxParallelism` is not an integer in `[1, 32768]`.
+   */
+  constructor(keySelector: KeySelector<T, K>, maxParallelism: number) {
+    super();
+    // Checked here rather than on the first record so a misconfigured job fails while it is built.
+    checkMaxParallelism(maxParallelism);
+    this.#keySelector = keySelector;
+    this.#maxParallelism = maxParallelism;
+  }
+
+  /** The number of key groups keys are hashed into. */
+  get maxParallelism(): number {
+    return this.#maxParallelism;
+  }
+
+  /**
+   * Records the number of channels (the consumer's parallelism).
+   *
+   * @throws IllegalArgumentError if `numberOfChannels` exceeds `maxParallelism`: some channels would
+   *   own no key group.
+   */
+  override setup(numberOfChannels: number): void {
+    super.setup(numberOfChannels);
+    checkParallelisms(this.#maxParallelism, numberOfChannels);
+  }
+
+  /**
+   * Returns the channel owning the record's key group:
+   * `computeOperatorIndexForKeyGroup(maxP, n, assignToKeyGroup(key, maxP))`.
+   *
+   * @throws IllegalArgumentError if the key has no hash code (see `hashCodeOf`); errors thrown by the
+   *   key selector propagate unchanged.
+   */
+  selectChannel(record: T): number {
+    const key = this.#keySelector(record);
+    return computeOperatorIndexForKeyGroup(
+      this.#maxParallelism,
+      this.numberOfChannels,
+      assignToKeyGroup(key, this.#maxParallelism),
+    );
+  }
+
+  /** `HASH` */
+  toString(): string {
+    return "HASH";
+  }
+}
