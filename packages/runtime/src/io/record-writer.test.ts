@@ -1,0 +1,153 @@
+import { ErrorCodes, NetworkBufferPool, ResultPartitionID, StringSerializer } from "@sluice/core";
+import { ResultPartition, ResultPartitionManager } from "@sluice/network";
+import { ResultPartitionType, type ResultPartitionWriter } from "@sluice/runtime-api";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { BroadcastPartitioner } from "../partitioner/broadcast-partitioner.js";
+import { ForwardPartitioner } from "../partitioner/forward-partitioner.js";
+import {
+  BroadcastRecordWriter,
+  bufferTimeoutOf,
+  ChannelSelectorRecordWriter,
+  createRecordWriter,
+} from "./record-writer.js";
+
+function partition(pool: NetworkBufferPool, subpartitions = 1): ResultPartition {
+  const result = new ResultPartition({
+    owningTaskName: "test",
+    partitionIndex: 0,
+    partitionId: new ResultPartitionID(),
+    partitionType: ResultPartitionType.PIPELINED_BOUNDED,
+    numberOfSubpartitions: subpartitions,
+    partitionManager: new ResultPartitionManager(),
+    bufferPoolFactory: () =>
+      pool.createBufferPool(subpartitions + 1, 16, { numberOfSubpartitions: subpartitions }),
+  });
+  result.setup();
+  return result;
+}
+
+describe("RecordWriter buffer timeout", () => {
+  let pool: NetworkBufferPool;
+
+  afterEach(() => {
+    vi.useRealTimers();
+    pool?.destroy();
+  });
+
+  it("flushes after every record when the interval is 0", () => {
+    pool = new NetworkBufferPool(32, 4096);
+    const target = partition(pool);
+    const writer = createRecordWriter(
+      target,
+      new StringSerializer(),
+      new ForwardPartitioner<string>(),
+      {
+        taskName: "t",
+        bufferTimeout: bufferTimeoutOf(true, 0),
+      },
+    );
+    writer.emit("a");
+    expect(target.getSubpartition(0).isDataAvailable()).toBe(true);
+    writer.close();
+    target.release();
+  });
+
+  it("makes a partly filled buffer available only when the OutputFlusher fires", () => {
+    vi.useFakeTimers();
+    pool = new NetworkBufferPool(32, 4096);
+    const target = partition(pool);
+    const writer = createRecordWriter(
+      target,
+      new StringSerializer(),
+      new ForwardPartitioner<string>(),
+      {
+        taskName: "t",
+        bufferTimeout: bufferTimeoutOf(true, 100),
+      },
+    );
+    writer.emit("a");
+    expect(target.getSubpartition(0).isDataAvailable()).toBe(false);
+    vi.advanceTimersByTime(99);
+    expect(target.getSubpartition(0).isDataAvailable()).toBe(false);
+    vi.advanceTimersByTime(1);
+    expect(target.getSubpartition(0).isDataAvailable()).toBe(true);
+    writer.close();
+    target.release();
+  });
+
+  it("never flushes a partly filled buffer when the timeout is disabled, only full ones", () => {
+    vi.useFakeTimers();
+    pool = new NetworkBufferPool(32, 4096);
+    const target = partition(pool);
+    const writer = createRecordWriter(
+      target,
+      new StringSerializer(),
+      new ForwardPartitioner<string>(),
+      {
+        taskName: "t",
+        bufferTimeout: bufferTimeoutOf(false, 100),
+      },
+    );
+    writer.emit("a");
+    vi.advanceTimersByTime(10_000);
+    expect(target.getSubpartition(0).isDataAvailable()).toBe(false);
+    // Fill past one 4 KiB buffer: the finished buffer becomes available without a flush.
+    for (let i = 0; i < 100; i++) writer.emit("x".repeat(60));
+    expect(target.getSubpartition(0).isDataAvailable()).toBe(true);
+    writer.close();
+    target.release();
+  });
+
+  it("rethrows an OutputFlusher failure on the next emit", () => {
+    vi.useFakeTimers();
+    const failing: ResultPartitionWriter = {
+      numberOfSubpartitions: 1,
+      flushAll: () => {
+        throw new Error("disk on fire");
+      },
+      emitRecord: () => {},
+      flush: () => {},
+      isAvailable: () => true,
+    } as unknown as ResultPartitionWriter;
+    const writer = new ChannelSelectorRecordWriter(
+      failing,
+      new StringSerializer(),
+      new ForwardPartitioner<string>(),
+      {
+        taskName: "t",
+        bufferTimeout: bufferTimeoutOf(true, 10),
+      },
+    );
+    writer.emit("before");
+    vi.advanceTimersByTime(10);
+    expect(() => writer.emit("after")).toThrowError(/OutputFlusher of t failed: disk on fire/);
+    try {
+      writer.emit("again");
+    } catch (error) {
+      expect((error as { code: string }).code).toBe(ErrorCodes.ILLEGAL_STATE);
+    }
+    writer.close();
+  });
+
+  it("uses one shared buffer for a broadcast selector (serialized and written once)", () => {
+    pool = new NetworkBufferPool(32, 4096);
+    const target = partition(pool, 4);
+    const writer = createRecordWriter(
+      target,
+      new StringSerializer(),
+      new BroadcastPartitioner<string>(),
+      {
+        taskName: "t",
+        bufferTimeout: bufferTimeoutOf(true, 0),
+      },
+    );
+    expect(writer).toBeInstanceOf(BroadcastRecordWriter);
+    writer.emit("to everyone");
+    // One segment serves all four subpartitions.
+    expect(pool.getNumberOfUsedMemorySegments()).toBe(1);
+    for (let i = 0; i < 4; i++) expect(target.getSubpartition(i).isDataAvailable()).toBe(true);
+    writer.close();
+    target.release();
+    expect(pool.getNumberOfAvailableMemorySegments()).toBe(32);
+  });
+});
