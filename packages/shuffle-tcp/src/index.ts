@@ -3,5 +3,9 @@
  * `shuffle-service-factory.class: tcp` (or `@sluice/shuffle-tcp#TcpShuffleServiceFactory`).
  */
 export { TcpConnection } from "./tcp-connection.js";
-export { TcpShuffleServiceFactory } from "./tcp-shuffle-service-factory.js";
+export {
+  TcpShuffleServiceFactory,
+  TcpShuffleServiceFactory as default,
+} from "./tcp-shuffle-service-factory.js";
 export { TcpTransport, type TcpTransportOptions } from "./tcp-transport.js";
+export { checkFingerprint, normalizeFingerprint, readTlsSettings, type TlsSettings } from "./tls-settings.js";

@@ -1,16 +1,15 @@
 import { NetworkShuffleServiceFactory, type Transport } from "@sluice/network";
 import type { ShuffleEnvironmentContext } from "@sluice/runtime-api";
 import { TcpTransport } from "./tcp-transport.js";
+import { readTlsSettings } from "./tls-settings.js";
 
 /**
  * The default shuffle plugin (`shuffle-service-factory.class: tcp`, or
  * `@sluice/shuffle-tcp#TcpShuffleServiceFactory`): Flink's Netty shuffle with credit-based flow
- * control, over plain TCP sockets.
+ * control, over TCP — with mutual TLS when `security.ssl.internal.enabled` is set.
  */
 export class TcpShuffleServiceFactory extends NetworkShuffleServiceFactory {
-  protected createTransport(_context: ShuffleEnvironmentContext): Transport {
-    return new TcpTransport();
+  protected createTransport(context: ShuffleEnvironmentContext): Transport {
+    return new TcpTransport({ tls: readTlsSettings(context.configuration) });
   }
 }
-
-export default TcpShuffleServiceFactory;

@@ -1,4 +1,5 @@
 import { createConnection, createServer, type Server, type Socket } from "node:net";
+import * as tls from "node:tls";
 import { PartitionConnectionError, TimeoutError } from "@sluice/core";
 import type {
   ConnectOptions,
@@ -8,6 +9,7 @@ import type {
   TransportServer,
 } from "@sluice/network";
 import { TcpConnection } from "./tcp-connection.js";
+import { checkFingerprint, type TlsSettings } from "./tls-settings.js";
 
 /** Options of the TCP transport. */
 export interface TcpTransportOptions {
@@ -17,32 +19,62 @@ export interface TcpTransportOptions {
    * drain. (Clients send only small control messages and keep Node's default.)
    */
   readonly highWaterMark?: number;
+  /** Mutual TLS for every data connection (`security.ssl.internal.*`); plaintext when absent. */
+  readonly tls?: TlsSettings | undefined;
 }
 
 const DEFAULT_HIGH_WATER_MARK = 256 * 1024;
 
 /**
- * The Netty-like transport of the default plugin: plain TCP sockets from node:net, one per pair
- * of workers (per connection index), carrying the length-prefixed protocol frames.
+ * The Netty-like transport of the default plugin: TCP sockets from node:net (node:tls with mutual
+ * authentication when configured), one per pair of workers and connection index, carrying the
+ * length-prefixed protocol frames.
  */
 export class TcpTransport implements Transport {
-  readonly name = "tcp";
+  readonly name: string;
   private readonly highWaterMark: number;
+  private readonly tls: TlsSettings | undefined;
 
   constructor(options: TcpTransportOptions = {}) {
     this.highWaterMark = options.highWaterMark ?? DEFAULT_HIGH_WATER_MARK;
+    this.tls = options.tls;
+    this.name = this.tls === undefined ? "tcp" : "tcp+tls";
   }
 
   listen(options: ListenOptions): Promise<TransportServer> {
     const sockets = new Set<Socket>();
-    const server: Server = createServer(
-      { noDelay: true, keepAlive: true, highWaterMark: this.highWaterMark },
-      (socket) => {
-        sockets.add(socket);
-        socket.once("close", () => sockets.delete(socket));
-        options.onConnection(new TcpConnection(socket));
-      },
-    );
+    const accept = (socket: Socket) => {
+      sockets.add(socket);
+      socket.once("close", () => sockets.delete(socket));
+      options.onConnection(new TcpConnection(socket));
+    };
+    const settings = this.tls;
+    let server: Server;
+    if (settings === undefined) {
+      server = createServer({ noDelay: true, keepAlive: true, highWaterMark: this.highWaterMark }, accept);
+    } else {
+      const tlsServer = tls.createServer({
+        ...this.secureContextOptions(settings),
+        requestCert: true,
+        rejectUnauthorized: true,
+        ...(settings.handshakeTimeoutMs === undefined ? {} : { handshakeTimeout: settings.handshakeTimeoutMs }),
+        noDelay: true,
+        keepAlive: true,
+        highWaterMark: this.highWaterMark,
+      });
+      tlsServer.on("secureConnection", (socket) => {
+        const mismatch = checkFingerprint(settings, socket.getPeerCertificate());
+        if (mismatch !== undefined) {
+          socket.destroy();
+          return;
+        }
+        accept(socket);
+      });
+      // A client that fails the handshake (untrusted certificate, plaintext) is dropped; the
+      // server keeps serving everyone else.
+      tlsServer.on("tlsClientError", (_error, socket) => socket.destroy());
+      server = tlsServer;
+    }
     return new Promise((resolve, reject) => {
       server.once("error", reject);
       server.listen(options.port, options.host, () => {
@@ -64,37 +96,53 @@ export class TcpTransport implements Transport {
 
   connect(options: ConnectOptions): Promise<TransportConnection> {
     const address = `${options.host}:${options.port}`;
+    const settings = this.tls;
     return new Promise((resolve, reject) => {
-      const socket = createConnection({
-        host: options.host,
-        port: options.port,
-        noDelay: true,
-        keepAlive: true,
-      });
-      const timer = setTimeout(() => {
+      const socket: Socket =
+        settings === undefined
+          ? createConnection({ host: options.host, port: options.port, noDelay: true, keepAlive: true })
+          : tls.connect({
+              host: options.host,
+              port: options.port,
+              ...this.secureContextOptions(settings),
+              rejectUnauthorized: true,
+              // Internal certificates are shared by all workers and name no host: trust comes
+              // from the CA (and the optional fingerprint pin), as with Flink's internal SSL.
+              checkServerIdentity: () => undefined,
+            });
+      const fail = (message: string, cause: unknown) => {
+        clearTimeout(timer);
         socket.destroy();
-        reject(
-          new PartitionConnectionError(`connecting to ${address} over tcp timed out`, {
-            cause: new TimeoutError(`no connection within ${options.connectTimeoutMs} ms`),
-          }),
-        );
-      }, options.connectTimeoutMs);
-      socket.once("connect", () => {
+        reject(new PartitionConnectionError(`connecting to ${address} over ${this.name} ${message}`, { cause }));
+      };
+      const timer = setTimeout(
+        () => fail("timed out", new TimeoutError(`no connection within ${options.connectTimeoutMs} ms`)),
+        options.connectTimeoutMs,
+      );
+      socket.once(settings === undefined ? "connect" : "secureConnect", () => {
+        if (settings !== undefined) {
+          const mismatch = checkFingerprint(settings, (socket as tls.TLSSocket).getPeerCertificate());
+          if (mismatch !== undefined) {
+            fail(`failed: ${mismatch}`, undefined);
+            return;
+          }
+        }
         clearTimeout(timer);
         socket.removeAllListeners("error");
+        socket.setNoDelay(true);
         resolve(new TcpConnection(socket, address));
       });
-      socket.once("error", (error) => {
-        clearTimeout(timer);
-        reject(
-          new PartitionConnectionError(
-            `connecting to ${address} over tcp failed: ${error.message}`,
-            {
-              cause: error,
-            },
-          ),
-        );
-      });
+      socket.once("error", (error) => fail(`failed: ${error.message}`, error));
     });
+  }
+
+  private secureContextOptions(settings: TlsSettings): tls.SecureContextOptions {
+    return {
+      key: settings.key,
+      cert: settings.cert,
+      ca: settings.ca,
+      minVersion: settings.minVersion,
+      ...(settings.passphrase === undefined ? {} : { passphrase: settings.passphrase }),
+    };
   }
 }

@@ -19,7 +19,7 @@ export abstract class AbstractId {
       if (bytes.length !== 16) {
         throw new IllegalArgumentError(`an id has 16 bytes, got ${bytes.length}`);
       }
-      this.bytes = Uint8Array.from(bytes);
+      this.bytes = new Uint8Array(bytes);
     }
   }
 

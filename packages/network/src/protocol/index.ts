@@ -1,0 +1,60 @@
+/**
+ * The wire protocol of the credit-based shuffle (reference §2, docs/protocol.md): message types,
+ * the encoder, the streaming decoder and the ErrorResponse mapping.
+ */
+export {
+  errorFromErrorResponse,
+  errorToErrorResponse,
+  isFatalErrorResponse,
+  MAX_ERROR_MESSAGE_BYTES,
+  MAX_ERROR_NAME_BYTES,
+} from "./error-response.js";
+export {
+  ERROR_WIRE_IDS,
+  errorCodeOfWireId,
+  errorWireIdOf,
+  UNKNOWN_ERROR_WIRE_ID,
+} from "./error-wire-ids.js";
+export {
+  bufferResponseFrameSize,
+  bufferResponseHeaderSize,
+  encodeBufferResponse,
+  encodeBufferResponseHeader,
+  encodeMessage,
+  writeBufferResponseHeader,
+} from "./message-encoder.js";
+export {
+  BUFFER_RESPONSE_FIXED_HEADER_LENGTH,
+  BUFFER_RESPONSE_HEADER_LENGTH,
+  FRAME_HEADER_LENGTH,
+  isClientBoundId,
+  isServerBoundId,
+  MAGIC_NUMBER,
+  MAX_WIRE_FRAME_LENGTH,
+  MessageId,
+  messageName,
+} from "./message-id.js";
+export type {
+  AckAllUserRecordsProcessed,
+  AddCredit,
+  BacklogAnnouncement,
+  BufferResponse,
+  BufferResponseHeader,
+  CancelPartitionRequest,
+  ClientBoundMessage,
+  CloseRequest,
+  ErrorResponse,
+  NettyMessage,
+  NewBufferSize,
+  NonBufferMessage,
+  PartitionRequest,
+  ResumeConsumption,
+  SegmentId,
+  ServerBoundMessage,
+  TaskEventRequest,
+} from "./netty-message.js";
+export {
+  type BufferResponseAllocator,
+  NettyMessageDecoder,
+  type NettyMessageDecoderOptions,
+} from "./netty-message-decoder.js";

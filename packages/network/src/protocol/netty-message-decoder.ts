@@ -1,0 +1,878 @@
+import {
+  DataType,
+  ErrorCodes,
+  ExecutionAttemptID,
+  FreeingBufferRecycler,
+  IllegalArgumentError,
+  IllegalStateError,
+  InputChannelID,
+  IntermediateResultPartitionID,
+  isBufferType,
+  isSluiceError,
+  MAX_DATA_TYPE,
+  MemorySegment,
+  NetworkBuffer,
+  ProtocolError,
+  ResultPartitionID,
+} from "@sluice/core";
+import {
+  BUFFER_RESPONSE_FIXED_HEADER_LENGTH,
+  BUFFER_RESPONSE_HEADER_LENGTH,
+  FRAME_HEADER_LENGTH,
+  isClientBoundId,
+  isServerBoundId,
+  MAGIC_NUMBER,
+  MAX_WIRE_FRAME_LENGTH,
+  MessageId,
+  messageName,
+} from "./message-id.js";
+import type { BufferResponse, NettyMessage } from "./netty-message.js";
+
+/**
+ * Where the client-side decoder puts the payload of a data BufferResponse: a credited buffer of
+ * the receiving channel, so the payload is copied once, straight from the socket chunks into it.
+ */
+export interface BufferResponseAllocator {
+  /**
+   * A buffer with at least `size` writable bytes for channel `receiverId` (one credit), or
+   * `undefined` when the channel is unknown or released: the payload is then skipped. Called once
+   * the frame's header passed validation, so `size` never exceeds the max frame size. The buffer
+   * must be empty (size 0) and writable; ownership passes to the decoder and, once filled, to
+   * `onMessage`.
+   */
+  allocateDataBuffer(receiverId: InputChannelID, size: number): NetworkBuffer | undefined;
+  /**
+   * Called after the `size` payload bytes of a BufferResponse for `receiverId` were skipped
+   * because `allocateDataBuffer` returned `undefined`; the caller cancels that channel's request.
+   * No BufferResponse is emitted for a skipped frame.
+   */
+  onSkipped?(receiverId: InputChannelID, size: number): void;
+}
+
+/** Options of {@link NettyMessageDecoder}. */
+export interface NettyMessageDecoderOptions {
+  /**
+   * `"client"` (consumer side) accepts BufferResponse, ErrorResponse and BacklogAnnouncement
+   * (ids 0, 1, 9); `"server"` (producer side) accepts the requests (ids 2–8, 10, 11).
+   */
+  readonly side: "client" | "server";
+  /**
+   * The largest frame accepted, header included (the max-frame-size option). Checked against
+   * every frame length before anything is allocated for the frame. In [9, 2^31 − 1].
+   */
+  readonly maxFrameSize: number;
+  /**
+   * Destination of data payloads (client side). Without one, data payloads go into exact-size
+   * unpooled buffers, like events.
+   */
+  readonly allocator?: BufferResponseAllocator | undefined;
+  /**
+   * Receives every decoded message, in stream order, synchronously from `feed`. A BufferResponse's
+   * buffer belongs to the callee, which must recycle it. If it throws, the decoder fails and the
+   * error propagates out of `feed` unchanged.
+   */
+  onMessage(msg: NettyMessage): void;
+}
+
+// Decoder states. Plain numbers (no const enum) so the switch stays a cheap jump table.
+const ST_FRAME_HEADER = 0;
+const ST_BUFFER_HEADER = 1;
+const ST_PARTIAL_SIZES = 2;
+const ST_PAYLOAD = 3;
+const ST_SKIP = 4;
+const ST_BODY = 5;
+const ST_FAILED = 6;
+const ST_DESTROYED = 7;
+
+const ID_BYTES = 16;
+const RESULT_PARTITION_ID_BYTES = 60;
+const INITIAL_BODY_CAPACITY = 128;
+/** A body buffer grown past this is dropped after use instead of being kept for the next frame. */
+const RETAINED_BODY_CAPACITY = 64 * 1024;
+
+/**
+ * Body length of every non-buffer message: a fixed length, or the negative of the minimum for
+ * variable-length ones. Indexed by message id.
+ */
+const BODY_LENGTH: readonly number[] = [
+  0, // BufferResponse: handled separately
+  -(2 + 2 + 4 + 1), // ErrorResponse: wire id, name length, message length, hasReceiver
+  RESULT_PARTITION_ID_BYTES + 8 + ID_BYTES + 4, // PartitionRequest: 88
+  -(4 + RESULT_PARTITION_ID_BYTES + ID_BYTES), // TaskEventRequest: 80 + event bytes
+  ID_BYTES, // CancelPartitionRequest
+  0, // CloseRequest
+  4 + ID_BYTES, // AddCredit
+  ID_BYTES, // ResumeConsumption
+  ID_BYTES, // AckAllUserRecordsProcessed
+  4 + ID_BYTES, // BacklogAnnouncement
+  4 + ID_BYTES, // NewBufferSize
+  8 + ID_BYTES, // SegmentId
+];
+
+const EMPTY_SIZES: readonly number[] = Object.freeze([]);
+const EMPTY_BUFFER = Buffer.alloc(0);
+
+/** Slots of the receiver-id cache (a power of two). */
+const RECEIVER_CACHE_SLOTS = 64;
+
+/**
+ * A direct-mapped cache of decoded InputChannelIDs, keyed by their 16 bytes. Frames on one
+ * connection go to a few channels, and building an id (a copy plus object set-up) costs several
+ * times more than comparing four int32s; the ids are immutable, so sharing one instance is safe
+ * (and lets its cached hex string be reused by whoever keys maps with it). Bounded: a miss
+ * overwrites its slot.
+ */
+class ReceiverIdCache {
+  private readonly words = new Int32Array(RECEIVER_CACHE_SLOTS * 4);
+  private readonly ids: (InputChannelID | undefined)[] = new Array(RECEIVER_CACHE_SLOTS).fill(
+    undefined,
+  );
+
+  read(src: Buffer, at: number): InputChannelID {
+    const w0 = src.readInt32BE(at);
+    const w1 = src.readInt32BE(at + 4);
+    const w2 = src.readInt32BE(at + 8);
+    const w3 = src.readInt32BE(at + 12);
+    const slot = Math.imul(w0 ^ w1 ^ w2 ^ w3, 0x9e3779b1) >>> 26; // top 6 bits: 0..63
+    const base = slot * 4;
+    const words = this.words;
+    const cached = this.ids[slot];
+    if (
+      cached !== undefined &&
+      words[base] === w0 &&
+      words[base + 1] === w1 &&
+      words[base + 2] === w2 &&
+      words[base + 3] === w3
+    ) {
+      return cached;
+    }
+    const id = InputChannelID.readFrom(src, at);
+    words[base] = w0;
+    words[base + 1] = w1;
+    words[base + 2] = w2;
+    words[base + 3] = w3;
+    this.ids[slot] = id;
+    return id;
+  }
+}
+
+function hex(value: number, digits: number): string {
+  return `0x${(value >>> 0).toString(16).padStart(digits, "0")}`;
+}
+
+/**
+ * Decodes the Netty-style frame stream of reference §2 (explicit state machine, as ws'
+ * `Receiver`). `feed` accepts chunks split at any byte and several frames per chunk; every
+ * complete message goes to `onMessage` synchronously.
+ *
+ * - The 9-byte frame header (and the 38-byte BufferResponse header) is read straight from the
+ *   chunk when it is whole there, else accumulated in a small fixed buffer.
+ * - The frame length is checked (≥ 9, ≤ `maxFrameSize`, consistent with the message id) before
+ *   anything is allocated for the frame.
+ * - A BufferResponse payload is copied exactly once, from the chunks into its destination: a
+ *   credited buffer from the allocator (data), or an exact-size unpooled buffer (events). A
+ *   zero-size data buffer is emitted with `buffer: undefined`.
+ * - Other messages accumulate in a growable buffer (only as bytes arrive) and are parsed whole.
+ *
+ * Any violation throws a {@link ProtocolError} naming what was read, the stream offset of the
+ * frame and the receiver when known; from then on `feed` throws again (the transport closes the
+ * connection). `destroy()` recycles a partially filled buffer.
+ */
+export class NettyMessageDecoder {
+  private readonly isClient: boolean;
+  private readonly maxFrameSize: number;
+  private readonly allocator: BufferResponseAllocator | undefined;
+  private readonly sink: NettyMessageDecoderOptions;
+  private readonly receiverIds = new ReceiverIdCache();
+
+  private state = ST_FRAME_HEADER;
+  /** Stream offset of the first byte of the chunk being decoded. */
+  private chunkOffset = 0;
+  /** The error that failed the decoder. */
+  private failure: unknown;
+
+  /** Accumulates a split frame header (9 bytes) or BufferResponse header (38 bytes). */
+  private readonly scratch = Buffer.alloc(BUFFER_RESPONSE_FIXED_HEADER_LENGTH);
+  private scratchFill = 0;
+  /** Accumulates a split message body or partial-size list; grows as bytes arrive. */
+  private body: Buffer = Buffer.allocUnsafe(INITIAL_BODY_CAPACITY);
+  private bodyFill = 0;
+  private bodyLength = 0;
+
+  // The current frame.
+  private frameStart = 0;
+  private frameLength = 0;
+  private messageId = 0;
+
+  // The current BufferResponse.
+  private receiverId: InputChannelID | undefined = undefined;
+  private subpartitionId = 0;
+  private numberOfPartialBuffers = 0;
+  private partialBufferSizes: readonly number[] = EMPTY_SIZES;
+  private sequenceNumber = 0;
+  private backlog = 0;
+  private dataType: DataType = DataType.NONE;
+  private isCompressed = false;
+  private bufferSize = 0;
+  /** The buffer being filled; owned by the decoder until emitted. */
+  private target: NetworkBuffer | undefined = undefined;
+  private targetMemory: Buffer = EMPTY_BUFFER;
+  private targetPosition = 0;
+  /** Payload bytes still to copy or to skip. */
+  private remaining = 0;
+
+  constructor(options: NettyMessageDecoderOptions) {
+    if (options.side !== "client" && options.side !== "server") {
+      throw new IllegalArgumentError(
+        `side must be "client" or "server", got ${JSON.stringify(options.side)}`,
+      );
+    }
+    const max = options.maxFrameSize;
+    if (!Number.isInteger(max) || max < FRAME_HEADER_LENGTH || max > MAX_WIRE_FRAME_LENGTH) {
+      throw new IllegalArgumentError(
+        `maxFrameSize must be an integer in [${FRAME_HEADER_LENGTH}, ${MAX_WIRE_FRAME_LENGTH}], got ${max}`,
+      );
+    }
+    if (typeof options.onMessage !== "function") {
+      throw new IllegalArgumentError("onMessage must be a function");
+    }
+    this.isClient = options.side === "client";
+    this.maxFrameSize = max;
+    this.allocator = options.allocator;
+    this.sink = options;
+  }
+
+  /** Bytes consumed by completed `feed` calls (the stream offset of the next chunk). */
+  get streamOffset(): number {
+    return this.chunkOffset;
+  }
+
+  /** True after a protocol violation or a throwing callback; `feed` then throws. */
+  isFailed(): boolean {
+    return this.state === ST_FAILED;
+  }
+
+  /** True after `destroy()`. */
+  isDestroyed(): boolean {
+    return this.state === ST_DESTROYED;
+  }
+
+  /** True when no frame is partially decoded (the stream is at a frame boundary). */
+  isAtFrameBoundary(): boolean {
+    return this.state === ST_FRAME_HEADER && this.scratchFill === 0;
+  }
+
+  /**
+   * Decodes `chunk` (any split of the stream). Messages completed by it are passed to
+   * `onMessage` before this returns. The chunk is not retained: a partial frame's bytes are
+   * copied out (headers and small bodies) or straight into the destination buffer (payloads).
+   * Throws {@link ProtocolError} on a violation, and again on every later call. Must not be
+   * called from `onMessage` (call `destroy()` there to stop decoding the rest of the chunk).
+   */
+  feed(chunk: Uint8Array): void {
+    if (this.state >= ST_FAILED) this.refuse();
+    const buf = Buffer.isBuffer(chunk)
+      ? chunk
+      : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    const end = buf.length;
+    let pos = 0;
+    try {
+      while (pos < end) {
+        switch (this.state) {
+          case ST_FRAME_HEADER:
+            pos = this.readFrameHeader(buf, pos, end);
+            break;
+          case ST_BUFFER_HEADER:
+            pos = this.readBufferHeader(buf, pos, end);
+            break;
+          case ST_PARTIAL_SIZES:
+            pos = this.readPartialSizes(buf, pos, end);
+            break;
+          case ST_PAYLOAD:
+            pos = this.readPayload(buf, pos, end);
+            break;
+          case ST_SKIP:
+            pos = this.skipPayload(buf, pos, end);
+            break;
+          case ST_BODY:
+            pos = this.readBody(buf, pos, end);
+            break;
+          default:
+            // destroy() was called from a callback: drop the rest.
+            return;
+        }
+      }
+    } catch (err) {
+      this.fail(err);
+      throw err;
+    }
+    this.chunkOffset += end;
+  }
+
+  /**
+   * Releases what the decoder holds: a partially filled payload buffer is recycled (it goes back
+   * to its channel / pool). Later `feed` calls throw. Idempotent.
+   */
+  destroy(): void {
+    if (this.state === ST_DESTROYED) return;
+    this.state = ST_DESTROYED;
+    this.releaseTarget();
+    this.body = EMPTY_BUFFER;
+  }
+
+  // ------------------------------------------------------------------------ frame header
+
+  private readFrameHeader(buf: Buffer, pos: number, end: number): number {
+    let src: Buffer;
+    let at: number;
+    const fill = this.scratchFill;
+    if (fill === 0 && end - pos >= FRAME_HEADER_LENGTH) {
+      src = buf;
+      at = pos;
+      pos += FRAME_HEADER_LENGTH;
+    } else {
+      const n = Math.min(FRAME_HEADER_LENGTH - fill, end - pos);
+      buf.copy(this.scratch, fill, pos, pos + n);
+      pos += n;
+      if (fill + n < FRAME_HEADER_LENGTH) {
+        this.scratchFill = fill + n;
+        return pos;
+      }
+      this.scratchFill = 0;
+      src = this.scratch;
+      at = 0;
+    }
+    this.frameStart = this.chunkOffset + pos - FRAME_HEADER_LENGTH;
+    const frameLength = src.readInt32BE(at);
+    const magic = src.readUInt32BE(at + 4);
+    const id = src[at + 8] as number;
+    this.frameLength = frameLength;
+    this.messageId = id;
+
+    if (magic !== MAGIC_NUMBER) {
+      throw this.violation(
+        `bad magic number ${hex(magic, 8)} (expected ${hex(MAGIC_NUMBER, 8)}): the stream is corrupted or not a Sluice data connection`,
+      );
+    }
+    if (frameLength < FRAME_HEADER_LENGTH) {
+      throw this.violation(
+        `frame length ${frameLength} is below the ${FRAME_HEADER_LENGTH}-byte header`,
+      );
+    }
+    if (frameLength > this.maxFrameSize) {
+      throw this.violation(
+        `frame length ${frameLength} exceeds the max frame size ${this.maxFrameSize}`,
+      );
+    }
+    if (!(this.isClient ? isClientBoundId(id) : isServerBoundId(id))) {
+      throw this.violation(
+        `message id ${hex(id, 2)} (${messageName(id)}) is not valid for the ${this.isClient ? "client" : "server"} side`,
+      );
+    }
+    if (id === MessageId.BUFFER_RESPONSE) {
+      if (frameLength < BUFFER_RESPONSE_HEADER_LENGTH) {
+        throw this.violation(
+          `frame length ${frameLength} is below the ${BUFFER_RESPONSE_HEADER_LENGTH}-byte BufferResponse header`,
+        );
+      }
+      this.state = ST_BUFFER_HEADER;
+      return pos;
+    }
+    const bodyLength = frameLength - FRAME_HEADER_LENGTH;
+    const expected = BODY_LENGTH[id] as number;
+    if (expected >= 0 ? bodyLength !== expected : bodyLength < -expected) {
+      throw this.violation(
+        `body of ${bodyLength} bytes, but a ${messageName(id)} body has ${expected >= 0 ? "exactly" : "at least"} ${Math.abs(expected)} bytes`,
+      );
+    }
+    this.bodyLength = bodyLength;
+    this.bodyFill = 0;
+    if (bodyLength === 0) {
+      // CloseRequest: complete without waiting for another byte.
+      this.state = ST_FRAME_HEADER;
+      this.emit(this.parseBody(EMPTY_BUFFER, 0));
+    } else {
+      this.state = ST_BODY;
+    }
+    return pos;
+  }
+
+  // ---------------------------------------------------------------- BufferResponse (client)
+
+  private readBufferHeader(buf: Buffer, pos: number, end: number): number {
+    let src: Buffer;
+    let at: number;
+    const fill = this.scratchFill;
+    const length = BUFFER_RESPONSE_FIXED_HEADER_LENGTH;
+    if (fill === 0 && end - pos >= length) {
+      src = buf;
+      at = pos;
+      pos += length;
+    } else {
+      const n = Math.min(length - fill, end - pos);
+      buf.copy(this.scratch, fill, pos, pos + n);
+      pos += n;
+      if (fill + n < length) {
+        this.scratchFill = fill + n;
+        return pos;
+      }
+      this.scratchFill = 0;
+      src = this.scratch;
+      at = 0;
+    }
+    const receiverId = this.receiverIds.read(src, at);
+    this.receiverId = receiverId;
+    const subpartitionId = src.readInt32BE(at + 16);
+    const n = src.readInt32BE(at + 20);
+    this.sequenceNumber = src.readInt32BE(at + 24);
+    const backlog = src.readInt32BE(at + 28);
+    const dataType = src[at + 32] as number;
+    const compressed = src[at + 33] as number;
+    const size = src.readInt32BE(at + 34);
+
+    if (subpartitionId < 0) throw this.violation(`negative subpartitionId ${subpartitionId}`);
+    if (backlog < 0) throw this.violation(`negative backlog ${backlog}`);
+    if (dataType === DataType.NONE || dataType > MAX_DATA_TYPE) {
+      throw this.violation(`dataType ${hex(dataType, 2)} is not in [1, ${MAX_DATA_TYPE}]`);
+    }
+    if (compressed > 1) {
+      throw this.violation(`isCompressed byte ${hex(compressed, 2)} is neither 0 nor 1`);
+    }
+    const isData = isBufferType(dataType);
+    if (compressed === 1 && !isData) {
+      throw this.violation(`a ${DataType[dataType]} cannot be compressed`);
+    }
+    if (size < 0) throw this.violation(`negative bufferSize ${size} (${hex(size, 8)})`);
+    const maxPartial = Math.floor((this.frameLength - BUFFER_RESPONSE_HEADER_LENGTH) / 4);
+    if (n < 0 || n > maxPartial) {
+      throw this.violation(
+        `numberOfPartialBuffers ${n} (${hex(n, 8)}) out of range [0, ${maxPartial}] for the frame length`,
+      );
+    }
+    const total = BUFFER_RESPONSE_HEADER_LENGTH + 4 * n + size;
+    if (total !== this.frameLength) {
+      throw this.violation(
+        `header fields do not add up to the frame length: ${BUFFER_RESPONSE_HEADER_LENGTH} + 4 × ${n} partial sizes + bufferSize ${size} = ${total}`,
+      );
+    }
+    if (size === 0 && !isData) throw this.violation(`a ${DataType[dataType]} of 0 bytes`);
+    this.subpartitionId = subpartitionId;
+    this.numberOfPartialBuffers = n;
+    this.backlog = backlog;
+    this.dataType = dataType;
+    this.isCompressed = compressed === 1;
+    this.bufferSize = size;
+    if (n > 0) {
+      this.bodyLength = 4 * n;
+      this.bodyFill = 0;
+      this.state = ST_PARTIAL_SIZES;
+    } else {
+      this.partialBufferSizes = EMPTY_SIZES;
+      this.startPayload();
+    }
+    return pos;
+  }
+
+  private readPartialSizes(buf: Buffer, pos: number, end: number): number {
+    const length = this.bodyLength;
+    if (this.bodyFill === 0 && end - pos >= length) {
+      this.parsePartialSizes(buf, pos);
+      return pos + length;
+    }
+    const next = this.accumulate(buf, pos, end);
+    if (this.bodyFill === length) this.parsePartialSizes(this.body, 0);
+    return next;
+  }
+
+  private parsePartialSizes(src: Buffer, at: number): void {
+    const n = this.numberOfPartialBuffers;
+    const sizes = new Array<number>(n);
+    let sum = 0;
+    for (let i = 0; i < n; i++) {
+      const partial = src.readInt32BE(at + 4 * i);
+      if (partial < 1) {
+        throw this.violation(`partial buffer size #${i} is ${partial}; each must be >= 1`);
+      }
+      sizes[i] = partial;
+      sum += partial;
+    }
+    if (sum !== this.bufferSize) {
+      throw this.violation(
+        `the ${n} partial buffer sizes add up to ${sum}, not to bufferSize ${this.bufferSize}`,
+      );
+    }
+    this.releaseBody();
+    this.partialBufferSizes = sizes;
+    this.startPayload();
+  }
+
+  /** Picks the payload's destination once the whole BufferResponse header is valid. */
+  private startPayload(): void {
+    const size = this.bufferSize;
+    if (size === 0) {
+      // Zero-size data buffer: returns the credit, carries the backlog; nothing to allocate.
+      this.emitBufferResponse(undefined);
+      return;
+    }
+    let buffer: NetworkBuffer | undefined;
+    const allocator = this.allocator;
+    if (allocator !== undefined && isBufferType(this.dataType)) {
+      buffer = allocator.allocateDataBuffer(this.receiverId as InputChannelID, size);
+      if (buffer === undefined) {
+        this.remaining = size;
+        this.state = ST_SKIP;
+        return;
+      }
+      if (buffer.isReadOnly() || buffer.getSize() !== 0) {
+        const kind = buffer.isReadOnly() ? "read-only" : "non-empty";
+        buffer.recycleBuffer();
+        throw new IllegalStateError(
+          `allocateDataBuffer returned a ${kind} buffer for receiver ${this.receiverId}`,
+        );
+      }
+      const capacity = buffer.getMaxCapacity();
+      if (capacity < size) {
+        buffer.recycleBuffer();
+        throw this.violation(
+          `payload of ${size} bytes does not fit the channel's buffer of ${capacity} bytes`,
+        );
+      }
+    } else {
+      // Events (and data without an allocator): exact-size, outside any pool, no credit.
+      buffer = new NetworkBuffer(
+        MemorySegment.allocateUnpooled(size),
+        FreeingBufferRecycler,
+        this.dataType,
+        0,
+        false,
+      );
+    }
+    this.target = buffer;
+    this.targetMemory = buffer.getMemorySegment().memory;
+    this.targetPosition = buffer.getMemorySegmentOffset();
+    this.remaining = size;
+    this.state = ST_PAYLOAD;
+  }
+
+  private readPayload(buf: Buffer, pos: number, end: number): number {
+    const available = end - pos;
+    const n = Math.min(this.remaining, available);
+    // The one copy: socket chunk → destination segment.
+    buf.copy(this.targetMemory, this.targetPosition, pos, pos + n);
+    this.targetPosition += n;
+    this.remaining -= n;
+    if (this.remaining === 0) {
+      const buffer = this.target as NetworkBuffer;
+      this.target = undefined;
+      this.targetMemory = EMPTY_BUFFER;
+      buffer.setSize(this.bufferSize);
+      buffer.setDataType(this.dataType);
+      buffer.setCompressed(this.isCompressed);
+      this.emitBufferResponse(buffer);
+    }
+    return pos + n;
+  }
+
+  private skipPayload(_buf: Buffer, pos: number, end: number): number {
+    const available = end - pos;
+    const n = Math.min(this.remaining, available);
+    this.remaining -= n;
+    if (this.remaining === 0) {
+      const receiverId = this.receiverId as InputChannelID;
+      this.resetFrame();
+      this.allocator?.onSkipped?.(receiverId, this.bufferSize);
+    }
+    return pos + n;
+  }
+
+  private emitBufferResponse(buffer: NetworkBuffer | undefined): void {
+    const msg: BufferResponse = {
+      id: MessageId.BUFFER_RESPONSE,
+      receiverId: this.receiverId as InputChannelID,
+      subpartitionId: this.subpartitionId,
+      partialBufferSizes: this.partialBufferSizes,
+      sequenceNumber: this.sequenceNumber,
+      backlog: this.backlog,
+      dataType: this.dataType,
+      isCompressed: this.isCompressed,
+      bufferSize: this.bufferSize,
+      buffer,
+    };
+    this.resetFrame();
+    this.emit(msg);
+  }
+
+  // ---------------------------------------------------------------------- other messages
+
+  private readBody(buf: Buffer, pos: number, end: number): number {
+    const length = this.bodyLength;
+    if (this.bodyFill === 0 && end - pos >= length) {
+      // Whole body in this chunk: parse in place, no copy.
+      this.state = ST_FRAME_HEADER;
+      this.emit(this.parseBody(buf, pos));
+      return pos + length;
+    }
+    const next = this.accumulate(buf, pos, end);
+    if (this.bodyFill === length) {
+      this.state = ST_FRAME_HEADER;
+      const msg = this.parseBody(this.body, 0);
+      this.releaseBody();
+      this.emit(msg);
+    }
+    return next;
+  }
+
+  /** Copies up to the missing body bytes into `body`, growing it only as bytes arrive. */
+  private accumulate(buf: Buffer, pos: number, end: number): number {
+    const fill = this.bodyFill;
+    const n = Math.min(this.bodyLength - fill, end - pos);
+    const needed = fill + n;
+    if (needed > this.body.length) {
+      const grown = Buffer.allocUnsafe(
+        Math.min(this.bodyLength, Math.max(needed, this.body.length * 2)),
+      );
+      this.body.copy(grown, 0, 0, fill);
+      this.body = grown;
+    }
+    buf.copy(this.body, fill, pos, pos + n);
+    this.bodyFill = needed;
+    return pos + n;
+  }
+
+  private releaseBody(): void {
+    this.bodyFill = 0;
+    if (this.body.length > RETAINED_BODY_CAPACITY) {
+      this.body = Buffer.allocUnsafe(INITIAL_BODY_CAPACITY);
+    }
+  }
+
+  /** Parses a complete non-buffer body of `bodyLength` bytes at `at` of `src`. */
+  private parseBody(src: Buffer, at: number): NettyMessage {
+    try {
+      return this.parseBodyUnchecked(src, at);
+    } catch (err) {
+      if (isSluiceError(err, ErrorCodes.PROTOCOL)) throw err;
+      // A value a core constructor rejects (e.g. an id field out of range) is a protocol error.
+      throw this.violation(err instanceof Error ? err.message : String(err), undefined, err);
+    }
+  }
+
+  private parseBodyUnchecked(src: Buffer, at: number): NettyMessage {
+    const length = this.bodyLength;
+    switch (this.messageId) {
+      case MessageId.ERROR_RESPONSE:
+        return this.parseErrorResponse(src, at, length);
+      case MessageId.PARTITION_REQUEST: {
+        const receiverId = this.receiverIds.read(src, at + 68);
+        const partitionId = this.readResultPartitionId(src, at, receiverId);
+        const start = src.readInt32BE(at + 60);
+        const end = src.readInt32BE(at + 64);
+        const credit = src.readInt32BE(at + 84);
+        if (start < 0 || end < start) {
+          throw this.violation(
+            `subpartition index set [${start}, ${end}] is not a valid range`,
+            receiverId,
+          );
+        }
+        if (credit < 0) throw this.violation(`negative initial credit ${credit}`, receiverId);
+        return {
+          id: MessageId.PARTITION_REQUEST,
+          partitionId,
+          subpartitionIndexSet: { start, end },
+          receiverId,
+          credit,
+        };
+      }
+      case MessageId.TASK_EVENT_REQUEST: {
+        const eventLength = src.readInt32BE(at);
+        const expected = 4 + eventLength + RESULT_PARTITION_ID_BYTES + ID_BYTES;
+        if (eventLength < 0 || expected !== length) {
+          throw this.violation(
+            `event length ${eventLength} (${hex(eventLength, 8)}) does not match the body of ${length} bytes (expected ${length - 4 - RESULT_PARTITION_ID_BYTES - ID_BYTES})`,
+          );
+        }
+        const o = at + 4 + eventLength;
+        const receiverId = this.receiverIds.read(src, o + RESULT_PARTITION_ID_BYTES);
+        const partitionId = this.readResultPartitionId(src, o, receiverId);
+        // Copy: `src` may be the reused accumulation buffer or a socket chunk.
+        const event = new Uint8Array(src.subarray(at + 4, o));
+        return { id: MessageId.TASK_EVENT_REQUEST, event, partitionId, receiverId };
+      }
+      case MessageId.CANCEL_PARTITION_REQUEST:
+        return {
+          id: MessageId.CANCEL_PARTITION_REQUEST,
+          receiverId: this.receiverIds.read(src, at),
+        };
+      case MessageId.CLOSE_REQUEST:
+        return { id: MessageId.CLOSE_REQUEST };
+      case MessageId.ADD_CREDIT: {
+        const credit = src.readInt32BE(at);
+        const receiverId = this.receiverIds.read(src, at + 4);
+        if (credit <= 0) throw this.violation(`AddCredit credit ${credit} is not > 0`, receiverId);
+        return { id: MessageId.ADD_CREDIT, credit, receiverId };
+      }
+      case MessageId.RESUME_CONSUMPTION:
+        return { id: MessageId.RESUME_CONSUMPTION, receiverId: this.receiverIds.read(src, at) };
+      case MessageId.ACK_ALL_USER_RECORDS_PROCESSED:
+        return {
+          id: MessageId.ACK_ALL_USER_RECORDS_PROCESSED,
+          receiverId: this.receiverIds.read(src, at),
+        };
+      case MessageId.BACKLOG_ANNOUNCEMENT: {
+        const backlog = src.readInt32BE(at);
+        const receiverId = this.receiverIds.read(src, at + 4);
+        if (backlog <= 0) {
+          throw this.violation(`BacklogAnnouncement backlog ${backlog} is not > 0`, receiverId);
+        }
+        return { id: MessageId.BACKLOG_ANNOUNCEMENT, backlog, receiverId };
+      }
+      case MessageId.NEW_BUFFER_SIZE: {
+        const bufferSize = src.readInt32BE(at);
+        const receiverId = this.receiverIds.read(src, at + 4);
+        if (bufferSize <= 0) {
+          throw this.violation(`NewBufferSize bufferSize ${bufferSize} is not > 0`, receiverId);
+        }
+        return { id: MessageId.NEW_BUFFER_SIZE, bufferSize, receiverId };
+      }
+      case MessageId.SEGMENT_ID: {
+        const subpartitionId = src.readInt32BE(at);
+        const segmentId = src.readInt32BE(at + 4);
+        const receiverId = this.receiverIds.read(src, at + 8);
+        if (subpartitionId < 0) {
+          throw this.violation(
+            `SegmentId subpartitionId ${subpartitionId} is negative`,
+            receiverId,
+          );
+        }
+        if (segmentId <= 0)
+          throw this.violation(`SegmentId segmentId ${segmentId} is not > 0`, receiverId);
+        return { id: MessageId.SEGMENT_ID, subpartitionId, segmentId, receiverId };
+      }
+      default:
+        // Unreachable: ids were checked against the side in the frame header.
+        throw this.violation(`unexpected message id ${hex(this.messageId, 2)}`);
+    }
+  }
+
+  private parseErrorResponse(src: Buffer, at: number, length: number): NettyMessage {
+    const errorWireId = src.readInt16BE(at);
+    const nameLength = src.readUInt16BE(at + 2);
+    // wire id 2 + name length 2 + name + message length 4 + message + hasReceiver 1 (+ 16)
+    if (4 + nameLength + 4 + 1 > length) {
+      throw this.violation(
+        `ErrorResponse name length ${nameLength} exceeds the body of ${length} bytes`,
+      );
+    }
+    const nameStart = at + 4;
+    const errorName = src.toString("utf8", nameStart, nameStart + nameLength);
+    const messageLengthAt = nameStart + nameLength;
+    const messageLength = src.readInt32BE(messageLengthAt);
+    if (messageLength < 0 || 4 + nameLength + 4 + messageLength + 1 > length) {
+      throw this.violation(
+        `ErrorResponse message length ${messageLength} (${hex(messageLength, 8)}) does not fit the body of ${length} bytes`,
+      );
+    }
+    const messageStart = messageLengthAt + 4;
+    const message = src.toString("utf8", messageStart, messageStart + messageLength);
+    const flagAt = messageStart + messageLength;
+    const hasReceiver = src[flagAt] as number;
+    const used = flagAt + 1 - at;
+    if (hasReceiver === 0) {
+      if (used !== length) {
+        throw this.violation(`ErrorResponse without receiver has ${length - used} trailing bytes`);
+      }
+      return {
+        id: MessageId.ERROR_RESPONSE,
+        errorWireId,
+        errorName,
+        message,
+        receiverId: undefined,
+      };
+    }
+    if (hasReceiver !== 1) {
+      throw this.violation(
+        `ErrorResponse hasReceiver byte ${hex(hasReceiver, 2)} is neither 0 nor 1`,
+      );
+    }
+    if (used + ID_BYTES !== length) {
+      throw this.violation(
+        `ErrorResponse with receiver needs ${used + ID_BYTES} body bytes, the frame has ${length}`,
+      );
+    }
+    const receiverId = this.receiverIds.read(src, flagAt + 1);
+    return { id: MessageId.ERROR_RESPONSE, errorWireId, errorName, message, receiverId };
+  }
+
+  /** Reads a ResultPartitionID (60 B), checking its int fields first so errors are protocol errors. */
+  private readResultPartitionId(
+    src: Buffer,
+    at: number,
+    receiverId: InputChannelID,
+  ): ResultPartitionID {
+    const partitionNum = src.readInt32BE(at + 16);
+    const subtaskIndex = src.readInt32BE(at + 20 + 32);
+    const attemptNumber = src.readInt32BE(at + 20 + 36);
+    if (partitionNum < 0 || subtaskIndex < 0 || attemptNumber < 0) {
+      throw this.violation(
+        `ResultPartitionID has a negative field (partitionNum ${partitionNum}, subtaskIndex ${subtaskIndex}, attemptNumber ${attemptNumber})`,
+        receiverId,
+      );
+    }
+    return new ResultPartitionID(
+      IntermediateResultPartitionID.readFrom(src, at),
+      ExecutionAttemptID.readFrom(src, at + IntermediateResultPartitionID.BYTES),
+    );
+  }
+
+  // ------------------------------------------------------------------------------ helpers
+
+  private emit(msg: NettyMessage): void {
+    this.sink.onMessage(msg);
+  }
+
+  private resetFrame(): void {
+    this.state = ST_FRAME_HEADER;
+    this.receiverId = undefined;
+    this.partialBufferSizes = EMPTY_SIZES;
+  }
+
+  private releaseTarget(): void {
+    const target = this.target;
+    if (target === undefined) return;
+    this.target = undefined;
+    this.targetMemory = EMPTY_BUFFER;
+    if (!target.isRecycled()) target.recycleBuffer();
+  }
+
+  private fail(err: unknown): void {
+    if (this.state === ST_FAILED || this.state === ST_DESTROYED) return;
+    this.state = ST_FAILED;
+    this.failure = err;
+    this.releaseTarget();
+  }
+
+  private refuse(): never {
+    if (this.state === ST_DESTROYED) {
+      throw new IllegalStateError("NettyMessageDecoder was destroyed; no more input is accepted");
+    }
+    const failure = this.failure;
+    const reason = failure instanceof Error ? failure.message : String(failure);
+    if (isSluiceError(failure, ErrorCodes.PROTOCOL)) {
+      throw new ProtocolError(`decoder already failed: ${reason}`, { cause: failure });
+    }
+    throw new IllegalStateError(`decoder already failed: ${reason}`, { cause: failure });
+  }
+
+  /** A ProtocolError naming the frame (stream offset, length, id) and the receiver when known. */
+  private violation(what: string, receiverId = this.receiverId, cause?: unknown): ProtocolError {
+    const id = this.messageId;
+    const length = this.frameLength;
+    let text =
+      `${this.isClient ? "client" : "server"} decoder: ${what} ` +
+      `[frame at stream offset ${this.frameStart}, length ${length} (${hex(length, 8)}), ` +
+      `id ${hex(id, 2)} (${messageName(id)})`;
+    if (receiverId !== undefined) text += `, receiver ${receiverId.toString()}`;
+    text += "]";
+    return new ProtocolError(text, cause === undefined ? undefined : { cause });
+  }
+}
