@@ -51,13 +51,18 @@ export class TcpTransport implements Transport {
     const settings = this.tls;
     let server: Server;
     if (settings === undefined) {
-      server = createServer({ noDelay: true, keepAlive: true, highWaterMark: this.highWaterMark }, accept);
+      server = createServer(
+        { noDelay: true, keepAlive: true, highWaterMark: this.highWaterMark },
+        accept,
+      );
     } else {
       const tlsServer = tls.createServer({
         ...this.secureContextOptions(settings),
         requestCert: true,
         rejectUnauthorized: true,
-        ...(settings.handshakeTimeoutMs === undefined ? {} : { handshakeTimeout: settings.handshakeTimeoutMs }),
+        ...(settings.handshakeTimeoutMs === undefined
+          ? {}
+          : { handshakeTimeout: settings.handshakeTimeoutMs }),
         noDelay: true,
         keepAlive: true,
         highWaterMark: this.highWaterMark,
@@ -100,7 +105,12 @@ export class TcpTransport implements Transport {
     return new Promise((resolve, reject) => {
       const socket: Socket =
         settings === undefined
-          ? createConnection({ host: options.host, port: options.port, noDelay: true, keepAlive: true })
+          ? createConnection({
+              host: options.host,
+              port: options.port,
+              noDelay: true,
+              keepAlive: true,
+            })
           : tls.connect({
               host: options.host,
               port: options.port,
@@ -113,15 +123,26 @@ export class TcpTransport implements Transport {
       const fail = (message: string, cause: unknown) => {
         clearTimeout(timer);
         socket.destroy();
-        reject(new PartitionConnectionError(`connecting to ${address} over ${this.name} ${message}`, { cause }));
+        reject(
+          new PartitionConnectionError(`connecting to ${address} over ${this.name} ${message}`, {
+            cause,
+          }),
+        );
       };
       const timer = setTimeout(
-        () => fail("timed out", new TimeoutError(`no connection within ${options.connectTimeoutMs} ms`)),
+        () =>
+          fail(
+            "timed out",
+            new TimeoutError(`no connection within ${options.connectTimeoutMs} ms`),
+          ),
         options.connectTimeoutMs,
       );
       socket.once(settings === undefined ? "connect" : "secureConnect", () => {
         if (settings !== undefined) {
-          const mismatch = checkFingerprint(settings, (socket as tls.TLSSocket).getPeerCertificate());
+          const mismatch = checkFingerprint(
+            settings,
+            (socket as tls.TLSSocket).getPeerCertificate(),
+          );
           if (mismatch !== undefined) {
             fail(`failed: ${mismatch}`, undefined);
             return;
