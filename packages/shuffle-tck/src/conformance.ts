@@ -424,6 +424,169 @@ export function describeShuffleServiceConformance(options: ShuffleConformanceOpt
       expect(await consumer.client.close()).toEqual({ code: 0, exitedByItself: true });
     }, 60_000);
 
+    it("fails every consumer channel with an error naming the remote when the producer process is killed", async () => {
+      const producer = await startWorker("producer");
+      const consumer = await startWorker("consumer");
+      const resultId = new IntermediateDataSetID();
+      const part = await registerPartition(producer, resultId, 0, 1, 2);
+      const writer = await createWriter(producer, "doomed-source", part.attempt, part.rpdd);
+      const gates = [
+        await createGate(consumer, "sink-0", gateDescriptor(resultId, 0, [part.descriptor])),
+        await createGate(consumer, "sink-1", gateDescriptor(resultId, 1, [part.descriptor])),
+      ];
+      const consumed = gates.map((gate) =>
+        consumer.client.request<ConsumeResult>({ cmd: "consume", gate, options: {} }),
+      );
+      void producer.client
+        .request({
+          cmd: "produce",
+          writer,
+          plan: { records: 100_000_000, padding: 20, flushEvery: 64 },
+        })
+        .catch(() => {});
+      await expect
+        .poll(async () => {
+          const status = await consumer.client.request<{ counts: number[] }>({
+            cmd: "consumerStatus",
+            gate: gates[0] as string,
+          });
+          return status.counts[0] ?? 0;
+        })
+        .toBeGreaterThan(1_000);
+      const killedAt = Date.now();
+      producer.client.kill();
+      for (const result of await Promise.all(consumed)) {
+        expect(result.finished).toBe(false);
+        expect(result.error).toBeDefined();
+        expect(result.error?.message).toContain(`${producer.port}`);
+        expect(result.violations).toEqual([]);
+      }
+      expect(Date.now() - killedAt).toBeLessThan(10_000);
+      expect(await consumer.client.close()).toEqual({ code: 0, exitedByItself: true });
+    }, 60_000);
+
+    it("releases what a killed consumer held at the producer and keeps serving the other consumers", async () => {
+      const producer = await startWorker("producer");
+      const doomed = await startWorker("doomed-consumer");
+      const healthy = await startWorker("healthy-consumer");
+      const doomedResult = new IntermediateDataSetID();
+      const healthyResult = new IntermediateDataSetID();
+      const doomedPart = await registerPartition(producer, doomedResult, 0, 1, 1);
+      const healthyPart = await registerPartition(producer, healthyResult, 0, 1, 1);
+      const doomedWriter = await createWriter(
+        producer,
+        "to-doomed",
+        doomedPart.attempt,
+        doomedPart.rpdd,
+      );
+      const healthyWriter = await createWriter(
+        producer,
+        "to-healthy",
+        healthyPart.attempt,
+        healthyPart.rpdd,
+      );
+      const doomedGate = await createGate(
+        doomed,
+        "sink",
+        gateDescriptor(doomedResult, 0, [doomedPart.descriptor]),
+      );
+      const healthyGate = await createGate(
+        healthy,
+        "sink",
+        gateDescriptor(healthyResult, 0, [healthyPart.descriptor]),
+      );
+      void doomed.client
+        .request({ cmd: "consume", gate: doomedGate, options: { stalled: true } })
+        .catch(() => {});
+      const toDoomed = producer.client.request<ProduceResult>({
+        cmd: "produce",
+        writer: doomedWriter,
+        plan: { records: 10_000_000, padding: 88 },
+      });
+      // The producer fills what the stalled consumer allows, then blocks.
+      await expect
+        .poll(
+          async () =>
+            (
+              await producer.client.request<{ available: boolean }>({
+                cmd: "producerStatus",
+                writer: doomedWriter,
+              })
+            ).available,
+        )
+        .toBe(false);
+      doomed.client.kill();
+      const outcome = await toDoomed;
+      expect(outcome.releasedError).toBeDefined();
+      const [consumed, produced] = await Promise.all([
+        healthy.client.request<ConsumeResult>({ cmd: "consume", gate: healthyGate, options: {} }),
+        producer.client.request<ProduceResult>({
+          cmd: "produce",
+          writer: healthyWriter,
+          plan: { records: 20_000, padding: 88 },
+        }),
+      ]);
+      expect(consumed.violations).toEqual([]);
+      expect(consumed.counts).toEqual([produced.emitted]);
+      await expect
+        .poll(() =>
+          producer.client.request<{ partitionsOccupyingLocalResources: number }>({ cmd: "status" }),
+        )
+        .toEqual({ partitionsOccupyingLocalResources: 0 });
+      expect(await producer.client.close()).toEqual({ code: 0, exitedByItself: true });
+      expect(await healthy.client.close()).toEqual({ code: 0, exitedByItself: true });
+    }, 60_000);
+
+    it("cancels a producer that is blocked on backpressure without hanging, and the consumer learns of it", async () => {
+      const producer = await startWorker("producer");
+      const consumer = await startWorker("consumer");
+      const resultId = new IntermediateDataSetID();
+      const part = await registerPartition(producer, resultId, 0, 1, 1);
+      const writer = await createWriter(producer, "blocked-source", part.attempt, part.rpdd);
+      const gate = await createGate(
+        consumer,
+        "stalled-sink",
+        gateDescriptor(resultId, 0, [part.descriptor]),
+      );
+      const consumed = consumer.client.request<ConsumeResult>({
+        cmd: "consume",
+        gate,
+        options: { stalled: true },
+      });
+      const produced = producer.client.request<ProduceResult>({
+        cmd: "produce",
+        writer,
+        plan: { records: 10_000_000, padding: 88 },
+      });
+      await expect
+        .poll(
+          async () =>
+            (
+              await producer.client.request<{ available: boolean }>({
+                cmd: "producerStatus",
+                writer,
+              })
+            ).available,
+        )
+        .toBe(false);
+      const cancelledAt = Date.now();
+      await producer.client.request({ cmd: "cancelProducer", writer });
+      const outcome = await produced;
+      expect(outcome.releasedError?.code).toBe("SLUICE_ERR_CANCELLED");
+      expect(Date.now() - cancelledAt).toBeLessThan(5_000);
+      await consumer.client.request({ cmd: "unstall", gate });
+      const result = await consumed;
+      expect(result.finished).toBe(false);
+      expect(result.error?.message, JSON.stringify(result.error)).toContain("cancelled");
+      await expect
+        .poll(() =>
+          producer.client.request<{ partitionsOccupyingLocalResources: number }>({ cmd: "status" }),
+        )
+        .toEqual({ partitionsOccupyingLocalResources: 0 });
+      expect(await producer.client.close()).toEqual({ code: 0, exitedByItself: true });
+      expect(await consumer.client.close()).toEqual({ code: 0, exitedByItself: true });
+    }, 60_000);
+
     it("fails with PartitionNotFound when the partition never registers", async () => {
       const quick = { "taskmanager.network.partition-request-timeout": "1s" };
       const producer = await startWorker("producer", quick);

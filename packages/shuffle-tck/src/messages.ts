@@ -71,6 +71,7 @@ export type Request =
       readonly plan: ProducePlan;
     }
   | { readonly id: number; readonly cmd: "producerStatus"; readonly writer: string }
+  | { readonly id: number; readonly cmd: "cancelProducer"; readonly writer: string }
   | {
       readonly id: number;
       readonly cmd: "createGates";

@@ -4,7 +4,7 @@
  * any plugin can be tested, and it exits by itself after `close` — a handle left open by the
  * plugin keeps it alive, which the suite reports.
  */
-import { ExecutionAttemptID, ResourceID } from "@sluice/core";
+import { CancelledError, ExecutionAttemptID, ResourceID } from "@sluice/core";
 import { assignKeyToParallelOperator, Configuration, ShuffleServiceLoader } from "@sluice/runtime";
 import {
   type InputGate,
@@ -100,6 +100,12 @@ class Worker {
           available: state.writer.isAvailable(),
           released: state.writer.isReleased(),
         };
+      }
+      case "cancelProducer": {
+        // What a task cancel does to its output: release the partition with a cancellation cause.
+        const state = this.writerState(request.writer);
+        state.writer.release(new CancelledError(`task ${request.writer} was cancelled`));
+        return {};
       }
       case "createGates": {
         const env = this.environment();

@@ -26,7 +26,8 @@ export class TcpConnection implements TransportConnection {
       this.socketError ??= error;
     });
     socket.once("close", (hadError) => {
-      const cause = hadError || this.socketError !== undefined ? this.socketError : this.closeCause;
+      // A cause given to destroy() wins over the socket error it may have provoked.
+      const cause = this.closeCause ?? (hadError ? this.socketError : undefined) ?? this.socketError;
       if (this.handler === undefined) {
         this.closedBeforeHandler = true;
         this.closeCause = cause;

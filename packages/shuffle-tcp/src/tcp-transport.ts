@@ -84,6 +84,9 @@ export class TcpTransport implements Transport {
       server.once("error", reject);
       server.listen(options.port, options.host, () => {
         server.off("error", reject);
+        // After listening, server-level errors (e.g. accept failing with EMFILE) must not crash
+        // the worker; existing connections keep working and new ones are retried by clients.
+        server.on("error", () => {});
         const address = server.address();
         const port = typeof address === "object" && address !== null ? address.port : options.port;
         resolve({

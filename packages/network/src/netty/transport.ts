@@ -9,7 +9,10 @@
 export interface ConnectionHandler {
   /** Bytes arrived. A chunk may hold part of a frame or several frames. */
   onData(chunk: Buffer): void;
-  /** The connection's send buffer fell below its low-water mark: writing may continue. */
+  /**
+   * The connection's send buffer fell below its low-water mark: writing may continue. Owed
+   * exactly once after any `false` from `write()` or `isWritable()`.
+   */
   onDrain(): void;
   /**
    * The connection closed, with the cause when it did not close cleanly. Called exactly once,
@@ -26,7 +29,8 @@ export interface TransportConnection {
   setHandler(handler: ConnectionHandler): void;
   /**
    * Queues `chunks` as one unit (one or more whole frames; a transport may send them in one
-   * message). `onWritten` runs once they left the process or the connection failed (then with
+   * message, so the unit must fit the peer's message limit: callers put at most one
+   * BufferResponse, or a bounded batch of small control frames, in one call). `onWritten` runs once they left the process or the connection failed (then with
    * the error); buffers referenced by `chunks` must stay untouched until then. Returns false
    * when the send buffer is above its high-water mark: stop writing until `onDrain`.
    */
@@ -44,7 +48,7 @@ export interface TransportServer {
   /** The bound port (useful with port 0). */
   readonly port: number;
   readonly host: string;
-  /** Stops accepting and closes every accepted connection. */
+  /** Stops accepting and abortively closes every accepted connection (peers see a failure). */
   close(): Promise<void>;
 }
 

@@ -1,7 +1,17 @@
-import { CancelledError, PartitionNotFoundError, type ResultPartitionID } from "@sluice/core";
+import {
+  CancelledError,
+  ErrorCodes,
+  isSluiceError,
+  PartitionNotFoundError,
+  ProducerFailedError,
+  type ResultPartitionID,
+} from "@sluice/core";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
 import type { PartitionRegistry, ResultPartition } from "./result-partition.js";
 import type { ResultSubpartitionView } from "./result-subpartition-view.js";
+
+/** How many released partition ids a manager remembers (for clear late-request errors). */
+const MAX_RELEASED_REMEMBERED = 1024;
 
 /** Waits for a partition that is not registered yet (Flink's PartitionRequestListener). */
 export interface PartitionRequestListener {
@@ -27,6 +37,11 @@ interface WaitingRequest {
 export class ResultPartitionManager implements PartitionRegistry {
   private readonly partitions = new Map<string, ResultPartition>();
   private readonly waiting = new Map<string, WaitingRequest[]>();
+  /**
+   * Recently released partitions and why: a request that arrives after the release gets a
+   * clear answer at once instead of waiting for the partition-request timeout. Bounded.
+   */
+  private readonly released = new Map<string, Error | undefined>();
   private shutDown = false;
 
   registerResultPartition(partition: ResultPartition): void {
@@ -66,6 +81,7 @@ export class ResultPartitionManager implements PartitionRegistry {
   ): ResultSubpartitionView {
     const partition = this.partitions.get(partitionId.toString());
     if (partition === undefined) {
+      this.throwIfReleased(partitionId);
       throw new PartitionNotFoundError(`result partition ${partitionId} not found in this worker`);
     }
     return partition.createSubpartitionView(subpartitionIndex, availabilityListener);
@@ -89,6 +105,7 @@ export class ResultPartitionManager implements PartitionRegistry {
       return partition.createSubpartitionView(subpartitionIndex, availabilityListener);
     }
     if (this.shutDown) throw new CancelledError("ResultPartitionManager is shut down");
+    this.throwIfReleased(partitionId);
     const timer = setTimeout(() => {
       this.removeWaiting(key, requestListener);
       requestListener.notifyPartitionCreateFailed(
@@ -128,15 +145,39 @@ export class ResultPartitionManager implements PartitionRegistry {
     const key = partitionId.toString();
     const partition = this.partitions.get(key);
     if (partition === undefined) return;
-    this.partitions.delete(key);
+    // release() calls back onPartitionReleased, which unregisters it and remembers why.
     partition.release(cause);
   }
 
   /** Every subpartition of `partition` was consumed: a pipelined partition is released. */
   onConsumedPartition(partition: ResultPartition): void {
-    const key = partition.partitionId.toString();
-    if (this.partitions.get(key) === partition) this.partitions.delete(key);
     partition.release();
+  }
+
+  onPartitionReleased(partition: ResultPartition): void {
+    const key = partition.partitionId.toString();
+    if (this.partitions.get(key) !== partition) return;
+    this.partitions.delete(key);
+    this.released.set(key, partition.getFailureCause());
+    if (this.released.size > MAX_RELEASED_REMEMBERED) {
+      this.released.delete(this.released.keys().next().value as string);
+    }
+  }
+
+  /** A request for a partition released earlier fails at once, naming why it was released. */
+  private throwIfReleased(partitionId: ResultPartitionID): void {
+    const key = partitionId.toString();
+    if (!this.released.has(key)) return;
+    const cause = this.released.get(key);
+    if (cause === undefined) {
+      throw new CancelledError(
+        `result partition ${partitionId} was already consumed and released (pipelined partitions are read once)`,
+      );
+    }
+    const message = `result partition ${partitionId} was released: ${cause.message}`;
+    throw isSluiceError(cause, ErrorCodes.CANCELLED)
+      ? new CancelledError(message, { cause })
+      : new ProducerFailedError(message, { cause });
   }
 
   /** Ids of the partitions still registered (they hold local resources). */

@@ -25,6 +25,8 @@ import type { ResultSubpartitionView } from "./result-subpartition-view.js";
 export interface PartitionRegistry {
   registerResultPartition(partition: ResultPartition): void;
   onConsumedPartition(partition: ResultPartition): void;
+  /** The partition was released (failed, cancelled, consumed): it no longer holds resources. */
+  onPartitionReleased(partition: ResultPartition): void;
 }
 
 /** Construction parameters of a ResultPartition. */
@@ -184,6 +186,7 @@ export class ResultPartition implements ResultPartitionWriter, SubpartitionParen
     for (const subpartition of this.subpartitions) subpartition.release();
     this.bufferPool?.destroy();
     this.pendingAvailability.resetAvailable();
+    this.partitionManager.onPartitionReleased(this);
   }
 
   isReleased(): boolean {
@@ -255,8 +258,10 @@ export class ResultPartition implements ResultPartitionWriter, SubpartitionParen
     if (this.broadcastBuilder !== undefined) this.finishBroadcastBuilder();
     this.lengthScratch.writeInt32BE(record.length, 0);
     // The length prefix is tiny; copying it next to the payload would cost a full record copy.
-    if (!this.appendUnicast(targetSubpartition, this.lengthScratch, 0)) {
-      this.startPending(targetSubpartition, this.lengthScratch, 0, record);
+    // Part of it may already sit in the last buffer when the pool runs dry: keep only the rest.
+    const lengthWritten = this.appendUnicastFrom(targetSubpartition, this.lengthScratch, 0);
+    if (lengthWritten < LENGTH_BYTES) {
+      this.startPending(targetSubpartition, this.lengthScratch, lengthWritten, record);
       return;
     }
     const written = this.appendUnicastFrom(targetSubpartition, record, 0);
@@ -268,8 +273,9 @@ export class ResultPartition implements ResultPartitionWriter, SubpartitionParen
     this.checkEmit(record);
     this.finishUnicastBuilders();
     this.lengthScratch.writeInt32BE(record.length, 0);
-    if (!this.appendBroadcast(this.lengthScratch, 0)) {
-      this.startPending(-1, this.lengthScratch, 0, record);
+    const lengthWritten = this.appendBroadcastFrom(this.lengthScratch, 0);
+    if (lengthWritten < LENGTH_BYTES) {
+      this.startPending(-1, this.lengthScratch, lengthWritten, record);
       return;
     }
     const written = this.appendBroadcastFrom(record, 0);
@@ -326,11 +332,6 @@ export class ResultPartition implements ResultPartitionWriter, SubpartitionParen
     }
   }
 
-  /** Writes all of `source[offset..]`; false when a buffer could not be had (nothing lost). */
-  private appendUnicast(target: number, source: Uint8Array, offset: number): boolean {
-    return this.appendUnicastFrom(target, source, offset) === source.length;
-  }
-
   /** Writes as much of `source[offset..]` as buffers allow; returns the new offset. */
   private appendUnicastFrom(target: number, source: Uint8Array, offset: number): number {
     let position = offset;
@@ -348,10 +349,6 @@ export class ResultPartition implements ResultPartitionWriter, SubpartitionParen
     }
     if (builder?.isFull()) this.finishUnicastBuilder(target);
     return position;
-  }
-
-  private appendBroadcast(source: Uint8Array, offset: number): boolean {
-    return this.appendBroadcastFrom(source, offset) === source.length;
   }
 
   private appendBroadcastFrom(source: Uint8Array, offset: number): number {

@@ -1,0 +1,233 @@
+import { createServer, STATUS_CODES } from "node:http";
+import { IllegalArgumentError, PartitionConnectionError, TimeoutError } from "@sluice/core";
+import type {
+  ConnectOptions,
+  ListenOptions,
+  Transport,
+  TransportConnection,
+  TransportServer,
+} from "@sluice/network";
+import { WebSocket, WebSocketServer } from "ws";
+import { WsConnection } from "./ws-connection.js";
+
+/** Options of the WebSocket transport. */
+export interface WsTransportOptions {
+  /**
+   * Negotiate permessage-deflate (both sides must enable it). Default false: it costs CPU and
+   * per-connection zlib memory, and has a long history of memory fragmentation (ws#1202,
+   * node#8871); shuffle data is often compressed already.
+   */
+  readonly perMessageDeflate?: boolean;
+  /**
+   * Buffered (not yet sent) bytes at or above which a connection reports itself not writable.
+   * Default 1 MiB. `ws.send()` never pushes back, so this is the only bound on what one
+   * connection queues.
+   */
+  readonly highWaterMark?: number;
+  /** Buffered bytes below which a not-writable connection fires `onDrain`. Default 256 KiB. */
+  readonly lowWaterMark?: number;
+}
+
+const DEFAULT_HIGH_WATER_MARK = 1024 * 1024;
+const DEFAULT_LOW_WATER_MARK = 256 * 1024;
+
+/** TCP keep-alive on every connection, as the TCP transport does. */
+const KEEP_ALIVE_DELAY_MS = 10_000;
+
+/** The only path the data server accepts upgrades on. */
+export const WS_SHUFFLE_PATH = "/sluice";
+
+/**
+ * The largest message accepted: twice the largest frame. `maxFrameSize` bounds one protocol
+ * frame (header included), but one WebSocket message carries one `write()`, which may hold
+ * several whole frames: a full BufferResponse frame next to control frames, or the client's
+ * batch of credit announcements. Twice the frame limit admits that while still bounding what ws
+ * buffers for a message before our decoder checks each frame against `maxFrameSize`. ws
+ * enforces it as the message arrives, closing with 1009 (message too big).
+ */
+function maxPayloadFor(maxFrameSize: number): number {
+  return maxFrameSize * 2;
+}
+
+/** The host part of a URL: IPv6 literals bracketed. */
+function urlHost(host: string): string {
+  return host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+}
+
+/**
+ * The WebSocket transport of `@sluice/shuffle-ws`, over `ws`. The data server (the producer
+ * side) is the WebSocket server, so bulk data flows server → client and is never masked; the
+ * consumer connects as the client, and only its small control frames pay for masking. Each
+ * connection carries the same protocol frames as the TCP transport, one `write()` per binary
+ * message.
+ */
+export class WsTransport implements Transport {
+  readonly name = "ws";
+  readonly perMessageDeflate: boolean;
+  readonly highWaterMark: number;
+  readonly lowWaterMark: number;
+
+  /** @throws IllegalArgumentError when a water mark is not a positive integer or low ≥ high. */
+  constructor(options: WsTransportOptions = {}) {
+    this.perMessageDeflate = options.perMessageDeflate ?? false;
+    this.highWaterMark = options.highWaterMark ?? DEFAULT_HIGH_WATER_MARK;
+    this.lowWaterMark = options.lowWaterMark ?? DEFAULT_LOW_WATER_MARK;
+    if (!Number.isSafeInteger(this.highWaterMark) || this.highWaterMark < 1) {
+      throw new IllegalArgumentError(
+        `highWaterMark must be a positive integer, got ${this.highWaterMark}`,
+      );
+    }
+    if (!Number.isSafeInteger(this.lowWaterMark) || this.lowWaterMark < 0) {
+      throw new IllegalArgumentError(
+        `lowWaterMark must be a non-negative integer, got ${this.lowWaterMark}`,
+      );
+    }
+    if (this.lowWaterMark >= this.highWaterMark) {
+      throw new IllegalArgumentError(
+        `lowWaterMark (${this.lowWaterMark}) must be below highWaterMark (${this.highWaterMark})`,
+      );
+    }
+  }
+
+  listen(options: ListenOptions): Promise<TransportServer> {
+    // Our own HTTP server rather than ws' internal one, so that close() can also drop sockets
+    // that connected but never finished (or never sent) the upgrade request.
+    const httpServer = createServer((_request, response) => {
+      const body = STATUS_CODES[426] ?? "Upgrade Required";
+      response.writeHead(426, { "Content-Type": "text/plain", "Content-Length": body.length });
+      response.end(body);
+    });
+    const wss = new WebSocketServer({
+      server: httpServer,
+      // Any other path is refused with 400 during the handshake.
+      path: WS_SHUFFLE_PATH,
+      perMessageDeflate: this.perMessageDeflate,
+      maxPayload: maxPayloadFor(options.maxFrameSize),
+      clientTracking: true,
+    });
+    const connections = new Set<WsConnection>();
+    wss.on("connection", (ws, request) => {
+      const socket = request.socket;
+      // As TcpConnection: notice a peer that vanished without closing.
+      socket.setKeepAlive(true, KEEP_ALIVE_DELAY_MS);
+      const connection = new WsConnection(ws, {
+        remoteAddress: `${socket.remoteAddress}:${socket.remotePort}`,
+        highWaterMark: this.highWaterMark,
+        lowWaterMark: this.lowWaterMark,
+      });
+      connections.add(connection);
+      ws.once("close", () => connections.delete(connection));
+      options.onConnection(connection);
+    });
+
+    return new Promise((resolve, reject) => {
+      const onListenError = (error: Error) => {
+        wss.close();
+        reject(error);
+      };
+      // ws re-emits the HTTP server's errors on the WebSocketServer.
+      wss.once("error", onListenError);
+      httpServer.listen(options.port, options.host, () => {
+        wss.off("error", onListenError);
+        // Later server errors (accept failing with EMFILE, ...) do not stop the listener, and the
+        // TransportServer has no channel to report them: keep listening, as Netty does.
+        wss.on("error", () => {});
+        const address = httpServer.address();
+        const port = typeof address === "object" && address !== null ? address.port : options.port;
+        let closing: Promise<void> | undefined;
+        resolve({
+          port,
+          host: options.host,
+          close: () => {
+            closing ??= new Promise<void>((done) => {
+              let pending = 2;
+              const oneDone = () => {
+                if (--pending === 0) done();
+              };
+              // Stops handling upgrades; fires once every tracked client has closed.
+              wss.close(() => oneDone());
+              httpServer.close(() => oneDone());
+              for (const connection of connections) connection.destroy();
+              for (const client of wss.clients) client.terminate();
+              // Sockets still in (or before) the HTTP upgrade are not WebSocket clients yet.
+              httpServer.closeAllConnections();
+            });
+            return closing;
+          },
+        });
+      });
+    });
+  }
+
+  connect(options: ConnectOptions): Promise<TransportConnection> {
+    const address = `${options.host}:${options.port}`;
+    const url = `ws://${urlHost(options.host)}:${options.port}${WS_SHUFFLE_PATH}`;
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      let ws: WebSocket | undefined;
+      const fail = (error: Error) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        // Aborts the request and destroys its socket; a no-op once ws closed it itself.
+        ws?.terminate();
+        reject(error);
+      };
+      // Our own deadline, armed before the request: ws' handshakeTimeout is an idle timeout on
+      // the socket, started only once TCP connected, so it is only a backstop here.
+      const timer = setTimeout(() => {
+        fail(
+          new PartitionConnectionError(`connecting to ${address} over ws timed out`, {
+            cause: new TimeoutError(
+              `no WebSocket connection to ${address} within ${options.connectTimeoutMs} ms`,
+            ),
+          }),
+        );
+      }, options.connectTimeoutMs);
+      try {
+        ws = new WebSocket(url, {
+          perMessageDeflate: this.perMessageDeflate,
+          maxPayload: maxPayloadFor(options.maxFrameSize),
+          handshakeTimeout: options.connectTimeoutMs,
+          followRedirects: false,
+        });
+      } catch (error) {
+        fail(
+          new PartitionConnectionError(
+            `connecting to ${address} over ws failed: ${(error as Error).message}`,
+            { cause: error },
+          ),
+        );
+        return;
+      }
+      const socket = ws;
+      socket.binaryType = "nodebuffer";
+      // Stays attached after a failure: ws may still emit 'error' while it tears down.
+      const onHandshakeError = (error: Error) => {
+        fail(
+          new PartitionConnectionError(
+            `connecting to ${address} over ws failed: ${error.message}`,
+            {
+              cause: error,
+            },
+          ),
+        );
+      };
+      socket.on("error", onHandshakeError);
+      socket.once("upgrade", (response) => response.socket.setKeepAlive(true, KEEP_ALIVE_DELAY_MS));
+      socket.once("open", () => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        socket.off("error", onHandshakeError);
+        resolve(
+          new WsConnection(socket, {
+            remoteAddress: address,
+            highWaterMark: this.highWaterMark,
+            lowWaterMark: this.lowWaterMark,
+          }),
+        );
+      });
+    });
+  }
+}
