@@ -63,6 +63,7 @@ export async function deployAllToAll(
   consumers: number,
   config: RawConfig,
   type = ResultPartitionType.PIPELINED_BOUNDED,
+  options: { readonly advertisedPort?: number } = {},
 ): Promise<AllToAllJob> {
   const master = new NetworkShuffleMaster({
     configuration: readableConfigOf(config),
@@ -93,7 +94,8 @@ export async function deployAllToAll(
         producerLocation: producerEnv.resourceId,
         producerExecutionId: attempt,
         address: "127.0.0.1",
-        dataPort: producerEnv.getDataPort(),
+        // Tests may advertise another port (a proxy in front of the data server).
+        dataPort: options.advertisedPort ?? producerEnv.getDataPort(),
       },
     );
     descriptors.push(shuffleDescriptor);
