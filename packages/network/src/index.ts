@@ -64,5 +64,12 @@ export type {
   ResultSubpartitionView,
 } from "./partition/result-subpartition-view.js";
 export { TaskEventDispatcher, type TaskEventPublisher } from "./partition/task-event-publisher.js";
+// Security
+export {
+  checkFingerprint,
+  normalizeFingerprint,
+  readTlsSettings,
+  type TlsSettings,
+} from "./security/tls-settings.js";
 // Protocol
 export * from "./protocol/index.js";

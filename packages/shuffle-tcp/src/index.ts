@@ -8,9 +8,3 @@ export {
   TcpShuffleServiceFactory as default,
 } from "./tcp-shuffle-service-factory.js";
 export { TcpTransport, type TcpTransportOptions } from "./tcp-transport.js";
-export {
-  checkFingerprint,
-  normalizeFingerprint,
-  readTlsSettings,
-  type TlsSettings,
-} from "./tls-settings.js";

@@ -27,7 +27,8 @@ export class TcpConnection implements TransportConnection {
     });
     socket.once("close", (hadError) => {
       // A cause given to destroy() wins over the socket error it may have provoked.
-      const cause = this.closeCause ?? (hadError ? this.socketError : undefined) ?? this.socketError;
+      const cause =
+        this.closeCause ?? (hadError ? this.socketError : undefined) ?? this.socketError;
       if (this.handler === undefined) {
         this.closedBeforeHandler = true;
         this.closeCause = cause;

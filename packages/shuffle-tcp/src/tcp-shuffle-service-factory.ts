@@ -1,7 +1,6 @@
-import { NetworkShuffleServiceFactory, type Transport } from "@sluice/network";
+import { NetworkShuffleServiceFactory, readTlsSettings, type Transport } from "@sluice/network";
 import type { ShuffleEnvironmentContext } from "@sluice/runtime-api";
 import { TcpTransport } from "./tcp-transport.js";
-import { readTlsSettings } from "./tls-settings.js";
 
 /**
  * The default shuffle plugin (`shuffle-service-factory.class: tcp`, or

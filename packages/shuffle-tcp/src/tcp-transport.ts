@@ -1,15 +1,16 @@
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import * as tls from "node:tls";
 import { PartitionConnectionError, TimeoutError } from "@sluice/core";
-import type {
-  ConnectOptions,
-  ListenOptions,
-  Transport,
-  TransportConnection,
-  TransportServer,
+import {
+  type ConnectOptions,
+  checkFingerprint,
+  type ListenOptions,
+  type TlsSettings,
+  type Transport,
+  type TransportConnection,
+  type TransportServer,
 } from "@sluice/network";
 import { TcpConnection } from "./tcp-connection.js";
-import { checkFingerprint, type TlsSettings } from "./tls-settings.js";
 
 /** Options of the TCP transport. */
 export interface TcpTransportOptions {

@@ -1,11 +1,21 @@
-import { createServer, STATUS_CODES } from "node:http";
+import {
+  createServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+  STATUS_CODES,
+} from "node:http";
+import { createServer as createHttpsServer } from "node:https";
+import type { TLSSocket } from "node:tls";
 import { IllegalArgumentError, PartitionConnectionError, TimeoutError } from "@sluice/core";
-import type {
-  ConnectOptions,
-  ListenOptions,
-  Transport,
-  TransportConnection,
-  TransportServer,
+import {
+  type ConnectOptions,
+  checkFingerprint,
+  type ListenOptions,
+  type TlsSettings,
+  type Transport,
+  type TransportConnection,
+  type TransportServer,
 } from "@sluice/network";
 import { WebSocket, WebSocketServer } from "ws";
 import { WsConnection } from "./ws-connection.js";
@@ -26,6 +36,8 @@ export interface WsTransportOptions {
   readonly highWaterMark?: number;
   /** Buffered bytes below which a not-writable connection fires `onDrain`. Default 256 KiB. */
   readonly lowWaterMark?: number;
+  /** Mutual TLS (wss) with Flink's `security.ssl.internal.*` settings; plaintext when absent. */
+  readonly tls?: TlsSettings | undefined;
 }
 
 const DEFAULT_HIGH_WATER_MARK = 1024 * 1024;
@@ -62,13 +74,16 @@ function urlHost(host: string): string {
  * message.
  */
 export class WsTransport implements Transport {
-  readonly name = "ws";
+  readonly name: string;
+  private readonly tls: TlsSettings | undefined;
   readonly perMessageDeflate: boolean;
   readonly highWaterMark: number;
   readonly lowWaterMark: number;
 
   /** @throws IllegalArgumentError when a water mark is not a positive integer or low ≥ high. */
   constructor(options: WsTransportOptions = {}) {
+    this.tls = options.tls;
+    this.name = this.tls === undefined ? "ws" : "wss";
     this.perMessageDeflate = options.perMessageDeflate ?? false;
     this.highWaterMark = options.highWaterMark ?? DEFAULT_HIGH_WATER_MARK;
     this.lowWaterMark = options.lowWaterMark ?? DEFAULT_LOW_WATER_MARK;
@@ -92,11 +107,38 @@ export class WsTransport implements Transport {
   listen(options: ListenOptions): Promise<TransportServer> {
     // Our own HTTP server rather than ws' internal one, so that close() can also drop sockets
     // that connected but never finished (or never sent) the upgrade request.
-    const httpServer = createServer((_request, response) => {
+    const upgradeRequired = (_request: IncomingMessage, response: ServerResponse) => {
       const body = STATUS_CODES[426] ?? "Upgrade Required";
       response.writeHead(426, { "Content-Type": "text/plain", "Content-Length": body.length });
       response.end(body);
-    });
+    };
+    const settings = this.tls;
+    let httpServer: Server;
+    if (settings === undefined) {
+      httpServer = createServer(upgradeRequired);
+    } else {
+      const httpsServer = createHttpsServer(
+        {
+          key: settings.key,
+          cert: settings.cert,
+          ca: settings.ca,
+          minVersion: settings.minVersion,
+          ...(settings.passphrase === undefined ? {} : { passphrase: settings.passphrase }),
+          ...(settings.handshakeTimeoutMs === undefined
+            ? {}
+            : { handshakeTimeout: settings.handshakeTimeoutMs }),
+          requestCert: true,
+          rejectUnauthorized: true,
+        },
+        upgradeRequired,
+      );
+      httpsServer.on("secureConnection", (socket: TLSSocket) => {
+        if (checkFingerprint(settings, socket.getPeerCertificate()) !== undefined) socket.destroy();
+      });
+      // Clients that fail the handshake (untrusted certificate, plaintext) are dropped quietly.
+      httpsServer.on("tlsClientError", (_error, socket) => socket.destroy());
+      httpServer = httpsServer;
+    }
     const wss = new WebSocketServer({
       server: httpServer,
       // Any other path is refused with 400 during the handshake.
@@ -161,7 +203,9 @@ export class WsTransport implements Transport {
 
   connect(options: ConnectOptions): Promise<TransportConnection> {
     const address = `${options.host}:${options.port}`;
-    const url = `ws://${urlHost(options.host)}:${options.port}${WS_SHUFFLE_PATH}`;
+    const settings = this.tls;
+    const scheme = settings === undefined ? "ws" : "wss";
+    const url = `${scheme}://${urlHost(options.host)}:${options.port}${WS_SHUFFLE_PATH}`;
     return new Promise((resolve, reject) => {
       let settled = false;
       let ws: WebSocket | undefined;
@@ -177,7 +221,7 @@ export class WsTransport implements Transport {
       // the socket, started only once TCP connected, so it is only a backstop here.
       const timer = setTimeout(() => {
         fail(
-          new PartitionConnectionError(`connecting to ${address} over ws timed out`, {
+          new PartitionConnectionError(`connecting to ${address} over ${scheme} timed out`, {
             cause: new TimeoutError(
               `no WebSocket connection to ${address} within ${options.connectTimeoutMs} ms`,
             ),
@@ -190,11 +234,24 @@ export class WsTransport implements Transport {
           maxPayload: maxPayloadFor(options.maxFrameSize),
           handshakeTimeout: options.connectTimeoutMs,
           followRedirects: false,
+          ...(settings === undefined
+            ? {}
+            : {
+                key: settings.key,
+                cert: settings.cert,
+                ca: settings.ca,
+                minVersion: settings.minVersion,
+                ...(settings.passphrase === undefined ? {} : { passphrase: settings.passphrase }),
+                rejectUnauthorized: true,
+                // Internal certificates name no host: trust comes from the CA and the pin. (Node's
+                // tls treats any falsy result as "identity ok"; @types/ws types it as boolean.)
+                checkServerIdentity: () => false,
+              }),
         });
       } catch (error) {
         fail(
           new PartitionConnectionError(
-            `connecting to ${address} over ws failed: ${(error as Error).message}`,
+            `connecting to ${address} over ${scheme} failed: ${(error as Error).message}`,
             { cause: error },
           ),
         );
@@ -206,7 +263,7 @@ export class WsTransport implements Transport {
       const onHandshakeError = (error: Error) => {
         fail(
           new PartitionConnectionError(
-            `connecting to ${address} over ws failed: ${error.message}`,
+            `connecting to ${address} over ${scheme} failed: ${error.message}`,
             {
               cause: error,
             },
@@ -214,7 +271,19 @@ export class WsTransport implements Transport {
         );
       };
       socket.on("error", onHandshakeError);
-      socket.once("upgrade", (response) => response.socket.setKeepAlive(true, KEEP_ALIVE_DELAY_MS));
+      socket.once("upgrade", (response) => {
+        response.socket.setKeepAlive(true, KEEP_ALIVE_DELAY_MS);
+        if (settings === undefined) return;
+        const mismatch = checkFingerprint(
+          settings,
+          (response.socket as TLSSocket).getPeerCertificate(),
+        );
+        if (mismatch !== undefined) {
+          fail(
+            new PartitionConnectionError(`connecting to ${address} over wss failed: ${mismatch}`),
+          );
+        }
+      });
       socket.once("open", () => {
         if (settled) return;
         settled = true;

@@ -2,6 +2,8 @@
  * @sluice/network/testing: fixtures for tests of network-shuffle plugins — deploy an all-to-all
  * exchange through the real SPI path and check exactly-once, in-order delivery per channel.
  */
+
+export { createTestPki, type TestPki } from "./certificates.js";
 export {
   type AllToAllJob,
   deployAllToAll,
@@ -12,3 +14,4 @@ export {
   RUNNING_PRODUCER,
   runAllToAll,
 } from "./shuffle-fixture.js";
+export { describeNetworkTlsSuite, type EnvironmentFactory } from "./tls-suite.js";

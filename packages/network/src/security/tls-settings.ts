@@ -2,7 +2,10 @@ import { readFileSync } from "node:fs";
 import { ConfigurationError } from "@sluice/core";
 import { type ReadableConfig, SecurityOptions } from "@sluice/runtime-api";
 
-/** TLS material and checks for the data connections (Flink's `security.ssl.internal.*`). */
+/**
+ * TLS material and checks for the data connections (Flink's `security.ssl.internal.*`), shared by
+ * the TCP (node:tls) and WebSocket (wss) transports.
+ */
 export interface TlsSettings {
   /** PEM private key of this worker. */
   readonly key: Buffer;
