@@ -1,3 +1,4 @@
+export { EventSerializer, EventTypeIds } from "./event-serializer.js";
 export {
   CancelCheckpointMarker,
   CheckpointAlignment,
@@ -7,6 +8,7 @@ export {
   EndOfChannelStateEvent,
   EndOfData,
   EndOfPartitionEvent,
+  EventAnnouncement,
   type RuntimeEvent,
   SnapshotType,
   StopMode,

@@ -104,6 +104,21 @@ export class TaskEvent {
   ) {}
 }
 
+/**
+ * Announces that `announcedEvent` (a timeoutable aligned barrier) was received as buffer
+ * `sequenceNumber` of a channel. The input channel queues it with priority ahead of the data, so
+ * the barrier handler can switch to an unaligned checkpoint before the barrier itself is read.
+ */
+export class EventAnnouncement {
+  readonly kind = "EventAnnouncement" as const;
+  constructor(
+    /** The event announced; Flink only announces checkpoint barriers. */
+    readonly announcedEvent: RuntimeEvent,
+    /** The announced buffer's sequence number in its channel (int32). */
+    readonly sequenceNumber: number,
+  ) {}
+}
+
 /** Every event that can travel in a buffer of type EVENT_BUFFER / PRIORITIZED_EVENT_BUFFER. */
 export type RuntimeEvent =
   | EndOfPartitionEvent
@@ -111,4 +126,5 @@ export type RuntimeEvent =
   | CancelCheckpointMarker
   | EndOfData
   | EndOfChannelStateEvent
-  | TaskEvent;
+  | TaskEvent
+  | EventAnnouncement;

@@ -81,6 +81,10 @@ export class BufferBuilder {
   /** Makes every appended byte visible to the consumers. */
   commit(): void {
     this.marker.position = this.writerPosition;
+    // Consumers slice the shared buffer up to the committed position, and a slice must lie within
+    // the buffer's size: keep that size equal to what is committed. Only when it changed, so a
+    // no-op commit (finish() after close()) never touches a buffer that may be recycled.
+    if (this.buffer.getSize() !== this.writerPosition) this.buffer.setSize(this.writerPosition);
   }
 
   /**

@@ -106,7 +106,10 @@ export class LocalBufferPool implements BufferRecycler, AvailabilityProvider {
     return new BufferBuilder(segment, recycler ?? this);
   }
 
-  /** A raw segment; the caller returns it with `recycle(segment)`. */
+  /**
+   * A raw segment; the caller returns it with `recycle(segment)`, or with
+   * `recycle(segment, targetChannel)` when it was requested for a channel.
+   */
   requestMemorySegment(targetChannel = -1): MemorySegment | undefined {
     this.checkNotDestroyed();
     if (targetChannel >= this.subpartitionBuffersCount.length) {
@@ -144,9 +147,17 @@ export class LocalBufferPool implements BufferRecycler, AvailabilityProvider {
 
   // -------------------------------------------------------------------------------- recycling
 
-  /** Returns a segment that was not tied to a subpartition (BufferRecycler). */
-  recycle(segment: MemorySegment): void {
-    this.recycleSegment(segment, -1);
+  /**
+   * Returns a segment (BufferRecycler). `channel` is the subpartition it was requested for with
+   * `requestMemorySegment(channel)`; without it that channel's count would never go down.
+   */
+  recycle(segment: MemorySegment, channel = -1): void {
+    if (channel >= this.subpartitionBuffersCount.length) {
+      throw new IllegalArgumentError(
+        `${this.name}: channel ${channel} out of [0, ${this.subpartitionBuffersCount.length})`,
+      );
+    }
+    this.recycleSegment(segment, channel);
   }
 
   private recycleSegment(segment: MemorySegment, channel: number): void {

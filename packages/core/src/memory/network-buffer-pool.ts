@@ -79,13 +79,20 @@ export class NetworkBufferPool implements AvailabilityProvider {
     if (!Number.isInteger(numRequired) || numRequired < 0) {
       throw new IllegalArgumentError(`required segments must be >= 0, got ${numRequired}`);
     }
-    if (maxUsed < numRequired) {
+    if (!(maxUsed >= numRequired)) {
       throw new IllegalArgumentError(
         `max segments (${maxUsed}) must be >= required segments (${numRequired})`,
       );
     }
     this.reserve(numRequired, "a new buffer pool");
-    const pool = new LocalBufferPool(this, numRequired, maxUsed, options);
+    let pool: LocalBufferPool;
+    try {
+      pool = new LocalBufferPool(this, numRequired, maxUsed, options);
+    } catch (error) {
+      // Invalid options: give the guarantee back, or it would be lost for good.
+      this.numTotalRequiredBuffers -= numRequired;
+      throw error;
+    }
     this.allPools.add(pool);
     this.redistributeBuffers();
     return pool;
@@ -235,16 +242,19 @@ export class NetworkBufferPool implements AvailabilityProvider {
 
   /**
    * Gives every pool its required segments plus a share of the unreserved ones, proportional to
-   * how many more than required it may use (its max minus required).
+   * how many more than required it may use (its max minus required, capped at the unreserved
+   * count as in Flink, so an unbounded pool does not starve bounded ones).
    */
   private redistributeBuffers(): void {
     const unreserved = this.totalNumberOfMemorySegments - this.numTotalRequiredBuffers;
     let totalCapacity = 0;
     for (const pool of this.allPools) {
-      totalCapacity +=
-        pool.getMaxNumberOfMemorySegments() - pool.getNumberOfRequiredMemorySegments();
+      totalCapacity += Math.min(
+        unreserved,
+        pool.getMaxNumberOfMemorySegments() - pool.getNumberOfRequiredMemorySegments(),
+      );
     }
-    if (unreserved <= 0 || totalCapacity === 0) {
+    if (unreserved <= 0 || totalCapacity <= 0) {
       for (const pool of this.allPools)
         pool.setNumBuffers(pool.getNumberOfRequiredMemorySegments());
       return;
@@ -253,19 +263,18 @@ export class NetworkBufferPool implements AvailabilityProvider {
     let partsUsed = 0;
     let distributed = 0;
     for (const pool of this.allPools) {
-      const excessMax =
-        pool.getMaxNumberOfMemorySegments() - pool.getNumberOfRequiredMemorySegments();
+      const excessMax = Math.min(
+        unreserved,
+        pool.getMaxNumberOfMemorySegments() - pool.getNumberOfRequiredMemorySegments(),
+      );
       if (excessMax === 0) {
         pool.setNumBuffers(pool.getNumberOfRequiredMemorySegments());
         continue;
       }
       partsUsed += excessMax;
-      // Cumulative rounding: the shares always add up to exactly `toDistribute`.
-      const cumulative =
-        partsUsed === totalCapacity
-          ? toDistribute
-          : Math.min(toDistribute, Math.ceil((partsUsed / totalCapacity) * toDistribute));
-      const share = Math.max(0, cumulative - distributed);
+      // Cumulative rounding in integers (Flink's formula): the shares add up to exactly
+      // `toDistribute` because the last pool's cumulative value is `toDistribute` itself.
+      const share = Math.floor((toDistribute * partsUsed) / totalCapacity) - distributed;
       distributed += share;
       pool.setNumBuffers(pool.getNumberOfRequiredMemorySegments() + share);
     }

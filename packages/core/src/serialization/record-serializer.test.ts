@@ -1,0 +1,71 @@
+import { describe, expect, it } from "vitest";
+import { ErrorCodes, isSluiceError } from "../errors.js";
+import { BytesSerializer } from "./bytes-serializer.js";
+import { DataOutputSerializer } from "./data-output-serializer.js";
+import { Int32Serializer } from "./int32-serializer.js";
+import { MAX_RECORD_SIZE_KEY, serializeRecord } from "./record-serializer.js";
+import { StringSerializer } from "./string-serializer.js";
+
+describe("serializeRecord", () => {
+  it("frames a record as a big-endian int32 payload length followed by the payload", () => {
+    const out = new DataOutputSerializer();
+    const framed = serializeRecord("abc", StringSerializer.INSTANCE, out);
+    // length 7 = StringSerializer's own 4-byte count + 3 bytes
+    expect(Buffer.from(framed).toString("hex")).toBe("00000007" + "00000003616263");
+  });
+
+  it("frames an empty payload as four zero bytes", () => {
+    const empty = { name: "empty", serialize() {}, deserialize: () => undefined };
+    const framed = serializeRecord(undefined, empty, new DataOutputSerializer());
+    expect(Array.from(framed)).toEqual([0, 0, 0, 0]);
+  });
+
+  it("clears the output first and returns a view of it (no copy)", () => {
+    const out = new DataOutputSerializer();
+    out.writeLong(-1n);
+    const framed = serializeRecord(0x01020304, Int32Serializer.INSTANCE, out);
+    expect(Buffer.from(framed).toString("hex")).toBe("0000000401020304");
+    expect(framed.buffer).toBe(out.getSharedBuffer().buffer);
+    expect(out.length).toBe(8);
+  });
+
+  it("fails a payload above the maximum record size naming the size, the limit and the config key", () => {
+    let error: unknown;
+    try {
+      serializeRecord(
+        new Uint8Array(97),
+        BytesSerializer.INSTANCE,
+        new DataOutputSerializer(),
+        100,
+      );
+    } catch (e) {
+      error = e;
+    }
+    expect(isSluiceError(error, ErrorCodes.RECORD_TOO_LARGE)).toBe(true);
+    expect((error as Error).name).toBe("RecordTooLargeError");
+    expect((error as Error).message).toContain("record of 101 bytes");
+    expect((error as Error).message).toContain("maximum record size of 100 bytes");
+    expect((error as Error).message).toContain(`'${MAX_RECORD_SIZE_KEY}'`);
+    // Exactly at the limit is fine.
+    expect(
+      serializeRecord(
+        new Uint8Array(96),
+        BytesSerializer.INSTANCE,
+        new DataOutputSerializer(),
+        100,
+      ),
+    ).toHaveLength(104);
+  });
+
+  it("passes a serializer's validation error through unchanged", () => {
+    expect(() =>
+      serializeRecord(1.5, Int32Serializer.INSTANCE, new DataOutputSerializer()),
+    ).toThrow(expect.objectContaining({ code: ErrorCodes.INVALID_ARGUMENT }));
+  });
+
+  it("rejects an invalid maximum record size", () => {
+    expect(() =>
+      serializeRecord(1, Int32Serializer.INSTANCE, new DataOutputSerializer(), 2 ** 31),
+    ).toThrow(expect.objectContaining({ code: ErrorCodes.INVALID_ARGUMENT }));
+  });
+});

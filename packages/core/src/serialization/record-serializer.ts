@@ -1,0 +1,63 @@
+import { IllegalArgumentError, RecordTooLargeError } from "../errors.js";
+import type { DataOutputSerializer } from "./data-output-serializer.js";
+import type { TypeSerializer } from "./type-serializer.js";
+
+/** The configuration key of the maximum record size, named in {@link RecordTooLargeError}s. */
+export const MAX_RECORD_SIZE_KEY = "taskmanager.network.max-record-size";
+
+/**
+ * The default maximum record size: 2³¹ − 1 bytes, the largest payload the int32 length prefix
+ * can describe (Flink itself has no lower limit). Lower it to fail fast on runaway records;
+ * memory stays bounded either way, because the deserializer spills large records to disk.
+ */
+export const DEFAULT_MAX_RECORD_SIZE = 0x7fff_ffff;
+
+/** Bytes of the big-endian int32 length in front of every record. */
+export const RECORD_LENGTH_BYTES = 4;
+
+/** Checks a max-record-size option; shared by the writer and the reader. */
+export function checkMaxRecordSize(maxRecordSize: number): number {
+  if (
+    !Number.isInteger(maxRecordSize) ||
+    maxRecordSize < 0 ||
+    maxRecordSize > DEFAULT_MAX_RECORD_SIZE
+  ) {
+    throw new IllegalArgumentError(
+      `'${MAX_RECORD_SIZE_KEY}' must be an integer in [0, ${DEFAULT_MAX_RECORD_SIZE}], got ${maxRecordSize}`,
+    );
+  }
+  return maxRecordSize;
+}
+
+/**
+ * Frames one record in Flink's format (reference §7): a big-endian int32 payload length (the 4
+ * length bytes excluded), then the payload `serializer` writes. `out` is cleared first; the
+ * length is reserved and patched afterwards, so the value is serialized once, with no copy.
+ *
+ * Returns a view of `out`'s buffer holding the framed record: valid until `out` is used again.
+ * Records are then appended to the subpartition's BufferBuilders as plain bytes — the frame may
+ * be split across any number of buffers.
+ *
+ * @throws RecordTooLargeError when the payload exceeds `maxRecordSize` (naming the size, the
+ *   limit and {@link MAX_RECORD_SIZE_KEY}).
+ */
+export function serializeRecord<T>(
+  value: T,
+  serializer: TypeSerializer<T>,
+  out: DataOutputSerializer,
+  maxRecordSize: number = DEFAULT_MAX_RECORD_SIZE,
+): Buffer {
+  if (maxRecordSize !== DEFAULT_MAX_RECORD_SIZE) checkMaxRecordSize(maxRecordSize);
+  out.clear();
+  out.skipBytesToWrite(RECORD_LENGTH_BYTES);
+  serializer.serialize(value, out);
+  const payloadLength = out.length - RECORD_LENGTH_BYTES;
+  if (payloadLength > maxRecordSize) {
+    throw new RecordTooLargeError(
+      `record of ${payloadLength} bytes (serializer '${serializer.name}') exceeds the maximum ` +
+        `record size of ${maxRecordSize} bytes; raise '${MAX_RECORD_SIZE_KEY}'`,
+    );
+  }
+  out.writeIntAt(0, payloadLength);
+  return out.getSharedBuffer();
+}

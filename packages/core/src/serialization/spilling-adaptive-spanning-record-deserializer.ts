@@ -1,0 +1,563 @@
+import { randomBytes } from "node:crypto";
+import { closeSync, openSync, readSync, unlinkSync, writeSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  IllegalArgumentError,
+  IllegalStateError,
+  RecordTooLargeError,
+  SerializationError,
+} from "../errors.js";
+import { FreeingBufferRecycler } from "../memory/buffer-recycler.js";
+import { DataType } from "../memory/data-type.js";
+import { MemorySegment } from "../memory/memory-segment.js";
+import { NetworkBuffer } from "../memory/network-buffer.js";
+import { DataInputDeserializer } from "./data-input-deserializer.js";
+import { DeserializationResult } from "./deserialization-result.js";
+import {
+  checkMaxRecordSize,
+  DEFAULT_MAX_RECORD_SIZE,
+  MAX_RECORD_SIZE_KEY,
+  RECORD_LENGTH_BYTES,
+} from "./record-serializer.js";
+import type { TypeSerializer } from "./type-serializer.js";
+
+/** Records longer than this (5 MiB) are spilled to a temp file by default. */
+export const DEFAULT_SPILLING_THRESHOLD = 5 * 1024 * 1024;
+/** The smallest spilling threshold accepted (100 KiB), as in Flink. */
+export const MIN_SPILLING_THRESHOLD = 100 * 1024;
+/** Suffix of spill files, as in Flink: `<32 hex digits>.inputchannel`. */
+export const SPILL_FILE_SUFFIX = ".inputchannel";
+
+/** Options of a {@link SpillingAdaptiveSpanningRecordDeserializer}. */
+export interface SpillingAdaptiveSpanningRecordDeserializerOptions {
+  /**
+   * Directories for spill files (Flink's `io.tmp.dirs`); one is picked at random per file.
+   * Default: `[os.tmpdir()]`.
+   */
+  tmpDirectories?: readonly string[];
+  /**
+   * Records with a payload longer than this many bytes are written to a temp file as they arrive
+   * instead of being gathered in memory. Default {@link DEFAULT_SPILLING_THRESHOLD} (5 MiB),
+   * at least {@link MIN_SPILLING_THRESHOLD} (100 KiB).
+   */
+  spillingThreshold?: number;
+  /**
+   * A length prefix above this fails with {@link RecordTooLargeError} before anything is
+   * allocated ({@link MAX_RECORD_SIZE_KEY}). Default {@link DEFAULT_MAX_RECORD_SIZE}.
+   */
+  maxRecordSize?: number;
+}
+
+/**
+ * A caller-owned slot the deserializer writes each decoded record into, so that the hot path
+ * allocates no result object: create one per reader and reuse it. After a call that returns a
+ * result with `isFullRecord()`, `value` holds the record; after any other call it is `undefined`.
+ */
+export interface RecordHolder<T> {
+  value: T | undefined;
+}
+
+// Parser states (ws Receiver style): what the next input bytes are.
+/** The 4 length bytes; the non-spanning fast path starts here when none were gathered yet. */
+const READ_LENGTH = 0;
+/** The payload of a spanning record, gathered in memory. */
+const READ_RECORD = 1;
+/** The payload of a spanning record above the spilling threshold, appended to a temp file. */
+const SPILL_RECORD = 2;
+type ParserState = typeof READ_LENGTH | typeof READ_RECORD | typeof SPILL_RECORD;
+
+const EMPTY = Buffer.alloc(0);
+/** Gathering buffers above this are dropped after use, so an idle channel does not pin MiBs. */
+const RETAINED_CAPACITY = 64 * 1024;
+
+interface SpillFile {
+  readonly path: string;
+  readonly fd: number;
+}
+
+/**
+ * Turns a channel's stream of data buffers back into records (Flink's
+ * SpillingAdaptiveSpanningRecordDeserializer), for the record format of reference §7: an int32
+ * big-endian payload length, then the payload, records back to back, any record (its 4 length
+ * bytes included) possibly split across any number of buffers.
+ *
+ * An explicit state machine ({@link READ_LENGTH} → {@link READ_RECORD} or {@link SPILL_RECORD} →
+ * {@link READ_LENGTH}) that consumes whatever input there is and stops when it runs out:
+ * - **Fast path**: when no bytes of a record are pending and the whole record lies in the current
+ *   buffer, it is decoded straight from the buffer's segment — no copy.
+ * - **Spanning records** (the length bytes themselves may be split) are gathered into a growable
+ *   buffer that is reused for the next spanning record.
+ * - **Large records** (payload above the spilling threshold) are appended to a temp file
+ *   `<random>.inputchannel` as they arrive and read back once complete, so a channel receiving a
+ *   huge record holds no more than one network buffer of it in memory meanwhile. The file calls
+ *   are synchronous (`fs.*Sync`): they block the event loop, but only for records above the
+ *   threshold, where the disk write dominates anyway. The complete record is read back into one
+ *   buffer of its size, because {@link TypeSerializer}s decode from memory.
+ *
+ * Buffer ownership: `setNextBuffer` takes over one reference of the buffer; the deserializer
+ * recycles it as soon as its last byte is consumed (inside the `getNextRecord` call that returns
+ * `isBufferConsumed()`), never later, so credit-based flow control is not held up.
+ *
+ * Errors: a negative length prefix → {@link SerializationError}; one above the maximum record size
+ * → {@link RecordTooLargeError}; both name the length and the byte offset in the channel's stream.
+ * After such an error the stream is corrupt: call `clear()` (which recycles what is held).
+ *
+ * Typical loop:
+ * ```ts
+ * deserializer.setNextBuffer(buffer);
+ * for (;;) {
+ *   const result = deserializer.getNextRecord(serializer, holder);
+ *   if (result.isFullRecord()) emit(holder.value);
+ *   if (result.isBufferConsumed()) break;
+ * }
+ * ```
+ */
+export class SpillingAdaptiveSpanningRecordDeserializer {
+  /** The spilling threshold in bytes. */
+  readonly spillingThreshold: number;
+  /** The maximum payload length accepted. */
+  readonly maxRecordSize: number;
+  private readonly tmpDirectories: readonly string[];
+  private readonly input = new DataInputDeserializer();
+
+  // The current buffer and its unread window [pos, limit) in its segment's memory.
+  private current: NetworkBuffer | undefined;
+  private memory: Buffer = EMPTY;
+  private pos = 0;
+  private limit = 0;
+  /** Where the current buffer's readable bytes began in `memory` (for error messages). */
+  private bufferStart = 0;
+  /** Bytes consumed from this channel's stream since creation or `clear()` (for messages). */
+  private streamOffset = 0;
+
+  private state: ParserState = READ_LENGTH;
+  private readonly lengthBytes = Buffer.alloc(RECORD_LENGTH_BYTES);
+  private lengthFill = 0;
+  private recordLength = 0;
+  private recordFill = 0;
+  /** Gathers spanning records below the spilling threshold. */
+  private gather: Buffer = EMPTY;
+  private spill: SpillFile | undefined;
+  /** Holds the last record of a buffer for `getNextRecordBytes` after the buffer was recycled. */
+  private copyOut: Buffer = EMPTY;
+
+  // The record found by the last `nextRecord()`: record bytes [recordStart, recordEnd) of
+  // recordMemory, which is the current buffer's memory (fast path), `gather`, or a read-back spill.
+  private recordMemory: Buffer = EMPTY;
+  private recordStart = 0;
+  private recordEnd = 0;
+  private recordInBuffer = false;
+
+  constructor(options: SpillingAdaptiveSpanningRecordDeserializerOptions = {}) {
+    const threshold = options.spillingThreshold ?? DEFAULT_SPILLING_THRESHOLD;
+    if (!Number.isInteger(threshold) || threshold < MIN_SPILLING_THRESHOLD) {
+      throw new IllegalArgumentError(
+        `spilling threshold must be an integer of at least ${MIN_SPILLING_THRESHOLD} bytes, got ${threshold}`,
+      );
+    }
+    const tmpDirectories = options.tmpDirectories ?? [tmpdir()];
+    if (tmpDirectories.length === 0) {
+      throw new IllegalArgumentError("at least one temp directory is needed for spilling");
+    }
+    this.spillingThreshold = threshold;
+    this.maxRecordSize = checkMaxRecordSize(options.maxRecordSize ?? DEFAULT_MAX_RECORD_SIZE);
+    this.tmpDirectories = [...tmpDirectories];
+  }
+
+  /**
+   * Hands the next buffer of the channel to the deserializer, which takes over one reference of
+   * it and recycles it once every byte is consumed. Call only after the previous buffer was
+   * consumed (a result with `isBufferConsumed()`); otherwise this throws
+   * {@link IllegalStateError} and the buffer stays the caller's.
+   */
+  setNextBuffer(buffer: NetworkBuffer): void {
+    if (this.current !== undefined) {
+      if (this.limit > this.pos) {
+        throw new IllegalStateError(
+          `setNextBuffer called while the previous buffer still has ${this.limit - this.pos} unread bytes`,
+        );
+      }
+      // An empty buffer that was set but never read: nothing to lose.
+      this.releaseCurrentBuffer();
+    }
+    if (buffer.isRecycled()) {
+      throw new IllegalStateError(`setNextBuffer got a recycled buffer: ${buffer}`);
+    }
+    const start = buffer.getMemorySegmentOffset() + buffer.getReaderIndex();
+    this.current = buffer;
+    this.memory = buffer.getMemorySegment().memory;
+    this.bufferStart = start;
+    this.pos = start;
+    this.limit = start + buffer.readableBytes();
+  }
+
+  /**
+   * Decodes the next record with `serializer` into `holder.value` if one is complete. Returns
+   * {@link DeserializationResult.PARTIAL_RECORD} when the buffer ran out first (then
+   * `holder.value` is `undefined` and the next buffer is needed),
+   * {@link DeserializationResult.INTERMEDIATE_RECORD_FROM_BUFFER} when a record was decoded and
+   * the buffer holds more, {@link DeserializationResult.LAST_RECORD_FROM_BUFFER} when a record was
+   * decoded and the buffer is used up. A used-up buffer has been recycled when this returns.
+   *
+   * The serializer must consume exactly the record's payload; fewer or more bytes raise
+   * {@link SerializationError} (a serializer that does not match the writer's).
+   */
+  getNextRecord<T>(serializer: TypeSerializer<T>, holder: RecordHolder<T>): DeserializationResult {
+    if (!this.nextRecord()) {
+      holder.value = undefined;
+      this.releaseCurrentBuffer();
+      return DeserializationResult.PARTIAL_RECORD;
+    }
+    const consumed = this.pos === this.limit;
+    holder.value = undefined;
+    try {
+      holder.value = this.decode(serializer);
+    } finally {
+      // The record's bytes may live in the buffer: recycle only after decoding, but always.
+      this.input.releaseBuffer();
+      if (consumed) this.releaseCurrentBuffer();
+    }
+    return consumed
+      ? DeserializationResult.LAST_RECORD_FROM_BUFFER
+      : DeserializationResult.INTERMEDIATE_RECORD_FROM_BUFFER;
+  }
+
+  /**
+   * Like {@link getNextRecord} but hands out the record's raw payload bytes, for callers that
+   * decode themselves. `holder.value` is a view that stays valid until the next call on this
+   * deserializer (copy it to keep it). A record still inside the buffer is a view of the segment
+   * (no copy); the last record of a buffer is copied to an internal buffer first, because the
+   * network buffer is recycled right away.
+   */
+  getNextRecordBytes(holder: RecordHolder<Uint8Array>): DeserializationResult {
+    if (!this.nextRecord()) {
+      holder.value = undefined;
+      this.releaseCurrentBuffer();
+      return DeserializationResult.PARTIAL_RECORD;
+    }
+    const length = this.recordEnd - this.recordStart;
+    if (this.pos !== this.limit) {
+      holder.value = this.recordMemory.subarray(this.recordStart, this.recordEnd);
+      return DeserializationResult.INTERMEDIATE_RECORD_FROM_BUFFER;
+    }
+    if (this.recordInBuffer) {
+      if (this.copyOut.length < length) this.copyOut = Buffer.allocUnsafe(Math.max(length, 256));
+      this.recordMemory.copy(this.copyOut, 0, this.recordStart, this.recordEnd);
+      holder.value = this.copyOut.subarray(0, length);
+    } else {
+      holder.value = this.recordMemory.subarray(this.recordStart, this.recordEnd);
+    }
+    this.releaseCurrentBuffer();
+    return DeserializationResult.LAST_RECORD_FROM_BUFFER;
+  }
+
+  /**
+   * True while bytes of the channel are held: unread bytes of the current buffer or a partly
+   * gathered (or spilled) record.
+   */
+  hasUnfinishedData(): boolean {
+    return this.limit > this.pos || this.state !== READ_LENGTH || this.lengthFill > 0;
+  }
+
+  /**
+   * A copy of every byte held and not yet turned into a record — the partial record's bytes
+   * (length prefix included) followed by the current buffer's unread bytes — in an unpooled
+   * buffer, or `undefined` when there are none. Unaligned checkpoints persist this as channel
+   * state. Does not change the deserializer's state.
+   */
+  getUnconsumedBuffer(): NetworkBuffer | undefined {
+    if (!this.hasUnfinishedData()) return undefined;
+    const remaining = this.limit - this.pos;
+    const prefix = this.state === READ_LENGTH ? this.lengthFill : RECORD_LENGTH_BYTES;
+    const pending = this.state === READ_LENGTH ? 0 : this.recordFill;
+    const size = prefix + pending + remaining;
+    const segment = MemorySegment.allocateUnpooled(size);
+    const target = segment.memory;
+    if (this.state === READ_LENGTH) {
+      this.lengthBytes.copy(target, 0, 0, this.lengthFill);
+    } else {
+      target.writeInt32BE(this.recordLength, 0);
+      if (this.state === READ_RECORD) {
+        this.gather.copy(target, prefix, 0, pending);
+      } else {
+        this.readSpill(target, prefix, pending);
+      }
+    }
+    this.memory.copy(target, prefix + pending, this.pos, this.limit);
+    return new NetworkBuffer(segment, FreeingBufferRecycler, DataType.DATA_BUFFER, size);
+  }
+
+  /**
+   * Drops all state: recycles the current buffer, forgets the partial record and deletes its
+   * spill file. The deserializer can then read a new stream. Idempotent.
+   */
+  clear(): void {
+    const spill = this.spill;
+    this.spill = undefined;
+    this.state = READ_LENGTH;
+    this.lengthFill = 0;
+    this.recordLength = 0;
+    this.recordFill = 0;
+    this.gather = EMPTY;
+    this.copyOut = EMPTY;
+    this.recordMemory = EMPTY;
+    this.streamOffset = 0;
+    this.input.releaseBuffer();
+    try {
+      this.releaseCurrentBuffer();
+    } finally {
+      if (spill !== undefined) this.deleteSpillFile(spill);
+    }
+  }
+
+  /** `clear()`, for `using` declarations. */
+  [Symbol.dispose](): void {
+    this.clear();
+  }
+
+  // ------------------------------------------------------------------------------ state machine
+
+  /**
+   * Advances the parser over the current buffer until a record is complete (true, the record in
+   * recordMemory[recordStart, recordEnd)) or the input runs out (false; every byte consumed).
+   */
+  private nextRecord(): boolean {
+    // The previous record's bytes are no longer promised to anyone.
+    this.recordMemory = EMPTY;
+    if (this.state === READ_LENGTH && this.gather.length > RETAINED_CAPACITY) this.gather = EMPTY;
+    if (this.copyOut.length > RETAINED_CAPACITY) this.copyOut = EMPTY;
+
+    for (;;) {
+      const remaining = this.limit - this.pos;
+      switch (this.state) {
+        case READ_LENGTH: {
+          if (this.lengthFill === 0 && remaining >= RECORD_LENGTH_BYTES) {
+            const memory = this.memory;
+            const p = this.pos;
+            const length = memory.readInt32BE(p);
+            this.checkLength(length, this.streamOffset, p - this.bufferStart);
+            if (remaining - RECORD_LENGTH_BYTES >= length) {
+              // Fast path: the whole record is in this buffer; decode it in place.
+              const start = p + RECORD_LENGTH_BYTES;
+              this.recordMemory = memory;
+              this.recordStart = start;
+              this.recordEnd = start + length;
+              this.recordInBuffer = true;
+              this.pos = start + length;
+              this.streamOffset += RECORD_LENGTH_BYTES + length;
+              return true;
+            }
+            this.pos = p + RECORD_LENGTH_BYTES;
+            this.streamOffset += RECORD_LENGTH_BYTES;
+            this.beginRecord(length);
+            continue;
+          }
+          if (remaining === 0) return false;
+          // The length prefix itself is split across buffers: gather it byte by byte.
+          const count = Math.min(RECORD_LENGTH_BYTES - this.lengthFill, remaining);
+          this.memory.copy(this.lengthBytes, this.lengthFill, this.pos, this.pos + count);
+          this.pos += count;
+          this.lengthFill += count;
+          this.streamOffset += count;
+          if (this.lengthFill < RECORD_LENGTH_BYTES) return false;
+          this.lengthFill = 0;
+          const length = this.lengthBytes.readInt32BE(0);
+          this.checkLength(length, this.streamOffset - RECORD_LENGTH_BYTES, -1);
+          this.beginRecord(length);
+          continue;
+        }
+        case READ_RECORD: {
+          const count = Math.min(this.recordLength - this.recordFill, remaining);
+          if (count > 0) {
+            this.memory.copy(this.gather, this.recordFill, this.pos, this.pos + count);
+            this.pos += count;
+            this.recordFill += count;
+            this.streamOffset += count;
+          }
+          if (this.recordFill < this.recordLength) return false;
+          this.recordMemory = this.gather;
+          this.recordStart = 0;
+          this.recordEnd = this.recordLength;
+          this.recordInBuffer = false;
+          this.state = READ_LENGTH;
+          return true;
+        }
+        case SPILL_RECORD: {
+          const count = Math.min(this.recordLength - this.recordFill, remaining);
+          if (count > 0) {
+            this.writeSpill(this.pos, count);
+            this.pos += count;
+            this.recordFill += count;
+            this.streamOffset += count;
+          }
+          if (this.recordFill < this.recordLength) return false;
+          const spill = this.spill as SpillFile;
+          const record = Buffer.allocUnsafe(this.recordLength);
+          this.readSpill(record, 0, this.recordLength);
+          this.spill = undefined;
+          this.state = READ_LENGTH;
+          this.deleteSpillFile(spill);
+          this.recordMemory = record;
+          this.recordStart = 0;
+          this.recordEnd = this.recordLength;
+          this.recordInBuffer = false;
+          return true;
+        }
+      }
+    }
+  }
+
+  /** Runs `serializer` over the record found by `nextRecord()`; it must read all of it. */
+  private decode<T>(serializer: TypeSerializer<T>): T {
+    const input = this.input;
+    const length = this.recordEnd - this.recordStart;
+    input.setBuffer(this.recordMemory, this.recordStart, this.recordEnd);
+    let value: T;
+    try {
+      value = serializer.deserialize(input);
+    } catch (error) {
+      if (!(error instanceof SerializationError)) throw error;
+      throw new SerializationError(
+        `cannot decode the ${length}-byte record ending at byte ${this.streamOffset} of the ` +
+          `channel's data with serializer '${serializer.name}': ${error.message}`,
+        { cause: error },
+      );
+    }
+    if (input.available() !== 0) {
+      throw new SerializationError(
+        `serializer '${serializer.name}' read only ${length - input.available()} of the ${length} ` +
+          `bytes of the record ending at byte ${this.streamOffset} of the channel's data: it does ` +
+          "not match the serializer that wrote the record",
+      );
+    }
+    return value;
+  }
+
+  /** Validates a length prefix read at `streamOffset` (`bufferOffset` −1 when it was split). */
+  private checkLength(length: number, streamOffset: number, bufferOffset: number): void {
+    if (length >= 0 && length <= this.maxRecordSize) return;
+    const where =
+      `at byte ${streamOffset} of the channel's data` +
+      (bufferOffset >= 0
+        ? ` (offset ${bufferOffset} of the current buffer)`
+        : " (split across buffers)");
+    if (length < 0) {
+      throw new SerializationError(
+        `negative record length ${length} ${where}: the stream is corrupt or out of sync`,
+      );
+    }
+    throw new RecordTooLargeError(
+      `record length ${length} ${where} exceeds the maximum record size of ${this.maxRecordSize} ` +
+        `bytes; raise '${MAX_RECORD_SIZE_KEY}'`,
+    );
+  }
+
+  private beginRecord(length: number): void {
+    this.recordLength = length;
+    this.recordFill = 0;
+    if (length > this.spillingThreshold) {
+      this.spill = this.createSpillFile(length);
+      this.state = SPILL_RECORD;
+      return;
+    }
+    if (this.gather.length < length) {
+      // Allocated from the length prefix, but never more than the spilling threshold.
+      const grown = Math.max(length, Math.min(this.gather.length * 2, this.spillingThreshold), 256);
+      this.gather = Buffer.allocUnsafe(grown);
+    }
+    this.state = READ_RECORD;
+  }
+
+  private releaseCurrentBuffer(): void {
+    const buffer = this.current;
+    if (buffer === undefined) return;
+    this.current = undefined;
+    this.memory = EMPTY;
+    this.pos = 0;
+    this.limit = 0;
+    this.bufferStart = 0;
+    buffer.recycleBuffer();
+  }
+
+  // ---------------------------------------------------------------------------------- spilling
+
+  private createSpillFile(recordLength: number): SpillFile {
+    const dirs = this.tmpDirectories;
+    const dir = dirs[Math.floor(Math.random() * dirs.length)] as string;
+    const path = join(dir, `${randomBytes(16).toString("hex")}${SPILL_FILE_SUFFIX}`);
+    try {
+      // "wx+": never reuse an existing file; 0o600: the record may hold user data.
+      return { path, fd: openSync(path, "wx+", 0o600) };
+    } catch (error) {
+      throw new SerializationError(
+        `cannot create spill file ${path} for a ${recordLength}-byte record: ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
+  }
+
+  private writeSpill(from: number, count: number): void {
+    const spill = this.spill as SpillFile;
+    try {
+      let written = 0;
+      while (written < count) {
+        written += writeSync(
+          spill.fd,
+          this.memory,
+          from + written,
+          count - written,
+          this.recordFill + written,
+        );
+      }
+    } catch (error) {
+      throw new SerializationError(
+        `cannot write to spill file ${spill.path}: ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
+  }
+
+  /** Reads the first `count` spilled bytes into `target` at `offset`. */
+  private readSpill(target: Buffer, offset: number, count: number): void {
+    const spill = this.spill as SpillFile;
+    let read = 0;
+    try {
+      while (read < count) {
+        const n = readSync(spill.fd, target, offset + read, count - read, read);
+        if (n === 0) break;
+        read += n;
+      }
+    } catch (error) {
+      throw new SerializationError(
+        `cannot read spill file ${spill.path}: ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
+    if (read < count) {
+      throw new SerializationError(
+        `spill file ${spill.path} holds ${read} bytes, expected ${count}: it was truncated`,
+      );
+    }
+  }
+
+  private deleteSpillFile(spill: SpillFile): void {
+    let failure: unknown;
+    try {
+      closeSync(spill.fd);
+    } catch (error) {
+      failure = error;
+    }
+    try {
+      unlinkSync(spill.path);
+    } catch (error) {
+      failure ??= error;
+    }
+    if (failure !== undefined) {
+      throw new SerializationError(
+        `cannot delete spill file ${spill.path}: ${(failure as Error).message}`,
+        { cause: failure },
+      );
+    }
+  }
+}

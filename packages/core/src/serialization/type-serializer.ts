@@ -1,0 +1,30 @@
+import type { DataInputDeserializer } from "./data-input-deserializer.js";
+import type { DataOutputSerializer } from "./data-output-serializer.js";
+
+/**
+ * Turns values of type `T` into bytes and back (Flink's TypeSerializer, reduced to what the
+ * network stack needs). A record's payload is whatever `serialize` writes; the record framing
+ * (int32 length) is added around it by `serializeRecord`, so a serializer never writes its own
+ * total length.
+ *
+ * Contract:
+ * - `serialize` validates `value` and throws {@link IllegalArgumentError} (naming the value) for
+ *   one it cannot represent, rather than writing something that decodes differently.
+ * - `deserialize` reads exactly the bytes `serialize` wrote for the value; the record
+ *   deserializer treats leftover or missing bytes as corruption. Input errors surface as
+ *   {@link SerializationError}.
+ * - `deserialize` returns a value that does not alias `input`'s bytes (they belong to a network
+ *   buffer that is recycled right after).
+ * - Implementations are stateless, so one instance may be shared by every channel.
+ */
+export interface TypeSerializer<T> {
+  /** A short name for error messages, e.g. `"int32"` or `"tuple<string,int64>"`. */
+  readonly name: string;
+  /** Writes `value` to `out`. */
+  serialize(value: T, out: DataOutputSerializer): void;
+  /** Reads one value from `input`. */
+  deserialize(input: DataInputDeserializer): T;
+}
+
+/** The value type of a serializer: `SerializedType<Int32Serializer>` is `number`. */
+export type SerializedType<S> = S extends TypeSerializer<infer T> ? T : never;
