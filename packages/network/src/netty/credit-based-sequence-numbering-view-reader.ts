@@ -40,6 +40,8 @@ export class CreditBasedSequenceNumberingViewReader
   private readonly queue: ReaderQueue;
   private numCreditsAvailable: number;
   private view: ResultSubpartitionView | undefined;
+  /** Set while the request waits for its partition to register (cancelled on release). */
+  private waitingAt: ResultPartitionManager | undefined;
   private released = false;
   /** Set while the reader sits in the queue's available list. */
   registeredAsAvailable = false;
@@ -74,9 +76,11 @@ export class CreditBasedSequenceNumberingViewReader
       timeoutMs,
     );
     if (view !== undefined) this.notifyPartitionCreated(view);
+    else this.waitingAt = manager;
   }
 
   notifyPartitionCreated(view: ResultSubpartitionView): void {
+    this.waitingAt = undefined;
     if (this.released) {
       view.releaseAllResources();
       return;
@@ -86,6 +90,7 @@ export class CreditBasedSequenceNumberingViewReader
   }
 
   notifyPartitionCreateFailed(cause: Error): void {
+    this.waitingAt = undefined;
     this.queue.notifyReaderFailed(this, cause);
   }
 
@@ -171,6 +176,12 @@ export class CreditBasedSequenceNumberingViewReader
   releaseAllResources(): void {
     if (this.released) return;
     this.released = true;
+    // A request still waiting for its partition stops waiting: otherwise a late registration
+    // would consume the subpartition for a receiver that is gone (Flink releases the listener).
+    if (this.waitingAt !== undefined && this.partitionId !== undefined) {
+      this.waitingAt.cancelWaitingRequest(this.partitionId, this);
+      this.waitingAt = undefined;
+    }
     this.view?.releaseAllResources();
   }
 

@@ -160,7 +160,11 @@ export class PipelinedSubpartition {
   getBuffersInBacklog(): number {
     if (this.blocked || this.buffers.length === 0) return 0;
     const last = this.buffers[this.buffers.length - 1] as BufferConsumer;
-    if (this.flushRequested || this.finished || !last.isBuffer()) return this.buffersInBacklog;
+    // A last buffer that a record filled exactly is finished (no open buffer follows it): it
+    // counts, or a consumer without credit would never hear of it before the next flush.
+    if (this.flushRequested || this.finished || !last.isBuffer() || last.isBuilderFinished()) {
+      return this.buffersInBacklog;
+    }
     return Math.max(this.buffersInBacklog - 1, 0);
   }
 

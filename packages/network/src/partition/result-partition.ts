@@ -200,6 +200,10 @@ export class ResultPartition implements ResultPartitionWriter, SubpartitionParen
   close(): void {
     this.closeBuilders();
     this.bufferPool?.destroy();
+    // A record still waiting for buffers can never complete now: drop it (resuming it would
+    // request from the destroyed pool in a promise callback) and wake its writer.
+    this.pending = undefined;
+    this.pendingAvailability.resetAvailable();
   }
 
   getFailureCause(): Error | undefined {

@@ -45,8 +45,11 @@ export interface ResultPartitionWriter extends AvailabilityProvider {
    * Appends one serialized record to a subpartition. `record` is the raw serialized record; the
    * partition writes the 4-byte big-endian length before it, and a record may span buffers.
    * The bytes are copied before the call returns, so the caller may reuse `record`.
-   * May be called while unavailable (the partition then uses overdraft buffers); callers check
-   * availability between records.
+   * May be called while unavailable, as long as the previous record is complete: the partition
+   * then uses overdraft buffers and, when even those run out, keeps the rest of this one record
+   * and completes it as buffers come back. Emitting again before that throws IllegalStateError
+   * (`SLUICE_ERR_ILLEGAL_STATE`): callers check `isAvailable()` between records and await
+   * `getAvailableFuture()` when it is false (Flink's task thread would block there).
    *
    * @throws RecordTooLargeError when the record exceeds `taskmanager.network.max-record-size`.
    */

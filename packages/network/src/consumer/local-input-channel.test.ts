@@ -1,0 +1,203 @@
+import {
+  CancelledError,
+  type ErrorCode,
+  ErrorCodes,
+  IntermediateDataSetID,
+  NetworkBufferPool,
+  PartitionNotFoundError,
+  ResultPartitionID,
+  type SluiceError,
+  type SluiceErrorClass,
+  TaskEvent,
+} from "@sluice/core";
+import { ResultPartitionType } from "@sluice/runtime-api";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { ResultPartition } from "../partition/result-partition.js";
+import { ResultPartitionManager } from "../partition/result-partition-manager.js";
+import { TaskEventDispatcher } from "../partition/task-event-publisher.js";
+import type { Backoff } from "./input-channel.js";
+import { LocalInputChannel } from "./local-input-channel.js";
+import { SingleInputGate } from "./single-input-gate.js";
+
+const SEGMENT = 64;
+
+interface Setup {
+  readonly global: NetworkBufferPool;
+  readonly manager: ResultPartitionManager;
+  readonly partition: ResultPartition;
+  readonly gate: SingleInputGate;
+  readonly channel: LocalInputChannel;
+  readonly requests: () => number;
+}
+
+let global: NetworkBufferPool | undefined;
+
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+});
+
+afterEach(() => {
+  vi.useRealTimers();
+  global?.destroy();
+  global = undefined;
+});
+
+function setUp(backoff: Backoff, events?: TaskEventDispatcher): Setup {
+  global = new NetworkBufferPool(32, SEGMENT);
+  const pool = global;
+  const manager = new ResultPartitionManager();
+  const spy = vi.spyOn(manager, "createSubpartitionView");
+  const partition = new ResultPartition({
+    owningTaskName: "producer",
+    partitionIndex: 0,
+    partitionId: new ResultPartitionID(),
+    partitionType: ResultPartitionType.PIPELINED_BOUNDED,
+    numberOfSubpartitions: 1,
+    partitionManager: manager,
+    bufferPoolFactory: () => pool.createBufferPool(2, 8, { numberOfSubpartitions: 1 }),
+  });
+  const gate = new SingleInputGate({
+    owningTaskName: "consumer",
+    gateIndex: 0,
+    consumedResultId: new IntermediateDataSetID(),
+    consumedPartitionType: ResultPartitionType.PIPELINED_BOUNDED,
+    numberOfInputChannels: 1,
+    bufferPoolFactory: () => pool.createBufferPool(1, 8),
+  });
+  const channel = new LocalInputChannel(
+    gate,
+    0,
+    partition.partitionId,
+    0,
+    manager,
+    backoff,
+    events,
+  );
+  gate.setInputChannel(channel);
+  gate.setup();
+  return { global, manager, partition, gate, channel, requests: () => spy.mock.calls.length };
+}
+
+function expectSluiceError(caught: unknown, cls: SluiceErrorClass, code: ErrorCode): SluiceError {
+  expect(caught).toBeInstanceOf(cls);
+  const error = caught as SluiceError;
+  expect(error.code).toBe(code);
+  expect(error.name).toBe(cls.name);
+  return error;
+}
+
+function pollError(gate: SingleInputGate): unknown {
+  try {
+    gate.pollNext();
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+}
+
+async function cleanUp(s: Setup): Promise<void> {
+  await s.gate.close();
+  s.partition.close();
+  s.partition.release();
+  expect(s.global.getNumberOfAvailableMemorySegments()).toBe(s.global.totalNumberOfMemorySegments);
+}
+
+describe("LocalInputChannel partition requests", () => {
+  it("retries PartitionNotFound with exponential backoff 100 → 200 → 400 ms, then fails", async () => {
+    const s = setUp({ initialMs: 100, maxMs: 400 });
+    s.gate.requestPartitions();
+    expect(s.requests()).toBe(1);
+    expect(s.channel.getCurrentBackoffMs()).toBe(100);
+
+    const delays = [100, 200, 400];
+    for (const [i, delay] of delays.entries()) {
+      vi.advanceTimersByTime(delay - 1);
+      expect(s.requests()).toBe(i + 1);
+      expect(pollError(s.gate)).toBeUndefined();
+      vi.advanceTimersByTime(1);
+      expect(s.requests()).toBe(i + 2);
+    }
+    // The fourth "not found" comes after the maximum backoff was used: give up.
+    expect(vi.getTimerCount()).toBe(0);
+    expect(s.gate.isAvailable()).toBe(true);
+    const error = expectSluiceError(
+      pollError(s.gate),
+      PartitionNotFoundError,
+      ErrorCodes.PARTITION_NOT_FOUND,
+    );
+    expect(error.message).toContain(s.partition.partitionId.toString());
+    expect(error.message).toContain("400 ms");
+    expect(s.channel.getError()).toBe(error);
+    await cleanUp(s);
+  });
+
+  it("caps the doubled backoff at the maximum", async () => {
+    const s = setUp({ initialMs: 100, maxMs: 300 });
+    s.gate.requestPartitions();
+    const seen: number[] = [s.channel.getCurrentBackoffMs()];
+    for (const delay of [100, 200]) {
+      vi.advanceTimersByTime(delay);
+      seen.push(s.channel.getCurrentBackoffMs());
+    }
+    expect(seen).toEqual([100, 200, 300]);
+    vi.advanceTimersByTime(299);
+    expect(s.requests()).toBe(3);
+    vi.advanceTimersByTime(1);
+    expect(s.requests()).toBe(4);
+    expectSluiceError(pollError(s.gate), PartitionNotFoundError, ErrorCodes.PARTITION_NOT_FOUND);
+    expect(vi.getTimerCount()).toBe(0);
+    await cleanUp(s);
+  });
+
+  it("fails at once when the backoff is disabled (initial 0)", async () => {
+    const s = setUp({ initialMs: 0, maxMs: 0 });
+    s.gate.requestPartitions();
+    expect(vi.getTimerCount()).toBe(0);
+    expectSluiceError(pollError(s.gate), PartitionNotFoundError, ErrorCodes.PARTITION_NOT_FOUND);
+    expect(s.requests()).toBe(1);
+    await cleanUp(s);
+  });
+
+  it("picks up a partition that registers during the backoff", async () => {
+    const s = setUp({ initialMs: 100, maxMs: 10_000 });
+    s.gate.requestPartitions();
+    vi.advanceTimersByTime(100); // second attempt, still missing
+    s.partition.setup();
+    s.partition.emitRecord(new Uint8Array(SEGMENT - 4), 0);
+    expect(s.gate.pollNext()).toBeUndefined();
+    vi.advanceTimersByTime(199);
+    expect(s.gate.pollNext()).toBeUndefined();
+    vi.advanceTimersByTime(1);
+    expect(s.requests()).toBe(3);
+    const next = s.gate.pollNext();
+    expect(next?.buffer?.getSize()).toBe(SEGMENT);
+    next?.buffer?.recycleBuffer();
+    expect(vi.getTimerCount()).toBe(0);
+    await cleanUp(s);
+  });
+
+  it("stops retrying once released", async () => {
+    const s = setUp({ initialMs: 100, maxMs: 10_000 });
+    s.gate.requestPartitions();
+    expect(vi.getTimerCount()).toBe(1);
+    await s.gate.close();
+    expect(vi.getTimerCount()).toBe(0);
+    vi.advanceTimersByTime(60_000);
+    expect(s.requests()).toBe(1);
+    expect(() => s.channel.getNextBuffer()).toThrow(CancelledError);
+    await cleanUp(s);
+  });
+
+  it("delivers task events to the producer's subscribers", async () => {
+    const events = new TaskEventDispatcher();
+    const s = setUp({ initialMs: 100, maxMs: 400 }, events);
+    const seen: TaskEvent[] = [];
+    const unsubscribe = events.subscribe(s.partition.partitionId, (event) => seen.push(event));
+    const event = new TaskEvent("progress", new Uint8Array([1, 2, 3]));
+    s.gate.sendTaskEvent(event);
+    expect(seen).toEqual([event]);
+    unsubscribe();
+    expect(() => s.gate.sendTaskEvent(event)).toThrow(/no task event listener/);
+    await cleanUp(s);
+  });
+});

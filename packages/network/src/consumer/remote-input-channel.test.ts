@@ -1,0 +1,360 @@
+import {
+  BufferReorderingError,
+  CancelledError,
+  type ErrorCode,
+  ErrorCodes,
+  type LocalBufferPool,
+  type NetworkBuffer,
+  NetworkBufferPool,
+  ResultPartitionID,
+  type SluiceError,
+  type SluiceErrorClass,
+  TaskEvent,
+} from "@sluice/core";
+import { afterEach, describe, expect, it } from "vitest";
+import { ConnectionID } from "../netty/connection-id.js";
+import type { PartitionRequestClientFactory } from "../netty/partition-request-client-factory.js";
+import { type RemoteChannelGate, RemoteInputChannel } from "./remote-input-channel.js";
+
+const SEGMENT = 64;
+
+/** Only what RemoteInputChannel calls on its PartitionRequestClient. */
+class FakePartitionRequestClient {
+  readonly requested: RemoteInputChannel[] = [];
+  readonly closed: RemoteInputChannel[] = [];
+  readonly taskEvents: TaskEvent[] = [];
+  creditNotifications = 0;
+  resumes = 0;
+
+  requestSubpartition(channel: RemoteInputChannel): void {
+    this.requested.push(channel);
+  }
+  notifyCreditAvailable(_channel: RemoteInputChannel): void {
+    this.creditNotifications++;
+  }
+  resumeConsumption(_channel: RemoteInputChannel): void {
+    this.resumes++;
+  }
+  sendTaskEvent(_partitionId: ResultPartitionID, event: TaskEvent): void {
+    this.taskEvents.push(event);
+  }
+  close(channel: RemoteInputChannel): void {
+    this.closed.push(channel);
+  }
+}
+
+interface Setup {
+  readonly global: NetworkBufferPool;
+  readonly gatePool: LocalBufferPool;
+  readonly client: FakePartitionRequestClient;
+  readonly channel: RemoteInputChannel;
+  readonly gate: RemoteChannelGate & { nonEmpty: number };
+}
+
+let global: NetworkBufferPool | undefined;
+
+afterEach(() => {
+  global?.destroy();
+  global = undefined;
+});
+
+async function setUp(options: { exclusive?: number; floatingMax?: number } = {}): Promise<Setup> {
+  global = new NetworkBufferPool(32, SEGMENT);
+  const gatePool = global.createBufferPool(1, options.floatingMax ?? 8, { name: "gate pool" });
+  const client = new FakePartitionRequestClient();
+  const factory = {
+    createPartitionRequestClient: () => Promise.resolve(client),
+  } as unknown as PartitionRequestClientFactory;
+  const gate = {
+    owningTaskName: "consumer",
+    nonEmpty: 0,
+    notifyChannelNonEmpty() {
+      this.nonEmpty++;
+    },
+    getBufferPool: () => gatePool,
+  };
+  const channel = new RemoteInputChannel(
+    gate,
+    0,
+    new ResultPartitionID(),
+    0,
+    new ConnectionID("127.0.0.1", 4711),
+    factory,
+    global,
+    options.exclusive ?? 2,
+    { initialMs: 100, maxMs: 1_000 },
+  );
+  channel.setup();
+  channel.requestSubpartitions();
+  await Promise.resolve();
+  await Promise.resolve();
+  return { global, gatePool, client, channel, gate };
+}
+
+/** Another channel on the same gate, pools and client. */
+async function secondChannel(s: Setup): Promise<RemoteInputChannel> {
+  const factory = {
+    createPartitionRequestClient: () => Promise.resolve(s.client),
+  } as unknown as PartitionRequestClientFactory;
+  const channel = new RemoteInputChannel(
+    s.gate,
+    1,
+    new ResultPartitionID(),
+    0,
+    new ConnectionID("127.0.0.1", 4711),
+    factory,
+    s.global,
+    2,
+    { initialMs: 100, maxMs: 1_000 },
+  );
+  channel.setup();
+  channel.requestSubpartitions();
+  await Promise.resolve();
+  await Promise.resolve();
+  return channel;
+}
+
+/** The decoder's part: fills the channel's next credited buffer and hands it over. */
+function receive(
+  channel: RemoteInputChannel,
+  sequenceNumber: number,
+  backlog: number,
+): NetworkBuffer {
+  const buffer = channel.requestBuffer();
+  if (buffer === undefined) throw new Error("no credit for an incoming buffer");
+  buffer.writableView().fill(sequenceNumber, 0, 10);
+  buffer.setSize(10);
+  channel.onBuffer(buffer, sequenceNumber, backlog);
+  return buffer;
+}
+
+/** The gate's part: takes the next buffer of the channel. */
+function take(channel: RemoteInputChannel): NetworkBuffer {
+  const next = channel.getNextBuffer();
+  if (next === undefined) throw new Error("nothing received");
+  return next.buffer;
+}
+
+function expectSluiceError(fn: () => unknown, cls: SluiceErrorClass, code: ErrorCode): SluiceError {
+  let caught: unknown;
+  try {
+    fn();
+  } catch (error) {
+    caught = error;
+  }
+  expect(caught).toBeInstanceOf(cls);
+  const error = caught as SluiceError;
+  expect(error.code).toBe(code);
+  expect(error.name).toBe(cls.name);
+  return error;
+}
+
+function finish(s: Setup): void {
+  s.channel.releaseAllResources();
+  s.gatePool.destroy();
+  expect(s.global.getNumberOfAvailableMemorySegments()).toBe(s.global.totalNumberOfMemorySegments);
+}
+
+describe("RemoteInputChannel credit", () => {
+  it("starts with its exclusive buffers as the initial credit of the partition request", async () => {
+    const s = await setUp({ exclusive: 2 });
+    expect(s.client.requested).toEqual([s.channel]);
+    expect(s.channel.initialCredit).toBe(2);
+    expect(s.channel.getNumberOfAvailableBuffers()).toBe(2);
+    // Exclusive segments come straight from the NetworkBufferPool; nothing is floating yet.
+    expect(s.global.getNumberOfUsedMemorySegments()).toBe(2);
+    expect(s.gatePool.bestEffortGetNumOfUsedBuffers()).toBe(0);
+    // The initial credit travels in the request: nothing to announce.
+    expect(s.channel.getUnannouncedCredit()).toBe(0);
+    expect(s.client.creditNotifications).toBe(0);
+    finish(s);
+  });
+
+  it("requests floating buffers for the sender's backlog until available = backlog + exclusive", async () => {
+    const s = await setUp({ exclusive: 2 });
+    s.channel.onSenderBacklog(3);
+    expect(s.channel.getNumberOfAvailableBuffers()).toBe(5);
+    expect(s.gatePool.bestEffortGetNumOfUsedBuffers()).toBe(3);
+    expect(s.channel.getUnannouncedCredit()).toBe(3);
+
+    // Already enough for this backlog; a smaller backlog does not give buffers back either.
+    s.channel.onSenderBacklog(3);
+    s.channel.onSenderBacklog(1);
+    expect(s.channel.getNumberOfAvailableBuffers()).toBe(5);
+
+    // A buffer arrives (a floating one is used first) announcing a backlog of 4.
+    const buffer = receive(s.channel, 0, 4);
+    expect(s.channel.getNumberOfAvailableBuffers()).toBe(6);
+    expect(s.gatePool.bestEffortGetNumOfUsedBuffers()).toBe(5); // 4 available + 1 received
+    expect(s.gate.nonEmpty).toBe(1);
+    expect(take(s.channel)).toBe(buffer);
+    buffer.recycleBuffer();
+    finish(s);
+  });
+
+  it("relies on floating buffers alone when it has no exclusive buffers", async () => {
+    const s = await setUp({ exclusive: 0 });
+    expect(s.channel.getNumberOfAvailableBuffers()).toBe(0);
+    s.channel.onSenderBacklog(2); // a BacklogAnnouncement
+    expect(s.channel.getNumberOfAvailableBuffers()).toBe(2);
+    expect(s.client.creditNotifications).toBe(1);
+    expect(s.channel.getAndResetUnannouncedCredit()).toBe(2);
+    finish(s);
+  });
+
+  it("announces credit only on the 0 → >0 transition and coalesces increments into one AddCredit", async () => {
+    const s = await setUp({ exclusive: 2 });
+    s.channel.onSenderBacklog(1);
+    expect(s.client.creditNotifications).toBe(1);
+    s.channel.onSenderBacklog(2);
+    s.channel.onSenderBacklog(4);
+    expect(s.client.creditNotifications).toBe(1);
+    expect(s.channel.getUnannouncedCredit()).toBe(4);
+    // The client takes the credit when it writes the message: all increments in one AddCredit.
+    expect(s.channel.getAndResetUnannouncedCredit()).toBe(4);
+    expect(s.channel.getAndResetUnannouncedCredit()).toBe(0);
+    // After the write, the next increment is a new 0 → >0 transition.
+    s.channel.onSenderBacklog(5);
+    expect(s.client.creditNotifications).toBe(2);
+    expect(s.channel.getAndResetUnannouncedCredit()).toBe(1);
+    finish(s);
+  });
+
+  it("gives one credit back for a recycled exclusive buffer", async () => {
+    const s = await setUp({ exclusive: 2, floatingMax: 1 });
+    // Exhaust the gate's floating pool so no floating buffer gets in the way.
+    const held = s.gatePool.requestBuffer() as NetworkBuffer;
+    expect(held).toBeDefined();
+    const buffer = receive(s.channel, 0, 0);
+    expect(s.channel.getNumberOfAvailableBuffers()).toBe(1);
+    expect(s.client.creditNotifications).toBe(0);
+
+    take(s.channel).recycleBuffer();
+    expect(buffer.isRecycled()).toBe(true);
+    expect(s.channel.getNumberOfAvailableBuffers()).toBe(2);
+    expect(s.client.creditNotifications).toBe(1);
+    expect(s.channel.getAndResetUnannouncedCredit()).toBe(1);
+
+    // The channel waited for a floating buffer; it no longer needs it and hands it back.
+    held.recycleBuffer();
+    expect(s.channel.getNumberOfAvailableBuffers()).toBe(2);
+    expect(s.channel.getUnannouncedCredit()).toBe(0);
+    expect(s.gatePool.bestEffortGetNumOfUsedBuffers()).toBe(0);
+    finish(s);
+  });
+
+  it("returns a floating buffer instead of announcing credit when it holds more than required", async () => {
+    const s = await setUp({ exclusive: 2 });
+    s.channel.onSenderBacklog(1);
+    expect(s.channel.getAndResetUnannouncedCredit()).toBe(1);
+    const first = receive(s.channel, 0, 0); // takes the floating buffer
+    const second = receive(s.channel, 1, 0); // takes an exclusive one; a floating one refills
+    expect(s.channel.getNumberOfAvailableBuffers()).toBe(2);
+    expect(s.channel.getAndResetUnannouncedCredit()).toBe(1);
+    const notifications = s.client.creditNotifications;
+
+    expect(take(s.channel)).toBe(first);
+    first.recycleBuffer(); // floating: straight back to the gate pool
+    expect(s.gatePool.bestEffortGetNumOfUsedBuffers()).toBe(1);
+    expect(take(s.channel)).toBe(second);
+    second.recycleBuffer(); // exclusive: 3 available > 2 required → the floating one goes back
+    expect(s.channel.getNumberOfAvailableBuffers()).toBe(2);
+    expect(s.gatePool.bestEffortGetNumOfUsedBuffers()).toBe(0);
+    expect(s.channel.getUnannouncedCredit()).toBe(0);
+    expect(s.client.creditNotifications).toBe(notifications);
+    finish(s);
+  });
+
+  it("waits as a buffer listener when the floating pool is exhausted and announces the buffer it gets", async () => {
+    const s = await setUp({ exclusive: 2, floatingMax: 1 });
+    const held = s.gatePool.requestBuffer() as NetworkBuffer;
+    s.channel.onSenderBacklog(2);
+    expect(s.channel.getNumberOfAvailableBuffers()).toBe(2);
+    expect(s.client.creditNotifications).toBe(0);
+
+    held.recycleBuffer(); // goes to the waiting channel, not to the pool's free list
+    expect(s.channel.getNumberOfAvailableBuffers()).toBe(3);
+    expect(s.gatePool.getNumberOfAvailableMemorySegments()).toBe(0);
+    expect(s.client.creditNotifications).toBe(1);
+    expect(s.channel.getAndResetUnannouncedCredit()).toBe(1);
+    finish(s);
+    expect(s.gatePool.bestEffortGetNumOfUsedBuffers()).toBe(0);
+  });
+
+  it("shares recycled floating buffers fairly among waiting channels", async () => {
+    const s = await setUp({ exclusive: 2, floatingMax: 2 });
+    const other = await secondChannel(s);
+    const held = [s.gatePool.requestBuffer(), s.gatePool.requestBuffer()] as NetworkBuffer[];
+    expect(s.gatePool.requestBuffer()).toBeUndefined();
+    s.channel.onSenderBacklog(2); // both channels want two floating buffers
+    other.onSenderBacklog(2);
+    (held[0] as NetworkBuffer).recycleBuffer();
+    (held[1] as NetworkBuffer).recycleBuffer();
+    expect(s.channel.getNumberOfAvailableBuffers()).toBe(3);
+    expect(other.getNumberOfAvailableBuffers()).toBe(3);
+    other.releaseAllResources();
+    expect(s.channel.getNumberOfAvailableBuffers()).toBe(4); // the released one went on
+    finish(s);
+  });
+
+  it("fails with BufferReorderingError on a sequence number gap", async () => {
+    const s = await setUp({ exclusive: 2 });
+    receive(s.channel, 0, 0);
+    const notified = s.gate.nonEmpty;
+    const gap = receive(s.channel, 2, 0);
+    expect(gap.isRecycled()).toBe(true);
+    expect(s.gate.nonEmpty).toBe(notified + 1);
+    const error = expectSluiceError(
+      () => s.channel.getNextBuffer(),
+      BufferReorderingError,
+      ErrorCodes.BUFFER_REORDERING,
+    );
+    expect(error.message).toContain("expected sequence number 1, got 2");
+    expect(error.message).toContain("127.0.0.1:4711");
+    finish(s);
+  });
+
+  it("returns exclusive segments to the NetworkBufferPool and floating ones to the gate pool on release", async () => {
+    const s = await setUp({ exclusive: 2 });
+    receive(s.channel, 0, 0); // exclusive; a floating one is borrowed for the missing credit
+    const heldExclusive = take(s.channel);
+    receive(s.channel, 1, 0); // floating; another floating one is borrowed
+    expect(s.channel.getNumberOfQueuedBuffers()).toBe(1);
+    expect(s.gatePool.bestEffortGetNumOfUsedBuffers()).toBe(2);
+
+    s.channel.releaseAllResources();
+    expect(s.client.closed).toEqual([s.channel]);
+    expect(s.channel.getNumberOfAvailableBuffers()).toBe(0);
+    expect(s.channel.getNumberOfQueuedBuffers()).toBe(0);
+    expect(s.gatePool.bestEffortGetNumOfUsedBuffers()).toBe(0);
+    // Every segment is either free in the global pool, on the gate pool's free list, or the
+    // exclusive buffer the task still holds.
+    expect(s.global.getNumberOfUsedMemorySegments()).toBe(
+      s.gatePool.getNumberOfAvailableMemorySegments() + 1,
+    );
+    heldExclusive.recycleBuffer(); // a released channel gives it straight back to the global pool
+    expect(s.global.getNumberOfUsedMemorySegments()).toBe(
+      s.gatePool.getNumberOfAvailableMemorySegments(),
+    );
+
+    // A released channel has no credit, and late data for it is dropped and recycled.
+    expect(s.channel.requestBuffer()).toBeUndefined();
+    const late = s.gatePool.requestBuffer() as NetworkBuffer;
+    s.channel.onBuffer(late, 2, 0);
+    expect(late.isRecycled()).toBe(true);
+    expectSluiceError(() => s.channel.getNextBuffer(), CancelledError, ErrorCodes.CANCELLED);
+    s.channel.releaseAllResources(); // idempotent
+    expect(s.client.closed).toHaveLength(1);
+    finish(s);
+  });
+
+  it("forwards resume and task events to the client", async () => {
+    const s = await setUp({ exclusive: 2 });
+    s.channel.resumeConsumption();
+    expect(s.client.resumes).toBe(1);
+    const event = new TaskEvent("x", new Uint8Array(0));
+    s.channel.sendTaskEvent(event);
+    expect(s.client.taskEvents).toEqual([event]);
+    finish(s);
+  });
+});

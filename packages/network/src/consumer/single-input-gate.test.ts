@@ -1,0 +1,308 @@
+import {
+  CancelledError,
+  EndOfPartitionEvent,
+  type ErrorCode,
+  ErrorCodes,
+  IntermediateDataSetID,
+  NetworkBufferPool,
+  ProducerFailedError,
+  ResultPartitionID,
+  type SluiceError,
+  type SluiceErrorClass,
+} from "@sluice/core";
+import { type BufferOrEvent, ResultPartitionType } from "@sluice/runtime-api";
+import { afterEach, describe, expect, it } from "vitest";
+import { ResultPartition } from "../partition/result-partition.js";
+import { ResultPartitionManager } from "../partition/result-partition-manager.js";
+import type { Backoff } from "./input-channel.js";
+import { LocalInputChannel } from "./local-input-channel.js";
+import { SingleInputGate } from "./single-input-gate.js";
+import { UnknownInputChannel } from "./unknown-input-channel.js";
+
+const SEGMENT = 64;
+/** A record of this many payload bytes fills one buffer exactly. */
+const FULL = SEGMENT - 4;
+const BACKOFF: Backoff = { initialMs: 100, maxMs: 1_000 };
+
+interface LocalJob {
+  readonly global: NetworkBufferPool;
+  readonly manager: ResultPartitionManager;
+  readonly partitions: ResultPartition[];
+  readonly gate: SingleInputGate;
+}
+
+const globals: NetworkBufferPool[] = [];
+
+afterEach(() => {
+  for (const global of globals.splice(0)) global.destroy();
+});
+
+/** `channels` producers of one subpartition each, read by one gate through local channels. */
+function localJob(channels: number, unknown: readonly number[] = []): LocalJob {
+  const global = new NetworkBufferPool(256, SEGMENT);
+  globals.push(global);
+  const manager = new ResultPartitionManager();
+  const partitions = Array.from(
+    { length: channels },
+    (_, i) =>
+      new ResultPartition({
+        owningTaskName: `producer ${i}`,
+        partitionIndex: 0,
+        partitionId: new ResultPartitionID(),
+        partitionType: ResultPartitionType.PIPELINED_BOUNDED,
+        numberOfSubpartitions: 1,
+        partitionManager: manager,
+        bufferPoolFactory: () => global.createBufferPool(2, 20, { numberOfSubpartitions: 1 }),
+      }),
+  );
+  const gate = new SingleInputGate({
+    owningTaskName: "consumer",
+    gateIndex: 0,
+    consumedResultId: new IntermediateDataSetID(),
+    consumedPartitionType: ResultPartitionType.PIPELINED_BOUNDED,
+    numberOfInputChannels: channels,
+    bufferPoolFactory: () => global.createBufferPool(1, 8),
+  });
+  partitions.forEach((partition, i) => {
+    gate.setInputChannel(
+      unknown.includes(i)
+        ? new UnknownInputChannel(gate, i, partition.partitionId, 0, BACKOFF)
+        : new LocalInputChannel(gate, i, partition.partitionId, 0, manager, BACKOFF),
+    );
+  });
+  return { global, manager, partitions, gate };
+}
+
+function expectAllSegmentsBack(global: NetworkBufferPool): void {
+  expect(global.getNumberOfAvailableMemorySegments()).toBe(global.totalNumberOfMemorySegments);
+}
+
+function expectError(fn: () => unknown, cls: SluiceErrorClass, code: ErrorCode): SluiceError {
+  let caught: unknown;
+  try {
+    fn();
+  } catch (error) {
+    caught = error;
+  }
+  expect(caught).toBeInstanceOf(cls);
+  const error = caught as SluiceError;
+  expect(error.code).toBe(code);
+  expect(error.name).toBe(cls.name);
+  return error;
+}
+
+/** Polls until the gate has nothing right now; recycles data buffers. */
+function pollAll(gate: SingleInputGate): BufferOrEvent[] {
+  const out: BufferOrEvent[] = [];
+  for (let next = gate.pollNext(); next !== undefined; next = gate.pollNext()) {
+    next.buffer?.recycleBuffer();
+    out.push(next);
+  }
+  return out;
+}
+
+async function closeAll(job: LocalJob): Promise<void> {
+  await job.gate.close();
+  for (const partition of job.partitions) {
+    partition.close();
+    partition.release();
+  }
+}
+
+describe("SingleInputGate with local channels", () => {
+  it("serves channels with data round-robin (InputGateFairnessTest)", async () => {
+    const job = localJob(3);
+    const buffersPerChannel = [10, 3, 6];
+    job.partitions.forEach((partition, i) => {
+      partition.setup();
+      for (let b = 0; b < (buffersPerChannel[i] as number); b++) {
+        partition.emitRecord(new Uint8Array(FULL), 0);
+      }
+    });
+    job.gate.setup();
+    job.gate.requestPartitions();
+
+    const polled = [0, 0, 0];
+    const order: number[] = [];
+    for (let next = job.gate.pollNext(); next !== undefined; next = job.gate.pollNext()) {
+      expect(next.buffer?.getSize()).toBe(SEGMENT);
+      next.buffer?.recycleBuffer();
+      order.push(next.channelIndex);
+      polled[next.channelIndex] = (polled[next.channelIndex] as number) + 1;
+      // Among the channels that still have data, no channel is ahead by more than one buffer.
+      const active = [0, 1, 2].filter(
+        (c) => (polled[c] as number) < (buffersPerChannel[c] as number),
+      );
+      const counts = active.map((c) => polled[c] as number);
+      if (counts.length > 0)
+        expect(Math.max(...counts) - Math.min(...counts)).toBeLessThanOrEqual(1);
+    }
+    expect(order).toEqual([0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 2, 0, 2, 0, 2, 0, 0, 0, 0]);
+    expect(polled).toEqual(buffersPerChannel);
+    expect(job.gate.metrics.numBuffersIn).toBe(19);
+    expect(job.gate.metrics.numBytesIn).toBe(19 * SEGMENT);
+    await closeAll(job);
+    expectAllSegmentsBack(job.global);
+  });
+
+  it("keeps alternating when channels get data while the gate is being read", async () => {
+    const job = localJob(2);
+    for (const partition of job.partitions) partition.setup();
+    job.gate.setup();
+    job.gate.requestPartitions();
+    expect(job.gate.pollNext()).toBeUndefined();
+    const [p0, p1] = job.partitions as [ResultPartition, ResultPartition];
+    for (let i = 0; i < 4; i++) p0.emitRecord(new Uint8Array(FULL), 0);
+    const first = job.gate.pollNext();
+    expect(first?.channelIndex).toBe(0);
+    first?.buffer?.recycleBuffer();
+    for (let i = 0; i < 4; i++) p1.emitRecord(new Uint8Array(FULL), 0);
+    // Channel 0 was re-queued after its first buffer; channel 1 queues behind it.
+    expect(pollAll(job.gate).map((b) => b.channelIndex)).toEqual([0, 1, 0, 1, 0, 1, 1]);
+    await closeAll(job);
+    expectAllSegmentsBack(job.global);
+  });
+
+  it("is finished once every channel delivered EndOfPartition, and its availability resolves", async () => {
+    const job = localJob(2);
+    for (const partition of job.partitions) partition.setup();
+    job.gate.setup();
+    job.gate.requestPartitions();
+    expect(job.gate.pollNext()).toBeUndefined();
+    expect(job.gate.isAvailable()).toBe(false);
+    let woken = false;
+    const waiting = job.gate.getAvailableFuture().then(() => {
+      woken = true;
+    });
+
+    const [p0, p1] = job.partitions as [ResultPartition, ResultPartition];
+    p0.emitRecord(new Uint8Array(10), 0);
+    p0.finish();
+    await waiting;
+    expect(woken).toBe(true);
+    const fromFirst = pollAll(job.gate);
+    expect(fromFirst.map((b) => (b.event === undefined ? "data" : "event"))).toEqual([
+      "data",
+      "event",
+    ]);
+    expect(fromFirst[1]?.event).toBe(EndOfPartitionEvent.INSTANCE);
+    expect(job.gate.isFinished()).toBe(false);
+    expect(job.gate.isAvailable()).toBe(false);
+    // The first producer counts as consumed as soon as its EndOfPartition was read.
+    expect(p0.isReleased()).toBe(true);
+
+    const last = job.gate.getAvailableFuture();
+    p1.finish();
+    await last;
+    const fromSecond = pollAll(job.gate);
+    expect(fromSecond.map((b) => b.event)).toEqual([EndOfPartitionEvent.INSTANCE]);
+    expect(job.gate.isFinished()).toBe(true);
+    expect(job.gate.isAvailable()).toBe(true);
+    await job.gate.getAvailableFuture();
+    expect(job.gate.pollNext()).toBeUndefined();
+    expect(p1.isReleased()).toBe(true);
+    expect(job.manager.getUnreleasedPartitions()).toEqual([]);
+    await closeAll(job);
+    expectAllSegmentsBack(job.global);
+  });
+
+  it("recycles everything on close: queued data, the views and the floating pool", async () => {
+    const job = localJob(2);
+    for (const partition of job.partitions) {
+      partition.setup();
+      for (let i = 0; i < 3; i++) partition.emitRecord(new Uint8Array(FULL), 0);
+      partition.emitRecord(new Uint8Array(10), 0);
+    }
+    job.gate.setup();
+    job.gate.requestPartitions();
+    const held = job.gate.pollNext();
+    expect(held?.buffer).toBeDefined();
+    const pools = job.global.getNumberOfRegisteredBufferPools();
+    expect(pools).toBe(3); // two output pools and the gate's floating pool
+
+    await job.gate.close();
+    expect(job.gate.isClosed()).toBe(true);
+    expectError(() => job.gate.pollNext(), CancelledError, ErrorCodes.CANCELLED);
+    // Closing released the views: the producers' partitions were consumed and released.
+    for (const partition of job.partitions) expect(partition.isReleased()).toBe(true);
+    expect(job.global.getNumberOfRegisteredBufferPools()).toBe(0);
+    expect(job.global.getNumberOfUsedMemorySegments()).toBe(1); // the buffer the task holds
+    held?.buffer?.recycleBuffer();
+    await job.gate.close(); // idempotent
+    expectAllSegmentsBack(job.global);
+  });
+
+  it("surfaces a producer failure as ProducerFailedError carrying the producer's message", async () => {
+    const job = localJob(2);
+    for (const partition of job.partitions) partition.setup();
+    job.gate.setup();
+    job.gate.requestPartitions();
+    const [p0, p1] = job.partitions as [ResultPartition, ResultPartition];
+    p1.emitRecord(new Uint8Array(FULL), 0);
+    const cause = new Error("disk on fire");
+    p0.fail(cause);
+    const polled: BufferOrEvent[] = [];
+    const error = expectError(
+      () => {
+        for (let next = job.gate.pollNext(); next !== undefined; next = job.gate.pollNext()) {
+          next.buffer?.recycleBuffer();
+          polled.push(next);
+        }
+      },
+      ProducerFailedError,
+      ErrorCodes.PRODUCER_FAILED,
+    );
+    expect(error.message).toContain("disk on fire");
+    expect(error.message).toContain(p0.partitionId.toString());
+    expect(error.cause).toBe(cause);
+    // The failure sticks: later polls throw the same error.
+    expect(() => job.gate.pollNext()).toThrow(error);
+    expect(job.gate.getFailureCause()).toBe(error);
+    await closeAll(job);
+    expectAllSegmentsBack(job.global);
+  });
+
+  it("replaces an UnknownInputChannel with updateInputChannel, then data flows", async () => {
+    const job = localJob(2, [1]);
+    for (const partition of job.partitions) partition.setup();
+    job.gate.setup();
+    job.gate.requestPartitions();
+    const [p0, p1] = job.partitions as [ResultPartition, ResultPartition];
+    p1.emitRecord(new Uint8Array(FULL), 0);
+    p0.emitRecord(new Uint8Array(FULL), 0);
+    expect(pollAll(job.gate).map((b) => b.channelIndex)).toEqual([0]);
+    expect(job.gate.getChannel(1)).toBeInstanceOf(UnknownInputChannel);
+
+    const unknown = job.gate.getChannel(1);
+    const replaced = job.gate.updateInputChannel(
+      p1.partitionId,
+      (old) =>
+        new LocalInputChannel(
+          job.gate,
+          old.channelIndex,
+          old.partitionId,
+          old.subpartitionIndex,
+          job.manager,
+          BACKOFF,
+        ),
+    );
+    expect(replaced).toBe(true);
+    expect(unknown.isReleased()).toBe(true);
+    expect(job.gate.getChannel(1)).toBeInstanceOf(LocalInputChannel);
+    // A second update for the same partition finds no unknown channel.
+    expect(job.gate.updateInputChannel(p1.partitionId, () => unknown)).toBe(false);
+
+    // The new channel requested its subpartition at once: the queued buffer is there.
+    expect(pollAll(job.gate).map((b) => b.channelIndex)).toEqual([1]);
+    p1.finish();
+    p0.finish();
+    const rest = pollAll(job.gate);
+    expect(rest.map((b) => b.event)).toEqual([
+      EndOfPartitionEvent.INSTANCE,
+      EndOfPartitionEvent.INSTANCE,
+    ]);
+    expect(job.gate.isFinished()).toBe(true);
+    await closeAll(job);
+    expectAllSegmentsBack(job.global);
+  });
+});

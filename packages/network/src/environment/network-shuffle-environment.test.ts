@@ -1,0 +1,214 @@
+import {
+  ExecutionAttemptID,
+  IntermediateDataSetID,
+  IntermediateResultPartitionID,
+  JobID,
+  type LocalBufferPool,
+} from "@sluice/core";
+import {
+  createInputGateDeploymentDescriptor,
+  createPartitionInfo,
+  createResultPartitionDeploymentDescriptor,
+  createUnknownShuffleDescriptor,
+  type PartitionDescriptor,
+  ResultPartitionType,
+  readableConfigOf,
+} from "@sluice/runtime-api";
+import { afterEach, describe, expect, it } from "vitest";
+import { LocalInputChannel } from "../consumer/local-input-channel.js";
+import type { SingleInputGate } from "../consumer/single-input-gate.js";
+import { UnknownInputChannel } from "../consumer/unknown-input-channel.js";
+import type { ResultPartition } from "../partition/result-partition.js";
+import {
+  deployAllToAll,
+  environmentContext,
+  makeRecord,
+  RecordChecker,
+  RUNNING_PRODUCER,
+} from "../testing/shuffle-fixture.js";
+import type { NetworkShuffleEnvironment } from "./network-shuffle-environment.js";
+import { NetworkShuffleMaster } from "./network-shuffle-master.js";
+import { LocalShuffleServiceFactory } from "./network-shuffle-service-factory.js";
+
+const SEGMENT_SIZE = 4096;
+const config = {
+  "taskmanager.memory.network.min": "1mb",
+  "taskmanager.memory.segment-size": "4kb",
+};
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe("NetworkShuffleEnvironment in one process", () => {
+  let env: NetworkShuffleEnvironment | undefined;
+
+  afterEach(async () => {
+    await env?.close();
+    env = undefined;
+  });
+
+  it("replaces an unknown channel through updatePartitionInfo with a real descriptor, then data flows", async () => {
+    env = new LocalShuffleServiceFactory().createShuffleEnvironment(environmentContext(config));
+    expect(await env.start()).toBe(-1);
+    const master = new NetworkShuffleMaster({
+      configuration: readableConfigOf(config),
+      onFatalError: (error) => {
+        throw error;
+      },
+    });
+    const type = ResultPartitionType.PIPELINED_BOUNDED;
+    const resultId = new IntermediateDataSetID();
+    const partitionDescriptor: PartitionDescriptor = {
+      resultId,
+      totalNumberOfPartitions: 1,
+      partitionId: new IntermediateResultPartitionID(resultId, 0),
+      partitionType: type,
+      numberOfSubpartitions: 1,
+      connectionIndex: 0,
+      isBroadcast: false,
+      isAllToAllDistribution: true,
+    };
+    const producerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
+    const descriptor = await master.registerPartitionWithProducer(
+      new JobID(),
+      partitionDescriptor,
+      {
+        producerLocation: env.resourceId,
+        producerExecutionId: producerAttempt,
+        address: "127.0.0.1",
+        dataPort: env.getDataPort(),
+      },
+    );
+
+    // The consumer is deployed first: its producer's location is unknown.
+    const consumerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
+    const [gate] = env.createInputGates(
+      env.createShuffleIOOwnerContext("consumer", consumerAttempt),
+      RUNNING_PRODUCER,
+      [
+        createInputGateDeploymentDescriptor(resultId, type, { start: 0, end: 0 }, [
+          createUnknownShuffleDescriptor(descriptor.resultPartitionId),
+        ]),
+      ],
+    ) as [SingleInputGate];
+    gate.setup();
+    gate.requestPartitions();
+    expect(gate.getChannel(0)).toBeInstanceOf(UnknownInputChannel);
+    expect(gate.pollNext()).toBeUndefined();
+
+    const [writer] = env.createResultPartitionWriters(
+      env.createShuffleIOOwnerContext("producer", producerAttempt),
+      [createResultPartitionDeploymentDescriptor(partitionDescriptor, descriptor, 128)],
+    ) as [ResultPartition];
+    writer.setup();
+    for (let seq = 0; seq < 3; seq++) writer.emitRecord(makeRecord(0, 0, seq, 10), 0);
+    writer.flushAll();
+    expect(gate.pollNext()).toBeUndefined();
+
+    // Another consumer attempt or data set is not affected.
+    expect(
+      env.updatePartitionInfo(new ExecutionAttemptID(), createPartitionInfo(resultId, descriptor)),
+    ).toBe(false);
+    expect(
+      env.updatePartitionInfo(consumerAttempt, createPartitionInfo(resultId, descriptor)),
+    ).toBe(true);
+    expect(gate.getChannel(0)).toBeInstanceOf(LocalInputChannel);
+    expect(
+      env.updatePartitionInfo(consumerAttempt, createPartitionInfo(resultId, descriptor)),
+    ).toBe(false);
+
+    const checker = new RecordChecker(0, 1);
+    writer.finish();
+    while (!gate.isFinished()) {
+      const next = gate.pollNext();
+      if (next === undefined) {
+        await gate.getAvailableFuture();
+        continue;
+      }
+      if (next.buffer !== undefined) checker.accept(next.channelIndex, next.buffer);
+    }
+    expect(checker.nextSeq).toEqual([3]);
+    await gate.close();
+    writer.close();
+    expect(writer.isReleased()).toBe(true);
+    const pool = env.networkBufferPool;
+    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+  });
+
+  it("stops a producer at its pool bound while the consumer does not read, then resumes and delivers everything", async () => {
+    env = new LocalShuffleServiceFactory().createShuffleEnvironment(environmentContext(config));
+    await env.start();
+    const global = env.networkBufferPool;
+    const job = await deployAllToAll(env, env, 1, 1, config);
+    const writer = job.writers[0] as ResultPartition;
+    const gate = job.gates[0] as SingleInputGate;
+    writer.setup();
+    gate.setup();
+    gate.requestPartitions();
+    const outPool = writer.getBufferPool() as LocalBufferPool;
+    // One subpartition: [2, 1 × 2 + 8] buffers, and max-buffers-per-channel 10.
+    expect(outPool.getMaxNumberOfMemorySegments()).toBe(10);
+    const padding = 1000; // 1016-byte records: about 4 per buffer, some spanning two
+
+    let maxOutPoolUsed = 0;
+    const sample = () => {
+      maxOutPoolUsed = Math.max(maxOutPoolUsed, outPool.bestEffortGetNumOfUsedBuffers());
+      expect(global.getNumberOfUsedMemorySegments()).toBeLessThanOrEqual(
+        global.totalNumberOfMemorySegments,
+      );
+    };
+
+    // Phase 1: the consumer does not read. The producer writes only while available.
+    let emitted = 0;
+    while (writer.isAvailable()) {
+      writer.emitRecord(makeRecord(0, 0, emitted++, padding), 0);
+      sample();
+      expect(emitted).toBeLessThan(1_000); // it must stop on its own
+    }
+    const atBlock = emitted;
+    expect(atBlock * (12 + padding + 4)).toBeLessThanOrEqual(11 * SEGMENT_SIZE);
+    let resumed = false;
+    void writer.getAvailableFuture().then(() => {
+      resumed = true;
+    });
+    for (let i = 0; i < 20; i++) await turn();
+    expect(resumed).toBe(false);
+    expect(writer.isAvailable()).toBe(false);
+    expect(emitted).toBe(atBlock);
+    // Bounded: the pool's maximum, plus at most one overdraft buffer for a spanning record.
+    expect(maxOutPoolUsed).toBeLessThanOrEqual(11);
+
+    // Phase 2: a slow consumer (two buffers per turn); the producer resumes and finishes.
+    const total = 2_000;
+    const checker = new RecordChecker(0, 1);
+    const produce = async () => {
+      while (emitted < total) {
+        if (!writer.isAvailable()) await writer.getAvailableFuture();
+        writer.emitRecord(makeRecord(0, 0, emitted++, padding), 0);
+        sample();
+      }
+      if (!writer.isAvailable()) await writer.getAvailableFuture();
+      writer.finish();
+    };
+    const consume = async () => {
+      while (!gate.isFinished()) {
+        for (let i = 0; i < 2; i++) {
+          const next = gate.pollNext();
+          if (next === undefined) break;
+          if (next.buffer !== undefined) checker.accept(next.channelIndex, next.buffer);
+        }
+        await turn();
+      }
+    };
+    await Promise.all([produce(), consume()]);
+    expect(resumed).toBe(true);
+    expect(checker.nextSeq).toEqual([total]);
+    expect(checker.hasUnfinishedData()).toBe(false);
+    expect(maxOutPoolUsed).toBeLessThanOrEqual(11);
+    expect(writer.metrics.backPressuredTimeMs).toBeGreaterThanOrEqual(0);
+
+    await gate.close();
+    writer.close();
+    expect(global.getNumberOfAvailableMemorySegments()).toBe(global.totalNumberOfMemorySegments);
+    expect(env.getPartitionsOccupyingLocalResources()).toEqual([]);
+  });
+});

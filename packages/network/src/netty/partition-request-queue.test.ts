@@ -1,0 +1,371 @@
+import {
+  ErrorCodes,
+  InputChannelID,
+  NetworkBufferPool,
+  PartitionNotFoundError,
+  ProducerFailedError,
+  ResultPartitionID,
+} from "@sluice/core";
+import { ResultPartitionType } from "@sluice/runtime-api";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { ResultPartition } from "../partition/result-partition.js";
+import { ResultPartitionManager } from "../partition/result-partition-manager.js";
+import {
+  type BacklogAnnouncement,
+  type BufferResponse,
+  type ErrorResponse,
+  errorFromErrorResponse,
+  MessageId,
+  type NettyMessage,
+  NettyMessageDecoder,
+} from "../protocol/index.js";
+import { CreditBasedSequenceNumberingViewReader } from "./credit-based-sequence-numbering-view-reader.js";
+import { PartitionRequestQueue } from "./partition-request-queue.js";
+import type { ConnectionHandler, TransportConnection } from "./transport.js";
+
+const SEGMENT = 64;
+const FULL = SEGMENT - 4;
+
+/** Records what the queue writes; writability is set by the test. */
+class FakeConnection implements TransportConnection {
+  readonly remoteAddress = "10.0.0.2:40000";
+  writable = true;
+  /** After this many more writes, `write()` returns false and the connection stays unwritable. */
+  writesUntilFull = Number.POSITIVE_INFINITY;
+  readonly writes: Buffer[] = [];
+  private readonly pending: ((error?: Error | null) => void)[] = [];
+
+  setHandler(_handler: ConnectionHandler): void {}
+
+  write(chunks: readonly Uint8Array[], onWritten?: (error?: Error | null) => void): boolean {
+    // Copy now: the queue may recycle the payload once `onWritten` runs.
+    this.writes.push(Buffer.concat(chunks.map((c) => Buffer.from(c))));
+    if (onWritten !== undefined) this.pending.push(onWritten);
+    if (--this.writesUntilFull <= 0) this.writable = false;
+    return this.writable;
+  }
+
+  isWritable(): boolean {
+    return this.writable;
+  }
+
+  /** The transport finished the writes: their buffers may be recycled. */
+  completeWrites(): void {
+    for (const done of this.pending.splice(0)) done();
+  }
+
+  close(): void {}
+  destroy(): void {}
+}
+
+interface Setup {
+  readonly global: NetworkBufferPool;
+  readonly manager: ResultPartitionManager;
+  readonly connection: FakeConnection;
+  readonly queue: PartitionRequestQueue;
+}
+
+let global: NetworkBufferPool | undefined;
+
+afterEach(() => {
+  vi.useRealTimers();
+  global?.destroy();
+  global = undefined;
+});
+
+function setUp(): Setup {
+  global = new NetworkBufferPool(64, SEGMENT);
+  const connection = new FakeConnection();
+  return {
+    global,
+    manager: new ResultPartitionManager(),
+    connection,
+    queue: new PartitionRequestQueue(connection),
+  };
+}
+
+function newPartition(s: Setup, subpartitions = 1): ResultPartition {
+  const pool = s.global;
+  const partition = new ResultPartition({
+    owningTaskName: "producer",
+    partitionIndex: 0,
+    partitionId: new ResultPartitionID(),
+    partitionType: ResultPartitionType.PIPELINED_BOUNDED,
+    numberOfSubpartitions: subpartitions,
+    partitionManager: s.manager,
+    bufferPoolFactory: () =>
+      pool.createBufferPool(subpartitions + 1, 40, { numberOfSubpartitions: subpartitions }),
+  });
+  partition.setup();
+  return partition;
+}
+
+/** What the server handler does on a PartitionRequest. */
+function request(
+  s: Setup,
+  partitionId: ResultPartitionID,
+  subpartition: number,
+  credit: number,
+  timeoutMs = 10_000,
+): CreditBasedSequenceNumberingViewReader {
+  const reader = new CreditBasedSequenceNumberingViewReader(new InputChannelID(), credit, s.queue);
+  s.queue.notifyReaderCreated(reader);
+  reader.requestSubpartitionViewOrRegisterListener(s.manager, partitionId, subpartition, timeoutMs);
+  return reader;
+}
+
+/** Decodes everything written so far (and forgets it); payload buffers are recycled. */
+function written(s: Setup): NettyMessage[] {
+  const messages: NettyMessage[] = [];
+  const decoder = new NettyMessageDecoder({
+    side: "client",
+    maxFrameSize: 1 << 20,
+    onMessage: (message) => {
+      if (message.id === MessageId.BUFFER_RESPONSE) message.buffer?.recycleBuffer();
+      messages.push(message);
+    },
+  });
+  decoder.feed(Buffer.concat(s.connection.writes.splice(0)));
+  decoder.destroy();
+  return messages;
+}
+
+function bufferResponses(messages: NettyMessage[]): BufferResponse[] {
+  return messages.filter((m): m is BufferResponse => m.id === MessageId.BUFFER_RESPONSE);
+}
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+async function turns(n: number): Promise<void> {
+  for (let i = 0; i < n; i++) await turn();
+}
+
+function finish(s: Setup): void {
+  s.connection.completeWrites();
+  s.queue.releaseAllResources();
+  expect(s.queue.getNumberOfReaders()).toBe(0);
+  s.manager.shutdown();
+  expect(s.global.getNumberOfAvailableMemorySegments()).toBe(s.global.totalNumberOfMemorySegments);
+}
+
+describe("PartitionRequestQueue", () => {
+  it("writes only while the connection is writable and resumes on drain", async () => {
+    const s = setUp();
+    const partition = newPartition(s);
+    for (let i = 0; i < 5; i++) partition.emitRecord(new Uint8Array(FULL), 0);
+    s.connection.writesUntilFull = 2;
+    const reader = request(s, partition.partitionId, 0, 10);
+    await turn();
+    const first = bufferResponses(written(s));
+    expect(first.map((m) => m.sequenceNumber)).toEqual([0, 1]);
+    await turns(5);
+    expect(s.connection.writes).toEqual([]); // nothing while unwritable
+
+    s.connection.writable = true;
+    s.connection.writesUntilFull = Number.POSITIVE_INFINITY;
+    s.queue.onDrain();
+    await turn();
+    const rest = bufferResponses(written(s));
+    expect(rest.map((m) => m.sequenceNumber)).toEqual([2, 3, 4]);
+    expect([...first, ...rest].map((m) => m.backlog)).toEqual([4, 3, 2, 1, 0]);
+    for (const m of rest) {
+      expect(m.receiverId.equals(reader.receiverId)).toBe(true);
+      expect(m.bufferSize).toBe(SEGMENT);
+    }
+    expect(reader.getNumCreditsAvailable()).toBe(5);
+    finish(s);
+  });
+
+  it("keeps the payload until the transport wrote it", async () => {
+    const s = setUp();
+    const partition = newPartition(s);
+    partition.emitRecord(new Uint8Array(FULL).fill(7), 0);
+    request(s, partition.partitionId, 0, 2);
+    await turn();
+    const pool = partition.getBufferPool();
+    expect(pool?.bestEffortGetNumOfUsedBuffers()).toBe(1);
+    s.connection.completeWrites();
+    expect(pool?.bestEffortGetNumOfUsedBuffers()).toBe(0);
+    const [response] = bufferResponses(written(s));
+    expect(response?.bufferSize).toBe(SEGMENT);
+    finish(s);
+  });
+
+  it("serves readers round-robin on a shared connection", async () => {
+    const s = setUp();
+    const partition = newPartition(s, 3);
+    for (let sub = 0; sub < 3; sub++) {
+      for (let i = 0; i < 3; i++) partition.emitRecord(new Uint8Array(FULL), sub);
+    }
+    const readers = [0, 1, 2].map((sub) => request(s, partition.partitionId, sub, 10));
+    await turn();
+    const order = bufferResponses(written(s)).map((m) =>
+      readers.findIndex((r) => r.receiverId.equals(m.receiverId)),
+    );
+    expect(order).toEqual([0, 1, 2, 0, 1, 2, 0, 1, 2]);
+    finish(s);
+  });
+
+  it("sends data only against credit and resumes on AddCredit; events need no credit", async () => {
+    const s = setUp();
+    const partition = newPartition(s);
+    for (let i = 0; i < 3; i++) partition.emitRecord(new Uint8Array(FULL), 0);
+    const reader = request(s, partition.partitionId, 0, 1);
+    await turns(3);
+    expect(bufferResponses(written(s)).map((m) => m.sequenceNumber)).toEqual([0]);
+
+    s.queue.addCreditOrResumeConsumption(reader.receiverId, (r) => r.addCredit(1));
+    await turns(3);
+    expect(bufferResponses(written(s)).map((m) => m.sequenceNumber)).toEqual([1]);
+
+    s.queue.addCreditOrResumeConsumption(reader.receiverId, (r) => r.addCredit(1));
+    partition.finish(); // EndOfPartition behind the last buffer
+    await turns(3);
+    const last = bufferResponses(written(s));
+    expect(last.map((m) => [m.sequenceNumber, m.buffer?.isBuffer()])).toEqual([
+      [2, true],
+      [3, false],
+    ]);
+    expect(reader.getNumCreditsAvailable()).toBe(0);
+    finish(s);
+  });
+
+  it("announces the backlog when the consumer has no exclusive buffers and no credit", async () => {
+    const s = setUp();
+    const partition = newPartition(s, 2);
+    partition.emitRecord(new Uint8Array(FULL), 0);
+    partition.emitRecord(new Uint8Array(FULL), 0);
+    partition.emitRecord(new Uint8Array(10), 0); // unfinished: not in the backlog yet
+    const reader = request(s, partition.partitionId, 0, 0);
+    const announced = written(s);
+    expect(announced).toHaveLength(1);
+    const announcement = announced[0] as BacklogAnnouncement;
+    expect(announcement.id).toBe(MessageId.BACKLOG_ANNOUNCEMENT);
+    expect(announcement.backlog).toBe(2);
+    expect(announcement.receiverId.equals(reader.receiverId)).toBe(true);
+    await turns(3);
+    expect(written(s)).toEqual([]); // no data without credit
+
+    // The consumer borrows two floating buffers and announces them.
+    s.queue.addCreditOrResumeConsumption(reader.receiverId, (r) => r.addCredit(2));
+    await turns(3);
+    const sent = bufferResponses(written(s));
+    expect(sent.map((m) => [m.sequenceNumber, m.backlog])).toEqual([
+      [0, 1],
+      [1, 0],
+    ]);
+
+    // Credit is used up again; a flush makes the last buffer count: announced as backlog 1.
+    partition.flush(0);
+    const again = written(s);
+    expect(again.map((m) => m.id)).toEqual([MessageId.BACKLOG_ANNOUNCEMENT]);
+    expect((again[0] as BacklogAnnouncement).backlog).toBe(1);
+
+    // A consumer with exclusive buffers gets its credit back by recycling: no announcement.
+    for (let i = 0; i < 3; i++) partition.emitRecord(new Uint8Array(FULL), 1);
+    request(s, partition.partitionId, 1, 1);
+    await turns(3);
+    const other = written(s);
+    expect(other.map((m) => m.id)).toEqual([MessageId.BUFFER_RESPONSE]);
+    finish(s);
+  });
+
+  it("announces a buffer that a record filled exactly without waiting for a flush", () => {
+    const s = setUp();
+    const partition = newPartition(s);
+    const reader = request(s, partition.partitionId, 0, 0);
+    expect(written(s)).toEqual([]);
+    partition.emitRecord(new Uint8Array(FULL), 0); // finished at once, nothing open after it
+    const [announcement] = written(s) as BacklogAnnouncement[];
+    expect(announcement?.id).toBe(MessageId.BACKLOG_ANNOUNCEMENT);
+    expect(announcement?.backlog).toBe(1);
+    expect(announcement?.receiverId.equals(reader.receiverId)).toBe(true);
+    finish(s);
+  });
+
+  it("answers a partition request that timed out with an ErrorResponse for that receiver", () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const s = setUp();
+    const missing = new ResultPartitionID();
+    const reader = request(s, missing, 0, 2, 5_000);
+    expect(s.queue.getNumberOfReaders()).toBe(1);
+    vi.advanceTimersByTime(4_999);
+    expect(s.connection.writes).toEqual([]);
+    vi.advanceTimersByTime(1);
+    const [message] = written(s) as ErrorResponse[];
+    expect(message?.id).toBe(MessageId.ERROR_RESPONSE);
+    expect(message?.receiverId?.equals(reader.receiverId)).toBe(true);
+    const error = errorFromErrorResponse(message as ErrorResponse);
+    expect(error).toBeInstanceOf(PartitionNotFoundError);
+    expect(error.code).toBe(ErrorCodes.PARTITION_NOT_FOUND);
+    expect(error.message).toContain(missing.toString());
+    expect(s.queue.getNumberOfReaders()).toBe(0);
+    expect(reader.isReleased()).toBe(true);
+    finish(s);
+  });
+
+  it("stops waiting for a late partition once the request was cancelled", () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const s = setUp();
+    const pool = s.global;
+    const late = new ResultPartition({
+      owningTaskName: "producer",
+      partitionIndex: 0,
+      partitionId: new ResultPartitionID(),
+      partitionType: ResultPartitionType.PIPELINED_BOUNDED,
+      numberOfSubpartitions: 1,
+      partitionManager: s.manager,
+      bufferPoolFactory: () => pool.createBufferPool(2, 8, { numberOfSubpartitions: 1 }),
+    });
+    const cancelled = request(s, late.partitionId, 0, 2, 5_000);
+    s.queue.cancel(cancelled.receiverId);
+    expect(cancelled.isReleased()).toBe(true);
+    expect(vi.getTimerCount()).toBe(0); // the wait was given up with the request
+
+    // The partition registers afterwards: the cancelled request must not consume it...
+    late.setup();
+    expect(late.isReleased()).toBe(false);
+    // ...so a new request still gets its view, and nothing is answered to the old receiver.
+    const fresh = request(s, late.partitionId, 0, 2);
+    expect(fresh.getView()).toBeDefined();
+    vi.advanceTimersByTime(10_000);
+    expect(written(s)).toEqual([]);
+    finish(s);
+  });
+
+  it("tells the consumer when the producer failed, with the producer's message", async () => {
+    const s = setUp();
+    const partition = newPartition(s);
+    const reader = request(s, partition.partitionId, 0, 2);
+    partition.emitRecord(new Uint8Array(10), 0);
+    partition.fail(new ProducerFailedError("task 'map (1/2)' failed: out of cheese"));
+    await turns(2);
+    const [message] = written(s) as ErrorResponse[];
+    expect(message?.id).toBe(MessageId.ERROR_RESPONSE);
+    expect(message?.receiverId?.equals(reader.receiverId)).toBe(true);
+    const error = errorFromErrorResponse(message as ErrorResponse);
+    expect(error.code).toBe(ErrorCodes.PRODUCER_FAILED);
+    expect(error.message).toContain("out of cheese");
+    expect(s.queue.getNumberOfReaders()).toBe(0);
+    finish(s);
+  });
+
+  it("releases the view of a cancelled request and of every reader on close", async () => {
+    const s = setUp();
+    const partition = newPartition(s, 2);
+    for (let i = 0; i < 3; i++) partition.emitRecord(new Uint8Array(FULL), 0);
+    const cancelled = request(s, partition.partitionId, 0, 0);
+    const kept = request(s, partition.partitionId, 1, 2);
+    written(s);
+    s.queue.cancel(cancelled.receiverId);
+    expect(cancelled.isReleased()).toBe(true);
+    expect(partition.getBufferPool()?.getNumberOfBuffersOfChannel(0)).toBe(0);
+    expect(partition.isReleased()).toBe(false);
+    s.queue.releaseAllResources();
+    expect(kept.isReleased()).toBe(true);
+    expect(partition.isReleased()).toBe(true);
+    await turns(2);
+    expect(s.connection.writes).toEqual([]); // a closed queue writes nothing
+    finish(s);
+  });
+});

@@ -1,0 +1,435 @@
+import {
+  CancelCheckpointMarker,
+  CancelledError,
+  CheckpointBarrier,
+  DataType,
+  EndOfData,
+  EndOfPartitionEvent,
+  type ErrorCode,
+  ErrorCodes,
+  EventSerializer,
+  IllegalStateError,
+  type NetworkBuffer,
+  NetworkBufferPool,
+  ResultPartitionID,
+  type SluiceError,
+  type SluiceErrorClass,
+} from "@sluice/core";
+import { ResultPartitionType } from "@sluice/runtime-api";
+import { afterEach, describe, expect, it } from "vitest";
+import type { BufferAndBacklog } from "./buffer-and-backlog.js";
+import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
+import { ResultPartition } from "./result-partition.js";
+import { ResultPartitionManager } from "./result-partition-manager.js";
+import type { ResultSubpartitionView } from "./result-subpartition-view.js";
+
+/** Segments are 64 bytes: a record of 60 payload bytes (+ 4-byte length) fills one exactly. */
+const SEGMENT = 64;
+
+class RecordingListener implements BufferAvailabilityListener {
+  notifications = 0;
+  readonly priorityEvents: number[] = [];
+  notifyDataAvailable(): void {
+    this.notifications++;
+  }
+  notifyPriorityEvent(prioritySequenceNumber: number): void {
+    this.priorityEvents.push(prioritySequenceNumber);
+  }
+}
+
+interface Harness {
+  readonly global: NetworkBufferPool;
+  readonly manager: ResultPartitionManager;
+  readonly partition: ResultPartition;
+  readonly listener: RecordingListener;
+  readonly view: ResultSubpartitionView;
+}
+
+const globals: NetworkBufferPool[] = [];
+
+afterEach(() => {
+  for (const global of globals.splice(0)) global.destroy();
+});
+
+function setUp(subpartitions = 1): Harness {
+  const global = new NetworkBufferPool(64, SEGMENT);
+  globals.push(global);
+  const manager = new ResultPartitionManager();
+  const partition = new ResultPartition({
+    owningTaskName: "producer",
+    partitionIndex: 0,
+    partitionId: new ResultPartitionID(),
+    partitionType: ResultPartitionType.PIPELINED_BOUNDED,
+    numberOfSubpartitions: subpartitions,
+    partitionManager: manager,
+    bufferPoolFactory: () =>
+      global.createBufferPool(subpartitions + 1, 32, { numberOfSubpartitions: subpartitions }),
+  });
+  partition.setup();
+  const listener = new RecordingListener();
+  const view = manager.createSubpartitionView(partition.partitionId, 0, listener);
+  return { global, manager, partition, listener, view };
+}
+
+function record(length: number, seed = length): Uint8Array {
+  const bytes = new Uint8Array(length);
+  for (let i = 0; i < length; i++) bytes[i] = (seed + i) & 0xff;
+  return bytes;
+}
+
+function must<T>(value: T | undefined): T {
+  if (value === undefined) throw new Error("expected a value");
+  return value;
+}
+
+/** Takes everything the view hands out now. The caller recycles the buffers. */
+function drain(view: ResultSubpartitionView): BufferAndBacklog[] {
+  const out: BufferAndBacklog[] = [];
+  for (let next = view.getNextBuffer(); next !== undefined; next = view.getNextBuffer()) {
+    out.push(next);
+  }
+  return out;
+}
+
+function recycleAll(items: readonly BufferAndBacklog[]): void {
+  for (const item of items) item.buffer.recycleBuffer();
+}
+
+function eventOf(buffer: NetworkBuffer): unknown {
+  return EventSerializer.fromBuffer(buffer);
+}
+
+function expectAllSegmentsBack(global: NetworkBufferPool): void {
+  expect(global.getNumberOfAvailableMemorySegments()).toBe(global.totalNumberOfMemorySegments);
+}
+
+function expectError(fn: () => unknown, cls: SluiceErrorClass, code: ErrorCode): SluiceError {
+  let caught: unknown;
+  try {
+    fn();
+  } catch (error) {
+    caught = error;
+  }
+  expect(caught).toBeInstanceOf(cls);
+  const error = caught as SluiceError;
+  expect(error.code).toBe(code);
+  expect(error.name).toBe(cls.name);
+  return error;
+}
+
+describe("PipelinedSubpartition notifications", () => {
+  it("does not notify the reader for a single unfinished buffer, however much it holds", () => {
+    const { global, partition, listener, view } = setUp();
+    partition.emitRecord(record(10), 0);
+    partition.emitRecord(record(20), 0);
+    expect(listener.notifications).toBe(0);
+    expect(view.getAvailabilityAndBacklog(1)).toEqual({ isAvailable: false, backlog: 0 });
+    expect(partition.getSubpartition(0).getNumberOfQueuedBuffers()).toBe(1);
+    partition.release();
+    expectAllSegmentsBack(global);
+  });
+
+  it("notifies the reader as soon as the first finished buffer is queued", () => {
+    const { global, partition, listener, view } = setUp();
+    // 4 × 14 bytes = 56 bytes: still one unfinished buffer.
+    for (let i = 0; i < 4; i++) partition.emitRecord(record(10, i), 0);
+    expect(listener.notifications).toBe(0);
+    // The fifth record spills into a second buffer: the first one is finished.
+    partition.emitRecord(record(10, 4), 0);
+    expect(listener.notifications).toBeGreaterThan(0);
+    expect(view.getAvailabilityAndBacklog(1)).toEqual({ isAvailable: true, backlog: 1 });
+
+    const first = must(view.getNextBuffer());
+    expect(first.buffer.getSize()).toBe(SEGMENT);
+    expect(first.buffersInBacklog).toBe(0);
+    // The remaining buffer is unfinished and not flushed: nothing more to read for now.
+    expect(first.nextDataType).toBe(DataType.NONE);
+    first.buffer.recycleBuffer();
+    partition.release();
+    expectAllSegmentsBack(global);
+  });
+
+  it("notifies when a record fills a buffer exactly, without waiting for the next record", () => {
+    const { global, partition, listener, view } = setUp();
+    partition.emitRecord(record(SEGMENT - 4), 0);
+    expect(listener.notifications).toBeGreaterThan(0);
+    const items = drain(view);
+    expect(items.map((i) => i.buffer.getSize())).toEqual([SEGMENT]);
+    recycleAll(items);
+    partition.release();
+    expectAllSegmentsBack(global);
+  });
+
+  it("notifies on flush only when the unfinished buffer holds data, and only once until drained", () => {
+    const { global, partition, listener, view } = setUp();
+    partition.flushAll(); // empty subpartition
+    expect(listener.notifications).toBe(0);
+
+    partition.emitRecord(record(10), 0);
+    partition.flush(0);
+    expect(listener.notifications).toBe(1);
+    expect(view.getAvailabilityAndBacklog(1)).toEqual({ isAvailable: true, backlog: 1 });
+
+    // More flushes and more data before the reader drained: no further notification.
+    partition.flush(0);
+    partition.emitRecord(record(10, 1), 0);
+    partition.flushAll();
+    expect(listener.notifications).toBe(1);
+
+    const items = drain(view);
+    expect(items.map((i) => i.buffer.getSize())).toEqual([28]);
+    expect(items[0]?.nextDataType).toBe(DataType.NONE);
+    recycleAll(items);
+
+    // The unfinished buffer is still queued but everything in it was read: flush stays silent.
+    expect(partition.getSubpartition(0).getNumberOfQueuedBuffers()).toBe(1);
+    partition.flush(0);
+    expect(listener.notifications).toBe(1);
+    expect(view.getAvailabilityAndBacklog(1).isAvailable).toBe(false);
+
+    // New data after the drain: the next flush notifies again.
+    partition.emitRecord(record(10, 2), 0);
+    partition.flush(0);
+    expect(listener.notifications).toBe(2);
+    const rest = drain(view);
+    expect(rest.map((i) => i.buffer.getSize())).toEqual([14]);
+    recycleAll(rest);
+    partition.release();
+    expectAllSegmentsBack(global);
+  });
+
+  it("notifies a reader that attaches after flushed data was queued", () => {
+    const global = new NetworkBufferPool(16, SEGMENT);
+    globals.push(global);
+    const manager = new ResultPartitionManager();
+    const partition = new ResultPartition({
+      owningTaskName: "producer",
+      partitionIndex: 0,
+      partitionId: new ResultPartitionID(),
+      partitionType: ResultPartitionType.PIPELINED_BOUNDED,
+      numberOfSubpartitions: 1,
+      partitionManager: manager,
+      bufferPoolFactory: () => global.createBufferPool(2, 8, { numberOfSubpartitions: 1 }),
+    });
+    partition.setup();
+    partition.emitRecord(record(10), 0);
+    partition.flushAll();
+    const listener = new RecordingListener();
+    const view = manager.createSubpartitionView(partition.partitionId, 0, listener);
+    expect(listener.notifications).toBe(1);
+    recycleAll(drain(view));
+    partition.release();
+    expectAllSegmentsBack(global);
+  });
+});
+
+describe("PipelinedSubpartition backlog", () => {
+  it("counts finished data buffers only; the unfinished one once flushed", () => {
+    const { global, partition, view } = setUp();
+    partition.emitRecord(record(SEGMENT - 4, 1), 0); // buffer 1, finished
+    partition.emitRecord(record(SEGMENT - 4, 2), 0); // buffer 2, finished
+    partition.emitRecord(record(10, 3), 0); // buffer 3, unfinished
+    expect(view.getAvailabilityAndBacklog(1).backlog).toBe(2);
+    expect(view.getAvailabilityAndBacklog(0).backlog).toBe(2);
+
+    partition.flush(0);
+    expect(view.getAvailabilityAndBacklog(1).backlog).toBe(3);
+
+    const items = drain(view);
+    expect(items.map((i) => i.buffersInBacklog)).toEqual([2, 1, 0]);
+    expect(items.map((i) => i.sequenceNumber)).toEqual([0, 1, 2]);
+    recycleAll(items);
+    partition.release();
+    expectAllSegmentsBack(global);
+  });
+
+  it("counts a last buffer that a record filled exactly: it is finished, not open", () => {
+    const { global, partition, listener, view } = setUp();
+    for (let i = 0; i < 3; i++) partition.emitRecord(record(SEGMENT - 4, i), 0);
+    // No open buffer follows: all three are finished and waiting.
+    expect(partition.getSubpartition(0).getNumberOfQueuedBuffers()).toBe(3);
+    expect(view.getAvailabilityAndBacklog(0)).toEqual({ isAvailable: false, backlog: 3 });
+    expect(listener.notifications).toBeGreaterThan(0);
+    const items = drain(view);
+    expect(items.map((i) => i.buffersInBacklog)).toEqual([2, 1, 0]);
+    recycleAll(items);
+    partition.release();
+    expectAllSegmentsBack(global);
+  });
+
+  it("excludes events from the backlog", () => {
+    const { global, partition, view } = setUp();
+    partition.emitRecord(record(SEGMENT - 4, 1), 0);
+    partition.emitRecord(record(10, 2), 0);
+    // An event finishes the open buffer and is queued after it.
+    partition.broadcastEvent(new EndOfData());
+    expect(view.getAvailabilityAndBacklog(1).backlog).toBe(2);
+    partition.broadcastEvent(new CancelCheckpointMarker(7n));
+    expect(view.getAvailabilityAndBacklog(1).backlog).toBe(2);
+
+    const items = drain(view);
+    expect(items.map((i) => i.buffer.isBuffer())).toEqual([true, true, false, false]);
+    expect(items.map((i) => i.buffersInBacklog)).toEqual([1, 0, 0, 0]);
+    expect(items.map((i) => i.nextDataType)).toEqual([
+      DataType.DATA_BUFFER,
+      DataType.END_OF_DATA,
+      DataType.EVENT_BUFFER,
+      DataType.NONE,
+    ]);
+    recycleAll(items);
+    partition.release();
+    expectAllSegmentsBack(global);
+  });
+
+  it("counts the last unfinished buffer once the subpartition is finished", () => {
+    const { global, partition, view } = setUp();
+    partition.emitRecord(record(SEGMENT - 4, 1), 0);
+    partition.emitRecord(record(10, 2), 0);
+    expect(view.getAvailabilityAndBacklog(1).backlog).toBe(1);
+    partition.finish();
+    expect(view.getAvailabilityAndBacklog(1).backlog).toBe(2);
+    const items = drain(view);
+    expect(items.map((i) => i.buffersInBacklog)).toEqual([1, 0, 0]);
+    expect(eventOf(must(items[2]).buffer)).toBe(EndOfPartitionEvent.INSTANCE);
+    recycleAll(items);
+    partition.release();
+    expectAllSegmentsBack(global);
+  });
+});
+
+describe("PipelinedSubpartition priority events", () => {
+  it("puts priority events at the head, ahead of queued data, in order among themselves, and notifies", () => {
+    const { global, partition, listener, view } = setUp();
+    partition.emitRecord(record(SEGMENT - 4, 1), 0);
+    partition.emitRecord(record(10, 2), 0);
+    const before = listener.notifications;
+    partition.broadcastEvent(new CancelCheckpointMarker(1n), true);
+    partition.broadcastEvent(new CancelCheckpointMarker(2n), true);
+    expect(listener.priorityEvents).toHaveLength(2);
+    expect(listener.notifications).toBeGreaterThan(before);
+
+    const items = drain(view);
+    expect(items.map((i) => i.buffer.getDataType())).toEqual([
+      DataType.PRIORITIZED_EVENT_BUFFER,
+      DataType.PRIORITIZED_EVENT_BUFFER,
+      DataType.DATA_BUFFER,
+      DataType.DATA_BUFFER,
+    ]);
+    expect((eventOf(must(items[0]).buffer) as CancelCheckpointMarker).checkpointId).toBe(1n);
+    expect((eventOf(must(items[1]).buffer) as CancelCheckpointMarker).checkpointId).toBe(2n);
+    expect(items.map((i) => i.sequenceNumber)).toEqual([0, 1, 2, 3]);
+    recycleAll(items);
+    partition.release();
+    expectAllSegmentsBack(global);
+  });
+
+  it("notifies a priority event even when only an unfinished buffer is queued", () => {
+    const { global, partition, listener, view } = setUp();
+    partition.emitRecord(record(10), 0);
+    expect(listener.notifications).toBe(0);
+    partition.broadcastEvent(new CancelCheckpointMarker(3n), true);
+    expect(listener.notifications).toBeGreaterThan(0);
+    expect(listener.priorityEvents).toEqual([0]);
+    const first = must(view.getNextBuffer());
+    expect(first.buffer.getDataType()).toBe(DataType.PRIORITIZED_EVENT_BUFFER);
+    first.buffer.recycleBuffer();
+    recycleAll(drain(view));
+    partition.release();
+    expectAllSegmentsBack(global);
+  });
+});
+
+describe("PipelinedSubpartition blocking", () => {
+  it("blocks after an aligned barrier (no data, backlog 0) until consumption resumes", () => {
+    const { global, partition, listener, view } = setUp();
+    partition.broadcastEvent(new CheckpointBarrier(1n, 0n));
+    partition.emitRecord(record(SEGMENT - 4), 0);
+    const barrier = must(view.getNextBuffer());
+    expect(barrier.buffer.getDataType()).toBe(DataType.ALIGNED_CHECKPOINT_BARRIER);
+    barrier.buffer.recycleBuffer();
+    expect(view.getNextBuffer()).toBeUndefined();
+    expect(view.getAvailabilityAndBacklog(1)).toEqual({ isAvailable: false, backlog: 0 });
+
+    const before = listener.notifications;
+    view.resumeConsumption();
+    expect(listener.notifications).toBe(before + 1);
+    const items = drain(view);
+    expect(items.map((i) => i.buffer.getSize())).toEqual([SEGMENT]);
+    recycleAll(items);
+    partition.release();
+    expectAllSegmentsBack(global);
+  });
+});
+
+describe("PipelinedSubpartition finish and release", () => {
+  it("accepts nothing after finish", () => {
+    const { global, partition, view } = setUp();
+    partition.emitRecord(record(10), 0);
+    partition.finish();
+    expect(partition.isFinished()).toBe(true);
+    expectError(
+      () => partition.emitRecord(record(10), 0),
+      IllegalStateError,
+      ErrorCodes.ILLEGAL_STATE,
+    );
+    expectError(
+      () => partition.broadcastRecord(record(10)),
+      IllegalStateError,
+      ErrorCodes.ILLEGAL_STATE,
+    );
+    expectError(
+      () => partition.broadcastEvent(new EndOfData()),
+      IllegalStateError,
+      ErrorCodes.ILLEGAL_STATE,
+    );
+    expectError(() => partition.finish(), IllegalStateError, ErrorCodes.ILLEGAL_STATE);
+
+    // The subpartition itself refuses (and closes) a consumer added after finish.
+    const pool = must(partition.getBufferPool());
+    const used = pool.bestEffortGetNumOfUsedBuffers();
+    const builder = must(pool.requestBufferBuilder(0));
+    const subpartition = partition.getSubpartition(0);
+    const queued = subpartition.getNumberOfQueuedBuffers();
+    expect(subpartition.add(builder.createBufferConsumerFromBeginning())).toBe(false);
+    builder.close();
+    expect(subpartition.getNumberOfQueuedBuffers()).toBe(queued);
+    expect(pool.bestEffortGetNumOfUsedBuffers()).toBe(used);
+
+    const items = drain(view);
+    expect(items).toHaveLength(2);
+    expect(eventOf(must(items[1]).buffer)).toBe(EndOfPartitionEvent.INSTANCE);
+    recycleAll(items);
+    partition.close();
+    partition.release();
+    expectAllSegmentsBack(global);
+  });
+
+  it("recycles every queued buffer on release and the view reports the release with its cause", () => {
+    const { global, partition, listener, view } = setUp(2);
+    for (let i = 0; i < 5; i++) partition.emitRecord(record(SEGMENT - 4, i), i % 2);
+    partition.emitRecord(record(10), 0);
+    const held = must(view.getNextBuffer());
+    expect(global.getNumberOfUsedMemorySegments()).toBe(6);
+
+    const cause = new Error("task failed");
+    const before = listener.notifications;
+    partition.release(cause);
+    expect(listener.notifications).toBeGreaterThan(before);
+    expect(view.isReleased()).toBe(true);
+    expect(view.getFailureCause()).toBe(cause);
+    expect(view.getNextBuffer()).toBeUndefined();
+    // Everything but the buffer the reader still holds is back.
+    expect(global.getNumberOfUsedMemorySegments()).toBe(1);
+    held.buffer.recycleBuffer();
+    expectAllSegmentsBack(global);
+
+    const error = expectError(
+      () => partition.emitRecord(record(1), 0),
+      CancelledError,
+      ErrorCodes.CANCELLED,
+    );
+    expect(error.cause).toBe(cause);
+    partition.release(); // idempotent
+    expectAllSegmentsBack(global);
+  });
+});

@@ -1,0 +1,565 @@
+import {
+  type ErrorCode,
+  ErrorCodes,
+  IllegalStateError,
+  type LocalBufferPool,
+  type LocalBufferPoolOptions,
+  NetworkBufferPool,
+  RecordTooLargeError,
+  ResultPartitionID,
+  type SluiceError,
+  type SluiceErrorClass,
+} from "@sluice/core";
+import { ResultPartitionType } from "@sluice/runtime-api";
+import fc from "fast-check";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
+import { ResultPartition } from "./result-partition.js";
+import { ResultPartitionManager } from "./result-partition-manager.js";
+import type { ResultSubpartitionView } from "./result-subpartition-view.js";
+
+const SEGMENT = 64;
+const LENGTH_BYTES = 4;
+
+const NO_OP_LISTENER: BufferAvailabilityListener = { notifyDataAvailable: () => {} };
+
+interface PartitionOptions {
+  subpartitions?: number;
+  segments?: number;
+  required?: number;
+  max?: number;
+  maxBuffersPerChannel?: number;
+  overdraft?: number;
+  maxRecordSize?: number;
+}
+
+interface Harness {
+  readonly global: NetworkBufferPool;
+  readonly partition: ResultPartition;
+  readonly pool: LocalBufferPool;
+  readonly views: ResultSubpartitionView[];
+}
+
+const globals: NetworkBufferPool[] = [];
+
+afterEach(() => {
+  vi.useRealTimers();
+  for (const global of globals.splice(0)) global.destroy();
+});
+
+function setUp(options: PartitionOptions = {}): Harness {
+  const subpartitions = options.subpartitions ?? 1;
+  const global = new NetworkBufferPool(options.segments ?? 256, SEGMENT);
+  globals.push(global);
+  const manager = new ResultPartitionManager();
+  const poolOptions: LocalBufferPoolOptions = {
+    numberOfSubpartitions: subpartitions,
+    maxOverdraftBuffersPerGate: options.overdraft ?? 0,
+    ...(options.maxBuffersPerChannel === undefined
+      ? {}
+      : { maxBuffersPerChannel: options.maxBuffersPerChannel }),
+  };
+  const partition = new ResultPartition({
+    owningTaskName: "producer",
+    partitionIndex: 0,
+    partitionId: new ResultPartitionID(),
+    partitionType: ResultPartitionType.PIPELINED_BOUNDED,
+    numberOfSubpartitions: subpartitions,
+    partitionManager: manager,
+    bufferPoolFactory: () =>
+      global.createBufferPool(
+        options.required ?? subpartitions + 1,
+        options.max ?? 200,
+        poolOptions,
+      ),
+    ...(options.maxRecordSize === undefined ? {} : { maxRecordSize: options.maxRecordSize }),
+  });
+  partition.setup();
+  const pool = partition.getBufferPool() as LocalBufferPool;
+  const views = Array.from({ length: subpartitions }, (_, i) =>
+    manager.createSubpartitionView(partition.partitionId, i, NO_OP_LISTENER),
+  );
+  return { global, partition, pool, views };
+}
+
+function record(length: number, seed = length): Uint8Array {
+  const bytes = new Uint8Array(length);
+  for (let i = 0; i < length; i++) bytes[i] = (seed * 31 + i) & 0xff;
+  return bytes;
+}
+
+/** The bytes a reader received from one subpartition, with data and events apart. */
+class Sink {
+  readonly chunks: Buffer[] = [];
+  events = 0;
+  buffers = 0;
+
+  /** Takes everything the view has now, copies the bytes and recycles the buffers. */
+  drain(view: ResultSubpartitionView): number {
+    let taken = 0;
+    for (let next = view.getNextBuffer(); next !== undefined; next = view.getNextBuffer()) {
+      const { buffer } = next;
+      if (buffer.isBuffer()) {
+        this.chunks.push(Buffer.from(buffer.readableView()));
+        this.buffers++;
+      } else {
+        this.events++;
+      }
+      buffer.recycleBuffer();
+      taken++;
+    }
+    return taken;
+  }
+
+  /** Splits the received stream into length-prefixed records; fails on a truncated stream. */
+  records(): Buffer[] {
+    const stream = Buffer.concat(this.chunks);
+    const out: Buffer[] = [];
+    let at = 0;
+    while (at < stream.length) {
+      expect(stream.length - at).toBeGreaterThanOrEqual(LENGTH_BYTES);
+      const length = stream.readInt32BE(at);
+      at += LENGTH_BYTES;
+      expect(length).toBeGreaterThanOrEqual(0);
+      expect(stream.length - at).toBeGreaterThanOrEqual(length);
+      out.push(stream.subarray(at, at + length));
+      at += length;
+    }
+    return out;
+  }
+}
+
+function expectRecords(actual: Buffer[], expected: Uint8Array[]): void {
+  expect(actual.length).toBe(expected.length);
+  actual.forEach((bytes, i) => {
+    expect(Buffer.compare(bytes, Buffer.from(expected[i] as Uint8Array))).toBe(0);
+  });
+}
+
+function expectAllSegmentsBack(global: NetworkBufferPool): void {
+  expect(global.getNumberOfAvailableMemorySegments()).toBe(global.totalNumberOfMemorySegments);
+}
+
+function expectError(fn: () => unknown, cls: SluiceErrorClass, code: ErrorCode): SluiceError {
+  let caught: unknown;
+  try {
+    fn();
+  } catch (error) {
+    caught = error;
+  }
+  expect(caught).toBeInstanceOf(cls);
+  const error = caught as SluiceError;
+  expect(error.code).toBe(code);
+  expect(error.name).toBe(cls.name);
+  return error;
+}
+
+/** Finishes the partition, drains every view into its sink and releases everything. */
+function finishAndDrain(h: Harness, sinks: Sink[]): void {
+  h.partition.finish();
+  h.views.forEach((view, i) => {
+    (sinks[i] as Sink).drain(view);
+    view.releaseAllResources();
+  });
+  h.partition.close();
+}
+
+describe("ResultPartition records", () => {
+  it("delivers records spanning several buffers intact (unicast)", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 0, max: 2 })), {
+          maxLength: 30,
+        }),
+        (plan) => {
+          const h = setUp({ subpartitions: 3, segments: 400, max: 400 });
+          const expected: Uint8Array[][] = [[], [], []];
+          plan.forEach(([size, target], i) => {
+            const bytes = record(size, i);
+            h.partition.emitRecord(bytes, target);
+            expected[target]?.push(bytes);
+          });
+          const sinks = [new Sink(), new Sink(), new Sink()];
+          finishAndDrain(h, sinks);
+          sinks.forEach((sink, i) => {
+            expectRecords(sink.records(), expected[i] as Uint8Array[]);
+            expect(sink.events).toBe(1); // EndOfPartition
+          });
+          expect(h.partition.isReleased()).toBe(true); // released on consumption
+          expectAllSegmentsBack(h.global);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it("delivers records spanning several buffers intact (broadcast, mixed with unicast)", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 300 }), fc.integer({ min: -1, max: 1 })), {
+          maxLength: 30,
+        }),
+        (plan) => {
+          const h = setUp({ subpartitions: 2, segments: 400, max: 400 });
+          const expected: Uint8Array[][] = [[], []];
+          plan.forEach(([size, target], i) => {
+            const bytes = record(size, i);
+            if (target < 0) {
+              h.partition.broadcastRecord(bytes);
+              for (const list of expected) list.push(bytes);
+            } else {
+              h.partition.emitRecord(bytes, target);
+              expected[target]?.push(bytes);
+            }
+          });
+          const sinks = [new Sink(), new Sink()];
+          finishAndDrain(h, sinks);
+          sinks.forEach((sink, i) => {
+            expectRecords(sink.records(), expected[i] as Uint8Array[]);
+          });
+          expectAllSegmentsBack(h.global);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it("writes a broadcast record once: every subpartition reads the same segment", () => {
+    const h = setUp({ subpartitions: 4 });
+    h.partition.broadcastRecord(record(20));
+    expect(h.pool.bestEffortGetNumOfUsedBuffers()).toBe(1);
+    expect(h.global.getNumberOfUsedMemorySegments()).toBe(1);
+    h.partition.flushAll();
+    const taken = h.views.map((view) => view.getNextBuffer());
+    const segments = new Set(taken.map((t) => t?.buffer.getMemorySegment()));
+    expect(segments.size).toBe(1);
+    for (const t of taken) {
+      expect(t?.buffer.getSize()).toBe(24);
+      t?.buffer.recycleBuffer();
+    }
+
+    // The same record sent to each subpartition on its own takes one buffer per subpartition.
+    for (let i = 0; i < 4; i++) h.partition.emitRecord(record(20), i);
+    expect(h.global.getNumberOfUsedMemorySegments()).toBe(5); // 4 unicast + the open broadcast one
+    h.partition.release();
+    expectAllSegmentsBack(h.global);
+  });
+
+  it("completes a record that ran out of buffers once buffers are recycled; emitting before that throws", async () => {
+    const h = setUp({ required: 2, max: 2 });
+    const big = record(200); // 204 bytes: four 64-byte buffers
+    h.partition.emitRecord(big, 0);
+    expect(h.partition.isAvailable()).toBe(false);
+    expectError(
+      () => h.partition.emitRecord(record(1), 0),
+      IllegalStateError,
+      ErrorCodes.ILLEGAL_STATE,
+    );
+    expectError(
+      () => h.partition.broadcastRecord(record(1)),
+      IllegalStateError,
+      ErrorCodes.ILLEGAL_STATE,
+    );
+    expectError(() => h.partition.finish(), IllegalStateError, ErrorCodes.ILLEGAL_STATE);
+
+    const sink = new Sink();
+    expect(sink.drain(h.views[0] as ResultSubpartitionView)).toBe(2);
+    // The waiting record completes with the recycled buffers (filling the pool again).
+    await h.partition.getAvailableFuture();
+    expect(h.pool.bestEffortGetNumOfUsedBuffers()).toBe(2);
+    sink.drain(h.views[0] as ResultSubpartitionView);
+    expect(h.partition.isAvailable()).toBe(true);
+    h.partition.emitRecord(record(5), 0);
+    finishAndDrain(h, [sink]);
+    expectRecords(sink.records(), [big, record(5)]);
+    expectAllSegmentsBack(h.global);
+  });
+
+  it("drops a record still waiting for buffers when the partition fails or closes, without stray errors", async () => {
+    for (const end of ["fail", "close"] as const) {
+      const h = setUp({ required: 2, max: 2 });
+      const unhandled: unknown[] = [];
+      const onUnhandled = (reason: unknown) => unhandled.push(reason);
+      process.on("unhandledRejection", onUnhandled);
+      try {
+        h.partition.emitRecord(record(200), 0);
+        expect(h.partition.isAvailable()).toBe(false);
+        const waiting = h.partition.getAvailableFuture();
+        if (end === "fail") h.partition.fail(new Error("cancelled"));
+        else h.partition.close();
+        new Sink().drain(h.views[0] as ResultSubpartitionView);
+        for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+        expect(unhandled).toEqual([]);
+        await waiting; // a waiting writer wakes up
+      } finally {
+        process.off("unhandledRejection", onUnhandled);
+      }
+      h.partition.release();
+      expectAllSegmentsBack(h.global);
+    }
+  });
+
+  it("writes a length prefix split across buffers exactly once when the pool runs dry mid-prefix", async () => {
+    const h = setUp({ required: 2, max: 2 });
+    const first = record(SEGMENT - 4, 1); // fills buffer 1 exactly
+    const second = record(SEGMENT - 6, 2); // buffer 2 keeps 2 free bytes
+    const third = record(20, 3); // its length prefix straddles buffers 2 and 3
+    h.partition.emitRecord(first, 0);
+    h.partition.emitRecord(second, 0);
+    // The pool is exhausted now; a writer may still emit (the record waits for buffers).
+    expect(h.partition.isAvailable()).toBe(false);
+    h.partition.emitRecord(third, 0);
+
+    const sink = new Sink();
+    sink.drain(h.views[0] as ResultSubpartitionView);
+    await h.partition.getAvailableFuture();
+    finishAndDrain(h, [sink]);
+    expectRecords(sink.records(), [first, second, third]);
+    expectAllSegmentsBack(h.global);
+  });
+
+  it("writes a broadcast length prefix split across buffers exactly once when the pool runs dry", async () => {
+    const h = setUp({ subpartitions: 2, required: 2, max: 2 });
+    const first = record(SEGMENT - 4, 1);
+    const second = record(SEGMENT - 7, 2); // 3 bytes left in buffer 2
+    const third = record(30, 3);
+    h.partition.broadcastRecord(first);
+    h.partition.broadcastRecord(second);
+    h.partition.broadcastRecord(third);
+    const sinks = [new Sink(), new Sink()];
+    h.views.forEach((view, i) => {
+      (sinks[i] as Sink).drain(view);
+    });
+    await h.partition.getAvailableFuture();
+    finishAndDrain(h, sinks);
+    for (const sink of sinks) expectRecords(sink.records(), [first, second, third]);
+    expectAllSegmentsBack(h.global);
+  });
+
+  it("delivers every record intact through a small pool that keeps running dry", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.integer({ min: 0, max: 200 }), { minLength: 1, maxLength: 40 }),
+        fc.integer({ min: 2, max: 4 }),
+        async (sizes, poolSize) => {
+          const h = setUp({ segments: 8, required: poolSize, max: poolSize });
+          const view = h.views[0] as ResultSubpartitionView;
+          const sink = new Sink();
+          const expected: Uint8Array[] = [];
+          // Drain on every turn while blocked: a record waiting for buffers may need several.
+          const waitUntilAvailable = async () => {
+            while (!h.partition.isAvailable()) {
+              sink.drain(view);
+              await new Promise((resolve) => setImmediate(resolve));
+            }
+          };
+          for (const [i, size] of sizes.entries()) {
+            await waitUntilAvailable();
+            const bytes = record(size, i);
+            expected.push(bytes);
+            h.partition.emitRecord(bytes, 0);
+            expect(h.pool.bestEffortGetNumOfUsedBuffers()).toBeLessThanOrEqual(poolSize);
+          }
+          await waitUntilAvailable();
+          finishAndDrain(h, [sink]);
+          expectRecords(sink.records(), expected);
+          expectAllSegmentsBack(h.global);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+});
+
+describe("ResultPartition writers that ignore availability", () => {
+  it("delivers every record intact when a writer emits until a record has to wait", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 150 }), fc.boolean()), {
+          minLength: 1,
+          maxLength: 40,
+        }),
+        // At least subpartitions + 1 buffers (Flink's minimum): each subpartition may hold an
+        // open buffer, and one more is needed to make progress.
+        fc.integer({ min: 3, max: 5 }),
+        fc.integer({ min: 0, max: 2 }),
+        async (plan, poolSize, overdraft) => {
+          const h = setUp({
+            subpartitions: 2,
+            segments: 12,
+            required: poolSize,
+            max: poolSize,
+            overdraft,
+          });
+          const sinks = [new Sink(), new Sink()];
+          const expected: Uint8Array[][] = [[], []];
+          const drainAll = () => {
+            h.views.forEach((view, i) => {
+              (sinks[i] as Sink).drain(view);
+            });
+          };
+          for (const [i, [size, broadcast]] of plan.entries()) {
+            const bytes = record(size, i);
+            const target = i % 2;
+            // Emit regardless of availability (the writer contract allows it); only a record
+            // that still waits for buffers makes the next emit throw.
+            for (;;) {
+              try {
+                if (broadcast) h.partition.broadcastRecord(bytes);
+                else h.partition.emitRecord(bytes, target);
+                break;
+              } catch (error) {
+                expect(error).toBeInstanceOf(IllegalStateError);
+                drainAll();
+                await new Promise((resolve) => setImmediate(resolve));
+              }
+            }
+            if (broadcast) for (const list of expected) list.push(bytes);
+            else expected[target]?.push(bytes);
+          }
+          while (!h.partition.isAvailable()) {
+            drainAll();
+            await new Promise((resolve) => setImmediate(resolve));
+          }
+          finishAndDrain(h, sinks);
+          sinks.forEach((sink, i) => {
+            expectRecords(sink.records(), expected[i] as Uint8Array[]);
+          });
+          expectAllSegmentsBack(h.global);
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+});
+
+describe("ResultPartition availability", () => {
+  it("becomes unavailable once one subpartition holds max-buffers-per-channel buffers", async () => {
+    const h = setUp({ subpartitions: 2, maxBuffersPerChannel: 3, max: 50 });
+    h.partition.emitRecord(record(SEGMENT - 4, 1), 0);
+    h.partition.emitRecord(record(SEGMENT - 4, 2), 0);
+    h.partition.emitRecord(record(SEGMENT - 4, 3), 1);
+    expect(h.partition.isAvailable()).toBe(true);
+    h.partition.emitRecord(record(SEGMENT - 4, 4), 0);
+    expect(h.pool.getNumberOfBuffersOfChannel(0)).toBe(3);
+    expect(h.partition.isAvailable()).toBe(false);
+    let resolved = false;
+    void h.partition.getAvailableFuture().then(() => {
+      resolved = true;
+    });
+    // The pool itself still has plenty of buffers: the limit is per channel.
+    expect(
+      h.pool.getNumberOfAvailableMemorySegments() + h.global.getNumberOfAvailableMemorySegments(),
+    ).toBeGreaterThan(10);
+    await Promise.resolve();
+    expect(resolved).toBe(false);
+
+    const view = h.views[0] as ResultSubpartitionView;
+    const one = view.getNextBuffer();
+    one?.buffer.recycleBuffer();
+    await h.partition.getAvailableFuture();
+    expect(resolved).toBe(true);
+    expect(h.partition.isAvailable()).toBe(true);
+    h.partition.release();
+    expectAllSegmentsBack(h.global);
+  });
+
+  it("lets a big record finish in overdraft buffers and stays unavailable until they return", () => {
+    const h = setUp({ required: 2, max: 2, overdraft: 3 });
+    const big = record(200); // four buffers: two normal, two overdraft
+    h.partition.emitRecord(big, 0);
+    expect(h.pool.getNumberOfRequestedOverdraftMemorySegments()).toBe(2);
+    expect(h.partition.isAvailable()).toBe(false);
+    const sink = new Sink();
+    sink.drain(h.views[0] as ResultSubpartitionView);
+    expect(h.pool.getNumberOfRequestedOverdraftMemorySegments()).toBe(0);
+    expect(h.partition.isAvailable()).toBe(true);
+    finishAndDrain(h, [sink]);
+    expectRecords(sink.records(), [big]);
+    expectAllSegmentsBack(h.global);
+  });
+
+  it("rejects a record above the maximum record size with RecordTooLargeError, writing nothing", () => {
+    const h = setUp({ maxRecordSize: 100 });
+    const error = expectError(
+      () => h.partition.emitRecord(record(101), 0),
+      RecordTooLargeError,
+      ErrorCodes.RECORD_TOO_LARGE,
+    );
+    expect(error.message).toContain("101");
+    expectError(
+      () => h.partition.broadcastRecord(record(101)),
+      RecordTooLargeError,
+      ErrorCodes.RECORD_TOO_LARGE,
+    );
+    expect(h.global.getNumberOfUsedMemorySegments()).toBe(0);
+    h.partition.emitRecord(record(100), 0); // the limit itself is fine
+    const sink = new Sink();
+    finishAndDrain(h, [sink]);
+    expectRecords(sink.records(), [record(100)]);
+    expectAllSegmentsBack(h.global);
+  });
+});
+
+describe("ResultPartition metrics", () => {
+  it("counts bytes and buffers of finished buffers (broadcast once per subpartition)", () => {
+    const h = setUp({ subpartitions: 2 });
+    const m = h.partition.metrics;
+    h.partition.emitRecord(record(SEGMENT - 4), 0);
+    h.partition.emitRecord(record(SEGMENT - 4), 1);
+    expect([m.numBuffersOut, m.numBytesOut]).toEqual([2, 2 * SEGMENT]);
+    h.partition.emitRecord(record(10), 0);
+    h.partition.flushAll(); // a flushed, unfinished buffer is not counted yet
+    expect([m.numBuffersOut, m.numBytesOut]).toEqual([2, 2 * SEGMENT]);
+    h.partition.broadcastRecord(record(20)); // finishes the open unicast buffer first
+    expect([m.numBuffersOut, m.numBytesOut]).toEqual([3, 2 * SEGMENT + 14]);
+    h.partition.finish();
+    expect([m.numBuffersOut, m.numBytesOut]).toEqual([5, 2 * SEGMENT + 14 + 2 * 24]);
+    expect(h.partition.metrics.outPoolUsage()).toBeGreaterThan(0);
+    const sinks = [new Sink(), new Sink()];
+    h.views.forEach((view, i) => {
+      (sinks[i] as Sink).drain(view);
+      view.releaseAllResources();
+    });
+    h.partition.close();
+    expect(m.numBuffersOut).toBe(5); // readable after release
+    expectAllSegmentsBack(h.global);
+  });
+
+  it("measures back-pressured time only while the writer is blocked", async () => {
+    vi.useFakeTimers({ toFake: ["Date", "setTimeout", "setImmediate"] });
+    const h = setUp({ required: 2, max: 2 });
+    const m = h.partition.metrics;
+    h.partition.emitRecord(record(SEGMENT - 4, 1), 0);
+    vi.advanceTimersByTime(1000); // available: no back-pressure yet
+    expect(m.backPressuredTimeMs).toBe(0);
+    h.partition.emitRecord(record(SEGMENT - 4, 2), 0);
+    expect(h.partition.isAvailable()).toBe(false);
+    const future = h.partition.getAvailableFuture();
+    vi.advanceTimersByTime(250);
+    expect(m.backPressuredTimeMs).toBe(250);
+    vi.advanceTimersByTime(250);
+    expect(m.backPressuredTimeMs).toBe(500);
+
+    const sink = new Sink();
+    sink.drain(h.views[0] as ResultSubpartitionView);
+    await future;
+    await Promise.resolve();
+    expect(h.partition.isAvailable()).toBe(true);
+    vi.advanceTimersByTime(1000);
+    expect(m.backPressuredTimeMs).toBe(500);
+
+    // A second episode adds up.
+    h.partition.emitRecord(record(SEGMENT - 4, 3), 0);
+    h.partition.emitRecord(record(SEGMENT - 4, 4), 0);
+    const again = h.partition.getAvailableFuture();
+    vi.advanceTimersByTime(100);
+    sink.drain(h.views[0] as ResultSubpartitionView);
+    await again;
+    await Promise.resolve();
+    expect(m.backPressuredTimeMs).toBe(600);
+    finishAndDrain(h, [sink]);
+    expect(sink.records()).toHaveLength(4);
+    expectAllSegmentsBack(h.global);
+  });
+});
