@@ -64,6 +64,8 @@ export type {
   ResultSubpartitionView,
 } from "./partition/result-subpartition-view.js";
 export { TaskEventDispatcher, type TaskEventPublisher } from "./partition/task-event-publisher.js";
+// Protocol
+export * from "./protocol/index.js";
 // Security
 export {
   checkFingerprint,
@@ -71,5 +73,3 @@ export {
   readTlsSettings,
   type TlsSettings,
 } from "./security/tls-settings.js";
-// Protocol
-export * from "./protocol/index.js";

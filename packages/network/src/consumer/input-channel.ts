@@ -1,4 +1,7 @@
 import {
+  CancelledError,
+  ErrorCodes,
+  isSluiceError,
   type NetworkBuffer,
   ProducerFailedError,
   type ResultPartitionID,
@@ -92,6 +95,13 @@ export abstract class InputChannel {
 
   /** Wraps a producer-side failure so the consumer sees who failed and why. */
   protected producerFailed(cause: Error | undefined): Error {
+    if (cause === undefined || isSluiceError(cause, ErrorCodes.CANCELLED)) {
+      // Released without a failure (cancelled), not a producer error.
+      return new CancelledError(
+        `partition ${this.partitionId} (subpartition ${this.subpartitionIndex}) was released by its producer${cause ? `: ${cause.message}` : ""}`,
+        { cause },
+      );
+    }
     return new ProducerFailedError(
       `producer of ${this.partitionId} (subpartition ${this.subpartitionIndex}) failed: ${cause?.message ?? "released"}`,
       { cause },

@@ -41,6 +41,9 @@ class FakePartitionRequestClient {
   close(channel: RemoteInputChannel): void {
     this.closed.push(channel);
   }
+  isClosed(): boolean {
+    return false;
+  }
 }
 
 interface Setup {
@@ -356,5 +359,43 @@ describe("RemoteInputChannel credit", () => {
     s.channel.sendTaskEvent(event);
     expect(s.client.taskEvents).toEqual([event]);
     finish(s);
+  });
+});
+
+describe("RemoteInputChannel connection reuse", () => {
+  it("asks for a fresh connection when the shared one was closed just before it got it", async () => {
+    const pool = new NetworkBufferPool(8, SEGMENT);
+    const gatePool = pool.createBufferPool(1, 4);
+    const closedClient = Object.assign(new FakePartitionRequestClient(), { isClosed: () => true });
+    const freshClient = new FakePartitionRequestClient();
+    const handedOut = [closedClient, freshClient];
+    const factory = {
+      createPartitionRequestClient: () => Promise.resolve(handedOut.shift()),
+    } as unknown as PartitionRequestClientFactory;
+    const gate = {
+      owningTaskName: "consumer",
+      notifyChannelNonEmpty() {},
+      getBufferPool: () => gatePool,
+    };
+    const channel = new RemoteInputChannel(
+      gate,
+      0,
+      new ResultPartitionID(),
+      0,
+      new ConnectionID("127.0.0.1", 4711),
+      factory,
+      pool,
+      2,
+      { initialMs: 100, maxMs: 1_000 },
+    );
+    channel.setup();
+    channel.requestSubpartitions();
+    for (let i = 0; i < 6; i++) await Promise.resolve();
+    expect(closedClient.requested).toEqual([]);
+    expect(freshClient.requested).toEqual([channel]);
+    channel.releaseAllResources();
+    gatePool.destroy();
+    expect(pool.getNumberOfAvailableMemorySegments()).toBe(8);
+    pool.destroy();
   });
 });

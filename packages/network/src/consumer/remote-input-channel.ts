@@ -84,9 +84,19 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
   requestSubpartitions(): void {
     if (this.requested) return;
     this.requested = true;
+    this.connectAndRequest(1);
+  }
+
+  private connectAndRequest(retriesIfClosed: number): void {
     this.clientFactory.createPartitionRequestClient(this.connectionId).then(
       (client) => {
         if (this.released) return;
+        if (client.isClosed() && retriesIfClosed > 0) {
+          // The shared connection was closed by its last user just before we got it: the
+          // factory has forgotten it, so asking again opens a fresh one.
+          this.connectAndRequest(retriesIfClosed - 1);
+          return;
+        }
         this.client = client;
         client.requestSubpartition(this);
       },

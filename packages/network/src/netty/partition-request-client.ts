@@ -1,4 +1,9 @@
-import { EventSerializer, type ResultPartitionID, type TaskEvent } from "@sluice/core";
+import {
+  EventSerializer,
+  RemoteTransportError,
+  type ResultPartitionID,
+  type TaskEvent,
+} from "@sluice/core";
 import type { RemoteInputChannel } from "../consumer/remote-input-channel.js";
 import { MessageId } from "../protocol/message-id.js";
 import type { CreditBasedPartitionRequestClientHandler } from "./credit-based-partition-request-client-handler.js";
@@ -23,6 +28,14 @@ export class PartitionRequestClient {
 
   /** Sends the PartitionRequest with the channel's initial credit. */
   requestSubpartition(channel: RemoteInputChannel): void {
+    if (this.closed) {
+      channel.onError(
+        new RemoteTransportError(
+          `connection ${this.handler.connectionId} was closed before the request`,
+        ),
+      );
+      return;
+    }
     this.users++;
     this.handler.addInputChannel(channel);
     this.handler.writeNow({

@@ -1,4 +1,4 @@
-import type { InputChannelID } from "@sluice/core";
+import { CancelledError, type InputChannelID } from "@sluice/core";
 import { errorToErrorResponse } from "../protocol/error-response.js";
 import { encodeBufferResponseHeader, encodeMessage } from "../protocol/message-encoder.js";
 import { MessageId } from "../protocol/message-id.js";
@@ -134,7 +134,11 @@ export class PartitionRequestQueue implements ReaderQueue {
         if (view?.isReleased()) {
           // The producer released the partition (failure or cancel) before finishing it: tell
           // the consumer instead of leaving it waiting forever.
-          const cause = view.getFailureCause() ?? new Error("partition released by the producer");
+          const cause =
+            view.getFailureCause() ??
+            new CancelledError(
+              `result partition of receiver ${reader.receiverId} was released by the producer`,
+            );
           this.notifyReaderFailed(reader, cause);
         }
         continue;
