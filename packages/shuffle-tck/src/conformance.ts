@@ -495,14 +495,24 @@ export function describeShuffleServiceConformance(options: ShuffleConformanceOpt
         "sink",
         gateDescriptor(healthyResult, 0, [healthyPart.descriptor]),
       );
+      // The doomed consumer reads a little (so it is surely connected), then stops reading.
       void doomed.client
-        .request({ cmd: "consume", gate: doomedGate, options: { stalled: true } })
+        .request({ cmd: "consume", gate: doomedGate, options: { stallAfter: 10 } })
         .catch(() => {});
       const toDoomed = producer.client.request<ProduceResult>({
         cmd: "produce",
         writer: doomedWriter,
         plan: { records: 10_000_000, padding: 88 },
       });
+      await expect
+        .poll(async () => {
+          const status = await doomed.client.request<{ counts: number[] }>({
+            cmd: "consumerStatus",
+            gate: doomedGate,
+          });
+          return status.counts[0] ?? 0;
+        })
+        .toBeGreaterThanOrEqual(10);
       // The producer fills what the stalled consumer allows, then blocks.
       await expect
         .poll(
@@ -548,16 +558,26 @@ export function describeShuffleServiceConformance(options: ShuffleConformanceOpt
         "stalled-sink",
         gateDescriptor(resultId, 0, [part.descriptor]),
       );
+      // The consumer reads a little (so it is surely connected), then stops reading.
       const consumed = consumer.client.request<ConsumeResult>({
         cmd: "consume",
         gate,
-        options: { stalled: true },
+        options: { stallAfter: 10 },
       });
       const produced = producer.client.request<ProduceResult>({
         cmd: "produce",
         writer,
         plan: { records: 10_000_000, padding: 88 },
       });
+      await expect
+        .poll(async () => {
+          const status = await consumer.client.request<{ counts: number[] }>({
+            cmd: "consumerStatus",
+            gate,
+          });
+          return status.counts[0] ?? 0;
+        })
+        .toBeGreaterThanOrEqual(10);
       await expect
         .poll(
           async () =>

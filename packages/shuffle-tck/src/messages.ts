@@ -36,6 +36,8 @@ export interface ProduceResult {
 export interface ConsumeOptions {
   /** Stop polling until an `unstall` request for this gate. */
   readonly stalled?: boolean;
+  /** Stop polling (as `stalled`) once this many buffers arrived: proves the channel is connected. */
+  readonly stallAfter?: number;
   /** Close the gate after this many records (a consumer cancel). */
   readonly cancelAfter?: number;
 }

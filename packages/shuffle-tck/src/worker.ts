@@ -220,6 +220,9 @@ class Worker {
         if (next.buffer !== undefined) {
           checker.accept(next.channelIndex, next.buffer);
           received++;
+          if (options.stallAfter !== undefined && received === options.stallAfter) {
+            state.stalled = true;
+          }
         }
         if (
           options.cancelAfter !== undefined &&

@@ -113,7 +113,7 @@ function emptyDir(name: string): string {
 async function loadError(
   configuration: Configuration,
   code: string,
-  options: { cwd?: string; conditions?: string[] } = {},
+  options: { cwd?: string; conditions?: string[]; applicationDirs?: string[] } = {},
 ): Promise<SluiceError> {
   try {
     await ShuffleServiceLoader.loadShuffleServiceFactory(configuration, {
@@ -158,6 +158,22 @@ describe("ShuffleServiceLoader: where plugins are found", () => {
       },
     );
     expect(kindOf(factory)).toBe("objectFactory");
+  });
+
+  it("searches the application folders after the working directory, and names them when it fails", async () => {
+    const app = emptyDir("app");
+    const elsewhere = emptyDir("elsewhere");
+    installEsmPlugin(app, "@acme/shuffle");
+    const factory = await ShuffleServiceLoader.loadShuffleServiceFactory(
+      configWithout("@acme/shuffle#objectFactory"),
+      { cwd: elsewhere, applicationDirs: [app] },
+    );
+    expect(kindOf(factory)).toBe("objectFactory");
+    const error = await loadError(configWithout("@acme/missing#F"), ErrorCodes.PLUGIN_NOT_FOUND, {
+      cwd: elsewhere,
+      applicationDirs: [app],
+    });
+    expect(error.message).toContain(`the application folder ${app}`);
   });
 
   it("finds a package installed in a parent folder, as Node does", async () => {

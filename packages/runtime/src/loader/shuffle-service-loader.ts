@@ -42,6 +42,12 @@ export interface ShuffleServiceLoaderOptions {
   readonly cwd?: string;
   /** The config file's folder (default: the configuration's `configDir`). */
   readonly configDir?: string;
+  /**
+   * The application's own folders (whose package.json lists the plugins), searched for package
+   * names after the config file's folder and the working directory — for an application started
+   * from another directory, e.g. by a workspace script.
+   */
+  readonly applicationDirs?: readonly string[];
   /** Aliases for the value (default {@link SHUFFLE_SERVICE_ALIASES}: `tcp`, `ws`). */
   readonly aliases?: Readonly<Record<string, string>>;
   /**
@@ -171,6 +177,7 @@ export async function loadShuffleServiceFactoryWithInfo(
     cwd,
     configDir === undefined ? undefined : path.resolve(configDir),
     conditions,
+    (options.applicationDirs ?? []).map((dir) => path.resolve(dir)),
   );
   const moduleLabel = `module ${file}`;
 
@@ -248,14 +255,22 @@ function locateModule(
   cwd: string,
   configDir: string | undefined,
   conditions: ReadonlySet<string>,
+  applicationDirs: readonly string[],
 ): string {
   if (reference.kind === "bare") {
-    const fromDirs = [...new Set([configDir, cwd].filter((d): d is string => d !== undefined))];
+    const fromDirs = [
+      ...new Set([configDir, cwd, ...applicationDirs].filter((d): d is string => d !== undefined)),
+    ];
     const resolution = resolveBareSpecifier(reference.specifier, fromDirs, conditions);
     if (resolution.found) return resolution.file;
     const where = resolution.searched
       .map(({ from, candidates }) => {
-        const label = from === configDir ? "the config file's folder" : "the working directory";
+        const label =
+          from === configDir
+            ? "the config file's folder"
+            : from === cwd
+              ? "the working directory"
+              : "the application folder";
         return `from ${label} ${from} (${candidates.join(", ")})`;
       })
       .join(" and ");

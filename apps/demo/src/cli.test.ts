@@ -1,0 +1,129 @@
+import { PassThrough } from "node:stream";
+import { describe, expect, it } from "vitest";
+import { DEFAULTS, parseCli, parseCount, UsageError } from "./cli.js";
+import { runDemo } from "./main.js";
+
+function usageError(argv: string[]): string {
+  try {
+    parseCli(argv);
+  } catch (error) {
+    expect(error).toBeInstanceOf(UsageError);
+    expect((error as UsageError).exitCode).toBe(2);
+    return (error as Error).message;
+  }
+  throw new Error(`parseCli(${JSON.stringify(argv)}) did not fail`);
+}
+
+function capture(): { stream: NodeJS.WriteStream; text: () => string } {
+  const stream = new PassThrough();
+  let text = "";
+  stream.on("data", (chunk: Buffer) => {
+    text += chunk.toString();
+  });
+  return { stream: stream as unknown as NodeJS.WriteStream, text: () => text };
+}
+
+describe("command line", () => {
+  it("has defaults for everything", () => {
+    expect(parseCli([])).toEqual({
+      shuffle: undefined,
+      configFile: undefined,
+      dynamicProperties: [],
+      records: DEFAULTS.records,
+      parallelism: 2,
+      taskManagers: 2,
+      seed: DEFAULTS.seed,
+      json: false,
+      help: false,
+    });
+  });
+
+  it("reads every option, and -D in both of Flink's forms", () => {
+    const options = parseCli([
+      "--shuffle",
+      "ws",
+      "--config",
+      "conf.yaml",
+      "-D",
+      "a.b=1",
+      "-Dc.d=x=y",
+      "--records",
+      "200k",
+      "--parallelism",
+      "3",
+      "--task-managers=4",
+      "--seed",
+      "7",
+      "--json",
+    ]);
+    expect(options).toMatchObject({
+      shuffle: "ws",
+      configFile: "conf.yaml",
+      dynamicProperties: ["-Da.b=1", "-Dc.d=x=y"],
+      records: 200_000,
+      parallelism: 3,
+      taskManagers: 4,
+      seed: 7,
+      json: true,
+    });
+  });
+
+  it("accepts counts with separators and k/m suffixes", () => {
+    expect(parseCount("--records", "2_000_000", 1, 1e9)).toBe(2_000_000);
+    expect(parseCount("--records", "2m", 1, 1e9)).toBe(2_000_000);
+    expect(parseCount("--records", "1.5k", 1, 1e9)).toBe(1_500);
+  });
+
+  it("rejects bad values with a message that names the option and the value", () => {
+    expect(usageError(["--records", "x"])).toBe(
+      '--records expects a whole number (e.g. 200000, 200_000, 200k or 2m), got "x"',
+    );
+    expect(usageError(["--records", "0"])).toMatch(/^--records must be between 1 and/);
+    expect(usageError(["--parallelism", "65"])).toBe(
+      "--parallelism must be between 1 and 64, got 65",
+    );
+    expect(usageError(["--task-managers", "-1"])).toMatch(/--task-managers/);
+    expect(usageError(["--shuffle", ""])).toMatch(/^--shuffle expects tcp, ws/);
+  });
+
+  it("rejects unknown options, missing values and stray arguments", () => {
+    expect(usageError(["--recrds", "5"])).toBe("unknown option --recrds (see --help)");
+    expect(usageError(["--records"])).toBe("--records expects a value (see --help)");
+    expect(usageError(["--json=yes"])).toBe("--json takes no value (see --help)");
+    expect(usageError(["records"])).toMatch(/^unexpected argument "records"/);
+  });
+
+  it("rejects a malformed -D with the runtime's message", () => {
+    expect(usageError(["-D"])).toMatch(/"-D" is the last argument/);
+    expect(usageError(["-D", "novalue"])).toMatch(/expected -D key=value/);
+  });
+
+  it("exits with code 2 and prints the problem on stderr", async () => {
+    const out = capture();
+    const err = capture();
+    const code = await runDemo(["--records", "x"], { stdout: out.stream, stderr: err.stream });
+    expect(code).toBe(2);
+    expect(err.text()).toContain(
+      'error: --records expects a whole number (e.g. 200000, 200_000, 200k or 2m), got "x"',
+    );
+    expect(out.text()).toBe("");
+  });
+
+  it("exits with code 2 for an invalid configuration value, naming the key", async () => {
+    const err = capture();
+    const code = await runDemo(["-D", "taskmanager.memory.segment-size=lots"], {
+      stdout: capture().stream,
+      stderr: err.stream,
+    });
+    expect(code).toBe(2);
+    expect(err.text()).toContain('"taskmanager.memory.segment-size"');
+    expect(err.text()).toContain('"lots"');
+  });
+
+  it("prints the help text with --help and exits 0", async () => {
+    const out = capture();
+    expect(await runDemo(["--help"], { stdout: out.stream, stderr: capture().stream })).toBe(0);
+    expect(out.text()).toMatch(/^Usage: pnpm demo/);
+    expect(out.text()).toContain("--shuffle <plugin>");
+  });
+});

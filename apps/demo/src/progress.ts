@@ -1,0 +1,153 @@
+import cliProgress from "cli-progress";
+import { formatInteger, formatMegabytes, formatPercent, perSecond } from "./format.js";
+import type { TaskProgress } from "./ipc-messages.js";
+
+/** What the coordinator knows about the running job at one moment. */
+export interface ProgressSnapshot {
+  readonly elapsedMs: number;
+  /** Words the job will move in total. */
+  readonly totalRecords: number;
+  /** The latest counters of every task that reported. */
+  readonly tasks: readonly TaskProgress[];
+}
+
+/** Renders progress while the job runs. */
+export interface ProgressView {
+  /** Renders `snapshot`; a plain-line view prints at most once a second unless `final`. */
+  update(snapshot: ProgressSnapshot, final?: boolean): void;
+  stop(): void;
+}
+
+/** Totals and rates since the previous snapshot. */
+interface Rates {
+  readonly recordsIn: number;
+  readonly recordsPerSecond: number;
+  readonly bytesPerSecond: number;
+}
+
+class RateMeter {
+  private lastMs = 0;
+  private lastRecords = 0;
+  private lastBytes = 0;
+
+  next(snapshot: ProgressSnapshot): Rates {
+    let recordsIn = 0;
+    let bytesOut = 0;
+    for (const task of snapshot.tasks) {
+      if (task.kind === "count") recordsIn += task.records;
+      else bytesOut += task.bytes;
+    }
+    const ms = snapshot.elapsedMs - this.lastMs;
+    const rates = {
+      recordsIn,
+      recordsPerSecond: perSecond(recordsIn - this.lastRecords, ms),
+      bytesPerSecond: perSecond(bytesOut - this.lastBytes, ms),
+    };
+    this.lastMs = snapshot.elapsedMs;
+    this.lastRecords = recordsIn;
+    this.lastBytes = bytesOut;
+    return rates;
+  }
+}
+
+/** `S1 80% S2 75%`: a short per-task label and value, sources or counters. */
+function perTask(
+  tasks: readonly TaskProgress[],
+  kind: TaskProgress["kind"],
+  value: (t: TaskProgress) => string,
+): string {
+  const prefix = kind === "source" ? "S" : "C";
+  return tasks
+    .filter((t) => t.kind === kind)
+    .sort((a, b) => a.subtaskIndex - b.subtaskIndex)
+    .map((t) => `${prefix}${t.subtaskIndex + 1} ${value(t)}`)
+    .join(" ");
+}
+
+function pools(snapshot: ProgressSnapshot): { out: string; in: string; bp: string } {
+  return {
+    out: perTask(snapshot.tasks, "source", (t) => formatPercent(t.poolUsage)),
+    in: perTask(snapshot.tasks, "count", (t) => formatPercent(t.poolUsage)),
+    bp: perTask(snapshot.tasks, "source", (t) => `${(t.backPressuredTimeMs / 1000).toFixed(1)}s`),
+  };
+}
+
+/** A cli-progress bar, for terminals. */
+class BarView implements ProgressView {
+  private readonly bar: cliProgress.SingleBar;
+  private readonly meter = new RateMeter();
+  private started = false;
+
+  constructor(stream: NodeJS.WriteStream) {
+    this.bar = new cliProgress.SingleBar(
+      {
+        stream,
+        format:
+          "{bar} {percentage}% | {words}/{totalWords} words | {rate} rec/s | {mbps} | out pool {outPool} | in pool {inPool} | back-pressured {bp}",
+        barsize: 24,
+        hideCursor: true,
+        clearOnComplete: false,
+        fps: 10,
+        linewrap: false,
+      },
+      cliProgress.Presets.shades_classic,
+    );
+  }
+
+  update(snapshot: ProgressSnapshot): void {
+    if (snapshot.tasks.length === 0) return;
+    const rates = this.meter.next(snapshot);
+    const p = pools(snapshot);
+    const payload = {
+      words: formatInteger(rates.recordsIn),
+      totalWords: formatInteger(snapshot.totalRecords),
+      rate: formatInteger(rates.recordsPerSecond),
+      mbps: `${formatMegabytes(rates.bytesPerSecond)}/s`,
+      outPool: p.out,
+      inPool: p.in,
+      bp: p.bp,
+    };
+    if (!this.started) {
+      this.started = true;
+      this.bar.start(snapshot.totalRecords, rates.recordsIn, payload);
+    } else {
+      this.bar.update(rates.recordsIn, payload);
+    }
+  }
+
+  stop(): void {
+    if (this.started) this.bar.stop();
+  }
+}
+
+/** Plain periodic lines, for pipes, files and CI logs. */
+class LineView implements ProgressView {
+  private readonly meter = new RateMeter();
+  private lastPrintMs = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly stream: NodeJS.WritableStream,
+    private readonly everyMs: number,
+  ) {}
+
+  update(snapshot: ProgressSnapshot, final = false): void {
+    if (snapshot.tasks.length === 0) return;
+    if (!final && snapshot.elapsedMs - this.lastPrintMs < this.everyMs) return;
+    this.lastPrintMs = snapshot.elapsedMs;
+    const rates = this.meter.next(snapshot);
+    const p = pools(snapshot);
+    const done = snapshot.totalRecords === 0 ? 1 : rates.recordsIn / snapshot.totalRecords;
+    this.stream.write(
+      `[${(snapshot.elapsedMs / 1000).toFixed(1).padStart(5)}s] ${formatInteger(rates.recordsIn)}/${formatInteger(snapshot.totalRecords)} words (${formatPercent(done)})` +
+        `  ${formatInteger(rates.recordsPerSecond)} rec/s  ${formatMegabytes(rates.bytesPerSecond)}/s` +
+        `  out pool ${p.out}  in pool ${p.in}  back-pressured ${p.bp}\n`,
+    );
+  }
+
+  stop(): void {}
+}
+
+/** A bar on a terminal, plain lines (every second) otherwise. */
+export function createProgressView(stream: NodeJS.WriteStream): ProgressView {
+  return stream.isTTY === true ? new BarView(stream) : new LineView(stream, 1000);
+}
