@@ -51,6 +51,11 @@ export class BufferManager implements BufferRecycler, BufferListener {
     return this.exclusiveSegments.length;
   }
 
+  /** Exclusive buffers holding data (received, not yet recycled by the consumer). */
+  getNumberOfUsedExclusiveBuffers(): number {
+    return this.exclusiveSegments.length - this.availableExclusive.length;
+  }
+
   /** Buffers ready for incoming data (= credit the sender may have). */
   getNumberOfAvailableBuffers(): number {
     return this.availableExclusive.length + this.availableFloating.length;

@@ -215,6 +215,14 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
     return this.bufferManager.getNumberOfAvailableBuffers();
   }
 
+  /** Exclusive buffers in use and in total, for the gate's inPoolUsage. */
+  getExclusiveBufferUsage(): { readonly used: number; readonly total: number } {
+    return {
+      used: this.bufferManager.getNumberOfUsedExclusiveBuffers(),
+      total: this.bufferManager.getNumberOfExclusiveBuffers(),
+    };
+  }
+
   releaseAllResources(): void {
     if (this.released) return;
     this.released = true;

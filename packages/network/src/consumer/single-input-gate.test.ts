@@ -306,3 +306,34 @@ describe("SingleInputGate with local channels", () => {
     expectAllSegmentsBack(job.global);
   });
 });
+
+describe("SingleInputGate inPoolUsage", () => {
+  it("counts remote channels' exclusive buffers together with the floating pool, as Flink does", async () => {
+    const global = new NetworkBufferPool(64, SEGMENT);
+    globals.push(global);
+    const gate = new SingleInputGate({
+      owningTaskName: "consumer",
+      gateIndex: 0,
+      consumedResultId: new IntermediateDataSetID(),
+      consumedPartitionType: ResultPartitionType.PIPELINED_BOUNDED,
+      numberOfInputChannels: 2,
+      bufferPoolFactory: () => global.createBufferPool(1, 4),
+    });
+    // Two channels, each with 4 exclusive buffers of which 3 hold data.
+    for (let i = 0; i < 2; i++) {
+      const channel = new UnknownInputChannel(gate, i, new ResultPartitionID(), 0, BACKOFF);
+      Object.assign(channel, { getExclusiveBufferUsage: () => ({ used: 3, total: 4 }) });
+      gate.setInputChannel(channel);
+    }
+    gate.setup();
+    const floating = gate.getBufferPool();
+    // Floating pool: none used; its size is whatever the NetworkBufferPool granted.
+    const expected = 6 / (8 + floating.getNumBuffers());
+    expect(gate.metrics.inPoolUsage()).toBeCloseTo(expected, 10);
+    const borrowed = floating.requestBuffer();
+    expect(gate.metrics.inPoolUsage()).toBeCloseTo(7 / (8 + floating.getNumBuffers()), 10);
+    borrowed?.recycleBuffer();
+    await gate.close();
+    expectAllSegmentsBack(global);
+  });
+});

@@ -35,6 +35,11 @@ interface SetupCapable {
   setup(): void;
 }
 
+/** Remote channels report their exclusive buffers for inPoolUsage. */
+interface ExclusiveBufferUsage {
+  getExclusiveBufferUsage(): { readonly used: number; readonly total: number };
+}
+
 function hasSetup(channel: InputChannel): channel is InputChannel & SetupCapable {
   return typeof (channel as Partial<SetupCapable>).setup === "function";
 }
@@ -92,9 +97,27 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
         return counters.numBuffersIn;
       },
       inPoolUsage(): number {
-        return self.bufferPool?.getUsage() ?? 0;
+        return self.computeInPoolUsage();
       },
     };
+  }
+
+  /**
+   * Flink's inPoolUsage: buffers in use over buffers the gate may use, counting the remote
+   * channels' exclusive buffers together with the floating pool.
+   */
+  private computeInPoolUsage(): number {
+    let used = this.bufferPool?.bestEffortGetNumOfUsedBuffers() ?? 0;
+    let total = this.bufferPool?.getNumBuffers() ?? 0;
+    for (const channel of this.channels) {
+      const usage = (
+        channel as Partial<ExclusiveBufferUsage> | undefined
+      )?.getExclusiveBufferUsage?.();
+      if (usage === undefined) continue;
+      used += usage.used;
+      total += usage.total;
+    }
+    return total === 0 ? 0 : used / total;
   }
 
   /** Installs channel `channel.channelIndex` (called by the environment while building the gate). */
