@@ -121,6 +121,44 @@ describe("the TCP data server under hostile input and cut connections", () => {
     expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(64 * 1024 * 1024);
   });
 
+  it("fails a consumer's channels with a PROTOCOL error when the 'producer' sends garbage", async () => {
+    const consumer = await start();
+    const producer = await start();
+    const accepted: Socket[] = [];
+    const fake = createServer((socket) => {
+      accepted.push(socket);
+      const garbage = Buffer.alloc(64, 0x5a);
+      garbage.writeInt32BE(64, 0); // a plausible length, then a wrong magic number
+      socket.end(garbage);
+      socket.on("error", () => {});
+    });
+    servers.push(fake);
+    await new Promise<void>((r) => fake.listen(0, "127.0.0.1", r));
+    const port = (fake.address() as { port: number }).port;
+    const job = await deployAllToAll(producer, consumer, 1, 2, config, undefined, {
+      advertisedPort: port,
+    });
+    for (const writer of job.writers) writer.setup();
+    for (const gate of job.gates) {
+      gate.setup();
+      gate.requestPartitions();
+    }
+    for (const gate of job.gates) {
+      await expect.poll(() => gate.getFailureCause() ?? pollError(gate)).toBeDefined();
+      const error = (gate.getFailureCause() ?? pollError(gate)) as {
+        code?: string;
+        message: string;
+      };
+      expect(error.code).toBe(ErrorCodes.PROTOCOL);
+      expect(error.message).toMatch(/magic/i);
+      await gate.close();
+    }
+    for (const writer of job.writers) writer.release();
+    // The consumer dropped the broken connection itself.
+    await expect.poll(() => consumer.getNumberOfClientConnections()).toBe(0);
+    for (const socket of accepted) socket.destroy();
+  });
+
   it("fails every channel of a connection cut mid-frame, without mis-parsing the truncated frame", async () => {
     const producer = await start();
     const consumer = await start();
