@@ -275,3 +275,27 @@ describe("BufferBuilder and BufferConsumer", () => {
     expect(event.isRecycled()).toBe(true);
   });
 });
+
+describe("BufferBuilder copy paths", () => {
+  it("copies whole sources, short runs and long partial runs exactly, and writes length prefixes big-endian", () => {
+    const segment = MemorySegment.allocateUnpooled(SEGMENT_SIZE);
+    const builder = new BufferBuilder(segment, { recycle: () => {} });
+    const consumer = builder.createBufferConsumer();
+    const source = Uint8Array.from({ length: 40 }, (_, i) => i + 1);
+    expect(builder.appendInt32(0x01020304)).toBe(true);
+    expect(builder.append(source.subarray(0, 5))).toBe(5); // whole source
+    expect(builder.append(source, 5, 7)).toBe(7); // short partial run (loop)
+    expect(builder.append(source, 12, 28)).toBe(28); // long partial run (subarray)
+    expect(builder.getWritableBytes()).toBe(SEGMENT_SIZE - 44);
+    builder.commit();
+    const built = consumer.build();
+    expect(Array.from(built.view())).toEqual([1, 2, 3, 4, ...Array.from(source)]);
+    built.recycleBuffer();
+    // Not enough room for 4 bytes: nothing is written.
+    builder.append(new Uint8Array(SEGMENT_SIZE - 44 - 3));
+    expect(builder.appendInt32(7)).toBe(false);
+    expect(builder.getWritableBytes()).toBe(3);
+    consumer.close();
+    builder.close();
+  });
+});

@@ -5,6 +5,9 @@ import { DataType } from "./data-type.js";
 import type { MemorySegment } from "./memory-segment.js";
 import { NetworkBuffer } from "./network-buffer.js";
 
+/** Copies up to this many bytes with a loop rather than a subarray view. */
+const SHORT_COPY = 16;
+
 /**
  * The single writer of one segment (Flink's BufferBuilder). Bytes are appended, then `commit()`
  * makes them visible to the BufferConsumer(s) reading the same segment; `finish()` seals the
@@ -71,11 +74,34 @@ export class BufferBuilder {
       );
     }
     const toCopy = Math.min(length, this.maxCapacity - this.writerPosition);
-    if (toCopy > 0) {
-      this.segment.memory.set(source.subarray(offset, offset + toCopy), this.writerPosition);
-      this.writerPosition += toCopy;
+    if (toCopy <= 0) return 0;
+    const memory = this.segment.memory;
+    const position = this.writerPosition;
+    // Hot path: most records fit whole. Avoid the view a subarray() would allocate per record
+    // (it showed up as ~30% of an in-process profile): copy the whole source, or short runs
+    // byte by byte.
+    if (offset === 0 && toCopy === source.length) {
+      memory.set(source, position);
+    } else if (toCopy <= SHORT_COPY) {
+      for (let i = 0; i < toCopy; i++) memory[position + i] = source[offset + i] as number;
+    } else {
+      memory.set(source.subarray(offset, offset + toCopy), position);
     }
+    this.writerPosition = position + toCopy;
     return toCopy;
+  }
+
+  /**
+   * Appends a big-endian int32 (a record's length prefix) when all 4 bytes fit, without
+   * committing. Returns false, writing nothing, when fewer than 4 bytes are left.
+   */
+  appendInt32(value: number): boolean {
+    this.checkOpen();
+    if (this.marker.finished) throw new IllegalStateError("BufferBuilder is already finished");
+    if (this.maxCapacity - this.writerPosition < 4) return false;
+    this.segment.memory.writeInt32BE(value | 0, this.writerPosition);
+    this.writerPosition += 4;
+    return true;
   }
 
   /** Makes every appended byte visible to the consumers. */

@@ -260,6 +260,14 @@ export class ResultPartition implements ResultPartitionWriter, SubpartitionParen
       );
     }
     if (this.broadcastBuilder !== undefined) this.finishBroadcastBuilder();
+    // Fast path: the whole record, length prefix included, fits the current buffer.
+    const current = this.unicastBuilders[targetSubpartition];
+    if (current !== undefined && current.getWritableBytes() >= LENGTH_BYTES + record.length) {
+      current.appendInt32(record.length);
+      current.appendAndCommit(record);
+      if (current.isFull()) this.finishUnicastBuilder(targetSubpartition);
+      return;
+    }
     this.lengthScratch.writeInt32BE(record.length, 0);
     // The length prefix is tiny; copying it next to the payload would cost a full record copy.
     // Part of it may already sit in the last buffer when the pool runs dry: keep only the rest.
