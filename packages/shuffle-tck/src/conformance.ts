@@ -104,6 +104,48 @@ export function describeShuffleServiceConformance(options: ShuffleConformanceOpt
       return { client, port: init.port, resourceId: ResourceID.fromHex(init.resourceId) };
     }
 
+    /** Pipelined partitions are released once consumed, failed or cancelled. */
+    async function expectPartitionsReleased(worker: Worker): Promise<void> {
+      await expect
+        .poll(() =>
+          worker.client.request<{ partitionsOccupyingLocalResources: number }>({ cmd: "status" }),
+        )
+        .toEqual({ partitionsOccupyingLocalResources: 0 });
+    }
+
+    /** The writer reports unavailable: the producer is blocked on backpressure. */
+    async function expectBlocked(worker: Worker, writer: string): Promise<void> {
+      await expect
+        .poll(async () => {
+          const status = await worker.client.request<{ available: boolean }>({
+            cmd: "producerStatus",
+            writer,
+          });
+          return status.available;
+        })
+        .toBe(false);
+    }
+
+    /** The gate's first channel received at least `records` records (so it is connected). */
+    async function expectReceived(worker: Worker, gate: string, records: number): Promise<void> {
+      await expect
+        .poll(async () => {
+          const status = await worker.client.request<{ counts: number[] }>({
+            cmd: "consumerStatus",
+            gate,
+          });
+          return status.counts[0] ?? 0;
+        })
+        .toBeGreaterThanOrEqual(records);
+    }
+
+    /** Closes each worker's environment; each process must then exit on its own (no leaked handles). */
+    async function expectExitByThemselves(...targets: Worker[]): Promise<void> {
+      for (const worker of targets) {
+        expect(await worker.client.close()).toEqual({ code: 0, exitedByItself: true });
+      }
+    }
+
     /** Registers one pipelined partition of `producer` and returns both deployment forms. */
     async function registerPartition(
       producer: Worker,
@@ -231,13 +273,8 @@ export function describeShuffleServiceConformance(options: ShuffleConformanceOpt
         expect(produced[p]?.emitted).toBe(records);
       }
       // Pipelined partitions are released once consumed.
-      await expect
-        .poll(() =>
-          producer.client.request<{ partitionsOccupyingLocalResources: number }>({ cmd: "status" }),
-        )
-        .toEqual({ partitionsOccupyingLocalResources: 0 });
-      expect(await producer.client.close()).toEqual({ code: 0, exitedByItself: true });
-      expect(await consumer.client.close()).toEqual({ code: 0, exitedByItself: true });
+      await expectPartitionsReleased(producer);
+      await expectExitByThemselves(producer, consumer);
     }, 120_000);
 
     it("stops a producer at its bound under a stalled consumer while other channels on the same connection keep flowing", async () => {
@@ -292,17 +329,7 @@ export function describeShuffleServiceConformance(options: ShuffleConformanceOpt
       expect(flowingConsumed.violations).toEqual([]);
       expect(flowingConsumed.counts).toEqual([flowingProduced.emitted]);
       // The stalled producer is blocked: unavailable, having emitted a bounded number of records.
-      await expect
-        .poll(
-          async () =>
-            (
-              await producer.client.request<{ available: boolean }>({
-                cmd: "producerStatus",
-                writer: stalledWriter,
-              })
-            ).available,
-        )
-        .toBe(false);
+      await expectBlocked(producer, stalledWriter);
       const blocked = await producer.client.request<{ emitted: number }>({
         cmd: "producerStatus",
         writer: stalledWriter,
@@ -324,8 +351,7 @@ export function describeShuffleServiceConformance(options: ShuffleConformanceOpt
       expect(stalledProduced.backPressured).toBe(true);
       expect(stalledConsumed.violations).toEqual([]);
       expect(stalledConsumed.counts).toEqual([total]);
-      expect(await producer.client.close()).toEqual({ code: 0, exitedByItself: true });
-      expect(await consumer.client.close()).toEqual({ code: 0, exitedByItself: true });
+      await expectExitByThemselves(producer, consumer);
     }, 120_000);
 
     it("fails the consumer's gate with the producer's error when the producer fails", async () => {
@@ -359,8 +385,7 @@ export function describeShuffleServiceConformance(options: ShuffleConformanceOpt
       expect(result.finished).toBe(false);
       expect(result.error?.message).toContain("boom from the producer");
       expect(result.violations).toEqual([]);
-      expect(await producer.client.close()).toEqual({ code: 0, exitedByItself: true });
-      expect(await consumer.client.close()).toEqual({ code: 0, exitedByItself: true });
+      await expectExitByThemselves(producer, consumer);
     }, 60_000);
 
     it("releases the producer's partition when the consumer cancels", async () => {
@@ -389,13 +414,8 @@ export function describeShuffleServiceConformance(options: ShuffleConformanceOpt
       const outcome = await produced;
       expect(outcome.releasedError).toBeDefined();
       expect(outcome.emitted).toBeLessThan(10_000_000);
-      await expect
-        .poll(() =>
-          producer.client.request<{ partitionsOccupyingLocalResources: number }>({ cmd: "status" }),
-        )
-        .toEqual({ partitionsOccupyingLocalResources: 0 });
-      expect(await producer.client.close()).toEqual({ code: 0, exitedByItself: true });
-      expect(await consumer.client.close()).toEqual({ code: 0, exitedByItself: true });
+      await expectPartitionsReleased(producer);
+      await expectExitByThemselves(producer, consumer);
     }, 60_000);
 
     it("finds a partition that registers after the consumer asked for it", async () => {
@@ -420,8 +440,7 @@ export function describeShuffleServiceConformance(options: ShuffleConformanceOpt
         expect(result.error).toBeUndefined();
         expect(result.counts).toEqual([5_000]);
       }
-      expect(await producer.client.close()).toEqual({ code: 0, exitedByItself: true });
-      expect(await consumer.client.close()).toEqual({ code: 0, exitedByItself: true });
+      await expectExitByThemselves(producer, consumer);
     }, 60_000);
 
     it("fails every consumer channel with an error naming the remote when the producer process is killed", async () => {
@@ -444,15 +463,7 @@ export function describeShuffleServiceConformance(options: ShuffleConformanceOpt
           plan: { records: 100_000_000, padding: 20, flushEvery: 64 },
         })
         .catch(() => {});
-      await expect
-        .poll(async () => {
-          const status = await consumer.client.request<{ counts: number[] }>({
-            cmd: "consumerStatus",
-            gate: gates[0] as string,
-          });
-          return status.counts[0] ?? 0;
-        })
-        .toBeGreaterThan(1_000);
+      await expectReceived(consumer, gates[0] as string, 1_001);
       const killedAt = Date.now();
       producer.client.kill();
       for (const result of await Promise.all(consumed)) {
@@ -462,7 +473,7 @@ export function describeShuffleServiceConformance(options: ShuffleConformanceOpt
         expect(result.violations).toEqual([]);
       }
       expect(Date.now() - killedAt).toBeLessThan(10_000);
-      expect(await consumer.client.close()).toEqual({ code: 0, exitedByItself: true });
+      await expectExitByThemselves(consumer);
     }, 60_000);
 
     it("releases what a killed consumer held at the producer and keeps serving the other consumers", async () => {
@@ -504,27 +515,9 @@ export function describeShuffleServiceConformance(options: ShuffleConformanceOpt
         writer: doomedWriter,
         plan: { records: 10_000_000, padding: 88 },
       });
-      await expect
-        .poll(async () => {
-          const status = await doomed.client.request<{ counts: number[] }>({
-            cmd: "consumerStatus",
-            gate: doomedGate,
-          });
-          return status.counts[0] ?? 0;
-        })
-        .toBeGreaterThanOrEqual(10);
+      await expectReceived(doomed, doomedGate, 10);
       // The producer fills what the stalled consumer allows, then blocks.
-      await expect
-        .poll(
-          async () =>
-            (
-              await producer.client.request<{ available: boolean }>({
-                cmd: "producerStatus",
-                writer: doomedWriter,
-              })
-            ).available,
-        )
-        .toBe(false);
+      await expectBlocked(producer, doomedWriter);
       doomed.client.kill();
       const outcome = await toDoomed;
       expect(outcome.releasedError).toBeDefined();
@@ -538,13 +531,8 @@ export function describeShuffleServiceConformance(options: ShuffleConformanceOpt
       ]);
       expect(consumed.violations).toEqual([]);
       expect(consumed.counts).toEqual([produced.emitted]);
-      await expect
-        .poll(() =>
-          producer.client.request<{ partitionsOccupyingLocalResources: number }>({ cmd: "status" }),
-        )
-        .toEqual({ partitionsOccupyingLocalResources: 0 });
-      expect(await producer.client.close()).toEqual({ code: 0, exitedByItself: true });
-      expect(await healthy.client.close()).toEqual({ code: 0, exitedByItself: true });
+      await expectPartitionsReleased(producer);
+      await expectExitByThemselves(producer, healthy);
     }, 60_000);
 
     it("cancels a producer that is blocked on backpressure without hanging, and the consumer learns of it", async () => {
@@ -569,26 +557,8 @@ export function describeShuffleServiceConformance(options: ShuffleConformanceOpt
         writer,
         plan: { records: 10_000_000, padding: 88 },
       });
-      await expect
-        .poll(async () => {
-          const status = await consumer.client.request<{ counts: number[] }>({
-            cmd: "consumerStatus",
-            gate,
-          });
-          return status.counts[0] ?? 0;
-        })
-        .toBeGreaterThanOrEqual(10);
-      await expect
-        .poll(
-          async () =>
-            (
-              await producer.client.request<{ available: boolean }>({
-                cmd: "producerStatus",
-                writer,
-              })
-            ).available,
-        )
-        .toBe(false);
+      await expectReceived(consumer, gate, 10);
+      await expectBlocked(producer, writer);
       const cancelledAt = Date.now();
       await producer.client.request({ cmd: "cancelProducer", writer });
       const outcome = await produced;
@@ -598,13 +568,8 @@ export function describeShuffleServiceConformance(options: ShuffleConformanceOpt
       const result = await consumed;
       expect(result.finished).toBe(false);
       expect(result.error?.message, JSON.stringify(result.error)).toContain("cancelled");
-      await expect
-        .poll(() =>
-          producer.client.request<{ partitionsOccupyingLocalResources: number }>({ cmd: "status" }),
-        )
-        .toEqual({ partitionsOccupyingLocalResources: 0 });
-      expect(await producer.client.close()).toEqual({ code: 0, exitedByItself: true });
-      expect(await consumer.client.close()).toEqual({ code: 0, exitedByItself: true });
+      await expectPartitionsReleased(producer);
+      await expectExitByThemselves(producer, consumer);
     }, 60_000);
 
     it("fails with PartitionNotFound when the partition never registers", async () => {
@@ -627,8 +592,7 @@ export function describeShuffleServiceConformance(options: ShuffleConformanceOpt
       expect(result.error?.code).toBe("SLUICE_ERR_PARTITION_NOT_FOUND");
       expect(result.error?.message).toContain(part.descriptor.resultPartitionId.toString());
       expect(Date.now() - started).toBeLessThan(15_000);
-      expect(await producer.client.close()).toEqual({ code: 0, exitedByItself: true });
-      expect(await consumer.client.close()).toEqual({ code: 0, exitedByItself: true });
+      await expectExitByThemselves(producer, consumer);
     }, 60_000);
   });
 }
