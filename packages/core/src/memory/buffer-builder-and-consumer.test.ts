@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ErrorCodes, IllegalStateError, type SluiceError } from "../errors.js";
+import { must } from "../test-support/assertions.js";
 import { BufferBuilder } from "./buffer-builder.js";
 import { BufferConsumer } from "./buffer-consumer.js";
 import { DataType } from "./data-type.js";
@@ -9,11 +10,6 @@ import { NetworkBuffer } from "./network-buffer.js";
 import { NetworkBufferPool } from "./network-buffer-pool.js";
 
 const SEGMENT_SIZE = 64;
-
-function must<T>(value: T | undefined): T {
-  if (value === undefined) throw new Error("expected a value");
-  return value;
-}
 
 function bytes(...values: number[]): Uint8Array {
   return Uint8Array.from(values);

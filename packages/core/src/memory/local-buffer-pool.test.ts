@@ -1,13 +1,11 @@
 import { afterEach, describe, expect, it } from "vitest";
 import {
   BufferPoolDestroyedError,
-  type ErrorCode,
   ErrorCodes,
   IllegalArgumentError,
   IllegalStateError,
-  type SluiceError,
-  type SluiceErrorClass,
 } from "../errors.js";
+import { expectError, must } from "../test-support/assertions.js";
 import type { BufferBuilder } from "./buffer-builder.js";
 import type { BufferListener } from "./buffer-listener.js";
 import type { LocalBufferPool } from "./local-buffer-pool.js";
@@ -31,25 +29,6 @@ afterEach(() => {
     expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
   }
 });
-
-function must<T>(value: T | undefined): T {
-  if (value === undefined) throw new Error("expected a value");
-  return value;
-}
-
-function expectError(fn: () => unknown, cls: SluiceErrorClass, code: ErrorCode): SluiceError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught).toBeInstanceOf(cls);
-  const error = caught as SluiceError;
-  expect(error.code).toBe(code);
-  expect(error.name).toBe(cls.name);
-  return error;
-}
 
 function requestAll(pool: LocalBufferPool, count: number): NetworkBuffer[] {
   const buffers: NetworkBuffer[] = [];

@@ -2,14 +2,13 @@ import { afterEach, describe, expect, it } from "vitest";
 import {
   BufferPoolDestroyedError,
   BufferRecycledError,
-  type ErrorCode,
   ErrorCodes,
   IllegalArgumentError,
   IllegalStateError,
   isSluiceError,
   SluiceError,
-  type SluiceErrorClass,
 } from "../errors.js";
+import { expectError, must } from "../test-support/assertions.js";
 import type { BufferRecycler } from "./buffer-recycler.js";
 import { FreeingBufferRecycler } from "./buffer-recycler.js";
 import { DataType } from "./data-type.js";
@@ -17,25 +16,6 @@ import type { LocalBufferPool } from "./local-buffer-pool.js";
 import { MemorySegment } from "./memory-segment.js";
 import { NetworkBuffer } from "./network-buffer.js";
 import { NetworkBufferPool } from "./network-buffer-pool.js";
-
-function must<T>(value: T | undefined): T {
-  if (value === undefined) throw new Error("expected a value");
-  return value;
-}
-
-function expectError(fn: () => unknown, cls: SluiceErrorClass, code: ErrorCode): SluiceError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught).toBeInstanceOf(cls);
-  const error = caught as SluiceError;
-  expect(error.code).toBe(code);
-  expect(error.name).toBe(cls.name);
-  return error;
-}
 
 /** A recycler that records every segment it gets back. */
 function recordingRecycler(): BufferRecycler & { recycled: MemorySegment[] } {

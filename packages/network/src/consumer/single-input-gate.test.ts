@@ -1,19 +1,17 @@
 import {
   CancelledError,
   EndOfPartitionEvent,
-  type ErrorCode,
   ErrorCodes,
   IntermediateDataSetID,
   NetworkBufferPool,
   ProducerFailedError,
   ResultPartitionID,
-  type SluiceError,
-  type SluiceErrorClass,
 } from "@sluice/core";
 import { type BufferOrEvent, ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
 import { ResultPartition } from "../partition/result-partition.js";
 import { ResultPartitionManager } from "../partition/result-partition-manager.js";
+import { expectError } from "../test-support/assertions.js";
 import type { Backoff } from "./input-channel.js";
 import { LocalInputChannel } from "./local-input-channel.js";
 import { SingleInputGate } from "./single-input-gate.js";
@@ -75,20 +73,6 @@ function localJob(channels: number, unknown: readonly number[] = []): LocalJob {
 
 function expectAllSegmentsBack(global: NetworkBufferPool): void {
   expect(global.getNumberOfAvailableMemorySegments()).toBe(global.totalNumberOfMemorySegments);
-}
-
-function expectError(fn: () => unknown, cls: SluiceErrorClass, code: ErrorCode): SluiceError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught).toBeInstanceOf(cls);
-  const error = caught as SluiceError;
-  expect(error.code).toBe(code);
-  expect(error.name).toBe(cls.name);
-  return error;
 }
 
 /** Polls until the gate has nothing right now; recycles data buffers. */

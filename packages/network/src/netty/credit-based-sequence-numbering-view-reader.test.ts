@@ -1,7 +1,6 @@
 import {
   CancelCheckpointMarker,
   DataType,
-  type ErrorCode,
   ErrorCodes,
   IllegalStateError,
   InputChannelID,
@@ -9,12 +8,12 @@ import {
   PartitionNotFoundError,
   ResultPartitionID,
   type SluiceError,
-  type SluiceErrorClass,
 } from "@sluice/core";
 import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ResultPartition } from "../partition/result-partition.js";
 import { ResultPartitionManager } from "../partition/result-partition-manager.js";
+import { expectError } from "../test-support/assertions.js";
 import {
   CreditBasedSequenceNumberingViewReader,
   type ReaderBuffer,
@@ -81,20 +80,6 @@ function next(r: CreditBasedSequenceNumberingViewReader): ReaderBuffer {
   if (value === undefined) throw new Error("nothing to send");
   value.buffer.recycleBuffer();
   return value;
-}
-
-function expectError(fn: () => unknown, cls: SluiceErrorClass, code: ErrorCode): SluiceError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught).toBeInstanceOf(cls);
-  const error = caught as SluiceError;
-  expect(error.code).toBe(code);
-  expect(error.name).toBe(cls.name);
-  return error;
 }
 
 function expectAllSegmentsBack(s: Setup): void {

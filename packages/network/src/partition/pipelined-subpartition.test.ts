@@ -5,18 +5,16 @@ import {
   DataType,
   EndOfData,
   EndOfPartitionEvent,
-  type ErrorCode,
   ErrorCodes,
   EventSerializer,
   IllegalStateError,
   type NetworkBuffer,
   NetworkBufferPool,
   ResultPartitionID,
-  type SluiceError,
-  type SluiceErrorClass,
 } from "@sluice/core";
 import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
+import { expectError, must } from "../test-support/assertions.js";
 import type { BufferAndBacklog } from "./buffer-and-backlog.js";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
 import { ResultPartition } from "./result-partition.js";
@@ -77,11 +75,6 @@ function record(length: number, seed = length): Uint8Array {
   return bytes;
 }
 
-function must<T>(value: T | undefined): T {
-  if (value === undefined) throw new Error("expected a value");
-  return value;
-}
-
 /** Takes everything the view hands out now. The caller recycles the buffers. */
 function drain(view: ResultSubpartitionView): BufferAndBacklog[] {
   const out: BufferAndBacklog[] = [];
@@ -101,20 +94,6 @@ function eventOf(buffer: NetworkBuffer): unknown {
 
 function expectAllSegmentsBack(global: NetworkBufferPool): void {
   expect(global.getNumberOfAvailableMemorySegments()).toBe(global.totalNumberOfMemorySegments);
-}
-
-function expectError(fn: () => unknown, cls: SluiceErrorClass, code: ErrorCode): SluiceError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught).toBeInstanceOf(cls);
-  const error = caught as SluiceError;
-  expect(error.code).toBe(code);
-  expect(error.name).toBe(cls.name);
-  return error;
 }
 
 describe("PipelinedSubpartition notifications", () => {

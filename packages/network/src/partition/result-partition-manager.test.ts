@@ -1,15 +1,13 @@
 import {
   CancelledError,
-  type ErrorCode,
   ErrorCodes,
   NetworkBufferPool,
   PartitionNotFoundError,
   ResultPartitionID,
-  type SluiceError,
-  type SluiceErrorClass,
 } from "@sluice/core";
 import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { expectError, expectSluiceError } from "../test-support/assertions.js";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
 import { ResultPartition } from "./result-partition.js";
 import type { PartitionRequestListener } from "./result-partition-manager.js";
@@ -64,24 +62,6 @@ function newPartition(
     bufferPoolFactory: () =>
       global.createBufferPool(subpartitions + 1, 8, { numberOfSubpartitions: subpartitions }),
   });
-}
-
-function expectError(fn: () => unknown, cls: SluiceErrorClass, code: ErrorCode): SluiceError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
-  return expectSluiceError(caught, cls, code);
-}
-
-function expectSluiceError(caught: unknown, cls: SluiceErrorClass, code: ErrorCode): SluiceError {
-  expect(caught).toBeInstanceOf(cls);
-  const error = caught as SluiceError;
-  expect(error.code).toBe(code);
-  expect(error.name).toBe(cls.name);
-  return error;
 }
 
 function expectAllSegmentsBack(global: NetworkBufferPool): void {

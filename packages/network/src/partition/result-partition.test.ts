@@ -1,5 +1,4 @@
 import {
-  type ErrorCode,
   ErrorCodes,
   IllegalStateError,
   type LocalBufferPool,
@@ -7,12 +6,11 @@ import {
   NetworkBufferPool,
   RecordTooLargeError,
   ResultPartitionID,
-  type SluiceError,
-  type SluiceErrorClass,
 } from "@sluice/core";
 import { ResultPartitionType } from "@sluice/runtime-api";
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { expectError } from "../test-support/assertions.js";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
 import { ResultPartition } from "./result-partition.js";
 import { ResultPartitionManager } from "./result-partition-manager.js";
@@ -138,20 +136,6 @@ function expectRecords(actual: Buffer[], expected: Uint8Array[]): void {
 
 function expectAllSegmentsBack(global: NetworkBufferPool): void {
   expect(global.getNumberOfAvailableMemorySegments()).toBe(global.totalNumberOfMemorySegments);
-}
-
-function expectError(fn: () => unknown, cls: SluiceErrorClass, code: ErrorCode): SluiceError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught).toBeInstanceOf(cls);
-  const error = caught as SluiceError;
-  expect(error.code).toBe(code);
-  expect(error.name).toBe(cls.name);
-  return error;
 }
 
 /** Finishes the partition, drains every view into its sink and releases everything. */
