@@ -21,7 +21,11 @@ export type PollStatus = (typeof PollStatus)[keyof typeof PollStatus];
 
 /** Options of a RecordReader. */
 export interface RecordReaderOptions extends SpillingAdaptiveSpanningRecordDeserializerOptions {
-  /** Called for every event other than EndOfPartition (barriers, EndOfData, task events). */
+  /**
+   * Called for every event other than EndOfPartition (barriers, EndOfData, task events). An
+   * aligned checkpoint barrier blocks its channel upstream (Flink's alignment) until the
+   * consumer calls `gate.resumeConsumption(channel)`.
+   */
   readonly onEvent?: (event: RuntimeEvent, channelIndex: number) => void;
 }
 

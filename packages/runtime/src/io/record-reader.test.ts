@@ -1,0 +1,167 @@
+import {
+  CheckpointBarrier,
+  EndOfData,
+  EndOfPartitionEvent,
+  ErrorCodes,
+  IntermediateDataSetID,
+  NetworkBufferPool,
+  ResultPartitionID,
+  StringSerializer,
+} from "@sluice/core";
+import {
+  LocalInputChannel,
+  ResultPartition,
+  ResultPartitionManager,
+  SingleInputGate,
+} from "@sluice/network";
+import { type BufferOrEvent, type InputGate, ResultPartitionType } from "@sluice/runtime-api";
+import { afterEach, describe, expect, it } from "vitest";
+import { PollStatus, RecordReader } from "./record-reader.js";
+
+const serializer = new StringSerializer();
+
+function must<T>(value: T | undefined): T {
+  if (value === undefined) throw new Error("expected a value");
+  return value;
+}
+
+/** One producer partition with `channels` subpartitions, all read by one gate in this process. */
+function wire(pool: NetworkBufferPool, segmentRecords: number) {
+  const manager = new ResultPartitionManager();
+  const partition = new ResultPartition({
+    owningTaskName: "producer",
+    partitionIndex: 0,
+    partitionId: new ResultPartitionID(),
+    partitionType: ResultPartitionType.PIPELINED_BOUNDED,
+    numberOfSubpartitions: 2,
+    partitionManager: manager,
+    bufferPoolFactory: () => pool.createBufferPool(3, segmentRecords, { numberOfSubpartitions: 2 }),
+  });
+  const gate = new SingleInputGate({
+    owningTaskName: "consumer",
+    gateIndex: 0,
+    consumedResultId: new IntermediateDataSetID(),
+    consumedPartitionType: ResultPartitionType.PIPELINED_BOUNDED,
+    numberOfInputChannels: 2,
+    bufferPoolFactory: () => pool.createBufferPool(1, 4),
+  });
+  for (let i = 0; i < 2; i++) {
+    gate.setInputChannel(
+      new LocalInputChannel(gate, i, partition.partitionId, i, manager, {
+        initialMs: 10,
+        maxMs: 100,
+      }),
+    );
+  }
+  partition.setup();
+  gate.setup();
+  gate.requestPartitions();
+  return { partition, gate };
+}
+
+function encode(value: string): Uint8Array {
+  const bytes = Buffer.from(value, "utf8");
+  const framed = Buffer.alloc(4 + bytes.length);
+  framed.writeInt32BE(bytes.length, 0);
+  bytes.copy(framed, 4);
+  return framed;
+}
+
+describe("RecordReader", () => {
+  let pool: NetworkBufferPool;
+
+  afterEach(() => {
+    pool.destroy();
+    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+  });
+
+  it("iterates every record with for await, including records spanning buffers, and surfaces events", async () => {
+    pool = new NetworkBufferPool(64, 128);
+    const { partition, gate } = wire(pool, 32);
+    const events: string[] = [];
+    const reader = new RecordReader(gate, serializer, {
+      onEvent: (event, channel) => {
+        events.push(`${event.kind}@${channel}`);
+        // An aligned barrier blocks its channel upstream until the consumer resumes it.
+        if (event.kind === "CheckpointBarrier") gate.resumeConsumption(channel);
+      },
+    });
+    const long = "x".repeat(300); // spans three 128-byte buffers
+    const produced = ["a", long, "b", "c"];
+    const producer = (async () => {
+      for (const [i, value] of produced.entries()) {
+        while (!partition.isAvailable()) await partition.getAvailableFuture();
+        partition.emitRecord(encode(value), i % 2);
+      }
+      partition.broadcastEvent(new CheckpointBarrier(7n, 1n));
+      partition.broadcastEvent(new EndOfData());
+      partition.finish();
+    })();
+    const received: string[] = [];
+    for await (const record of reader) received.push(record);
+    await producer;
+    expect(received.sort()).toEqual([...produced].sort());
+    expect(events.sort()).toEqual([
+      "CheckpointBarrier@0",
+      "CheckpointBarrier@1",
+      "EndOfData@0",
+      "EndOfData@1",
+    ]);
+    expect(reader.isFinished()).toBe(true);
+    reader.close();
+    await gate.close();
+    partition.close();
+  });
+
+  it("reports NOTHING_AVAILABLE, then the records, then END_OF_INPUT from the synchronous poll", async () => {
+    pool = new NetworkBufferPool(64, 128);
+    const { partition, gate } = wire(pool, 32);
+    const reader = new RecordReader(gate, serializer);
+    const seen: string[] = [];
+    expect(reader.pollRecords((r) => seen.push(r))).toBe(PollStatus.NOTHING_AVAILABLE);
+    partition.emitRecord(encode("one"), 0);
+    partition.emitRecord(encode("two"), 1);
+    partition.finish();
+    let status: PollStatus = PollStatus.NOTHING_AVAILABLE;
+    for (let i = 0; i < 20 && status !== PollStatus.END_OF_INPUT; i++) {
+      await new Promise((r) => setImmediate(r));
+      status = reader.pollRecords((r) => seen.push(r));
+    }
+    expect(status).toBe(PollStatus.END_OF_INPUT);
+    expect(seen.sort()).toEqual(["one", "two"]);
+    reader.close();
+    await gate.close();
+    partition.close();
+  });
+
+  it("fails clearly when a channel ends in the middle of a record", () => {
+    pool = new NetworkBufferPool(4, 128);
+    // A stream that announces a 200-byte record, carries 10 bytes of it, then ends.
+    const buffer = must(pool.createBufferPool(1, 1).requestBuffer());
+    const bytes = buffer.writableView();
+    bytes.writeInt32BE(200, 0);
+    buffer.setSize(14);
+    const items: BufferOrEvent[] = [
+      { channelIndex: 0, buffer, moreAvailable: true, size: 14 },
+      { channelIndex: 0, event: EndOfPartitionEvent.INSTANCE, moreAvailable: false, size: 4 },
+    ];
+    const gate = {
+      numberOfInputChannels: 1,
+      pollNext: () => items.shift(),
+      isFinished: () => items.length === 0,
+      isAvailable: () => true,
+      getAvailableFuture: () => Promise.resolve(),
+    } as unknown as InputGate;
+    const reader = new RecordReader(gate, serializer);
+    let error: unknown;
+    try {
+      reader.pollRecords(() => {});
+    } catch (e) {
+      error = e;
+    }
+    expect((error as { code?: string }).code).toBe(ErrorCodes.CANCELLED);
+    expect((error as Error).message).toMatch(/middle of a record/);
+    reader.close();
+    expect(buffer.isRecycled()).toBe(true);
+  });
+});
