@@ -1,3 +1,4 @@
+export * from "./checkpointing/index.js";
 export * from "./config/index.js";
 export * from "./io/index.js";
 export * from "./loader/index.js";

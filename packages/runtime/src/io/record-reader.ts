@@ -27,6 +27,8 @@ export interface RecordReaderOptions extends SpillingAdaptiveSpanningRecordDeser
    * consumer calls `gate.resumeConsumption(channel)`.
    */
   readonly onEvent?: (event: RuntimeEvent, channelIndex: number) => void;
+  /** Called when a channel delivered EndOfPartition (e.g. for a CheckpointBarrierHandler). */
+  readonly onEndOfPartition?: (channelIndex: number) => void;
 }
 
 /**
@@ -113,6 +115,7 @@ export class RecordReader<T> implements AsyncIterable<T> {
       deserializer?.clear();
       this.deserializers[channel] = undefined;
       if (this.gate.isFinished()) this.finished = true;
+      this.options.onEndOfPartition?.(channel);
       return;
     }
     this.options.onEvent?.(event, channel);

@@ -1,0 +1,6 @@
+export {
+  AlignedCheckpointBarrierHandler,
+  type CheckpointBarrierHandler,
+  CheckpointBarrierTracker,
+  type CheckpointListener,
+} from "./checkpoint-barrier-handler.js";
