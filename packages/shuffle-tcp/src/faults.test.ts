@@ -159,6 +159,37 @@ describe("the TCP data server under hostile input and cut connections", () => {
     for (const socket of accepted) socket.destroy();
   });
 
+  it("refuses more concurrent partition requests on one connection than the configured limit", async () => {
+    const limited = { ...config, "taskmanager.network.max-partition-requests-per-connection": 2 };
+    const producer = new TcpShuffleServiceFactory().createShuffleEnvironment(
+      environmentContext(limited),
+    );
+    envs.push(producer);
+    await producer.start();
+    const consumer = await start();
+    // One producer partition with 3 subpartitions, all read by one consumer gate: 3 requests on
+    // the same connection.
+    const job = await deployAllToAll(producer, consumer, 1, 3, config);
+    for (const writer of job.writers) writer.setup();
+    for (const gate of job.gates) {
+      gate.setup();
+      gate.requestPartitions();
+    }
+    const errors: { code?: string; message: string }[] = [];
+    for (const gate of job.gates) {
+      await expect.poll(() => gate.getFailureCause() ?? pollError(gate)).toBeDefined();
+      errors.push(
+        (gate.getFailureCause() ?? pollError(gate)) as { code?: string; message: string },
+      );
+      await gate.close();
+    }
+    expect(errors.some((e) => e.message.includes("max-partition-requests-per-connection"))).toBe(
+      true,
+    );
+    for (const e of errors) expect(e.code).toBe(ErrorCodes.REMOTE_TRANSPORT);
+    for (const writer of job.writers) writer.release();
+  });
+
   it("fails every channel of a connection cut mid-frame, without mis-parsing the truncated frame", async () => {
     const producer = await start();
     const consumer = await start();
