@@ -19,8 +19,6 @@ export interface SubpartitionParent {
   onConsumedSubpartition(index: number): void;
   /** Why the partition was released, when it failed. */
   getFailureCause(): Error | undefined;
-  /** Bytes and buffers that left the subpartitions (numBytesOut / numBuffersOut). */
-  onBufferOut(bytes: number, isBuffer: boolean): void;
 }
 
 /**
@@ -147,7 +145,6 @@ export class PipelinedSubpartition {
     if (buffer === undefined) return undefined;
     if (isBlockingUpstream(buffer.getDataType())) this.blocked = true;
     this.totalBytes += buffer.getSize();
-    this.parent.onBufferOut(buffer.getSize(), buffer.isBuffer());
     return {
       buffer,
       buffersInBacklog: this.getBuffersInBacklog(),

@@ -538,8 +538,6 @@ export class ResultPartition implements ResultPartitionWriter, SubpartitionParen
     if (this.numberOfUsers === 0) this.partitionManager.onConsumedPartition(this);
   }
 
-  onBufferOut(_bytes: number, _isBuffer: boolean): void {}
-
   /** The pool, for tests and metrics. */
   getBufferPool(): LocalBufferPool | undefined {
     return this.bufferPool;
