@@ -33,6 +33,12 @@ export {
   LocalShuffleServiceFactory,
   NetworkShuffleServiceFactory,
 } from "./environment/network-shuffle-service-factory.js";
+// Metrics (Flink's names)
+export {
+  registerEnvironmentMetrics,
+  registerInputMetrics,
+  registerOutputMetrics,
+} from "./metrics/shuffle-metrics.js";
 // Client / server and the transport seam
 export { ConnectionID } from "./netty/connection-id.js";
 export { PartitionRequestClientFactory } from "./netty/partition-request-client-factory.js";

@@ -24,6 +24,11 @@ import { LocalInputChannel } from "../consumer/local-input-channel.js";
 import { RemoteInputChannel } from "../consumer/remote-input-channel.js";
 import { SingleInputGate } from "../consumer/single-input-gate.js";
 import { UnknownInputChannel } from "../consumer/unknown-input-channel.js";
+import {
+  registerEnvironmentMetrics,
+  registerInputMetrics,
+  registerOutputMetrics,
+} from "../metrics/shuffle-metrics.js";
 import { ConnectionID } from "../netty/connection-id.js";
 import { PartitionRequestClientFactory } from "../netty/partition-request-client-factory.js";
 import { PartitionRequestServerHandler } from "../netty/partition-request-server-handler.js";
@@ -77,6 +82,8 @@ export class NetworkShuffleEnvironment
       initialMs: this.settings.requestBackoffInitialMs,
       maxMs: this.settings.requestBackoffMaxMs,
     };
+    if (context.metrics !== undefined)
+      registerEnvironmentMetrics(context.metrics, this.networkBufferPool);
     if (this.transport !== undefined) {
       this.clientFactory = new PartitionRequestClientFactory(this.transport, {
         connectTimeoutMs: this.settings.connectTimeoutMs,
@@ -137,7 +144,7 @@ export class NetworkShuffleEnvironment
     descriptors: readonly ResultPartitionDeploymentDescriptor[],
   ): ResultPartition[] {
     this.checkOpen();
-    return descriptors.map((descriptor, index) => {
+    const partitions = descriptors.map((descriptor, index) => {
       const { partitionDescriptor, shuffleDescriptor } = descriptor;
       const type = partitionDescriptor.partitionType;
       if (!type.isPipelined) {
@@ -171,6 +178,8 @@ export class NetworkShuffleEnvironment
           }),
       });
     });
+    if (ownerContext.metrics !== undefined) registerOutputMetrics(ownerContext.metrics, partitions);
+    return partitions;
   }
 
   createInputGates(
@@ -184,6 +193,7 @@ export class NetworkShuffleEnvironment
     );
     const key = ownerContext.executionAttemptId.toString();
     this.gatesByConsumer.set(key, [...(this.gatesByConsumer.get(key) ?? []), ...gates]);
+    if (ownerContext.metrics !== undefined) registerInputMetrics(ownerContext.metrics, gates);
     return gates;
   }
 

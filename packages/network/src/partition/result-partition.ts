@@ -543,6 +543,14 @@ export class ResultPartition implements ResultPartitionWriter, SubpartitionParen
     return this.bufferPool;
   }
 
+  /** Buffers queued in all subpartitions (Flink's outputQueueLength). */
+  getNumberOfQueuedBuffers(): number {
+    let queued = 0;
+    for (const subpartition of this.subpartitions)
+      queued += subpartition.getNumberOfQueuedBuffers();
+    return queued;
+  }
+
   getSubpartition(index: number): PipelinedSubpartition {
     const subpartition = this.subpartitions[index];
     if (subpartition === undefined) throw new IllegalArgumentError(`no subpartition ${index}`);
