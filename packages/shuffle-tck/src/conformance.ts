@@ -573,7 +573,11 @@ export function describeShuffleServiceConformance(options: ShuffleConformanceOpt
     }, 60_000);
 
     it("fails with PartitionNotFound when the partition never registers", async () => {
-      const quick = { "taskmanager.network.partition-request-timeout": "1s" };
+      // Short timeouts: the consumer retries while the producer "runs", then gives up.
+      const quick = {
+        "taskmanager.network.partition-request-timeout": "1s",
+        "taskmanager.network.request-backoff.max": "200ms",
+      };
       const producer = await startWorker("producer", quick);
       const consumer = await startWorker("consumer", quick);
       const resultId = new IntermediateDataSetID();

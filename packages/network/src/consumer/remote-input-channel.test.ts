@@ -6,12 +6,14 @@ import {
   type LocalBufferPool,
   type NetworkBuffer,
   NetworkBufferPool,
+  PartitionNotFoundError,
   ResultPartitionID,
   type SluiceError,
   type SluiceErrorClass,
   TaskEvent,
 } from "@sluice/core";
-import { afterEach, describe, expect, it } from "vitest";
+import type { ExecutionState } from "@sluice/runtime-api";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { ConnectionID } from "../netty/connection-id.js";
 import type { PartitionRequestClientFactory } from "../netty/partition-request-client-factory.js";
 import { type RemoteChannelGate, RemoteInputChannel } from "./remote-input-channel.js";
@@ -397,5 +399,89 @@ describe("RemoteInputChannel connection reuse", () => {
     gatePool.destroy();
     expect(pool.getNumberOfAvailableMemorySegments()).toBe(8);
     pool.destroy();
+  });
+});
+
+describe("RemoteInputChannel after PartitionNotFound", () => {
+  function channelWith(state: ExecutionState) {
+    const pool = new NetworkBufferPool(8, SEGMENT);
+    const gatePool = pool.createBufferPool(1, 4);
+    const client = Object.assign(new FakePartitionRequestClient(), {
+      retriggered: 0,
+      retriggerSubpartitionRequest(this: { retriggered: number }) {
+        this.retriggered++;
+      },
+    });
+    const factory = {
+      createPartitionRequestClient: () => Promise.resolve(client),
+    } as unknown as PartitionRequestClientFactory;
+    const asked: ResultPartitionID[] = [];
+    const gate = {
+      owningTaskName: "consumer",
+      nonEmpty: 0,
+      notifyChannelNonEmpty() {
+        this.nonEmpty++;
+      },
+      getBufferPool: () => gatePool,
+      requestPartitionProducerState: async (id: ResultPartitionID) => {
+        asked.push(id);
+        return state;
+      },
+    };
+    const channel = new RemoteInputChannel(
+      gate,
+      0,
+      new ResultPartitionID(),
+      0,
+      new ConnectionID("127.0.0.1", 4711),
+      factory,
+      pool,
+      2,
+      { initialMs: 100, maxMs: 400 },
+    );
+    channel.setup();
+    channel.requestSubpartitions();
+    const done = () => {
+      channel.releaseAllResources();
+      gatePool.destroy();
+      expect(pool.getNumberOfAvailableMemorySegments()).toBe(8);
+      pool.destroy();
+    };
+    return { channel, client, gate, asked, done };
+  }
+
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("asks again with exponential backoff while the producer is still running, then gives up", async () => {
+    vi.useFakeTimers();
+    const { channel, client, asked, done } = channelWith("RUNNING");
+    await vi.advanceTimersByTimeAsync(0);
+    const notFound = () => new PartitionNotFoundError("partition not registered within 10000 ms");
+    for (const backoff of [100, 200, 400]) {
+      channel.onError(notFound());
+      await vi.advanceTimersByTimeAsync(backoff - 1);
+      const before = client.retriggered;
+      await vi.advanceTimersByTimeAsync(1);
+      expect(client.retriggered).toBe(before + 1);
+    }
+    expect(asked).toHaveLength(3);
+    // The backoff reached its maximum: the next PartitionNotFound fails the channel.
+    channel.onError(notFound());
+    expect(() => channel.getNextBuffer()).toThrowError(/not registered/);
+    expect((channel.getError() as { code?: string }).code).toBe(ErrorCodes.PARTITION_NOT_FOUND);
+    done();
+  });
+
+  it("fails at once, naming the producer's state, when the producer is no longer running", async () => {
+    const { channel, client, done } = channelWith("FAILED");
+    await Promise.resolve();
+    await Promise.resolve();
+    channel.onError(new PartitionNotFoundError("partition not registered within 10000 ms"));
+    await new Promise((r) => setImmediate(r));
+    expect(client.retriggered).toBe(0);
+    expect((channel.getError() as Error).message).toContain("its producer is FAILED");
+    done();
   });
 });

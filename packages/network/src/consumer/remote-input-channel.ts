@@ -1,13 +1,17 @@
 import {
   BufferReorderingError,
   CancelledError,
+  ErrorCodes,
   IllegalStateError,
   InputChannelID,
+  isSluiceError,
   type NetworkBuffer,
   type NetworkBufferPool,
+  PartitionNotFoundError,
   type ResultPartitionID,
   type TaskEvent,
 } from "@sluice/core";
+import type { ExecutionState } from "@sluice/runtime-api";
 import type { ConnectionID } from "../netty/connection-id.js";
 import type { PartitionRequestClient } from "../netty/partition-request-client.js";
 import type { PartitionRequestClientFactory } from "../netty/partition-request-client-factory.js";
@@ -22,7 +26,21 @@ import {
 /** The gate as a RemoteInputChannel sees it. */
 export interface RemoteChannelGate extends InputChannelOwner {
   getBufferPool(): import("@sluice/core").LocalBufferPool;
+  /**
+   * Asks the coordinator what the producer of `partitionId` is doing (Flink's producer-state
+   * check after PartitionNotFound). Absent: the producer is assumed to be running.
+   */
+  requestPartitionProducerState?(partitionId: ResultPartitionID): Promise<ExecutionState>;
 }
+
+/** Producer states in which a missing partition may still appear: worth asking again. */
+const PRODUCING_STATES: ReadonlySet<ExecutionState> = new Set([
+  "CREATED",
+  "SCHEDULED",
+  "DEPLOYING",
+  "INITIALIZING",
+  "RUNNING",
+]);
 
 /** A received buffer with its sequence number. */
 interface Received {
@@ -53,6 +71,7 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
   private unannouncedCredit = 0;
   private requested = false;
   private released = false;
+  private retriggerTimer: NodeJS.Timeout | undefined;
   private isSetUp = false;
 
   constructor(
@@ -144,7 +163,43 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
 
   /** An ErrorResponse for this channel, or the connection failed. */
   onError(cause: Error): void {
+    if (isSluiceError(cause, ErrorCodes.PARTITION_NOT_FOUND) && !this.released) {
+      this.retriggerOrFail(cause);
+      return;
+    }
     this.setError(cause);
+  }
+
+  /**
+   * The producer's data server did not find the partition within its partition-request
+   * timeout. As in Flink, ask whether the producer is still coming up; if so, ask again after
+   * an exponential backoff (`taskmanager.network.request-backoff.*`), else fail.
+   */
+  private retriggerOrFail(cause: Error): void {
+    const client = this.client;
+    if (client === undefined || !this.increaseBackoff()) {
+      this.setError(cause);
+      return;
+    }
+    const state = this.remoteGate.requestPartitionProducerState?.(this.partitionId);
+    (state ?? Promise.resolve<ExecutionState>("RUNNING")).then(
+      (producerState) => {
+        if (this.released) return;
+        if (!PRODUCING_STATES.has(producerState)) {
+          this.setError(
+            new PartitionNotFoundError(`${cause.message}; its producer is ${producerState}`, {
+              cause,
+            }),
+          );
+          return;
+        }
+        this.retriggerTimer = setTimeout(() => {
+          this.retriggerTimer = undefined;
+          if (!this.released) client.retriggerSubpartitionRequest(this);
+        }, this.getCurrentBackoffMs());
+      },
+      () => this.setError(cause),
+    );
   }
 
   /** New credit: announce it unless an announcement is already pending. */
@@ -226,6 +281,7 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
   releaseAllResources(): void {
     if (this.released) return;
     this.released = true;
+    if (this.retriggerTimer !== undefined) clearTimeout(this.retriggerTimer);
     for (const { buffer } of this.received.splice(0)) buffer.recycleBuffer();
     this.bufferManager.releaseAll();
     this.client?.close(this);

@@ -12,8 +12,10 @@ import {
 } from "@sluice/core";
 import type {
   BufferOrEvent,
+  ExecutionState,
   InputGate,
   InputGateMetrics,
+  PartitionProducerStateProvider,
   ResultPartitionType,
 } from "@sluice/runtime-api";
 import type { InputChannel, InputChannelOwner } from "./input-channel.js";
@@ -28,6 +30,8 @@ export interface SingleInputGateOptions {
   readonly numberOfInputChannels: number;
   /** Creates the gate's floating-buffer pool at `setup()` (Flink's gate buffer formula). */
   readonly bufferPoolFactory: () => LocalBufferPool;
+  /** Answers remote channels' producer-state checks after PartitionNotFound. */
+  readonly partitionProducerStateProvider?: PartitionProducerStateProvider;
 }
 
 /** Channels that need setup (remote channels take their exclusive buffers there). */
@@ -58,6 +62,7 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
   readonly consumedPartitionType: ResultPartitionType;
   readonly numberOfInputChannels: number;
   private readonly bufferPoolFactory: () => LocalBufferPool;
+  private readonly producerStateProvider: PartitionProducerStateProvider | undefined;
   private bufferPool: LocalBufferPool | undefined;
   private readonly channels: InputChannel[];
   private readonly queue: InputChannel[] = [];
@@ -83,6 +88,7 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
     this.consumedPartitionType = options.consumedPartitionType;
     this.numberOfInputChannels = options.numberOfInputChannels;
     this.bufferPoolFactory = options.bufferPoolFactory;
+    this.producerStateProvider = options.partitionProducerStateProvider;
     this.channels = new Array<InputChannel>(this.numberOfInputChannels);
     this.enqueued = new Array<boolean>(this.numberOfInputChannels).fill(false);
     this.endOfPartition = new Array<boolean>(this.numberOfInputChannels).fill(false);
@@ -150,6 +156,15 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
     for (const channel of this.channels) {
       if (hasSetup(channel)) channel.setup();
     }
+  }
+
+  /** What the producer of `partitionId` is doing, for a channel's retry decision. */
+  requestPartitionProducerState(partitionId: ResultPartitionID): Promise<ExecutionState> {
+    if (this.producerStateProvider === undefined) return Promise.resolve("RUNNING");
+    return this.producerStateProvider.requestPartitionProducerState(
+      this.consumedResultId,
+      partitionId,
+    );
   }
 
   /** The floating-buffer pool (remote channels draw from it). */

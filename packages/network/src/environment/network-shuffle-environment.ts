@@ -184,12 +184,12 @@ export class NetworkShuffleEnvironment
 
   createInputGates(
     ownerContext: ShuffleIOOwnerContext,
-    _partitionProducerStateProvider: PartitionProducerStateProvider,
+    partitionProducerStateProvider: PartitionProducerStateProvider,
     descriptors: readonly InputGateDeploymentDescriptor[],
   ): SingleInputGate[] {
     this.checkOpen();
     const gates = descriptors.map((descriptor, gateIndex) =>
-      this.createInputGate(ownerContext, gateIndex, descriptor),
+      this.createInputGate(ownerContext, gateIndex, descriptor, partitionProducerStateProvider),
     );
     const key = ownerContext.executionAttemptId.toString();
     this.gatesByConsumer.set(key, [...(this.gatesByConsumer.get(key) ?? []), ...gates]);
@@ -201,6 +201,7 @@ export class NetworkShuffleEnvironment
     ownerContext: ShuffleIOOwnerContext,
     gateIndex: number,
     descriptor: InputGateDeploymentDescriptor,
+    partitionProducerStateProvider: PartitionProducerStateProvider,
   ): SingleInputGate {
     const { start, end } = descriptor.consumedSubpartitionIndexRange;
     const perDescriptor = end - start + 1;
@@ -219,6 +220,7 @@ export class NetworkShuffleEnvironment
       consumedResultId: descriptor.consumedResultId,
       consumedPartitionType: descriptor.consumedPartitionType,
       numberOfInputChannels,
+      partitionProducerStateProvider,
       bufferPoolFactory: () =>
         this.networkBufferPool.createBufferPool(
           spec.requiredFloatingBuffers,

@@ -38,6 +38,10 @@ export class PartitionRequestClient {
     }
     this.users++;
     this.handler.addInputChannel(channel);
+    this.writePartitionRequest(channel);
+  }
+
+  private writePartitionRequest(channel: RemoteInputChannel): void {
     this.handler.writeNow({
       id: MessageId.PARTITION_REQUEST,
       partitionId: channel.partitionId,
@@ -45,6 +49,19 @@ export class PartitionRequestClient {
       receiverId: channel.id,
       credit: channel.initialCredit,
     });
+  }
+
+  /** Sends the channel's PartitionRequest again (after PartitionNotFound and a backoff). */
+  retriggerSubpartitionRequest(channel: RemoteInputChannel): void {
+    if (this.closed) {
+      channel.onError(
+        new RemoteTransportError(
+          `connection ${this.handler.connectionId} was closed before the retry`,
+        ),
+      );
+      return;
+    }
+    this.writePartitionRequest(channel);
   }
 
   /** Announces the channel's accumulated credit (read when the message is written). */
