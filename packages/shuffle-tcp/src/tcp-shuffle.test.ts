@@ -1,3 +1,4 @@
+import { TaskEvent } from "@sluice/core";
 import type { NetworkShuffleEnvironment } from "@sluice/network";
 import { deployAllToAll, environmentContext, runAllToAll } from "@sluice/network/testing";
 import { afterEach, describe, expect, it } from "vitest";
@@ -39,5 +40,74 @@ describe("credit-based shuffle over TCP between two environments", () => {
       const pool = env.networkBufferPool;
       expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
     }
+  });
+});
+
+describe("task events sent upstream over TCP", () => {
+  const envs: NetworkShuffleEnvironment[] = [];
+
+  afterEach(async () => {
+    for (const env of envs.splice(0)) await env.close();
+  });
+
+  it("delivers a consumer's task event to the producer's subscribers, and fails the channel when nobody listens", async () => {
+    const received: string[] = [];
+    const producer = new TcpShuffleServiceFactory().createShuffleEnvironment(
+      environmentContext(config),
+    );
+    const consumer = new TcpShuffleServiceFactory().createShuffleEnvironment(
+      environmentContext(config),
+    );
+    envs.push(producer, consumer);
+    await producer.start();
+    await consumer.start();
+    const job = await deployAllToAll(producer, consumer, 1, 2, config);
+    const [writer] = job.writers;
+    const [gate0, gate1] = job.gates;
+    if (writer === undefined || gate0 === undefined || gate1 === undefined) throw new Error("job");
+    writer.setup();
+    for (const gate of job.gates) {
+      gate.setup();
+      gate.requestPartitions();
+    }
+    const unsubscribe = producer.taskEventDispatcher.subscribe(writer.partitionId, (event) =>
+      received.push(`${event.typeName}:${Buffer.from(event.payload).toString()}`),
+    );
+    // The channel needs its connection before it can send upstream.
+    await expect
+      .poll(() => {
+        try {
+          gate0.sendTaskEvent(new TaskEvent("superstep", Buffer.from("7")));
+          return true;
+        } catch {
+          return false;
+        }
+      })
+      .toBe(true);
+    await expect.poll(() => received).toEqual(["superstep:7"]);
+    unsubscribe();
+    await expect
+      .poll(() => {
+        try {
+          gate1.sendTaskEvent(new TaskEvent("superstep", Buffer.from("8")));
+          return true;
+        } catch {
+          return false;
+        }
+      })
+      .toBe(true);
+    await expect
+      .poll(() => {
+        try {
+          gate1.pollNext();
+          return undefined;
+        } catch (error) {
+          return (error as Error).message;
+        }
+      })
+      .toMatch(/no task event listener/);
+    expect(received).toEqual(["superstep:7"]);
+    for (const gate of job.gates) await gate.close();
+    writer.release();
   });
 });

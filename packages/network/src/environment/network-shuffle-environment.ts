@@ -35,7 +35,7 @@ import { PartitionRequestServerHandler } from "../netty/partition-request-server
 import type { Transport, TransportServer } from "../netty/transport.js";
 import { ResultPartition } from "../partition/result-partition.js";
 import { ResultPartitionManager } from "../partition/result-partition-manager.js";
-import { TaskEventDispatcher } from "../partition/task-event-publisher.js";
+import { TaskEventDispatcher, type TaskEventPublisher } from "../partition/task-event-publisher.js";
 import { createGateBuffersSpec, outputPoolSize } from "./gate-buffers-spec.js";
 import {
   type NetworkShuffleEnvironmentConfiguration,
@@ -56,7 +56,10 @@ export class NetworkShuffleEnvironment
   readonly settings: NetworkShuffleEnvironmentConfiguration;
   readonly networkBufferPool: NetworkBufferPool;
   readonly resultPartitionManager = new ResultPartitionManager();
+  /** Subscriptions for task events sent upstream by consumers (when the worker brings none). */
   readonly taskEventDispatcher = new TaskEventDispatcher();
+  /** Where task events go: the worker's publisher from the context, else our dispatcher. */
+  private readonly taskEventPublisher: TaskEventPublisher;
   private readonly transport: Transport | undefined;
   private readonly clientFactory: PartitionRequestClientFactory | undefined;
   private server: TransportServer | undefined;
@@ -78,6 +81,7 @@ export class NetworkShuffleEnvironment
       this.settings.segmentSize,
     );
     this.transport = context.localCommunicationOnly ? undefined : transport;
+    this.taskEventPublisher = context.taskEventPublisher ?? this.taskEventDispatcher;
     this.backoff = {
       initialMs: this.settings.requestBackoffInitialMs,
       maxMs: this.settings.requestBackoffMaxMs,
@@ -110,7 +114,7 @@ export class NetworkShuffleEnvironment
         const handler = new PartitionRequestServerHandler(
           connection,
           this.resultPartitionManager,
-          this.taskEventDispatcher,
+          this.taskEventPublisher,
           {
             maxFrameSize: this.settings.maxFrameSize,
             partitionRequestTimeoutMs: this.settings.partitionRequestTimeoutMs,
@@ -275,7 +279,7 @@ export class NetworkShuffleEnvironment
         subpartitionIndex,
         this.resultPartitionManager,
         this.backoff,
-        this.taskEventDispatcher,
+        this.taskEventPublisher,
       );
     }
     const connection = descriptor.connection;
