@@ -1,0 +1,790 @@
+/**
+ * The seven cases of issue 8 (0 = the core and in-process benchmarks of issues 2 and 4), each
+ * producing result rows (medians, min/max, ratios against the case's baseline from the same run)
+ * and the goal rows computed from them.
+ */
+import {
+  type BenchOptions,
+  Child,
+  type GoalRow,
+  median,
+  profileArgs,
+  quantile,
+  type ResultRow,
+  selected,
+  stats,
+} from "../harness.js";
+import type { ThroughputParams } from "../roles.js";
+import { runLatency, runSlowConsumer, ThroughputSession } from "../runner.js";
+import type { Impl } from "../worker.js";
+import type { CoreResult } from "./core-bench.js";
+
+export interface CaseContext {
+  readonly options: BenchOptions;
+  readonly runId: string;
+  /** Why the WS plugin cannot run, or undefined when it can. */
+  readonly wsUnavailable: string | undefined;
+}
+
+export interface CaseResult {
+  readonly rows: ResultRow[];
+  readonly goals: GoalRow[];
+}
+
+export interface CaseDefinition {
+  readonly id: number;
+  readonly name: string;
+  run(ctx: CaseContext): Promise<CaseResult>;
+}
+
+const KiB = 1024;
+const MB = 1_000_000;
+/** Network memory the Sluice environments run with where a case does not say (the default). */
+const DEFAULT_NETWORK_MEMORY_MB = 64;
+
+function baseParams(overrides: Partial<ThroughputParams>): ThroughputParams {
+  return {
+    recordSize: 100,
+    recordKind: "keyed",
+    channels: 4,
+    selector: "keyed",
+    bufferTimeoutMs: 100,
+    config: { "execution.buffer-timeout.interval": "100ms" },
+    batching: "batched",
+    producerBatch: 1024,
+    consumerBatch: 4096,
+    honourBackpressure: true,
+    ...overrides,
+  };
+}
+
+/** Overrides from `--config key=value` (for what-if runs; recorded in each row's config). */
+let configOverrides: Record<string, string> = {};
+
+function sluiceConfig(
+  bufferTimeoutMs: number,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    "execution.buffer-timeout.interval": `${bufferTimeoutMs}ms`,
+    ...extra,
+    ...configOverrides,
+  };
+}
+
+// --------------------------------------------------------------------------- row helpers
+
+interface RowSpec {
+  readonly caseId: number;
+  readonly caseName: string;
+  readonly system: string;
+  readonly metric: string;
+  readonly higherIsBetter: boolean;
+  readonly values: readonly number[];
+  readonly extra?: Record<string, unknown>;
+  readonly note?: string;
+}
+
+function row(ctx: CaseContext, spec: RowSpec): ResultRow {
+  const s = stats(spec.values);
+  return {
+    type: "result",
+    runId: ctx.runId,
+    case: spec.caseId,
+    caseName: spec.caseName,
+    system: spec.system,
+    metric: spec.metric,
+    higherIsBetter: spec.higherIsBetter,
+    median: s.median,
+    min: s.min,
+    max: s.max,
+    runs: s.runs,
+    ...(spec.extra !== undefined ? { extra: spec.extra } : {}),
+    ...(spec.note !== undefined ? { note: spec.note } : {}),
+  };
+}
+
+function skipped(
+  ctx: CaseContext,
+  caseId: number,
+  caseName: string,
+  system: string,
+  metric: string,
+  note: string,
+): ResultRow {
+  return row(ctx, { caseId, caseName, system, metric, higherIsBetter: true, values: [], note });
+}
+
+/** Adds `baseline` and `ratio` (median / baseline median) to each row that names a baseline. */
+function withRatios(
+  rows: ResultRow[],
+  baselineOf: (row: ResultRow) => string | undefined,
+): ResultRow[] {
+  return rows.map((r) => {
+    const baseline = baselineOf(r);
+    if (baseline === undefined || baseline === r.system || !Number.isFinite(r.median)) return r;
+    const base = rows.find((b) => b.system === baseline);
+    const ratio =
+      base !== undefined && Number.isFinite(base.median) && base.median !== 0
+        ? r.median / base.median
+        : Number.NaN;
+    return { ...r, baseline, ratio };
+  });
+}
+
+function findRow(rows: readonly ResultRow[], system: string): ResultRow | undefined {
+  return rows.find((r) => r.system === system);
+}
+
+function goal(
+  ctx: CaseContext,
+  caseId: number,
+  text: string,
+  measured: number | undefined,
+  comparison: "≥" | "≤",
+  target: number,
+  unit: string,
+  note?: string,
+): GoalRow {
+  const value = measured !== undefined && Number.isFinite(measured) ? measured : null;
+  const met = value === null ? null : comparison === "≥" ? value >= target : value <= target;
+  return {
+    type: "goal",
+    runId: ctx.runId,
+    case: caseId,
+    goal: text,
+    measured: value,
+    target,
+    comparison,
+    unit,
+    met,
+    ...(note !== undefined ? { note } : {}),
+  };
+}
+
+function log(message: string): void {
+  console.log(`  … ${message}`);
+}
+
+/** A throughput system of a case: its row name, implementation and settings. */
+type SystemSpec = readonly [system: string, impl: Impl, params: ThroughputParams];
+
+/**
+ * Runs the throughput systems of a case with interleaved runs (see ThroughputSession): every
+ * system is opened and warmed up, then run 1 of each, run 2 of each, ... Returns one row per
+ * system, records/s or GB/s (payload bytes).
+ */
+async function throughputRows(
+  ctx: CaseContext,
+  caseId: number,
+  caseName: string,
+  allSpecs: readonly SystemSpec[],
+  metric: "records/s" | "GB/s",
+): Promise<ResultRow[]> {
+  const o = ctx.options;
+  const specs = allSpecs.filter(([system]) => selected(o, system));
+  const sessions = new Map<string, ThroughputSession>();
+  const failures = new Map<string, string>();
+  try {
+    for (const [system, impl, params] of specs) {
+      if (impl === "sluice-ws" && ctx.wsUnavailable !== undefined) {
+        failures.set(system, `not run: ${ctx.wsUnavailable}`);
+        continue;
+      }
+      log(`case ${caseId} ${system}: start + warm-up`);
+      try {
+        const session = await ThroughputSession.open(o, system, impl, params);
+        sessions.set(system, session);
+        await session.run(o.warmupMs, false);
+      } catch (error) {
+        failures.set(system, `failed: ${firstLine(error)}`);
+        await sessions.get(system)?.close();
+        sessions.delete(system);
+      }
+    }
+    for (let run = 1; run <= o.runs; run++) {
+      log(`case ${caseId} run ${run}/${o.runs} of ${sessions.size} systems`);
+      for (const [system, session] of [...sessions]) {
+        try {
+          await session.run(o.durationMs, true);
+        } catch (error) {
+          failures.set(system, `failed in run ${run}: ${firstLine(error)}`);
+          await session.close();
+          sessions.delete(system);
+        }
+      }
+    }
+    return specs.map(([system, impl, params]) => {
+      const session = sessions.get(system);
+      const failure = failures.get(system);
+      if (session === undefined) {
+        return skipped(ctx, caseId, caseName, system, metric, failure ?? "not run");
+      }
+      return sessionRow(ctx, caseId, caseName, session, impl, params, metric);
+    });
+  } finally {
+    for (const session of sessions.values()) await session.close();
+  }
+}
+
+function sessionRow(
+  ctx: CaseContext,
+  caseId: number,
+  caseName: string,
+  session: ThroughputSession,
+  impl: Impl,
+  params: ThroughputParams,
+  metric: "records/s" | "GB/s",
+): ResultRow {
+  const runs = session.runs;
+  const values = runs.map((r) => (metric === "GB/s" ? r.bytesPerSecond / 1e9 : r.recordsPerSecond));
+  const last = runs[runs.length - 1];
+  return row(ctx, {
+    caseId,
+    caseName,
+    system: session.system,
+    metric,
+    higherIsBetter: true,
+    values,
+    extra: {
+      recordSize: params.recordSize,
+      payloadMBps: median(runs.map((r) => r.bytesPerSecond / MB)),
+      recordsPerSecond: median(runs.map((r) => r.recordsPerSecond)),
+      recordsPerRun: runs.map((r) => r.received),
+      ...(impl.startsWith("sluice")
+        ? {
+            channels: params.channels,
+            bufferTimeoutMs: params.bufferTimeoutMs,
+            config: params.config,
+          }
+        : { batching: params.batching }),
+      ...(params.grpcWindow !== undefined ? { grpcFlowControlWindow: params.grpcWindow } : {}),
+      ...(last !== undefined
+        ? { lastRun: { producer: last.produce.extra, consumer: last.drain.extra } }
+        : {}),
+    },
+    ...(session.problems.length > 0 ? { note: `INVALID: ${session.problems.join("; ")}` } : {}),
+  });
+}
+
+function firstLine(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return (text.split("\n").find((l) => l.trim() !== "") ?? text).slice(0, 300);
+}
+
+// -------------------------------------------------------------------------------- case 0
+
+const case0: CaseDefinition = {
+  id: 0,
+  name: "core: serialize+deserialize vs memcpy; in-process 4 local channels (100 B records)",
+  async run(ctx) {
+    const name = this.name;
+    const o = ctx.options;
+    log("case 0 core (memcpy, serde, in-process) in one child");
+    const child = new Child("core", profileArgs(o, "core", "core"), 0);
+    let result: CoreResult;
+    try {
+      result = await child.request<CoreResult>(
+        "core",
+        { recordSize: 100, durationMs: o.durationMs, warmupMs: o.warmupMs, runs: o.runs },
+        (o.durationMs * 3 + o.warmupMs * 3) * (o.runs + 1) + 60_000,
+      );
+    } catch (error) {
+      const note = `failed: ${firstLine(error)}`;
+      return {
+        rows: [
+          skipped(ctx, 0, name, "memcpy 32 KiB", "records/s", note),
+          skipped(ctx, 0, name, "core serde", "records/s", note),
+          skipped(ctx, 0, name, "in-process 4 ch", "records/s", note),
+        ],
+        goals: [],
+      };
+    } finally {
+      await child.close();
+    }
+    const framed = 104;
+    const note = result.checks.length > 0 ? `INVALID: ${result.checks.join("; ")}` : undefined;
+    const rows = withRatios(
+      [
+        row(ctx, {
+          caseId: 0,
+          caseName: name,
+          system: "memcpy 32 KiB",
+          metric: "records/s",
+          higherIsBetter: true,
+          values: result.memcpyBytesPerSecond.map((b) => b / framed),
+          extra: {
+            GBps: median(result.memcpyBytesPerSecond) / 1e9,
+            note: "32 KiB Buffer.set loop; records/s = bytes/s ÷ 104 (a framed 100-byte record)",
+          },
+        }),
+        row(ctx, {
+          caseId: 0,
+          caseName: name,
+          system: "core serde",
+          metric: "records/s",
+          higherIsBetter: true,
+          values: result.serdeRecordsPerSecond,
+          extra: { GBps: (median(result.serdeRecordsPerSecond) * framed) / 1e9 },
+          ...(note !== undefined ? { note } : {}),
+        }),
+        row(ctx, {
+          caseId: 0,
+          caseName: name,
+          system: "in-process 4 ch",
+          metric: "records/s",
+          higherIsBetter: true,
+          values: result.localRecordsPerSecond,
+          extra: {
+            GBps: (median(result.localRecordsPerSecond) * framed) / 1e9,
+            channels: 4,
+            bufferTimeoutMs: 100,
+            selector: "key-group hash",
+          },
+          ...(note !== undefined ? { note } : {}),
+        }),
+      ],
+      (r) =>
+        r.system === "core serde"
+          ? "memcpy 32 KiB"
+          : r.system === "in-process 4 ch"
+            ? "core serde"
+            : undefined,
+    );
+    return { rows, goals: [] };
+  },
+};
+
+// -------------------------------------------------------------------------------- case 1
+
+const GRPC_RAISED_WINDOW = 8 * 1024 * 1024;
+
+const case1: CaseDefinition = {
+  id: 1,
+  name: "100 B records, keyed over 4 channels, buffer timeout 100 ms, two processes",
+  async run(ctx) {
+    const name = this.name;
+    const sluice = baseParams({ config: sluiceConfig(100) });
+    const systems: SystemSpec[] = [
+      ["raw net batched", "net", baseParams({ batching: "batched" })],
+      ["sluice-tcp", "sluice-tcp", sluice],
+      ["sluice-ws", "sluice-ws", sluice],
+      ["raw net per-record", "net", baseParams({ batching: "per-record" })],
+      ["raw ws per-record", "ws", baseParams({ batching: "per-record" })],
+      ["grpc-js", "grpc", baseParams({ batching: "per-record" })],
+      [
+        "grpc-js 8 MiB window",
+        "grpc",
+        baseParams({ batching: "per-record", grpcWindow: GRPC_RAISED_WINDOW }),
+      ],
+    ];
+    const rows = await throughputRows(ctx, 1, name, systems, "records/s");
+    rows.push(
+      skipped(
+        ctx,
+        1,
+        name,
+        "libp2p-yamux",
+        "records/s",
+        "not run: @chainsafe/libp2p-yamux is not installed",
+      ),
+    );
+    const withRatio = withRatios(rows, () => "raw net batched");
+    const tcp = findRow(withRatio, "sluice-tcp");
+    const grpc = findRow(withRatio, "grpc-js");
+    const grpcRaised = findRow(withRatio, "grpc-js 8 MiB window");
+    const goals = [
+      goal(ctx, 1, "Sluice TCP ≥ 40% of hand-batched raw net", tcp?.ratio, "≥", 0.4, "× baseline"),
+      goal(
+        ctx,
+        1,
+        "Sluice TCP ≥ 50× grpc-js one message per record (default window)",
+        tcp !== undefined && grpc !== undefined ? tcp.median / grpc.median : undefined,
+        "≥",
+        50,
+        "×",
+        grpcRaised !== undefined && tcp !== undefined
+          ? `vs raised window: ${(tcp.median / grpcRaised.median).toFixed(1)}×`
+          : undefined,
+      ),
+    ];
+    return { rows: withRatio, goals };
+  },
+};
+
+// -------------------------------------------------------------------------------- case 2
+
+const case2: CaseDefinition = {
+  id: 2,
+  name: "Flink's shape: 12 B records (int64 + length), round-robin, one producer process, Sluice TCP",
+  async run(ctx) {
+    const name = this.name;
+    const specs: SystemSpec[] = [];
+    for (const [channels, flushMs] of [
+      [100, 100],
+      [100, 1],
+      [1000, 100],
+      [1000, 1],
+    ] as const) {
+      // Flink's harness sizes each side to max(2048, writers × channels × 4) buffers.
+      const buffers = Math.max(2048, channels * 4);
+      const params = baseParams({
+        recordSize: 8,
+        recordKind: "int64",
+        channels,
+        selector: "rebalance",
+        bufferTimeoutMs: flushMs,
+        config: sluiceConfig(flushMs, { "taskmanager.memory.network.min": `${buffers * 32}kb` }),
+        producerBatch: 4096,
+        consumerBatch: 16384,
+      });
+      specs.push([`sluice-tcp ${channels} ch ${flushMs} ms`, "sluice-tcp", params]);
+    }
+    const rows = await throughputRows(ctx, 2, name, specs, "records/s");
+    const withRatio = withRatios(rows, () => "sluice-tcp 100 ch 100 ms");
+    const r100 = findRow(withRatio, "sluice-tcp 100 ch 100 ms");
+    const r1000 = findRow(withRatio, "sluice-tcp 1000 ch 100 ms");
+    const r1000f = findRow(withRatio, "sluice-tcp 1000 ch 1 ms");
+    const r100f = findRow(withRatio, "sluice-tcp 100 ch 1 ms");
+    const goals = [
+      goal(
+        ctx,
+        2,
+        "≥ 10 M records/s from one producer process (100 ch, 100 ms)",
+        r100?.median,
+        "≥",
+        10e6,
+        "records/s",
+      ),
+      goal(
+        ctx,
+        2,
+        "1000 channels ≥ 80% of 100 channels (100 ms flush)",
+        r1000 !== undefined && r100 !== undefined ? r1000.median / r100.median : undefined,
+        "≥",
+        0.8,
+        "×",
+        r1000f !== undefined && r100f !== undefined
+          ? `1 ms flush: ${(r1000f.median / r100f.median).toFixed(2)}×`
+          : undefined,
+      ),
+    ];
+    return { rows: withRatio, goals };
+  },
+};
+
+// -------------------------------------------------------------------------------- case 3
+
+const case3: CaseDefinition = {
+  id: 3,
+  name: "32 KiB records, two processes, server → client",
+  async run(ctx) {
+    const name = this.name;
+    const size = 32 * KiB;
+    const sluice = baseParams({
+      recordSize: size,
+      config: sluiceConfig(100),
+      producerBatch: 32,
+      consumerBatch: 64,
+    });
+    const raw = baseParams({ recordSize: size, batching: "per-record", producerBatch: 32 });
+    const rows = await throughputRows(
+      ctx,
+      3,
+      name,
+      [
+        ["raw net", "net", raw],
+        ["raw ws", "ws", raw],
+        ["sluice-tcp", "sluice-tcp", sluice],
+        ["sluice-ws", "sluice-ws", sluice],
+      ],
+      "GB/s",
+    );
+    const withRatio = withRatios(rows, (r) =>
+      r.system === "sluice-tcp"
+        ? "raw net"
+        : r.system === "sluice-ws"
+          ? "raw ws"
+          : r.system === "raw ws"
+            ? "raw net"
+            : undefined,
+    );
+    return {
+      rows: withRatio,
+      goals: [
+        goal(
+          ctx,
+          3,
+          "Sluice TCP ≥ 80% of raw net GB/s",
+          findRow(withRatio, "sluice-tcp")?.ratio,
+          "≥",
+          0.8,
+          "× raw net",
+        ),
+        goal(
+          ctx,
+          3,
+          "Sluice WS ≥ 70% of raw ws GB/s",
+          findRow(withRatio, "sluice-ws")?.ratio,
+          "≥",
+          0.7,
+          "× raw ws",
+          ctx.wsUnavailable,
+        ),
+      ],
+    };
+  },
+};
+
+// -------------------------------------------------------------------------------- case 4
+
+const case4: CaseDefinition = {
+  id: 4,
+  name: "latency: ping-pong of one 100 B record, buffer timeout 0 (RTT µs)",
+  async run(ctx) {
+    const name = this.name;
+    const o = ctx.options;
+    const perRun = o.full ? 5000 : 1000;
+    const warmup = o.full ? 2000 : 500;
+    const params = { recordSize: 100, config: sluiceConfig(0) };
+    const rows: ResultRow[] = [];
+    for (const [system, impl] of [
+      ["raw net", "net"],
+      ["sluice-tcp", "sluice-tcp"],
+      ["sluice-ws", "sluice-ws"],
+      ["raw ws", "ws"],
+      ["grpc-js", "grpc"],
+    ] as const) {
+      if (!selected(o, system)) continue;
+      if (impl === "sluice-ws" && ctx.wsUnavailable !== undefined) {
+        rows.push(skipped(ctx, 4, name, system, "p50 RTT µs", `not run: ${ctx.wsUnavailable}`));
+        continue;
+      }
+      log(`case 4 ${system}`);
+      try {
+        const batches = await runLatency(o, system, impl, params, warmup, perRun, o.runs);
+        const per = batches.map((b) => Float64Array.from(b).sort());
+        const p = (q: number) => per.map((s) => quantile(s, q));
+        rows.push({
+          ...row(ctx, {
+            caseId: 4,
+            caseName: name,
+            system,
+            metric: "p50 RTT µs",
+            higherIsBetter: false,
+            values: p(0.5),
+            extra: {
+              p99: median(p(0.99)),
+              p999: median(p(0.999)),
+              mean: median(per.map((s) => s.reduce((a, v) => a + v, 0) / s.length)),
+              pingsPerRun: perRun,
+              warmupPings: warmup,
+            },
+          }),
+        });
+      } catch (error) {
+        rows.push(skipped(ctx, 4, name, system, "p50 RTT µs", `failed: ${firstLine(error)}`));
+      }
+    }
+    const withRatio = withRatios(rows, () => "raw net");
+    return {
+      rows: withRatio,
+      goals: [
+        goal(
+          ctx,
+          4,
+          "Sluice TCP p50 RTT ≤ 1.5× raw net",
+          findRow(withRatio, "sluice-tcp")?.ratio,
+          "≤",
+          1.5,
+          "× raw net",
+        ),
+      ],
+    };
+  },
+};
+
+// -------------------------------------------------------------------------------- case 5
+
+/** When backpressure is ignored, the producer stops queueing at this many bytes (safety). */
+const QUEUE_CAP_BYTES = 1024 * 1024 * 1024;
+
+const case5: CaseDefinition = {
+  id: 5,
+  name: "slow consumer (≈1 MB/s): peak RSS growth of each process",
+  async run(ctx) {
+    const name = this.name;
+    const o = ctx.options;
+    const durationMs = o.full ? 10_000 : 3_000;
+    const runs = o.full ? 2 : 1;
+    const rate = 1_000_000;
+    const limitMB = DEFAULT_NETWORK_MEMORY_MB + 16;
+    const rows: ResultRow[] = [];
+    const systems: [string, Impl, ThroughputParams][] = [
+      [
+        "sluice-tcp",
+        "sluice-tcp",
+        baseParams({ config: sluiceConfig(100), consumerBytesPerSecond: rate }),
+      ],
+      [
+        "sluice-ws",
+        "sluice-ws",
+        baseParams({ config: sluiceConfig(100), consumerBytesPerSecond: rate }),
+      ],
+      [
+        "raw net, no backpressure",
+        "net",
+        baseParams({
+          consumerBytesPerSecond: rate,
+          honourBackpressure: false,
+          queuedCapBytes: QUEUE_CAP_BYTES,
+        }),
+      ],
+      [
+        "raw ws, no backpressure",
+        "ws",
+        baseParams({
+          consumerBytesPerSecond: rate,
+          honourBackpressure: false,
+          queuedCapBytes: QUEUE_CAP_BYTES,
+        }),
+      ],
+    ];
+    for (const [system, impl, params] of systems) {
+      if (impl === "sluice-ws" && ctx.wsUnavailable !== undefined) {
+        rows.push(
+          skipped(
+            ctx,
+            5,
+            name,
+            `${system} producer`,
+            "RSS growth MiB",
+            `not run: ${ctx.wsUnavailable}`,
+          ),
+        );
+        rows.push(
+          skipped(
+            ctx,
+            5,
+            name,
+            `${system} consumer`,
+            "RSS growth MiB",
+            `not run: ${ctx.wsUnavailable}`,
+          ),
+        );
+        continue;
+      }
+      log(`case 5 ${system} (${durationMs / 1000} s × ${runs})`);
+      const producer: number[] = [];
+      const consumer: number[] = [];
+      const rates: number[] = [];
+      const extras: Record<string, unknown>[] = [];
+      let failure: string | undefined;
+      for (let run = 0; run < runs; run++) {
+        try {
+          const result = await runSlowConsumer(o, system, impl, params, durationMs);
+          producer.push(result.producer.growthMB as number);
+          consumer.push(result.consumer.growthMB as number);
+          rates.push(result.consumed?.bytesPerSecond ?? Number.NaN);
+          extras.push({
+            producer: result.producer,
+            consumer: result.consumer,
+            produced: result.produce.extra,
+          });
+        } catch (error) {
+          failure = `failed: ${firstLine(error)}`;
+        }
+      }
+      const common = {
+        consumerMBps: median(rates) / MB,
+        durationS: durationMs / 1000,
+        ...(impl.startsWith("sluice")
+          ? { networkMemoryMB: DEFAULT_NETWORK_MEMORY_MB, goalMB: limitMB }
+          : { queueCapMB: QUEUE_CAP_BYTES / 2 ** 20 }),
+        runs: extras,
+      };
+      for (const [side, values] of [
+        ["producer", producer],
+        ["consumer", consumer],
+      ] as const) {
+        rows.push(
+          row(ctx, {
+            caseId: 5,
+            caseName: name,
+            system: `${system} ${side}`,
+            metric: "RSS growth MiB",
+            higherIsBetter: false,
+            values,
+            extra: common,
+            ...(failure !== undefined ? { note: failure } : {}),
+          }),
+        );
+      }
+    }
+    const goals: GoalRow[] = [];
+    for (const system of ["sluice-tcp", "sluice-ws"]) {
+      const worst = Math.max(
+        findRow(rows, `${system} producer`)?.max ?? Number.NaN,
+        findRow(rows, `${system} consumer`)?.max ?? Number.NaN,
+      );
+      goals.push(
+        goal(
+          ctx,
+          5,
+          `${system}: RSS growth of each process ≤ network memory (${DEFAULT_NETWORK_MEMORY_MB} MiB) + 16 MiB`,
+          worst,
+          "≤",
+          limitMB,
+          "MiB",
+          system === "sluice-ws" ? ctx.wsUnavailable : undefined,
+        ),
+      );
+    }
+    return { rows, goals };
+  },
+};
+
+// -------------------------------------------------------------------------------- case 6
+
+const case6: CaseDefinition = {
+  id: 6,
+  name: "buffer-timeout sweep: 100 B records, keyed over 4 channels, Sluice TCP",
+  async run(ctx) {
+    const name = this.name;
+    const rows = await throughputRows(
+      ctx,
+      6,
+      name,
+      [0, 1, 5, 100].map(
+        (timeout): SystemSpec => [
+          `sluice-tcp ${timeout} ms`,
+          "sluice-tcp",
+          baseParams({ bufferTimeoutMs: timeout, config: sluiceConfig(timeout) }),
+        ],
+      ),
+      "records/s",
+    );
+    const withRatio = withRatios(rows, () => "sluice-tcp 100 ms");
+    return {
+      rows: withRatio,
+      goals: [
+        goal(
+          ctx,
+          6,
+          "1 ms ≥ 75% of 100 ms",
+          findRow(withRatio, "sluice-tcp 1 ms")?.ratio,
+          "≥",
+          0.75,
+          "× 100 ms",
+        ),
+      ],
+    };
+  },
+};
+
+/** Sets the `--config` overrides applied to every Sluice environment of the run. */
+export function setConfigOverrides(overrides: Record<string, string>): void {
+  configOverrides = { ...overrides };
+}
+
+export const CASES: readonly CaseDefinition[] = [case0, case1, case2, case3, case4, case5, case6];

@@ -1,0 +1,199 @@
+/**
+ * Case 0, run inside one child process: (a) a plain 32 KiB memcpy loop, (b) serialize +
+ * deserialize of 100-byte records through 32 KiB segments with @sluice/core alone
+ * (serializeRecord → BufferBuilder → BufferConsumer → SpillingAdaptiveSpanningRecordDeserializer),
+ * (c) an in-process producer → consumer over 4 local channels through the whole stack
+ * (RecordWriter → ResultPartition → LocalInputChannel → InputGate → RecordReader).
+ */
+import {
+  DataOutputSerializer,
+  type LocalBufferPool,
+  NetworkBufferPool,
+  type RecordHolder,
+  SpillingAdaptiveSpanningRecordDeserializer,
+  serializeRecord,
+} from "@sluice/core";
+import { KeyGroupStreamPartitioner, RecordReader } from "@sluice/runtime";
+import {
+  type KeyedRecord,
+  KeyedRecordSerializer,
+  KeyReadingSerializer,
+  makeKeyedRecords,
+} from "../records.js";
+import {
+  consumePartition,
+  producePartition,
+  recordWriter,
+  runConsumerLoop,
+  runProducerLoop,
+  startEnvironment,
+} from "../systems/sluice.js";
+
+export interface CoreArgs {
+  readonly recordSize: number;
+  readonly durationMs: number;
+  readonly warmupMs: number;
+  readonly runs: number;
+}
+
+export interface CoreResult {
+  /** Bytes/s of each memcpy run. */
+  readonly memcpyBytesPerSecond: number[];
+  /** Records/s of each serialize + deserialize run. */
+  readonly serdeRecordsPerSecond: number[];
+  /** Records/s of each in-process exchange run. */
+  readonly localRecordsPerSecond: number[];
+  readonly checks: string[];
+}
+
+const SEGMENT = 32 * 1024;
+
+function memcpyRun(durationMs: number): number {
+  const src = Buffer.alloc(SEGMENT, 7);
+  const dst = Buffer.alloc(SEGMENT);
+  const start = performance.now();
+  const end = start + durationMs;
+  let bytes = 0;
+  let now = start;
+  while (now < end) {
+    for (let i = 0; i < 256; i++) {
+      dst.set(src);
+      // Vary one byte so the copy cannot be elided.
+      src[i] = dst[SEGMENT - 1 - i] as number;
+    }
+    bytes += 256 * SEGMENT;
+    now = performance.now();
+  }
+  return bytes / ((now - start) / 1000);
+}
+
+function serdeRun(
+  pool: LocalBufferPool,
+  records: KeyedRecord[],
+  recordSize: number,
+  durationMs: number,
+  checks: string[],
+): number {
+  const serializer = new KeyedRecordSerializer(recordSize);
+  const keyReader = new KeyReadingSerializer(recordSize);
+  const out = new DataOutputSerializer({ initialCapacity: 256 });
+  const deserializer = new SpillingAdaptiveSpanningRecordDeserializer();
+  const holder: RecordHolder<number> = { value: undefined };
+  const mask = records.length - 1;
+  let builder = pool.requestBufferBuilder();
+  if (builder === undefined) throw new Error("no buffer for the serde benchmark");
+  let consumer = builder.createBufferConsumerFromBeginning();
+  let produced = 0;
+  let consumed = 0;
+  let keySum = 0;
+  let expectedKeySum = 0;
+  const drainBuffer = () => {
+    // Hand the committed bytes to the deserializer and read every complete record out of them.
+    const buffer = consumer.build();
+    deserializer.setNextBuffer(buffer);
+    for (;;) {
+      const result = deserializer.getNextRecord(keyReader, holder);
+      if (result.isFullRecord()) {
+        consumed++;
+        keySum = (keySum + (holder.value as number)) | 0;
+      }
+      if (result.isBufferConsumed()) break;
+    }
+  };
+  const start = performance.now();
+  const end = start + durationMs;
+  let now = start;
+  while (now < end) {
+    for (let i = 0; i < 4096; i++) {
+      const record = records[produced & mask] as KeyedRecord;
+      expectedKeySum = (expectedKeySum + record.key) | 0;
+      const framed = serializeRecord(record, serializer, out);
+      let offset = 0;
+      while (offset < framed.length) {
+        offset += builder.appendAndCommit(framed, offset, framed.length - offset);
+        if (builder.isFull()) {
+          builder.finish();
+          drainBuffer();
+          consumer.close();
+          builder.close();
+          builder = pool.requestBufferBuilder();
+          if (builder === undefined) throw new Error("the serde benchmark leaked buffers");
+          consumer = builder.createBufferConsumerFromBeginning();
+        }
+      }
+      produced++;
+    }
+    now = performance.now();
+  }
+  builder.finish();
+  drainBuffer();
+  consumer.close();
+  builder.close();
+  deserializer.clear();
+  if (consumed !== produced)
+    checks.push(`serde: produced ${produced} but deserialized ${consumed}`);
+  if (keySum !== expectedKeySum) checks.push("serde: key checksum mismatch");
+  return consumed / ((now - start) / 1000);
+}
+
+async function localRun(recordSize: number, durationMs: number, checks: string[]): Promise<number> {
+  const config = { "execution.buffer-timeout.interval": "100ms" };
+  const env = await startEnvironment("local", config);
+  try {
+    const { partition, descriptor } = await producePartition(env, config, 4);
+    const gate = consumePartition(env, descriptor, 4);
+    const records = makeKeyedRecords(recordSize);
+    const mask = records.length - 1;
+    const writer = recordWriter(
+      partition,
+      new KeyedRecordSerializer(recordSize),
+      new KeyGroupStreamPartitioner<KeyedRecord, number>((r) => r.key, 128),
+      100,
+    );
+    const reader = new RecordReader<number>(gate, new KeyReadingSerializer(recordSize));
+    const [produced, consumed] = await Promise.all([
+      runProducerLoop(writer, partition, (i) => records[i & mask] as KeyedRecord, durationMs, 1024),
+      runConsumerLoop(reader, () => {}, 4096),
+    ]);
+    reader.close();
+    await gate.close();
+    partition.close();
+    if (produced.sent !== consumed.received) {
+      checks.push(`local: sent ${produced.sent} but received ${consumed.received}`);
+    }
+    // Whole-run rate: producer and consumer share the thread, so first→last arrival is the run.
+    return consumed.received / (produced.elapsedMs / 1000);
+  } finally {
+    await env.close();
+  }
+}
+
+export async function runCoreBenchmark(args: CoreArgs): Promise<CoreResult> {
+  const records = makeKeyedRecords(args.recordSize);
+  const network = new NetworkBufferPool(16, SEGMENT);
+  const pool = network.createBufferPool(4, 16);
+  const checks: string[] = [];
+  const result: CoreResult = {
+    memcpyBytesPerSecond: [],
+    serdeRecordsPerSecond: [],
+    localRecordsPerSecond: [],
+    checks,
+  };
+  // Warm-up of every part, then the measured runs interleaved so drift hits all parts alike.
+  memcpyRun(args.warmupMs);
+  serdeRun(pool, records, args.recordSize, args.warmupMs, checks);
+  await localRun(args.recordSize, args.warmupMs, checks);
+  for (let run = 0; run < args.runs; run++) {
+    result.memcpyBytesPerSecond.push(memcpyRun(args.durationMs));
+    result.serdeRecordsPerSecond.push(
+      serdeRun(pool, records, args.recordSize, args.durationMs, checks),
+    );
+    result.localRecordsPerSecond.push(await localRun(args.recordSize, args.durationMs, checks));
+  }
+  pool.destroy();
+  if (network.getNumberOfAvailableMemorySegments() !== network.totalNumberOfMemorySegments) {
+    checks.push("serde: segments missing from the pool at the end");
+  }
+  network.destroy();
+  return result;
+}

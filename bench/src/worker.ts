@@ -1,0 +1,186 @@
+/**
+ * The child process of every benchmark: forked by the harness, it creates one role of one system
+ * and answers the parent's requests over IPC. It exits when asked, and by itself when the parent
+ * goes away (the IPC channel closes), so no child outlives a bench run.
+ */
+import type { CoreArgs } from "./cases/core-bench.js";
+import type {
+  LatencyParams,
+  LatencyPeer,
+  ThroughputConsumer,
+  ThroughputParams,
+  ThroughputProducer,
+} from "./roles.js";
+import { throttleStats } from "./throttle.js";
+
+/** Which implementation a child runs. */
+export type Impl = "sluice-tcp" | "sluice-ws" | "net" | "ws" | "grpc";
+export type Role = "producer" | "consumer" | "pinger" | "ponger";
+
+type Instance = ThroughputProducer | ThroughputConsumer | LatencyPeer;
+
+interface Request {
+  readonly id: number;
+  readonly op: string;
+  readonly args: unknown;
+}
+
+let instance: Instance | undefined;
+
+/**
+ * Creates the role. Each system's module is imported only in the children that run it: a raw
+ * baseline's process never loads Sluice (or grpc-js), as it would not in a user's program —
+ * loading Sluice's packages was measured to slow a raw `net` reader in the same process (see
+ * docs/benchmarks.md), so sharing one module graph would handicap the baselines.
+ */
+async function create(
+  impl: Impl,
+  role: Role,
+  params: ThroughputParams & LatencyParams,
+): Promise<Instance> {
+  switch (impl) {
+    case "sluice-tcp":
+    case "sluice-ws": {
+      const m = await import("./systems/sluice-roles.js");
+      const transport = impl === "sluice-tcp" ? "tcp" : "ws";
+      if (role === "producer") return new m.SluiceThroughputProducer(transport, params);
+      if (role === "consumer") return new m.SluiceThroughputConsumer(transport, params);
+      return new m.SluiceLatencyPeer(transport, role, params);
+    }
+    case "net": {
+      const m = await import("./systems/raw-net.js");
+      if (role === "producer") return new m.NetThroughputProducer(params);
+      if (role === "consumer") return new m.NetThroughputConsumer(params);
+      return new m.NetLatencyPeer(role, params);
+    }
+    case "ws": {
+      const m = await import("./systems/raw-ws.js");
+      if (role === "producer") return new m.WsThroughputProducer(params);
+      if (role === "consumer") return new m.WsThroughputConsumer(params);
+      return new m.WsLatencyPeer(role, params);
+    }
+    case "grpc": {
+      const m = await import("./systems/grpc.js");
+      if (role === "producer") return new m.GrpcThroughputProducer(params);
+      if (role === "consumer") return new m.GrpcThroughputConsumer(params);
+      return new m.GrpcLatencyPeer(role, params);
+    }
+  }
+}
+
+// ----------------------------------------------------------------- memory (RSS) sampling
+
+const MB = 1024 * 1024;
+let sampler: NodeJS.Timeout | undefined;
+let baselineRss = 0;
+let peakRss = 0;
+
+function memStart(): { baselineMB: number } {
+  globalThis.gc?.();
+  baselineRss = process.memoryUsage.rss();
+  peakRss = baselineRss;
+  clearInterval(sampler);
+  sampler = setInterval(() => {
+    const rss = process.memoryUsage.rss();
+    if (rss > peakRss) peakRss = rss;
+  }, 10);
+  return { baselineMB: baselineRss / MB };
+}
+
+function memStop(): Record<string, number> {
+  clearInterval(sampler);
+  sampler = undefined;
+  const rss = process.memoryUsage.rss();
+  if (rss > peakRss) peakRss = rss;
+  // maxRSS is the kernel's high-water mark (KiB): it catches peaks between two samples.
+  const maxRss = process.resourceUsage().maxRSS * 1024;
+  const peak = Math.max(peakRss, maxRss);
+  const usage = process.memoryUsage();
+  return {
+    baselineMB: baselineRss / MB,
+    peakMB: peak / MB,
+    growthMB: (peak - baselineRss) / MB,
+    sampledPeakMB: peakRss / MB,
+    heapUsedMB: usage.heapUsed / MB,
+    externalMB: usage.external / MB,
+    arrayBuffersMB: usage.arrayBuffers / MB,
+  };
+}
+
+// ------------------------------------------------------------------------------ dispatch
+
+async function handle(request: Request): Promise<unknown> {
+  const args = request.args as Record<string, unknown>;
+  switch (request.op) {
+    case "init": {
+      instance = await create(
+        args.impl as Impl,
+        args.role as Role,
+        args.params as ThroughputParams & LatencyParams,
+      );
+      return null;
+    }
+    case "call": {
+      const method = args.method as string;
+      const target = instance as unknown as Record<string, (a: unknown) => Promise<unknown>>;
+      const fn = target?.[method];
+      if (typeof fn !== "function") throw new Error(`no method '${method}' on this role`);
+      return await fn.call(instance, args.args);
+    }
+    case "memStart":
+      return memStart();
+    case "memStop":
+      return memStop();
+    case "core": {
+      const { runCoreBenchmark } = await import("./cases/core-bench.js");
+      return await runCoreBenchmark(args as unknown as CoreArgs);
+    }
+    case "throttleStats":
+      return throttleStats();
+    case "wsAvailability": {
+      const { wsAvailability } = await import("./systems/sluice.js");
+      return (await wsAvailability()) ?? null;
+    }
+    case "exit":
+      await shutdown(0);
+      return null;
+    default:
+      throw new Error(`unknown op '${request.op}'`);
+  }
+}
+
+let shuttingDown = false;
+async function shutdown(code: number): Promise<void> {
+  if (shuttingDown) return;
+  shuttingDown = true;
+  const hard = setTimeout(() => process.exit(code), 3_000);
+  hard.unref();
+  try {
+    await instance?.close();
+  } catch {
+    // Exiting anyway.
+  }
+  // process.exit would skip writing a --cpu-prof profile only on a hard kill; a normal exit writes it.
+  process.exit(code);
+}
+
+process.on("message", (request: Request) => {
+  if (request.op === "exit") {
+    void shutdown(0);
+    return;
+  }
+  handle(request).then(
+    (result) => process.send?.({ id: request.id, ok: true, result }),
+    (error: unknown) =>
+      process.send?.({
+        id: request.id,
+        ok: false,
+        error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+      }),
+  );
+});
+
+// The parent went away: never linger.
+process.on("disconnect", () => {
+  void shutdown(0);
+});
