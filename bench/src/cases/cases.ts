@@ -1,8 +1,13 @@
 /**
- * The seven cases of issue 8 (0 = the core and in-process benchmarks of issues 2 and 4), each
+ * The cases of issue 8 (0 = the core and in-process benchmarks of issues 2 and 4; 7 = TLS, issue
+ * 9), each
  * producing result rows (medians, min/max, ratios against the case's baseline from the same run)
  * and the goal rows computed from them.
  */
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import {
   type BenchOptions,
   Child,
@@ -782,9 +787,126 @@ const case6: CaseDefinition = {
   },
 };
 
+// -------------------------------------------------------------------------------- case 7
+
+/**
+ * Throw-away PEM files for mutual TLS, made with the openssl CLI (as the TLS tests do): one CA
+ * and one certificate that both sides present.
+ */
+function makeTlsMaterial(): { config: Record<string, unknown>; remove(): void } {
+  const dir = mkdtempSync(path.join(tmpdir(), "sluice-bench-tls-"));
+  const openssl = (args: string[]) =>
+    execFileSync("openssl", args, { cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
+  openssl(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "ca.key"]);
+  openssl([
+    "req",
+    "-x509",
+    "-new",
+    "-key",
+    "ca.key",
+    "-sha256",
+    "-days",
+    "2",
+    "-subj",
+    "/CN=bench-ca",
+    "-out",
+    "ca.crt",
+  ]);
+  openssl(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "worker.key"]);
+  openssl(["req", "-new", "-key", "worker.key", "-subj", "/CN=worker", "-out", "worker.csr"]);
+  openssl([
+    "x509",
+    "-req",
+    "-in",
+    "worker.csr",
+    "-CA",
+    "ca.crt",
+    "-CAkey",
+    "ca.key",
+    "-CAcreateserial",
+    "-days",
+    "2",
+    "-sha256",
+    "-out",
+    "worker.crt",
+  ]);
+  return {
+    config: {
+      "security.ssl.internal.enabled": "true",
+      "security.ssl.internal.key": path.join(dir, "worker.key"),
+      "security.ssl.internal.cert": path.join(dir, "worker.crt"),
+      "security.ssl.internal.ca": path.join(dir, "ca.crt"),
+    },
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+const case7: CaseDefinition = {
+  id: 7,
+  name: "TLS on the data port: 100 B keyed records over 4 channels, Sluice TCP and WS, plaintext vs mutual TLS",
+  async run(ctx) {
+    const name = this.name;
+    const tls = makeTlsMaterial();
+    try {
+      const small = (extra: Record<string, unknown>) =>
+        baseParams({ config: sluiceConfig(100, extra) });
+      const rows = await throughputRows(
+        ctx,
+        7,
+        name,
+        [
+          ["sluice-tcp 100 B", "sluice-tcp", small({})],
+          ["sluice-tcp+tls 100 B", "sluice-tcp", small(tls.config)],
+          ["sluice-ws 100 B", "sluice-ws", small({})],
+          ["sluice-wss 100 B", "sluice-ws", small(tls.config)],
+        ],
+        "records/s",
+      );
+      const withRatio = withRatios(rows, (row) =>
+        row.system.replace("+tls", "").replace("wss", "ws"),
+      );
+      const ratio = (system: string) => findRow(withRatio, system)?.ratio;
+      return {
+        rows: withRatio,
+        goals: [
+          goal(
+            ctx,
+            7,
+            "Sluice TCP with TLS ≥ 40% of plaintext (100 B records)",
+            ratio("sluice-tcp+tls 100 B"),
+            "≥",
+            0.4,
+            "× plaintext",
+          ),
+          goal(
+            ctx,
+            7,
+            "Sluice WS with wss ≥ 40% of plaintext (100 B records)",
+            ratio("sluice-wss 100 B"),
+            "≥",
+            0.4,
+            "× plaintext",
+          ),
+        ],
+      };
+    } finally {
+      tls.remove();
+    }
+  },
+};
+
 /** Sets the `--config` overrides applied to every Sluice environment of the run. */
 export function setConfigOverrides(overrides: Record<string, string>): void {
   configOverrides = { ...overrides };
 }
 
-export const CASES: readonly CaseDefinition[] = [case0, case1, case2, case3, case4, case5, case6];
+export const CASES: readonly CaseDefinition[] = [
+  case0,
+  case1,
+  case2,
+  case3,
+  case4,
+  case5,
+  case6,
+  case7,
+];
