@@ -5,6 +5,11 @@
 
 export { createTestPki, type TestPki } from "./certificates.js";
 export {
+  describeHostilePeerSuite,
+  type HostilePeerTransport,
+  pollError,
+} from "./hostile-peer-suite.js";
+export {
   type AllToAllJob,
   deployAllToAll,
   environmentContext,
