@@ -81,6 +81,24 @@ async function drain(reader: RecordReader<string>, into: string[]): Promise<Poll
   return status;
 }
 
+/**
+ * Finishes `finishing`, checks that the reader then reaches the end of its input, and closes the
+ * reader, the gate and every producer in `all`.
+ */
+async function finishAndClose(
+  finishing: readonly ResultPartition[],
+  gate: SingleInputGate,
+  reader: RecordReader<string>,
+  seen: string[],
+  all: readonly ResultPartition[] = finishing,
+): Promise<void> {
+  for (const producer of finishing) producer.finish();
+  expect(await drain(reader, seen)).toBe(PollStatus.END_OF_INPUT);
+  reader.close();
+  await gate.close();
+  for (const producer of all) producer.close();
+}
+
 function emit(producer: ResultPartition, values: string[]): void {
   for (const value of values) producer.emitRecord(encode(value), 0);
   producer.flushAll();
@@ -130,12 +148,7 @@ describe("checkpoint barrier handling", () => {
     await drain(r, seen);
     expect(triggered).toEqual([1n]);
     expect(seen.sort()).toEqual(["p0-after", "p0-before", "p1-after", "p1-before"]);
-    p0.finish();
-    p1.finish();
-    expect(await drain(r, seen)).toBe(PollStatus.END_OF_INPUT);
-    r.close();
-    await gate.close();
-    for (const p of producers) p.close();
+    await finishAndClose(producers, gate, r, seen);
   });
 
   it("aborts an alignment on a cancel marker and lets the held channel continue", async () => {
@@ -162,12 +175,7 @@ describe("checkpoint barrier handling", () => {
     await drain(r, seen);
     expect(aborted).toEqual([5n]);
     expect(seen).toEqual(["p0-after"]);
-    p0.finish();
-    p1.finish();
-    expect(await drain(r, seen)).toBe(PollStatus.END_OF_INPUT);
-    r.close();
-    await gate.close();
-    for (const p of producers) p.close();
+    await finishAndClose(producers, gate, r, seen);
   });
 
   it("completes an alignment when the missing channel ends instead of sending the barrier", async () => {
@@ -187,11 +195,7 @@ describe("checkpoint barrier handling", () => {
     p1.finish();
     await drain(r, seen);
     expect(triggered).toEqual([2n]);
-    p0.finish();
-    expect(await drain(r, seen)).toBe(PollStatus.END_OF_INPUT);
-    r.close();
-    await gate.close();
-    for (const p of producers) p.close();
+    await finishAndClose([p0], gate, r, seen, producers);
   });
 
   it("tracks at-least-once barriers without blocking any channel", async () => {
@@ -217,11 +221,6 @@ describe("checkpoint barrier handling", () => {
     p1.broadcastEvent(new CheckpointBarrier(3n, 0n, atLeastOnce));
     await drain(r, seen);
     expect(triggered).toEqual([3n]);
-    p0.finish();
-    p1.finish();
-    expect(await drain(r, seen)).toBe(PollStatus.END_OF_INPUT);
-    r.close();
-    await gate.close();
-    for (const p of producers) p.close();
+    await finishAndClose(producers, gate, r, seen);
   });
 });
