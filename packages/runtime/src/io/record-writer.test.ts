@@ -6,6 +6,7 @@ import { BroadcastPartitioner } from "../partitioner/broadcast-partitioner.js";
 import { ForwardPartitioner } from "../partitioner/forward-partitioner.js";
 import {
   BroadcastRecordWriter,
+  type BufferTimeout,
   bufferTimeoutOf,
   ChannelSelectorRecordWriter,
   createRecordWriter,
@@ -26,6 +27,14 @@ function partition(pool: NetworkBufferPool, subpartitions = 1): ResultPartition 
   return result;
 }
 
+/** A string writer sending everything to subpartition 0 of `target`. */
+function forwardWriter(target: ResultPartition, bufferTimeout: BufferTimeout) {
+  return createRecordWriter(target, new StringSerializer(), new ForwardPartitioner<string>(), {
+    taskName: "t",
+    bufferTimeout,
+  });
+}
+
 describe("RecordWriter buffer timeout", () => {
   let pool: NetworkBufferPool;
 
@@ -37,15 +46,7 @@ describe("RecordWriter buffer timeout", () => {
   it("flushes after every record when the interval is 0", () => {
     pool = new NetworkBufferPool(32, 4096);
     const target = partition(pool);
-    const writer = createRecordWriter(
-      target,
-      new StringSerializer(),
-      new ForwardPartitioner<string>(),
-      {
-        taskName: "t",
-        bufferTimeout: bufferTimeoutOf(true, 0),
-      },
-    );
+    const writer = forwardWriter(target, bufferTimeoutOf(true, 0));
     writer.emit("a");
     expect(target.getSubpartition(0).isDataAvailable()).toBe(true);
     writer.close();
@@ -56,15 +57,7 @@ describe("RecordWriter buffer timeout", () => {
     vi.useFakeTimers();
     pool = new NetworkBufferPool(32, 4096);
     const target = partition(pool);
-    const writer = createRecordWriter(
-      target,
-      new StringSerializer(),
-      new ForwardPartitioner<string>(),
-      {
-        taskName: "t",
-        bufferTimeout: bufferTimeoutOf(true, 100),
-      },
-    );
+    const writer = forwardWriter(target, bufferTimeoutOf(true, 100));
     writer.emit("a");
     expect(target.getSubpartition(0).isDataAvailable()).toBe(false);
     vi.advanceTimersByTime(99);
@@ -79,15 +72,7 @@ describe("RecordWriter buffer timeout", () => {
     vi.useFakeTimers();
     pool = new NetworkBufferPool(32, 4096);
     const target = partition(pool);
-    const writer = createRecordWriter(
-      target,
-      new StringSerializer(),
-      new ForwardPartitioner<string>(),
-      {
-        taskName: "t",
-        bufferTimeout: bufferTimeoutOf(false, 100),
-      },
-    );
+    const writer = forwardWriter(target, bufferTimeoutOf(false, 100));
     writer.emit("a");
     vi.advanceTimersByTime(10_000);
     expect(target.getSubpartition(0).isDataAvailable()).toBe(false);
