@@ -39,6 +39,12 @@ export const ErrorCodes = {
   PLUGIN_INVALID: "SLUICE_ERR_PLUGIN_INVALID",
   /** The factory's constructor (or module evaluation) threw. */
   PLUGIN_INSTANTIATION: "SLUICE_ERR_PLUGIN_INSTANTIATION",
+  /** A plugin member returned something the SPI does not allow (a Promise, a malformed object). */
+  PLUGIN_CONTRACT: "SLUICE_ERR_PLUGIN_CONTRACT",
+  /** A task could not be deployed: it names an unknown invokable, serializer or key selector. */
+  TASK_DEPLOYMENT: "SLUICE_ERR_TASK_DEPLOYMENT",
+  /** A task executor has no task with the given execution attempt. */
+  TASK_NOT_FOUND: "SLUICE_ERR_TASK_NOT_FOUND",
   /** The requested result partition is not registered at the producer. */
   PARTITION_NOT_FOUND: "SLUICE_ERR_PARTITION_NOT_FOUND",
   /** The producer of a partition failed; the consumer sees the producer's error. */

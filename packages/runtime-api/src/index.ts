@@ -61,8 +61,11 @@ export {
 export {
   DESCRIPTOR_VERSION,
   type DescriptorCodec,
+  defineCodec,
+  JsonFields,
   type JsonObject,
   type JsonValue,
+  nested,
 } from "./descriptors/json-fields.js";
 export {
   type PartitionDescriptor,

@@ -86,6 +86,10 @@ export class ResultPartition implements ResultPartitionWriter, SubpartitionParen
   private finished = false;
   private released = false;
   private failureCause: Error | undefined;
+  private resolveReleaseFuture!: () => void;
+  private readonly releaseFuture = new Promise<void>((resolve) => {
+    this.resolveReleaseFuture = resolve;
+  });
   private readonly counters = {
     numBytesOut: 0,
     numBuffersOut: 0,
@@ -187,10 +191,15 @@ export class ResultPartition implements ResultPartitionWriter, SubpartitionParen
     this.bufferPool?.destroy();
     this.pendingAvailability.resetAvailable();
     this.partitionManager.onPartitionReleased(this);
+    this.resolveReleaseFuture();
   }
 
   isReleased(): boolean {
     return this.released;
+  }
+
+  getReleaseFuture(): Promise<void> {
+    return this.releaseFuture;
   }
 
   /**

@@ -85,6 +85,9 @@ const CLASS_OF: Record<ErrorCode, SluiceErrorClass | undefined> = {
   [ErrorCodes.REMOTE_TRANSPORT]: RemoteTransportError,
   [ErrorCodes.LOCAL_TRANSPORT]: LocalTransportError,
   [ErrorCodes.TIMEOUT]: TimeoutError,
+  [ErrorCodes.PLUGIN_CONTRACT]: defineError("PluginContractError", ErrorCodes.PLUGIN_CONTRACT),
+  [ErrorCodes.TASK_DEPLOYMENT]: defineError("TaskDeploymentError", ErrorCodes.TASK_DEPLOYMENT),
+  [ErrorCodes.TASK_NOT_FOUND]: defineError("TaskNotFoundError", ErrorCodes.TASK_NOT_FOUND),
 };
 
 describe("error wire ids", () => {

@@ -1,28 +1,9 @@
 import {
-  BufferPoolDestroyedError,
-  BufferRecycledError,
-  BufferReorderingError,
-  CancelledError,
-  ConfigurationError,
-  defineError,
-  type ErrorCode,
   ErrorCodes,
-  IllegalArgumentError,
-  IllegalStateError,
   type InputChannelID,
-  InsufficientBuffersError,
   isSluiceError,
-  LocalTransportError,
-  PartitionConnectionError,
-  PartitionNotFoundError,
-  ProducerFailedError,
-  ProtocolError,
-  RecordTooLargeError,
-  RemoteTransportError,
-  SerializationError,
+  reconstructError,
   SluiceError,
-  type SluiceErrorClass,
-  TimeoutError,
 } from "@sluice/core";
 import { errorCodeOfWireId, errorWireIdOf, UNKNOWN_ERROR_WIRE_ID } from "./error-wire-ids.js";
 import { MessageId } from "./message-id.js";
@@ -119,82 +100,18 @@ export function isFatalErrorResponse(msg: ErrorResponse): boolean {
   return msg.receiverId === undefined;
 }
 
-/** The class core defines for each code; codes missing here are defined in other packages. */
-const CLASS_BY_CODE: ReadonlyMap<ErrorCode, SluiceErrorClass> = new Map<
-  ErrorCode,
-  SluiceErrorClass
->([
-  [ErrorCodes.INVALID_ARGUMENT, IllegalArgumentError],
-  [ErrorCodes.ILLEGAL_STATE, IllegalStateError],
-  [ErrorCodes.INSUFFICIENT_BUFFERS, InsufficientBuffersError],
-  [ErrorCodes.BUFFER_POOL_DESTROYED, BufferPoolDestroyedError],
-  [ErrorCodes.BUFFER_RECYCLED, BufferRecycledError],
-  [ErrorCodes.RECORD_TOO_LARGE, RecordTooLargeError],
-  [ErrorCodes.SERIALIZATION, SerializationError],
-  [ErrorCodes.CONFIG, ConfigurationError],
-  [ErrorCodes.PARTITION_NOT_FOUND, PartitionNotFoundError],
-  [ErrorCodes.PRODUCER_FAILED, ProducerFailedError],
-  [ErrorCodes.CANCELLED, CancelledError],
-  [ErrorCodes.PROTOCOL, ProtocolError],
-  [ErrorCodes.BUFFER_REORDERING, BufferReorderingError],
-  [ErrorCodes.PARTITION_CONNECTION, PartitionConnectionError],
-  [ErrorCodes.REMOTE_TRANSPORT, RemoteTransportError],
-  [ErrorCodes.LOCAL_TRANSPORT, LocalTransportError],
-  [ErrorCodes.TIMEOUT, TimeoutError],
-]);
-
-const ERROR_CLASS_NAME = /^[A-Za-z_$][\w$]{0,127}$/;
-const MAX_CACHED_CLASSES = 64;
-const classCache = new Map<string, SluiceErrorClass>();
-
 /**
- * A class branded with the sender's class name, for codes whose class lives in another package
- * (e.g. runtime-api's DescriptorError): brands compare by name, so `instanceof` that class holds.
- * The cache is bounded because names come off the wire.
- */
-function brandedClass(name: string, code: ErrorCode): SluiceErrorClass {
-  const key = `${code} ${name}`;
-  let cls = classCache.get(key);
-  if (cls === undefined) {
-    cls = defineError(name, code);
-    if (classCache.size < MAX_CACHED_CLASSES) classCache.set(key, cls);
-  }
-  return cls;
-}
-
-function isGenericName(name: string): boolean {
-  return name === "" || name === "Error" || name === "SluiceError";
-}
-
-/**
- * Rebuilds the error an ErrorResponse reports: wire id → code → class. A code with a class in
- * `@sluice/core` yields that class (the sender's name is prefixed to the message when it differs);
- * a code whose class lives elsewhere yields a class branded with the sender's name, so
- * `instanceof` the real class works; an unknown wire id (a newer peer) or `SLUICE_ERR_UNKNOWN`
- * yields a plain SluiceError with code `SLUICE_ERR_UNKNOWN` whose message names the original error.
+ * Rebuilds the error an ErrorResponse reports: wire id → code → class, by core's
+ * `reconstructError`. An unknown wire id (a newer peer) yields a plain SluiceError with code
+ * `SLUICE_ERR_UNKNOWN` whose message names the original error and the id.
  */
 export function errorFromErrorResponse(msg: ErrorResponse): SluiceError {
-  const { errorName, message } = msg;
   const code = errorCodeOfWireId(msg.errorWireId);
   if (code === undefined) {
     return new SluiceError(
       ErrorCodes.UNKNOWN,
-      `${errorName || "Error"} (unknown error wire id ${msg.errorWireId}): ${message}`,
+      `${msg.errorName || "Error"} (unknown error wire id ${msg.errorWireId}): ${msg.message}`,
     );
   }
-  if (code === ErrorCodes.UNKNOWN) {
-    return new SluiceError(
-      ErrorCodes.UNKNOWN,
-      isGenericName(errorName) ? message : `${errorName}: ${message}`,
-    );
-  }
-  const cls = CLASS_BY_CODE.get(code);
-  if (cls !== undefined) {
-    const sameName = errorName === cls.name || isGenericName(errorName);
-    return new cls(sameName ? message : `${errorName}: ${message}`);
-  }
-  if (ERROR_CLASS_NAME.test(errorName) && !isGenericName(errorName)) {
-    return new (brandedClass(errorName, code))(message);
-  }
-  return new SluiceError(code, message);
+  return reconstructError(code, msg.errorName, msg.message);
 }

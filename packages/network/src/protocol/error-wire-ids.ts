@@ -30,6 +30,9 @@ export const ERROR_WIRE_IDS = {
   [ErrorCodes.REMOTE_TRANSPORT]: 20,
   [ErrorCodes.LOCAL_TRANSPORT]: 21,
   [ErrorCodes.TIMEOUT]: 22,
+  [ErrorCodes.PLUGIN_CONTRACT]: 23,
+  [ErrorCodes.TASK_DEPLOYMENT]: 24,
+  [ErrorCodes.TASK_NOT_FOUND]: 25,
 } as const satisfies Record<ErrorCode, number>;
 
 /** The wire id written for errors that carry no Sluice code (plain `Error`s, non-errors). */

@@ -61,10 +61,12 @@ export class JsonFields {
     }
   }
 
+  /** The dotted path of `field` from the descriptor's root, for error messages. */
   fieldPath(field: string): string {
     return this.path === "" ? field : `${this.path}.${field}`;
   }
 
+  /** Throws a DescriptorError: `field` was expected to be `expected` but held `got`. */
   fail(field: string, expected: string, got: unknown, cause?: unknown): never {
     throw new DescriptorError(
       `${this.typeName}: field "${this.fieldPath(field)}" ${expected}, got ${describe(got)}`,
@@ -72,30 +74,36 @@ export class JsonFields {
     );
   }
 
+  /** The unchecked value of `field`. */
   raw(field: string): unknown {
     return this.obj[field];
   }
 
+  /** True when `field` is present (not `undefined`). */
   has(field: string): boolean {
     return this.obj[field] !== undefined;
   }
 
+  /** `field` as a string, or a DescriptorError. */
   string(field: string): string {
     const value = this.obj[field];
     if (typeof value !== "string") this.fail(field, "must be a string", value);
     return value;
   }
 
+  /** `field` as a boolean, or a DescriptorError. */
   boolean(field: string): boolean {
     const value = this.obj[field];
     if (typeof value !== "boolean") this.fail(field, "must be true or false", value);
     return value;
   }
 
+  /** `field` as a boolean, `fallback` when absent. */
   optionalBoolean(field: string, fallback: boolean): boolean {
     return this.obj[field] === undefined ? fallback : this.boolean(field);
   }
 
+  /** `field` as an integer in `[min, max]`, or a DescriptorError naming the range. */
   integer(field: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
     const value = this.obj[field];
     if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
@@ -105,10 +113,12 @@ export class JsonFields {
     return value;
   }
 
+  /** The fields of the nested object `field`, or a DescriptorError. */
   object(field: string): JsonFields {
     return JsonFields.of(this.typeName, this.fieldPath(field), this.obj[field]);
   }
 
+  /** `field` as an array (items unchecked), or a DescriptorError. */
   array(field: string): unknown[] {
     const value = this.obj[field];
     if (!Array.isArray(value)) this.fail(field, "must be an array", value);
@@ -125,6 +135,7 @@ export class JsonFields {
     }
   }
 
+  /** `field` as the name of a ResultPartitionType, or a DescriptorError. */
   partitionType(field: string): ResultPartitionType {
     const name = this.string(field);
     const type = resultPartitionTypeOf(name);
@@ -138,12 +149,12 @@ export class JsonFields {
     return type;
   }
 
-  /** An optional open JSON object (a plugin's own fields). */
+  /** An optional open JSON object (a plugin's own fields, a task's configuration). */
   optionalJsonObject(field: string): JsonObject | undefined {
     const value = this.obj[field];
     if (value === undefined) return undefined;
     if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      this.fail(field, "must be an object of the plugin's own fields", value);
+      this.fail(field, "must be an object of JSON values", value);
     }
     checkJson(this, field, value);
     return value as JsonObject;

@@ -98,6 +98,13 @@ export interface ResultPartitionWriter extends AvailabilityProvider {
    */
   close(): void;
 
+  /**
+   * Resolves once the partition is released: a pipelined partition after its consumers read it to
+   * the end, any partition after `release()`, `fail()` or the worker's shutdown. The task uses it
+   * to report when its output was consumed. Optional: without it, the runtime cannot tell.
+   */
+  getReleaseFuture?(): Promise<void>;
+
   /** The failure given to `fail()` or `release()`, if any (Flink's `getFailureCause`). */
   getFailureCause?(): Error | undefined;
 

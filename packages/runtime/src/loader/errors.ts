@@ -35,3 +35,12 @@ export const PluginInstantiationError = defineError(
   ErrorCodes.PLUGIN_INSTANTIATION,
 );
 export type PluginInstantiationError = InstanceType<typeof PluginInstantiationError>;
+
+/**
+ * A plugin member returned something the SPI does not allow: a Promise where the SPI is
+ * synchronous, an object without the required methods, a port that is not a number, a list of the
+ * wrong length. The message names the plugin, the member and what it returned.
+ * Code: `SLUICE_ERR_PLUGIN_CONTRACT`.
+ */
+export const PluginContractError = defineError("PluginContractError", ErrorCodes.PLUGIN_CONTRACT);
+export type PluginContractError = InstanceType<typeof PluginContractError>;

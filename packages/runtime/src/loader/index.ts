@@ -1,4 +1,5 @@
 export {
+  PluginContractError,
   PluginExportMissingError,
   PluginInstantiationError,
   PluginInvalidError,
@@ -10,6 +11,14 @@ export {
   SHUFFLE_SERVICE_ALIASES,
   type SpecifierKind,
 } from "./factory-reference.js";
+export {
+  checkInputGates,
+  checkResultPartitionWriters,
+  createShuffleEnvironment,
+  createShuffleMaster,
+  type ShufflePlugin,
+  startShuffleEnvironment,
+} from "./plugin-contract.js";
 export {
   type LoadedShuffleServiceFactory,
   type LoaderConfiguration,

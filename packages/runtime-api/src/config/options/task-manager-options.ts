@@ -21,6 +21,28 @@ export const TaskManagerOptions = {
       "Number of task slots of a worker (`ShuffleEnvironmentContext.numberOfSlots`).",
     ),
 
+  /** The worker's total memory budget, the base of the network memory fraction. */
+  TOTAL_FLINK_MEMORY: ConfigOptions.key("taskmanager.memory.flink.size")
+    .memoryType()
+    .noDefaultValue()
+    .withDescription(
+      "Total memory budget of a worker. The network memory is " +
+        "`taskmanager.memory.network.fraction` of it, clamped to " +
+        "[`taskmanager.memory.network.min`, `taskmanager.memory.network.max`]. Unset (and no " +
+        "total memory given to `TaskExecutor.start`): the network memory is " +
+        "`taskmanager.memory.network.min`.",
+    ),
+
+  /** How long a TaskExecutor waits for canceled tasks to end when it shuts down. */
+  TASK_CANCELLATION_TIMEOUT: ConfigOptions.key("task.cancellation.timeout")
+    .durationType()
+    .defaultValue("180s")
+    .withDescription(
+      "How long `TaskExecutor.close()` waits for canceled tasks whose code ignores the " +
+        "cancellation (their `task.signal`) before it releases their partitions and gates " +
+        "anyway. 0 waits without bound.",
+    ),
+
   /** Folders for spill files. */
   TMP_DIRS: ConfigOptions.key("io.tmp.dirs")
     .stringType()

@@ -1,0 +1,107 @@
+import {
+  BufferPoolDestroyedError,
+  BufferRecycledError,
+  BufferReorderingError,
+  CancelledError,
+  ConfigurationError,
+  defineError,
+  type ErrorCode,
+  ErrorCodes,
+  IllegalArgumentError,
+  IllegalStateError,
+  InsufficientBuffersError,
+  LocalTransportError,
+  PartitionConnectionError,
+  PartitionNotFoundError,
+  ProducerFailedError,
+  ProtocolError,
+  RecordTooLargeError,
+  RemoteTransportError,
+  SerializationError,
+  SluiceError,
+  type SluiceErrorClass,
+  TimeoutError,
+} from "./errors.js";
+
+/** The class this package defines for each code; codes missing here are defined in other packages. */
+const CLASS_BY_CODE: ReadonlyMap<string, SluiceErrorClass> = new Map<string, SluiceErrorClass>([
+  [ErrorCodes.INVALID_ARGUMENT, IllegalArgumentError],
+  [ErrorCodes.ILLEGAL_STATE, IllegalStateError],
+  [ErrorCodes.INSUFFICIENT_BUFFERS, InsufficientBuffersError],
+  [ErrorCodes.BUFFER_POOL_DESTROYED, BufferPoolDestroyedError],
+  [ErrorCodes.BUFFER_RECYCLED, BufferRecycledError],
+  [ErrorCodes.RECORD_TOO_LARGE, RecordTooLargeError],
+  [ErrorCodes.SERIALIZATION, SerializationError],
+  [ErrorCodes.CONFIG, ConfigurationError],
+  [ErrorCodes.PARTITION_NOT_FOUND, PartitionNotFoundError],
+  [ErrorCodes.PRODUCER_FAILED, ProducerFailedError],
+  [ErrorCodes.CANCELLED, CancelledError],
+  [ErrorCodes.PROTOCOL, ProtocolError],
+  [ErrorCodes.BUFFER_REORDERING, BufferReorderingError],
+  [ErrorCodes.PARTITION_CONNECTION, PartitionConnectionError],
+  [ErrorCodes.REMOTE_TRANSPORT, RemoteTransportError],
+  [ErrorCodes.LOCAL_TRANSPORT, LocalTransportError],
+  [ErrorCodes.TIMEOUT, TimeoutError],
+]);
+
+const KNOWN_CODES: ReadonlySet<string> = new Set(Object.values(ErrorCodes));
+const ERROR_CLASS_NAME = /^[A-Za-z_$][\w$]{0,127}$/;
+const MAX_CACHED_CLASSES = 64;
+const classCache = new Map<string, SluiceErrorClass>();
+
+/**
+ * A class branded with the sender's class name, for codes whose class lives in another package
+ * (e.g. runtime-api's DescriptorError): brands compare by name, so `instanceof` that class holds.
+ * The cache is bounded because names come from another process.
+ */
+function brandedClass(name: string, code: ErrorCode): SluiceErrorClass {
+  const key = `${code} ${name}`;
+  let cls = classCache.get(key);
+  if (cls === undefined) {
+    cls = defineError(name, code);
+    if (classCache.size < MAX_CACHED_CLASSES) classCache.set(key, cls);
+  }
+  return cls;
+}
+
+function isGenericName(name: string): boolean {
+  return name === "" || name === "Error" || name === "SluiceError";
+}
+
+/**
+ * Rebuilds an error that another process reported as code, class name and message (an
+ * ErrorResponse on the wire, a failed task's state report). A code with a class in this package
+ * yields that class (the sender's name is prefixed to the message when it differs); a code whose
+ * class lives elsewhere yields a class branded with the sender's name, so `instanceof` the real
+ * class works; a code this build does not know (a newer peer), `SLUICE_ERR_UNKNOWN` or no code at
+ * all yields a plain SluiceError with code `SLUICE_ERR_UNKNOWN` whose message names the original
+ * error.
+ */
+export function reconstructError(
+  code: string | undefined,
+  name: string,
+  message: string,
+): SluiceError {
+  if (code === undefined || !KNOWN_CODES.has(code)) {
+    const unknown = code === undefined ? "" : ` (unknown error code ${code})`;
+    return new SluiceError(
+      ErrorCodes.UNKNOWN,
+      isGenericName(name) && unknown === "" ? message : `${name || "Error"}${unknown}: ${message}`,
+    );
+  }
+  if (code === ErrorCodes.UNKNOWN) {
+    return new SluiceError(
+      ErrorCodes.UNKNOWN,
+      isGenericName(name) ? message : `${name}: ${message}`,
+    );
+  }
+  const cls = CLASS_BY_CODE.get(code);
+  if (cls !== undefined) {
+    const sameName = name === cls.name || isGenericName(name);
+    return new cls(sameName ? message : `${name}: ${message}`);
+  }
+  if (ERROR_CLASS_NAME.test(name) && !isGenericName(name)) {
+    return new (brandedClass(name, code as ErrorCode))(message);
+  }
+  return new SluiceError(code as ErrorCode, message);
+}

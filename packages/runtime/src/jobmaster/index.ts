@@ -1,0 +1,26 @@
+export {
+  type DeployOptions,
+  JobDeployer,
+  type JobDeployerOptions,
+  type Placement,
+} from "./job-deployer.js";
+export {
+  type DeploymentOrder,
+  type ExecutionVertex,
+  JobExecution,
+  type JobResult,
+  type JobStatus,
+} from "./job-execution.js";
+export {
+  type ConsumedPartitions,
+  consumedPartitionsOf,
+  type DistributionPattern,
+  type JobEdge,
+  type JobEdgeSpec,
+  JobGraph,
+  type JobVertex,
+  type JobVertexSpec,
+  numberOfSubpartitions,
+  partitionIdOf,
+} from "./job-graph.js";
+export type { JobMasterGateway } from "./job-master-gateway.js";

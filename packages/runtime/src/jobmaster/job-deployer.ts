@@ -1,0 +1,124 @@
+import type { ShuffleMaster } from "@sluice/runtime-api";
+import { createShuffleMaster } from "../loader/plugin-contract.js";
+import {
+  type LoadedShuffleServiceFactory,
+  type LoaderConfiguration,
+  loadShuffleServiceFactoryWithInfo,
+  type ShuffleServiceLoaderOptions,
+} from "../loader/shuffle-service-loader.js";
+import type { TaskExecutorGateway } from "../taskexecutor/task-executor-gateway.js";
+import { type DeploymentOrder, JobExecution } from "./job-execution.js";
+import type { JobGraph, JobVertex } from "./job-graph.js";
+
+/** Options of {@link JobDeployer.start}. */
+export interface JobDeployerOptions {
+  /** Where the loader resolves `shuffle-service-factory.class` from. */
+  readonly loader?: ShuffleServiceLoaderOptions;
+  /**
+   * Called when the shuffle master reports an unrecoverable error (`ShuffleMasterContext`);
+   * running jobs fail with it too.
+   */
+  readonly onFatalError?: (error: Error) => void;
+}
+
+/** Options of {@link JobDeployer.deploy}. */
+export interface DeployOptions {
+  /**
+   * `producers-first` (default): producers are deployed before their consumers, whose gates then
+   * get the real shuffle descriptors. `consumers-first`: consumers first, with unknown
+   * descriptors that `updatePartitions` replaces once each producer is deployed (Flink's lazy
+   * deployment). Blocking inputs are always deployed after their producers finished.
+   */
+  readonly order?: DeploymentOrder;
+}
+
+/**
+ * Picks the TaskExecutor each subtask runs on (Flink's slot assignment). Called once per subtask
+ * before anything is deployed.
+ */
+export type Placement = (vertex: JobVertex, subtaskIndex: number) => TaskExecutorGateway;
+
+/**
+ * The job side of the shuffle (Flink's scheduler with the cluster's ShuffleMaster): it loads the
+ * configured plugin, creates and starts its ShuffleMaster, and deploys job graphs onto
+ * TaskExecutors — registering every partition with the master, building each task's deployment
+ * descriptor (partition types, subpartition ranges, serializers, partitioners), and releasing
+ * the partitions when the job ends. One deployer serves any number of jobs.
+ */
+export class JobDeployer {
+  /** The loaded shuffle plugin. */
+  readonly plugin: LoadedShuffleServiceFactory;
+  /** The plugin's master. */
+  readonly master: ShuffleMaster;
+  private readonly executions = new Set<JobExecution>();
+  private fatalError: Error | undefined;
+  private closed = false;
+
+  private constructor(plugin: LoadedShuffleServiceFactory, master: ShuffleMaster) {
+    this.plugin = plugin;
+    this.master = master;
+  }
+
+  /**
+   * Loads the shuffle plugin, creates its ShuffleMaster and starts it.
+   *
+   * @throws the loader's errors (`SLUICE_ERR_PLUGIN_*`), or PluginContractError when
+   *   `createShuffleMaster` returns a Promise or a malformed master.
+   */
+  static async start(
+    configuration: LoaderConfiguration,
+    options: JobDeployerOptions = {},
+  ): Promise<JobDeployer> {
+    const plugin = await loadShuffleServiceFactoryWithInfo(configuration, options.loader);
+    let deployer: JobDeployer | undefined;
+    const master = createShuffleMaster(plugin, {
+      configuration,
+      onFatalError: (error) => {
+        options.onFatalError?.(error);
+        deployer?.onFatalError(error);
+      },
+    });
+    deployer = new JobDeployer(plugin, master);
+    await master.start();
+    return deployer;
+  }
+
+  /**
+   * Deploys `graph`: registers it with the master, then deploys every vertex whose inputs are
+   * ready onto the TaskExecutors `placement` picks. Resolves once the first tasks are submitted;
+   * follow the job through the returned {@link JobExecution}.
+   */
+  async deploy(
+    graph: JobGraph,
+    placement: Placement,
+    options: DeployOptions = {},
+  ): Promise<JobExecution> {
+    if (this.closed) throw new Error("the JobDeployer is closed");
+    const execution = new JobExecution(
+      graph,
+      this.master,
+      placement,
+      options.order ?? "producers-first",
+    );
+    this.executions.add(execution);
+    void execution.terminated.then(() => this.executions.delete(execution));
+    if (this.fatalError !== undefined) execution.fail(this.fatalError);
+    else await execution.start();
+    return execution;
+  }
+
+  /** Cancels every running job, waits for them to end, and closes the master. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const running = [...this.executions];
+    for (const execution of running) execution.cancel("the JobDeployer is closing");
+    await Promise.all(running.map((execution) => execution.terminated));
+    await this.master.close();
+  }
+
+  private onFatalError(error: Error): void {
+    this.fatalError ??= error;
+    for (const execution of this.executions) execution.fail(error);
+  }
+}

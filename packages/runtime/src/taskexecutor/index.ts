@@ -1,0 +1,34 @@
+export { TaskDeploymentError, TaskNotFoundError } from "./errors.js";
+export { deriveNetworkMemorySize, type NetworkMemorySize } from "./network-memory.js";
+export {
+  describeThrowable,
+  deserializeThrowable,
+  type SerializedThrowable,
+  serializeThrowable,
+} from "./serialized-throwable.js";
+export { Task } from "./task.js";
+export {
+  createTaskDeploymentDescriptor,
+  type InputGateSpec,
+  type PartitionerSpec,
+  type ProducedPartitionSpec,
+  type TaskDeploymentDescriptor,
+  TaskDeploymentDescriptorCodec,
+  type TaskDeploymentDescriptorJSON,
+  taskNameWithSubtask,
+} from "./task-deployment-descriptor.js";
+export {
+  failureOf,
+  type TaskExecutionState,
+  type TaskExecutionStateJSON,
+  taskExecutionStateFromJSON,
+  taskExecutionStateToJSON,
+} from "./task-execution-state.js";
+export { TaskExecutor, type TaskExecutorOptions } from "./task-executor.js";
+export type { TaskExecutorGateway, TaskManagerLocation } from "./task-executor-gateway.js";
+export {
+  BUILT_IN_SERIALIZERS,
+  IDENTITY_KEY_SELECTOR,
+  type TaskInvokable,
+  type UserCode,
+} from "./user-code-registry.js";

@@ -1,0 +1,54 @@
+import { reconstructError, type SluiceError } from "@sluice/core";
+
+/**
+ * An error as plain data, to cross a process boundary (Flink's `SerializedThrowable`): a failed
+ * task's cause in its state report, a worker's error in a reply. The `code` survives, so the
+ * receiver rebuilds an error that `isSluiceError(error, code)` and `instanceof` recognise.
+ */
+export interface SerializedThrowable {
+  /** The error's class name (`name`). */
+  readonly name: string;
+  /** The SluiceError code, when the error had one. */
+  readonly code?: string;
+  /** The message, with the messages of up to four `cause` levels appended. */
+  readonly message: string;
+  /** The sender's stack trace, for logs. */
+  readonly stack?: string;
+}
+
+const MAX_CAUSE_DEPTH = 4;
+
+/** Turns any thrown value into a {@link SerializedThrowable}. */
+export function serializeThrowable(error: unknown): SerializedThrowable {
+  if (!(error instanceof Error)) {
+    return { name: "Error", message: `a non-Error value was thrown: ${String(error)}` };
+  }
+  let message = error.message;
+  let cause: unknown = error.cause;
+  for (let depth = 0; depth < MAX_CAUSE_DEPTH && cause instanceof Error; depth++) {
+    message += ` (caused by ${cause.name}: ${cause.message})`;
+    cause = cause.cause;
+  }
+  const code = (error as { code?: unknown }).code;
+  return {
+    name: error.name,
+    ...(typeof code === "string" ? { code } : {}),
+    message,
+    ...(error.stack === undefined ? {} : { stack: error.stack }),
+  };
+}
+
+/**
+ * Rebuilds the error: a SluiceError of the same code (and, for codes of `@sluice/core`, the same
+ * class). The sender's stack stays in the serialized form, for logs.
+ */
+export function deserializeThrowable(serialized: SerializedThrowable): SluiceError {
+  return reconstructError(serialized.code, serialized.name, serialized.message);
+}
+
+/** One line for logs and reports: `Name [CODE]: message`. */
+export function describeThrowable(serialized: SerializedThrowable): string {
+  const label =
+    serialized.code === undefined ? serialized.name : `${serialized.name} [${serialized.code}]`;
+  return `${label}: ${serialized.message}`;
+}

@@ -1,0 +1,260 @@
+import { ExecutionAttemptID, JobID } from "@sluice/core";
+import {
+  type DescriptorCodec,
+  DescriptorError,
+  defineCodec,
+  type InputGateDeploymentDescriptor,
+  InputGateDeploymentDescriptorCodec,
+  type InputGateDeploymentDescriptorJSON,
+  JsonFields,
+  type JsonObject,
+  nested,
+  type ResultPartitionDeploymentDescriptor,
+  ResultPartitionDeploymentDescriptorCodec,
+  type ResultPartitionDeploymentDescriptorJSON,
+} from "@sluice/runtime-api";
+import { PARTITIONER_NAMES, type PartitionerName } from "../partitioner/partitioners.js";
+
+const TYPE_NAME = "TaskDeploymentDescriptor";
+
+/**
+ * How a produced partition's records are routed to its subpartitions: one of Flink's partitioner
+ * names and, for `HASH` and `CUSTOM`, the names of the key selector and partitioner the
+ * TaskExecutor resolves (see `TaskExecutorOptions`). `HASH` uses the partition's max parallelism
+ * as the number of key groups.
+ */
+export interface PartitionerSpec {
+  /** FORWARD, REBALANCE, RESCALE, SHUFFLE, BROADCAST, GLOBAL, HASH or CUSTOM. */
+  readonly name: PartitionerName;
+  /** HASH and CUSTOM: a registered key selector, or `value` (the record is its own key). */
+  readonly keySelector?: string;
+  /** CUSTOM: a registered partitioner. */
+  readonly partitioner?: string;
+}
+
+/** One partition the task produces: the plugin's deployment descriptor plus how records are written. */
+export interface ProducedPartitionSpec {
+  /** What `ShuffleEnvironment.createResultPartitionWriters` gets. */
+  readonly deployment: ResultPartitionDeploymentDescriptor;
+  /** The name of the records' serializer (built in, or registered with the TaskExecutor). */
+  readonly serializer: string;
+  /** How records are routed to subpartitions. */
+  readonly partitioner: PartitionerSpec;
+}
+
+/** One input gate of the task: the plugin's deployment descriptor plus how records are read. */
+export interface InputGateSpec {
+  /** What `ShuffleEnvironment.createInputGates` gets. */
+  readonly deployment: InputGateDeploymentDescriptor;
+  /** The name of the records' serializer (built in, or registered with the TaskExecutor). */
+  readonly serializer: string;
+}
+
+/**
+ * Everything a TaskExecutor needs to deploy one execution attempt of a subtask (Flink's
+ * `TaskDeploymentDescriptor`): which job and attempt, which partitions it produces and which
+ * gates it reads, the serializer and partitioner of each, the name of the code it runs and that
+ * code's parameters. Built by the job side (`JobDeployer`), shipped as JSON
+ * ({@link TaskDeploymentDescriptorCodec}).
+ */
+export interface TaskDeploymentDescriptor {
+  /** The job. */
+  readonly jobId: JobID;
+  /** The execution attempt (vertex, subtask index, attempt number). */
+  readonly executionAttemptId: ExecutionAttemptID;
+  /** The vertex name, e.g. `"Count"`; the task is shown as `Count (1/2)#0`. */
+  readonly taskName: string;
+  /** The vertex's parallelism. */
+  readonly numberOfSubtasks: number;
+  /**
+   * The name of the code the task runs, as registered with the TaskExecutor; absent when the
+   * application drives the deployed task itself (`Task.run`).
+   */
+  readonly invokable?: string;
+  /** The partitions the task produces, in order (writer index = position). */
+  readonly producedPartitions: readonly ProducedPartitionSpec[];
+  /** The gates the task reads, in order (reader index = position). */
+  readonly inputGates: readonly InputGateSpec[];
+  /** Parameters for the task's code (Flink's task configuration); any JSON object. */
+  readonly taskConfiguration: JsonObject;
+}
+
+/** The JSON form (version 1) of {@link TaskDeploymentDescriptor}. */
+export interface TaskDeploymentDescriptorJSON {
+  readonly version: number;
+  readonly jobId: string;
+  readonly executionAttemptId: string;
+  readonly taskName: string;
+  readonly numberOfSubtasks: number;
+  readonly invokable?: string;
+  readonly producedPartitions: readonly {
+    readonly deployment: ResultPartitionDeploymentDescriptorJSON;
+    readonly serializer: string;
+    readonly partitioner: PartitionerSpec;
+  }[];
+  readonly inputGates: readonly {
+    readonly deployment: InputGateDeploymentDescriptorJSON;
+    readonly serializer: string;
+  }[];
+  readonly taskConfiguration: JsonObject;
+}
+
+/** `Name (i/n)#attempt`, the task name Flink prints (with a 1-based subtask index). */
+export function taskNameWithSubtask(descriptor: TaskDeploymentDescriptor): string {
+  const { subtaskIndex, attemptNumber } = descriptor.executionAttemptId;
+  return `${descriptor.taskName} (${subtaskIndex + 1}/${descriptor.numberOfSubtasks})#${attemptNumber}`;
+}
+
+/**
+ * Creates a task deployment descriptor, checking that the subtask index fits the parallelism and
+ * that names are not empty.
+ *
+ * @throws DescriptorError otherwise.
+ */
+export function createTaskDeploymentDescriptor(
+  descriptor: TaskDeploymentDescriptor,
+): TaskDeploymentDescriptor {
+  const { executionAttemptId, numberOfSubtasks, taskName } = descriptor;
+  if (typeof taskName !== "string" || taskName === "") {
+    throw new DescriptorError("TaskDeploymentDescriptor: taskName must be a non-empty string");
+  }
+  if (!Number.isInteger(numberOfSubtasks) || numberOfSubtasks < 1) {
+    throw new DescriptorError(
+      `TaskDeploymentDescriptor: numberOfSubtasks must be an integer >= 1, got ${numberOfSubtasks}`,
+    );
+  }
+  if (executionAttemptId.subtaskIndex >= numberOfSubtasks) {
+    throw new DescriptorError(
+      `TaskDeploymentDescriptor: the subtask index ${executionAttemptId.subtaskIndex} of ${taskName} is not below its numberOfSubtasks ${numberOfSubtasks}`,
+    );
+  }
+  for (const [index, produced] of descriptor.producedPartitions.entries()) {
+    checkPartitioner(produced.partitioner, `producedPartitions[${index}].partitioner`);
+  }
+  return Object.freeze({
+    ...descriptor,
+    producedPartitions: Object.freeze([...descriptor.producedPartitions]),
+    inputGates: Object.freeze([...descriptor.inputGates]),
+  });
+}
+
+function checkPartitioner(spec: PartitionerSpec, field: string): void {
+  if (!PARTITIONER_NAMES.includes(spec.name)) {
+    throw new DescriptorError(
+      `TaskDeploymentDescriptor: field "${field}.name" must be one of ${PARTITIONER_NAMES.join(", ")}, got ${JSON.stringify(spec.name)}`,
+    );
+  }
+}
+
+/**
+ * Converts one field for the JSON form. A hand-built descriptor may hold a wrong value (a JSON
+ * form where a decoded descriptor belongs, a missing id): the error names the field instead of
+ * surfacing as a TypeError.
+ */
+function convert<T>(field: string, value: () => T): T {
+  try {
+    return value();
+  } catch (error) {
+    if (error instanceof DescriptorError) {
+      throw new DescriptorError(`${TYPE_NAME}: in field "${field}": ${error.message}`, {
+        cause: error,
+      });
+    }
+    throw new DescriptorError(
+      `${TYPE_NAME}: field "${field}" is not a valid decoded value (${(error as Error).message})`,
+      { cause: error },
+    );
+  }
+}
+
+function toJSON(descriptor: TaskDeploymentDescriptor): TaskDeploymentDescriptorJSON {
+  return {
+    version: 1,
+    jobId: convert("jobId", () => descriptor.jobId.toString()),
+    executionAttemptId: convert("executionAttemptId", () =>
+      descriptor.executionAttemptId.toString(),
+    ),
+    taskName: descriptor.taskName,
+    numberOfSubtasks: descriptor.numberOfSubtasks,
+    ...(descriptor.invokable === undefined ? {} : { invokable: descriptor.invokable }),
+    producedPartitions: convert("producedPartitions", () => [...descriptor.producedPartitions]).map(
+      (produced, i) => ({
+        deployment: convert(`producedPartitions[${i}].deployment`, () =>
+          ResultPartitionDeploymentDescriptorCodec.toJSON(produced.deployment),
+        ),
+        serializer: produced.serializer,
+        partitioner: { ...produced.partitioner },
+      }),
+    ),
+    inputGates: convert("inputGates", () => [...descriptor.inputGates]).map((gate, i) => ({
+      deployment: convert(`inputGates[${i}].deployment`, () =>
+        InputGateDeploymentDescriptorCodec.toJSON(gate.deployment),
+      ),
+      serializer: gate.serializer,
+    })),
+    taskConfiguration: descriptor.taskConfiguration,
+  };
+}
+
+function optionalString(fields: JsonFields, field: string): string | undefined {
+  return fields.has(field) ? fields.string(field) : undefined;
+}
+
+function readPartitioner(fields: JsonFields): PartitionerSpec {
+  const name = fields.string("name");
+  if (!(PARTITIONER_NAMES as readonly string[]).includes(name)) {
+    fields.fail("name", `must be one of ${PARTITIONER_NAMES.join(", ")}`, name);
+  }
+  const keySelector = optionalString(fields, "keySelector");
+  const partitioner = optionalString(fields, "partitioner");
+  return {
+    name: name as PartitionerName,
+    ...(keySelector === undefined ? {} : { keySelector }),
+    ...(partitioner === undefined ? {} : { partitioner }),
+  };
+}
+
+function fromFields(fields: JsonFields): TaskDeploymentDescriptor {
+  const jobId = fields.id("jobId", "a JobID (32 hex digits)", JobID.fromHex);
+  const executionAttemptId = fields.id(
+    "executionAttemptId",
+    "an ExecutionAttemptID (<hex>_<hex>_<subtask>_<attempt>)",
+    ExecutionAttemptID.parse,
+  );
+  const taskName = fields.string("taskName");
+  const numberOfSubtasks = fields.integer("numberOfSubtasks", 1, 2 ** 31 - 1);
+  const invokable = optionalString(fields, "invokable");
+  const producedPartitions = fields.array("producedPartitions").map((item, index) => {
+    const path = `producedPartitions[${index}]`;
+    const entry = JsonFields.of(TYPE_NAME, path, item);
+    return {
+      deployment: nested(entry, "deployment", ResultPartitionDeploymentDescriptorCodec),
+      serializer: entry.string("serializer"),
+      partitioner: readPartitioner(entry.object("partitioner")),
+    };
+  });
+  const inputGates = fields.array("inputGates").map((item, index) => {
+    const entry = JsonFields.of(TYPE_NAME, `inputGates[${index}]`, item);
+    return {
+      deployment: nested(entry, "deployment", InputGateDeploymentDescriptorCodec),
+      serializer: entry.string("serializer"),
+    };
+  });
+  const taskConfiguration = fields.optionalJsonObject("taskConfiguration") ?? {};
+  return createTaskDeploymentDescriptor({
+    jobId,
+    executionAttemptId,
+    taskName,
+    numberOfSubtasks,
+    ...(invokable === undefined ? {} : { invokable }),
+    producedPartitions,
+    inputGates,
+    taskConfiguration,
+  });
+}
+
+/** JSON codec of {@link TaskDeploymentDescriptor}. */
+export const TaskDeploymentDescriptorCodec: DescriptorCodec<
+  TaskDeploymentDescriptor,
+  TaskDeploymentDescriptorJSON
+> = defineCodec(TYPE_NAME, toJSON, fromFields);

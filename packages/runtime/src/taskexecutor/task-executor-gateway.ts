@@ -1,0 +1,42 @@
+import type { ExecutionAttemptID, JobID, ResourceID, ResultPartitionID } from "@sluice/core";
+import type { PartitionInfo } from "@sluice/runtime-api";
+import type { JobMasterGateway } from "../jobmaster/job-master-gateway.js";
+import type { TaskDeploymentDescriptor } from "./task-deployment-descriptor.js";
+
+/** Where a TaskExecutor runs and where its data server listens (Flink's `TaskManagerLocation`). */
+export interface TaskManagerLocation {
+  /** The TaskExecutor's resource id (`ShuffleEnvironmentContext.taskExecutorResourceId`). */
+  readonly resourceId: ResourceID;
+  /** The address other workers reach its data server at (`taskmanager.host`). */
+  readonly host: string;
+  /** Its data port (what `ShuffleEnvironment.start()` returned; -1 when local only). */
+  readonly dataPort: number;
+}
+
+/**
+ * What the job side calls on a TaskExecutor (Flink's `TaskExecutorGateway`, the part the
+ * scheduler uses). A `TaskExecutor` in the same process implements it directly; across processes
+ * the control plane implements it by sending messages.
+ */
+export interface TaskExecutorGateway {
+  /** Where the TaskExecutor runs. */
+  readonly location: TaskManagerLocation;
+
+  /**
+   * Deploys a task and runs its invokable; state changes go to `jobMaster`. Resolves once the
+   * task is deployed (its writers and gates exist), not when it ends.
+   */
+  submitTask(descriptor: TaskDeploymentDescriptor, jobMaster: JobMasterGateway): Promise<void>;
+
+  /** Cancels a task; resolves once the request was delivered. */
+  cancelTask(executionAttemptId: ExecutionAttemptID): Promise<void>;
+
+  /** Replaces unknown input channels of a task once their producers are known. */
+  updatePartitions(
+    executionAttemptId: ExecutionAttemptID,
+    partitionInfos: readonly PartitionInfo[],
+  ): Promise<void>;
+
+  /** Frees the local resources of partitions of a job (`releasePartitionsLocally`). */
+  releasePartitions(jobId: JobID, partitionIds: readonly ResultPartitionID[]): Promise<void>;
+}

@@ -1,0 +1,450 @@
+import { tmpdir } from "node:os";
+import {
+  type ExecutionAttemptID,
+  IllegalStateError,
+  type JobID,
+  ResourceID,
+  type ResultPartitionID,
+} from "@sluice/core";
+import {
+  ExecutionOptions,
+  type ExecutionState,
+  type InputGate,
+  NettyShuffleEnvironmentOptions,
+  type PartitionInfo,
+  type PartitionProducerStateProvider,
+  type ResultPartitionWriter,
+  type ShuffleEnvironment,
+  type ShuffleMetricSink,
+  type TaskEventPublisher,
+  TaskManagerOptions,
+} from "@sluice/runtime-api";
+import type { RecordReaderOptions } from "../io/record-reader.js";
+import { bufferTimeoutOf } from "../io/record-writer.js";
+import type { JobMasterGateway } from "../jobmaster/job-master-gateway.js";
+import {
+  checkInputGates,
+  checkResultPartitionWriters,
+  createShuffleEnvironment,
+  startShuffleEnvironment,
+} from "../loader/plugin-contract.js";
+import {
+  type LoadedShuffleServiceFactory,
+  type LoaderConfiguration,
+  loadShuffleServiceFactoryWithInfo,
+  type ShuffleServiceLoaderOptions,
+} from "../loader/shuffle-service-loader.js";
+import { TaskNotFoundError } from "./errors.js";
+import { deriveNetworkMemorySize, type NetworkMemorySize } from "./network-memory.js";
+import { Task, type TaskInput, type TaskOutput } from "./task.js";
+import {
+  type TaskDeploymentDescriptor,
+  TaskDeploymentDescriptorCodec,
+  taskNameWithSubtask,
+} from "./task-deployment-descriptor.js";
+import type { TaskExecutionState } from "./task-execution-state.js";
+import type { TaskExecutorGateway, TaskManagerLocation } from "./task-executor-gateway.js";
+import { type UserCode, UserCodeRegistry } from "./user-code-registry.js";
+
+/** Options of {@link TaskExecutor.start}: the worker's identity, resources and code. */
+export interface TaskExecutorOptions extends UserCode<Task> {
+  /** The worker's resource id (default: a new random one). */
+  readonly resourceId?: ResourceID;
+  /**
+   * The worker's total memory budget in bytes, the base of `taskmanager.memory.network.fraction`
+   * (default: `taskmanager.memory.flink.size`; with neither, the network memory is
+   * `taskmanager.memory.network.min`).
+   */
+  readonly totalMemory?: number;
+  /** True when every task of the job runs in this process: the plugin starts no data server. */
+  readonly localCommunicationOnly?: boolean;
+  /** Where the loader resolves `shuffle-service-factory.class` from. */
+  readonly loader?: ShuffleServiceLoaderOptions;
+  /** Where the environment registers its metrics (the worker-level metric group). */
+  readonly metrics?: ShuffleMetricSink;
+  /** Where the environment registers each task's metrics; called once per deployed task. */
+  readonly taskMetrics?: (task: TaskDeploymentDescriptor) => ShuffleMetricSink | undefined;
+  /** Receives task events that consumers send upstream (default: the plugin's own dispatcher). */
+  readonly taskEventPublisher?: TaskEventPublisher;
+}
+
+/**
+ * The answer of a TaskExecutor that has no job master to ask: the state of a producer that runs
+ * here, and RUNNING for any other, so that a consumer keeps retrying (with backoff, bounded by
+ * `taskmanager.network.request-backoff.max`) while the producer may still be coming up.
+ */
+const ASSUME_RUNNING: ExecutionState = "RUNNING";
+
+/**
+ * A worker process's task runtime (Flink's `TaskExecutor` with the shuffle part of its
+ * `TaskManagerServices`). {@link TaskExecutor.start} loads the configured shuffle plugin through
+ * the `ShuffleServiceLoader`, derives the network memory from Flink's keys, builds the
+ * `ShuffleEnvironmentContext`, and starts the environment (its data server).
+ * {@link TaskExecutor.deployTask} turns a task deployment descriptor into a {@link Task}: it
+ * creates and sets up the task's writers and gates through the plugin, requests its partitions,
+ * and resolves the descriptor's serializer, partitioner and invokable names against the code the
+ * application registered. {@link TaskExecutor.close} cancels every task and closes the
+ * environment; afterwards every network buffer is back in its pool.
+ *
+ * It is also the in-process {@link TaskExecutorGateway} the job side deploys through.
+ */
+export class TaskExecutor implements TaskExecutorGateway {
+  /** The configuration the worker was started with. */
+  readonly configuration: LoaderConfiguration;
+  /** The worker's resource id. */
+  readonly resourceId: ResourceID;
+  /** Where the worker runs and its data port. */
+  readonly location: TaskManagerLocation;
+  /** How large the network memory is and why. */
+  readonly networkMemory: NetworkMemorySize;
+  /** The loaded shuffle plugin. */
+  readonly plugin: LoadedShuffleServiceFactory;
+  /** The plugin's environment (one per worker). */
+  readonly shuffleEnvironment: ShuffleEnvironment;
+
+  private readonly userCode: UserCodeRegistry<Task>;
+  private readonly options: TaskExecutorOptions;
+  private readonly tasks = new Map<string, Task>();
+  private readonly cancellationTimeoutMs: number;
+  private closing: Promise<void> | undefined;
+
+  private constructor(
+    configuration: LoaderConfiguration,
+    options: TaskExecutorOptions,
+    plugin: LoadedShuffleServiceFactory,
+    environment: ShuffleEnvironment,
+    resourceId: ResourceID,
+    networkMemory: NetworkMemorySize,
+    dataPort: number,
+  ) {
+    this.configuration = configuration;
+    this.options = options;
+    this.plugin = plugin;
+    this.shuffleEnvironment = environment;
+    this.resourceId = resourceId;
+    this.networkMemory = networkMemory;
+    this.location = Object.freeze({
+      resourceId,
+      host: configuration.get(TaskManagerOptions.HOST),
+      dataPort,
+    });
+    this.userCode = new UserCodeRegistry(options);
+    this.cancellationTimeoutMs = configuration.get(TaskManagerOptions.TASK_CANCELLATION_TIMEOUT);
+  }
+
+  /**
+   * Starts a TaskExecutor: loads the shuffle plugin named by `shuffle-service-factory.class`,
+   * creates its environment with the derived network memory and starts it.
+   *
+   * @throws the loader's errors (`SLUICE_ERR_PLUGIN_*`), ConfigurationError for inconsistent
+   *   memory keys, PluginContractError when the plugin breaks the SPI, or the environment's own
+   *   start-up error (the environment is closed again).
+   */
+  static async start(
+    configuration: LoaderConfiguration,
+    options: TaskExecutorOptions = {},
+  ): Promise<TaskExecutor> {
+    const networkMemory = deriveNetworkMemorySize(configuration, options.totalMemory);
+    const plugin = await loadShuffleServiceFactoryWithInfo(configuration, options.loader);
+    const resourceId = options.resourceId ?? new ResourceID();
+    const tmpDirs = configuration.getOptional(TaskManagerOptions.TMP_DIRS);
+    const environment = createShuffleEnvironment(plugin, {
+      configuration,
+      taskExecutorResourceId: resourceId,
+      networkMemorySize: networkMemory.bytes,
+      localCommunicationOnly: options.localCommunicationOnly ?? false,
+      hostAddress: configuration.get(TaskManagerOptions.HOST),
+      numberOfSlots: configuration.get(TaskManagerOptions.NUM_TASK_SLOTS),
+      tmpDirPaths: tmpDirs === undefined ? [tmpdir()] : splitPaths(tmpDirs),
+      ...(options.taskEventPublisher === undefined
+        ? {}
+        : { taskEventPublisher: options.taskEventPublisher }),
+      ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
+    });
+    let dataPort: number;
+    try {
+      dataPort = await startShuffleEnvironment(plugin, environment);
+    } catch (error) {
+      await environment.close();
+      throw error;
+    }
+    return new TaskExecutor(
+      configuration,
+      options,
+      plugin,
+      environment,
+      resourceId,
+      networkMemory,
+      dataPort,
+    );
+  }
+
+  /** The tasks deployed here that have not ended yet. */
+  get runningTasks(): readonly Task[] {
+    return [...this.tasks.values()];
+  }
+
+  /** The task of an execution attempt, while it has not ended. */
+  getTask(executionAttemptId: ExecutionAttemptID): Task | undefined {
+    return this.tasks.get(executionAttemptId.toString());
+  }
+
+  /**
+   * Deploys a task (Flink's `submitTask` up to `setupPartitionsAndGates`): creates its writers and
+   * gates through the shuffle environment, sets them up, requests its partitions and returns the
+   * task INITIALIZING. Nothing is left behind when it fails.
+   *
+   * @param descriptor - the decoded descriptor, or its JSON form (as received from another process).
+   * @param jobMaster - where state changes go and producer states are asked; default: nowhere,
+   *   and producers not running here are assumed RUNNING.
+   * @throws DescriptorError (`SLUICE_ERR_DESCRIPTOR`) naming the bad field; TaskDeploymentError
+   *   for unknown names; InsufficientBuffersError when the network memory is too small for the
+   *   task; PluginContractError when the plugin returns malformed writers or gates.
+   */
+  async deployTask(
+    descriptor: TaskDeploymentDescriptor | unknown,
+    jobMaster?: JobMasterGateway,
+  ): Promise<Task> {
+    this.checkOpen();
+    const tdd = decodeDescriptor(descriptor);
+    const key = tdd.executionAttemptId.toString();
+    const name = taskNameWithSubtask(tdd);
+    if (this.tasks.has(key)) {
+      throw new IllegalStateError(
+        `${name}: attempt ${key} is already deployed on this TaskExecutor`,
+      );
+    }
+    // Resolve every name before anything is allocated, so a bad name leaves nothing behind.
+    const serializersOut = tdd.producedPartitions.map((produced, i) =>
+      this.userCode.serializer(produced.serializer, name, `producedPartitions[${i}].serializer`),
+    );
+    const selectors = tdd.producedPartitions.map((produced, i) =>
+      this.userCode.channelSelector(
+        produced.partitioner,
+        produced.deployment.maxParallelism,
+        name,
+        `producedPartitions[${i}].partitioner`,
+      ),
+    );
+    const serializersIn = tdd.inputGates.map((gate, i) =>
+      this.userCode.serializer(gate.serializer, name, `inputGates[${i}].serializer`),
+    );
+    if (tdd.invokable !== undefined) this.userCode.invokable(tdd.invokable, name);
+
+    const environment = this.shuffleEnvironment;
+    const owner = environment.createShuffleIOOwnerContext(
+      name,
+      tdd.executionAttemptId,
+      this.options.taskMetrics?.(tdd),
+    );
+    const writers: ResultPartitionWriter[] = [];
+    const gates: InputGate[] = [];
+    try {
+      writers.push(
+        ...checkResultPartitionWriters(
+          this.plugin,
+          environment.createResultPartitionWriters(
+            owner,
+            tdd.producedPartitions.map((produced) => produced.deployment),
+          ),
+          tdd.producedPartitions.length,
+        ),
+      );
+      gates.push(
+        ...checkInputGates(
+          this.plugin,
+          environment.createInputGates(
+            owner,
+            this.producerStateProvider(tdd.jobId, jobMaster),
+            tdd.inputGates.map((gate) => gate.deployment),
+          ),
+          tdd.inputGates.length,
+        ),
+      );
+      for (const writer of writers) writer.setup();
+      for (const gate of gates) gate.setup();
+      for (const gate of gates) gate.requestPartitions();
+    } catch (error) {
+      for (const writer of writers) {
+        writer.release(error instanceof Error ? error : undefined);
+        writer.close();
+      }
+      await Promise.all(gates.map((gate) => gate.close()));
+      throw error;
+    }
+
+    const outputs: TaskOutput[] = writers.map((partition, i) => ({
+      partition,
+      serializer: serializersOut[i] as TaskOutput["serializer"],
+      selector: selectors[i] as TaskOutput["selector"],
+    }));
+    const inputs: TaskInput[] = gates.map((gate, i) => ({
+      gate,
+      serializer: serializersIn[i] as TaskInput["serializer"],
+    }));
+    const task = new Task({
+      descriptor: tdd,
+      outputs,
+      inputs,
+      bufferTimeout: bufferTimeoutOf(
+        this.configuration.get(ExecutionOptions.BUFFER_TIMEOUT_ENABLED),
+        this.configuration.get(ExecutionOptions.BUFFER_TIMEOUT_INTERVAL),
+      ),
+      readerOptions: this.readerOptions(),
+      onStateChange: (update) => this.onTaskStateChange(update, jobMaster),
+    });
+    this.tasks.set(key, task);
+    void task.terminated.then(() => this.tasks.delete(key));
+    return task;
+  }
+
+  /**
+   * Deploys a task and runs its invokable (the descriptor must name one). Resolves once the task
+   * is deployed; its end is reported to `jobMaster` (FINISHED with the invokable's result, or
+   * FAILED with the error).
+   */
+  async submitTask(
+    descriptor: TaskDeploymentDescriptor,
+    jobMaster: JobMasterGateway,
+  ): Promise<void> {
+    const tdd = decodeDescriptor(descriptor);
+    const name = taskNameWithSubtask(tdd);
+    if (tdd.invokable === undefined) {
+      throw new IllegalStateError(
+        `${name}: submitTask needs a descriptor that names its invokable; use deployTask to run the task yourself`,
+      );
+    }
+    const invokable = this.userCode.invokable(tdd.invokable, name);
+    const task = await this.deployTask(tdd, jobMaster);
+    // The failure is not lost: it reaches the job master in the task's FAILED state report.
+    task.run(invokable).catch(() => {});
+  }
+
+  /** Cancels a task running here. */
+  async cancelTask(executionAttemptId: ExecutionAttemptID): Promise<void> {
+    this.requireTask(executionAttemptId).cancel();
+  }
+
+  /**
+   * Replaces unknown input channels of a task once their producers are known (Flink's
+   * `updatePartitions`), routed to the task's gates by the shuffle environment. A partition the
+   * environment no longer knows (the task's gate is gone) fails the task.
+   *
+   * @throws TaskNotFoundError when no such task runs here.
+   */
+  async updatePartitions(
+    executionAttemptId: ExecutionAttemptID,
+    partitionInfos: readonly PartitionInfo[],
+  ): Promise<void> {
+    const task = this.requireTask(executionAttemptId);
+    for (const info of partitionInfos) {
+      const updated = this.shuffleEnvironment.updatePartitionInfo(executionAttemptId, info);
+      if (!updated && task.state !== "FINISHED") {
+        task.fail(
+          new IllegalStateError(
+            `${task.name}: no unknown input channel for partition ${info.shuffleDescriptor.resultPartitionId} of data set ${info.intermediateDataSetId} could be updated`,
+          ),
+        );
+        return;
+      }
+    }
+  }
+
+  /** Frees the local resources of these partitions (`releasePartitionsLocally`). */
+  async releasePartitions(
+    _jobId: JobID,
+    partitionIds: readonly ResultPartitionID[],
+  ): Promise<void> {
+    this.shuffleEnvironment.releasePartitionsLocally(partitionIds);
+  }
+
+  /**
+   * Cancels every task, waits for them to end (at most `task.cancellation.timeout`), then closes
+   * the shuffle environment, which releases every partition and gate and frees the network
+   * memory. Idempotent.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.doClose();
+    return this.closing;
+  }
+
+  private async doClose(): Promise<void> {
+    const tasks = [...this.tasks.values()];
+    for (const task of tasks) task.cancel(`the TaskExecutor of ${task.name} is shutting down`);
+    const ended = Promise.all(tasks.map((task) => task.terminated));
+    if (this.cancellationTimeoutMs > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, this.cancellationTimeoutMs);
+      });
+      await Promise.race([ended, timeout]);
+      clearTimeout(timer);
+    } else {
+      await ended;
+    }
+    await this.shuffleEnvironment.close();
+  }
+
+  private readerOptions(): RecordReaderOptions {
+    const tmpDirs = this.configuration.getOptional(TaskManagerOptions.TMP_DIRS);
+    return {
+      spillingThreshold: this.configuration.get(NettyShuffleEnvironmentOptions.SPILLING_THRESHOLD),
+      maxRecordSize: this.configuration.get(NettyShuffleEnvironmentOptions.MAX_RECORD_SIZE),
+      ...(tmpDirs === undefined ? {} : { tmpDirectories: splitPaths(tmpDirs) }),
+    };
+  }
+
+  private producerStateProvider(
+    jobId: JobID,
+    jobMaster: JobMasterGateway | undefined,
+  ): PartitionProducerStateProvider {
+    return {
+      requestPartitionProducerState: async (resultId, partitionId) => {
+        const local = this.tasks.get(partitionId.producerId.toString());
+        if (local !== undefined) return local.state;
+        if (jobMaster === undefined) return ASSUME_RUNNING;
+        return jobMaster.requestPartitionProducerState(jobId, resultId, partitionId);
+      },
+    };
+  }
+
+  private onTaskStateChange(update: TaskExecutionState, jobMaster?: JobMasterGateway): void {
+    jobMaster?.updateTaskExecutionState(update);
+  }
+
+  private requireTask(executionAttemptId: ExecutionAttemptID): Task {
+    const task = this.tasks.get(executionAttemptId.toString());
+    if (task === undefined) {
+      throw new TaskNotFoundError(
+        `no task with execution attempt ${executionAttemptId} runs on TaskExecutor ${this.resourceId}`,
+      );
+    }
+    return task;
+  }
+
+  private checkOpen(): void {
+    if (this.closing !== undefined) {
+      throw new IllegalStateError(`TaskExecutor ${this.resourceId} is shut down`);
+    }
+  }
+}
+
+function splitPaths(value: string): string[] {
+  return value
+    .split(",")
+    .map((path) => path.trim())
+    .filter((path) => path !== "");
+}
+
+/**
+ * The decoded descriptor, whether given decoded or as JSON (which has a `version`). A decoded one
+ * is round-tripped through the codec too, so a hand-built descriptor with a wrong field fails here
+ * with a DescriptorError naming the field, not deep in the plugin with a TypeError.
+ */
+function decodeDescriptor(descriptor: unknown): TaskDeploymentDescriptor {
+  const codec = TaskDeploymentDescriptorCodec;
+  if (typeof descriptor !== "object" || descriptor === null || "version" in descriptor) {
+    return codec.fromJSON(descriptor);
+  }
+  return codec.fromJSON(codec.toJSON(descriptor as TaskDeploymentDescriptor));
+}

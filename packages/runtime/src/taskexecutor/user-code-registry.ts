@@ -1,0 +1,150 @@
+import {
+  BooleanSerializer,
+  BytesSerializer,
+  Float64Serializer,
+  Int32Serializer,
+  Int64Serializer,
+  JsonSerializer,
+  StringSerializer,
+  type TypeSerializer,
+} from "@sluice/core";
+import type { JsonValue } from "@sluice/runtime-api";
+import type { ChannelSelector } from "../partitioner/channel-selector.js";
+import type { Partitioner } from "../partitioner/custom-partitioner-wrapper.js";
+import type { KeySelector } from "../partitioner/key-selector.js";
+import { createChannelSelector } from "../partitioner/partitioners.js";
+import { TaskDeploymentError } from "./errors.js";
+import type { PartitionerSpec } from "./task-deployment-descriptor.js";
+
+/**
+ * The code a task runs once deployed (Flink's `AbstractInvokable`), registered with the
+ * TaskExecutor under the name a task deployment descriptor's `invokable` gives. It reads and
+ * writes through `task.reader()` / `task.writer()` and should stop when `task.signal` aborts.
+ * What it returns is reported with the task's FINISHED state (Flink's accumulators).
+ */
+// biome-ignore lint/suspicious/noConfusingVoidType: an invokable may return nothing.
+export type TaskInvokable<Task> = (task: Task) => Promise<JsonValue | void> | JsonValue | void;
+
+/**
+ * Serializers every TaskExecutor knows by name: `string`, `int32`, `int64` (bigint), `float64`,
+ * `boolean`, `bytes` (Uint8Array) and `json` (any JSON value).
+ */
+export const BUILT_IN_SERIALIZERS: Readonly<Record<string, TypeSerializer<unknown>>> = {
+  string: StringSerializer.INSTANCE as TypeSerializer<unknown>,
+  int32: Int32Serializer.INSTANCE as TypeSerializer<unknown>,
+  int64: Int64Serializer.INSTANCE as TypeSerializer<unknown>,
+  float64: Float64Serializer.INSTANCE as TypeSerializer<unknown>,
+  boolean: BooleanSerializer.INSTANCE as TypeSerializer<unknown>,
+  bytes: BytesSerializer.INSTANCE as TypeSerializer<unknown>,
+  json: new JsonSerializer<unknown>(),
+};
+
+/** The key selector every TaskExecutor knows: `value`, the record is its own key. */
+export const IDENTITY_KEY_SELECTOR = "value";
+
+/** What the application registers with its TaskExecutor, by name (see `TaskExecutorOptions`). */
+export interface UserCode<Task> {
+  /** Code tasks run, by the name in `TaskDeploymentDescriptor.invokable`. */
+  readonly invokables?: Readonly<Record<string, TaskInvokable<Task>>>;
+  /** Serializers beyond {@link BUILT_IN_SERIALIZERS}, by the name descriptors give. */
+  // biome-ignore lint/suspicious/noExplicitAny: serializers of any record type.
+  readonly serializers?: Readonly<Record<string, TypeSerializer<any>>>;
+  /** Key selectors for HASH and CUSTOM partitioning, by name (`value` is built in). */
+  // biome-ignore lint/suspicious/noExplicitAny: key selectors of any record and key type.
+  readonly keySelectors?: Readonly<Record<string, KeySelector<any, any>>>;
+  /** User partitioners for CUSTOM partitioning, by name. */
+  // biome-ignore lint/suspicious/noExplicitAny: partitioners of any key type.
+  readonly partitioners?: Readonly<Record<string, Partitioner<any>>>;
+}
+
+function known(names: Iterable<string>): string {
+  const list = [...names];
+  return list.length === 0 ? "none are registered" : `known: ${list.sort().join(", ")}`;
+}
+
+/**
+ * Resolves the names in a task deployment descriptor to the application's code and types: the
+ * part of Flink's user-code class loader that turns class names into instances. Every failure
+ * names the task, the field and what is known.
+ */
+export class UserCodeRegistry<Task> {
+  constructor(private readonly code: UserCode<Task>) {}
+
+  /** The invokable named `name`. */
+  invokable(name: string, task: string): TaskInvokable<Task> {
+    const invokable = this.code.invokables?.[name];
+    if (typeof invokable !== "function") {
+      throw new TaskDeploymentError(
+        `${task}: no invokable "${name}" is registered with this TaskExecutor (${known(Object.keys(this.code.invokables ?? {}))})`,
+      );
+    }
+    return invokable;
+  }
+
+  /** The serializer named `name` (user-registered names shadow built-in ones). */
+  serializer(name: string, task: string, field: string): TypeSerializer<unknown> {
+    const serializer = this.code.serializers?.[name] ?? BUILT_IN_SERIALIZERS[name];
+    if (serializer === undefined) {
+      throw new TaskDeploymentError(
+        `${task}: ${field} names the serializer "${name}", which this TaskExecutor does not know (${known(
+          new Set([
+            ...Object.keys(BUILT_IN_SERIALIZERS),
+            ...Object.keys(this.code.serializers ?? {}),
+          ]),
+        )})`,
+      );
+    }
+    return serializer;
+  }
+
+  /**
+   * A fresh channel selector for `spec` (a new instance per writer, since round-robin selectors
+   * keep their position). HASH uses `maxParallelism` key groups.
+   */
+  channelSelector(
+    spec: PartitionerSpec,
+    maxParallelism: number,
+    task: string,
+    field: string,
+  ): ChannelSelector<unknown> {
+    const needsKey = spec.name === "HASH" || spec.name === "CUSTOM";
+    const keySelector = needsKey ? this.keySelector(spec.keySelector, task, field) : undefined;
+    const partitioner =
+      spec.name === "CUSTOM" ? this.partitioner(spec.partitioner, task, field) : undefined;
+    return createChannelSelector(spec.name, {
+      ...(keySelector === undefined ? {} : { keySelector }),
+      ...(partitioner === undefined ? {} : { partitioner }),
+      maxParallelism,
+    });
+  }
+
+  private keySelector(
+    name: string | undefined,
+    task: string,
+    field: string,
+  ): KeySelector<unknown, unknown> {
+    if (name === undefined) {
+      throw new TaskDeploymentError(
+        `${task}: ${field} partitions by key but names no keySelector (use "${IDENTITY_KEY_SELECTOR}" when the record is its key)`,
+      );
+    }
+    const selector = this.code.keySelectors?.[name];
+    if (selector !== undefined) return selector;
+    if (name === IDENTITY_KEY_SELECTOR) return (record: unknown) => record;
+    throw new TaskDeploymentError(
+      `${task}: ${field} names the key selector "${name}", which this TaskExecutor does not know (${known(
+        new Set([IDENTITY_KEY_SELECTOR, ...Object.keys(this.code.keySelectors ?? {})]),
+      )})`,
+    );
+  }
+
+  private partitioner(name: string | undefined, task: string, field: string): Partitioner<unknown> {
+    const partitioner = name === undefined ? undefined : this.code.partitioners?.[name];
+    if (partitioner === undefined) {
+      throw new TaskDeploymentError(
+        `${task}: ${field} is CUSTOM but ${name === undefined ? "names no partitioner" : `names the partitioner "${name}", which this TaskExecutor does not know`} (${known(Object.keys(this.code.partitioners ?? {}))})`,
+      );
+    }
+    return partitioner;
+  }
+}
