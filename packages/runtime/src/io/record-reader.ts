@@ -33,10 +33,11 @@ export interface RecordReaderOptions extends SpillingAdaptiveSpanningRecordDeser
   /**
    * Called for every event other than EndOfPartition (barriers, EndOfData, task events). An
    * aligned checkpoint barrier blocks its channel upstream (Flink's alignment) until the
-   * consumer calls `gate.resumeConsumption(channel)`.
+   * consumer calls `gate.resumeConsumption(channel)`; read through a `CheckpointedInputGate` to
+   * have barriers handled by a barrier handler.
    */
   readonly onEvent?: (event: RuntimeEvent, channelIndex: number) => void;
-  /** Called when a channel delivered EndOfPartition (e.g. for a CheckpointBarrierHandler). */
+  /** Called when a channel delivered EndOfPartition. */
   readonly onEndOfPartition?: (channelIndex: number) => void;
 }
 
