@@ -71,8 +71,12 @@ function isSavepoint(type: SnapshotType): boolean {
   );
 }
 
-/** Flink's CheckpointOptions.needsAlignment: exactly-once, and aligned or a savepoint. */
-function needsAlignment(options: CheckpointOptions): boolean {
+/**
+ * Flink's CheckpointOptions.needsAlignment: exactly-once, and aligned or a savepoint. Such a
+ * barrier is sent as a blocking data type: its subpartition sends nothing more until the
+ * consumer resumes it.
+ */
+export function needsAlignment(options: CheckpointOptions): boolean {
   return (
     options.alignment !== CheckpointAlignment.AT_LEAST_ONCE &&
     (isSavepoint(options.snapshotType) || options.alignment !== CheckpointAlignment.UNALIGNED)

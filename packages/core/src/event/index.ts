@@ -1,4 +1,4 @@
-export { EventSerializer, EventTypeIds } from "./event-serializer.js";
+export { EventSerializer, EventTypeIds, needsAlignment } from "./event-serializer.js";
 export {
   CancelCheckpointMarker,
   CheckpointAlignment,

@@ -131,8 +131,14 @@ export class BufferManager implements BufferRecycler, BufferListener {
     this.owner.onBufferPoolDestroyed();
   }
 
-  /** Releases the floating buffers (after an aligned barrier with 0 exclusive buffers). */
+  /**
+   * Gives every unused floating buffer back to the gate and stops asking for more until the
+   * sender announces a backlog again. Called when an aligned barrier blocked a channel that has
+   * no exclusive buffers: it receives nothing until resumed, so buffers it holds would starve
+   * the channels the alignment still waits for.
+   */
   releaseFloatingBuffers(): void {
+    this.numRequiredBuffers = 0;
     for (const buffer of this.availableFloating.splice(0)) buffer.recycleBuffer();
   }
 

@@ -1,10 +1,13 @@
 import {
   BufferReorderingError,
   CancelledError,
+  DataType,
   type ErrorCode,
   ErrorCodes,
+  FreeingBufferRecycler,
   type LocalBufferPool,
-  type NetworkBuffer,
+  MemorySegment,
+  NetworkBuffer,
   NetworkBufferPool,
   PartitionNotFoundError,
   ResultPartitionID,
@@ -131,6 +134,11 @@ function receive(
   buffer.setSize(10);
   channel.onBuffer(buffer, sequenceNumber, backlog);
   return buffer;
+}
+
+/** An event buffer of `type` as the decoder hands it over: unpooled, outside any credit. */
+function eventBuffer(type: DataType): NetworkBuffer {
+  return new NetworkBuffer(MemorySegment.allocateUnpooled(8), FreeingBufferRecycler, type, 8);
 }
 
 /** The gate's part: takes the next buffer of the channel. */
@@ -351,6 +359,41 @@ describe("RemoteInputChannel credit", () => {
     s.channel.releaseAllResources(); // idempotent
     expect(s.client.closed).toHaveLength(1);
     finish(s);
+  });
+
+  it("gives its floating buffers back to the gate when an aligned barrier arrives and it has no exclusive buffers", async () => {
+    const s = await setUp({ exclusive: 0, floatingMax: 2 });
+    s.channel.onSenderBacklog(2);
+    expect(s.channel.getNumberOfAvailableBuffers()).toBe(2);
+    expect(s.gatePool.bestEffortGetNumOfUsedBuffers()).toBe(2);
+    s.channel.onBuffer(eventBuffer(DataType.ALIGNED_CHECKPOINT_BARRIER), 0, 0);
+    // Blocked upstream: the buffers go back at once, and the credit they stood for is void.
+    expect(s.channel.getNumberOfAvailableBuffers()).toBe(0);
+    expect(s.gatePool.bestEffortGetNumOfUsedBuffers()).toBe(0);
+    expect(s.channel.getUnannouncedCredit()).toBe(0);
+    take(s.channel).recycleBuffer();
+    s.channel.resumeConsumption();
+    expect(s.client.resumes).toBe(1);
+    // After the resume the sender's backlog brings floating buffers again.
+    s.channel.onSenderBacklog(1);
+    expect(s.channel.getNumberOfAvailableBuffers()).toBe(1);
+    finish(s);
+  });
+
+  it("keeps its floating buffers at a barrier that does not block, or when it has exclusive buffers", async () => {
+    const zero = await setUp({ exclusive: 0, floatingMax: 2 });
+    zero.channel.onSenderBacklog(2);
+    zero.channel.onBuffer(eventBuffer(DataType.EVENT_BUFFER), 0, 2);
+    expect(zero.channel.getNumberOfAvailableBuffers()).toBe(2);
+    take(zero.channel).recycleBuffer();
+    finish(zero);
+    const exclusive = await setUp({ exclusive: 2, floatingMax: 2 });
+    exclusive.channel.onSenderBacklog(2);
+    expect(exclusive.channel.getNumberOfAvailableBuffers()).toBe(4);
+    exclusive.channel.onBuffer(eventBuffer(DataType.ALIGNED_CHECKPOINT_BARRIER), 0, 0);
+    expect(exclusive.channel.getNumberOfAvailableBuffers()).toBe(4);
+    take(exclusive.channel).recycleBuffer();
+    finish(exclusive);
   });
 
   it("forwards resume and task events to the client", async () => {

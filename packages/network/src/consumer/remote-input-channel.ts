@@ -4,6 +4,7 @@ import {
   ErrorCodes,
   IllegalStateError,
   InputChannelID,
+  isBlockingUpstream,
   isSluiceError,
   type NetworkBuffer,
   type NetworkBufferPool,
@@ -150,9 +151,23 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
     if (buffer !== undefined) {
       const wasEmpty = this.received.length === 0;
       this.received.push({ buffer, sequenceNumber });
+      if (isBlockingUpstream(buffer.getDataType())) this.onBlockingUpstream();
       if (wasEmpty) this.notifyChannelNonEmpty();
     }
     if (backlog >= 0) this.onSenderBacklog(backlog);
+  }
+
+  /**
+   * An aligned barrier arrived: the producer sends nothing more until resumed. Without exclusive
+   * buffers, the floating buffers this channel holds would sit unused through the whole
+   * alignment while the channels still awaited may find the gate's pool empty (with one
+   * floating buffer per gate, a certain deadlock): give them back now, as Flink does. The
+   * credit they stood for is void; the producer resets its credit on resume.
+   */
+  private onBlockingUpstream(): void {
+    if (this.initialCredit !== 0) return;
+    this.bufferManager.releaseFloatingBuffers();
+    this.unannouncedCredit = 0;
   }
 
   /** Backlog from a BufferResponse or BacklogAnnouncement: borrow floating buffers for it. */
@@ -244,7 +259,8 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
     if (this.client === undefined) {
       throw new IllegalStateError(`${this}: resumeConsumption before the partition was requested`);
     }
-    if (this.initialCredit === 0) this.bufferManager.releaseFloatingBuffers();
+    // Credit announced after the barrier is void too: the producer starts over from zero.
+    if (this.initialCredit === 0) this.unannouncedCredit = 0;
     this.client.resumeConsumption(this);
   }
 

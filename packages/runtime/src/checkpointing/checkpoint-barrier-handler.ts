@@ -1,179 +1,236 @@
-import type { CancelCheckpointMarker, CheckpointBarrier, RuntimeEvent } from "@sluice/core";
-import type { InputGate } from "@sluice/runtime-api";
+import {
+  type CancelCheckpointMarker,
+  type CheckpointBarrier,
+  IllegalArgumentError,
+  IllegalStateError,
+} from "@sluice/core";
+import type { CheckpointFailureReason } from "./checkpoint-failure-reason.js";
+import { type CheckpointMetrics, NO_CHECKPOINT_METRICS } from "./checkpoint-metrics.js";
+import type { CheckpointableInput } from "./checkpointable-input.js";
+import type { CheckpointableTask } from "./checkpointable-task.js";
+import { type Clock, SystemClock } from "./clock.js";
+import type { InputChannelInfo } from "./input-channel-info.js";
 
-/** What a barrier handler reports to the task. */
-export interface CheckpointListener {
-  /** Every input channel delivered the barrier of this checkpoint: snapshot the task's state now. */
-  triggerCheckpoint(barrier: CheckpointBarrier): void;
-  /** The checkpoint will not complete (cancel marker, or a newer barrier overtook it). */
-  abortCheckpoint?(checkpointId: bigint, reason: string): void;
+/** Construction parameters shared by every barrier handler. */
+export interface CheckpointBarrierHandlerOptions {
+  /** The task's name, for error messages. */
+  readonly taskName: string;
+  /**
+   * Every input gate of the task, in a fixed order: a channel is named by the position of its
+   * gate here ({@link InputChannelInfo.gateIndex}). A task with two inputs lists the gates of
+   * both, so one handler aligns across all of them.
+   */
+  readonly inputs: readonly CheckpointableInput[];
+  /** Receives the triggers and aborts. */
+  readonly task: CheckpointableTask;
+  /** Time source for the alignment metrics; the system clock by default. */
+  readonly clock?: Clock;
+  /**
+   * Flink's `execution.checkpointing.checkpoints-after-tasks-finish.enabled` (default true): a
+   * channel that ends counts as aligned for the pending checkpoint(s), so checkpoints continue
+   * while some inputs have finished. When false, a channel that ends aborts what is pending.
+   */
+  readonly checkpointsAfterTasksFinish?: boolean;
 }
 
 /**
- * Handles the checkpoint events of one input gate (Flink's CheckpointedInputGate with its
- * barrier handler). Plug it into a RecordReader: `onEvent` and `onEndOfPartition` forward to
- * {@link handleEvent} and {@link handleEndOfPartition}.
+ * Reacts to the checkpoint events of a task's input channels (Flink's CheckpointBarrierHandler):
+ * barriers, cancellation markers and the end of a channel. Subclasses decide when a checkpoint
+ * triggers; this base keeps the channel bookkeeping and the alignment metrics Flink reports:
+ * the alignment duration, the checkpoint start delay and the bytes processed during alignment.
+ *
+ * A handler is driven by one or more {@link CheckpointedInputGate}s (one per task input) and is
+ * not safe for re-entrant calls from the task's callbacks.
  */
-export interface CheckpointBarrierHandler {
-  /** Returns true when the event was a checkpoint event and was handled. */
-  handleEvent(event: RuntimeEvent, channelIndex: number): boolean;
-  /** A channel ended: it will deliver no barrier any more. */
-  handleEndOfPartition(channelIndex: number): void;
-  /** The checkpoint being aligned, if any. */
-  readonly pendingCheckpointId: bigint | undefined;
-}
+export abstract class CheckpointBarrierHandler {
+  /** The task's name, for error messages. */
+  readonly taskName: string;
+  /** Number of channels over all inputs (open or not). */
+  readonly totalNumberOfInputChannels: number;
+  protected readonly task: CheckpointableTask;
+  protected readonly clock: Clock;
+  protected readonly checkpointsAfterTasksFinish: boolean;
+  private readonly inputs: readonly CheckpointableInput[];
+  /** First flat channel key of each gate. */
+  private readonly channelOffsets: number[];
+  private readonly finishedChannels = new Set<number>();
 
-/**
- * Exactly-once alignment (Flink's aligned SingleCheckpointBarrierHandler). An aligned barrier
- * blocks its subpartition at the producer, so a channel that delivered the barrier sends nothing
- * more until it is resumed; once every open channel delivered the barrier, the checkpoint is
- * triggered and every channel resumed. A cancel marker, a newer barrier or the end of a channel
- * resolve a pending alignment.
- */
-export class AlignedCheckpointBarrierHandler implements CheckpointBarrierHandler {
-  private readonly gate: InputGate;
-  private readonly listener: CheckpointListener;
-  private readonly blocked = new Set<number>();
-  private readonly ended = new Set<number>();
-  private current: CheckpointBarrier | undefined;
-  private lastCompletedId = -1n;
+  /** Undefined outside an alignment. */
+  private startOfAlignmentNanos: number | undefined;
+  private startAlignmentCheckpointId = -1n;
+  private bytesProcessedDuringAlignment = 0;
+  /** The last finished alignment's figures; undefined after a reset (Flink's pending futures). */
+  private latestAlignmentDurationNanos: number | undefined;
+  private latestBytesProcessedDuringAlignment: number | undefined;
+  private latestCheckpointStartDelayNanos = 0;
 
-  constructor(gate: InputGate, listener: CheckpointListener) {
-    this.gate = gate;
-    this.listener = listener;
-  }
-
-  get pendingCheckpointId(): bigint | undefined {
-    return this.current?.id;
-  }
-
-  handleEvent(event: RuntimeEvent, channelIndex: number): boolean {
-    if (event.kind === "CheckpointBarrier") {
-      this.onBarrier(event, channelIndex);
-      return true;
+  protected constructor(options: CheckpointBarrierHandlerOptions) {
+    this.taskName = options.taskName;
+    this.inputs = options.inputs;
+    this.task = options.task;
+    this.clock = options.clock ?? SystemClock;
+    this.checkpointsAfterTasksFinish = options.checkpointsAfterTasksFinish ?? true;
+    this.channelOffsets = [];
+    let total = 0;
+    for (const input of options.inputs) {
+      this.channelOffsets.push(total);
+      total += input.numberOfInputChannels;
     }
-    if (event.kind === "CancelCheckpointMarker") {
-      this.onCancel(event);
-      return true;
+    this.totalNumberOfInputChannels = total;
+  }
+
+  /** A barrier arrived on `channel` (in stream order with that channel's data). */
+  abstract processBarrier(barrier: CheckpointBarrier, channel: InputChannelInfo): void;
+
+  /** A cancellation marker arrived on `channel`: some upstream task declined a checkpoint. */
+  abstract processCancellationBarrier(
+    marker: CancelCheckpointMarker,
+    channel: InputChannelInfo,
+  ): void;
+
+  /** `channel` delivered EndOfPartition: it will deliver no barrier any more. */
+  abstract processEndOfPartition(channel: InputChannelInfo): void;
+
+  /** The newest checkpoint id this handler has seen (started, completed or aborted), or -1. */
+  abstract getLatestCheckpointId(): bigint;
+
+  /** True while a checkpoint has some but not all of its barriers. */
+  abstract isCheckpointPending(): boolean;
+
+  /** The gates this handler aligns over, in the order of {@link InputChannelInfo.gateIndex}. */
+  getInputs(): readonly CheckpointableInput[] {
+    return this.inputs;
+  }
+
+  /**
+   * Counts the bytes of a data buffer the task is about to process; they count towards
+   * {@link getBytesProcessedDuringAlignment} while an alignment is in progress.
+   */
+  addProcessedBytes(bytes: number): void {
+    if (this.startOfAlignmentNanos !== undefined) this.bytesProcessedDuringAlignment += bytes;
+  }
+
+  /**
+   * Nanoseconds the current alignment has taken so far, or else the duration of the last
+   * completed alignment (0 when the last one was aborted or there was none): Flink's
+   * `checkpointAlignmentTime`.
+   */
+  getAlignmentDurationNanos(): number {
+    const start = this.startOfAlignmentNanos;
+    if (start !== undefined) return this.clock.relativeTimeNanos() - start;
+    return this.latestAlignmentDurationNanos ?? 0;
+  }
+
+  /**
+   * Nanoseconds from the creation of the newest started checkpoint to the arrival of its first
+   * barrier here (Flink's `checkpointStartDelayNanos`).
+   */
+  getCheckpointStartDelayNanos(): number {
+    return this.latestCheckpointStartDelayNanos;
+  }
+
+  /**
+   * Bytes processed in the current alignment so far, or else in the last completed alignment (0
+   * when the last one was aborted or there was none).
+   */
+  getBytesProcessedDuringAlignment(): number {
+    if (this.startOfAlignmentNanos !== undefined) return this.bytesProcessedDuringAlignment;
+    return this.latestBytesProcessedDuringAlignment ?? 0;
+  }
+
+  /** Number of channels that have not ended. */
+  abstract getNumOpenChannels(): number;
+
+  // ------------------------------------------------------------------ for the subclasses
+
+  /**
+   * A flat key for `channel`, unique over all inputs. Throws when the channel does not exist or
+   * already ended (an event after EndOfPartition means a broken input, not a checkpoint rule).
+   */
+  protected channelKey(channel: InputChannelInfo): number {
+    const input = this.inputs[channel.gateIndex];
+    if (
+      input === undefined ||
+      !Number.isInteger(channel.channelIndex) ||
+      channel.channelIndex < 0 ||
+      channel.channelIndex >= input.numberOfInputChannels
+    ) {
+      throw new IllegalArgumentError(
+        `${this.taskName}: no input channel ${channel.channelIndex} in gate ${channel.gateIndex}`,
+      );
     }
-    return false;
-  }
-
-  handleEndOfPartition(channelIndex: number): void {
-    this.ended.add(channelIndex);
-    this.blocked.delete(channelIndex);
-    this.completeIfAligned();
-  }
-
-  private onBarrier(barrier: CheckpointBarrier, channelIndex: number): void {
-    if (barrier.id <= this.lastCompletedId) {
-      // A late barrier of a finished or aborted checkpoint: let the channel continue.
-      this.gate.resumeConsumption(channelIndex);
-      return;
+    const key = (this.channelOffsets[channel.gateIndex] as number) + channel.channelIndex;
+    if (this.finishedChannels.has(key)) {
+      throw new IllegalStateError(
+        `${this.taskName}: channel ${channel.channelIndex} of gate ${channel.gateIndex} delivered an event after its EndOfPartition`,
+      );
     }
-    if (this.current !== undefined && barrier.id > this.current.id) {
-      // A newer checkpoint overtook the one being aligned: abort it, start over.
-      this.abort(`checkpoint ${barrier.id} started before ${this.current.id} was aligned`);
-    }
-    this.current ??= barrier;
-    this.blocked.add(channelIndex);
-    this.completeIfAligned();
+    return key;
   }
 
-  private onCancel(marker: CancelCheckpointMarker): void {
-    if (this.current !== undefined && marker.checkpointId === this.current.id) {
-      this.abort(`checkpoint ${marker.checkpointId} was cancelled upstream`);
-    } else if (marker.checkpointId > this.lastCompletedId && this.current === undefined) {
-      this.lastCompletedId = marker.checkpointId;
-      this.listener.abortCheckpoint?.(marker.checkpointId, "cancelled upstream before alignment");
-    }
+  /** Remembers that `key` ended, so later events of it are rejected. */
+  protected markChannelFinished(key: number): void {
+    this.finishedChannels.add(key);
   }
 
-  private completeIfAligned(): void {
-    const barrier = this.current;
-    if (barrier === undefined) return;
-    if (this.blocked.size + this.ended.size < this.gate.numberOfInputChannels) return;
-    this.current = undefined;
-    this.lastCompletedId = barrier.id;
-    this.listener.triggerCheckpoint(barrier);
-    this.resumeBlocked();
+  /** Lets a channel held by its aligned barrier continue (ResumeConsumption upstream). */
+  protected resumeConsumption(channel: InputChannelInfo): void {
+    (this.inputs[channel.gateIndex] as CheckpointableInput).resumeConsumption(channel.channelIndex);
   }
 
-  private abort(reason: string): void {
-    const barrier = this.current;
-    if (barrier === undefined) return;
-    this.current = undefined;
-    this.lastCompletedId = barrier.id;
-    this.listener.abortCheckpoint?.(barrier.id, reason);
-    this.resumeBlocked();
+  protected notifyCheckpoint(barrier: CheckpointBarrier): void {
+    const metrics: CheckpointMetrics =
+      barrier.id === this.startAlignmentCheckpointId
+        ? {
+            alignmentDurationNanos:
+              this.latestAlignmentDurationNanos ?? this.getAlignmentDurationNanos(),
+            bytesProcessedDuringAlignment:
+              this.latestBytesProcessedDuringAlignment ?? this.bytesProcessedDuringAlignment,
+            checkpointStartDelayNanos: this.latestCheckpointStartDelayNanos,
+          }
+        : NO_CHECKPOINT_METRICS;
+    this.task.triggerCheckpointOnBarrier(barrier, metrics);
   }
 
-  private resumeBlocked(): void {
-    for (const channel of this.blocked) this.gate.resumeConsumption(channel);
-    this.blocked.clear();
-  }
-}
-
-/**
- * At-least-once tracking (Flink's CheckpointBarrierTracker): never blocks a channel; counts the
- * barriers of each checkpoint and triggers once every open channel delivered it. Barriers must
- * be sent with `CheckpointAlignment.AT_LEAST_ONCE`, which does not block the producer.
- */
-export class CheckpointBarrierTracker implements CheckpointBarrierHandler {
-  private readonly gate: InputGate;
-  private readonly listener: CheckpointListener;
-  private readonly seen = new Map<bigint, Set<number>>();
-  private readonly ended = new Set<number>();
-  private lastCompletedId = -1n;
-
-  constructor(gate: InputGate, listener: CheckpointListener) {
-    this.gate = gate;
-    this.listener = listener;
+  protected notifyAbort(checkpointId: bigint, reason: CheckpointFailureReason): void {
+    this.task.abortCheckpointOnBarrier(checkpointId, reason);
   }
 
-  get pendingCheckpointId(): bigint | undefined {
-    let oldest: bigint | undefined;
-    for (const id of this.seen.keys()) if (oldest === undefined || id < oldest) oldest = id;
-    return oldest;
+  /** The first barrier of checkpoint `checkpointId` arrived and the task has one open channel. */
+  protected markAlignmentStartAndEnd(checkpointId: bigint, createdAtMillis: bigint): void {
+    this.markAlignmentStart(checkpointId, createdAtMillis);
+    this.markAlignmentEnd(0);
   }
 
-  handleEvent(event: RuntimeEvent, channelIndex: number): boolean {
-    if (event.kind === "CancelCheckpointMarker") {
-      if (this.seen.delete(event.checkpointId)) {
-        this.listener.abortCheckpoint?.(event.checkpointId, "cancelled upstream");
-      }
-      return true;
-    }
-    if (event.kind !== "CheckpointBarrier") return false;
-    if (event.id <= this.lastCompletedId) return true;
-    let channels = this.seen.get(event.id);
-    if (channels === undefined) {
-      channels = new Set();
-      this.seen.set(event.id, channels);
-    }
-    channels.add(channelIndex);
-    this.completeReady(event);
-    return true;
+  /** The first barrier of checkpoint `checkpointId` arrived: the alignment starts now. */
+  protected markAlignmentStart(checkpointId: bigint, createdAtMillis: bigint): void {
+    const delayMillis = this.clock.absoluteTimeMillis() - Number(createdAtMillis);
+    this.latestCheckpointStartDelayNanos = 1_000_000 * Math.max(0, delayMillis);
+    this.resetAlignment();
+    this.startOfAlignmentNanos = this.clock.relativeTimeNanos();
+    this.startAlignmentCheckpointId = checkpointId;
   }
 
-  handleEndOfPartition(channelIndex: number): void {
-    this.ended.add(channelIndex);
+  /**
+   * The alignment ended after `durationNanos` (by default: now). As with Flink's completed
+   * futures, the first end since the last start wins.
+   */
+  protected markAlignmentEnd(durationNanos?: number): void {
+    const duration =
+      durationNanos ??
+      (this.startOfAlignmentNanos === undefined
+        ? 0
+        : this.clock.relativeTimeNanos() - this.startOfAlignmentNanos);
+    this.latestAlignmentDurationNanos ??= duration;
+    this.latestBytesProcessedDuringAlignment ??= this.bytesProcessedDuringAlignment;
+    this.startOfAlignmentNanos = undefined;
+    this.bytesProcessedDuringAlignment = 0;
   }
 
-  private completeReady(barrier: CheckpointBarrier): void {
-    const channels = this.seen.get(barrier.id);
-    if (channels === undefined) return;
-    const open = this.gate.numberOfInputChannels - this.ended.size;
-    if (channels.size < open) return;
-    // Checkpoints complete in order; older incomplete ones are subsumed (Flink's behaviour).
-    for (const id of [...this.seen.keys()]) {
-      if (id < barrier.id) {
-        this.seen.delete(id);
-        this.listener.abortCheckpoint?.(id, `subsumed by checkpoint ${barrier.id}`);
-      }
-    }
-    this.seen.delete(barrier.id);
-    this.lastCompletedId = barrier.id;
-    this.listener.triggerCheckpoint(barrier);
+  /** The alignment was abandoned: no figures for it. */
+  protected resetAlignment(): void {
+    this.markAlignmentEnd(0);
+    this.latestAlignmentDurationNanos = undefined;
+    this.latestBytesProcessedDuringAlignment = undefined;
   }
 }

@@ -1,5 +1,10 @@
 export { OutputFlusher } from "./output-flusher.js";
-export { PollStatus, RecordReader, type RecordReaderOptions } from "./record-reader.js";
+export {
+  PollStatus,
+  RecordReader,
+  type RecordReaderInput,
+  type RecordReaderOptions,
+} from "./record-reader.js";
 export {
   BroadcastRecordWriter,
   type BufferTimeout,

@@ -19,25 +19,35 @@ export const PollStatus = {
 } as const;
 export type PollStatus = (typeof PollStatus)[keyof typeof PollStatus];
 
+/**
+ * What a RecordReader reads from: an `InputGate`, or a `CheckpointedInputGate` that routes
+ * checkpoint events to the task's barrier handler before records are deserialized.
+ */
+export type RecordReaderInput = Pick<
+  InputGate,
+  "numberOfInputChannels" | "pollNext" | "isFinished" | "getAvailableFuture"
+>;
+
 /** Options of a RecordReader. */
 export interface RecordReaderOptions extends SpillingAdaptiveSpanningRecordDeserializerOptions {
   /**
    * Called for every event other than EndOfPartition (barriers, EndOfData, task events). An
    * aligned checkpoint barrier blocks its channel upstream (Flink's alignment) until the
-   * consumer calls `gate.resumeConsumption(channel)`.
+   * consumer calls `gate.resumeConsumption(channel)`; read through a `CheckpointedInputGate` to
+   * have barriers handled by a barrier handler.
    */
   readonly onEvent?: (event: RuntimeEvent, channelIndex: number) => void;
-  /** Called when a channel delivered EndOfPartition (e.g. for a CheckpointBarrierHandler). */
+  /** Called when a channel delivered EndOfPartition. */
   readonly onEndOfPartition?: (channelIndex: number) => void;
 }
 
 /**
- * Reads typed records from an InputGate (Flink's StreamTaskNetworkInput): one spanning-record
+ * Reads typed records from an input gate (Flink's StreamTaskNetworkInput): one spanning-record
  * deserializer per channel, since records of different channels interleave buffer by buffer.
  * `pollRecords` is the synchronous batch fast path; the async iterator wraps it for user code.
  */
 export class RecordReader<T> implements AsyncIterable<T> {
-  private readonly gate: InputGate;
+  private readonly gate: RecordReaderInput;
   private readonly serializer: TypeSerializer<T>;
   private readonly deserializers: (SpillingAdaptiveSpanningRecordDeserializer | undefined)[];
   private readonly options: RecordReaderOptions;
@@ -46,7 +56,11 @@ export class RecordReader<T> implements AsyncIterable<T> {
   private finished = false;
   private closed = false;
 
-  constructor(gate: InputGate, serializer: TypeSerializer<T>, options: RecordReaderOptions = {}) {
+  constructor(
+    gate: RecordReaderInput,
+    serializer: TypeSerializer<T>,
+    options: RecordReaderOptions = {},
+  ) {
     this.gate = gate;
     this.serializer = serializer;
     this.options = options;

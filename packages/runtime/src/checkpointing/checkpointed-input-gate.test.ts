@@ -1,0 +1,329 @@
+import {
+  CheckpointAlignment,
+  CheckpointBarrier,
+  DEFAULT_CHECKPOINT_OPTIONS,
+  IntermediateDataSetID,
+  NetworkBufferPool,
+  ResultPartitionID,
+  StringSerializer,
+} from "@sluice/core";
+import {
+  LocalInputChannel,
+  ResultPartition,
+  ResultPartitionManager,
+  SingleInputGate,
+} from "@sluice/network";
+import { ResultPartitionType } from "@sluice/runtime-api";
+import { afterEach, describe, expect, it } from "vitest";
+import { RecordReader } from "../io/record-reader.js";
+import type { CheckpointMetrics } from "./checkpoint-metrics.js";
+import { CheckpointedInputGate } from "./checkpointed-input-gate.js";
+import { CheckpointingMode } from "./checkpointing-mode.js";
+import { createCheckpointBarrierHandler } from "./create-checkpoint-barrier-handler.js";
+import { SingleCheckpointBarrierHandler } from "./single-checkpoint-barrier-handler.js";
+import {
+  barrier,
+  buffer,
+  endOfPartition,
+  ScriptedInputGate,
+} from "./test-support/scripted-input-gate.js";
+import { ValidatingCheckpointableTask } from "./test-support/validating-checkpointable-task.js";
+
+const serializer = new StringSerializer();
+
+function encode(value: string): Uint8Array {
+  const bytes = Buffer.from(value, "utf8");
+  const framed = Buffer.alloc(4 + bytes.length);
+  framed.writeInt32BE(bytes.length, 0);
+  bytes.copy(framed, 4);
+  return framed;
+}
+
+/** `producers` producers of one subpartition each, read by one gate through local channels. */
+function gateOverProducers(
+  pool: NetworkBufferPool,
+  manager: ResultPartitionManager,
+  gateIndex: number,
+  producers: number,
+): { gate: SingleInputGate; writers: ResultPartition[] } {
+  const writers = Array.from(
+    { length: producers },
+    (_, p) =>
+      new ResultPartition({
+        owningTaskName: `producer ${gateIndex}.${p}`,
+        partitionIndex: 0,
+        partitionId: new ResultPartitionID(),
+        partitionType: ResultPartitionType.PIPELINED_BOUNDED,
+        numberOfSubpartitions: 1,
+        partitionManager: manager,
+        bufferPoolFactory: () => pool.createBufferPool(2, 8, { numberOfSubpartitions: 1 }),
+      }),
+  );
+  const gate = new SingleInputGate({
+    owningTaskName: "two-input task",
+    gateIndex,
+    consumedResultId: new IntermediateDataSetID(),
+    consumedPartitionType: ResultPartitionType.PIPELINED_BOUNDED,
+    numberOfInputChannels: producers,
+    bufferPoolFactory: () => pool.createBufferPool(1, 4),
+  });
+  writers.forEach((writer, i) => {
+    gate.setInputChannel(
+      new LocalInputChannel(gate, i, writer.partitionId, 0, manager, { initialMs: 10, maxMs: 100 }),
+    );
+    writer.setup();
+  });
+  gate.setup();
+  gate.requestPartitions();
+  return { gate, writers };
+}
+
+function emit(writer: ResultPartition, values: string[]): void {
+  for (const value of values) writer.emitRecord(encode(value), 0);
+  writer.flushAll();
+}
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe("CheckpointedInputGate", () => {
+  let pool: NetworkBufferPool | undefined;
+
+  afterEach(() => {
+    if (pool === undefined) return;
+    pool.destroy();
+    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+    pool = undefined;
+  });
+
+  it("aligns a two-input task over both gates: the snapshot sees exactly the records before the barrier", async () => {
+    pool = new NetworkBufferPool(64, 256);
+    const manager = new ResultPartitionManager();
+    const left = gateOverProducers(pool, manager, 0, 2);
+    const right = gateOverProducers(pool, manager, 1, 1);
+    const seen: string[] = [];
+    const snapshots: string[][] = [];
+    const metrics: CheckpointMetrics[] = [];
+    const handler = createCheckpointBarrierHandler({
+      mode: CheckpointingMode.EXACTLY_ONCE,
+      taskName: "two-input task",
+      inputs: [left.gate, right.gate],
+      task: {
+        triggerCheckpointOnBarrier: (_barrier, m) => {
+          snapshots.push([...seen].sort());
+          metrics.push(m);
+        },
+        abortCheckpointOnBarrier: (id) => {
+          throw new Error(`checkpoint ${id} must not abort`);
+        },
+      },
+    });
+    const readers = [left.gate, right.gate].map(
+      (gate) => new RecordReader(new CheckpointedInputGate([gate], handler), serializer),
+    );
+    const drain = async () => {
+      for (let round = 0; round < 10; round++) {
+        await turn();
+        for (const reader of readers) reader.pollRecords((r) => seen.push(r));
+      }
+    };
+    const [l0, l1] = left.writers as [ResultPartition, ResultPartition];
+    const [r0] = right.writers as [ResultPartition];
+    emit(l0, ["l0-before"]);
+    l0.broadcastEvent(new CheckpointBarrier(1n, 0n));
+    emit(l0, ["l0-after"]);
+    emit(l1, ["l1-before"]);
+    l1.broadcastEvent(new CheckpointBarrier(1n, 0n));
+    emit(l1, ["l1-after"]);
+    emit(r0, ["r0-before"]);
+    await drain();
+    // The left gate is aligned, but the right gate's barrier is missing: its data after the
+    // barrier stays upstream.
+    expect(snapshots).toEqual([]);
+    expect([...seen].sort()).toEqual(["l0-before", "l1-before", "r0-before"]);
+    expect(handler.getBytesProcessedDuringAlignment()).toBeGreaterThan(0);
+    r0.broadcastEvent(new CheckpointBarrier(1n, 0n));
+    emit(r0, ["r0-after"]);
+    await drain();
+    expect(snapshots).toEqual([["l0-before", "l1-before", "r0-before"]]);
+    expect(metrics[0]?.bytesProcessedDuringAlignment).toBeGreaterThan(0);
+    expect([...seen].sort()).toEqual([
+      "l0-after",
+      "l0-before",
+      "l1-after",
+      "l1-before",
+      "r0-after",
+      "r0-before",
+    ]);
+    for (const writer of [l0, l1, r0]) writer.finish();
+    for (let round = 0; round < 20; round++) {
+      await turn();
+      for (const reader of readers) reader.pollRecords((r) => seen.push(r));
+      if (readers.every((reader) => reader.isFinished())) break;
+    }
+    expect(readers.map((reader) => reader.isFinished())).toEqual([true, true]);
+    expect(handler.getNumOpenChannels()).toBe(0);
+    for (const reader of readers) reader.close();
+    await left.gate.close();
+    await right.gate.close();
+    for (const writer of [l0, l1, r0]) writer.close();
+  });
+
+  it("tracks at-least-once barriers over both gates without holding back any data", async () => {
+    pool = new NetworkBufferPool(64, 256);
+    const manager = new ResultPartitionManager();
+    const left = gateOverProducers(pool, manager, 0, 1);
+    const right = gateOverProducers(pool, manager, 1, 1);
+    const seen: string[] = [];
+    const triggered: bigint[] = [];
+    const handler = createCheckpointBarrierHandler({
+      mode: CheckpointingMode.AT_LEAST_ONCE,
+      taskName: "two-input task",
+      inputs: [left.gate, right.gate],
+      task: {
+        triggerCheckpointOnBarrier: (barrier) => triggered.push(barrier.id),
+        abortCheckpointOnBarrier: (id) => {
+          throw new Error(`checkpoint ${id} must not abort`);
+        },
+      },
+    });
+    const readers = [left.gate, right.gate].map(
+      (gate) => new RecordReader(new CheckpointedInputGate([gate], handler), serializer),
+    );
+    const drain = async () => {
+      for (let round = 0; round < 10; round++) {
+        await turn();
+        for (const reader of readers) reader.pollRecords((r) => seen.push(r));
+      }
+    };
+    const atLeastOnce = new CheckpointBarrier(1n, 0n, {
+      ...DEFAULT_CHECKPOINT_OPTIONS,
+      alignment: CheckpointAlignment.AT_LEAST_ONCE,
+    });
+    const [l0] = left.writers as [ResultPartition];
+    const [r0] = right.writers as [ResultPartition];
+    l0.broadcastEvent(atLeastOnce);
+    emit(l0, ["l0-after"]);
+    await drain();
+    // Not held: the record after the barrier is read before the other gate's barrier came.
+    expect(seen).toEqual(["l0-after"]);
+    expect(triggered).toEqual([]);
+    r0.broadcastEvent(atLeastOnce);
+    await drain();
+    expect(triggered).toEqual([1n]);
+    for (const writer of [l0, r0]) writer.finish();
+    await drain();
+    expect(readers.map((reader) => reader.isFinished())).toEqual([true, true]);
+    for (const reader of readers) reader.close();
+    await left.gate.close();
+    await right.gate.close();
+    for (const writer of [l0, r0]) writer.close();
+  });
+
+  it("reads several gates of one input in turn and numbers their channels one after the other", async () => {
+    const first = new ScriptedInputGate(2, [buffer(0), buffer(1), buffer(0), endOfPartition(0)]);
+    const second = new ScriptedInputGate(3, [buffer(2), buffer(0), endOfPartition(1)]);
+    const handler = new SingleCheckpointBarrierHandler({
+      taskName: "t",
+      inputs: [first, second],
+      task: new ValidatingCheckpointableTask(),
+    });
+    const input = new CheckpointedInputGate([first, second], handler);
+    expect(input.numberOfInputChannels).toBe(5);
+    const channels: number[] = [];
+    for (let next = input.pollNext(); next !== undefined; next = input.pollNext()) {
+      channels.push(next.channelIndex);
+    }
+    // Alternating gates; the second gate's channels follow the first gate's two.
+    expect(channels).toEqual([0, 4, 1, 2, 0, 3, 0]);
+    expect(input.getChannelInfo(3)).toEqual({ gateIndex: 1, channelIndex: 1 });
+    expect(handler.getNumOpenChannels()).toBe(3);
+    expect(() => input.getChannelInfo(5)).toThrow(/no input channel 5/);
+    await first.close();
+    await second.close();
+  });
+
+  it("aligns over gates whose inputs list them in another order than the handler", async () => {
+    // As Flink's InputProcessorUtilTest: the first input's gate is the handler's second gate.
+    const small = new ScriptedInputGate(2);
+    const large = new ScriptedInputGate(4);
+    const task = new ValidatingCheckpointableTask();
+    const handler = createCheckpointBarrierHandler({
+      mode: CheckpointingMode.EXACTLY_ONCE,
+      taskName: "t",
+      inputs: [small, large],
+      task,
+    });
+    const inputs = [
+      new CheckpointedInputGate([large], handler),
+      new CheckpointedInputGate([small], handler),
+    ];
+    for (let channel = 0; channel < 4; channel++) large.add(barrier(1, channel));
+    for (let channel = 0; channel < 2; channel++) small.add(barrier(1, channel));
+    for (const input of inputs) while (input.pollNext() !== undefined) {}
+    expect(task.triggered).toEqual([1n]);
+    expect(large.getBlockedChannels()).toEqual([]);
+    expect(small.getBlockedChannels()).toEqual([]);
+    expect(large.resumes + small.resumes).toBe(6);
+  });
+
+  it("reports availability only for gates still open, so a finished gate causes no busy loop", async () => {
+    const done = new ScriptedInputGate(1, [endOfPartition(0)]);
+    const open = new SingleInputGateStub();
+    const handler = new SingleCheckpointBarrierHandler({
+      taskName: "t",
+      inputs: [done, open],
+      task: new ValidatingCheckpointableTask(),
+    });
+    const input = new CheckpointedInputGate([done, open], handler);
+    expect(input.pollNext()?.event?.kind).toBe("EndOfPartition");
+    expect(input.pollNext()).toBeUndefined();
+    expect(input.isAvailable()).toBe(false);
+    let woken = false;
+    void input.getAvailableFuture().then(() => {
+      woken = true;
+    });
+    await turn();
+    expect(woken).toBe(false);
+    open.makeAvailable();
+    await turn();
+    expect(woken).toBe(true);
+  });
+
+  it("refuses a gate its barrier handler does not align over", () => {
+    const known = new ScriptedInputGate(1);
+    const handler = new SingleCheckpointBarrierHandler({
+      taskName: "t",
+      inputs: [known],
+      task: new ValidatingCheckpointableTask(),
+    });
+    expect(() => new CheckpointedInputGate([new ScriptedInputGate(1)], handler)).toThrow(
+      expect.objectContaining({ code: "SLUICE_ERR_INVALID_ARGUMENT" }),
+    );
+  });
+});
+
+/** A gate that has nothing until told, with a real pending availability future. */
+class SingleInputGateStub extends ScriptedInputGate {
+  private resolve: (() => void) | undefined;
+  private readonly future = new Promise<void>((r) => {
+    this.resolve = r;
+  });
+  private available = false;
+
+  constructor() {
+    super(1);
+  }
+
+  makeAvailable(): void {
+    this.available = true;
+    this.resolve?.();
+  }
+
+  override isAvailable(): boolean {
+    return this.available;
+  }
+
+  override getAvailableFuture(): Promise<void> {
+    return this.available ? Promise.resolve() : this.future;
+  }
+}
