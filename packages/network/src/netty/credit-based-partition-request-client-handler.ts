@@ -190,8 +190,14 @@ export class CreditBasedPartitionRequestClientHandler implements ConnectionHandl
     this.outbound.length = 0;
   }
 
-  /** Closes the connection (no channel uses it any more). */
+  /**
+   * Closes the connection (no channel uses it any more). A buffer the decoder was filling belongs
+   * to a channel that is gone: it goes back now, not when the remote finally closes its side, and
+   * whatever still arrives is dropped.
+   */
   close(): void {
+    this.failure ??= new RemoteTransportError(`connection to ${this.connectionId.address} closed`);
+    this.decoder.destroy();
     this.connection.close();
   }
 }
