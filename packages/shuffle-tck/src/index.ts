@@ -9,7 +9,19 @@
 export {
   describeShuffleServiceConformance,
   type ShuffleConformanceOptions,
-} from "./conformance.js";
-export type { ConsumeOptions, ConsumeResult, ProducePlan, ProduceResult } from "./messages.js";
-export { encodeRecord, RECORD_HEADER_BYTES, RecordChecker } from "./records.js";
-export { WorkerClient, WorkerError, workerScriptPath } from "./worker-client.js";
+} from "./conformance/describe-conformance.js";
+export { WorkerProcess, workerScriptPath } from "./conformance/worker-process.js";
+export {
+  RecordChecker,
+  type TckRecord,
+  TckRecordSerializer,
+  TckRecordSource,
+  tckKey,
+} from "./records.js";
+export {
+  type ConsumeOptions,
+  type ProducePlan,
+  TCK_MAX_PARALLELISM,
+  TCK_NAMES,
+  TckTasks,
+} from "./tck-tasks.js";

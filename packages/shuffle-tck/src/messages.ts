@@ -1,106 +1,73 @@
+import type {
+  SerializedThrowable,
+  TaskDeploymentDescriptorJSON,
+  TaskExecutionStateJSON,
+} from "@sluice/runtime";
+import type { ExecutionState, PartitionInfoJSON } from "@sluice/runtime-api";
+
 /**
- * The IPC messages between the conformance suite (parent) and its worker processes. Each
- * request carries an `id`; the worker answers with the same id, `ok` and a result or an error.
+ * The suite's control plane to a worker process (over the Node IPC channel): the suite sends
+ * requests, the worker answers each, and the worker also sends its tasks' state changes and asks
+ * the suite for producer states (Flink's TaskExecutorGateway and JobMasterGateway as messages).
  */
+export type WorkerRequest =
+  | { readonly cmd: "init"; readonly config: Record<string, unknown>; readonly configDir?: string }
+  | { readonly cmd: "submit"; readonly descriptor: TaskDeploymentDescriptorJSON }
+  | { readonly cmd: "cancel"; readonly attempt: string }
+  | { readonly cmd: "update"; readonly attempt: string; readonly infos: PartitionInfoJSON[] }
+  | { readonly cmd: "release"; readonly jobId: string; readonly partitions: string[] }
+  | { readonly cmd: "producerStatus"; readonly attempt: string }
+  | { readonly cmd: "consumerStatus"; readonly attempt: string }
+  | { readonly cmd: "resume"; readonly attempt: string }
+  | { readonly cmd: "status" }
+  | { readonly cmd: "close" };
 
-/** An error as it crosses the process boundary. */
-export interface WireError {
-  readonly code: string | undefined;
-  readonly name: string;
-  readonly message: string;
+/** What `init` answers: where the worker's TaskExecutor runs. */
+export interface InitResult {
+  readonly resourceId: string;
+  readonly host: string;
+  readonly dataPort: number;
 }
 
-/** How a producer writes: records per subpartition, optional keying and failure injection. */
-export interface ProducePlan {
-  /** Records written to each subpartition (or in total when `keyed`). */
-  readonly records: number;
-  /** Filler bytes after the 12-byte record header. */
-  readonly padding: number;
-  /** Route records by key-group hash of a generated key instead of round-robin. */
-  readonly keyed?: boolean;
-  /** Call `writer.fail(new Error(failMessage))` after this many records. */
-  readonly failAfter?: number;
-  readonly failMessage?: string;
-  /** Flush after this many records (0 = never; the writer's own flush rules apply). */
-  readonly flushEvery?: number;
-}
-
-export interface ProduceResult {
+/** What `producerStatus` answers. */
+export interface ProducerStatus {
   readonly emitted: number;
-  /** True when the writer was found unavailable at least once (backpressure was observed). */
-  readonly backPressured: boolean;
-  /** Set when the partition was released under the producer (consumer cancelled). */
-  readonly releasedError?: WireError;
+  readonly available: boolean;
+  readonly released: boolean;
 }
 
-export interface ConsumeOptions {
-  /** Stop polling until an `unstall` request for this gate. */
-  readonly stalled?: boolean;
-  /** Stop polling (as `stalled`) once this many buffers arrived: proves the channel is connected. */
-  readonly stallAfter?: number;
-  /** Close the gate after this many records (a consumer cancel). */
-  readonly cancelAfter?: number;
-}
-
-export interface ConsumeResult {
-  /** Records received per channel. */
+/** What `consumerStatus` answers. */
+export interface ConsumerStatus {
   readonly counts: number[];
-  /** Order or content violations (empty when every record arrived once, in order). */
-  readonly violations: string[];
-  readonly finished: boolean;
-  readonly error?: WireError;
+  readonly total: number;
+  /** Events other than EndOfPartition received. */
+  readonly events: number;
 }
 
-export type Request =
+/** Suite → worker. */
+export type ToWorker =
+  | ({ readonly kind: "request"; readonly id: number } & WorkerRequest)
   | {
-      readonly id: number;
-      readonly cmd: "init";
-      readonly config: Record<string, unknown>;
-      readonly configDir?: string;
-    }
-  | {
-      readonly id: number;
-      readonly cmd: "createWriters";
-      readonly owner: string;
-      readonly attempt: string;
-      readonly descriptors: unknown[];
-      readonly delayMs?: number;
-    }
-  | {
-      readonly id: number;
-      readonly cmd: "produce";
-      readonly writer: string;
-      readonly plan: ProducePlan;
-    }
-  | { readonly id: number; readonly cmd: "producerStatus"; readonly writer: string }
-  | { readonly id: number; readonly cmd: "cancelProducer"; readonly writer: string }
-  | {
-      readonly id: number;
-      readonly cmd: "createGates";
-      readonly owner: string;
-      readonly attempt: string;
-      readonly descriptors: unknown[];
-    }
-  | {
-      readonly id: number;
-      readonly cmd: "consume";
-      readonly gate: string;
-      readonly options: ConsumeOptions;
-    }
-  | { readonly id: number; readonly cmd: "consumerStatus"; readonly gate: string }
-  | { readonly id: number; readonly cmd: "unstall"; readonly gate: string }
-  | { readonly id: number; readonly cmd: "status" }
-  | { readonly id: number; readonly cmd: "close" };
+      readonly kind: "producer-state";
+      readonly requestId: number;
+      readonly state?: ExecutionState;
+      readonly error?: SerializedThrowable;
+    };
 
-export type Response =
-  | { readonly id: number; readonly ok: true; readonly result: unknown }
-  | { readonly id: number; readonly ok: false; readonly error: WireError };
-
-export function toWireError(error: unknown): WireError {
-  const e = error as { code?: unknown; name?: unknown; message?: unknown };
-  return {
-    code: typeof e?.code === "string" ? e.code : undefined,
-    name: typeof e?.name === "string" ? e.name : "Error",
-    message: typeof e?.message === "string" ? e.message : String(error),
-  };
-}
+/** Worker → suite. */
+export type FromWorker =
+  | { readonly kind: "response"; readonly id: number; readonly ok: true; readonly result: unknown }
+  | {
+      readonly kind: "response";
+      readonly id: number;
+      readonly ok: false;
+      readonly error: SerializedThrowable;
+    }
+  | { readonly kind: "state"; readonly update: TaskExecutionStateJSON }
+  | {
+      readonly kind: "producer-state-request";
+      readonly requestId: number;
+      readonly jobId: string;
+      readonly resultId: string;
+      readonly partitionId: string;
+    };

@@ -1,19 +1,16 @@
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { CheckpointBarrier, EndOfPartitionEvent } from "@sluice/core";
-import type {
-  NetworkShuffleEnvironment,
-  RemoteInputChannel,
-  SingleInputGate,
-} from "@sluice/network";
-import { deployAllToAll, environmentContext, makeRecord } from "@sluice/network/testing";
+import type { RemoteInputChannel, SingleInputGate } from "@sluice/network";
+import { InProcessCluster } from "@sluice/shuffle-tck/transport";
 import { afterEach, describe, expect, it } from "vitest";
-import { TcpShuffleServiceFactory } from "./tcp-shuffle-service-factory.js";
+import { TCP_PLUGIN } from "./test-support/plugin.js";
 
 // With no exclusive buffers and one floating buffer per gate, a channel blocked by an aligned
 // barrier must give its floating buffers back when the barrier arrives: the channel the
 // alignment still waits for needs the gate's only buffer to deliver the data before its barrier.
 const config = {
   "taskmanager.memory.network.min": "1mb",
+  "taskmanager.memory.network.max": "1mb",
   "taskmanager.memory.segment-size": "4kb",
   "taskmanager.network.memory.buffers-per-channel": 0,
   "taskmanager.network.memory.floating-buffers-per-gate": 1,
@@ -88,44 +85,41 @@ class FrameGatingProxy {
   }
 }
 
+/** A 112-byte record: what it holds does not matter here, only the buffers it takes. */
+const RECORD = new Uint8Array(112);
+
 describe("aligned barriers with buffers-per-channel = 0 over TCP", () => {
-  const envs: NetworkShuffleEnvironment[] = [];
   const proxies: FrameGatingProxy[] = [];
+  let cluster: InProcessCluster;
 
   afterEach(async () => {
     for (const proxy of proxies.splice(0)) await proxy.close();
-    for (const env of envs.splice(0)) await env.close();
+    await cluster.close();
   });
 
-  async function startEnv(): Promise<NetworkShuffleEnvironment> {
-    const env = new TcpShuffleServiceFactory().createShuffleEnvironment(environmentContext(config));
-    envs.push(env);
-    await env.start();
-    return env;
-  }
-
   it("releases a blocked channel's floating buffer at the barrier, so the awaited channel gets it and the alignment completes", async () => {
-    const producerEnv = await startEnv();
-    const consumerEnv = await startEnv();
-    const proxy = new FrameGatingProxy(producerEnv.getDataPort());
+    cluster = new InProcessCluster(TCP_PLUGIN, config);
+    const producerExecutor = await cluster.startExecutor();
+    const consumerExecutor = await cluster.startExecutor();
+    const proxy = new FrameGatingProxy(producerExecutor.location.dataPort);
     proxies.push(proxy);
-    const job = await deployAllToAll(producerEnv, consumerEnv, 2, 1, config, undefined, {
-      advertisedPort: await proxy.listen(),
-    });
-    const [early, late] = job.writers;
-    const [gate] = job.gates as [SingleInputGate];
+    const { producers, consumers } = await cluster.deployWithoutRunning(
+      { producers: 2, consumers: 1, plan: { records: 0, padding: 0 } },
+      producerExecutor,
+      consumerExecutor,
+      { advertisedPort: await proxy.listen() },
+    );
+    const [early, late] = producers.map((task) => task.partitions[0]);
+    const gate = consumers[0]?.gates[0] as SingleInputGate;
     if (early === undefined || late === undefined) throw new Error("two producers expected");
-    for (const writer of job.writers) writer.setup();
     const barrier = new CheckpointBarrier(1n, BigInt(Date.now()));
 
     // The early producer queues data, its barrier and data behind the barrier: the consumer
     // asks for floating buffers for a backlog it cannot receive before it is resumed.
-    early.emitRecord(makeRecord(0, 0, 0, 100), 0);
+    early.emitRecord(RECORD, 0);
     early.broadcastEvent(barrier);
-    early.emitRecord(makeRecord(0, 0, 1, 100), 0);
+    early.emitRecord(RECORD, 0);
     early.flushAll();
-    gate.setup();
-    gate.requestPartitions();
 
     const barrierFrom = new Set<number>();
     const records = [0, 0];
@@ -175,7 +169,7 @@ describe("aligned barriers with buffers-per-channel = 0 over TCP", () => {
     proxy.open();
 
     // Only now the late producer sends: its data needs the gate's one floating buffer.
-    late.emitRecord(makeRecord(1, 0, 0, 100), 0);
+    late.emitRecord(RECORD, 0);
     late.broadcastEvent(barrier);
     late.flushAll();
     await until(() => barrierFrom.size === 2, "the late barrier (the alignment)", false);
@@ -187,17 +181,5 @@ describe("aligned barriers with buffers-per-channel = 0 over TCP", () => {
     await until(() => ended === 2, "the end of both channels", false);
     expect(records).toEqual([2, 1]);
     expect(gate.isFinished()).toBe(true);
-
-    await gate.close();
-    for (const writer of job.writers) writer.close();
-    await expect
-      .poll(() =>
-        [producerEnv, consumerEnv].every(
-          (env) =>
-            env.networkBufferPool.getNumberOfAvailableMemorySegments() ===
-            env.networkBufferPool.totalNumberOfMemorySegments,
-        ),
-      )
-      .toBe(true);
   });
 });

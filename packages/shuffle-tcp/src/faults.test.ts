@@ -1,24 +1,20 @@
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { ErrorCodes } from "@sluice/core";
+import { errorFromErrorResponse, type NettyMessage } from "@sluice/network";
 import {
-  errorFromErrorResponse,
-  type NettyMessage,
-  NettyMessageDecoder,
-  type NetworkShuffleEnvironment,
-} from "@sluice/network";
-import {
-  deployAllToAll,
+  advertising,
+  decodeAnswer,
   describeHostilePeerSuite,
-  environmentContext,
-  pollError,
+  gatewayOf,
+  InProcessCluster,
   type RawConfig,
-  runAllToAll,
-} from "@sluice/network/testing";
+} from "@sluice/shuffle-tck/transport";
 import { afterEach, describe, expect, it } from "vitest";
-import { TcpShuffleServiceFactory } from "./tcp-shuffle-service-factory.js";
+import { TCP_PLUGIN } from "./test-support/plugin.js";
 
 const config: RawConfig = {
   "taskmanager.memory.network.min": "8mb",
+  "taskmanager.memory.network.max": "8mb",
   "taskmanager.memory.segment-size": "8kb",
   "execution.buffer-timeout.interval": "5ms",
   "taskmanager.network.max-frame-size": "1mb",
@@ -42,110 +38,47 @@ function sendRaw(port: number, bytes: Uint8Array): Promise<{ answer: Buffer[]; c
   });
 }
 
-describeHostilePeerSuite(
-  "TCP",
-  (context) => new TcpShuffleServiceFactory().createShuffleEnvironment(context),
-  {
-    sendRaw,
-    startGarbageServer: async (garbage) => {
-      const accepted = new Set<Socket>();
-      const server = createServer((socket) => {
-        accepted.add(socket);
-        socket.on("error", () => {});
-        socket.once("close", () => accepted.delete(socket));
-        socket.end(garbage);
-      });
-      await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-      return {
-        port: (server.address() as { port: number }).port,
-        close: async () => {
-          for (const socket of accepted) socket.destroy();
-          await new Promise((r) => server.close(r));
-        },
-      };
-    },
+describeHostilePeerSuite("TCP", TCP_PLUGIN, {
+  sendRaw,
+  startGarbageServer: async (garbage) => {
+    const accepted = new Set<Socket>();
+    const server = createServer((socket) => {
+      accepted.add(socket);
+      socket.on("error", () => {});
+      socket.once("close", () => accepted.delete(socket));
+      socket.end(garbage);
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    return {
+      port: (server.address() as { port: number }).port,
+      close: async () => {
+        for (const socket of accepted) socket.destroy();
+        await new Promise((r) => server.close(r));
+      },
+    };
   },
-);
+});
 
 describe("the TCP data server: frame limits, request limits, cut connections", () => {
-  const envs: NetworkShuffleEnvironment[] = [];
+  let cluster: InProcessCluster;
   const servers: Server[] = [];
+  const sockets: Socket[] = [];
 
   afterEach(async () => {
+    for (const socket of sockets.splice(0)) socket.destroy();
     for (const server of servers.splice(0)) await new Promise((r) => server.close(r));
-    for (const env of envs.splice(0)) await env.close();
+    await cluster.close();
   });
 
-  async function start(): Promise<NetworkShuffleEnvironment> {
-    const env = new TcpShuffleServiceFactory().createShuffleEnvironment(environmentContext(config));
-    envs.push(env);
-    await env.start();
-    return env;
-  }
-
-  it("rejects a frame length above the maximum before allocating anything", async () => {
-    const producer = await start();
-    const frame = Buffer.alloc(9);
-    frame.writeInt32BE(0x7fff_0000, 0); // ~2 GiB announced
-    frame.writeUInt32BE(0xbadc0ffe, 4);
-    frame.writeInt8(2, 8);
-    const before = process.memoryUsage().arrayBuffers;
-    const { answer, closed } = await sendRaw(producer.getDataPort(), frame);
-    const messages: NettyMessage[] = [];
-    new NettyMessageDecoder({
-      side: "client",
-      maxFrameSize: 1 << 20,
-      onMessage: (m) => messages.push(m),
-    }).feed(Buffer.concat(answer));
-    expect(closed).toBe(true);
-    const error = errorFromErrorResponse(
-      messages.find((m) => m.id === 1) as Extract<NettyMessage, { id: 1 }>,
-    );
-    expect(error.code).toBe(ErrorCodes.PROTOCOL);
-    expect(error.message).toMatch(/frame length/i);
-    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(64 * 1024 * 1024);
-  });
-
-  it("refuses more concurrent partition requests on one connection than the configured limit", async () => {
-    const limited = { ...config, "taskmanager.network.max-partition-requests-per-connection": 2 };
-    const producer = new TcpShuffleServiceFactory().createShuffleEnvironment(
-      environmentContext(limited),
-    );
-    envs.push(producer);
-    await producer.start();
-    const consumer = await start();
-    // One producer partition with 3 subpartitions, all read by one consumer gate: 3 requests on
-    // the same connection.
-    const job = await deployAllToAll(producer, consumer, 1, 3, config);
-    for (const writer of job.writers) writer.setup();
-    for (const gate of job.gates) {
-      gate.setup();
-      gate.requestPartitions();
-    }
-    const errors: { code?: string; message: string }[] = [];
-    for (const gate of job.gates) {
-      await expect.poll(() => gate.getFailureCause() ?? pollError(gate)).toBeDefined();
-      errors.push(
-        (gate.getFailureCause() ?? pollError(gate)) as { code?: string; message: string },
-      );
-      await gate.close();
-    }
-    expect(errors.some((e) => e.message.includes("max-partition-requests-per-connection"))).toBe(
-      true,
-    );
-    for (const e of errors) expect(e.code).toBe(ErrorCodes.REMOTE_TRANSPORT);
-    for (const writer of job.writers) writer.release();
-  });
-
-  it("fails every channel of a connection cut mid-frame, without mis-parsing the truncated frame", async () => {
-    const producer = await start();
-    const consumer = await start();
-    // A proxy that forwards both ways and cuts the connection after 300 000 bytes from the
-    // server, which is almost surely in the middle of a frame (frames are ≤ 8 KiB + headers).
+  /**
+   * A proxy in front of `port` that forwards both ways and cuts the connection after 300 000
+   * bytes from the server, which is almost surely in the middle of a frame (frames are ≤ 8 KiB
+   * plus headers). Resolves with its port.
+   */
+  async function startCuttingProxy(port: number): Promise<number> {
     let forwarded = 0;
-    const sockets: Socket[] = [];
     const proxy = createServer((client) => {
-      const upstream = createConnection({ host: "127.0.0.1", port: producer.getDataPort() });
+      const upstream = createConnection({ host: "127.0.0.1", port });
       sockets.push(client, upstream);
       client.on("data", (chunk) => upstream.write(chunk));
       upstream.on("data", (chunk) => {
@@ -159,37 +92,92 @@ describe("the TCP data server: frame limits, request limits, cut connections", (
           upstream.destroy();
         }
       });
+      // The proxy's own sockets: their errors are the cut this test makes on purpose.
       client.on("error", () => {});
       upstream.on("error", () => {});
     });
     servers.push(proxy);
     await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
-    const proxyPort = (proxy.address() as { port: number }).port;
-    const job = await deployAllToAll(producer, consumer, 1, 2, config, undefined, {
-      advertisedPort: proxyPort,
-    });
-    const started = Date.now();
-    let failure: unknown;
-    try {
-      await runAllToAll(job, 200_000, 40);
-    } catch (error) {
-      failure = error;
-    }
-    // Whichever side noticed first (the producer sees its partition released once the server
-    // drops the cut connection's readers), the job fails quickly instead of hanging.
-    // A checker error (wrong sequence, corrupt bytes) would be a plain Error without a code.
-    expect((failure as { code?: string }).code).toMatch(
-      /^SLUICE_ERR_(CANCELLED|REMOTE_TRANSPORT)$/,
+    return (proxy.address() as { port: number }).port;
+  }
+
+  it("rejects a frame length above the maximum before allocating anything", async () => {
+    cluster = new InProcessCluster(TCP_PLUGIN, config);
+    const producer = await cluster.startExecutor();
+    const frame = Buffer.alloc(9);
+    frame.writeInt32BE(0x7fff_0000, 0); // ~2 GiB announced
+    frame.writeUInt32BE(0xbadc0ffe, 4);
+    frame.writeInt8(2, 8);
+    const before = process.memoryUsage().arrayBuffers;
+    const { answer, closed } = await sendRaw(producer.location.dataPort, frame);
+    const messages = decodeAnswer(answer);
+    expect(closed).toBe(true);
+    const error = errorFromErrorResponse(
+      messages.find((m) => m.id === 1) as Extract<NettyMessage, { id: 1 }>,
     );
-    expect(Date.now() - started).toBeLessThan(10_000);
-    for (const gate of job.gates) {
-      await expect.poll(() => gate.getFailureCause() ?? pollError(gate)).toBeDefined();
-      const error = gate.getFailureCause() as { code?: string; message: string };
-      expect(error.code).toBe(ErrorCodes.REMOTE_TRANSPORT);
-      expect(error.message).toContain(`127.0.0.1:${proxyPort}`);
-      await gate.close();
+    expect(error.code).toBe(ErrorCodes.PROTOCOL);
+    expect(error.message).toMatch(/frame length/i);
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(64 * 1024 * 1024);
+  });
+
+  it("refuses more concurrent partition requests on one connection than the configured limit", async () => {
+    cluster = new InProcessCluster(TCP_PLUGIN, config);
+    const producer = await cluster.startExecutor({
+      "taskmanager.network.max-partition-requests-per-connection": 2,
+    });
+    const consumer = await cluster.startExecutor();
+    // One producer partition with 3 subpartitions, all read by consumers on one worker: 3
+    // requests on the same connection.
+    const { consumers } = await cluster.deploy(
+      { producers: 1, consumers: 3, plan: { records: 100, padding: 8 } },
+      producer,
+      consumer,
+    );
+    const failures = [];
+    for (const sink of consumers) {
+      await expect.poll(() => sink.failureCause).toBeDefined();
+      failures.push(sink.failureCause as Error & { code?: string });
     }
-    for (const writer of job.writers) writer.release();
-    for (const socket of sockets) socket.destroy();
+    expect(failures.some((e) => e.message.includes("max-partition-requests-per-connection"))).toBe(
+      true,
+    );
+    for (const e of failures) expect(e.code).toBe(ErrorCodes.REMOTE_TRANSPORT);
+  });
+
+  it("fails every channel of a connection cut mid-frame, without mis-parsing the truncated frame", async () => {
+    cluster = new InProcessCluster(TCP_PLUGIN, config);
+    const producer = await cluster.startExecutor();
+    const consumer = await cluster.startExecutor();
+    const proxyPort = await startCuttingProxy(producer.location.dataPort);
+    const started = Date.now();
+    const { consumers } = await cluster.deploy(
+      { producers: 1, consumers: 2, plan: { records: 400_000, padding: 40 } },
+      advertising(producer, proxyPort),
+      // The consumers must see the cut themselves, not a cancellation of the failing job.
+      gatewayOf(consumer, { ignoreCancels: true }),
+    );
+    // Both channels fail quickly instead of hanging. A checker violation (wrong sequence,
+    // corrupt bytes) would show as a consumer that finished with violations, not as a failure.
+    for (const sink of consumers) {
+      await expect.poll(() => sink.state, { timeout: 10_000 }).toBe("FAILED");
+      expect(sink.failureCause).toMatchObject({ code: ErrorCodes.REMOTE_TRANSPORT });
+      expect(sink.failureCause?.message).toContain(`127.0.0.1:${proxyPort}`);
+    }
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it("returns the buffer a cut frame was being copied into when the failing job cancels its consumers", async () => {
+    cluster = new InProcessCluster(TCP_PLUGIN, config);
+    const producer = await cluster.startExecutor();
+    const consumer = await cluster.startExecutor();
+    const proxyPort = await startCuttingProxy(producer.location.dataPort);
+    const { execution } = await cluster.deploy(
+      { producers: 1, consumers: 2, plan: { records: 400_000, padding: 40 } },
+      advertising(producer, proxyPort),
+      consumer,
+    );
+    // The consumers' channels are released by the job's cancellation while the decoder holds a
+    // half-filled buffer of the cut frame; the cluster's close checks that it came back.
+    expect((await execution.terminated).status).toBe("FAILED");
   });
 });

@@ -1,6 +1,4 @@
-import { describeNetworkTlsSuite } from "@sluice/network/testing";
-import { TcpShuffleServiceFactory } from "./tcp-shuffle-service-factory.js";
+import { describeNetworkTlsSuite } from "@sluice/shuffle-tck/transport";
+import { TCP_PLUGIN } from "./test-support/plugin.js";
 
-describeNetworkTlsSuite("TCP", (context) =>
-  new TcpShuffleServiceFactory().createShuffleEnvironment(context),
-);
+describeNetworkTlsSuite("TCP", TCP_PLUGIN);

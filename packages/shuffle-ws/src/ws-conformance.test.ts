@@ -1,10 +1,4 @@
-import { fileURLToPath } from "node:url";
 import { describeShuffleServiceConformance } from "@sluice/shuffle-tck";
+import { WS_PLUGIN } from "./test-support/plugin.js";
 
-// Worker processes run the built plugin, selected only through configuration.
-const pluginEntry = fileURLToPath(new URL("../dist/index.js", import.meta.url));
-
-describeShuffleServiceConformance({
-  name: "ws",
-  factory: `${pluginEntry}#WsShuffleServiceFactory`,
-});
+describeShuffleServiceConformance({ name: "ws", factory: WS_PLUGIN });

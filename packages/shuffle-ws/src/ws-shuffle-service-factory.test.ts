@@ -1,16 +1,21 @@
 import { ErrorCodes, type SluiceError } from "@sluice/core";
 import type { Transport } from "@sluice/network";
-import { environmentContext } from "@sluice/network/testing";
-import { isShuffleServiceFactory, type ShuffleEnvironmentContext } from "@sluice/runtime-api";
+import {
+  isShuffleServiceFactory,
+  readableConfigOf,
+  type ShuffleEnvironmentContext,
+} from "@sluice/runtime-api";
 import { describe, expect, it } from "vitest";
 import defaultExport, { WsShuffleServiceFactory as FromIndex } from "./index.js";
 import { WsShuffleServiceFactory } from "./ws-shuffle-service-factory.js";
 import { WsTransport } from "./ws-transport.js";
 
-/** Exposes the protected createTransport for inspection. */
+/** Exposes the protected createTransport for inspection; it reads only the configuration. */
 class InspectableFactory extends WsShuffleServiceFactory {
-  transportFor(context: ShuffleEnvironmentContext): Transport {
-    return this.createTransport(context);
+  transportFor(config: Record<string, unknown>): Transport {
+    return this.createTransport({
+      configuration: readableConfigOf(config),
+    } as ShuffleEnvironmentContext);
   }
 }
 
@@ -22,7 +27,7 @@ describe("WsShuffleServiceFactory", () => {
   });
 
   it("creates a WsTransport with the documented defaults", () => {
-    const transport = new InspectableFactory().transportFor(environmentContext({}));
+    const transport = new InspectableFactory().transportFor({});
     expect(transport).toBeInstanceOf(WsTransport);
     const ws = transport as WsTransport;
     expect(ws.name).toBe("ws");
@@ -32,13 +37,11 @@ describe("WsShuffleServiceFactory", () => {
   });
 
   it("reads permessage-deflate and the water marks from the websocket options", () => {
-    const transport = new InspectableFactory().transportFor(
-      environmentContext({
-        "taskmanager.network.websocket.per-message-deflate": "true",
-        "taskmanager.network.websocket.high-water-mark": "4mb",
-        "taskmanager.network.websocket.low-water-mark": "1mb",
-      }),
-    ) as WsTransport;
+    const transport = new InspectableFactory().transportFor({
+      "taskmanager.network.websocket.per-message-deflate": "true",
+      "taskmanager.network.websocket.high-water-mark": "4mb",
+      "taskmanager.network.websocket.low-water-mark": "1mb",
+    }) as WsTransport;
     expect(transport.perMessageDeflate).toBe(true);
     expect(transport.highWaterMark).toBe(4 * 1024 * 1024);
     expect(transport.lowWaterMark).toBe(1024 * 1024);
@@ -47,12 +50,10 @@ describe("WsShuffleServiceFactory", () => {
   it("rejects a low-water mark that is not below the high-water mark, naming both keys", () => {
     let error: SluiceError | undefined;
     try {
-      new InspectableFactory().transportFor(
-        environmentContext({
-          "taskmanager.network.websocket.high-water-mark": "64kb",
-          "taskmanager.network.websocket.low-water-mark": "64kb",
-        }),
-      );
+      new InspectableFactory().transportFor({
+        "taskmanager.network.websocket.high-water-mark": "64kb",
+        "taskmanager.network.websocket.low-water-mark": "64kb",
+      });
     } catch (e) {
       error = e as SluiceError;
     }

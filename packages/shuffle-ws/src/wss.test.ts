@@ -1,6 +1,4 @@
-import { describeNetworkTlsSuite } from "@sluice/network/testing";
-import { WsShuffleServiceFactory } from "./ws-shuffle-service-factory.js";
+import { describeNetworkTlsSuite } from "@sluice/shuffle-tck/transport";
+import { WS_PLUGIN } from "./test-support/plugin.js";
 
-describeNetworkTlsSuite("WebSocket (wss)", (context) =>
-  new WsShuffleServiceFactory().createShuffleEnvironment(context),
-);
+describeNetworkTlsSuite("WebSocket (wss)", WS_PLUGIN);

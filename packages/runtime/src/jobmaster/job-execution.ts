@@ -75,8 +75,12 @@ export interface ExecutionVertex {
   readonly gateway: TaskExecutorGateway;
   /** The task name Flink prints. */
   readonly name: string;
+  /** The last state the task reported (or the job side decided). */
   state: ExecutionState;
+  /** What the task's invokable returned, once FINISHED. */
   result?: JsonValue;
+  /** Why the task failed or was canceled, as it reported. */
+  failureCause?: Error;
 }
 
 interface RegisteredPartition {
@@ -181,6 +185,7 @@ export class JobExecution implements JobMasterGateway {
     if (execution === undefined || TERMINAL.has(execution.state)) return;
     execution.state = update.state;
     if (update.result !== undefined) execution.result = update.result;
+    if (update.error !== undefined) execution.failureCause = deserializeThrowable(update.error);
     switch (update.state) {
       case "FINISHED":
         if (this.currentStatus === "RUNNING") void this.schedule();
@@ -188,18 +193,14 @@ export class JobExecution implements JobMasterGateway {
       case "FAILED":
         this.failTask(
           execution,
-          update.error === undefined
-            ? new Error(`${execution.name} failed without a cause`)
-            : deserializeThrowable(update.error),
+          execution.failureCause ?? new Error(`${execution.name} failed without a cause`),
         );
         break;
       case "CANCELED":
         if (this.currentStatus === "RUNNING") {
           this.failTask(
             execution,
-            update.error === undefined
-              ? new CancelledError(`${execution.name} was canceled`)
-              : deserializeThrowable(update.error),
+            execution.failureCause ?? new CancelledError(`${execution.name} was canceled`),
           );
         }
         break;
@@ -242,6 +243,7 @@ export class JobExecution implements JobMasterGateway {
     for (const execution of this.executionVertices) {
       if (execution.gateway !== gateway || TERMINAL.has(execution.state)) continue;
       execution.state = "FAILED";
+      execution.failureCause = cause;
       first ??= execution;
     }
     if (first !== undefined) this.failTask(first, cause);

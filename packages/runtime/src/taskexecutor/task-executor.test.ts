@@ -1,38 +1,22 @@
-import { fileURLToPath } from "node:url";
 import { ErrorCodes, ExecutionAttemptID, JobID } from "@sluice/core";
 import { afterEach, describe, expect, it } from "vitest";
-import { Configuration } from "../config/configuration.js";
 import { PollStatus } from "../io/record-reader.js";
-import { JobDeployer } from "../jobmaster/job-deployer.js";
+import type { JobDeployer } from "../jobmaster/job-deployer.js";
 import type { JobExecution } from "../jobmaster/job-execution.js";
 import { JobGraph } from "../jobmaster/job-graph.js";
 import { TaskNotFoundError } from "./errors.js";
 import type { Task } from "./task.js";
 import { TaskDeploymentDescriptorCodec } from "./task-deployment-descriptor.js";
-import { TaskExecutor, type TaskExecutorOptions } from "./task-executor.js";
+import type { TaskExecutor, TaskExecutorOptions } from "./task-executor.js";
 import type { TaskExecutorGateway } from "./task-executor-gateway.js";
+import { LocalCluster, localConfiguration, segments } from "./test-support/local-cluster.js";
 import type { TaskInvokable } from "./user-code-registry.js";
 
-/**
- * This package's folder: its package.json lists `@sluice/network` (a devDependency), whose local
- * factory runs every channel in process. The plugins over TCP and WebSocket run the same path in
- * the conformance suite, across processes.
- */
-const APPLICATION_DIR = fileURLToPath(new URL("../..", import.meta.url));
+const cluster = new LocalCluster();
+afterEach(() => cluster.close());
 
-const BASE_CONFIG = {
-  "taskmanager.memory.network.min": "4mb",
-  "taskmanager.memory.segment-size": "4kb",
-  "taskmanager.data.bind-host": "127.0.0.1",
-  "execution.buffer-timeout.interval": "5ms",
-};
-
-function configuration(extra: Record<string, unknown> = {}): Configuration {
-  return new Configuration({
-    "shuffle-service-factory.class": "@sluice/network#LocalShuffleServiceFactory",
-    ...BASE_CONFIG,
-    ...extra,
-  });
+function configuration(extra: Record<string, unknown> = {}) {
+  return localConfiguration(extra);
 }
 
 /** Emits `configuration.words` words `w<i mod 97>` through writer 0, yielding now and then. */
@@ -70,28 +54,15 @@ const INVOKABLES: Readonly<Record<string, TaskInvokable<Task>>> = {
   count: countWords,
 };
 
-const executors: TaskExecutor[] = [];
-const deployers: JobDeployer[] = [];
-
-async function startExecutor(
+function startExecutor(
   config = configuration(),
-  options: Omit<TaskExecutorOptions, "invokables" | "loader"> = {},
+  options: Omit<TaskExecutorOptions, "invokables"> = {},
 ): Promise<TaskExecutor> {
-  const executor = await TaskExecutor.start(config, {
-    ...options,
-    invokables: INVOKABLES,
-    loader: { applicationDirs: [APPLICATION_DIR] },
-  });
-  executors.push(executor);
-  return executor;
+  return cluster.startExecutor(config, { ...options, invokables: INVOKABLES });
 }
 
-async function startDeployer(config = configuration()): Promise<JobDeployer> {
-  const deployer = await JobDeployer.start(config, {
-    loader: { applicationDirs: [APPLICATION_DIR] },
-  });
-  deployers.push(deployer);
-  return deployer;
+function startDeployer(config = configuration()): Promise<JobDeployer> {
+  return cluster.startDeployer(config);
 }
 
 /** A job `Source` (parallelism 2) → HASH by word → `Count` (parallelism 2). */
@@ -133,30 +104,6 @@ function expectedCounts(words: number, subtasks: number): Map<string, number> {
   }
   return expected;
 }
-
-/** The segments of an executor's NetworkBufferPool: [available, total]. */
-function segments(executor: TaskExecutor): [number, number] {
-  const pool = (
-    executor.shuffleEnvironment as unknown as {
-      networkBufferPool: {
-        getNumberOfAvailableMemorySegments(): number;
-        totalNumberOfMemorySegments: number;
-      };
-    }
-  ).networkBufferPool;
-  return [pool.getNumberOfAvailableMemorySegments(), pool.totalNumberOfMemorySegments];
-}
-
-async function closeAll(): Promise<void> {
-  for (const deployer of deployers.splice(0)) await deployer.close();
-  for (const executor of executors.splice(0)) {
-    await executor.close();
-    const [available, total] = segments(executor);
-    expect(available, "network buffers back in the pool after close").toBe(total);
-  }
-}
-
-afterEach(closeAll);
 
 /** Deploys `graph` with subtask i of every vertex on executor i mod n. */
 function deployOn(

@@ -1,20 +1,12 @@
 import { ErrorCodes, isSluiceError } from "@sluice/core";
-import type { ShuffleEnvironmentContext } from "@sluice/runtime-api";
+import type { TaskExecutor } from "@sluice/runtime";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { NetworkShuffleEnvironment } from "../environment/network-shuffle-environment.js";
 import { createTestPki, type TestPki } from "./certificates.js";
-import {
-  deployAllToAll,
-  environmentContext,
-  type RawConfig,
-  runAllToAll,
-} from "./shuffle-fixture.js";
+import { InProcessCluster, networkEnvironmentOf, type RawConfig } from "./in-process-cluster.js";
 
-/** Creates the plugin's environment for a context, e.g. via its factory's createShuffleEnvironment. */
-export type EnvironmentFactory = (context: ShuffleEnvironmentContext) => NetworkShuffleEnvironment;
-
-const base: RawConfig = {
+const BASE: RawConfig = {
   "taskmanager.memory.network.min": "4mb",
+  "taskmanager.memory.network.max": "4mb",
   "taskmanager.memory.segment-size": "8kb",
   "execution.buffer-timeout.interval": "5ms",
   "taskmanager.network.netty.client.connect-timeout": "5s",
@@ -25,15 +17,17 @@ const base: RawConfig = {
  * mutual authentication against the configured CA, clean rejection of untrusted, plaintext and
  * unpinned peers, and fail-fast configuration errors. Certificates are generated at test time
  * with the openssl CLI.
+ *
+ * @param factory - the plugin's `shuffle-service-factory.class` value.
  */
-export function describeNetworkTlsSuite(name: string, createEnvironment: EnvironmentFactory): void {
+export function describeNetworkTlsSuite(name: string, factory: string): void {
   describe(`mutual TLS on the ${name} data port`, () => {
     let pki: TestPki;
     let rogue: TestPki;
     let tlsProducer: RawConfig;
     let tlsConsumer: RawConfig;
     let producerFingerprint: string;
-    const envs: NetworkShuffleEnvironment[] = [];
+    let cluster: InProcessCluster;
 
     beforeAll(() => {
       pki = createTestPki("trusted");
@@ -42,7 +36,6 @@ export function describeNetworkTlsSuite(name: string, createEnvironment: Environ
       const consumer = pki.issue("consumer");
       producerFingerprint = producer.fingerprint256;
       const tls = (id: { key: string; cert: string }): RawConfig => ({
-        ...base,
         "security.ssl.internal.enabled": true,
         "security.ssl.internal.key": id.key,
         "security.ssl.internal.cert": id.cert,
@@ -58,40 +51,32 @@ export function describeNetworkTlsSuite(name: string, createEnvironment: Environ
     });
 
     afterEach(async () => {
-      for (const env of envs.splice(0)) await env.close();
+      await cluster?.close();
     });
 
-    async function start(config: RawConfig): Promise<NetworkShuffleEnvironment> {
-      const env = createEnvironment(environmentContext(config));
-      envs.push(env);
-      await env.start();
-      return env;
+    async function start(config: RawConfig): Promise<TaskExecutor> {
+      cluster ??= new InProcessCluster(factory, BASE);
+      return cluster.startExecutor(config);
     }
 
-    /** Runs one small exchange and returns the consumer's error, if any. */
-    async function exchange(
-      producer: NetworkShuffleEnvironment,
-      consumer: NetworkShuffleEnvironment,
-      config: RawConfig,
-    ) {
-      const job = await deployAllToAll(producer, consumer, 1, 2, config);
-      try {
-        const checkers = await runAllToAll(job, 2_000, 16);
-        return { error: undefined, counts: checkers.map((c) => c.nextSeq[0]) };
-      } catch (error) {
-        return { error, counts: [] };
-      } finally {
-        for (const gate of job.gates) await gate.close();
-        for (const writer of job.writers) writer.release();
-      }
+    /** Runs one small exchange; returns the first consumer's failure, if any. */
+    async function exchange(producer: TaskExecutor, consumer: TaskExecutor) {
+      const { execution, consumers } = await cluster.deploy(
+        { producers: 1, consumers: 2, plan: { records: 4_000, padding: 16 } },
+        producer,
+        consumer,
+      );
+      const result = await execution.terminated;
+      const failure = consumers.map((c) => c.failureCause).find((e) => e !== undefined);
+      return { status: result.status, error: failure ?? result.error };
     }
 
     it("moves data when both sides present certificates of the trusted CA", async () => {
       const producer = await start(tlsProducer);
       const consumer = await start(tlsConsumer);
-      const result = await exchange(producer, consumer, tlsConsumer);
+      const result = await exchange(producer, consumer);
       expect(result.error).toBeUndefined();
-      expect(result.counts).toEqual([2_000, 2_000]);
+      expect(result.status).toBe("FINISHED");
     });
 
     it("rejects a client whose certificate another CA signed, and keeps serving trusted clients", async () => {
@@ -102,23 +87,22 @@ export function describeNetworkTlsSuite(name: string, createEnvironment: Environ
         "security.ssl.internal.key": stranger.key,
         "security.ssl.internal.cert": stranger.cert,
       });
-      const rejected = await exchange(producer, untrusted, tlsConsumer);
+      const rejected = await exchange(producer, untrusted);
       expect(isSluiceError(rejected.error)).toBe(true);
       expect([ErrorCodes.PARTITION_CONNECTION, ErrorCodes.REMOTE_TRANSPORT]).toContain(
-        (rejected.error as { code: string }).code,
+        (rejected.error as Error & { code?: string }).code,
       );
       const trusted = await start(tlsConsumer);
-      const accepted = await exchange(producer, trusted, tlsConsumer);
-      expect(accepted.error).toBeUndefined();
+      expect((await exchange(producer, trusted)).error).toBeUndefined();
     });
 
     it("rejects a plaintext client cleanly", async () => {
       const producer = await start(tlsProducer);
-      const plaintext = await start(base);
-      const rejected = await exchange(producer, plaintext, base);
+      const plaintext = await start({});
+      const rejected = await exchange(producer, plaintext);
       expect(isSluiceError(rejected.error)).toBe(true);
       expect((rejected.error as Error).message).toContain("127.0.0.1");
-      expect(producer.getNumberOfServerConnections()).toBe(0);
+      expect(networkEnvironmentOf(producer).getNumberOfServerConnections()).toBe(0);
     });
 
     it("rejects a peer whose certificate is not the pinned fingerprint", async () => {
@@ -127,25 +111,22 @@ export function describeNetworkTlsSuite(name: string, createEnvironment: Environ
         ...tlsConsumer,
         "security.ssl.internal.cert.fingerprint": "AA".repeat(32),
       });
-      const rejected = await exchange(producer, pinnedWrong, tlsConsumer);
-      expect((rejected.error as { code?: string }).code).toBe(ErrorCodes.PARTITION_CONNECTION);
+      const rejected = await exchange(producer, pinnedWrong);
+      expect((rejected.error as Error & { code?: string }).code).toBe(
+        ErrorCodes.PARTITION_CONNECTION,
+      );
       expect((rejected.error as Error).message).toContain("fingerprint");
       const pinnedRight = await start({
         ...tlsConsumer,
         "security.ssl.internal.cert.fingerprint": producerFingerprint,
       });
-      expect((await exchange(producer, pinnedRight, tlsConsumer)).error).toBeUndefined();
+      expect((await exchange(producer, pinnedRight)).error).toBeUndefined();
     });
 
-    it("fails fast with a config error naming the key when a PEM file is missing", () => {
-      expect(() =>
-        createEnvironment(
-          environmentContext({
-            ...tlsConsumer,
-            "security.ssl.internal.key": "/nonexistent/key.pem",
-          }),
-        ),
-      ).toThrowError(/security\.ssl\.internal\.key.*nonexistent/);
+    it("fails fast with a config error naming the key when a PEM file is missing", async () => {
+      await expect(
+        start({ ...tlsConsumer, "security.ssl.internal.key": "/nonexistent/key.pem" }),
+      ).rejects.toThrowError(/security\.ssl\.internal\.key.*nonexistent/);
     });
   });
 }

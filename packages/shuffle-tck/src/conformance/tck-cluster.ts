@@ -1,0 +1,109 @@
+import type { ExecutionAttemptID } from "@sluice/core";
+import type { ExecutionVertex, JobDeployer, JobExecution } from "@sluice/runtime";
+import { expect } from "vitest";
+import { deployExchange, type Exchange, type ExchangeSpec } from "../exchange.js";
+import { WorkerProcess } from "./worker-process.js";
+
+/**
+ * The suite's side of one test: the JobDeployer (with the plugin's ShuffleMaster) in the test
+ * process, and worker processes each running a TaskExecutor of the plugin. Exchanges are jobs of
+ * two vertices, producer → HASH by key → consumer, deployed through the JobDeployer.
+ */
+export class TckCluster {
+  private readonly workers: WorkerProcess[] = [];
+  private readonly executions: JobExecution[] = [];
+
+  constructor(
+    private readonly deployer: JobDeployer,
+    private readonly config: Readonly<Record<string, unknown>>,
+    private readonly configDir: string | undefined,
+    private readonly name: string,
+  ) {}
+
+  /** Starts a worker process with the suite's configuration plus `extra`. */
+  async startWorker(label: string, extra: Record<string, unknown> = {}): Promise<WorkerProcess> {
+    const worker = new WorkerProcess(`${this.name}-${label}`);
+    this.workers.push(worker);
+    await worker.init({ ...this.config, ...extra }, this.configDir);
+    return worker;
+  }
+
+  /** Deploys an exchange with its producers on `producerWorker` and consumers on `consumerWorker`. */
+  async deploy(
+    spec: ExchangeSpec,
+    producerWorker: WorkerProcess,
+    consumerWorker: WorkerProcess,
+  ): Promise<Exchange> {
+    const exchange = await deployExchange(
+      this.deployer,
+      this.name,
+      spec,
+      producerWorker,
+      consumerWorker,
+    );
+    const { execution } = exchange;
+    this.executions.push(execution);
+    // The suite's control plane: a worker that dies takes its tasks with it.
+    for (const worker of new Set([producerWorker, consumerWorker])) {
+      void worker.exited.then(({ code, signal }) =>
+        execution.notifyTaskExecutorLost(
+          worker,
+          new Error(`worker ${worker.label} exited (code ${code}, signal ${signal})`),
+        ),
+      );
+    }
+    return exchange;
+  }
+
+  /** Ends every job and kills every worker still running (test clean-up). */
+  async shutdown(): Promise<void> {
+    for (const worker of this.workers) await worker.releaseHeldCancels();
+    for (const execution of this.executions.splice(0)) execution.cancel("the test ended");
+    for (const worker of this.workers.splice(0)) worker.kill();
+  }
+}
+
+/** Waits until the task of `vertex` is in `state`. */
+export async function expectTaskState(vertex: ExecutionVertex, state: string): Promise<void> {
+  await expect.poll(() => vertex.state, { timeout: 20_000 }).toBe(state);
+}
+
+/** Pipelined partitions are released once consumed, failed or cancelled. */
+export async function expectPartitionsReleased(worker: WorkerProcess): Promise<void> {
+  await expect.poll(() => worker.partitionsOccupyingLocalResources(), { timeout: 20_000 }).toBe(0);
+}
+
+/** The producer reports unavailable: it is blocked on backpressure. */
+export async function expectBlocked(
+  worker: WorkerProcess,
+  attempt: ExecutionAttemptID,
+): Promise<void> {
+  await expect
+    .poll(async () => (await worker.producerStatus(attempt)).available, { timeout: 20_000 })
+    .toBe(false);
+}
+
+/** The consumer received at least `records` records (so its channels are connected). */
+export async function expectReceived(
+  worker: WorkerProcess,
+  attempt: ExecutionAttemptID,
+  records: number,
+): Promise<void> {
+  await expect
+    .poll(async () => (await worker.consumerStatus(attempt)).total, { timeout: 20_000 })
+    .toBeGreaterThanOrEqual(records);
+}
+
+/** Closes each worker's TaskExecutor; each process must then exit on its own (no leaked handles). */
+export async function expectExitByThemselves(...workers: WorkerProcess[]): Promise<void> {
+  for (const worker of workers) {
+    expect(await worker.close()).toEqual({ code: 0, exitedByItself: true });
+  }
+}
+
+/** The first subtask, which a one-subtask vertex always has. */
+export function only(vertices: readonly ExecutionVertex[]): ExecutionVertex {
+  const [first] = vertices;
+  if (first === undefined) throw new Error("the vertex has no subtask");
+  return first;
+}

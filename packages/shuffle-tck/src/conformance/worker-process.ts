@@ -1,0 +1,256 @@
+import { type ChildProcess, fork } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import {
+  type ExecutionAttemptID,
+  IntermediateDataSetID,
+  JobID,
+  ResourceID,
+  ResultPartitionID,
+} from "@sluice/core";
+import {
+  deserializeThrowable,
+  type JobMasterGateway,
+  serializeThrowable,
+  type TaskDeploymentDescriptor,
+  TaskDeploymentDescriptorCodec,
+  type TaskExecutorGateway,
+  type TaskManagerLocation,
+  taskExecutionStateFromJSON,
+} from "@sluice/runtime";
+import { type PartitionInfo, PartitionInfoCodec } from "@sluice/runtime-api";
+import type {
+  ConsumerStatus,
+  FromWorker,
+  InitResult,
+  ProducerStatus,
+  ToWorker,
+  WorkerRequest,
+} from "../messages.js";
+
+/** Where the compiled worker lives (tests may run from source; children always run built JS). */
+export function workerScriptPath(): string {
+  const here = fileURLToPath(import.meta.url);
+  const candidates = [
+    here.replace(/[/\\]src[/\\]conformance[/\\][^/\\]+$/, "/dist/worker/worker.js"),
+    here.replace(/[/\\]conformance[/\\][^/\\]+$/, "/worker/worker.js"),
+  ];
+  const found = candidates.find((candidate) => candidate.endsWith(".js") && existsSync(candidate));
+  if (found === undefined) {
+    throw new Error(
+      `the conformance worker is not built (looked for ${candidates.join(", ")}); run \`pnpm build\` first`,
+    );
+  }
+  return found;
+}
+
+/**
+ * One worker process of the suite, running a TaskExecutor of the plugin under test, seen from
+ * the suite as a {@link TaskExecutorGateway}: the job side deploys onto it exactly as onto any
+ * TaskExecutor. Task state reports and producer-state questions come back to the job master the
+ * task was submitted with.
+ *
+ * With {@link holdCancels}, cancel requests are kept until {@link releaseHeldCancels}: a case that
+ * checks how the data plane itself propagates a failure (a producer's error reaching its
+ * consumer) must not have the job master's cancellation race it.
+ */
+export class WorkerProcess implements TaskExecutorGateway {
+  readonly child: ChildProcess;
+  /** Resolves when the process exited. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Hold cancel requests until {@link releaseHeldCancels}. */
+  holdCancels = false;
+  private readonly heldCancels: ExecutionAttemptID[] = [];
+  private readonly pending = new Map<
+    number,
+    { resolve: (value: unknown) => void; reject: (error: Error) => void }
+  >();
+  private readonly jobMasters = new Map<string, JobMasterGateway>();
+  private nextId = 1;
+  private hasExited = false;
+  private currentLocation: TaskManagerLocation | undefined;
+
+  constructor(readonly label: string) {
+    this.child = fork(workerScriptPath(), ["shuffle-tck-worker", label], {
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+      execArgv: [],
+    });
+    this.child.on("message", (message: FromWorker) => this.onMessage(message));
+    this.exited = new Promise((resolve) => {
+      this.child.once("exit", (code, signal) => {
+        this.hasExited = true;
+        for (const waiter of this.pending.values()) {
+          waiter.reject(new Error(`worker ${label} exited (code ${code}, signal ${signal})`));
+        }
+        this.pending.clear();
+        resolve({ code, signal });
+      });
+    });
+  }
+
+  /** Where the worker's TaskExecutor runs (after {@link init}). */
+  get location(): TaskManagerLocation {
+    if (this.currentLocation === undefined) throw new Error(`worker ${this.label} is not started`);
+    return this.currentLocation;
+  }
+
+  /** Starts the worker's TaskExecutor with `config`. */
+  async init(config: Record<string, unknown>, configDir?: string): Promise<void> {
+    const result = await this.request<InitResult>({
+      cmd: "init",
+      config,
+      ...(configDir === undefined ? {} : { configDir }),
+    });
+    this.currentLocation = {
+      resourceId: ResourceID.fromHex(result.resourceId),
+      host: result.host,
+      dataPort: result.dataPort,
+    };
+  }
+
+  async submitTask(
+    descriptor: TaskDeploymentDescriptor,
+    jobMaster: JobMasterGateway,
+  ): Promise<void> {
+    this.jobMasters.set(descriptor.jobId.toString(), jobMaster);
+    await this.request({
+      cmd: "submit",
+      descriptor: TaskDeploymentDescriptorCodec.toJSON(descriptor),
+    });
+  }
+
+  async cancelTask(attempt: ExecutionAttemptID): Promise<void> {
+    if (this.holdCancels) {
+      this.heldCancels.push(attempt);
+      return;
+    }
+    await this.request({ cmd: "cancel", attempt: attempt.toString() });
+  }
+
+  async updatePartitions(
+    attempt: ExecutionAttemptID,
+    infos: readonly PartitionInfo[],
+  ): Promise<void> {
+    await this.request({
+      cmd: "update",
+      attempt: attempt.toString(),
+      infos: infos.map((info) => PartitionInfoCodec.toJSON(info)),
+    });
+  }
+
+  async releasePartitions(jobId: JobID, ids: readonly ResultPartitionID[]): Promise<void> {
+    await this.request({
+      cmd: "release",
+      jobId: jobId.toString(),
+      partitions: ids.map((id) => id.toString()),
+    });
+  }
+
+  /** Sends the cancel requests held so far (and stops holding). */
+  async releaseHeldCancels(): Promise<void> {
+    this.holdCancels = false;
+    const held = this.heldCancels.splice(0);
+    await Promise.all(held.map((attempt) => this.cancelTask(attempt).catch(() => undefined)));
+  }
+
+  /** What a producer task on this worker emitted so far. */
+  producerStatus(attempt: ExecutionAttemptID): Promise<ProducerStatus> {
+    return this.request({ cmd: "producerStatus", attempt: attempt.toString() });
+  }
+
+  /** What a consumer task on this worker received so far. */
+  consumerStatus(attempt: ExecutionAttemptID): Promise<ConsumerStatus> {
+    return this.request({ cmd: "consumerStatus", attempt: attempt.toString() });
+  }
+
+  /** Lets a stalled consumer task read again, or a paused producer task write again. */
+  async resume(attempt: ExecutionAttemptID): Promise<void> {
+    await this.request({ cmd: "resume", attempt: attempt.toString() });
+  }
+
+  /** Partitions that still hold resources on the worker. */
+  async partitionsOccupyingLocalResources(): Promise<number> {
+    const status = await this.request<{ partitions: number }>({ cmd: "status" });
+    return status.partitions;
+  }
+
+  /**
+   * Closes the TaskExecutor and waits for the process to exit on its own: a handle the plugin
+   * left open keeps it alive, which shows as `exitedByItself: false`.
+   */
+  async close(timeoutMs = 10_000): Promise<{ code: number | null; exitedByItself: boolean }> {
+    if (this.hasExited) return { code: this.child.exitCode, exitedByItself: true };
+    await this.request({ cmd: "close" });
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<"timeout">((resolve) => {
+      timer = setTimeout(() => resolve("timeout"), timeoutMs);
+    });
+    const outcome = await Promise.race([this.exited, timeout]);
+    clearTimeout(timer);
+    if (outcome === "timeout") {
+      this.kill();
+      return { code: null, exitedByItself: false };
+    }
+    return { code: outcome.code, exitedByItself: true };
+  }
+
+  /** SIGKILL, as a crash would. */
+  kill(): void {
+    if (!this.hasExited) this.child.kill("SIGKILL");
+  }
+
+  private request<T>(request: WorkerRequest): Promise<T> {
+    if (this.hasExited) return Promise.reject(new Error(`worker ${this.label} has exited`));
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      this.send({ kind: "request", id, ...request });
+    });
+  }
+
+  private send(message: ToWorker): void {
+    if (!this.hasExited && this.child.connected) this.child.send(message);
+  }
+
+  private onMessage(message: FromWorker): void {
+    switch (message.kind) {
+      case "response": {
+        const waiter = this.pending.get(message.id);
+        if (waiter === undefined) return;
+        this.pending.delete(message.id);
+        if (message.ok) waiter.resolve(message.result);
+        else waiter.reject(deserializeThrowable(message.error));
+        return;
+      }
+      case "state": {
+        const update = taskExecutionStateFromJSON(message.update);
+        this.jobMasters.get(message.update.jobId)?.updateTaskExecutionState(update);
+        return;
+      }
+      case "producer-state-request": {
+        const jobMaster = this.jobMasters.get(message.jobId);
+        const answer = (response: Omit<Extract<ToWorker, { kind: "producer-state" }>, "kind">) =>
+          this.send({ kind: "producer-state", ...response });
+        if (jobMaster === undefined) {
+          answer({
+            requestId: message.requestId,
+            error: serializeThrowable(new Error(`no job ${message.jobId} on this suite`)),
+          });
+          return;
+        }
+        jobMaster
+          .requestPartitionProducerState(
+            JobID.fromHex(message.jobId),
+            IntermediateDataSetID.fromHex(message.resultId),
+            ResultPartitionID.parse(message.partitionId),
+          )
+          .then(
+            (state) => answer({ requestId: message.requestId, state }),
+            (error: unknown) =>
+              answer({ requestId: message.requestId, error: serializeThrowable(error) }),
+          );
+        return;
+      }
+    }
+  }
+}

@@ -1,0 +1,27 @@
+/**
+ * @sluice/shuffle-tck/transport: the transport-level kit for network-shuffle plugins. Their
+ * TaskExecutors run in the test's own process (so a test can reach a data port or an environment
+ * directly), and the suites check the transport: exactly-once exchanges, task events, mutual TLS,
+ * hostile peers.
+ */
+export { createTestPki, type TestPki } from "./certificates.js";
+export {
+  decodeAnswer,
+  describeHostilePeerSuite,
+  type HostilePeerTransport,
+} from "./hostile-peer-suite.js";
+export {
+  advertising,
+  type DeployedExchange,
+  type GatewayOptions,
+  gatewayOf,
+  InProcessCluster,
+  networkEnvironmentOf,
+  type RawConfig,
+} from "./in-process-cluster.js";
+export { describeNetworkTlsSuite } from "./tls-suite.js";
+export {
+  describeTransportSuite,
+  type TransportSuiteOptions,
+  type TransportVariant,
+} from "./transport-suite.js";

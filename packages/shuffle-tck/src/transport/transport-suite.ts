@@ -1,0 +1,127 @@
+import { TaskEvent } from "@sluice/core";
+import { afterEach, describe, expect, it } from "vitest";
+import type { ConsumeOptions } from "../tck-tasks.js";
+import { InProcessCluster, networkEnvironmentOf, type RawConfig } from "./in-process-cluster.js";
+
+/** A named configuration the exchange case also runs with (e.g. a transport's own options). */
+export interface TransportVariant {
+  readonly name: string;
+  readonly configuration?: RawConfig;
+  readonly consume?: ConsumeOptions;
+}
+
+/** What {@link describeTransportSuite} needs to know about the plugin. */
+export interface TransportSuiteOptions {
+  /** A label, e.g. "TCP". */
+  readonly name: string;
+  /** The plugin's `shuffle-service-factory.class` value. */
+  readonly factory: string;
+  /** Extra cases of the exactly-once exchange, each with its own configuration. */
+  readonly variants?: readonly TransportVariant[];
+}
+
+const BASE: RawConfig = {
+  "taskmanager.memory.network.min": "8mb",
+  "taskmanager.memory.network.max": "8mb",
+  "taskmanager.memory.segment-size": "8kb",
+  "execution.buffer-timeout.interval": "5ms",
+  "taskmanager.network.partition-request-timeout": "2s",
+};
+
+/**
+ * The behaviour of a network-shuffle plugin between two TaskExecutors in one process: records
+ * cross its transport exactly once and in order, every buffer comes home, and task events travel
+ * upstream. One suite for every transport, so the plugins' tests are not copies of each other.
+ */
+export function describeTransportSuite(options: TransportSuiteOptions): void {
+  describe(`the ${options.name} shuffle between two TaskExecutors`, () => {
+    let cluster: InProcessCluster | undefined;
+
+    afterEach(async () => {
+      await cluster?.close();
+      cluster = undefined;
+    });
+
+    const variants: TransportVariant[] = [{ name: "the defaults" }, ...(options.variants ?? [])];
+    for (const variant of variants) {
+      it(`delivers every record exactly once and in order over remote channels, with ${variant.name}, then every buffer is back`, async () => {
+        cluster = new InProcessCluster(options.factory, { ...BASE, ...variant.configuration });
+        const producer = await cluster.startExecutor();
+        const consumer = await cluster.startExecutor();
+        const records = 20_000;
+        const { execution } = await cluster.deploy(
+          {
+            producers: 2,
+            consumers: 4,
+            plan: { records, padding: 40 },
+            ...(variant.consume === undefined ? {} : { consume: variant.consume }),
+          },
+          producer,
+          consumer,
+        );
+        const result = await execution.terminated;
+        expect(result.error).toBeUndefined();
+        const consumed = (result.results.get("Consumer") ?? []) as unknown as {
+          counts: number[];
+          violations: string[];
+        }[];
+        for (const c of consumed) expect(c.violations).toEqual([]);
+        for (let p = 0; p < 2; p++) {
+          expect(consumed.reduce((sum, c) => sum + (c.counts[p] ?? 0), 0)).toBe(records);
+        }
+        // All channels of the consumer share one connection to the producer.
+        expect(networkEnvironmentOf(consumer).getNumberOfClientConnections()).toBeLessThanOrEqual(
+          1,
+        );
+      });
+    }
+
+    it("delivers a consumer's task event to the producer's subscribers, and fails the channel when nobody listens", async () => {
+      cluster = new InProcessCluster(options.factory, BASE);
+      const producerExecutor = await cluster.startExecutor();
+      const consumerExecutor = await cluster.startExecutor();
+      const { producers, consumers } = await cluster.deployWithoutRunning(
+        { producers: 1, consumers: 2, plan: { records: 0, padding: 0 } },
+        producerExecutor,
+        consumerExecutor,
+      );
+      const partition = producers[0]?.partitions[0];
+      const [gate0, gate1] = consumers.map((task) => task.gates[0]);
+      if (partition === undefined || gate0 === undefined || gate1 === undefined) {
+        throw new Error("the exchange has no partition or gates");
+      }
+      const received: string[] = [];
+      const unsubscribe = networkEnvironmentOf(producerExecutor).taskEventDispatcher.subscribe(
+        partition.partitionId,
+        (event) => received.push(`${event.typeName}:${Buffer.from(event.payload).toString()}`),
+      );
+      const sendWhenConnected = (gate: typeof gate0, payload: string) =>
+        // The channel needs its connection before it can send upstream.
+        expect
+          .poll(() => {
+            try {
+              gate.sendTaskEvent(new TaskEvent("superstep", Buffer.from(payload)));
+              return true;
+            } catch {
+              return false;
+            }
+          })
+          .toBe(true);
+      await sendWhenConnected(gate0, "7");
+      await expect.poll(() => received).toEqual(["superstep:7"]);
+      unsubscribe();
+      await sendWhenConnected(gate1, "8");
+      await expect
+        .poll(() => {
+          try {
+            gate1.pollNext();
+            return undefined;
+          } catch (error) {
+            return (error as Error).message;
+          }
+        })
+        .toMatch(/no task event listener/);
+      expect(received).toEqual(["superstep:7"]);
+    });
+  });
+}

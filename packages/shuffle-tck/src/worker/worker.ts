@@ -1,0 +1,168 @@
+/**
+ * A conformance worker: one process with one TaskExecutor of the plugin under test, driven by the
+ * suite over IPC. It deploys tasks exactly as an application's worker does (TaskExecutor.start,
+ * submitTask with deployment descriptors as JSON), so the suite tests the path users run. It exits
+ * by itself after `close`: a handle left open by the plugin keeps it alive, which the suite
+ * reports.
+ */
+import {
+  ExecutionAttemptID,
+  type IntermediateDataSetID,
+  JobID,
+  ResultPartitionID as PartitionId,
+  type ResultPartitionID,
+} from "@sluice/core";
+import {
+  Configuration,
+  deserializeThrowable,
+  type JobMasterGateway,
+  serializeThrowable,
+  TaskDeploymentDescriptorCodec,
+  TaskExecutor,
+  taskExecutionStateToJSON,
+} from "@sluice/runtime";
+import { type ExecutionState, PartitionInfoCodec } from "@sluice/runtime-api";
+import type { FromWorker, ToWorker, WorkerRequest } from "../messages.js";
+import { TckTasks } from "../tck-tasks.js";
+
+const tasks = new TckTasks();
+let executor: TaskExecutor | undefined;
+const pendingStates = new Map<
+  number,
+  { resolve: (state: ExecutionState) => void; reject: (error: Error) => void }
+>();
+let nextRequestId = 1;
+
+function send(message: FromWorker): void {
+  process.send?.(message);
+}
+
+/** The suite's job masters, reached over IPC: state reports and producer-state questions. */
+const jobMaster: JobMasterGateway = {
+  updateTaskExecutionState(update) {
+    send({ kind: "state", update: taskExecutionStateToJSON(update) });
+  },
+  requestPartitionProducerState(
+    jobId: JobID,
+    resultId: IntermediateDataSetID,
+    partitionId: ResultPartitionID,
+  ) {
+    const requestId = nextRequestId++;
+    return new Promise<ExecutionState>((resolve, reject) => {
+      pendingStates.set(requestId, { resolve, reject });
+      send({
+        kind: "producer-state-request",
+        requestId,
+        jobId: jobId.toString(),
+        resultId: resultId.toString(),
+        partitionId: partitionId.toString(),
+      });
+    });
+  },
+};
+
+function running(): TaskExecutor {
+  if (executor === undefined) throw new Error("worker not initialised (send init first)");
+  return executor;
+}
+
+async function handle(request: WorkerRequest): Promise<unknown> {
+  switch (request.cmd) {
+    case "init": {
+      const configuration = new Configuration(
+        request.config,
+        request.configDir === undefined ? {} : { configDir: request.configDir },
+      );
+      executor = await TaskExecutor.start(configuration, tasks.userCode());
+      const { resourceId, host, dataPort } = executor.location;
+      return { resourceId: resourceId.toString(), host, dataPort };
+    }
+    case "submit": {
+      const descriptor = TaskDeploymentDescriptorCodec.fromJSON(request.descriptor);
+      const delayMs = descriptor.taskConfiguration.deployDelayMs;
+      if (typeof delayMs === "number") {
+        // A producer that comes up late: its consumers request its partition before it exists.
+        // The timer must not keep the worker alive once the suite closes it.
+        const timer = setTimeout(() => {
+          running()
+            .submitTask(descriptor, jobMaster)
+            .catch((error: unknown) =>
+              jobMaster.updateTaskExecutionState({
+                jobId: descriptor.jobId,
+                executionAttemptId: descriptor.executionAttemptId,
+                state: "FAILED",
+                error: serializeThrowable(error),
+              }),
+            );
+        }, delayMs);
+        timer.unref();
+        return {};
+      }
+      await running().submitTask(descriptor, jobMaster);
+      return {};
+    }
+    case "cancel":
+      await running().cancelTask(ExecutionAttemptID.parse(request.attempt));
+      return {};
+    case "update":
+      await running().updatePartitions(
+        ExecutionAttemptID.parse(request.attempt),
+        request.infos.map((info) => PartitionInfoCodec.fromJSON(info)),
+      );
+      return {};
+    case "release":
+      await running().releasePartitions(
+        JobID.fromHex(request.jobId),
+        request.partitions.map((id) => PartitionId.parse(id)),
+      );
+      return {};
+    case "producerStatus": {
+      const progress = tasks.producers.get(request.attempt);
+      if (progress === undefined) throw new Error(`no producer ${request.attempt} on this worker`);
+      return {
+        emitted: progress.emitted,
+        available: progress.available(),
+        released: progress.released(),
+      };
+    }
+    case "consumerStatus": {
+      const progress = tasks.consumers.get(request.attempt);
+      return {
+        counts: progress === undefined ? [] : [...progress.checker.counts],
+        total: progress?.checker.total ?? 0,
+        events: progress?.events ?? 0,
+      };
+    }
+    case "resume":
+      tasks.resume(request.attempt);
+      return {};
+    case "status":
+      return {
+        partitions: running().shuffleEnvironment.getPartitionsOccupyingLocalResources().length,
+      };
+    case "close":
+      await executor?.close();
+      return {};
+  }
+}
+
+process.on("message", (message: ToWorker) => {
+  if (message.kind === "producer-state") {
+    const waiter = pendingStates.get(message.requestId);
+    pendingStates.delete(message.requestId);
+    if (message.state !== undefined) waiter?.resolve(message.state);
+    else
+      waiter?.reject(
+        deserializeThrowable(message.error ?? { name: "Error", message: "no answer" }),
+      );
+    return;
+  }
+  const { id } = message;
+  handle(message).then(
+    (result) => {
+      send({ kind: "response", id, ok: true, result: result ?? {} });
+      if (message.cmd === "close") process.disconnect();
+    },
+    (error: unknown) => send({ kind: "response", id, ok: false, error: serializeThrowable(error) }),
+  );
+});
