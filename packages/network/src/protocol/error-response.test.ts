@@ -1,4 +1,5 @@
 import {
+  BufferDecompressionError,
   BufferPoolDestroyedError,
   BufferRecycledError,
   BufferReorderingError,
@@ -13,6 +14,7 @@ import {
   InsufficientBuffersError,
   LocalTransportError,
   PartitionConnectionError,
+  PartitionFileCorruptedError,
   PartitionNotFoundError,
   ProducerFailedError,
   ProtocolError,
@@ -85,6 +87,8 @@ const CLASS_OF: Record<ErrorCode, SluiceErrorClass | undefined> = {
   [ErrorCodes.REMOTE_TRANSPORT]: RemoteTransportError,
   [ErrorCodes.LOCAL_TRANSPORT]: LocalTransportError,
   [ErrorCodes.TIMEOUT]: TimeoutError,
+  [ErrorCodes.BUFFER_DECOMPRESSION]: BufferDecompressionError,
+  [ErrorCodes.PARTITION_FILE_CORRUPTED]: PartitionFileCorruptedError,
 };
 
 describe("error wire ids", () => {

@@ -1,4 +1,5 @@
 import {
+  BufferDecompressionError,
   BufferPoolDestroyedError,
   BufferRecycledError,
   BufferReorderingError,
@@ -14,6 +15,7 @@ import {
   isSluiceError,
   LocalTransportError,
   PartitionConnectionError,
+  PartitionFileCorruptedError,
   PartitionNotFoundError,
   ProducerFailedError,
   ProtocolError,
@@ -141,6 +143,8 @@ const CLASS_BY_CODE: ReadonlyMap<ErrorCode, SluiceErrorClass> = new Map<
   [ErrorCodes.REMOTE_TRANSPORT, RemoteTransportError],
   [ErrorCodes.LOCAL_TRANSPORT, LocalTransportError],
   [ErrorCodes.TIMEOUT, TimeoutError],
+  [ErrorCodes.BUFFER_DECOMPRESSION, BufferDecompressionError],
+  [ErrorCodes.PARTITION_FILE_CORRUPTED, PartitionFileCorruptedError],
 ]);
 
 const ERROR_CLASS_NAME = /^[A-Za-z_$][\w$]{0,127}$/;

@@ -30,6 +30,8 @@ export const ERROR_WIRE_IDS = {
   [ErrorCodes.REMOTE_TRANSPORT]: 20,
   [ErrorCodes.LOCAL_TRANSPORT]: 21,
   [ErrorCodes.TIMEOUT]: 22,
+  [ErrorCodes.BUFFER_DECOMPRESSION]: 23,
+  [ErrorCodes.PARTITION_FILE_CORRUPTED]: 24,
 } as const satisfies Record<ErrorCode, number>;
 
 /** The wire id written for errors that carry no Sluice code (plain `Error`s, non-errors). */
