@@ -11,12 +11,18 @@ export {
 } from "./hostile-peer-suite.js";
 export {
   type AllToAllJob,
+  consume,
+  consumeAll,
   deployAllToAll,
+  deployConsumers,
+  type ExchangeOptions,
   environmentContext,
   makeRecord,
+  produce,
   type RawConfig,
   RecordChecker,
   RUNNING_PRODUCER,
+  requestPartitions,
   runAllToAll,
 } from "./shuffle-fixture.js";
 export { describeNetworkTlsSuite, type EnvironmentFactory } from "./tls-suite.js";

@@ -18,9 +18,11 @@ import {
   type ShuffleEnvironmentContext,
 } from "@sluice/runtime-api";
 import type { SingleInputGate } from "../consumer/single-input-gate.js";
-import type { NetworkShuffleEnvironment } from "../environment/network-shuffle-environment.js";
+import type {
+  NetworkResultPartition,
+  NetworkShuffleEnvironment,
+} from "../environment/network-shuffle-environment.js";
 import { NetworkShuffleMaster } from "../environment/network-shuffle-master.js";
-import type { ResultPartition } from "../partition/result-partition.js";
 
 /** Raw config values shared by the tests (small pools so limits are reached quickly). */
 export type RawConfig = Record<string, unknown>;
@@ -44,11 +46,14 @@ export const RUNNING_PRODUCER: PartitionProducerStateProvider = {
   requestPartitionProducerState: async () => "RUNNING",
 };
 
-/** A job with `producers` pipelined partitions of `consumers` subpartitions each, all-to-all. */
+/** A job with `producers` partitions of `consumers` subpartitions each, all-to-all. */
 export interface AllToAllJob {
-  readonly writers: ResultPartition[];
+  readonly writers: NetworkResultPartition[];
   readonly gates: SingleInputGate[];
   readonly descriptors: NetworkShuffleDescriptor[];
+  /** What the consumers read: the data set and the producers' descriptors. */
+  readonly resultId: IntermediateDataSetID;
+  readonly type: ResultPartitionType;
 }
 
 /**
@@ -73,7 +78,7 @@ export async function deployAllToAll(
   });
   const jobId = new JobID();
   const resultId = new IntermediateDataSetID();
-  const writers: ResultPartition[] = [];
+  const writers: NetworkResultPartition[] = [];
   const descriptors: NetworkShuffleDescriptor[] = [];
   for (let p = 0; p < producers; p++) {
     const partitionDescriptor = {
@@ -103,20 +108,38 @@ export async function deployAllToAll(
     const [writer] = producerEnv.createResultPartitionWriters(ctx, [
       createResultPartitionDeploymentDescriptor(partitionDescriptor, shuffleDescriptor, 128),
     ]);
-    writers.push(writer as ResultPartition);
+    writers.push(writer as NetworkResultPartition);
   }
+  const gates = deployConsumers(consumerEnv, { resultId, type, descriptors }, consumers);
+  return { writers, gates, descriptors, resultId, type };
+}
+
+/**
+ * Deploys `consumers` gates (consumer c reads subpartition c of every producer) in `env`; for
+ * blocking partitions, called again to read the same data a second time.
+ */
+export function deployConsumers(
+  env: NetworkShuffleEnvironment,
+  job: Pick<AllToAllJob, "resultId" | "type" | "descriptors">,
+  consumers: number,
+): SingleInputGate[] {
   const gates: SingleInputGate[] = [];
   for (let c = 0; c < consumers; c++) {
-    const ctx = consumerEnv.createShuffleIOOwnerContext(
+    const ctx = env.createShuffleIOOwnerContext(
       `consumer ${c}`,
       new ExecutionAttemptID(undefined, undefined, c, 0),
     );
-    const [gate] = consumerEnv.createInputGates(ctx, RUNNING_PRODUCER, [
-      createInputGateDeploymentDescriptor(resultId, type, { start: c, end: c }, descriptors),
+    const [gate] = env.createInputGates(ctx, RUNNING_PRODUCER, [
+      createInputGateDeploymentDescriptor(
+        job.resultId,
+        job.type,
+        { start: c, end: c },
+        job.descriptors,
+      ),
     ]);
     gates.push(gate as SingleInputGate);
   }
-  return { writers, gates, descriptors };
+  return gates;
 }
 
 /** A record of the tests: producer, channel, sequence number, then `padding` filler bytes. */
@@ -193,6 +216,92 @@ export class RecordChecker {
   }
 }
 
+/** Options of {@link produce} and {@link consume}. */
+export interface ExchangeOptions {
+  /** Flush every this many records per channel (pipelined partitions). */
+  readonly flushEvery?: number;
+  /** Pause this long every 64 polls (a slow consumer). */
+  readonly consumerDelayMs?: number;
+}
+
+/**
+ * Producer `p` writes `recordsPerChannel` records to every subpartition round-robin, awaiting
+ * availability only when back-pressured, then finishes. For a blocking partition it also waits
+ * until the files are complete, and throws the partition's failure if it failed.
+ */
+export async function produce(
+  writer: NetworkResultPartition,
+  p: number,
+  recordsPerChannel: number,
+  padding: number,
+  options: ExchangeOptions = {},
+): Promise<void> {
+  const consumers = writer.numberOfSubpartitions;
+  for (let seq = 0; seq < recordsPerChannel; seq++) {
+    for (let c = 0; c < consumers; c++) {
+      if (!writer.isAvailable()) await writer.getAvailableFuture();
+      writer.emitRecord(makeRecord(p, c, seq, padding), c);
+    }
+    if (options.flushEvery !== undefined && seq % options.flushEvery === 0) writer.flushAll();
+    if (seq % 512 === 0) await new Promise((r) => setImmediate(r));
+  }
+  if (!writer.isAvailable()) await writer.getAvailableFuture();
+  writer.finish();
+  if (!writer.isAvailable()) await writer.getAvailableFuture();
+  const failure = writer.getFailureCause();
+  if (failure !== undefined) throw failure;
+}
+
+/** Polls `gate` until it finished, feeding every buffer to `checker`. */
+export async function consume(
+  gate: SingleInputGate,
+  checker: RecordChecker,
+  options: ExchangeOptions = {},
+): Promise<void> {
+  let polled = 0;
+  while (!gate.isFinished()) {
+    const next = gate.pollNext();
+    if (next === undefined) {
+      await gate.getAvailableFuture();
+      continue;
+    }
+    if (next.buffer !== undefined) checker.accept(next.channelIndex, next.buffer);
+    if (++polled % 64 === 0) {
+      await new Promise((r) =>
+        options.consumerDelayMs ? setTimeout(r, options.consumerDelayMs) : setImmediate(r),
+      );
+    }
+  }
+}
+
+/** Sets up `gates` and requests their partitions. */
+export function requestPartitions(gates: readonly SingleInputGate[]): void {
+  for (const gate of gates) {
+    gate.setup();
+    gate.requestPartitions();
+  }
+}
+
+/** Sets up and requests `gates`, then consumes them all; one checker per gate. */
+export async function consumeAll(
+  gates: readonly SingleInputGate[],
+  producers: number,
+  options: ExchangeOptions = {},
+): Promise<RecordChecker[]> {
+  requestPartitions(gates);
+  return consumeGates(gates, producers, options);
+}
+
+async function consumeGates(
+  gates: readonly SingleInputGate[],
+  producers: number,
+  options: ExchangeOptions,
+): Promise<RecordChecker[]> {
+  const checkers = gates.map((_, c) => new RecordChecker(c, producers));
+  await Promise.all(gates.map((gate, c) => consume(gate, checkers[c] as RecordChecker, options)));
+  return checkers;
+}
+
 /**
  * Drives producers and consumers on the event loop until every record arrived: each producer
  * writes `recordsPerChannel` records to every subpartition round-robin, awaiting availability
@@ -202,50 +311,13 @@ export async function runAllToAll(
   job: AllToAllJob,
   recordsPerChannel: number,
   padding: number,
-  options: { flushEvery?: number; consumerDelayMs?: number } = {},
+  options: ExchangeOptions = {},
 ): Promise<RecordChecker[]> {
-  const producers = job.writers.length;
-  const consumers = job.gates.length;
-  const checkers = job.gates.map((_, c) => new RecordChecker(c, producers));
-  const produce = async (p: number) => {
-    const writer = job.writers[p] as ResultPartition;
-    for (let seq = 0; seq < recordsPerChannel; seq++) {
-      for (let c = 0; c < consumers; c++) {
-        if (!writer.isAvailable()) await writer.getAvailableFuture();
-        writer.emitRecord(makeRecord(p, c, seq, padding), c);
-      }
-      if (options.flushEvery !== undefined && seq % options.flushEvery === 0) writer.flushAll();
-      if (seq % 512 === 0) await new Promise((r) => setImmediate(r));
-    }
-    if (!writer.isAvailable()) await writer.getAvailableFuture();
-    writer.finish();
-  };
-  const consume = async (c: number) => {
-    const gate = job.gates[c] as SingleInputGate;
-    const checker = checkers[c] as RecordChecker;
-    let polled = 0;
-    while (!gate.isFinished()) {
-      const next = gate.pollNext();
-      if (next === undefined) {
-        await gate.getAvailableFuture();
-        continue;
-      }
-      if (next.buffer !== undefined) checker.accept(next.channelIndex, next.buffer);
-      if (++polled % 64 === 0) {
-        await new Promise((r) =>
-          options.consumerDelayMs ? setTimeout(r, options.consumerDelayMs) : setImmediate(r),
-        );
-      }
-    }
-  };
   for (const writer of job.writers) writer.setup();
-  for (const gate of job.gates) {
-    gate.setup();
-    gate.requestPartitions();
-  }
-  await Promise.all([
-    ...job.writers.map((_, p) => produce(p)),
-    ...job.gates.map((_, c) => consume(c)),
+  requestPartitions(job.gates);
+  const [checkers] = await Promise.all([
+    consumeGates(job.gates, job.writers.length, options),
+    ...job.writers.map((writer, p) => produce(writer, p, recordsPerChannel, padding, options)),
   ]);
   return checkers;
 }
