@@ -243,6 +243,7 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
     });
   }
 
+  /** True once `finish()` was called (the files may still be being completed). */
   isFinished(): boolean {
     return this.finished;
   }
@@ -252,6 +253,7 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
     return this.consumable && !this.released;
   }
 
+  /** The producer failed: releases the partition with `cause`, which its readers receive. */
   fail(cause: Error | undefined): void {
     this.release(cause ?? new CancelledError(`${this.description} failed`));
   }
@@ -282,6 +284,7 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
     else await this.fileWriter?.abort();
   }
 
+  /** True once released (by the scheduler, a failure or the environment closing). */
   isReleased(): boolean {
     return this.released;
   }
@@ -297,16 +300,19 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
     void this.work.then(() => this.returnSegments());
   }
 
+  /** Why the partition was released, when it failed (an I/O error, the producer's failure). */
   getFailureCause(): Error | undefined {
     return this.failureCause;
   }
 
   // ------------------------------------------------------------------------------ availability
 
+  /** False while a file operation runs or a record waits for the sort buffer. */
   isAvailable(): boolean {
     return this.released || (this.queuedOperations === 0 && this.pending === undefined);
   }
 
+  /** Resolves when the partition is available again (a spill or `finish()` completed). */
   getAvailableFuture(): Promise<void> {
     const future = this.availability.getAvailableFuture();
     if (this.counters.backPressureStart < 0 && !this.isAvailable()) {
@@ -321,6 +327,7 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
 
   // ---------------------------------------------------------------------------------- writing
 
+  /** Appends one record for `targetSubpartition` to the sort buffer (see the class comment). */
   emitRecord(record: Uint8Array, targetSubpartition: number): void {
     this.checkEmit(record);
     if (targetSubpartition < 0 || targetSubpartition >= this.numberOfSubpartitions) {
@@ -333,6 +340,7 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
     }
   }
 
+  /** Appends one record for every subpartition; it is stored once, in a broadcast region. */
   broadcastRecord(record: Uint8Array): void {
     this.checkEmit(record);
     if (!this.tryAppend(record, 0, true)) this.appendLater(record, 0, true);
