@@ -1,4 +1,5 @@
 import {
+  BufferDecompressionError,
   BufferPoolDestroyedError,
   BufferRecycledError,
   BufferReorderingError,
@@ -12,6 +13,7 @@ import {
   InsufficientBuffersError,
   LocalTransportError,
   PartitionConnectionError,
+  PartitionFileCorruptedError,
   PartitionNotFoundError,
   ProducerFailedError,
   ProtocolError,
@@ -42,6 +44,8 @@ const CLASS_BY_CODE: ReadonlyMap<string, SluiceErrorClass> = new Map<string, Slu
   [ErrorCodes.REMOTE_TRANSPORT, RemoteTransportError],
   [ErrorCodes.LOCAL_TRANSPORT, LocalTransportError],
   [ErrorCodes.TIMEOUT, TimeoutError],
+  [ErrorCodes.BUFFER_DECOMPRESSION, BufferDecompressionError],
+  [ErrorCodes.PARTITION_FILE_CORRUPTED, PartitionFileCorruptedError],
 ]);
 
 const KNOWN_CODES: ReadonlySet<string> = new Set(Object.values(ErrorCodes));

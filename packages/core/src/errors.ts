@@ -63,6 +63,10 @@ export const ErrorCodes = {
   LOCAL_TRANSPORT: "SLUICE_ERR_LOCAL_TRANSPORT",
   /** An operation did not complete within its configured timeout. */
   TIMEOUT: "SLUICE_ERR_TIMEOUT",
+  /** A compressed buffer could not be decompressed (corrupt, truncated, or too large). */
+  BUFFER_DECOMPRESSION: "SLUICE_ERR_BUFFER_DECOMPRESSION",
+  /** A blocking partition's data or index file is truncated or does not match its layout. */
+  PARTITION_FILE_CORRUPTED: "SLUICE_ERR_PARTITION_FILE_CORRUPTED",
 } as const;
 
 /** A stable Sluice error code. */
@@ -214,6 +218,27 @@ export type LocalTransportError = InstanceType<typeof LocalTransportError>;
 /** An operation exceeded its configured timeout. */
 export const TimeoutError = defineError("TimeoutError", ErrorCodes.TIMEOUT);
 export type TimeoutError = InstanceType<typeof TimeoutError>;
+
+/**
+ * A compressed buffer could not be decompressed (Flink's BufferDecompressionException): its
+ * compression header or codec block is corrupt or truncated, it would decompress beyond a
+ * buffer, or it arrived at a gate that has no decompressor.
+ */
+export const BufferDecompressionError = defineError(
+  "BufferDecompressionError",
+  ErrorCodes.BUFFER_DECOMPRESSION,
+);
+export type BufferDecompressionError = InstanceType<typeof BufferDecompressionError>;
+
+/**
+ * A blocking partition's file does not match its layout: truncated, a region or buffer header
+ * out of range. The message names the file, region, subpartition and offset.
+ */
+export const PartitionFileCorruptedError = defineError(
+  "PartitionFileCorruptedError",
+  ErrorCodes.PARTITION_FILE_CORRUPTED,
+);
+export type PartitionFileCorruptedError = InstanceType<typeof PartitionFileCorruptedError>;
 
 /** Returns true when `value` is a SluiceError (from any copy of this package) with `code`. */
 export function isSluiceError(value: unknown, code?: ErrorCode): value is SluiceError {

@@ -5,6 +5,19 @@
  * that the TCP and WebSocket plugins share. A plugin supplies only a {@link Transport}.
  */
 
+// Compression
+export {
+  type BlockCompressionFactory,
+  type BlockCompressor,
+  type BlockDecompressor,
+  createBlockCompressionFactory,
+} from "./compression/block-compression-factory.js";
+export { BufferCompressor } from "./compression/buffer-compressor.js";
+export { BufferDecompressor } from "./compression/buffer-decompressor.js";
+export {
+  COMPRESSION_HEADER_LENGTH,
+  type CompressionHeader,
+} from "./compression/compression-header.js";
 // Consumer side
 export { BufferManager } from "./consumer/buffer-manager.js";
 export {
@@ -22,8 +35,12 @@ export {
   createGateBuffersSpec,
   type GateBuffersSpec,
   outputPoolSize,
+  type SortShuffleSettings,
 } from "./environment/gate-buffers-spec.js";
-export { NetworkShuffleEnvironment } from "./environment/network-shuffle-environment.js";
+export {
+  type NetworkResultPartition,
+  NetworkShuffleEnvironment,
+} from "./environment/network-shuffle-environment.js";
 export {
   type NetworkShuffleEnvironmentConfiguration,
   readNetworkShuffleEnvironmentConfiguration,
@@ -51,6 +68,7 @@ export type {
   TransportConnection,
   TransportServer,
 } from "./netty/transport.js";
+export { BatchShuffleReadBufferPool } from "./partition/batch-shuffle-read-buffer-pool.js";
 // Producer side
 export {
   type BufferAndBacklog,
@@ -58,6 +76,16 @@ export {
   isEventAvailable,
 } from "./partition/buffer-and-backlog.js";
 export type { BufferAvailabilityListener } from "./partition/buffer-availability-listener.js";
+export { FileChannelManager } from "./partition/file-channel-manager.js";
+export type {
+  ManagedResultPartition,
+  PartitionRegistry,
+} from "./partition/managed-result-partition.js";
+export {
+  type BufferHeader,
+  type IndexEntry,
+  PartitionedFile,
+} from "./partition/partitioned-file.js";
 export { PipelinedSubpartition } from "./partition/pipelined-subpartition.js";
 export { PipelinedSubpartitionView } from "./partition/pipelined-subpartition-view.js";
 export { ResultPartition, type ResultPartitionOptions } from "./partition/result-partition.js";
@@ -69,6 +97,13 @@ export type {
   AvailabilityWithBacklog,
   ResultSubpartitionView,
 } from "./partition/result-subpartition-view.js";
+export { SortBasedDataBuffer } from "./partition/sort-based-data-buffer.js";
+export {
+  type SortMergePartitionStatistics,
+  SortMergeResultPartition,
+  type SortMergeResultPartitionOptions,
+} from "./partition/sort-merge-result-partition.js";
+export { SortMergeSubpartitionReader } from "./partition/sort-merge-subpartition-reader.js";
 export { TaskEventDispatcher, type TaskEventPublisher } from "./partition/task-event-publisher.js";
 // Protocol
 export * from "./protocol/index.js";

@@ -37,7 +37,10 @@ export {
 } from "./config/memory-size.js";
 export {
   ALL_OPTIONS,
+  BatchShuffleOptions,
+  COMPRESSION_CODECS,
   CONFIG_OPTION_GROUPS,
+  type CompressionCodec,
   type ConfigOptionGroup,
   DEFAULT_SHUFFLE_SERVICE_FACTORY,
   ExecutionOptions,

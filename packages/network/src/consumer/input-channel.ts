@@ -95,6 +95,8 @@ export abstract class InputChannel {
 
   /** Wraps a producer-side failure so the consumer sees who failed and why. */
   protected producerFailed(cause: Error | undefined): Error {
+    // A damaged partition file is the data's fault, not the producer's: keep its own code.
+    if (isSluiceError(cause, ErrorCodes.PARTITION_FILE_CORRUPTED)) return cause as Error;
     if (cause === undefined || isSluiceError(cause, ErrorCodes.CANCELLED)) {
       // Released without a failure (cancelled), not a producer error.
       return new CancelledError(

@@ -1,5 +1,6 @@
 import {
   AvailabilityHelper,
+  BufferDecompressionError,
   CancelledError,
   EndOfPartitionEvent,
   EventSerializer,
@@ -7,6 +8,7 @@ import {
   IllegalStateError,
   type IntermediateDataSetID,
   type LocalBufferPool,
+  type NetworkBuffer,
   type ResultPartitionID,
   type TaskEvent,
 } from "@sluice/core";
@@ -18,6 +20,7 @@ import type {
   PartitionProducerStateProvider,
   ResultPartitionType,
 } from "@sluice/runtime-api";
+import type { BufferDecompressor } from "../compression/buffer-decompressor.js";
 import type { InputChannel, InputChannelOwner } from "./input-channel.js";
 import { UnknownInputChannel } from "./unknown-input-channel.js";
 
@@ -32,6 +35,11 @@ export interface SingleInputGateOptions {
   readonly bufferPoolFactory: () => LocalBufferPool;
   /** Answers remote channels' producer-state checks after PartitionNotFound. */
   readonly partitionProducerStateProvider?: PartitionProducerStateProvider;
+  /**
+   * Decompresses compressed data buffers (when compression is enabled and the consumed type
+   * supports it, as in Flink). Without one, a compressed buffer fails its channel.
+   */
+  readonly bufferDecompressor?: BufferDecompressor;
 }
 
 /** Channels that need setup (remote channels take their exclusive buffers there). */
@@ -63,6 +71,7 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
   readonly numberOfInputChannels: number;
   private readonly bufferPoolFactory: () => LocalBufferPool;
   private readonly producerStateProvider: PartitionProducerStateProvider | undefined;
+  private readonly bufferDecompressor: BufferDecompressor | undefined;
   private bufferPool: LocalBufferPool | undefined;
   private readonly channels: InputChannel[];
   private readonly queue: InputChannel[] = [];
@@ -89,6 +98,7 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
     this.numberOfInputChannels = options.numberOfInputChannels;
     this.bufferPoolFactory = options.bufferPoolFactory;
     this.producerStateProvider = options.partitionProducerStateProvider;
+    this.bufferDecompressor = options.bufferDecompressor;
     this.channels = new Array<InputChannel>(this.numberOfInputChannels);
     this.enqueued = new Array<boolean>(this.numberOfInputChannels).fill(false);
     this.endOfPartition = new Array<boolean>(this.numberOfInputChannels).fill(false);
@@ -255,6 +265,7 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
       const buffer = next.buffer;
       const size = buffer.getSize();
       this.counters.numBytesIn += size;
+      if (buffer.isCompressed()) this.decompress(channel, buffer);
       if (buffer.isBuffer()) {
         this.counters.numBuffersIn++;
         return {
@@ -277,6 +288,29 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
         moreAvailable: this.queue.length > 0,
         size,
       };
+    }
+  }
+
+  /**
+   * Decompresses a compressed data buffer in place (Flink decompresses in the gate, for local and
+   * remote channels alike). A failure fails the channel that delivered it, and so the gate.
+   */
+  private decompress(channel: InputChannel, buffer: NetworkBuffer): void {
+    try {
+      if (this.bufferDecompressor === undefined) {
+        throw new BufferDecompressionError(
+          `${this}: ${channel} delivered a compressed buffer, but this gate has no decompressor ` +
+            "('taskmanager.network.batch-shuffle.compression.enabled' is false or the codec is " +
+            "NONE here, or the consumed partition type is never compressed)",
+        );
+      }
+      this.bufferDecompressor.decompressToOriginalBuffer(buffer, `${this} ${channel}`);
+    } catch (error) {
+      buffer.recycleBuffer();
+      channel.setError(error as Error);
+      this.failure = error as Error;
+      this.availability.resetAvailable();
+      throw error;
     }
   }
 

@@ -40,16 +40,35 @@ export function createGateBuffersSpec(
   };
 }
 
+/** The sort-merge settings that size a blocking partition's pool. */
+export interface SortShuffleSettings {
+  /** `taskmanager.network.sort-shuffle.min-buffers`. */
+  readonly minBuffers: number;
+  /** `taskmanager.network.sort-shuffle.min-parallelism`. */
+  readonly minParallelism: number;
+}
+
 /**
  * Flink's output pool sizes (NettyShuffleUtils): at least one buffer per subpartition plus one;
  * at most subpartitions × buffers-per-channel + floating for bounded types, unlimited otherwise.
+ * A sort-merge (blocking) partition instead gets `sort-shuffle.min-buffers` and at most
+ * max(that, 4 × subpartitions), which bounds its network memory whatever it writes.
  */
 export function outputPoolSize(
   numberOfSubpartitions: number,
   buffersPerChannel: number,
   floatingBuffersPerGate: number,
   partitionType: ResultPartitionType,
+  sortShuffle?: SortShuffleSettings,
 ): { readonly min: number; readonly max: number } {
+  if (
+    partitionType.isBlocking &&
+    sortShuffle !== undefined &&
+    numberOfSubpartitions >= sortShuffle.minParallelism
+  ) {
+    const min = sortShuffle.minBuffers;
+    return { min, max: Math.max(min, 4 * numberOfSubpartitions) };
+  }
   const min = numberOfSubpartitions + 1;
   const max = partitionType.isBounded
     ? Math.max(min, numberOfSubpartitions * buffersPerChannel + floatingBuffersPerGate)

@@ -1,8 +1,11 @@
 import {
+  BatchShuffleOptions,
+  type CompressionCodec,
   ExecutionOptions,
   NettyShuffleEnvironmentOptions,
   NetworkMemoryOptions,
   type ReadableConfig,
+  TaskManagerOptions,
 } from "@sluice/runtime-api";
 
 /**
@@ -29,6 +32,17 @@ export interface NetworkShuffleEnvironmentConfiguration {
   readonly bindHost: string;
   readonly dataPort: number;
   readonly bufferTimeoutMs: number;
+  /**
+   * The codec of blocking partitions' data buffers, `NONE` when compression is off
+   * (`taskmanager.network.batch-shuffle.compression.enabled: false` or the codec `NONE`).
+   */
+  readonly compressionCodec: CompressionCodec;
+  readonly sortShuffleMinBuffers: number;
+  readonly sortShuffleMinParallelism: number;
+  /** Bytes of the worker's batch-shuffle read buffer pool. */
+  readonly batchShuffleReadMemoryBytes: number;
+  /** `io.tmp.dirs` split at `,` (empty when unset). */
+  readonly tmpDirs: readonly string[];
 }
 
 /** Reads the environment settings; `networkMemoryBytes` > 0 overrides the configured minimum. */
@@ -38,6 +52,7 @@ export function readNetworkShuffleEnvironmentConfiguration(
 ): NetworkShuffleEnvironmentConfiguration {
   const N = NettyShuffleEnvironmentOptions;
   const M = NetworkMemoryOptions;
+  const B = BatchShuffleOptions;
   return {
     networkMemoryBytes:
       networkMemoryBytes > 0 ? networkMemoryBytes : config.get(M.NETWORK_MEMORY_MIN),
@@ -58,5 +73,15 @@ export function readNetworkShuffleEnvironmentConfiguration(
     bindHost: config.get(N.DATA_BIND_HOST),
     dataPort: config.get(N.DATA_PORT),
     bufferTimeoutMs: config.get(ExecutionOptions.BUFFER_TIMEOUT_INTERVAL),
+    compressionCodec: config.get(B.BATCH_SHUFFLE_COMPRESSION_ENABLED)
+      ? config.get(B.COMPRESSION_CODEC)
+      : "NONE",
+    sortShuffleMinBuffers: config.get(B.SORT_SHUFFLE_MIN_BUFFERS),
+    sortShuffleMinParallelism: config.get(B.SORT_SHUFFLE_MIN_PARALLELISM),
+    batchShuffleReadMemoryBytes: config.get(B.BATCH_SHUFFLE_READ_MEMORY),
+    tmpDirs: (config.getOptional(TaskManagerOptions.TMP_DIRS) ?? "")
+      .split(",")
+      .map((dir) => dir.trim())
+      .filter((dir) => dir.length > 0),
   };
 }

@@ -1,17 +1,33 @@
-import { ExecutionAttemptID, type LocalBufferPool } from "@sluice/core";
-import { createPartitionInfo, createUnknownShuffleDescriptor } from "@sluice/runtime-api";
+import {
+  ExecutionAttemptID,
+  IntermediateDataSetID,
+  IntermediateResultPartitionID,
+  JobID,
+  type LocalBufferPool,
+} from "@sluice/core";
+import {
+  createInputGateDeploymentDescriptor,
+  createPartitionInfo,
+  createResultPartitionDeploymentDescriptor,
+  createUnknownShuffleDescriptor,
+  type PartitionDescriptor,
+  ResultPartitionType,
+  readableConfigOf,
+} from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
 import { LocalInputChannel } from "../consumer/local-input-channel.js";
+import type { SingleInputGate } from "../consumer/single-input-gate.js";
 import { UnknownInputChannel } from "../consumer/unknown-input-channel.js";
+import type { ResultPartition } from "../partition/result-partition.js";
 import {
-  createGate,
-  createWriter,
-  registerPartition,
-  SequenceChecker,
-  testRecord,
-  unitTestContext,
-} from "../test-support/environment-harness.js";
+  deployAllToAll,
+  environmentContext,
+  makeRecord,
+  RecordChecker,
+  RUNNING_PRODUCER,
+} from "../test-support/shuffle-fixture.js";
 import type { NetworkShuffleEnvironment } from "./network-shuffle-environment.js";
+import { NetworkShuffleMaster } from "./network-shuffle-master.js";
 import { LocalShuffleServiceFactory } from "./network-shuffle-service-factory.js";
 
 const SEGMENT_SIZE = 4096;
@@ -31,27 +47,60 @@ describe("NetworkShuffleEnvironment in one process", () => {
   });
 
   it("replaces an unknown channel through updatePartitionInfo with a real descriptor, then data flows", async () => {
-    env = new LocalShuffleServiceFactory().createShuffleEnvironment(unitTestContext(config));
+    env = new LocalShuffleServiceFactory().createShuffleEnvironment(environmentContext(config));
     expect(await env.start()).toBe(-1);
-    const partition = await registerPartition(env);
-    const descriptor = partition.shuffleDescriptor;
-    const resultId = partition.partitionDescriptor.resultId;
+    const master = new NetworkShuffleMaster({
+      configuration: readableConfigOf(config),
+      onFatalError: (error) => {
+        throw error;
+      },
+    });
+    const type = ResultPartitionType.PIPELINED_BOUNDED;
+    const resultId = new IntermediateDataSetID();
+    const partitionDescriptor: PartitionDescriptor = {
+      resultId,
+      totalNumberOfPartitions: 1,
+      partitionId: new IntermediateResultPartitionID(resultId, 0),
+      partitionType: type,
+      numberOfSubpartitions: 1,
+      connectionIndex: 0,
+      isBroadcast: false,
+      isAllToAllDistribution: true,
+    };
+    const producerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
+    const descriptor = await master.registerPartitionWithProducer(
+      new JobID(),
+      partitionDescriptor,
+      {
+        producerLocation: env.resourceId,
+        producerExecutionId: producerAttempt,
+        address: "127.0.0.1",
+        dataPort: env.getDataPort(),
+      },
+    );
 
     // The consumer is deployed first: its producer's location is unknown.
     const consumerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
-    const gate = createGate(
-      env,
-      createUnknownShuffleDescriptor(descriptor.resultPartitionId),
+    const [gate] = env.createInputGates(
       env.createShuffleIOOwnerContext("consumer", consumerAttempt),
-    );
+      RUNNING_PRODUCER,
+      [
+        createInputGateDeploymentDescriptor(resultId, type, { start: 0, end: 0 }, [
+          createUnknownShuffleDescriptor(descriptor.resultPartitionId),
+        ]),
+      ],
+    ) as [SingleInputGate];
     gate.setup();
     gate.requestPartitions();
     expect(gate.getChannel(0)).toBeInstanceOf(UnknownInputChannel);
     expect(gate.pollNext()).toBeUndefined();
 
-    const writer = createWriter(env, partition);
+    const [writer] = env.createResultPartitionWriters(
+      env.createShuffleIOOwnerContext("producer", producerAttempt),
+      [createResultPartitionDeploymentDescriptor(partitionDescriptor, descriptor, 128)],
+    ) as [ResultPartition];
     writer.setup();
-    for (let seq = 0; seq < 3; seq++) writer.emitRecord(testRecord(seq, 22), 0);
+    for (let seq = 0; seq < 3; seq++) writer.emitRecord(makeRecord(0, 0, seq, 10), 0);
     writer.flushAll();
     expect(gate.pollNext()).toBeUndefined();
 
@@ -67,7 +116,7 @@ describe("NetworkShuffleEnvironment in one process", () => {
       env.updatePartitionInfo(consumerAttempt, createPartitionInfo(resultId, descriptor)),
     ).toBe(false);
 
-    const checker = new SequenceChecker();
+    const checker = new RecordChecker(0, 1);
     writer.finish();
     while (!gate.isFinished()) {
       const next = gate.pollNext();
@@ -75,9 +124,9 @@ describe("NetworkShuffleEnvironment in one process", () => {
         await gate.getAvailableFuture();
         continue;
       }
-      if (next.buffer !== undefined) checker.accept(next.buffer);
+      if (next.buffer !== undefined) checker.accept(next.channelIndex, next.buffer);
     }
-    expect(checker.next).toBe(3);
+    expect(checker.nextSeq).toEqual([3]);
     await gate.close();
     writer.close();
     expect(writer.isReleased()).toBe(true);
@@ -86,12 +135,12 @@ describe("NetworkShuffleEnvironment in one process", () => {
   });
 
   it("stops a producer at its pool bound while the consumer does not read, then resumes and delivers everything", async () => {
-    env = new LocalShuffleServiceFactory().createShuffleEnvironment(unitTestContext(config));
+    env = new LocalShuffleServiceFactory().createShuffleEnvironment(environmentContext(config));
     await env.start();
     const global = env.networkBufferPool;
-    const partition = await registerPartition(env);
-    const writer = createWriter(env, partition);
-    const gate = createGate(env, partition.shuffleDescriptor);
+    const job = await deployAllToAll(env, env, 1, 1, config);
+    const writer = job.writers[0] as ResultPartition;
+    const gate = job.gates[0] as SingleInputGate;
     writer.setup();
     gate.setup();
     gate.requestPartitions();
@@ -111,7 +160,7 @@ describe("NetworkShuffleEnvironment in one process", () => {
     // Phase 1: the consumer does not read. The producer writes only while available.
     let emitted = 0;
     while (writer.isAvailable()) {
-      writer.emitRecord(testRecord(emitted++, 12 + padding), 0);
+      writer.emitRecord(makeRecord(0, 0, emitted++, padding), 0);
       sample();
       expect(emitted).toBeLessThan(1_000); // it must stop on its own
     }
@@ -130,11 +179,11 @@ describe("NetworkShuffleEnvironment in one process", () => {
 
     // Phase 2: a slow consumer (two buffers per turn); the producer resumes and finishes.
     const total = 2_000;
-    const checker = new SequenceChecker();
+    const checker = new RecordChecker(0, 1);
     const produce = async () => {
       while (emitted < total) {
         if (!writer.isAvailable()) await writer.getAvailableFuture();
-        writer.emitRecord(testRecord(emitted++, 12 + padding), 0);
+        writer.emitRecord(makeRecord(0, 0, emitted++, padding), 0);
         sample();
       }
       if (!writer.isAvailable()) await writer.getAvailableFuture();
@@ -145,14 +194,14 @@ describe("NetworkShuffleEnvironment in one process", () => {
         for (let i = 0; i < 2; i++) {
           const next = gate.pollNext();
           if (next === undefined) break;
-          if (next.buffer !== undefined) checker.accept(next.buffer);
+          if (next.buffer !== undefined) checker.accept(next.channelIndex, next.buffer);
         }
         await turn();
       }
     };
     await Promise.all([produce(), consume()]);
     expect(resumed).toBe(true);
-    expect(checker.next).toBe(total);
+    expect(checker.nextSeq).toEqual([total]);
     expect(checker.hasUnfinishedData()).toBe(false);
     expect(maxOutPoolUsed).toBeLessThanOrEqual(11);
     expect(writer.metrics.backPressuredTimeMs).toBeGreaterThanOrEqual(0);

@@ -1,4 +1,5 @@
 import {
+  ConfigurationError,
   type ExecutionAttemptID,
   IllegalArgumentError,
   IllegalStateError,
@@ -19,6 +20,12 @@ import {
   type ShuffleIOOwnerContext,
   type ShuffleMetricSink,
 } from "@sluice/runtime-api";
+import {
+  type BlockCompressionFactory,
+  createBlockCompressionFactory,
+} from "../compression/block-compression-factory.js";
+import { BufferCompressor } from "../compression/buffer-compressor.js";
+import { BufferDecompressor } from "../compression/buffer-decompressor.js";
 import type { Backoff, InputChannel } from "../consumer/input-channel.js";
 import { LocalInputChannel } from "../consumer/local-input-channel.js";
 import { RemoteInputChannel } from "../consumer/remote-input-channel.js";
@@ -33,8 +40,11 @@ import { ConnectionID } from "../netty/connection-id.js";
 import { PartitionRequestClientFactory } from "../netty/partition-request-client-factory.js";
 import { PartitionRequestServerHandler } from "../netty/partition-request-server-handler.js";
 import type { Transport, TransportServer } from "../netty/transport.js";
+import { BatchShuffleReadBufferPool } from "../partition/batch-shuffle-read-buffer-pool.js";
+import { FileChannelManager } from "../partition/file-channel-manager.js";
 import { ResultPartition } from "../partition/result-partition.js";
 import { ResultPartitionManager } from "../partition/result-partition-manager.js";
+import { SortMergeResultPartition } from "../partition/sort-merge-result-partition.js";
 import { TaskEventDispatcher, type TaskEventPublisher } from "../partition/task-event-publisher.js";
 import { createGateBuffersSpec, outputPoolSize } from "./gate-buffers-spec.js";
 import {
@@ -42,15 +52,25 @@ import {
   readNetworkShuffleEnvironmentConfiguration,
 } from "./network-shuffle-environment-configuration.js";
 
+/** A writer of the network shuffle: pipelined in memory, or blocking (sort-merge) on disk. */
+export type NetworkResultPartition = ResultPartition | SortMergeResultPartition;
+
 /**
  * One worker's shuffle (Flink's NettyShuffleEnvironment): its NetworkBufferPool, the registry of
  * the partitions it produces, the data server that serves them to other workers, and the
  * connections to other workers' data servers. Writers and gates for the worker's tasks are
  * created here from deployment descriptors. With no transport it runs local-only (`start()`
  * returns -1).
+ *
+ * Pipelined types get a `ResultPartition`, BLOCKING and BLOCKING_PERSISTENT a
+ * `SortMergeResultPartition` whose files go to the worker's folders (`tmpDirPaths` of the
+ * context, else `io.tmp.dirs`, else the system's) and live until `releasePartitionsLocally` or
+ * `close()`. Blocking partitions compress their data buffers, and gates that consume them
+ * decompress, when `taskmanager.network.batch-shuffle.compression.enabled` (Flink's rule: never
+ * for pipelined types).
  */
 export class NetworkShuffleEnvironment
-  implements ShuffleEnvironment<ResultPartition, SingleInputGate>
+  implements ShuffleEnvironment<NetworkResultPartition, SingleInputGate>
 {
   readonly resourceId: ResourceID;
   readonly settings: NetworkShuffleEnvironmentConfiguration;
@@ -67,6 +87,10 @@ export class NetworkShuffleEnvironment
   /** Gates by consumer attempt, for updatePartitionInfo. */
   private readonly gatesByConsumer = new Map<string, SingleInputGate[]>();
   private readonly backoff: Backoff;
+  /** The worker's folders for blocking partitions. */
+  readonly fileChannelManager: FileChannelManager;
+  private readBufferPool: BatchShuffleReadBufferPool | undefined;
+  private compressionFactory: BlockCompressionFactory | undefined;
   private started = false;
   private closed = false;
 
@@ -82,6 +106,9 @@ export class NetworkShuffleEnvironment
     );
     this.transport = context.localCommunicationOnly ? undefined : transport;
     this.taskEventPublisher = context.taskEventPublisher ?? this.taskEventDispatcher;
+    this.fileChannelManager = new FileChannelManager(
+      context.tmpDirPaths.length > 0 ? context.tmpDirPaths : this.settings.tmpDirs,
+    );
     this.backoff = {
       initialMs: this.settings.requestBackoffInitialMs,
       maxMs: this.settings.requestBackoffMaxMs,
@@ -146,26 +173,55 @@ export class NetworkShuffleEnvironment
   createResultPartitionWriters(
     ownerContext: ShuffleIOOwnerContext,
     descriptors: readonly ResultPartitionDeploymentDescriptor[],
-  ): ResultPartition[] {
+  ): NetworkResultPartition[] {
     this.checkOpen();
-    const partitions = descriptors.map((descriptor, index) => {
-      const { partitionDescriptor, shuffleDescriptor } = descriptor;
-      const type = partitionDescriptor.partitionType;
-      if (!type.isPipelined) {
-        throw new IllegalArgumentError(
-          `${ownerContext.ownerName}: partition type ${type.name} is not supported by the network shuffle yet (pipelined only)`,
-        );
-      }
-      const numberOfSubpartitions = partitionDescriptor.numberOfSubpartitions;
-      const s = this.settings;
-      const { min, max } = outputPoolSize(
-        numberOfSubpartitions,
-        s.buffersPerChannel,
-        s.floatingBuffersPerGate,
-        type,
+    const partitions = descriptors.map((descriptor, index) =>
+      this.createResultPartition(ownerContext, index, descriptor),
+    );
+    if (ownerContext.metrics !== undefined) registerOutputMetrics(ownerContext.metrics, partitions);
+    return partitions;
+  }
+
+  private createResultPartition(
+    ownerContext: ShuffleIOOwnerContext,
+    index: number,
+    descriptor: ResultPartitionDeploymentDescriptor,
+  ): NetworkResultPartition {
+    const { partitionDescriptor, shuffleDescriptor } = descriptor;
+    const type = partitionDescriptor.partitionType;
+    const numberOfSubpartitions = partitionDescriptor.numberOfSubpartitions;
+    const s = this.settings;
+    if (!type.isPipelined && !type.isBlocking) {
+      throw new IllegalArgumentError(
+        `${ownerContext.ownerName}: partition type ${type.name} is not supported by the network shuffle (pipelined and blocking only)`,
       );
-      const partitionId = shuffleDescriptor.resultPartitionId;
-      return new ResultPartition({
+    }
+    if (type.isBlocking && numberOfSubpartitions < s.sortShuffleMinParallelism) {
+      throw new ConfigurationError(
+        `${ownerContext.ownerName}: a ${type.name} partition of ${numberOfSubpartitions} subpartitions is below ` +
+          `'taskmanager.network.sort-shuffle.min-parallelism' (${s.sortShuffleMinParallelism}); Sluice has only the ` +
+          "sort-merge blocking shuffle (no hash-based one), so set that key to 1",
+      );
+    }
+    const { min, max } = outputPoolSize(
+      numberOfSubpartitions,
+      s.buffersPerChannel,
+      s.floatingBuffersPerGate,
+      type,
+      { minBuffers: s.sortShuffleMinBuffers, minParallelism: s.sortShuffleMinParallelism },
+    );
+    const partitionId = shuffleDescriptor.resultPartitionId;
+    const bufferPoolFactory = () =>
+      this.networkBufferPool.createBufferPool(min, max, {
+        numberOfSubpartitions,
+        maxBuffersPerChannel: s.maxBuffersPerChannel,
+        // Flink lends overdraft buffers to pipelined partitions only: a blocking one spills instead.
+        maxOverdraftBuffersPerGate: type.isPipelined ? s.maxOverdraftBuffersPerGate : 0,
+        name: `output pool of ${partitionId} [${ownerContext.ownerName}]`,
+      });
+    if (type.isBlocking) {
+      const factory = type.supportsCompression ? this.getCompressionFactory() : undefined;
+      return new SortMergeResultPartition({
         owningTaskName: ownerContext.ownerName,
         partitionIndex: index,
         partitionId,
@@ -173,17 +229,47 @@ export class NetworkShuffleEnvironment
         numberOfSubpartitions,
         partitionManager: this.resultPartitionManager,
         maxRecordSize: s.maxRecordSize,
-        bufferPoolFactory: () =>
-          this.networkBufferPool.createBufferPool(min, max, {
-            numberOfSubpartitions,
-            maxBuffersPerChannel: s.maxBuffersPerChannel,
-            maxOverdraftBuffersPerGate: s.maxOverdraftBuffersPerGate,
-            name: `output pool of ${partitionId} [${ownerContext.ownerName}]`,
-          }),
+        bufferPoolFactory,
+        segmentSize: s.segmentSize,
+        fileChannelManager: this.fileChannelManager,
+        readBufferPool: this.getReadBufferPool(),
+        bufferCompressor: factory === undefined ? undefined : new BufferCompressor(factory),
       });
+    }
+    return new ResultPartition({
+      owningTaskName: ownerContext.ownerName,
+      partitionIndex: index,
+      partitionId,
+      partitionType: type,
+      numberOfSubpartitions,
+      partitionManager: this.resultPartitionManager,
+      maxRecordSize: s.maxRecordSize,
+      bufferPoolFactory,
     });
-    if (ownerContext.metrics !== undefined) registerOutputMetrics(ownerContext.metrics, partitions);
-    return partitions;
+  }
+
+  /** The codec of this worker, loaded on first use; `undefined` when compression is off. */
+  private getCompressionFactory(): BlockCompressionFactory | undefined {
+    if (this.settings.compressionCodec === "NONE") return undefined;
+    this.compressionFactory ??= createBlockCompressionFactory(this.settings.compressionCodec);
+    return this.compressionFactory;
+  }
+
+  /** The worker's batch-shuffle read memory, created with the first blocking partition. */
+  private getReadBufferPool(): BatchShuffleReadBufferPool {
+    this.readBufferPool ??= new BatchShuffleReadBufferPool(
+      this.settings.batchShuffleReadMemoryBytes,
+      this.settings.segmentSize,
+    );
+    return this.readBufferPool;
+  }
+
+  /** Read buffers of blocking partitions free right now and in total (tests and metrics). */
+  getReadBufferPoolUsage(): { readonly available: number; readonly total: number } | undefined {
+    const pool = this.readBufferPool;
+    return pool === undefined
+      ? undefined
+      : { available: pool.getNumberOfAvailableBuffers(), total: pool.numberOfBuffers };
   }
 
   createInputGates(
@@ -218,6 +304,9 @@ export class NetworkShuffleEnvironment
       descriptor.consumedPartitionType,
       numberOfInputChannels,
     );
+    const factory = descriptor.consumedPartitionType.supportsCompression
+      ? this.getCompressionFactory()
+      : undefined;
     const gate = new SingleInputGate({
       owningTaskName: ownerContext.ownerName,
       gateIndex,
@@ -225,6 +314,7 @@ export class NetworkShuffleEnvironment
       consumedPartitionType: descriptor.consumedPartitionType,
       numberOfInputChannels,
       partitionProducerStateProvider,
+      ...(factory === undefined ? {} : { bufferDecompressor: new BufferDecompressor(factory) }),
       bufferPoolFactory: () =>
         this.networkBufferPool.createBufferPool(
           spec.requiredFloatingBuffers,
@@ -353,8 +443,10 @@ export class NetworkShuffleEnvironment
   }
 
   /**
-   * Releases every partition, closes every connection and the data server, and destroys the
-   * NetworkBufferPool. Idempotent.
+   * Releases every partition (deleting blocking partitions' files and the worker's folders),
+   * closes every connection and the data server, and destroys the NetworkBufferPool and the
+   * batch-shuffle read memory. Idempotent. Rejects when a file could not be deleted, after
+   * everything else was closed.
    */
   async close(): Promise<void> {
     if (this.closed) return;
@@ -366,7 +458,12 @@ export class NetworkShuffleEnvironment
     }
     this.gatesByConsumer.clear();
     await this.server?.close();
-    this.networkBufferPool.destroy();
+    try {
+      await this.fileChannelManager.close();
+    } finally {
+      this.readBufferPool?.destroy();
+      this.networkBufferPool.destroy();
+    }
   }
 
   private checkOpen(): void {

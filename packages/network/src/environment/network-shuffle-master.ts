@@ -68,9 +68,14 @@ export class NetworkShuffleMaster implements ShuffleMaster<NetworkShuffleDescrip
     );
   }
 
-  releasePartitionExternally(_shuffleDescriptor: NetworkShuffleDescriptor): void {
-    // Pipelined data lives only in the producer's memory; nothing is held outside it.
-  }
+  /**
+   * A no-op, as Flink's NettyShuffleMaster: the network shuffle keeps every partition in its
+   * producer's worker — pipelined ones in memory, blocking ones in files under that worker's
+   * `io.tmp.dirs` — and nothing outside it. The descriptor's `storesLocalResourcesOn` names that
+   * worker, and the scheduler frees the data there with
+   * `ShuffleEnvironment.releasePartitionsLocally`, which deletes a blocking partition's files.
+   */
+  releasePartitionExternally(_shuffleDescriptor: NetworkShuffleDescriptor): void {}
 
   /** Network memory a task needs: its gates' and partitions' minimum pools, in bytes. */
   computeShuffleMemorySizeForTask(descriptor: TaskInputsOutputsDescriptor): number {
@@ -94,7 +99,10 @@ export class NetworkShuffleMaster implements ShuffleMaster<NetworkShuffleDescrip
       const reuse = descriptor.partitionReuseCount[resultId] ?? 1;
       buffers +=
         reuse *
-        outputPoolSize(subpartitions, s.buffersPerChannel, s.floatingBuffersPerGate, type).min;
+        outputPoolSize(subpartitions, s.buffersPerChannel, s.floatingBuffersPerGate, type, {
+          minBuffers: s.sortShuffleMinBuffers,
+          minParallelism: s.sortShuffleMinParallelism,
+        }).min;
     }
     return buffers * s.segmentSize;
   }

@@ -7,8 +7,10 @@ import {
 } from "@sluice/runtime-api";
 import type { SingleInputGate } from "../consumer/single-input-gate.js";
 import type { Transport } from "../netty/transport.js";
-import type { ResultPartition } from "../partition/result-partition.js";
-import { NetworkShuffleEnvironment } from "./network-shuffle-environment.js";
+import {
+  type NetworkResultPartition,
+  NetworkShuffleEnvironment,
+} from "./network-shuffle-environment.js";
 import { NetworkShuffleMaster } from "./network-shuffle-master.js";
 
 /**
@@ -16,7 +18,8 @@ import { NetworkShuffleMaster } from "./network-shuffle-master.js";
  * master and environment, with the transport supplied by the subclass (TCP or WebSocket).
  */
 export abstract class NetworkShuffleServiceFactory
-  implements ShuffleServiceFactory<NetworkShuffleDescriptor, ResultPartition, SingleInputGate>
+  implements
+    ShuffleServiceFactory<NetworkShuffleDescriptor, NetworkResultPartition, SingleInputGate>
 {
   readonly [SHUFFLE_SERVICE_FACTORY_BRAND] = true;
 
@@ -37,7 +40,8 @@ export abstract class NetworkShuffleServiceFactory
 
 /** A factory without a transport: every partition is consumed in the same worker. */
 export class LocalShuffleServiceFactory
-  implements ShuffleServiceFactory<NetworkShuffleDescriptor, ResultPartition, SingleInputGate>
+  implements
+    ShuffleServiceFactory<NetworkShuffleDescriptor, NetworkResultPartition, SingleInputGate>
 {
   readonly [SHUFFLE_SERVICE_FACTORY_BRAND] = true;
 

@@ -1,15 +1,9 @@
-import { ExecutionAttemptID } from "@sluice/core";
+import type { ExecutionAttemptID } from "@sluice/core";
 import type { ShuffleMetricSink } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
 import type { NetworkShuffleEnvironment } from "../environment/network-shuffle-environment.js";
 import { LocalShuffleServiceFactory } from "../environment/network-shuffle-service-factory.js";
-import {
-  createGate,
-  createWriter,
-  registerPartition,
-  testRecord,
-  unitTestContext,
-} from "../test-support/environment-harness.js";
+import { deployAllToAll, environmentContext, makeRecord } from "../test-support/shuffle-fixture.js";
 
 class RecordingSink implements ShuffleMetricSink {
   readonly gauges = new Map<string, () => number>();
@@ -39,30 +33,26 @@ describe("shuffle metrics with Flink's names", () => {
 
   it("reports memory segments, pool usage, queue length and byte counters as data moves", async () => {
     const processSink = new RecordingSink();
-    env = new LocalShuffleServiceFactory().createShuffleEnvironment(
-      unitTestContext(config, { metrics: processSink }),
-    );
+    env = new LocalShuffleServiceFactory().createShuffleEnvironment({
+      ...environmentContext(config),
+      metrics: processSink,
+    });
     await env.start();
     expect(processSink.read("Status.Shuffle.Netty.TotalMemorySegments")).toBe(256);
     expect(processSink.read("Status.Shuffle.Netty.TotalMemory")).toBe(1024 * 1024);
     expect(processSink.read("Status.Shuffle.Netty.UsedMemorySegments")).toBe(0);
 
-    // Task-scope sinks come with each task's owner context.
+    // Wire the task-scope sinks through the owner contexts the fixture creates.
     const producerSink = new RecordingSink();
     const consumerSink = new RecordingSink();
-    const partition = await registerPartition(env);
-    const writer = createWriter(
-      env,
-      partition,
-      env.createShuffleIOOwnerContext("producer", partition.producerAttempt, producerSink),
-    );
-    const gate = createGate(
-      env,
-      partition.shuffleDescriptor,
-      env.createShuffleIOOwnerContext("consumer", new ExecutionAttemptID(), consumerSink),
-    );
+    const original = env.createShuffleIOOwnerContext.bind(env);
+    env.createShuffleIOOwnerContext = (name: string, attempt: ExecutionAttemptID) =>
+      original(name, attempt, name.startsWith("producer") ? producerSink : consumerSink);
+    const job = await deployAllToAll(env, env, 1, 1, config);
+    const writer = job.writers[0];
+    if (writer === undefined) throw new Error("no writer");
     writer.setup();
-    for (let i = 0; i < 30; i++) writer.emitRecord(testRecord(i, 412), 0);
+    for (let i = 0; i < 30; i++) writer.emitRecord(makeRecord(0, 0, i, 400), 0);
     expect(producerSink.read("Shuffle.Netty.Output.Buffers.outPoolUsage")).toBeGreaterThan(0);
     expect(producerSink.read("Shuffle.Netty.Output.Buffers.outputQueueLength")).toBeGreaterThan(1);
     expect(processSink.read("Status.Shuffle.Netty.UsedMemorySegments")).toBeGreaterThan(0);
@@ -70,6 +60,8 @@ describe("shuffle metrics with Flink's names", () => {
 
     // Consume everything; the counters of both sides add up.
     writer.finish();
+    const gate = job.gates[0];
+    if (gate === undefined) throw new Error("no gate");
     gate.setup();
     gate.requestPartitions();
     while (!gate.isFinished()) {

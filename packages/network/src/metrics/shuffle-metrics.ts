@@ -1,7 +1,6 @@
 import type { NetworkBufferPool } from "@sluice/core";
-import type { ShuffleMetricSink } from "@sluice/runtime-api";
+import type { ResultPartitionMetrics, ShuffleMetricSink } from "@sluice/runtime-api";
 import type { SingleInputGate } from "../consumer/single-input-gate.js";
-import type { ResultPartition } from "../partition/result-partition.js";
 
 /**
  * Registers Flink's metric names (docs/ops/metrics.md) so dashboards and habits carry over.
@@ -40,7 +39,12 @@ function sum(values: Iterable<number>): number {
 /** Task scope, output side: `Shuffle.Netty.Output.*` over the task's result partitions. */
 export function registerOutputMetrics(
   sink: ShuffleMetricSink,
-  partitions: readonly ResultPartition[],
+  partitions: readonly {
+    readonly metrics: ResultPartitionMetrics;
+    getNumberOfQueuedBuffers(): number;
+    isAvailable(): boolean;
+    isReleased(): boolean;
+  }[],
 ): void {
   const prefix = "Shuffle.Netty.Output";
   // Flink reports the most used pool: one back-pressured output is what matters.

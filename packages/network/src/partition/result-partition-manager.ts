@@ -7,7 +7,7 @@ import {
   type ResultPartitionID,
 } from "@sluice/core";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
-import type { PartitionRegistry, ResultPartition } from "./result-partition.js";
+import type { ManagedResultPartition, PartitionRegistry } from "./managed-result-partition.js";
 import type { ResultSubpartitionView } from "./result-subpartition-view.js";
 
 /** How many released partition ids a manager remembers (for clear late-request errors). */
@@ -32,19 +32,25 @@ interface WaitingRequest {
  * The registry of the result partitions produced in this worker (Flink's ResultPartitionManager).
  * Local input channels and the data server ask it for subpartition views. A request for a
  * partition that is not registered yet can wait (`partition-request-timeout`) instead of failing
- * at once, which removes the race between a fast consumer and a slow producer deployment.
+ * at once, which removes the race between a fast consumer and a slow producer deployment. The
+ * same holds for a blocking partition that is registered but not finished: it cannot be read
+ * before its producer finished, so a remote request waits for that, and a local one is answered
+ * "not found" and retried with backoff.
  */
 export class ResultPartitionManager implements PartitionRegistry {
-  private readonly partitions = new Map<string, ResultPartition>();
+  private readonly partitions = new Map<string, ManagedResultPartition>();
   private readonly waiting = new Map<string, WaitingRequest[]>();
   /**
    * Recently released partitions and why: a request that arrives after the release gets a
    * clear answer at once instead of waiting for the partition-request timeout. Bounded.
    */
-  private readonly released = new Map<string, Error | undefined>();
+  private readonly released = new Map<
+    string,
+    { readonly cause: Error | undefined; readonly reconsumable: boolean }
+  >();
   private shutDown = false;
 
-  registerResultPartition(partition: ResultPartition): void {
+  registerResultPartition(partition: ManagedResultPartition): void {
     if (this.shutDown) {
       throw new CancelledError("ResultPartitionManager is shut down");
     }
@@ -53,6 +59,17 @@ export class ResultPartitionManager implements PartitionRegistry {
       throw new CancelledError(`result partition ${key} is already registered`);
     }
     this.partitions.set(key, partition);
+    if (partition.isConsumable()) this.serveWaitingRequests(partition);
+  }
+
+  /** A registered blocking partition finished: serve the requests that waited for it. */
+  onPartitionConsumable(partition: ManagedResultPartition): void {
+    if (this.partitions.get(partition.partitionId.toString()) !== partition) return;
+    this.serveWaitingRequests(partition);
+  }
+
+  private serveWaitingRequests(partition: ManagedResultPartition): void {
+    const key = partition.partitionId.toString();
     const requests = this.waiting.get(key);
     if (requests === undefined) return;
     this.waiting.delete(key);
@@ -84,6 +101,12 @@ export class ResultPartitionManager implements PartitionRegistry {
       this.throwIfReleased(partitionId);
       throw new PartitionNotFoundError(`result partition ${partitionId} not found in this worker`);
     }
+    if (!partition.isConsumable()) {
+      throw new PartitionNotFoundError(
+        `result partition ${partitionId} is ${partition.partitionType.name} and not finished yet: ` +
+          "it can be read once its producer finished",
+      );
+    }
     return partition.createSubpartitionView(subpartitionIndex, availabilityListener);
   }
 
@@ -101,16 +124,17 @@ export class ResultPartitionManager implements PartitionRegistry {
   ): ResultSubpartitionView | undefined {
     const key = partitionId.toString();
     const partition = this.partitions.get(key);
-    if (partition !== undefined) {
+    if (partition?.isConsumable()) {
       return partition.createSubpartitionView(subpartitionIndex, availabilityListener);
     }
     if (this.shutDown) throw new CancelledError("ResultPartitionManager is shut down");
     this.throwIfReleased(partitionId);
+    const what = partition === undefined ? "registered" : "finished (it is blocking)";
     const timer = setTimeout(() => {
       this.removeWaiting(key, requestListener);
       requestListener.notifyPartitionCreateFailed(
         new PartitionNotFoundError(
-          `result partition ${partitionId} was not registered within ${timeoutMs} ms ` +
+          `result partition ${partitionId} was not ${what} within ${timeoutMs} ms ` +
             "('taskmanager.network.partition-request-timeout')",
         ),
       );
@@ -150,28 +174,46 @@ export class ResultPartitionManager implements PartitionRegistry {
   }
 
   /** Every subpartition of `partition` was consumed: a pipelined partition is released. */
-  onConsumedPartition(partition: ResultPartition): void {
+  onConsumedPartition(partition: ManagedResultPartition): void {
     partition.release();
   }
 
-  onPartitionReleased(partition: ResultPartition): void {
+  onPartitionReleased(partition: ManagedResultPartition): void {
     const key = partition.partitionId.toString();
     if (this.partitions.get(key) !== partition) return;
     this.partitions.delete(key);
-    this.released.set(key, partition.getFailureCause());
+    this.released.set(key, {
+      cause: partition.getFailureCause(),
+      reconsumable: partition.partitionType.isReconsumable,
+    });
     if (this.released.size > MAX_RELEASED_REMEMBERED) {
       this.released.delete(this.released.keys().next().value as string);
+    }
+    // Requests that waited for a blocking partition to finish learn why it never will.
+    const requests = this.waiting.get(key);
+    if (requests === undefined) return;
+    this.waiting.delete(key);
+    for (const request of requests) {
+      clearTimeout(request.timer);
+      try {
+        this.throwIfReleased(partition.partitionId);
+      } catch (error) {
+        request.requestListener.notifyPartitionCreateFailed(error as Error);
+      }
     }
   }
 
   /** A request for a partition released earlier fails at once, naming why it was released. */
   private throwIfReleased(partitionId: ResultPartitionID): void {
     const key = partitionId.toString();
-    if (!this.released.has(key)) return;
-    const cause = this.released.get(key);
+    const entry = this.released.get(key);
+    if (entry === undefined) return;
+    const cause = entry.cause;
     if (cause === undefined) {
       throw new CancelledError(
-        `result partition ${partitionId} was already consumed and released (pipelined partitions are read once)`,
+        entry.reconsumable
+          ? `result partition ${partitionId} was released (releasePartitionsLocally or shutdown)`
+          : `result partition ${partitionId} was already consumed and released (pipelined partitions are read once)`,
       );
     }
     const message = `result partition ${partitionId} was released: ${cause.message}`;

@@ -18,16 +18,9 @@ import type {
   ResultPartitionWriter,
 } from "@sluice/runtime-api";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
+import type { ManagedResultPartition, PartitionRegistry } from "./managed-result-partition.js";
 import { PipelinedSubpartition, type SubpartitionParent } from "./pipelined-subpartition.js";
 import type { ResultSubpartitionView } from "./result-subpartition-view.js";
-
-/** Where a partition registers itself; implemented by ResultPartitionManager. */
-export interface PartitionRegistry {
-  registerResultPartition(partition: ResultPartition): void;
-  onConsumedPartition(partition: ResultPartition): void;
-  /** The partition was released (failed, cancelled, consumed): it no longer holds resources. */
-  onPartitionReleased(partition: ResultPartition): void;
-}
 
 /** Construction parameters of a ResultPartition. */
 export interface ResultPartitionOptions {
@@ -65,7 +58,9 @@ interface PendingRecord {
  * and completes as soon as a buffer is recycled; emitting another record before that is a
  * contract violation (IllegalStateError), the analogue of Flink's task thread being blocked.
  */
-export class ResultPartition implements ResultPartitionWriter, SubpartitionParent {
+export class ResultPartition
+  implements ResultPartitionWriter, SubpartitionParent, ManagedResultPartition
+{
   readonly owningTaskName: string;
   readonly partitionIndex: number;
   readonly partitionId: ResultPartitionID;
@@ -170,6 +165,11 @@ export class ResultPartition implements ResultPartitionWriter, SubpartitionParen
 
   isFinished(): boolean {
     return this.finished;
+  }
+
+  /** Pipelined data is read while it is produced: consumable from registration on. */
+  isConsumable(): boolean {
+    return !this.released;
   }
 
   /** Fails the partition: released with `cause`, which consumers receive as the producer's error. */

@@ -1,4 +1,5 @@
 import {
+  BufferDecompressionError,
   BufferPoolDestroyedError,
   BufferRecycledError,
   BufferReorderingError,
@@ -13,6 +14,7 @@ import {
   InsufficientBuffersError,
   LocalTransportError,
   PartitionConnectionError,
+  PartitionFileCorruptedError,
   PartitionNotFoundError,
   ProducerFailedError,
   ProtocolError,
@@ -88,6 +90,8 @@ const CLASS_OF: Record<ErrorCode, SluiceErrorClass | undefined> = {
   [ErrorCodes.PLUGIN_CONTRACT]: defineError("PluginContractError", ErrorCodes.PLUGIN_CONTRACT),
   [ErrorCodes.TASK_DEPLOYMENT]: defineError("TaskDeploymentError", ErrorCodes.TASK_DEPLOYMENT),
   [ErrorCodes.TASK_NOT_FOUND]: defineError("TaskNotFoundError", ErrorCodes.TASK_NOT_FOUND),
+  [ErrorCodes.BUFFER_DECOMPRESSION]: BufferDecompressionError,
+  [ErrorCodes.PARTITION_FILE_CORRUPTED]: PartitionFileCorruptedError,
 };
 
 describe("error wire ids", () => {

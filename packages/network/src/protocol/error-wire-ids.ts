@@ -33,6 +33,8 @@ export const ERROR_WIRE_IDS = {
   [ErrorCodes.PLUGIN_CONTRACT]: 23,
   [ErrorCodes.TASK_DEPLOYMENT]: 24,
   [ErrorCodes.TASK_NOT_FOUND]: 25,
+  [ErrorCodes.BUFFER_DECOMPRESSION]: 26,
+  [ErrorCodes.PARTITION_FILE_CORRUPTED]: 27,
 } as const satisfies Record<ErrorCode, number>;
 
 /** The wire id written for errors that carry no Sluice code (plain `Error`s, non-errors). */

@@ -72,7 +72,9 @@ export interface ResultPartitionWriter extends AvailabilityProvider {
 
   /**
    * Marks the end of the data: emits `EndOfPartitionEvent` to every subpartition and finishes
-   * them. No emit is allowed afterwards.
+   * them. No emit is allowed afterwards. A writer may complete this asynchronously (a blocking
+   * partition writes its files): `isAvailable()` is then false until it has, so a task awaits
+   * `getAvailableFuture()` and checks `getFailureCause()` before it reports itself finished.
    */
   finish(): void;
   /** True once `finish()` was called. */

@@ -246,6 +246,11 @@ export class Task {
       while (!partition.isAvailable()) await partition.getAvailableFuture();
       this.checkNotAborted();
       partition.finish();
+      // A blocking partition finishes asynchronously (its last data is still being written to
+      // disk): the task is FINISHED only once its output is complete.
+      while (!partition.isAvailable()) await partition.getAvailableFuture();
+      const failure = partition.getFailureCause?.();
+      if (failure !== undefined) throw failure;
       partition.close();
     }
   }

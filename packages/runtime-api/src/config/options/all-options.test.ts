@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ALL_OPTIONS } from "./all-options.js";
+import { BatchShuffleOptions } from "./batch-shuffle-options.js";
 import { ExecutionOptions } from "./execution-options.js";
 import { NettyShuffleEnvironmentOptions } from "./netty-shuffle-options.js";
 import { NetworkMemoryOptions } from "./network-memory-options.js";
@@ -29,6 +30,7 @@ describe("ALL_OPTIONS", () => {
   it("contains every option of every group", () => {
     const groups = [
       ShuffleServiceOptions,
+      BatchShuffleOptions,
       NetworkMemoryOptions,
       NettyShuffleEnvironmentOptions,
       ExecutionOptions,
@@ -68,6 +70,11 @@ describe("ALL_OPTIONS", () => {
       "security.ssl.internal.enabled": false,
       "taskmanager.data.ssl.enabled": true,
       "taskmanager.network.websocket.per-message-deflate": false,
+      "taskmanager.network.compression.codec": "LZ4",
+      "taskmanager.network.batch-shuffle.compression.enabled": true,
+      "taskmanager.network.sort-shuffle.min-buffers": 512,
+      "taskmanager.network.sort-shuffle.min-parallelism": 1,
+      "taskmanager.memory.framework.off-heap.batch-shuffle.size": 64 * MB,
     });
     expect(defaults["taskmanager.memory.network.max"]).toBeUndefined();
     expect(
@@ -87,6 +94,9 @@ describe("ALL_OPTIONS", () => {
     expect(ExecutionOptions.BUFFER_TIMEOUT_INTERVAL.fallbackKeys.map((f) => f.key)).toEqual([
       "execution.buffer-timeout",
     ]);
+    expect(
+      BatchShuffleOptions.BATCH_SHUFFLE_COMPRESSION_ENABLED.fallbackKeys.map((f) => f.key),
+    ).toEqual(["taskmanager.network.blocking-shuffle.compression.enabled"]);
   });
 
   it("keeps the websocket low water mark below the high water mark by default", () => {

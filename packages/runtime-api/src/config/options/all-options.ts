@@ -1,4 +1,5 @@
 import type { ConfigOption } from "../config-option.js";
+import { BatchShuffleOptions } from "./batch-shuffle-options.js";
 import { ExecutionOptions } from "./execution-options.js";
 import { NettyShuffleEnvironmentOptions } from "./netty-shuffle-options.js";
 import { NetworkMemoryOptions } from "./network-memory-options.js";
@@ -42,6 +43,13 @@ export const CONFIG_OPTION_GROUPS: readonly ConfigOptionGroup[] = [
       "Data server, connections, partition request retries, and the limits checked against " +
       "lengths read from the wire.",
     options: Object.values(NettyShuffleEnvironmentOptions),
+  },
+  {
+    title: "Batch shuffle",
+    description:
+      "Blocking partitions (sort-merge files under `io.tmp.dirs`), the memory that reads them " +
+      "back, and buffer compression.",
+    options: Object.values(BatchShuffleOptions),
   },
   {
     title: "Execution",

@@ -1,4 +1,9 @@
 export { ALL_OPTIONS, CONFIG_OPTION_GROUPS, type ConfigOptionGroup } from "./all-options.js";
+export {
+  BatchShuffleOptions,
+  COMPRESSION_CODECS,
+  type CompressionCodec,
+} from "./batch-shuffle-options.js";
 export { ExecutionOptions } from "./execution-options.js";
 export { NettyShuffleEnvironmentOptions } from "./netty-shuffle-options.js";
 export { NetworkMemoryOptions } from "./network-memory-options.js";

@@ -1,0 +1,132 @@
+import { CancelledError, IllegalStateError, type MemorySegment } from "@sluice/core";
+import type { BatchShuffleReadBufferPool } from "./batch-shuffle-read-buffer-pool.js";
+import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
+import type { PartitionedFile } from "./partitioned-file.js";
+import { PartitionedFileReader } from "./partitioned-file-reader.js";
+import {
+  type ReadRequester,
+  SortMergeSubpartitionReader,
+} from "./sort-merge-subpartition-reader.js";
+
+/**
+ * Schedules the disk reads of every reader of one sort-merge partition (Flink's
+ * SortMergeResultPartitionReadScheduler). One asynchronous loop per partition: it takes buffers
+ * from the worker's batch-shuffle read pool, orders the readers that have room by the file offset
+ * they read next, and reads for them one after another in that order, so that many consumers of
+ * one file make the disk read forward instead of seeking back and forth. It waits (without
+ * blocking) when the read pool is empty, and stops when no reader needs data.
+ */
+export class SortMergeResultPartitionReadScheduler implements ReadRequester {
+  private readonly readPool: BatchShuffleReadBufferPool;
+  private readonly file: PartitionedFile;
+  private readonly readers = new Set<SortMergeSubpartitionReader>();
+  private running: Promise<void> | undefined;
+  private rerun = false;
+  private released = false;
+
+  constructor(readPool: BatchShuffleReadBufferPool, file: PartitionedFile) {
+    this.readPool = readPool;
+    this.file = file;
+  }
+
+  /** A new reader of `subpartition`, reading from the start of the file. */
+  createSubpartitionReader(
+    listener: BufferAvailabilityListener,
+    subpartition: number,
+  ): SortMergeSubpartitionReader {
+    if (this.released) throw new IllegalStateError(`${this.file} was released`);
+    const reader = new SortMergeSubpartitionReader(
+      new PartitionedFileReader(this.file, subpartition),
+      listener,
+      this,
+    );
+    this.readers.add(reader);
+    this.requestRead();
+    return reader;
+  }
+
+  requestRead(): void {
+    if (this.released) return;
+    if (this.running !== undefined) {
+      this.rerun = true; // the loop looks again before it stops
+      return;
+    }
+    this.running = this.run().finally(() => {
+      this.running = undefined;
+      if (this.rerun && !this.released) this.requestRead();
+    });
+  }
+
+  removeReader(reader: SortMergeSubpartitionReader): void {
+    this.readers.delete(reader);
+  }
+
+  /** Readers currently registered (for tests and metrics). */
+  getNumberOfReaders(): number {
+    return this.readers.size;
+  }
+
+  /**
+   * Fails every reader with `cause` and resolves once no read is in flight any more, so the
+   * caller may close and delete the file.
+   */
+  async release(cause: Error): Promise<void> {
+    this.released = true;
+    for (const reader of [...this.readers]) reader.fail(cause);
+    this.readers.clear();
+    await this.running;
+  }
+
+  private async run(): Promise<void> {
+    do {
+      this.rerun = false;
+      await this.readRound();
+    } while (this.rerun && !this.released);
+  }
+
+  /** Reads for every reader that has room, in file-offset order, until none has. */
+  private async readRound(): Promise<void> {
+    for (;;) {
+      if (this.released) return;
+      const wanting = [...this.readers].filter((reader) => reader.getBufferDemand() > 0);
+      if (wanting.length === 0) return;
+      wanting.sort((a, b) => a.getNextReadOffset() - b.getNextReadOffset());
+      let demand = 0;
+      for (const reader of wanting) demand += reader.getBufferDemand();
+      let segments: MemorySegment[];
+      try {
+        segments = this.readPool.requestBuffers(demand);
+      } catch (error) {
+        this.failAll(error as Error);
+        return;
+      }
+      if (segments.length === 0) {
+        await this.readPool.getAvailableFuture();
+        if (this.readPool.isDestroyed()) {
+          this.failAll(new CancelledError(`the read buffer pool of ${this.file} was destroyed`));
+          return;
+        }
+        continue;
+      }
+      try {
+        for (const reader of wanting) {
+          if (segments.length === 0 || this.released) break;
+          const mine = segments.splice(0, reader.getBufferDemand());
+          try {
+            await reader.readBuffers(mine, this.readPool);
+          } catch (error) {
+            reader.fail(error as Error);
+          } finally {
+            segments.push(...mine);
+          }
+        }
+      } finally {
+        for (const segment of segments) this.readPool.recycle(segment);
+      }
+    }
+  }
+
+  private failAll(cause: Error): void {
+    for (const reader of [...this.readers]) reader.fail(cause);
+  }
+}

@@ -1,0 +1,303 @@
+import { mkdtempSync, readdirSync, rmSync, statSync, truncateSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  ErrorCodes,
+  isSluiceError,
+  type RecordHolder,
+  SpillingAdaptiveSpanningRecordDeserializer,
+} from "@sluice/core";
+import { ResultPartitionType } from "@sluice/runtime-api";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { SingleInputGate } from "../consumer/single-input-gate.js";
+import type { NetworkShuffleEnvironment } from "../environment/network-shuffle-environment.js";
+import { LocalShuffleServiceFactory } from "../environment/network-shuffle-service-factory.js";
+import {
+  type AllToAllJob,
+  consumeAll,
+  deployAllToAll,
+  deployConsumers,
+  environmentContext,
+  produce,
+  type RawConfig,
+  requestPartitions,
+} from "../test-support/shuffle-fixture.js";
+import type { SortMergeResultPartition } from "./sort-merge-result-partition.js";
+
+const MB = 1024 * 1024;
+
+describe("SortMergeResultPartition in one worker (local channels)", () => {
+  let dirs: string[];
+  let config: RawConfig;
+  const envs: NetworkShuffleEnvironment[] = [];
+
+  beforeEach(() => {
+    dirs = [0, 1].map(() => mkdtempSync(join(tmpdir(), "sluice-sort-merge-")));
+    config = {
+      "taskmanager.memory.network.min": "1mb",
+      "taskmanager.memory.segment-size": "4kb",
+      "taskmanager.network.sort-shuffle.min-buffers": 32,
+      "taskmanager.memory.framework.off-heap.batch-shuffle.size": "512kb",
+      "taskmanager.network.request-backoff.initial": "5ms",
+      "taskmanager.network.request-backoff.max": "2s",
+      "io.tmp.dirs": dirs.join(","),
+    };
+  });
+
+  afterEach(async () => {
+    for (const env of envs.splice(0)) await env.close();
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function start(overrides: RawConfig = {}): Promise<NetworkShuffleEnvironment> {
+    const env = new LocalShuffleServiceFactory().createShuffleEnvironment(
+      environmentContext({ ...config, ...overrides }),
+    );
+    envs.push(env);
+    await env.start();
+    return env;
+  }
+
+  async function deploy(
+    env: NetworkShuffleEnvironment,
+    producers = 2,
+    consumers = 3,
+  ): Promise<AllToAllJob> {
+    const job = await deployAllToAll(
+      env,
+      env,
+      producers,
+      consumers,
+      config,
+      ResultPartitionType.BLOCKING,
+    );
+    for (const writer of job.writers) writer.setup();
+    return job;
+  }
+
+  function sortMerge(job: AllToAllJob, p = 0): SortMergeResultPartition {
+    return job.writers[p] as SortMergeResultPartition;
+  }
+
+  async function closeGates(gates: readonly SingleInputGate[]): Promise<void> {
+    for (const gate of gates) await gate.close();
+  }
+
+  /** Every pool of `env` is full again (the writer side closed, every reader gone). */
+  async function expectPoolsFull(env: NetworkShuffleEnvironment): Promise<void> {
+    const pool = env.networkBufferPool;
+    await expect
+      .poll(() => pool.getNumberOfAvailableMemorySegments())
+      .toBe(pool.totalNumberOfMemorySegments);
+    const read = env.getReadBufferPoolUsage();
+    if (read !== undefined)
+      await expect
+        .poll(() => env.getReadBufferPoolUsage())
+        .toEqual({ available: read.total, total: read.total });
+  }
+
+  it("writes four times its worker's network memory through a bounded pool, and consumers read every record after it finished", async () => {
+    const env = await start();
+    const job = await deploy(env);
+    const pool = env.networkBufferPool;
+    const perPartitionMax = Math.max(32, 4 * 3);
+    let maxUsed = 0;
+    const watch = setInterval(() => {
+      maxUsed = Math.max(maxUsed, pool.getNumberOfUsedMemorySegments());
+    }, 1);
+    const records = 8_000;
+    try {
+      await Promise.all(
+        job.writers.map(async (writer, p) => {
+          await produce(writer, p, records, 150);
+          maxUsed = Math.max(maxUsed, pool.getNumberOfUsedMemorySegments());
+        }),
+      );
+    } finally {
+      clearInterval(watch);
+    }
+    let written = 0;
+    for (const writer of job.writers) written += writer.metrics.numBytesOut;
+    expect(written).toBeGreaterThan(4 * MB);
+    expect(maxUsed).toBeLessThanOrEqual(2 * perPartitionMax);
+    for (const writer of job.writers) writer.close();
+    const checkers = await consumeAll(job.gates, 2);
+    for (const checker of checkers) expect(checker.nextSeq).toEqual([records, records]);
+    await closeGates(job.gates);
+    await expectPoolsFull(env);
+    // Compressed on disk (LZ4 by default): the padding compresses well.
+    const stats = sortMerge(job).getStatistics();
+    expect(stats?.bytesAfterCompression).toBeLessThan((stats?.bytesBeforeCompression ?? 0) / 2);
+  });
+
+  it("serves its subpartitions any number of times: again after a first read, and to two readers at once", async () => {
+    const env = await start();
+    const job = await deploy(env);
+    await Promise.all(job.writers.map((writer, p) => produce(writer, p, 2_000, 20)));
+    for (const writer of job.writers) writer.close();
+    const first = await consumeAll(job.gates, 2);
+    await closeGates(job.gates);
+    const second = deployConsumers(env, job, 3);
+    const third = deployConsumers(env, job, 3);
+    const [again, concurrent] = await Promise.all([consumeAll(second, 2), consumeAll(third, 2)]);
+    for (const checker of [...first, ...again, ...concurrent]) {
+      expect(checker.nextSeq).toEqual([2_000, 2_000]);
+    }
+    await closeGates([...second, ...third]);
+    await expectPoolsFull(env);
+  });
+
+  it("keeps its files until releasePartitionsLocally deletes them, reporting them as local resources until then", async () => {
+    const env = await start();
+    const job = await deploy(env, 1, 2);
+    await produce(sortMerge(job), 0, 500, 10);
+    sortMerge(job).close();
+    const paths = sortMerge(job).getFilePaths();
+    if (paths === undefined) throw new Error("no files");
+    const ids = env.getPartitionsOccupyingLocalResources().map(String);
+    expect(ids).toEqual([sortMerge(job).partitionId.toString()]);
+    await consumeAll(job.gates, 1);
+    await closeGates(job.gates);
+    // Consumed, but blocking partitions are not released by consumption.
+    expect(statSync(paths.dataFile).size).toBeGreaterThan(0);
+    expect(env.getPartitionsOccupyingLocalResources()).toHaveLength(1);
+    env.releasePartitionsLocally([sortMerge(job).partitionId]);
+    expect(env.getPartitionsOccupyingLocalResources()).toEqual([]);
+    await expect.poll(() => readdirSync(join(paths.dataFile, ".."))).toEqual([]);
+    // A late reader is told the partition is gone.
+    const late = deployConsumers(env, job, 1);
+    requestPartitions(late);
+    await expect
+      .poll(() => {
+        try {
+          late[0]?.pollNext();
+          return undefined;
+        } catch (error) {
+          return (error as { code?: string }).code;
+        }
+      })
+      .toBe(ErrorCodes.CANCELLED);
+    await closeGates(late);
+    await expectPoolsFull(env);
+  });
+
+  it("deletes its files and the worker's folders when the environment closes", async () => {
+    const env = await start();
+    const job = await deploy(env, 2, 2);
+    await Promise.all(job.writers.map((writer, p) => produce(writer, p, 300, 10)));
+    const folders = [...env.fileChannelManager.getFolders()];
+    expect(folders).toHaveLength(2);
+    for (const folder of folders) expect(readdirSync(folder).length).toBeGreaterThan(0);
+    await env.close();
+    for (const folder of folders) expect(() => statSync(folder)).toThrow(/ENOENT/);
+  });
+
+  it("writes owner-only files into an unguessable, owner-only folder in each io.tmp.dirs entry, spreading partitions over them", async () => {
+    const env = await start();
+    const job = await deploy(env, 2, 2);
+    await Promise.all(job.writers.map((writer, p) => produce(writer, p, 10, 10)));
+    const folders = env.fileChannelManager.getFolders();
+    expect(folders.map((folder) => join(folder, ".."))).toEqual(dirs);
+    for (const folder of folders) {
+      expect(folder).toMatch(/sluice-netty-shuffle-[A-Za-z0-9]{6}$/);
+      expect(statSync(folder).mode & 0o777).toBe(0o700);
+    }
+    const used = job.writers.map((writer) =>
+      join((writer as SortMergeResultPartition).getFilePaths()?.dataFile ?? "", ".."),
+    );
+    expect(new Set(used).size).toBe(2);
+    for (const writer of job.writers) {
+      const paths = (writer as SortMergeResultPartition).getFilePaths();
+      for (const path of [paths?.dataFile, paths?.indexFile]) {
+        expect(statSync(path as string).mode & 0o777).toBe(0o600);
+      }
+    }
+  });
+
+  it("lets a consumer that asked before its producer finished read the data once it finished", async () => {
+    const env = await start();
+    const job = await deploy(env, 1, 2);
+    const consuming = consumeAll(job.gates, 1);
+    await new Promise((resolve) => setImmediate(resolve));
+    await produce(sortMerge(job), 0, 1_000, 10);
+    for (const checker of await consuming) expect(checker.nextSeq).toEqual([1_000]);
+    await closeGates(job.gates);
+  });
+
+  it("fails a consumer with SLUICE_ERR_PARTITION_FILE_CORRUPTED when its data file was truncated", async () => {
+    const env = await start();
+    const job = await deploy(env, 1, 2);
+    await produce(sortMerge(job), 0, 3_000, 50);
+    sortMerge(job).close();
+    truncateSync(sortMerge(job).getFilePaths()?.dataFile as string, 10_000);
+    const error = await consumeAll(job.gates, 1).catch((e: unknown) => e);
+    expect(isSluiceError(error, ErrorCodes.PARTITION_FILE_CORRUPTED)).toBe(true);
+    expect((error as Error).message).toMatch(/data file ends|outside the/);
+    await closeGates(job.gates);
+    await expectPoolsFull(env);
+  });
+
+  it("writes records larger than its sort buffer, and broadcast records, to every reader intact", async () => {
+    // 4 segments: 2 to sort in (8 kb), 2 to write from.
+    const env = await start({ "taskmanager.network.sort-shuffle.min-buffers": 4 });
+    const job = await deploy(env, 1, 2);
+    const writer = sortMerge(job);
+    const big = Buffer.alloc(50_000, "x");
+    const sequence: [string, number][] = [
+      ["small to 0", 0],
+      ["big", 1],
+      ["broadcast", -1],
+      ["small to 1", 1],
+      ["big", 0],
+    ];
+    for (const [text, target] of sequence) {
+      if (!writer.isAvailable()) await writer.getAvailableFuture();
+      const bytes = text === "big" ? big : Buffer.from(text);
+      if (target < 0) writer.broadcastRecord(bytes);
+      else writer.emitRecord(bytes, target);
+    }
+    if (!writer.isAvailable()) await writer.getAvailableFuture();
+    writer.finish();
+    await writer.getAvailableFuture();
+    writer.close();
+    const seen = await Promise.all(job.gates.map((gate) => collect(gate)));
+    const describe = (bytes: Buffer) => (bytes.equals(big) ? "big" : bytes.toString());
+    expect(seen.map((records) => records.map(describe))).toEqual([
+      ["small to 0", "broadcast", "big"],
+      ["big", "broadcast", "small to 1"],
+    ]);
+    await closeGates(job.gates);
+    await expectPoolsFull(env);
+  });
+
+  it("rejects a blocking partition with fewer subpartitions than sort-shuffle.min-parallelism", async () => {
+    const env = await start({ "taskmanager.network.sort-shuffle.min-parallelism": 4 });
+    await expect(
+      deployAllToAll(env, env, 1, 2, config, ResultPartitionType.BLOCKING),
+    ).rejects.toMatchObject({ code: ErrorCodes.CONFIG });
+  });
+});
+
+/** Every record a one-channel gate delivers, until it finished. */
+async function collect(gate: SingleInputGate): Promise<Buffer[]> {
+  gate.setup();
+  gate.requestPartitions();
+  const deserializer = new SpillingAdaptiveSpanningRecordDeserializer();
+  const holder: RecordHolder<Uint8Array> = { value: undefined };
+  const records: Buffer[] = [];
+  while (!gate.isFinished()) {
+    const next = gate.pollNext();
+    if (next === undefined) {
+      await gate.getAvailableFuture();
+      continue;
+    }
+    if (next.buffer === undefined) continue;
+    deserializer.setNextBuffer(next.buffer);
+    for (;;) {
+      const result = deserializer.getNextRecordBytes(holder);
+      if (result.isFullRecord()) records.push(Buffer.from(holder.value as Uint8Array));
+      if (result.isBufferConsumed()) break;
+    }
+  }
+  return records;
+}
