@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ALL_OPTIONS } from "./all-options.js";
 import { ExecutionOptions } from "./execution-options.js";
+import { HeartbeatManagerOptions } from "./heartbeat-manager-options.js";
+import { JobManagerOptions } from "./job-manager-options.js";
 import { NettyShuffleEnvironmentOptions } from "./netty-shuffle-options.js";
 import { NetworkMemoryOptions } from "./network-memory-options.js";
 import { SecurityOptions } from "./security-options.js";
@@ -35,6 +37,8 @@ describe("ALL_OPTIONS", () => {
       SecurityOptions,
       TaskManagerOptions,
       WebSocketOptions,
+      JobManagerOptions,
+      HeartbeatManagerOptions,
     ];
     for (const group of groups) {
       for (const option of Object.values(group)) expect(ALL_OPTIONS).toContain(option);
@@ -68,7 +72,12 @@ describe("ALL_OPTIONS", () => {
       "security.ssl.internal.enabled": false,
       "taskmanager.data.ssl.enabled": true,
       "taskmanager.network.websocket.per-message-deflate": false,
+      "jobmanager.rpc.port": 6123,
+      "heartbeat.interval": 10_000,
+      "heartbeat.timeout": 50_000,
     });
+    expect(defaults["jobmanager.rpc.address"]).toBeUndefined();
+    expect(defaults["taskmanager.data.bind-port"]).toBeUndefined();
     expect(defaults["taskmanager.memory.network.max"]).toBeUndefined();
     expect(
       defaults["taskmanager.network.memory.read-buffer.required-per-gate.max"],
