@@ -183,7 +183,10 @@ export class TaskManager {
     const jobMaster = new RemoteJobMaster(
       connection,
       (update) => this.finalProgress(update),
-      (message) => this.warn(message),
+      // Once the job manager is gone, its loss is the report; each unsent update is not news.
+      (message) => {
+        if (this.exitCode === undefined) this.warn(message);
+      },
     );
     connection.handle("heartbeat", () => {
       this.heartbeats?.received();

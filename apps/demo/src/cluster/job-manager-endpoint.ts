@@ -133,7 +133,7 @@ export class JobManagerEndpoint {
       // A client without a certificate the internal CA signed never gets past the handshake.
       https.on("tlsClientError", (error, socket) => {
         options.events.onWarning(
-          `refused a control connection from ${socket.remoteAddress}: TLS handshake failed (${error.message})`,
+          `refused a control connection from ${socket.remoteAddress ?? "a peer that hung up"}: TLS handshake failed (${error.message})`,
         );
         socket.destroy();
       });
@@ -196,9 +196,10 @@ export class JobManagerEndpoint {
       setImmediate(() => peer.close("refused"));
       throw error;
     };
-    const requireRegistered = (): RegisteredTaskManager =>
-      registered ??
-      refuse(new IllegalStateError(`${peer.label} has not registered its TaskExecutor`));
+    const requireRegistered = (): RegisteredTaskManager => {
+      if (registered !== undefined) return registered;
+      throw new IllegalStateError(`${peer.label} has not registered its TaskExecutor`);
+    };
 
     peer.handle("hello", (params) => {
       if (

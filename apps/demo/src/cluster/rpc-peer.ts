@@ -73,7 +73,10 @@ export class RpcPeer<Local extends MethodTable, Remote extends MethodTable> {
     this.socket = options.socket;
     this.label = options.label;
     const send = (payload: unknown) => this.send(payload);
-    this.rpc = new JSONRPCServerAndClient(new JSONRPCServer(), new JSONRPCClient(send), {
+    // A handler's error goes back to the caller in the error reply, and the caller reports it;
+    // the library's own console logging of it would only repeat that on this side.
+    const server = new JSONRPCServer({ errorListener: () => {} });
+    this.rpc = new JSONRPCServerAndClient(server, new JSONRPCClient(send), {
       errorListener: (message) => options.onProtocolError(new ProtocolError(message)),
     });
     this.closed = new Promise((resolve) => {
