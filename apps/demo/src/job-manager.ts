@@ -443,7 +443,8 @@ export class JobManager {
     const failure = first as Failure;
     const execution = this.execution;
     if (execution !== undefined) {
-      execution.fail(new Error(failure.message));
+      // No-op when the job already failed; otherwise (interrupted, timed out) its tasks stop.
+      execution.cancel(failure.message);
       await settlesWithin(execution.terminated, CANCEL_GRACE_MS);
     }
     await settlesWithin(this.shutDownTaskManagers(failure.message, true), CANCEL_GRACE_MS);

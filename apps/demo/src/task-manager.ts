@@ -5,6 +5,7 @@ import {
   Configuration,
   describeThrowable,
   serializeThrowable,
+  TaskDeploymentDescriptorCodec,
   type TaskExecutionState,
   TaskExecutor,
 } from "@sluice/runtime";
@@ -193,7 +194,8 @@ export class TaskManager {
       return {};
     });
     connection.handle("submitTask", async ({ descriptor }) => {
-      await executor().submitTask(descriptor as never, jobMaster);
+      // The codec checks every field and names the bad one (DescriptorError in the reply).
+      await executor().submitTask(TaskDeploymentDescriptorCodec.fromJSON(descriptor), jobMaster);
       return null;
     });
     connection.handle("cancelTask", async ({ executionAttemptId }) => {
@@ -217,6 +219,9 @@ export class TaskManager {
     connection.handle("shutdown", async ({ reason, failed }) => {
       const report = await this.shutdown(failed);
       if (failed) this.log(`task manager ${process.pid}: the job failed: ${reason}\n`);
+      // The job manager closes the connection once it has the report; a job manager that
+      // vanishes instead must not keep this process waiting.
+      setTimeout(() => this.finish(this.exitCode ?? 1), CLOSE_DEADLINE_MS).unref();
       return report;
     });
   }

@@ -5,6 +5,7 @@ import type { TlsSettings } from "@sluice/network";
 import WebSocket from "ws";
 import {
   CONTROL_PLANE_PATH,
+  controlPlaneUrl,
   JobManagerMethods,
   TaskManagerMethods,
 } from "./control-plane-messages.js";
@@ -56,8 +57,7 @@ export async function connectToJobManager(options: ConnectOptions): Promise<Conn
 
 function connectOnce(options: ConnectOptions): Promise<ConnectedJobManager> {
   const { host, port, tls } = options;
-  const scheme = tls === undefined ? "ws" : "wss";
-  const address = `${scheme}://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  const address = controlPlaneUrl(host, port, tls !== undefined);
   return new Promise((resolve, reject) => {
     const socket = new WebSocket(`${address}${CONTROL_PLANE_PATH}`, {
       maxPayload: options.maxMessageSize,

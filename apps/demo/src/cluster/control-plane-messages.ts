@@ -39,6 +39,11 @@ export const HOST_LOCAL_KEYS: ReadonlySet<string> = new Set([
 /** The WebSocket path of the job manager's control plane. */
 export const CONTROL_PLANE_PATH = "/sluice/control-plane";
 
+/** `ws://host:port` (`wss` with TLS; IPv6 hosts in brackets): where a job manager listens. */
+export function controlPlaneUrl(host: string, port: number, tls: boolean): string {
+  return `${tls ? "wss" : "ws"}://${host.includes(":") ? `[${host}]` : host}:${port}`;
+}
+
 const EXECUTION_STATES = [
   "CREATED",
   "SCHEDULED",

@@ -26,6 +26,7 @@ import type { TaskProgress } from "../task-progress.js";
 import {
   CONTROL_PLANE_PATH,
   CONTROL_PLANE_VERSION,
+  controlPlaneUrl,
   JobManagerMethods,
   TaskManagerMethods,
 } from "./control-plane-messages.js";
@@ -107,7 +108,7 @@ export class JobManagerEndpoint {
     const address = server.address() as AddressInfo;
     this.host = options.host;
     this.port = address.port;
-    this.url = `${options.tls === undefined ? "ws" : "wss"}://${hostForUrl(options.host)}:${this.port}`;
+    this.url = controlPlaneUrl(options.host, this.port, options.tls !== undefined);
   }
 
   /** Starts listening. */
@@ -366,8 +367,4 @@ export class JobManagerEndpoint {
 
 function describePlugin(plugin: PluginIdentity): string {
   return plugin.package === null ? plugin.reference : `${plugin.reference} (${plugin.package})`;
-}
-
-function hostForUrl(host: string): string {
-  return host.includes(":") ? `[${host}]` : host;
 }
