@@ -115,6 +115,27 @@ describe("standalone cluster on 127.0.0.1", () => {
     }
   }, 60_000);
 
+  it("makes every task manager exit non-zero when the job manager stops requesting heartbeats", async () => {
+    const heartbeat = ["-D", "heartbeat.interval=200ms", "-D", "heartbeat.timeout=1500ms"];
+    const { jm, port } = await startJobManager(["--records", "200m", ...heartbeat]);
+    const tms = [taskManager(port), taskManager(port)];
+    await until(
+      () => /\] [1-9][\d,]*\/200,000,000 words/.test(jm.output().stdout),
+      30_000,
+      "the job to run",
+    );
+    // Frozen, its connections stay open: the task managers learn it only from the silence.
+    jm.child.kill("SIGSTOP");
+    const runs = await Promise.all(tms.map((tm) => tm.done));
+    for (const run of runs) {
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain(
+        "lost the job manager: no heartbeat request from the job manager",
+      );
+    }
+    jm.child.kill("SIGKILL");
+  }, 60_000);
+
   it("fails the job when a task manager stops answering heartbeats, naming it and its address, and every process exits non-zero", async () => {
     const heartbeat = ["-D", "heartbeat.interval=200ms", "-D", "heartbeat.timeout=1500ms"];
     const { jm, port } = await startJobManager(["--records", "200m", ...heartbeat]);
