@@ -253,7 +253,7 @@ export class JobManager {
         options.taskManagers,
         { host: "127.0.0.1", port: endpoint.port },
         configArguments(options),
-        (child, code, signal) => this.onLocalExit(child, code, signal),
+        (child, code, signal, error) => this.onLocalExit(child, code, signal, error),
       );
     } else {
       this.say(
@@ -379,10 +379,15 @@ export class JobManager {
     child: LocalTaskManager,
     code: number | null,
     signal: NodeJS.Signals | null,
+    error?: Error,
   ): void {
     if (signal !== null && signal === child.killSignal) return;
     const registered = this.endpoint?.taskManagers.find((tm) => tm.pid === child.pid);
     const label = registered?.label ?? `task manager (pid ${child.pid})`;
+    if (error !== undefined) {
+      this.recordFailure(0, `${label} could not be started or signalled: ${error.message}`);
+      return;
+    }
     const expected = this.expectedExit.get(child.pid);
     if (signal !== null) this.recordFailure(0, `${label} was killed by signal ${signal}`);
     else if (expected === undefined)

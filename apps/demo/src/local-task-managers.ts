@@ -27,13 +27,18 @@ export class LocalTaskManagers {
    *
    * @param configArgs this process's `--config`, `-D` and `--shuffle` arguments: the children run
    *   on the same host, so they share its host-local configuration (certificates, addresses).
-   * @param onExit called once per child when it exits.
+   * @param onExit called once per child when it exits (with `error` when it could not start).
    */
   static start(
     count: number,
     jobManager: { host: string; port: number },
     configArgs: readonly string[],
-    onExit: (process: LocalTaskManager, code: number | null, signal: NodeJS.Signals | null) => void,
+    onExit: (
+      process: LocalTaskManager,
+      code: number | null,
+      signal: NodeJS.Signals | null,
+      error?: Error,
+    ) => void,
   ): LocalTaskManagers {
     const main = fileURLToPath(new URL("./main.js", import.meta.url));
     if (!existsSync(main)) {
@@ -71,12 +76,15 @@ export class LocalTaskManagers {
           resolveExit = resolve;
         }),
       };
-      child.on("error", () => {});
-      child.on("exit", (code, signal) => {
+      const exited = (code: number | null, signal: NodeJS.Signals | null, error?: Error) => {
+        if (handle.exited) return;
         handle.exited = true;
         resolveExit({ code, signal });
-        onExit(handle, code, signal);
-      });
+        onExit(handle, code, signal, error);
+      };
+      // The process could not be started (or signalled): it counts as exited, with the reason.
+      child.on("error", (error) => exited(null, null, error));
+      child.on("exit", (code, signal) => exited(code, signal));
       launcher.processes.push(handle);
     }
     return launcher;
