@@ -26,6 +26,8 @@ function capture(): { stream: NodeJS.WriteStream; text: () => string } {
 describe("command line", () => {
   it("has defaults for everything", () => {
     expect(parseCli([])).toEqual({
+      command: "local",
+      bind: undefined,
       shuffle: undefined,
       configFile: undefined,
       dynamicProperties: [],
@@ -96,6 +98,64 @@ describe("command line", () => {
   it("rejects a malformed -D with the runtime's message", () => {
     expect(usageError(["-D"])).toMatch(/"-D" is the last argument/);
     expect(usageError(["-D", "novalue"])).toMatch(/expected -D key=value/);
+  });
+
+  it("reads the jobmanager command with --bind and the job options", () => {
+    expect(
+      parseCli([
+        "jobmanager",
+        "--bind",
+        "10.0.0.1:6123",
+        "--task-managers",
+        "3",
+        "--records",
+        "5k",
+      ]),
+    ).toMatchObject({
+      command: "jobmanager",
+      bind: { host: "10.0.0.1", port: 6123 },
+      taskManagers: 3,
+      records: 5_000,
+    });
+    expect(parseCli(["jobmanager", "--bind", "[::1]:0"])).toMatchObject({
+      bind: { host: "::1", port: 0 },
+    });
+  });
+
+  it("reads the taskmanager command with --jobmanager and this host's own configuration", () => {
+    expect(
+      parseCli([
+        "taskmanager",
+        "--jobmanager",
+        "jm.example:6123",
+        "-D",
+        "taskmanager.host=10.0.0.2",
+        "--quiet",
+      ]),
+    ).toEqual({
+      command: "taskmanager",
+      jobManager: { host: "jm.example", port: 6123 },
+      shuffle: undefined,
+      configFile: undefined,
+      dynamicProperties: ["-Dtaskmanager.host=10.0.0.2"],
+      quiet: true,
+      help: false,
+    });
+  });
+
+  it("rejects a malformed address, job options on a task manager, and --bind without jobmanager", () => {
+    expect(usageError(["taskmanager", "--jobmanager", "nohost"])).toBe(
+      '--jobmanager expects <host>:<port> (e.g. 10.0.0.1:6123 or [::1]:6123), got "nohost"',
+    );
+    expect(usageError(["jobmanager", "--bind", "h:70000"])).toMatch(
+      /^--bind expects <host>:<port>/,
+    );
+    expect(usageError(["taskmanager", "--records", "5"])).toBe(
+      "unknown option --records (see --help)",
+    );
+    expect(usageError(["--bind", "h:1"])).toBe(
+      "--bind is an option of the jobmanager command (see --help)",
+    );
   });
 
   it("exits with code 2 and prints the problem on stderr", async () => {

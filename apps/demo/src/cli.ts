@@ -13,8 +13,18 @@ export const DEFAULTS = {
 export const MAX_PARALLELISM = 64;
 export const MAX_TASK_MANAGERS = 16;
 
-/** The parsed command line of the coordinator. */
+/** A host and a port, as `--bind` and `--jobmanager` take them. */
+export interface HostPort {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** The parsed command line of a run of the job: one command (local) or the job manager role. */
 export interface DemoOptions {
+  /** `local`: the one-command demo; `jobmanager`: the job manager of a standalone cluster. */
+  readonly command: "local" | "jobmanager";
+  /** `--bind` (jobmanager only): where the control plane listens. */
+  readonly bind: HostPort | undefined;
   /** `--shuffle`: sets `shuffle-service-factory.class` (after the config file and `-D`). */
   readonly shuffle: string | undefined;
   /** `--config`: a config.yaml. */
@@ -29,6 +39,23 @@ export interface DemoOptions {
   readonly help: boolean;
 }
 
+/** The parsed command line of the task manager role. */
+export interface TaskManagerCommand {
+  readonly command: "taskmanager";
+  /** `--jobmanager`; else `jobmanager.rpc.address` and `jobmanager.rpc.port`. */
+  readonly jobManager: HostPort | undefined;
+  /** This host's own configuration: it wins over what the job manager sends. */
+  readonly shuffle: string | undefined;
+  readonly configFile: string | undefined;
+  readonly dynamicProperties: readonly string[];
+  /** `--quiet`: print errors only. */
+  readonly quiet: boolean;
+  readonly help: boolean;
+}
+
+/** Any command line of the demo. */
+export type DemoCommand = DemoOptions | TaskManagerCommand;
+
 /** A bad command line: the message says what is wrong; the process exits with code 2. */
 export class UsageError extends Error {
   readonly exitCode = 2;
@@ -39,13 +66,20 @@ export class UsageError extends Error {
 }
 
 export const HELP_TEXT = `Usage: pnpm demo -- [options]
-       node apps/demo/dist/main.js [options]
+       pnpm demo -- jobmanager [--bind <host:port>] [options]
+       pnpm demo -- taskmanager --jobmanager <host:port> [--config <file>] [-D <key>=<value>]
+       node apps/demo/dist/main.js ...
 
 A streaming word count over real worker processes: source tasks generate a seeded corpus
 (Zipf-like word frequencies), tokenize it and send each word through a key-group hash exchange
 to count tasks, over the configured shuffle plugin. The counts are checked against an
 in-process reference; the demo prints "verified" and exits 0, or the first differences and
 exits 1.
+
+Without a command, the demo runs a job manager in this process and its task managers as child
+processes on 127.0.0.1. On several machines, start "jobmanager" on one and "taskmanager" on each
+of the others: the job manager waits for --task-managers task managers, hands them the job's
+configuration, runs the job and prints the summary; the task managers exit when the job ended.
 
 Options:
   --shuffle <plugin>       tcp | ws | <module>#<Export> | <path>#<Export>
@@ -60,13 +94,26 @@ Options:
                            (human-readable output then goes to stderr)
   -h, --help               show this help
 
-Exit codes: 0 verified, 1 job failed or counts differ, 2 bad command line or configuration.
+jobmanager:
+  --bind <host:port>       where task managers connect (default jobmanager.rpc.address, else
+                           127.0.0.1, and jobmanager.rpc.port, 6123)
+
+taskmanager:
+  --jobmanager <host:port> the job manager (default jobmanager.rpc.address:jobmanager.rpc.port)
+  --config, -D, --shuffle  this host's own configuration, on top of the job manager's
+                           (e.g. taskmanager.host, security.ssl.internal.key)
+  --quiet                  print errors only
+
+Exit codes: 0 verified, 1 job failed or counts differ (or a task manager lost its job manager),
+2 bad command line or configuration (also a task manager refused for another plugin or version).
 
 Examples:
   pnpm demo
   pnpm demo -- --shuffle ws --records 500k
   pnpm demo -- -D shuffle-service-factory.class=@sluice/shuffle-tcp#TcpShuffleServiceFactory --json
   pnpm demo -- --config apps/demo/config.yaml -D taskmanager.memory.segment-size=16kb
+  pnpm demo -- jobmanager --bind 0.0.0.0:6123 --task-managers 2     # on host A
+  pnpm demo -- taskmanager --jobmanager hostA:6123                  # on hosts B and C
 `;
 
 const COUNT = /^(\d+(?:_\d{3})*|\d+(?:\.\d+)?[km])$/i;
@@ -96,19 +143,83 @@ export function parseCount(option: string, text: string, min: number, max: numbe
   return value;
 }
 
+/** Parses `host:port` (`[v6]:port` for IPv6). */
+export function parseHostPort(option: string, text: string): HostPort {
+  const match = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text.trim());
+  const port = match === null ? Number.NaN : Number(match[3]);
+  if (match === null || port > 65535) {
+    throw new UsageError(
+      `${option} expects <host>:<port> (e.g. 10.0.0.1:6123 or [::1]:6123), got ${JSON.stringify(text)}`,
+    );
+  }
+  return { host: (match[1] ?? match[2]) as string, port };
+}
+
 /**
- * Parses the coordinator's arguments.
+ * Parses the demo's arguments: an optional command (`jobmanager`, `taskmanager`) and its options.
  *
  * @throws UsageError for unknown options, missing or malformed values and malformed `-D`.
  */
-export function parseCli(argv: readonly string[]): DemoOptions {
+export function parseCli(argv: readonly string[]): DemoCommand {
+  const [first, ...rest] = argv;
+  if (first === "taskmanager") return parseTaskManager(rest);
+  if (first === "jobmanager") return parseJob("jobmanager", rest);
+  return parseJob("local", argv);
+}
+
+function dynamicPropertiesOf(argv: readonly string[]) {
   // -D is Flink's syntax (`-D k=v` and `-Dk=v`); the runtime's parser picks it out first.
-  let dynamic: ReturnType<typeof parseDynamicProperties>;
   try {
-    dynamic = parseDynamicProperties(argv);
+    return parseDynamicProperties(argv);
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
+}
+
+function checkPositionals(positionals: readonly string[]): void {
+  if (positionals.length > 0) {
+    throw new UsageError(
+      `unexpected argument ${JSON.stringify(positionals[0])}; options start with "--" (see --help)`,
+    );
+  }
+}
+
+function checkConfigSources(values: { shuffle?: string; config?: string }): void {
+  if (values.shuffle !== undefined && values.shuffle.trim() === "") {
+    throw new UsageError('--shuffle expects tcp, ws, <module>#<Export> or <path>#<Export>, got ""');
+  }
+  if (values.config !== undefined && values.config.trim() === "") {
+    throw new UsageError('--config expects a file, got ""');
+  }
+}
+
+function parseTaskManager(argv: readonly string[]): TaskManagerCommand {
+  const dynamic = dynamicPropertiesOf(argv);
+  let parsed: ReturnType<typeof parseTaskManagerOptions>;
+  try {
+    parsed = parseTaskManagerOptions(dynamic.remaining);
+  } catch (error) {
+    throw new UsageError(describeParseArgsError(error as Error & { code?: string }));
+  }
+  const { values, positionals } = parsed;
+  checkPositionals(positionals);
+  checkConfigSources(values);
+  return {
+    command: "taskmanager",
+    jobManager:
+      values.jobmanager === undefined
+        ? undefined
+        : parseHostPort("--jobmanager", values.jobmanager),
+    shuffle: values.shuffle?.trim(),
+    configFile: values.config,
+    dynamicProperties: dynamic.properties.map(([key, value]) => `-D${key}=${value}`),
+    quiet: values.quiet === true,
+    help: values.help === true,
+  };
+}
+
+function parseJob(command: "local" | "jobmanager", argv: readonly string[]): DemoOptions {
+  const dynamic = dynamicPropertiesOf(argv);
   let parsed: ReturnType<typeof parseOptions>;
   try {
     parsed = parseOptions(dynamic.remaining);
@@ -116,18 +227,12 @@ export function parseCli(argv: readonly string[]): DemoOptions {
     throw new UsageError(describeParseArgsError(error as Error & { code?: string }));
   }
   const { values, positionals } = parsed;
-  if (positionals.length > 0) {
-    throw new UsageError(
-      `unexpected argument ${JSON.stringify(positionals[0])}; options start with "--" (see --help)`,
-    );
+  checkPositionals(positionals);
+  checkConfigSources(values);
+  if (command === "local" && values.bind !== undefined) {
+    throw new UsageError("--bind is an option of the jobmanager command (see --help)");
   }
   const shuffle = values.shuffle;
-  if (shuffle !== undefined && shuffle.trim() === "") {
-    throw new UsageError('--shuffle expects tcp, ws, <module>#<Export> or <path>#<Export>, got ""');
-  }
-  if (values.config !== undefined && values.config.trim() === "") {
-    throw new UsageError('--config expects a file, got ""');
-  }
   const records =
     values.records === undefined
       ? DEFAULTS.records
@@ -143,6 +248,8 @@ export function parseCli(argv: readonly string[]): DemoOptions {
   const seed =
     values.seed === undefined ? DEFAULTS.seed : parseCount("--seed", values.seed, 0, 2 ** 32 - 1);
   return {
+    command,
+    bind: values.bind === undefined ? undefined : parseHostPort("--bind", values.bind),
     shuffle: shuffle?.trim(),
     configFile: values.config,
     dynamicProperties: dynamic.properties.map(([key, value]) => `-D${key}=${value}`),
@@ -155,12 +262,28 @@ export function parseCli(argv: readonly string[]): DemoOptions {
   };
 }
 
+function parseTaskManagerOptions(args: readonly string[]) {
+  return parseArgs({
+    args: [...args],
+    strict: true,
+    allowPositionals: true,
+    options: {
+      jobmanager: { type: "string" },
+      shuffle: { type: "string" },
+      config: { type: "string" },
+      quiet: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+}
+
 function parseOptions(args: readonly string[]) {
   return parseArgs({
     args: [...args],
     strict: true,
     allowPositionals: true,
     options: {
+      bind: { type: "string" },
       shuffle: { type: "string" },
       config: { type: "string" },
       records: { type: "string" },

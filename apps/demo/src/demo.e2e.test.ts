@@ -3,127 +3,23 @@
  * real task-manager processes. Child processes run compiled JavaScript, so the demo (and the
  * packages it uses) is built first when dist/ is missing or older than the sources.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import {
-  existsSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  buildDemoIfStale,
+  isAlive,
+  killDemoProcesses,
+  lastJsonLine,
+  REPO,
+  startDemo as start,
+  until,
+} from "./test-support/demo-process.js";
 
-const APP_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const REPO = path.resolve(APP_DIR, "../..");
-const MAIN = path.join(APP_DIR, "dist/main.js");
-const WORKSPACE_DEPS = ["core", "runtime-api", "runtime", "network", "shuffle-tcp", "shuffle-ws"];
-
-/** True when some source file of `src` has no compiled counterpart in `dist` at least as new. */
-function staleOutput(src: string, dist: string): boolean {
-  for (const entry of readdirSync(src, { withFileTypes: true })) {
-    const file = path.join(src, entry.name);
-    if (entry.isDirectory()) {
-      if (staleOutput(file, path.join(dist, entry.name))) return true;
-    } else if (entry.name.endsWith(".ts") && !entry.name.endsWith(".test.ts")) {
-      const output = path.join(dist, entry.name.replace(/\.ts$/, ".js"));
-      if (!existsSync(output) || statSync(output).mtimeMs < statSync(file).mtimeMs) return true;
-    }
-  }
-  return false;
-}
-
-function needsBuild(): boolean {
-  if (WORKSPACE_DEPS.some((dep) => !existsSync(path.join(REPO, "packages", dep, "dist/index.js"))))
-    return true;
-  return staleOutput(path.join(APP_DIR, "src"), path.join(APP_DIR, "dist"));
-}
-
-interface Run {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-const running = new Set<ChildProcess>();
-
-function start(
-  args: string[],
-  cwd = REPO,
-): { child: ChildProcess; output: () => Run; done: Promise<Run> } {
-  const child = spawn(process.execPath, [MAIN, ...args], {
-    cwd,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  running.add(child);
-  let stdout = "";
-  let stderr = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  child.stderr?.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const output = () => ({ code: child.exitCode, signal: child.signalCode, stdout, stderr });
-  const done = new Promise<Run>((resolve) => {
-    child.on("close", (code, signal) => {
-      running.delete(child);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
-  return { child, output, done };
-}
-
-function lastJsonLine(stdout: string): Record<string, unknown> {
-  const lines = stdout.trim().split("\n");
-  return JSON.parse(lines[lines.length - 1] as string) as Record<string, unknown>;
-}
-
-/** Alive = signal 0 succeeds and /proc does not show a zombie. */
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-  } catch {
-    return true;
-  }
-}
-
-async function until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-beforeAll(() => {
-  if (!needsBuild()) return;
-  const build = spawnSync(
-    "pnpm",
-    ["exec", "turbo", "run", "build", "--filter=@sluice/demo...", "--output-logs=errors-only"],
-    {
-      cwd: REPO,
-      encoding: "utf8",
-    },
-  );
-  if (build.status !== 0)
-    throw new Error(`building the demo failed:\n${build.stdout}\n${build.stderr}`);
-}, 300_000);
-
-afterEach(() => {
-  for (const child of running) child.kill("SIGKILL");
-});
+beforeAll(buildDemoIfStale, 300_000);
+afterEach(killDemoProcesses);
 
 const tmp = mkdtempSync(path.join(tmpdir(), "sluice-demo-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -166,7 +62,7 @@ describe("demo end to end", () => {
     );
     const run = await start(
       ["--shuffle", "./my-shuffle.mjs#MyShuffle", "--records", "20k", "--json"],
-      tmp,
+      { cwd: tmp },
     ).done;
     expect(run.code).toBe(0);
     expect(lastJsonLine(run.stdout)).toMatchObject({

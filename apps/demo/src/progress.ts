@@ -1,6 +1,6 @@
 import cliProgress from "cli-progress";
 import { formatInteger, formatMegabytes, formatPercent, perSecond } from "./format.js";
-import type { TaskProgress } from "./ipc-messages.js";
+import type { TaskProgress } from "./task-progress.js";
 
 /** What the coordinator knows about the running job at one moment. */
 export interface ProgressSnapshot {

@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import {
@@ -50,3 +51,39 @@ export async function loadShufflePlugin(
 ): Promise<LoadedShuffleServiceFactory> {
   return loadShuffleServiceFactoryWithInfo(configuration, { applicationDirs: [APP_DIR] });
 }
+
+/** Which shuffle plugin a process loaded, as the job manager compares it with its own. */
+export interface PluginIdentity {
+  /** `<module>#<export>`, aliases expanded. */
+  readonly reference: string;
+  /** `name@version` of the package the module belongs to, when it has a package.json. */
+  readonly package: string | null;
+}
+
+/** The identity of the plugin `loaded` for `configuration`. */
+export function pluginIdentity(
+  configuration: Configuration,
+  loaded: LoadedShuffleServiceFactory,
+): PluginIdentity {
+  return { reference: describeShuffle(configuration), package: packageOf(loaded.file) };
+}
+
+/** `name@version` of the nearest package.json above `file` that has a name. */
+function packageOf(file: string): string | null {
+  for (let dir = path.dirname(file); ; dir = path.dirname(dir)) {
+    const manifest = path.join(dir, "package.json");
+    if (existsSync(manifest)) {
+      const { name, version } = JSON.parse(readFileSync(manifest, "utf8")) as {
+        name?: unknown;
+        version?: unknown;
+      };
+      if (typeof name === "string") return `${name}@${String(version)}`;
+    }
+    if (path.dirname(dir) === dir) return null;
+  }
+}
+
+/** The demo application's version: job manager and task managers must run the same one. */
+export const APP_VERSION: string = (
+  JSON.parse(readFileSync(path.join(APP_DIR, "package.json"), "utf8")) as { version: string }
+).version;

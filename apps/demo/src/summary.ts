@@ -5,7 +5,7 @@ import {
   formatTable,
   perSecond,
 } from "./format.js";
-import type { TaskProgress } from "./ipc-messages.js";
+import type { TaskProgress } from "./task-progress.js";
 
 /** One process of the job, as the summary reports it. */
 export interface ProcessReport {

@@ -1,42 +1,43 @@
-import { tmpdir } from "node:os";
+import { hostname } from "node:os";
+import { setTimeout as delay } from "node:timers/promises";
+import { ConfigurationError, ExecutionAttemptID, JobID, ResultPartitionID } from "@sluice/core";
 import {
-  ExecutionAttemptID,
-  IllegalStateError,
-  type IntermediateDataSetID,
-  ResourceID,
-  type ResultPartitionID,
-} from "@sluice/core";
-import { bufferTimeoutOf, Configuration } from "@sluice/runtime";
+  Configuration,
+  describeThrowable,
+  serializeThrowable,
+  TaskDeploymentDescriptorCodec,
+  type TaskExecutionState,
+  TaskExecutor,
+} from "@sluice/runtime";
 import {
-  ExecutionOptions,
-  type ExecutionState,
-  type InputGate,
-  InputGateDeploymentDescriptorCodec,
-  type PartitionProducerStateProvider,
-  ResultPartitionDeploymentDescriptorCodec,
-  type ResultPartitionWriter,
-  type ShuffleEnvironment,
+  HeartbeatManagerOptions,
+  JobManagerOptions,
+  NettyShuffleEnvironmentOptions,
+  PartitionInfoCodec,
   TaskManagerOptions,
 } from "@sluice/runtime-api";
-import { Corpus } from "./corpus.js";
+import type { TaskManagerCommand } from "./cli.js";
+import { type ConnectedJobManager, connectToJobManager } from "./cluster/connect-to-job-manager.js";
 import {
-  type ClosedMessage,
-  type CoordinatorMessage,
-  type DeployMessage,
-  errorInfoOf,
-  type InitMessage,
-  type TaskManagerMessage,
-} from "./ipc-messages.js";
-import { loadShufflePlugin } from "./shuffle-plugin.js";
-import { CountTask } from "./tasks/count-task.js";
-import { SourceTask } from "./tasks/source-task.js";
+  CONTROL_PLANE_VERSION,
+  HOST_LOCAL_KEYS,
+  type ShutdownReport,
+} from "./cluster/control-plane-messages.js";
+import { readControlPlaneTls } from "./cluster/control-plane-tls.js";
+import { HeartbeatMonitor } from "./cluster/heartbeat-monitor.js";
+import { RemoteJobMaster } from "./cluster/remote-job-master.js";
+import { APP_DIR, APP_VERSION, pluginIdentity, SHUFFLE_KEY } from "./shuffle-plugin.js";
+import type { TaskProgress } from "./task-progress.js";
+import { wordCountInvokables } from "./word-count-job.js";
 
 /** How often the task manager reports its tasks' counters. */
 export const PROGRESS_INTERVAL_MS = 500;
 /** How long a clean shutdown waits for consumers to release this worker's partitions. */
 const RELEASE_WAIT_MS = 3_000;
-/** A cancelled task manager exits after this even if closing hangs. */
-const CANCEL_DEADLINE_MS = 2_000;
+/** How long closing may take on a failure before the process exits anyway. */
+const CLOSE_DEADLINE_MS = 2_000;
+/** How long a task manager keeps retrying a refused connection to the job manager. */
+const CONNECT_RETRY_MS = 30_000;
 
 /** The part of a NetworkShuffleEnvironment the demo reads for its buffer check (duck-typed). */
 interface WithNetworkBufferPool {
@@ -47,292 +48,314 @@ interface WithNetworkBufferPool {
 }
 
 /**
- * A worker process (Flink's TaskExecutor): started by the coordinator with `child_process.fork`
- * and an IPC channel. It loads the configured shuffle plugin itself, runs one ShuffleEnvironment,
- * creates its tasks' writers and gates from the descriptors the coordinator sends (as JSON),
- * runs the tasks and reports their counters, results and failures.
+ * A task manager process (Flink's TaskManagerRunner): connects to the job manager, gets the job's
+ * configuration, starts a TaskExecutor with the word count's code, registers it, and then runs
+ * whatever the job manager deploys, reporting task states and counters back. It exits when the
+ * job manager says the job ended (0, or 1 when the job failed), or when it loses the job manager
+ * (its connection closed, or no heartbeat request for `heartbeat.timeout`): 1.
  */
 export class TaskManager {
-  private configuration: Configuration | undefined;
-  private environment: ShuffleEnvironment | undefined;
-  private corpus: Corpus | undefined;
-  private readonly sources: {
-    readonly task: SourceTask;
-    readonly writer: ResultPartitionWriter;
-  }[] = [];
-  private readonly counters: { readonly task: CountTask; readonly gate: InputGate }[] = [];
+  private executor: TaskExecutor | undefined;
+  private jobManager: ConnectedJobManager | undefined;
+  private readonly progress = new Map<string, () => TaskProgress>();
   private progressTimer: NodeJS.Timeout | undefined;
-  private readonly pendingStates = new Map<number, (state: ExecutionState | undefined) => void>();
-  private nextRequestId = 0;
-  private shuttingDown = false;
+  private heartbeats: HeartbeatMonitor | undefined;
+  private exitCode: number | undefined;
+  private readonly ended: Promise<number>;
+  private end!: (code: number) => void;
 
-  constructor(readonly index: number) {}
-
-  /** Wires the process: IPC messages, coordinator loss, signals, uncaught errors. */
-  attach(): void {
-    process.on("message", (message: CoordinatorMessage) => {
-      this.onMessage(message).catch((error: unknown) => this.fatal(message.type, error));
+  constructor(
+    private readonly command: TaskManagerCommand,
+    private readonly stderr: NodeJS.WritableStream,
+    private readonly log: (line: string) => void,
+  ) {
+    this.ended = new Promise((resolve) => {
+      this.end = resolve;
     });
-    // The coordinator died or dropped us: nothing may outlive it.
-    process.on("disconnect", () => {
-      if (!this.shuttingDown) process.exit(1);
-    });
-    // Ctrl-C reaches the whole process group; the coordinator decides how the job ends.
-    process.on("SIGINT", () => {});
-    process.on("uncaughtException", (error) => this.fatal("runtime", error));
-    process.on("unhandledRejection", (error) => this.fatal("runtime", error));
   }
 
-  private async onMessage(message: CoordinatorMessage): Promise<void> {
-    switch (message.type) {
-      case "init":
-        return this.init(message);
-      case "deploy":
-        return this.deploy(message);
-      case "start":
-        return this.start();
-      case "shutdown":
-        return this.shutdown(message.cancel);
-      case "producer-state":
-        this.pendingStates.get(message.requestId)?.(message.state);
-        this.pendingStates.delete(message.requestId);
-        return;
+  /** Runs until the job ends or the job manager is lost; resolves with the exit code. */
+  async run(): Promise<number> {
+    try {
+      await this.start();
+    } catch (error) {
+      // Nothing of a half-started task manager may stay behind (or report a lost job manager).
+      this.exitCode ??= 1;
+      this.stopTimers();
+      this.jobManager?.connection.close("the task manager failed to start");
+      await this.executor?.close();
+      throw error;
     }
+    return this.ended;
   }
 
-  private async init(message: InitMessage): Promise<void> {
-    const configuration = new Configuration(Object.entries(message.config), {
-      configDir: message.configDir,
-      configFile: message.configFile,
+  private async start(): Promise<void> {
+    const own = Configuration.load({
+      ...(this.command.configFile === undefined ? {} : { configFile: this.command.configFile }),
+      args: this.command.dynamicProperties,
     });
-    this.configuration = configuration;
-    // Every worker loads the plugin through the loader itself, as each Flink TaskManager does.
-    const { factory } = await loadShufflePlugin(configuration);
-    const tmpDirs = configuration.getOptional(TaskManagerOptions.TMP_DIRS);
-    const host = configuration.get(TaskManagerOptions.HOST);
-    const resourceId = new ResourceID();
-    const environment = factory.createShuffleEnvironment({
-      configuration,
-      taskExecutorResourceId: resourceId,
-      networkMemorySize: 0,
-      localCommunicationOnly: false,
-      hostAddress: host,
-      numberOfSlots: configuration.get(TaskManagerOptions.NUM_TASK_SLOTS),
-      tmpDirPaths: tmpDirs === undefined ? [tmpdir()] : tmpDirs.split(",").map((d) => d.trim()),
-    });
-    this.environment = environment;
-    const dataPort = await environment.start();
-    this.send({
-      type: "ready",
-      index: this.index,
-      pid: process.pid,
-      resourceId: resourceId.toString(),
+    if (this.command.shuffle !== undefined) own.set(SHUFFLE_KEY, this.command.shuffle);
+    const host = this.command.jobManager?.host ?? own.getOptional(JobManagerOptions.ADDRESS);
+    if (host === undefined) {
+      throw new ConfigurationError(
+        `a task manager needs the job manager's address: --jobmanager <host:port> or ${JobManagerOptions.ADDRESS.key}`,
+      );
+    }
+    const port = this.command.jobManager?.port ?? own.get(JobManagerOptions.PORT);
+    this.jobManager = await connectToJobManager({
       host,
-      dataPort,
+      port,
+      tls: readControlPlaneTls(own),
+      maxMessageSize: own.get(NettyShuffleEnvironmentOptions.MAX_FRAME_SIZE),
+      requestTimeoutMs: own.get(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT),
+      retryForMs: CONNECT_RETRY_MS,
+      onProtocolError: (error) => this.warn(error.message),
+    });
+    const { connection, localAddress } = this.jobManager;
+    void connection.closed.then((why) => this.lost(why));
+
+    const hello = await connection.call("hello", {
+      version: CONTROL_PLANE_VERSION,
+      appVersion: APP_VERSION,
+      pid: process.pid,
+      hostname: hostname(),
+    });
+    const configuration = this.effectiveConfiguration(own, hello.configuration, localAddress);
+    this.heartbeats = new HeartbeatMonitor(
+      configuration.get(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT),
+      (silentForMs) =>
+        this.lost(
+          `no heartbeat request from the job manager for ${silentForMs} ms (heartbeat.timeout)`,
+        ),
+    );
+    this.serve();
+
+    const executor = await TaskExecutor.start(configuration, {
+      invokables: wordCountInvokables(this.progress),
+      loader: { applicationDirs: [APP_DIR] },
+    });
+    this.executor = executor;
+    const { index } = await connection.call("registerTaskExecutor", {
+      resourceId: executor.resourceId.toString(),
+      host: executor.location.host,
+      dataPort: executor.location.dataPort,
+      plugin: pluginIdentity(configuration, executor.plugin),
+    });
+    this.log(
+      `task manager ${index} (pid ${process.pid}) registered with the job manager at ${host}:${port}: data port ${executor.location.host}:${executor.location.dataPort}, resource ${executor.resourceId}\n`,
+    );
+    this.progressTimer = setInterval(() => this.reportProgress(), PROGRESS_INTERVAL_MS);
+  }
+
+  /**
+   * The job manager's configuration with this host's own keys on top. Unless this task manager
+   * sets them, it announces the address it reaches the job manager from (as Flink's task managers
+   * do) and binds its data server to that address.
+   */
+  private effectiveConfiguration(
+    own: Configuration,
+    fromJobManager: Record<string, unknown>,
+    localAddress: string,
+  ): Configuration {
+    const shipped = Object.entries(fromJobManager).filter(([key]) => !HOST_LOCAL_KEYS.has(key));
+    const configuration = new Configuration([...shipped, ...Object.entries(own.toObject())], {
+      ...(own.configDir === undefined ? {} : { configDir: own.configDir }),
+      ...(own.configFile === undefined ? {} : { configFile: own.configFile }),
+    });
+    if (!own.contains(TaskManagerOptions.HOST) && localAddress !== "") {
+      configuration.set(TaskManagerOptions.HOST, localAddress);
+    }
+    if (!own.contains(NettyShuffleEnvironmentOptions.DATA_BIND_HOST)) {
+      configuration.set(
+        NettyShuffleEnvironmentOptions.DATA_BIND_HOST,
+        configuration.get(TaskManagerOptions.HOST),
+      );
+    }
+    return configuration;
+  }
+
+  /** Answers the job manager's requests. */
+  private serve(): void {
+    const { connection } = this.jobManager as ConnectedJobManager;
+    const executor = () => {
+      if (this.executor === undefined) throw new Error("the TaskExecutor is not running yet");
+      return this.executor;
+    };
+    const jobMaster = new RemoteJobMaster(
+      connection,
+      (update) => this.finalProgress(update),
+      // Once the job manager is gone, its loss is the report; each unsent update is not news.
+      (message) => {
+        if (this.exitCode === undefined) this.warn(message);
+      },
+    );
+    connection.handle("heartbeat", () => {
+      this.heartbeats?.received();
+      return {};
+    });
+    connection.handle("submitTask", async ({ descriptor }) => {
+      // The codec checks every field and names the bad one (DescriptorError in the reply).
+      await executor().submitTask(TaskDeploymentDescriptorCodec.fromJSON(descriptor), jobMaster);
+      return null;
+    });
+    connection.handle("cancelTask", async ({ executionAttemptId }) => {
+      await executor().cancelTask(ExecutionAttemptID.parse(executionAttemptId));
+      return null;
+    });
+    connection.handle("updatePartitions", async ({ executionAttemptId, partitionInfos }) => {
+      await executor().updatePartitions(
+        ExecutionAttemptID.parse(executionAttemptId),
+        partitionInfos.map((info) => PartitionInfoCodec.fromJSON(info)),
+      );
+      return null;
+    });
+    connection.handle("releasePartitions", async ({ jobId, partitionIds }) => {
+      await executor().releasePartitions(
+        JobID.fromHex(jobId),
+        partitionIds.map((id) => ResultPartitionID.parse(id)),
+      );
+      return null;
+    });
+    connection.handle("shutdown", async ({ reason, failed }) => {
+      const report = await this.shutdown(failed);
+      if (failed) this.log(`task manager ${process.pid}: the job failed: ${reason}\n`);
+      // The job manager closes the connection once it has the report; a job manager that
+      // vanishes instead must not keep this process waiting.
+      setTimeout(() => this.finish(this.exitCode ?? 1), CLOSE_DEADLINE_MS).unref();
+      return report;
     });
   }
 
-  private deploy(message: DeployMessage): void {
-    const environment = this.requireEnvironment();
-    const configuration = this.configuration as Configuration;
-    const bufferTimeout = bufferTimeoutOf(
-      configuration.get(ExecutionOptions.BUFFER_TIMEOUT_ENABLED),
-      configuration.get(ExecutionOptions.BUFFER_TIMEOUT_INTERVAL),
-    );
-    for (const task of message.tasks) {
-      const owner = environment.createShuffleIOOwnerContext(
-        task.name,
-        ExecutionAttemptID.parse(task.attemptId),
-      );
-      if (task.kind === "source") {
-        const descriptor = ResultPartitionDeploymentDescriptorCodec.fromJSON(task.partition);
-        const [writer] = environment.createResultPartitionWriters(owner, [descriptor]);
-        if (writer === undefined) throw new IllegalStateError(`no writer created for ${task.name}`);
-        writer.setup();
-        this.corpus ??= new Corpus(task.corpus.seed);
-        const corpus = this.corpus.partition(task.corpus, task.subtaskIndex);
-        this.sources.push({
-          task: new SourceTask(
-            task.name,
-            task.subtaskIndex,
-            writer,
-            corpus,
-            descriptor.maxParallelism,
-            bufferTimeout,
-          ),
-          writer,
-        });
-      } else {
-        const descriptor = InputGateDeploymentDescriptorCodec.fromJSON(task.gate);
-        const [gate] = environment.createInputGates(owner, this.producerStateProvider, [
-          descriptor,
-        ]);
-        if (gate === undefined) throw new IllegalStateError(`no gate created for ${task.name}`);
-        gate.setup();
-        this.counters.push({ task: new CountTask(task.name, task.subtaskIndex, gate), gate });
-      }
-    }
-    this.send({ type: "deployed", index: this.index });
-  }
-
-  /** Asks the coordinator (Flink: the JobMaster) for the state of a partition's producer. */
-  private readonly producerStateProvider: PartitionProducerStateProvider = {
-    requestPartitionProducerState: (
-      _resultId: IntermediateDataSetID,
-      partitionId: ResultPartitionID,
-    ) =>
-      new Promise<ExecutionState>((resolve, reject) => {
-        const requestId = ++this.nextRequestId;
-        this.pendingStates.set(requestId, (state) => {
-          if (state === undefined)
-            reject(new IllegalStateError(`the coordinator does not know partition ${partitionId}`));
-          else resolve(state);
-        });
-        this.send({
-          type: "producer-state-request",
-          index: this.index,
-          requestId,
-          partitionId: partitionId.toString(),
-        });
-      }),
-  };
-
-  private start(): void {
-    for (const { gate } of this.counters) gate.requestPartitions();
-    this.progressTimer = setInterval(() => this.reportProgress(), PROGRESS_INTERVAL_MS);
-    for (const { task, writer } of this.sources) {
-      task.run().then(
-        () => {
-          // Finished: give the pool back; the queued data stays readable until consumed.
-          writer.close();
-          this.send({ type: "source-finished", index: this.index, task: task.progress() });
-        },
-        (error: unknown) => {
-          writer.fail(error instanceof Error ? error : new Error(String(error)));
-          writer.close();
-          this.taskFailed(task.name, error);
-        },
-      );
-    }
-    for (const { task, gate } of this.counters) {
-      task.run().then(
-        async () => {
-          await gate.close();
-          this.send({
-            type: "counts",
-            index: this.index,
-            task: task.progress(),
-            counts: [...task.counts],
-          });
-        },
-        async (error: unknown) => {
-          this.taskFailed(task.name, error);
-          await gate.close();
-        },
-      );
-    }
+  private finalProgress(update: TaskExecutionState): TaskProgress | undefined {
+    const key = update.executionAttemptId.toString();
+    const probe = this.progress.get(key);
+    this.progress.delete(key);
+    return probe?.();
   }
 
   private reportProgress(): void {
-    this.send({
-      type: "progress",
-      index: this.index,
-      tasks: [...this.sources, ...this.counters].map(({ task }) => task.progress()),
+    this.jobManager?.connection.notify("reportProgress", {
+      tasks: [...this.progress.values()].map((probe) => probe()),
       rssMb: process.memoryUsage.rss() / (1024 * 1024),
     });
   }
 
-  private taskFailed(task: string, error: unknown): void {
-    if (this.shuttingDown) return;
-    this.send({ type: "task-failed", index: this.index, task, error: errorInfoOf(error) });
-  }
-
   /**
-   * Clean shutdown: every task ended, so close the gates, wait until consumers released this
-   * worker's partitions, check that the NetworkBufferPool got every segment back, close the
-   * environment and exit. With `cancel`, running tasks are stopped and partitions failed first.
+   * The job ended: close the TaskExecutor, after waiting (on success) until consumers released
+   * this worker's partitions, and report whether every network buffer came back. The process
+   * exits once the job manager closed the connection.
    */
-  private async shutdown(cancel: boolean): Promise<void> {
-    if (this.shuttingDown) return;
-    this.shuttingDown = true;
-    clearInterval(this.progressTimer);
-    if (cancel) {
-      setTimeout(() => process.exit(1), CANCEL_DEADLINE_MS).unref();
-      const cause = new IllegalStateError("the job was cancelled by the coordinator");
-      for (const { task } of [...this.sources, ...this.counters]) task.cancel(cause);
-      for (const { writer } of this.sources) {
-        if (!writer.isFinished()) writer.fail(cause);
-        writer.close();
-      }
+  private async shutdown(failed: boolean): Promise<ShutdownReport> {
+    this.exitCode = failed ? 1 : 0;
+    this.stopTimers();
+    const executor = this.executor;
+    if (executor === undefined) {
+      return { peakRssMb: peakRssMb(), bufferPool: null, unreleasedPartitions: 0 };
     }
-    for (const { gate } of this.counters) await gate.close();
-    const environment = this.environment;
+    const environment = executor.shuffleEnvironment;
     let unreleased = 0;
-    if (environment !== undefined && !cancel) {
+    if (!failed) {
+      // A remote consumer releases a pipelined partition with a message that may still be in
+      // flight when the job manager's shutdown arrives.
       const deadline = Date.now() + RELEASE_WAIT_MS;
-      // Remote consumers release a pipelined partition with a message that may still be in
-      // flight when the coordinator's shutdown arrives.
       while (
         environment.getPartitionsOccupyingLocalResources().length > 0 &&
         Date.now() < deadline
       ) {
-        await new Promise((resolve) => setTimeout(resolve, 10));
+        await delay(10);
       }
       unreleased = environment.getPartitionsOccupyingLocalResources().length;
     }
-    const pool = (environment as WithNetworkBufferPool | undefined)?.networkBufferPool;
-    const bufferPool =
-      pool === undefined
-        ? undefined
-        : {
-            available: pool.getNumberOfAvailableMemorySegments(),
-            total: pool.totalNumberOfMemorySegments,
-          };
-    await environment?.close();
-    const closed: ClosedMessage = {
-      type: "closed",
-      index: this.index,
-      pid: process.pid,
-      peakRssMb: process.resourceUsage().maxRSS / 1024,
-      bufferPool,
+    await executor.close();
+    const pool = (environment as WithNetworkBufferPool).networkBufferPool;
+    return {
+      peakRssMb: peakRssMb(),
+      bufferPool:
+        pool === undefined
+          ? null
+          : {
+              available: pool.getNumberOfAvailableMemorySegments(),
+              total: pool.totalNumberOfMemorySegments,
+            },
       unreleasedPartitions: unreleased,
     };
-    this.send(closed, () => process.exit(cancel ? 1 : 0));
   }
 
-  private fatal(phase: string, error: unknown): void {
-    const report = { type: "fatal", index: this.index, phase, error: errorInfoOf(error) } as const;
-    if (!process.connected) process.exit(1);
-    this.send(report, () => process.exit(1));
-    setTimeout(() => process.exit(1), 1_000).unref();
-  }
-
-  private requireEnvironment(): ShuffleEnvironment {
-    if (this.environment === undefined) throw new IllegalStateError("deploy before init");
-    return this.environment;
-  }
-
-  private send(message: TaskManagerMessage, then?: () => void): void {
-    if (!process.connected || process.send === undefined) {
-      then?.();
+  /** The connection closed or heartbeats stopped. */
+  private lost(why: string): void {
+    if (this.exitCode !== undefined) {
+      // Shut down by the job manager, which then closed the connection.
+      this.finish(this.exitCode);
       return;
     }
-    process.send(message, undefined, {}, (error) => {
-      if (error !== null && error !== undefined && then === undefined) process.exit(1);
-      then?.();
-    });
+    this.exitCode = 1;
+    this.stderr.write(`error: task manager (pid ${process.pid}) lost the job manager: ${why}\n`);
+    this.jobManager?.connection.terminate();
+    void this.closeWithin().then(() => this.finish(1));
+  }
+
+  /** Ctrl-C or SIGTERM on a task manager: cancel its tasks, free its memory, exit. */
+  interrupted(signal: NodeJS.Signals): void {
+    const code = signal === "SIGINT" ? 130 : 143;
+    this.exitCode = code;
+    this.jobManager?.connection.close(`interrupted by ${signal}`);
+    void this.closeWithin().then(() => this.finish(code));
+  }
+
+  private async closeWithin(): Promise<void> {
+    this.stopTimers();
+    const closing = this.executor?.close();
+    if (closing === undefined) return;
+    await Promise.race([closing, delay(CLOSE_DEADLINE_MS, undefined, { ref: false })]);
+  }
+
+  private stopTimers(): void {
+    clearInterval(this.progressTimer);
+    this.heartbeats?.stop();
+  }
+
+  private finish(code: number): void {
+    this.stopTimers();
+    this.end(code);
+  }
+
+  private warn(message: string): void {
+    this.stderr.write(`warning: task manager (pid ${process.pid}): ${message}\n`);
   }
 }
 
-/** Entry of a task-manager process: `main.js taskmanager --index <i>`. */
-export function runTaskManager(argv: readonly string[]): void {
-  const at = argv.indexOf("--index");
-  const index = at < 0 ? Number.NaN : Number(argv[at + 1]);
-  if (process.send === undefined || !Number.isInteger(index) || index < 0) {
-    process.stderr.write(
-      "a task manager is started by the demo's coordinator (child_process.fork with an IPC channel and --index <i>); run `pnpm demo` instead\n",
+function peakRssMb(): number {
+  return process.resourceUsage().maxRSS / 1024;
+}
+
+/** Runs the task manager role; resolves with the process exit code. */
+export async function runTaskManager(
+  command: TaskManagerCommand,
+  io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream },
+): Promise<number> {
+  const log = (line: string) => {
+    if (!command.quiet) io.stdout.write(line);
+  };
+  const taskManager = new TaskManager(command, io.stderr, log);
+  const onSignal = (signal: NodeJS.Signals) => taskManager.interrupted(signal);
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  try {
+    return await taskManager.run();
+  } catch (error) {
+    const code = isConfigurationProblem(error) ? 2 : 1;
+    io.stderr.write(
+      `error: task manager (pid ${process.pid}): ${describeThrowable(serializeThrowable(error))}\n`,
     );
-    process.exit(2);
+    return code;
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
   }
-  new TaskManager(index).attach();
+}
+
+/** A bad configuration, or a job manager that refused this task manager for one. */
+function isConfigurationProblem(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  return code === "SLUICE_ERR_CONFIG" || code === "SLUICE_ERR_PROTOCOL";
 }

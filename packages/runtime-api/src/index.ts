@@ -44,6 +44,8 @@ export {
   type ConfigOptionGroup,
   DEFAULT_SHUFFLE_SERVICE_FACTORY,
   ExecutionOptions,
+  HeartbeatManagerOptions,
+  JobManagerOptions,
   NettyShuffleEnvironmentOptions,
   NetworkMemoryOptions,
   SecurityOptions,

@@ -1,8 +1,6 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
-import { StringSerializer } from "@sluice/core";
-import { PollStatus, RecordReader } from "@sluice/runtime";
-import type { InputGate } from "@sluice/runtime-api";
-import type { TaskProgress } from "../ipc-messages.js";
+import { PollStatus, type Task } from "@sluice/runtime";
+import type { TaskProgress } from "../task-progress.js";
 
 /** Records delivered per synchronous poll before the task yields to the event loop. */
 const RECORDS_PER_POLL = 8192;
@@ -14,54 +12,38 @@ const RECORDS_PER_POLL = 8192;
  */
 export class CountTask {
   readonly counts = new Map<string, number>();
-  private readonly reader: RecordReader<string>;
   private records = 0;
   private finished = false;
-  private cancelled: Error | undefined;
 
-  constructor(
-    readonly name: string,
-    readonly subtaskIndex: number,
-    private readonly gate: InputGate,
-  ) {
-    this.reader = new RecordReader(gate, StringSerializer.INSTANCE);
-  }
+  constructor(private readonly task: Task) {}
 
   /** Reads until every channel delivered EndOfPartition. */
   async run(): Promise<void> {
-    const counts = this.counts;
+    const { task, counts } = this;
+    const reader = task.reader<string>();
     const onWord = (word: string) => {
       counts.set(word, (counts.get(word) ?? 0) + 1);
       this.records++;
     };
-    try {
-      for (;;) {
-        const status = this.reader.pollRecords(onWord, RECORDS_PER_POLL);
-        if (status === PollStatus.END_OF_INPUT) break;
-        if (status === PollStatus.NOTHING_AVAILABLE) await this.reader.getAvailableFuture();
-        else await yieldToEventLoop();
-        if (this.cancelled !== undefined) throw this.cancelled;
-      }
-      this.finished = true;
-    } finally {
-      this.reader.close();
+    for (;;) {
+      const status = reader.pollRecords(onWord, RECORDS_PER_POLL);
+      if (status === PollStatus.END_OF_INPUT) break;
+      if (status === PollStatus.NOTHING_AVAILABLE) await reader.getAvailableFuture();
+      else await yieldToEventLoop();
+      task.signal.throwIfAborted();
     }
-  }
-
-  /** Stops reading at the next poll; the owner then closes the gate. */
-  cancel(cause: Error): void {
-    this.cancelled = cause;
+    this.finished = true;
   }
 
   progress(): TaskProgress {
-    const metrics = this.gate.metrics;
+    const metrics = this.task.gates[0]?.metrics;
     return {
-      name: this.name,
+      name: this.task.name,
       kind: "count",
-      subtaskIndex: this.subtaskIndex,
+      subtaskIndex: this.task.subtaskIndex,
       records: this.records,
-      bytes: metrics.numBytesIn,
-      poolUsage: metrics.inPoolUsage(),
+      bytes: metrics?.numBytesIn ?? 0,
+      poolUsage: metrics?.inPoolUsage() ?? 0,
       backPressuredTimeMs: 0,
       finished: this.finished,
     };

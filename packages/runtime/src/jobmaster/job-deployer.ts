@@ -1,3 +1,4 @@
+import { IllegalStateError } from "@sluice/core";
 import type { ShuffleMaster } from "@sluice/runtime-api";
 import { createShuffleMaster } from "../loader/plugin-contract.js";
 import {
@@ -93,7 +94,9 @@ export class JobDeployer {
     placement: Placement,
     options: DeployOptions = {},
   ): Promise<JobExecution> {
-    if (this.closed) throw new Error("the JobDeployer is closed");
+    if (this.closed) {
+      throw new IllegalStateError(`cannot deploy job ${graph.name}: the JobDeployer is closed`);
+    }
     const execution = new JobExecution(
       graph,
       this.master,

@@ -7,6 +7,7 @@ import {
   type ResultPartitionID,
 } from "@sluice/core";
 import {
+  type ConfigOption,
   ExecutionOptions,
   type ExecutionState,
   type InputGate,
@@ -148,8 +149,11 @@ export class TaskExecutor implements TaskExecutorGateway {
     const plugin = await loadShuffleServiceFactoryWithInfo(configuration, options.loader);
     const resourceId = options.resourceId ?? new ResourceID();
     const tmpDirs = configuration.getOptional(TaskManagerOptions.TMP_DIRS);
+    // The plugin listens on `taskmanager.data.port`; with a separate bind port it listens there
+    // and the configured data port is what other workers are told (Flink's external data port).
+    const bindPort = configuration.getOptional(NettyShuffleEnvironmentOptions.DATA_BIND_PORT);
     const environment = createShuffleEnvironment(plugin, {
-      configuration,
+      configuration: bindPort === undefined ? configuration : withDataPort(configuration, bindPort),
       taskExecutorResourceId: resourceId,
       networkMemorySize: networkMemory.bytes,
       localCommunicationOnly: options.localCommunicationOnly ?? false,
@@ -168,6 +172,8 @@ export class TaskExecutor implements TaskExecutorGateway {
       await environment.close();
       throw error;
     }
+    const externalPort = configuration.get(NettyShuffleEnvironmentOptions.DATA_PORT);
+    if (bindPort !== undefined && externalPort > 0 && dataPort >= 0) dataPort = externalPort;
     return new TaskExecutor(
       configuration,
       options,
@@ -427,6 +433,19 @@ export class TaskExecutor implements TaskExecutorGateway {
       throw new IllegalStateError(`TaskExecutor ${this.resourceId} is shut down`);
     }
   }
+}
+
+/** `configuration` with `taskmanager.data.port` replaced by `port` (what the plugin binds to). */
+function withDataPort(configuration: LoaderConfiguration, port: number): LoaderConfiguration {
+  const key = NettyShuffleEnvironmentOptions.DATA_PORT.key;
+  return {
+    configDir: configuration.configDir,
+    get: <T>(option: ConfigOption<T>): T =>
+      option.key === key ? (port as T) : configuration.get(option),
+    getOptional: <T>(option: ConfigOption<T>) =>
+      option.key === key ? (port as Exclude<T, undefined>) : configuration.getOptional(option),
+    contains: (option) => option.key === key || configuration.contains(option),
+  };
 }
 
 function splitPaths(value: string): string[] {

@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import { ALL_OPTIONS } from "./all-options.js";
 import { BatchShuffleOptions } from "./batch-shuffle-options.js";
 import { ExecutionOptions } from "./execution-options.js";
+import { HeartbeatManagerOptions } from "./heartbeat-manager-options.js";
+import { JobManagerOptions } from "./job-manager-options.js";
 import { NettyShuffleEnvironmentOptions } from "./netty-shuffle-options.js";
 import { NetworkMemoryOptions } from "./network-memory-options.js";
 import { SecurityOptions } from "./security-options.js";
@@ -37,6 +39,8 @@ describe("ALL_OPTIONS", () => {
       SecurityOptions,
       TaskManagerOptions,
       WebSocketOptions,
+      JobManagerOptions,
+      HeartbeatManagerOptions,
     ];
     for (const group of groups) {
       for (const option of Object.values(group)) expect(ALL_OPTIONS).toContain(option);
@@ -75,7 +79,12 @@ describe("ALL_OPTIONS", () => {
       "taskmanager.network.sort-shuffle.min-buffers": 512,
       "taskmanager.network.sort-shuffle.min-parallelism": 1,
       "taskmanager.memory.framework.off-heap.batch-shuffle.size": 64 * MB,
+      "jobmanager.rpc.port": 6123,
+      "heartbeat.interval": 10_000,
+      "heartbeat.timeout": 50_000,
     });
+    expect(defaults["jobmanager.rpc.address"]).toBeUndefined();
+    expect(defaults["taskmanager.data.bind-port"]).toBeUndefined();
     expect(defaults["taskmanager.memory.network.max"]).toBeUndefined();
     expect(
       defaults["taskmanager.network.memory.read-buffer.required-per-gate.max"],

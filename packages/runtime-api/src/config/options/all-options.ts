@@ -1,6 +1,8 @@
 import type { ConfigOption } from "../config-option.js";
 import { BatchShuffleOptions } from "./batch-shuffle-options.js";
 import { ExecutionOptions } from "./execution-options.js";
+import { HeartbeatManagerOptions } from "./heartbeat-manager-options.js";
+import { JobManagerOptions } from "./job-manager-options.js";
 import { NettyShuffleEnvironmentOptions } from "./netty-shuffle-options.js";
 import { NetworkMemoryOptions } from "./network-memory-options.js";
 import { SecurityOptions } from "./security-options.js";
@@ -31,6 +33,13 @@ export const CONFIG_OPTION_GROUPS: readonly ConfigOptionGroup[] = [
     options: Object.values(TaskManagerOptions),
   },
   {
+    title: "Cluster",
+    description:
+      "Where task managers find the job manager, and how each side notices that the other is " +
+      "gone.",
+    options: [...Object.values(JobManagerOptions), ...Object.values(HeartbeatManagerOptions)],
+  },
+  {
     title: "Network memory and buffers",
     description:
       "How much memory the network stack of a worker owns and how it is split into buffers for " +
@@ -58,7 +67,9 @@ export const CONFIG_OPTION_GROUPS: readonly ConfigOptionGroup[] = [
   },
   {
     title: "Security",
-    description: "TLS for data connections between workers.",
+    description:
+      "TLS with mutual authentication for data connections between workers and for the " +
+      "control plane between the job manager and its task managers.",
     options: Object.values(SecurityOptions),
   },
   {

@@ -5,6 +5,8 @@ export {
   type CompressionCodec,
 } from "./batch-shuffle-options.js";
 export { ExecutionOptions } from "./execution-options.js";
+export { HeartbeatManagerOptions } from "./heartbeat-manager-options.js";
+export { JobManagerOptions } from "./job-manager-options.js";
 export { NettyShuffleEnvironmentOptions } from "./netty-shuffle-options.js";
 export { NetworkMemoryOptions } from "./network-memory-options.js";
 export { SecurityOptions } from "./security-options.js";

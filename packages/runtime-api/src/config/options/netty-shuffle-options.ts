@@ -30,6 +30,18 @@ export const NettyShuffleEnvironmentOptions = {
         "specific interface) together with `taskmanager.host` to accept remote workers.",
     ),
 
+  /** Port the data server binds to when it differs from the advertised one. */
+  DATA_BIND_PORT: ConfigOptions.key("taskmanager.data.bind-port")
+    .intType()
+    .noDefaultValue()
+    .withValidator(inRange(0, 65535, "a port number"))
+    .withDescription(
+      "Port the worker's data server binds to, when it differs from the port other workers " +
+        "reach it at (behind NAT or a port mapping): the server listens on this port and " +
+        "`taskmanager.data.port` is announced in the shuffle descriptors. Unset: the server " +
+        "listens on `taskmanager.data.port`.",
+    ),
+
   /** First delay before a partition request is retried. */
   NETWORK_REQUEST_BACKOFF_INITIAL: ConfigOptions.key("taskmanager.network.request-backoff.initial")
     .durationType()

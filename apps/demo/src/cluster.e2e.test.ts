@@ -1,0 +1,190 @@
+/**
+ * The standalone cluster on one host: `main.js jobmanager` and `main.js taskmanager` started as
+ * separate commands, talking over the control plane on 127.0.0.1. (Across real network
+ * namespaces: multi-host.e2e.test.ts.)
+ */
+
+import { createTestPki, type TestPki } from "@sluice/shuffle-tck/transport";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  buildDemoIfStale,
+  type DemoProcess,
+  isAlive,
+  killDemoProcesses,
+  lastJsonLine,
+  startDemo,
+  until,
+} from "./test-support/demo-process.js";
+
+beforeAll(buildDemoIfStale, 300_000);
+afterEach(killDemoProcesses);
+
+/** Starts a job manager on a free port of 127.0.0.1 and resolves with it and its port. */
+async function startJobManager(
+  args: readonly string[],
+): Promise<{ jm: DemoProcess; port: number }> {
+  const jm = startDemo(["jobmanager", "--bind", "127.0.0.1:0", ...args]);
+  let port = 0;
+  await until(
+    () => {
+      const { stdout, stderr, code } = jm.output();
+      if (code !== null) throw new Error(`the job manager exited with ${code}:\n${stderr}`);
+      const match = /listening on wss?:\/\/127\.0\.0\.1:(\d+)/.exec(stdout + stderr);
+      port = Number(match?.[1] ?? 0);
+      return port > 0;
+    },
+    20_000,
+    "the job manager to listen",
+  );
+  return { jm, port };
+}
+
+function taskManager(port: number, args: readonly string[] = []): DemoProcess {
+  return startDemo(["taskmanager", "--jobmanager", `127.0.0.1:${port}`, ...args]);
+}
+
+describe("standalone cluster on 127.0.0.1", () => {
+  it.each(["tcp", "ws"])(
+    "runs the word count verified over %s with the roles started as separate commands; the task managers get the job's configuration and exit 0",
+    async (shuffle) => {
+      const { jm, port } = await startJobManager([
+        "--shuffle",
+        shuffle,
+        "--records",
+        "40k",
+        "--json",
+      ]);
+      const tms = [taskManager(port), taskManager(port)];
+      const run = await jm.done;
+      expect(run.stderr).toContain("verified");
+      expect(run.code).toBe(0);
+      expect(lastJsonLine(run.stdout)).toMatchObject({
+        verified: true,
+        records: 40_000,
+        buffersReturned: true,
+        taskManagers: 2,
+      });
+      for (const tm of tms) {
+        const tmRun = await tm.done;
+        expect(tmRun.code).toBe(0);
+        // The shuffle plugin came from the job manager: the task managers were given none.
+        expect(tmRun.stdout).toMatch(
+          new RegExp(
+            `registered with the job manager at 127\\.0\\.0\\.1:${port}: data port 127\\.0\\.0\\.1:\\d+`,
+          ),
+        );
+      }
+    },
+    60_000,
+  );
+
+  it("refuses a task manager that loaded another shuffle plugin with a clear message, and still runs the job with a matching one", async () => {
+    const { jm, port } = await startJobManager(["--records", "20k", "--task-managers", "1"]);
+    const wrong = await taskManager(port, ["--shuffle", "ws"]).done;
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toContain("SLUICE_ERR_CONFIG");
+    expect(wrong.stderr).toContain(
+      "loaded the shuffle plugin @sluice/shuffle-ws#WsShuffleServiceFactory",
+    );
+    expect(wrong.stderr).toContain(
+      "but the job manager runs @sluice/shuffle-tcp#TcpShuffleServiceFactory",
+    );
+    const right = taskManager(port);
+    const run = await jm.done;
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("verified");
+    expect(run.stderr).toContain("warning: refused the task manager with pid");
+    expect((await right.done).code).toBe(0);
+  }, 60_000);
+
+  it("makes every task manager exit non-zero within seconds when the job manager is killed mid-job", async () => {
+    const { jm, port } = await startJobManager(["--records", "200m"]);
+    const tms = [taskManager(port), taskManager(port)];
+    await until(
+      () => /\] [1-9][\d,]*\/200,000,000 words/.test(jm.output().stdout),
+      30_000,
+      "the job to run",
+    );
+    const killedAt = Date.now();
+    jm.child.kill("SIGKILL");
+    const runs = await Promise.all(tms.map((tm) => tm.done));
+    expect(Date.now() - killedAt).toBeLessThan(10_000);
+    for (const run of runs) {
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain("lost the job manager");
+    }
+  }, 60_000);
+
+  it("makes every task manager exit non-zero when the job manager stops requesting heartbeats", async () => {
+    const heartbeat = ["-D", "heartbeat.interval=200ms", "-D", "heartbeat.timeout=1500ms"];
+    const { jm, port } = await startJobManager(["--records", "200m", ...heartbeat]);
+    const tms = [taskManager(port), taskManager(port)];
+    await until(
+      () => /\] [1-9][\d,]*\/200,000,000 words/.test(jm.output().stdout),
+      30_000,
+      "the job to run",
+    );
+    // Frozen, its connections stay open: the task managers learn it only from the silence.
+    jm.child.kill("SIGSTOP");
+    const runs = await Promise.all(tms.map((tm) => tm.done));
+    for (const run of runs) {
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain(
+        "lost the job manager: no heartbeat request from the job manager",
+      );
+    }
+    jm.child.kill("SIGKILL");
+  }, 60_000);
+
+  it("fails the job when a task manager stops answering heartbeats, naming it and its address, and every process exits non-zero", async () => {
+    const heartbeat = ["-D", "heartbeat.interval=200ms", "-D", "heartbeat.timeout=1500ms"];
+    const { jm, port } = await startJobManager(["--records", "200m", ...heartbeat]);
+    const tms = [taskManager(port), taskManager(port)];
+    await until(
+      () => /\] [1-9][\d,]*\/200,000,000 words/.test(jm.output().stdout),
+      30_000,
+      "the job to run",
+    );
+    const frozen = /task manager 1 \(pid (\d+)\) ready/.exec(jm.output().stdout);
+    const pid = Number(frozen?.[1]);
+    // A frozen process keeps its sockets open: only the missing heartbeats reveal it.
+    process.kill(pid, "SIGSTOP");
+    const run = await jm.done;
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(
+      `error: the job failed: task manager 1 (pid ${pid}) at 127.0.0.1 was lost: no heartbeat for`,
+    );
+    expect(run.stderr).toContain("(heartbeat.timeout 1500 ms)");
+    process.kill(pid, "SIGCONT");
+    const tmRuns = await Promise.all(tms.map((tm) => tm.done));
+    for (const tmRun of tmRuns) expect(tmRun.code).toBe(1);
+    for (const tm of [jm, ...tms]) expect(isAlive(tm.child.pid as number)).toBe(false);
+  }, 60_000);
+});
+
+describe("one-command demo with internal TLS", () => {
+  let pki: TestPki | undefined;
+  afterAll(() => pki?.remove());
+
+  it("runs verified with the control plane and the data plane mutually authenticated by the same certificates", async () => {
+    pki = createTestPki("demo");
+    const identity = pki.issue("cluster");
+    const run = await startDemo([
+      "--records",
+      "20k",
+      "--shuffle",
+      "ws",
+      "-D",
+      "security.ssl.internal.enabled=true",
+      "-D",
+      `security.ssl.internal.ca=${pki.caCert}`,
+      "-D",
+      `security.ssl.internal.key=${identity.key}`,
+      "-D",
+      `security.ssl.internal.cert=${identity.cert}`,
+      "--json",
+    ]).done;
+    expect(run.code).toBe(0);
+    expect(lastJsonLine(run.stdout)).toMatchObject({ verified: true, buffersReturned: true });
+  }, 60_000);
+});

@@ -1,0 +1,60 @@
+import type { ServerOptions as HttpsServerOptions } from "node:https";
+import type { TLSSocket } from "node:tls";
+import { checkFingerprint, readTlsSettings, type TlsSettings } from "@sluice/network";
+import { type ConfigOption, type ReadableConfig, SecurityOptions } from "@sluice/runtime-api";
+import type { ClientOptions } from "ws";
+
+/**
+ * The TLS settings of the control plane, or `undefined` when `security.ssl.internal.enabled` is
+ * off. They are the data plane's (`security.ssl.internal.key`, `.cert`, `.ca`, the fingerprint
+ * pin), read by the same function; `taskmanager.data.ssl.enabled` switches only the data port.
+ *
+ * @throws ConfigurationError naming the key of a missing or unreadable PEM file.
+ */
+export function readControlPlaneTls(config: ReadableConfig): TlsSettings | undefined {
+  if (!config.get(SecurityOptions.SSL_INTERNAL_ENABLED)) return undefined;
+  const dataSsl = SecurityOptions.DATA_SSL_ENABLED as ConfigOption<unknown>;
+  const withDataSsl: ReadableConfig = {
+    get: <T>(option: ConfigOption<T>): T => (option === dataSsl ? (true as T) : config.get(option)),
+    getOptional: <T>(option: ConfigOption<T>) =>
+      option === dataSsl ? (true as Exclude<T, undefined>) : config.getOptional(option),
+    contains: (option) => option === dataSsl || config.contains(option),
+  };
+  return readTlsSettings(withDataSsl);
+}
+
+/** HTTPS server options that require a client certificate signed by the internal CA. */
+export function serverTlsOptions(settings: TlsSettings): HttpsServerOptions {
+  return {
+    key: settings.key,
+    cert: settings.cert,
+    ca: settings.ca,
+    minVersion: settings.minVersion,
+    ...(settings.passphrase === undefined ? {} : { passphrase: settings.passphrase }),
+    ...(settings.handshakeTimeoutMs === undefined
+      ? {}
+      : { handshakeTimeout: settings.handshakeTimeoutMs }),
+    requestCert: true,
+    rejectUnauthorized: true,
+  };
+}
+
+/** Why a TLS peer must be dropped despite a trusted certificate (the pin), or undefined. */
+export function pinViolation(settings: TlsSettings, socket: TLSSocket): string | undefined {
+  return checkFingerprint(settings, socket.getPeerCertificate());
+}
+
+/** WebSocket client options that present this side's certificate and trust only the CA. */
+export function clientTlsOptions(settings: TlsSettings): ClientOptions {
+  return {
+    key: settings.key,
+    cert: settings.cert,
+    ca: settings.ca,
+    minVersion: settings.minVersion,
+    ...(settings.passphrase === undefined ? {} : { passphrase: settings.passphrase }),
+    rejectUnauthorized: true,
+    // Internal certificates name no host: trust comes from the CA and the pin, as on the data
+    // plane. (Node's tls treats a falsy result as "identity ok"; @types/ws types it as boolean.)
+    checkServerIdentity: () => false,
+  };
+}

@@ -1,0 +1,254 @@
+import { ProtocolError, RemoteTransportError, TimeoutError } from "@sluice/core";
+import {
+  deserializeThrowable,
+  type SerializedThrowable,
+  serializeThrowable,
+} from "@sluice/runtime";
+import {
+  createJSONRPCErrorResponse,
+  JSONRPCClient,
+  JSONRPCErrorCode,
+  JSONRPCErrorException,
+  type JSONRPCResponse,
+  JSONRPCServer,
+  JSONRPCServerAndClient,
+} from "json-rpc-2.0";
+import type { RawData, WebSocket } from "ws";
+import * as z from "zod";
+import type { MethodSpec, MethodTable } from "./control-plane-messages.js";
+
+/** JSON-RPC's range for application errors: a handler threw (the `data` says what). */
+const APPLICATION_ERROR = -32000;
+
+const serializedThrowable = z.object({
+  name: z.string(),
+  code: z.string().optional(),
+  message: z.string(),
+  stack: z.string().optional(),
+});
+
+/** A handler for one method of the local table: gets the checked params. */
+type Handler<M extends MethodSpec> = (
+  params: z.output<M["params"]>,
+) => z.input<M["result"]> | Promise<z.input<M["result"]>>;
+
+/** Options of an {@link RpcPeer}. */
+export interface RpcPeerOptions<Local extends MethodTable, Remote extends MethodTable> {
+  /** The open WebSocket. */
+  readonly socket: WebSocket;
+  /** The methods this side offers; requests for others get "method not found". */
+  readonly local: Local;
+  /** The methods the other side offers. */
+  readonly remote: Remote;
+  /** Who the other side is, for messages (may be refined later with {@link RpcPeer.label}). */
+  readonly label: string;
+  /** How long a call waits for its reply. */
+  readonly requestTimeoutMs: number;
+  /**
+   * Told about input that could not be answered: a malformed notification or response, a frame
+   * that is not JSON-RPC. Requests always get an error reply as well.
+   */
+  readonly onProtocolError: (error: Error) => void;
+}
+
+/**
+ * One end of a control-plane connection: JSON-RPC 2.0 in both directions over one WebSocket
+ * (`json-rpc-2.0` does the framing, ids and matching of replies). Every request's params and
+ * every reply are checked against the method's schema on receipt; a request that fails the check,
+ * names an unknown method or is not JSON at all gets an error reply naming what was wrong, and the
+ * receiver carries on. Errors cross as `SerializedThrowable`, so their codes survive.
+ */
+export class RpcPeer<Local extends MethodTable, Remote extends MethodTable> {
+  /** Resolves when the connection closed, with the reason. */
+  readonly closed: Promise<string>;
+  /** Who the other side is, as messages name it. */
+  label: string;
+
+  private readonly socket: WebSocket;
+  private readonly options: RpcPeerOptions<Local, Remote>;
+  private readonly rpc: JSONRPCServerAndClient;
+
+  constructor(options: RpcPeerOptions<Local, Remote>) {
+    this.options = options;
+    this.socket = options.socket;
+    this.label = options.label;
+    const send = (payload: unknown) => this.send(payload);
+    // A handler's error goes back to the caller in the error reply, and the caller reports it;
+    // the library's own console logging of it would only repeat that on this side.
+    const server = new JSONRPCServer({ errorListener: () => {} });
+    this.rpc = new JSONRPCServerAndClient(server, new JSONRPCClient(send), {
+      errorListener: (message) => options.onProtocolError(new ProtocolError(message)),
+    });
+    this.closed = new Promise((resolve) => {
+      this.socket.once("close", (code, reason) => {
+        const why = `the control connection to ${this.label} closed (code ${code}${reason.length > 0 ? `, ${reason.toString()}` : ""})`;
+        this.rpc.rejectAllPendingRequests(why);
+        resolve(why);
+      });
+    });
+    // An 'error' is always followed by 'close', which is where the loss is reported.
+    this.socket.on("error", () => {});
+    this.socket.on("message", (data, isBinary) => this.receive(data, isBinary));
+  }
+
+  /** True while the connection is open. */
+  get isOpen(): boolean {
+    return this.socket.readyState === this.socket.OPEN;
+  }
+
+  /** Answers requests for `method` with `handler`; params are checked first. */
+  handle<K extends keyof Local & string>(method: K, handler: Handler<Local[K]>): void {
+    const spec = this.options.local[method] as MethodSpec;
+    this.rpc.addMethod(method, async (raw: unknown) => {
+      const params = spec.params.safeParse(raw ?? {});
+      if (!params.success) {
+        const error = new ProtocolError(
+          `${method} from ${this.label} has malformed params: ${z.prettifyError(params.error).replaceAll("\n", " ")}`,
+        );
+        this.options.onProtocolError(error);
+        throw new JSONRPCErrorException(
+          error.message,
+          JSONRPCErrorCode.InvalidParams,
+          serializeThrowable(error),
+        );
+      }
+      try {
+        return (await handler(params.data as z.output<Local[K]["params"]>)) ?? null;
+      } catch (error) {
+        throw new JSONRPCErrorException(
+          (error as Error)?.message ?? String(error),
+          APPLICATION_ERROR,
+          serializeThrowable(error),
+        );
+      }
+    });
+  }
+
+  /**
+   * Calls `method` on the other side and resolves with its checked result.
+   *
+   * @throws the remote handler's error (same code), TimeoutError when no reply came within the
+   *   request timeout, RemoteTransportError when the connection closed first, ProtocolError for a
+   *   malformed reply.
+   */
+  async call<K extends keyof Remote & string>(
+    method: K,
+    params: z.input<Remote[K]["params"]>,
+  ): Promise<z.output<Remote[K]["result"]>> {
+    const spec = this.options.remote[method] as MethodSpec;
+    const timeoutMs = this.options.requestTimeoutMs;
+    if (!this.isOpen) {
+      throw new RemoteTransportError(
+        `cannot call ${method}: the control connection to ${this.label} is closed`,
+      );
+    }
+    let raw: unknown;
+    try {
+      raw = await this.rpc.client
+        .timeout(timeoutMs, (id) =>
+          createJSONRPCErrorResponse(
+            id,
+            APPLICATION_ERROR,
+            "timeout",
+            serializeThrowable(
+              new TimeoutError(`${this.label} did not answer ${method} within ${timeoutMs} ms`),
+            ),
+          ),
+        )
+        .request(method, params);
+    } catch (error) {
+      throw this.remoteError(method, error);
+    }
+    const result = spec.result.safeParse(raw);
+    if (!result.success) {
+      throw new ProtocolError(
+        `${this.label} answered ${method} with a malformed result: ${z.prettifyError(result.error).replaceAll("\n", " ")}`,
+      );
+    }
+    return result.data as z.output<Remote[K]["result"]>;
+  }
+
+  /** Sends a notification (no reply); dropped when the connection is gone. */
+  notify<K extends keyof Remote & string>(method: K, params: z.input<Remote[K]["params"]>): void {
+    if (this.isOpen) this.rpc.notify(method, params);
+  }
+
+  /** Closes the connection (the other side sees a normal close). */
+  close(reason = "closing"): void {
+    if (this.socket.readyState === this.socket.CLOSED) return;
+    this.socket.close(1000, reason.slice(0, 120));
+    // A peer that never answers the close handshake must not keep this process alive.
+    setTimeout(() => this.socket.terminate(), 1_000).unref();
+  }
+
+  /** Drops the connection at once. */
+  terminate(): void {
+    this.socket.terminate();
+  }
+
+  private send(payload: unknown): void {
+    if (!this.isOpen) {
+      throw new RemoteTransportError(`the control connection to ${this.label} is not open`);
+    }
+    this.socket.send(JSON.stringify(payload));
+  }
+
+  private receive(data: RawData, isBinary: boolean): void {
+    if (isBinary) {
+      this.reject(null, "binary frames are not part of the control plane");
+      return;
+    }
+    let payload: unknown;
+    try {
+      payload = JSON.parse(rawText(data));
+    } catch (error) {
+      this.reject(null, `not JSON (${(error as Error).message})`, JSONRPCErrorCode.ParseError);
+      return;
+    }
+    if (typeof payload !== "object" || payload === null) {
+      this.reject(null, `not a JSON-RPC message: ${JSON.stringify(payload).slice(0, 80)}`);
+      return;
+    }
+    this.rpc.receiveAndSend(payload, undefined, undefined).catch((error: unknown) => {
+      // Neither a request nor a response (the library reported it to the error listener), or the
+      // reply could not be sent because the connection is gone.
+      if (this.isOpen) this.reject(idOf(payload), (error as Error).message);
+    });
+  }
+
+  /** Answers input that is not a valid request with a JSON-RPC error (id null if unknown). */
+  private reject(
+    id: string | number | null,
+    why: string,
+    code: number = JSONRPCErrorCode.InvalidRequest,
+  ): void {
+    const error = new ProtocolError(`malformed control-plane message from ${this.label}: ${why}`);
+    this.options.onProtocolError(error);
+    const response: JSONRPCResponse = createJSONRPCErrorResponse(
+      id,
+      code,
+      error.message,
+      serializeThrowable(error),
+    );
+    if (this.isOpen) this.socket.send(JSON.stringify(response));
+  }
+
+  private remoteError(method: string, error: unknown): Error {
+    if (error instanceof JSONRPCErrorException) {
+      const data = serializedThrowable.safeParse(error.data);
+      if (data.success) return deserializeThrowable(data.data as SerializedThrowable);
+      return new RemoteTransportError(`${method} to ${this.label} failed: ${error.message}`);
+    }
+    return error instanceof Error ? error : new Error(String(error));
+  }
+}
+
+function rawText(data: RawData): string {
+  if (Array.isArray(data)) return Buffer.concat(data).toString("utf8");
+  return Buffer.from(data as ArrayBuffer).toString("utf8");
+}
+
+function idOf(payload: unknown): string | number | null {
+  const id = (payload as { id?: unknown }).id;
+  return typeof id === "string" || typeof id === "number" ? id : null;
+}

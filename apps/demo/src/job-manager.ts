@@ -1,0 +1,567 @@
+import { ConfigurationError } from "@sluice/core";
+import type { TlsSettings } from "@sluice/network";
+import {
+  Configuration,
+  describeThrowable,
+  JobDeployer,
+  type JobExecution,
+  type JobResult,
+  serializeThrowable,
+} from "@sluice/runtime";
+import {
+  HeartbeatManagerOptions,
+  JobManagerOptions,
+  type JsonValue,
+  NettyShuffleEnvironmentOptions,
+} from "@sluice/runtime-api";
+import type { DemoOptions, HostPort } from "./cli.js";
+import { HOST_LOCAL_KEYS, type ShutdownReport } from "./cluster/control-plane-messages.js";
+import { readControlPlaneTls } from "./cluster/control-plane-tls.js";
+import { JobManagerEndpoint } from "./cluster/job-manager-endpoint.js";
+import type { RegisteredTaskManager } from "./cluster/registered-task-manager.js";
+import { referenceCounts } from "./corpus.js";
+import { formatInteger } from "./format.js";
+import { type LocalTaskManager, LocalTaskManagers } from "./local-task-managers.js";
+import { createProgressView, type ProgressSnapshot, type ProgressView } from "./progress.js";
+import {
+  APP_DIR,
+  APP_VERSION,
+  describeShuffle,
+  pluginIdentity,
+  SHUFFLE_KEY,
+} from "./shuffle-plugin.js";
+import { formatSummary, type JobReport, type ProcessReport, summaryJson } from "./summary.js";
+import type { TaskProgress } from "./task-progress.js";
+import { verifyCounts } from "./verification.js";
+import {
+  COUNT_VERTEX,
+  type CountResult,
+  type WordCountJob,
+  wordCountJob,
+} from "./word-count-job.js";
+
+/** How long local task managers may take to start and register. */
+const STARTUP_TIMEOUT_MS = 30_000;
+/** How long a standalone job manager waits for its task managers to register. */
+const REGISTRATION_TIMEOUT_MS = 300_000;
+/** How long a clean shutdown may take. */
+const SHUTDOWN_TIMEOUT_MS = 10_000;
+/** After a failure: how long the job's tasks and the task managers get before they are killed. */
+const CANCEL_GRACE_MS = 3_000;
+const PROGRESS_RENDER_MS = 500;
+
+/** The streams the demo writes to. */
+export interface DemoIO {
+  /** Machine-readable output (`--json`). */
+  readonly stdout: NodeJS.WriteStream;
+  /** Human-readable output: stdout, or stderr with `--json`. */
+  readonly human: NodeJS.WriteStream;
+  readonly stderr: NodeJS.WriteStream;
+}
+
+/**
+ * Why the job failed. `rank` orders the report: the root cause (a task manager killed by a
+ * signal, one that was lost) comes before its consequences (tasks failing because a peer
+ * vanished).
+ */
+interface Failure {
+  readonly rank: number;
+  readonly message: string;
+  readonly exitCode: number;
+}
+
+class JobFailedError extends Error {
+  constructor() {
+    super("job failed");
+  }
+}
+
+class Deferred<T> {
+  readonly promise: Promise<T>;
+  resolve!: (value: T) => void;
+  reject!: (error: unknown) => void;
+  constructor() {
+    this.promise = new Promise<T>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+  }
+}
+
+/**
+ * The demo's job manager (Flink's JobManager for one job): starts the `JobDeployer` (the shuffle
+ * plugin's ShuffleMaster), opens the control plane, waits for its task managers (started here as
+ * child processes in the one-command mode, anywhere in the standalone mode), deploys the word
+ * count onto them, follows its progress, verifies the counts and shuts every task manager down,
+ * on every path.
+ */
+export class JobManager {
+  private readonly failures: Failure[] = [];
+  private readonly failed = new Deferred<never>();
+  private readonly allRegistered = new Deferred<void>();
+  private readonly progress = new Map<string, TaskProgress & { taskManager: number }>();
+  private readonly lastRssMb = new Map<number, number>();
+  private readonly lost = new Set<RegisteredTaskManager>();
+  private readonly shutdownReports = new Map<RegisteredTaskManager, ShutdownReport>();
+  /** Exit codes the local children should end with, once told to shut down. */
+  private readonly expectedExit = new Map<number, number>();
+  private endpoint: JobManagerEndpoint | undefined;
+  private execution: JobExecution | undefined;
+  private local: LocalTaskManagers | undefined;
+  private startedAt = 0;
+  private view: ProgressView | undefined;
+  private renderTimer: NodeJS.Timeout | undefined;
+  private interruptedBy: NodeJS.Signals | undefined;
+  private readonly onSignal = (signal: NodeJS.Signals) => this.interrupted(signal);
+  private readonly onExit = () => this.local?.killAll("SIGKILL");
+
+  constructor(
+    private readonly options: DemoOptions,
+    private readonly io: DemoIO,
+  ) {
+    // Attach a handler so a rejection before anyone awaits `failed` is never "unhandled".
+    this.failed.promise.catch(() => {});
+  }
+
+  /** Runs the job; resolves with the process exit code. */
+  async run(): Promise<number> {
+    const { options } = this;
+    let configuration: Configuration;
+    let tls: TlsSettings | undefined;
+    try {
+      configuration = Configuration.load({
+        ...(options.configFile === undefined ? {} : { configFile: options.configFile }),
+        args: options.dynamicProperties,
+      });
+      if (options.shuffle !== undefined) configuration.set(SHUFFLE_KEY, options.shuffle);
+      tls = readControlPlaneTls(configuration);
+    } catch (error) {
+      if (!(error instanceof ConfigurationError)) throw error;
+      this.io.stderr.write(`error: ${error.message}\n`);
+      return 2;
+    }
+
+    let deployer: JobDeployer;
+    try {
+      deployer = await JobDeployer.start(configuration, {
+        loader: { applicationDirs: [APP_DIR] },
+        onFatalError: (error) =>
+          this.recordFailure(1, `the shuffle master failed: ${error.message}`),
+      });
+    } catch (error) {
+      // The loader's message names the key, the value, where it looked and what it found.
+      const code = (error as { code?: string }).code;
+      this.io.stderr.write(
+        `error: ${code === undefined ? "" : `[${code}] `}${(error as Error).message}\n`,
+      );
+      return 1;
+    }
+
+    const shuffle = describeShuffle(configuration);
+    const job = wordCountJob(options);
+    this.say(
+      `Sluice demo: word count of ${formatInteger(options.records)} words, parallelism ${options.parallelism}, ` +
+        `${options.taskManagers} task managers, shuffle ${shuffle}\n`,
+    );
+    process.on("SIGINT", this.onSignal);
+    process.on("SIGTERM", this.onSignal);
+    process.on("exit", this.onExit);
+    try {
+      const result = await this.execute(configuration, tls, deployer, job);
+      const report = await this.finish(shuffle, deployer, job, result);
+      this.io.human.write(formatSummary(report));
+      if (options.json) this.io.stdout.write(`${JSON.stringify(summaryJson(report))}\n`);
+      return report.verified ? 0 : 1;
+    } catch (error) {
+      if (!(error instanceof JobFailedError)) {
+        const isConfig = error instanceof ConfigurationError;
+        this.recordFailure(
+          0,
+          isConfig
+            ? (error as Error).message
+            : `job manager error: ${(error as Error).stack ?? error}`,
+          isConfig ? 2 : 1,
+        );
+      }
+      return await this.reportFailure(shuffle);
+    } finally {
+      this.stopProgress();
+      await this.endpoint?.close();
+      await deployer.close();
+      process.off("SIGINT", this.onSignal);
+      process.off("SIGTERM", this.onSignal);
+      process.off("exit", this.onExit);
+    }
+  }
+
+  // ------------------------------------------------------------------------------ the job
+
+  private async execute(
+    configuration: Configuration,
+    tls: TlsSettings | undefined,
+    deployer: JobDeployer,
+    job: WordCountJob,
+  ): Promise<JobResult> {
+    const { options } = this;
+    const local = options.command === "local";
+    const bind: HostPort = local
+      ? { host: "127.0.0.1", port: 0 }
+      : (options.bind ?? {
+          host: configuration.getOptional(JobManagerOptions.ADDRESS) ?? "127.0.0.1",
+          port: configuration.get(JobManagerOptions.PORT),
+        });
+    const shipped: Record<string, JsonValue> = {};
+    for (const [key, value] of Object.entries(configuration.toObject())) {
+      if (!HOST_LOCAL_KEYS.has(key)) shipped[key] = value as JsonValue;
+    }
+    const endpoint = await JobManagerEndpoint.listen({
+      host: bind.host,
+      port: bind.port,
+      tls,
+      maxMessageSize: configuration.get(NettyShuffleEnvironmentOptions.MAX_FRAME_SIZE),
+      heartbeatIntervalMs: configuration.get(HeartbeatManagerOptions.HEARTBEAT_INTERVAL),
+      heartbeatTimeoutMs: configuration.get(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT),
+      appVersion: APP_VERSION,
+      plugin: pluginIdentity(configuration, deployer.plugin),
+      expectedTaskManagers: options.taskManagers,
+      taskManagerConfiguration: shipped,
+      events: {
+        onRegistered: (tm) => {
+          const { host, dataPort, resourceId } = tm.location;
+          this.say(`${tm.label} ready: data port ${host}:${dataPort}, resource ${resourceId}\n`);
+          if (endpoint.taskManagers.length === options.taskManagers) this.allRegistered.resolve();
+        },
+        onLost: (tm, cause) => {
+          this.lost.add(tm);
+          this.recordFailure(1, cause.message);
+          this.execution?.notifyTaskExecutorLost(tm, cause);
+        },
+        onProgress: (tm, tasks, rssMb) => {
+          this.lastRssMb.set(tm.index, rssMb);
+          for (const task of tasks)
+            this.progress.set(task.name, { ...task, taskManager: tm.index });
+        },
+        onFinalProgress: (tm, task) => {
+          this.progress.set(task.name, { ...task, taskManager: tm.index });
+        },
+        onWarning: (message) => this.io.stderr.write(`warning: ${message}\n`),
+      },
+    });
+    this.endpoint = endpoint;
+    if (local) {
+      this.local = LocalTaskManagers.start(
+        options.taskManagers,
+        { host: "127.0.0.1", port: endpoint.port },
+        configArguments(options),
+        (child, code, signal, error) => this.onLocalExit(child, code, signal, error),
+      );
+    } else {
+      this.say(
+        `job manager listening on ${endpoint.url}: waiting for ${options.taskManagers} task managers ` +
+          `(pnpm demo -- taskmanager --jobmanager <this host>:${endpoint.port})\n`,
+      );
+    }
+    await this.phase(
+      this.allRegistered.promise,
+      local ? STARTUP_TIMEOUT_MS : REGISTRATION_TIMEOUT_MS,
+      `${options.taskManagers} task managers to register`,
+    );
+
+    const taskManagers = endpoint.taskManagers;
+    const execution = await deployer.deploy(
+      job.graph,
+      (_vertex, subtask) => taskManagers[subtask % taskManagers.length] as RegisteredTaskManager,
+    );
+    this.execution = execution;
+    this.startedAt = performance.now();
+    this.startProgress();
+    const result = await this.phase(execution.terminated);
+    if (result.status !== "FINISHED") {
+      const cause =
+        result.error === undefined
+          ? `the job ended ${result.status}`
+          : describeThrowable(serializeThrowable(result.error));
+      const task = result.failedTask === undefined ? "" : `task ${result.failedTask} failed: `;
+      this.recordFailure(3, `${task}${cause}`);
+      throw new JobFailedError();
+    }
+    return result;
+  }
+
+  /** The job finished: shut the task managers down cleanly, verify, build the report. */
+  private async finish(
+    shuffle: string,
+    deployer: JobDeployer,
+    job: WordCountJob,
+    result: JobResult,
+  ): Promise<JobReport> {
+    const durationMs = performance.now() - this.startedAt;
+    this.view?.update(this.snapshot(), true);
+    this.stopProgress();
+    const taskManagers = this.endpoint?.taskManagers ?? [];
+    await this.phase(
+      this.shutDownTaskManagers("the job finished", false),
+      SHUTDOWN_TIMEOUT_MS,
+      "the task managers to shut down",
+    );
+    if (this.local !== undefined) {
+      await this.phase(this.local.allExited(), SHUTDOWN_TIMEOUT_MS, "the task managers to exit");
+    }
+
+    const counts = (result.results.get(COUNT_VERTEX) ?? []).map(
+      (partial) => new Map((partial as unknown as CountResult | undefined)?.counts ?? []),
+    );
+    const verification = verifyCounts(referenceCounts(job.corpus), counts, job.maxParallelism);
+    const tasks = [...this.progress.values()];
+    const records = tasks.filter((t) => t.kind === "count").reduce((sum, t) => sum + t.records, 0);
+    const emitted = tasks.filter((t) => t.kind === "source").reduce((sum, t) => sum + t.records, 0);
+    const differences = [...verification.differences];
+    if (emitted !== job.corpus.records || records !== job.corpus.records) {
+      differences.unshift(
+        `the sources emitted ${formatInteger(emitted)} and the counters received ${formatInteger(records)} words; the corpus has ${formatInteger(job.corpus.records)}`,
+      );
+    }
+    for (const error of result.releaseErrors) {
+      differences.push(`releasing the job's partitions failed: ${error.message}`);
+    }
+    const processes: ProcessReport[] = [
+      { role: "coordinator", pid: process.pid, peakRssMb: process.resourceUsage().maxRSS / 1024 },
+      ...taskManagers.map((tm) => {
+        const closed = this.shutdownReports.get(tm);
+        if (closed === undefined) differences.push(`${tm.label} did not report its shutdown`);
+        return {
+          role: "taskmanager" as const,
+          index: tm.index,
+          pid: tm.pid,
+          peakRssMb: closed?.peakRssMb ?? this.lastRssMb.get(tm.index) ?? 0,
+          ...(closed?.bufferPool == null ? {} : { bufferPool: closed.bufferPool }),
+          unreleasedPartitions: closed?.unreleasedPartitions ?? 0,
+        };
+      }),
+    ];
+    return {
+      shuffle,
+      shuffleModule: deployer.plugin.file,
+      verified: differences.length === 0,
+      differences,
+      records,
+      bytes: tasks.filter((t) => t.kind === "source").reduce((sum, t) => sum + t.bytes, 0),
+      durationMs,
+      parallelism: this.options.parallelism,
+      taskManagers: taskManagers.length,
+      distinctWords: verification.distinctWords,
+      tasks,
+      processes,
+    };
+  }
+
+  /** Tells every task manager still connected that the job ended; collects their reports. */
+  private async shutDownTaskManagers(reason: string, failed: boolean): Promise<void> {
+    const taskManagers = (this.endpoint?.taskManagers ?? []).filter((tm) => !this.lost.has(tm));
+    await Promise.all(
+      taskManagers.map(async (tm) => {
+        this.expectedExit.set(tm.pid, failed ? 1 : 0);
+        try {
+          this.shutdownReports.set(tm, await tm.shutdown(reason, failed));
+        } catch (error) {
+          if (!failed) {
+            this.recordFailure(2, `${tm.label} failed to shut down: ${(error as Error).message}`);
+          }
+          tm.disconnect("the job ended");
+        }
+      }),
+    );
+  }
+
+  // --------------------------------------------------------------------- local processes
+
+  private onLocalExit(
+    child: LocalTaskManager,
+    code: number | null,
+    signal: NodeJS.Signals | null,
+    error?: Error,
+  ): void {
+    if (signal !== null && signal === child.killSignal) return;
+    const registered = this.endpoint?.taskManagers.find((tm) => tm.pid === child.pid);
+    const label = registered?.label ?? `task manager (pid ${child.pid})`;
+    if (error !== undefined) {
+      this.recordFailure(0, `${label} could not be started or signalled: ${error.message}`);
+      return;
+    }
+    const expected = this.expectedExit.get(child.pid);
+    if (signal !== null) this.recordFailure(0, `${label} was killed by signal ${signal}`);
+    else if (expected === undefined)
+      this.recordFailure(2, `${label} exited unexpectedly with code ${code}`);
+    else if (code !== expected && code !== 0) {
+      this.recordFailure(2, `${label} exited with code ${code} while shutting down`);
+    }
+  }
+
+  // ---------------------------------------------------------------------------- failures
+
+  private recordFailure(rank: number, message: string, exitCode = 1): void {
+    if (this.failures.some((f) => f.message === message)) return;
+    this.failures.push({ rank, message, exitCode });
+    if (this.failures.length === 1) this.failed.reject(new JobFailedError());
+  }
+
+  /** Awaits `promise`, failing fast when the job fails, and after `timeoutMs` if given. */
+  private async phase<T>(promise: Promise<T>, timeoutMs?: number, what?: string): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout =
+      timeoutMs === undefined
+        ? undefined
+        : new Promise<never>((_, reject) => {
+            timer = setTimeout(() => {
+              this.recordFailure(2, `timed out after ${timeoutMs / 1000} s waiting for ${what}`);
+              reject(new JobFailedError());
+            }, timeoutMs);
+          });
+    try {
+      return await Promise.race([
+        promise,
+        this.failed.promise,
+        ...(timeout === undefined ? [] : [timeout]),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private interrupted(signal: NodeJS.Signals): void {
+    if (this.interruptedBy !== undefined) {
+      // A second signal while tearing down: stop waiting.
+      this.local?.killAll("SIGKILL");
+      process.exit(signal === "SIGINT" ? 130 : 143);
+    }
+    this.interruptedBy = signal;
+    this.recordFailure(-1, `interrupted by ${signal}`, signal === "SIGINT" ? 130 : 143);
+  }
+
+  /**
+   * Ends the job (its tasks are canceled), tells every task manager still reachable to shut down
+   * (they exit non-zero), kills local ones that do not exit in time, and reports the failure.
+   */
+  private async reportFailure(shuffle: string): Promise<number> {
+    this.stopProgress();
+    const [first, ...rest] = [...this.failures].sort((a, b) => a.rank - b.rank);
+    const failure = first as Failure;
+    const execution = this.execution;
+    if (execution !== undefined) {
+      // No-op when the job already failed; otherwise (interrupted, timed out) its tasks stop.
+      execution.cancel(failure.message);
+      await settlesWithin(execution.terminated, CANCEL_GRACE_MS);
+    }
+    await settlesWithin(this.shutDownTaskManagers(failure.message, true), CANCEL_GRACE_MS);
+    const local = this.local;
+    if (local !== undefined && !(await settlesWithin(local.allExited(), CANCEL_GRACE_MS))) {
+      local.killAll("SIGKILL");
+      await settlesWithin(local.allExited(), CANCEL_GRACE_MS);
+    }
+    // Failures recorded while stopping (a child's exit code) belong to the report too.
+    const [head, ...others] = [...this.failures].sort((a, b) => a.rank - b.rank);
+    const root = head ?? failure;
+    const lines = [
+      `error: the job failed: ${root.message}`,
+      ...(others.length > 0 ? others : rest).map((f) => `  also: ${f.message}`),
+    ];
+    if (local !== undefined) {
+      const alive = local.processes.filter((p) => !p.exited);
+      lines.push(
+        alive.length === 0
+          ? `all ${local.processes.length} task manager processes have exited`
+          : `could not stop task managers with pids ${alive.map((p) => p.pid).join(", ")}`,
+      );
+    } else {
+      const registered = this.endpoint?.taskManagers ?? [];
+      const stopped = registered.filter((tm) => this.shutdownReports.has(tm)).length;
+      lines.push(
+        `${stopped} of ${registered.length} registered task managers shut down on request; ${this.lost.size} were lost`,
+      );
+    }
+    this.io.stderr.write(`${lines.join("\n")}\n`);
+    if (this.options.json) {
+      this.io.stdout.write(
+        `${JSON.stringify({
+          verified: false,
+          error: root.message,
+          shuffle,
+          processes: [
+            {
+              role: "coordinator",
+              pid: process.pid,
+              peakRssMb: round1(process.resourceUsage().maxRSS / 1024),
+            },
+            ...(this.endpoint?.taskManagers ?? []).map((tm) => ({
+              role: "taskmanager",
+              index: tm.index,
+              pid: tm.pid,
+              peakRssMb: round1(
+                this.shutdownReports.get(tm)?.peakRssMb ?? this.lastRssMb.get(tm.index) ?? 0,
+              ),
+            })),
+          ],
+        })}\n`,
+      );
+    }
+    return root.exitCode;
+  }
+
+  // ----------------------------------------------------------------------------- progress
+
+  private startProgress(): void {
+    this.view = createProgressView(this.io.human);
+    this.renderTimer = setInterval(() => this.view?.update(this.snapshot()), PROGRESS_RENDER_MS);
+  }
+
+  private snapshot(): ProgressSnapshot {
+    return {
+      elapsedMs: performance.now() - this.startedAt,
+      totalRecords: this.options.records,
+      tasks: [...this.progress.values()],
+    };
+  }
+
+  private stopProgress(): void {
+    clearInterval(this.renderTimer);
+    this.renderTimer = undefined;
+    this.view?.stop();
+    this.view = undefined;
+  }
+
+  private say(text: string): void {
+    this.io.human.write(text);
+  }
+}
+
+/** The configuration arguments local task managers get: the same sources as this process. */
+function configArguments(options: DemoOptions): string[] {
+  return [
+    ...(options.configFile === undefined ? [] : ["--config", options.configFile]),
+    ...options.dynamicProperties,
+    ...(options.shuffle === undefined ? [] : ["--shuffle", options.shuffle]),
+  ];
+}
+
+function round1(value: number): number {
+  return Math.round(value * 10) / 10;
+}
+
+/** True if `promise` settles within `ms`. */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([
+      promise.then(
+        () => true,
+        () => true,
+      ),
+      timeout,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

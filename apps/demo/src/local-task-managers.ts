@@ -1,0 +1,111 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+/** One task-manager child process of the one-command demo. */
+export interface LocalTaskManager {
+  readonly child: ChildProcess;
+  readonly pid: number;
+  /** Set when the launcher killed it: its exit is then expected. */
+  killSignal: NodeJS.Signals | undefined;
+  exited: boolean;
+  /** Resolves when the process exited. */
+  readonly exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * The task managers of the one-command demo: `main.js taskmanager --jobmanager 127.0.0.1:<port>`
+ * child processes with this process's configuration arguments. They are ordinary task managers
+ * that connect over the control plane like remote ones; the launcher only adds what a parent
+ * knows and a remote job manager cannot: how a child exited (a signal, an exit code).
+ */
+export class LocalTaskManagers {
+  readonly processes: LocalTaskManager[] = [];
+
+  /**
+   * Starts `count` task managers that connect to `port` on 127.0.0.1.
+   *
+   * @param configArgs this process's `--config`, `-D` and `--shuffle` arguments: the children run
+   *   on the same host, so they share its host-local configuration (certificates, addresses).
+   * @param onExit called once per child when it exits (with `error` when it could not start).
+   */
+  static start(
+    count: number,
+    jobManager: { host: string; port: number },
+    configArgs: readonly string[],
+    onExit: (
+      process: LocalTaskManager,
+      code: number | null,
+      signal: NodeJS.Signals | null,
+      error?: Error,
+    ) => void,
+  ): LocalTaskManagers {
+    const main = fileURLToPath(new URL("./main.js", import.meta.url));
+    if (!existsSync(main)) {
+      throw new Error(`cannot start task managers: ${main} does not exist (build the demo first)`);
+    }
+    const launcher = new LocalTaskManagers();
+    for (let i = 0; i < count; i++) {
+      const child = spawn(
+        process.execPath,
+        [
+          // A debugger port cannot be shared with the job manager.
+          ...process.execArgv.filter((arg) => !arg.startsWith("--inspect")),
+          main,
+          "taskmanager",
+          "--jobmanager",
+          `${jobManager.host}:${jobManager.port}`,
+          "--quiet",
+          ...configArgs,
+        ],
+        {
+          stdio: ["ignore", "inherit", "inherit"],
+          // Its own process group: Ctrl-C reaches the job manager only, which ends the job.
+          detached: true,
+        },
+      );
+      let resolveExit!: LocalTaskManager["exit"] extends Promise<infer T>
+        ? (value: T) => void
+        : never;
+      const handle: LocalTaskManager = {
+        child,
+        pid: child.pid ?? -1,
+        killSignal: undefined,
+        exited: false,
+        exit: new Promise((resolve) => {
+          resolveExit = resolve;
+        }),
+      };
+      const exited = (code: number | null, signal: NodeJS.Signals | null, error?: Error) => {
+        if (handle.exited) return;
+        handle.exited = true;
+        resolveExit({ code, signal });
+        onExit(handle, code, signal, error);
+      };
+      // The process could not be started (or signalled): it counts as exited, with the reason.
+      child.on("error", (error) => exited(null, null, error));
+      child.on("exit", (code, signal) => exited(code, signal));
+      launcher.processes.push(handle);
+    }
+    return launcher;
+  }
+
+  /** Resolves once every child exited. */
+  allExited(): Promise<void> {
+    return Promise.all(this.processes.map((p) => p.exit)).then(() => undefined);
+  }
+
+  /** Sends `signal` to every child still running. */
+  killAll(signal: NodeJS.Signals): void {
+    for (const handle of this.processes) {
+      if (handle.exited) continue;
+      handle.killSignal = signal;
+      handle.child.kill(signal);
+    }
+  }
+
+  /** The child with this pid. */
+  byPid(pid: number): LocalTaskManager | undefined {
+    return this.processes.find((p) => p.pid === pid);
+  }
+}

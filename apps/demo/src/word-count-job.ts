@@ -1,0 +1,86 @@
+import type { JobGraph as JobGraphType, Task, TaskInvokable } from "@sluice/runtime";
+import { JobGraph } from "@sluice/runtime";
+import type { JsonValue } from "@sluice/runtime-api";
+import { Corpus, type CorpusSpec } from "./corpus.js";
+import type { TaskProgress } from "./task-progress.js";
+import { CountTask } from "./tasks/count-task.js";
+import { SourceTask } from "./tasks/source-task.js";
+
+/** The vertex names, as tasks are shown (`Count (1/2)#0`). */
+export const SOURCE_VERTEX = "Source: Words -> Tokenize";
+export const COUNT_VERTEX = "Count";
+
+/** What the job needs to know. */
+export interface WordCountOptions {
+  readonly parallelism: number;
+  readonly records: number;
+  readonly seed: number;
+}
+
+/** The word count's graph and its two vertices. */
+export interface WordCountJob {
+  readonly graph: JobGraphType;
+  readonly corpus: CorpusSpec;
+  /** Key groups of the keyed exchange: the count vertex's max parallelism. */
+  readonly maxParallelism: number;
+}
+
+/**
+ * The word count (Flink's JobGraph): P source subtasks, each generating its share of a seeded
+ * corpus, connected all-to-all to P count subtasks through a key-group hash exchange on the word
+ * (serializer `string`, key selector `value`: the word is its own key).
+ */
+export function wordCountJob(options: WordCountOptions): WordCountJob {
+  const corpus: CorpusSpec = {
+    seed: options.seed,
+    records: options.records,
+    parallelism: options.parallelism,
+  };
+  const graph = new JobGraph("word count");
+  const source = graph.addVertex({
+    name: SOURCE_VERTEX,
+    parallelism: options.parallelism,
+    invokable: "source",
+    configuration: { corpus: { ...corpus } },
+  });
+  const count = graph.addVertex({
+    name: COUNT_VERTEX,
+    parallelism: options.parallelism,
+    invokable: "count",
+  });
+  graph.connect(source, count, {
+    partitioner: { name: "HASH", keySelector: "value" },
+    serializer: "string",
+  });
+  return { graph, corpus, maxParallelism: count.maxParallelism };
+}
+
+/** What a count subtask returns: its counts as `[word, count]` pairs. */
+export interface CountResult {
+  readonly counts: readonly (readonly [string, number])[];
+}
+
+/**
+ * The code of the word count's tasks, by the names the graph gives (`source`, `count`), for
+ * `TaskExecutor.start`. Each running task registers its live counters in `progress`, keyed by
+ * execution attempt, where the task manager reads them for its reports.
+ */
+export function wordCountInvokables(
+  progress: Map<string, () => TaskProgress>,
+): Readonly<Record<string, TaskInvokable<Task>>> {
+  return {
+    source: async (task) => {
+      const spec = task.configuration.corpus as unknown as CorpusSpec;
+      const source = new SourceTask(task, new Corpus(spec.seed).partition(spec, task.subtaskIndex));
+      progress.set(task.executionAttemptId.toString(), () => source.progress());
+      return source.run();
+    },
+    count: async (task) => {
+      const count = new CountTask(task);
+      progress.set(task.executionAttemptId.toString(), () => count.progress());
+      await count.run();
+      const result: CountResult = { counts: [...count.counts] };
+      return result as unknown as JsonValue;
+    },
+  };
+}

@@ -1,0 +1,25 @@
+import { ConfigOptions, inRange } from "../config-option.js";
+
+/** Where the job manager's control plane is reached (Flink's `JobManagerOptions`). */
+export const JobManagerOptions = {
+  /** The host task managers connect to. */
+  ADDRESS: ConfigOptions.key("jobmanager.rpc.address")
+    .stringType()
+    .noDefaultValue()
+    .withDescription(
+      "Host name or IP address of the job manager: task managers connect to its control plane " +
+        "(registration, deployment, task states, heartbeats) there. The job manager listens on " +
+        "it too unless told otherwise.",
+    ),
+
+  /** The port task managers connect to. */
+  PORT: ConfigOptions.key("jobmanager.rpc.port")
+    .intType()
+    .defaultValue(6123)
+    .withValidator(inRange(0, 65535, "a port number"))
+    .withDescription(
+      "Port of the job manager's control plane. 0 lets the job manager pick a free port (useful " +
+        "only when the task managers are told the port another way, as the demo's one-command " +
+        "mode does).",
+    ),
+} as const;
