@@ -57,6 +57,8 @@ export const ErrorCodes = {
   LOCAL_TRANSPORT: "SLUICE_ERR_LOCAL_TRANSPORT",
   /** An operation did not complete within its configured timeout. */
   TIMEOUT: "SLUICE_ERR_TIMEOUT",
+  /** A peer made a data server reach one of its configured limits (connections, queued bytes). */
+  LIMIT_EXCEEDED: "SLUICE_ERR_LIMIT_EXCEEDED",
 } as const;
 
 /** A stable Sluice error code. */
@@ -208,6 +210,13 @@ export type LocalTransportError = InstanceType<typeof LocalTransportError>;
 /** An operation exceeded its configured timeout. */
 export const TimeoutError = defineError("TimeoutError", ErrorCodes.TIMEOUT);
 export type TimeoutError = InstanceType<typeof TimeoutError>;
+
+/**
+ * A data server refused or closed a connection because a configured limit was reached (too many
+ * connections, too many bytes queued for a peer that does not read); the message names the key.
+ */
+export const LimitExceededError = defineError("LimitExceededError", ErrorCodes.LIMIT_EXCEEDED);
+export type LimitExceededError = InstanceType<typeof LimitExceededError>;
 
 /** Returns true when `value` is a SluiceError (from any copy of this package) with `code`. */
 export function isSluiceError(value: unknown, code?: ErrorCode): value is SluiceError {

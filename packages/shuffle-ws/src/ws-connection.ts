@@ -200,6 +200,15 @@ export class WsConnection implements TransportConnection {
     return false;
   }
 
+  /** ws stops reading the socket; messages it already parsed are still delivered. */
+  pause(): void {
+    this.ws.pause();
+  }
+
+  resume(): void {
+    this.ws.resume();
+  }
+
   close(): void {
     if (this.closeRequested || this.destroyed || this.finished) return;
     this.closeRequested = true;

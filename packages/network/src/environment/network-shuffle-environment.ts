@@ -2,6 +2,7 @@ import {
   type ExecutionAttemptID,
   IllegalArgumentError,
   IllegalStateError,
+  LimitExceededError,
   NetworkBufferPool,
   type ResourceID,
   type ResultPartitionID,
@@ -41,6 +42,7 @@ import {
   type NetworkShuffleEnvironmentConfiguration,
   readNetworkShuffleEnvironmentConfiguration,
 } from "./network-shuffle-environment-configuration.js";
+import { validateNetworkShuffleConfiguration } from "./validate-network-shuffle-configuration.js";
 
 /**
  * One worker's shuffle (Flink's NettyShuffleEnvironment): its NetworkBufferPool, the registry of
@@ -55,7 +57,7 @@ export class NetworkShuffleEnvironment
   readonly resourceId: ResourceID;
   readonly settings: NetworkShuffleEnvironmentConfiguration;
   readonly networkBufferPool: NetworkBufferPool;
-  readonly resultPartitionManager = new ResultPartitionManager();
+  readonly resultPartitionManager: ResultPartitionManager;
   /** Subscriptions for task events sent upstream by consumers (when the worker brings none). */
   readonly taskEventDispatcher = new TaskEventDispatcher();
   /** Where task events go: the worker's publisher from the context, else our dispatcher. */
@@ -70,12 +72,23 @@ export class NetworkShuffleEnvironment
   private started = false;
   private closed = false;
 
+  /**
+   * @throws ConfigurationError (`SLUICE_ERR_CONFIG`) naming the keys when a value is invalid or
+   *   the settings cannot serve one channel (`validateNetworkShuffleConfiguration`): a worker
+   *   that could not work refuses to start.
+   */
   constructor(context: ShuffleEnvironmentContext, transport?: Transport) {
     this.resourceId = context.taskExecutorResourceId;
     this.settings = readNetworkShuffleEnvironmentConfiguration(
       context.configuration,
       context.networkMemorySize,
     );
+    validateNetworkShuffleConfiguration(this.settings, {
+      networkMemoryFromContext: context.networkMemorySize > 0,
+    });
+    this.resultPartitionManager = new ResultPartitionManager({
+      maxWaitingPartitionRequests: this.settings.maxWaitingPartitionRequests,
+    });
     this.networkBufferPool = NetworkBufferPool.fromMemorySize(
       this.settings.networkMemoryBytes,
       this.settings.segmentSize,
@@ -111,17 +124,33 @@ export class NetworkShuffleEnvironment
           connection.destroy();
           return;
         }
+        const s = this.settings;
         const handler = new PartitionRequestServerHandler(
           connection,
           this.resultPartitionManager,
           this.taskEventPublisher,
           {
-            maxFrameSize: this.settings.maxFrameSize,
-            partitionRequestTimeoutMs: this.settings.partitionRequestTimeoutMs,
-            maxPartitionRequestsPerConnection: this.settings.maxPartitionRequestsPerConnection,
+            maxFrameSize: s.maxFrameSize,
+            partitionRequestTimeoutMs: s.partitionRequestTimeoutMs,
+            maxPartitionRequestsPerConnection: s.maxPartitionRequestsPerConnection,
+            maxOutboundBytes: s.maxOutboundBytesPerConnection,
+            idleTimeoutMs: s.idleConnectionTimeoutMs,
+            frameReadTimeoutMs: s.frameReadTimeoutMs,
             onClosed: (closed) => this.serverHandlers.delete(closed),
           },
         );
+        if (this.serverHandlers.size >= s.maxConnections) {
+          // Refused with a reason rather than dropped: the consumers on the other side fail
+          // naming the limit instead of seeing a bare reset.
+          handler.refuse(
+            new LimitExceededError(
+              `the data server of worker ${this.resourceId} already has ${this.serverHandlers.size} ` +
+                `connections ('taskmanager.network.max-connections' = ${s.maxConnections}); ` +
+                `refused the connection from ${connection.remoteAddress}`,
+            ),
+          );
+          return;
+        }
         this.serverHandlers.add(handler);
       },
     });
@@ -173,6 +202,7 @@ export class NetworkShuffleEnvironment
         numberOfSubpartitions,
         partitionManager: this.resultPartitionManager,
         maxRecordSize: s.maxRecordSize,
+        minBufferSize: s.minSegmentSize,
         bufferPoolFactory: () =>
           this.networkBufferPool.createBufferPool(min, max, {
             numberOfSubpartitions,

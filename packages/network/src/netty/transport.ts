@@ -37,6 +37,14 @@ export interface TransportConnection {
   write(chunks: readonly Uint8Array[], onWritten?: (error?: Error | null) => void): boolean;
   /** True while the send buffer is below its high-water mark. */
   isWritable(): boolean;
+  /**
+   * Stops delivering `onData` until `resume()`: the transport stops reading the socket, so what
+   * the peer sends backs up into its own buffers (flow control, as a paused Node stream). The
+   * data server pauses a peer that does not read its replies. Idempotent.
+   */
+  pause(): void;
+  /** Delivers `onData` again after `pause()`. Idempotent. */
+  resume(): void;
   /** Graceful close: queued data is sent first. Idempotent. */
   close(): void;
   /** Abortive close: drops queued data; `onClose` gets `cause`. Idempotent. */

@@ -41,6 +41,11 @@ export interface ResultPartitionOptions {
   readonly bufferPoolFactory: () => LocalBufferPool;
   /** Records larger than this fail with RecordTooLargeError (`taskmanager.network.max-record-size`). */
   readonly maxRecordSize?: number;
+  /**
+   * The smallest buffer size a consumer may ask for with NewBufferSize
+   * (`taskmanager.memory.min-segment-size`); smaller requests are raised to it. Default 1.
+   */
+  readonly minBufferSize?: number;
 }
 
 /** Size of the record length prefix (int32 big-endian). */
@@ -111,7 +116,7 @@ export class ResultPartition implements ResultPartitionWriter, SubpartitionParen
     this.description = `ResultPartition ${options.partitionId} [${options.owningTaskName}]`;
     this.subpartitions = Array.from(
       { length: this.numberOfSubpartitions },
-      (_, i) => new PipelinedSubpartition(i, this),
+      (_, i) => new PipelinedSubpartition(i, this, options.minBufferSize),
     );
     this.unicastBuilders = new Array<BufferBuilder | undefined>(this.numberOfSubpartitions);
     this.numberOfUsers = this.numberOfSubpartitions;

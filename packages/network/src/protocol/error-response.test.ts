@@ -11,6 +11,7 @@ import {
   IllegalStateError,
   InputChannelID,
   InsufficientBuffersError,
+  LimitExceededError,
   LocalTransportError,
   PartitionConnectionError,
   PartitionNotFoundError,
@@ -85,6 +86,7 @@ const CLASS_OF: Record<ErrorCode, SluiceErrorClass | undefined> = {
   [ErrorCodes.REMOTE_TRANSPORT]: RemoteTransportError,
   [ErrorCodes.LOCAL_TRANSPORT]: LocalTransportError,
   [ErrorCodes.TIMEOUT]: TimeoutError,
+  [ErrorCodes.LIMIT_EXCEEDED]: LimitExceededError,
 };
 
 describe("error wire ids", () => {

@@ -12,6 +12,7 @@ import {
   type InputChannelID,
   InsufficientBuffersError,
   isSluiceError,
+  LimitExceededError,
   LocalTransportError,
   PartitionConnectionError,
   PartitionNotFoundError,
@@ -141,6 +142,7 @@ const CLASS_BY_CODE: ReadonlyMap<ErrorCode, SluiceErrorClass> = new Map<
   [ErrorCodes.REMOTE_TRANSPORT, RemoteTransportError],
   [ErrorCodes.LOCAL_TRANSPORT, LocalTransportError],
   [ErrorCodes.TIMEOUT, TimeoutError],
+  [ErrorCodes.LIMIT_EXCEEDED, LimitExceededError],
 ]);
 
 const ERROR_CLASS_NAME = /^[A-Za-z_$][\w$]{0,127}$/;

@@ -30,6 +30,7 @@ export const ERROR_WIRE_IDS = {
   [ErrorCodes.REMOTE_TRANSPORT]: 20,
   [ErrorCodes.LOCAL_TRANSPORT]: 21,
   [ErrorCodes.TIMEOUT]: 22,
+  [ErrorCodes.LIMIT_EXCEEDED]: 23,
 } as const satisfies Record<ErrorCode, number>;
 
 /** The wire id written for errors that carry no Sluice code (plain `Error`s, non-errors). */
