@@ -377,6 +377,21 @@ export class NetworkShuffleEnvironment
     return this.serverHandlers.size;
   }
 
+  /**
+   * What the data server holds for its peers (for tests and metrics): bytes queued and not yet
+   * taken by the sockets, over all connections, and how many peers it stopped reading from
+   * because they do not read their replies.
+   */
+  getServerOutboundStats(): { readonly queuedBytes: number; readonly pausedConnections: number } {
+    let queuedBytes = 0;
+    let pausedConnections = 0;
+    for (const handler of this.serverHandlers) {
+      queuedBytes += handler.getQueuedOutboundBytes();
+      if (handler.isReadingPaused()) pausedConnections++;
+    }
+    return { queuedBytes, pausedConnections };
+  }
+
   /** Open client connections (for tests and metrics). */
   getNumberOfClientConnections(): number {
     return this.clientFactory?.getNumberOfConnections() ?? 0;

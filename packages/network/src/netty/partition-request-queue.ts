@@ -29,6 +29,12 @@ interface ControlMessage {
   readonly bytes: number;
 }
 
+/** Who stops and restarts reading from the peer when the outbound budget is used. */
+export interface ReadingControl {
+  pause(): void;
+  resume(): void;
+}
+
 /** Limits of a PartitionRequestQueue. */
 export interface PartitionRequestQueueOptions {
   /**
@@ -38,6 +44,8 @@ export interface PartitionRequestQueueOptions {
    * control messages beyond twice it close the connection.
    */
   readonly maxOutboundBytes?: number;
+  /** Pauses and resumes reading from the peer; default: the connection itself. */
+  readonly readingControl?: ReadingControl;
 }
 
 /**
@@ -64,6 +72,7 @@ export class PartitionRequestQueue implements ReaderQueue {
   private readonly control: ControlMessage[] = [];
   private readonly announcing = new Set<CreditBasedSequenceNumberingViewReader>();
   private readonly maxOutboundBytes: number;
+  private readonly readingControl: ReadingControl;
   private controlBytes = 0;
   /** Bytes handed to the transport whose write has not completed yet. */
   private inFlightBytes = 0;
@@ -74,6 +83,7 @@ export class PartitionRequestQueue implements ReaderQueue {
   constructor(connection: TransportConnection, options: PartitionRequestQueueOptions = {}) {
     this.connection = connection;
     this.maxOutboundBytes = options.maxOutboundBytes ?? DEFAULT_MAX_OUTBOUND_BYTES;
+    this.readingControl = options.readingControl ?? connection;
   }
 
   /** Registers a new reader (on PartitionRequest). */
@@ -181,8 +191,9 @@ export class PartitionRequestQueue implements ReaderQueue {
     this.control.push(message);
     this.controlBytes += message.bytes;
     if (this.controlBytes > 2 * this.maxOutboundBytes) {
-      // Replies that were already on their way when reading paused (one large inbound chunk)
-      // still overran the budget: give up on this peer rather than grow.
+      // Reading pauses at the budget, and the server decodes what it already read in small
+      // slices, checking in between; only a peer whose replies still outgrow twice the budget
+      // gets here: give up on it rather than grow.
       this.connection.destroy(
         new LimitExceededError(
           `${this.controlBytes} bytes of replies queued for ${this.connection.remoteAddress}, ` +
@@ -212,10 +223,10 @@ export class PartitionRequestQueue implements ReaderQueue {
     const queued = this.controlBytes + this.inFlightBytes;
     if (!this.readingPaused && queued >= this.maxOutboundBytes) {
       this.readingPaused = true;
-      this.connection.pause();
+      this.readingControl.pause();
     } else if (this.readingPaused && queued <= this.maxOutboundBytes / 2) {
       this.readingPaused = false;
-      this.connection.resume();
+      this.readingControl.resume();
     }
   }
 

@@ -144,21 +144,30 @@ describe("PartitionRequestServerHandler", () => {
     expect(connection.paused).toBe(true);
     expect(handler.isReadingPaused()).toBe(true);
     expect(handler.getQueuedOutboundBytes()).toBeGreaterThanOrEqual(budget);
-    expect(handler.getQueuedOutboundBytes()).toBeLessThan(budget + 10 * 512);
+    // Pausing takes effect between decoded slices of input: one slice of requests at most.
+    expect(handler.getQueuedOutboundBytes()).toBeLessThan(2 * budget);
     await turn();
     expect(connection.writes).toEqual([]); // nothing is written while the peer does not read
 
     connection.drain();
-    await turn();
-    await turn();
-    expect(errorsIn(answers(connection))).toHaveLength(sent);
-    connection.completeWrites();
+    // Reading resumes; what was read but not decoded while paused is answered too.
+    const received: NettyMessage[] = [];
+    await expect
+      .poll(
+        () => {
+          connection.completeWrites();
+          received.push(...answers(connection));
+          return errorsIn(received).length;
+        },
+        { interval: 5 },
+      )
+      .toBe(sent);
     expect(handler.getQueuedOutboundBytes()).toBe(0);
     expect(connection.paused).toBe(false);
     expect(connection.destroyed).toBe(false);
   });
 
-  it("closes a connection whose queued replies exceed twice the outbound budget", async () => {
+  it("decodes no more of a large chunk once reading paused, and the rest after it resumed", async () => {
     const connection = new FakeConnection();
     connection.writable = false;
     const budget = 16 * 1024;
@@ -166,7 +175,34 @@ describe("PartitionRequestServerHandler", () => {
       ...OPTIONS,
       maxOutboundBytes: budget,
     });
-    // One large chunk (as a WebSocket message can be) arrives whole, even after pausing.
+    // One large chunk, as one WebSocket message can be: it is read whole, decoded in part.
+    handler.onData(frames(Array.from({ length: 2_000 }, () => taskEventRequest())));
+    expect(connection.paused).toBe(true);
+    expect(connection.destroyed).toBe(false);
+    expect(handler.getQueuedOutboundBytes()).toBeLessThan(2 * budget);
+    connection.drain();
+    const received: NettyMessage[] = [];
+    await expect
+      .poll(
+        () => {
+          connection.completeWrites();
+          received.push(...answers(connection));
+          return errorsIn(received).length;
+        },
+        { interval: 5 },
+      )
+      .toBe(2_000);
+  });
+
+  it("closes a connection whose queued replies exceed twice the outbound budget", async () => {
+    const connection = new FakeConnection();
+    connection.writable = false;
+    // So small that the replies to one decoded slice of input already exceed twice of it.
+    const budget = 4 * 1024;
+    const handler = new PartitionRequestServerHandler(connection, newManager(), undefined, {
+      ...OPTIONS,
+      maxOutboundBytes: budget,
+    });
     handler.onData(frames(Array.from({ length: 1_000 }, () => taskEventRequest())));
     expect(connection.destroyed).toBe(true);
     const cause = expectSluiceError(

@@ -19,6 +19,13 @@ import { CreditBasedSequenceNumberingViewReader } from "./credit-based-sequence-
 import { PartitionRequestQueue } from "./partition-request-queue.js";
 import type { ConnectionHandler, TransportConnection } from "./transport.js";
 
+/**
+ * Input is decoded in slices of this many bytes, and not at all while reading is paused: a large
+ * chunk (a WebSocket message can hold thousands of requests) cannot make the server produce
+ * more than one slice's replies after the outbound budget was used.
+ */
+const DECODE_SLICE_BYTES = 8 * 1024;
+
 /** Server-side limits and timeouts. */
 export interface ServerHandlerOptions {
   readonly maxFrameSize: number;
@@ -68,6 +75,8 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
   /** When the frame the decoder is in the middle of started to arrive; -1 at a frame boundary. */
   private frameStartedAt = -1;
   private watchdog: NodeJS.Timeout | undefined;
+  /** Input read but not decoded because reading paused (at most what arrived meanwhile). */
+  private pendingInput: Buffer[] = [];
 
   constructor(
     connection: TransportConnection,
@@ -79,10 +88,20 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
     this.partitionManager = partitionManager;
     this.taskEventPublisher = taskEventPublisher;
     this.options = options;
-    this.queue = new PartitionRequestQueue(
-      connection,
-      options.maxOutboundBytes === undefined ? {} : { maxOutboundBytes: options.maxOutboundBytes },
-    );
+    this.queue = new PartitionRequestQueue(connection, {
+      ...(options.maxOutboundBytes === undefined
+        ? {}
+        : { maxOutboundBytes: options.maxOutboundBytes }),
+      readingControl: {
+        pause: () => connection.pause(),
+        resume: () => {
+          connection.resume();
+          // What was read before the pause but not decoded yet goes first, on a fresh turn
+          // (resume is called from inside the queue's write path).
+          if (this.pendingInput.length > 0) setImmediate(() => this.feedPending());
+        },
+      },
+    });
     this.decoder = new NettyMessageDecoder({
       side: "server",
       maxFrameSize: options.maxFrameSize,
@@ -94,25 +113,56 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
 
   onData(chunk: Buffer): void {
     if (this.closed) return;
-    const now = performance.now();
-    this.lastActivityAt = now;
+    this.lastActivityAt = performance.now();
+    if (this.pendingInput.length > 0 || this.queue.isReadingPaused()) {
+      // A transport may still deliver what it had already read when it was paused.
+      this.pendingInput.push(chunk);
+      return;
+    }
+    this.feed(chunk);
+  }
+
+  /** Decodes `chunk` slice by slice; keeps the rest once the outbound budget pauses reading. */
+  private feed(chunk: Buffer): void {
     try {
-      this.decoder.feed(chunk);
+      for (let at = 0; at < chunk.length; at += DECODE_SLICE_BYTES) {
+        if (this.closed) return;
+        if (this.queue.isReadingPaused()) {
+          // Back to the front: `chunk` is the oldest input not decoded yet.
+          this.pendingInput.unshift(chunk.subarray(at));
+          return;
+        }
+        this.decoder.feed(chunk.subarray(at, at + DECODE_SLICE_BYTES));
+      }
     } catch (error) {
       this.failConnection(error as Error);
       return;
     }
-    if (this.frameStartedAt < 0 && !this.decoder.isAtFrameBoundary()) this.frameStartedAt = now;
+    if (this.frameStartedAt < 0 && !this.decoder.isAtFrameBoundary()) {
+      this.frameStartedAt = performance.now();
+    }
+  }
+
+  private feedPending(): void {
+    while (this.pendingInput.length > 0 && !this.closed && !this.queue.isReadingPaused()) {
+      this.feed(this.pendingInput.shift() as Buffer);
+    }
   }
 
   onDrain(): void {
     this.queue.onDrain();
   }
 
+  /** The transport saw a violation of its framing: answered like one the decoder finds. */
+  onProtocolViolation(error: Error): void {
+    this.failConnection(error);
+  }
+
   onClose(): void {
     if (this.watchdog !== undefined) clearTimeout(this.watchdog);
     this.watchdog = undefined;
     this.closed = true;
+    this.pendingInput = [];
     this.decoder.destroy();
     this.queue.releaseAllResources();
     this.options.onClosed?.(this);
@@ -292,8 +342,13 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
       }
     }
     if (idleTimeoutMs !== undefined) {
-      if (this.queue.getNumberOfReaders() > 0) {
-        // A connection that serves channels is never idle: it waits for its consumers.
+      if (
+        this.queue.getNumberOfReaders() > 0 ||
+        this.queue.isReadingPaused() ||
+        this.pendingInput.length > 0
+      ) {
+        // Not idle: it serves channels (waiting for its consumers), or it sent requests that
+        // wait until it reads its replies (bounded by the outbound budget).
         this.lastActivityAt = now;
       } else if (now - this.lastActivityAt >= idleTimeoutMs) {
         this.failConnection(
@@ -322,6 +377,7 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
     this.connection.write([encodeMessage(errorToErrorResponse(error))]);
     this.queue.releaseAllResources();
     this.decoder.destroy();
+    this.pendingInput = [];
     this.connection.close();
   }
 }

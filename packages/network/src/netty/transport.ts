@@ -19,6 +19,13 @@ export interface ConnectionHandler {
    * after which no other callback follows.
    */
   onClose(cause: Error | undefined): void;
+  /**
+   * The peer broke the transport's own framing in a way the protocol decoder never sees (a
+   * WebSocket text message). The handler answers as for a decoding error — a data server sends
+   * a fatal ErrorResponse — and closes the connection; the transport ignores what the peer sends
+   * afterwards. Optional: without it the transport destroys the connection with `error`.
+   */
+  onProtocolViolation?(error: Error): void;
 }
 
 /** One established connection (either side). */

@@ -196,7 +196,9 @@ export const NettyShuffleEnvironmentOptions = {
   )
     .memoryType()
     .defaultValue("1mb")
-    .withValidator(atLeast(1024, "a size in bytes"))
+    .withValidator((value) =>
+      value >= 64 * 1024 ? undefined : `a size of at least ${formatMemorySize(64 * 1024)}`,
+    )
     .withDescription(
       "Sluice: the outbound budget of one data connection: control messages queued for the " +
         "peer (error responses, backlog announcements) plus bytes written and not yet taken by " +
