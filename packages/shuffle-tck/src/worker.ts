@@ -190,6 +190,9 @@ class Worker {
       }
       if (!writer.isAvailable()) await writer.getAvailableFuture();
       writer.finish();
+      // A task closes its writers when it ends; the producer counts as a user of its partition
+      // until then (Flink's n + 1 users).
+      writer.close();
       return { emitted: state.emitted, backPressured };
     } catch (error) {
       if (writer.isReleased()) {

@@ -73,6 +73,8 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
   private released = false;
   private retriggerTimer: NodeJS.Timeout | undefined;
   private isSetUp = false;
+  /** Task events sent before the connection to the producer was there; sent once it is. */
+  private pendingTaskEvents: TaskEvent[] = [];
 
   constructor(
     gate: RemoteChannelGate,
@@ -118,6 +120,9 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
         }
         this.client = client;
         client.requestSubpartition(this);
+        const events = this.pendingTaskEvents;
+        this.pendingTaskEvents = [];
+        for (const event of events) client.sendTaskEvent(this.partitionId, event, this);
       },
       (error: Error) => this.setError(error),
     );
@@ -249,10 +254,13 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
   }
 
   sendTaskEvent(event: TaskEvent): void {
+    if (this.released) throw new CancelledError(`${this} has been released`);
     if (this.client === undefined) {
-      throw new IllegalStateError(
-        `${this}: cannot send a task event before the partition was requested`,
-      );
+      // Flink's channel connects synchronously when it requests its partition; here the
+      // connection may still be on its way (or the gate replays events to a channel that just
+      // became known): keep the event until the request is sent.
+      this.pendingTaskEvents.push(event);
+      return;
     }
     this.client.sendTaskEvent(this.partitionId, event, this);
   }
@@ -282,6 +290,7 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
     if (this.released) return;
     this.released = true;
     if (this.retriggerTimer !== undefined) clearTimeout(this.retriggerTimer);
+    this.pendingTaskEvents = [];
     for (const { buffer } of this.received.splice(0)) buffer.recycleBuffer();
     this.bufferManager.releaseAll();
     this.client?.close(this);

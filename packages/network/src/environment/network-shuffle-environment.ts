@@ -334,6 +334,12 @@ export class NetworkShuffleEnvironment
     );
   }
 
+  /**
+   * Makes the unknown channels of `consumerAttemptId`'s gates that read the partition of
+   * `partitionInfo` local or remote (Flink's updatePartitionInfo): every matching channel of a
+   * gate reading a range of subpartitions, matched by the partition id (the descriptor may name
+   * a newer producer attempt). Returns false when no unknown channel reads that partition.
+   */
   updatePartitionInfo(
     consumerAttemptId: ExecutionAttemptID,
     partitionInfo: PartitionInfo,
@@ -341,6 +347,7 @@ export class NetworkShuffleEnvironment
     const gates = this.gatesByConsumer.get(consumerAttemptId.toString()) ?? [];
     const descriptor = partitionInfo.shuffleDescriptor;
     const s = this.settings;
+    let updated = 0;
     for (const gate of gates) {
       if (!gate.consumedResultId.equals(partitionInfo.intermediateDataSetId)) continue;
       const spec = createGateBuffersSpec(
@@ -350,7 +357,7 @@ export class NetworkShuffleEnvironment
         gate.consumedPartitionType,
         gate.numberOfInputChannels,
       );
-      const updated = gate.updateInputChannel(descriptor.resultPartitionId, (unknown) =>
+      updated += gate.updateInputChannel(descriptor.resultPartitionId.partitionId, (unknown) =>
         this.createInputChannel(
           gate,
           unknown.channelIndex,
@@ -359,9 +366,8 @@ export class NetworkShuffleEnvironment
           spec.exclusiveBuffersPerChannel,
         ),
       );
-      if (updated) return true;
     }
-    return false;
+    return updated > 0;
   }
 
   releasePartitionsLocally(partitionIds: readonly ResultPartitionID[]): void {
