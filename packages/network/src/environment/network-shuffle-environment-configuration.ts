@@ -20,6 +20,8 @@ export interface NetworkShuffleEnvironmentConfiguration {
   readonly maxOverdraftBuffersPerGate: number;
   /** Undefined = unlimited for pipelined gates. */
   readonly maxRequiredBuffersPerGate: number | undefined;
+  /** How long exclusive buffers may wait for other pools to return segments. */
+  readonly buffersRequestTimeoutMs: number;
   readonly requestBackoffInitialMs: number;
   readonly requestBackoffMaxMs: number;
   readonly partitionRequestTimeoutMs: number;
@@ -59,6 +61,7 @@ export function readNetworkShuffleEnvironmentConfiguration(
     maxBuffersPerChannel: config.get(M.NETWORK_MAX_BUFFERS_PER_CHANNEL),
     maxOverdraftBuffersPerGate: config.get(M.NETWORK_MAX_OVERDRAFT_BUFFERS_PER_GATE),
     maxRequiredBuffersPerGate: config.getOptional(M.NETWORK_READ_MAX_REQUIRED_BUFFERS_PER_GATE),
+    buffersRequestTimeoutMs: config.get(M.NETWORK_BUFFERS_REQUEST_TIMEOUT),
     requestBackoffInitialMs: config.get(N.NETWORK_REQUEST_BACKOFF_INITIAL),
     requestBackoffMaxMs: config.get(N.NETWORK_REQUEST_BACKOFF_MAX),
     partitionRequestTimeoutMs: config.get(N.PARTITION_REQUEST_TIMEOUT),

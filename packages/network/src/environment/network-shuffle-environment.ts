@@ -331,6 +331,7 @@ export class NetworkShuffleEnvironment
       this.networkBufferPool,
       exclusiveBuffers,
       this.backoff,
+      this.settings.buffersRequestTimeoutMs,
     );
   }
 

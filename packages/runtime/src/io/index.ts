@@ -1,6 +1,10 @@
 export { OutputFlusher } from "./output-flusher.js";
 export { PollStatus, RecordReader, type RecordReaderOptions } from "./record-reader.js";
 export {
+  readRecordReaderConfiguration,
+  readTmpDirectories,
+} from "./record-reader-configuration.js";
+export {
   BroadcastRecordWriter,
   type BufferTimeout,
   bufferTimeoutOf,
