@@ -1,6 +1,10 @@
 import { createConnection, type Socket } from "node:net";
 import { type NetworkShuffleEnvironment, readTlsSettings } from "@sluice/network";
-import { describeHostilePeerLimitsSuite, type RawPeer } from "@sluice/network/hostile";
+import {
+  describeHostilePeerLimitsSuite,
+  describeSmallestBufferSettingsSuite,
+  type RawPeer,
+} from "@sluice/network/hostile";
 import { createTestPki, environmentContext, type TestPki } from "@sluice/network/testing";
 import { readableConfigOf } from "@sluice/runtime-api";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -57,6 +61,10 @@ describeHostilePeerLimitsSuite(
   "TCP",
   (context) => new TcpShuffleServiceFactory().createShuffleEnvironment(context),
   { connect: async (port) => rawPeer(await connectRaw(port)) },
+);
+
+describeSmallestBufferSettingsSuite("TCP", (context) =>
+  new TcpShuffleServiceFactory().createShuffleEnvironment(context),
 );
 
 describe("the TCP data server with TLS", () => {

@@ -6,7 +6,11 @@ import {
   NettyMessageDecoder,
   type NetworkShuffleEnvironment,
 } from "@sluice/network";
-import { describeHostilePeerLimitsSuite, type RawPeer } from "@sluice/network/hostile";
+import {
+  describeHostilePeerLimitsSuite,
+  describeSmallestBufferSettingsSuite,
+  type RawPeer,
+} from "@sluice/network/hostile";
 import { environmentContext } from "@sluice/network/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
@@ -87,6 +91,10 @@ describeHostilePeerLimitsSuite(
   "WebSocket",
   (context) => new WsShuffleServiceFactory().createShuffleEnvironment(context),
   { connect: connectPeer, connectWithoutHandshake: connectHalfUpgrade },
+);
+
+describeSmallestBufferSettingsSuite("WebSocket", (context) =>
+  new WsShuffleServiceFactory().createShuffleEnvironment(context),
 );
 
 describe("the WebSocket data server and text messages", () => {

@@ -1,6 +1,7 @@
 /**
- * @sluice/network/hostile: the hostile-peer limits suite every network-shuffle transport runs
- * in its tests (floods, non-reading, idle and slow peers, unfinished handshakes).
+ * @sluice/network/hostile: suites every network-shuffle transport runs in its tests — hostile
+ * and careless peers against the data server's limits (floods, non-reading, idle and slow peers,
+ * unfinished handshakes), and every buffer limit at its smallest valid value.
  */
 
 export {
@@ -9,3 +10,4 @@ export {
   type RawPeer,
   type RawPeerConnector,
 } from "./hostile-peer-limits-suite.js";
+export { describeSmallestBufferSettingsSuite } from "./smallest-buffer-settings-suite.js";
