@@ -11,6 +11,7 @@ import {
   IllegalArgumentError,
   IllegalStateError,
   InsufficientBuffersError,
+  LimitExceededError,
   LocalTransportError,
   PartitionConnectionError,
   PartitionFileCorruptedError,
@@ -46,6 +47,7 @@ const CLASS_BY_CODE: ReadonlyMap<string, SluiceErrorClass> = new Map<string, Slu
   [ErrorCodes.TIMEOUT, TimeoutError],
   [ErrorCodes.BUFFER_DECOMPRESSION, BufferDecompressionError],
   [ErrorCodes.PARTITION_FILE_CORRUPTED, PartitionFileCorruptedError],
+  [ErrorCodes.LIMIT_EXCEEDED, LimitExceededError],
 ]);
 
 const KNOWN_CODES: ReadonlySet<string> = new Set(Object.values(ErrorCodes));

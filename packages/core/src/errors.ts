@@ -67,6 +67,8 @@ export const ErrorCodes = {
   BUFFER_DECOMPRESSION: "SLUICE_ERR_BUFFER_DECOMPRESSION",
   /** A blocking partition's data or index file is truncated or does not match its layout. */
   PARTITION_FILE_CORRUPTED: "SLUICE_ERR_PARTITION_FILE_CORRUPTED",
+  /** A peer made a data server reach one of its configured limits (connections, queued bytes). */
+  LIMIT_EXCEEDED: "SLUICE_ERR_LIMIT_EXCEEDED",
 } as const;
 
 /** A stable Sluice error code. */
@@ -239,6 +241,13 @@ export const PartitionFileCorruptedError = defineError(
   ErrorCodes.PARTITION_FILE_CORRUPTED,
 );
 export type PartitionFileCorruptedError = InstanceType<typeof PartitionFileCorruptedError>;
+
+/**
+ * A data server refused or closed a connection because a configured limit was reached (too many
+ * connections, too many bytes queued for a peer that does not read); the message names the key.
+ */
+export const LimitExceededError = defineError("LimitExceededError", ErrorCodes.LIMIT_EXCEEDED);
+export type LimitExceededError = InstanceType<typeof LimitExceededError>;
 
 /** Returns true when `value` is a SluiceError (from any copy of this package) with `code`. */
 export function isSluiceError(value: unknown, code?: ErrorCode): value is SluiceError {

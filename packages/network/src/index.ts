@@ -50,6 +50,11 @@ export {
   LocalShuffleServiceFactory,
   NetworkShuffleServiceFactory,
 } from "./environment/network-shuffle-service-factory.js";
+export {
+  type NetworkMemorySource,
+  segmentsForOneChannel,
+  validateNetworkShuffleConfiguration,
+} from "./environment/validate-network-shuffle-configuration.js";
 // Metrics (Flink's names)
 export {
   registerEnvironmentMetrics,
@@ -59,7 +64,10 @@ export {
 // Client / server and the transport seam
 export { ConnectionID } from "./netty/connection-id.js";
 export { PartitionRequestClientFactory } from "./netty/partition-request-client-factory.js";
-export { PartitionRequestServerHandler } from "./netty/partition-request-server-handler.js";
+export {
+  PartitionRequestServerHandler,
+  type ServerHandlerOptions,
+} from "./netty/partition-request-server-handler.js";
 export type {
   ConnectionHandler,
   ConnectOptions,
@@ -92,6 +100,7 @@ export { ResultPartition, type ResultPartitionOptions } from "./partition/result
 export {
   type PartitionRequestListener,
   ResultPartitionManager,
+  type ResultPartitionManagerOptions,
 } from "./partition/result-partition-manager.js";
 export type {
   AvailabilityWithBacklog,

@@ -71,6 +71,14 @@ export class TcpConnection implements TransportConnection {
     return !this.socket.destroyed && this.socket.writable && !this.socket.writableNeedDrain;
   }
 
+  pause(): void {
+    this.socket.pause();
+  }
+
+  resume(): void {
+    if (!this.socket.destroyed) this.socket.resume();
+  }
+
   close(): void {
     if (this.socket.destroyed) return;
     this.socket.end();

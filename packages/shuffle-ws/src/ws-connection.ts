@@ -126,6 +126,8 @@ export class WsConnection implements TransportConnection {
   private destroyCause: Error | undefined;
   /** The WebSocket emitted 'close'. */
   private finished = false;
+  /** The peer broke the WebSocket framing rules of the protocol; its further messages are dropped. */
+  private violated = false;
   /** Computed when 'close' came before `setHandler`; delivered by it. */
   private finishedCause: Error | undefined;
 
@@ -200,6 +202,15 @@ export class WsConnection implements TransportConnection {
     return false;
   }
 
+  /** ws stops reading the socket; messages it already parsed are still delivered. */
+  pause(): void {
+    this.ws.pause();
+  }
+
+  resume(): void {
+    this.ws.resume();
+  }
+
   close(): void {
     if (this.closeRequested || this.destroyed || this.finished) return;
     this.closeRequested = true;
@@ -241,12 +252,20 @@ export class WsConnection implements TransportConnection {
 
   private onMessage(data: RawData, isBinary: boolean): void {
     if (this.finished || this.destroyed) return;
+    if (this.violated) return;
     if (!isBinary) {
-      this.destroy(
-        new ProtocolError(
-          `received a text message from ${this.remoteAddress}; the shuffle protocol uses binary messages only`,
-        ),
+      const error = new ProtocolError(
+        `received a text message from ${this.remoteAddress}; the shuffle protocol uses binary messages only`,
       );
+      const handler = this.handler;
+      if (handler?.onProtocolViolation === undefined) {
+        this.destroy(error);
+        return;
+      }
+      // The handler answers (a data server sends the fatal ErrorResponse the docs promise) and
+      // closes; whatever the peer sends meanwhile is ignored.
+      this.violated = true;
+      handler.onProtocolViolation(error);
       return;
     }
     // binaryType is 'nodebuffer': ws hands over one Buffer per message (fragments joined).

@@ -7,7 +7,7 @@ import { WsTransport } from "./ws-transport.js";
  * The WebSocket shuffle plugin (`shuffle-service-factory.class: ws`, or
  * `@sluice/shuffle-ws#WsShuffleServiceFactory`): the same credit-based shuffle as the TCP
  * plugin, over `ws`. Reads `taskmanager.network.websocket.*` (permessage-deflate, high and low
- * water marks) and `security.ssl.internal.*` (wss with mutual TLS) from the worker's configuration.
+ * water marks, upgrade timeout) and `security.ssl.internal.*` (wss with mutual TLS) from the worker's configuration.
  */
 export class WsShuffleServiceFactory extends NetworkShuffleServiceFactory {
   /** @throws ConfigurationError when the low-water mark is not below the high-water mark. */
@@ -25,6 +25,7 @@ export class WsShuffleServiceFactory extends NetworkShuffleServiceFactory {
       perMessageDeflate: config.get(WebSocketOptions.PER_MESSAGE_DEFLATE),
       highWaterMark,
       lowWaterMark,
+      handshakeTimeoutMs: config.get(WebSocketOptions.HANDSHAKE_TIMEOUT),
       tls: readTlsSettings(config),
     });
   }

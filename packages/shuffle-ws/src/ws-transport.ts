@@ -6,6 +6,7 @@ import {
   STATUS_CODES,
 } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
+import type { Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
 import { IllegalArgumentError, PartitionConnectionError, TimeoutError } from "@sluice/core";
 import {
@@ -38,10 +39,17 @@ export interface WsTransportOptions {
   readonly lowWaterMark?: number;
   /** Mutual TLS (wss) with Flink's `security.ssl.internal.*` settings; plaintext when absent. */
   readonly tls?: TlsSettings | undefined;
+  /**
+   * The data server drops a connection that has not completed its WebSocket upgrade this long
+   * after it connected (after the TLS handshake, with wss). Default 10 s
+   * (`taskmanager.network.websocket.handshake-timeout`).
+   */
+  readonly handshakeTimeoutMs?: number;
 }
 
 const DEFAULT_HIGH_WATER_MARK = 1024 * 1024;
 const DEFAULT_LOW_WATER_MARK = 256 * 1024;
+const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
 
 /** TCP keep-alive on every connection, as the TCP transport does. */
 const KEEP_ALIVE_DELAY_MS = 10_000;
@@ -79,10 +87,12 @@ export class WsTransport implements Transport {
   readonly perMessageDeflate: boolean;
   readonly highWaterMark: number;
   readonly lowWaterMark: number;
+  readonly handshakeTimeoutMs: number;
 
   /** @throws IllegalArgumentError when a water mark is not a positive integer or low ≥ high. */
   constructor(options: WsTransportOptions = {}) {
     this.tls = options.tls;
+    this.handshakeTimeoutMs = options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
     this.name = this.tls === undefined ? "ws" : "wss";
     this.perMessageDeflate = options.perMessageDeflate ?? false;
     this.highWaterMark = options.highWaterMark ?? DEFAULT_HIGH_WATER_MARK;
@@ -112,10 +122,30 @@ export class WsTransport implements Transport {
       response.writeHead(426, { "Content-Type": "text/plain", "Content-Length": body.length });
       response.end(body);
     };
+    // A socket that connected but has not completed the upgrade holds a file descriptor and
+    // parser state; Node's HTTP server would wait a minute or more for its headers. Each gets a
+    // deadline that the upgrade clears.
+    const upgradeDeadlines = new Map<Socket, NodeJS.Timeout>();
+    const clearDeadline = (socket: Socket) => {
+      const timer = upgradeDeadlines.get(socket);
+      if (timer === undefined) return;
+      clearTimeout(timer);
+      upgradeDeadlines.delete(socket);
+    };
+    const armDeadline = (socket: Socket) => {
+      const timer = setTimeout(() => {
+        upgradeDeadlines.delete(socket);
+        socket.destroy();
+      }, this.handshakeTimeoutMs);
+      timer.unref();
+      upgradeDeadlines.set(socket, timer);
+      socket.once("close", () => clearDeadline(socket));
+    };
     const settings = this.tls;
     let httpServer: Server;
     if (settings === undefined) {
       httpServer = createServer(upgradeRequired);
+      httpServer.on("connection", armDeadline);
     } else {
       const httpsServer = createHttpsServer(
         {
@@ -133,7 +163,12 @@ export class WsTransport implements Transport {
         upgradeRequired,
       );
       httpsServer.on("secureConnection", (socket: TLSSocket) => {
-        if (checkFingerprint(settings, socket.getPeerCertificate()) !== undefined) socket.destroy();
+        if (checkFingerprint(settings, socket.getPeerCertificate()) !== undefined) {
+          socket.destroy();
+          return;
+        }
+        // The TLS handshake has its own timeout; the upgrade gets its deadline from here.
+        armDeadline(socket);
       });
       // Clients that fail the handshake (untrusted certificate, plaintext) are dropped quietly.
       httpsServer.on("tlsClientError", (_error, socket) => socket.destroy());
@@ -150,6 +185,7 @@ export class WsTransport implements Transport {
     const connections = new Set<WsConnection>();
     wss.on("connection", (ws, request) => {
       const socket = request.socket;
+      clearDeadline(socket);
       // As TcpConnection: notice a peer that vanished without closing.
       socket.setKeepAlive(true, KEEP_ALIVE_DELAY_MS);
       const connection = new WsConnection(ws, {
@@ -189,6 +225,7 @@ export class WsTransport implements Transport {
               // Stops handling upgrades; fires once every tracked client has closed.
               wss.close(() => oneDone());
               httpServer.close(() => oneDone());
+              for (const socket of [...upgradeDeadlines.keys()]) clearDeadline(socket);
               for (const connection of connections) connection.destroy();
               for (const client of wss.clients) client.terminate();
               // Sockets still in (or before) the HTTP upgrade are not WebSocket clients yet.

@@ -1,12 +1,13 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   BufferPoolDestroyedError,
   ErrorCodes,
   IllegalArgumentError,
   IllegalStateError,
   InsufficientBuffersError,
+  TimeoutError,
 } from "../errors.js";
-import { expectError, must } from "../test-support/assertions.js";
+import { expectError, expectSluiceError, must } from "../test-support/assertions.js";
 import type { LocalBufferPool } from "./local-buffer-pool.js";
 import { MemorySegment } from "./memory-segment.js";
 import type { NetworkBuffer } from "./network-buffer.js";
@@ -24,6 +25,7 @@ function newGlobal(segments: number, segmentSize = 64): NetworkBufferPool {
 }
 
 afterEach(() => {
+  vi.useRealTimers();
   for (const pool of created.splice(0)) {
     pool.destroy();
     expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
@@ -439,6 +441,95 @@ describe("NetworkBufferPool", () => {
       const segments = global.requestUnpooledMemorySegments(3);
       expect(pool.getNumBuffers()).toBe(7);
       global.recycleUnpooledMemorySegments(segments);
+    });
+  });
+
+  describe("requestUnpooledMemorySegmentsWithin (waits up to buffers-request-timeout)", () => {
+    it("returns at once when the segments are free", () => {
+      const global = newGlobal(4);
+      const segments = global.requestUnpooledMemorySegmentsWithin(2, 1_000);
+      expect(Array.isArray(segments)).toBe(true);
+      global.recycleUnpooledMemorySegments(segments as MemorySegment[]);
+    });
+
+    // Flink's NetworkBufferPoolTest: a pool took every buffer (more than it requires); an
+    // exclusive request waits until they are recycled instead of failing.
+    it("waits for the buffers a pool took beyond its guarantee to be recycled", async () => {
+      const numBuffers = 10;
+      const global = newGlobal(numBuffers, 128);
+      const pool = global.createBufferPool(numBuffers / 2, numBuffers);
+      const taken = requestAll(pool, numBuffers);
+      expect(global.getNumberOfAvailableMemorySegments()).toBe(0);
+      const request = global.requestUnpooledMemorySegmentsWithin(numBuffers / 2, 30_000);
+      expect(request).toBeInstanceOf(Promise);
+      let segments: MemorySegment[] | undefined;
+      void (request as Promise<MemorySegment[]>).then((s) => {
+        segments = s;
+      });
+      await Promise.resolve();
+      expect(segments).toBeUndefined();
+      // The pool's owner recycles its buffers later (Flink: from another thread).
+      setImmediate(() => recycleAll(taken));
+      const granted = await request;
+      expect(new Set(granted).size).toBe(numBuffers / 2);
+      expect(pool.getNumBuffers()).toBe(numBuffers / 2);
+      global.recycleUnpooledMemorySegments(granted);
+      expect(global.getNumberOfUnreservedSegments()).toBe(numBuffers / 2);
+    });
+
+    it("fails after the timeout, naming the key, when the buffers are not recycled, and gives the guarantee back", async () => {
+      vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+      const numBuffers = 10;
+      const global = newGlobal(numBuffers, 128);
+      const pool = global.createBufferPool(1, numBuffers);
+      const taken = requestAll(pool, numBuffers);
+      const request = global.requestUnpooledMemorySegmentsWithin(3, 50) as Promise<MemorySegment[]>;
+      const failed = request.then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      vi.advanceTimersByTime(50);
+      const error = expectSluiceError(
+        await failed,
+        InsufficientBuffersError,
+        ErrorCodes.INSUFFICIENT_BUFFERS,
+      );
+      expect(error.message).toContain("taskmanager.network.memory.buffers-request-timeout");
+      expect(error.message).toContain("within 50 ms");
+      expect(error.cause).toBeInstanceOf(TimeoutError);
+      expect(global.getNumberOfUnreservedSegments()).toBe(numBuffers - 1);
+      expect(pool.getNumBuffers()).toBe(numBuffers); // its share is back
+      recycleAll(taken);
+    });
+
+    it("fails at once when the segments cannot even be guaranteed", () => {
+      const global = newGlobal(10);
+      global.createBufferPool(8, 8);
+      expectError(
+        () => global.requestUnpooledMemorySegmentsWithin(3, 30_000),
+        InsufficientBuffersError,
+        ErrorCodes.INSUFFICIENT_BUFFERS,
+      );
+      expect(global.getNumberOfUnreservedSegments()).toBe(2);
+    });
+
+    it("rejects a waiting request when the pool is destroyed", async () => {
+      const global = newGlobal(4);
+      const pool = global.createBufferPool(1, 4);
+      const taken = requestAll(pool, 4);
+      const request = global.requestUnpooledMemorySegmentsWithin(2, 30_000) as Promise<
+        MemorySegment[]
+      >;
+      global.destroy();
+      expectSluiceError(
+        await request.then(
+          () => undefined,
+          (error: unknown) => error,
+        ),
+        BufferPoolDestroyedError,
+        ErrorCodes.BUFFER_POOL_DESTROYED,
+      );
+      recycleAll(taken);
     });
   });
 

@@ -3,10 +3,23 @@ import {
   IllegalArgumentError,
   IllegalStateError,
   InsufficientBuffersError,
+  TimeoutError,
 } from "../errors.js";
 import { AvailabilityHelper, type AvailabilityProvider } from "./availability.js";
 import { LocalBufferPool, type LocalBufferPoolOptions } from "./local-buffer-pool.js";
 import { MemorySegment } from "./memory-segment.js";
+
+/** The key of the time an exclusive-buffer request may wait; named in error messages. */
+const BUFFERS_REQUEST_TIMEOUT_KEY = "taskmanager.network.memory.buffers-request-timeout";
+
+/** A request for unpooled segments that waits for other pools to return their excess. */
+interface SegmentWaiter {
+  readonly count: number;
+  readonly segments: MemorySegment[];
+  readonly resolve: (segments: MemorySegment[]) => void;
+  readonly reject: (error: Error) => void;
+  timer: NodeJS.Timeout | undefined;
+}
 
 /** The config keys a user raises when buffers run out; named in error messages. */
 const NETWORK_MEMORY_KEYS =
@@ -32,6 +45,8 @@ export class NetworkBufferPool implements AvailabilityProvider {
   /** Segments promised to pools (their required counts) and to unpooled requests. */
   private numTotalRequiredBuffers = 0;
   private readonly availability = new AvailabilityHelper();
+  /** Unpooled requests waiting for segments, served first-come as segments return. */
+  private readonly segmentWaiters: SegmentWaiter[] = [];
   private destroyed = false;
 
   /**
@@ -156,6 +171,82 @@ export class NetworkBufferPool implements AvailabilityProvider {
     return segments;
   }
 
+  /**
+   * Takes `count` segments for one owner (an input channel's exclusive buffers), like
+   * {@link requestUnpooledMemorySegments}, but when other pools still hold segments beyond their
+   * guarantee it waits up to `timeoutMs` for them to come back, as Flink's request does for
+   * `taskmanager.network.memory.buffers-request-timeout`. A task deployed while other pools are
+   * busy therefore gets its buffers instead of failing spuriously.
+   *
+   * @returns the segments at once when enough are free, otherwise a promise of them. The
+   *   promise rejects with {@link InsufficientBuffersError} (cause {@link TimeoutError}) naming
+   *   the timeout key when they did not come back in time, and with
+   *   {@link BufferPoolDestroyedError} when the pool is destroyed meanwhile; the guarantee is
+   *   given back in both cases.
+   * @throws InsufficientBuffersError at once (not through the promise) when the segments cannot
+   *   even be guaranteed: waiting could not help.
+   */
+  requestUnpooledMemorySegmentsWithin(
+    count: number,
+    timeoutMs: number,
+  ): MemorySegment[] | Promise<MemorySegment[]> {
+    this.checkNotDestroyed();
+    if (!Number.isInteger(count) || count < 0) {
+      throw new IllegalArgumentError(`number of segments to request must be >= 0, got ${count}`);
+    }
+    if (count === 0) return [];
+    this.reserve(count, "exclusive channel buffers");
+    // Shrinking the other pools to their new share makes them give their excess back as their
+    // buffers are recycled.
+    this.redistributeBuffers();
+    if (this.segmentWaiters.length === 0 && this.available.length >= count) {
+      return this.takeAvailable(count);
+    }
+    return new Promise<MemorySegment[]>((resolve, reject) => {
+      const waiter: SegmentWaiter = { count, segments: [], resolve, reject, timer: undefined };
+      // Earlier waiters are served first; a lone waiter takes what is free now.
+      if (this.segmentWaiters.length === 0) {
+        waiter.segments.push(...this.takeAvailable(Math.min(count, this.available.length)));
+      }
+      waiter.timer = setTimeout(() => this.expireWaiter(waiter, timeoutMs), timeoutMs);
+      this.segmentWaiters.push(waiter);
+    });
+  }
+
+  private takeAvailable(count: number): MemorySegment[] {
+    const segments: MemorySegment[] = [];
+    for (let i = 0; i < count; i++) segments.push(this.available.pop() as MemorySegment);
+    if (this.available.length === 0) this.availability.resetUnavailable();
+    return segments;
+  }
+
+  private expireWaiter(waiter: SegmentWaiter, timeoutMs: number): void {
+    const index = this.segmentWaiters.indexOf(waiter);
+    if (index < 0) return;
+    this.segmentWaiters.splice(index, 1);
+    const held = waiter.segments.length;
+    this.giveBack(waiter);
+    waiter.reject(
+      new InsufficientBuffersError(
+        `Insufficient number of network buffers: required ${waiter.count} exclusive buffers, ` +
+          `but only ${held} came back from other buffer pools within ${timeoutMs} ms ` +
+          `('${BUFFERS_REQUEST_TIMEOUT_KEY}'). The total number of network buffers is ` +
+          `${this.totalNumberOfMemorySegments} of ${this.segmentSize} bytes each; raise ` +
+          `${NETWORK_MEMORY_KEYS} or the timeout.`,
+        { cause: new TimeoutError(`no free segments within ${timeoutMs} ms`) },
+      ),
+    );
+  }
+
+  /** Returns what a waiter collected and its guarantee. */
+  private giveBack(waiter: SegmentWaiter): void {
+    if (waiter.timer !== undefined) clearTimeout(waiter.timer);
+    waiter.timer = undefined;
+    for (const segment of waiter.segments.splice(0)) this.returnSegment(segment);
+    this.numTotalRequiredBuffers -= waiter.count;
+    this.redistributeBuffers();
+  }
+
   /** Returns segments taken with `requestUnpooledMemorySegments` and releases their guarantee. */
   recycleUnpooledMemorySegments(segments: readonly MemorySegment[]): void {
     for (const segment of segments) this.returnSegment(segment);
@@ -206,6 +297,10 @@ export class NetworkBufferPool implements AvailabilityProvider {
   destroy(): void {
     if (this.destroyed) return;
     for (const pool of [...this.allPools]) pool.destroy();
+    for (const waiter of this.segmentWaiters.splice(0)) {
+      this.giveBack(waiter);
+      waiter.reject(new BufferPoolDestroyedError("NetworkBufferPool has been destroyed"));
+    }
     this.destroyed = true;
     this.availability.resetAvailable();
   }
@@ -217,6 +312,18 @@ export class NetworkBufferPool implements AvailabilityProvider {
   private returnSegment(segment: MemorySegment): void {
     if (segment.owner !== this) {
       throw new IllegalStateError("segment returned to a NetworkBufferPool that does not own it");
+    }
+    const waiter = this.segmentWaiters[0];
+    if (waiter !== undefined) {
+      // A waiting exclusive request was guaranteed these segments: it gets them first.
+      waiter.segments.push(segment);
+      if (waiter.segments.length === waiter.count) {
+        this.segmentWaiters.shift();
+        if (waiter.timer !== undefined) clearTimeout(waiter.timer);
+        waiter.timer = undefined;
+        waiter.resolve(waiter.segments);
+      }
+      return;
     }
     this.available.push(segment);
     if (this.available.length === 1) this.availability.resetAvailable();

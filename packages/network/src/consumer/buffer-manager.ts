@@ -38,13 +38,38 @@ export class BufferManager implements BufferRecycler, BufferListener {
     this.networkBufferPool = networkBufferPool;
   }
 
-  /** Takes `count` exclusive segments (throws InsufficientBuffersError when they can't be had). */
-  requestExclusiveBuffers(count: number, floatingPool: LocalBufferPool): void {
+  /**
+   * Takes `count` exclusive segments. When other pools still hold them beyond their guarantee,
+   * waits up to `timeoutMs` (`taskmanager.network.memory.buffers-request-timeout`) for them and
+   * returns a promise that settles once they are here (or with InsufficientBuffersError);
+   * otherwise returns undefined, done.
+   *
+   * @throws InsufficientBuffersError at once when the segments cannot even be guaranteed.
+   */
+  requestExclusiveBuffers(
+    count: number,
+    floatingPool: LocalBufferPool,
+    timeoutMs: number,
+  ): Promise<void> | undefined {
     this.floatingPool = floatingPool;
-    const segments = this.networkBufferPool.requestUnpooledMemorySegments(count);
+    this.numRequiredBuffers = count;
+    const granted = this.networkBufferPool.requestUnpooledMemorySegmentsWithin(count, timeoutMs);
+    if (Array.isArray(granted)) {
+      this.addExclusive(granted);
+      return undefined;
+    }
+    return granted.then((segments) => {
+      if (this.released) {
+        this.networkBufferPool.recycleUnpooledMemorySegments(segments);
+        return;
+      }
+      this.addExclusive(segments);
+    });
+  }
+
+  private addExclusive(segments: readonly MemorySegment[]): void {
     this.exclusiveSegments.push(...segments);
     this.availableExclusive.push(...segments);
-    this.numRequiredBuffers = count;
   }
 
   getNumberOfExclusiveBuffers(): number {

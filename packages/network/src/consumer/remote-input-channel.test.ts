@@ -5,6 +5,7 @@ import {
   type ErrorCode,
   ErrorCodes,
   FreeingBufferRecycler,
+  InsufficientBuffersError,
   type LocalBufferPool,
   MemorySegment,
   NetworkBuffer,
@@ -526,5 +527,68 @@ describe("RemoteInputChannel after PartitionNotFound", () => {
     expect(client.retriggered).toBe(0);
     expect((channel.getError() as Error).message).toContain("its producer is FAILED");
     done();
+  });
+});
+
+describe("RemoteInputChannel exclusive buffers held by other pools", () => {
+  /** A channel whose NetworkBufferPool lent every segment to another pool beyond its guarantee. */
+  function busyWorker(timeoutMs: number) {
+    global = new NetworkBufferPool(6, SEGMENT);
+    const busy = global.createBufferPool(1, 6, { name: "busy output pool" });
+    const held: NetworkBuffer[] = [];
+    for (let b = busy.requestBuffer(); b !== undefined; b = busy.requestBuffer()) held.push(b);
+    expect(global.getNumberOfAvailableMemorySegments()).toBe(0);
+    const gatePool = global.createBufferPool(1, 1, { name: "gate pool" });
+    const client = new FakePartitionRequestClient();
+    const factory = {
+      createPartitionRequestClient: () => Promise.resolve(client),
+    } as unknown as PartitionRequestClientFactory;
+    const gate = {
+      owningTaskName: "consumer",
+      notifyChannelNonEmpty() {},
+      getBufferPool: () => gatePool,
+    };
+    const channel = new RemoteInputChannel(
+      gate,
+      0,
+      new ResultPartitionID(),
+      0,
+      new ConnectionID("127.0.0.1", 4711),
+      factory,
+      global,
+      2,
+      { initialMs: 100, maxMs: 1_000 },
+      timeoutMs,
+    );
+    return { held, client, channel, global };
+  }
+
+  it("waits for them to be recycled, then sends its partition request with them as credit", async () => {
+    const { held, client, channel } = busyWorker(30_000);
+    channel.setup();
+    channel.requestSubpartitions();
+    await new Promise((r) => setImmediate(r));
+    expect(client.requested).toEqual([]); // no credit to announce yet
+    expect(channel.getError()).toBeUndefined();
+    for (const buffer of held) buffer.recycleBuffer();
+    await expect.poll(() => client.requested).toEqual([channel]);
+    expect(channel.getNumberOfAvailableBuffers()).toBe(2);
+    channel.releaseAllResources();
+  });
+
+  it("fails with InsufficientBuffersError naming the timeout key when they are not recycled in time", async () => {
+    const { held, client, channel } = busyWorker(20);
+    channel.setup();
+    channel.requestSubpartitions();
+    await expect.poll(() => channel.getError()).toBeDefined();
+    const error = expectSluiceError(
+      () => channel.getNextBuffer(),
+      InsufficientBuffersError,
+      ErrorCodes.INSUFFICIENT_BUFFERS,
+    );
+    expect(error.message).toContain("taskmanager.network.memory.buffers-request-timeout");
+    expect(client.requested).toEqual([]);
+    channel.releaseAllResources();
+    for (const buffer of held) buffer.recycleBuffer();
   });
 });

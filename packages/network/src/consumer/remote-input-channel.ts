@@ -43,6 +43,9 @@ const PRODUCING_STATES: ReadonlySet<ExecutionState> = new Set([
   "RUNNING",
 ]);
 
+/** Flink's default of `taskmanager.network.memory.buffers-request-timeout`. */
+const DEFAULT_BUFFERS_REQUEST_TIMEOUT_MS = 30_000;
+
 /** A received buffer with its sequence number. */
 interface Received {
   readonly buffer: NetworkBuffer;
@@ -74,6 +77,11 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
   private released = false;
   private retriggerTimer: NodeJS.Timeout | undefined;
   private isSetUp = false;
+  private readonly buffersRequestTimeoutMs: number;
+  /** Set while the exclusive buffers are still on their way back from other pools. */
+  private exclusiveBuffersPending: Promise<void> | undefined;
+  /** Task events sent before the connection to the producer was there; sent once it is. */
+  private pendingTaskEvents: TaskEvent[] = [];
 
   constructor(
     gate: RemoteChannelGate,
@@ -85,8 +93,10 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
     networkBufferPool: NetworkBufferPool,
     initialCredit: number,
     backoff: Backoff,
+    buffersRequestTimeoutMs = DEFAULT_BUFFERS_REQUEST_TIMEOUT_MS,
   ) {
     super(gate, channelIndex, partitionId, subpartitionIndex, backoff);
+    this.buffersRequestTimeoutMs = buffersRequestTimeoutMs;
     this.remoteGate = gate;
     this.connectionId = connectionId;
     this.clientFactory = clientFactory;
@@ -94,17 +104,46 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
     this.bufferManager = new BufferManager(this, networkBufferPool);
   }
 
-  /** Takes the exclusive buffers (called by the gate's setup). */
+  /**
+   * Takes the exclusive buffers (called by the gate's setup). When other pools still hold
+   * them, the channel waits up to `taskmanager.network.memory.buffers-request-timeout` for them
+   * (as Flink's does) and sends its partition request, which announces them as credit, only
+   * once they are here; if they do not come back in time the channel fails with
+   * InsufficientBuffersError.
+   *
+   * @throws InsufficientBuffersError at once when the buffers cannot even be guaranteed.
+   */
   setup(): void {
     if (this.isSetUp) return;
     this.isSetUp = true;
-    this.bufferManager.requestExclusiveBuffers(this.initialCredit, this.remoteGate.getBufferPool());
+    const pending = this.bufferManager.requestExclusiveBuffers(
+      this.initialCredit,
+      this.remoteGate.getBufferPool(),
+      this.buffersRequestTimeoutMs,
+    );
+    if (pending === undefined) return;
+    this.exclusiveBuffersPending = pending.then(
+      () => {
+        this.exclusiveBuffersPending = undefined;
+      },
+      (error: Error) => {
+        this.exclusiveBuffersPending = undefined;
+        if (!this.released) this.setError(error);
+      },
+    );
   }
 
   requestSubpartitions(): void {
     if (this.requested) return;
     this.requested = true;
-    this.connectAndRequest(1);
+    const pending = this.exclusiveBuffersPending;
+    if (pending === undefined) {
+      this.connectAndRequest(1);
+      return;
+    }
+    void pending.then(() => {
+      if (!this.released && this.getError() === undefined) this.connectAndRequest(1);
+    });
   }
 
   private connectAndRequest(retriesIfClosed: number): void {
@@ -119,6 +158,9 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
         }
         this.client = client;
         client.requestSubpartition(this);
+        const events = this.pendingTaskEvents;
+        this.pendingTaskEvents = [];
+        for (const event of events) client.sendTaskEvent(this.partitionId, event, this);
       },
       (error: Error) => this.setError(error),
     );
@@ -265,10 +307,13 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
   }
 
   sendTaskEvent(event: TaskEvent): void {
+    if (this.released) throw new CancelledError(`${this} has been released`);
     if (this.client === undefined) {
-      throw new IllegalStateError(
-        `${this}: cannot send a task event before the partition was requested`,
-      );
+      // Flink's channel connects synchronously when it requests its partition; here the
+      // connection may still be on its way (or the gate replays events to a channel that just
+      // became known): keep the event until the request is sent.
+      this.pendingTaskEvents.push(event);
+      return;
     }
     this.client.sendTaskEvent(this.partitionId, event, this);
   }
@@ -298,6 +343,7 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
     if (this.released) return;
     this.released = true;
     if (this.retriggerTimer !== undefined) clearTimeout(this.retriggerTimer);
+    this.pendingTaskEvents = [];
     for (const { buffer } of this.received.splice(0)) buffer.recycleBuffer();
     this.bufferManager.releaseAll();
     this.client?.close(this);

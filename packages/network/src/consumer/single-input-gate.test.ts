@@ -172,7 +172,10 @@ describe("SingleInputGate with local channels", () => {
     expect(fromFirst[1]?.event).toBe(EndOfPartitionEvent.INSTANCE);
     expect(job.gate.isFinished()).toBe(false);
     expect(job.gate.isAvailable()).toBe(false);
-    // The first producer counts as consumed as soon as its EndOfPartition was read.
+    // The first producer's subpartition counts as consumed as soon as its EndOfPartition was
+    // read; the partition is released once its producer closes too (Flink's n + 1 users).
+    expect(p0.isReleased()).toBe(false);
+    p0.close();
     expect(p0.isReleased()).toBe(true);
 
     const last = job.gate.getAvailableFuture();
@@ -184,6 +187,7 @@ describe("SingleInputGate with local channels", () => {
     expect(job.gate.isAvailable()).toBe(true);
     await job.gate.getAvailableFuture();
     expect(job.gate.pollNext()).toBeUndefined();
+    p1.close();
     expect(p1.isReleased()).toBe(true);
     expect(job.manager.getUnreleasedPartitions()).toEqual([]);
     await closeAll(job);
@@ -259,7 +263,7 @@ describe("SingleInputGate with local channels", () => {
 
     const unknown = job.gate.getChannel(1);
     const replaced = job.gate.updateInputChannel(
-      p1.partitionId,
+      p1.partitionId.partitionId,
       (old) =>
         new LocalInputChannel(
           job.gate,
@@ -270,11 +274,11 @@ describe("SingleInputGate with local channels", () => {
           BACKOFF,
         ),
     );
-    expect(replaced).toBe(true);
+    expect(replaced).toBe(1);
     expect(unknown.isReleased()).toBe(true);
     expect(job.gate.getChannel(1)).toBeInstanceOf(LocalInputChannel);
     // A second update for the same partition finds no unknown channel.
-    expect(job.gate.updateInputChannel(p1.partitionId, () => unknown)).toBe(false);
+    expect(job.gate.updateInputChannel(p1.partitionId.partitionId, () => unknown)).toBe(0);
 
     // The new channel requested its subpartition at once: the queued buffer is there.
     expect(pollAll(job.gate).map((b) => b.channelIndex)).toEqual([1]);

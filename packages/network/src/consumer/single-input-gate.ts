@@ -7,6 +7,7 @@ import {
   IllegalArgumentError,
   IllegalStateError,
   type IntermediateDataSetID,
+  type IntermediateResultPartitionID,
   type LocalBufferPool,
   type NetworkBuffer,
   type ResultPartitionID,
@@ -80,6 +81,10 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
   private numberOfEndOfPartitions = 0;
   private readonly availability = new AvailabilityHelper();
   private requested = false;
+  /** Channels still waiting for their producer's location (UnknownInputChannel). */
+  private numberOfUninitializedChannels = 0;
+  /** Task events sent while some channel was unknown; replayed to it once it is known. */
+  private readonly pendingEvents: TaskEvent[] = [];
   private closed = false;
   private failure: Error | undefined;
   private readonly counters = { numBytesIn: 0, numBuffersIn: 0 };
@@ -143,6 +148,9 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
         `channel index ${channel.channelIndex} out of [0, ${this.numberOfInputChannels})`,
       );
     }
+    const previous = this.channels[channel.channelIndex];
+    if (previous instanceof UnknownInputChannel) this.numberOfUninitializedChannels--;
+    if (channel instanceof UnknownInputChannel) this.numberOfUninitializedChannels++;
     this.channels[channel.channelIndex] = channel;
   }
 
@@ -196,29 +204,44 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
   }
 
   /**
-   * Replaces the UnknownInputChannel reading `partitionId` with `create(old)` once the producer's
-   * location is known. Returns false when no unknown channel reads that partition.
+   * Replaces every UnknownInputChannel reading partition `partitionId` with `create(old)` once the
+   * producer's location is known (Flink's updateInputChannel). A gate reading a range of
+   * subpartitions has one such channel per subpartition, and all of them are replaced. Channels
+   * match by the partition, not by the producer's attempt: the descriptor that makes them known
+   * may name a newer attempt than the unknown one was created with. Task events sent meanwhile
+   * are replayed to each new channel. Returns how many channels were replaced (0: none waited
+   * for that partition).
    */
   updateInputChannel(
-    partitionId: ResultPartitionID,
+    partitionId: IntermediateResultPartitionID,
     create: (unknown: UnknownInputChannel) => InputChannel,
-  ): boolean {
-    const index = this.channels.findIndex(
-      (c) => c instanceof UnknownInputChannel && c.partitionId.equals(partitionId),
-    );
-    if (index < 0) return false;
-    const old = this.channels[index] as UnknownInputChannel;
-    const replacement = create(old);
-    if (replacement.channelIndex !== index) {
-      throw new IllegalStateError(
-        `replacement channel index ${replacement.channelIndex} != ${index}`,
-      );
+  ): number {
+    if (this.closed) return 0; // raced with the task's failure or cancellation, as in Flink
+    let replaced = 0;
+    for (let index = 0; index < this.channels.length; index++) {
+      const old = this.channels[index];
+      if (
+        !(old instanceof UnknownInputChannel) ||
+        !old.partitionId.partitionId.equals(partitionId)
+      ) {
+        continue;
+      }
+      const replacement = create(old);
+      if (replacement.channelIndex !== index) {
+        throw new IllegalStateError(
+          `replacement channel index ${replacement.channelIndex} != ${index}`,
+        );
+      }
+      old.releaseAllResources();
+      this.channels[index] = replacement;
+      this.numberOfUninitializedChannels--;
+      replaced++;
+      if (this.bufferPool !== undefined && hasSetup(replacement)) replacement.setup();
+      if (this.requested) replacement.requestSubpartitions();
+      for (const event of this.pendingEvents) replacement.sendTaskEvent(event);
     }
-    old.releaseAllResources();
-    this.channels[index] = replacement;
-    if (this.bufferPool !== undefined && hasSetup(replacement)) replacement.setup();
-    if (this.requested) replacement.requestSubpartitions();
-    return true;
+    if (this.numberOfUninitializedChannels === 0) this.pendingEvents.length = 0;
+    return replaced;
   }
 
   // ------------------------------------------------------------------------------- consuming
@@ -347,8 +370,13 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
     this.getChannel(channelIndex).resumeConsumption();
   }
 
+  /**
+   * Sends a task event to the producer of every channel. Channels whose producer is not known
+   * yet get it once they are (Flink keeps such events and replays them).
+   */
   sendTaskEvent(event: TaskEvent): void {
     for (const channel of this.channels) channel.sendTaskEvent(event);
+    if (this.numberOfUninitializedChannels > 0) this.pendingEvents.push(event);
   }
 
   /** Releases every channel and the floating pool. Idempotent. */

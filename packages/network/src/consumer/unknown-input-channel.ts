@@ -39,9 +39,8 @@ export class UnknownInputChannel extends InputChannel {
     );
   }
 
-  sendTaskEvent(_event: TaskEvent): void {
-    throw new IllegalStateError(`${this}: cannot send a task event before the producer is known`);
-  }
+  /** Nothing to send to yet: the gate keeps the event and replays it to the known channel. */
+  sendTaskEvent(_event: TaskEvent): void {}
 
   isReleased(): boolean {
     return this.released;

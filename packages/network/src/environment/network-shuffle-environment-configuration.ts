@@ -15,12 +15,16 @@ import {
 export interface NetworkShuffleEnvironmentConfiguration {
   readonly networkMemoryBytes: number;
   readonly segmentSize: number;
+  /** Smallest buffer a consumer may ask for with NewBufferSize (`min-segment-size`). */
+  readonly minSegmentSize: number;
   readonly buffersPerChannel: number;
   readonly floatingBuffersPerGate: number;
   readonly maxBuffersPerChannel: number;
   readonly maxOverdraftBuffersPerGate: number;
   /** Undefined = unlimited for pipelined gates. */
   readonly maxRequiredBuffersPerGate: number | undefined;
+  /** How long exclusive buffers may wait for other pools to return segments. */
+  readonly buffersRequestTimeoutMs: number;
   readonly requestBackoffInitialMs: number;
   readonly requestBackoffMaxMs: number;
   readonly partitionRequestTimeoutMs: number;
@@ -29,6 +33,11 @@ export interface NetworkShuffleEnvironmentConfiguration {
   readonly maxFrameSize: number;
   readonly maxRecordSize: number;
   readonly maxPartitionRequestsPerConnection: number;
+  readonly maxConnections: number;
+  readonly maxWaitingPartitionRequests: number;
+  readonly idleConnectionTimeoutMs: number;
+  readonly frameReadTimeoutMs: number;
+  readonly maxOutboundBytesPerConnection: number;
   readonly bindHost: string;
   readonly dataPort: number;
   readonly bufferTimeoutMs: number;
@@ -45,7 +54,11 @@ export interface NetworkShuffleEnvironmentConfiguration {
   readonly tmpDirs: readonly string[];
 }
 
-/** Reads the environment settings; `networkMemoryBytes` > 0 overrides the configured minimum. */
+/**
+ * Reads the environment settings; `networkMemoryBytes` > 0 overrides the configured minimum.
+ * Each value is checked on its own here (ConfigurationError naming the key); whether they fit
+ * together is `validateNetworkShuffleConfiguration`'s job.
+ */
 export function readNetworkShuffleEnvironmentConfiguration(
   config: ReadableConfig,
   networkMemoryBytes = 0,
@@ -57,11 +70,13 @@ export function readNetworkShuffleEnvironmentConfiguration(
     networkMemoryBytes:
       networkMemoryBytes > 0 ? networkMemoryBytes : config.get(M.NETWORK_MEMORY_MIN),
     segmentSize: config.get(M.MEMORY_SEGMENT_SIZE),
+    minSegmentSize: config.get(M.MIN_MEMORY_SEGMENT_SIZE),
     buffersPerChannel: config.get(M.NETWORK_BUFFERS_PER_CHANNEL),
     floatingBuffersPerGate: config.get(M.NETWORK_EXTRA_BUFFERS_PER_GATE),
     maxBuffersPerChannel: config.get(M.NETWORK_MAX_BUFFERS_PER_CHANNEL),
     maxOverdraftBuffersPerGate: config.get(M.NETWORK_MAX_OVERDRAFT_BUFFERS_PER_GATE),
     maxRequiredBuffersPerGate: config.getOptional(M.NETWORK_READ_MAX_REQUIRED_BUFFERS_PER_GATE),
+    buffersRequestTimeoutMs: config.get(M.NETWORK_BUFFERS_REQUEST_TIMEOUT),
     requestBackoffInitialMs: config.get(N.NETWORK_REQUEST_BACKOFF_INITIAL),
     requestBackoffMaxMs: config.get(N.NETWORK_REQUEST_BACKOFF_MAX),
     partitionRequestTimeoutMs: config.get(N.PARTITION_REQUEST_TIMEOUT),
@@ -70,6 +85,11 @@ export function readNetworkShuffleEnvironmentConfiguration(
     maxFrameSize: config.get(N.MAX_FRAME_SIZE),
     maxRecordSize: config.get(N.MAX_RECORD_SIZE),
     maxPartitionRequestsPerConnection: config.get(N.MAX_PARTITION_REQUESTS_PER_CONNECTION),
+    maxConnections: config.get(N.MAX_CONNECTIONS),
+    maxWaitingPartitionRequests: config.get(N.MAX_WAITING_PARTITION_REQUESTS),
+    idleConnectionTimeoutMs: config.get(N.IDLE_CONNECTION_TIMEOUT),
+    frameReadTimeoutMs: config.get(N.FRAME_READ_TIMEOUT),
+    maxOutboundBytesPerConnection: config.get(N.MAX_OUTBOUND_BYTES_PER_CONNECTION),
     bindHost: config.get(N.DATA_BIND_HOST),
     dataPort: config.get(N.DATA_PORT),
     bufferTimeoutMs: config.get(ExecutionOptions.BUFFER_TIMEOUT_INTERVAL),

@@ -4,6 +4,8 @@ import {
   IntermediateResultPartitionID,
   JobID,
   type LocalBufferPool,
+  ResultPartitionID,
+  TaskEvent,
 } from "@sluice/core";
 import {
   createInputGateDeploymentDescriptor,
@@ -210,5 +212,152 @@ describe("NetworkShuffleEnvironment in one process", () => {
     writer.close();
     expect(global.getNumberOfAvailableMemorySegments()).toBe(global.totalNumberOfMemorySegments);
     expect(env.getPartitionsOccupyingLocalResources()).toEqual([]);
+  });
+
+  it("replaces every unknown channel of a gate reading a range of subpartitions, matched by partition id, then the gate finishes", async () => {
+    env = new LocalShuffleServiceFactory().createShuffleEnvironment(environmentContext(config));
+    await env.start();
+    const master = new NetworkShuffleMaster({
+      configuration: readableConfigOf(config),
+      onFatalError: (error) => {
+        throw error;
+      },
+    });
+    const type = ResultPartitionType.PIPELINED_BOUNDED;
+    const resultId = new IntermediateDataSetID();
+    const partitionDescriptor: PartitionDescriptor = {
+      resultId,
+      totalNumberOfPartitions: 1,
+      partitionId: new IntermediateResultPartitionID(resultId, 0),
+      partitionType: type,
+      numberOfSubpartitions: 3,
+      connectionIndex: 0,
+      isBroadcast: false,
+      isAllToAllDistribution: true,
+    };
+    // The consumer was deployed against a first attempt of the producer; the attempt that
+    // actually runs (and is announced through updatePartitionInfo) is a later one.
+    const firstAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
+    const runningAttempt = new ExecutionAttemptID(undefined, undefined, 0, 1);
+    const descriptor = await master.registerPartitionWithProducer(
+      new JobID(),
+      partitionDescriptor,
+      {
+        producerLocation: env.resourceId,
+        producerExecutionId: runningAttempt,
+        address: "127.0.0.1",
+        dataPort: env.getDataPort(),
+      },
+    );
+    const consumerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
+    const [gate] = env.createInputGates(
+      env.createShuffleIOOwnerContext("consumer", consumerAttempt),
+      RUNNING_PRODUCER,
+      [
+        createInputGateDeploymentDescriptor(resultId, type, { start: 0, end: 2 }, [
+          createUnknownShuffleDescriptor(
+            new ResultPartitionID(partitionDescriptor.partitionId, firstAttempt),
+          ),
+        ]),
+      ],
+    ) as [SingleInputGate];
+    gate.setup();
+    gate.requestPartitions();
+    expect(gate.numberOfInputChannels).toBe(3);
+
+    expect(
+      env.updatePartitionInfo(consumerAttempt, createPartitionInfo(resultId, descriptor)),
+    ).toBe(true);
+    for (let i = 0; i < 3; i++) expect(gate.getChannel(i)).toBeInstanceOf(LocalInputChannel);
+
+    const [writer] = env.createResultPartitionWriters(
+      env.createShuffleIOOwnerContext("producer", runningAttempt),
+      [createResultPartitionDeploymentDescriptor(partitionDescriptor, descriptor, 128)],
+    ) as [ResultPartition];
+    writer.setup();
+    for (let sub = 0; sub < 3; sub++) writer.emitRecord(makeRecord(sub, 0, 0, 10), sub);
+    writer.finish();
+    let records = 0;
+    while (!gate.isFinished()) {
+      const next = gate.pollNext();
+      if (next === undefined) {
+        await gate.getAvailableFuture();
+        continue;
+      }
+      if (next.buffer !== undefined) {
+        records++;
+        next.buffer.recycleBuffer();
+      }
+    }
+    expect(records).toBe(3);
+    await gate.close();
+    writer.close();
+    const pool = env.networkBufferPool;
+    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+  });
+
+  it("keeps the task events sent while a channel is unknown and replays them once it is known", async () => {
+    env = new LocalShuffleServiceFactory().createShuffleEnvironment(environmentContext(config));
+    await env.start();
+    const master = new NetworkShuffleMaster({
+      configuration: readableConfigOf(config),
+      onFatalError: (error) => {
+        throw error;
+      },
+    });
+    const type = ResultPartitionType.PIPELINED_BOUNDED;
+    const resultId = new IntermediateDataSetID();
+    const partitionDescriptor: PartitionDescriptor = {
+      resultId,
+      totalNumberOfPartitions: 1,
+      partitionId: new IntermediateResultPartitionID(resultId, 0),
+      partitionType: type,
+      numberOfSubpartitions: 1,
+      connectionIndex: 0,
+      isBroadcast: false,
+      isAllToAllDistribution: true,
+    };
+    const producerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
+    const descriptor = await master.registerPartitionWithProducer(
+      new JobID(),
+      partitionDescriptor,
+      {
+        producerLocation: env.resourceId,
+        producerExecutionId: producerAttempt,
+        address: "127.0.0.1",
+        dataPort: env.getDataPort(),
+      },
+    );
+    const received: string[] = [];
+    env.taskEventDispatcher.subscribe(descriptor.resultPartitionId, (event) =>
+      received.push(event.typeName),
+    );
+    const consumerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
+    const [gate] = env.createInputGates(
+      env.createShuffleIOOwnerContext("consumer", consumerAttempt),
+      RUNNING_PRODUCER,
+      [
+        createInputGateDeploymentDescriptor(resultId, type, { start: 0, end: 0 }, [
+          createUnknownShuffleDescriptor(descriptor.resultPartitionId),
+        ]),
+      ],
+    ) as [SingleInputGate];
+    gate.setup();
+    gate.requestPartitions();
+    gate.sendTaskEvent(new TaskEvent("first", new Uint8Array(0)));
+    gate.sendTaskEvent(new TaskEvent("second", new Uint8Array(0)));
+    expect(received).toEqual([]);
+    const [writer] = env.createResultPartitionWriters(
+      env.createShuffleIOOwnerContext("producer", producerAttempt),
+      [createResultPartitionDeploymentDescriptor(partitionDescriptor, descriptor, 128)],
+    ) as [ResultPartition];
+    writer.setup();
+    env.updatePartitionInfo(consumerAttempt, createPartitionInfo(resultId, descriptor));
+    expect(received).toEqual(["first", "second"]);
+    gate.sendTaskEvent(new TaskEvent("third", new Uint8Array(0)));
+    expect(received).toEqual(["first", "second", "third"]); // no replay once every channel is known
+    await gate.close();
+    writer.release();
+    writer.close();
   });
 });

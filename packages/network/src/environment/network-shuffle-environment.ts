@@ -3,6 +3,7 @@ import {
   type ExecutionAttemptID,
   IllegalArgumentError,
   IllegalStateError,
+  LimitExceededError,
   NetworkBufferPool,
   type ResourceID,
   type ResultPartitionID,
@@ -51,6 +52,7 @@ import {
   type NetworkShuffleEnvironmentConfiguration,
   readNetworkShuffleEnvironmentConfiguration,
 } from "./network-shuffle-environment-configuration.js";
+import { validateNetworkShuffleConfiguration } from "./validate-network-shuffle-configuration.js";
 
 /** A writer of the network shuffle: pipelined in memory, or blocking (sort-merge) on disk. */
 export type NetworkResultPartition = ResultPartition | SortMergeResultPartition;
@@ -75,7 +77,7 @@ export class NetworkShuffleEnvironment
   readonly resourceId: ResourceID;
   readonly settings: NetworkShuffleEnvironmentConfiguration;
   readonly networkBufferPool: NetworkBufferPool;
-  readonly resultPartitionManager = new ResultPartitionManager();
+  readonly resultPartitionManager: ResultPartitionManager;
   /** Subscriptions for task events sent upstream by consumers (when the worker brings none). */
   readonly taskEventDispatcher = new TaskEventDispatcher();
   /** Where task events go: the worker's publisher from the context, else our dispatcher. */
@@ -94,12 +96,23 @@ export class NetworkShuffleEnvironment
   private started = false;
   private closed = false;
 
+  /**
+   * @throws ConfigurationError (`SLUICE_ERR_CONFIG`) naming the keys when a value is invalid or
+   *   the settings cannot serve one channel (`validateNetworkShuffleConfiguration`): a worker
+   *   that could not work refuses to start.
+   */
   constructor(context: ShuffleEnvironmentContext, transport?: Transport) {
     this.resourceId = context.taskExecutorResourceId;
     this.settings = readNetworkShuffleEnvironmentConfiguration(
       context.configuration,
       context.networkMemorySize,
     );
+    validateNetworkShuffleConfiguration(this.settings, {
+      networkMemoryFromContext: context.networkMemorySize > 0,
+    });
+    this.resultPartitionManager = new ResultPartitionManager({
+      maxWaitingPartitionRequests: this.settings.maxWaitingPartitionRequests,
+    });
     this.networkBufferPool = NetworkBufferPool.fromMemorySize(
       this.settings.networkMemoryBytes,
       this.settings.segmentSize,
@@ -138,17 +151,33 @@ export class NetworkShuffleEnvironment
           connection.destroy();
           return;
         }
+        const s = this.settings;
         const handler = new PartitionRequestServerHandler(
           connection,
           this.resultPartitionManager,
           this.taskEventPublisher,
           {
-            maxFrameSize: this.settings.maxFrameSize,
-            partitionRequestTimeoutMs: this.settings.partitionRequestTimeoutMs,
-            maxPartitionRequestsPerConnection: this.settings.maxPartitionRequestsPerConnection,
+            maxFrameSize: s.maxFrameSize,
+            partitionRequestTimeoutMs: s.partitionRequestTimeoutMs,
+            maxPartitionRequestsPerConnection: s.maxPartitionRequestsPerConnection,
+            maxOutboundBytes: s.maxOutboundBytesPerConnection,
+            idleTimeoutMs: s.idleConnectionTimeoutMs,
+            frameReadTimeoutMs: s.frameReadTimeoutMs,
             onClosed: (closed) => this.serverHandlers.delete(closed),
           },
         );
+        if (this.serverHandlers.size >= s.maxConnections) {
+          // Refused with a reason rather than dropped: the consumers on the other side fail
+          // naming the limit instead of seeing a bare reset.
+          handler.refuse(
+            new LimitExceededError(
+              `the data server of worker ${this.resourceId} already has ${this.serverHandlers.size} ` +
+                `connections ('taskmanager.network.max-connections' = ${s.maxConnections}); ` +
+                `refused the connection from ${connection.remoteAddress}`,
+            ),
+          );
+          return;
+        }
         this.serverHandlers.add(handler);
       },
     });
@@ -244,6 +273,7 @@ export class NetworkShuffleEnvironment
       numberOfSubpartitions,
       partitionManager: this.resultPartitionManager,
       maxRecordSize: s.maxRecordSize,
+      minBufferSize: s.minSegmentSize,
       bufferPoolFactory,
     });
   }
@@ -391,9 +421,16 @@ export class NetworkShuffleEnvironment
       this.networkBufferPool,
       exclusiveBuffers,
       this.backoff,
+      this.settings.buffersRequestTimeoutMs,
     );
   }
 
+  /**
+   * Makes the unknown channels of `consumerAttemptId`'s gates that read the partition of
+   * `partitionInfo` local or remote (Flink's updatePartitionInfo): every matching channel of a
+   * gate reading a range of subpartitions, matched by the partition id (the descriptor may name
+   * a newer producer attempt). Returns false when no unknown channel reads that partition.
+   */
   updatePartitionInfo(
     consumerAttemptId: ExecutionAttemptID,
     partitionInfo: PartitionInfo,
@@ -401,6 +438,7 @@ export class NetworkShuffleEnvironment
     const gates = this.gatesByConsumer.get(consumerAttemptId.toString()) ?? [];
     const descriptor = partitionInfo.shuffleDescriptor;
     const s = this.settings;
+    let updated = 0;
     for (const gate of gates) {
       if (!gate.consumedResultId.equals(partitionInfo.intermediateDataSetId)) continue;
       const spec = createGateBuffersSpec(
@@ -410,7 +448,7 @@ export class NetworkShuffleEnvironment
         gate.consumedPartitionType,
         gate.numberOfInputChannels,
       );
-      const updated = gate.updateInputChannel(descriptor.resultPartitionId, (unknown) =>
+      updated += gate.updateInputChannel(descriptor.resultPartitionId.partitionId, (unknown) =>
         this.createInputChannel(
           gate,
           unknown.channelIndex,
@@ -419,9 +457,8 @@ export class NetworkShuffleEnvironment
           spec.exclusiveBuffersPerChannel,
         ),
       );
-      if (updated) return true;
     }
-    return false;
+    return updated > 0;
   }
 
   releasePartitionsLocally(partitionIds: readonly ResultPartitionID[]): void {
@@ -435,6 +472,21 @@ export class NetworkShuffleEnvironment
   /** Open server-side connections (for tests and metrics). */
   getNumberOfServerConnections(): number {
     return this.serverHandlers.size;
+  }
+
+  /**
+   * What the data server holds for its peers (for tests and metrics): bytes queued and not yet
+   * taken by the sockets, over all connections, and how many peers it stopped reading from
+   * because they do not read their replies.
+   */
+  getServerOutboundStats(): { readonly queuedBytes: number; readonly pausedConnections: number } {
+    let queuedBytes = 0;
+    let pausedConnections = 0;
+    for (const handler of this.serverHandlers) {
+      queuedBytes += handler.getQueuedOutboundBytes();
+      if (handler.isReadingPaused()) pausedConnections++;
+    }
+    return { queuedBytes, pausedConnections };
   }
 
   /** Open client connections (for tests and metrics). */

@@ -129,6 +129,12 @@ export class CreditBasedPartitionRequestClientHandler implements ConnectionHandl
 
   onDrain(): void {}
 
+  /** The producer broke the transport's framing: every channel fails with the violation. */
+  onProtocolViolation(error: Error): void {
+    this.failAll(error);
+    this.connection.destroy(error);
+  }
+
   onClose(cause: Error | undefined): void {
     this.failAll(
       new RemoteTransportError(

@@ -128,7 +128,8 @@ describe("CreditBasedSequenceNumberingViewReader", () => {
     expect([end.sequenceNumber, end.moreAvailable]).toEqual([4, false]);
 
     r.releaseAllResources();
-    expect(s.partition.isReleased()).toBe(true); // the only subpartition was consumed
+    s.partition.close();
+    expect(s.partition.isReleased()).toBe(true); // consumed, and its producer closed
     expectAllSegmentsBack(s);
   });
 

@@ -19,44 +19,12 @@ import {
   type NettyMessage,
   NettyMessageDecoder,
 } from "../protocol/index.js";
+import { FakeConnection } from "../test-support/fake-connection.js";
 import { CreditBasedSequenceNumberingViewReader } from "./credit-based-sequence-numbering-view-reader.js";
 import { PartitionRequestQueue } from "./partition-request-queue.js";
-import type { ConnectionHandler, TransportConnection } from "./transport.js";
 
 const SEGMENT = 64;
 const FULL = SEGMENT - 4;
-
-/** Records what the queue writes; writability is set by the test. */
-class FakeConnection implements TransportConnection {
-  readonly remoteAddress = "10.0.0.2:40000";
-  writable = true;
-  /** After this many more writes, `write()` returns false and the connection stays unwritable. */
-  writesUntilFull = Number.POSITIVE_INFINITY;
-  readonly writes: Buffer[] = [];
-  private readonly pending: ((error?: Error | null) => void)[] = [];
-
-  setHandler(_handler: ConnectionHandler): void {}
-
-  write(chunks: readonly Uint8Array[], onWritten?: (error?: Error | null) => void): boolean {
-    // Copy now: the queue may recycle the payload once `onWritten` runs.
-    this.writes.push(Buffer.concat(chunks.map((c) => Buffer.from(c))));
-    if (onWritten !== undefined) this.pending.push(onWritten);
-    if (--this.writesUntilFull <= 0) this.writable = false;
-    return this.writable;
-  }
-
-  isWritable(): boolean {
-    return this.writable;
-  }
-
-  /** The transport finished the writes: their buffers may be recycled. */
-  completeWrites(): void {
-    for (const done of this.pending.splice(0)) done();
-  }
-
-  close(): void {}
-  destroy(): void {}
-}
 
 interface Setup {
   readonly global: NetworkBufferPool;
@@ -237,6 +205,7 @@ describe("PartitionRequestQueue", () => {
     partition.emitRecord(new Uint8Array(FULL), 0);
     partition.emitRecord(new Uint8Array(10), 0); // unfinished: not in the backlog yet
     const reader = request(s, partition.partitionId, 0, 0);
+    await turn(); // control messages go out with the next write turn
     const announced = written(s);
     expect(announced).toHaveLength(1);
     const announcement = announced[0] as BacklogAnnouncement;
@@ -257,6 +226,7 @@ describe("PartitionRequestQueue", () => {
 
     // Credit is used up again; a flush makes the last buffer count: announced as backlog 1.
     partition.flush(0);
+    await turn();
     const again = written(s);
     expect(again.map((m) => m.id)).toEqual([MessageId.BACKLOG_ANNOUNCEMENT]);
     expect((again[0] as BacklogAnnouncement).backlog).toBe(1);
@@ -270,12 +240,14 @@ describe("PartitionRequestQueue", () => {
     finish(s);
   });
 
-  it("announces a buffer that a record filled exactly without waiting for a flush", () => {
+  it("announces a buffer that a record filled exactly without waiting for a flush", async () => {
     const s = setUp();
     const partition = newPartition(s);
     const reader = request(s, partition.partitionId, 0, 0);
+    await turn();
     expect(written(s)).toEqual([]);
     partition.emitRecord(new Uint8Array(FULL), 0); // finished at once, nothing open after it
+    await turn();
     const [announcement] = written(s) as BacklogAnnouncement[];
     expect(announcement?.id).toBe(MessageId.BACKLOG_ANNOUNCEMENT);
     expect(announcement?.backlog).toBe(1);
@@ -283,7 +255,27 @@ describe("PartitionRequestQueue", () => {
     finish(s);
   });
 
-  it("answers a partition request that timed out with an ErrorResponse for that receiver", () => {
+  it("keeps at most one backlog announcement per reader queued while the peer does not read", async () => {
+    const s = setUp();
+    const partition = newPartition(s);
+    s.connection.writable = false;
+    const reader = request(s, partition.partitionId, 0, 0);
+    for (let i = 0; i < 5; i++) partition.emitRecord(new Uint8Array(FULL), 0);
+    await turns(2);
+    expect(s.connection.writes).toEqual([]);
+    expect(s.queue.getQueuedOutboundBytes()).toBe(29); // one BacklogAnnouncement frame
+    s.connection.drain();
+    s.queue.onDrain();
+    await turn();
+    const announced = written(s) as BacklogAnnouncement[];
+    expect(announced.map((m) => [m.id, m.backlog])).toEqual([
+      [MessageId.BACKLOG_ANNOUNCEMENT, 5], // the backlog when it was written, not when queued
+    ]);
+    expect(announced[0]?.receiverId.equals(reader.receiverId)).toBe(true);
+    finish(s);
+  });
+
+  it("answers a partition request that timed out with an ErrorResponse for that receiver", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     const s = setUp();
     const missing = new ResultPartitionID();
@@ -292,6 +284,7 @@ describe("PartitionRequestQueue", () => {
     vi.advanceTimersByTime(4_999);
     expect(s.connection.writes).toEqual([]);
     vi.advanceTimersByTime(1);
+    await turn();
     const [message] = written(s) as ErrorResponse[];
     expect(message?.id).toBe(MessageId.ERROR_RESPONSE);
     expect(message?.receiverId?.equals(reader.receiverId)).toBe(true);
@@ -346,6 +339,16 @@ describe("PartitionRequestQueue", () => {
     const error = errorFromErrorResponse(message as ErrorResponse);
     expect(error.code).toBe(ErrorCodes.PRODUCER_FAILED);
     expect(error.message).toContain("out of cheese");
+    // As in Flink, the failed reader stays registered (released) until the consumer cancels
+    // it, so credit that crossed the error on the wire is not taken for a protocol violation.
+    expect(reader.isReleased()).toBe(true);
+    expect(s.queue.getNumberOfReaders()).toBe(1);
+    expect(s.queue.addCreditOrResumeConsumption(reader.receiverId, (r) => r.addCredit(1))).toBe(
+      true,
+    );
+    await turns(2);
+    expect(written(s)).toEqual([]); // answered once, not again per credit
+    s.queue.cancel(reader.receiverId);
     expect(s.queue.getNumberOfReaders()).toBe(0);
     finish(s);
   });

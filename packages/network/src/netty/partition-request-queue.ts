@@ -1,4 +1,4 @@
-import { CancelledError, type InputChannelID } from "@sluice/core";
+import { CancelledError, type InputChannelID, LimitExceededError } from "@sluice/core";
 import { errorToErrorResponse } from "../protocol/error-response.js";
 import { encodeBufferResponseHeader, encodeMessage } from "../protocol/message-encoder.js";
 import { MessageId } from "../protocol/message-id.js";
@@ -11,6 +11,43 @@ import type { TransportConnection } from "./transport.js";
 /** How many messages one write turn sends before yielding to the event loop. */
 const MAX_MESSAGES_PER_TURN = 64;
 
+/** Control frames joined into one transport write: a bounded batch of small frames. */
+const MAX_CONTROL_BYTES_PER_WRITE = 64 * 1024;
+
+/** Frame size of a BacklogAnnouncement (header 9 + backlog 4 + receiver id 16). */
+const BACKLOG_ANNOUNCEMENT_BYTES = 29;
+
+/** Default of `taskmanager.network.max-outbound-bytes-per-connection`. */
+const DEFAULT_MAX_OUTBOUND_BYTES = 1024 * 1024;
+
+/** A control message waiting for the connection to be writable. */
+interface ControlMessage {
+  /** An encoded frame (error responses), or undefined for `backlogOf`. */
+  readonly frame: Buffer | undefined;
+  /** A BacklogAnnouncement of this reader, encoded when written (with the backlog then). */
+  readonly backlogOf: CreditBasedSequenceNumberingViewReader | undefined;
+  readonly bytes: number;
+}
+
+/** Who stops and restarts reading from the peer when the outbound budget is used. */
+export interface ReadingControl {
+  pause(): void;
+  resume(): void;
+}
+
+/** Limits of a PartitionRequestQueue. */
+export interface PartitionRequestQueueOptions {
+  /**
+   * Bytes the queue may hold for the peer before it stops reading from it: control messages not
+   * written yet plus everything written that the transport has not handed on
+   * (`taskmanager.network.max-outbound-bytes-per-connection`). Reading resumes below half of it;
+   * control messages beyond twice it close the connection.
+   */
+  readonly maxOutboundBytes?: number;
+  /** Pauses and resumes reading from the peer; default: the connection itself. */
+  readonly readingControl?: ReadingControl;
+}
+
 /**
  * The per-connection "queue of queues" of the data server (Flink's PartitionRequestQueue).
  * Readers with something to send (data with credit, or an event) wait in FIFO order; the queue
@@ -18,16 +55,35 @@ const MAX_MESSAGES_PER_TURN = 64;
  * share a connection are served fairly. It writes only while the connection is writable and
  * resumes on drain, so socket buffers stay bounded; a write turn is bounded and then yields with
  * setImmediate, so timers (the OutputFlusher) and incoming credit always get their turn.
+ *
+ * Every outbound message counts against one budget per connection. Control messages (error
+ * responses, backlog announcements) wait in a queue of their own and are written ahead of data,
+ * also only while the connection is writable. A peer that keeps sending requests which earn
+ * replies but never reads them makes the queue pause reading from it once the budget is used
+ * (its requests then back up in its own socket), and close the connection should replies that
+ * were already on their way exceed twice the budget. Backlog announcements are coalesced: at most
+ * one per reader waits, carrying the backlog of the moment it is written.
  */
 export class PartitionRequestQueue implements ReaderQueue {
   private readonly connection: TransportConnection;
-  private readonly available: CreditBasedSequenceNumberingViewReader[] = [];
+  /** Readers with something to send; a Set keeps FIFO order and removes in O(1). */
+  private readonly available = new Set<CreditBasedSequenceNumberingViewReader>();
   private readonly allReaders = new Map<string, CreditBasedSequenceNumberingViewReader>();
+  private readonly control: ControlMessage[] = [];
+  private readonly announcing = new Set<CreditBasedSequenceNumberingViewReader>();
+  private readonly maxOutboundBytes: number;
+  private readonly readingControl: ReadingControl;
+  private controlBytes = 0;
+  /** Bytes handed to the transport whose write has not completed yet. */
+  private inFlightBytes = 0;
+  private readingPaused = false;
   private writeScheduled = false;
   private closed = false;
 
-  constructor(connection: TransportConnection) {
+  constructor(connection: TransportConnection, options: PartitionRequestQueueOptions = {}) {
     this.connection = connection;
+    this.maxOutboundBytes = options.maxOutboundBytes ?? DEFAULT_MAX_OUTBOUND_BYTES;
+    this.readingControl = options.readingControl ?? connection;
   }
 
   /** Registers a new reader (on PartitionRequest). */
@@ -39,6 +95,7 @@ export class PartitionRequestQueue implements ReaderQueue {
     return this.allReaders.get(receiverId.toString());
   }
 
+  /** Readers registered on this connection, including failed ones not yet cancelled. */
   getNumberOfReaders(): number {
     return this.allReaders.size;
   }
@@ -52,22 +109,33 @@ export class PartitionRequestQueue implements ReaderQueue {
     this.enqueue(reader);
   }
 
-  /** The reader's partition request failed (e.g. PartitionNotFound after the timeout). */
+  /**
+   * The reader's partition request failed before it had a view (PartitionNotFound after the
+   * timeout, or at once): it is forgotten, as in Flink, and the consumer is told.
+   */
   notifyReaderFailed(reader: CreditBasedSequenceNumberingViewReader, cause: Error): void {
     if (this.closed) return;
     this.removeReader(reader);
-    this.connection.write([encodeMessage(errorToErrorResponse(cause, reader.receiverId))]);
+    this.sendError(cause, reader.receiverId);
   }
 
-  /** Applies AddCredit / ResumeConsumption to a reader and re-enqueues it if it can send now. */
+  /**
+   * Applies AddCredit / ResumeConsumption to a reader and re-enqueues it if it can send now.
+   * Returns false when the connection has no reader for `receiverId`: as in Flink, the caller
+   * treats that as a protocol violation (a correct client never sends credit for a request it
+   * did not make or already cancelled). A reader that failed stays registered until the client
+   * cancels it, so credit that crossed the failure on the wire is not mistaken for one.
+   */
   addCreditOrResumeConsumption(
     receiverId: InputChannelID,
     operation: (reader: CreditBasedSequenceNumberingViewReader) => void,
-  ): void {
+  ): boolean {
     const reader = this.allReaders.get(receiverId.toString());
-    if (reader === undefined) return; // cancelled meanwhile: Flink ignores it too
+    if (reader === undefined) return false;
+    if (reader.isReleased()) return true;
     operation(reader);
     this.notifyReaderNonEmpty(reader);
+    return true;
   }
 
   /** CancelPartitionRequest: releases the reader of `receiverId`. */
@@ -78,26 +146,88 @@ export class PartitionRequestQueue implements ReaderQueue {
 
   private removeReader(reader: CreditBasedSequenceNumberingViewReader): void {
     this.allReaders.delete(reader.receiverId.toString());
-    const index = this.available.indexOf(reader);
-    if (index >= 0) this.available.splice(index, 1);
+    this.releaseReader(reader);
+  }
+
+  /** Releases the reader's view but keeps it registered (Flink keeps failed readers). */
+  private releaseReader(reader: CreditBasedSequenceNumberingViewReader): void {
+    this.available.delete(reader);
     reader.registeredAsAvailable = false;
     reader.releaseAllResources();
+  }
+
+  /** A reader that had a view failed (the producer released the partition, a read threw). */
+  private failReader(reader: CreditBasedSequenceNumberingViewReader, cause: Error): void {
+    this.releaseReader(reader);
+    this.sendError(cause, reader.receiverId);
   }
 
   private enqueue(reader: CreditBasedSequenceNumberingViewReader): void {
     if (reader.registeredAsAvailable) return;
     reader.registeredAsAvailable = true;
-    this.available.push(reader);
+    this.available.add(reader);
     this.scheduleWrite();
   }
 
   private announceBacklogIfNeeded(reader: CreditBasedSequenceNumberingViewReader): void {
-    if (!reader.needAnnounceBacklog()) return;
-    const backlog = reader.getBacklog();
-    if (backlog <= 0) return;
-    this.connection.write([
-      encodeMessage({ id: MessageId.BACKLOG_ANNOUNCEMENT, backlog, receiverId: reader.receiverId }),
-    ]);
+    if (!reader.needAnnounceBacklog() || this.announcing.has(reader)) return;
+    if (reader.getBacklog() <= 0) return;
+    this.announcing.add(reader);
+    this.queueControl({
+      frame: undefined,
+      backlogOf: reader,
+      bytes: BACKLOG_ANNOUNCEMENT_BYTES,
+    });
+  }
+
+  /** Queues an ErrorResponse for `receiverId` (non-fatal: only that channel fails). */
+  sendError(cause: Error, receiverId: InputChannelID): void {
+    if (this.closed) return;
+    const frame = encodeMessage(errorToErrorResponse(cause, receiverId));
+    this.queueControl({ frame, backlogOf: undefined, bytes: frame.length });
+  }
+
+  private queueControl(message: ControlMessage): void {
+    this.control.push(message);
+    this.controlBytes += message.bytes;
+    if (this.controlBytes > 2 * this.maxOutboundBytes) {
+      // Reading pauses at the budget, and the server decodes what it already read in small
+      // slices, checking in between; only a peer whose replies still outgrow twice the budget
+      // gets here: give up on it rather than grow.
+      this.connection.destroy(
+        new LimitExceededError(
+          `${this.controlBytes} bytes of replies queued for ${this.connection.remoteAddress}, ` +
+            `which does not read them: more than twice ${this.maxOutboundBytes} bytes ` +
+            "('taskmanager.network.max-outbound-bytes-per-connection'); connection closed",
+        ),
+      );
+      this.releaseAllResources();
+      return;
+    }
+    this.checkBudget();
+    this.scheduleWrite();
+  }
+
+  /** Bytes held for the peer: queued control messages plus writes not completed yet. */
+  getQueuedOutboundBytes(): number {
+    return this.controlBytes + this.inFlightBytes;
+  }
+
+  /** Whether the queue stopped reading from the peer because the outbound budget is used. */
+  isReadingPaused(): boolean {
+    return this.readingPaused;
+  }
+
+  private checkBudget(): void {
+    if (this.closed) return;
+    const queued = this.controlBytes + this.inFlightBytes;
+    if (!this.readingPaused && queued >= this.maxOutboundBytes) {
+      this.readingPaused = true;
+      this.readingControl.pause();
+    } else if (this.readingPaused && queued <= this.maxOutboundBytes / 2) {
+      this.readingPaused = false;
+      this.readingControl.resume();
+    }
   }
 
   /** The connection drained: continue writing. */
@@ -114,19 +244,65 @@ export class PartitionRequestQueue implements ReaderQueue {
     });
   }
 
+  /** A write of `bytes` completed (or failed): they no longer count against the budget. */
+  private onWriteDone(bytes: number): void {
+    this.inFlightBytes -= bytes;
+    if (this.readingPaused) this.checkBudget();
+  }
+
+  /** Writes queued control messages (as bounded batches) while the connection is writable. */
+  private writeControl(): void {
+    while (this.control.length > 0 && !this.closed && this.connection.isWritable()) {
+      const frames: Buffer[] = [];
+      let batchBytes = 0;
+      let taken = 0;
+      while (taken < this.control.length && batchBytes < MAX_CONTROL_BYTES_PER_WRITE) {
+        const message = this.control[taken++] as ControlMessage;
+        this.controlBytes -= message.bytes;
+        const frame = message.frame ?? this.encodeBacklogAnnouncement(message.backlogOf);
+        if (frame === undefined) continue;
+        frames.push(frame);
+        batchBytes += frame.length;
+      }
+      this.control.splice(0, taken);
+      if (frames.length === 0) continue;
+      this.inFlightBytes += batchBytes;
+      this.connection.write(frames, () => this.onWriteDone(batchBytes));
+    }
+  }
+
+  private encodeBacklogAnnouncement(
+    reader: CreditBasedSequenceNumberingViewReader | undefined,
+  ): Buffer | undefined {
+    if (reader === undefined) return undefined;
+    this.announcing.delete(reader);
+    // Taken now: the backlog may have grown, or credit arrived, since it was queued.
+    if (reader.isReleased() || !reader.needAnnounceBacklog()) return undefined;
+    const backlog = reader.getBacklog();
+    if (backlog <= 0) return undefined;
+    return encodeMessage({
+      id: MessageId.BACKLOG_ANNOUNCEMENT,
+      backlog,
+      receiverId: reader.receiverId,
+    });
+  }
+
   /** Writes up to MAX_MESSAGES_PER_TURN messages while the connection is writable. */
   private writeTurn(): void {
+    this.writeControl();
     let sent = 0;
-    while (!this.closed && this.connection.isWritable() && sent < MAX_MESSAGES_PER_TURN) {
-      const reader = this.available.shift();
-      if (reader === undefined) return;
+    const available = this.available;
+    // A Set iterator sees readers re-added during the turn: they go to the back, fairly.
+    for (const reader of available) {
+      if (this.closed || !this.connection.isWritable() || sent >= MAX_MESSAGES_PER_TURN) break;
+      available.delete(reader);
       reader.registeredAsAvailable = false;
       if (reader.isReleased()) continue;
       let next: ReturnType<CreditBasedSequenceNumberingViewReader["getNextBuffer"]>;
       try {
         next = reader.getNextBuffer();
       } catch (error) {
-        this.notifyReaderFailed(reader, error as Error);
+        this.failReader(reader, error as Error);
         continue;
       }
       if (next === undefined) {
@@ -139,7 +315,7 @@ export class PartitionRequestQueue implements ReaderQueue {
             new CancelledError(
               `result partition of receiver ${reader.receiverId} was released by the producer`,
             );
-          this.notifyReaderFailed(reader, cause);
+          this.failReader(reader, cause);
         }
         continue;
       }
@@ -154,13 +330,23 @@ export class PartitionRequestQueue implements ReaderQueue {
         isCompressed: buffer.isCompressed(),
         bufferSize: buffer.getSize(),
       });
+      const bytes = header.length + buffer.getSize();
+      this.inFlightBytes += bytes;
       // The payload goes out as a view of the segment: no copy. It is recycled once written.
-      this.connection.write([header, buffer.view()], () => buffer.recycleBuffer());
+      this.connection.write([header, buffer.view()], () => {
+        this.onWriteDone(bytes);
+        buffer.recycleBuffer();
+      });
       sent++;
       if (next.moreAvailable) this.enqueue(reader);
     }
-    if (this.available.length > 0 && this.connection.isWritable()) this.scheduleWrite();
-    // Otherwise onDrain() schedules the next turn.
+    this.writeControl();
+    if (this.closed || !this.connection.isWritable()) {
+      this.checkBudget();
+      return; // onDrain() schedules the next turn
+    }
+    if (available.size > 0 || this.control.length > 0) this.scheduleWrite();
+    this.checkBudget();
   }
 
   /** Releases every reader (connection closed or CloseRequest). Idempotent. */
@@ -169,6 +355,10 @@ export class PartitionRequestQueue implements ReaderQueue {
     this.closed = true;
     for (const reader of this.allReaders.values()) reader.releaseAllResources();
     this.allReaders.clear();
-    this.available.length = 0;
+    this.available.clear();
+    this.announcing.clear();
+    // Replies to a peer that is gone are moot; what they hold is plain memory.
+    this.control.length = 0;
+    this.controlBytes = 0;
   }
 }

@@ -1,10 +1,12 @@
 import {
   CancelledError,
   EventSerializer,
+  IllegalArgumentError,
   IllegalStateError,
   isSluiceError,
   ProtocolError,
   TaskEvent,
+  TimeoutError,
 } from "@sluice/core";
 import type { ResultPartitionManager } from "../partition/result-partition-manager.js";
 import type { TaskEventPublisher } from "../partition/task-event-publisher.js";
@@ -17,12 +19,34 @@ import { CreditBasedSequenceNumberingViewReader } from "./credit-based-sequence-
 import { PartitionRequestQueue } from "./partition-request-queue.js";
 import type { ConnectionHandler, TransportConnection } from "./transport.js";
 
+/**
+ * Input is decoded in slices of this many bytes, and not at all while reading is paused: a large
+ * chunk (a WebSocket message can hold thousands of requests) cannot make the server produce
+ * more than one slice's replies after the outbound budget was used.
+ */
+const DECODE_SLICE_BYTES = 8 * 1024;
+
 /** Server-side limits and timeouts. */
 export interface ServerHandlerOptions {
   readonly maxFrameSize: number;
   readonly partitionRequestTimeoutMs: number;
   /** PartitionRequests one connection may have open at once. */
   readonly maxPartitionRequestsPerConnection: number;
+  /**
+   * Bytes queued for the peer before the server stops reading from it
+   * (`taskmanager.network.max-outbound-bytes-per-connection`); see PartitionRequestQueue.
+   */
+  readonly maxOutboundBytes?: number;
+  /**
+   * A connection without readers that sent nothing for this long is closed
+   * (`taskmanager.network.idle-connection-timeout`). Absent: never.
+   */
+  readonly idleTimeoutMs?: number;
+  /**
+   * A frame whose first bytes arrived must be complete within this long
+   * (`taskmanager.network.frame-read-timeout`). Absent: no limit.
+   */
+  readonly frameReadTimeoutMs?: number;
   /** Called once when the connection is gone and every reader was released. */
   readonly onClosed?: (handler: PartitionRequestServerHandler) => void;
 }
@@ -32,6 +56,11 @@ export interface ServerHandlerOptions {
  * its PartitionRequestQueue): decodes requests, creates credit-based readers, applies credit and
  * resume messages, and releases every reader when the connection ends. A protocol violation
  * answers with a fatal ErrorResponse and closes the connection; other connections are unaffected.
+ *
+ * Careless or hostile peers are bounded: a peer that does not read its replies is paused (see
+ * PartitionRequestQueue); a connection that has no reader and sends nothing is closed after the
+ * idle timeout; a frame that started must complete within the frame read timeout, so a peer
+ * cannot hold the server with half a frame.
  */
 export class PartitionRequestServerHandler implements ConnectionHandler {
   private readonly connection: TransportConnection;
@@ -41,6 +70,13 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
   private readonly decoder: NettyMessageDecoder;
   private readonly queue: PartitionRequestQueue;
   private closed = false;
+  /** When bytes last arrived, or a reader was last seen (performance.now() ms). */
+  private lastActivityAt = performance.now();
+  /** When the frame the decoder is in the middle of started to arrive; -1 at a frame boundary. */
+  private frameStartedAt = -1;
+  private watchdog: NodeJS.Timeout | undefined;
+  /** Input read but not decoded because reading paused (at most what arrived meanwhile). */
+  private pendingInput: Buffer[] = [];
 
   constructor(
     connection: TransportConnection,
@@ -52,21 +88,64 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
     this.partitionManager = partitionManager;
     this.taskEventPublisher = taskEventPublisher;
     this.options = options;
-    this.queue = new PartitionRequestQueue(connection);
+    this.queue = new PartitionRequestQueue(connection, {
+      ...(options.maxOutboundBytes === undefined
+        ? {}
+        : { maxOutboundBytes: options.maxOutboundBytes }),
+      readingControl: {
+        pause: () => connection.pause(),
+        resume: () => {
+          connection.resume();
+          // What was read before the pause but not decoded yet goes first, on a fresh turn
+          // (resume is called from inside the queue's write path).
+          if (this.pendingInput.length > 0) setImmediate(() => this.feedPending());
+        },
+      },
+    });
     this.decoder = new NettyMessageDecoder({
       side: "server",
       maxFrameSize: options.maxFrameSize,
       onMessage: (message) => this.handle(message),
     });
     connection.setHandler(this);
+    this.armWatchdog(this.watchdogPeriod());
   }
 
   onData(chunk: Buffer): void {
     if (this.closed) return;
+    this.lastActivityAt = performance.now();
+    if (this.pendingInput.length > 0 || this.queue.isReadingPaused()) {
+      // A transport may still deliver what it had already read when it was paused.
+      this.pendingInput.push(chunk);
+      return;
+    }
+    this.feed(chunk);
+  }
+
+  /** Decodes `chunk` slice by slice; keeps the rest once the outbound budget pauses reading. */
+  private feed(chunk: Buffer): void {
     try {
-      this.decoder.feed(chunk);
+      for (let at = 0; at < chunk.length; at += DECODE_SLICE_BYTES) {
+        if (this.closed) return;
+        if (this.queue.isReadingPaused()) {
+          // Back to the front: `chunk` is the oldest input not decoded yet.
+          this.pendingInput.unshift(chunk.subarray(at));
+          return;
+        }
+        this.decoder.feed(chunk.subarray(at, at + DECODE_SLICE_BYTES));
+      }
     } catch (error) {
       this.failConnection(error as Error);
+      return;
+    }
+    if (this.frameStartedAt < 0 && !this.decoder.isAtFrameBoundary()) {
+      this.frameStartedAt = performance.now();
+    }
+  }
+
+  private feedPending(): void {
+    while (this.pendingInput.length > 0 && !this.closed && !this.queue.isReadingPaused()) {
+      this.feed(this.pendingInput.shift() as Buffer);
     }
   }
 
@@ -74,8 +153,16 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
     this.queue.onDrain();
   }
 
+  /** The transport saw a violation of its framing: answered like one the decoder finds. */
+  onProtocolViolation(error: Error): void {
+    this.failConnection(error);
+  }
+
   onClose(): void {
+    if (this.watchdog !== undefined) clearTimeout(this.watchdog);
+    this.watchdog = undefined;
     this.closed = true;
+    this.pendingInput = [];
     this.decoder.destroy();
     this.queue.releaseAllResources();
     this.options.onClosed?.(this);
@@ -86,7 +173,26 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
     return this.queue.getNumberOfReaders();
   }
 
+  /** Bytes queued for the peer and not yet handed to the transport's socket. */
+  getQueuedOutboundBytes(): number {
+    return this.queue.getQueuedOutboundBytes();
+  }
+
+  /** Whether the server stopped reading from this peer because it does not read its replies. */
+  isReadingPaused(): boolean {
+    return this.queue.isReadingPaused();
+  }
+
+  /**
+   * Refuses the connection: a fatal ErrorResponse carrying `cause` (e.g. a limit of the data
+   * server), then a graceful close. Idempotent.
+   */
+  refuse(cause: Error): void {
+    this.failConnection(cause);
+  }
+
   private handle(message: NettyMessage): void {
+    this.frameStartedAt = -1;
     switch (message.id) {
       case MessageId.PARTITION_REQUEST: {
         if (this.queue.getNumberOfReaders() >= this.options.maxPartitionRequestsPerConnection) {
@@ -100,9 +206,17 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
         }
         const { start, end } = message.subpartitionIndexSet;
         if (start !== end) {
-          throw new ProtocolError(
-            `PartitionRequest for receiver ${message.receiverId}: subpartition ranges [${start}, ${end}] are not supported; request one subpartition per channel`,
+          // A well-formed request this server does not serve (Flink 1.19+ can union a range in
+          // one view; Sluice's consumers use one channel per subpartition): only that channel
+          // fails, with a reason.
+          this.queue.sendError(
+            new IllegalArgumentError(
+              `PartitionRequest for receiver ${message.receiverId}: subpartition range [${start}, ${end}] ` +
+                "is not served by this data server; request one subpartition per channel",
+            ),
+            message.receiverId,
           );
+          return;
         }
         const reader = new CreditBasedSequenceNumberingViewReader(
           message.receiverId,
@@ -128,14 +242,10 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
           event instanceof TaskEvent &&
           this.taskEventPublisher?.publish(message.partitionId, event) === true;
         if (!delivered) {
-          this.connection.write([
-            encodeMessage(
-              errorToErrorResponse(
-                new IllegalStateError(`no task event listener for ${message.partitionId}`),
-                message.receiverId,
-              ),
-            ),
-          ]);
+          this.queue.sendError(
+            new IllegalStateError(`no task event listener for ${message.partitionId}`),
+            message.receiverId,
+          );
         }
         return;
       }
@@ -147,16 +257,29 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
         this.connection.close();
         return;
       case MessageId.ADD_CREDIT:
-        this.queue.addCreditOrResumeConsumption(message.receiverId, (r) =>
-          r.addCredit(message.credit),
-        );
+        if (
+          !this.queue.addCreditOrResumeConsumption(message.receiverId, (r) =>
+            r.addCredit(message.credit),
+          )
+        ) {
+          throw this.noReader("AddCredit", message.receiverId);
+        }
         return;
       case MessageId.RESUME_CONSUMPTION:
-        this.queue.addCreditOrResumeConsumption(message.receiverId, (r) => r.resumeConsumption());
+        if (
+          !this.queue.addCreditOrResumeConsumption(message.receiverId, (r) => r.resumeConsumption())
+        ) {
+          throw this.noReader("ResumeConsumption", message.receiverId);
+        }
         return;
-      case MessageId.ACK_ALL_USER_RECORDS_PROCESSED:
-        this.queue.getReader(message.receiverId)?.acknowledgeAllRecordsProcessed();
+      case MessageId.ACK_ALL_USER_RECORDS_PROCESSED: {
+        const reader = this.queue.getReader(message.receiverId);
+        if (reader === undefined) {
+          throw this.noReader("AckAllUserRecordsProcessed", message.receiverId);
+        }
+        reader.acknowledgeAllRecordsProcessed();
         return;
+      }
       case MessageId.NEW_BUFFER_SIZE:
         // Ignored when the reader does not exist (yet), as in Flink.
         this.queue.getReader(message.receiverId)?.notifyNewBufferSize(message.bufferSize);
@@ -167,9 +290,86 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
     }
   }
 
+  /**
+   * Flink raises an error for credit, resume or acknowledgement of a receiver the connection
+   * has no reader for: a correct client only sends them for requests it made and has not
+   * cancelled, so anything else is a broken or hostile peer.
+   */
+  private noReader(what: string, receiverId: unknown): ProtocolError {
+    return new ProtocolError(
+      `${what} for receiver ${receiverId}, which has no partition request on this connection`,
+    );
+  }
+
+  // ------------------------------------------------------------------------ timeouts
+
+  /** How often the watchdog looks when nothing is due sooner. */
+  private watchdogPeriod(): number | undefined {
+    const { idleTimeoutMs, frameReadTimeoutMs } = this.options;
+    if (idleTimeoutMs === undefined) return frameReadTimeoutMs;
+    if (frameReadTimeoutMs === undefined) return idleTimeoutMs;
+    return Math.min(idleTimeoutMs, frameReadTimeoutMs);
+  }
+
+  private armWatchdog(delayMs: number | undefined): void {
+    if (delayMs === undefined || this.closed) return;
+    // One timer per connection, re-armed for the nearest deadline; unref'd so it never keeps
+    // a worker alive.
+    this.watchdog = setTimeout(() => this.checkTimeouts(), Math.max(1, Math.ceil(delayMs)));
+    this.watchdog.unref();
+  }
+
+  private checkTimeouts(): void {
+    this.watchdog = undefined;
+    if (this.closed) return;
+    const { idleTimeoutMs, frameReadTimeoutMs } = this.options;
+    const now = performance.now();
+    let next = this.watchdogPeriod();
+    if (frameReadTimeoutMs !== undefined && this.frameStartedAt >= 0) {
+      if (this.queue.isReadingPaused()) {
+        // We stopped reading, not the peer: its frame gets the full time once we read again.
+        this.frameStartedAt = now;
+      } else if (now - this.frameStartedAt >= frameReadTimeoutMs) {
+        this.failConnection(
+          new TimeoutError(
+            `a frame from ${this.connection.remoteAddress} started ${Math.round(now - this.frameStartedAt)} ms ago ` +
+              `and is still incomplete (limit ${frameReadTimeoutMs} ms, 'taskmanager.network.frame-read-timeout'); connection closed`,
+          ),
+        );
+        return;
+      } else {
+        next = Math.min(next ?? frameReadTimeoutMs, this.frameStartedAt + frameReadTimeoutMs - now);
+      }
+    }
+    if (idleTimeoutMs !== undefined) {
+      if (
+        this.queue.getNumberOfReaders() > 0 ||
+        this.queue.isReadingPaused() ||
+        this.pendingInput.length > 0
+      ) {
+        // Not idle: it serves channels (waiting for its consumers), or it sent requests that
+        // wait until it reads its replies (bounded by the outbound budget).
+        this.lastActivityAt = now;
+      } else if (now - this.lastActivityAt >= idleTimeoutMs) {
+        this.failConnection(
+          new TimeoutError(
+            `connection from ${this.connection.remoteAddress} had no partition request and sent nothing for ` +
+              `${idleTimeoutMs} ms ('taskmanager.network.idle-connection-timeout'); connection closed`,
+          ),
+        );
+        return;
+      } else {
+        next = Math.min(next ?? idleTimeoutMs, this.lastActivityAt + idleTimeoutMs - now);
+      }
+    }
+    this.armWatchdog(next);
+  }
+
   private failConnection(cause: Error): void {
     if (this.closed) return;
     this.closed = true;
+    if (this.watchdog !== undefined) clearTimeout(this.watchdog);
+    this.watchdog = undefined;
     const error = isSluiceError(cause)
       ? cause
       : new CancelledError(`server handler failed: ${cause.message}`, { cause });
@@ -177,6 +377,7 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
     this.connection.write([encodeMessage(errorToErrorResponse(error))]);
     this.queue.releaseAllResources();
     this.decoder.destroy();
+    this.pendingInput = [];
     this.connection.close();
   }
 }

@@ -19,6 +19,13 @@ export interface ConnectionHandler {
    * after which no other callback follows.
    */
   onClose(cause: Error | undefined): void;
+  /**
+   * The peer broke the transport's own framing in a way the protocol decoder never sees (a
+   * WebSocket text message). The handler answers as for a decoding error — a data server sends
+   * a fatal ErrorResponse — and closes the connection; the transport ignores what the peer sends
+   * afterwards. Optional: without it the transport destroys the connection with `error`.
+   */
+  onProtocolViolation?(error: Error): void;
 }
 
 /** One established connection (either side). */
@@ -37,6 +44,14 @@ export interface TransportConnection {
   write(chunks: readonly Uint8Array[], onWritten?: (error?: Error | null) => void): boolean;
   /** True while the send buffer is below its high-water mark. */
   isWritable(): boolean;
+  /**
+   * Stops delivering `onData` until `resume()`: the transport stops reading the socket, so what
+   * the peer sends backs up into its own buffers (flow control, as a paused Node stream). The
+   * data server pauses a peer that does not read its replies. Idempotent.
+   */
+  pause(): void;
+  /** Delivers `onData` again after `pause()`. Idempotent. */
+  resume(): void;
   /** Graceful close: queued data is sent first. Idempotent. */
   close(): void;
   /** Abortive close: drops queued data; `onClose` gets `cause`. Idempotent. */

@@ -48,10 +48,16 @@ export class PipelinedSubpartition {
   private totalBytes = 0;
   /** Buffer debloating: the size the next builder should be trimmed to. */
   private bufferSize = Number.MAX_SAFE_INTEGER;
+  private readonly minBufferSize: number;
 
-  constructor(index: number, parent: SubpartitionParent) {
+  /**
+   * @param minBufferSize the smallest size a consumer may ask for with NewBufferSize
+   *   (`taskmanager.memory.min-segment-size`)
+   */
+  constructor(index: number, parent: SubpartitionParent, minBufferSize = 1) {
     this.subpartitionIndex = index;
     this.parent = parent;
+    this.minBufferSize = minBufferSize;
   }
 
   /**
@@ -282,8 +288,13 @@ export class PipelinedSubpartition {
     return this.bufferSize;
   }
 
+  /**
+   * A consumer's buffer size (NewBufferSize, from buffer debloating), clamped to the minimum
+   * segment size as Flink's debloater clamps it: the size comes off the wire, and one-byte
+   * buffers would multiply the per-buffer overhead of this subpartition many times over.
+   */
   setBufferSize(size: number): void {
-    if (size > 0) this.bufferSize = size;
+    if (size > 0) this.bufferSize = Math.max(size, this.minBufferSize);
   }
 
   toString(): string {

@@ -176,7 +176,7 @@ describe("ResultPartitionManager", () => {
     expect(requester.failures).toEqual([]);
   });
 
-  it("releases a pipelined partition once every subpartition view was released", () => {
+  it("releases a pipelined partition once every subpartition view was released and its producer closed", () => {
     const global = newGlobal();
     const manager = new ResultPartitionManager();
     const partition = newPartition(global, manager, 3);
@@ -197,11 +197,38 @@ describe("ResultPartitionManager", () => {
     expect(partition.isReleased()).toBe(false);
     expect(manager.getUnreleasedPartitions()).toHaveLength(1);
     (views[1] as ResultSubpartitionView).releaseAllResources();
+    // Every subpartition was consumed, but the producer is still open: Flink counts it as the
+    // (n + 1)-th user, so the partition stays until it closes.
+    expect(partition.isReleased()).toBe(false);
+    expect(manager.getUnreleasedPartitions()).toHaveLength(1);
+    partition.close();
     expect(partition.isReleased()).toBe(true);
     expect(manager.getUnreleasedPartitions()).toEqual([]);
     // A late request learns at once that the partition was consumed (no timeout wait).
     expectError(
       () => manager.createSubpartitionView(partition.partitionId, 0, new CountingListener()),
+      CancelledError,
+      ErrorCodes.CANCELLED,
+    );
+    partition.close(); // idempotent: drops the producer's use once
+    expectAllSegmentsBack(global);
+  });
+
+  it("releases a partition whose every consumer went away before the end of the data, so its producer learns", () => {
+    const global = newGlobal();
+    const manager = new ResultPartitionManager();
+    const partition = newPartition(global, manager, 2);
+    partition.setup();
+    const views = [0, 1].map((i) =>
+      manager.createSubpartitionView(partition.partitionId, i, new CountingListener()),
+    );
+    partition.emitRecord(new Uint8Array(10), 0);
+    (views[0] as ResultSubpartitionView).releaseAllResources();
+    expect(partition.isReleased()).toBe(false); // one consumer is still reading
+    (views[1] as ResultSubpartitionView).releaseAllResources();
+    expect(partition.isReleased()).toBe(true);
+    expectError(
+      () => partition.emitRecord(new Uint8Array(10), 0),
       CancelledError,
       ErrorCodes.CANCELLED,
     );

@@ -1,6 +1,7 @@
 import {
   CancelledError,
   ErrorCodes,
+  IllegalStateError,
   isSluiceError,
   PartitionNotFoundError,
   ProducerFailedError,
@@ -12,6 +13,16 @@ import type { ResultSubpartitionView } from "./result-subpartition-view.js";
 
 /** How many released partition ids a manager remembers (for clear late-request errors). */
 const MAX_RELEASED_REMEMBERED = 1024;
+
+/** Limits of a ResultPartitionManager. */
+export interface ResultPartitionManagerOptions {
+  /**
+   * Requests that may wait for not-yet-registered partitions at once, over all partitions and
+   * connections (`taskmanager.network.max-waiting-partition-requests`). Beyond it a request is
+   * answered with PartitionNotFoundError at once: the consumer retries after its backoff.
+   */
+  readonly maxWaitingPartitionRequests?: number;
+}
 
 /** Waits for a partition that is not registered yet (Flink's PartitionRequestListener). */
 export interface PartitionRequestListener {
@@ -39,7 +50,15 @@ interface WaitingRequest {
  */
 export class ResultPartitionManager implements PartitionRegistry {
   private readonly partitions = new Map<string, ManagedResultPartition>();
-  private readonly waiting = new Map<string, WaitingRequest[]>();
+  /**
+   * Waiting requests per partition id, keyed by their listener: adding, cancelling and timing out
+   * one is O(1), so releasing many at once (a peer closing a connection that holds thousands)
+   * costs time linear in their number, never quadratic. Maps keep insertion order, so requests
+   * are served in the order they arrived when the partition registers.
+   */
+  private readonly waiting = new Map<string, Map<PartitionRequestListener, WaitingRequest>>();
+  private numberOfWaitingRequests = 0;
+  private readonly maxWaitingPartitionRequests: number;
   /**
    * Recently released partitions and why: a request that arrives after the release gets a
    * clear answer at once instead of waiting for the partition-request timeout. Bounded.
@@ -49,6 +68,11 @@ export class ResultPartitionManager implements PartitionRegistry {
     { readonly cause: Error | undefined; readonly reconsumable: boolean }
   >();
   private shutDown = false;
+
+  constructor(options: ResultPartitionManagerOptions = {}) {
+    this.maxWaitingPartitionRequests =
+      options.maxWaitingPartitionRequests ?? Number.MAX_SAFE_INTEGER;
+  }
 
   registerResultPartition(partition: ManagedResultPartition): void {
     if (this.shutDown) {
@@ -73,7 +97,8 @@ export class ResultPartitionManager implements PartitionRegistry {
     const requests = this.waiting.get(key);
     if (requests === undefined) return;
     this.waiting.delete(key);
-    for (const request of requests) {
+    this.numberOfWaitingRequests -= requests.size;
+    for (const request of requests.values()) {
       clearTimeout(request.timer);
       try {
         const view = partition.createSubpartitionView(
@@ -130,6 +155,19 @@ export class ResultPartitionManager implements PartitionRegistry {
     if (this.shutDown) throw new CancelledError("ResultPartitionManager is shut down");
     this.throwIfReleased(partitionId);
     const what = partition === undefined ? "registered" : "finished (it is blocking)";
+    if (this.numberOfWaitingRequests >= this.maxWaitingPartitionRequests) {
+      // Not an error of the requester: answer as Flink did before requests could wait, so a
+      // real consumer retries after its backoff while a flood cannot grow the worker's state.
+      throw new PartitionNotFoundError(
+        `result partition ${partitionId} is not registered in this worker, and ` +
+          `${this.numberOfWaitingRequests} requests already wait for partitions ` +
+          "('taskmanager.network.max-waiting-partition-requests'); not waiting for it",
+      );
+    }
+    let requests = this.waiting.get(key);
+    if (requests?.has(requestListener)) {
+      throw new IllegalStateError(`a request of ${requestListener} already waits for ${key}`);
+    }
     const timer = setTimeout(() => {
       this.removeWaiting(key, requestListener);
       requestListener.notifyPartitionCreateFailed(
@@ -140,9 +178,17 @@ export class ResultPartitionManager implements PartitionRegistry {
       );
     }, timeoutMs);
     timer.unref?.();
-    const list = this.waiting.get(key) ?? [];
-    list.push({ subpartitionIndex, availabilityListener, requestListener, timer });
-    this.waiting.set(key, list);
+    if (requests === undefined) {
+      requests = new Map();
+      this.waiting.set(key, requests);
+    }
+    requests.set(requestListener, {
+      subpartitionIndex,
+      availabilityListener,
+      requestListener,
+      timer,
+    });
+    this.numberOfWaitingRequests++;
     return undefined;
   }
 
@@ -155,13 +201,13 @@ export class ResultPartitionManager implements PartitionRegistry {
   }
 
   private removeWaiting(key: string, requestListener: PartitionRequestListener): void {
-    const list = this.waiting.get(key);
-    if (list === undefined) return;
-    const index = list.findIndex((r) => r.requestListener === requestListener);
-    if (index < 0) return;
-    clearTimeout((list[index] as WaitingRequest).timer);
-    list.splice(index, 1);
-    if (list.length === 0) this.waiting.delete(key);
+    const requests = this.waiting.get(key);
+    const request = requests?.get(requestListener);
+    if (requests === undefined || request === undefined) return;
+    clearTimeout(request.timer);
+    requests.delete(requestListener);
+    this.numberOfWaitingRequests--;
+    if (requests.size === 0) this.waiting.delete(key);
   }
 
   /** Releases and unregisters `partitionId` (with `cause` when it failed). */
@@ -193,7 +239,8 @@ export class ResultPartitionManager implements PartitionRegistry {
     const requests = this.waiting.get(key);
     if (requests === undefined) return;
     this.waiting.delete(key);
-    for (const request of requests) {
+    this.numberOfWaitingRequests -= requests.size;
+    for (const request of requests.values()) {
       clearTimeout(request.timer);
       try {
         this.throwIfReleased(partition.partitionId);
@@ -222,6 +269,11 @@ export class ResultPartitionManager implements PartitionRegistry {
       : new ProducerFailedError(message, { cause });
   }
 
+  /** Requests waiting for partitions that are not registered yet, over all partitions. */
+  getNumberOfWaitingRequests(): number {
+    return this.numberOfWaitingRequests;
+  }
+
   /** Ids of the partitions still registered (they hold local resources). */
   getUnreleasedPartitions(): ResultPartitionID[] {
     return [...this.partitions.values()].map((p) => p.partitionId);
@@ -231,8 +283,8 @@ export class ResultPartitionManager implements PartitionRegistry {
   shutdown(): void {
     if (this.shutDown) return;
     this.shutDown = true;
-    for (const [key, list] of this.waiting) {
-      for (const request of list) {
+    for (const [key, requests] of this.waiting) {
+      for (const request of requests.values()) {
         clearTimeout(request.timer);
         request.requestListener.notifyPartitionCreateFailed(
           new CancelledError(`ResultPartitionManager shut down while waiting for ${key}`),
@@ -240,6 +292,7 @@ export class ResultPartitionManager implements PartitionRegistry {
       }
     }
     this.waiting.clear();
+    this.numberOfWaitingRequests = 0;
     for (const partition of this.partitions.values()) partition.release();
     this.partitions.clear();
   }

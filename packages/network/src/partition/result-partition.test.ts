@@ -29,6 +29,7 @@ interface PartitionOptions {
   maxBuffersPerChannel?: number;
   overdraft?: number;
   maxRecordSize?: number;
+  minBufferSize?: number;
 }
 
 interface Harness {
@@ -71,6 +72,7 @@ function setUp(options: PartitionOptions = {}): Harness {
         poolOptions,
       ),
     ...(options.maxRecordSize === undefined ? {} : { maxRecordSize: options.maxRecordSize }),
+    ...(options.minBufferSize === undefined ? {} : { minBufferSize: options.minBufferSize }),
   });
   partition.setup();
   const pool = partition.getBufferPool() as LocalBufferPool;
@@ -460,6 +462,19 @@ describe("ResultPartition availability", () => {
     expect(h.partition.isAvailable()).toBe(true);
     finishAndDrain(h, [sink]);
     expectRecords(sink.records(), [big]);
+    expectAllSegmentsBack(h.global);
+  });
+
+  it("clamps a consumer's NewBufferSize to the minimum buffer size instead of sending tiny buffers", () => {
+    const h = setUp({ minBufferSize: 32 });
+    // A consumer (or a hostile peer) asks for one-byte buffers.
+    (h.views[0] as ResultSubpartitionView).notifyNewBufferSize(1);
+    const records = Array.from({ length: 10 }, (_, i) => record(4, i)); // 8 bytes each on the wire
+    for (const r of records) h.partition.emitRecord(r, 0);
+    const sink = new Sink();
+    finishAndDrain(h, [sink]);
+    expect(sink.chunks.map((c) => c.length)).toEqual([32, 32, 16]);
+    expectRecords(sink.records(), records);
     expectAllSegmentsBack(h.global);
   });
 

@@ -34,6 +34,11 @@ export interface ResultPartitionOptions {
   readonly bufferPoolFactory: () => LocalBufferPool;
   /** Records larger than this fail with RecordTooLargeError (`taskmanager.network.max-record-size`). */
   readonly maxRecordSize?: number;
+  /**
+   * The smallest buffer size a consumer may ask for with NewBufferSize
+   * (`taskmanager.memory.min-segment-size`); smaller requests are raised to it. Default 1.
+   */
+  readonly minBufferSize?: number;
 }
 
 /** Size of the record length prefix (int32 big-endian). */
@@ -77,7 +82,13 @@ export class ResultPartition
   private pending: PendingRecord | undefined;
   private readonly pendingAvailability = new AvailabilityHelper();
   private readonly lengthScratch = Buffer.alloc(LENGTH_BYTES);
+  /**
+   * Flink's n + 1 users: one per subpartition (dropped when its view is released) plus the
+   * producer itself (dropped on `close()`), so a pipelined partition is never released under a
+   * producer that is still open.
+   */
   private numberOfUsers: number;
+  private producerClosed = false;
   private finished = false;
   private released = false;
   private failureCause: Error | undefined;
@@ -110,10 +121,10 @@ export class ResultPartition
     this.description = `ResultPartition ${options.partitionId} [${options.owningTaskName}]`;
     this.subpartitions = Array.from(
       { length: this.numberOfSubpartitions },
-      (_, i) => new PipelinedSubpartition(i, this),
+      (_, i) => new PipelinedSubpartition(i, this, options.minBufferSize),
     );
     this.unicastBuilders = new Array<BufferBuilder | undefined>(this.numberOfSubpartitions);
-    this.numberOfUsers = this.numberOfSubpartitions;
+    this.numberOfUsers = this.numberOfSubpartitions + 1;
     const counters = this.counters;
     const self = this;
     this.metrics = {
@@ -213,6 +224,9 @@ export class ResultPartition
     // request from the destroyed pool in a promise callback) and wake its writer.
     this.pending = undefined;
     this.pendingAvailability.resetAvailable();
+    if (this.producerClosed) return;
+    this.producerClosed = true;
+    this.dropUser();
   }
 
   getFailureCause(): Error | undefined {
@@ -536,13 +550,25 @@ export class ResultPartition
   /**
    * A view was released. Before the subpartition was fully read (the consumer went away), its
    * queued data is dropped so the producer's memory comes back and its other consumers keep
-   * flowing. Once every subpartition was consumed, the partition is released (pipelined
-   * partitions are read once).
+   * flowing. Once every subpartition was consumed and the producer closed, the partition is
+   * released (pipelined partitions are read once).
    */
   onConsumedSubpartition(index: number): void {
     if (this.released) return;
     const subpartition = this.subpartitions[index] as PipelinedSubpartition;
     if (!subpartition.isReleased()) subpartition.release();
+    this.dropUser();
+    if (this.numberOfUsers === 1 && !this.producerClosed && !this.finished) {
+      // Every consumer went away before the end of the data (cancelled): nothing the producer
+      // writes can reach anyone. Release now so it learns (its next emit fails with
+      // CancelledError) instead of writing into dropped subpartitions; Flink's producer would
+      // sit back-pressured until the scheduler cancels it.
+      this.partitionManager.onConsumedPartition(this);
+    }
+  }
+
+  private dropUser(): void {
+    if (this.released) return;
     this.numberOfUsers--;
     if (this.numberOfUsers === 0) this.partitionManager.onConsumedPartition(this);
   }

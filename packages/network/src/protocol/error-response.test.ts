@@ -12,6 +12,7 @@ import {
   IllegalStateError,
   InputChannelID,
   InsufficientBuffersError,
+  LimitExceededError,
   LocalTransportError,
   PartitionConnectionError,
   PartitionFileCorruptedError,
@@ -92,6 +93,7 @@ const CLASS_OF: Record<ErrorCode, SluiceErrorClass | undefined> = {
   [ErrorCodes.TASK_NOT_FOUND]: defineError("TaskNotFoundError", ErrorCodes.TASK_NOT_FOUND),
   [ErrorCodes.BUFFER_DECOMPRESSION]: BufferDecompressionError,
   [ErrorCodes.PARTITION_FILE_CORRUPTED]: PartitionFileCorruptedError,
+  [ErrorCodes.LIMIT_EXCEEDED]: LimitExceededError,
 };
 
 describe("error wire ids", () => {

@@ -16,6 +16,10 @@ export interface TlsSettings {
   readonly ca: Buffer;
   /** Accepted peer certificate fingerprints (SHA-1 or SHA-256, hex, colons optional), if pinned. */
   readonly fingerprints: readonly string[];
+  /**
+   * How long a server waits for a client to complete the TLS handshake
+   * (`security.ssl.internal.handshake-timeout`, 10 s by default); undefined: Node's 120 s.
+   */
   readonly handshakeTimeoutMs: number | undefined;
   readonly minVersion: "TLSv1.2" | "TLSv1.3";
 }
@@ -69,7 +73,7 @@ export function readTlsSettings(config: ReadableConfig): TlsSettings | undefined
     cert: readPem(config, SecurityOptions.SSL_INTERNAL_CERT),
     ca: readPem(config, SecurityOptions.SSL_INTERNAL_CA),
     fingerprints,
-    handshakeTimeoutMs: config.getOptional(SecurityOptions.SSL_INTERNAL_HANDSHAKE_TIMEOUT),
+    handshakeTimeoutMs: config.get(SecurityOptions.SSL_INTERNAL_HANDSHAKE_TIMEOUT),
     minVersion: config.get(SecurityOptions.SSL_PROTOCOL) as "TLSv1.2" | "TLSv1.3",
   };
 }

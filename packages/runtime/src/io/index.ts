@@ -6,6 +6,10 @@ export {
   type RecordReaderOptions,
 } from "./record-reader.js";
 export {
+  readRecordReaderConfiguration,
+  readTmpDirectories,
+} from "./record-reader-configuration.js";
+export {
   BroadcastRecordWriter,
   type BufferTimeout,
   bufferTimeoutOf,

@@ -1,4 +1,3 @@
-import { tmpdir } from "node:os";
 import {
   type ExecutionAttemptID,
   IllegalStateError,
@@ -21,6 +20,10 @@ import {
   TaskManagerOptions,
 } from "@sluice/runtime-api";
 import type { RecordReaderOptions } from "../io/record-reader.js";
+import {
+  readRecordReaderConfiguration,
+  readTmpDirectories,
+} from "../io/record-reader-configuration.js";
 import { bufferTimeoutOf } from "../io/record-writer.js";
 import type { JobMasterGateway } from "../jobmaster/job-master-gateway.js";
 import {
@@ -107,27 +110,32 @@ export class TaskExecutor implements TaskExecutorGateway {
   private readonly options: TaskExecutorOptions;
   private readonly tasks = new Map<string, Task>();
   private readonly cancellationTimeoutMs: number;
+  /** The spilling threshold, max record size and spill folders of every task's readers. */
+  private readonly readerOptions: RecordReaderOptions;
   private closing: Promise<void> | undefined;
 
-  private constructor(
-    configuration: LoaderConfiguration,
-    options: TaskExecutorOptions,
-    plugin: LoadedShuffleServiceFactory,
-    environment: ShuffleEnvironment,
-    resourceId: ResourceID,
-    networkMemory: NetworkMemorySize,
-    dataPort: number,
-  ) {
+  private constructor(parts: {
+    readonly configuration: LoaderConfiguration;
+    readonly options: TaskExecutorOptions;
+    readonly plugin: LoadedShuffleServiceFactory;
+    readonly environment: ShuffleEnvironment;
+    readonly resourceId: ResourceID;
+    readonly networkMemory: NetworkMemorySize;
+    readonly dataPort: number;
+    readonly readerOptions: RecordReaderOptions;
+  }) {
+    const { configuration, options, resourceId } = parts;
     this.configuration = configuration;
     this.options = options;
-    this.plugin = plugin;
-    this.shuffleEnvironment = environment;
+    this.plugin = parts.plugin;
+    this.shuffleEnvironment = parts.environment;
     this.resourceId = resourceId;
-    this.networkMemory = networkMemory;
+    this.networkMemory = parts.networkMemory;
+    this.readerOptions = parts.readerOptions;
     this.location = Object.freeze({
       resourceId,
       host: configuration.get(TaskManagerOptions.HOST),
-      dataPort,
+      dataPort: parts.dataPort,
     });
     this.userCode = new UserCodeRegistry(options);
     this.cancellationTimeoutMs = configuration.get(TaskManagerOptions.TASK_CANCELLATION_TIMEOUT);
@@ -148,7 +156,9 @@ export class TaskExecutor implements TaskExecutorGateway {
     const networkMemory = deriveNetworkMemorySize(configuration, options.totalMemory);
     const plugin = await loadShuffleServiceFactoryWithInfo(configuration, options.loader);
     const resourceId = options.resourceId ?? new ResourceID();
-    const tmpDirs = configuration.getOptional(TaskManagerOptions.TMP_DIRS);
+    const tmpDirPaths = readTmpDirectories(configuration);
+    // Read at start-up, so that a bad spilling threshold refuses to start the worker.
+    const readerOptions = readRecordReaderConfiguration(configuration, tmpDirPaths);
     // The plugin listens on `taskmanager.data.port`; with a separate bind port it listens there
     // and the configured data port is what other workers are told (Flink's external data port).
     const bindPort = configuration.getOptional(NettyShuffleEnvironmentOptions.DATA_BIND_PORT);
@@ -159,7 +169,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       localCommunicationOnly: options.localCommunicationOnly ?? false,
       hostAddress: configuration.get(TaskManagerOptions.HOST),
       numberOfSlots: configuration.get(TaskManagerOptions.NUM_TASK_SLOTS),
-      tmpDirPaths: tmpDirs === undefined ? [tmpdir()] : splitPaths(tmpDirs),
+      tmpDirPaths,
       ...(options.taskEventPublisher === undefined
         ? {}
         : { taskEventPublisher: options.taskEventPublisher }),
@@ -174,7 +184,7 @@ export class TaskExecutor implements TaskExecutorGateway {
     }
     const externalPort = configuration.get(NettyShuffleEnvironmentOptions.DATA_PORT);
     if (bindPort !== undefined && externalPort > 0 && dataPort >= 0) dataPort = externalPort;
-    return new TaskExecutor(
+    return new TaskExecutor({
       configuration,
       options,
       plugin,
@@ -182,7 +192,8 @@ export class TaskExecutor implements TaskExecutorGateway {
       resourceId,
       networkMemory,
       dataPort,
-    );
+      readerOptions,
+    });
   }
 
   /** The tasks deployed here that have not ended yet. */
@@ -296,7 +307,7 @@ export class TaskExecutor implements TaskExecutorGateway {
         this.configuration.get(ExecutionOptions.BUFFER_TIMEOUT_ENABLED),
         this.configuration.get(ExecutionOptions.BUFFER_TIMEOUT_INTERVAL),
       ),
-      readerOptions: this.readerOptions(),
+      readerOptions: this.readerOptions,
       onStateChange: (update) => this.onTaskStateChange(update, jobMaster),
     });
     this.tasks.set(key, task);
@@ -391,15 +402,6 @@ export class TaskExecutor implements TaskExecutorGateway {
     await this.shuffleEnvironment.close();
   }
 
-  private readerOptions(): RecordReaderOptions {
-    const tmpDirs = this.configuration.getOptional(TaskManagerOptions.TMP_DIRS);
-    return {
-      spillingThreshold: this.configuration.get(NettyShuffleEnvironmentOptions.SPILLING_THRESHOLD),
-      maxRecordSize: this.configuration.get(NettyShuffleEnvironmentOptions.MAX_RECORD_SIZE),
-      ...(tmpDirs === undefined ? {} : { tmpDirectories: splitPaths(tmpDirs) }),
-    };
-  }
-
   private producerStateProvider(
     jobId: JobID,
     jobMaster: JobMasterGateway | undefined,
@@ -446,13 +448,6 @@ function withDataPort(configuration: LoaderConfiguration, port: number): LoaderC
       option.key === key ? (port as Exclude<T, undefined>) : configuration.getOptional(option),
     contains: (option) => option.key === key || configuration.contains(option),
   };
-}
-
-function splitPaths(value: string): string[] {
-  return value
-    .split(",")
-    .map((path) => path.trim())
-    .filter((path) => path !== "");
 }
 
 /**

@@ -9,6 +9,7 @@ import {
   TaskExecutor,
   type TaskExecutorGateway,
   type TaskManagerLocation,
+  TaskNotFoundError,
 } from "@sluice/runtime";
 import type { PartitionInfo } from "@sluice/runtime-api";
 import { expect } from "vitest";
@@ -36,6 +37,11 @@ export interface GatewayOptions {
   /** Deploy tasks without running them, collecting them here (the test drives them). */
   readonly deployOnlyInto?: Task[];
   /**
+   * Deploy nothing: the job side counts the tasks as deployed, but they never run here (a
+   * consumer a raw peer stands in for, a producer that never comes up).
+   */
+  readonly neverDeploy?: boolean;
+  /**
    * Ignore the job master's cancel requests: the tasks end by themselves (how the data plane
    * propagated a failure, which a job's cancellation would otherwise race) or when the cluster
    * closes its executors.
@@ -56,10 +62,14 @@ export function gatewayOf(
   return {
     location,
     async submitTask(descriptor: TaskDeploymentDescriptor, jobMaster: JobMasterGateway) {
+      if (options.neverDeploy === true) return;
       if (deployed === undefined) await executor.submitTask(descriptor, jobMaster);
       else deployed.push(await executor.deployTask(descriptor, jobMaster));
     },
     cancelTask: async (attempt: ExecutionAttemptID) => {
+      if (options.neverDeploy === true) {
+        throw new TaskNotFoundError(`${attempt} was never deployed on this TaskExecutor`);
+      }
       if (options.ignoreCancels !== true) await executor.cancelTask(attempt);
     },
     updatePartitions: (attempt: ExecutionAttemptID, infos: readonly PartitionInfo[]) =>

@@ -6,6 +6,11 @@
  */
 export { createTestPki, type TestPki } from "./certificates.js";
 export {
+  describeHostilePeerLimitsSuite,
+  type RawPeer,
+  type RawPeerConnector,
+} from "./hostile-peer-limits-suite.js";
+export {
   decodeAnswer,
   describeHostilePeerSuite,
   type HostilePeerTransport,
@@ -19,6 +24,7 @@ export {
   networkEnvironmentOf,
   type RawConfig,
 } from "./in-process-cluster.js";
+export { describeSmallestBufferSettingsSuite } from "./smallest-buffer-settings-suite.js";
 export { describeNetworkTlsSuite } from "./tls-suite.js";
 export {
   describeTransportSuite,

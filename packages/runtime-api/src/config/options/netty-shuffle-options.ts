@@ -1,3 +1,4 @@
+import { MIN_SPILLING_THRESHOLD } from "@sluice/core";
 import { atLeast, ConfigOptions, inRange } from "../config-option.js";
 import { formatMemorySize } from "../memory-size.js";
 
@@ -125,7 +126,11 @@ export const NettyShuffleEnvironmentOptions = {
   SPILLING_THRESHOLD: ConfigOptions.key("taskmanager.network.spilling-threshold")
     .memoryType()
     .defaultValue("5mb")
-    .withValidator(atLeast(1, "a size"))
+    .withValidator((value) =>
+      value >= MIN_SPILLING_THRESHOLD
+        ? undefined
+        : `a size of at least ${formatMemorySize(MIN_SPILLING_THRESHOLD)} (the spilling deserializer's minimum, as Flink's)`,
+    )
     .withDescription(
       "Sluice: a record that spans buffers and is larger than this is spilled to a temporary " +
         "file while it is being received, instead of being assembled in memory. Flink hard-codes " +
@@ -143,5 +148,75 @@ export const NettyShuffleEnvironmentOptions = {
       "Sluice: how many partition requests (subpartition readers) one data connection may have " +
         "open at a time; a further request is answered with an error response. Bounds the state " +
         "a single peer can create on the server.",
+    ),
+
+  /** Connections the data server accepts at once (Sluice). */
+  MAX_CONNECTIONS: ConfigOptions.key("taskmanager.network.max-connections")
+    .intType()
+    .defaultValue(1000)
+    .withValidator(atLeast(1, "a count"))
+    .withDescription(
+      "Sluice: how many connections a worker's data server keeps open at once. A further " +
+        "connection gets a fatal error response (`SLUICE_ERR_LIMIT_EXCEEDED`) and is closed; the " +
+        "consumers that opened it fail with `SLUICE_ERR_REMOTE_TRANSPORT` naming this key. Flink " +
+        "opens one connection per pair of workers (and connection index), so this bounds what " +
+        "peers that open many connections can make the worker hold.",
+    ),
+
+  /** Partition requests that may wait for their partitions at once, per worker (Sluice). */
+  MAX_WAITING_PARTITION_REQUESTS: ConfigOptions.key(
+    "taskmanager.network.max-waiting-partition-requests",
+  )
+    .intType()
+    .defaultValue(10_000)
+    .withValidator(atLeast(0, "a count"))
+    .withDescription(
+      "Sluice: how many partition requests for partitions that are not registered yet a worker " +
+        "keeps waiting (up to `taskmanager.network.partition-request-timeout`) at once, over all " +
+        'connections. Beyond it a request is answered "partition not found" at once, as Flink ' +
+        "did before requests could wait, and the consumer retries after its backoff " +
+        "(`taskmanager.network.request-backoff.*`). 0 never waits.",
+    ),
+
+  /** Idle timeout of data connections without partition requests (Sluice). */
+  IDLE_CONNECTION_TIMEOUT: ConfigOptions.key("taskmanager.network.idle-connection-timeout")
+    .durationType()
+    .defaultValue("1min")
+    .withValidator(atLeast(1, "a duration"))
+    .withDescription(
+      "Sluice: the data server closes a connection that has no partition request and sent " +
+        "nothing for this long (with a fatal `SLUICE_ERR_TIMEOUT` error response). Consumers " +
+        "close a connection themselves as soon as their last channel on it is released, so only " +
+        "stray or hostile connections reach it.",
+    ),
+
+  /** How long a frame that started arriving may take to complete (Sluice). */
+  FRAME_READ_TIMEOUT: ConfigOptions.key("taskmanager.network.frame-read-timeout")
+    .durationType()
+    .defaultValue("30s")
+    .withValidator(atLeast(1, "a duration"))
+    .withDescription(
+      "Sluice: once the first bytes of a frame from a consumer arrived, the rest must arrive " +
+        "within this time, or the data server closes the connection (fatal `SLUICE_ERR_TIMEOUT` " +
+        "error response). Consumers send only small control frames, so only a stalled or hostile " +
+        "peer reaches it. Time while the server itself stopped reading does not count.",
+    ),
+
+  /** Bytes the data server holds for one connection whose peer does not read (Sluice). */
+  MAX_OUTBOUND_BYTES_PER_CONNECTION: ConfigOptions.key(
+    "taskmanager.network.max-outbound-bytes-per-connection",
+  )
+    .memoryType()
+    .defaultValue("1mb")
+    .withValidator((value) =>
+      value >= 64 * 1024 ? undefined : `a size of at least ${formatMemorySize(64 * 1024)}`,
+    )
+    .withDescription(
+      "Sluice: the outbound budget of one data connection: control messages queued for the " +
+        "peer (error responses, backlog announcements) plus bytes written and not yet taken by " +
+        "the socket. Data buffers are sent only against credit and while the connection is " +
+        "writable. At the budget the server stops reading from that peer until it drained to " +
+        "half; control messages beyond twice the budget close the connection " +
+        "(`SLUICE_ERR_LIMIT_EXCEEDED`).",
     ),
 } as const;

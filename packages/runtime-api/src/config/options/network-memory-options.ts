@@ -93,10 +93,17 @@ export const NetworkMemoryOptions = {
   )
     .intType()
     .defaultValue(10)
-    .withValidator(atLeast(1, "a count"))
+    .withValidator((value) =>
+      value >= 2
+        ? undefined
+        : "a count of at least 2: the buffer a subpartition is being written into counts against " +
+          "the limit, so with 1 no buffer could ever be finished and every writer would stop " +
+          "after its first records",
+    )
     .withDescription(
       "Maximum buffers of the output pool one subpartition may hold; beyond it the pool reports " +
-        "unavailable (back-pressure), which bounds the memory taken by data skew. Flink 2.0 " +
+        "unavailable (back-pressure), which bounds the memory taken by data skew. The buffer " +
+        "being written counts, so the smallest value that lets a writer progress is 2. Flink 2.0 " +
         "removed the key and hard-codes 10.",
     ),
 

@@ -1,4 +1,4 @@
-import { ConfigOptions } from "../config-option.js";
+import { atLeast, ConfigOptions } from "../config-option.js";
 
 /**
  * TLS for data connections between workers (Flink's `SecurityOptions`, internal connectivity).
@@ -68,9 +68,12 @@ export const SecurityOptions = {
   /** TLS handshake timeout. */
   SSL_INTERNAL_HANDSHAKE_TIMEOUT: ConfigOptions.key("security.ssl.internal.handshake-timeout")
     .durationType()
-    .noDefaultValue()
+    .defaultValue("10s")
+    .withValidator(atLeast(1, "a duration"))
     .withDescription(
-      "Timeout of the TLS handshake of internal connections. Unset: Node's default.",
+      "Timeout of the TLS handshake of internal connections: the data server drops a client " +
+        "that has not completed it in time. Flink's default (-1) leaves it to Netty, which uses " +
+        "10 s; Sluice uses the same instead of Node's 120 s.",
     ),
 
   /** Lowest TLS protocol version accepted. */

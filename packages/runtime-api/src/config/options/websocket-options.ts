@@ -1,4 +1,4 @@
-import { ConfigOptions } from "../config-option.js";
+import { atLeast, ConfigOptions } from "../config-option.js";
 import { formatMemorySize } from "../memory-size.js";
 
 /** Options of the WebSocket plugin (`@sluice/shuffle-ws`), Sluice-specific. */
@@ -31,5 +31,16 @@ export const WebSocketOptions = {
     .withDescription(
       "Sluice: once a not-writable WebSocket's buffered bytes drop below this, it is writable " +
         "again. Must be below `taskmanager.network.websocket.high-water-mark`.",
+    ),
+
+  /** Time a client has to complete the WebSocket upgrade (Sluice). */
+  HANDSHAKE_TIMEOUT: ConfigOptions.key("taskmanager.network.websocket.handshake-timeout")
+    .durationType()
+    .defaultValue("10s")
+    .withValidator(atLeast(1, "a duration"))
+    .withDescription(
+      "Sluice: the data server drops a connection that has not completed its WebSocket upgrade " +
+        "this long after it connected (after the TLS handshake, with wss). Node's HTTP server " +
+        "would wait a minute or more for the request headers.",
     ),
 } as const;

@@ -1,0 +1,100 @@
+import { segmentsForOneChannel } from "@sluice/network";
+import { afterEach, describe, expect, it } from "vitest";
+import { InProcessCluster, type RawConfig } from "./in-process-cluster.js";
+
+const base: RawConfig = {
+  "taskmanager.memory.network.min": "4mb",
+  "taskmanager.memory.network.max": "4mb",
+  "taskmanager.memory.segment-size": "4kb",
+};
+
+/** Every per-channel and per-gate buffer limit at its smallest value a worker accepts. */
+const SMALLEST: readonly (readonly [string, RawConfig])[] = [
+  ["max-buffers-per-channel = 2", { "taskmanager.network.memory.max-buffers-per-channel": 2 }],
+  ["buffers-per-channel = 0", { "taskmanager.network.memory.buffers-per-channel": 0 }],
+  ["floating-buffers-per-gate = 1", { "taskmanager.network.memory.floating-buffers-per-gate": 1 }],
+  [
+    "max-overdraft-buffers-per-gate = 0",
+    { "taskmanager.network.memory.max-overdraft-buffers-per-gate": 0 },
+  ],
+  [
+    "read-buffer.required-per-gate.max = 1",
+    { "taskmanager.network.memory.read-buffer.required-per-gate.max": 1 },
+  ],
+  ["segment-size = 256 bytes", { "taskmanager.memory.segment-size": "256b" }],
+  [
+    "all of them at once",
+    {
+      "taskmanager.network.memory.max-buffers-per-channel": 2,
+      "taskmanager.network.memory.buffers-per-channel": 0,
+      "taskmanager.network.memory.floating-buffers-per-gate": 1,
+      "taskmanager.network.memory.max-overdraft-buffers-per-gate": 0,
+      "taskmanager.network.memory.read-buffer.required-per-gate.max": 1,
+      "taskmanager.memory.segment-size": "256b",
+      "taskmanager.memory.min-segment-size": "256b",
+    },
+  ],
+];
+
+/**
+ * A valid configuration must never hang: with each buffer limit at its smallest accepted value
+ * (and the network memory at the least one channel needs), records that span buffers still flow
+ * between two workers over the plugin's transport, exactly once and in order, and every pool is
+ * full again afterwards. Values below these are refused at start-up, naming the key (see
+ * `validateNetworkShuffleConfiguration`).
+ *
+ * @param factory - the plugin's `shuffle-service-factory.class` value.
+ */
+export function describeSmallestBufferSettingsSuite(name: string, factory: string): void {
+  describe(`the ${name} shuffle with every buffer limit at its smallest valid value`, () => {
+    let cluster: InProcessCluster | undefined;
+
+    afterEach(async () => {
+      // Closing checks that every pool is full again.
+      await cluster?.close();
+      cluster = undefined;
+    });
+
+    async function exchange(config: RawConfig, producers: number, consumers: number) {
+      cluster = new InProcessCluster(factory, config);
+      const producer = await cluster.startExecutor();
+      const consumer = await cluster.startExecutor();
+      const records = 1_000;
+      // Records of about 230 bytes span buffers of every size here; flushes send partly filled ones.
+      const { execution } = await cluster.deploy(
+        {
+          producers,
+          consumers,
+          plan: { records: records * consumers, padding: 200, flushEvery: 7 },
+        },
+        producer,
+        consumer,
+      );
+      const result = await execution.terminated;
+      expect(result.error).toBeUndefined();
+      const consumed = (result.results.get("Consumer") ?? []) as unknown as {
+        counts: number[];
+        violations: string[];
+      }[];
+      for (const c of consumed) expect(c.violations).toEqual([]);
+      for (let p = 0; p < producers; p++) {
+        expect(consumed.reduce((sum, c) => sum + (c.counts[p] ?? 0), 0)).toBe(records * consumers);
+      }
+    }
+
+    for (const [label, settings] of SMALLEST) {
+      it(`delivers everything with ${label}`, async () => {
+        await exchange({ ...base, ...settings }, 2, 3);
+      }, 30_000);
+    }
+
+    it("delivers everything with the least network memory that serves one channel", async () => {
+      const segment = 4 * 1024;
+      await exchange(
+        { ...base, "taskmanager.memory.network.min": `${segmentsForOneChannel(2) * segment}b` },
+        1,
+        1,
+      );
+    }, 30_000);
+  });
+}
