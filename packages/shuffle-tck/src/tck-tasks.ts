@@ -1,5 +1,6 @@
 import { CancelCheckpointMarker } from "@sluice/core";
 import { PollStatus, RecordReader, type Task, type UserCode } from "@sluice/runtime";
+import type { ResultPartitionWriter } from "@sluice/runtime-api";
 import {
   RecordChecker,
   type TckRecord,
@@ -45,6 +46,8 @@ interface Pausable {
 
 /** What a producer reported so far, and its pause control. */
 export interface ProducerProgress extends Pausable {
+  /** The plugin's writer of the data set the producer writes (it outlives the task). */
+  readonly partition: ResultPartitionWriter;
   emitted: number;
   backPressured: boolean;
   readonly available: () => boolean;
@@ -119,6 +122,7 @@ export class TckTasks {
     const partition = task.partitions[0];
     if (partition === undefined) throw new Error(`${task.name} produces no partition`);
     const progress: ProducerProgress = {
+      partition,
       emitted: 0,
       backPressured: false,
       available: () => writer.isAvailable(),
