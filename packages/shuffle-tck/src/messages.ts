@@ -20,6 +20,7 @@ export type WorkerRequest =
   | { readonly cmd: "consumerStatus"; readonly attempt: string }
   | { readonly cmd: "resume"; readonly attempt: string }
   | { readonly cmd: "status" }
+  | { readonly cmd: "truncatePartitionFiles" }
   | { readonly cmd: "close" };
 
 /** What `init` answers: where the worker's TaskExecutor runs. */
@@ -34,6 +35,21 @@ export interface ProducerStatus {
   readonly emitted: number;
   readonly available: boolean;
   readonly released: boolean;
+}
+
+/** What `status` answers: what the worker holds. */
+export interface WorkerStatus {
+  /** Partitions occupying local resources (`getPartitionsOccupyingLocalResources`). */
+  readonly partitions: number;
+  /** Every file under the worker's `io.tmp.dirs`, where a plugin keeps its partition files. */
+  readonly files: readonly string[];
+  /** Tasks deployed on the worker that have not ended. */
+  readonly tasks: number;
+}
+
+/** What `truncatePartitionFiles` answers: the files it cut to half their size. */
+export interface TruncatedFiles {
+  readonly files: readonly string[];
 }
 
 /** What `consumerStatus` answers. */

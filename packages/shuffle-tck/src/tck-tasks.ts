@@ -1,5 +1,6 @@
 import { CancelCheckpointMarker } from "@sluice/core";
 import { PollStatus, RecordReader, type Task, type UserCode } from "@sluice/runtime";
+import type { ResultPartitionWriter } from "@sluice/runtime-api";
 import {
   RecordChecker,
   type TckRecord,
@@ -45,6 +46,8 @@ interface Pausable {
 
 /** What a producer reported so far, and its pause control. */
 export interface ProducerProgress extends Pausable {
+  /** The plugin's writer of the data set the producer writes (it outlives the task). */
+  readonly partition: ResultPartitionWriter;
   emitted: number;
   backPressured: boolean;
   readonly available: () => boolean;
@@ -58,11 +61,17 @@ export interface ConsumerProgress extends Pausable {
   events: number;
 }
 
-async function waitWhilePaused(task: Pausable): Promise<void> {
+/** Waits until resumed; a task canceled meanwhile stops waiting (and throws why). */
+async function waitWhilePaused(task: Pausable, signal: AbortSignal): Promise<void> {
   while (task.paused) {
+    if (signal.aborted) throw signal.reason;
+    let onAbort: (() => void) | undefined;
     await new Promise<void>((resolve) => {
       task.resume = resolve;
+      onAbort = resolve;
+      signal.addEventListener("abort", onAbort, { once: true });
     });
+    signal.removeEventListener("abort", onAbort as () => void);
     task.resume = undefined;
   }
 }
@@ -119,6 +128,7 @@ export class TckTasks {
     const partition = task.partitions[0];
     if (partition === undefined) throw new Error(`${task.name} produces no partition`);
     const progress: ProducerProgress = {
+      partition,
       emitted: 0,
       backPressured: false,
       available: () => writer.isAvailable(),
@@ -144,7 +154,7 @@ export class TckTasks {
       if (plan.pauseAfter !== undefined && i === plan.pauseAfter) {
         if (plan.eventAtPause) writer.broadcastEvent(new CancelCheckpointMarker(1n));
         progress.paused = true;
-        await waitWhilePaused(progress);
+        await waitWhilePaused(progress, task.signal);
       }
       writer.emit(source.next(i));
       progress.emitted++;
@@ -178,7 +188,7 @@ export class TckTasks {
     });
     const { checker } = progress;
     try {
-      await this.read(reader, progress, options);
+      await this.read(reader, progress, options, task.signal);
     } finally {
       reader.close();
     }
@@ -189,12 +199,13 @@ export class TckTasks {
     reader: RecordReader<TckRecord>,
     progress: ConsumerProgress,
     options: ConsumeOptions,
+    signal: AbortSignal,
   ): Promise<void> {
     const { checker } = progress;
     const accept = (record: TckRecord) => checker.accept(record);
     let stallPending = options.stallAfter !== undefined;
     for (;;) {
-      await waitWhilePaused(progress);
+      await waitWhilePaused(progress, signal);
       const stallAfter = options.stallAfter ?? 0;
       const limit = stallPending ? Math.max(1, stallAfter - checker.total) : 256;
       const status = reader.pollRecords(accept, limit);

@@ -10,6 +10,7 @@ import {
   MemorySegment,
   NetworkBuffer,
   NetworkBufferPool,
+  PartitionConnectionError,
   PartitionNotFoundError,
   ResultPartitionID,
   type SluiceError,
@@ -439,6 +440,49 @@ describe("RemoteInputChannel connection reuse", () => {
     for (let i = 0; i < 6; i++) await Promise.resolve();
     expect(closedClient.requested).toEqual([]);
     expect(freshClient.requested).toEqual([channel]);
+    channel.releaseAllResources();
+    gatePool.destroy();
+    expect(pool.getNumberOfAvailableMemorySegments()).toBe(8);
+    pool.destroy();
+  });
+});
+
+describe("RemoteInputChannel without a connection", () => {
+  it("fails with a PartitionConnectionError that names its partition and the producer's address", async () => {
+    const pool = new NetworkBufferPool(8, SEGMENT);
+    const gatePool = pool.createBufferPool(1, 4);
+    const refused = new PartitionConnectionError(
+      "could not connect to 127.0.0.1:4711 over tcp after 1 attempt(s): ECONNREFUSED",
+    );
+    const factory = {
+      createPartitionRequestClient: () => Promise.reject(refused),
+    } as unknown as PartitionRequestClientFactory;
+    const gate = {
+      owningTaskName: "consumer",
+      notifyChannelNonEmpty() {},
+      getBufferPool: () => gatePool,
+    };
+    const partitionId = new ResultPartitionID();
+    const channel = new RemoteInputChannel(
+      gate,
+      0,
+      partitionId,
+      0,
+      new ConnectionID("127.0.0.1", 4711),
+      factory,
+      pool,
+      2,
+      { initialMs: 100, maxMs: 1_000 },
+    );
+    channel.setup();
+    channel.requestSubpartitions();
+    await expect.poll(() => channel.getError()).toBeDefined();
+    const error = channel.getError() as SluiceError;
+    expect(error).toBeInstanceOf(PartitionConnectionError);
+    expect(error.code).toBe(ErrorCodes.PARTITION_CONNECTION);
+    expect(error.message).toContain(partitionId.toString());
+    expect(error.message).toContain("127.0.0.1:4711");
+    expect(error.cause).toBe(refused);
     channel.releaseAllResources();
     gatePool.destroy();
     expect(pool.getNumberOfAvailableMemorySegments()).toBe(8);

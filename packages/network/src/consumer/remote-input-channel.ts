@@ -8,6 +8,7 @@ import {
   isSluiceError,
   type NetworkBuffer,
   type NetworkBufferPool,
+  PartitionConnectionError,
   PartitionNotFoundError,
   type ResultPartitionID,
   type TaskEvent,
@@ -162,7 +163,14 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
         this.pendingTaskEvents = [];
         for (const event of events) client.sendTaskEvent(this.partitionId, event, this);
       },
-      (error: Error) => this.setError(error),
+      // The factory's error names only the address; the consumer must learn which partition
+      // (and so which producer attempt) it cannot reach, as Flink's PartitionConnectionException.
+      (error: Error) =>
+        this.setError(
+          isSluiceError(error, ErrorCodes.PARTITION_CONNECTION)
+            ? new PartitionConnectionError(`${this}: ${error.message}`, { cause: error })
+            : error,
+        ),
     );
   }
 

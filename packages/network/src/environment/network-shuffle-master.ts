@@ -77,7 +77,11 @@ export class NetworkShuffleMaster implements ShuffleMaster<NetworkShuffleDescrip
    */
   releasePartitionExternally(_shuffleDescriptor: NetworkShuffleDescriptor): void {}
 
-  /** Network memory a task needs: its gates' and partitions' minimum pools, in bytes. */
+  /**
+   * Network memory a task needs, in bytes: its gates' and partitions' minimum pools. A data set the
+   * task reads through several gates (`partitionReuseCount`) counts once per gate, as in Flink;
+   * a produced partition is written once however many consumers read it.
+   */
   computeShuffleMemorySizeForTask(descriptor: TaskInputsOutputsDescriptor): number {
     const s = this.settings;
     let buffers = 0;
@@ -91,18 +95,20 @@ export class NetworkShuffleMaster implements ShuffleMaster<NetworkShuffleDescrip
         type,
         channels,
       );
-      buffers += channels * spec.exclusiveBuffersPerChannel + spec.requiredFloatingBuffers;
+      const gates = descriptor.partitionReuseCount[resultId] ?? 1;
+      buffers +=
+        gates * (channels * spec.exclusiveBuffersPerChannel + spec.requiredFloatingBuffers);
     }
     for (const [resultId, subpartitions] of Object.entries(descriptor.subpartitionNums)) {
       const type = descriptor.partitionTypes[resultId];
       if (type === undefined) continue;
-      const reuse = descriptor.partitionReuseCount[resultId] ?? 1;
-      buffers +=
-        reuse *
-        outputPoolSize(subpartitions, s.buffersPerChannel, s.floatingBuffersPerGate, type, {
-          minBuffers: s.sortShuffleMinBuffers,
-          minParallelism: s.sortShuffleMinParallelism,
-        }).min;
+      buffers += outputPoolSize(
+        subpartitions,
+        s.buffersPerChannel,
+        s.floatingBuffersPerGate,
+        type,
+        { minBuffers: s.sortShuffleMinBuffers, minParallelism: s.sortShuffleMinParallelism },
+      ).min;
     }
     return buffers * s.segmentSize;
   }

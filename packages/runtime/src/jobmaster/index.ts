@@ -14,7 +14,10 @@ export {
 export {
   type ConsumedPartitions,
   consumedPartitionsOf,
+  type DataSetConsumerSpec,
   type DistributionPattern,
+  type IntermediateDataSet,
+  type IntermediateDataSetSpec,
   type JobEdge,
   type JobEdgeSpec,
   JobGraph,

@@ -25,10 +25,12 @@ export interface JobDeployerOptions {
 /** Options of {@link JobDeployer.deploy}. */
 export interface DeployOptions {
   /**
-   * `producers-first` (default): producers are deployed before their consumers, whose gates then
-   * get the real shuffle descriptors. `consumers-first`: consumers first, with unknown
-   * descriptors that `updatePartitions` replaces once each producer is deployed (Flink's lazy
-   * deployment). Blocking inputs are always deployed after their producers finished.
+   * The order within what is deployed at once (a pipelined region, and the regions whose inputs
+   * became ready together). `producers-first` (default): producers are deployed before their
+   * consumers, whose gates then get the real shuffle descriptors. `consumers-first`: consumers
+   * first, with unknown descriptors that `updatePartitions` replaces once each producer is
+   * deployed (Flink's lazy deployment). A region that reads a blocking data set from another
+   * region is always deployed after that data set's producers finished.
    */
   readonly order?: DeploymentOrder;
 }

@@ -3,6 +3,7 @@ import {
   ErrorCodes,
   ExecutionAttemptID,
   ExecutionGraphID,
+  IllegalArgumentError,
   type IntermediateDataSetID,
   isSluiceError,
   type JobID,
@@ -30,6 +31,7 @@ import type { TaskExecutorGateway } from "../taskexecutor/task-executor-gateway.
 import type { Placement } from "./job-deployer.js";
 import {
   consumedPartitionsOf,
+  type IntermediateDataSet,
   type JobEdge,
   type JobGraph,
   type JobVertex,
@@ -84,7 +86,7 @@ export interface ExecutionVertex {
 }
 
 interface RegisteredPartition {
-  readonly edge: JobEdge;
+  readonly dataSet: IntermediateDataSet;
   readonly descriptor: ShuffleDescriptor;
 }
 
@@ -101,6 +103,14 @@ const TERMINAL: ReadonlySet<ExecutionState> = new Set(["FINISHED", "FAILED", "CA
  * their partitions with the ShuffleMaster, answers their producer-state questions, follows their
  * state reports, fails the job (canceling every other task) when one fails, and releases every
  * partition when the job ends. It is the {@link JobMasterGateway} its tasks report to.
+ *
+ * Scheduling follows Flink's pipelined-region strategy, per job vertex: the vertices of a
+ * pipelined region ({@link JobGraph.pipelinedRegions}) are deployed together, once every
+ * blocking data set the region reads from another region is complete — all its producer subtasks
+ * FINISHED — and every other input's producer is deployed. So a batch job runs stage by stage,
+ * and no pipelined producer is deployed before the consumer that drains it can be. Partitions
+ * live until the job ends, however many consumers read them; then each worker that holds some
+ * (`storesLocalResourcesOn`) is told to release them, which deletes blocking partitions' files.
  */
 export class JobExecution implements JobMasterGateway {
   /** The job. */
@@ -115,8 +125,11 @@ export class JobExecution implements JobMasterGateway {
   private readonly executionGraphId = new ExecutionGraphID();
   private readonly vertices = new Map<JobVertex, ExecutionVertex[]>();
   private readonly byAttempt = new Map<string, ExecutionVertex>();
+  private readonly regions: readonly (readonly JobVertex[])[];
   private readonly deployedVertices = new Set<JobVertex>();
   private readonly partitions = new Map<string, RegisteredPartition>();
+  /** Resource ids of TaskExecutors that are gone: nothing is released there. */
+  private readonly lostTaskExecutors = new Set<string>();
   private readonly pendingUpdates = new Map<string, PendingUpdate[]>();
   private currentStatus: JobStatus = "CREATED";
   private rootCause: Error | undefined;
@@ -130,10 +143,18 @@ export class JobExecution implements JobMasterGateway {
     placement: Placement,
     order: DeploymentOrder,
   ) {
+    for (const dataSet of graph.dataSets) {
+      if (dataSet.consumers.length === 0) {
+        throw new IllegalArgumentError(
+          `data set ${dataSet.id} of "${dataSet.producer.name}" in job ${graph.name} has no consumer; connect one with connectDataSet`,
+        );
+      }
+    }
     this.graph = graph;
     this.jobId = graph.jobId;
     this.master = master;
     this.order = order;
+    this.regions = graph.pipelinedRegions();
     this.terminated = new Promise((resolve) => {
       this.resolveTerminated = resolve;
     });
@@ -235,10 +256,14 @@ export class JobExecution implements JobMasterGateway {
   }
 
   /**
-   * A TaskExecutor is gone (its process died, its heartbeats stopped): its tasks count as failed
-   * with `cause`, and the job fails.
+   * A TaskExecutor is gone (its process died, its heartbeats stopped). Its tasks that had not
+   * ended count as failed with `cause`, and the job fails. When all of the job's tasks there had
+   * ended, the job goes on, as in Flink: the partitions the worker held are lost with it, and a
+   * consumer that still reads one fails when it cannot (PartitionNotFound or a connection error
+   * naming the partition). Nothing is released on that worker at the job's end.
    */
   notifyTaskExecutorLost(gateway: TaskExecutorGateway, cause: Error): void {
+    this.lostTaskExecutors.add(gateway.location.resourceId.toString());
     let first: ExecutionVertex | undefined;
     for (const execution of this.executionVertices) {
       if (execution.gateway !== gateway || TERMINAL.has(execution.state)) continue;
@@ -247,7 +272,6 @@ export class JobExecution implements JobMasterGateway {
       first ??= execution;
     }
     if (first !== undefined) this.failTask(first, cause);
-    else this.fail(cause);
     this.checkTerminated();
   }
 
@@ -262,16 +286,9 @@ export class JobExecution implements JobMasterGateway {
   private async deployReadyVertices(): Promise<void> {
     if (this.currentStatus !== "RUNNING") return;
     const ready: JobVertex[] = [];
-    for (const vertex of this.graph.topologicalOrder()) {
-      if (this.deployedVertices.has(vertex)) continue;
-      const inputsReady = this.graph
-        .inputsOf(vertex)
-        .every((edge) =>
-          edge.partitionType.isBlocking
-            ? this.subtasksOf(edge.source).every((producer) => producer.state === "FINISHED")
-            : this.deployedVertices.has(edge.source) || ready.includes(edge.source),
-        );
-      if (inputsReady) ready.push(vertex);
+    for (const region of this.regions) {
+      if (region.some((vertex) => this.deployedVertices.has(vertex))) continue;
+      if (this.isRegionReady(region, ready)) ready.push(...region);
     }
     if (this.order === "consumers-first") ready.reverse();
     for (const vertex of ready) this.deployedVertices.add(vertex);
@@ -288,12 +305,30 @@ export class JobExecution implements JobMasterGateway {
     }
   }
 
+  /**
+   * Whether a region's inputs from other regions are ready: every producer subtask of a blocking
+   * data set FINISHED (its partitions complete), the producer of any other input deployed or
+   * about to be (`deploying`). Edges inside the region do not count, as in Flink: a consumer there
+   * that reads a blocking data set asks for it early and is served once it is complete.
+   */
+  private isRegionReady(region: readonly JobVertex[], deploying: readonly JobVertex[]): boolean {
+    return region.every((vertex) =>
+      this.graph.inputsOf(vertex).every((edge) => {
+        if (region.includes(edge.source)) return true;
+        if (edge.partitionType.isBlocking) {
+          return this.subtasksOf(edge.source).every((producer) => producer.state === "FINISHED");
+        }
+        return this.deployedVertices.has(edge.source) || deploying.includes(edge.source);
+      }),
+    );
+  }
+
   private async deploy(execution: ExecutionVertex): Promise<void> {
     const { vertex, subtaskIndex, gateway } = execution;
     const produced = [];
     const newlyRegistered: RegisteredPartition[] = [];
-    for (const edge of this.graph.outputsOf(vertex)) {
-      const partitionDescriptor = this.partitionDescriptor(edge, subtaskIndex);
+    for (const dataSet of this.graph.producedDataSetsOf(vertex)) {
+      const partitionDescriptor = this.partitionDescriptor(dataSet, subtaskIndex);
       const descriptor = await this.master.registerPartitionWithProducer(
         this.jobId,
         partitionDescriptor,
@@ -304,17 +339,17 @@ export class JobExecution implements JobMasterGateway {
           dataPort: gateway.location.dataPort,
         },
       );
-      const registered = { edge, descriptor };
+      const registered = { dataSet, descriptor };
       this.partitions.set(partitionDescriptor.partitionId.toString(), registered);
       newlyRegistered.push(registered);
       produced.push({
         deployment: createResultPartitionDeploymentDescriptor(
           partitionDescriptor,
           descriptor,
-          edge.target.maxParallelism,
+          firstConsumerOf(dataSet).target.maxParallelism,
         ),
-        serializer: edge.serializer,
-        partitioner: edge.partitioner,
+        serializer: dataSet.serializer,
+        partitioner: dataSet.partitioner,
       });
     }
     const inputGates = this.graph.inputsOf(vertex).map((edge) => {
@@ -381,16 +416,21 @@ export class JobExecution implements JobMasterGateway {
     }
   }
 
-  private partitionDescriptor(edge: JobEdge, producerSubtask: number): PartitionDescriptor {
+  /** Every consumer of a data set reads it alike (JobGraph checks), so the first one shapes it. */
+  private partitionDescriptor(
+    dataSet: IntermediateDataSet,
+    producerSubtask: number,
+  ): PartitionDescriptor {
+    const consumer = firstConsumerOf(dataSet);
     return {
-      resultId: edge.resultId,
-      totalNumberOfPartitions: edge.source.parallelism,
-      partitionId: partitionIdOf(edge, producerSubtask),
-      partitionType: edge.partitionType,
-      numberOfSubpartitions: numberOfSubpartitions(edge, producerSubtask),
+      resultId: dataSet.id,
+      totalNumberOfPartitions: dataSet.producer.parallelism,
+      partitionId: partitionIdOf(dataSet, producerSubtask),
+      partitionType: dataSet.partitionType,
+      numberOfSubpartitions: numberOfSubpartitions(consumer, producerSubtask),
       connectionIndex: 0,
-      isBroadcast: edge.partitioner.name === "BROADCAST",
-      isAllToAllDistribution: edge.distributionPattern === "ALL_TO_ALL",
+      isBroadcast: dataSet.partitioner.name === "BROADCAST",
+      isAllToAllDistribution: consumer.distributionPattern === "ALL_TO_ALL",
     };
   }
 
@@ -458,6 +498,7 @@ export class JobExecution implements JobMasterGateway {
       const holder = descriptor.storesLocalResourcesOn?.toString();
       const gateway = holder === undefined ? undefined : gateways.get(holder);
       if (holder === undefined || gateway === undefined) continue;
+      if (this.lostTaskExecutors.has(holder)) continue;
       const entry = byWorker.get(holder) ?? { gateway, ids: [] };
       entry.ids.push(descriptor.resultPartitionId);
       byWorker.set(holder, entry);
@@ -491,4 +532,15 @@ export class JobExecution implements JobMasterGateway {
       releaseErrors,
     };
   }
+}
+
+/** The first edge that reads `dataSet` (the JobExecution refuses data sets without one). */
+function firstConsumerOf(dataSet: IntermediateDataSet): JobEdge {
+  const [first] = dataSet.consumers;
+  if (first === undefined) {
+    throw new IllegalArgumentError(
+      `data set ${dataSet.id} of "${dataSet.producer.name}" has no consumer`,
+    );
+  }
+  return first;
 }

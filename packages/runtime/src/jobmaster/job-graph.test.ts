@@ -1,7 +1,20 @@
 import { ErrorCodes } from "@sluice/core";
+import { ResultPartitionType } from "@sluice/runtime-api";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { consumedPartitionsOf, JobGraph, numberOfSubpartitions } from "./job-graph.js";
+import {
+  consumedPartitionsOf,
+  JobGraph,
+  type JobVertex,
+  numberOfSubpartitions,
+} from "./job-graph.js";
+
+const BLOCKING = ResultPartitionType.BLOCKING;
+const invalid = (text: string) =>
+  expect.objectContaining({
+    code: ErrorCodes.INVALID_ARGUMENT,
+    message: expect.stringContaining(text),
+  });
 
 function edge(p: number, q: number, pattern: "ALL_TO_ALL" | "POINTWISE") {
   const graph = new JobGraph("j");
@@ -113,5 +126,130 @@ describe("JobGraph connection rules", () => {
     expect(() => graph.addVertex({ name: "C", parallelism: 0 })).toThrow(
       expect.objectContaining(invalid),
     );
+  });
+});
+
+describe("JobGraph data sets", () => {
+  it("lets several vertices read one blocking data set, and one vertex read it twice, all with its one id", () => {
+    const graph = new JobGraph("j");
+    const source = graph.addVertex({ name: "Source", parallelism: 2 });
+    const count = graph.addVertex({ name: "Count", parallelism: 3 });
+    const audit = graph.addVertex({ name: "Audit", parallelism: 3 });
+    const words = graph.createDataSet(source, {
+      partitioner: { name: "HASH", keySelector: "value" },
+      serializer: "string",
+      partitionType: BLOCKING,
+    });
+    const toCount = graph.connectDataSet(words, count);
+    const toAudit = graph.connectDataSet(words, audit);
+    const again = graph.connectDataSet(words, audit);
+    expect(graph.dataSets).toEqual([words]);
+    expect(words.consumers).toEqual([toCount, toAudit, again]);
+    for (const edge of words.consumers) {
+      expect(edge.dataSet).toBe(words);
+      expect(edge.resultId).toBe(words.id);
+      expect(edge.partitionType).toBe(BLOCKING);
+    }
+    expect(graph.producedDataSetsOf(source)).toEqual([words]);
+    expect(graph.inputsOf(audit)).toEqual([toAudit, again]);
+  });
+
+  it("refuses a second reader of a pipelined data set and readers that would read a shared one differently, naming why", () => {
+    const graph = new JobGraph("j");
+    const source = graph.addVertex({ name: "Source", parallelism: 2 });
+    const a = graph.addVertex({ name: "A", parallelism: 2, maxParallelism: 128 });
+    const b = graph.addVertex({ name: "B", parallelism: 2, maxParallelism: 256 });
+    const c = graph.addVertex({ name: "C", parallelism: 3 });
+    const streamed = graph.connect(source, a, {
+      partitioner: { name: "REBALANCE" },
+      serializer: "json",
+    });
+    expect(() => graph.connectDataSet(streamed.dataSet, c)).toThrow(
+      invalid("a pipelined partition can be consumed only once"),
+    );
+    const keyed = graph.connect(source, a, {
+      partitioner: { name: "HASH", keySelector: "value" },
+      serializer: "json",
+      partitionType: BLOCKING,
+    });
+    expect(() => graph.connectDataSet(keyed.dataSet, c)).toThrow(invalid("parallelism 3 differs"));
+    expect(() => graph.connectDataSet(keyed.dataSet, b)).toThrow(invalid("maxParallelism 256"));
+    expect(() =>
+      graph.connectDataSet(keyed.dataSet, a, { distributionPattern: "POINTWISE" }),
+    ).toThrow(invalid("distribution pattern POINTWISE"));
+    expect(() => new JobGraph("other").connectDataSet(keyed.dataSet, a)).toThrow(
+      invalid("is not part of job other"),
+    );
+    expect(keyed.dataSet.consumers).toHaveLength(1);
+  });
+
+  it("leaves the graph unchanged when connect refuses an edge", () => {
+    const graph = new JobGraph("j");
+    const a = graph.addVertex({ name: "A", parallelism: 2 });
+    const b = graph.addVertex({ name: "B", parallelism: 2 });
+    graph.connect(a, b, { partitioner: { name: "REBALANCE" }, serializer: "json" });
+    expect(() =>
+      graph.connect(b, a, { partitioner: { name: "REBALANCE" }, serializer: "json" }),
+    ).toThrow(invalid("cyclic"));
+    expect(graph.dataSets).toHaveLength(1);
+    expect(graph.edges).toHaveLength(1);
+  });
+
+  it("describes a vertex's inputs and outputs for the ShuffleMaster, counting a data set read by two of its gates twice", () => {
+    const graph = new JobGraph("j");
+    const source = graph.addVertex({ name: "Source", parallelism: 2 });
+    const join = graph.addVertex({ name: "Join", parallelism: 3 });
+    const sink = graph.addVertex({ name: "Sink", parallelism: 4 });
+    const words = graph.createDataSet(source, {
+      partitioner: { name: "REBALANCE" },
+      serializer: "string",
+      partitionType: BLOCKING,
+    });
+    graph.connectDataSet(words, join);
+    graph.connectDataSet(words, join);
+    graph.connect(join, sink, { partitioner: { name: "REBALANCE" }, serializer: "string" });
+    const key = words.id.toString();
+    const described = graph.inputsOutputsOf(join);
+    expect(described.inputGateNums).toBe(2);
+    expect(described.inputChannelNums).toEqual({ [key]: 2 });
+    expect(described.partitionReuseCount).toEqual({ [key]: 2 });
+    expect(described.inputPartitionTypes).toEqual({ [key]: BLOCKING });
+    expect(Object.values(described.subpartitionNums)).toEqual([4]);
+    expect(graph.inputsOutputsOf(source).subpartitionNums).toEqual({ [key]: 3 });
+  });
+});
+
+/** Vertices A, B, C and D of `graph`. */
+function vertices(
+  graph: JobGraph,
+  parallelism: number,
+): [JobVertex, JobVertex, JobVertex, JobVertex] {
+  const add = (name: string) => graph.addVertex({ name, parallelism });
+  return [add("A"), add("B"), add("C"), add("D")];
+}
+
+describe("JobGraph pipelined regions", () => {
+  const names = (graph: JobGraph) => graph.pipelinedRegions().map((r) => r.map((v) => v.name));
+
+  it("puts vertices joined by pipelined edges into one region and splits regions at blocking edges", () => {
+    const graph = new JobGraph("j");
+    const [a, b, c, d] = vertices(graph, 2);
+    const spec = { partitioner: { name: "REBALANCE" as const }, serializer: "json" };
+    graph.connect(a, b, { ...spec, partitionType: BLOCKING });
+    graph.connect(c, b, spec);
+    graph.connect(b, d, { ...spec, partitionType: BLOCKING });
+    expect(names(graph)).toEqual([["A"], ["C", "B"], ["D"]]);
+  });
+
+  it("merges regions that would wait for each other through blocking edges, so none waits forever", () => {
+    const graph = new JobGraph("j");
+    const [a, b, c, d] = vertices(graph, 1);
+    const spec = { partitioner: { name: "REBALANCE" as const }, serializer: "json" };
+    // A and C are one region; B reads A after A finished, and C reads B after B finished.
+    graph.connect(a, c, spec);
+    graph.connect(a, b, { ...spec, partitionType: BLOCKING });
+    graph.connect(b, c, { ...spec, partitionType: BLOCKING });
+    graph.connect(c, d, { ...spec, partitionType: BLOCKING });
+    expect(names(graph)).toEqual([["A", "B", "C"], ["D"]]);
   });
 });

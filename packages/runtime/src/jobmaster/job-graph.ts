@@ -9,6 +9,7 @@ import {
   type IndexRange,
   type JsonObject,
   ResultPartitionType,
+  type TaskInputsOutputsDescriptor,
   UPPER_BOUND_MAX_PARALLELISM,
 } from "@sluice/runtime-api";
 import { computeDefaultMaxParallelism } from "../partitioner/key-group-range-assignment.js";
@@ -36,21 +37,47 @@ export interface JobVertex {
  */
 export type DistributionPattern = "ALL_TO_ALL" | "POINTWISE";
 
-/** A data exchange between two vertices: one intermediate data set (Flink's `JobEdge`). */
-export interface JobEdge {
-  /** The producing vertex. */
-  readonly source: JobVertex;
-  /** The consuming vertex. */
-  readonly target: JobVertex;
-  /** The data set exchanged; its partitions are the source subtasks' outputs. */
-  readonly resultId: IntermediateDataSetID;
+/**
+ * The output of a vertex (Flink's `IntermediateDataSet`): one result partition per producer
+ * subtask, written once however many consumers read it. Its type, partitioner and serializer are
+ * fixed when it is created; each consuming {@link JobEdge} gets its own input gates on the same
+ * partitions. Only a re-consumable type (BLOCKING, BLOCKING_PERSISTENT) may have several
+ * consumers, and they must all see the partitions alike: the same parallelism and distribution
+ * pattern (a partition has one subpartition per consumer subtask), and for HASH the same max
+ * parallelism (the key groups records are routed by).
+ */
+export interface IntermediateDataSet {
+  /** The data set's id (part of every partition id). */
+  readonly id: IntermediateDataSetID;
+  /** The vertex whose subtasks write it. */
+  readonly producer: JobVertex;
   /** Pipelined (streamed while produced) or blocking (read after the producer finished). */
   readonly partitionType: ResultPartitionType;
-  /** How producer subtasks map to consumer subtasks. */
-  readonly distributionPattern: DistributionPattern;
   /** How records are routed to subpartitions. */
   readonly partitioner: PartitionerSpec;
   /** The records' serializer, by name. */
+  readonly serializer: string;
+  /** The edges that read it, in the order they were connected. */
+  readonly consumers: readonly JobEdge[];
+}
+
+/** A consumer vertex reading a data set: one input gate per subtask (Flink's `JobEdge`). */
+export interface JobEdge {
+  /** The data set read. */
+  readonly dataSet: IntermediateDataSet;
+  /** The producing vertex (the data set's producer). */
+  readonly source: JobVertex;
+  /** The consuming vertex. */
+  readonly target: JobVertex;
+  /** The data set's id. */
+  readonly resultId: IntermediateDataSetID;
+  /** The data set's partition type. */
+  readonly partitionType: ResultPartitionType;
+  /** How producer subtasks map to consumer subtasks. */
+  readonly distributionPattern: DistributionPattern;
+  /** The data set's partitioner. */
+  readonly partitioner: PartitionerSpec;
+  /** The data set's serializer. */
   readonly serializer: string;
 }
 
@@ -64,15 +91,22 @@ export interface JobVertexSpec {
   readonly configuration?: JsonObject;
 }
 
-/** What {@link JobGraph.connect} takes. */
-export interface JobEdgeSpec {
+/** What {@link JobGraph.createDataSet} takes. */
+export interface IntermediateDataSetSpec {
   readonly partitioner: PartitionerSpec;
   readonly serializer: string;
   /** Default PIPELINED_BOUNDED. */
   readonly partitionType?: ResultPartitionType;
+}
+
+/** What {@link JobGraph.connectDataSet} takes. */
+export interface DataSetConsumerSpec {
   /** Default ALL_TO_ALL, except POINTWISE for FORWARD and RESCALE partitioners. */
   readonly distributionPattern?: DistributionPattern;
 }
+
+/** What {@link JobGraph.connect} takes: a new data set and how the target reads it. */
+export interface JobEdgeSpec extends IntermediateDataSetSpec, DataSetConsumerSpec {}
 
 /** Which producer subtasks a consumer subtask reads, and which of their subpartitions. */
 export interface ConsumedPartitions {
@@ -82,9 +116,14 @@ export interface ConsumedPartitions {
   readonly subpartitions: IndexRange;
 }
 
+/** A data set as the graph keeps it: its consumer list grows as edges are connected. */
+interface MutableDataSet extends IntermediateDataSet {
+  readonly consumers: JobEdge[];
+}
+
 /**
- * A job: vertices connected by edges (Flink's `JobGraph`). The job side's `JobDeployer` turns it
- * into task deployment descriptors.
+ * A job: vertices that produce data sets, and edges by which vertices read them (Flink's
+ * `JobGraph`). The job side's `JobDeployer` turns it into task deployment descriptors.
  */
 export class JobGraph {
   /** The job's id. */
@@ -92,6 +131,7 @@ export class JobGraph {
   /** The job's name. */
   readonly name: string;
   private readonly vertexList: JobVertex[] = [];
+  private readonly dataSetList: MutableDataSet[] = [];
   private readonly edgeList: JobEdge[] = [];
 
   constructor(name: string, jobId = new JobID()) {
@@ -104,7 +144,12 @@ export class JobGraph {
     return this.vertexList;
   }
 
-  /** The edges, in the order they were added. */
+  /** The data sets, in the order they were created. */
+  get dataSets(): readonly IntermediateDataSet[] {
+    return this.dataSetList;
+  }
+
+  /** The edges, in the order they were connected. */
   get edges(): readonly JobEdge[] {
     return this.edgeList;
   }
@@ -149,52 +194,70 @@ export class JobGraph {
   }
 
   /**
-   * Connects `source` to `target` with a new data set.
+   * Creates a data set that `producer`'s subtasks write, read by the vertices
+   * {@link connectDataSet} connects to it. A deployed job needs at least one consumer per data set.
    *
-   * @throws IllegalArgumentError for vertices of another graph, a cycle, or a FORWARD edge
-   *   between vertices of different parallelism.
+   * @throws IllegalArgumentError for a vertex of another graph.
+   */
+  createDataSet(producer: JobVertex, spec: IntermediateDataSetSpec): IntermediateDataSet {
+    this.checkOwnVertex(producer);
+    const dataSet = this.newDataSet(producer, spec);
+    this.dataSetList.push(dataSet);
+    return dataSet;
+  }
+
+  /**
+   * Makes `target` read `dataSet`: each of its subtasks gets one input gate (in the order its
+   * inputs were connected) on the data set's partitions. A re-consumable data set may be read by
+   * several vertices, and twice by one; its producer writes it once.
+   *
+   * @throws IllegalArgumentError for a data set or vertex of another graph, a cycle, a FORWARD
+   *   edge between vertices of different parallelism, a second consumer of a pipelined data set,
+   *   or a consumer that does not match the data set's first consumer (parallelism, distribution
+   *   pattern, and for HASH max parallelism).
+   */
+  connectDataSet(
+    dataSet: IntermediateDataSet,
+    target: JobVertex,
+    spec: DataSetConsumerSpec = {},
+  ): JobEdge {
+    const own = this.dataSetList.find((candidate) => candidate === dataSet);
+    if (own === undefined) {
+      throw new IllegalArgumentError(
+        `data set ${dataSet.id} of "${dataSet.producer.name}" is not part of job ${this.name}`,
+      );
+    }
+    return this.addEdge(own, target, spec);
+  }
+
+  /**
+   * Connects `source` to `target` with a new data set: {@link createDataSet} and
+   * {@link connectDataSet} in one. Read the same data set from another vertex with
+   * `connectDataSet(edge.dataSet, other)`.
+   *
+   * @throws IllegalArgumentError as those two; the graph is unchanged then.
    */
   connect(source: JobVertex, target: JobVertex, spec: JobEdgeSpec): JobEdge {
-    for (const vertex of [source, target]) {
-      if (!this.vertexList.includes(vertex)) {
-        throw new IllegalArgumentError(`vertex "${vertex.name}" is not part of job ${this.name}`);
-      }
-    }
-    if (source === target || this.reaches(target, source)) {
-      throw new IllegalArgumentError(
-        `connecting "${source.name}" to "${target.name}" would make job ${this.name} cyclic`,
-      );
-    }
-    const pointwiseByDefault =
-      spec.partitioner.name === "FORWARD" || spec.partitioner.name === "RESCALE";
-    const distributionPattern =
-      spec.distributionPattern ?? (pointwiseByDefault ? "POINTWISE" : "ALL_TO_ALL");
-    if (spec.partitioner.name === "FORWARD" && source.parallelism !== target.parallelism) {
-      throw new IllegalArgumentError(
-        `FORWARD from "${source.name}" (parallelism ${source.parallelism}) to "${target.name}" (parallelism ${target.parallelism}) needs equal parallelism`,
-      );
-    }
-    const edge: JobEdge = Object.freeze({
-      source,
-      target,
-      resultId: new IntermediateDataSetID(),
-      partitionType: spec.partitionType ?? ResultPartitionType.PIPELINED_BOUNDED,
-      distributionPattern,
-      partitioner: spec.partitioner,
-      serializer: spec.serializer,
-    });
-    this.edgeList.push(edge);
+    this.checkOwnVertex(source);
+    const dataSet = this.newDataSet(source, spec);
+    const edge = this.addEdge(dataSet, target, spec);
+    this.dataSetList.push(dataSet);
     return edge;
   }
 
-  /** The edges `vertex` reads, in the order they were added (its input gates). */
+  /** The edges `vertex` reads, in the order they were connected (its input gates). */
   inputsOf(vertex: JobVertex): JobEdge[] {
     return this.edgeList.filter((edge) => edge.target === vertex);
   }
 
-  /** The edges `vertex` writes, in the order they were added (its produced partitions). */
+  /** The edges that read data sets of `vertex`, in the order they were connected. */
   outputsOf(vertex: JobVertex): JobEdge[] {
     return this.edgeList.filter((edge) => edge.source === vertex);
+  }
+
+  /** The data sets `vertex` writes, in the order they were created (its produced partitions). */
+  producedDataSetsOf(vertex: JobVertex): IntermediateDataSet[] {
+    return this.dataSetList.filter((dataSet) => dataSet.producer === vertex);
   }
 
   /** The vertices with every producer before its consumers. */
@@ -209,17 +272,208 @@ export class JobGraph {
     return order;
   }
 
+  /**
+   * The job's pipelined regions (Flink's `LogicalPipelinedRegion`), each in topological order, the
+   * regions in topological order too. Vertices connected by an edge that must be consumed while it
+   * is produced (PIPELINED, PIPELINED_BOUNDED) are in one region, deployed together; edges of the
+   * other types separate regions. Regions that would wait for each other through such edges (a
+   * cycle between regions) are merged into one, as Flink does, so that no region waits forever.
+   */
+  pipelinedRegions(): JobVertex[][] {
+    const order = this.topologicalOrder();
+    const parent = new Map<JobVertex, JobVertex>(order.map((vertex) => [vertex, vertex]));
+    const find = (vertex: JobVertex): JobVertex => {
+      let root = vertex;
+      while (parent.get(root) !== root) root = parent.get(root) as JobVertex;
+      return root;
+    };
+    const union = (a: JobVertex, b: JobVertex) => parent.set(find(a), find(b));
+    for (const edge of this.edgeList) {
+      if (edge.partitionType.isPipelined) union(edge.source, edge.target);
+    }
+    for (const cycle of this.regionCycles(order, find)) {
+      for (const root of cycle) union(root, cycle[0] as JobVertex);
+    }
+    const regions = new Map<JobVertex, JobVertex[]>();
+    for (const vertex of order) {
+      const root = find(vertex);
+      regions.set(root, [...(regions.get(root) ?? []), vertex]);
+    }
+    return [...regions.values()];
+  }
+
+  /**
+   * What a vertex's tasks read and write, as a ShuffleMaster sizes their network memory (Flink's
+   * `TaskInputsOutputsDescriptor`): per consumed data set the most channels any subtask's gate
+   * has, and how many of the vertex's gates read it (`partitionReuseCount`); per produced data set
+   * the most subpartitions any of its partitions has.
+   */
+  inputsOutputsOf(vertex: JobVertex): TaskInputsOutputsDescriptor {
+    const inputChannelNums: Record<string, number> = {};
+    const partitionReuseCount: Record<string, number> = {};
+    const inputPartitionTypes: Record<string, ResultPartitionType> = {};
+    const inputs = this.inputsOf(vertex);
+    for (const edge of inputs) {
+      const key = edge.resultId.toString();
+      let channels = 0;
+      for (let i = 0; i < vertex.parallelism; i++) {
+        const { producers, subpartitions } = consumedPartitionsOf(edge, i);
+        channels = Math.max(
+          channels,
+          producers.length * (subpartitions.end - subpartitions.start + 1),
+        );
+      }
+      inputChannelNums[key] = channels;
+      partitionReuseCount[key] = (partitionReuseCount[key] ?? 0) + 1;
+      inputPartitionTypes[key] = edge.partitionType;
+    }
+    const subpartitionNums: Record<string, number> = {};
+    const partitionTypes: Record<string, ResultPartitionType> = {};
+    for (const dataSet of this.producedDataSetsOf(vertex)) {
+      const key = dataSet.id.toString();
+      const [first] = dataSet.consumers;
+      let subpartitions = 0;
+      for (let i = 0; first !== undefined && i < vertex.parallelism; i++) {
+        subpartitions = Math.max(subpartitions, numberOfSubpartitions(first, i));
+      }
+      subpartitionNums[key] = subpartitions;
+      partitionTypes[key] = dataSet.partitionType;
+    }
+    return {
+      inputGateNums: inputs.length,
+      inputChannelNums,
+      partitionReuseCount,
+      subpartitionNums,
+      inputPartitionTypes,
+      partitionTypes,
+    };
+  }
+
+  private checkOwnVertex(vertex: JobVertex): void {
+    if (!this.vertexList.includes(vertex)) {
+      throw new IllegalArgumentError(`vertex "${vertex.name}" is not part of job ${this.name}`);
+    }
+  }
+
+  private newDataSet(producer: JobVertex, spec: IntermediateDataSetSpec): MutableDataSet {
+    return Object.freeze({
+      id: new IntermediateDataSetID(),
+      producer,
+      partitionType: spec.partitionType ?? ResultPartitionType.PIPELINED_BOUNDED,
+      partitioner: spec.partitioner,
+      serializer: spec.serializer,
+      consumers: [],
+    });
+  }
+
+  private addEdge(dataSet: MutableDataSet, target: JobVertex, spec: DataSetConsumerSpec): JobEdge {
+    this.checkOwnVertex(target);
+    const source = dataSet.producer;
+    const what = `data set ${dataSet.id} of "${source.name}"`;
+    if (source === target || this.reaches(target, source)) {
+      throw new IllegalArgumentError(
+        `connecting "${source.name}" to "${target.name}" would make job ${this.name} cyclic`,
+      );
+    }
+    const { partitioner, partitionType } = dataSet;
+    const pointwiseByDefault = partitioner.name === "FORWARD" || partitioner.name === "RESCALE";
+    const distributionPattern =
+      spec.distributionPattern ?? (pointwiseByDefault ? "POINTWISE" : "ALL_TO_ALL");
+    if (partitioner.name === "FORWARD" && source.parallelism !== target.parallelism) {
+      throw new IllegalArgumentError(
+        `FORWARD from "${source.name}" (parallelism ${source.parallelism}) to "${target.name}" (parallelism ${target.parallelism}) needs equal parallelism`,
+      );
+    }
+    const [first] = dataSet.consumers;
+    if (first !== undefined) {
+      if (!partitionType.isReconsumable) {
+        throw new IllegalArgumentError(
+          `${what} is ${partitionType.name}, read once by "${first.target.name}": a pipelined partition ` +
+            `can be consumed only once, so "${target.name}" cannot read it too; make it BLOCKING to read it several times`,
+        );
+      }
+      const mismatch =
+        target.parallelism !== first.target.parallelism
+          ? `parallelism ${target.parallelism} differs from ${first.target.parallelism}`
+          : distributionPattern !== first.distributionPattern
+            ? `distribution pattern ${distributionPattern} differs from ${first.distributionPattern}`
+            : partitioner.name === "HASH" && target.maxParallelism !== first.target.maxParallelism
+              ? `maxParallelism ${target.maxParallelism} differs from ${first.target.maxParallelism} (the key groups of HASH)`
+              : undefined;
+      if (mismatch !== undefined) {
+        throw new IllegalArgumentError(
+          `"${target.name}" cannot read ${what} as "${first.target.name}" does: its ${mismatch}; ` +
+            "every consumer of a data set must read its partitions alike",
+        );
+      }
+    }
+    const edge: JobEdge = Object.freeze({
+      dataSet,
+      source,
+      target,
+      resultId: dataSet.id,
+      partitionType,
+      distributionPattern,
+      partitioner,
+      serializer: dataSet.serializer,
+    });
+    dataSet.consumers.push(edge);
+    this.edgeList.push(edge);
+    return edge;
+  }
+
   private reaches(from: JobVertex, to: JobVertex): boolean {
     return this.outputsOf(from).some((edge) => edge.target === to || this.reaches(edge.target, to));
   }
+
+  /**
+   * The cycles between the regions that pipelined edges alone form (Tarjan's strongly connected
+   * components of the graph of region roots and the other edges between them), each as its roots.
+   */
+  private regionCycles(order: JobVertex[], find: (vertex: JobVertex) => JobVertex): JobVertex[][] {
+    const successors = new Map<JobVertex, Set<JobVertex>>();
+    for (const edge of this.edgeList) {
+      const from = find(edge.source);
+      const to = find(edge.target);
+      if (from === to) continue;
+      successors.set(from, (successors.get(from) ?? new Set()).add(to));
+    }
+    const index = new Map<JobVertex, number>();
+    const lowLink = new Map<JobVertex, number>();
+    const stack: JobVertex[] = [];
+    const cycles: JobVertex[][] = [];
+    const visit = (root: JobVertex) => {
+      index.set(root, index.size);
+      lowLink.set(root, index.get(root) as number);
+      stack.push(root);
+      for (const next of successors.get(root) ?? []) {
+        if (!index.has(next)) {
+          visit(next);
+          lowLink.set(root, Math.min(lowLink.get(root) as number, lowLink.get(next) as number));
+        } else if (stack.includes(next)) {
+          lowLink.set(root, Math.min(lowLink.get(root) as number, index.get(next) as number));
+        }
+      }
+      if (lowLink.get(root) !== index.get(root)) return;
+      const component: JobVertex[] = [];
+      for (let member = stack.pop(); ; member = stack.pop()) {
+        component.push(member as JobVertex);
+        if (member === root) break;
+      }
+      if (component.length > 1) cycles.push(component);
+    };
+    for (const root of new Set(order.map(find))) if (!index.has(root)) visit(root);
+    return cycles;
+  }
 }
 
-/** The id of partition `producerSubtask` of `edge`'s data set. */
+/** The id of partition `producerSubtask` of a data set (or of the data set an edge reads). */
 export function partitionIdOf(
-  edge: JobEdge,
+  dataSet: IntermediateDataSet | JobEdge,
   producerSubtask: number,
 ): IntermediateResultPartitionID {
-  return new IntermediateResultPartitionID(edge.resultId, producerSubtask);
+  const id = "dataSet" in dataSet ? dataSet.resultId : dataSet.id;
+  return new IntermediateResultPartitionID(id, producerSubtask);
 }
 
 /**

@@ -367,7 +367,11 @@ export class TaskExecutor implements TaskExecutorGateway {
     }
   }
 
-  /** Frees the local resources of these partitions (`releasePartitionsLocally`). */
+  /**
+   * Frees the local resources of these partitions (`releasePartitionsLocally`); the job side
+   * calls it when the job ends. Files of blocking partitions are deleted in the background:
+   * readers still on them fail first, and {@link close} waits for every deletion.
+   */
   async releasePartitions(
     _jobId: JobID,
     partitionIds: readonly ResultPartitionID[],

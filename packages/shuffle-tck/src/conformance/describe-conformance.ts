@@ -1,5 +1,6 @@
 import { Configuration, JobDeployer } from "@sluice/runtime";
 import { afterAll, afterEach, beforeAll, describe } from "vitest";
+import { blockingCases } from "./blocking-cases.js";
 import { exchangeCases } from "./exchange-cases.js";
 import { failureCases } from "./failure-cases.js";
 import { flushCases } from "./flush-cases.js";
@@ -76,5 +77,6 @@ export function describeShuffleServiceConformance(options: ShuffleConformanceOpt
     describe("exchanges", () => exchangeCases(current, records));
     describe("flushing", () => flushCases(current));
     describe("failures", () => failureCases(current));
+    describe("blocking partitions", () => blockingCases(current));
   });
 }

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { ExecutionAttemptID } from "@sluice/core";
 import type { ExecutionVertex, JobDeployer, JobExecution } from "@sluice/runtime";
 import { expect } from "vitest";
@@ -7,11 +10,14 @@ import { WorkerProcess } from "./worker-process.js";
 /**
  * The suite's side of one test: the JobDeployer (with the plugin's ShuffleMaster) in the test
  * process, and worker processes each running a TaskExecutor of the plugin. Exchanges are jobs of
- * two vertices, producer → HASH by key → consumer, deployed through the JobDeployer.
+ * a producer vertex and its readers (HASH by key), deployed through the JobDeployer. Every worker
+ * gets a folder of its own as `io.tmp.dirs`, removed when the test ends, so that the suite sees
+ * exactly the files a worker's plugin keeps.
  */
 export class TckCluster {
   private readonly workers: WorkerProcess[] = [];
   private readonly executions: JobExecution[] = [];
+  private readonly tmpDirs: string[] = [];
 
   constructor(
     private readonly deployer: JobDeployer,
@@ -24,15 +30,20 @@ export class TckCluster {
   async startWorker(label: string, extra: Record<string, unknown> = {}): Promise<WorkerProcess> {
     const worker = new WorkerProcess(`${this.name}-${label}`);
     this.workers.push(worker);
-    await worker.init({ ...this.config, ...extra }, this.configDir);
+    const dir = mkdtempSync(join(tmpdir(), `sluice-tck-${this.name}-${label}-`));
+    this.tmpDirs.push(dir);
+    await worker.init({ ...this.config, ...extra, "io.tmp.dirs": dir }, this.configDir);
     return worker;
   }
 
-  /** Deploys an exchange with its producers on `producerWorker` and consumers on `consumerWorker`. */
+  /**
+   * Deploys an exchange with its producers on `producerWorker` and its consumer vertices on
+   * `consumerWorker` (reader `i` on `consumerWorker[i]` when given one per reader).
+   */
   async deploy(
     spec: ExchangeSpec,
     producerWorker: WorkerProcess,
-    consumerWorker: WorkerProcess,
+    consumerWorker: WorkerProcess | readonly WorkerProcess[],
   ): Promise<Exchange> {
     const exchange = await deployExchange(
       this.deployer,
@@ -43,8 +54,11 @@ export class TckCluster {
     );
     const { execution } = exchange;
     this.executions.push(execution);
+    const consumerWorkers = Array.isArray(consumerWorker)
+      ? (consumerWorker as readonly WorkerProcess[])
+      : [consumerWorker as WorkerProcess];
     // The suite's control plane: a worker that dies takes its tasks with it.
-    for (const worker of new Set([producerWorker, consumerWorker])) {
+    for (const worker of new Set([producerWorker, ...consumerWorkers])) {
       void worker.exited.then(({ code, signal }) =>
         execution.notifyTaskExecutorLost(
           worker,
@@ -55,11 +69,16 @@ export class TckCluster {
     return exchange;
   }
 
-  /** Ends every job and kills every worker still running (test clean-up). */
+  /** Ends every job, kills every worker still running and removes their folders (clean-up). */
   async shutdown(): Promise<void> {
     for (const worker of this.workers) await worker.releaseHeldCancels();
     for (const execution of this.executions.splice(0)) execution.cancel("the test ended");
-    for (const worker of this.workers.splice(0)) worker.kill();
+    const workers = this.workers.splice(0);
+    for (const worker of workers) worker.kill();
+    await Promise.all(workers.map((worker) => worker.exited));
+    // Deployments still held now fail at once: their worker is gone.
+    for (const worker of workers) worker.releaseHeldSubmits();
+    for (const dir of this.tmpDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
   }
 }
 
@@ -71,6 +90,19 @@ export async function expectTaskState(vertex: ExecutionVertex, state: string): P
 /** Pipelined partitions are released once consumed, failed or cancelled. */
 export async function expectPartitionsReleased(worker: WorkerProcess): Promise<void> {
   await expect.poll(() => worker.partitionsOccupyingLocalResources(), { timeout: 20_000 }).toBe(0);
+}
+
+/** The worker holds no partition any more, and no file is left in its `io.tmp.dirs`. */
+export async function expectPartitionFilesDeleted(worker: WorkerProcess): Promise<void> {
+  await expect
+    .poll(
+      async () => {
+        const { partitions, files } = await worker.status();
+        return { partitions, files };
+      },
+      { timeout: 20_000 },
+    )
+    .toEqual({ partitions: 0, files: [] });
 }
 
 /** The producer reports unavailable: it is blocked on backpressure. */

@@ -25,7 +25,9 @@ import type {
   InitResult,
   ProducerStatus,
   ToWorker,
+  TruncatedFiles,
   WorkerRequest,
+  WorkerStatus,
 } from "../messages.js";
 
 /** Where the compiled worker lives (tests may run from source; children always run built JS). */
@@ -52,7 +54,9 @@ export function workerScriptPath(): string {
  *
  * With {@link holdCancels}, cancel requests are kept until {@link releaseHeldCancels}: a case that
  * checks how the data plane itself propagates a failure (a producer's error reaching its
- * consumer) must not have the job master's cancellation race it.
+ * consumer) must not have the job master's cancellation race it. With {@link holdSubmits},
+ * deployments wait until {@link releaseHeldSubmits}, as on a slow worker: a case can act between
+ * a blocking partition's completion and its consumers' deployment.
  */
 export class WorkerProcess implements TaskExecutorGateway {
   readonly child: ChildProcess;
@@ -60,7 +64,10 @@ export class WorkerProcess implements TaskExecutorGateway {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Hold cancel requests until {@link releaseHeldCancels}. */
   holdCancels = false;
+  /** Hold task deployments until {@link releaseHeldSubmits}. */
+  holdSubmits = false;
   private readonly heldCancels: ExecutionAttemptID[] = [];
+  private readonly heldSubmits: (() => void)[] = [];
   private readonly pending = new Map<
     number,
     { resolve: (value: unknown) => void; reject: (error: Error) => void }
@@ -112,6 +119,7 @@ export class WorkerProcess implements TaskExecutorGateway {
     descriptor: TaskDeploymentDescriptor,
     jobMaster: JobMasterGateway,
   ): Promise<void> {
+    if (this.holdSubmits) await new Promise<void>((resolve) => this.heldSubmits.push(resolve));
     this.jobMasters.set(descriptor.jobId.toString(), jobMaster);
     await this.request({
       cmd: "submit",
@@ -146,6 +154,17 @@ export class WorkerProcess implements TaskExecutorGateway {
     });
   }
 
+  /** Deployments waiting for {@link releaseHeldSubmits}. */
+  get numberOfHeldSubmits(): number {
+    return this.heldSubmits.length;
+  }
+
+  /** Lets the held deployments go on (and stops holding). */
+  releaseHeldSubmits(): void {
+    this.holdSubmits = false;
+    for (const resume of this.heldSubmits.splice(0)) resume();
+  }
+
   /** Sends the cancel requests held so far (and stops holding). */
   async releaseHeldCancels(): Promise<void> {
     this.holdCancels = false;
@@ -170,8 +189,17 @@ export class WorkerProcess implements TaskExecutorGateway {
 
   /** Partitions that still hold resources on the worker. */
   async partitionsOccupyingLocalResources(): Promise<number> {
-    const status = await this.request<{ partitions: number }>({ cmd: "status" });
-    return status.partitions;
+    return (await this.status()).partitions;
+  }
+
+  /** What the worker holds: partitions, the files in its `io.tmp.dirs`, running tasks. */
+  status(): Promise<WorkerStatus> {
+    return this.request({ cmd: "status" });
+  }
+
+  /** Cuts every file in the worker's `io.tmp.dirs` to half its size; returns their paths. */
+  async truncatePartitionFiles(): Promise<readonly string[]> {
+    return (await this.request<TruncatedFiles>({ cmd: "truncatePartitionFiles" })).files;
   }
 
   /**

@@ -47,6 +47,11 @@ export interface GatewayOptions {
    * closes its executors.
    */
   readonly ignoreCancels?: boolean;
+  /**
+   * Deploy only once this settles, as a slow worker would: a test acts between a blocking
+   * partition's completion and its consumers' deployment.
+   */
+  readonly deployAfter?: Promise<unknown>;
 }
 
 /** `executor` as the job side sees it, changed as `options` say. */
@@ -63,6 +68,7 @@ export function gatewayOf(
     location,
     async submitTask(descriptor: TaskDeploymentDescriptor, jobMaster: JobMasterGateway) {
       if (options.neverDeploy === true) return;
+      await options.deployAfter;
       if (deployed === undefined) await executor.submitTask(descriptor, jobMaster);
       else deployed.push(await executor.deployTask(descriptor, jobMaster));
     },
@@ -123,11 +129,14 @@ export class InProcessCluster {
     return executor;
   }
 
-  /** Deploys an exchange and runs its tasks (through the job side, as an application does). */
+  /**
+   * Deploys an exchange and runs its tasks (through the job side, as an application does);
+   * consumer vertex `i` runs on `consumerSide[i]` when given one gateway per reader.
+   */
   async deploy(
     spec: ExchangeSpec,
     producerSide: TaskExecutorGateway,
-    consumerSide: TaskExecutorGateway,
+    consumerSide: TaskExecutorGateway | readonly TaskExecutorGateway[],
   ): Promise<Exchange> {
     this.deployer ??= await JobDeployer.start(this.configuration());
     return deployExchange(this.deployer, "in-process", spec, producerSide, consumerSide);

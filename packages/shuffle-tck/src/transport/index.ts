@@ -4,6 +4,10 @@
  * directly), and the suites check the transport: exactly-once exchanges, task events, mutual TLS,
  * hostile peers.
  */
+export {
+  type BlockingTransportSuiteOptions,
+  describeBlockingTransportSuite,
+} from "./blocking-transport-suite.js";
 export { createTestPki, type TestPki } from "./certificates.js";
 export {
   describeHostilePeerLimitsSuite,

@@ -5,6 +5,8 @@
  * by itself after `close`: a handle left open by the plugin keeps it alive, which the suite
  * reports.
  */
+import { readdir, stat, truncate } from "node:fs/promises";
+import { join } from "node:path";
 import {
   ExecutionAttemptID,
   type IntermediateDataSetID,
@@ -21,8 +23,14 @@ import {
   TaskExecutor,
   taskExecutionStateToJSON,
 } from "@sluice/runtime";
-import { type ExecutionState, PartitionInfoCodec } from "@sluice/runtime-api";
-import type { FromWorker, ToWorker, WorkerRequest } from "../messages.js";
+import { type ExecutionState, PartitionInfoCodec, TaskManagerOptions } from "@sluice/runtime-api";
+import type {
+  FromWorker,
+  ToWorker,
+  TruncatedFiles,
+  WorkerRequest,
+  WorkerStatus,
+} from "../messages.js";
 import { TckTasks } from "../tck-tasks.js";
 
 const tasks = new TckTasks();
@@ -60,6 +68,30 @@ const jobMaster: JobMasterGateway = {
     });
   },
 };
+
+/**
+ * The worker's own folders (`io.tmp.dirs`, which the suite sets per worker): where the
+ * environment of every plugin is told to keep its files (`ShuffleEnvironmentContext.tmpDirPaths`).
+ */
+function tmpDirsOf(worker: TaskExecutor): string[] {
+  const dirs = worker.configuration.getOptional(TaskManagerOptions.TMP_DIRS);
+  if (dirs === undefined) throw new Error("the worker was started without io.tmp.dirs");
+  return dirs
+    .split(",")
+    .map((dir) => dir.trim())
+    .filter((dir) => dir !== "");
+}
+
+/** The regular files under `dirs`, at any depth, sorted. */
+async function filesUnder(dirs: readonly string[]): Promise<string[]> {
+  const files: string[] = [];
+  for (const dir of dirs) {
+    for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
+      if (entry.isFile()) files.push(join(entry.parentPath, entry.name));
+    }
+  }
+  return files.sort();
+}
 
 function running(): TaskExecutor {
   if (executor === undefined) throw new Error("worker not initialised (send init first)");
@@ -136,10 +168,25 @@ async function handle(request: WorkerRequest): Promise<unknown> {
     case "resume":
       tasks.resume(request.attempt);
       return {};
-    case "status":
-      return {
-        partitions: running().shuffleEnvironment.getPartitionsOccupyingLocalResources().length,
+    case "status": {
+      const worker = running();
+      const status: WorkerStatus = {
+        partitions: worker.shuffleEnvironment.getPartitionsOccupyingLocalResources().length,
+        files: await filesUnder(tmpDirsOf(worker)),
+        tasks: worker.runningTasks.length,
       };
+      return status;
+    }
+    case "truncatePartitionFiles": {
+      // Damage as a failing disk or a full file system would: every file loses its second half.
+      const files = await filesUnder(tmpDirsOf(running()));
+      for (const file of files) {
+        const { size } = await stat(file);
+        await truncate(file, Math.floor(size / 2));
+      }
+      const truncated: TruncatedFiles = { files };
+      return truncated;
+    }
     case "close":
       await executor?.close();
       return {};

@@ -1,0 +1,389 @@
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ErrorCodes, type ExecutionAttemptID, type ResultPartitionID } from "@sluice/core";
+import { type PartitionInfo, ResultPartitionType } from "@sluice/runtime-api";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { PollStatus } from "../io/record-reader.js";
+import type { Task } from "../taskexecutor/task.js";
+import {
+  type TaskDeploymentDescriptor,
+  taskNameWithSubtask,
+} from "../taskexecutor/task-deployment-descriptor.js";
+import type { TaskExecutor } from "../taskexecutor/task-executor.js";
+import type { TaskExecutorGateway } from "../taskexecutor/task-executor-gateway.js";
+import { LocalCluster, localConfiguration } from "../taskexecutor/test-support/local-cluster.js";
+import type { JobDeployer } from "./job-deployer.js";
+import { JobGraph } from "./job-graph.js";
+import type { JobMasterGateway } from "./job-master-gateway.js";
+
+const BLOCKING = ResultPartitionType.BLOCKING;
+const REBALANCE = { partitioner: { name: "REBALANCE" as const }, serializer: "int32" };
+
+const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** A promise the test resolves. */
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+/** Released by the test: `awaitGo` sources wait for it before they write. */
+let go = deferred();
+
+/** Emits `records × (subtask + 1)` numbers `subtask × 10^6 + i` through writer 0. */
+async function emitNumbers(task: Task): Promise<number> {
+  const writer = task.writer<number>();
+  const count = (task.configuration.records as number) * (task.subtaskIndex + 1);
+  for (let i = 0; i < count; i++) {
+    if (!writer.isAvailable()) await writer.getAvailableFuture();
+    writer.emit(task.subtaskIndex * 1_000_000 + i);
+    if (i % 1024 === 1023) await yieldToLoop();
+  }
+  return count;
+}
+
+/** Reads every gate to its end, one after the other: records and their sum per gate. */
+async function readAll(task: Task): Promise<{ records: number; sum: number }[]> {
+  const perGate: { records: number; sum: number }[] = [];
+  for (let g = 0; g < task.gates.length; g++) {
+    const reader = task.reader<number>(g);
+    const read = { records: 0, sum: 0 };
+    for (;;) {
+      const status = reader.pollRecords((value) => {
+        read.records++;
+        read.sum += value;
+      }, 1024);
+      if (status === PollStatus.END_OF_INPUT) break;
+      if (status === PollStatus.NOTHING_AVAILABLE) await reader.getAvailableFuture();
+      else await yieldToLoop();
+    }
+    perGate.push(read);
+  }
+  return perGate;
+}
+
+const INVOKABLES = {
+  source: emitNumbers,
+  awaitGo: async (task: Task) => {
+    await go.promise;
+    return emitNumbers(task);
+  },
+  read: readAll,
+};
+
+/** What `emitNumbers` of `parallelism` subtasks writes in all. */
+function written(records: number, parallelism: number): { records: number; sum: number } {
+  let count = 0;
+  let sum = 0;
+  for (let s = 0; s < parallelism; s++) {
+    const n = records * (s + 1);
+    count += n;
+    sum += s * 1_000_000 * n + (n * (n - 1)) / 2;
+  }
+  return { records: count, sum };
+}
+
+/** What the subtasks of a reading vertex got through gate `gate`, summed. */
+function readThrough(results: readonly unknown[] | undefined, gate: number) {
+  const total = { records: 0, sum: 0 };
+  for (const perGate of (results ?? []) as { records: number; sum: number }[][]) {
+    total.records += perGate[gate]?.records ?? 0;
+    total.sum += perGate[gate]?.sum ?? 0;
+  }
+  return total;
+}
+
+/**
+ * `executor` as the job side sees it, logging each deployment (`deploy Name (i/n)#a`) and each
+ * task's end (`Name (i/n)#a FINISHED`) in order; deployments of the vertex named in `hold` wait
+ * for its promise. Counts the partitions it is told to release.
+ */
+function observed(
+  executor: TaskExecutor,
+  log: string[],
+  hold?: { readonly vertex: string; readonly until: Promise<void> },
+): TaskExecutorGateway & { readonly released: ResultPartitionID[] } {
+  const released: ResultPartitionID[] = [];
+  return {
+    location: executor.location,
+    released,
+    async submitTask(descriptor: TaskDeploymentDescriptor, jobMaster: JobMasterGateway) {
+      const name = taskNameWithSubtask(descriptor);
+      if (hold !== undefined && descriptor.taskName === hold.vertex) await hold.until;
+      log.push(`deploy ${name}`);
+      await executor.submitTask(descriptor, {
+        updateTaskExecutionState(update) {
+          if (["FINISHED", "FAILED", "CANCELED"].includes(update.state)) {
+            log.push(`${name} ${update.state}`);
+          }
+          jobMaster.updateTaskExecutionState(update);
+        },
+        requestPartitionProducerState: (jobId, resultId, partitionId) =>
+          jobMaster.requestPartitionProducerState(jobId, resultId, partitionId),
+      });
+    },
+    cancelTask: (attempt: ExecutionAttemptID) => executor.cancelTask(attempt),
+    updatePartitions: (attempt: ExecutionAttemptID, infos: readonly PartitionInfo[]) =>
+      executor.updatePartitions(attempt, infos),
+    async releasePartitions(jobId, ids) {
+      released.push(...ids);
+      await executor.releasePartitions(jobId, ids);
+    },
+  };
+}
+
+/** The position of `entry` in `log`, failing when it is not there. */
+function at(log: readonly string[], entry: string): number {
+  const index = log.indexOf(entry);
+  expect(index, `"${entry}" in ${JSON.stringify(log)}`).toBeGreaterThanOrEqual(0);
+  return index;
+}
+
+/** The regular files under `dir`, at any depth. */
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath, entry.name));
+}
+
+describe("JobExecution with blocking data sets", () => {
+  const cluster = new LocalCluster();
+  let dir: string;
+  let deployer: JobDeployer;
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), "sluice-job-execution-"));
+    go = deferred();
+    deployer = await cluster.startDeployer();
+  });
+
+  afterEach(async () => {
+    go.resolve();
+    await cluster.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  function startExecutor(): Promise<TaskExecutor> {
+    const config = localConfiguration({
+      "taskmanager.network.sort-shuffle.min-buffers": 8,
+      "taskmanager.memory.framework.off-heap.batch-shuffle.size": "512kb",
+      "io.tmp.dirs": dir,
+    });
+    return cluster.startExecutor(config, {
+      invokables: INVOKABLES,
+    });
+  }
+
+  it("deploys every reader of a blocking data set after all its producer subtasks finished; they write it once, and each reader gets every record", async () => {
+    const executor = await startExecutor();
+    const log: string[] = [];
+    const descriptors: TaskDeploymentDescriptor[] = [];
+    const gateway = observed(executor, log);
+    const graph = new JobGraph("two readers");
+    const source = graph.addVertex({
+      name: "Source",
+      parallelism: 2,
+      invokable: "source",
+      configuration: { records: 3_000 },
+    });
+    const count = graph.addVertex({ name: "Count", parallelism: 2, invokable: "read" });
+    const audit = graph.addVertex({ name: "Audit", parallelism: 2, invokable: "read" });
+    const numbers = graph.createDataSet(source, { ...REBALANCE, partitionType: BLOCKING });
+    graph.connectDataSet(numbers, count);
+    // Audit reads the data set twice: two gates on the same partitions.
+    graph.connectDataSet(numbers, audit);
+    graph.connectDataSet(numbers, audit);
+    const execution = await deployer.deploy(graph, () => ({
+      ...gateway,
+      submitTask: (descriptor, jobMaster) => {
+        descriptors.push(descriptor);
+        return gateway.submitTask(descriptor, jobMaster);
+      },
+    }));
+    const result = await execution.terminated;
+    expect(result.error).toBeUndefined();
+    expect(result.status).toBe("FINISHED");
+    const expected = written(3_000, 2);
+    expect(readThrough(result.results.get("Count"), 0)).toEqual(expected);
+    expect(readThrough(result.results.get("Audit"), 0)).toEqual(expected);
+    expect(readThrough(result.results.get("Audit"), 1)).toEqual(expected);
+
+    const lastProducerEnd = Math.max(
+      at(log, "Source (1/2)#0 FINISHED"),
+      at(log, "Source (2/2)#0 FINISHED"),
+    );
+    for (const reader of ["Count (1/2)#0", "Count (2/2)#0", "Audit (1/2)#0", "Audit (2/2)#0"]) {
+      expect(at(log, `deploy ${reader}`)).toBeGreaterThan(lastProducerEnd);
+    }
+    // One partition per producer subtask, and every reader's gates name those partitions.
+    const produced = descriptors
+      .filter((d) => d.taskName === "Source")
+      .flatMap((d) => d.producedPartitions.map((p) => p.deployment.shuffleDescriptor));
+    expect(produced).toHaveLength(2);
+    const producedIds = produced.map((d) => d.resultPartitionId.toString()).sort();
+    for (const reader of descriptors.filter((d) => d.taskName !== "Source")) {
+      for (const gate of reader.inputGates) {
+        const ids = gate.deployment.shuffleDescriptors.map((d) => d.resultPartitionId.toString());
+        expect(ids.sort()).toEqual(producedIds);
+      }
+    }
+  });
+
+  it("deploys a pipelined producer together with its consumer, which waits for a blocking input, not before", async () => {
+    const executor = await startExecutor();
+    const log: string[] = [];
+    const graph = new JobGraph("mixed");
+    const batch = graph.addVertex({
+      name: "Batch",
+      parallelism: 1,
+      invokable: "source",
+      configuration: { records: 2_000 },
+    });
+    const stream = graph.addVertex({
+      name: "Stream",
+      parallelism: 1,
+      invokable: "source",
+      configuration: { records: 2_000 },
+    });
+    const join_ = graph.addVertex({ name: "Join", parallelism: 1, invokable: "read" });
+    graph.connect(batch, join_, { ...REBALANCE, partitionType: BLOCKING });
+    graph.connect(stream, join_, REBALANCE);
+    const gateway = observed(executor, log);
+    const result = await (await deployer.deploy(graph, () => gateway)).terminated;
+    expect(result.status).toBe("FINISHED");
+    expect(at(log, "deploy Stream (1/1)#0")).toBeGreaterThan(at(log, "Batch (1/1)#0 FINISHED"));
+    expect(at(log, "deploy Join (1/1)#0")).toBeGreaterThan(at(log, "Batch (1/1)#0 FINISHED"));
+    const [read] = result.results.get("Join") as { records: number }[][];
+    expect(read?.map((gate) => gate.records)).toEqual([2_000, 2_000]);
+  });
+
+  it("deploys a consumer with its producer when a pipelined edge puts them in one region, and it reads the producer's blocking data set once complete", async () => {
+    const executor = await startExecutor();
+    const log: string[] = [];
+    const graph = new JobGraph("one region");
+    const source = graph.addVertex({
+      name: "Source",
+      parallelism: 1,
+      invokable: "awaitGo",
+      configuration: { records: 5_000 },
+    });
+    const sink = graph.addVertex({ name: "Sink", parallelism: 1, invokable: "read" });
+    graph.connect(source, sink, { ...REBALANCE, partitionType: BLOCKING });
+    // Nothing is written here; the edge only makes Source and Sink one pipelined region.
+    graph.connect(source, sink, REBALANCE);
+    const execution = await deployer.deploy(graph, () => observed(executor, log));
+    // Sink is deployed (and asks for the blocking partition) while Source has not written yet.
+    expect(log).toEqual(["deploy Source (1/1)#0", "deploy Sink (1/1)#0"]);
+    go.resolve();
+    const result = await execution.terminated;
+    expect(result.error).toBeUndefined();
+    const [read] = result.results.get("Sink") as { records: number }[][];
+    expect(read?.map((gate) => gate.records)).toEqual([5_000, 0]);
+  });
+
+  it("keeps the blocking partitions until the job ends, then releases them and their files are deleted", async () => {
+    const executor = await startExecutor();
+    const log: string[] = [];
+    const readersMayStart = deferred();
+    const gateway = observed(executor, log, { vertex: "Count", until: readersMayStart.promise });
+    const graph = new JobGraph("release");
+    const source = graph.addVertex({
+      name: "Source",
+      parallelism: 2,
+      invokable: "source",
+      configuration: { records: 2_000 },
+    });
+    const count = graph.addVertex({ name: "Count", parallelism: 1, invokable: "read" });
+    graph.connect(source, count, { ...REBALANCE, partitionType: BLOCKING });
+    const execution = await deployer.deploy(graph, () => gateway);
+    await expect.poll(() => log.filter((entry) => entry.endsWith("FINISHED"))).toHaveLength(2);
+    // The producers ended; their partitions live on, in files.
+    expect(executor.runningTasks).toEqual([]);
+    expect(executor.shuffleEnvironment.getPartitionsOccupyingLocalResources()).toHaveLength(2);
+    expect(filesUnder(dir).filter((file) => file.endsWith(".shuffle.data"))).toHaveLength(2);
+    readersMayStart.resolve();
+    const result = await execution.terminated;
+    expect(result.status).toBe("FINISHED");
+    expect(result.releaseErrors).toEqual([]);
+    expect(gateway.released).toHaveLength(2);
+    expect(executor.shuffleEnvironment.getPartitionsOccupyingLocalResources()).toEqual([]);
+    await expect.poll(() => filesUnder(dir)).toEqual([]);
+  });
+
+  it("goes on when a TaskExecutor is lost whose tasks of the job all ended, and releases nothing there", async () => {
+    const kept = await startExecutor();
+    const lost = await startExecutor();
+    const log: string[] = [];
+    const keptGateway = observed(kept, log);
+    const lostGateway = observed(lost, log);
+    const graph = new JobGraph("lost worker");
+    const vertex = (name: string, invokable: string) =>
+      graph.addVertex({ name, parallelism: 1, invokable, configuration: { records: 500 } });
+    // A waits for the test, so the job still runs when D and E, on the lost worker, ended.
+    const a = vertex("A", "awaitGo");
+    const d = vertex("D", "source");
+    const e = vertex("E", "read");
+    graph.connect(a, vertex("B", "read"), { ...REBALANCE, partitionType: BLOCKING });
+    graph.connect(d, e, { ...REBALANCE, partitionType: BLOCKING });
+    const execution = await deployer.deploy(graph, (v) =>
+      v === d || v === e ? lostGateway : keptGateway,
+    );
+    await expect.poll(() => log).toContain("E (1/1)#0 FINISHED");
+    execution.notifyTaskExecutorLost(lostGateway, new Error("its process died"));
+    expect(execution.status).toBe("RUNNING");
+    go.resolve();
+    const result = await execution.terminated;
+    expect(result.status).toBe("FINISHED");
+    expect(result.releaseErrors).toEqual([]);
+    expect(keptGateway.released).toHaveLength(1);
+    expect(lostGateway.released).toEqual([]);
+  });
+
+  it("fails the job when a lost TaskExecutor had a task of it that had not ended", async () => {
+    const executor = await startExecutor();
+    const gateway = observed(executor, []);
+    const graph = new JobGraph("lost task");
+    const source = graph.addVertex({
+      name: "Source",
+      parallelism: 1,
+      invokable: "awaitGo",
+      configuration: { records: 10 },
+    });
+    const sink = graph.addVertex({ name: "Sink", parallelism: 1, invokable: "read" });
+    graph.connect(source, sink, REBALANCE);
+    const execution = await deployer.deploy(graph, () => gateway);
+    execution.notifyTaskExecutorLost(gateway, new Error("its process died"));
+    const result = await execution.terminated;
+    expect(result.status).toBe("FAILED");
+    expect(result.error?.message).toBe("its process died");
+    expect(result.failedTask).toBe("Source (1/1)#0");
+  });
+
+  it("refuses a job with a data set that nobody reads, naming it", async () => {
+    const executor = await startExecutor();
+    const graph = new JobGraph("orphan");
+    const source = graph.addVertex({ name: "Source", parallelism: 1, invokable: "source" });
+    graph.createDataSet(source, REBALANCE);
+    await expect(deployer.deploy(graph, () => executor)).rejects.toMatchObject({
+      code: ErrorCodes.INVALID_ARGUMENT,
+      message: expect.stringMatching(/of "Source" in job orphan has no consumer/),
+    });
+  });
+
+  it("sizes the network memory of a task that reads one data set through two gates with both gates' buffers", () => {
+    const memoryOf = (gates: number) => {
+      const graph = new JobGraph("sizing");
+      const source = graph.addVertex({ name: "Source", parallelism: 4 });
+      const join_ = graph.addVertex({ name: "Join", parallelism: 2 });
+      const numbers = graph.createDataSet(source, { ...REBALANCE, partitionType: BLOCKING });
+      for (let i = 0; i < gates; i++) graph.connectDataSet(numbers, join_);
+      return deployer.master.computeShuffleMemorySizeForTask(graph.inputsOutputsOf(join_));
+    };
+    expect(memoryOf(1)).toBeGreaterThan(0);
+    expect(memoryOf(2)).toBe(2 * memoryOf(1));
+  });
+});
