@@ -67,6 +67,8 @@ export const ErrorCodes = {
   BUFFER_DECOMPRESSION: "SLUICE_ERR_BUFFER_DECOMPRESSION",
   /** A blocking partition's data or index file is truncated or does not match its layout. */
   PARTITION_FILE_CORRUPTED: "SLUICE_ERR_PARTITION_FILE_CORRUPTED",
+  /** A checkpoint failed, or a task's snapshot could not be written or restored. */
+  CHECKPOINT: "SLUICE_ERR_CHECKPOINT",
 } as const;
 
 /** A stable Sluice error code. */

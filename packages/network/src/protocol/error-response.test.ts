@@ -92,6 +92,7 @@ const CLASS_OF: Record<ErrorCode, SluiceErrorClass | undefined> = {
   [ErrorCodes.TASK_NOT_FOUND]: defineError("TaskNotFoundError", ErrorCodes.TASK_NOT_FOUND),
   [ErrorCodes.BUFFER_DECOMPRESSION]: BufferDecompressionError,
   [ErrorCodes.PARTITION_FILE_CORRUPTED]: PartitionFileCorruptedError,
+  [ErrorCodes.CHECKPOINT]: defineError("CheckpointError", ErrorCodes.CHECKPOINT),
 };
 
 describe("error wire ids", () => {
