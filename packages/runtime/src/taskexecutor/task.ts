@@ -146,6 +146,7 @@ export class Task {
   private readonly resources: TaskResources;
   private readonly mailbox = new TaskMailbox();
   private barrierHandler: CheckpointBarrierHandler | undefined;
+  private aborted: Promise<void> | undefined;
   private readonly abort = new AbortController();
   private currentState: ExecutionState = "INITIALIZING";
   private failure: Error | undefined;
@@ -240,6 +241,9 @@ export class Task {
    * if (!writer.isAvailable()) await task.yieldToMailbox(writer.getAvailableFuture());
    * else if (i % 256 === 0) await task.yieldToMailbox();
    * ```
+   *
+   * @throws the cancellation's cause (a CancelledError) once the task is canceled or fails from
+   *   outside, so the source stops; and whatever `until` rejects with.
    */
   async yieldToMailbox(until?: Promise<unknown>): Promise<void> {
     this.processMail();
@@ -248,13 +252,22 @@ export class Task {
       done = true;
     });
     while (!done) {
-      const waits: Promise<unknown>[] = [target, this.mailbox.mailArrived()];
+      const waits: Promise<unknown>[] = [target, this.mailbox.mailArrived(), this.whenAborted()];
       if (this.mailbox.hasMail()) waits.push(this.outputsAvailableFuture());
       await Promise.race(waits);
+      // A canceled task stops here rather than wait for `until`, which may never come.
+      if (this.signal.aborted) throw this.signal.reason;
       this.processMail();
-      if (this.signal.aborted) break;
     }
-    await target;
+  }
+
+  /** Resolves once {@link signal} aborts (one listener for the task's life). */
+  private whenAborted(): Promise<void> {
+    this.aborted ??= new Promise((resolve) => {
+      if (this.signal.aborted) resolve();
+      else this.signal.addEventListener("abort", () => resolve(), { once: true });
+    });
+    return this.aborted;
   }
 
   /**
