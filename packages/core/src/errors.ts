@@ -69,6 +69,8 @@ export const ErrorCodes = {
   PARTITION_FILE_CORRUPTED: "SLUICE_ERR_PARTITION_FILE_CORRUPTED",
   /** A peer made a data server reach one of its configured limits (connections, queued bytes). */
   LIMIT_EXCEEDED: "SLUICE_ERR_LIMIT_EXCEEDED",
+  /** A checkpoint failed, or a task's snapshot could not be written or restored. */
+  CHECKPOINT: "SLUICE_ERR_CHECKPOINT",
 } as const;
 
 /** A stable Sluice error code. */

@@ -94,6 +94,7 @@ const CLASS_OF: Record<ErrorCode, SluiceErrorClass | undefined> = {
   [ErrorCodes.BUFFER_DECOMPRESSION]: BufferDecompressionError,
   [ErrorCodes.PARTITION_FILE_CORRUPTED]: PartitionFileCorruptedError,
   [ErrorCodes.LIMIT_EXCEEDED]: LimitExceededError,
+  [ErrorCodes.CHECKPOINT]: defineError("CheckpointError", ErrorCodes.CHECKPOINT),
 };
 
 describe("error wire ids", () => {

@@ -36,6 +36,7 @@ export const ERROR_WIRE_IDS = {
   [ErrorCodes.BUFFER_DECOMPRESSION]: 26,
   [ErrorCodes.PARTITION_FILE_CORRUPTED]: 27,
   [ErrorCodes.LIMIT_EXCEEDED]: 28,
+  [ErrorCodes.CHECKPOINT]: 29,
 } as const satisfies Record<ErrorCode, number>;
 
 /** The wire id written for errors that carry no Sluice code (plain `Error`s, non-errors). */

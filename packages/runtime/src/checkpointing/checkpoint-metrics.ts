@@ -25,3 +25,15 @@ export const NO_CHECKPOINT_METRICS: CheckpointMetrics = Object.freeze({
   bytesProcessedDuringAlignment: 0,
   checkpointStartDelayNanos: 0,
 });
+
+/**
+ * What a task reports about its part of one checkpoint with its acknowledgement (Flink's
+ * CheckpointMetrics as a task sends them): the barrier handler's alignment figures, plus how long
+ * the synchronous snapshot and the asynchronous write took.
+ */
+export interface TaskCheckpointMetrics extends CheckpointMetrics {
+  /** Milliseconds the task spent taking the snapshot and forwarding the barrier. */
+  readonly syncDurationMillis: number;
+  /** Milliseconds writing the snapshot file took. */
+  readonly asyncDurationMillis: number;
+}

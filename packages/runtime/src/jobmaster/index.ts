@@ -3,11 +3,14 @@ export {
   JobDeployer,
   type JobDeployerOptions,
   type Placement,
+  type PlacementContext,
 } from "./job-deployer.js";
 export {
   type DeploymentOrder,
   type ExecutionVertex,
+  type JobCheckpointsSummary,
   JobExecution,
+  type JobExecutionOptions,
   type JobResult,
   type JobStatus,
 } from "./job-execution.js";
@@ -27,3 +30,7 @@ export {
   partitionIdOf,
 } from "./job-graph.js";
 export type { JobMasterGateway } from "./job-master-gateway.js";
+export {
+  createRestartBackoffTimeStrategy,
+  type RestartBackoffTimeStrategy,
+} from "./restart-backoff-time-strategy.js";

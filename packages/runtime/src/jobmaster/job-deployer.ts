@@ -1,5 +1,6 @@
 import { IllegalStateError } from "@sluice/core";
-import type { ShuffleMaster } from "@sluice/runtime-api";
+import type { ReadableConfig, ShuffleMaster } from "@sluice/runtime-api";
+import { checkpointCoordinatorConfigurationOf } from "../checkpointing/checkpoint-coordinator-configuration.js";
 import { createShuffleMaster } from "../loader/plugin-contract.js";
 import {
   type LoadedShuffleServiceFactory,
@@ -10,6 +11,7 @@ import {
 import type { TaskExecutorGateway } from "../taskexecutor/task-executor-gateway.js";
 import { type DeploymentOrder, JobExecution } from "./job-execution.js";
 import type { JobGraph, JobVertex } from "./job-graph.js";
+import { createRestartBackoffTimeStrategy } from "./restart-backoff-time-strategy.js";
 
 /** Options of {@link JobDeployer.start}. */
 export interface JobDeployerOptions {
@@ -33,13 +35,45 @@ export interface DeployOptions {
    * region is always deployed after that data set's producers finished.
    */
   readonly order?: DeploymentOrder;
+  /**
+   * The job's configuration: `execution.checkpointing.*`, `state.checkpoints.*` and
+   * `restart-strategy.*` are read from it. Default: the deployer's configuration.
+   */
+  readonly configuration?: ReadableConfig;
+}
+
+/** What a {@link Placement} knows when it is asked. */
+export interface PlacementContext {
+  /** 0 for the job's first deployment, n for the n-th restart. */
+  readonly attemptNumber: number;
+  /** Where the subtask's previous attempt ran (absent for the first deployment). */
+  readonly previous?: TaskExecutorGateway;
+  /**
+   * True for a TaskExecutor the job was told is lost (`JobExecution.notifyTaskExecutorLost`):
+   * it must not be returned again.
+   */
+  isLost(gateway: TaskExecutorGateway): boolean;
 }
 
 /**
- * Picks the TaskExecutor each subtask runs on (Flink's slot assignment). Called once per subtask
- * before anything is deployed.
+ * Picks the TaskExecutor each subtask runs on (Flink's slot assignment). Called for every
+ * subtask before anything is deployed, and again for every subtask before each restart — where
+ * it may wait (return a Promise) until a replacement for a lost TaskExecutor has registered:
+ *
+ * ```ts
+ * const placement: Placement = async (vertex, i, { isLost }) => {
+ *   const executor = executors[i % executors.length];
+ *   return isLost(executor) ? await cluster.replacementFor(executor) : executor;
+ * };
+ * ```
+ *
+ * Returning a lost TaskExecutor fails the job (IllegalStateError).
  */
-export type Placement = (vertex: JobVertex, subtaskIndex: number) => TaskExecutorGateway;
+export type Placement = (
+  vertex: JobVertex,
+  subtaskIndex: number,
+  context: PlacementContext,
+) => TaskExecutorGateway | Promise<TaskExecutorGateway>;
 
 /**
  * The job side of the shuffle (Flink's scheduler with the cluster's ShuffleMaster): it loads the
@@ -53,13 +87,20 @@ export class JobDeployer {
   readonly plugin: LoadedShuffleServiceFactory;
   /** The plugin's master. */
   readonly master: ShuffleMaster;
+  /** The configuration it was started with (the default of every job's). */
+  readonly configuration: LoaderConfiguration;
   private readonly executions = new Set<JobExecution>();
   private fatalError: Error | undefined;
   private closed = false;
 
-  private constructor(plugin: LoadedShuffleServiceFactory, master: ShuffleMaster) {
+  private constructor(
+    plugin: LoadedShuffleServiceFactory,
+    master: ShuffleMaster,
+    configuration: LoaderConfiguration,
+  ) {
     this.plugin = plugin;
     this.master = master;
+    this.configuration = configuration;
   }
 
   /**
@@ -81,7 +122,7 @@ export class JobDeployer {
         deployer?.onFatalError(error);
       },
     });
-    deployer = new JobDeployer(plugin, master);
+    deployer = new JobDeployer(plugin, master, configuration);
     await master.start();
     return deployer;
   }
@@ -89,7 +130,11 @@ export class JobDeployer {
   /**
    * Deploys `graph`: registers it with the master, then deploys every vertex whose inputs are
    * ready onto the TaskExecutors `placement` picks. Resolves once the first tasks are submitted;
-   * follow the job through the returned {@link JobExecution}.
+   * follow the job through the returned {@link JobExecution}. With
+   * `execution.checkpointing.interval` set, the job takes checkpoints; `restart-strategy.*`
+   * decides whether it restarts after a failure.
+   *
+   * @throws ConfigurationError when a checkpointing or restart key holds an invalid value.
    */
   async deploy(
     graph: JobGraph,
@@ -99,11 +144,17 @@ export class JobDeployer {
     if (this.closed) {
       throw new IllegalStateError(`cannot deploy job ${graph.name}: the JobDeployer is closed`);
     }
+    const configuration = options.configuration ?? this.configuration;
+    const checkpointing = checkpointCoordinatorConfigurationOf(configuration);
     const execution = new JobExecution(
       graph,
       this.master,
       placement,
       options.order ?? "producers-first",
+      {
+        ...(checkpointing === undefined ? {} : { checkpointing }),
+        restartStrategy: createRestartBackoffTimeStrategy(configuration),
+      },
     );
     this.executions.add(execution);
     void execution.terminated.then(() => this.executions.delete(execution));

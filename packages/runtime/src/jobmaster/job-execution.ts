@@ -4,6 +4,7 @@ import {
   ExecutionAttemptID,
   ExecutionGraphID,
   IllegalArgumentError,
+  IllegalStateError,
   type IntermediateDataSetID,
   isSluiceError,
   type JobID,
@@ -21,6 +22,15 @@ import {
   type ShuffleDescriptor,
   type ShuffleMaster,
 } from "@sluice/runtime-api";
+import type { AcknowledgeCheckpoint } from "../checkpointing/acknowledge-checkpoint.js";
+import {
+  CheckpointCoordinator,
+  type CheckpointPlan,
+} from "../checkpointing/checkpoint-coordinator.js";
+import type { CheckpointCoordinatorConfiguration } from "../checkpointing/checkpoint-coordinator-configuration.js";
+import { CheckpointFailureReason } from "../checkpointing/checkpoint-failure-reason.js";
+import type { CompletedCheckpoint } from "../checkpointing/completed-checkpoint.js";
+import type { DeclineCheckpoint } from "../checkpointing/decline-checkpoint.js";
 import { deserializeThrowable } from "../taskexecutor/serialized-throwable.js";
 import {
   createTaskDeploymentDescriptor,
@@ -28,7 +38,7 @@ import {
 } from "../taskexecutor/task-deployment-descriptor.js";
 import type { TaskExecutionState } from "../taskexecutor/task-execution-state.js";
 import type { TaskExecutorGateway } from "../taskexecutor/task-executor-gateway.js";
-import type { Placement } from "./job-deployer.js";
+import type { Placement, PlacementContext } from "./job-deployer.js";
 import {
   consumedPartitionsOf,
   type IntermediateDataSet,
@@ -39,6 +49,7 @@ import {
   partitionIdOf,
 } from "./job-graph.js";
 import type { JobMasterGateway } from "./job-master-gateway.js";
+import type { RestartBackoffTimeStrategy } from "./restart-backoff-time-strategy.js";
 
 /** Whether producers or consumers of a pipelined edge are deployed first. */
 export type DeploymentOrder = "producers-first" | "consumers-first";
@@ -47,6 +58,7 @@ export type DeploymentOrder = "producers-first" | "consumers-first";
 export type JobStatus =
   | "CREATED"
   | "RUNNING"
+  | "RESTARTING"
   | "FAILING"
   | "CANCELLING"
   | "FINISHED"
@@ -65,18 +77,50 @@ export interface JobResult {
   readonly failedTask?: string;
   /** What each vertex's subtasks returned, by vertex name, in subtask order. */
   readonly results: ReadonlyMap<string, readonly (JsonValue | undefined)[]>;
-  /** Errors while releasing the job's partitions at its end (the job's outcome stands). */
+  /**
+   * Errors while releasing the job's partitions (at its end or at a restart) or deleting its
+   * checkpoint files (the job's outcome stands).
+   */
   readonly releaseErrors: readonly Error[];
+  /** The job's checkpoints (all zero when it took none). */
+  readonly checkpoints: JobCheckpointsSummary;
+  /** How often the job restarted after a failure. */
+  readonly restarts: number;
 }
 
-/** One subtask of the job and where it stands (Flink's `ExecutionVertex` + `Execution`). */
+/** What a job's checkpoints came to (Flink's checkpoint statistics summary). */
+export interface JobCheckpointsSummary {
+  /** Checkpoints every task acknowledged. */
+  readonly completed: number;
+  /** Checkpoints triggered and aborted (declined, expired, subsumed, ended by a failover). */
+  readonly aborted: number;
+  /** The checkpoint the last restart restored; `undefined` without a restart from one. */
+  readonly restoredFrom?: bigint;
+  /** The newest completed checkpoint, with its per-task figures. */
+  readonly latest?: CompletedCheckpoint;
+}
+
+/** How a job checkpoints and recovers; what {@link JobDeployer} reads from the configuration. */
+export interface JobExecutionOptions {
+  /** Present when the job takes checkpoints (`execution.checkpointing.interval` is set). */
+  readonly checkpointing?: CheckpointCoordinatorConfiguration;
+  /** Whether and when a failed job restarts (`restart-strategy.*`). */
+  readonly restartStrategy: RestartBackoffTimeStrategy;
+}
+
+/**
+ * One subtask of the job and where it stands (Flink's `ExecutionVertex` + its current
+ * `Execution`). A restart gives it a new attempt, possibly on another TaskExecutor.
+ */
 export interface ExecutionVertex {
   readonly vertex: JobVertex;
   readonly subtaskIndex: number;
-  readonly attemptId: ExecutionAttemptID;
-  readonly gateway: TaskExecutorGateway;
-  /** The task name Flink prints. */
-  readonly name: string;
+  /** The current attempt (its attempt number counts the job's restarts). */
+  attemptId: ExecutionAttemptID;
+  /** Where the current attempt runs. */
+  gateway: TaskExecutorGateway;
+  /** The task name Flink prints, `Name (i/n)#attempt`. */
+  name: string;
   /** The last state the task reported (or the job side decided). */
   state: ExecutionState;
   /** What the task's invokable returned, once FINISHED. */
@@ -111,6 +155,13 @@ const TERMINAL: ReadonlySet<ExecutionState> = new Set(["FINISHED", "FAILED", "CA
  * and no pipelined producer is deployed before the consumer that drains it can be. Partitions
  * live until the job ends, however many consumers read them; then each worker that holds some
  * (`storesLocalResourcesOn`) is told to release them, which deletes blocking partitions' files.
+ *
+ * With checkpointing on, its {@link CheckpointCoordinator} triggers checkpoints at the sources.
+ * When a task fails or a TaskExecutor is lost and the restart strategy allows it, the job
+ * restarts globally (Flink's full failover): it cancels every task, waits for all to end,
+ * releases their partitions, waits the strategy's delay, asks the placement again for every
+ * subtask, and deploys every task as the next attempt, restored from the newest completed
+ * checkpoint.
  */
 export class JobExecution implements JobMasterGateway {
   /** The job. */
@@ -119,9 +170,14 @@ export class JobExecution implements JobMasterGateway {
   readonly graph: JobGraph;
   /** Resolves once every task ended and the job's partitions were released. */
   readonly terminated: Promise<JobResult>;
+  /** Triggers and collects the job's checkpoints; `undefined` when it takes none. */
+  readonly checkpointCoordinator: CheckpointCoordinator | undefined;
 
   private readonly master: ShuffleMaster;
+  private readonly placement: Placement;
   private readonly order: DeploymentOrder;
+  private readonly checkpointing: CheckpointCoordinatorConfiguration | undefined;
+  private readonly restartStrategy: RestartBackoffTimeStrategy;
   private readonly executionGraphId = new ExecutionGraphID();
   private readonly vertices = new Map<JobVertex, ExecutionVertex[]>();
   private readonly byAttempt = new Map<string, ExecutionVertex>();
@@ -131,17 +187,29 @@ export class JobExecution implements JobMasterGateway {
   /** Resource ids of TaskExecutors that are gone: nothing is released there. */
   private readonly lostTaskExecutors = new Set<string>();
   private readonly pendingUpdates = new Map<string, PendingUpdate[]>();
+  private readonly lostGateways = new Set<TaskExecutorGateway>();
+  /** Executions whose `submitTask` has not answered yet. */
+  private readonly submitting = new Set<ExecutionVertex>();
+  private readonly releaseErrors: Error[] = [];
   private currentStatus: JobStatus = "CREATED";
   private rootCause: Error | undefined;
   private failedTask: string | undefined;
   private scheduling: Promise<void> = Promise.resolve();
   private resolveTerminated!: (result: JobResult) => void;
+  /** The attempt number of every current execution (the number of restarts so far). */
+  private attemptNumber = 0;
+  private restoredFrom: CompletedCheckpoint | undefined;
+  /** Wakes the restart when every task of the failed attempt ended, or the job is stopped. */
+  private wakeRestart: (() => void) | undefined;
+  private restartDelay: NodeJS.Timeout | undefined;
+  private terminating = false;
 
   constructor(
     graph: JobGraph,
     master: ShuffleMaster,
     placement: Placement,
     order: DeploymentOrder,
+    options: JobExecutionOptions,
   ) {
     for (const dataSet of graph.dataSets) {
       if (dataSet.consumers.length === 0) {
@@ -153,28 +221,23 @@ export class JobExecution implements JobMasterGateway {
     this.graph = graph;
     this.jobId = graph.jobId;
     this.master = master;
+    this.placement = placement;
     this.order = order;
     this.regions = graph.pipelinedRegions();
+    this.checkpointing = options.checkpointing;
+    this.restartStrategy = options.restartStrategy;
     this.terminated = new Promise((resolve) => {
       this.resolveTerminated = resolve;
     });
-    for (const vertex of graph.vertices) {
-      const subtasks: ExecutionVertex[] = [];
-      for (let i = 0; i < vertex.parallelism; i++) {
-        const attemptId = new ExecutionAttemptID(this.executionGraphId, vertex.id, i, 0);
-        const execution: ExecutionVertex = {
-          vertex,
-          subtaskIndex: i,
-          attemptId,
-          gateway: placement(vertex, i),
-          name: `${vertex.name} (${i + 1}/${vertex.parallelism})#0`,
-          state: "CREATED",
-        };
-        subtasks.push(execution);
-        this.byAttempt.set(attemptId.toString(), execution);
-      }
-      this.vertices.set(vertex, subtasks);
-    }
+    this.checkpointCoordinator =
+      options.checkpointing === undefined
+        ? undefined
+        : new CheckpointCoordinator({
+            jobId: this.jobId,
+            configuration: options.checkpointing,
+            calculateCheckpointPlan: () => this.calculateCheckpointPlan(),
+            onTolerableFailuresExceeded: (cause) => this.failGlobally(cause),
+          });
   }
 
   /** The job's state. */
@@ -187,7 +250,10 @@ export class JobExecution implements JobMasterGateway {
     return [...this.vertices.values()].flat();
   }
 
-  /** Registers the job with the master and deploys the vertices that are ready. */
+  /**
+   * Registers the job with the master, places every subtask, and deploys the vertices that are
+   * ready. A placement that throws fails the job.
+   */
   async start(): Promise<void> {
     this.master.registerJob({
       jobId: this.jobId,
@@ -197,7 +263,15 @@ export class JobExecution implements JobMasterGateway {
         );
       },
     });
+    try {
+      await this.placeExecutions();
+    } catch (error) {
+      this.fail(asError(error));
+      return;
+    }
+    if (this.currentStatus !== "CREATED") return;
     this.currentStatus = "RUNNING";
+    this.checkpointCoordinator?.startCheckpointScheduler();
     await this.schedule();
   }
 
@@ -209,6 +283,7 @@ export class JobExecution implements JobMasterGateway {
     if (update.error !== undefined) execution.failureCause = deserializeThrowable(update.error);
     switch (update.state) {
       case "FINISHED":
+        this.checkpointCoordinator?.taskFinished(execution.attemptId);
         if (this.currentStatus === "RUNNING") void this.schedule();
         break;
       case "FAILED":
@@ -245,25 +320,40 @@ export class JobExecution implements JobMasterGateway {
     return producer.state;
   }
 
+  acknowledgeCheckpoint(ack: AcknowledgeCheckpoint): void {
+    this.checkpointCoordinator?.receiveAcknowledgeMessage(ack);
+  }
+
+  declineCheckpoint(decline: DeclineCheckpoint): void {
+    this.checkpointCoordinator?.receiveDeclineMessage(decline);
+  }
+
   /** Cancels the job: every task is canceled; the job ends CANCELED. Idempotent. */
   cancel(reason = `job ${this.graph.name} was canceled`): void {
     this.stop("CANCELLING", new CancelledError(reason));
   }
 
-  /** Fails the job with `cause` (e.g. a lost TaskExecutor): every task is canceled. */
+  /**
+   * Fails the job with `cause` (e.g. the shuffle master lost its partitions): every task is
+   * canceled and the job ends FAILED, without a restart.
+   */
   fail(cause: Error): void {
     this.stop("FAILING", cause);
   }
 
   /**
    * A TaskExecutor is gone (its process died, its heartbeats stopped). Its tasks that had not
-   * ended count as failed with `cause`, and the job fails. When all of the job's tasks there had
-   * ended, the job goes on, as in Flink: the partitions the worker held are lost with it, and a
-   * consumer that still reads one fails when it cannot (PartitionNotFound or a connection error
-   * naming the partition). Nothing is released on that worker at the job's end.
+   * ended count as failed with `cause`, and the job restarts (when its restart strategy allows)
+   * or fails. When all of the job's tasks there had ended, the job goes on, as in Flink: the
+   * partitions the worker held are lost with it, and a consumer that still reads one fails when
+   * it cannot (PartitionNotFound or a connection error naming the partition). Nothing is released
+   * on that worker at the job's end. The gateway is never used again: a restart asks the
+   * placement for every subtask, and a placement that returns this gateway fails the job; provide
+   * a replacement (see {@link PlacementContext}).
    */
   notifyTaskExecutorLost(gateway: TaskExecutorGateway, cause: Error): void {
     this.lostTaskExecutors.add(gateway.location.resourceId.toString());
+    this.lostGateways.add(gateway);
     let first: ExecutionVertex | undefined;
     for (const execution of this.executionVertices) {
       if (execution.gateway !== gateway || TERMINAL.has(execution.state)) continue;
@@ -273,6 +363,83 @@ export class JobExecution implements JobMasterGateway {
     }
     if (first !== undefined) this.failTask(first, cause);
     this.checkTerminated();
+  }
+
+  // ------------------------------------------------------------------------------ placement
+
+  /** Asks the placement for every subtask's TaskExecutor and gives each its current attempt. */
+  private async placeExecutions(): Promise<void> {
+    const attemptNumber = this.attemptNumber;
+    const placed: [JobVertex, ExecutionVertex[]][] = [];
+    for (const vertex of this.graph.vertices) {
+      const previous = this.vertices.get(vertex);
+      const subtasks: ExecutionVertex[] = [];
+      for (let i = 0; i < vertex.parallelism; i++) {
+        const context: PlacementContext = {
+          attemptNumber,
+          ...(previous === undefined ? {} : { previous: (previous[i] as ExecutionVertex).gateway }),
+          isLost: (gateway) => this.lostGateways.has(gateway),
+        };
+        const gateway = await this.placement(vertex, i, context);
+        if (this.lostGateways.has(gateway)) {
+          throw new IllegalStateError(
+            `the placement put ${vertex.name} (${i + 1}/${vertex.parallelism}) of job ${this.graph.name} on TaskExecutor ${gateway.location.resourceId}, which was lost; it must return a replacement`,
+          );
+        }
+        subtasks.push({
+          vertex,
+          subtaskIndex: i,
+          attemptId: new ExecutionAttemptID(this.executionGraphId, vertex.id, i, attemptNumber),
+          gateway,
+          name: `${vertex.name} (${i + 1}/${vertex.parallelism})#${attemptNumber}`,
+          state: "CREATED",
+        });
+      }
+      placed.push([vertex, subtasks]);
+    }
+    // Swapped in only once every subtask is placed: a failed placement leaves the old attempt.
+    this.byAttempt.clear();
+    for (const [vertex, subtasks] of placed) {
+      const existing = this.vertices.get(vertex);
+      if (existing === undefined) this.vertices.set(vertex, subtasks);
+      subtasks.forEach((next, i) => {
+        // The same objects across attempts, so references callers hold see the new attempt.
+        const execution = existing?.[i] ?? next;
+        execution.attemptId = next.attemptId;
+        execution.gateway = next.gateway;
+        execution.name = next.name;
+        execution.state = "CREATED";
+        delete execution.result;
+        delete execution.failureCause;
+        this.byAttempt.set(execution.attemptId.toString(), execution);
+      });
+    }
+  }
+
+  // ---------------------------------------------------------------------------- checkpoints
+
+  /** Every running source to trigger and every task to wait for, or why not now. */
+  private calculateCheckpointPlan(): CheckpointPlan | string {
+    if (this.currentStatus !== "RUNNING") return `job ${this.graph.name} is ${this.currentStatus}`;
+    const executions = this.executionVertices;
+    const notRunning = executions.find((execution) => execution.state !== "RUNNING");
+    if (notRunning !== undefined) return `${notRunning.name} is ${notRunning.state}`;
+    return {
+      tasksToTrigger: executions
+        .filter((execution) => this.graph.inputsOf(execution.vertex).length === 0)
+        .map((execution) => ({
+          executionAttemptId: execution.attemptId,
+          // Checked when the source was deployed.
+          gateway: execution.gateway as Required<Pick<TaskExecutorGateway, "triggerCheckpoint">>,
+          name: execution.name,
+        })),
+      tasksToWaitFor: executions.map((execution) => ({
+        executionAttemptId: execution.attemptId,
+        vertexId: execution.vertex.id,
+        vertexName: execution.vertex.name,
+        subtaskIndex: execution.subtaskIndex,
+      })),
+    };
   }
 
   // ------------------------------------------------------------------------------ scheduling
@@ -285,6 +452,7 @@ export class JobExecution implements JobMasterGateway {
 
   private async deployReadyVertices(): Promise<void> {
     if (this.currentStatus !== "RUNNING") return;
+    const attemptNumber = this.attemptNumber;
     const ready: JobVertex[] = [];
     for (const region of this.regions) {
       if (region.some((vertex) => this.deployedVertices.has(vertex))) continue;
@@ -295,12 +463,12 @@ export class JobExecution implements JobMasterGateway {
     try {
       for (const vertex of ready) {
         for (const execution of this.subtasksOf(vertex)) {
-          if (this.currentStatus !== "RUNNING") return;
+          if (this.currentStatus !== "RUNNING" || this.attemptNumber !== attemptNumber) return;
           await this.deploy(execution);
         }
       }
     } catch (error) {
-      this.fail(error instanceof Error ? error : new Error(String(error)));
+      this.failGlobally(asError(error));
       this.checkTerminated();
     }
   }
@@ -324,7 +492,9 @@ export class JobExecution implements JobMasterGateway {
   }
 
   private async deploy(execution: ExecutionVertex): Promise<void> {
-    const { vertex, subtaskIndex, gateway } = execution;
+    const { vertex, subtaskIndex, gateway, attemptId } = execution;
+    // The job may stop or restart while this deployment awaits: then it must not go on.
+    const stale = () => this.currentStatus !== "RUNNING" || !execution.attemptId.equals(attemptId);
     const produced = [];
     const newlyRegistered: RegisteredPartition[] = [];
     for (const dataSet of this.graph.producedDataSetsOf(vertex)) {
@@ -376,17 +546,58 @@ export class JobExecution implements JobMasterGateway {
       producedPartitions: produced,
       inputGates,
       taskConfiguration: vertex.configuration,
+      ...(this.checkpointing === undefined ? {} : { checkpointingMode: this.checkpointing.mode }),
+      ...this.taskRestoreOf(execution),
     });
+    if (stale()) return;
+    if (
+      this.checkpointing !== undefined &&
+      gateway.triggerCheckpoint === undefined &&
+      this.graph.inputsOf(vertex).length === 0
+    ) {
+      execution.state = "FAILED";
+      this.stop(
+        "FAILING",
+        new IllegalStateError(
+          `job ${this.graph.name} takes checkpoints, but the TaskExecutorGateway of ${execution.name} (${gateway.location.resourceId}) does not forward triggerCheckpoint`,
+        ),
+      );
+      return;
+    }
     execution.state = "DEPLOYING";
+    this.submitting.add(execution);
     try {
       await gateway.submitTask(descriptor, this);
     } catch (error) {
+      this.submitting.delete(execution);
       // Not deployed: nothing runs there that could report, so the attempt fails here.
+      if (!execution.attemptId.equals(attemptId) || TERMINAL.has(execution.state)) return;
       execution.state = "FAILED";
-      this.failTask(execution, error instanceof Error ? error : new Error(String(error)));
+      this.failTask(execution, asError(error));
+      this.checkTerminated();
+      return;
+    }
+    this.submitting.delete(execution);
+    if (stale()) {
+      // Stopped while the task was being deployed, so nobody canceled it yet (it did not exist
+      // there): cancel it now; its final report ends this attempt.
+      this.cancelExecution(execution);
       return;
     }
     for (const registered of newlyRegistered) await this.updateWaitingConsumers(registered);
+  }
+
+  /** The restore part of a subtask's descriptor after a restart from a completed checkpoint. */
+  private taskRestoreOf(execution: ExecutionVertex): Pick<TaskDeploymentDescriptor, "taskRestore"> {
+    const checkpoint = this.restoredFrom;
+    if (checkpoint === undefined) return {};
+    const state = checkpoint.stateOf(execution.vertex.id, execution.subtaskIndex);
+    return {
+      taskRestore: {
+        checkpointId: checkpoint.checkpointId,
+        ...(state?.stateHandle === undefined ? {} : { stateHandle: state.stateHandle }),
+      },
+    };
   }
 
   /** The real descriptor when the producer is registered; else an unknown one, updated later. */
@@ -441,34 +652,137 @@ export class JobExecution implements JobMasterGateway {
   // ------------------------------------------------------------------------------- failures
 
   private failTask(execution: ExecutionVertex, cause: Error): void {
-    if (this.currentStatus === "RUNNING") this.failedTask = execution.name;
-    this.stop("FAILING", cause);
+    // A task of the attempt being replaced fails as it is canceled: nothing more to decide.
+    if (this.currentStatus === "RESTARTING") return;
+    if (this.currentStatus !== "RUNNING") {
+      this.stop("FAILING", cause);
+      return;
+    }
+    this.failedTask = execution.name;
+    this.failGlobally(cause);
+  }
+
+  /**
+   * A failure of the running job: it restarts when the restart strategy allows, else it fails.
+   */
+  private failGlobally(cause: Error): void {
+    if (this.currentStatus === "RESTARTING") return;
+    if (this.currentStatus !== "RUNNING") {
+      this.stop("FAILING", cause);
+      return;
+    }
+    this.restartStrategy.notifyFailure(cause);
+    if (!this.restartStrategy.canRestart()) {
+      this.stop("FAILING", cause);
+      return;
+    }
+    void this.restart(cause);
+  }
+
+  /**
+   * Flink's global failover: cancel every task and wait for all to end, release their
+   * partitions, wait the strategy's delay, then place and deploy every subtask as the next
+   * attempt, restored from the newest completed checkpoint.
+   */
+  private async restart(cause: Error): Promise<void> {
+    this.currentStatus = "RESTARTING";
+    this.rootCause = cause;
+    this.checkpointCoordinator?.stopCheckpointScheduler();
+    this.checkpointCoordinator?.abortPendingCheckpoints(
+      CheckpointFailureReason.JOB_FAILOVER_REGION,
+    );
+    this.cancelExecutions();
+    await new Promise<void>((resolve) => {
+      this.wakeRestart = resolve;
+      this.checkTerminated();
+    });
+    if (this.currentStatus !== "RESTARTING") return;
+    await this.scheduling;
+    this.releaseErrors.push(...(await this.releasePartitions()));
+    for (;;) {
+      await new Promise<void>((resolve) => {
+        this.wakeRestart = resolve;
+        this.restartDelay = setTimeout(resolve, this.restartStrategy.getBackoffTime());
+      });
+      this.wakeRestart = undefined;
+      if (this.currentStatus !== "RESTARTING") return;
+      this.attemptNumber++;
+      try {
+        await this.placeExecutions();
+        break;
+      } catch (error) {
+        if (this.currentStatus !== "RESTARTING") return;
+        // A placement that put a task on a lost TaskExecutor is a bug of the caller: no retry.
+        const retriable = !isSluiceError(error, ErrorCodes.ILLEGAL_STATE);
+        this.restartStrategy.notifyFailure(asError(error));
+        if (!retriable || !this.restartStrategy.canRestart()) {
+          this.stop("FAILING", asError(error));
+          return;
+        }
+      }
+    }
+    if (this.currentStatus !== "RESTARTING") return;
+    this.restoredFrom = this.checkpointCoordinator?.latestCompletedCheckpoint ?? this.restoredFrom;
+    this.partitions.clear();
+    this.pendingUpdates.clear();
+    this.deployedVertices.clear();
+    this.failedTask = undefined;
+    this.rootCause = undefined;
+    this.currentStatus = "RUNNING";
+    this.checkpointCoordinator?.startCheckpointScheduler();
+    await this.schedule();
   }
 
   private stop(status: "FAILING" | "CANCELLING", cause: Error): void {
-    if (this.currentStatus !== "RUNNING" && this.currentStatus !== "CREATED") return;
+    const restarting = this.currentStatus === "RESTARTING";
+    if (this.currentStatus !== "RUNNING" && this.currentStatus !== "CREATED" && !restarting) {
+      return;
+    }
     this.currentStatus = status;
     this.rootCause = cause;
+    this.checkpointCoordinator?.stopCheckpointScheduler();
+    clearTimeout(this.restartDelay);
+    this.cancelExecutions();
+    this.checkTerminated();
+  }
+
+  /** Cancels every task that has not ended (the deployment of one being deployed does it). */
+  private cancelExecutions(): void {
     for (const execution of this.executionVertices) {
       if (TERMINAL.has(execution.state)) continue;
       if (execution.state === "CREATED") {
         execution.state = "CANCELED";
         continue;
       }
-      execution.gateway.cancelTask(execution.attemptId).catch((error: unknown) => {
-        // A task that ended sent its final report before this reply, so a task still not
-        // terminal here never ran there; one whose TaskExecutor cannot be reached cannot report.
-        // Either way the job must not wait for it.
-        if (TERMINAL.has(execution.state)) return;
-        execution.state = isSluiceError(error, ErrorCodes.TASK_NOT_FOUND) ? "CANCELED" : "FAILED";
-        this.checkTerminated();
-      });
+      // Its deployment is in flight and the task may not exist there yet: `deploy` cancels it
+      // once the TaskExecutor accepted it.
+      if (this.submitting.has(execution)) continue;
+      this.cancelExecution(execution);
     }
-    this.checkTerminated();
+  }
+
+  private cancelExecution(execution: ExecutionVertex): void {
+    const attemptId = execution.attemptId;
+    execution.gateway.cancelTask(attemptId).catch((error: unknown) => {
+      // A task that ended sent its final report before this reply, so a task still not
+      // terminal here never ran there; one whose TaskExecutor cannot be reached cannot report.
+      // Either way the job must not wait for it.
+      if (!execution.attemptId.equals(attemptId) || TERMINAL.has(execution.state)) return;
+      execution.state = isSluiceError(error, ErrorCodes.TASK_NOT_FOUND) ? "CANCELED" : "FAILED";
+      this.checkTerminated();
+    });
   }
 
   private checkTerminated(): void {
     const all = this.executionVertices;
+    if (this.currentStatus === "RESTARTING") {
+      if (all.every((execution) => TERMINAL.has(execution.state))) {
+        const wake = this.wakeRestart;
+        this.wakeRestart = undefined;
+        wake?.();
+      }
+      return;
+    }
     if (this.currentStatus === "RUNNING") {
       if (!all.every((execution) => execution.state === "FINISHED")) return;
       this.currentStatus = "FINISHED";
@@ -478,16 +792,34 @@ export class JobExecution implements JobMasterGateway {
     } else {
       return;
     }
-    void this.release().then((releaseErrors) => this.resolveTerminated(this.result(releaseErrors)));
+    if (this.terminating) return;
+    this.terminating = true;
+    // A restart waiting for its delay or for tasks gives up (it sees the new status).
+    this.wakeRestart?.();
+    void this.release().then(() => this.resolveTerminated(this.result()));
   }
 
-  /** Releases every partition of the job on the master and on the workers that hold them. */
-  private async release(): Promise<Error[]> {
+  /**
+   * At the job's end: stops the checkpoint coordinator, releases every partition of the job on
+   * the master and on the workers that hold them, and unregisters the job.
+   */
+  private async release(): Promise<void> {
     await this.scheduling;
+    const status = this.currentStatus as JobResult["status"];
+    await this.checkpointCoordinator?.shutdown(status);
+    this.releaseErrors.push(...(await this.releasePartitions()));
+    this.releaseErrors.push(...(this.checkpointCoordinator?.discardErrors ?? []));
+    this.master.unregisterJob(this.jobId);
+  }
+
+  /** Releases the partitions registered so far, on the master and on the workers holding them. */
+  private async releasePartitions(): Promise<Error[]> {
     const errors: Error[] = [];
     const byWorker = new Map<string, { gateway: TaskExecutorGateway; ids: ResultPartitionID[] }>();
     const gateways = new Map(
-      this.executionVertices.map((e) => [e.gateway.location.resourceId.toString(), e.gateway]),
+      this.executionVertices
+        .filter((e) => !this.lostGateways.has(e.gateway))
+        .map((e) => [e.gateway.location.resourceId.toString(), e.gateway]),
     );
     for (const { descriptor } of this.partitions.values()) {
       try {
@@ -503,6 +835,7 @@ export class JobExecution implements JobMasterGateway {
       entry.ids.push(descriptor.resultPartitionId);
       byWorker.set(holder, entry);
     }
+    this.partitions.clear();
     for (const { gateway, ids } of byWorker.values()) {
       try {
         await gateway.releasePartitions(this.jobId, ids);
@@ -510,11 +843,10 @@ export class JobExecution implements JobMasterGateway {
         errors.push(error as Error);
       }
     }
-    this.master.unregisterJob(this.jobId);
     return errors;
   }
 
-  private result(releaseErrors: Error[]): JobResult {
+  private result(): JobResult {
     const results = new Map<string, (JsonValue | undefined)[]>();
     for (const [vertex, subtasks] of this.vertices) {
       results.set(
@@ -523,13 +855,24 @@ export class JobExecution implements JobMasterGateway {
       );
     }
     const status = this.currentStatus as JobResult["status"];
+    const coordinator = this.checkpointCoordinator;
+    const latest = coordinator?.latestCompletedCheckpoint;
     return {
       jobId: this.jobId,
       status,
       ...(this.rootCause === undefined ? {} : { error: this.rootCause }),
       ...(this.failedTask === undefined ? {} : { failedTask: this.failedTask }),
       results,
-      releaseErrors,
+      releaseErrors: this.releaseErrors,
+      checkpoints: {
+        completed: coordinator?.numberOfCompletedCheckpoints ?? 0,
+        aborted: coordinator?.numberOfAbortedCheckpoints ?? 0,
+        ...(this.restoredFrom === undefined
+          ? {}
+          : { restoredFrom: this.restoredFrom.checkpointId }),
+        ...(latest === undefined ? {} : { latest }),
+      },
+      restarts: this.attemptNumber,
     };
   }
 }
@@ -543,4 +886,8 @@ function firstConsumerOf(dataSet: IntermediateDataSet): JobEdge {
     );
   }
   return first;
+}
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
 }

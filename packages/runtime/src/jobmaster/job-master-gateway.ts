@@ -1,5 +1,7 @@
 import type { IntermediateDataSetID, JobID, ResultPartitionID } from "@sluice/core";
 import type { ExecutionState } from "@sluice/runtime-api";
+import type { AcknowledgeCheckpoint } from "../checkpointing/acknowledge-checkpoint.js";
+import type { DeclineCheckpoint } from "../checkpointing/decline-checkpoint.js";
 import type { TaskExecutionState } from "../taskexecutor/task-execution-state.js";
 
 /**
@@ -20,4 +22,21 @@ export interface JobMasterGateway {
     resultId: IntermediateDataSetID,
     partitionId: ResultPartitionID,
   ): Promise<ExecutionState>;
+
+  /**
+   * A task took its part of a checkpoint: its snapshot is written (Flink's
+   * `acknowledgeCheckpoint`). Sent after the task's barrier went downstream, and before the
+   * task reports FINISHED (a control plane must keep that order). Must not throw; an
+   * acknowledgement of an unknown or ended checkpoint is discarded with its snapshot.
+   *
+   * Required, with {@link declineCheckpoint}, for the tasks of a job that takes checkpoints (a
+   * TaskExecutor refuses to deploy such a task with a gateway without them).
+   */
+  acknowledgeCheckpoint?(ack: AcknowledgeCheckpoint): void;
+
+  /**
+   * A task will not take part in a checkpoint (Flink's `declineCheckpoint`): the job side aborts
+   * it. Must not throw.
+   */
+  declineCheckpoint?(decline: DeclineCheckpoint): void;
 }

@@ -15,6 +15,8 @@ export {
   type TaskDeploymentDescriptor,
   TaskDeploymentDescriptorCodec,
   type TaskDeploymentDescriptorJSON,
+  type TaskRestoreSpec,
+  type TaskRestoreSpecJSON,
   taskNameWithSubtask,
 } from "./task-deployment-descriptor.js";
 export {
@@ -26,6 +28,7 @@ export {
 } from "./task-execution-state.js";
 export { TaskExecutor, type TaskExecutorOptions } from "./task-executor.js";
 export type { TaskExecutorGateway, TaskManagerLocation } from "./task-executor-gateway.js";
+export { type Mail, TaskMailbox } from "./task-mailbox.js";
 export {
   BUILT_IN_SERIALIZERS,
   IDENTITY_KEY_SELECTOR,

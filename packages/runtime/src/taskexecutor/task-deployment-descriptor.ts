@@ -1,5 +1,6 @@
 import { ExecutionAttemptID, JobID } from "@sluice/core";
 import {
+  CHECKPOINTING_MODES,
   type DescriptorCodec,
   DescriptorError,
   defineCodec,
@@ -13,6 +14,9 @@ import {
   ResultPartitionDeploymentDescriptorCodec,
   type ResultPartitionDeploymentDescriptorJSON,
 } from "@sluice/runtime-api";
+import { parseCheckpointId } from "../checkpointing/acknowledge-checkpoint.js";
+import type { CheckpointingMode } from "../checkpointing/checkpointing-mode.js";
+import type { FileStateHandle } from "../checkpointing/fs-checkpoint-storage.js";
 import { PARTITIONER_NAMES, type PartitionerName } from "../partitioner/partitioners.js";
 
 const TYPE_NAME = "TaskDeploymentDescriptor";
@@ -51,6 +55,17 @@ export interface InputGateSpec {
 }
 
 /**
+ * Which checkpoint a restarted task starts from (Flink's JobManagerTaskRestore): the
+ * checkpoint's id and where the task's snapshot in it is.
+ */
+export interface TaskRestoreSpec {
+  /** The completed checkpoint the job restores. */
+  readonly checkpointId: bigint;
+  /** The subtask's snapshot file; absent when it stored no state in that checkpoint. */
+  readonly stateHandle?: FileStateHandle;
+}
+
+/**
  * Everything a TaskExecutor needs to deploy one execution attempt of a subtask (Flink's
  * `TaskDeploymentDescriptor`): which job and attempt, which partitions it produces and which
  * gates it reads, the serializer and partitioner of each, the name of the code it runs and that
@@ -77,6 +92,13 @@ export interface TaskDeploymentDescriptor {
   readonly inputGates: readonly InputGateSpec[];
   /** Parameters for the task's code (Flink's task configuration); any JSON object. */
   readonly taskConfiguration: JsonObject;
+  /**
+   * The job's `execution.checkpointing.mode` when it takes checkpoints; absent when it does not
+   * (the task then reads its gates without a barrier handler).
+   */
+  readonly checkpointingMode?: CheckpointingMode;
+  /** Present when the task is restored from a completed checkpoint. */
+  readonly taskRestore?: TaskRestoreSpec;
 }
 
 /** The JSON form (version 1) of {@link TaskDeploymentDescriptor}. */
@@ -97,6 +119,15 @@ export interface TaskDeploymentDescriptorJSON {
     readonly serializer: string;
   }[];
   readonly taskConfiguration: JsonObject;
+  readonly checkpointingMode?: CheckpointingMode;
+  readonly taskRestore?: TaskRestoreSpecJSON;
+}
+
+/** The JSON form of {@link TaskRestoreSpec}. */
+export interface TaskRestoreSpecJSON {
+  /** Decimal. */
+  readonly checkpointId: string;
+  readonly stateHandle?: FileStateHandle;
 }
 
 /** `Name (i/n)#attempt`, the task name Flink prints (with a 1-based subtask index). */
@@ -193,6 +224,32 @@ function toJSON(descriptor: TaskDeploymentDescriptor): TaskDeploymentDescriptorJ
       serializer: gate.serializer,
     })),
     taskConfiguration: descriptor.taskConfiguration,
+    ...(descriptor.checkpointingMode === undefined
+      ? {}
+      : { checkpointingMode: descriptor.checkpointingMode }),
+    ...(descriptor.taskRestore === undefined
+      ? {}
+      : { taskRestore: taskRestoreToJSON(descriptor.taskRestore) }),
+  };
+}
+
+function taskRestoreToJSON(restore: TaskRestoreSpec): TaskRestoreSpecJSON {
+  const { checkpointId, stateHandle } = restore;
+  return {
+    checkpointId: convert("taskRestore.checkpointId", () => checkpointId.toString()),
+    ...(stateHandle === undefined
+      ? {}
+      : { stateHandle: { path: stateHandle.path, size: stateHandle.size } }),
+  };
+}
+
+function readTaskRestore(fields: JsonFields): TaskRestoreSpec {
+  const checkpointId = fields.id("checkpointId", "a decimal checkpoint id", parseCheckpointId);
+  if (!fields.has("stateHandle")) return { checkpointId };
+  const handle = fields.object("stateHandle");
+  return {
+    checkpointId,
+    stateHandle: { path: handle.string("path"), size: handle.integer("size", 0) },
   };
 }
 
@@ -241,6 +298,20 @@ function fromFields(fields: JsonFields): TaskDeploymentDescriptor {
     };
   });
   const taskConfiguration = fields.optionalJsonObject("taskConfiguration") ?? {};
+  const checkpointingMode = optionalString(fields, "checkpointingMode");
+  if (
+    checkpointingMode !== undefined &&
+    !(CHECKPOINTING_MODES as readonly string[]).includes(checkpointingMode)
+  ) {
+    fields.fail(
+      "checkpointingMode",
+      `must be one of ${CHECKPOINTING_MODES.join(", ")}`,
+      checkpointingMode,
+    );
+  }
+  const taskRestore = fields.has("taskRestore")
+    ? readTaskRestore(fields.object("taskRestore"))
+    : undefined;
   return createTaskDeploymentDescriptor({
     jobId,
     executionAttemptId,
@@ -250,6 +321,10 @@ function fromFields(fields: JsonFields): TaskDeploymentDescriptor {
     producedPartitions,
     inputGates,
     taskConfiguration,
+    ...(checkpointingMode === undefined
+      ? {}
+      : { checkpointingMode: checkpointingMode as CheckpointingMode }),
+    ...(taskRestore === undefined ? {} : { taskRestore }),
   });
 }
 

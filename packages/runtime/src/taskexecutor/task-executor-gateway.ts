@@ -39,4 +39,25 @@ export interface TaskExecutorGateway {
 
   /** Frees the local resources of partitions of a job (`releasePartitionsLocally`). */
   releasePartitions(jobId: JobID, partitionIds: readonly ResultPartitionID[]): Promise<void>;
+
+  /**
+   * Triggers checkpoint `checkpointId` at a source task (Flink's `triggerCheckpoint`): the task
+   * takes its snapshot at its next mail point, sends the barrier downstream, and its
+   * acknowledgement (or decline) reaches the task's `JobMasterGateway`. Resolves once the
+   * trigger is queued at the task, not when the checkpoint is done.
+   *
+   * Required for the sources of a job that takes checkpoints (the job side refuses to deploy a
+   * source of such a job on a gateway without it); gateways for jobs without checkpoints may
+   * leave it out.
+   *
+   * @param timestamp when the checkpoint was triggered, in ms since the epoch (the barrier's
+   *   timestamp, the base of the tasks' `checkpointStartDelayNanos`).
+   * @throws TaskNotFoundError when no such task runs there; IllegalStateError when the task is
+   *   not a source or its job takes no checkpoints.
+   */
+  triggerCheckpoint?(
+    executionAttemptId: ExecutionAttemptID,
+    checkpointId: bigint,
+    timestamp: bigint,
+  ): Promise<void>;
 }

@@ -10,6 +10,7 @@ import { TaskDeploymentDescriptorCodec } from "./task-deployment-descriptor.js";
 import type { TaskExecutor, TaskExecutorOptions } from "./task-executor.js";
 import type { TaskExecutorGateway } from "./task-executor-gateway.js";
 import { LocalCluster, localConfiguration, segments } from "./test-support/local-cluster.js";
+import { expectedCounts, totals, wordOf } from "./test-support/word-count.js";
 import type { TaskInvokable } from "./user-code-registry.js";
 
 const cluster = new LocalCluster();
@@ -29,7 +30,7 @@ async function emitWords(task: Task): Promise<number> {
       throw new Error(`source ${task.subtaskIndex} broke on purpose`);
     }
     if (!writer.isAvailable()) await writer.getAvailableFuture();
-    writer.emit(`w${(i * 31 + task.subtaskIndex) % 97}`);
+    writer.emit(wordOf(i, task.subtaskIndex));
     if (i % 512 === 511) await new Promise((resolve) => setImmediate(resolve));
   }
   return count;
@@ -80,29 +81,6 @@ function wordCountGraph(words: number, sourceConfig: Record<string, number> = {}
     serializer: "string",
   });
   return graph;
-}
-
-/** The counts both Count subtasks reported, summed per word. */
-function totals(results: ReadonlyMap<string, readonly unknown[]>): Map<string, number> {
-  const total = new Map<string, number>();
-  for (const partial of results.get("Count") ?? []) {
-    for (const [word, n] of Object.entries(partial as Record<string, number>)) {
-      expect(total.has(word), `${word} reached two Count subtasks`).toBe(false);
-      total.set(word, n);
-    }
-  }
-  return total;
-}
-
-function expectedCounts(words: number, subtasks: number): Map<string, number> {
-  const expected = new Map<string, number>();
-  for (let s = 0; s < subtasks; s++) {
-    for (let i = 0; i < words; i++) {
-      const word = `w${(i * 31 + s) % 97}`;
-      expected.set(word, (expected.get(word) ?? 0) + 1);
-    }
-  }
-  return expected;
 }
 
 /** Deploys `graph` with subtask i of every vertex on executor i mod n. */

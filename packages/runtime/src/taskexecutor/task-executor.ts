@@ -19,6 +19,8 @@ import {
   type TaskEventPublisher,
   TaskManagerOptions,
 } from "@sluice/runtime-api";
+import { FsCheckpointStorage } from "../checkpointing/fs-checkpoint-storage.js";
+import { SubtaskCheckpointCoordinator } from "../checkpointing/subtask-checkpoint-coordinator.js";
 import type { RecordReaderOptions } from "../io/record-reader.js";
 import {
   readRecordReaderConfiguration,
@@ -38,9 +40,15 @@ import {
   loadShuffleServiceFactoryWithInfo,
   type ShuffleServiceLoaderOptions,
 } from "../loader/shuffle-service-loader.js";
-import { TaskNotFoundError } from "./errors.js";
+import { TaskDeploymentError, TaskNotFoundError } from "./errors.js";
 import { deriveNetworkMemorySize, type NetworkMemorySize } from "./network-memory.js";
-import { Task, type TaskInput, type TaskOutput } from "./task.js";
+import {
+  Task,
+  type TaskCheckpointing,
+  type TaskInput,
+  type TaskOutput,
+  type TaskRestore,
+} from "./task.js";
 import {
   type TaskDeploymentDescriptor,
   TaskDeploymentDescriptorCodec,
@@ -105,6 +113,8 @@ export class TaskExecutor implements TaskExecutorGateway {
   readonly plugin: LoadedShuffleServiceFactory;
   /** The plugin's environment (one per worker). */
   readonly shuffleEnvironment: ShuffleEnvironment;
+  /** Where the tasks' snapshots go: `state.checkpoints.dir` (or its default). */
+  readonly checkpointsDirectory: string;
 
   private readonly userCode: UserCodeRegistry<Task>;
   private readonly options: TaskExecutorOptions;
@@ -139,6 +149,7 @@ export class TaskExecutor implements TaskExecutorGateway {
     });
     this.userCode = new UserCodeRegistry(options);
     this.cancellationTimeoutMs = configuration.get(TaskManagerOptions.TASK_CANCELLATION_TIMEOUT);
+    this.checkpointsDirectory = FsCheckpointStorage.baseDirectoryOf(configuration);
   }
 
   /**
@@ -247,6 +258,18 @@ export class TaskExecutor implements TaskExecutorGateway {
       this.userCode.serializer(gate.serializer, name, `inputGates[${i}].serializer`),
     );
     if (tdd.invokable !== undefined) this.userCode.invokable(tdd.invokable, name);
+    if (
+      tdd.checkpointingMode !== undefined &&
+      jobMaster !== undefined &&
+      (jobMaster.acknowledgeCheckpoint === undefined || jobMaster.declineCheckpoint === undefined)
+    ) {
+      throw new TaskDeploymentError(
+        `${name}: the job takes checkpoints, but the JobMasterGateway it reports to does not forward acknowledgeCheckpoint and declineCheckpoint`,
+      );
+    }
+    // Read before anything is allocated: a missing or foreign snapshot leaves nothing behind.
+    const restore = await this.readTaskRestore(tdd, name);
+    this.checkOpen();
 
     const environment = this.shuffleEnvironment;
     const owner = environment.createShuffleIOOwnerContext(
@@ -309,6 +332,10 @@ export class TaskExecutor implements TaskExecutorGateway {
       ),
       readerOptions: this.readerOptions,
       onStateChange: (update) => this.onTaskStateChange(update, jobMaster),
+      ...(tdd.checkpointingMode === undefined
+        ? {}
+        : { checkpointing: this.taskCheckpointing(tdd, name, jobMaster) }),
+      ...(restore === undefined ? {} : { restore }),
     });
     this.tasks.set(key, task);
     void task.terminated.then(() => this.tasks.delete(key));
@@ -368,6 +395,21 @@ export class TaskExecutor implements TaskExecutorGateway {
   }
 
   /**
+   * Queues checkpoint `checkpointId` at a source task running here (see
+   * `TaskExecutorGateway.triggerCheckpoint`).
+   *
+   * @throws TaskNotFoundError when no such task runs here; IllegalStateError when it is not a
+   *   source or its job takes no checkpoints.
+   */
+  async triggerCheckpoint(
+    executionAttemptId: ExecutionAttemptID,
+    checkpointId: bigint,
+    timestamp: bigint,
+  ): Promise<void> {
+    this.requireTask(executionAttemptId).triggerCheckpoint(checkpointId, timestamp);
+  }
+
+  /**
    * Frees the local resources of these partitions (`releasePartitionsLocally`); the job side
    * calls it when the job ends. Files of blocking partitions are deleted in the background:
    * readers still on them fail first, and {@link close} waits for every deletion.
@@ -404,6 +446,45 @@ export class TaskExecutor implements TaskExecutorGateway {
       await ended;
     }
     await this.shuffleEnvironment.close();
+  }
+
+  /** The restored task's snapshot, read from its file; undefined for a fresh start. */
+  private async readTaskRestore(
+    tdd: TaskDeploymentDescriptor,
+    name: string,
+  ): Promise<TaskRestore | undefined> {
+    const spec = tdd.taskRestore;
+    if (spec === undefined) return undefined;
+    const { checkpointId, stateHandle } = spec;
+    if (stateHandle === undefined) return { checkpointId, state: undefined };
+    const state = await FsCheckpointStorage.readTaskState(stateHandle, {
+      jobId: tdd.jobId,
+      checkpointId,
+      taskName: name,
+    });
+    return { checkpointId, state };
+  }
+
+  /** The task's side of checkpointing: snapshots to this worker's folder, reports to the job. */
+  private taskCheckpointing(
+    tdd: TaskDeploymentDescriptor,
+    name: string,
+    jobMaster: JobMasterGateway | undefined,
+  ): TaskCheckpointing {
+    const mode = tdd.checkpointingMode as TaskCheckpointing["mode"];
+    const storage = new FsCheckpointStorage(this.checkpointsDirectory, tdd.jobId);
+    const coordinator = new SubtaskCheckpointCoordinator({
+      jobId: tdd.jobId,
+      executionAttemptId: tdd.executionAttemptId,
+      taskName: name,
+      mode,
+      persist: (checkpointId, stateJson) =>
+        storage.writeTaskState(checkpointId, tdd.executionAttemptId, name, stateJson),
+      discard: (handle) => storage.discardState(handle),
+      acknowledge: (ack) => jobMaster?.acknowledgeCheckpoint?.(ack),
+      decline: (decline) => jobMaster?.declineCheckpoint?.(decline),
+    });
+    return { mode, coordinator };
   }
 
   private producerStateProvider(

@@ -13,13 +13,28 @@ import type {
   JsonValue,
   ResultPartitionWriter,
 } from "@sluice/runtime-api";
-import { RecordReader, type RecordReaderOptions } from "../io/record-reader.js";
+import type { CheckpointBarrierHandler } from "../checkpointing/checkpoint-barrier-handler.js";
+import { CheckpointFailureReason } from "../checkpointing/checkpoint-failure-reason.js";
+import type { CheckpointHandler } from "../checkpointing/checkpoint-handler.js";
+import { CheckpointedInputGate } from "../checkpointing/checkpointed-input-gate.js";
+import type { CheckpointingMode } from "../checkpointing/checkpointing-mode.js";
+import { createCheckpointBarrierHandler } from "../checkpointing/create-checkpoint-barrier-handler.js";
+import type {
+  SubtaskCheckpointCoordinator,
+  TaskCheckpointStats,
+} from "../checkpointing/subtask-checkpoint-coordinator.js";
+import {
+  RecordReader,
+  type RecordReaderInput,
+  type RecordReaderOptions,
+} from "../io/record-reader.js";
 import { type BufferTimeout, createRecordWriter, type RecordWriter } from "../io/record-writer.js";
 import type { ChannelSelector } from "../partitioner/channel-selector.js";
 import { serializeThrowable } from "./serialized-throwable.js";
 import type { TaskDeploymentDescriptor } from "./task-deployment-descriptor.js";
 import { taskNameWithSubtask } from "./task-deployment-descriptor.js";
 import type { TaskExecutionState } from "./task-execution-state.js";
+import { TaskMailbox } from "./task-mailbox.js";
 import type { TaskInvokable } from "./user-code-registry.js";
 
 /** The terminal states of a task. */
@@ -47,6 +62,24 @@ export interface TaskResources {
   readonly readerOptions: RecordReaderOptions;
   /** Receives every state change; must not throw. */
   readonly onStateChange: (update: TaskExecutionState) => void;
+  /** Present when the job checkpoints: the mode and the task's side of checkpointing. */
+  readonly checkpointing?: TaskCheckpointing;
+  /** Present when the task is restored from a checkpoint. */
+  readonly restore?: TaskRestore;
+}
+
+/** How a task of a checkpointing job takes part in checkpoints. Internal to the runtime. */
+export interface TaskCheckpointing {
+  readonly mode: CheckpointingMode;
+  readonly coordinator: SubtaskCheckpointCoordinator;
+}
+
+/** What a restored task starts from (Flink's JobManagerTaskRestore, read from its file). */
+export interface TaskRestore {
+  /** The checkpoint the task is restored from. */
+  readonly checkpointId: bigint;
+  /** The state the task stored in it; `undefined` when it stored none. */
+  readonly state: JsonValue | undefined;
 }
 
 /**
@@ -61,6 +94,14 @@ export interface TaskResources {
  * partitions with the error (consumers see it), closes its gates and is `FAILED`. `cancel()`
  * aborts {@link signal}, releases the partitions and gates at once (which wakes a task blocked on
  * back-pressure or input) and ends `CANCELED`. Every path returns every buffer to its pool.
+ *
+ * Checkpoints (when the job's descriptor names a checkpointing mode): the invokable registers
+ * its state with {@link setCheckpointHandler} and starts from {@link restoredState}. A task with
+ * inputs needs nothing else: its readers read through a barrier handler of the job's mode, and
+ * the snapshot is taken inside the poll that meets the checkpoint's last barrier. A source gets
+ * its triggers as mail and runs them where it calls {@link processMail} or
+ * {@link yieldToMailbox}, between two records. The barrier then goes to every output, and the
+ * snapshot is written and acknowledged in the background.
  */
 export class Task {
   /** The job. */
@@ -91,8 +132,21 @@ export class Task {
    * that cannot tell count as released when the task ends.
    */
   readonly partitionsConsumed: Promise<void>;
+  /** The job's checkpointing mode; `undefined` when the job takes no checkpoints. */
+  readonly checkpointingMode: CheckpointingMode | undefined;
+  /** The checkpoint this attempt was restored from; `undefined` for a fresh start. */
+  readonly restoredCheckpointId: bigint | undefined;
+  /**
+   * What the task's {@link CheckpointHandler} returned for the checkpoint this attempt was
+   * restored from; `undefined` for a fresh start (or when it returned nothing). A source seeks
+   * to the offset it stored, a counter loads its map.
+   */
+  readonly restoredState: JsonValue | undefined;
 
   private readonly resources: TaskResources;
+  private readonly mailbox = new TaskMailbox();
+  private barrierHandler: CheckpointBarrierHandler | undefined;
+  private aborted: Promise<void> | undefined;
   private readonly abort = new AbortController();
   private currentState: ExecutionState = "INITIALIZING";
   private failure: Error | undefined;
@@ -121,6 +175,9 @@ export class Task {
       (partition) => partition.getReleaseFuture?.() ?? this.terminated.then(() => undefined),
     );
     this.partitionsConsumed = Promise.all(consumed).then(() => undefined);
+    this.checkpointingMode = resources.checkpointing?.mode;
+    this.restoredCheckpointId = resources.restore?.checkpointId;
+    this.restoredState = resources.restore?.state;
     this.report({});
   }
 
@@ -137,6 +194,116 @@ export class Task {
   /** Aborted when the task is canceled or fails from outside: the invokable should stop. */
   get signal(): AbortSignal {
     return this.abort.signal;
+  }
+
+  /**
+   * The barrier handler of a checkpointing task with inputs, once it runs: its live alignment
+   * figures (`getAlignmentDurationNanos()`, `getCheckpointStartDelayNanos()`,
+   * `getBytesProcessedDuringAlignment()`) are Flink's `checkpointAlignmentTime` and
+   * `checkpointStartDelayNanos` gauges.
+   */
+  get checkpointBarrierHandler(): CheckpointBarrierHandler | undefined {
+    return this.barrierHandler;
+  }
+
+  /** The figures of the last checkpoint this task acknowledged (what the job side got). */
+  get lastCheckpoint(): TaskCheckpointStats | undefined {
+    return this.resources.checkpointing?.coordinator.lastCheckpoint;
+  }
+
+  /**
+   * Registers how the task's state is snapshotted (see {@link CheckpointHandler}); call it once,
+   * at the start of the invokable, after reading {@link restoredState}. Without one, the task
+   * acknowledges checkpoints with no state. Ignored when the job takes no checkpoints.
+   */
+  setCheckpointHandler(handler: CheckpointHandler): void {
+    this.resources.checkpointing?.coordinator.setCheckpointHandler(handler);
+  }
+
+  /**
+   * Runs the task's queued mail (checkpoint triggers of a source) now, synchronously. Call it
+   * only between records, where the task's state reflects exactly the records emitted so far.
+   * Mail waits while an output is back-pressured (a record may be half written), as Flink's
+   * mailbox runs no checkpoint inside an emit; {@link yieldToMailbox} waits for it.
+   */
+  processMail(): void {
+    if (!this.mailbox.hasMail() || !this.outputsAvailable()) return;
+    this.mailbox.runAll();
+  }
+
+  /**
+   * Lets the event loop run (so triggers from the job side arrive) and runs the task's mail,
+   * until `until` resolves — by default for one turn of the event loop. A source loop calls it
+   * between records: every few hundred records, and with `writer.getAvailableFuture()` when
+   * back-pressured, so checkpoints are not held up while it waits.
+   *
+   * ```ts
+   * if (!writer.isAvailable()) await task.yieldToMailbox(writer.getAvailableFuture());
+   * else if (i % 256 === 0) await task.yieldToMailbox();
+   * ```
+   *
+   * @throws the cancellation's cause (a CancelledError) once the task is canceled or fails from
+   *   outside, so the source stops; and whatever `until` rejects with.
+   */
+  async yieldToMailbox(until?: Promise<unknown>): Promise<void> {
+    this.processMail();
+    let done = false;
+    const target = (until ?? new Promise((resolve) => setImmediate(resolve))).then(() => {
+      done = true;
+    });
+    while (!done) {
+      const waits: Promise<unknown>[] = [target, this.mailbox.mailArrived(), this.whenAborted()];
+      if (this.mailbox.hasMail()) waits.push(this.outputsAvailableFuture());
+      await Promise.race(waits);
+      // A canceled task stops here rather than wait for `until`, which may never come.
+      if (this.signal.aborted) throw this.signal.reason;
+      this.processMail();
+    }
+  }
+
+  /** Resolves once {@link signal} aborts (one listener for the task's life). */
+  private whenAborted(): Promise<void> {
+    this.aborted ??= new Promise((resolve) => {
+      if (this.signal.aborted) resolve();
+      else this.signal.addEventListener("abort", () => resolve(), { once: true });
+    });
+    return this.aborted;
+  }
+
+  /**
+   * Queues checkpoint `checkpointId` (created at `timestamp`, ms since the epoch) for the task's
+   * code to run as mail (Flink's `triggerCheckpointAsync`); called by the TaskExecutor when the
+   * job side triggers a checkpoint at this source. A task that is not running declines it.
+   *
+   * @throws IllegalStateError when the job takes no checkpoints or the task has inputs (tasks
+   *   with inputs checkpoint when their barriers align).
+   */
+  triggerCheckpoint(checkpointId: bigint, timestamp: bigint): void {
+    const checkpointing = this.resources.checkpointing;
+    if (checkpointing === undefined) {
+      throw new IllegalStateError(
+        `${this.name}: cannot trigger checkpoint ${checkpointId}: the job takes no checkpoints`,
+      );
+    }
+    if (this.gates.length > 0) {
+      throw new IllegalStateError(
+        `${this.name}: cannot trigger checkpoint ${checkpointId}: only sources are triggered; a task with inputs checkpoints when the barriers of its inputs align`,
+      );
+    }
+    const coordinator = checkpointing.coordinator;
+    if (this.currentState !== "RUNNING") {
+      const reason =
+        this.currentState === "INITIALIZING" || this.currentState === "DEPLOYING"
+          ? CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY
+          : CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_CLOSING;
+      coordinator.decline(checkpointId, reason);
+      return;
+    }
+    this.mailbox.put({
+      run: () => coordinator.triggerCheckpoint(checkpointId, timestamp),
+      drop: () =>
+        coordinator.decline(checkpointId, CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_CLOSING),
+    });
   }
 
   /**
@@ -179,17 +346,25 @@ export class Task {
     try {
       result = (await invokable(this)) ?? undefined;
       this.checkNotAborted();
+      await this.runRemainingMail();
+      this.checkNotAborted();
       await this.finishPartitions();
       this.checkNotAborted();
     } catch (error) {
       this.failure ??= asError(error);
       const cause = this.failure;
+      this.mailbox.close();
+      this.resources.checkpointing?.coordinator.discardPendingCheckpoints();
       await this.releaseResources(cause);
+      await this.resources.checkpointing?.coordinator.waitForPendingCheckpoints();
       this.terminate(this.state === "CANCELING" ? "CANCELED" : "FAILED", cause);
       throw cause;
     }
     await this.closeInputs();
     this.released = true;
+    // The job side learns of every checkpoint this task took part in before it learns that the
+    // task finished, so it can abort the checkpoints a finished task will never acknowledge.
+    await this.resources.checkpointing?.coordinator.waitForPendingCheckpoints();
     this.terminate("FINISHED", undefined, result);
     return result;
   }
@@ -217,6 +392,8 @@ export class Task {
     this.failure = cause;
     const wasRunning = this.currentState === "RUNNING";
     if (next === "CANCELING") this.transition("CANCELING");
+    this.mailbox.close();
+    this.resources.checkpointing?.coordinator.discardPendingCheckpoints();
     this.abort.abort(cause);
     const released = this.releaseResources(cause);
     if (!wasRunning) {
@@ -226,13 +403,77 @@ export class Task {
   }
 
   private createRecordWritersAndReaders(): void {
-    const { outputs, inputs, bufferTimeout, readerOptions } = this.resources;
+    const { outputs, inputs, bufferTimeout, readerOptions, checkpointing } = this.resources;
     this.recordWriters = outputs.map(({ partition, serializer, selector }) =>
       createRecordWriter(partition, serializer, selector, { taskName: this.name, bufferTimeout }),
     );
+    checkpointing?.coordinator.setOutputs(this.recordWriters);
+    if (checkpointing === undefined || inputs.length === 0) {
+      this.recordReaders = inputs.map(
+        ({ gate, serializer }) => new RecordReader(gate, serializer, readerOptions),
+      );
+      return;
+    }
+    // One handler over every gate, so a checkpoint aligns across all inputs of the task.
+    const handler = createCheckpointBarrierHandler({
+      mode: checkpointing.mode,
+      taskName: this.name,
+      inputs: this.gates,
+      task: checkpointing.coordinator,
+    });
+    this.barrierHandler = handler;
     this.recordReaders = inputs.map(
-      ({ gate, serializer }) => new RecordReader(gate, serializer, readerOptions),
+      ({ gate, serializer }) =>
+        new RecordReader(
+          this.whileOutputsAvailable(new CheckpointedInputGate([gate], handler)),
+          serializer,
+          readerOptions,
+        ),
     );
+  }
+
+  /**
+   * `input`, polled only while every output can take an event: a barrier that triggers a
+   * checkpoint inside the poll is forwarded at once, which a record waiting for buffers would
+   * forbid (Flink's task likewise reads input only while its output is available).
+   */
+  private whileOutputsAvailable(input: CheckpointedInputGate): RecordReaderInput {
+    if (this.recordWriters.length === 0) return input;
+    return {
+      numberOfInputChannels: input.numberOfInputChannels,
+      pollNext: () => (this.outputsAvailable() ? input.pollNext() : undefined),
+      isFinished: () => input.isFinished(),
+      getAvailableFuture: () =>
+        this.outputsAvailable() ? input.getAvailableFuture() : this.outputsAvailableFuture(),
+    };
+  }
+
+  private outputsAvailable(): boolean {
+    for (const partition of this.partitions) if (!partition.isAvailable()) return false;
+    return true;
+  }
+
+  /** Resolves when the first unavailable output turns available (at once when all are). */
+  private outputsAvailableFuture(): Promise<void> {
+    for (const partition of this.partitions) {
+      if (!partition.isAvailable()) return partition.getAvailableFuture();
+    }
+    return Promise.resolve();
+  }
+
+  /**
+   * The invokable returned: triggers that arrived since it last ran its mail still get their
+   * barrier before EndOfPartition (the task's final state is consistent), later ones are declined.
+   */
+  private async runRemainingMail(): Promise<void> {
+    if (this.resources.checkpointing !== undefined) {
+      while (this.mailbox.hasMail()) {
+        if (!this.outputsAvailable()) await this.outputsAvailableFuture();
+        this.checkNotAborted();
+        this.processMail();
+      }
+    }
+    this.mailbox.close();
   }
 
   /** Flushes and finishes every partition (EndOfPartition), waiting out back-pressure first. */

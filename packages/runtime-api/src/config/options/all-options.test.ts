@@ -1,11 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { ALL_OPTIONS } from "./all-options.js";
 import { BatchShuffleOptions } from "./batch-shuffle-options.js";
+import { CheckpointingOptions } from "./checkpointing-options.js";
+import { ExecutionCheckpointingOptions } from "./execution-checkpointing-options.js";
 import { ExecutionOptions } from "./execution-options.js";
 import { HeartbeatManagerOptions } from "./heartbeat-manager-options.js";
 import { JobManagerOptions } from "./job-manager-options.js";
 import { NettyShuffleEnvironmentOptions } from "./netty-shuffle-options.js";
 import { NetworkMemoryOptions } from "./network-memory-options.js";
+import { RestartStrategyOptions } from "./restart-strategy-options.js";
 import { SecurityOptions } from "./security-options.js";
 import { ShuffleServiceOptions } from "./shuffle-service-options.js";
 import { TaskManagerOptions } from "./task-manager-options.js";
@@ -36,6 +39,9 @@ describe("ALL_OPTIONS", () => {
       NetworkMemoryOptions,
       NettyShuffleEnvironmentOptions,
       ExecutionOptions,
+      ExecutionCheckpointingOptions,
+      CheckpointingOptions,
+      RestartStrategyOptions,
       SecurityOptions,
       TaskManagerOptions,
       WebSocketOptions,
@@ -89,6 +95,37 @@ describe("ALL_OPTIONS", () => {
     expect(
       defaults["taskmanager.network.memory.read-buffer.required-per-gate.max"],
     ).toBeUndefined();
+  });
+
+  it("uses Flink's keys and defaults for checkpoints and restarts", () => {
+    const defaults = Object.fromEntries(ALL_OPTIONS.map((o) => [o.key, o.defaultValue]));
+    expect(defaults).toMatchObject({
+      "execution.checkpointing.mode": "EXACTLY_ONCE",
+      "execution.checkpointing.timeout": 10 * 60_000,
+      "execution.checkpointing.max-concurrent-checkpoints": 1,
+      "execution.checkpointing.tolerable-failed-checkpoints": 0,
+      "execution.checkpointing.externalized-checkpoint-retention": "NO_EXTERNALIZED_CHECKPOINTS",
+      "state.checkpoints.num-retained": 1,
+      "restart-strategy.fixed-delay.attempts": 1,
+      "restart-strategy.fixed-delay.delay": 1000,
+    });
+    // Unset in Flink: no checkpoints, no configured directory, a strategy chosen by checkpointing.
+    for (const key of [
+      "execution.checkpointing.interval",
+      "state.checkpoints.dir",
+      "restart-strategy.type",
+    ]) {
+      expect(defaults[key], key).toBeUndefined();
+    }
+    expect(RestartStrategyOptions.RESTART_STRATEGY.fallbackKeys).toEqual([
+      { key: "restart-strategy", isDeprecated: true },
+    ]);
+    expect(ExecutionCheckpointingOptions.CHECKPOINTING_MODE.parse("at_least_once")).toBe(
+      "AT_LEAST_ONCE",
+    );
+    expect(() => ExecutionCheckpointingOptions.CHECKPOINTING_INTERVAL.parse("5ms")).toThrow(
+      /at least 10/,
+    );
   });
 
   it("keeps Flink's old keys as deprecated fallbacks", () => {

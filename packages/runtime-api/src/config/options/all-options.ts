@@ -1,10 +1,13 @@
 import type { ConfigOption } from "../config-option.js";
 import { BatchShuffleOptions } from "./batch-shuffle-options.js";
+import { CheckpointingOptions } from "./checkpointing-options.js";
+import { ExecutionCheckpointingOptions } from "./execution-checkpointing-options.js";
 import { ExecutionOptions } from "./execution-options.js";
 import { HeartbeatManagerOptions } from "./heartbeat-manager-options.js";
 import { JobManagerOptions } from "./job-manager-options.js";
 import { NettyShuffleEnvironmentOptions } from "./netty-shuffle-options.js";
 import { NetworkMemoryOptions } from "./network-memory-options.js";
+import { RestartStrategyOptions } from "./restart-strategy-options.js";
 import { SecurityOptions } from "./security-options.js";
 import { ShuffleServiceOptions } from "./shuffle-service-options.js";
 import { TaskManagerOptions } from "./task-manager-options.js";
@@ -64,6 +67,21 @@ export const CONFIG_OPTION_GROUPS: readonly ConfigOptionGroup[] = [
     title: "Execution",
     description: "Latency versus throughput: when partly filled buffers are sent.",
     options: Object.values(ExecutionOptions),
+  },
+  {
+    title: "Checkpointing",
+    description:
+      "When the job side triggers checkpoints, how tasks align their barriers, and where and " +
+      "how long snapshots are kept.",
+    options: [
+      ...Object.values(ExecutionCheckpointingOptions),
+      ...Object.values(CheckpointingOptions),
+    ],
+  },
+  {
+    title: "Restarts",
+    description: "How a job recovers from a failed task or a lost worker.",
+    options: Object.values(RestartStrategyOptions),
   },
   {
     title: "Security",

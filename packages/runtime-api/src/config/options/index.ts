@@ -4,11 +4,23 @@ export {
   COMPRESSION_CODECS,
   type CompressionCodec,
 } from "./batch-shuffle-options.js";
+export { CheckpointingOptions } from "./checkpointing-options.js";
+export {
+  CHECKPOINTING_MODES,
+  EXTERNALIZED_CHECKPOINT_RETENTIONS,
+  ExecutionCheckpointingOptions,
+  type ExternalizedCheckpointRetention,
+} from "./execution-checkpointing-options.js";
 export { ExecutionOptions } from "./execution-options.js";
 export { HeartbeatManagerOptions } from "./heartbeat-manager-options.js";
 export { JobManagerOptions } from "./job-manager-options.js";
 export { NettyShuffleEnvironmentOptions } from "./netty-shuffle-options.js";
 export { NetworkMemoryOptions } from "./network-memory-options.js";
+export {
+  RESTART_STRATEGIES,
+  type RestartStrategyName,
+  RestartStrategyOptions,
+} from "./restart-strategy-options.js";
 export { SecurityOptions } from "./security-options.js";
 export {
   DEFAULT_SHUFFLE_SERVICE_FACTORY,

@@ -1,0 +1,58 @@
+import {
+  CheckpointingOptions,
+  ExecutionCheckpointingOptions,
+  type ExternalizedCheckpointRetention,
+  type ReadableConfig,
+} from "@sluice/runtime-api";
+import type { CheckpointingMode } from "./checkpointing-mode.js";
+import { FsCheckpointStorage } from "./fs-checkpoint-storage.js";
+
+/**
+ * How a job's checkpoint coordinator works (Flink's CheckpointCoordinatorConfiguration), read
+ * from the `execution.checkpointing.*` and `state.checkpoints.*` keys.
+ */
+export interface CheckpointCoordinatorConfiguration {
+  /** Milliseconds between periodic triggers (`execution.checkpointing.interval`). */
+  readonly interval: number;
+  /** `execution.checkpointing.mode`. */
+  readonly mode: CheckpointingMode;
+  /** Milliseconds before a pending checkpoint expires (`execution.checkpointing.timeout`). */
+  readonly timeout: number;
+  /** `execution.checkpointing.max-concurrent-checkpoints`. */
+  readonly maxConcurrentCheckpoints: number;
+  /** `execution.checkpointing.tolerable-failed-checkpoints`. */
+  readonly tolerableCheckpointFailureNumber: number;
+  /** `state.checkpoints.num-retained`. */
+  readonly maxRetainedCheckpoints: number;
+  /** `execution.checkpointing.externalized-checkpoint-retention`. */
+  readonly retention: ExternalizedCheckpointRetention;
+  /** `state.checkpoints.dir`, or its default in the system's temporary folder. */
+  readonly checkpointsDirectory: string;
+}
+
+/**
+ * The coordinator configuration of a job with `configuration`; `undefined` when
+ * `execution.checkpointing.interval` is unset (the job takes no checkpoints).
+ *
+ * @throws ConfigurationError when a key holds an invalid value.
+ */
+export function checkpointCoordinatorConfigurationOf(
+  configuration: ReadableConfig,
+): CheckpointCoordinatorConfiguration | undefined {
+  const interval = configuration.getOptional(ExecutionCheckpointingOptions.CHECKPOINTING_INTERVAL);
+  if (interval === undefined) return undefined;
+  return Object.freeze({
+    interval,
+    mode: configuration.get(ExecutionCheckpointingOptions.CHECKPOINTING_MODE),
+    timeout: configuration.get(ExecutionCheckpointingOptions.CHECKPOINTING_TIMEOUT),
+    maxConcurrentCheckpoints: configuration.get(
+      ExecutionCheckpointingOptions.MAX_CONCURRENT_CHECKPOINTS,
+    ),
+    tolerableCheckpointFailureNumber: configuration.get(
+      ExecutionCheckpointingOptions.TOLERABLE_FAILURE_NUMBER,
+    ),
+    maxRetainedCheckpoints: configuration.get(CheckpointingOptions.MAX_RETAINED_CHECKPOINTS),
+    retention: configuration.get(ExecutionCheckpointingOptions.EXTERNALIZED_CHECKPOINT_RETENTION),
+    checkpointsDirectory: FsCheckpointStorage.baseDirectoryOf(configuration),
+  });
+}

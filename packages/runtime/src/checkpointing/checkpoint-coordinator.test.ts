@@ -1,0 +1,304 @@
+import { access, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { ErrorCodes, ExecutionAttemptID, JobID, JobVertexID } from "@sluice/core";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { serializeThrowable } from "../taskexecutor/serialized-throwable.js";
+import type { AcknowledgeCheckpoint } from "./acknowledge-checkpoint.js";
+import { CheckpointCoordinator, type CheckpointPlan } from "./checkpoint-coordinator.js";
+import type { CheckpointCoordinatorConfiguration } from "./checkpoint-coordinator-configuration.js";
+import { CheckpointFailureReason } from "./checkpoint-failure-reason.js";
+import { CheckpointingMode } from "./checkpointing-mode.js";
+import { FsCheckpointStorage } from "./fs-checkpoint-storage.js";
+import type { TaskToWaitFor } from "./pending-checkpoint.js";
+
+let base: string;
+beforeEach(async () => {
+  base = await mkdtemp(path.join(tmpdir(), "sluice-coordinator-test-"));
+});
+afterEach(async () => {
+  await rm(base, { recursive: true, force: true });
+});
+
+const METRICS = {
+  alignmentDurationNanos: 7,
+  bytesProcessedDuringAlignment: 11,
+  checkpointStartDelayNanos: 13,
+  syncDurationMillis: 0,
+  asyncDurationMillis: 1,
+};
+
+/**
+ * A coordinator of a two-task job (a source and a sink) whose source runs behind a gateway that
+ * records the triggers; tests play the tasks by writing snapshots and acknowledging.
+ */
+function harness(
+  overrides: Partial<CheckpointCoordinatorConfiguration> = {},
+  options: { running?: () => boolean; triggerFails?: boolean } = {},
+) {
+  const jobId = new JobID();
+  const vertex = new JobVertexID();
+  const tasks: TaskToWaitFor[] = [0, 1].map((i) => ({
+    executionAttemptId: new ExecutionAttemptID(),
+    vertexId: vertex,
+    vertexName: i === 0 ? "Source" : "Sink",
+    subtaskIndex: i,
+  }));
+  const triggered: bigint[] = [];
+  const failovers: Error[] = [];
+  const configuration: CheckpointCoordinatorConfiguration = {
+    interval: 60_000,
+    mode: CheckpointingMode.EXACTLY_ONCE,
+    timeout: 60_000,
+    maxConcurrentCheckpoints: 1,
+    tolerableCheckpointFailureNumber: 100,
+    maxRetainedCheckpoints: 1,
+    retention: "NO_EXTERNALIZED_CHECKPOINTS",
+    checkpointsDirectory: base,
+    ...overrides,
+  };
+  const plan: CheckpointPlan = {
+    tasksToTrigger: [
+      {
+        executionAttemptId: (tasks[0] as TaskToWaitFor).executionAttemptId,
+        name: "Source (1/1)#0",
+        gateway: {
+          triggerCheckpoint: async (_attempt, checkpointId) => {
+            if (options.triggerFails) throw new Error("the TaskExecutor is unreachable");
+            triggered.push(checkpointId);
+          },
+        },
+      },
+    ],
+    tasksToWaitFor: tasks,
+  };
+  const coordinator = new CheckpointCoordinator({
+    jobId,
+    configuration,
+    calculateCheckpointPlan: () =>
+      (options.running ?? (() => true))() ? plan : "Sink (1/1)#0 is DEPLOYING",
+    onTolerableFailuresExceeded: (cause) => failovers.push(cause),
+  });
+  const storage = new FsCheckpointStorage(base, jobId);
+  /** Task `i` writes its snapshot of `checkpointId`; returns its acknowledgement, not sent. */
+  const snapshot = async (i: number, checkpointId: bigint): Promise<AcknowledgeCheckpoint> => {
+    const attempt = (tasks[i] as TaskToWaitFor).executionAttemptId;
+    const stateHandle = await storage.writeTaskState(checkpointId, attempt, `task ${i}`, `${i}`);
+    return { jobId, executionAttemptId: attempt, checkpointId, metrics: METRICS, stateHandle };
+  };
+  /** Task `i` writes its snapshot of `checkpointId` and acknowledges it. */
+  const acknowledge = async (i: number, checkpointId: bigint): Promise<AcknowledgeCheckpoint> => {
+    const ack = await snapshot(i, checkpointId);
+    coordinator.receiveAcknowledgeMessage(ack);
+    return ack;
+  };
+  const decline = (i: number, checkpointId: bigint, reason: CheckpointFailureReason) =>
+    coordinator.receiveDeclineMessage({
+      jobId,
+      executionAttemptId: (tasks[i] as TaskToWaitFor).executionAttemptId,
+      checkpointId,
+      reason,
+      error: serializeThrowable(new Error("the snapshot broke")),
+    });
+  return {
+    coordinator,
+    storage,
+    tasks,
+    triggered,
+    failovers,
+    snapshot,
+    acknowledge,
+    decline,
+    jobId,
+  };
+}
+
+async function exists(file: string): Promise<boolean> {
+  return access(file).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** Polls `condition` until it holds, failing after 10 s. */
+async function eventually(
+  what: string,
+  condition: () => boolean | Promise<boolean>,
+): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+}
+
+describe("CheckpointCoordinator", () => {
+  it("triggers at the sources and completes once every task acknowledged, writing _metadata", async () => {
+    const { coordinator, triggered, acknowledge, jobId } = harness();
+    const completion = coordinator.triggerCheckpoint();
+    await eventually("the source got the trigger", () => triggered.length === 1);
+    expect(triggered).toEqual([1n]);
+    await acknowledge(0, 1n);
+    expect(coordinator.numberOfCompletedCheckpoints).toBe(0);
+    await acknowledge(1, 1n);
+    const checkpoint = await completion;
+    expect(checkpoint.checkpointId).toBe(1n);
+    expect(coordinator.numberOfCompletedCheckpoints).toBe(1);
+    expect(coordinator.numberOfPendingCheckpoints).toBe(0);
+    expect(coordinator.latestCompletedCheckpoint).toBe(checkpoint);
+    expect(checkpoint.subtaskStates).toHaveLength(2);
+    expect(checkpoint.alignmentDurationNanos).toBe(7);
+    expect(checkpoint.bytesProcessedDuringAlignment).toBe(22);
+    expect(checkpoint.checkpointStartDelayNanos).toBe(13);
+    const metadata = JSON.parse(await readFile(checkpoint.metadataPath, "utf8"));
+    expect(metadata).toMatchObject({ jobId: jobId.toString(), checkpointId: "1" });
+    expect(metadata.tasks.map((t: { vertexName: string }) => t.vertexName)).toEqual([
+      "Source",
+      "Sink",
+    ]);
+    await coordinator.shutdown("FINISHED");
+  });
+
+  it("aborts a checkpoint a task declines and deletes the snapshots already written", async () => {
+    const { coordinator, acknowledge, decline } = harness();
+    const completion = coordinator.triggerCheckpoint();
+    const ack = await acknowledge(0, 1n);
+    decline(1, 1n, CheckpointFailureReason.CHECKPOINT_DECLINED);
+    await expect(completion).rejects.toMatchObject({
+      code: ErrorCodes.CHECKPOINT,
+      message: expect.stringMatching(
+        /checkpoint 1 was aborted \(CHECKPOINT_DECLINED\): the snapshot broke/,
+      ),
+    });
+    expect(coordinator.numberOfAbortedCheckpoints).toBe(1);
+    expect(coordinator.lastCheckpointFailure).toMatchObject({
+      checkpointId: 1n,
+      reason: CheckpointFailureReason.CHECKPOINT_DECLINED,
+    });
+    await coordinator.shutdown("FINISHED");
+    expect(await exists(ack.stateHandle?.path as string)).toBe(false);
+    expect(await readdir(base)).toEqual([]);
+  });
+
+  it("aborts a checkpoint not acknowledged within execution.checkpointing.timeout", async () => {
+    const { coordinator, acknowledge, snapshot } = harness({ timeout: 20 });
+    const completion = coordinator.triggerCheckpoint();
+    await acknowledge(0, 1n);
+    const late = await snapshot(1, 1n);
+    await expect(completion).rejects.toThrow(/CHECKPOINT_EXPIRED/);
+    expect(coordinator.numberOfAbortedCheckpoints).toBe(1);
+    // The task that was late acknowledges after all: its snapshot is deleted.
+    coordinator.receiveAcknowledgeMessage(late);
+    await coordinator.shutdown("FINISHED");
+    expect(await exists(late.stateHandle?.path as string)).toBe(false);
+    expect(await readdir(base)).toEqual([]);
+  });
+
+  it("subsumes older pending checkpoints when a newer one completes", async () => {
+    const { coordinator, acknowledge } = harness({ maxConcurrentCheckpoints: 2 });
+    const first = coordinator.triggerCheckpoint();
+    const second = coordinator.triggerCheckpoint();
+    await acknowledge(0, 1n);
+    await acknowledge(0, 2n);
+    await acknowledge(1, 2n);
+    await expect(second).resolves.toMatchObject({ checkpointId: 2n });
+    await expect(first).rejects.toThrow(/CHECKPOINT_SUBSUMED/);
+    expect(coordinator.numberOfCompletedCheckpoints).toBe(1);
+    expect(coordinator.numberOfAbortedCheckpoints).toBe(1);
+    await coordinator.shutdown("FINISHED");
+  });
+
+  it("aborts the pending checkpoints a task did not acknowledge before it finished", async () => {
+    const { coordinator, acknowledge, tasks } = harness();
+    const completion = coordinator.triggerCheckpoint();
+    await acknowledge(1, 1n);
+    coordinator.taskFinished((tasks[1] as TaskToWaitFor).executionAttemptId);
+    expect(coordinator.numberOfPendingCheckpoints).toBe(1);
+    coordinator.taskFinished((tasks[0] as TaskToWaitFor).executionAttemptId);
+    await expect(completion).rejects.toThrow(/CHECKPOINT_DECLINED_TASK_CLOSING/);
+    await coordinator.shutdown("FINISHED");
+  });
+
+  it("keeps state.checkpoints.num-retained checkpoints and deletes older ones", async () => {
+    const { coordinator, acknowledge, storage } = harness({ maxRetainedCheckpoints: 2 });
+    for (let id = 1n; id <= 3n; id++) {
+      const completion = coordinator.triggerCheckpoint();
+      await acknowledge(0, id);
+      await acknowledge(1, id);
+      await completion;
+    }
+    expect(coordinator.completedCheckpoints.map((c) => c.checkpointId)).toEqual([2n, 3n]);
+    await eventually("checkpoint 1 is deleted", async () => {
+      return (await readdir(storage.jobDirectory)).sort().join() === "chk-2,chk-3";
+    });
+    await coordinator.shutdown("FAILED");
+    expect(await readdir(base)).toEqual([]);
+    expect(coordinator.latestCompletedCheckpoint?.checkpointId).toBe(3n);
+  });
+
+  it("keeps the retained checkpoints after the job by externalized-checkpoint-retention", async () => {
+    const { coordinator, acknowledge, storage } = harness({
+      retention: "DELETE_ON_CANCELLATION",
+    });
+    const completion = coordinator.triggerCheckpoint();
+    await acknowledge(0, 1n);
+    await acknowledge(1, 1n);
+    await completion;
+    await coordinator.shutdown("FAILED");
+    expect((await readdir(storage.checkpointDirectory(1n))).sort()).toHaveLength(3);
+  });
+
+  it("starts no checkpoint while a task does not run or too many are pending", async () => {
+    let running = false;
+    const { coordinator, triggered } = harness({}, { running: () => running });
+    await expect(coordinator.triggerCheckpoint()).rejects.toThrow(/Sink \(1\/1\)#0 is DEPLOYING/);
+    running = true;
+    const pending = coordinator.triggerCheckpoint();
+    await expect(coordinator.triggerCheckpoint()).rejects.toThrow(/max-concurrent-checkpoints: 1/);
+    await eventually("the source got the trigger", () => triggered.length === 1);
+    expect(coordinator.numberOfAbortedCheckpoints).toBe(0);
+    const aborted = expect(pending).rejects.toThrow(/CHECKPOINT_COORDINATOR_SHUTDOWN/);
+    await coordinator.shutdown("CANCELED");
+    await aborted;
+  });
+
+  it("aborts a checkpoint whose trigger cannot be delivered", async () => {
+    const { coordinator } = harness({}, { triggerFails: true });
+    await expect(coordinator.triggerCheckpoint()).rejects.toThrow(
+      /TRIGGER_CHECKPOINT_FAILURE.*Source \(1\/1\)#0: the TaskExecutor is unreachable/,
+    );
+    await coordinator.shutdown("FINISHED");
+  });
+
+  it("triggers every interval once its scheduler runs", async () => {
+    const { coordinator, triggered, acknowledge } = harness({ interval: 10 });
+    coordinator.startCheckpointScheduler();
+    for (let id = 1n; id <= 3n; id++) {
+      await eventually(`checkpoint ${id} is triggered`, () => triggered.length >= Number(id));
+      await acknowledge(0, id);
+      await acknowledge(1, id);
+    }
+    await eventually("three completed", () => coordinator.numberOfCompletedCheckpoints === 3);
+    await coordinator.shutdown("FINISHED");
+  });
+
+  it("asks for a failover when more checkpoints fail in a row than tolerated, counting only real failures", async () => {
+    const { coordinator, decline, failovers } = harness({ tolerableCheckpointFailureNumber: 1 });
+    const attempt = async (reason: CheckpointFailureReason) => {
+      const completion = coordinator.triggerCheckpoint();
+      decline(1, BigInt(coordinator.numberOfAbortedCheckpoints + 1), reason);
+      await expect(completion).rejects.toThrow(reason);
+    };
+    await attempt(CheckpointFailureReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER);
+    await attempt(CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_CLOSING);
+    await attempt(CheckpointFailureReason.CHECKPOINT_DECLINED);
+    expect(failovers).toEqual([]);
+    await attempt(CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION);
+    expect(failovers).toHaveLength(1);
+    expect(failovers[0]).toMatchObject({
+      code: ErrorCodes.CHECKPOINT,
+      message: expect.stringMatching(/2 checkpoint failure\(s\) in a row exceed/),
+    });
+    await coordinator.shutdown("FINISHED");
+  });
+});

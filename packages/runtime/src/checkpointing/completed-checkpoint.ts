@@ -1,0 +1,82 @@
+import type { ExecutionAttemptID, JobVertexID } from "@sluice/core";
+import type { TaskCheckpointMetrics } from "./checkpoint-metrics.js";
+import type { FileStateHandle } from "./fs-checkpoint-storage.js";
+
+/** One subtask's part of a checkpoint, as its acknowledgement reported it. */
+export interface SubtaskCheckpointState {
+  /** The subtask's vertex. */
+  readonly vertexId: JobVertexID;
+  /** The vertex's name. */
+  readonly vertexName: string;
+  /** The subtask. */
+  readonly subtaskIndex: number;
+  /** The attempt that took the snapshot. */
+  readonly executionAttemptId: ExecutionAttemptID;
+  /** Its snapshot; absent when it stored no state. */
+  readonly stateHandle?: FileStateHandle;
+  /** Its figures: alignment, start delay, snapshot durations. */
+  readonly metrics: TaskCheckpointMetrics;
+}
+
+/**
+ * A checkpoint every task acknowledged and whose `_metadata` file is written (Flink's
+ * CompletedCheckpoint): a consistent cut of the whole job that a restart restores from.
+ */
+export class CompletedCheckpoint {
+  /** The checkpoint id. */
+  readonly checkpointId: bigint;
+  /** When it was triggered (ms since the epoch). */
+  readonly timestamp: number;
+  /** When it completed (ms since the epoch). */
+  readonly completedAt: number;
+  /** The `_metadata` file. */
+  readonly metadataPath: string;
+  /** Every subtask's part, in the order they acknowledged. */
+  readonly subtaskStates: readonly SubtaskCheckpointState[];
+
+  constructor(
+    checkpointId: bigint,
+    timestamp: number,
+    completedAt: number,
+    metadataPath: string,
+    subtaskStates: readonly SubtaskCheckpointState[],
+  ) {
+    this.checkpointId = checkpointId;
+    this.timestamp = timestamp;
+    this.completedAt = completedAt;
+    this.metadataPath = metadataPath;
+    this.subtaskStates = Object.freeze([...subtaskStates]);
+  }
+
+  /** The part of subtask `subtaskIndex` of `vertexId`, if it took part. */
+  stateOf(vertexId: JobVertexID, subtaskIndex: number): SubtaskCheckpointState | undefined {
+    return this.subtaskStates.find(
+      (state) => state.subtaskIndex === subtaskIndex && state.vertexId.equals(vertexId),
+    );
+  }
+
+  /** Milliseconds from the trigger to completion (Flink's end-to-end duration). */
+  get durationMillis(): number {
+    return this.completedAt - this.timestamp;
+  }
+
+  /** The longest alignment of any subtask (Flink's `checkpointAlignmentTime`, its maximum). */
+  get alignmentDurationNanos(): number {
+    return Math.max(0, ...this.subtaskStates.map((s) => s.metrics.alignmentDurationNanos));
+  }
+
+  /** The longest start delay of any subtask (Flink's `checkpointStartDelayNanos`, maximum). */
+  get checkpointStartDelayNanos(): number {
+    return Math.max(0, ...this.subtaskStates.map((s) => s.metrics.checkpointStartDelayNanos));
+  }
+
+  /** Bytes all subtasks processed while aligning. */
+  get bytesProcessedDuringAlignment(): number {
+    return this.subtaskStates.reduce((sum, s) => sum + s.metrics.bytesProcessedDuringAlignment, 0);
+  }
+
+  /** Bytes of all snapshot files. */
+  get stateSize(): number {
+    return this.subtaskStates.reduce((sum, s) => sum + (s.stateHandle?.size ?? 0), 0);
+  }
+}

@@ -1,0 +1,117 @@
+import type { ExecutionAttemptID, JobVertexID } from "@sluice/core";
+import type { JsonObject } from "@sluice/runtime-api";
+import type { AcknowledgeCheckpoint } from "./acknowledge-checkpoint.js";
+import { CompletedCheckpoint, type SubtaskCheckpointState } from "./completed-checkpoint.js";
+import type { FileStateHandle } from "./fs-checkpoint-storage.js";
+
+/** A subtask a checkpoint waits for: its current attempt and where it belongs in the job. */
+export interface TaskToWaitFor {
+  readonly executionAttemptId: ExecutionAttemptID;
+  readonly vertexId: JobVertexID;
+  readonly vertexName: string;
+  readonly subtaskIndex: number;
+}
+
+/** What {@link PendingCheckpoint.acknowledgeTask} made of an acknowledgement. */
+export type TaskAcknowledgeResult = "SUCCESS" | "DUPLICATE" | "UNKNOWN";
+
+/**
+ * A checkpoint that was triggered and waits for its acknowledgements (Flink's
+ * PendingCheckpoint): it knows which attempts must acknowledge, collects their parts, and turns
+ * into a {@link CompletedCheckpoint} once all did and the `_metadata` is written.
+ */
+export class PendingCheckpoint {
+  /** The checkpoint id. */
+  readonly checkpointId: bigint;
+  /** When it was triggered (ms since the epoch). */
+  readonly timestamp: number;
+  /** True once it completed or was aborted. */
+  disposed = false;
+  /** True while its `_metadata` is being written. */
+  finalizing = false;
+  /** The timer that expires it. */
+  timer: NodeJS.Timeout | undefined;
+
+  private readonly notYetAcknowledged: Map<string, TaskToWaitFor>;
+  private readonly acknowledged: SubtaskCheckpointState[] = [];
+
+  constructor(checkpointId: bigint, timestamp: number, tasksToWaitFor: readonly TaskToWaitFor[]) {
+    this.checkpointId = checkpointId;
+    this.timestamp = timestamp;
+    this.notYetAcknowledged = new Map(
+      tasksToWaitFor.map((task) => [task.executionAttemptId.toString(), task]),
+    );
+  }
+
+  /** True once every task acknowledged. */
+  isFullyAcknowledged(): boolean {
+    return this.notYetAcknowledged.size === 0;
+  }
+
+  /** True while `executionAttemptId` still has to acknowledge. */
+  isAwaiting(executionAttemptId: ExecutionAttemptID): boolean {
+    return this.notYetAcknowledged.has(executionAttemptId.toString());
+  }
+
+  /** Number of tasks that acknowledged. */
+  get numberOfAcknowledgedTasks(): number {
+    return this.acknowledged.length;
+  }
+
+  /** Records a task's acknowledgement. */
+  acknowledgeTask(ack: AcknowledgeCheckpoint): TaskAcknowledgeResult {
+    const key = ack.executionAttemptId.toString();
+    const task = this.notYetAcknowledged.get(key);
+    if (task === undefined) {
+      return this.acknowledged.some((state) => state.executionAttemptId.toString() === key)
+        ? "DUPLICATE"
+        : "UNKNOWN";
+    }
+    this.notYetAcknowledged.delete(key);
+    this.acknowledged.push({
+      vertexId: task.vertexId,
+      vertexName: task.vertexName,
+      subtaskIndex: task.subtaskIndex,
+      executionAttemptId: task.executionAttemptId,
+      metrics: ack.metrics,
+      ...(ack.stateHandle === undefined ? {} : { stateHandle: ack.stateHandle }),
+    });
+    return "SUCCESS";
+  }
+
+  /** The snapshot files received so far (deleted when the checkpoint is aborted). */
+  stateHandles(): FileStateHandle[] {
+    return this.acknowledged.flatMap((state) =>
+      state.stateHandle === undefined ? [] : [state.stateHandle],
+    );
+  }
+
+  /** What the `_metadata` file records besides the job and checkpoint ids. */
+  metadata(): JsonObject {
+    return {
+      timestamp: this.timestamp,
+      tasks: this.acknowledged.map((state) => ({
+        vertexId: state.vertexId.toString(),
+        vertexName: state.vertexName,
+        subtaskIndex: state.subtaskIndex,
+        executionAttemptId: state.executionAttemptId.toString(),
+        stateHandle:
+          state.stateHandle === undefined
+            ? null
+            : { path: state.stateHandle.path, size: state.stateHandle.size },
+        metrics: { ...state.metrics },
+      })),
+    };
+  }
+
+  /** The completed checkpoint, once every task acknowledged and `metadataPath` is written. */
+  toCompleted(metadataPath: string, completedAt: number): CompletedCheckpoint {
+    return new CompletedCheckpoint(
+      this.checkpointId,
+      this.timestamp,
+      completedAt,
+      metadataPath,
+      this.acknowledged,
+    );
+  }
+}

@@ -1,0 +1,340 @@
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { ErrorCodes } from "@sluice/core";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { CheckpointFailureReason } from "../checkpointing/checkpoint-failure-reason.js";
+import { METADATA_FILE_NAME } from "../checkpointing/fs-checkpoint-storage.js";
+import { PollStatus } from "../io/record-reader.js";
+import type { Task } from "../taskexecutor/task.js";
+import type { TaskExecutor } from "../taskexecutor/task-executor.js";
+import { LocalCluster, localConfiguration } from "../taskexecutor/test-support/local-cluster.js";
+import { expectedCounts, totals, wordOf } from "../taskexecutor/test-support/word-count.js";
+import type { TaskInvokable } from "../taskexecutor/user-code-registry.js";
+import type { JobExecution } from "./job-execution.js";
+import { JobGraph } from "./job-graph.js";
+
+const cluster = new LocalCluster();
+let checkpointsDir: string;
+
+beforeEach(async () => {
+  checkpointsDir = await mkdtemp(path.join(tmpdir(), "sluice-checkpoints-test-"));
+});
+afterEach(async () => {
+  await cluster.close();
+  await rm(checkpointsDir, { recursive: true, force: true });
+});
+
+/** Checkpoints every 50 ms into this test's folder; up to 2 restarts 10 ms apart. */
+function configuration(extra: Record<string, unknown> = {}) {
+  return localConfiguration({
+    "state.checkpoints.dir": checkpointsDir,
+    "execution.checkpointing.interval": "50ms",
+    "restart-strategy.type": "fixed-delay",
+    "restart-strategy.fixed-delay.attempts": 2,
+    "restart-strategy.fixed-delay.delay": "10ms",
+    ...extra,
+  });
+}
+
+/**
+ * A source whose state is its offset: emits words `offset..words-1` in batches of
+ * `pace[subtask]` records a millisecond apart, and runs its mail (checkpoint triggers) after
+ * every `mailEvery[subtask]`-th batch. The sources thus send their barriers at different
+ * points, with records of the other source in between, as sources on different machines do.
+ */
+async function pacedSource(task: Task): Promise<number> {
+  const words = task.configuration.words as number;
+  const pace = (task.configuration.pace as number[])[task.subtaskIndex] as number;
+  const mailEvery = (task.configuration.mailEvery as number[])[task.subtaskIndex] as number;
+  let offset = (task.restoredState as { offset: number } | undefined)?.offset ?? 0;
+  task.setCheckpointHandler({ snapshotState: () => ({ offset }) });
+  const writer = task.writer<string>();
+  let inBatch = 0;
+  let batches = 0;
+  while (offset < words) {
+    while (!writer.isAvailable()) await writer.getAvailableFuture();
+    if (inBatch === pace) {
+      inBatch = 0;
+      const paused = new Promise((resolve) => setTimeout(resolve, 1));
+      if (++batches % mailEvery === 0) await task.yieldToMailbox(paused);
+      else await paused;
+    }
+    if (task.signal.aborted) throw task.signal.reason;
+    writer.emit(wordOf(offset, task.subtaskIndex));
+    offset++;
+    inBatch++;
+  }
+  return offset;
+}
+
+/**
+ * A counter whose state is its map. Configured failures, on the attempts listed in
+ * `failOnAttempts` of subtask 0 only: `failAfterSnapshots` (throw once it took that many
+ * snapshots in this attempt and counted 500 words more), `throwInSnapshot` (its n-th snapshot
+ * throws).
+ */
+async function checkpointedCount(task: Task): Promise<Record<string, number>> {
+  const { failOnAttempts, failAfterSnapshots, throwInSnapshot } = task.configuration as {
+    failOnAttempts?: number[];
+    failAfterSnapshots?: number;
+    throwInSnapshot?: number;
+  };
+  const failing = task.subtaskIndex === 0 && (failOnAttempts ?? []).includes(task.attemptNumber);
+  const counts: Record<string, number> = {
+    ...(task.restoredState as Record<string, number> | undefined),
+  };
+  let snapshots = 0;
+  task.setCheckpointHandler({
+    snapshotState: () => {
+      snapshots++;
+      if (failing && snapshots === throwInSnapshot) throw new Error("snapshot broke on purpose");
+      return counts;
+    },
+  });
+  let countedSince = 0;
+  const reader = task.reader<string>();
+  for (;;) {
+    const status = reader.pollRecords((word) => {
+      counts[word] = (counts[word] ?? 0) + 1;
+      if (failing && failAfterSnapshots !== undefined && snapshots >= failAfterSnapshots) {
+        if (++countedSince > 500) throw new Error(`${task.name} broke on purpose`);
+      }
+    }, 256);
+    if (status === PollStatus.END_OF_INPUT) return counts;
+    if (status === PollStatus.NOTHING_AVAILABLE) await reader.getAvailableFuture();
+    else await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+const INVOKABLES: Readonly<Record<string, TaskInvokable<Task>>> = {
+  source: pacedSource,
+  count: checkpointedCount,
+};
+
+function startExecutor(config = configuration()): Promise<TaskExecutor> {
+  return cluster.startExecutor(config, { invokables: INVOKABLES });
+}
+
+/** `Source` (2 subtasks, paced differently) → HASH by word → `Count` (2 subtasks). */
+function wordCountGraph(words: number, countConfig: Record<string, number | number[]> = {}) {
+  const graph = new JobGraph("checkpointed word count");
+  const source = graph.addVertex({
+    name: "Source",
+    parallelism: 2,
+    invokable: "source",
+    configuration: { words, pace: [150, 90], mailEvery: [1, 10] },
+  });
+  const count = graph.addVertex({
+    name: "Count",
+    parallelism: 2,
+    invokable: "count",
+    configuration: countConfig,
+  });
+  graph.connect(source, count, {
+    partitioner: { name: "HASH", keySelector: "value" },
+    serializer: "string",
+  });
+  return graph;
+}
+
+async function runOn(
+  executor: TaskExecutor,
+  graph: JobGraph,
+  config = configuration(),
+): Promise<JobExecution> {
+  const deployer = await cluster.startDeployer(config);
+  return deployer.deploy(graph, () => executor);
+}
+
+/** Polls `condition` until it holds, failing after 10 s. */
+async function eventually(what: string, condition: () => boolean): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+describe("a checkpointing job", () => {
+  it("completes checkpoints every 50 ms, reports every task's figures, and deletes its files at the end", async () => {
+    const executor = await startExecutor();
+    const execution = await runOn(executor, wordCountGraph(40_000));
+    const result = await execution.terminated;
+    expect(result.error).toBeUndefined();
+    expect(result.status).toBe("FINISHED");
+    expect(totals(result.results)).toEqual(expectedCounts(40_000, 2));
+    expect(result.restarts).toBe(0);
+    expect(result.checkpoints.restoredFrom).toBeUndefined();
+    expect(result.checkpoints.completed).toBeGreaterThanOrEqual(2);
+    const latest = result.checkpoints.latest;
+    expect(latest?.subtaskStates.map((s) => `${s.vertexName}/${s.subtaskIndex}`).sort()).toEqual([
+      "Count/0",
+      "Count/1",
+      "Source/0",
+      "Source/1",
+    ]);
+    for (const state of latest?.subtaskStates ?? []) {
+      expect(state.stateHandle?.size).toBeGreaterThan(0);
+      expect(state.metrics.alignmentDurationNanos).toBeGreaterThanOrEqual(0);
+      expect(state.metrics.checkpointStartDelayNanos).toBeGreaterThanOrEqual(0);
+    }
+    // The job's files are gone (retention NO_EXTERNALIZED_CHECKPOINTS), nothing else was left.
+    expect(await readdir(checkpointsDir)).toEqual([]);
+  });
+
+  it("keeps the newest checkpoint with its _metadata and snapshot files when retained", async () => {
+    const config = configuration({
+      "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
+    });
+    const executor = await startExecutor(config);
+    const execution = await runOn(executor, wordCountGraph(30_000), config);
+    const result = await execution.terminated;
+    expect(result.status).toBe("FINISHED");
+    const latest = result.checkpoints.latest;
+    expect(latest).toBeDefined();
+    const jobDir = path.join(checkpointsDir, result.jobId.toString());
+    // state.checkpoints.num-retained 1: only the newest checkpoint's folder is left.
+    expect(await readdir(jobDir)).toEqual([`chk-${latest?.checkpointId}`]);
+    const files = (await readdir(path.join(jobDir, `chk-${latest?.checkpointId}`))).sort();
+    expect(files).toHaveLength(5);
+    expect(files).toContain(METADATA_FILE_NAME);
+    const metadata = JSON.parse(await readFile(latest?.metadataPath as string, "utf8"));
+    expect(metadata).toMatchObject({
+      version: 1,
+      jobId: result.jobId.toString(),
+      checkpointId: String(latest?.checkpointId),
+    });
+    expect(metadata.tasks).toHaveLength(4);
+    for (const task of metadata.tasks) {
+      const snapshot = JSON.parse(await readFile(task.stateHandle.path, "utf8"));
+      expect(snapshot.checkpointId).toBe(String(latest?.checkpointId));
+    }
+  });
+});
+
+describe("recovery from the last completed checkpoint", () => {
+  it("restarts every task after one failed, and counts every word exactly once", async () => {
+    const executor = await startExecutor();
+    const graph = wordCountGraph(60_000, { failOnAttempts: [0], failAfterSnapshots: 2 });
+    const execution = await runOn(executor, graph);
+    const result = await execution.terminated;
+    expect(result.error).toBeUndefined();
+    expect(result.status).toBe("FINISHED");
+    expect(result.restarts).toBe(1);
+    expect(result.checkpoints.restoredFrom).toBeGreaterThanOrEqual(1n);
+    expect(totals(result.results)).toEqual(expectedCounts(60_000, 2));
+    expect(execution.executionVertices.map((e) => e.name)).toContain("Count (1/2)#1");
+    expect(await readdir(checkpointsDir)).toEqual([]);
+  });
+
+  it("loses no word in at-least-once mode, though some may be counted twice", async () => {
+    const config = configuration({ "execution.checkpointing.mode": "AT_LEAST_ONCE" });
+    const executor = await startExecutor(config);
+    const graph = wordCountGraph(60_000, { failOnAttempts: [0], failAfterSnapshots: 2 });
+    const execution = await runOn(executor, graph, config);
+    const result = await execution.terminated;
+    expect(result.status).toBe("FINISHED");
+    expect(result.restarts).toBe(1);
+    expect(result.checkpoints.restoredFrom).toBeGreaterThanOrEqual(1n);
+    const counted = totals(result.results);
+    for (const [word, n] of expectedCounts(60_000, 2)) {
+      expect(counted.get(word) ?? 0, word).toBeGreaterThanOrEqual(n);
+    }
+  });
+
+  it("fails the job once the restart attempts are used up, naming the last failure", async () => {
+    const config = configuration({ "restart-strategy.fixed-delay.attempts": 1 });
+    const executor = await startExecutor(config);
+    const graph = wordCountGraph(60_000, { failOnAttempts: [0, 1], failAfterSnapshots: 0 });
+    const execution = await runOn(executor, graph, config);
+    const result = await execution.terminated;
+    expect(result.status).toBe("FAILED");
+    expect(result.restarts).toBe(1);
+    expect(result.failedTask).toBe("Count (1/2)#1");
+    expect(result.error?.message).toMatch(/Count \(1\/2\)#1 broke on purpose/);
+    expect(executor.runningTasks).toEqual([]);
+  });
+
+  it("fails at once without a restart strategy", async () => {
+    const config = configuration({ "restart-strategy.type": "none" });
+    const executor = await startExecutor(config);
+    const graph = wordCountGraph(60_000, { failOnAttempts: [0], failAfterSnapshots: 0 });
+    const result = await (await runOn(executor, graph, config)).terminated;
+    expect(result.status).toBe("FAILED");
+    expect(result.restarts).toBe(0);
+  });
+
+  it("restarts onto a replacement TaskExecutor when one is lost, never reusing the lost one", async () => {
+    const lost = await startExecutor();
+    let replacement: Promise<TaskExecutor> | undefined;
+    const deployer = await cluster.startDeployer(configuration());
+    const execution = await deployer.deploy(wordCountGraph(60_000), (_vertex, _i, context) => {
+      if (!context.isLost(lost)) return lost;
+      replacement ??= startExecutor();
+      return replacement;
+    });
+    const coordinator = execution.checkpointCoordinator;
+    await eventually(
+      "a checkpoint completed",
+      () => coordinator?.latestCompletedCheckpoint !== undefined,
+    );
+    execution.notifyTaskExecutorLost(lost, new Error("its process died"));
+    await lost.close();
+    const result = await execution.terminated;
+    expect(result.error).toBeUndefined();
+    expect(result.status).toBe("FINISHED");
+    expect(result.restarts).toBe(1);
+    expect(result.checkpoints.restoredFrom).toBeGreaterThanOrEqual(1n);
+    expect(totals(result.results)).toEqual(expectedCounts(60_000, 2));
+    const placedOn = await replacement;
+    for (const vertex of execution.executionVertices) expect(vertex.gateway).toBe(placedOn);
+  });
+
+  it("fails the job when the placement returns a lost TaskExecutor", async () => {
+    const executor = await startExecutor();
+    const deployer = await cluster.startDeployer(configuration());
+    const execution = await deployer.deploy(wordCountGraph(60_000), () => executor);
+    await eventually("every task runs", () =>
+      execution.executionVertices.every((e) => e.state === "RUNNING"),
+    );
+    execution.notifyTaskExecutorLost(executor, new Error("its heartbeats stopped"));
+    const result = await execution.terminated;
+    expect(result.status).toBe("FAILED");
+    expect(result.error).toMatchObject({
+      code: ErrorCodes.ILLEGAL_STATE,
+      message: expect.stringMatching(/was lost; it must return a replacement/),
+    });
+  });
+});
+
+describe("failed checkpoints", () => {
+  it("aborts a checkpoint a task declines, and completes later ones", async () => {
+    const config = configuration({ "execution.checkpointing.tolerable-failed-checkpoints": 5 });
+    const executor = await startExecutor(config);
+    const graph = wordCountGraph(40_000, { failOnAttempts: [0], throwInSnapshot: 1 });
+    const execution = await runOn(executor, graph, config);
+    const result = await execution.terminated;
+    expect(result.status).toBe("FINISHED");
+    expect(result.restarts).toBe(0);
+    expect(result.checkpoints.aborted).toBeGreaterThanOrEqual(1);
+    expect(result.checkpoints.completed).toBeGreaterThanOrEqual(1);
+    expect(execution.checkpointCoordinator?.lastCheckpointFailure).toMatchObject({
+      checkpointId: 1n,
+      reason: CheckpointFailureReason.CHECKPOINT_DECLINED,
+      error: { code: ErrorCodes.CHECKPOINT, message: expect.stringMatching(/broke on purpose/) },
+    });
+    expect(totals(result.results)).toEqual(expectedCounts(40_000, 2));
+  });
+
+  it("fails over when more checkpoints fail in a row than tolerated, and recovers", async () => {
+    const executor = await startExecutor();
+    const graph = wordCountGraph(40_000, { failOnAttempts: [0], throwInSnapshot: 2 });
+    const execution = await runOn(executor, graph);
+    const result = await execution.terminated;
+    expect(result.status).toBe("FINISHED");
+    expect(result.restarts).toBe(1);
+    expect(result.checkpoints.restoredFrom).toBe(1n);
+    expect(totals(result.results)).toEqual(expectedCounts(40_000, 2));
+  });
+});

@@ -1,0 +1,36 @@
+import { expect } from "vitest";
+
+/** Word `i` of source subtask `subtask`: 97 distinct words, spread over both sources. */
+export function wordOf(i: number, subtask: number): string {
+  return `w${(i * 31 + subtask) % 97}`;
+}
+
+/** How often each word occurs when `subtasks` sources each emit words 0..words-1. */
+export function expectedCounts(words: number, subtasks: number): Map<string, number> {
+  const expected = new Map<string, number>();
+  for (let s = 0; s < subtasks; s++) {
+    for (let i = 0; i < words; i++) {
+      const word = wordOf(i, s);
+      expected.set(word, (expected.get(word) ?? 0) + 1);
+    }
+  }
+  return expected;
+}
+
+/**
+ * The counts every subtask of vertex `vertex` (default `Count`) reported, summed per word; a
+ * word counted by two subtasks fails the test (keyed partitioning is broken).
+ */
+export function totals(
+  results: ReadonlyMap<string, readonly unknown[]>,
+  vertex = "Count",
+): Map<string, number> {
+  const total = new Map<string, number>();
+  for (const partial of results.get(vertex) ?? []) {
+    for (const [word, n] of Object.entries(partial as Record<string, number>)) {
+      expect(total.has(word), `${word} reached two ${vertex} subtasks`).toBe(false);
+      total.set(word, n);
+    }
+  }
+  return total;
+}
