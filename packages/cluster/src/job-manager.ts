@@ -145,42 +145,51 @@ export class JobManager {
     configuration: Configuration,
     options: JobManagerStartOptions = {},
   ): Promise<JobManager> {
+    // Every key is read before anything starts: a bad value leaves nothing behind.
     const tls = readControlPlaneTls(configuration);
-    const deployer = await JobDeployer.start(configuration, {
-      ...(options.loader === undefined ? {} : { loader: options.loader }),
-      ...(options.onFatalError === undefined ? {} : { onFatalError: options.onFatalError }),
-    });
-    const plugin = shufflePluginIdentity(deployer.plugin);
     const bind = options.bind ?? {
       host: configuration.getOptional(JobManagerOptions.ADDRESS) ?? "127.0.0.1",
       port: configuration.get(JobManagerOptions.PORT),
     };
+    const maxMessageSize = configuration.get(NettyShuffleEnvironmentOptions.MAX_FRAME_SIZE);
+    const heartbeatIntervalMs = configuration.get(HeartbeatManagerOptions.HEARTBEAT_INTERVAL);
+    const heartbeatTimeoutMs = configuration.get(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT);
     const shipped: Record<string, JsonValue> = {};
     for (const [key, value] of Object.entries(configuration.toObject())) {
       if (!HOST_LOCAL_KEYS.has(key)) shipped[key] = value as JsonValue;
     }
     const warn = options.onWarning ?? emitClusterWarning;
+    const deployer = await JobDeployer.start(configuration, {
+      ...(options.loader === undefined ? {} : { loader: options.loader }),
+      ...(options.onFatalError === undefined ? {} : { onFatalError: options.onFatalError }),
+    });
     let jobManager: JobManager | undefined;
+    let plugin: ShufflePluginIdentity;
     let endpoint: JobManagerEndpoint;
     try {
+      plugin = shufflePluginIdentity(deployer.plugin);
       endpoint = await JobManagerEndpoint.listen({
         host: bind.host,
         port: bind.port,
         tls,
-        maxMessageSize: configuration.get(NettyShuffleEnvironmentOptions.MAX_FRAME_SIZE),
-        heartbeatIntervalMs: configuration.get(HeartbeatManagerOptions.HEARTBEAT_INTERVAL),
-        heartbeatTimeoutMs: configuration.get(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT),
+        maxMessageSize,
+        heartbeatIntervalMs,
+        heartbeatTimeoutMs,
         applicationVersion: options.applicationVersion ?? "",
         plugin,
         maxTaskManagers: options.maxTaskManagers ?? Number.POSITIVE_INFINITY,
         taskManagerConfiguration: shipped,
         events: {
           onRegistered: (taskManager) => {
-            options.onTaskManagerRegistered?.(taskManager);
+            callBack(warn, "onTaskManagerRegistered", () =>
+              options.onTaskManagerRegistered?.(taskManager),
+            );
             jobManager?.wakeWaiters();
           },
           onLost: (taskManager, cause) => {
-            options.onTaskManagerLost?.(taskManager, cause);
+            callBack(warn, "onTaskManagerLost", () =>
+              options.onTaskManagerLost?.(taskManager, cause),
+            );
             jobManager?.failJobsOn(taskManager, cause);
           },
           onApplicationMessage: (taskManager, name, payload) => {
@@ -251,7 +260,9 @@ export class JobManager {
   }
 
   /**
-   * Deploys `graph` through the JobDeployer; follow it through the returned `JobExecution`.
+   * Deploys `graph` through the JobDeployer; follow it through the returned `JobExecution`. When a
+   * task manager with tasks of the job is lost, the job fails (`notifyTaskExecutorLost`); a job
+   * deployed on `deployer` directly does not get that.
    *
    * @param placement - picks the TaskExecutorGateway of each subtask: a {@link RegisteredTaskManager},
    *   or a TaskExecutor of this process. Default: subtask `i` of every vertex runs on the `i mod n`-th
@@ -360,5 +371,17 @@ export class JobManager {
         execution.notifyTaskExecutorLost(taskManager, cause);
       }
     }
+  }
+}
+
+/**
+ * Runs an application callback; what it throws is reported, so that it cannot stop the job
+ * manager's own bookkeeping (waking waiters, failing the jobs of a lost task manager).
+ */
+function callBack(warn: (message: string) => void, name: string, callback: () => void): void {
+  try {
+    callback();
+  } catch (error) {
+    warn(`the application's ${name} failed: ${(error as Error)?.stack ?? String(error)}`);
   }
 }
