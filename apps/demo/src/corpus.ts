@@ -1,9 +1,9 @@
 /**
  * The demo's input: a deterministic, seeded text corpus with Zipf-like word frequencies.
  *
- * Every process (coordinator and task managers) rebuilds the same vocabulary and the same
+ * Every process (job manager and task managers) rebuilds the same vocabulary and the same
  * sampling table from the seed, so a source subtask can generate its share of the corpus
- * locally and the coordinator can recompute the expected counts in-process, without any data
+ * locally and the job manager can recompute the expected counts in-process, without any data
  * being shipped around except through the shuffle under test.
  */
 

@@ -1,7 +1,7 @@
 import { connect, createServer } from "node:net";
 import { Configuration, TaskExecutor } from "@sluice/runtime";
 import { afterEach, describe, expect, it } from "vitest";
-import { APP_DIR } from "./shuffle-plugin.js";
+import { APP_DIR } from "./demo-application.js";
 
 const executors: TaskExecutor[] = [];
 afterEach(async () => {

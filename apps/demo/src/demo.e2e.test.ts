@@ -44,7 +44,7 @@ describe("demo end to end", () => {
       expect(summary.durationMs).toBeGreaterThan(0);
       expect(summary.recordsPerSecond).toBeGreaterThan(0);
       const processes = summary.processes as { role: string; pid: number; peakRssMb: number }[];
-      expect(processes.map((p) => p.role)).toEqual(["coordinator", "taskmanager", "taskmanager"]);
+      expect(processes.map((p) => p.role)).toEqual(["jobmanager", "taskmanager", "taskmanager"]);
       for (const p of processes) {
         expect(p.peakRssMb).toBeGreaterThan(0);
         expect(isAlive(p.pid)).toBe(false);

@@ -8,8 +8,8 @@
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { HELP_TEXT, parseCli, UsageError } from "./cli.js";
-import { type DemoIO, JobManager } from "./job-manager.js";
-import { runTaskManager } from "./task-manager.js";
+import { type DemoIO, JobManagerRole } from "./job-manager-role.js";
+import { runTaskManager } from "./task-manager-role.js";
 
 /**
  * Runs the demo with command-line arguments `argv` and resolves with the exit code: 0 verified
@@ -34,7 +34,7 @@ export async function runDemo(argv: readonly string[], io?: Partial<DemoIO>): Pr
   }
   if (command.command === "taskmanager") return runTaskManager(command, { stdout, stderr });
   const human = io?.human ?? (command.json ? stderr : stdout);
-  return new JobManager(command, { stdout, stderr, human }).run();
+  return new JobManagerRole(command, { stdout, stderr, human }).run();
 }
 
 function isEntryPoint(): boolean {

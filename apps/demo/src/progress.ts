@@ -2,7 +2,7 @@ import cliProgress from "cli-progress";
 import { formatInteger, formatMegabytes, formatPercent, perSecond } from "./format.js";
 import type { TaskProgress } from "./task-progress.js";
 
-/** What the coordinator knows about the running job at one moment. */
+/** What the job manager knows about the running job at one moment. */
 export interface ProgressSnapshot {
   readonly elapsedMs: number;
   /** Words the job will move in total. */

@@ -9,8 +9,8 @@ import type { TaskProgress } from "./task-progress.js";
 
 /** One process of the job, as the summary reports it. */
 export interface ProcessReport {
-  readonly role: "coordinator" | "taskmanager";
-  /** The task manager's index (absent for the coordinator). */
+  readonly role: "jobmanager" | "taskmanager";
+  /** The task manager's index (absent for the job manager). */
   readonly index?: number;
   readonly pid: number;
   /** Peak resident set size (`process.resourceUsage().maxRSS`), in MiB. */
@@ -46,7 +46,7 @@ export interface JobReport {
 export function buffersReturned(report: JobReport): boolean {
   return report.processes.every(
     (p) =>
-      p.role === "coordinator" ||
+      p.role === "jobmanager" ||
       ((p.bufferPool === undefined || p.bufferPool.available === p.bufferPool.total) &&
         (p.unreleasedPartitions ?? 0) === 0),
   );
@@ -83,7 +83,7 @@ export function formatSummary(report: JobReport): string {
     formatTable([
       ["process", "pid", "peak RSS", "network buffers at close"],
       ...report.processes.map((p) => [
-        p.role === "coordinator" ? "coordinator" : `task manager ${p.index}`,
+        p.role === "jobmanager" ? "job manager" : `task manager ${p.index}`,
         String(p.pid),
         `${p.peakRssMb.toFixed(1)} MiB`,
         p.bufferPool === undefined

@@ -1,18 +1,38 @@
+import * as z from "zod";
+
 /** The two operators of the word count. */
 export type TaskKind = "source" | "count";
 
-/** A task's live counters, as a task manager reports them to the job manager. */
-export interface TaskProgress {
-  readonly name: string;
-  readonly kind: TaskKind;
-  readonly subtaskIndex: number;
+/**
+ * A task's live counters, as a task manager reports them to the job manager. They cross the
+ * control plane's application channel, so the job manager checks them on receipt.
+ */
+export const TaskProgressSchema = z.object({
+  name: z.string().max(512),
+  kind: z.enum(["source", "count"]),
+  subtaskIndex: z.int().min(0),
   /** Records emitted (sources) or received (counters). */
-  readonly records: number;
+  records: z.number().min(0),
   /** Bytes out of the partition (sources) or into the gate (counters). */
-  readonly bytes: number;
+  bytes: z.number().min(0),
   /** outPoolUsage (sources) or inPoolUsage (counters), in [0, 1]. */
-  readonly poolUsage: number;
+  poolUsage: z.number().min(0).max(1),
   /** Time the source waited for its back-pressured partition. */
-  readonly backPressuredTimeMs: number;
-  readonly finished: boolean;
-}
+  backPressuredTimeMs: z.number().min(0),
+  finished: z.boolean(),
+});
+
+/** A task's live counters. */
+export type TaskProgress = z.output<typeof TaskProgressSchema>;
+
+/** The application-channel message a task manager sends every half second. */
+export const PROGRESS_MESSAGE = "progress";
+
+/** Its payload: the counters of the task manager's tasks and its resident set size. */
+export const ProgressReportSchema = z.object({
+  tasks: z.array(TaskProgressSchema).max(4096),
+  rssMb: z.number().min(0),
+});
+
+/** What a task manager adds to its shutdown report: its peak resident set size. */
+export const ShutdownExtrasSchema = z.object({ peakRssMb: z.number().min(0) });

@@ -55,31 +55,56 @@ export function wordCountJob(options: WordCountOptions): WordCountJob {
   return { graph, corpus, maxParallelism: count.maxParallelism };
 }
 
-/** What a count subtask returns: its counts as `[word, count]` pairs. */
+/** What a source subtask returns: its final counters. */
+export interface SourceResult {
+  readonly progress: TaskProgress;
+}
+
+/** What a count subtask returns: its counts as `[word, count]` pairs, and its final counters. */
 export interface CountResult {
   readonly counts: readonly (readonly [string, number])[];
+  readonly progress: TaskProgress;
 }
 
 /**
  * The code of the word count's tasks, by the names the graph gives (`source`, `count`), for
  * `TaskExecutor.start`. Each running task registers its live counters in `progress`, keyed by
- * execution attempt, where the task manager reads them for its reports.
+ * execution attempt, where the task manager reads them for its reports; it removes them when it
+ * ends, returning its final counters with its result (so the job manager has them even when the
+ * last progress report is older than the task's end).
  */
 export function wordCountInvokables(
   progress: Map<string, () => TaskProgress>,
 ): Readonly<Record<string, TaskInvokable<Task>>> {
+  const track = async <R>(task: Task, probe: () => TaskProgress, run: () => Promise<R>) => {
+    const key = task.executionAttemptId.toString();
+    progress.set(key, probe);
+    try {
+      return await run();
+    } finally {
+      progress.delete(key);
+    }
+  };
   return {
     source: async (task) => {
       const spec = task.configuration.corpus as unknown as CorpusSpec;
       const source = new SourceTask(task, new Corpus(spec.seed).partition(spec, task.subtaskIndex));
-      progress.set(task.executionAttemptId.toString(), () => source.progress());
-      return source.run();
+      await track(
+        task,
+        () => source.progress(),
+        () => source.run(),
+      );
+      const result: SourceResult = { progress: source.progress() };
+      return result as unknown as JsonValue;
     },
     count: async (task) => {
       const count = new CountTask(task);
-      progress.set(task.executionAttemptId.toString(), () => count.progress());
-      await count.run();
-      const result: CountResult = { counts: [...count.counts] };
+      await track(
+        task,
+        () => count.progress(),
+        () => count.run(),
+      );
+      const result: CountResult = { counts: [...count.counts], progress: count.progress() };
       return result as unknown as JsonValue;
     },
   };

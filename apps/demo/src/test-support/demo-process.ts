@@ -11,7 +11,15 @@ import { fileURLToPath } from "node:url";
 export const APP_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const REPO = path.resolve(APP_DIR, "../..");
 export const MAIN = path.join(APP_DIR, "dist/main.js");
-const WORKSPACE_DEPS = ["core", "runtime-api", "runtime", "network", "shuffle-tcp", "shuffle-ws"];
+const WORKSPACE_DEPS = [
+  "core",
+  "runtime-api",
+  "runtime",
+  "network",
+  "cluster",
+  "shuffle-tcp",
+  "shuffle-ws",
+];
 
 /** True when some source file of `src` has no compiled counterpart in `dist` at least as new. */
 function staleOutput(src: string, dist: string): boolean {

@@ -1,44 +1,28 @@
+import { JobManager, type RegisteredTaskManager, type ShutdownReport } from "@sluice/cluster";
 import { ConfigurationError } from "@sluice/core";
-import type { TlsSettings } from "@sluice/network";
 import {
   Configuration,
   describeThrowable,
-  JobDeployer,
   type JobExecution,
   type JobResult,
   serializeThrowable,
 } from "@sluice/runtime";
-import {
-  HeartbeatManagerOptions,
-  JobManagerOptions,
-  type JsonValue,
-  NettyShuffleEnvironmentOptions,
-} from "@sluice/runtime-api";
-import type { DemoOptions, HostPort } from "./cli.js";
-import { HOST_LOCAL_KEYS, type ShutdownReport } from "./cluster/control-plane-messages.js";
-import { readControlPlaneTls } from "./cluster/control-plane-tls.js";
-import { JobManagerEndpoint } from "./cluster/job-manager-endpoint.js";
-import type { RegisteredTaskManager } from "./cluster/registered-task-manager.js";
+import type { DemoOptions } from "./cli.js";
 import { referenceCounts } from "./corpus.js";
+import { APP_DIR, APP_VERSION, SHUFFLE_KEY } from "./demo-application.js";
 import { formatInteger } from "./format.js";
 import { type LocalTaskManager, LocalTaskManagers } from "./local-task-managers.js";
 import { createProgressView, type ProgressSnapshot, type ProgressView } from "./progress.js";
-import {
-  APP_DIR,
-  APP_VERSION,
-  describeShuffle,
-  pluginIdentity,
-  SHUFFLE_KEY,
-} from "./shuffle-plugin.js";
 import { formatSummary, type JobReport, type ProcessReport, summaryJson } from "./summary.js";
-import type { TaskProgress } from "./task-progress.js";
-import { verifyCounts } from "./verification.js";
 import {
-  COUNT_VERTEX,
-  type CountResult,
-  type WordCountJob,
-  wordCountJob,
-} from "./word-count-job.js";
+  PROGRESS_MESSAGE,
+  ProgressReportSchema,
+  ShutdownExtrasSchema,
+  type TaskProgress,
+  TaskProgressSchema,
+} from "./task-progress.js";
+import { verifyCounts } from "./verification.js";
+import { COUNT_VERTEX, type WordCountJob, wordCountJob } from "./word-count-job.js";
 
 /** How long local task managers may take to start and register. */
 const STARTUP_TIMEOUT_MS = 30_000;
@@ -89,23 +73,22 @@ class Deferred<T> {
 }
 
 /**
- * The demo's job manager (Flink's JobManager for one job): starts the `JobDeployer` (the shuffle
- * plugin's ShuffleMaster), opens the control plane, waits for its task managers (started here as
- * child processes in the one-command mode, anywhere in the standalone mode), deploys the word
- * count onto them, follows its progress, verifies the counts and shuts every task manager down,
- * on every path.
+ * The demo's job manager role (`main.js jobmanager`, and the job manager of the one-command demo):
+ * a `JobManager` of @sluice/cluster that waits for its task managers (started here as child
+ * processes in the one-command mode, anywhere in the standalone mode), deploys the word count onto
+ * them, follows its progress from the task managers' reports on the application channel,
+ * verifies the counts and shuts every task manager down, on every path.
  */
-export class JobManager {
+export class JobManagerRole {
   private readonly failures: Failure[] = [];
   private readonly failed = new Deferred<never>();
-  private readonly allRegistered = new Deferred<void>();
   private readonly progress = new Map<string, TaskProgress & { taskManager: number }>();
   private readonly lastRssMb = new Map<number, number>();
   private readonly lost = new Set<RegisteredTaskManager>();
   private readonly shutdownReports = new Map<RegisteredTaskManager, ShutdownReport>();
   /** Exit codes the local children should end with, once told to shut down. */
   private readonly expectedExit = new Map<number, number>();
-  private endpoint: JobManagerEndpoint | undefined;
+  private jobManager: JobManager | undefined;
   private execution: JobExecution | undefined;
   private local: LocalTaskManagers | undefined;
   private startedAt = 0;
@@ -126,29 +109,19 @@ export class JobManager {
   /** Runs the job; resolves with the process exit code. */
   async run(): Promise<number> {
     const { options } = this;
-    let configuration: Configuration;
-    let tls: TlsSettings | undefined;
+    let jobManager: JobManager;
     try {
-      configuration = Configuration.load({
+      const configuration = Configuration.load({
         ...(options.configFile === undefined ? {} : { configFile: options.configFile }),
         args: options.dynamicProperties,
       });
       if (options.shuffle !== undefined) configuration.set(SHUFFLE_KEY, options.shuffle);
-      tls = readControlPlaneTls(configuration);
+      jobManager = await this.startJobManager(configuration);
     } catch (error) {
-      if (!(error instanceof ConfigurationError)) throw error;
-      this.io.stderr.write(`error: ${error.message}\n`);
-      return 2;
-    }
-
-    let deployer: JobDeployer;
-    try {
-      deployer = await JobDeployer.start(configuration, {
-        loader: { applicationDirs: [APP_DIR] },
-        onFatalError: (error) =>
-          this.recordFailure(1, `the shuffle master failed: ${error.message}`),
-      });
-    } catch (error) {
+      if (error instanceof ConfigurationError) {
+        this.io.stderr.write(`error: ${error.message}\n`);
+        return 2;
+      }
       // The loader's message names the key, the value, where it looked and what it found.
       const code = (error as { code?: string }).code;
       this.io.stderr.write(
@@ -156,8 +129,9 @@ export class JobManager {
       );
       return 1;
     }
+    this.jobManager = jobManager;
 
-    const shuffle = describeShuffle(configuration);
+    const shuffle = jobManager.plugin.reference;
     const job = wordCountJob(options);
     this.say(
       `Sluice demo: word count of ${formatInteger(options.records)} words, parallelism ${options.parallelism}, ` +
@@ -167,8 +141,8 @@ export class JobManager {
     process.on("SIGTERM", this.onSignal);
     process.on("exit", this.onExit);
     try {
-      const result = await this.execute(configuration, tls, deployer, job);
-      const report = await this.finish(shuffle, deployer, job, result);
+      const result = await this.execute(jobManager, job);
+      const report = await this.finish(shuffle, jobManager, job, result);
       this.io.human.write(formatSummary(report));
       if (options.json) this.io.stdout.write(`${JSON.stringify(summaryJson(report))}\n`);
       return report.verified ? 0 : 1;
@@ -186,92 +160,72 @@ export class JobManager {
       return await this.reportFailure(shuffle);
     } finally {
       this.stopProgress();
-      await this.endpoint?.close();
-      await deployer.close();
+      await jobManager.close({ failed: true, timeoutMs: CANCEL_GRACE_MS });
       process.off("SIGINT", this.onSignal);
       process.off("SIGTERM", this.onSignal);
       process.off("exit", this.onExit);
     }
   }
 
+  /**
+   * Starts the cluster's job manager: the JobDeployer, and the control plane on 127.0.0.1 (one
+   * command) or where `--bind` or `jobmanager.rpc.*` say.
+   */
+  private startJobManager(configuration: Configuration): Promise<JobManager> {
+    const { options } = this;
+    const bind = options.command === "local" ? { host: "127.0.0.1", port: 0 } : options.bind;
+    return JobManager.start(configuration, {
+      ...(bind === undefined ? {} : { bind }),
+      loader: { applicationDirs: [APP_DIR] },
+      applicationVersion: APP_VERSION,
+      maxTaskManagers: options.taskManagers,
+      onFatalError: (error) => this.recordFailure(1, `the shuffle master failed: ${error.message}`),
+      onTaskManagerRegistered: (tm) => {
+        const { host, dataPort, resourceId } = tm.location;
+        this.say(`${tm.label} ready: data port ${host}:${dataPort}, resource ${resourceId}\n`);
+      },
+      onTaskManagerLost: (tm, cause) => {
+        this.lost.add(tm);
+        this.recordFailure(1, cause.message);
+      },
+      onApplicationMessage: (tm, name, payload) => {
+        if (name !== PROGRESS_MESSAGE) {
+          throw new ConfigurationError(`${tm.label} sent an unknown message ${name}`);
+        }
+        const { tasks, rssMb } = ProgressReportSchema.parse(payload);
+        this.lastRssMb.set(tm.index, rssMb);
+        for (const task of tasks) this.progress.set(task.name, { ...task, taskManager: tm.index });
+        return undefined;
+      },
+      onWarning: (message) => this.io.stderr.write(`warning: ${message}\n`),
+    });
+  }
+
   // ------------------------------------------------------------------------------ the job
 
-  private async execute(
-    configuration: Configuration,
-    tls: TlsSettings | undefined,
-    deployer: JobDeployer,
-    job: WordCountJob,
-  ): Promise<JobResult> {
+  private async execute(jobManager: JobManager, job: WordCountJob): Promise<JobResult> {
     const { options } = this;
-    const local = options.command === "local";
-    const bind: HostPort = local
-      ? { host: "127.0.0.1", port: 0 }
-      : (options.bind ?? {
-          host: configuration.getOptional(JobManagerOptions.ADDRESS) ?? "127.0.0.1",
-          port: configuration.get(JobManagerOptions.PORT),
-        });
-    const shipped: Record<string, JsonValue> = {};
-    for (const [key, value] of Object.entries(configuration.toObject())) {
-      if (!HOST_LOCAL_KEYS.has(key)) shipped[key] = value as JsonValue;
-    }
-    const endpoint = await JobManagerEndpoint.listen({
-      host: bind.host,
-      port: bind.port,
-      tls,
-      maxMessageSize: configuration.get(NettyShuffleEnvironmentOptions.MAX_FRAME_SIZE),
-      heartbeatIntervalMs: configuration.get(HeartbeatManagerOptions.HEARTBEAT_INTERVAL),
-      heartbeatTimeoutMs: configuration.get(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT),
-      appVersion: APP_VERSION,
-      plugin: pluginIdentity(configuration, deployer.plugin),
-      expectedTaskManagers: options.taskManagers,
-      taskManagerConfiguration: shipped,
-      events: {
-        onRegistered: (tm) => {
-          const { host, dataPort, resourceId } = tm.location;
-          this.say(`${tm.label} ready: data port ${host}:${dataPort}, resource ${resourceId}\n`);
-          if (endpoint.taskManagers.length === options.taskManagers) this.allRegistered.resolve();
-        },
-        onLost: (tm, cause) => {
-          this.lost.add(tm);
-          this.recordFailure(1, cause.message);
-          this.execution?.notifyTaskExecutorLost(tm, cause);
-        },
-        onProgress: (tm, tasks, rssMb) => {
-          this.lastRssMb.set(tm.index, rssMb);
-          for (const task of tasks)
-            this.progress.set(task.name, { ...task, taskManager: tm.index });
-        },
-        onFinalProgress: (tm, task) => {
-          this.progress.set(task.name, { ...task, taskManager: tm.index });
-        },
-        onWarning: (message) => this.io.stderr.write(`warning: ${message}\n`),
-      },
-    });
-    this.endpoint = endpoint;
-    if (local) {
+    if (options.command === "local") {
       this.local = LocalTaskManagers.start(
         options.taskManagers,
-        { host: "127.0.0.1", port: endpoint.port },
+        { host: "127.0.0.1", port: jobManager.port },
         configArguments(options),
         (child, code, signal, error) => this.onLocalExit(child, code, signal, error),
       );
     } else {
       this.say(
-        `job manager listening on ${endpoint.url}: waiting for ${options.taskManagers} task managers ` +
-          `(pnpm demo -- taskmanager --jobmanager <this host>:${endpoint.port})\n`,
+        `job manager listening on ${jobManager.url}: waiting for ${options.taskManagers} task managers ` +
+          `(pnpm demo -- taskmanager --jobmanager <this host>:${jobManager.port})\n`,
       );
     }
     await this.phase(
-      this.allRegistered.promise,
-      local ? STARTUP_TIMEOUT_MS : REGISTRATION_TIMEOUT_MS,
+      jobManager.waitForTaskManagers(options.taskManagers),
+      options.command === "local" ? STARTUP_TIMEOUT_MS : REGISTRATION_TIMEOUT_MS,
       `${options.taskManagers} task managers to register`,
     );
 
-    const taskManagers = endpoint.taskManagers;
-    const execution = await deployer.deploy(
-      job.graph,
-      (_vertex, subtask) => taskManagers[subtask % taskManagers.length] as RegisteredTaskManager,
-    );
+    // Subtask i of each vertex runs on task manager i mod N.
+    const execution = await jobManager.deploy(job.graph);
     this.execution = execution;
     this.startedAt = performance.now();
     this.startProgress();
@@ -291,14 +245,28 @@ export class JobManager {
   /** The job finished: shut the task managers down cleanly, verify, build the report. */
   private async finish(
     shuffle: string,
-    deployer: JobDeployer,
+    jobManager: JobManager,
     job: WordCountJob,
     result: JobResult,
   ): Promise<JobReport> {
     const durationMs = performance.now() - this.startedAt;
+    const differences: string[] = [];
+    const counts: Map<string, number>[] = [];
+    // Every task returned its final counters (and a count task its counts) with its result.
+    for (const vertex of this.execution?.executionVertices ?? []) {
+      const returned = vertex.result as { progress?: unknown; counts?: [string, number][] };
+      const progress = TaskProgressSchema.safeParse(returned?.progress);
+      if (!progress.success) {
+        differences.push(`${vertex.name} returned no final counters`);
+        continue;
+      }
+      const taskManager = (vertex.gateway as RegisteredTaskManager).index;
+      this.progress.set(progress.data.name, { ...progress.data, taskManager });
+      if (vertex.vertex.name === COUNT_VERTEX) counts.push(new Map(returned.counts ?? []));
+    }
     this.view?.update(this.snapshot(), true);
     this.stopProgress();
-    const taskManagers = this.endpoint?.taskManagers ?? [];
+    const taskManagers = jobManager.taskManagers;
     await this.phase(
       this.shutDownTaskManagers("the job finished", false),
       SHUTDOWN_TIMEOUT_MS,
@@ -308,14 +276,11 @@ export class JobManager {
       await this.phase(this.local.allExited(), SHUTDOWN_TIMEOUT_MS, "the task managers to exit");
     }
 
-    const counts = (result.results.get(COUNT_VERTEX) ?? []).map(
-      (partial) => new Map((partial as unknown as CountResult | undefined)?.counts ?? []),
-    );
     const verification = verifyCounts(referenceCounts(job.corpus), counts, job.maxParallelism);
     const tasks = [...this.progress.values()];
     const records = tasks.filter((t) => t.kind === "count").reduce((sum, t) => sum + t.records, 0);
     const emitted = tasks.filter((t) => t.kind === "source").reduce((sum, t) => sum + t.records, 0);
-    const differences = [...verification.differences];
+    differences.push(...verification.differences);
     if (emitted !== job.corpus.records || records !== job.corpus.records) {
       differences.unshift(
         `the sources emitted ${formatInteger(emitted)} and the counters received ${formatInteger(records)} words; the corpus has ${formatInteger(job.corpus.records)}`,
@@ -325,7 +290,7 @@ export class JobManager {
       differences.push(`releasing the job's partitions failed: ${error.message}`);
     }
     const processes: ProcessReport[] = [
-      { role: "coordinator", pid: process.pid, peakRssMb: process.resourceUsage().maxRSS / 1024 },
+      { role: "jobmanager", pid: process.pid, peakRssMb: process.resourceUsage().maxRSS / 1024 },
       ...taskManagers.map((tm) => {
         const closed = this.shutdownReports.get(tm);
         if (closed === undefined) differences.push(`${tm.label} did not report its shutdown`);
@@ -333,15 +298,15 @@ export class JobManager {
           role: "taskmanager" as const,
           index: tm.index,
           pid: tm.pid,
-          peakRssMb: closed?.peakRssMb ?? this.lastRssMb.get(tm.index) ?? 0,
-          ...(closed?.bufferPool == null ? {} : { bufferPool: closed.bufferPool }),
+          peakRssMb: this.peakRssMbOf(tm),
+          ...(closed?.networkBuffers == null ? {} : { bufferPool: closed.networkBuffers }),
           unreleasedPartitions: closed?.unreleasedPartitions ?? 0,
         };
       }),
     ];
     return {
       shuffle,
-      shuffleModule: deployer.plugin.file,
+      shuffleModule: jobManager.deployer.plugin.file,
       verified: differences.length === 0,
       differences,
       records,
@@ -355,22 +320,29 @@ export class JobManager {
     };
   }
 
+  /** A task manager's peak RSS from its shutdown report, else its last progress report. */
+  private peakRssMbOf(tm: RegisteredTaskManager): number {
+    const extras = ShutdownExtrasSchema.safeParse(this.shutdownReports.get(tm)?.application);
+    return extras.success ? extras.data.peakRssMb : (this.lastRssMb.get(tm.index) ?? 0);
+  }
+
   /** Tells every task manager still connected that the job ended; collects their reports. */
   private async shutDownTaskManagers(reason: string, failed: boolean): Promise<void> {
-    const taskManagers = (this.endpoint?.taskManagers ?? []).filter((tm) => !this.lost.has(tm));
-    await Promise.all(
-      taskManagers.map(async (tm) => {
-        this.expectedExit.set(tm.pid, failed ? 1 : 0);
-        try {
-          this.shutdownReports.set(tm, await tm.shutdown(reason, failed));
-        } catch (error) {
-          if (!failed) {
-            this.recordFailure(2, `${tm.label} failed to shut down: ${(error as Error).message}`);
-          }
-          tm.disconnect("the job ended");
-        }
-      }),
-    );
+    const jobManager = this.jobManager as JobManager;
+    for (const tm of jobManager.taskManagers) {
+      if (tm.connected) this.expectedExit.set(tm.pid, failed ? 1 : 0);
+    }
+    const outcomes = await jobManager.shutDownTaskManagers({
+      reason,
+      failed,
+      timeoutMs: failed ? CANCEL_GRACE_MS : SHUTDOWN_TIMEOUT_MS,
+    });
+    for (const [tm, outcome] of outcomes) {
+      if (!(outcome instanceof Error)) this.shutdownReports.set(tm, outcome);
+      else if (!failed) {
+        this.recordFailure(2, `${tm.label} failed to shut down: ${outcome.message}`);
+      }
+    }
   }
 
   // --------------------------------------------------------------------- local processes
@@ -382,7 +354,7 @@ export class JobManager {
     error?: Error,
   ): void {
     if (signal !== null && signal === child.killSignal) return;
-    const registered = this.endpoint?.taskManagers.find((tm) => tm.pid === child.pid);
+    const registered = this.jobManager?.taskManagers.find((tm) => tm.pid === child.pid);
     const label = registered?.label ?? `task manager (pid ${child.pid})`;
     if (error !== undefined) {
       this.recordFailure(0, `${label} could not be started or signalled: ${error.message}`);
@@ -473,7 +445,7 @@ export class JobManager {
           : `could not stop task managers with pids ${alive.map((p) => p.pid).join(", ")}`,
       );
     } else {
-      const registered = this.endpoint?.taskManagers ?? [];
+      const registered = this.jobManager?.taskManagers ?? [];
       const stopped = registered.filter((tm) => this.shutdownReports.has(tm)).length;
       lines.push(
         `${stopped} of ${registered.length} registered task managers shut down on request; ${this.lost.size} were lost`,
@@ -488,17 +460,15 @@ export class JobManager {
           shuffle,
           processes: [
             {
-              role: "coordinator",
+              role: "jobmanager",
               pid: process.pid,
               peakRssMb: round1(process.resourceUsage().maxRSS / 1024),
             },
-            ...(this.endpoint?.taskManagers ?? []).map((tm) => ({
+            ...(this.jobManager?.taskManagers ?? []).map((tm) => ({
               role: "taskmanager",
               index: tm.index,
               pid: tm.pid,
-              peakRssMb: round1(
-                this.shutdownReports.get(tm)?.peakRssMb ?? this.lastRssMb.get(tm.index) ?? 0,
-              ),
+              peakRssMb: round1(this.peakRssMbOf(tm)),
             })),
           ],
         })}\n`,

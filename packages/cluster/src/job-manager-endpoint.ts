@@ -1,57 +1,49 @@
-import { createServer, type IncomingMessage, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { TLSSocket } from "node:tls";
 import {
   ConfigurationError,
   IllegalStateError,
-  IntermediateDataSetID,
-  JobID,
   ProtocolError,
   RemoteTransportError,
   ResourceID,
-  ResultPartitionID,
   TimeoutError,
 } from "@sluice/core";
 import type { TlsSettings } from "@sluice/network";
-import {
-  type SerializedThrowable,
-  type TaskExecutionState,
-  taskExecutionStateFromJSON,
-} from "@sluice/runtime";
 import type { JsonValue } from "@sluice/runtime-api";
-import { WebSocketServer } from "ws";
-import type { PluginIdentity } from "../shuffle-plugin.js";
-import type { TaskProgress } from "../task-progress.js";
+import { type WebSocket, WebSocketServer } from "ws";
 import {
   CONTROL_PLANE_PATH,
   CONTROL_PLANE_VERSION,
   controlPlaneUrl,
   JobManagerMethods,
+  SLUICE_VERSION,
   TaskManagerMethods,
 } from "./control-plane-messages.js";
 import { pinViolation, serverTlsOptions } from "./control-plane-tls.js";
+import { serveGateway } from "./gateway-forwarding.js";
 import { HeartbeatMonitor } from "./heartbeat-monitor.js";
+import { JobMasterGatewayMethods } from "./job-master-gateway-methods.js";
 import { RegisteredTaskManager, type TaskManagerConnection } from "./registered-task-manager.js";
 import { RpcPeer } from "./rpc-peer.js";
+import { describeShufflePlugin, type ShufflePluginIdentity } from "./shuffle-plugin-identity.js";
 
 /** What the job manager learns from its task managers. */
 export interface JobManagerEndpointEvents {
   /** A task manager registered (its TaskExecutor runs and loaded the expected plugin). */
   onRegistered(taskManager: RegisteredTaskManager): void;
   /**
-   * A registered task manager is gone: its connection closed, or it sent no heartbeat within
+   * A registered task manager is gone: its connection closed, or it answered no heartbeat within
    * `heartbeat.timeout`. The error names it and its address. Called once per task manager.
    */
   onLost(taskManager: RegisteredTaskManager, cause: Error): void;
-  /** A task manager's live counters and resident set size. */
-  onProgress(
+  /** A message on the application channel; what it returns is a request's reply. */
+  onApplicationMessage(
     taskManager: RegisteredTaskManager,
-    tasks: readonly TaskProgress[],
-    rssMb: number,
-  ): void;
-  /** A task's final counters, reported with its terminal state. */
-  onFinalProgress(taskManager: RegisteredTaskManager, progress: TaskProgress): void;
+    name: string,
+    payload: JsonValue,
+  ): JsonValue | undefined | Promise<JsonValue | undefined>;
   /** Malformed input from a peer, or a refused task manager (the peer got an error reply). */
   onWarning(message: string): void;
 }
@@ -67,27 +59,27 @@ export interface JobManagerEndpointOptions {
   readonly maxMessageSize: number;
   readonly heartbeatIntervalMs: number;
   readonly heartbeatTimeoutMs: number;
-  /** The demo's version: task managers must run the same. */
-  readonly appVersion: string;
+  /** The application's version: task managers must run the same. */
+  readonly applicationVersion: string;
   /** The plugin task managers must have loaded. */
-  readonly plugin: PluginIdentity;
-  /** How many task managers the job needs; more are refused. */
-  readonly expectedTaskManagers: number;
+  readonly plugin: ShufflePluginIdentity;
+  /** How many task managers may register; more are refused. */
+  readonly maxTaskManagers: number;
   /** The configuration task managers get at `hello`. */
   readonly taskManagerConfiguration: Readonly<Record<string, JsonValue>>;
   readonly events: JobManagerEndpointEvents;
 }
 
 /**
- * The job manager's control plane (Flink's JobMaster + ResourceManager RPC endpoints, reduced to
- * one job): a WebSocket server that task managers connect to. It answers `hello` with the
- * configuration after checking versions, registers TaskExecutors that loaded the job manager's
- * shuffle plugin, requests heartbeats from each every `heartbeat.interval` and reports a task
- * manager lost when its connection closes or it stays silent for `heartbeat.timeout`. It routes
- * the tasks' state reports and producer-state questions to the job's `JobExecution`.
+ * The job manager's control plane (Flink's JobMaster + ResourceManager RPC endpoints): a
+ * WebSocket server that task managers connect to. It answers `hello` with the configuration after
+ * checking versions, registers TaskExecutors that loaded the job manager's shuffle plugin,
+ * requests a heartbeat from each every `heartbeat.interval` and reports a task manager lost when
+ * its connection closes or it stays silent for `heartbeat.timeout`. It routes the tasks' gateway
+ * calls to the `JobExecution` of their job, and application messages to the application.
  */
 export class JobManagerEndpoint {
-  /** The registered task managers, in registration order. */
+  /** The registered task managers, in registration order (lost ones included). */
   readonly taskManagers: RegisteredTaskManager[] = [];
   /** `ws://host:port` or `wss://host:port`. */
   readonly url: string;
@@ -111,9 +103,13 @@ export class JobManagerEndpoint {
     this.url = controlPlaneUrl(options.host, this.port, options.tls !== undefined);
   }
 
-  /** Starts listening. */
+  /**
+   * Starts listening.
+   *
+   * @throws ConfigurationError naming the address when it cannot listen there.
+   */
   static listen(options: JobManagerEndpointOptions): Promise<JobManagerEndpoint> {
-    const refuse = (_request: IncomingMessage, response: import("node:http").ServerResponse) => {
+    const refuse = (_request: IncomingMessage, response: ServerResponse) => {
       response.writeHead(426, { "Content-Type": "text/plain" });
       response.end("the Sluice job manager speaks WebSocket only\n");
     };
@@ -170,7 +166,7 @@ export class JobManagerEndpoint {
     this.closing ??= new Promise<void>((resolve) => {
       for (const timer of this.timers) clearInterval(timer);
       for (const monitor of this.monitors) monitor.stop();
-      for (const taskManager of this.taskManagers) taskManager.shutdownRequested = true;
+      for (const taskManager of this.taskManagers) taskManager.markEnded();
       for (const client of this.wss.clients) client.terminate();
       this.wss.close(() => this.server.close(() => resolve()));
       this.server.closeAllConnections();
@@ -178,7 +174,7 @@ export class JobManagerEndpoint {
     return this.closing;
   }
 
-  private accept(socket: import("ws").WebSocket, request: IncomingMessage): void {
+  private accept(socket: WebSocket, request: IncomingMessage): void {
     const remoteAddress = `${request.socket.remoteAddress}:${request.socket.remotePort}`;
     const { events } = this.options;
     const peer: TaskManagerConnection = new RpcPeer({
@@ -203,13 +199,15 @@ export class JobManagerEndpoint {
     };
 
     peer.handle("hello", (params) => {
+      const { applicationVersion } = this.options;
       if (
         params.version !== CONTROL_PLANE_VERSION ||
-        params.appVersion !== this.options.appVersion
+        params.sluiceVersion !== SLUICE_VERSION ||
+        params.applicationVersion !== applicationVersion
       ) {
         refuse(
           new ProtocolError(
-            `incompatible versions: the task manager speaks control plane version ${params.version} (demo ${params.appVersion}), the job manager version ${CONTROL_PLANE_VERSION} (demo ${this.options.appVersion}); run the same Sluice release everywhere`,
+            `incompatible versions: the task manager speaks control plane version ${params.version} (Sluice ${params.sluiceVersion}, application ${describeVersion(params.applicationVersion)}), the job manager version ${CONTROL_PLANE_VERSION} (Sluice ${SLUICE_VERSION}, application ${describeVersion(applicationVersion)}); run the same release everywhere`,
           ),
         );
       }
@@ -219,8 +217,9 @@ export class JobManagerEndpoint {
     });
 
     peer.handle("registerTaskExecutor", (params) => {
-      if (hello === undefined)
+      if (hello === undefined) {
         refuse(new IllegalStateError(`${peer.label} registered before hello`));
+      }
       if (registered !== undefined) {
         refuse(new IllegalStateError(`${registered.label} registered twice`));
       }
@@ -231,14 +230,15 @@ export class JobManagerEndpoint {
       ) {
         refuse(
           new ConfigurationError(
-            `${peer.label} loaded the shuffle plugin ${describePlugin(params.plugin)}, but the job manager runs ${describePlugin(expected)}; every process of a job must load the same plugin (shuffle-service-factory.class)`,
+            `${peer.label} loaded the shuffle plugin ${describeShufflePlugin(params.plugin)}, but the job manager runs ${describeShufflePlugin(expected)}; every process of a job must load the same plugin (shuffle-service-factory.class)`,
           ),
         );
       }
-      if (this.taskManagers.length >= this.options.expectedTaskManagers) {
+      const { maxTaskManagers } = this.options;
+      if (this.taskManagers.length >= maxTaskManagers) {
         refuse(
           new IllegalStateError(
-            `the job manager already has the ${this.options.expectedTaskManagers} task managers its job needs`,
+            `the job manager already has the ${maxTaskManagers} task managers it accepts`,
           ),
         );
       }
@@ -262,6 +262,10 @@ export class JobManagerEndpoint {
           location: { resourceId, host: params.host, dataPort: params.dataPort },
         },
         peer,
+        (method, error) =>
+          events.onWarning(
+            `${method} to ${peer.label} failed: ${(error as Error)?.message ?? String(error)}`,
+          ),
       );
       registered = taskManager;
       peer.label = taskManager.labelWithAddress;
@@ -271,61 +275,32 @@ export class JobManagerEndpoint {
       return { index: taskManager.index };
     });
 
-    peer.handle("updateTaskExecutionState", (params) => {
+    peer.handle("application", async ({ name, payload }) => {
       const taskManager = requireRegistered();
-      let update: TaskExecutionState;
-      try {
-        update = taskExecutionStateFromJSON({
-          jobId: params.jobId,
-          executionAttemptId: params.executionAttemptId,
-          state: params.state,
-          ...(params.error === undefined ? {} : { error: params.error as SerializedThrowable }),
-          ...(params.result === undefined ? {} : { result: params.result as JsonValue }),
-        });
-      } catch (error) {
-        throw new ProtocolError(
-          `${peer.label} sent a malformed task state: ${(error as Error).message}`,
-        );
-      }
-      if (params.progress !== undefined) events.onFinalProgress(taskManager, params.progress);
-      const jobMaster = taskManager.jobMasterOf(params.jobId);
-      if (jobMaster === undefined) {
-        throw new IllegalStateError(
-          `${taskManager.label} reported a task of unknown job ${params.jobId}`,
-        );
-      }
-      jobMaster.updateTaskExecutionState(update);
-      return null;
+      return (await events.onApplicationMessage(taskManager, name, payload)) ?? null;
     });
 
-    peer.handle("requestPartitionProducerState", async (params) => {
-      const taskManager = requireRegistered();
-      const jobMaster = taskManager.jobMasterOf(params.jobId);
-      if (jobMaster === undefined) {
-        throw new IllegalStateError(`${taskManager.label} asked about unknown job ${params.jobId}`);
-      }
-      let ids: [JobID, IntermediateDataSetID, ResultPartitionID];
-      try {
-        ids = [
-          JobID.fromHex(params.jobId),
-          IntermediateDataSetID.fromHex(params.resultId),
-          ResultPartitionID.parse(params.partitionId),
-        ];
-      } catch (error) {
-        throw new ProtocolError(`${peer.label} sent malformed ids: ${(error as Error).message}`);
-      }
-      return { state: await jobMaster.requestPartitionProducerState(...ids) };
-    });
-
-    peer.handle("reportProgress", (params) => {
-      events.onProgress(requireRegistered(), params.tasks, params.rssMb);
-      return null;
-    });
+    serveGateway(
+      { handle: (method, handler) => peer.handleUnchecked(method, handler) },
+      JobMasterGatewayMethods,
+      () => {
+        const taskManager = requireRegistered();
+        return {
+          jobMasterOf: (jobId) => {
+            const jobMaster = taskManager.jobMasterOf(jobId);
+            if (jobMaster !== undefined) return jobMaster;
+            throw new IllegalStateError(
+              `${taskManager.label} called about job ${jobId}, of which it runs no task`,
+            );
+          },
+        };
+      },
+    );
 
     void peer.closed.then((why) => {
       const taskManager = registered;
-      if (taskManager === undefined || taskManager.shutdownRequested) return;
-      taskManager.shutdownRequested = true;
+      if (taskManager === undefined || taskManager.endedOnPurpose) return;
+      taskManager.markEnded();
       events.onLost(
         taskManager,
         new RemoteTransportError(`${taskManager.labelWithAddress} was lost: ${why}`),
@@ -338,8 +313,8 @@ export class JobManagerEndpoint {
     const { heartbeatIntervalMs, heartbeatTimeoutMs, events } = this.options;
     const monitor = new HeartbeatMonitor(heartbeatTimeoutMs, (silentForMs) => {
       clearInterval(timer);
-      if (taskManager.shutdownRequested) return;
-      taskManager.shutdownRequested = true;
+      if (taskManager.endedOnPurpose) return;
+      taskManager.markEnded();
       peer.terminate();
       events.onLost(
         taskManager,
@@ -361,10 +336,12 @@ export class JobManagerEndpoint {
     void peer.closed.then(() => {
       clearInterval(timer);
       monitor.stop();
+      this.timers.delete(timer);
+      this.monitors.delete(monitor);
     });
   }
 }
 
-function describePlugin(plugin: PluginIdentity): string {
-  return plugin.package === null ? plugin.reference : `${plugin.reference} (${plugin.package})`;
+function describeVersion(version: string): string {
+  return version === "" ? "unversioned" : version;
 }

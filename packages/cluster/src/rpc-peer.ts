@@ -1,4 +1,4 @@
-import { ProtocolError, RemoteTransportError, TimeoutError } from "@sluice/core";
+import { IllegalStateError, ProtocolError, RemoteTransportError, TimeoutError } from "@sluice/core";
 import {
   deserializeThrowable,
   type SerializedThrowable,
@@ -15,7 +15,7 @@ import {
 } from "json-rpc-2.0";
 import type { RawData, WebSocket } from "ws";
 import * as z from "zod";
-import type { MethodSpec, MethodTable } from "./control-plane-messages.js";
+import type { MethodSpec, MethodTable } from "./method-spec.js";
 
 /** JSON-RPC's range for application errors: a handler threw (the `data` says what). */
 const APPLICATION_ERROR = -32000;
@@ -26,6 +26,12 @@ const serializedThrowable = z.object({
   message: z.string(),
   stack: z.string().optional(),
 });
+
+/** The part of a JSON-RPC request a middleware sees. */
+interface IncomingRequest {
+  readonly method: string;
+  readonly id?: unknown;
+}
 
 /** A handler for one method of the local table: gets the checked params. */
 type Handler<M extends MethodSpec> = (
@@ -46,7 +52,8 @@ export interface RpcPeerOptions<Local extends MethodTable, Remote extends Method
   readonly requestTimeoutMs: number;
   /**
    * Told about input that could not be answered: a malformed notification or response, a frame
-   * that is not JSON-RPC. Requests always get an error reply as well.
+   * that is not JSON-RPC, and a notification whose handler failed (there is nobody to reply to).
+   * Requests always get an error reply as well.
    */
   readonly onProtocolError: (error: Error) => void;
 }
@@ -76,6 +83,35 @@ export class RpcPeer<Local extends MethodTable, Remote extends MethodTable> {
     // A handler's error goes back to the caller in the error reply, and the caller reports it;
     // the library's own console logging of it would only repeat that on this side.
     const server = new JSONRPCServer({ errorListener: () => {} });
+    // A notification has no reply that could carry an error: report its failures here instead.
+    server.applyMiddleware(async (next, request: IncomingRequest, serverParams) => {
+      const notification = request.id === undefined;
+      if (notification && !server.hasMethod(request.method)) {
+        options.onProtocolError(
+          new ProtocolError(
+            `${this.label} sent a notification of unknown method ${request.method}`,
+          ),
+        );
+        return null;
+      }
+      try {
+        return await next(request as never, serverParams);
+      } catch (error) {
+        if (!notification) throw error;
+        // Malformed params were reported where they were checked.
+        if (
+          !(error instanceof JSONRPCErrorException && error.code === JSONRPCErrorCode.InvalidParams)
+        ) {
+          options.onProtocolError(
+            new ProtocolError(
+              `handling the notification ${request.method} from ${this.label} failed: ${(error as Error)?.message ?? String(error)}`,
+              { cause: error },
+            ),
+          );
+        }
+        return null;
+      }
+    });
     this.rpc = new JSONRPCServerAndClient(server, new JSONRPCClient(send), {
       errorListener: (message) => options.onProtocolError(new ProtocolError(message)),
     });
@@ -98,7 +134,18 @@ export class RpcPeer<Local extends MethodTable, Remote extends MethodTable> {
 
   /** Answers requests for `method` with `handler`; params are checked first. */
   handle<K extends keyof Local & string>(method: K, handler: Handler<Local[K]>): void {
-    const spec = this.options.local[method] as MethodSpec;
+    this.handleUnchecked(method, handler as (params: unknown) => unknown);
+  }
+
+  /**
+   * {@link handle} for a method named at run time (as forwarding tables do); its params are
+   * still checked against the method's schema, which must be in the local table.
+   */
+  handleUnchecked(method: string, handler: (params: unknown) => unknown): void {
+    const spec = this.options.local[method] as MethodSpec | undefined;
+    if (spec === undefined) {
+      throw new IllegalStateError(`${method} is not a method of this side of the control plane`);
+    }
     this.rpc.addMethod(method, async (raw: unknown) => {
       const params = spec.params.safeParse(raw ?? {});
       if (!params.success) {
@@ -113,7 +160,7 @@ export class RpcPeer<Local extends MethodTable, Remote extends MethodTable> {
         );
       }
       try {
-        return (await handler(params.data as z.output<Local[K]["params"]>)) ?? null;
+        return (await handler(params.data)) ?? null;
       } catch (error) {
         throw new JSONRPCErrorException(
           (error as Error)?.message ?? String(error),

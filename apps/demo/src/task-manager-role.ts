@@ -1,0 +1,98 @@
+import { TaskManager } from "@sluice/cluster";
+import { Configuration, describeThrowable, serializeThrowable } from "@sluice/runtime";
+import type { JsonValue } from "@sluice/runtime-api";
+import type { TaskManagerCommand } from "./cli.js";
+import { APP_DIR, APP_VERSION, SHUFFLE_KEY } from "./demo-application.js";
+import { PROGRESS_MESSAGE, type TaskProgress } from "./task-progress.js";
+import { wordCountInvokables } from "./word-count-job.js";
+
+/** How often the task manager reports its tasks' counters. */
+export const PROGRESS_INTERVAL_MS = 500;
+
+/**
+ * The demo's task manager role (`main.js taskmanager --jobmanager host:port`): a `TaskManager` of
+ * @sluice/cluster with the word count's code, which reports its tasks' counters to the job manager
+ * every half second on the application channel, and its peak RSS when it is shut down. It exits
+ * when the job manager says the job ended (0, or 1 when the job failed), when it loses the job
+ * manager (1), or on Ctrl-C / SIGTERM (130 / 143). Resolves with the exit code.
+ */
+export async function runTaskManager(
+  command: TaskManagerCommand,
+  io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream },
+): Promise<number> {
+  const log = (line: string) => {
+    if (!command.quiet) io.stdout.write(line);
+  };
+  const warn = (message: string) =>
+    io.stderr.write(`warning: task manager (pid ${process.pid}): ${message}\n`);
+  let interruptedBy: NodeJS.Signals | undefined;
+  let taskManager: TaskManager | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    interruptedBy ??= signal;
+    void taskManager?.close(`interrupted by ${signal}`);
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  const progress = new Map<string, () => TaskProgress>();
+  let progressTimer: NodeJS.Timeout | undefined;
+  try {
+    const configuration = Configuration.load({
+      ...(command.configFile === undefined ? {} : { configFile: command.configFile }),
+      args: command.dynamicProperties,
+    });
+    if (command.shuffle !== undefined) configuration.set(SHUFFLE_KEY, command.shuffle);
+    taskManager = await TaskManager.start(configuration, {
+      ...(command.jobManager === undefined ? {} : { jobManager: command.jobManager }),
+      applicationVersion: APP_VERSION,
+      invokables: wordCountInvokables(progress),
+      loader: { applicationDirs: [APP_DIR] },
+      onShutdown: () => ({ peakRssMb: peakRssMb() }),
+      onWarning: warn,
+    });
+    if (interruptedBy !== undefined) void taskManager.close(`interrupted by ${interruptedBy}`);
+    const { executor } = taskManager;
+    log(
+      `task manager ${taskManager.index} (pid ${process.pid}) registered with the job manager at ${taskManager.jobManagerAddress}: data port ${executor.location.host}:${executor.location.dataPort}, resource ${executor.resourceId}\n`,
+    );
+    const running = taskManager;
+    progressTimer = setInterval(() => {
+      running.notifyJobManager(PROGRESS_MESSAGE, {
+        tasks: [...progress.values()].map((probe) => probe()),
+        rssMb: process.memoryUsage.rss() / (1024 * 1024),
+      } as unknown as JsonValue);
+    }, PROGRESS_INTERVAL_MS);
+    const end = await taskManager.terminated;
+    switch (end.reason) {
+      case "shutdown":
+        if (end.failed) log(`task manager ${process.pid}: the job failed: ${end.message}\n`);
+        return end.failed ? 1 : 0;
+      case "job-manager-lost":
+        io.stderr.write(
+          `error: task manager (pid ${process.pid}) lost the job manager: ${end.message}\n`,
+        );
+        return 1;
+      case "closed":
+        return interruptedBy === "SIGINT" ? 130 : 143;
+    }
+  } catch (error) {
+    io.stderr.write(
+      `error: task manager (pid ${process.pid}): ${describeThrowable(serializeThrowable(error))}\n`,
+    );
+    if (interruptedBy !== undefined) return interruptedBy === "SIGINT" ? 130 : 143;
+    return isConfigurationProblem(error) ? 2 : 1;
+  } finally {
+    clearInterval(progressTimer);
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
+}
+
+function peakRssMb(): number {
+  return process.resourceUsage().maxRSS / 1024;
+}
+
+/** A bad configuration, or a job manager that refused this task manager for one. */
+function isConfigurationProblem(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  return code === "SLUICE_ERR_CONFIG" || code === "SLUICE_ERR_PROTOCOL";
+}

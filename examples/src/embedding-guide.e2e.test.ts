@@ -1,0 +1,144 @@
+/**
+ * The acceptance test of docs/embedding.md, as a user outside this repository would follow it:
+ * the packages are packed into tarballs, the guide's files (its code blocks that name a file) are
+ * written into an empty folder next to them, installed with pnpm from the tarballs (no workspace
+ * links), type-checked with this repository's TypeScript, and run as two processes over TCP and
+ * over WebSocket, chosen by configuration only, moving 10^6 records exactly once.
+ */
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type CodeBlock, codeBlocks, REPO } from "./test-support/markdown-code-blocks.js";
+import {
+  buildPackagesIfStale,
+  PUBLISHED_PACKAGES,
+  packPackages,
+} from "./test-support/packed-packages.js";
+
+const RECORDS = 1_000_000;
+const root = mkdtempSync(path.join(tmpdir(), "sluice-embedding-"));
+/** The guide's layout: the tarballs in `sluice-packs/`, the application in `my-app/` next to it. */
+const packs = path.join(root, "sluice-packs");
+const app = path.join(root, "my-app");
+
+interface Step {
+  readonly status: number | null;
+  readonly output: string;
+}
+let install: Step | undefined;
+let typeCheck: Step | undefined;
+
+function run(command: string, args: readonly string[], cwd: string): Step {
+  const result = spawnSync(command, args, { cwd, encoding: "utf8" });
+  return { status: result.status, output: `${result.stdout}${result.stderr}` };
+}
+
+beforeAll(() => {
+  buildPackagesIfStale();
+  mkdirSync(packs);
+  mkdirSync(app);
+  packPackages(packs);
+  const files = codeBlocks("docs/embedding.md").filter(
+    (block): block is CodeBlock & { file: string } => block.file !== undefined,
+  );
+  for (const block of files) writeFileSync(path.join(app, block.file), block.code);
+  // Offline from the store that installed this repository; the registry serves what is missing.
+  install = run("pnpm", ["install", "--prefer-offline"], app);
+  if (install.status !== 0) return;
+  typeCheck = run(
+    process.execPath,
+    [path.join(REPO, "node_modules/typescript/bin/tsc"), "-p", "."],
+    app,
+  );
+}, 180_000);
+
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const running = new Set<ChildProcess>();
+afterEach(() => {
+  for (const child of running) child.kill("SIGKILL");
+});
+
+interface Process {
+  readonly child: ChildProcess;
+  output(): string;
+  readonly exited: Promise<{ code: number | null; output: string }>;
+}
+
+function start(script: string, args: readonly string[]): Process {
+  const child = spawn(process.execPath, [path.join("dist", script), ...args], {
+    cwd: app,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  running.add(child);
+  let output = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const exited = new Promise<{ code: number | null; output: string }>((resolve) => {
+    child.on("close", (code) => {
+      running.delete(child);
+      resolve({ code, output });
+    });
+  });
+  return { child, output: () => output, exited };
+}
+
+async function until(condition: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe("the embedding guide's two-process example, outside the repository", () => {
+  it("installs from the packed tarballs, not from workspace links, and type-checks with the repository's TypeScript", () => {
+    expect(install?.status, install?.output).toBe(0);
+    // Every @sluice package, the transitive ones too, was unpacked from its tarball.
+    const store = readdirSync(path.join(app, "node_modules/.pnpm"));
+    for (const name of PUBLISHED_PACKAGES) {
+      expect(store).toContainEqual(
+        expect.stringMatching(new RegExp(`^@sluice\\+${name}@file\\+\\.\\.\\+sluice-packs\\+`)),
+      );
+    }
+    expect(store.filter((entry) => entry.startsWith("@sluice+"))).toHaveLength(
+      PUBLISHED_PACKAGES.length,
+    );
+    const cluster = realpathSync(path.join(app, "node_modules/@sluice/cluster"));
+    expect(cluster.startsWith(path.join(app, "node_modules/.pnpm"))).toBe(true);
+    expect(typeCheck?.status, typeCheck?.output).toBe(0);
+  });
+
+  it.each([
+    ["tcp", "@sluice/shuffle-tcp#TcpShuffleServiceFactory"],
+    ["ws", "@sluice/shuffle-ws#WsShuffleServiceFactory"],
+  ])(
+    "moves 10^6 records from the producer process to the consumer process exactly once and in order over %s, chosen by configuration only",
+    async (shuffle, factory) => {
+      expect(typeCheck?.status, "the example did not compile").toBe(0);
+      const config = ["-D", `shuffle-service-factory.class=${shuffle}`];
+      const producer = start("producer.js", ["-D", "jobmanager.rpc.port=0", ...config]);
+      let port = 0;
+      await until(() => {
+        port = Number(/job manager on port (\d+)/.exec(producer.output())?.[1] ?? 0);
+        return port > 0 || producer.child.exitCode !== null;
+      }, "the producer's job manager to listen");
+      expect(producer.output()).toContain(`shuffle ${factory}`);
+      const consumer = start("consumer.js", ["-D", `jobmanager.rpc.port=${port}`, ...config]);
+
+      const [produced, consumed] = await Promise.all([producer.exited, consumer.exited]);
+      expect(produced.code, produced.output).toBe(0);
+      expect(produced.output).toContain(`FINISHED [{"received":${RECORDS}}]`);
+      expect(consumed.code, consumed.output).toBe(0);
+      expect(consumed.output).toContain("task manager 0 registered");
+      expect(consumed.output).toContain("task manager ended: shutdown (the job ended FINISHED)");
+    },
+    60_000,
+  );
+});

@@ -1,0 +1,49 @@
+export { CLUSTER_WARNING_TYPE } from "./cluster-warning.js";
+export {
+  CONTROL_PLANE_PATH,
+  CONTROL_PLANE_VERSION,
+  controlPlaneUrl,
+  HOST_LOCAL_KEYS,
+  JobManagerMethods,
+  type ShutdownReport,
+  SLUICE_VERSION,
+  TaskManagerMethods,
+} from "./control-plane-messages.js";
+export { readControlPlaneTls } from "./control-plane-tls.js";
+export type {
+  Delivery,
+  ForwardedMethod,
+  ForwardingTable,
+  GatewayMethodName,
+} from "./gateway-forwarding.js";
+export { HeartbeatMonitor } from "./heartbeat-monitor.js";
+export {
+  type HostAndPort,
+  JobManager,
+  type JobManagerApplicationHandler,
+  type JobManagerStartOptions,
+  type ShutDownOptions,
+} from "./job-manager.js";
+export {
+  type JobMasterGatewayCaller,
+  JobMasterGatewayMethods,
+  type JobMasterGatewayReceiver,
+} from "./job-master-gateway-methods.js";
+export type { MethodSpec, MethodTable, ParamsOf, ResultOf } from "./method-spec.js";
+export { RegisteredTaskManager, type TaskManagerInfo } from "./registered-task-manager.js";
+export {
+  describeShufflePlugin,
+  type ShufflePluginIdentity,
+  shufflePluginIdentity,
+} from "./shuffle-plugin-identity.js";
+export {
+  type TaskExecutorGatewayCaller,
+  TaskExecutorGatewayMethods,
+  type TaskExecutorGatewayReceiver,
+} from "./task-executor-gateway-methods.js";
+export {
+  TaskManager,
+  type TaskManagerApplicationHandler,
+  type TaskManagerStartOptions,
+  type TaskManagerTermination,
+} from "./task-manager.js";

@@ -1,0 +1,387 @@
+import { IllegalStateError, TimeoutError } from "@sluice/core";
+import {
+  type Configuration,
+  type DeployOptions,
+  JobDeployer,
+  type JobDeployerOptions,
+  type JobExecution,
+  type JobGraph,
+  type Placement,
+} from "@sluice/runtime";
+import {
+  HeartbeatManagerOptions,
+  JobManagerOptions,
+  type JsonValue,
+  NettyShuffleEnvironmentOptions,
+} from "@sluice/runtime-api";
+import { emitClusterWarning } from "./cluster-warning.js";
+import { HOST_LOCAL_KEYS, type ShutdownReport } from "./control-plane-messages.js";
+import { readControlPlaneTls } from "./control-plane-tls.js";
+import { JobManagerEndpoint } from "./job-manager-endpoint.js";
+import type { RegisteredTaskManager } from "./registered-task-manager.js";
+import { type ShufflePluginIdentity, shufflePluginIdentity } from "./shuffle-plugin-identity.js";
+
+/** A host and a port. */
+export interface HostAndPort {
+  readonly host: string;
+  readonly port: number;
+}
+
+/**
+ * Handles a message of the application channel from a task manager: what it returns (or resolves
+ * with) is the reply to a request; a notification's reply is dropped. A thrown error goes back to
+ * the task manager as a request's error reply; a notification's is reported to `onWarning`.
+ */
+export type JobManagerApplicationHandler = (
+  taskManager: RegisteredTaskManager,
+  name: string,
+  payload: JsonValue,
+) => JsonValue | undefined | Promise<JsonValue | undefined>;
+
+/** Options of {@link JobManager.start}. */
+export interface JobManagerStartOptions extends JobDeployerOptions {
+  /**
+   * Where the control plane listens (port 0 picks a free one; {@link JobManager.port} tells which).
+   * Default: `jobmanager.rpc.address` (else 127.0.0.1) and `jobmanager.rpc.port`.
+   */
+  readonly bind?: HostAndPort;
+  /**
+   * The application's version: a task manager that reports another one is refused at `hello`
+   * (default `""`, which matches task managers that set none).
+   */
+  readonly applicationVersion?: string;
+  /** How many task managers may register; more are refused (default: no limit). */
+  readonly maxTaskManagers?: number;
+  /** A task manager registered: its TaskExecutor runs and loaded the job manager's plugin. */
+  readonly onTaskManagerRegistered?: (taskManager: RegisteredTaskManager) => void;
+  /**
+   * A registered task manager was lost (its connection closed, or it answered no heartbeat within
+   * `heartbeat.timeout`); `cause` names it and its address. Jobs with tasks on it fail right
+   * after this call.
+   */
+  readonly onTaskManagerLost?: (taskManager: RegisteredTaskManager, cause: Error) => void;
+  /** Receives the application channel's messages; without it, they are answered with an error. */
+  readonly onApplicationMessage?: JobManagerApplicationHandler;
+  /**
+   * Malformed input from a peer, a refused task manager or TLS handshake, a failed notification
+   * (default: `process.emitWarning`).
+   */
+  readonly onWarning?: (message: string) => void;
+}
+
+/** Options of {@link JobManager.close} and {@link JobManager.shutDownTaskManagers}. */
+export interface ShutDownOptions {
+  /** Why, as task managers report it (default "the job manager is closing"). */
+  readonly reason?: string;
+  /** Whether the task managers end as failed (default false). */
+  readonly failed?: boolean;
+  /** How long to wait for their reports before dropping the connections (default 10 s). */
+  readonly timeoutMs?: number;
+}
+
+const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
+
+interface Waiter {
+  readonly count: number;
+  readonly resolve: (taskManagers: readonly RegisteredTaskManager[]) => void;
+  readonly reject: (error: Error) => void;
+}
+
+/**
+ * The job side of a Sluice cluster (Flink's JobManager: its JobMaster and ResourceManager for the
+ * shuffle's purposes). {@link JobManager.start} starts the runtime's `JobDeployer` (the shuffle
+ * plugin's ShuffleMaster) and opens the control plane on `jobmanager.rpc.address` and
+ * `jobmanager.rpc.port`. Task managers ({@link TaskManager}, in other processes or on other hosts)
+ * connect, get the job manager's configuration, and register their TaskExecutor once the job
+ * manager checked that they run the same control plane, Sluice release, application version and
+ * shuffle plugin. Each registered task manager is a `TaskExecutorGateway`
+ * ({@link RegisteredTaskManager}); {@link JobManager.deploy} deploys job graphs onto them (and onto
+ * any in-process TaskExecutor) through the `JobDeployer`. Heartbeats follow `heartbeat.interval`
+ * and `heartbeat.timeout`; a lost task manager fails the jobs that have tasks on it
+ * (`JobExecution.notifyTaskExecutorLost`).
+ */
+export class JobManager {
+  /** The configuration it was started with. */
+  readonly configuration: Configuration;
+  /** The runtime's deployer (its ShuffleMaster); {@link deploy} deploys through it. */
+  readonly deployer: JobDeployer;
+  /** The shuffle plugin every task manager must have loaded. */
+  readonly plugin: ShufflePluginIdentity;
+  /** `ws://host:port` (`wss` with internal TLS). */
+  readonly url: string;
+  /** The address the control plane listens on. */
+  readonly host: string;
+  /** The port the control plane listens on. */
+  readonly port: number;
+
+  private readonly endpoint: JobManagerEndpoint;
+  private readonly executions = new Set<JobExecution>();
+  private readonly waiters = new Set<Waiter>();
+  private closing: Promise<void> | undefined;
+
+  private constructor(
+    configuration: Configuration,
+    deployer: JobDeployer,
+    plugin: ShufflePluginIdentity,
+    endpoint: JobManagerEndpoint,
+  ) {
+    this.configuration = configuration;
+    this.deployer = deployer;
+    this.plugin = plugin;
+    this.endpoint = endpoint;
+    this.url = endpoint.url;
+    this.host = endpoint.host;
+    this.port = endpoint.port;
+  }
+
+  /**
+   * Starts the JobDeployer (loads the shuffle plugin, starts its ShuffleMaster) and listens for
+   * task managers.
+   *
+   * @throws the loader's errors (`SLUICE_ERR_PLUGIN_*`); ConfigurationError when the TLS files
+   *   cannot be read or the address cannot be listened on (the deployer is closed again).
+   */
+  static async start(
+    configuration: Configuration,
+    options: JobManagerStartOptions = {},
+  ): Promise<JobManager> {
+    // Every key is read before anything starts: a bad value leaves nothing behind.
+    const tls = readControlPlaneTls(configuration);
+    const bind = options.bind ?? {
+      host: configuration.getOptional(JobManagerOptions.ADDRESS) ?? "127.0.0.1",
+      port: configuration.get(JobManagerOptions.PORT),
+    };
+    const maxMessageSize = configuration.get(NettyShuffleEnvironmentOptions.MAX_FRAME_SIZE);
+    const heartbeatIntervalMs = configuration.get(HeartbeatManagerOptions.HEARTBEAT_INTERVAL);
+    const heartbeatTimeoutMs = configuration.get(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT);
+    const shipped: Record<string, JsonValue> = {};
+    for (const [key, value] of Object.entries(configuration.toObject())) {
+      if (!HOST_LOCAL_KEYS.has(key)) shipped[key] = value as JsonValue;
+    }
+    const warn = options.onWarning ?? emitClusterWarning;
+    const deployer = await JobDeployer.start(configuration, {
+      ...(options.loader === undefined ? {} : { loader: options.loader }),
+      ...(options.onFatalError === undefined ? {} : { onFatalError: options.onFatalError }),
+    });
+    let jobManager: JobManager | undefined;
+    let plugin: ShufflePluginIdentity;
+    let endpoint: JobManagerEndpoint;
+    try {
+      plugin = shufflePluginIdentity(deployer.plugin);
+      endpoint = await JobManagerEndpoint.listen({
+        host: bind.host,
+        port: bind.port,
+        tls,
+        maxMessageSize,
+        heartbeatIntervalMs,
+        heartbeatTimeoutMs,
+        applicationVersion: options.applicationVersion ?? "",
+        plugin,
+        maxTaskManagers: options.maxTaskManagers ?? Number.POSITIVE_INFINITY,
+        taskManagerConfiguration: shipped,
+        events: {
+          onRegistered: (taskManager) => {
+            callBack(warn, "onTaskManagerRegistered", () =>
+              options.onTaskManagerRegistered?.(taskManager),
+            );
+            jobManager?.wakeWaiters();
+          },
+          onLost: (taskManager, cause) => {
+            callBack(warn, "onTaskManagerLost", () =>
+              options.onTaskManagerLost?.(taskManager, cause),
+            );
+            jobManager?.failJobsOn(taskManager, cause);
+          },
+          onApplicationMessage: (taskManager, name, payload) => {
+            if (options.onApplicationMessage === undefined) {
+              throw new IllegalStateError(
+                `the job manager's application handles no messages (got ${name} from ${taskManager.label})`,
+              );
+            }
+            return options.onApplicationMessage(taskManager, name, payload);
+          },
+          onWarning: warn,
+        },
+      });
+    } catch (error) {
+      await deployer.close();
+      throw error;
+    }
+    jobManager = new JobManager(configuration, deployer, plugin, endpoint);
+    return jobManager;
+  }
+
+  /** Every task manager that registered, in registration order (lost ones too: see `connected`). */
+  get taskManagers(): readonly RegisteredTaskManager[] {
+    return [...this.endpoint.taskManagers];
+  }
+
+  /**
+   * Resolves with the first `count` connected task managers once that many are registered.
+   *
+   * @throws TimeoutError after `timeoutMs` (default: no limit); IllegalStateError when the job
+   *   manager closes first.
+   */
+  waitForTaskManagers(
+    count: number,
+    timeoutMs?: number,
+  ): Promise<readonly RegisteredTaskManager[]> {
+    return new Promise((resolve, reject) => {
+      if (this.closing !== undefined) {
+        reject(new IllegalStateError("the job manager is closed"));
+        return;
+      }
+      let timer: NodeJS.Timeout | undefined;
+      const waiter: Waiter = {
+        count,
+        resolve: (taskManagers) => {
+          clearTimeout(timer);
+          resolve(taskManagers);
+        },
+        reject: (error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      };
+      if (timeoutMs !== undefined) {
+        timer = setTimeout(() => {
+          this.waiters.delete(waiter);
+          const registered = this.connectedTaskManagers().length;
+          reject(
+            new TimeoutError(
+              `${registered} of ${count} task managers registered with the job manager at ${this.url} within ${timeoutMs} ms`,
+            ),
+          );
+        }, timeoutMs);
+      }
+      this.waiters.add(waiter);
+      this.wakeWaiters();
+    });
+  }
+
+  /**
+   * Deploys `graph` through the JobDeployer; follow it through the returned `JobExecution`. When a
+   * task manager with tasks of the job is lost, the job fails (`notifyTaskExecutorLost`); a job
+   * deployed on `deployer` directly does not get that.
+   *
+   * @param placement - picks the TaskExecutorGateway of each subtask: a {@link RegisteredTaskManager},
+   *   or a TaskExecutor of this process. Default: subtask `i` of every vertex runs on the `i mod n`-th
+   *   of the `n` task managers connected now.
+   * @throws IllegalStateError when no placement is given and no task manager is connected.
+   */
+  async deploy(
+    graph: JobGraph,
+    placement?: Placement,
+    options: DeployOptions = {},
+  ): Promise<JobExecution> {
+    let place = placement;
+    if (place === undefined) {
+      const taskManagers = this.connectedTaskManagers();
+      if (taskManagers.length === 0) {
+        throw new IllegalStateError(
+          `cannot deploy job ${graph.name}: no task manager is registered with the job manager at ${this.url}`,
+        );
+      }
+      place = (_vertex, subtask) =>
+        taskManagers[subtask % taskManagers.length] as RegisteredTaskManager;
+    }
+    const execution = await this.deployer.deploy(graph, place, options);
+    this.executions.add(execution);
+    void execution.terminated.then(() => this.executions.delete(execution));
+    return execution;
+  }
+
+  /**
+   * Tells every connected task manager that it is done (see {@link RegisteredTaskManager.shutdown})
+   * and collects their reports; a task manager that does not answer within the timeout is
+   * disconnected, and its entry is the error.
+   */
+  async shutDownTaskManagers(
+    options: ShutDownOptions = {},
+  ): Promise<ReadonlyMap<RegisteredTaskManager, ShutdownReport | Error>> {
+    const reason = options.reason ?? "the job manager is closing";
+    const failed = options.failed ?? false;
+    const timeoutMs = options.timeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
+    const outcomes = new Map<RegisteredTaskManager, ShutdownReport | Error>();
+    await Promise.all(
+      this.connectedTaskManagers().map(async (taskManager) => {
+        let timer: NodeJS.Timeout | undefined;
+        const timeout = new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () =>
+              reject(
+                new TimeoutError(
+                  `${taskManager.label} did not report its shutdown within ${timeoutMs} ms`,
+                ),
+              ),
+            timeoutMs,
+          );
+        });
+        try {
+          outcomes.set(
+            taskManager,
+            await Promise.race([taskManager.shutdown(reason, failed), timeout]),
+          );
+        } catch (error) {
+          taskManager.disconnect(reason);
+          outcomes.set(taskManager, error instanceof Error ? error : new Error(String(error)));
+        } finally {
+          clearTimeout(timer);
+        }
+      }),
+    );
+    return outcomes;
+  }
+
+  /**
+   * Shuts down every connected task manager ({@link shutDownTaskManagers}), drops the control
+   * plane's connections and stops listening, then closes the JobDeployer (jobs still running are
+   * canceled). Idempotent.
+   */
+  close(options: ShutDownOptions = {}): Promise<void> {
+    this.closing ??= (async () => {
+      for (const waiter of this.waiters) {
+        waiter.reject(new IllegalStateError("the job manager closed"));
+      }
+      this.waiters.clear();
+      await this.shutDownTaskManagers(options);
+      await this.endpoint.close();
+      await this.deployer.close();
+    })();
+    return this.closing;
+  }
+
+  private connectedTaskManagers(): RegisteredTaskManager[] {
+    return this.endpoint.taskManagers.filter((taskManager) => taskManager.connected);
+  }
+
+  private wakeWaiters(): void {
+    const connected = this.connectedTaskManagers();
+    for (const waiter of this.waiters) {
+      if (connected.length < waiter.count) continue;
+      this.waiters.delete(waiter);
+      waiter.resolve(connected.slice(0, waiter.count));
+    }
+  }
+
+  /** Every running job with a task on the lost task manager fails with `cause`. */
+  private failJobsOn(taskManager: RegisteredTaskManager, cause: Error): void {
+    for (const execution of this.executions) {
+      if (execution.executionVertices.some((vertex) => vertex.gateway === taskManager)) {
+        execution.notifyTaskExecutorLost(taskManager, cause);
+      }
+    }
+  }
+}
+
+/**
+ * Runs an application callback; what it throws is reported, so that it cannot stop the job
+ * manager's own bookkeeping (waking waiters, failing the jobs of a lost task manager).
+ */
+function callBack(warn: (message: string) => void, name: string, callback: () => void): void {
+  try {
+    callback();
+  } catch (error) {
+    warn(`the application's ${name} failed: ${(error as Error)?.stack ?? String(error)}`);
+  }
+}

@@ -1,0 +1,86 @@
+import { IntermediateDataSetID, JobID, ResultPartitionID } from "@sluice/core";
+import {
+  type JobMasterGateway,
+  type SerializedThrowable,
+  taskExecutionStateFromJSON,
+  taskExecutionStateToJSON,
+} from "@sluice/runtime";
+import * as z from "zod";
+import { type ForwardingTable, forwardedMethods } from "./gateway-forwarding.js";
+import { executionState, json, serializedThrowable, text } from "./wire-schemas.js";
+
+/** What the job manager acts on when a task manager calls the JobMasterGateway of a job. */
+export interface JobMasterGatewayReceiver {
+  /**
+   * The job master of `jobId`'s tasks on the calling task manager.
+   *
+   * @throws IllegalStateError when no task of that job was submitted to it.
+   */
+  jobMasterOf(jobId: JobID): JobMasterGateway;
+}
+
+/** A task manager's side of a forwarded JobMasterGateway call needs nothing besides sending. */
+export type JobMasterGatewayCaller = Readonly<Record<string, never>>;
+
+const method = forwardedMethods<
+  JobMasterGateway,
+  JobMasterGatewayCaller,
+  JobMasterGatewayReceiver
+>().method;
+
+/**
+ * The runtime's `JobMasterGateway` over the control plane (a task manager's tasks call, the job
+ * manager answers for the job they belong to). Task states travel as the runtime's JSON form,
+ * errors as `SerializedThrowable` (their codes survive), ids as strings.
+ */
+export const JobMasterGatewayMethods = {
+  /** A task changed state; a FINISHED report carries what its invokable returned. */
+  updateTaskExecutionState: method("updateTaskExecutionState", {
+    delivery: "report",
+    params: z.object({
+      jobId: text(64),
+      executionAttemptId: text(256),
+      state: executionState,
+      error: serializedThrowable.optional(),
+      result: json.optional(),
+    }),
+    result: z.null(),
+    encode: ([update]) => taskExecutionStateToJSON(update),
+    invoke: (job, params) => {
+      const update = taskExecutionStateFromJSON({
+        jobId: params.jobId,
+        executionAttemptId: params.executionAttemptId,
+        state: params.state,
+        ...(params.error === undefined ? {} : { error: params.error as SerializedThrowable }),
+        ...(params.result === undefined ? {} : { result: params.result }),
+      });
+      job.jobMasterOf(update.jobId).updateTaskExecutionState(update);
+    },
+  }),
+  /** A consumer asks for the state of a partition's producer. */
+  requestPartitionProducerState: method("requestPartitionProducerState", {
+    params: z.object({ jobId: text(64), resultId: text(64), partitionId: text(512) }),
+    result: z.object({ state: executionState }),
+    encode: ([jobId, resultId, partitionId]) => ({
+      jobId: jobId.toString(),
+      resultId: resultId.toString(),
+      partitionId: partitionId.toString(),
+    }),
+    invoke: async (job, params) => {
+      const jobId = JobID.fromHex(params.jobId);
+      const state = await job
+        .jobMasterOf(jobId)
+        .requestPartitionProducerState(
+          jobId,
+          IntermediateDataSetID.fromHex(params.resultId),
+          ResultPartitionID.parse(params.partitionId),
+        );
+      return { state };
+    },
+    decode: ({ state }) => state,
+  }),
+} as const satisfies ForwardingTable<
+  JobMasterGateway,
+  JobMasterGatewayCaller,
+  JobMasterGatewayReceiver
+>;

@@ -1,0 +1,157 @@
+import type { JobID } from "@sluice/core";
+import type { JobMasterGateway, TaskExecutorGateway, TaskManagerLocation } from "@sluice/runtime";
+import type { JsonValue } from "@sluice/runtime-api";
+import type {
+  JobManagerMethods,
+  ShutdownReport,
+  TaskManagerMethods,
+} from "./control-plane-messages.js";
+import { forwardingGateway } from "./gateway-forwarding.js";
+import type { RpcPeer } from "./rpc-peer.js";
+import {
+  type TaskExecutorGatewayCaller,
+  TaskExecutorGatewayMethods,
+} from "./task-executor-gateway-methods.js";
+
+/** The job manager's end of a control connection to a task manager. */
+export type TaskManagerConnection = RpcPeer<typeof JobManagerMethods, typeof TaskManagerMethods>;
+
+/** What a task manager told the job manager about itself when it registered. */
+export interface TaskManagerInfo {
+  /** Registration order, from 0. */
+  readonly index: number;
+  /** Its process id. */
+  readonly pid: number;
+  /** The name of its host. */
+  readonly hostname: string;
+  /** Where its control connection came from (`10.77.0.2:40122`). */
+  readonly remoteAddress: string;
+  /** Its TaskExecutor's resource id and data port. */
+  readonly location: TaskManagerLocation;
+}
+
+/**
+ * A task manager that registered with the job manager, as the job side sees it: the
+ * `TaskExecutorGateway` the `JobDeployer` deploys through (Flink's `TaskExecutorGateway` over
+ * RPC). Its gateway methods are the forwarding table's, each a request on the task manager's
+ * connection; it remembers which job master each job's tasks report to. It also carries the
+ * application channel to that task manager and its shutdown.
+ */
+export class RegisteredTaskManager
+  extends forwardingGateway<TaskExecutorGateway, TaskExecutorGatewayCaller>(
+    TaskExecutorGatewayMethods,
+  )
+  implements TaskExecutorGateway
+{
+  /** Registration order, from 0: `task manager 0`. */
+  readonly index: number;
+  /** Its process id. */
+  readonly pid: number;
+  /** The name of its host. */
+  readonly hostname: string;
+  /** Where its control connection came from. */
+  readonly remoteAddress: string;
+  /** Its TaskExecutor's resource id, announced host (`taskmanager.host`) and data port. */
+  readonly location: TaskManagerLocation;
+
+  private readonly connection: TaskManagerConnection;
+  private readonly jobMasters: Map<string, JobMasterGateway>;
+  private ending = false;
+
+  /** @internal Created by the job manager when a task manager registers. */
+  constructor(
+    info: TaskManagerInfo,
+    connection: TaskManagerConnection,
+    onUndelivered: (method: string, error: unknown) => void,
+  ) {
+    const jobMasters = new Map<string, JobMasterGateway>();
+    super({
+      caller: {
+        routeJobMaster: (jobId: JobID, jobMaster: JobMasterGateway) =>
+          jobMasters.set(jobId.toString(), jobMaster),
+      },
+      request: (method, params) => connection.call(method as never, params as never),
+      onUndelivered,
+    });
+    this.jobMasters = jobMasters;
+    this.index = info.index;
+    this.pid = info.pid;
+    this.hostname = info.hostname;
+    this.remoteAddress = info.remoteAddress;
+    this.location = info.location;
+    this.connection = connection;
+  }
+
+  /** `task manager 1 (pid 4242)`. */
+  get label(): string {
+    return `task manager ${this.index} (pid ${this.pid})`;
+  }
+
+  /** `task manager 1 (pid 4242) at 10.77.0.2`: the label with the host it announced. */
+  get labelWithAddress(): string {
+    return `${this.label} at ${this.location.host}`;
+  }
+
+  /**
+   * True while its connection is open and it was neither shut down nor disconnected; false once
+   * it was lost.
+   */
+  get connected(): boolean {
+    return !this.ending && this.connection.isOpen;
+  }
+
+  /**
+   * @internal The job master of `jobId`'s tasks here, once a task of that job was submitted.
+   */
+  jobMasterOf(jobId: JobID): JobMasterGateway | undefined {
+    return this.jobMasters.get(jobId.toString());
+  }
+
+  /**
+   * Calls the task manager's application handler with `name` and `payload` (the application
+   * channel); resolves with what it returned.
+   *
+   * @throws the handler's error (same code); RemoteTransportError when the connection is gone.
+   */
+  async call(name: string, payload: JsonValue): Promise<JsonValue> {
+    return this.connection.call("application", { name, payload });
+  }
+
+  /** Sends `name` and `payload` to the task manager's application handler, without a reply. */
+  notify(name: string, payload: JsonValue): void {
+    this.connection.notify("application", { name, payload });
+  }
+
+  /**
+   * Tells the task manager it is done: it closes its TaskExecutor (after waiting briefly, when
+   * not `failed`, for consumers to release its partitions), reports what it held at close, and
+   * ends. The connection is closed once the report arrived.
+   *
+   * @throws RemoteTransportError or TimeoutError when it cannot answer; the connection is then
+   *   closed as well.
+   */
+  async shutdown(reason: string, failed: boolean): Promise<ShutdownReport> {
+    this.ending = true;
+    try {
+      return await this.connection.call("shutdown", { reason, failed });
+    } finally {
+      this.connection.close(failed ? "the job failed" : "shut down");
+    }
+  }
+
+  /** Drops the connection without a shutdown request: the task manager sees its job manager lost. */
+  disconnect(reason: string): void {
+    this.ending = true;
+    this.connection.close(reason);
+  }
+
+  /** @internal True once the job manager ended it on purpose: its disconnect is no loss. */
+  get endedOnPurpose(): boolean {
+    return this.ending;
+  }
+
+  /** @internal Marks it ended on purpose (the job manager is closing, or it was lost). */
+  markEnded(): void {
+    this.ending = true;
+  }
+}

@@ -1,0 +1,87 @@
+import { ExecutionAttemptID, JobID, ResultPartitionID } from "@sluice/core";
+import {
+  type JobMasterGateway,
+  TaskDeploymentDescriptorCodec,
+  type TaskExecutorGateway,
+} from "@sluice/runtime";
+import { PartitionInfoCodec } from "@sluice/runtime-api";
+import * as z from "zod";
+import { type ForwardingTable, forwardedMethods } from "./gateway-forwarding.js";
+import { json, text } from "./wire-schemas.js";
+
+/** What the job manager's side of a forwarded TaskExecutorGateway call may do besides sending. */
+export interface TaskExecutorGatewayCaller {
+  /** The tasks of `jobId` on this task manager report to `jobMaster` from now on. */
+  routeJobMaster(jobId: JobID, jobMaster: JobMasterGateway): void;
+}
+
+/** What a task manager acts on when the job manager calls its TaskExecutorGateway. */
+export interface TaskExecutorGatewayReceiver {
+  /** The task manager's TaskExecutor. */
+  readonly executor: TaskExecutorGateway;
+  /** Where its tasks report: the job manager, over the same connection. */
+  readonly jobMaster: JobMasterGateway;
+}
+
+const method = forwardedMethods<
+  TaskExecutorGateway,
+  TaskExecutorGatewayCaller,
+  TaskExecutorGatewayReceiver
+>().method;
+
+/**
+ * The runtime's `TaskExecutorGateway` over the control plane (the job manager calls, a task
+ * manager answers). Descriptors and partition infos travel as their versioned JSON codecs, which
+ * check every field on receipt and name a bad one (`SLUICE_ERR_DESCRIPTOR` in the error reply);
+ * ids travel as strings.
+ */
+export const TaskExecutorGatewayMethods = {
+  /** Deploys a task and runs its invokable; its state reports go back over the same connection. */
+  submitTask: method("submitTask", {
+    params: z.object({ descriptor: json }),
+    result: z.null(),
+    encode: ([descriptor, jobMaster], caller) => {
+      caller.routeJobMaster(descriptor.jobId, jobMaster);
+      return { descriptor: TaskDeploymentDescriptorCodec.toJSON(descriptor) };
+    },
+    invoke: ({ executor, jobMaster }, { descriptor }) =>
+      executor.submitTask(TaskDeploymentDescriptorCodec.fromJSON(descriptor), jobMaster),
+  }),
+  cancelTask: method("cancelTask", {
+    params: z.object({ executionAttemptId: text(256) }),
+    result: z.null(),
+    encode: ([executionAttemptId]) => ({ executionAttemptId: executionAttemptId.toString() }),
+    invoke: ({ executor }, { executionAttemptId }) =>
+      executor.cancelTask(ExecutionAttemptID.parse(executionAttemptId)),
+  }),
+  updatePartitions: method("updatePartitions", {
+    params: z.object({ executionAttemptId: text(256), partitionInfos: z.array(json).max(65536) }),
+    result: z.null(),
+    encode: ([executionAttemptId, partitionInfos]) => ({
+      executionAttemptId: executionAttemptId.toString(),
+      partitionInfos: partitionInfos.map((info) => PartitionInfoCodec.toJSON(info)),
+    }),
+    invoke: ({ executor }, { executionAttemptId, partitionInfos }) =>
+      executor.updatePartitions(
+        ExecutionAttemptID.parse(executionAttemptId),
+        partitionInfos.map((info) => PartitionInfoCodec.fromJSON(info)),
+      ),
+  }),
+  releasePartitions: method("releasePartitions", {
+    params: z.object({ jobId: text(64), partitionIds: z.array(text(512)).max(65536) }),
+    result: z.null(),
+    encode: ([jobId, partitionIds]) => ({
+      jobId: jobId.toString(),
+      partitionIds: partitionIds.map((id) => id.toString()),
+    }),
+    invoke: ({ executor }, { jobId, partitionIds }) =>
+      executor.releasePartitions(
+        JobID.fromHex(jobId),
+        partitionIds.map((id) => ResultPartitionID.parse(id)),
+      ),
+  }),
+} as const satisfies ForwardingTable<
+  TaskExecutorGateway,
+  TaskExecutorGatewayCaller,
+  TaskExecutorGatewayReceiver
+>;

@@ -1,0 +1,280 @@
+import type { AddressInfo } from "node:net";
+import { ConfigurationError } from "@sluice/core";
+import { Configuration, JobGraph, type Task, type TaskInvokable } from "@sluice/runtime";
+import { NetworkMemoryOptions } from "@sluice/runtime-api";
+import { afterEach, describe, expect, it } from "vitest";
+import { WebSocketServer } from "ws";
+import { CONTROL_PLANE_PATH } from "./control-plane-messages.js";
+import type { RegisteredTaskManager } from "./registered-task-manager.js";
+import { TaskManager } from "./task-manager.js";
+import { until } from "./test-support/raw-control-client.js";
+import {
+  closeTestCluster,
+  LOADER,
+  startJobManager,
+  startTaskManager,
+} from "./test-support/test-cluster.js";
+
+afterEach(closeTestCluster);
+
+const RECORDS_PER_SOURCE = 20_000;
+
+/** Numbers → Sum over a keyed exchange, and a task that runs until it is canceled. */
+const invokables: Readonly<Record<string, TaskInvokable<Task>>> = {
+  numbers: async (task) => {
+    const writer = task.writer<number>();
+    for (let i = 0; i < RECORDS_PER_SOURCE; i++) {
+      if (!writer.isAvailable()) await writer.getAvailableFuture();
+      writer.emit(i);
+    }
+    return RECORDS_PER_SOURCE;
+  },
+  sum: async (task) => {
+    let count = 0;
+    let sum = 0;
+    for await (const value of task.reader<number>()) {
+      count++;
+      sum += value;
+    }
+    return { count, sum };
+  },
+  waitForCancel: (task) =>
+    new Promise<undefined>((resolve) =>
+      task.signal.addEventListener("abort", () => resolve(undefined)),
+    ),
+};
+
+function numbersJob(): JobGraph {
+  const graph = new JobGraph("numbers");
+  const numbers = graph.addVertex({ name: "Numbers", parallelism: 2, invokable: "numbers" });
+  const sum = graph.addVertex({ name: "Sum", parallelism: 2, invokable: "sum" });
+  graph.connect(numbers, sum, {
+    partitioner: { name: "HASH", keySelector: "value" },
+    serializer: "int32",
+  });
+  return graph;
+}
+
+describe("a task manager", () => {
+  it("registers with the job manager, runs the tasks deployed onto it, and reports every network buffer back in its pool when shut down", async () => {
+    // The job manager's own host keys stay on its host: the task managers announce their own.
+    const jobManager = await startJobManager({ "taskmanager.host": "192.0.2.1" });
+    const taskManagers = await Promise.all(
+      [0, 1].map(() =>
+        startTaskManager(
+          jobManager,
+          { "taskmanager.network.memory.buffers-per-channel": 3 },
+          { invokables, onShutdown: ({ reason }) => ({ goodbye: reason }) },
+        ),
+      ),
+    );
+    for (const taskManager of taskManagers) {
+      // The job manager's configuration, with the task manager's own keys on top.
+      const { configuration } = taskManager;
+      expect(configuration.get(NetworkMemoryOptions.MEMORY_SEGMENT_SIZE)).toBe(16 * 1024);
+      expect(configuration.get(NetworkMemoryOptions.NETWORK_BUFFERS_PER_CHANNEL)).toBe(3);
+      expect(taskManager.executor.location.host).toBe("127.0.0.1");
+    }
+    expect(taskManagers.map((tm) => tm.index).sort()).toEqual([0, 1]);
+
+    const execution = await jobManager.deploy(numbersJob());
+    const gateways = new Set(execution.executionVertices.map((vertex) => vertex.gateway));
+    expect(gateways).toEqual(new Set(jobManager.taskManagers));
+    const result = await execution.terminated;
+    expect(result.status, String(result.error)).toBe("FINISHED");
+    const sums = (result.results.get("Sum") ?? []) as { count: number; sum: number }[];
+    expect(sums.reduce((total, s) => total + s.count, 0)).toBe(2 * RECORDS_PER_SOURCE);
+    expect(sums.reduce((total, s) => total + s.sum, 0)).toBe(
+      RECORDS_PER_SOURCE * (RECORDS_PER_SOURCE - 1),
+    );
+
+    const reports = await jobManager.shutDownTaskManagers({ reason: "the job finished" });
+    expect(reports.size).toBe(2);
+    for (const report of reports.values()) {
+      expect(report).not.toBeInstanceOf(Error);
+      expect(report).toMatchObject({
+        unreleasedPartitions: 0,
+        application: { goodbye: "the job finished" },
+      });
+      const buffers = (report as { networkBuffers: { available: number; total: number } })
+        .networkBuffers;
+      expect(buffers.total).toBeGreaterThan(0);
+      expect(buffers.available).toBe(buffers.total);
+    }
+    for (const taskManager of taskManagers) {
+      expect(await taskManager.terminated).toEqual({
+        reason: "shutdown",
+        failed: false,
+        message: "the job finished",
+      });
+    }
+  });
+
+  it("fails the job, naming the task manager and its address, when a task manager leaves mid-job", async () => {
+    const lost: RegisteredTaskManager[] = [];
+    const jobManager = await startJobManager(
+      {},
+      { onTaskManagerLost: (taskManager) => lost.push(taskManager) },
+    );
+    const taskManagers = await Promise.all(
+      [0, 1].map(() => startTaskManager(jobManager, {}, { invokables })),
+    );
+    const graph = new JobGraph("wait");
+    graph.addVertex({ name: "Wait", parallelism: 2, invokable: "waitForCancel" });
+    const execution = await jobManager.deploy(graph);
+    await until(
+      () => execution.executionVertices.every((vertex) => vertex.state === "RUNNING"),
+      "both tasks to run",
+    );
+    const leaving = taskManagers.find((tm) => tm.index === 1) as TaskManager;
+    expect(await leaving.close("leaving")).toEqual({
+      reason: "closed",
+      failed: false,
+      message: "leaving",
+    });
+    const result = await execution.terminated;
+    expect(result.status).toBe("FAILED");
+    expect(result.error?.message).toMatch(
+      new RegExp(`^task manager 1 \\(pid ${process.pid}\\) at 127\\.0\\.0\\.1 was lost`),
+    );
+    expect(lost.map((tm) => tm.index)).toEqual([1]);
+    // The other task manager's task was canceled, and it stays registered.
+    expect(execution.executionVertices.map((vertex) => vertex.state).sort()).toEqual([
+      "CANCELED",
+      "FAILED",
+    ]);
+    expect(jobManager.taskManagers.map((tm) => tm.connected)).toEqual(
+      [0, 1].map((index) => index !== 1),
+    );
+  });
+
+  it("ends as failed, with its TaskExecutor closed, when the job manager drops the connection", async () => {
+    const jobManager = await startJobManager();
+    const taskManager = await startTaskManager(jobManager, {}, { invokables });
+    (jobManager.taskManagers[0] as RegisteredTaskManager).disconnect("going away");
+    const termination = await taskManager.terminated;
+    expect(termination.reason).toBe("job-manager-lost");
+    expect(termination.failed).toBe(true);
+    expect(termination.message).toContain("the control connection to the job manager");
+    await expect(taskManager.executor.deployTask({})).rejects.toMatchObject({
+      code: "SLUICE_ERR_ILLEGAL_STATE",
+      message: expect.stringContaining("is shut down"),
+    });
+  });
+
+  it("ends when the job manager stops requesting heartbeats, naming heartbeat.timeout from the job manager's configuration", async () => {
+    // A job manager that registers task managers and then falls silent, its connection open.
+    const server = new WebSocketServer({ host: "127.0.0.1", port: 0, path: CONTROL_PLANE_PATH });
+    await new Promise((resolve) => server.once("listening", resolve));
+    server.on("connection", (socket) => {
+      socket.on("message", (data) => {
+        const { id, method } = JSON.parse(data.toString()) as { id: number; method: string };
+        const result =
+          method === "hello"
+            ? {
+                configuration: {
+                  "shuffle-service-factory.class": "tcp",
+                  "taskmanager.memory.network.min": "4mb",
+                  "heartbeat.timeout": "300ms",
+                },
+              }
+            : { index: 0 };
+        socket.send(JSON.stringify({ jsonrpc: "2.0", id, result }));
+      });
+    });
+    try {
+      const { port } = server.address() as AddressInfo;
+      const taskManager = await startTaskManager({ host: "127.0.0.1", port });
+      const termination = await taskManager.terminated;
+      expect(termination.reason).toBe("job-manager-lost");
+      expect(termination.message).toMatch(
+        /^no heartbeat request from the job manager for \d+ ms \(heartbeat\.timeout 300 ms\)$/,
+      );
+    } finally {
+      for (const client of server.clients) client.terminate();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it("is refused by a job manager of another application version, naming both", async () => {
+    const warnings: string[] = [];
+    const jobManager = await startJobManager(
+      {},
+      { applicationVersion: "1.0.0", onWarning: (message) => warnings.push(message) },
+    );
+    await expect(
+      startTaskManager(jobManager, {}, { applicationVersion: "2.0.0" }),
+    ).rejects.toMatchObject({
+      code: "SLUICE_ERR_PROTOCOL",
+      message: expect.stringMatching(/application 2\.0\.0.*application 1\.0\.0/),
+    });
+    expect(jobManager.taskManagers).toEqual([]);
+    expect(warnings).toEqual([expect.stringContaining("refused a task manager connecting from")]);
+  });
+
+  it("is refused by a job manager that runs another shuffle plugin, naming both", async () => {
+    const warnings: string[] = [];
+    const jobManager = await startJobManager(
+      {},
+      { onWarning: (message) => warnings.push(message) },
+    );
+    await expect(
+      TaskManager.start(new Configuration({ "shuffle-service-factory.class": "ws" }), {
+        jobManager,
+        loader: LOADER,
+        connectRetryMs: 0,
+      }),
+    ).rejects.toMatchObject({
+      code: "SLUICE_ERR_CONFIG",
+      message: expect.stringMatching(
+        /loaded the shuffle plugin @sluice\/shuffle-ws#WsShuffleServiceFactory .*but the job manager runs @sluice\/shuffle-tcp#TcpShuffleServiceFactory/,
+      ),
+    });
+    expect(jobManager.taskManagers).toEqual([]);
+    expect(warnings).toEqual([expect.stringContaining("loaded the shuffle plugin")]);
+  });
+
+  it("fails to start with a clear message when no job manager address is configured", async () => {
+    await expect(TaskManager.start(new Configuration({}))).rejects.toMatchObject({
+      code: "SLUICE_ERR_CONFIG",
+      message: expect.stringContaining("jobmanager.rpc.address"),
+    });
+  });
+
+  it("carries the application's messages both ways, as requests and notifications, with errors and their codes", async () => {
+    const notified: unknown[] = [];
+    const warnings: string[] = [];
+    const jobManager = await startJobManager(
+      {},
+      {
+        onApplicationMessage: (taskManager, name, payload) => {
+          if (name === "echo") return { from: taskManager.index, payload };
+          if (name === "boom") throw new ConfigurationError("no such setting");
+          notified.push([name, payload]);
+          return undefined;
+        },
+        onWarning: (message) => warnings.push(message),
+      },
+    );
+    const taskManager = await startTaskManager(
+      jobManager,
+      {},
+      { onApplicationMessage: (name, payload) => ({ got: name, payload }) },
+    );
+    expect(await taskManager.callJobManager("echo", 5)).toEqual({ from: 0, payload: 5 });
+    taskManager.notifyJobManager("progress", { records: 1 });
+    await until(() => notified.length === 1, "the notification to arrive");
+    expect(notified).toEqual([["progress", { records: 1 }]]);
+    await expect(taskManager.callJobManager("boom", null)).rejects.toMatchObject({
+      code: "SLUICE_ERR_CONFIG",
+      message: "no such setting",
+    });
+    taskManager.notifyJobManager("boom", null);
+    await until(() => warnings.length === 1, "the failed notification to be reported");
+    expect(warnings[0]).toMatch(
+      /handling the notification application from task manager 0 .* failed: no such setting/,
+    );
+    const registered = jobManager.taskManagers[0] as RegisteredTaskManager;
+    expect(await registered.call("ping", [1])).toEqual({ got: "ping", payload: [1] });
+  });
+});

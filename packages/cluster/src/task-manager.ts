@@ -1,0 +1,379 @@
+import { hostname } from "node:os";
+import { setTimeout as delay } from "node:timers/promises";
+import { ConfigurationError, IllegalStateError } from "@sluice/core";
+import { Configuration, TaskExecutor, type TaskExecutorOptions } from "@sluice/runtime";
+import {
+  HeartbeatManagerOptions,
+  JobManagerOptions,
+  type JsonValue,
+  NettyShuffleEnvironmentOptions,
+  type ShuffleEnvironment,
+  TaskManagerOptions,
+} from "@sluice/runtime-api";
+import { emitClusterWarning } from "./cluster-warning.js";
+import { connectToJobManager, type JobManagerConnection } from "./connect-to-job-manager.js";
+import {
+  CONTROL_PLANE_VERSION,
+  HOST_LOCAL_KEYS,
+  type ShutdownReport,
+  SLUICE_VERSION,
+} from "./control-plane-messages.js";
+import { readControlPlaneTls } from "./control-plane-tls.js";
+import { serveGateway } from "./gateway-forwarding.js";
+import { HeartbeatMonitor } from "./heartbeat-monitor.js";
+import type { HostAndPort } from "./job-manager.js";
+import { RemoteJobMaster } from "./remote-job-master.js";
+import { shufflePluginIdentity } from "./shuffle-plugin-identity.js";
+import { TaskExecutorGatewayMethods } from "./task-executor-gateway-methods.js";
+
+/** How long a clean shutdown waits for consumers to release this worker's partitions. */
+const RELEASE_WAIT_MS = 3_000;
+/** How long closing the TaskExecutor may take when the job manager is gone. */
+const CLOSE_DEADLINE_MS = 2_000;
+/** How long a refused connection to the job manager is retried by default. */
+const DEFAULT_CONNECT_RETRY_MS = 30_000;
+
+/**
+ * Handles a message of the application channel from the job manager: what it returns is the reply
+ * to a request. A thrown error goes back as the error reply (or, for a notification, to
+ * `onWarning`).
+ */
+export type TaskManagerApplicationHandler = (
+  name: string,
+  payload: JsonValue,
+) => JsonValue | undefined | Promise<JsonValue | undefined>;
+
+/** Options of {@link TaskManager.start}: the TaskExecutor's (user code first), and the cluster's. */
+export interface TaskManagerStartOptions extends TaskExecutorOptions {
+  /** The job manager. Default: `jobmanager.rpc.address` and `jobmanager.rpc.port`. */
+  readonly jobManager?: HostAndPort;
+  /** The application's version; the job manager refuses another one than its own (default `""`). */
+  readonly applicationVersion?: string;
+  /**
+   * How long a refused connection is retried, as the job manager may start later (default 30 s).
+   * A TLS failure is not retried.
+   */
+  readonly connectRetryMs?: number;
+  /** Receives the application channel's messages; without it, they are answered with an error. */
+  readonly onApplicationMessage?: TaskManagerApplicationHandler;
+  /**
+   * Called when the job manager shuts this task manager down, after its TaskExecutor closed; what
+   * it returns travels back in the shutdown report (`application`).
+   */
+  readonly onShutdown?: (request: {
+    readonly reason: string;
+    readonly failed: boolean;
+  }) => JsonValue | undefined;
+  /**
+   * Malformed input from the job manager, a state report that could not be delivered, a failed
+   * notification (default: `process.emitWarning`).
+   */
+  readonly onWarning?: (message: string) => void;
+}
+
+/** How and why a task manager ended. */
+export interface TaskManagerTermination {
+  /**
+   * `shutdown`: the job manager ended it; `job-manager-lost`: its connection closed or no heartbeat
+   * request came within `heartbeat.timeout`; `closed`: the application called `close()`.
+   */
+  readonly reason: "shutdown" | "job-manager-lost" | "closed";
+  /** True when the job manager said the job failed, or was lost. */
+  readonly failed: boolean;
+  /** The job manager's reason, why it was lost, or the reason given to `close()`. */
+  readonly message: string;
+}
+
+/** The part of a NetworkShuffleEnvironment the shutdown report reads (other plugins have none). */
+interface WithNetworkBufferPool {
+  readonly networkBufferPool?: {
+    readonly totalNumberOfMemorySegments: number;
+    getNumberOfAvailableMemorySegments(): number;
+  };
+}
+
+/**
+ * A task manager (Flink's TaskManagerRunner with its TaskExecutor's RPC side): it connects to a
+ * {@link JobManager}, takes the job manager's configuration with its own keys on top, starts a
+ * `TaskExecutor` with the application's code, registers it, and then serves the job manager's
+ * `TaskExecutorGateway` calls (deploying and running tasks), reporting task states and answering
+ * producer-state questions through the job manager. It ends when the job manager shuts it down,
+ * when it loses the job manager (connection closed, or no heartbeat request for
+ * `heartbeat.timeout`), or on {@link TaskManager.close}; {@link TaskManager.terminated} says
+ * which. Either way its TaskExecutor is closed (every network buffer back in its pool) first. It
+ * never exits the process: that is the application's decision.
+ */
+export class TaskManager {
+  /** The running TaskExecutor. */
+  readonly executor: TaskExecutor;
+  /** The effective configuration: the job manager's, with this task manager's own keys on top. */
+  readonly configuration: Configuration;
+  /** `host:port` of the job manager. */
+  readonly jobManagerAddress: string;
+  /** Resolves once the task manager ended (its TaskExecutor is closed by then). */
+  readonly terminated: Promise<TaskManagerTermination>;
+
+  private readonly connection: JobManagerConnection;
+  private readonly options: TaskManagerStartOptions;
+  private readonly jobMaster: RemoteJobMaster;
+  private registeredIndex = -1;
+  private heartbeats: HeartbeatMonitor | undefined;
+  private ending: TaskManagerTermination | undefined;
+  private shuttingDown: Promise<ShutdownReport> | undefined;
+  private ended = false;
+  private resolveTerminated!: (termination: TaskManagerTermination) => void;
+
+  private constructor(
+    connection: JobManagerConnection,
+    executor: TaskExecutor,
+    configuration: Configuration,
+    jobManagerAddress: string,
+    options: TaskManagerStartOptions,
+    warn: (message: string) => void,
+  ) {
+    this.connection = connection;
+    this.executor = executor;
+    this.configuration = configuration;
+    this.jobManagerAddress = jobManagerAddress;
+    this.options = options;
+    this.terminated = new Promise((resolve) => {
+      this.resolveTerminated = resolve;
+    });
+    this.jobMaster = new RemoteJobMaster(connection, (method, error) => {
+      // Once the job manager is gone, its loss is the news; each undelivered report is not.
+      if (this.ending === undefined) {
+        warn(
+          `could not deliver ${method} to the job manager at ${jobManagerAddress}: ${(error as Error)?.message ?? String(error)}`,
+        );
+      }
+    });
+    this.serve();
+  }
+
+  /**
+   * Connects to the job manager (retrying a refused connection), says `hello` (versions; the reply
+   * is the job manager's configuration), starts the TaskExecutor with the merged configuration
+   * and `options`' user code, and registers it. Nothing is left running when it fails.
+   *
+   * @param configuration - this host's own configuration: its keys win over the job manager's.
+   *   Unless it sets `taskmanager.host`, the task manager announces the address it reaches the
+   *   job manager from, as Flink's task managers do, and binds its data server there.
+   * @throws ConfigurationError without a job manager address, or when the job manager refuses
+   *   another shuffle plugin; ProtocolError when it refuses another version;
+   *   PartitionConnectionError when it cannot be reached; the TaskExecutor's start-up errors.
+   */
+  static async start(
+    configuration: Configuration,
+    options: TaskManagerStartOptions = {},
+  ): Promise<TaskManager> {
+    const host = options.jobManager?.host ?? configuration.getOptional(JobManagerOptions.ADDRESS);
+    if (host === undefined) {
+      throw new ConfigurationError(
+        `a task manager needs the job manager's address: ${JobManagerOptions.ADDRESS.key} (and ${JobManagerOptions.PORT.key}), or the jobManager option`,
+      );
+    }
+    const port = options.jobManager?.port ?? configuration.get(JobManagerOptions.PORT);
+    const warn = options.onWarning ?? emitClusterWarning;
+    const { connection, localAddress } = await connectToJobManager({
+      host,
+      port,
+      tls: readControlPlaneTls(configuration),
+      maxMessageSize: configuration.get(NettyShuffleEnvironmentOptions.MAX_FRAME_SIZE),
+      requestTimeoutMs: configuration.get(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT),
+      retryForMs: options.connectRetryMs ?? DEFAULT_CONNECT_RETRY_MS,
+      onProtocolError: (error) => warn(error.message),
+    });
+    let executor: TaskExecutor | undefined;
+    try {
+      const hello = await connection.call("hello", {
+        version: CONTROL_PLANE_VERSION,
+        sluiceVersion: SLUICE_VERSION,
+        applicationVersion: options.applicationVersion ?? "",
+        pid: process.pid,
+        hostname: hostname(),
+      });
+      const effective = effectiveConfiguration(configuration, hello.configuration, localAddress);
+      executor = await TaskExecutor.start(effective, options);
+      const taskManager = new TaskManager(
+        connection,
+        executor,
+        effective,
+        host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`,
+        options,
+        warn,
+      );
+      const { index } = await connection.call("registerTaskExecutor", {
+        resourceId: executor.resourceId.toString(),
+        host: executor.location.host,
+        dataPort: executor.location.dataPort,
+        plugin: shufflePluginIdentity(executor.plugin),
+      });
+      taskManager.registered(index);
+      return taskManager;
+    } catch (error) {
+      connection.close("the task manager failed to start");
+      await executor?.close();
+      throw error;
+    }
+  }
+
+  /** The index the job manager gave this task manager at registration (`task manager 0`). */
+  get index(): number {
+    return this.registeredIndex;
+  }
+
+  /**
+   * Sends `name` and `payload` to the job manager's application handler, without a reply;
+   * dropped once the connection is gone.
+   */
+  notifyJobManager(name: string, payload: JsonValue): void {
+    this.connection.notify("application", { name, payload });
+  }
+
+  /**
+   * Calls the job manager's application handler; resolves with what it returned.
+   *
+   * @throws the handler's error (same code); RemoteTransportError when the connection is gone.
+   */
+  callJobManager(name: string, payload: JsonValue): Promise<JsonValue> {
+    return this.connection.call("application", { name, payload });
+  }
+
+  /**
+   * Leaves the cluster: closes the connection (the job manager sees this task manager lost, and
+   * fails the jobs with tasks here) and the TaskExecutor (its tasks are canceled). Resolves with
+   * how it ended; after a shutdown or loss, with that.
+   */
+  close(reason = "the task manager was closed"): Promise<TaskManagerTermination> {
+    if (this.ending === undefined) {
+      this.ending = { reason: "closed", failed: false, message: reason };
+      this.end();
+    }
+    return this.terminated;
+  }
+
+  private registered(index: number): void {
+    this.registeredIndex = index;
+    const timeoutMs = this.configuration.get(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT);
+    this.heartbeats = new HeartbeatMonitor(timeoutMs, (silentForMs) =>
+      this.lost(
+        `no heartbeat request from the job manager for ${silentForMs} ms (heartbeat.timeout ${timeoutMs} ms)`,
+      ),
+    );
+    void this.connection.closed.then((why) => this.lost(why));
+  }
+
+  /** Answers the job manager's requests. */
+  private serve(): void {
+    const { connection } = this;
+    connection.handle("heartbeat", () => {
+      this.heartbeats?.received();
+      return {};
+    });
+    connection.handle("shutdown", ({ reason, failed }) => {
+      this.shuttingDown ??= this.shutdown(reason, failed);
+      return this.shuttingDown;
+    });
+    connection.handle("application", async ({ name, payload }) => {
+      const handler = this.options.onApplicationMessage;
+      if (handler === undefined) {
+        throw new IllegalStateError(
+          `the task manager's application handles no messages (got ${name} from the job manager)`,
+        );
+      }
+      return (await handler(name, payload)) ?? null;
+    });
+    serveGateway(
+      { handle: (method, handler) => connection.handleUnchecked(method, handler) },
+      TaskExecutorGatewayMethods,
+      () => ({ executor: this.executor, jobMaster: this.jobMaster }),
+    );
+  }
+
+  /**
+   * The job manager ends this task manager: close the TaskExecutor, after waiting (when the job
+   * did not fail) until consumers released this worker's partitions, and report whether every
+   * network buffer came back. It ends once the job manager closed the connection.
+   */
+  private async shutdown(reason: string, failed: boolean): Promise<ShutdownReport> {
+    this.ending ??= { reason: "shutdown", failed, message: reason };
+    this.heartbeats?.stop();
+    const environment: ShuffleEnvironment = this.executor.shuffleEnvironment;
+    let unreleasedPartitions = 0;
+    if (!failed) {
+      // A remote consumer releases a pipelined partition with a message that may still be in
+      // flight when the shutdown arrives.
+      const deadline = Date.now() + RELEASE_WAIT_MS;
+      while (
+        environment.getPartitionsOccupyingLocalResources().length > 0 &&
+        Date.now() < deadline
+      ) {
+        await delay(10);
+      }
+      unreleasedPartitions = environment.getPartitionsOccupyingLocalResources().length;
+    }
+    await this.executor.close();
+    const pool = (environment as WithNetworkBufferPool).networkBufferPool;
+    const application = this.options.onShutdown?.({ reason, failed });
+    // The job manager closes the connection once it has the report; one that vanishes instead
+    // must not keep this task manager waiting.
+    setTimeout(() => this.end(), CLOSE_DEADLINE_MS).unref();
+    return {
+      networkBuffers:
+        pool === undefined
+          ? null
+          : {
+              available: pool.getNumberOfAvailableMemorySegments(),
+              total: pool.totalNumberOfMemorySegments,
+            },
+      unreleasedPartitions,
+      ...(application === undefined ? {} : { application }),
+    };
+  }
+
+  /** The connection closed or heartbeats stopped. */
+  private lost(why: string): void {
+    this.ending ??= { reason: "job-manager-lost", failed: true, message: why };
+    this.connection.terminate();
+    this.end();
+  }
+
+  /** Stops heartbeats, closes the connection and the TaskExecutor (bounded), then resolves. */
+  private end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.heartbeats?.stop();
+    this.connection.close(this.ending?.message ?? "the task manager ended");
+    const closing = this.executor.close();
+    void Promise.race([closing, delay(CLOSE_DEADLINE_MS, undefined, { ref: false })]).then(() =>
+      this.resolveTerminated(this.ending as TaskManagerTermination),
+    );
+  }
+}
+
+/**
+ * The job manager's configuration with this host's own keys on top. Unless this task manager
+ * sets them, it announces the address it reaches the job manager from (as Flink's task managers
+ * do) and binds its data server to that address.
+ */
+function effectiveConfiguration(
+  own: Configuration,
+  fromJobManager: Readonly<Record<string, unknown>>,
+  localAddress: string,
+): Configuration {
+  const shipped = Object.entries(fromJobManager).filter(([key]) => !HOST_LOCAL_KEYS.has(key));
+  const configuration = new Configuration([...shipped, ...Object.entries(own.toObject())], {
+    ...(own.configDir === undefined ? {} : { configDir: own.configDir }),
+    ...(own.configFile === undefined ? {} : { configFile: own.configFile }),
+  });
+  if (!own.contains(TaskManagerOptions.HOST) && localAddress !== "") {
+    configuration.set(TaskManagerOptions.HOST, localAddress);
+  }
+  if (!own.contains(NettyShuffleEnvironmentOptions.DATA_BIND_HOST)) {
+    configuration.set(
+      NettyShuffleEnvironmentOptions.DATA_BIND_HOST,
+      configuration.get(TaskManagerOptions.HOST),
+    );
+  }
+  return configuration;
+}
