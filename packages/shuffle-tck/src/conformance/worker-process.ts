@@ -237,7 +237,13 @@ export class WorkerProcess implements TaskExecutorGateway {
   }
 
   private send(message: ToWorker): void {
-    if (!this.hasExited && this.child.connected) this.child.send(message);
+    if (this.hasExited || !this.child.connected) return;
+    this.child.send(message, (error) => {
+      // A send fails when the worker died while the message was on its way (EPIPE). Its exit
+      // handler rejects every pending request, which is how the suite learns of it; the kill
+      // makes sure the exit comes.
+      if (error !== null && error !== undefined) this.kill();
+    });
   }
 
   private onMessage(message: FromWorker): void {
