@@ -67,6 +67,8 @@ export const ErrorCodes = {
   BUFFER_DECOMPRESSION: "SLUICE_ERR_BUFFER_DECOMPRESSION",
   /** A blocking partition's data or index file is truncated or does not match its layout. */
   PARTITION_FILE_CORRUPTED: "SLUICE_ERR_PARTITION_FILE_CORRUPTED",
+  /** A metric reporter failed to open (no free port in its range) or its `open()` threw. */
+  METRIC_REPORTER: "SLUICE_ERR_METRIC_REPORTER",
 } as const;
 
 /** A stable Sluice error code. */

@@ -44,13 +44,18 @@ export {
   type ConfigOptionGroup,
   DEFAULT_SHUFFLE_SERVICE_FACTORY,
   ExecutionOptions,
+  MetricOptions,
+  MetricReporterOptions,
+  metricReporterKeyPrefix,
   NettyShuffleEnvironmentOptions,
   NetworkMemoryOptions,
+  PrometheusReporterOptions,
   SecurityOptions,
   ShuffleServiceOptions,
   TaskManagerOptions,
   WebSocketOptions,
 } from "./config/options/index.js";
+export { PORT_RANGE_SYNTAX, parsePortRange } from "./config/port-range.js";
 // Writers, gates and partition types
 export type { BufferOrEvent, InputGate, InputGateMetrics } from "./consumer/input-gate.js";
 // Descriptors
@@ -112,7 +117,22 @@ export {
   type TaskInputsOutputsDescriptorJSON,
 } from "./descriptors/task-inputs-outputs-descriptor.js";
 // Errors
-export { DescriptorError } from "./errors.js";
+export { DescriptorError, MetricReporterError } from "./errors.js";
+// Metrics: what reporters see and implement
+export type { Counter } from "./metrics/counter.js";
+export type { Gauge } from "./metrics/gauge.js";
+export type { Meter } from "./metrics/meter.js";
+export type { Metric, MetricType } from "./metrics/metric.js";
+export type { CharacterFilter, MetricGroup } from "./metrics/metric-group.js";
+export type { MetricReporter } from "./metrics/metric-reporter.js";
+export {
+  isMetricReporterFactory,
+  METRIC_REPORTER_FACTORY_BRAND,
+  METRIC_REPORTER_FACTORY_MEMBERS,
+  type MetricReporterContext,
+  type MetricReporterFactory,
+  missingMetricReporterFactoryMembers,
+} from "./metrics/metric-reporter-factory.js";
 export {
   type ConsumingConstraint,
   ResultPartitionType,

@@ -92,6 +92,7 @@ const CLASS_OF: Record<ErrorCode, SluiceErrorClass | undefined> = {
   [ErrorCodes.TASK_NOT_FOUND]: defineError("TaskNotFoundError", ErrorCodes.TASK_NOT_FOUND),
   [ErrorCodes.BUFFER_DECOMPRESSION]: BufferDecompressionError,
   [ErrorCodes.PARTITION_FILE_CORRUPTED]: PartitionFileCorruptedError,
+  [ErrorCodes.METRIC_REPORTER]: defineError("MetricReporterError", ErrorCodes.METRIC_REPORTER),
 };
 
 describe("error wire ids", () => {

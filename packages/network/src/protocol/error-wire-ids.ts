@@ -35,6 +35,7 @@ export const ERROR_WIRE_IDS = {
   [ErrorCodes.TASK_NOT_FOUND]: 25,
   [ErrorCodes.BUFFER_DECOMPRESSION]: 26,
   [ErrorCodes.PARTITION_FILE_CORRUPTED]: 27,
+  [ErrorCodes.METRIC_REPORTER]: 28,
 } as const satisfies Record<ErrorCode, number>;
 
 /** The wire id written for errors that carry no Sluice code (plain `Error`s, non-errors). */

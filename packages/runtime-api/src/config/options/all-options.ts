@@ -1,8 +1,10 @@
 import type { ConfigOption } from "../config-option.js";
 import { BatchShuffleOptions } from "./batch-shuffle-options.js";
 import { ExecutionOptions } from "./execution-options.js";
+import { MetricOptions } from "./metric-options.js";
 import { NettyShuffleEnvironmentOptions } from "./netty-shuffle-options.js";
 import { NetworkMemoryOptions } from "./network-memory-options.js";
+import { PrometheusReporterOptions } from "./prometheus-reporter-options.js";
 import { SecurityOptions } from "./security-options.js";
 import { ShuffleServiceOptions } from "./shuffle-service-options.js";
 import { TaskManagerOptions } from "./task-manager-options.js";
@@ -60,6 +62,25 @@ export const CONFIG_OPTION_GROUPS: readonly ConfigOptionGroup[] = [
     title: "Security",
     description: "TLS for data connections between workers.",
     options: Object.values(SecurityOptions),
+  },
+  {
+    title: "Metrics",
+    description:
+      "Metric reporters (plugins loaded by class name, one instance per process) and the scope " +
+      "formats that name every metric. `<name>` is a reporter name of your choice; see " +
+      "[metrics.md](metrics.md) for every metric.",
+    options: Object.values(MetricOptions),
+  },
+  {
+    title: "Prometheus reporter",
+    description:
+      "Options read only by `@sluice/metrics-prometheus` (`metrics.reporter.<name>.*` of a " +
+      "reporter whose factory is `prometheus`).",
+    options: [
+      PrometheusReporterOptions.port("<name>"),
+      PrometheusReporterOptions.bindHost("<name>"),
+      PrometheusReporterOptions.filterLabelValueCharacters("<name>"),
+    ],
   },
   {
     title: "WebSocket plugin",

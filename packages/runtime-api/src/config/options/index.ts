@@ -5,8 +5,14 @@ export {
   type CompressionCodec,
 } from "./batch-shuffle-options.js";
 export { ExecutionOptions } from "./execution-options.js";
+export {
+  MetricOptions,
+  MetricReporterOptions,
+  metricReporterKeyPrefix,
+} from "./metric-options.js";
 export { NettyShuffleEnvironmentOptions } from "./netty-shuffle-options.js";
 export { NetworkMemoryOptions } from "./network-memory-options.js";
+export { PrometheusReporterOptions } from "./prometheus-reporter-options.js";
 export { SecurityOptions } from "./security-options.js";
 export {
   DEFAULT_SHUFFLE_SERVICE_FACTORY,
