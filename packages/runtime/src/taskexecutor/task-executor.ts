@@ -15,7 +15,6 @@ import {
   type PartitionProducerStateProvider,
   type ResultPartitionWriter,
   type ShuffleEnvironment,
-  type ShuffleMetricSink,
   type TaskEventPublisher,
   TaskManagerOptions,
 } from "@sluice/runtime-api";
@@ -34,6 +33,11 @@ import {
   loadShuffleServiceFactoryWithInfo,
   type ShuffleServiceLoaderOptions,
 } from "../loader/shuffle-service-loader.js";
+import { GroupMetricSink } from "../metrics/group-metric-sink.js";
+import { TaskManagerMetricGroup } from "../metrics/groups/task-manager-metric-group.js";
+import type { TaskMetricGroup } from "../metrics/groups/task-metric-group.js";
+import { MetricNames } from "../metrics/metric-names.js";
+import { MetricRegistry } from "../metrics/metric-registry.js";
 import { TaskNotFoundError } from "./errors.js";
 import { deriveNetworkMemorySize, type NetworkMemorySize } from "./network-memory.js";
 import { Task, type TaskInput, type TaskOutput } from "./task.js";
@@ -60,10 +64,12 @@ export interface TaskExecutorOptions extends UserCode<Task> {
   readonly localCommunicationOnly?: boolean;
   /** Where the loader resolves `shuffle-service-factory.class` from. */
   readonly loader?: ShuffleServiceLoaderOptions;
-  /** Where the environment registers its metrics (the worker-level metric group). */
-  readonly metrics?: ShuffleMetricSink;
-  /** Where the environment registers each task's metrics; called once per deployed task. */
-  readonly taskMetrics?: (task: TaskDeploymentDescriptor) => ShuffleMetricSink | undefined;
+  /**
+   * The worker's metric group. Default: a `TaskManagerMetricGroup` on a new `MetricRegistry` with
+   * the reporters the configuration sets (`metrics.reporter.<name>.*`), which the TaskExecutor
+   * closes with itself. A group passed here stays open: its owner closes it and its registry.
+   */
+  readonly metricGroup?: TaskManagerMetricGroup;
   /** Receives task events that consumers send upstream (default: the plugin's own dispatcher). */
   readonly taskEventPublisher?: TaskEventPublisher;
 }
@@ -101,11 +107,16 @@ export class TaskExecutor implements TaskExecutorGateway {
   readonly plugin: LoadedShuffleServiceFactory;
   /** The plugin's environment (one per worker). */
   readonly shuffleEnvironment: ShuffleEnvironment;
+  /**
+   * The worker's metrics (scope `metrics.scope.tm`): the environment's `Status.Shuffle.Netty.*`,
+   * and below it a group per job and task. `metricGroup.registry.dump()` reads them all.
+   */
+  readonly metricGroup: TaskManagerMetricGroup;
 
   private readonly userCode: UserCodeRegistry<Task>;
-  private readonly options: TaskExecutorOptions;
   private readonly tasks = new Map<string, Task>();
   private readonly cancellationTimeoutMs: number;
+  private readonly ownsMetrics: boolean;
   private closing: Promise<void> | undefined;
 
   private constructor(
@@ -113,14 +124,16 @@ export class TaskExecutor implements TaskExecutorGateway {
     options: TaskExecutorOptions,
     plugin: LoadedShuffleServiceFactory,
     environment: ShuffleEnvironment,
+    metricGroup: TaskManagerMetricGroup,
     resourceId: ResourceID,
     networkMemory: NetworkMemorySize,
     dataPort: number,
   ) {
     this.configuration = configuration;
-    this.options = options;
     this.plugin = plugin;
     this.shuffleEnvironment = environment;
+    this.metricGroup = metricGroup;
+    this.ownsMetrics = options.metricGroup === undefined;
     this.resourceId = resourceId;
     this.networkMemory = networkMemory;
     this.location = Object.freeze({
@@ -134,11 +147,14 @@ export class TaskExecutor implements TaskExecutorGateway {
 
   /**
    * Starts a TaskExecutor: loads the shuffle plugin named by `shuffle-service-factory.class`,
-   * creates its environment with the derived network memory and starts it.
+   * creates the worker's metric group (and its reporters, each loaded by class name) unless one
+   * is given, creates the environment with the derived network memory and the metric group's
+   * sink, and starts it.
    *
    * @throws the loader's errors (`SLUICE_ERR_PLUGIN_*`), ConfigurationError for inconsistent
-   *   memory keys, PluginContractError when the plugin breaks the SPI, or the environment's own
-   *   start-up error (the environment is closed again).
+   *   memory keys, PluginContractError when the plugin breaks the SPI, MetricReporterError when a
+   *   reporter cannot open, or the environment's own start-up error (the environment and the
+   *   reporters are closed again).
    */
   static async start(
     configuration: LoaderConfiguration,
@@ -147,25 +163,47 @@ export class TaskExecutor implements TaskExecutorGateway {
     const networkMemory = deriveNetworkMemorySize(configuration, options.totalMemory);
     const plugin = await loadShuffleServiceFactoryWithInfo(configuration, options.loader);
     const resourceId = options.resourceId ?? new ResourceID();
+    const host = configuration.get(TaskManagerOptions.HOST);
+    const metricGroup =
+      options.metricGroup ??
+      new TaskManagerMetricGroup(
+        await MetricRegistry.fromConfiguration(configuration, {
+          ...(options.loader === undefined ? {} : { loader: options.loader }),
+        }),
+        host,
+        resourceId.toString(),
+      );
+    const closeMetrics = async () => {
+      if (options.metricGroup !== undefined) return;
+      metricGroup.close();
+      await metricGroup.registry.close();
+    };
     const tmpDirs = configuration.getOptional(TaskManagerOptions.TMP_DIRS);
-    const environment = createShuffleEnvironment(plugin, {
-      configuration,
-      taskExecutorResourceId: resourceId,
-      networkMemorySize: networkMemory.bytes,
-      localCommunicationOnly: options.localCommunicationOnly ?? false,
-      hostAddress: configuration.get(TaskManagerOptions.HOST),
-      numberOfSlots: configuration.get(TaskManagerOptions.NUM_TASK_SLOTS),
-      tmpDirPaths: tmpDirs === undefined ? [tmpdir()] : splitPaths(tmpDirs),
-      ...(options.taskEventPublisher === undefined
-        ? {}
-        : { taskEventPublisher: options.taskEventPublisher }),
-      ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
-    });
+    let environment: ShuffleEnvironment;
+    try {
+      environment = createShuffleEnvironment(plugin, {
+        configuration,
+        taskExecutorResourceId: resourceId,
+        networkMemorySize: networkMemory.bytes,
+        localCommunicationOnly: options.localCommunicationOnly ?? false,
+        hostAddress: host,
+        numberOfSlots: configuration.get(TaskManagerOptions.NUM_TASK_SLOTS),
+        tmpDirPaths: tmpDirs === undefined ? [tmpdir()] : splitPaths(tmpDirs),
+        ...(options.taskEventPublisher === undefined
+          ? {}
+          : { taskEventPublisher: options.taskEventPublisher }),
+        metrics: new GroupMetricSink(metricGroup),
+      });
+    } catch (error) {
+      await closeMetrics();
+      throw error;
+    }
     let dataPort: number;
     try {
       dataPort = await startShuffleEnvironment(plugin, environment);
     } catch (error) {
       await environment.close();
+      await closeMetrics();
       throw error;
     }
     return new TaskExecutor(
@@ -173,6 +211,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       options,
       plugin,
       environment,
+      metricGroup,
       resourceId,
       networkMemory,
       dataPort,
@@ -232,10 +271,11 @@ export class TaskExecutor implements TaskExecutorGateway {
     if (tdd.invokable !== undefined) this.userCode.invokable(tdd.invokable, name);
 
     const environment = this.shuffleEnvironment;
+    const metricGroup = this.addTaskMetricGroup(tdd);
     const owner = environment.createShuffleIOOwnerContext(
       name,
       tdd.executionAttemptId,
-      this.options.taskMetrics?.(tdd),
+      new GroupMetricSink(metricGroup),
     );
     const writers: ResultPartitionWriter[] = [];
     const gates: InputGate[] = [];
@@ -270,8 +310,13 @@ export class TaskExecutor implements TaskExecutorGateway {
         writer.close();
       }
       await Promise.all(gates.map((gate) => gate.close()));
+      metricGroup.close();
       throw error;
     }
+    // Flink's isBackPressured: an output of the task does not accept data right now.
+    metricGroup.gauge(MetricNames.IS_BACK_PRESSURED, () =>
+      writers.some((writer) => !writer.isAvailable() && !writer.isReleased()) ? 1 : 0,
+    );
 
     const outputs: TaskOutput[] = writers.map((partition, i) => ({
       partition,
@@ -291,11 +336,29 @@ export class TaskExecutor implements TaskExecutorGateway {
         this.configuration.get(ExecutionOptions.BUFFER_TIMEOUT_INTERVAL),
       ),
       readerOptions: this.readerOptions(),
+      metricGroup,
       onStateChange: (update) => this.onTaskStateChange(update, jobMaster),
     });
     this.tasks.set(key, task);
-    void task.terminated.then(() => this.tasks.delete(key));
+    void task.terminated.then(() => {
+      this.tasks.delete(key);
+      // A task's metrics leave the reporters when it ends, as in Flink.
+      metricGroup.close();
+    });
     return task;
+  }
+
+  /** The task's metric group, below the group of its job on this worker. */
+  private addTaskMetricGroup(tdd: TaskDeploymentDescriptor): TaskMetricGroup {
+    const jobId = tdd.jobId.toString();
+    const attempt = tdd.executionAttemptId;
+    return this.metricGroup.addJob(jobId, tdd.jobName ?? jobId).addTask({
+      vertexId: attempt.jobVertexId.toString(),
+      executionAttemptId: attempt.toString(),
+      taskName: tdd.taskName,
+      subtaskIndex: attempt.subtaskIndex,
+      attemptNumber: attempt.attemptNumber,
+    });
   }
 
   /**
@@ -361,7 +424,7 @@ export class TaskExecutor implements TaskExecutorGateway {
   /**
    * Cancels every task, waits for them to end (at most `task.cancellation.timeout`), then closes
    * the shuffle environment, which releases every partition and gate and frees the network
-   * memory. Idempotent.
+   * memory, and the metric reporters it started. Idempotent.
    */
   close(): Promise<void> {
     this.closing ??= this.doClose();
@@ -383,6 +446,10 @@ export class TaskExecutor implements TaskExecutorGateway {
       await ended;
     }
     await this.shuffleEnvironment.close();
+    if (this.ownsMetrics) {
+      this.metricGroup.close();
+      await this.metricGroup.registry.close();
+    }
   }
 
   private readerOptions(): RecordReaderOptions {
