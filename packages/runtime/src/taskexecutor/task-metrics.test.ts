@@ -215,3 +215,113 @@ describe("a task's metrics against a known workload", () => {
     expect(readMetric(metricsOf(reporter, "Sink", "numRecordsIn")[0])).toBe(640_000);
   });
 });
+
+/** The value of the first sample of `name` whose labels contain `label`, or undefined. */
+function sample(text: string, name: string, label: string): number | undefined {
+  for (const line of text.split("\n")) {
+    if (line.startsWith(`${name}{`) && line.includes(label)) {
+      return Number(line.slice(line.lastIndexOf(" ") + 1));
+    }
+  }
+  return undefined;
+}
+
+describe("the Prometheus endpoint of a worker and of the coordinator", () => {
+  it("serves a running job's metrics under Flink's names and labels, and the values move", async () => {
+    let stop = false;
+    const config = localConfiguration({ "metrics.reporter.prom.port": "0" });
+    const executor = await cluster.startExecutor(config, {
+      invokables: {
+        // Paced so the job runs until the test stops it, without filling the network memory.
+        source: async (task) => {
+          const writer = task.writer<number>();
+          let i = 0;
+          while (!stop) {
+            for (let k = 0; k < 100; k++) {
+              if (!writer.isAvailable()) await writer.getAvailableFuture();
+              writer.emit(i++);
+            }
+            await new Promise((resolve) => setTimeout(resolve, 2));
+          }
+        },
+        sink: drain,
+      },
+    });
+    const deployer = await cluster.startDeployer(config);
+    const endpoint = (reporterOwner: { metricGroup: { registry: MetricRegistry } }) => {
+      const reporter = reporterOwner.metricGroup.registry.getReporter("prom") as unknown as {
+        url: string;
+      };
+      return reporter.url;
+    };
+    const workerUrl = endpoint(executor);
+    const coordinatorUrl = endpoint(deployer);
+    expect(new URL(workerUrl).hostname).toBe("127.0.0.1");
+    const execution = await deployer.deploy(pipeline(1, 1, 0), () => executor);
+    const scrape = async (url: string) => {
+      const response = await fetch(url);
+      expect(response.status).toBe(200);
+      return response.text();
+    };
+    const source = 'task_name="Source"';
+    const out = "flink_taskmanager_job_task_numRecordsOut";
+    let first: number | undefined;
+    await pollUntilAsync(async () => {
+      first = sample(await scrape(workerUrl), out, source);
+      return first !== undefined && first > 0;
+    }, "the source's numRecordsOut is exported");
+    let text = "";
+    await pollUntilAsync(async () => {
+      text = await scrape(workerUrl);
+      return (sample(text, out, source) ?? 0) > (first ?? 0);
+    }, "numRecordsOut grows");
+    const line = text.split("\n").find((l) => l.startsWith(`${out}{`) && l.includes(source));
+    for (const label of [
+      /host="127_0_0_1"/,
+      /tm_id="[0-9a-f]{32}"/,
+      /job_id="[0-9a-f]{32}"/,
+      /job_name="metrics_job"/,
+      /task_id="[0-9a-f]{32}"/,
+      /task_attempt_id="[0-9a-f_]+"/,
+      /subtask_index="0"/,
+      /task_attempt_num="0"/,
+    ]) {
+      expect(line).toMatch(label);
+    }
+    for (const name of [
+      "flink_taskmanager_job_task_numBytesOut",
+      "flink_taskmanager_job_task_busyTimeMsPerSecond",
+      "flink_taskmanager_job_task_Shuffle_Netty_Output_Buffers_outPoolUsage",
+    ]) {
+      expect(sample(text, name, source), name).toBeDefined();
+    }
+    expect(
+      sample(text, "flink_taskmanager_job_task_numRecordsIn", 'task_name="Sink"'),
+    ).toBeGreaterThan(0);
+    expect(
+      sample(text, "flink_taskmanager_Status_Shuffle_Netty_TotalMemorySegments", "tm_id"),
+    ).toBe(1024);
+    expect(sample(await scrape(coordinatorUrl), "flink_jobmanager_numRunningJobs", "host")).toBe(1);
+    // Meters move once the view updater has run (every 5 s, as in Flink).
+    await pollUntilAsync(
+      async () => (sample(await scrape(workerUrl), `${out}PerSecond`, source) ?? 0) > 0,
+      "numRecordsOutPerSecond is above 0",
+    );
+    stop = true;
+    expect((await execution.terminated).status).toBe("FINISHED");
+    text = await scrape(workerUrl);
+    // The job's tasks ended: their series are gone, the worker's own remain.
+    expect(text).not.toContain("flink_taskmanager_job_task_");
+    expect(text).toContain("flink_taskmanager_Status_Shuffle_Netty_UsedMemorySegments");
+    expect(sample(await scrape(coordinatorUrl), "flink_jobmanager_numRunningJobs", "host")).toBe(0);
+  }, 30_000);
+});
+
+async function pollUntilAsync(condition: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    // A scrape per 20 ms is plenty; polling faster would only load the machine.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
