@@ -121,6 +121,7 @@ export class PrometheusReporter implements MetricReporter {
     );
   }
 
+  /** Adds the metric as a series of its family, labelled with its group's variables. */
   notifyOfAddedMetric(metric: Metric, metricName: string, group: MetricGroup): void {
     const scope = group.getLogicalScope(replaceInvalidChars, SCOPE_SEPARATOR);
     const name = `${SCOPE_PREFIX}${scope}${SCOPE_SEPARATOR}${replaceInvalidChars(metricName)}`;
@@ -139,6 +140,7 @@ export class PrometheusReporter implements MetricReporter {
     family.children.set(childKey(labels, family.labelNames), { labels, metric });
   }
 
+  /** Removes the metric's series; a family without series leaves the endpoint. */
   notifyOfRemovedMetric(metric: Metric, metricName: string, group: MetricGroup): void {
     const scope = group.getLogicalScope(replaceInvalidChars, SCOPE_SEPARATOR);
     const name = `${SCOPE_PREFIX}${scope}${SCOPE_SEPARATOR}${replaceInvalidChars(metricName)}`;

@@ -17,16 +17,19 @@ export class GroupMetricSink implements ShuffleMetricSink {
     this.group = group;
   }
 
+  /** Registers a gauge that reads `read` under the subgroups the dots of `name` name. */
   registerGauge(name: string, read: () => number): void {
     const [group, metricName] = this.resolve(name);
     group.gauge(metricName, read);
   }
 
+  /** Registers a counter whose count `read` returns. */
   registerCounter(name: string, read: () => number): void {
     const [group, metricName] = this.resolve(name);
     group.counter(metricName, { metricType: "counter", getCount: read });
   }
 
+  /** Registers a `MeterView` over the count `read` returns (60 s window). */
   registerMeter(name: string, read: () => number): void {
     const [group, metricName] = this.resolve(name);
     group.meter(metricName, new MeterView(read));

@@ -15,6 +15,7 @@ export const DEFAULT_METER_TIME_SPAN_SECONDS = 60;
  * minute it rises towards the steady rate.
  */
 export class MeterView implements Meter, View {
+  /** Tells reporters this is a meter. */
   readonly metricType = "meter" as const;
   /** The window the rate is averaged over, in seconds (a multiple of 5, at least 5). */
   readonly timeSpanInSeconds: number;
@@ -41,14 +42,17 @@ export class MeterView implements Meter, View {
     );
   }
 
+  /** Events per second over the window, as of the last update. */
   getRate(): number {
     return this.rate;
   }
 
+  /** The current count. */
   getCount(): number {
     return this.read();
   }
 
+  /** Records the count and recomputes the rate (every 5 s, by the view updater). */
   update(): void {
     const values = this.values;
     this.time = (this.time + 1) % values.length;

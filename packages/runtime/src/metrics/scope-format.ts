@@ -68,6 +68,7 @@ export class ScopeFormat {
     });
   }
 
+  /** `ScopeFormat '<format>'`, for messages. */
   toString(): string {
     return `ScopeFormat '${this.format}'`;
   }

@@ -5,6 +5,7 @@ import type { Counter } from "@sluice/runtime-api";
  * cheap enough for the per-record path (`numRecordsIn`, `numRecordsOut`).
  */
 export class SimpleCounter implements Counter {
+  /** Tells reporters this is a counter. */
   readonly metricType = "counter" as const;
   private count = 0;
 
@@ -18,6 +19,7 @@ export class SimpleCounter implements Counter {
     this.count -= n;
   }
 
+  /** The current count. */
   getCount(): number {
     return this.count;
   }

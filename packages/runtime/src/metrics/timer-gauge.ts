@@ -19,6 +19,7 @@ const MILLIS_PER_SECOND = 1000;
  * the longest single period of the last interval (`getMaxSingleMeasurement`).
  */
 export class TimerGauge implements Gauge, View {
+  /** Tells reporters this is a gauge. */
   readonly metricType = "gauge" as const;
   private readonly clock: Clock;
   private readonly values: number[];
@@ -79,6 +80,7 @@ export class TimerGauge implements Gauge, View {
     return this.measuring;
   }
 
+  /** Closes the interval (counting a period still going on) and recomputes the value. */
   update(): void {
     if (this.measuring) {
       const now = this.now();

@@ -52,6 +52,7 @@ export abstract class AbstractMetricGroup implements MetricGroup {
   counter(name: string): SimpleCounter;
   /** Registers `counter` under `name` and returns it. */
   counter<C extends Counter>(name: string, counter: C): C;
+  /** Registers a counter (a new {@link SimpleCounter} when none is given). */
   counter(name: string, counter: Counter = new SimpleCounter()): Counter {
     this.addMetric(name, counter);
     return counter;
@@ -61,6 +62,7 @@ export abstract class AbstractMetricGroup implements MetricGroup {
   gauge(name: string, read: () => number): Gauge;
   /** Registers `gauge` (e.g. a `TimerGauge`) under `name` and returns it. */
   gauge<G extends Gauge>(name: string, gauge: G): G;
+  /** Registers a gauge, wrapping a function as one. */
   gauge(name: string, gauge: Gauge | (() => number)): Gauge {
     const metric: Gauge =
       typeof gauge === "function" ? { metricType: "gauge", getValue: gauge } : gauge;
@@ -117,14 +119,17 @@ export abstract class AbstractMetricGroup implements MetricGroup {
 
   // ------------------------------------------------------------------------------------- scope
 
+  /** The scope components (see `MetricGroup.getScopeComponents`). */
   getScopeComponents(): readonly string[] {
     return this.scopeComponents;
   }
 
+  /** This group's and its parents' variables (see `MetricGroup.getAllVariables`). */
   getAllVariables(): Readonly<Record<string, string>> {
     return this.variables;
   }
 
+  /** The scope components and the name, filtered and joined (see `MetricGroup`). */
   getMetricIdentifier(
     metricName: string,
     filter: CharacterFilter = IDENTITY,
@@ -133,6 +138,7 @@ export abstract class AbstractMetricGroup implements MetricGroup {
     return [...this.scopeComponents, metricName].map(filter).join(delimiter);
   }
 
+  /** The parent's logical scope and this group's name (see `MetricGroup.getLogicalScope`). */
   getLogicalScope(filter: CharacterFilter = IDENTITY, delimiter = SCOPE_SEPARATOR): string {
     const own = filter(this.groupName);
     return this.parent === undefined
@@ -140,6 +146,7 @@ export abstract class AbstractMetricGroup implements MetricGroup {
       : `${this.parent.getLogicalScope(filter, delimiter)}${delimiter}${own}`;
   }
 
+  /** `MetricGroup <scope>`, for messages. */
   toString(): string {
     return `MetricGroup ${this.getScopeComponents().join(this.registry.delimiter)}`;
   }

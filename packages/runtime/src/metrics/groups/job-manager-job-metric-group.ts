@@ -40,6 +40,7 @@ export class JobManagerJobMetricGroup extends AbstractMetricGroup {
     return "job";
   }
 
+  /** Closes the group and detaches it from the job manager. Idempotent. */
   override close(): void {
     if (this.isClosed()) return;
     super.close();

@@ -64,6 +64,7 @@ export class TaskManagerJobMetricGroup extends AbstractMetricGroup {
     if (this.tasks.size === 0 && !this.isClosed()) this.close();
   }
 
+  /** Closes the group and its task groups, and detaches it from the task manager. Idempotent. */
   override close(): void {
     if (this.isClosed()) return;
     super.close();

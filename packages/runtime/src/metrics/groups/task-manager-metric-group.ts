@@ -50,6 +50,7 @@ export class TaskManagerMetricGroup extends AbstractMetricGroup {
     if (this.jobs.get(job.jobId) === job) this.jobs.delete(job.jobId);
   }
 
+  /** Closes the group and every job group below it. Idempotent. */
   override close(): void {
     if (this.isClosed()) return;
     super.close();

@@ -76,6 +76,7 @@ export class TaskMetricGroup extends AbstractMetricGroup {
     return operator;
   }
 
+  /** Closes the group and its operators, and detaches it from its job (which closes with its last task). Idempotent. */
   override close(): void {
     if (this.isClosed()) return;
     super.close();
