@@ -307,6 +307,13 @@ describe("the Prometheus endpoint of a worker and of the coordinator", () => {
       async () => (sample(await scrape(workerUrl), `${out}PerSecond`, source) ?? 0) > 0,
       "numRecordsOutPerSecond is above 0",
     );
+    // Over 5 s have passed since the job was deployed.
+    const uptime = sample(
+      await scrape(coordinatorUrl),
+      "flink_jobmanager_job_uptime",
+      "metrics_job",
+    );
+    expect(uptime).toBeGreaterThan(0);
     stop = true;
     expect((await execution.terminated).status).toBe("FINISHED");
     text = await scrape(workerUrl);
