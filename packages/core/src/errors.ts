@@ -71,6 +71,8 @@ export const ErrorCodes = {
   LIMIT_EXCEEDED: "SLUICE_ERR_LIMIT_EXCEEDED",
   /** A checkpoint failed, or a task's snapshot could not be written or restored. */
   CHECKPOINT: "SLUICE_ERR_CHECKPOINT",
+  /** A metric reporter failed to open (no free port in its range) or its `open()` threw. */
+  METRIC_REPORTER: "SLUICE_ERR_METRIC_REPORTER",
 } as const;
 
 /** A stable Sluice error code. */

@@ -10,3 +10,11 @@ import { defineError, ErrorCodes } from "@sluice/core";
  */
 export const DescriptorError = defineError("DescriptorError", ErrorCodes.DESCRIPTOR);
 export type DescriptorError = InstanceType<typeof DescriptorError>;
+
+/**
+ * A metric reporter could not do its job: it failed to open (e.g. the Prometheus reporter found no
+ * free port in `metrics.reporter.<name>.port`) or its `open()` threw. The message names the
+ * reporter and what it tried. Code: `SLUICE_ERR_METRIC_REPORTER`.
+ */
+export const MetricReporterError = defineError("MetricReporterError", ErrorCodes.METRIC_REPORTER);
+export type MetricReporterError = InstanceType<typeof MetricReporterError>;

@@ -51,8 +51,12 @@ export {
   type ExternalizedCheckpointRetention,
   HeartbeatManagerOptions,
   JobManagerOptions,
+  MetricOptions,
+  MetricReporterOptions,
+  metricReporterKeyPrefix,
   NettyShuffleEnvironmentOptions,
   NetworkMemoryOptions,
+  PrometheusReporterOptions,
   RESTART_STRATEGIES,
   type RestartStrategyName,
   RestartStrategyOptions,
@@ -61,6 +65,7 @@ export {
   TaskManagerOptions,
   WebSocketOptions,
 } from "./config/options/index.js";
+export { PORT_RANGE_SYNTAX, parsePortRange } from "./config/port-range.js";
 // Writers, gates and partition types
 export type { BufferOrEvent, InputGate, InputGateMetrics } from "./consumer/input-gate.js";
 // Descriptors
@@ -122,7 +127,22 @@ export {
   type TaskInputsOutputsDescriptorJSON,
 } from "./descriptors/task-inputs-outputs-descriptor.js";
 // Errors
-export { DescriptorError } from "./errors.js";
+export { DescriptorError, MetricReporterError } from "./errors.js";
+// Metrics: what reporters see and implement
+export type { Counter } from "./metrics/counter.js";
+export type { Gauge } from "./metrics/gauge.js";
+export type { Meter } from "./metrics/meter.js";
+export type { Metric, MetricType } from "./metrics/metric.js";
+export type { CharacterFilter, MetricGroup } from "./metrics/metric-group.js";
+export type { MetricReporter } from "./metrics/metric-reporter.js";
+export {
+  isMetricReporterFactory,
+  METRIC_REPORTER_FACTORY_BRAND,
+  METRIC_REPORTER_FACTORY_MEMBERS,
+  type MetricReporterContext,
+  type MetricReporterFactory,
+  missingMetricReporterFactoryMembers,
+} from "./metrics/metric-reporter-factory.js";
 export {
   type ConsumingConstraint,
   ResultPartitionType,

@@ -81,6 +81,11 @@ export class BufferManager implements BufferRecycler, BufferListener {
     return this.exclusiveSegments.length - this.availableExclusive.length;
   }
 
+  /** Floating buffers borrowed from the gate's pool and still empty (part of the credit). */
+  getNumberOfAvailableFloatingBuffers(): number {
+    return this.availableFloating.length;
+  }
+
   /** Buffers ready for incoming data (= credit the sender may have). */
   getNumberOfAvailableBuffers(): number {
     return this.availableExclusive.length + this.availableFloating.length;

@@ -86,6 +86,15 @@ export abstract class InputChannel {
     return this.cause;
   }
 
+  /**
+   * Buffers waiting in this channel for the gate to take them (Flink's
+   * `unsynchronizedGetNumberOfQueuedBuffers`, summed into the task's `inputQueueLength`). 0 for
+   * channels that hold none.
+   */
+  getNumberOfQueuedBuffers(): number {
+    return 0;
+  }
+
   /** Throws the channel's error, wrapped to say which channel and producer. */
   protected checkError(): void {
     const cause = this.cause;

@@ -46,6 +46,11 @@ export class LocalInputChannel extends InputChannel implements BufferAvailabilit
     this.taskEventPublisher = taskEventPublisher;
   }
 
+  /** Buffers queued in the producer's subpartition: a local channel reads them in place. */
+  override getNumberOfQueuedBuffers(): number {
+    return this.view?.getNumberOfQueuedBuffers() ?? 0;
+  }
+
   requestSubpartitions(): void {
     if (this.requested) return;
     this.requested = true;

@@ -331,7 +331,7 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
   }
 
   /** Buffers received and not yet taken by the gate. */
-  getNumberOfQueuedBuffers(): number {
+  override getNumberOfQueuedBuffers(): number {
     return this.received.length;
   }
 
@@ -339,12 +339,21 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
     return this.bufferManager.getNumberOfAvailableBuffers();
   }
 
-  /** Exclusive buffers in use and in total, for the gate's inPoolUsage. */
+  /** Exclusive buffers in use and in total, for the gate's buffer usage gauges. */
   getExclusiveBufferUsage(): { readonly used: number; readonly total: number } {
     return {
       used: this.bufferManager.getNumberOfUsedExclusiveBuffers(),
       total: this.bufferManager.getNumberOfExclusiveBuffers(),
     };
+  }
+
+  /**
+   * Floating buffers this channel borrowed from the gate's pool that hold no data yet (credit
+   * announced to the sender): taken from the pool, but not in use (Flink's
+   * `unsynchronizedGetFloatingBuffersAvailable`).
+   */
+  getNumberOfAvailableFloatingBuffers(): number {
+    return this.bufferManager.getNumberOfAvailableFloatingBuffers();
   }
 
   releaseAllResources(): void {

@@ -324,4 +324,36 @@ describe("SingleInputGate inPoolUsage", () => {
     await gate.close();
     expectAllSegmentsBack(global);
   });
+
+  it("counts floating buffers a channel borrowed but has not filled yet as free", async () => {
+    const global = new NetworkBufferPool(64, SEGMENT);
+    globals.push(global);
+    const gate = new SingleInputGate({
+      owningTaskName: "consumer",
+      gateIndex: 0,
+      consumedResultId: new IntermediateDataSetID(),
+      consumedPartitionType: ResultPartitionType.PIPELINED_BOUNDED,
+      numberOfInputChannels: 1,
+      bufferPoolFactory: () => global.createBufferPool(1, 4),
+    });
+    const channel = new UnknownInputChannel(gate, 0, new ResultPartitionID(), 0, BACKOFF);
+    // The channel holds two borrowed floating buffers, one of them still empty (credit).
+    Object.assign(channel, {
+      getExclusiveBufferUsage: () => ({ used: 1, total: 2 }),
+      getNumberOfAvailableFloatingBuffers: () => 1,
+    });
+    gate.setInputChannel(channel);
+    gate.setup();
+    const floating = gate.getBufferPool();
+    const borrowed = [floating.requestBuffer(), floating.requestBuffer()];
+    expect(gate.getBufferUsage()).toEqual({
+      exclusiveUsed: 1,
+      exclusiveTotal: 2,
+      floatingUsed: 1,
+      floatingTotal: floating.getNumBuffers(),
+    });
+    for (const buffer of borrowed) buffer?.recycleBuffer();
+    await gate.close();
+    expectAllSegmentsBack(global);
+  });
 });

@@ -48,9 +48,26 @@ interface SetupCapable {
   setup(): void;
 }
 
-/** Remote channels report their exclusive buffers for inPoolUsage. */
-interface ExclusiveBufferUsage {
+/** Remote channels report their exclusive and borrowed floating buffers for the usage gauges. */
+interface ChannelBufferUsage {
   getExclusiveBufferUsage(): { readonly used: number; readonly total: number };
+  getNumberOfAvailableFloatingBuffers?(): number;
+}
+
+/**
+ * How many of a gate's buffers hold data (Flink's input buffer usage gauges): the remote
+ * channels' exclusive buffers, and the gate's floating pool — of which buffers a channel borrowed
+ * but has not filled yet count as free.
+ */
+export interface InputBufferUsage {
+  /** Exclusive buffers holding data. */
+  readonly exclusiveUsed: number;
+  /** Exclusive buffers of all remote channels. */
+  readonly exclusiveTotal: number;
+  /** Floating buffers holding data. */
+  readonly floatingUsed: number;
+  /** Buffers of the floating pool. */
+  readonly floatingTotal: number;
 }
 
 function hasSetup(channel: InputChannel): channel is InputChannel & SetupCapable {
@@ -128,17 +145,38 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
    * channels' exclusive buffers together with the floating pool.
    */
   private computeInPoolUsage(): number {
-    let used = this.bufferPool?.bestEffortGetNumOfUsedBuffers() ?? 0;
-    let total = this.bufferPool?.getNumBuffers() ?? 0;
+    const usage = this.getBufferUsage();
+    const total = usage.exclusiveTotal + usage.floatingTotal;
+    return total === 0 ? 0 : (usage.exclusiveUsed + usage.floatingUsed) / total;
+  }
+
+  /** The gate's buffers and how many hold data, for the task's input buffer gauges. */
+  getBufferUsage(): InputBufferUsage {
+    let exclusiveUsed = 0;
+    let exclusiveTotal = 0;
+    let floatingBorrowedEmpty = 0;
     for (const channel of this.channels) {
-      const usage = (
-        channel as Partial<ExclusiveBufferUsage> | undefined
-      )?.getExclusiveBufferUsage?.();
-      if (usage === undefined) continue;
-      used += usage.used;
-      total += usage.total;
+      const owner = channel as Partial<ChannelBufferUsage> | undefined;
+      const exclusive = owner?.getExclusiveBufferUsage?.();
+      if (exclusive === undefined) continue;
+      exclusiveUsed += exclusive.used;
+      exclusiveTotal += exclusive.total;
+      floatingBorrowedEmpty += owner?.getNumberOfAvailableFloatingBuffers?.() ?? 0;
     }
-    return total === 0 ? 0 : used / total;
+    const floatingTaken = this.bufferPool?.bestEffortGetNumOfUsedBuffers() ?? 0;
+    return {
+      exclusiveUsed,
+      exclusiveTotal,
+      floatingUsed: Math.max(0, floatingTaken - floatingBorrowedEmpty),
+      floatingTotal: this.bufferPool?.getNumBuffers() ?? 0,
+    };
+  }
+
+  /** Buffers received by the channels and not yet polled (Flink's `getNumberOfQueuedBuffers`). */
+  getNumberOfQueuedBuffers(): number {
+    let queued = 0;
+    for (const channel of this.channels) queued += channel?.getNumberOfQueuedBuffers() ?? 0;
+    return queued;
   }
 
   /** Installs channel `channel.channelIndex` (called by the environment while building the gate). */

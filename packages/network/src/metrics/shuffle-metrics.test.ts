@@ -1,20 +1,37 @@
-import type { ExecutionAttemptID } from "@sluice/core";
+import { EndOfPartitionEvent, EventSerializer, type ExecutionAttemptID } from "@sluice/core";
 import type { ShuffleMetricSink } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
+import type { InputBufferUsage, SingleInputGate } from "../consumer/single-input-gate.js";
 import type { NetworkShuffleEnvironment } from "../environment/network-shuffle-environment.js";
 import { LocalShuffleServiceFactory } from "../environment/network-shuffle-service-factory.js";
 import { deployAllToAll, environmentContext, makeRecord } from "../test-support/shuffle-fixture.js";
+import { registerInputMetrics } from "./shuffle-metrics.js";
 
+type Kind = "gauge" | "counter" | "meter";
+
+/** Records what a plugin registers, by name, with its kind. */
 class RecordingSink implements ShuffleMetricSink {
-  readonly gauges = new Map<string, () => number>();
+  readonly metrics = new Map<string, { kind: Kind; read: () => number }>();
   registerGauge(name: string, read: () => number): void {
-    if (this.gauges.has(name)) throw new Error(`gauge ${name} registered twice`);
-    this.gauges.set(name, read);
+    this.add(name, "gauge", read);
+  }
+  registerCounter(name: string, read: () => number): void {
+    this.add(name, "counter", read);
+  }
+  registerMeter(name: string, read: () => number): void {
+    this.add(name, "meter", read);
+  }
+  kindOf(name: string): Kind | undefined {
+    return this.metrics.get(name)?.kind;
   }
   read(name: string): number {
-    const gauge = this.gauges.get(name);
-    if (gauge === undefined) throw new Error(`no gauge ${name}`);
-    return gauge();
+    const metric = this.metrics.get(name);
+    if (metric === undefined) throw new Error(`no metric ${name}`);
+    return metric.read();
+  }
+  private add(name: string, kind: Kind, read: () => number): void {
+    if (this.metrics.has(name)) throw new Error(`metric ${name} registered twice`);
+    this.metrics.set(name, { kind, read });
   }
 }
 
@@ -23,7 +40,10 @@ const config = {
   "taskmanager.memory.segment-size": "4kb",
 };
 
-describe("shuffle metrics with Flink's names", () => {
+/** A record of the fixture with 400 bytes of padding: 12 + 400 bytes, plus the 4-byte length. */
+const RECORD_BYTES = 4 + 12 + 400;
+
+describe("shuffle metrics with Flink's names and kinds", () => {
   let env: NetworkShuffleEnvironment | undefined;
 
   afterEach(async () => {
@@ -31,7 +51,42 @@ describe("shuffle metrics with Flink's names", () => {
     env = undefined;
   });
 
-  it("reports memory segments, pool usage, queue length and byte counters as data moves", async () => {
+  it("registers bytes and buffers as counters with per-second meters, and buffer state as gauges", async () => {
+    env = new LocalShuffleServiceFactory().createShuffleEnvironment(environmentContext(config));
+    await env.start();
+    const producerSink = new RecordingSink();
+    const consumerSink = new RecordingSink();
+    const original = env.createShuffleIOOwnerContext.bind(env);
+    env.createShuffleIOOwnerContext = (name: string, attempt: ExecutionAttemptID) =>
+      original(name, attempt, name.startsWith("producer") ? producerSink : consumerSink);
+    const job = await deployAllToAll(env, env, 1, 1, config);
+    for (const name of ["numBytesOut", "numBuffersOut"]) {
+      expect(producerSink.kindOf(name)).toBe("counter");
+      expect(producerSink.kindOf(`${name}PerSecond`)).toBe("meter");
+    }
+    for (const name of ["numBytesIn", "numBuffersIn"]) {
+      expect(consumerSink.kindOf(name)).toBe("counter");
+      expect(consumerSink.kindOf(`${name}PerSecond`)).toBe("meter");
+    }
+    for (const name of ["outputQueueLength", "outPoolUsage"]) {
+      expect(producerSink.kindOf(`Shuffle.Netty.Output.Buffers.${name}`)).toBe("gauge");
+    }
+    for (const name of [
+      "inputQueueLength",
+      "inPoolUsage",
+      "inputExclusiveBuffersUsage",
+      "inputFloatingBuffersUsage",
+    ]) {
+      expect(consumerSink.kindOf(`Shuffle.Netty.Input.Buffers.${name}`)).toBe("gauge");
+    }
+    for (const gate of job.gates) await gate.close();
+    for (const writer of job.writers) {
+      writer.release();
+      writer.close();
+    }
+  });
+
+  it("counts the bytes and buffers of a known exchange and the buffers queued on both sides", async () => {
     const processSink = new RecordingSink();
     env = new LocalShuffleServiceFactory().createShuffleEnvironment({
       ...environmentContext(config),
@@ -42,41 +97,75 @@ describe("shuffle metrics with Flink's names", () => {
     expect(processSink.read("Status.Shuffle.Netty.TotalMemory")).toBe(1024 * 1024);
     expect(processSink.read("Status.Shuffle.Netty.UsedMemorySegments")).toBe(0);
 
-    // Wire the task-scope sinks through the owner contexts the fixture creates.
     const producerSink = new RecordingSink();
     const consumerSink = new RecordingSink();
     const original = env.createShuffleIOOwnerContext.bind(env);
     env.createShuffleIOOwnerContext = (name: string, attempt: ExecutionAttemptID) =>
       original(name, attempt, name.startsWith("producer") ? producerSink : consumerSink);
     const job = await deployAllToAll(env, env, 1, 1, config);
-    const writer = job.writers[0];
-    if (writer === undefined) throw new Error("no writer");
+    const [writer] = job.writers;
+    const [gate] = job.gates;
+    if (writer === undefined || gate === undefined) throw new Error("no writer or gate");
     writer.setup();
-    for (let i = 0; i < 30; i++) writer.emitRecord(makeRecord(0, 0, i, 400), 0);
-    expect(producerSink.read("Shuffle.Netty.Output.Buffers.outPoolUsage")).toBeGreaterThan(0);
-    expect(producerSink.read("Shuffle.Netty.Output.Buffers.outputQueueLength")).toBeGreaterThan(1);
-    expect(processSink.read("Status.Shuffle.Netty.UsedMemorySegments")).toBeGreaterThan(0);
-    expect(processSink.read("Status.Shuffle.Netty.AvailableMemory")).toBeLessThan(1024 * 1024);
-
-    // Consume everything; the counters of both sides add up.
-    writer.finish();
-    const gate = job.gates[0];
-    if (gate === undefined) throw new Error("no gate");
     gate.setup();
     gate.requestPartitions();
+
+    // 30 records of 416 bytes fill 3 buffers of 4 kb (9 records each) and start a fourth.
+    for (let i = 0; i < 30; i++) writer.emitRecord(makeRecord(0, 0, i, 400), 0);
+    writer.flushAll();
+    const queued = producerSink.read("Shuffle.Netty.Output.Buffers.outputQueueLength");
+    expect(queued).toBe(4);
+    // The local channel reads the producer's subpartition in place: the same buffers wait there.
+    expect(consumerSink.read("Shuffle.Netty.Input.Buffers.inputQueueLength")).toBe(queued);
+    // The four buffers hold data; the pool's size is what the NetworkBufferPool granted it.
+    const pool = writer.getBufferPool();
+    if (pool === undefined) throw new Error("no output pool");
+    expect(producerSink.read("Shuffle.Netty.Output.Buffers.outPoolUsage")).toBe(
+      4 / pool.getNumBuffers(),
+    );
+    expect(processSink.read("Status.Shuffle.Netty.UsedMemorySegments")).toBeGreaterThan(0);
+    // As in Flink, a buffer is counted once it is finished: the three full ones so far.
+    expect(producerSink.read("numBytesOut")).toBe(3 * 4096);
+    expect(producerSink.read("numBuffersOut")).toBe(3);
+    // A meter reads the same count as its counter; its rate is the runtime's business.
+    expect(producerSink.read("numBytesOutPerSecond")).toBe(producerSink.read("numBytesOut"));
+
+    writer.finish();
     while (!gate.isFinished()) {
       const next = gate.pollNext();
       if (next === undefined) await gate.getAvailableFuture();
       else next.buffer?.recycleBuffer();
     }
-    const bytesOut = producerSink.read("Shuffle.Netty.Output.numBytesOut");
-    expect(bytesOut).toBe(30 * (4 + 12 + 400));
-    expect(consumerSink.read("Shuffle.Netty.Input.numBytesIn")).toBeGreaterThanOrEqual(bytesOut);
-    expect(consumerSink.read("Shuffle.Netty.Input.numBuffersIn")).toBe(
-      producerSink.read("Shuffle.Netty.Output.numBuffersOut"),
-    );
+    expect(consumerSink.read("Shuffle.Netty.Input.Buffers.inputQueueLength")).toBe(0);
+    // As in Flink, the producer counts its data buffers; the gate counts every byte it received
+    // (the EndOfPartition event too) but only data buffers.
+    const endOfPartition = EventSerializer.toSerializedEvent(EndOfPartitionEvent.INSTANCE).length;
+    expect(producerSink.read("numBytesOut")).toBe(30 * RECORD_BYTES);
+    expect(producerSink.read("numBuffersOut")).toBe(4);
+    expect(consumerSink.read("numBuffersIn")).toBe(4);
+    expect(consumerSink.read("numBytesIn")).toBe(30 * RECORD_BYTES + endOfPartition);
     await gate.close();
     writer.close();
+    expect(producerSink.read("Shuffle.Netty.Output.Buffers.outPoolUsage")).toBe(0);
     expect(processSink.read("Status.Shuffle.Netty.UsedMemorySegments")).toBe(0);
+  });
+
+  it("divides the used buffers of all gates by their total, per kind, as Flink's usage gauges do", () => {
+    const sink = new RecordingSink();
+    const gateWith = (usage: InputBufferUsage) =>
+      ({
+        metrics: { numBytesIn: 0, numBuffersIn: 0, inPoolUsage: () => 0 },
+        getBufferUsage: () => usage,
+        getNumberOfQueuedBuffers: () => 3,
+      }) as unknown as SingleInputGate;
+    registerInputMetrics(sink, [
+      gateWith({ exclusiveUsed: 2, exclusiveTotal: 4, floatingUsed: 1, floatingTotal: 8 }),
+      gateWith({ exclusiveUsed: 4, exclusiveTotal: 4, floatingUsed: 0, floatingTotal: 0 }),
+    ]);
+    const buffers = "Shuffle.Netty.Input.Buffers";
+    expect(sink.read(`${buffers}.inputExclusiveBuffersUsage`)).toBe(6 / 8);
+    expect(sink.read(`${buffers}.inputFloatingBuffersUsage`)).toBe(1 / 8);
+    expect(sink.read(`${buffers}.inPoolUsage`)).toBe(7 / 16);
+    expect(sink.read(`${buffers}.inputQueueLength`)).toBe(6);
   });
 });

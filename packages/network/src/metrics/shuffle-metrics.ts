@@ -1,10 +1,12 @@
-import type { NetworkBufferPool } from "@sluice/core";
-import type { ResultPartitionMetrics, ShuffleMetricSink } from "@sluice/runtime-api";
+import type { LocalBufferPool, NetworkBufferPool } from "@sluice/core";
+import type { ShuffleMetricSink } from "@sluice/runtime-api";
 import type { SingleInputGate } from "../consumer/single-input-gate.js";
 
 /**
- * Registers Flink's metric names (docs/ops/metrics.md) so dashboards and habits carry over.
- * Gauges read live state; a sink (Prometheus, OpenTelemetry, logs) polls them when it reports.
+ * Registers the network shuffle's metrics under Flink's names and kinds (Flink's
+ * `NettyShuffleMetricFactory` and the shuffle's part of `TaskIOMetricGroup`), so dashboards and
+ * habits carry over. Every metric reads live state when it is reported; nothing here runs per
+ * record. See docs/metrics.md for what each one means.
  */
 
 /** Process scope: `Status.Shuffle.Netty.*` of the worker's NetworkBufferPool. */
@@ -24,59 +26,104 @@ export function registerEnvironmentMetrics(sink: ShuffleMetricSink, pool: Networ
   sink.registerGauge(`${prefix}.UsedMemory`, () => pool.getNumberOfUsedMemorySegments() * size);
 }
 
-function max(values: Iterable<number>): number {
-  let result = 0;
-  for (const value of values) if (value > result) result = value;
-  return result;
+/** Registers Flink's pair of a counter `name` and its meter `namePerSecond` over one count. */
+function registerCountAndRate(sink: ShuffleMetricSink, name: string, count: () => number): void {
+  sink.registerCounter(name, count);
+  sink.registerMeter(`${name}PerSecond`, count);
 }
 
-function sum(values: Iterable<number>): number {
-  let result = 0;
-  for (const value of values) result += value;
-  return result;
+/** Used over total buffers of several pools together, as Flink's buffer usage gauges divide. */
+function usage(used: number, total: number): number {
+  return total === 0 ? 0 : used / total;
 }
 
-/** Task scope, output side: `Shuffle.Netty.Output.*` over the task's result partitions. */
+/** What the output metrics read of a task's partitions. */
+export interface MeasuredPartition {
+  readonly metrics: { readonly numBytesOut: number; readonly numBuffersOut: number };
+  getBufferPool(): LocalBufferPool | undefined;
+  getNumberOfQueuedBuffers(): number;
+}
+
+/**
+ * Task scope, output side: `numBytesOut`, `numBuffersOut` (counters, with their `…PerSecond`
+ * meters) and `Shuffle.Netty.Output.Buffers.outputQueueLength` / `outPoolUsage` (gauges) over
+ * the task's result partitions.
+ */
 export function registerOutputMetrics(
   sink: ShuffleMetricSink,
-  partitions: readonly {
-    readonly metrics: ResultPartitionMetrics;
-    getNumberOfQueuedBuffers(): number;
-    isAvailable(): boolean;
-    isReleased(): boolean;
-  }[],
+  partitions: readonly MeasuredPartition[],
 ): void {
-  const prefix = "Shuffle.Netty.Output";
-  // Flink reports the most used pool: one back-pressured output is what matters.
-  sink.registerGauge(`${prefix}.Buffers.outPoolUsage`, () =>
-    max(partitions.map((p) => p.metrics.outPoolUsage())),
-  );
-  sink.registerGauge(`${prefix}.Buffers.outputQueueLength`, () =>
-    sum(partitions.map((p) => p.getNumberOfQueuedBuffers())),
-  );
-  sink.registerGauge(`${prefix}.numBytesOut`, () =>
-    sum(partitions.map((p) => p.metrics.numBytesOut)),
-  );
-  sink.registerGauge(`${prefix}.numBuffersOut`, () =>
-    sum(partitions.map((p) => p.metrics.numBuffersOut)),
-  );
-  sink.registerGauge(`${prefix}.backPressuredTimeMs`, () =>
-    max(partitions.map((p) => p.metrics.backPressuredTimeMs)),
-  );
-  sink.registerGauge(`${prefix}.isBackPressured`, () =>
-    partitions.some((p) => !p.isAvailable() && !p.isReleased()) ? 1 : 0,
-  );
+  registerCountAndRate(sink, "numBytesOut", () => {
+    let bytes = 0;
+    for (const partition of partitions) bytes += partition.metrics.numBytesOut;
+    return bytes;
+  });
+  registerCountAndRate(sink, "numBuffersOut", () => {
+    let buffers = 0;
+    for (const partition of partitions) buffers += partition.metrics.numBuffersOut;
+    return buffers;
+  });
+  const buffers = "Shuffle.Netty.Output.Buffers";
+  sink.registerGauge(`${buffers}.outputQueueLength`, () => {
+    let queued = 0;
+    for (const partition of partitions) queued += partition.getNumberOfQueuedBuffers();
+    return queued;
+  });
+  sink.registerGauge(`${buffers}.outPoolUsage`, () => {
+    let used = 0;
+    let total = 0;
+    for (const partition of partitions) {
+      const pool = partition.getBufferPool();
+      if (pool === undefined || pool.isDestroyed()) continue;
+      used += pool.bestEffortGetNumOfUsedBuffers();
+      total += pool.getNumBuffers();
+    }
+    return usage(used, total);
+  });
 }
 
-/** Task scope, input side: `Shuffle.Netty.Input.*` over the task's input gates. */
+/**
+ * Task scope, input side: `numBytesIn`, `numBuffersIn` (counters, with their `…PerSecond`
+ * meters) and `Shuffle.Netty.Input.Buffers.inputQueueLength`, `inPoolUsage`,
+ * `inputExclusiveBuffersUsage`, `inputFloatingBuffersUsage` (gauges) over the task's gates.
+ */
 export function registerInputMetrics(
   sink: ShuffleMetricSink,
   gates: readonly SingleInputGate[],
 ): void {
-  const prefix = "Shuffle.Netty.Input";
-  sink.registerGauge(`${prefix}.Buffers.inPoolUsage`, () =>
-    max(gates.map((g) => g.metrics.inPoolUsage())),
-  );
-  sink.registerGauge(`${prefix}.numBytesIn`, () => sum(gates.map((g) => g.metrics.numBytesIn)));
-  sink.registerGauge(`${prefix}.numBuffersIn`, () => sum(gates.map((g) => g.metrics.numBuffersIn)));
+  registerCountAndRate(sink, "numBytesIn", () => {
+    let bytes = 0;
+    for (const gate of gates) bytes += gate.metrics.numBytesIn;
+    return bytes;
+  });
+  registerCountAndRate(sink, "numBuffersIn", () => {
+    let buffers = 0;
+    for (const gate of gates) buffers += gate.metrics.numBuffersIn;
+    return buffers;
+  });
+  const buffers = "Shuffle.Netty.Input.Buffers";
+  sink.registerGauge(`${buffers}.inputQueueLength`, () => {
+    let queued = 0;
+    for (const gate of gates) queued += gate.getNumberOfQueuedBuffers();
+    return queued;
+  });
+  const sumUsage = (pick: "exclusive" | "floating" | "both"): number => {
+    let used = 0;
+    let total = 0;
+    for (const gate of gates) {
+      const u = gate.getBufferUsage();
+      if (pick !== "floating") {
+        used += u.exclusiveUsed;
+        total += u.exclusiveTotal;
+      }
+      if (pick !== "exclusive") {
+        used += u.floatingUsed;
+        total += u.floatingTotal;
+      }
+    }
+    return usage(used, total);
+  };
+  sink.registerGauge(`${buffers}.inPoolUsage`, () => sumUsage("both"));
+  sink.registerGauge(`${buffers}.inputExclusiveBuffersUsage`, () => sumUsage("exclusive"));
+  sink.registerGauge(`${buffers}.inputFloatingBuffersUsage`, () => sumUsage("floating"));
 }

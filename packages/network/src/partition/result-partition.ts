@@ -139,9 +139,6 @@ export class ResultPartition
           counters.backPressureStart >= 0 ? Date.now() - counters.backPressureStart : 0;
         return counters.backPressuredTimeMs + running;
       },
-      get idleTimeMs() {
-        return 0;
-      },
       outPoolUsage(): number {
         return self.bufferPool?.getUsage() ?? 0;
       },

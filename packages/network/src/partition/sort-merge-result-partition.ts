@@ -177,9 +177,6 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
           counters.backPressureStart >= 0 ? Date.now() - counters.backPressureStart : 0;
         return counters.backPressuredTimeMs + running;
       },
-      get idleTimeMs() {
-        return 0;
-      },
       outPoolUsage(): number {
         return self.bufferPool?.getUsage() ?? 0;
       },

@@ -95,6 +95,7 @@ const CLASS_OF: Record<ErrorCode, SluiceErrorClass | undefined> = {
   [ErrorCodes.PARTITION_FILE_CORRUPTED]: PartitionFileCorruptedError,
   [ErrorCodes.LIMIT_EXCEEDED]: LimitExceededError,
   [ErrorCodes.CHECKPOINT]: defineError("CheckpointError", ErrorCodes.CHECKPOINT),
+  [ErrorCodes.METRIC_REPORTER]: defineError("MetricReporterError", ErrorCodes.METRIC_REPORTER),
 };
 
 describe("error wire ids", () => {

@@ -37,6 +37,7 @@ export const ERROR_WIRE_IDS = {
   [ErrorCodes.PARTITION_FILE_CORRUPTED]: 27,
   [ErrorCodes.LIMIT_EXCEEDED]: 28,
   [ErrorCodes.CHECKPOINT]: 29,
+  [ErrorCodes.METRIC_REPORTER]: 30,
 } as const satisfies Record<ErrorCode, number>;
 
 /** The wire id written for errors that carry no Sluice code (plain `Error`s, non-errors). */

@@ -11,10 +11,12 @@ export interface ResultPartitionMetrics {
   readonly numBuffersOut: number;
   /** Used fraction of the partition's output buffer pool, in [0, 1]. */
   outPoolUsage(): number;
-  /** Total milliseconds the writer was unavailable (back-pressured) while the task wanted to emit. */
+  /**
+   * Total milliseconds the writer was unavailable (back-pressured) while the task wanted to emit.
+   * The runtime measures a task's `backPressuredTimeMsPerSecond` itself, from the time the task
+   * waits for its writers; this is the plugin's own view of one partition.
+   */
   readonly backPressuredTimeMs: number;
-  /** Total milliseconds the task spent waiting for input instead of producing (if tracked). */
-  readonly idleTimeMs: number;
 }
 
 /**

@@ -9,13 +9,39 @@ import type {
 import type { ReadableConfig } from "../config/config-option.js";
 
 /**
- * A minimal metrics sink the runtime may hand to a plugin. The plugin registers gauges once (at
- * set-up); the sink reads them whenever it reports. Names are dot-separated, e.g.
- * `Shuffle.Netty.Input.numBytesIn`.
+ * Where a plugin registers its metrics (Flink's `MetricGroup` as the shuffle sees it). The runtime
+ * hands one to the environment (`ShuffleEnvironmentContext.metrics`, the worker's task-manager
+ * scope) and one per task (`ShuffleIOOwnerContext.metrics`, the task's scope). The plugin
+ * registers each metric once, at set-up, with a function that reads its own live state; the
+ * runtime reads the functions whenever a reporter asks, so the plugin's hot paths pay nothing
+ * beyond updating its own fields.
+ *
+ * Names are dot-separated: the part before the last dot is a chain of subgroups, the rest the
+ * metric's name. `Shuffle.Netty.Input.Buffers.inPoolUsage` registers `inPoolUsage` in the group
+ * `Shuffle` → `Netty` → `Input` → `Buffers` below the scope, which Flink's Prometheus reporter
+ * names `flink_taskmanager_job_task_Shuffle_Netty_Input_Buffers_inPoolUsage`. Registering a name
+ * twice keeps the first metric and emits a warning.
  */
 export interface ShuffleMetricSink {
-  /** Registers a gauge; `read` must be cheap and must not throw. */
+  /**
+   * Registers a gauge (Flink's `Gauge`): a value read when it is reported, such as a pool usage or
+   * a queue length. `read` must be cheap and must not throw.
+   */
   registerGauge(name: string, read: () => number): void;
+
+  /**
+   * Registers a counter (Flink's `Counter`) whose count `read` returns, such as `numBytesOut`.
+   * `read` must be cheap, must not throw, and should only grow.
+   */
+  registerCounter(name: string, read: () => number): void;
+
+  /**
+   * Registers a meter (Flink's `Meter` as a `MeterView`): the per-second rate of the count `read`
+   * returns, averaged over Flink's 60 s window and updated every 5 s by the runtime. Flink
+   * registers the count and its rate under two names (`numBytesOut` and `numBytesOutPerSecond`):
+   * call {@link registerCounter} for the first and this for the second, with the same `read`.
+   */
+  registerMeter(name: string, read: () => number): void;
 }
 
 /**
@@ -51,7 +77,11 @@ export interface ShuffleEnvironmentContext {
   readonly tmpDirPaths: readonly string[];
   /** Receives task events sent upstream by consumers; absent when the job uses none. */
   readonly taskEventPublisher?: TaskEventPublisher;
-  /** Where the environment registers its own metrics; absent when metrics are off. */
+  /**
+   * Where the environment registers its process-wide metrics, in the task manager's scope (e.g.
+   * `Status.Shuffle.Netty.UsedMemorySegments`). The runtime's TaskExecutor always passes one;
+   * absent when the environment is created without a runtime (tests, benchmarks).
+   */
   readonly metrics?: ShuffleMetricSink;
 }
 
@@ -78,7 +108,11 @@ export interface ShuffleIOOwnerContext {
   readonly ownerName: string;
   /** The task's execution attempt. */
   readonly executionAttemptId: ExecutionAttemptID;
-  /** Where the task's writers and gates register their metrics, if the runtime collects them. */
+  /**
+   * Where the task's writers and gates register their metrics, in the task's scope (e.g.
+   * `numBytesOut`, `Shuffle.Netty.Input.Buffers.inPoolUsage`). The runtime's TaskExecutor always
+   * passes one; absent when the environment is used without a runtime.
+   */
   readonly metrics?: ShuffleMetricSink;
 }
 

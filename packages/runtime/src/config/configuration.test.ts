@@ -262,6 +262,17 @@ describe("Configuration", () => {
     expect(message).not.toContain("connectTimeoutSec");
   });
 
+  it("knows every key of a named metric reporter, and only those", () => {
+    const config = new Configuration({
+      "metrics.reporter.prom.port": "9250-9260",
+      "metrics.reporter.my_log.factory.class": "./log-reporter.js",
+      "metrics.reporter.my_log.filter.includes": "*:numRecords*",
+      "metrics.reporter.prom": "oops",
+      "metrics.reporterx.port": 1,
+    });
+    expect(config.unknownKeys()).toEqual(["metrics.reporter.prom", "metrics.reporterx.port"]);
+  });
+
   it("does not report keys of options the application declares as known", () => {
     const file = writeConfig("my.app.setting: 1\n");
     Configuration.load({ configFile: file, knownOptions: [], warnUnknownKeys: true });

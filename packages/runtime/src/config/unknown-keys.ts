@@ -1,8 +1,41 @@
 import type { ConfigOption } from "@sluice/runtime-api";
 
-/** Every key the options answer to: their own keys and their fallback keys. */
+/**
+ * The pattern of a key with placeholders: `<parameter>` stands for any rest of a key, any other
+ * `<...>` for one component without dots (`metrics.reporter.<name>.port`).
+ */
+function templatePattern(key: string): RegExp {
+  const source = key
+    .split(/(<[^<>]+>)/)
+    .map((part) => {
+      if (part === "<parameter>") return ".+";
+      if (/^<[^<>]+>$/.test(part)) return "[^.]+";
+      return part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    })
+    .join("");
+  return new RegExp(`^${source}$`);
+}
+
+/** A set of known keys in which keys with placeholders also know every key they match. */
+class KnownKeys extends Set<string> {
+  private readonly patterns: RegExp[] = [];
+
+  override add(key: string): this {
+    if (!super.has(key) && key.includes("<")) this.patterns.push(templatePattern(key));
+    return super.add(key);
+  }
+
+  override has(key: string): boolean {
+    return super.has(key) || this.patterns.some((pattern) => pattern.test(key));
+  }
+}
+
+/**
+ * Every key the options answer to: their own keys and their fallback keys. A key with
+ * placeholders (the named reporters' `metrics.reporter.<name>.*`) answers to every key it matches.
+ */
 export function knownKeysOf(options: readonly ConfigOption<unknown>[]): Set<string> {
-  const keys = new Set<string>();
+  const keys = new KnownKeys();
   for (const option of options) {
     keys.add(option.key);
     for (const fallback of option.fallbackKeys) keys.add(fallback.key);

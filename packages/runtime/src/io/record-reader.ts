@@ -7,6 +7,8 @@ import {
   type TypeSerializer,
 } from "@sluice/core";
 import type { InputGate } from "@sluice/runtime-api";
+import { SimpleCounter } from "../metrics/simple-counter.js";
+import type { TimerGauge } from "../metrics/timer-gauge.js";
 
 /** What a poll of the reader produced. */
 export const PollStatus = {
@@ -39,6 +41,13 @@ export interface RecordReaderOptions extends SpillingAdaptiveSpanningRecordDeser
   readonly onEvent?: (event: RuntimeEvent, channelIndex: number) => void;
   /** Called when a channel delivered EndOfPartition. */
   readonly onEndOfPartition?: (channelIndex: number) => void;
+  /** Counts every record delivered: the task's `numRecordsIn`. Default: a counter of the reader's own. */
+  readonly numRecordsIn?: SimpleCounter;
+  /**
+   * Measures the time the task waits in {@link RecordReader.getAvailableFuture} after a poll found
+   * nothing: the task's `idleTimeMsPerSecond`.
+   */
+  readonly idleTime?: TimerGauge;
 }
 
 /**
@@ -47,6 +56,8 @@ export interface RecordReaderOptions extends SpillingAdaptiveSpanningRecordDeser
  * `pollRecords` is the synchronous batch fast path; the async iterator wraps it for user code.
  */
 export class RecordReader<T> implements AsyncIterable<T> {
+  /** Records delivered so far. */
+  readonly numRecordsIn: SimpleCounter;
   private readonly gate: RecordReaderInput;
   private readonly serializer: TypeSerializer<T>;
   private readonly deserializers: (SpillingAdaptiveSpanningRecordDeserializer | undefined)[];
@@ -55,6 +66,9 @@ export class RecordReader<T> implements AsyncIterable<T> {
   private current: SpillingAdaptiveSpanningRecordDeserializer | undefined;
   private finished = false;
   private closed = false;
+  /** The last poll found nothing: a wait for the gate now is idle time. */
+  private starved = false;
+  private readonly endIdle: () => void;
 
   constructor(
     gate: RecordReaderInput,
@@ -65,14 +79,19 @@ export class RecordReader<T> implements AsyncIterable<T> {
     this.serializer = serializer;
     this.options = options;
     this.deserializers = new Array(gate.numberOfInputChannels);
+    this.numRecordsIn = options.numRecordsIn ?? new SimpleCounter();
+    const idleTime = options.idleTime;
+    this.endIdle = () => idleTime?.markEnd();
   }
 
   /**
    * Delivers up to `maxRecords` records to `onRecord`, synchronously. Returns whether more may
-   * be available, nothing is available now, or the input ended.
+   * be available, nothing is available now, or the input ended. The records are added to
+   * `numRecordsIn` once per call, not one by one.
    */
   pollRecords(onRecord: (record: T) => void, maxRecords = Number.MAX_SAFE_INTEGER): PollStatus {
     if (this.closed) throw new CancelledError("record reader is closed");
+    this.starved = false;
     let delivered = 0;
     const holder = this.holder;
     while (delivered < maxRecords) {
@@ -88,13 +107,18 @@ export class RecordReader<T> implements AsyncIterable<T> {
         }
         continue;
       }
-      if (this.finished) return PollStatus.END_OF_INPUT;
+      if (this.finished) {
+        this.numRecordsIn.inc(delivered);
+        return PollStatus.END_OF_INPUT;
+      }
       const next = this.gate.pollNext();
       if (next === undefined) {
+        this.numRecordsIn.inc(delivered);
         if (this.gate.isFinished()) {
           this.finished = true;
           return PollStatus.END_OF_INPUT;
         }
+        this.starved = true;
         return PollStatus.NOTHING_AVAILABLE;
       }
       if (next.buffer !== undefined) {
@@ -105,6 +129,7 @@ export class RecordReader<T> implements AsyncIterable<T> {
         this.onEvent(next.event, next.channelIndex);
       }
     }
+    this.numRecordsIn.inc(delivered);
     return PollStatus.MORE_AVAILABLE;
   }
 
@@ -140,9 +165,20 @@ export class RecordReader<T> implements AsyncIterable<T> {
     return this.finished;
   }
 
-  /** Resolves when the gate has something again. */
+  /**
+   * Resolves when the gate has something again. After a poll that found nothing, the time until
+   * it resolves is the task's idle time.
+   */
   getAvailableFuture(): Promise<void> {
-    return this.gate.getAvailableFuture();
+    const future = this.gate.getAvailableFuture();
+    const idleTime = this.options.idleTime;
+    if (idleTime !== undefined && this.starved) {
+      this.starved = false;
+      idleTime.markStart();
+      // Registered before the caller's await, so the measurement ends before the task goes on.
+      future.then(this.endIdle, this.endIdle);
+    }
+    return future;
   }
 
   /** Iterates all records until the input ends; awaits only when nothing is available. */
@@ -153,7 +189,7 @@ export class RecordReader<T> implements AsyncIterable<T> {
       for (const record of batch) yield record;
       batch.length = 0;
       if (status === PollStatus.END_OF_INPUT) return;
-      if (status === PollStatus.NOTHING_AVAILABLE) await this.gate.getAvailableFuture();
+      if (status === PollStatus.NOTHING_AVAILABLE) await this.getAvailableFuture();
     }
   }
 

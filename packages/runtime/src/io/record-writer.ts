@@ -5,6 +5,8 @@ import {
   type TypeSerializer,
 } from "@sluice/core";
 import type { ResultPartitionWriter } from "@sluice/runtime-api";
+import { SimpleCounter } from "../metrics/simple-counter.js";
+import type { TimerGauge } from "../metrics/timer-gauge.js";
 import type { ChannelSelector } from "../partitioner/channel-selector.js";
 import { OutputFlusher } from "./output-flusher.js";
 
@@ -29,6 +31,16 @@ export interface RecordWriterOptions {
   /** The task name, for the flusher and messages. */
   readonly taskName: string;
   readonly bufferTimeout: BufferTimeout;
+  /**
+   * Counts every record emitted (a broadcast record once): the task's `numRecordsOut`. Default: a
+   * counter of the writer's own.
+   */
+  readonly numRecordsOut?: SimpleCounter;
+  /**
+   * Measures the time the task waits in {@link RecordWriter.getAvailableFuture} for the partition
+   * to accept data: the task's `backPressuredTimeMsPerSecond`.
+   */
+  readonly backPressuredTime?: TimerGauge;
 }
 
 /**
@@ -40,11 +52,15 @@ export interface RecordWriterOptions {
  */
 export abstract class RecordWriter<T> {
   readonly taskName: string;
+  /** Records emitted so far (a broadcast record counts once). */
+  readonly numRecordsOut: SimpleCounter;
   protected readonly target: ResultPartitionWriter;
   protected readonly serializer: TypeSerializer<T>;
   protected readonly flushAlways: boolean;
   private readonly output = new DataOutputSerializer({ initialCapacity: 256 });
   private readonly flusher: OutputFlusher | undefined;
+  private readonly backPressuredTime: TimerGauge | undefined;
+  private readonly endBackPressure: () => void;
   private closed = false;
 
   protected constructor(
@@ -55,6 +71,10 @@ export abstract class RecordWriter<T> {
     this.target = target;
     this.serializer = serializer;
     this.taskName = options.taskName;
+    this.numRecordsOut = options.numRecordsOut ?? new SimpleCounter();
+    this.backPressuredTime = options.backPressuredTime;
+    const backPressuredTime = options.backPressuredTime;
+    this.endBackPressure = () => backPressuredTime?.markEnd();
     this.flushAlways = options.bufferTimeout.kind === "always";
     if (options.bufferTimeout.kind === "interval") {
       this.flusher = new OutputFlusher(
@@ -72,6 +92,7 @@ export abstract class RecordWriter<T> {
   broadcastEmit(record: T): void {
     this.checkErroneous();
     this.target.broadcastRecord(this.serialize(record));
+    this.numRecordsOut.inc();
     if (this.flushAlways) this.target.flushAll();
   }
 
@@ -99,9 +120,19 @@ export abstract class RecordWriter<T> {
     return this.target.isAvailable();
   }
 
-  /** Resolves when the partition accepts records again. */
+  /**
+   * Resolves when the partition accepts records again. The time from a call while the partition
+   * is unavailable until it resolves is the task's back-pressured time.
+   */
   getAvailableFuture(): Promise<void> {
-    return this.target.getAvailableFuture();
+    const future = this.target.getAvailableFuture();
+    const backPressuredTime = this.backPressuredTime;
+    if (backPressuredTime !== undefined && !this.target.isAvailable()) {
+      backPressuredTime.markStart();
+      // Registered before the caller's await, so the measurement ends before the task goes on.
+      future.then(this.endBackPressure, this.endBackPressure);
+    }
+    return future;
   }
 
   /** Stops the flusher (the partition itself is closed by its owner). Idempotent. */
@@ -113,6 +144,7 @@ export abstract class RecordWriter<T> {
 
   protected emitToChannel(record: T, channel: number): void {
     this.target.emitRecord(this.serialize(record), channel);
+    this.numRecordsOut.inc();
     if (this.flushAlways) this.target.flush(channel);
   }
 

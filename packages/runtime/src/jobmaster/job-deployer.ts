@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import { IllegalStateError } from "@sluice/core";
 import type { ReadableConfig, ShuffleMaster } from "@sluice/runtime-api";
 import { checkpointCoordinatorConfigurationOf } from "../checkpointing/checkpoint-coordinator-configuration.js";
@@ -8,6 +9,9 @@ import {
   loadShuffleServiceFactoryWithInfo,
   type ShuffleServiceLoaderOptions,
 } from "../loader/shuffle-service-loader.js";
+import { JobManagerMetricGroup } from "../metrics/groups/job-manager-metric-group.js";
+import { MetricNames } from "../metrics/metric-names.js";
+import { MetricRegistry } from "../metrics/metric-registry.js";
 import type { TaskExecutorGateway } from "../taskexecutor/task-executor-gateway.js";
 import { type DeploymentOrder, JobExecution } from "./job-execution.js";
 import type { JobGraph, JobVertex } from "./job-graph.js";
@@ -22,6 +26,14 @@ export interface JobDeployerOptions {
    * running jobs fail with it too.
    */
   readonly onFatalError?: (error: Error) => void;
+  /**
+   * The coordinator's metric group. Default: a `JobManagerMetricGroup` (host: `host`) on a new
+   * `MetricRegistry` with the reporters the configuration sets, which the deployer closes with
+   * itself. A group passed here stays open: its owner closes it and its registry.
+   */
+  readonly metricGroup?: JobManagerMetricGroup;
+  /** The coordinator's host for metrics (`<host>`; default: the machine's host name). */
+  readonly host?: string;
 }
 
 /** Options of {@link JobDeployer.deploy}. */
@@ -89,7 +101,13 @@ export class JobDeployer {
   readonly master: ShuffleMaster;
   /** The configuration it was started with (the default of every job's). */
   readonly configuration: LoaderConfiguration;
+  /**
+   * The coordinator's metrics (scope `metrics.scope.jm`): `numRunningJobs`, and a group per
+   * running job (`uptime`). Its registry's reporters are the coordinator's endpoints.
+   */
+  readonly metricGroup: JobManagerMetricGroup;
   private readonly executions = new Set<JobExecution>();
+  private readonly ownsMetrics: boolean;
   private fatalError: Error | undefined;
   private closed = false;
 
@@ -97,17 +115,23 @@ export class JobDeployer {
     plugin: LoadedShuffleServiceFactory,
     master: ShuffleMaster,
     configuration: LoaderConfiguration,
+    metricGroup: JobManagerMetricGroup,
+    ownsMetrics: boolean,
   ) {
     this.plugin = plugin;
     this.master = master;
     this.configuration = configuration;
+    this.metricGroup = metricGroup;
+    this.ownsMetrics = ownsMetrics;
+    metricGroup.gauge(MetricNames.NUM_RUNNING_JOBS, () => this.executions.size);
   }
 
   /**
    * Loads the shuffle plugin, creates its ShuffleMaster and starts it.
    *
-   * @throws the loader's errors (`SLUICE_ERR_PLUGIN_*`), or PluginContractError when
-   *   `createShuffleMaster` returns a Promise or a malformed master.
+   * @throws the loader's errors (`SLUICE_ERR_PLUGIN_*`), PluginContractError when
+   *   `createShuffleMaster` returns a Promise or a malformed master, or the errors of the metric
+   *   reporters' set-up (`SLUICE_ERR_METRIC_REPORTER`, ...); nothing stays open when it fails.
    */
   static async start(
     configuration: LoaderConfiguration,
@@ -122,8 +146,27 @@ export class JobDeployer {
         deployer?.onFatalError(error);
       },
     });
-    deployer = new JobDeployer(plugin, master, configuration);
-    await master.start();
+    const metricGroup =
+      options.metricGroup ??
+      new JobManagerMetricGroup(
+        await MetricRegistry.fromConfiguration(configuration, {
+          ...(options.loader === undefined ? {} : { loader: options.loader }),
+        }),
+        options.host ?? hostname(),
+      );
+    deployer = new JobDeployer(
+      plugin,
+      master,
+      configuration,
+      metricGroup,
+      options.metricGroup === undefined,
+    );
+    try {
+      await master.start();
+    } catch (error) {
+      await deployer.closeMetrics();
+      throw error;
+    }
     return deployer;
   }
 
@@ -157,20 +200,45 @@ export class JobDeployer {
       },
     );
     this.executions.add(execution);
-    void execution.terminated.then(() => this.executions.delete(execution));
+    const jobGroup = this.metricGroup.addJob(graph.jobId.toString(), graph.name);
+    const clock = this.metricGroup.registry.clock;
+    const deployedAt = clock.relativeTimeNanos();
+    // Flink's uptime: how long the job has been running; 0 before it runs.
+    jobGroup.gauge(MetricNames.UP_TIME, () =>
+      execution.status === "RUNNING"
+        ? Math.floor((clock.relativeTimeNanos() - deployedAt) / 1e6)
+        : 0,
+    );
+    void execution.terminated.then(() => {
+      this.executions.delete(execution);
+      jobGroup.close();
+    });
     if (this.fatalError !== undefined) execution.fail(this.fatalError);
     else await execution.start();
     return execution;
   }
 
-  /** Cancels every running job, waits for them to end, and closes the master. Idempotent. */
+  /**
+   * Cancels every running job, waits for them to end, and closes the master and the metric
+   * reporters it started. Idempotent.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     const running = [...this.executions];
     for (const execution of running) execution.cancel("the JobDeployer is closing");
     await Promise.all(running.map((execution) => execution.terminated));
-    await this.master.close();
+    try {
+      await this.master.close();
+    } finally {
+      await this.closeMetrics();
+    }
+  }
+
+  private async closeMetrics(): Promise<void> {
+    if (!this.ownsMetrics) return;
+    this.metricGroup.close();
+    await this.metricGroup.registry.close();
   }
 
   private onFatalError(error: Error): void {

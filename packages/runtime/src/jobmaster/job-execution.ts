@@ -539,6 +539,7 @@ export class JobExecution implements JobMasterGateway {
     });
     const descriptor: TaskDeploymentDescriptor = createTaskDeploymentDescriptor({
       jobId: this.jobId,
+      jobName: this.graph.name,
       executionAttemptId: execution.attemptId,
       taskName: vertex.name,
       numberOfSubtasks: vertex.parallelism,

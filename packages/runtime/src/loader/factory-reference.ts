@@ -6,10 +6,23 @@ export const SHUFFLE_SERVICE_ALIASES: Readonly<Record<string, string>> = Object.
   ws: "@sluice/shuffle-ws#WsShuffleServiceFactory",
 });
 
+/** Short names for the bundled metric reporters, accepted as `metrics.reporter.<name>.factory.class`. */
+export const METRIC_REPORTER_ALIASES: Readonly<Record<string, string>> = Object.freeze({
+  prometheus: "@sluice/metrics-prometheus#PrometheusReporterFactory",
+});
+
+/**
+ * The factory of a reporter whose name is configured without `factory.class`: Flink's examples
+ * call the Prometheus reporter `prom`, so `metrics.reporter.prom.port` alone enables it.
+ */
+export const DEFAULT_METRIC_REPORTER_FACTORIES: Readonly<Record<string, string>> = Object.freeze({
+  prom: "prometheus",
+});
+
 /** How a module specifier is located. */
 export type SpecifierKind = "bare" | "relative" | "absolute" | "file-url";
 
-/** A parsed `shuffle-service-factory.class` value. */
+/** A parsed plugin reference (`shuffle-service-factory.class`, a reporter's `factory.class`). */
 export interface FactoryReference {
   /** The value as configured (before alias expansion). */
   readonly value: string;

@@ -6,7 +6,9 @@ export {
   PluginNotFoundError,
 } from "./errors.js";
 export {
+  DEFAULT_METRIC_REPORTER_FACTORIES,
   type FactoryReference,
+  METRIC_REPORTER_ALIASES,
   parseFactoryReference,
   SHUFFLE_SERVICE_ALIASES,
   type SpecifierKind,
@@ -19,6 +21,12 @@ export {
   type ShufflePlugin,
   startShuffleEnvironment,
 } from "./plugin-contract.js";
+export {
+  type LoadedPlugin,
+  loadPlugin,
+  type PluginKind,
+  type PluginLoaderOptions,
+} from "./plugin-loader.js";
 export {
   type LoadedShuffleServiceFactory,
   type LoaderConfiguration,

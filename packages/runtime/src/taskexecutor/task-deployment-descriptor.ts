@@ -75,6 +75,11 @@ export interface TaskRestoreSpec {
 export interface TaskDeploymentDescriptor {
   /** The job. */
   readonly jobId: JobID;
+  /**
+   * The job's name (Flink's `JobInformation.jobName`), for metrics (`<job_name>`); absent: the
+   * job id stands in.
+   */
+  readonly jobName?: string;
   /** The execution attempt (vertex, subtask index, attempt number). */
   readonly executionAttemptId: ExecutionAttemptID;
   /** The vertex name, e.g. `"Count"`; the task is shown as `Count (1/2)#0`. */
@@ -105,6 +110,7 @@ export interface TaskDeploymentDescriptor {
 export interface TaskDeploymentDescriptorJSON {
   readonly version: number;
   readonly jobId: string;
+  readonly jobName?: string;
   readonly executionAttemptId: string;
   readonly taskName: string;
   readonly numberOfSubtasks: number;
@@ -202,6 +208,7 @@ function toJSON(descriptor: TaskDeploymentDescriptor): TaskDeploymentDescriptorJ
   return {
     version: 1,
     jobId: convert("jobId", () => descriptor.jobId.toString()),
+    ...(descriptor.jobName === undefined ? {} : { jobName: descriptor.jobName }),
     executionAttemptId: convert("executionAttemptId", () =>
       descriptor.executionAttemptId.toString(),
     ),
@@ -273,6 +280,7 @@ function readPartitioner(fields: JsonFields): PartitionerSpec {
 
 function fromFields(fields: JsonFields): TaskDeploymentDescriptor {
   const jobId = fields.id("jobId", "a JobID (32 hex digits)", JobID.fromHex);
+  const jobName = optionalString(fields, "jobName");
   const executionAttemptId = fields.id(
     "executionAttemptId",
     "an ExecutionAttemptID (<hex>_<hex>_<subtask>_<attempt>)",
@@ -314,6 +322,7 @@ function fromFields(fields: JsonFields): TaskDeploymentDescriptor {
     : undefined;
   return createTaskDeploymentDescriptor({
     jobId,
+    ...(jobName === undefined ? {} : { jobName }),
     executionAttemptId,
     taskName,
     numberOfSubtasks,

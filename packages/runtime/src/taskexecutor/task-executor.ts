@@ -15,7 +15,6 @@ import {
   type PartitionProducerStateProvider,
   type ResultPartitionWriter,
   type ShuffleEnvironment,
-  type ShuffleMetricSink,
   type TaskEventPublisher,
   TaskManagerOptions,
 } from "@sluice/runtime-api";
@@ -40,6 +39,11 @@ import {
   loadShuffleServiceFactoryWithInfo,
   type ShuffleServiceLoaderOptions,
 } from "../loader/shuffle-service-loader.js";
+import { GroupMetricSink } from "../metrics/group-metric-sink.js";
+import { TaskManagerMetricGroup } from "../metrics/groups/task-manager-metric-group.js";
+import type { TaskMetricGroup } from "../metrics/groups/task-metric-group.js";
+import { MetricNames } from "../metrics/metric-names.js";
+import { MetricRegistry } from "../metrics/metric-registry.js";
 import { TaskDeploymentError, TaskNotFoundError } from "./errors.js";
 import { deriveNetworkMemorySize, type NetworkMemorySize } from "./network-memory.js";
 import {
@@ -72,10 +76,12 @@ export interface TaskExecutorOptions extends UserCode<Task> {
   readonly localCommunicationOnly?: boolean;
   /** Where the loader resolves `shuffle-service-factory.class` from. */
   readonly loader?: ShuffleServiceLoaderOptions;
-  /** Where the environment registers its metrics (the worker-level metric group). */
-  readonly metrics?: ShuffleMetricSink;
-  /** Where the environment registers each task's metrics; called once per deployed task. */
-  readonly taskMetrics?: (task: TaskDeploymentDescriptor) => ShuffleMetricSink | undefined;
+  /**
+   * The worker's metric group. Default: a `TaskManagerMetricGroup` on a new `MetricRegistry` with
+   * the reporters the configuration sets (`metrics.reporter.<name>.*`), which the TaskExecutor
+   * closes with itself. A group passed here stays open: its owner closes it and its registry.
+   */
+  readonly metricGroup?: TaskManagerMetricGroup;
   /** Receives task events that consumers send upstream (default: the plugin's own dispatcher). */
   readonly taskEventPublisher?: TaskEventPublisher;
 }
@@ -115,13 +121,18 @@ export class TaskExecutor implements TaskExecutorGateway {
   readonly shuffleEnvironment: ShuffleEnvironment;
   /** Where the tasks' snapshots go: `state.checkpoints.dir` (or its default). */
   readonly checkpointsDirectory: string;
+  /**
+   * The worker's metrics (scope `metrics.scope.tm`): the environment's `Status.Shuffle.Netty.*`,
+   * and below it a group per job and task. `metricGroup.registry.dump()` reads them all.
+   */
+  readonly metricGroup: TaskManagerMetricGroup;
 
   private readonly userCode: UserCodeRegistry<Task>;
-  private readonly options: TaskExecutorOptions;
   private readonly tasks = new Map<string, Task>();
   private readonly cancellationTimeoutMs: number;
   /** The spilling threshold, max record size and spill folders of every task's readers. */
   private readonly readerOptions: RecordReaderOptions;
+  private readonly ownsMetrics: boolean;
   private closing: Promise<void> | undefined;
 
   private constructor(parts: {
@@ -129,6 +140,7 @@ export class TaskExecutor implements TaskExecutorGateway {
     readonly options: TaskExecutorOptions;
     readonly plugin: LoadedShuffleServiceFactory;
     readonly environment: ShuffleEnvironment;
+    readonly metricGroup: TaskManagerMetricGroup;
     readonly resourceId: ResourceID;
     readonly networkMemory: NetworkMemorySize;
     readonly dataPort: number;
@@ -136,9 +148,10 @@ export class TaskExecutor implements TaskExecutorGateway {
   }) {
     const { configuration, options, resourceId } = parts;
     this.configuration = configuration;
-    this.options = options;
     this.plugin = parts.plugin;
     this.shuffleEnvironment = parts.environment;
+    this.metricGroup = parts.metricGroup;
+    this.ownsMetrics = options.metricGroup === undefined;
     this.resourceId = resourceId;
     this.networkMemory = parts.networkMemory;
     this.readerOptions = parts.readerOptions;
@@ -154,11 +167,14 @@ export class TaskExecutor implements TaskExecutorGateway {
 
   /**
    * Starts a TaskExecutor: loads the shuffle plugin named by `shuffle-service-factory.class`,
-   * creates its environment with the derived network memory and starts it.
+   * creates the worker's metric group (and its reporters, each loaded by class name) unless one
+   * is given, creates the environment with the derived network memory and the metric group's
+   * sink, and starts it.
    *
    * @throws the loader's errors (`SLUICE_ERR_PLUGIN_*`), ConfigurationError for inconsistent
-   *   memory keys, PluginContractError when the plugin breaks the SPI, or the environment's own
-   *   start-up error (the environment is closed again).
+   *   memory keys, PluginContractError when the plugin breaks the SPI, MetricReporterError when a
+   *   reporter cannot open, or the environment's own start-up error (the environment and the
+   *   reporters are closed again).
    */
   static async start(
     configuration: LoaderConfiguration,
@@ -167,30 +183,53 @@ export class TaskExecutor implements TaskExecutorGateway {
     const networkMemory = deriveNetworkMemorySize(configuration, options.totalMemory);
     const plugin = await loadShuffleServiceFactoryWithInfo(configuration, options.loader);
     const resourceId = options.resourceId ?? new ResourceID();
+    const host = configuration.get(TaskManagerOptions.HOST);
     const tmpDirPaths = readTmpDirectories(configuration);
     // Read at start-up, so that a bad spilling threshold refuses to start the worker.
     const readerOptions = readRecordReaderConfiguration(configuration, tmpDirPaths);
+    const metricGroup =
+      options.metricGroup ??
+      new TaskManagerMetricGroup(
+        await MetricRegistry.fromConfiguration(configuration, {
+          ...(options.loader === undefined ? {} : { loader: options.loader }),
+        }),
+        host,
+        resourceId.toString(),
+      );
+    const closeMetrics = async () => {
+      if (options.metricGroup !== undefined) return;
+      metricGroup.close();
+      await metricGroup.registry.close();
+    };
     // The plugin listens on `taskmanager.data.port`; with a separate bind port it listens there
     // and the configured data port is what other workers are told (Flink's external data port).
     const bindPort = configuration.getOptional(NettyShuffleEnvironmentOptions.DATA_BIND_PORT);
-    const environment = createShuffleEnvironment(plugin, {
-      configuration: bindPort === undefined ? configuration : withDataPort(configuration, bindPort),
-      taskExecutorResourceId: resourceId,
-      networkMemorySize: networkMemory.bytes,
-      localCommunicationOnly: options.localCommunicationOnly ?? false,
-      hostAddress: configuration.get(TaskManagerOptions.HOST),
-      numberOfSlots: configuration.get(TaskManagerOptions.NUM_TASK_SLOTS),
-      tmpDirPaths,
-      ...(options.taskEventPublisher === undefined
-        ? {}
-        : { taskEventPublisher: options.taskEventPublisher }),
-      ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
-    });
+    let environment: ShuffleEnvironment;
+    try {
+      environment = createShuffleEnvironment(plugin, {
+        configuration:
+          bindPort === undefined ? configuration : withDataPort(configuration, bindPort),
+        taskExecutorResourceId: resourceId,
+        networkMemorySize: networkMemory.bytes,
+        localCommunicationOnly: options.localCommunicationOnly ?? false,
+        hostAddress: host,
+        numberOfSlots: configuration.get(TaskManagerOptions.NUM_TASK_SLOTS),
+        tmpDirPaths,
+        ...(options.taskEventPublisher === undefined
+          ? {}
+          : { taskEventPublisher: options.taskEventPublisher }),
+        metrics: new GroupMetricSink(metricGroup),
+      });
+    } catch (error) {
+      await closeMetrics();
+      throw error;
+    }
     let dataPort: number;
     try {
       dataPort = await startShuffleEnvironment(plugin, environment);
     } catch (error) {
       await environment.close();
+      await closeMetrics();
       throw error;
     }
     const externalPort = configuration.get(NettyShuffleEnvironmentOptions.DATA_PORT);
@@ -200,6 +239,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       options,
       plugin,
       environment,
+      metricGroup,
       resourceId,
       networkMemory,
       dataPort,
@@ -272,10 +312,11 @@ export class TaskExecutor implements TaskExecutorGateway {
     this.checkOpen();
 
     const environment = this.shuffleEnvironment;
+    const metricGroup = this.addTaskMetricGroup(tdd);
     const owner = environment.createShuffleIOOwnerContext(
       name,
       tdd.executionAttemptId,
-      this.options.taskMetrics?.(tdd),
+      new GroupMetricSink(metricGroup),
     );
     const writers: ResultPartitionWriter[] = [];
     const gates: InputGate[] = [];
@@ -310,8 +351,13 @@ export class TaskExecutor implements TaskExecutorGateway {
         writer.close();
       }
       await Promise.all(gates.map((gate) => gate.close()));
+      metricGroup.close();
       throw error;
     }
+    // Flink's isBackPressured: an output of the task does not accept data right now.
+    metricGroup.gauge(MetricNames.IS_BACK_PRESSURED, () =>
+      writers.some((writer) => !writer.isAvailable() && !writer.isReleased()) ? 1 : 0,
+    );
 
     const outputs: TaskOutput[] = writers.map((partition, i) => ({
       partition,
@@ -331,6 +377,7 @@ export class TaskExecutor implements TaskExecutorGateway {
         this.configuration.get(ExecutionOptions.BUFFER_TIMEOUT_INTERVAL),
       ),
       readerOptions: this.readerOptions,
+      metricGroup,
       onStateChange: (update) => this.onTaskStateChange(update, jobMaster),
       ...(tdd.checkpointingMode === undefined
         ? {}
@@ -338,8 +385,25 @@ export class TaskExecutor implements TaskExecutorGateway {
       ...(restore === undefined ? {} : { restore }),
     });
     this.tasks.set(key, task);
-    void task.terminated.then(() => this.tasks.delete(key));
+    void task.terminated.then(() => {
+      this.tasks.delete(key);
+      // A task's metrics leave the reporters when it ends, as in Flink.
+      metricGroup.close();
+    });
     return task;
+  }
+
+  /** The task's metric group, below the group of its job on this worker. */
+  private addTaskMetricGroup(tdd: TaskDeploymentDescriptor): TaskMetricGroup {
+    const jobId = tdd.jobId.toString();
+    const attempt = tdd.executionAttemptId;
+    return this.metricGroup.addJob(jobId, tdd.jobName ?? jobId).addTask({
+      vertexId: attempt.jobVertexId.toString(),
+      executionAttemptId: attempt.toString(),
+      taskName: tdd.taskName,
+      subtaskIndex: attempt.subtaskIndex,
+      attemptNumber: attempt.attemptNumber,
+    });
   }
 
   /**
@@ -424,7 +488,7 @@ export class TaskExecutor implements TaskExecutorGateway {
   /**
    * Cancels every task, waits for them to end (at most `task.cancellation.timeout`), then closes
    * the shuffle environment, which releases every partition and gate and frees the network
-   * memory. Idempotent.
+   * memory, and the metric reporters it started. Idempotent.
    */
   close(): Promise<void> {
     this.closing ??= this.doClose();
@@ -446,6 +510,10 @@ export class TaskExecutor implements TaskExecutorGateway {
       await ended;
     }
     await this.shuffleEnvironment.close();
+    if (this.ownsMetrics) {
+      this.metricGroup.close();
+      await this.metricGroup.registry.close();
+    }
   }
 
   /** The restored task's snapshot, read from its file; undefined for a fresh start. */

@@ -29,6 +29,7 @@ import {
   type RecordReaderOptions,
 } from "../io/record-reader.js";
 import { type BufferTimeout, createRecordWriter, type RecordWriter } from "../io/record-writer.js";
+import type { TaskMetricGroup } from "../metrics/groups/task-metric-group.js";
 import type { ChannelSelector } from "../partitioner/channel-selector.js";
 import { serializeThrowable } from "./serialized-throwable.js";
 import type { TaskDeploymentDescriptor } from "./task-deployment-descriptor.js";
@@ -60,6 +61,8 @@ export interface TaskResources {
   readonly inputs: readonly TaskInput[];
   readonly bufferTimeout: BufferTimeout;
   readonly readerOptions: RecordReaderOptions;
+  /** The task's metric group: its readers and writers count records and time into `io`. */
+  readonly metricGroup: TaskMetricGroup;
   /** Receives every state change; must not throw. */
   readonly onStateChange: (update: TaskExecutionState) => void;
   /** Present when the job checkpoints: the mode and the task's side of checkpointing. */
@@ -124,6 +127,12 @@ export class Task {
   readonly partitions: readonly ResultPartitionWriter[];
   /** The plugin's gates, one per input (for metrics and tests). */
   readonly gates: readonly InputGate[];
+  /**
+   * The task's metrics (scope `metrics.scope.task`): records in and out, idle, back-pressured and
+   * busy time, the shuffle's task metrics. A task's code may add its own
+   * (`task.metricGroup.counter("lateEvents")`, `task.metricGroup.addOperator("Tokenizer")`).
+   */
+  readonly metricGroup: TaskMetricGroup;
   /** Resolves with the terminal state (FINISHED, FAILED or CANCELED) once everything is released. */
   readonly terminated: Promise<TaskExecutionState>;
   /**
@@ -168,6 +177,7 @@ export class Task {
     this.configuration = descriptor.taskConfiguration;
     this.partitions = Object.freeze(resources.outputs.map((output) => output.partition));
     this.gates = Object.freeze(resources.inputs.map((input) => input.gate));
+    this.metricGroup = resources.metricGroup;
     this.terminated = new Promise((resolve) => {
       this.resolveTerminated = resolve;
     });
@@ -341,6 +351,7 @@ export class Task {
       throw new IllegalStateError(`${this.name} cannot run: it is ${this.currentState}${why}`);
     }
     this.createRecordWritersAndReaders();
+    this.metricGroup.io.markTaskStart();
     this.transition("RUNNING");
     let result: JsonValue | undefined;
     try {
@@ -404,13 +415,24 @@ export class Task {
 
   private createRecordWritersAndReaders(): void {
     const { outputs, inputs, bufferTimeout, readerOptions, checkpointing } = this.resources;
+    const io = this.metricGroup.io;
     this.recordWriters = outputs.map(({ partition, serializer, selector }) =>
-      createRecordWriter(partition, serializer, selector, { taskName: this.name, bufferTimeout }),
+      createRecordWriter(partition, serializer, selector, {
+        taskName: this.name,
+        bufferTimeout,
+        numRecordsOut: io.numRecordsOut,
+        backPressuredTime: io.backPressuredTimeMsPerSecond,
+      }),
     );
     checkpointing?.coordinator.setOutputs(this.recordWriters);
+    const metered = {
+      ...readerOptions,
+      numRecordsIn: io.numRecordsIn,
+      idleTime: io.idleTimeMsPerSecond,
+    };
     if (checkpointing === undefined || inputs.length === 0) {
       this.recordReaders = inputs.map(
-        ({ gate, serializer }) => new RecordReader(gate, serializer, readerOptions),
+        ({ gate, serializer }) => new RecordReader(gate, serializer, metered),
       );
       return;
     }
@@ -427,7 +449,7 @@ export class Task {
         new RecordReader(
           this.whileOutputsAvailable(new CheckpointedInputGate([gate], handler)),
           serializer,
-          readerOptions,
+          metered,
         ),
     );
   }
@@ -482,9 +504,15 @@ export class Task {
       writer.flushAll();
       writer.close();
     }
+    const backPressuredTime = this.metricGroup.io.backPressuredTimeMsPerSecond;
     for (const partition of this.partitions) {
       // A record that ran out of buffers completes as buffers come back; finish() needs it done.
-      while (!partition.isAvailable()) await partition.getAvailableFuture();
+      // Waiting for that is back-pressure like any other wait for an output.
+      if (!partition.isAvailable()) {
+        backPressuredTime.markStart();
+        while (!partition.isAvailable()) await partition.getAvailableFuture();
+        backPressuredTime.markEnd();
+      }
       this.checkNotAborted();
       partition.finish();
       // A blocking partition finishes asynchronously (its last data is still being written to

@@ -5,8 +5,10 @@ import { ExecutionCheckpointingOptions } from "./execution-checkpointing-options
 import { ExecutionOptions } from "./execution-options.js";
 import { HeartbeatManagerOptions } from "./heartbeat-manager-options.js";
 import { JobManagerOptions } from "./job-manager-options.js";
+import { MetricOptions } from "./metric-options.js";
 import { NettyShuffleEnvironmentOptions } from "./netty-shuffle-options.js";
 import { NetworkMemoryOptions } from "./network-memory-options.js";
+import { PrometheusReporterOptions } from "./prometheus-reporter-options.js";
 import { RestartStrategyOptions } from "./restart-strategy-options.js";
 import { SecurityOptions } from "./security-options.js";
 import { ShuffleServiceOptions } from "./shuffle-service-options.js";
@@ -89,6 +91,25 @@ export const CONFIG_OPTION_GROUPS: readonly ConfigOptionGroup[] = [
       "TLS with mutual authentication for data connections between workers and for the " +
       "control plane between the job manager and its task managers.",
     options: Object.values(SecurityOptions),
+  },
+  {
+    title: "Metrics",
+    description:
+      "Metric reporters (plugins loaded by class name, one instance per process) and the scope " +
+      "formats that name every metric. `<name>` is a reporter name of your choice; see " +
+      "[metrics.md](metrics.md) for every metric.",
+    options: Object.values(MetricOptions),
+  },
+  {
+    title: "Prometheus reporter",
+    description:
+      "Options read only by `@sluice/metrics-prometheus` (`metrics.reporter.<name>.*` of a " +
+      "reporter whose factory is `prometheus`).",
+    options: [
+      PrometheusReporterOptions.port("<name>"),
+      PrometheusReporterOptions.bindHost("<name>"),
+      PrometheusReporterOptions.filterLabelValueCharacters("<name>"),
+    ],
   },
   {
     title: "WebSocket plugin",

@@ -14,8 +14,14 @@ export {
 export { ExecutionOptions } from "./execution-options.js";
 export { HeartbeatManagerOptions } from "./heartbeat-manager-options.js";
 export { JobManagerOptions } from "./job-manager-options.js";
+export {
+  MetricOptions,
+  MetricReporterOptions,
+  metricReporterKeyPrefix,
+} from "./metric-options.js";
 export { NettyShuffleEnvironmentOptions } from "./netty-shuffle-options.js";
 export { NetworkMemoryOptions } from "./network-memory-options.js";
+export { PrometheusReporterOptions } from "./prometheus-reporter-options.js";
 export {
   RESTART_STRATEGIES,
   type RestartStrategyName,
