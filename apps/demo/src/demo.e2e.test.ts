@@ -16,6 +16,7 @@ import {
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { waitFor } from "@sluice/core/testing";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 const APP_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -96,14 +97,6 @@ function isAlive(pid: number): boolean {
     return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
   } catch {
     return true;
-  }
-}
-
-async function until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
 
@@ -194,7 +187,7 @@ describe("demo end to end", () => {
   it("fails within seconds, naming the task manager, when one is killed, and leaves no process behind", async () => {
     const demo = start(["--records", "200m"]);
     const pids: number[] = [];
-    await until(
+    await waitFor(
       () => {
         const out = demo.output().stdout;
         pids.length = 0;
@@ -203,8 +196,7 @@ describe("demo end to end", () => {
         // Mid-run: both workers up and a progress line showing words flowing.
         return pids.filter(Boolean).length === 2 && /\] [1-9][\d,]*\/200,000,000 words/.test(out);
       },
-      30_000,
-      "the job to run",
+      { timeoutMs: 30_000, intervalMs: 50, what: "the job to run" },
     );
     const victim = pids[1] as number;
     // Operators recognise workers in `ps` by the word "taskmanager" in their command line.

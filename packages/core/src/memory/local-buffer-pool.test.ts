@@ -5,7 +5,7 @@ import {
   IllegalArgumentError,
   IllegalStateError,
 } from "../errors.js";
-import { expectError, must } from "../test-support/assertions.js";
+import { expectError, must } from "../testing/index.js";
 import type { BufferBuilder } from "./buffer-builder.js";
 import type { BufferListener } from "./buffer-listener.js";
 import type { LocalBufferPool } from "./local-buffer-pool.js";
@@ -26,7 +26,7 @@ function newGlobal(segments: number): NetworkBufferPool {
 afterEach(() => {
   for (const pool of created.splice(0)) {
     pool.destroy();
-    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+    expect(pool).toHaveAllSegmentsAvailable();
   }
 });
 

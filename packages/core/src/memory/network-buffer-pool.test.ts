@@ -6,7 +6,7 @@ import {
   IllegalStateError,
   InsufficientBuffersError,
 } from "../errors.js";
-import { expectError, must } from "../test-support/assertions.js";
+import { expectError, must } from "../testing/index.js";
 import type { LocalBufferPool } from "./local-buffer-pool.js";
 import { MemorySegment } from "./memory-segment.js";
 import type { NetworkBuffer } from "./network-buffer.js";
@@ -26,7 +26,7 @@ function newGlobal(segments: number, segmentSize = 64): NetworkBufferPool {
 afterEach(() => {
   for (const pool of created.splice(0)) {
     pool.destroy();
-    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+    expect(pool).toHaveAllSegmentsAvailable();
   }
 });
 

@@ -31,6 +31,7 @@ import {
   pooledBufferOf,
   splitBuffer,
 } from "./test-support/record-test-utils.js";
+import "../testing/index.js";
 
 const KiB = 1024;
 /** BytesSerializer returns Buffers; compare contents as plain Uint8Arrays. */
@@ -146,7 +147,7 @@ describe("SpillingAdaptiveSpanningRecordDeserializer", () => {
       expect(deserializer.hasUnfinishedData()).toBe(false);
     }
     local.destroy();
-    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+    expect(pool).toHaveAllSegmentsAvailable();
   });
 
   it("decodes every record at every pair of split points of a tiny stream (three buffers)", () => {
@@ -186,7 +187,7 @@ describe("SpillingAdaptiveSpanningRecordDeserializer", () => {
     }
     expect(combinations).toBe(((framed.length + 1) * (framed.length + 2)) / 2);
     local.destroy();
-    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+    expect(pool).toHaveAllSegmentsAvailable();
   });
 
   it("round-trips random records through random segment sizes and random buffer splits", () => {
@@ -265,7 +266,7 @@ describe("SpillingAdaptiveSpanningRecordDeserializer", () => {
         expect(deserializer.hasUnfinishedData()).toBe(false);
         expect(spillFiles()).toEqual([]);
         local.destroy();
-        expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+        expect(pool).toHaveAllSegmentsAvailable();
       }),
       { numRuns: 40 },
     );
@@ -303,7 +304,7 @@ describe("SpillingAdaptiveSpanningRecordDeserializer", () => {
     expect(Array.from(decoded[1] as Uint8Array)).toEqual([1, 2]);
     expect(spillFiles()).toEqual([]);
     local.destroy();
-    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+    expect(pool).toHaveAllSegmentsAvailable();
   });
 
   it("keeps records up to the threshold in memory (no spill file)", () => {
@@ -358,7 +359,7 @@ describe("SpillingAdaptiveSpanningRecordDeserializer", () => {
     expect(decoded).toEqual([]);
     deserializer.clear(); // idempotent
     local.destroy();
-    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+    expect(pool).toHaveAllSegmentsAvailable();
   });
 
   it("after clear() reads a fresh stream from its first byte", () => {
@@ -543,7 +544,7 @@ describe("SpillingAdaptiveSpanningRecordDeserializer", () => {
     expect(Array.from(holder.value as Uint8Array)).toEqual([0, 0, 0, 2, 4, 5]);
     reused.recycleBuffer();
     local.destroy();
-    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+    expect(pool).toHaveAllSegmentsAvailable();
   });
 
   it("hands out the unconsumed bytes (partial record with its length, then unread bytes)", () => {

@@ -1,17 +1,15 @@
 import {
   BufferReorderingError,
   CancelledError,
-  type ErrorCode,
   ErrorCodes,
   type LocalBufferPool,
   type NetworkBuffer,
   NetworkBufferPool,
   PartitionNotFoundError,
   ResultPartitionID,
-  type SluiceError,
-  type SluiceErrorClass,
   TaskEvent,
 } from "@sluice/core";
+import { expectError } from "@sluice/core/testing";
 import type { ExecutionState } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ConnectionID } from "../netty/connection-id.js";
@@ -140,24 +138,10 @@ function take(channel: RemoteInputChannel): NetworkBuffer {
   return next.buffer;
 }
 
-function expectSluiceError(fn: () => unknown, cls: SluiceErrorClass, code: ErrorCode): SluiceError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught).toBeInstanceOf(cls);
-  const error = caught as SluiceError;
-  expect(error.code).toBe(code);
-  expect(error.name).toBe(cls.name);
-  return error;
-}
-
 function finish(s: Setup): void {
   s.channel.releaseAllResources();
   s.gatePool.destroy();
-  expect(s.global.getNumberOfAvailableMemorySegments()).toBe(s.global.totalNumberOfMemorySegments);
+  expect(s.global).toHaveAllSegmentsAvailable();
 }
 
 describe("RemoteInputChannel credit", () => {
@@ -309,7 +293,7 @@ describe("RemoteInputChannel credit", () => {
     const gap = receive(s.channel, 2, 0);
     expect(gap.isRecycled()).toBe(true);
     expect(s.gate.nonEmpty).toBe(notified + 1);
-    const error = expectSluiceError(
+    const error = expectError(
       () => s.channel.getNextBuffer(),
       BufferReorderingError,
       ErrorCodes.BUFFER_REORDERING,
@@ -347,7 +331,7 @@ describe("RemoteInputChannel credit", () => {
     const late = s.gatePool.requestBuffer() as NetworkBuffer;
     s.channel.onBuffer(late, 2, 0);
     expect(late.isRecycled()).toBe(true);
-    expectSluiceError(() => s.channel.getNextBuffer(), CancelledError, ErrorCodes.CANCELLED);
+    expectError(() => s.channel.getNextBuffer(), CancelledError, ErrorCodes.CANCELLED);
     s.channel.releaseAllResources(); // idempotent
     expect(s.client.closed).toHaveLength(1);
     finish(s);

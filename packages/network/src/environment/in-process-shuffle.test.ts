@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { deployAllToAll, environmentContext, runAllToAll } from "../testing/shuffle-fixture.js";
 import type { NetworkShuffleEnvironment } from "./network-shuffle-environment.js";
 import { LocalShuffleServiceFactory } from "./network-shuffle-service-factory.js";
+import "@sluice/core/testing";
 
 const config = {
   "taskmanager.memory.network.min": "4mb",
@@ -35,7 +36,7 @@ describe("in-process shuffle through local channels", () => {
       writer.close();
     }
     const pool = env.networkBufferPool;
-    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+    expect(pool).toHaveAllSegmentsAvailable();
     expect(env.getPartitionsOccupyingLocalResources()).toEqual([]);
   });
 });

@@ -29,6 +29,7 @@ import {
 import type { NetworkShuffleEnvironment } from "./network-shuffle-environment.js";
 import { NetworkShuffleMaster } from "./network-shuffle-master.js";
 import { LocalShuffleServiceFactory } from "./network-shuffle-service-factory.js";
+import "@sluice/core/testing";
 
 const SEGMENT_SIZE = 4096;
 const config = {
@@ -131,7 +132,7 @@ describe("NetworkShuffleEnvironment in one process", () => {
     writer.close();
     expect(writer.isReleased()).toBe(true);
     const pool = env.networkBufferPool;
-    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+    expect(pool).toHaveAllSegmentsAvailable();
   });
 
   it("stops a producer at its pool bound while the consumer does not read, then resumes and delivers everything", async () => {
@@ -208,7 +209,7 @@ describe("NetworkShuffleEnvironment in one process", () => {
 
     await gate.close();
     writer.close();
-    expect(global.getNumberOfAvailableMemorySegments()).toBe(global.totalNumberOfMemorySegments);
+    expect(global).toHaveAllSegmentsAvailable();
     expect(env.getPartitionsOccupyingLocalResources()).toEqual([]);
   });
 });

@@ -22,6 +22,7 @@ import {
 import { CreditBasedSequenceNumberingViewReader } from "./credit-based-sequence-numbering-view-reader.js";
 import { PartitionRequestQueue } from "./partition-request-queue.js";
 import type { ConnectionHandler, TransportConnection } from "./transport.js";
+import "@sluice/core/testing";
 
 const SEGMENT = 64;
 const FULL = SEGMENT - 4;
@@ -145,7 +146,7 @@ function finish(s: Setup): void {
   s.queue.releaseAllResources();
   expect(s.queue.getNumberOfReaders()).toBe(0);
   s.manager.shutdown();
-  expect(s.global.getNumberOfAvailableMemorySegments()).toBe(s.global.totalNumberOfMemorySegments);
+  expect(s.global).toHaveAllSegmentsAvailable();
 }
 
 describe("PartitionRequestQueue", () => {

@@ -7,10 +7,10 @@ import {
   RecordTooLargeError,
   ResultPartitionID,
 } from "@sluice/core";
+import { expectError } from "@sluice/core/testing";
 import { ResultPartitionType } from "@sluice/runtime-api";
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { expectError } from "../test-support/assertions.js";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
 import { ResultPartition } from "./result-partition.js";
 import { ResultPartitionManager } from "./result-partition-manager.js";
@@ -135,7 +135,7 @@ function expectRecords(actual: Buffer[], expected: Uint8Array[]): void {
 }
 
 function expectAllSegmentsBack(global: NetworkBufferPool): void {
-  expect(global.getNumberOfAvailableMemorySegments()).toBe(global.totalNumberOfMemorySegments);
+  expect(global).toHaveAllSegmentsAvailable();
 }
 
 /** Finishes the partition, drains every view into its sink and releases everything. */

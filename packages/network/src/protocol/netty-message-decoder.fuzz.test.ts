@@ -10,6 +10,7 @@ import {
   serverBoundArb,
   splitAt,
 } from "./test-support/messages.js";
+import "@sluice/core/testing";
 
 /**
  * Hostile input (issue 9, "Bad input"): whatever bytes arrive, the decoder emits valid messages or
@@ -71,7 +72,7 @@ function runDecoder(
   }
   for (const msg of messages) expect(typeof msg.id).toBe("number");
   pool.destroy();
-  expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+  expect(pool).toHaveAllSegmentsAvailable();
   return { frames: messages.length + skipped, error };
 }
 

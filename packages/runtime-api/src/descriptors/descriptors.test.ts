@@ -5,9 +5,11 @@ import {
   IntermediateResultPartitionID,
   ResourceID,
   ResultPartitionID,
-  SluiceError,
+  type SluiceError,
 } from "@sluice/core";
+import { expectError } from "@sluice/core/testing";
 import { describe, expect, it } from "vitest";
+import { DescriptorError } from "../errors.js";
 import { ResultPartitionType } from "../partition/result-partition-type.js";
 import {
   createInputGateDeploymentDescriptor,
@@ -95,15 +97,7 @@ function roundTrip<T, J>(codec: DescriptorCodec<T, J>, value: T): T {
 }
 
 function descriptorError(fn: () => unknown): SluiceError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(SluiceError);
-    expect((error as SluiceError).code).toBe(ErrorCodes.DESCRIPTOR);
-    expect((error as SluiceError).name).toBe("DescriptorError");
-    return error as SluiceError;
-  }
-  throw new Error("expected a DescriptorError");
+  return expectError(fn, DescriptorError, ErrorCodes.DESCRIPTOR);
 }
 
 describe("ShuffleDescriptor JSON", () => {

@@ -22,6 +22,7 @@ import {
   type CheckpointBarrierHandler,
   CheckpointBarrierTracker,
 } from "./checkpoint-barrier-handler.js";
+import "@sluice/core/testing";
 
 const serializer = new StringSerializer();
 
@@ -109,7 +110,7 @@ describe("checkpoint barrier handling", () => {
 
   afterEach(() => {
     pool.destroy();
-    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+    expect(pool).toHaveAllSegmentsAvailable();
   });
 
   function reader(gate: SingleInputGate, handler: () => CheckpointBarrierHandler) {

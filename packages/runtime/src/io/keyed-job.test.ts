@@ -6,6 +6,7 @@ import { assignKeyToParallelOperator } from "../partitioner/key-group-range-assi
 import { KeyGroupStreamPartitioner } from "../partitioner/key-group-stream-partitioner.js";
 import { PollStatus, RecordReader } from "./record-reader.js";
 import { bufferTimeoutOf, createRecordWriter } from "./record-writer.js";
+import "@sluice/core/testing";
 
 const config = {
   "taskmanager.memory.network.min": "8mb",
@@ -103,6 +104,6 @@ describe("an in-process keyed job through RecordWriter and RecordReader", () => 
     for (const gate of job.gates) await gate.close();
     for (const writer of job.writers) writer.close();
     const pool = env.networkBufferPool;
-    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+    expect(pool).toHaveAllSegmentsAvailable();
   }, 60_000);
 });

@@ -11,6 +11,7 @@ import {
   ChannelSelectorRecordWriter,
   createRecordWriter,
 } from "./record-writer.js";
+import "@sluice/core/testing";
 
 function partition(pool: NetworkBufferPool, subpartitions = 1): ResultPartition {
   const result = new ResultPartition({
@@ -133,6 +134,6 @@ describe("RecordWriter buffer timeout", () => {
     for (let i = 0; i < 4; i++) expect(target.getSubpartition(i).isDataAvailable()).toBe(true);
     writer.close();
     target.release();
-    expect(pool.getNumberOfAvailableMemorySegments()).toBe(32);
+    expect(pool).toHaveAllSegmentsAvailable();
   });
 });
