@@ -9,7 +9,7 @@ describe("expectError and expectRejection", () => {
     );
     await expect(
       expectRejection(Promise.resolve(1), IllegalStateError, ErrorCodes.ILLEGAL_STATE),
-    ).rejects.toThrowError(/promise fulfilled/);
+    ).rejects.toThrowError(/but it fulfilled/);
   });
 
   it("fail on another error class, code or message", () => {

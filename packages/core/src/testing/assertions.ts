@@ -40,7 +40,7 @@ export function expectError(
   } catch (error) {
     return expectSluiceError(error, cls, code, ...messageFragments);
   }
-  return expect.fail(`expected a ${cls.name} (${code}), but the call returned normally`);
+  return expect.fail(`expected the call to throw ${cls.name} (${code}), but it returned normally`);
 }
 
 /**
@@ -58,7 +58,5 @@ export async function expectRejection(
   } catch (error) {
     return expectSluiceError(error, cls, code, ...messageFragments);
   }
-  return expect.fail(
-    `expected a rejection with a ${cls.name} (${code}), but the promise fulfilled`,
-  );
+  return expect.fail(`expected the promise to reject with ${cls.name} (${code}), but it fulfilled`);
 }

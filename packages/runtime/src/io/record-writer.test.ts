@@ -1,4 +1,11 @@
-import { ErrorCodes, NetworkBufferPool, ResultPartitionID, StringSerializer } from "@sluice/core";
+import {
+  ErrorCodes,
+  IllegalStateError,
+  NetworkBufferPool,
+  ResultPartitionID,
+  StringSerializer,
+} from "@sluice/core";
+import { expectError } from "@sluice/core/testing";
 import { ResultPartition, ResultPartitionManager } from "@sluice/network";
 import { ResultPartitionType, type ResultPartitionWriter } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -11,7 +18,6 @@ import {
   ChannelSelectorRecordWriter,
   createRecordWriter,
 } from "./record-writer.js";
-import "@sluice/core/testing";
 
 function partition(pool: NetworkBufferPool, subpartitions = 1): ResultPartition {
   const result = new ResultPartition({
@@ -106,12 +112,19 @@ describe("RecordWriter buffer timeout", () => {
     );
     writer.emit("before");
     vi.advanceTimersByTime(10);
-    expect(() => writer.emit("after")).toThrowError(/OutputFlusher of t failed: disk on fire/);
-    try {
-      writer.emit("again");
-    } catch (error) {
-      expect((error as { code: string }).code).toBe(ErrorCodes.ILLEGAL_STATE);
-    }
+    expectError(
+      () => writer.emit("after"),
+      IllegalStateError,
+      ErrorCodes.ILLEGAL_STATE,
+      "the OutputFlusher of t failed: disk on fire",
+    );
+    // The failure sticks: every later emit is refused too.
+    expectError(
+      () => writer.emit("again"),
+      IllegalStateError,
+      ErrorCodes.ILLEGAL_STATE,
+      "disk on fire",
+    );
     writer.close();
   });
 
