@@ -531,7 +531,7 @@ describe("NettyMessageDecoder violations", () => {
     body.splice(16, 4, 0xff, 0xff, 0xff, 0xff);
     body.splice(68, 16, ...RECEIVER_BYTES);
     const err = decodeError("server", frame(2, body));
-    expect(err.message).toMatch(/partitionNum -1/);
+    expect(err.message).toMatch(/invalid ResultPartitionID: partitionNum .*got -1/);
     expect(err.message).toContain(RECEIVER_HEX);
   });
 

@@ -1,12 +1,10 @@
 import {
   DataType,
   ErrorCodes,
-  ExecutionAttemptID,
   FreeingBufferRecycler,
   IllegalArgumentError,
   IllegalStateError,
   InputChannelID,
-  IntermediateResultPartitionID,
   isBufferType,
   isSluiceError,
   MAX_DATA_TYPE,
@@ -15,17 +13,31 @@ import {
   ProtocolError,
   ResultPartitionID,
 } from "@sluice/core";
+import { isClientBoundId, isServerBoundId, MessageId, messageName } from "./message-id.js";
 import {
-  BUFFER_RESPONSE_FIXED_HEADER_LENGTH,
+  ADD_CREDIT,
+  BACKLOG_ANNOUNCEMENT,
+  BODY_LENGTH,
+  BUFFER_RESPONSE,
   BUFFER_RESPONSE_HEADER_LENGTH,
-  FRAME_HEADER_LENGTH,
-  isClientBoundId,
-  isServerBoundId,
+  bufferResponseFrameSize,
+  ERROR_RESPONSE,
+  ERROR_RESPONSE_MESSAGE,
+  ERROR_RESPONSE_RECEIVER,
+  errorResponseBodySize,
+  FRAME_HEADER,
   MAGIC_NUMBER,
   MAX_WIRE_FRAME_LENGTH,
-  MessageId,
-  messageName,
-} from "./message-id.js";
+  NEW_BUFFER_SIZE,
+  PARTIAL_BUFFER_SIZE_BYTES,
+  PARTITION_REQUEST,
+  RECEIVER_ID_BYTES,
+  RECEIVER_ONLY,
+  SEGMENT_ID,
+  TASK_EVENT_REQUEST,
+  TASK_EVENT_REQUEST_TARGET,
+  taskEventRequestBodySize,
+} from "./message-layout.js";
 import type { BufferResponse, NettyMessage } from "./netty-message.js";
 
 /**
@@ -84,30 +96,9 @@ const ST_BODY = 5;
 const ST_FAILED = 6;
 const ST_DESTROYED = 7;
 
-const ID_BYTES = 16;
-const RESULT_PARTITION_ID_BYTES = 60;
 const INITIAL_BODY_CAPACITY = 128;
 /** A body buffer grown past this is dropped after use instead of being kept for the next frame. */
 const RETAINED_BODY_CAPACITY = 64 * 1024;
-
-/**
- * Body length of every non-buffer message: a fixed length, or the negative of the minimum for
- * variable-length ones. Indexed by message id.
- */
-const BODY_LENGTH: readonly number[] = [
-  0, // BufferResponse: handled separately
-  -(2 + 2 + 4 + 1), // ErrorResponse: wire id, name length, message length, hasReceiver
-  RESULT_PARTITION_ID_BYTES + 8 + ID_BYTES + 4, // PartitionRequest: 88
-  -(4 + RESULT_PARTITION_ID_BYTES + ID_BYTES), // TaskEventRequest: 80 + event bytes
-  ID_BYTES, // CancelPartitionRequest
-  0, // CloseRequest
-  4 + ID_BYTES, // AddCredit
-  ID_BYTES, // ResumeConsumption
-  ID_BYTES, // AckAllUserRecordsProcessed
-  4 + ID_BYTES, // BacklogAnnouncement
-  4 + ID_BYTES, // NewBufferSize
-  8 + ID_BYTES, // SegmentId
-];
 
 const EMPTY_SIZES: readonly number[] = Object.freeze([]);
 const EMPTY_BUFFER = Buffer.alloc(0);
@@ -129,6 +120,7 @@ class ReceiverIdCache {
   );
 
   read(src: Buffer, at: number): InputChannelID {
+    // An InputChannelID (RECEIVER_ID_BYTES) is read as four int32 words.
     const w0 = src.readInt32BE(at);
     const w1 = src.readInt32BE(at + 4);
     const w2 = src.readInt32BE(at + 8);
@@ -161,7 +153,7 @@ function hex(value: number, digits: number): string {
 }
 
 /**
- * Decodes the Netty-style frame stream of reference §2 (explicit state machine, as ws'
+ * Decodes the Netty-style frame stream of docs/protocol.md (explicit state machine, as ws'
  * `Receiver`). `feed` accepts chunks split at any byte and several frames per chunk; every
  * complete message goes to `onMessage` synchronously.
  *
@@ -192,8 +184,12 @@ export class NettyMessageDecoder {
   private failure: unknown;
 
   /** Accumulates a split frame header (9 bytes) or BufferResponse header (38 bytes). */
-  private readonly scratch = Buffer.alloc(BUFFER_RESPONSE_FIXED_HEADER_LENGTH);
+  private readonly scratch = Buffer.alloc(Math.max(FRAME_HEADER.BYTES, BUFFER_RESPONSE.BYTES));
   private scratchFill = 0;
+  /** Set by `takeHeader`: where the header starts in the buffer it returned. */
+  private headerAt = 0;
+  /** Set by `takeHeader`: the chunk position after the bytes it consumed. */
+  private headerEnd = 0;
   /** Accumulates a split message body or partial-size list; grows as bytes arrive. */
   private body: Buffer = Buffer.allocUnsafe(INITIAL_BODY_CAPACITY);
   private bodyFill = 0;
@@ -228,9 +224,9 @@ export class NettyMessageDecoder {
       );
     }
     const max = options.maxFrameSize;
-    if (!Number.isInteger(max) || max < FRAME_HEADER_LENGTH || max > MAX_WIRE_FRAME_LENGTH) {
+    if (!Number.isInteger(max) || max < FRAME_HEADER.BYTES || max > MAX_WIRE_FRAME_LENGTH) {
       throw new IllegalArgumentError(
-        `maxFrameSize must be an integer in [${FRAME_HEADER_LENGTH}, ${MAX_WIRE_FRAME_LENGTH}], got ${max}`,
+        `maxFrameSize must be an integer in [${FRAME_HEADER.BYTES}, ${MAX_WIRE_FRAME_LENGTH}], got ${max}`,
       );
     }
     if (typeof options.onMessage !== "function") {
@@ -322,30 +318,40 @@ export class NettyMessageDecoder {
 
   // ------------------------------------------------------------------------ frame header
 
-  private readFrameHeader(buf: Buffer, pos: number, end: number): number {
-    let src: Buffer;
-    let at: number;
+  /**
+   * Makes the next `length` header bytes readable: returns the chunk itself when they are all in
+   * it (no copy), else accumulates them in `scratch` across chunks and returns it once complete;
+   * `undefined` while incomplete. Sets `headerAt` (where the header starts in the returned buffer)
+   * and `headerEnd` (the chunk position after the consumed bytes).
+   */
+  private takeHeader(buf: Buffer, pos: number, end: number, length: number): Buffer | undefined {
     const fill = this.scratchFill;
-    if (fill === 0 && end - pos >= FRAME_HEADER_LENGTH) {
-      src = buf;
-      at = pos;
-      pos += FRAME_HEADER_LENGTH;
-    } else {
-      const n = Math.min(FRAME_HEADER_LENGTH - fill, end - pos);
-      buf.copy(this.scratch, fill, pos, pos + n);
-      pos += n;
-      if (fill + n < FRAME_HEADER_LENGTH) {
-        this.scratchFill = fill + n;
-        return pos;
-      }
-      this.scratchFill = 0;
-      src = this.scratch;
-      at = 0;
+    if (fill === 0 && end - pos >= length) {
+      this.headerAt = pos;
+      this.headerEnd = pos + length;
+      return buf;
     }
-    this.frameStart = this.chunkOffset + pos - FRAME_HEADER_LENGTH;
-    const frameLength = src.readInt32BE(at);
-    const magic = src.readUInt32BE(at + 4);
-    const id = src[at + 8] as number;
+    const n = Math.min(length - fill, end - pos);
+    buf.copy(this.scratch, fill, pos, pos + n);
+    this.headerEnd = pos + n;
+    if (fill + n < length) {
+      this.scratchFill = fill + n;
+      return undefined;
+    }
+    this.scratchFill = 0;
+    this.headerAt = 0;
+    return this.scratch;
+  }
+
+  private readFrameHeader(buf: Buffer, chunkPos: number, end: number): number {
+    const src = this.takeHeader(buf, chunkPos, end, FRAME_HEADER.BYTES);
+    const pos = this.headerEnd;
+    if (src === undefined) return pos;
+    const at = this.headerAt;
+    this.frameStart = this.chunkOffset + pos - FRAME_HEADER.BYTES;
+    const frameLength = src.readInt32BE(at + FRAME_HEADER.frameLength);
+    const magic = src.readUInt32BE(at + FRAME_HEADER.magic);
+    const id = src[at + FRAME_HEADER.messageId] as number;
     this.frameLength = frameLength;
     this.messageId = id;
 
@@ -354,9 +360,9 @@ export class NettyMessageDecoder {
         `bad magic number ${hex(magic, 8)} (expected ${hex(MAGIC_NUMBER, 8)}): the stream is corrupted or not a Sluice data connection`,
       );
     }
-    if (frameLength < FRAME_HEADER_LENGTH) {
+    if (frameLength < FRAME_HEADER.BYTES) {
       throw this.violation(
-        `frame length ${frameLength} is below the ${FRAME_HEADER_LENGTH}-byte header`,
+        `frame length ${frameLength} is below the ${FRAME_HEADER.BYTES}-byte header`,
       );
     }
     if (frameLength > this.maxFrameSize) {
@@ -378,11 +384,11 @@ export class NettyMessageDecoder {
       this.state = ST_BUFFER_HEADER;
       return pos;
     }
-    const bodyLength = frameLength - FRAME_HEADER_LENGTH;
-    const expected = BODY_LENGTH[id] as number;
-    if (expected >= 0 ? bodyLength !== expected : bodyLength < -expected) {
+    const bodyLength = frameLength - FRAME_HEADER.BYTES;
+    const expected = BODY_LENGTH[id] as { readonly exact: boolean; readonly bytes: number };
+    if (expected.exact ? bodyLength !== expected.bytes : bodyLength < expected.bytes) {
       throw this.violation(
-        `body of ${bodyLength} bytes, but a ${messageName(id)} body has ${expected >= 0 ? "exactly" : "at least"} ${Math.abs(expected)} bytes`,
+        `body of ${bodyLength} bytes, but a ${messageName(id)} body has ${expected.exact ? "exactly" : "at least"} ${expected.bytes} bytes`,
       );
     }
     this.bodyLength = bodyLength;
@@ -399,36 +405,20 @@ export class NettyMessageDecoder {
 
   // ---------------------------------------------------------------- BufferResponse (client)
 
-  private readBufferHeader(buf: Buffer, pos: number, end: number): number {
-    let src: Buffer;
-    let at: number;
-    const fill = this.scratchFill;
-    const length = BUFFER_RESPONSE_FIXED_HEADER_LENGTH;
-    if (fill === 0 && end - pos >= length) {
-      src = buf;
-      at = pos;
-      pos += length;
-    } else {
-      const n = Math.min(length - fill, end - pos);
-      buf.copy(this.scratch, fill, pos, pos + n);
-      pos += n;
-      if (fill + n < length) {
-        this.scratchFill = fill + n;
-        return pos;
-      }
-      this.scratchFill = 0;
-      src = this.scratch;
-      at = 0;
-    }
-    const receiverId = this.receiverIds.read(src, at);
+  private readBufferHeader(buf: Buffer, chunkPos: number, end: number): number {
+    const src = this.takeHeader(buf, chunkPos, end, BUFFER_RESPONSE.BYTES);
+    const pos = this.headerEnd;
+    if (src === undefined) return pos;
+    const at = this.headerAt;
+    const receiverId = this.receiverIds.read(src, at + BUFFER_RESPONSE.receiverId);
     this.receiverId = receiverId;
-    const subpartitionId = src.readInt32BE(at + 16);
-    const n = src.readInt32BE(at + 20);
-    this.sequenceNumber = src.readInt32BE(at + 24);
-    const backlog = src.readInt32BE(at + 28);
-    const dataType = src[at + 32] as number;
-    const compressed = src[at + 33] as number;
-    const size = src.readInt32BE(at + 34);
+    const subpartitionId = src.readInt32BE(at + BUFFER_RESPONSE.subpartitionId);
+    const n = src.readInt32BE(at + BUFFER_RESPONSE.numberOfPartialBuffers);
+    this.sequenceNumber = src.readInt32BE(at + BUFFER_RESPONSE.sequenceNumber);
+    const backlog = src.readInt32BE(at + BUFFER_RESPONSE.backlog);
+    const dataType = src[at + BUFFER_RESPONSE.dataType] as number;
+    const compressed = src[at + BUFFER_RESPONSE.isCompressed] as number;
+    const size = src.readInt32BE(at + BUFFER_RESPONSE.bufferSize);
 
     if (subpartitionId < 0) throw this.violation(`negative subpartitionId ${subpartitionId}`);
     if (backlog < 0) throw this.violation(`negative backlog ${backlog}`);
@@ -443,16 +433,18 @@ export class NettyMessageDecoder {
       throw this.violation(`a ${DataType[dataType]} cannot be compressed`);
     }
     if (size < 0) throw this.violation(`negative bufferSize ${size} (${hex(size, 8)})`);
-    const maxPartial = Math.floor((this.frameLength - BUFFER_RESPONSE_HEADER_LENGTH) / 4);
+    const maxPartial = Math.floor(
+      (this.frameLength - BUFFER_RESPONSE_HEADER_LENGTH) / PARTIAL_BUFFER_SIZE_BYTES,
+    );
     if (n < 0 || n > maxPartial) {
       throw this.violation(
         `numberOfPartialBuffers ${n} (${hex(n, 8)}) out of range [0, ${maxPartial}] for the frame length`,
       );
     }
-    const total = BUFFER_RESPONSE_HEADER_LENGTH + 4 * n + size;
+    const total = bufferResponseFrameSize(n, size);
     if (total !== this.frameLength) {
       throw this.violation(
-        `header fields do not add up to the frame length: ${BUFFER_RESPONSE_HEADER_LENGTH} + 4 × ${n} partial sizes + bufferSize ${size} = ${total}`,
+        `header fields do not add up to the frame length: ${BUFFER_RESPONSE_HEADER_LENGTH} + ${PARTIAL_BUFFER_SIZE_BYTES} × ${n} partial sizes + bufferSize ${size} = ${total}`,
       );
     }
     if (size === 0 && !isData) throw this.violation(`a ${DataType[dataType]} of 0 bytes`);
@@ -463,7 +455,7 @@ export class NettyMessageDecoder {
     this.isCompressed = compressed === 1;
     this.bufferSize = size;
     if (n > 0) {
-      this.bodyLength = 4 * n;
+      this.bodyLength = PARTIAL_BUFFER_SIZE_BYTES * n;
       this.bodyFill = 0;
       this.state = ST_PARTIAL_SIZES;
     } else {
@@ -489,7 +481,7 @@ export class NettyMessageDecoder {
     const sizes = new Array<number>(n);
     let sum = 0;
     for (let i = 0; i < n; i++) {
-      const partial = src.readInt32BE(at + 4 * i);
+      const partial = src.readInt32BE(at + PARTIAL_BUFFER_SIZE_BYTES * i);
       if (partial < 1) {
         throw this.violation(`partial buffer size #${i} is ${partial}; each must be >= 1`);
       }
@@ -663,11 +655,15 @@ export class NettyMessageDecoder {
       case MessageId.ERROR_RESPONSE:
         return this.parseErrorResponse(src, at, length);
       case MessageId.PARTITION_REQUEST: {
-        const receiverId = this.receiverIds.read(src, at + 68);
-        const partitionId = this.readResultPartitionId(src, at, receiverId);
-        const start = src.readInt32BE(at + 60);
-        const end = src.readInt32BE(at + 64);
-        const credit = src.readInt32BE(at + 84);
+        const receiverId = this.receiverIds.read(src, at + PARTITION_REQUEST.receiverId);
+        const partitionId = this.readResultPartitionId(
+          src,
+          at + PARTITION_REQUEST.partitionId,
+          receiverId,
+        );
+        const start = src.readInt32BE(at + PARTITION_REQUEST.subpartitionIndexStart);
+        const end = src.readInt32BE(at + PARTITION_REQUEST.subpartitionIndexEnd);
+        const credit = src.readInt32BE(at + PARTITION_REQUEST.credit);
         if (start < 0 || end < start) {
           throw this.violation(
             `subpartition index set [${start}, ${end}] is not a valid range`,
@@ -684,60 +680,70 @@ export class NettyMessageDecoder {
         };
       }
       case MessageId.TASK_EVENT_REQUEST: {
-        const eventLength = src.readInt32BE(at);
-        const expected = 4 + eventLength + RESULT_PARTITION_ID_BYTES + ID_BYTES;
-        if (eventLength < 0 || expected !== length) {
+        const eventLength = src.readInt32BE(at + TASK_EVENT_REQUEST.eventLength);
+        if (eventLength < 0 || taskEventRequestBodySize(eventLength) !== length) {
           throw this.violation(
-            `event length ${eventLength} (${hex(eventLength, 8)}) does not match the body of ${length} bytes (expected ${length - 4 - RESULT_PARTITION_ID_BYTES - ID_BYTES})`,
+            `event length ${eventLength} (${hex(eventLength, 8)}) does not match the body of ${length} bytes (expected ${length - taskEventRequestBodySize(0)})`,
           );
         }
-        const o = at + 4 + eventLength;
-        const receiverId = this.receiverIds.read(src, o + RESULT_PARTITION_ID_BYTES);
-        const partitionId = this.readResultPartitionId(src, o, receiverId);
+        const eventAt = at + TASK_EVENT_REQUEST.BYTES;
+        const targetAt = eventAt + eventLength;
+        const receiverId = this.receiverIds.read(
+          src,
+          targetAt + TASK_EVENT_REQUEST_TARGET.receiverId,
+        );
+        const partitionId = this.readResultPartitionId(
+          src,
+          targetAt + TASK_EVENT_REQUEST_TARGET.partitionId,
+          receiverId,
+        );
         // Copy: `src` may be the reused accumulation buffer or a socket chunk.
-        const event = new Uint8Array(src.subarray(at + 4, o));
+        const event = new Uint8Array(src.subarray(eventAt, targetAt));
         return { id: MessageId.TASK_EVENT_REQUEST, event, partitionId, receiverId };
       }
       case MessageId.CANCEL_PARTITION_REQUEST:
         return {
           id: MessageId.CANCEL_PARTITION_REQUEST,
-          receiverId: this.receiverIds.read(src, at),
+          receiverId: this.receiverIds.read(src, at + RECEIVER_ONLY.receiverId),
         };
       case MessageId.CLOSE_REQUEST:
         return { id: MessageId.CLOSE_REQUEST };
       case MessageId.ADD_CREDIT: {
-        const credit = src.readInt32BE(at);
-        const receiverId = this.receiverIds.read(src, at + 4);
+        const credit = src.readInt32BE(at + ADD_CREDIT.credit);
+        const receiverId = this.receiverIds.read(src, at + ADD_CREDIT.receiverId);
         if (credit <= 0) throw this.violation(`AddCredit credit ${credit} is not > 0`, receiverId);
         return { id: MessageId.ADD_CREDIT, credit, receiverId };
       }
       case MessageId.RESUME_CONSUMPTION:
-        return { id: MessageId.RESUME_CONSUMPTION, receiverId: this.receiverIds.read(src, at) };
+        return {
+          id: MessageId.RESUME_CONSUMPTION,
+          receiverId: this.receiverIds.read(src, at + RECEIVER_ONLY.receiverId),
+        };
       case MessageId.ACK_ALL_USER_RECORDS_PROCESSED:
         return {
           id: MessageId.ACK_ALL_USER_RECORDS_PROCESSED,
-          receiverId: this.receiverIds.read(src, at),
+          receiverId: this.receiverIds.read(src, at + RECEIVER_ONLY.receiverId),
         };
       case MessageId.BACKLOG_ANNOUNCEMENT: {
-        const backlog = src.readInt32BE(at);
-        const receiverId = this.receiverIds.read(src, at + 4);
+        const backlog = src.readInt32BE(at + BACKLOG_ANNOUNCEMENT.backlog);
+        const receiverId = this.receiverIds.read(src, at + BACKLOG_ANNOUNCEMENT.receiverId);
         if (backlog <= 0) {
           throw this.violation(`BacklogAnnouncement backlog ${backlog} is not > 0`, receiverId);
         }
         return { id: MessageId.BACKLOG_ANNOUNCEMENT, backlog, receiverId };
       }
       case MessageId.NEW_BUFFER_SIZE: {
-        const bufferSize = src.readInt32BE(at);
-        const receiverId = this.receiverIds.read(src, at + 4);
+        const bufferSize = src.readInt32BE(at + NEW_BUFFER_SIZE.bufferSize);
+        const receiverId = this.receiverIds.read(src, at + NEW_BUFFER_SIZE.receiverId);
         if (bufferSize <= 0) {
           throw this.violation(`NewBufferSize bufferSize ${bufferSize} is not > 0`, receiverId);
         }
         return { id: MessageId.NEW_BUFFER_SIZE, bufferSize, receiverId };
       }
       case MessageId.SEGMENT_ID: {
-        const subpartitionId = src.readInt32BE(at);
-        const segmentId = src.readInt32BE(at + 4);
-        const receiverId = this.receiverIds.read(src, at + 8);
+        const subpartitionId = src.readInt32BE(at + SEGMENT_ID.subpartitionId);
+        const segmentId = src.readInt32BE(at + SEGMENT_ID.segmentId);
+        const receiverId = this.receiverIds.read(src, at + SEGMENT_ID.receiverId);
         if (subpartitionId < 0) {
           throw this.violation(
             `SegmentId subpartitionId ${subpartitionId} is negative`,
@@ -755,28 +761,27 @@ export class NettyMessageDecoder {
   }
 
   private parseErrorResponse(src: Buffer, at: number, length: number): NettyMessage {
-    const errorWireId = src.readInt16BE(at);
-    const nameLength = src.readUInt16BE(at + 2);
-    // wire id 2 + name length 2 + name + message length 4 + message + hasReceiver 1 (+ 16)
-    if (4 + nameLength + 4 + 1 > length) {
+    const errorWireId = src.readInt16BE(at + ERROR_RESPONSE.errorWireId);
+    const nameLength = src.readUInt16BE(at + ERROR_RESPONSE.nameLength);
+    if (errorResponseBodySize(nameLength, 0, false) > length) {
       throw this.violation(
         `ErrorResponse name length ${nameLength} exceeds the body of ${length} bytes`,
       );
     }
-    const nameStart = at + 4;
+    const nameStart = at + ERROR_RESPONSE.BYTES;
     const errorName = src.toString("utf8", nameStart, nameStart + nameLength);
-    const messageLengthAt = nameStart + nameLength;
-    const messageLength = src.readInt32BE(messageLengthAt);
-    if (messageLength < 0 || 4 + nameLength + 4 + messageLength + 1 > length) {
+    const messageAt = nameStart + nameLength;
+    const messageLength = src.readInt32BE(messageAt + ERROR_RESPONSE_MESSAGE.messageLength);
+    if (messageLength < 0 || errorResponseBodySize(nameLength, messageLength, false) > length) {
       throw this.violation(
         `ErrorResponse message length ${messageLength} (${hex(messageLength, 8)}) does not fit the body of ${length} bytes`,
       );
     }
-    const messageStart = messageLengthAt + 4;
+    const messageStart = messageAt + ERROR_RESPONSE_MESSAGE.BYTES;
     const message = src.toString("utf8", messageStart, messageStart + messageLength);
-    const flagAt = messageStart + messageLength;
-    const hasReceiver = src[flagAt] as number;
-    const used = flagAt + 1 - at;
+    const receiverAt = messageStart + messageLength;
+    const hasReceiver = src[receiverAt + ERROR_RESPONSE_RECEIVER.hasReceiver] as number;
+    const used = receiverAt + ERROR_RESPONSE_RECEIVER.BYTES - at;
     if (hasReceiver === 0) {
       if (used !== length) {
         throw this.violation(`ErrorResponse without receiver has ${length - used} trailing bytes`);
@@ -794,34 +799,33 @@ export class NettyMessageDecoder {
         `ErrorResponse hasReceiver byte ${hex(hasReceiver, 2)} is neither 0 nor 1`,
       );
     }
-    if (used + ID_BYTES !== length) {
+    if (used + RECEIVER_ID_BYTES !== length) {
       throw this.violation(
-        `ErrorResponse with receiver needs ${used + ID_BYTES} body bytes, the frame has ${length}`,
+        `ErrorResponse with receiver needs ${used + RECEIVER_ID_BYTES} body bytes, the frame has ${length}`,
       );
     }
-    const receiverId = this.receiverIds.read(src, flagAt + 1);
+    const receiverId = this.receiverIds.read(src, receiverAt + ERROR_RESPONSE_RECEIVER.BYTES);
     return { id: MessageId.ERROR_RESPONSE, errorWireId, errorName, message, receiverId };
   }
 
-  /** Reads a ResultPartitionID (60 B), checking its int fields first so errors are protocol errors. */
+  /**
+   * Reads a ResultPartitionID: a field the id rejects (a negative partition number, subtask index
+   * or attempt number) is a protocol error naming the receiver.
+   */
   private readResultPartitionId(
     src: Buffer,
     at: number,
     receiverId: InputChannelID,
   ): ResultPartitionID {
-    const partitionNum = src.readInt32BE(at + 16);
-    const subtaskIndex = src.readInt32BE(at + 20 + 32);
-    const attemptNumber = src.readInt32BE(at + 20 + 36);
-    if (partitionNum < 0 || subtaskIndex < 0 || attemptNumber < 0) {
+    try {
+      return ResultPartitionID.readFrom(src, at);
+    } catch (error) {
       throw this.violation(
-        `ResultPartitionID has a negative field (partitionNum ${partitionNum}, subtaskIndex ${subtaskIndex}, attemptNumber ${attemptNumber})`,
+        `invalid ResultPartitionID: ${(error as Error).message}`,
         receiverId,
+        error,
       );
     }
-    return new ResultPartitionID(
-      IntermediateResultPartitionID.readFrom(src, at),
-      ExecutionAttemptID.readFrom(src, at + IntermediateResultPartitionID.BYTES),
-    );
   }
 
   // ------------------------------------------------------------------------------ helpers
