@@ -323,8 +323,10 @@ export class Child {
         resolve();
       });
     });
-    this.process.on("error", () => {
-      // 'exit' follows; requests are rejected there.
+    this.process.on("error", (error) => {
+      // Spawning, killing or messaging the child failed. Pending requests are rejected on
+      // 'exit' (or time out, since 'exit' may not follow); the cause goes to the output.
+      console.error(`bench: ${this.name}: ${error.message}`);
     });
   }
 

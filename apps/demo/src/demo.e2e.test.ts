@@ -90,12 +90,14 @@ function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
   } catch {
+    // ESRCH: no such process (our own children never answer EPERM).
     return false;
   }
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
   } catch {
+    // No /proc (not Linux): signal 0 succeeded, so it is alive.
     return true;
   }
 }

@@ -31,6 +31,7 @@ export function describeShuffle(configuration: Configuration): string {
       ? reference.specifier
       : `${reference.specifier}#${reference.exportName}`;
   } catch {
+    // Only a label for reports: the loader reports a malformed value with the full reason.
     return value;
   }
 }

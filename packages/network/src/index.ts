@@ -51,6 +51,7 @@ export type {
   TransportConnection,
   TransportServer,
 } from "./netty/transport.js";
+export { emitTransportWarning, TRANSPORT_WARNING_TYPE } from "./netty/transport-warning.js";
 // Producer side
 export {
   type BufferAndBacklog,
@@ -78,4 +79,6 @@ export {
   normalizeFingerprint,
   readTlsSettings,
   type TlsSettings,
+  tlsClientOptions,
+  tlsServerOptions,
 } from "./security/tls-settings.js";

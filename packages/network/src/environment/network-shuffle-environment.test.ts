@@ -14,10 +14,12 @@ import {
   ResultPartitionType,
   readableConfigOf,
 } from "@sluice/runtime-api";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { LocalInputChannel } from "../consumer/local-input-channel.js";
 import type { SingleInputGate } from "../consumer/single-input-gate.js";
 import { UnknownInputChannel } from "../consumer/unknown-input-channel.js";
+import type { ListenOptions, Transport } from "../netty/transport.js";
+import { TRANSPORT_WARNING_TYPE } from "../netty/transport-warning.js";
 import type { ResultPartition } from "../partition/result-partition.js";
 import {
   deployAllToAll,
@@ -26,7 +28,7 @@ import {
   RecordChecker,
   RUNNING_PRODUCER,
 } from "../testing/shuffle-fixture.js";
-import type { NetworkShuffleEnvironment } from "./network-shuffle-environment.js";
+import { NetworkShuffleEnvironment } from "./network-shuffle-environment.js";
 import { NetworkShuffleMaster } from "./network-shuffle-master.js";
 import { LocalShuffleServiceFactory } from "./network-shuffle-service-factory.js";
 import "@sluice/core/testing";
@@ -211,5 +213,35 @@ describe("NetworkShuffleEnvironment in one process", () => {
     writer.close();
     expect(global).toHaveAllSegmentsAvailable();
     expect(env.getPartitionsOccupyingLocalResources()).toEqual([]);
+  });
+});
+
+describe("NetworkShuffleEnvironment data server", () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it("reports an error of its listening data server as a SluiceTransportWarning naming the worker", async () => {
+    let listen: ListenOptions | undefined;
+    const transport: Transport = {
+      name: "fake",
+      listen: async (options) => {
+        listen = options;
+        return { port: 4321, host: options.host, close: async () => {} };
+      },
+      connect: () => Promise.reject(new Error("not used")),
+    };
+    const warnings = vi.spyOn(process, "emitWarning").mockImplementation(() => {});
+    const env = new NetworkShuffleEnvironment(environmentContext(config), transport);
+    try {
+      expect(await env.start()).toBe(4321);
+      listen?.onError?.(new Error("accept EMFILE"));
+      expect(warnings).toHaveBeenCalledWith(
+        `data server of worker ${env.resourceId} (fake on ${env.settings.bindHost}:4321): accept EMFILE`,
+        expect.objectContaining({ type: TRANSPORT_WARNING_TYPE }),
+      );
+    } finally {
+      await env.close();
+    }
   });
 });

@@ -1,5 +1,6 @@
-import { readFileSync, realpathSync, statSync } from "node:fs";
+import { readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
+import { isDirectory, isFile } from "./path-kind.js";
 
 /**
  * Node's ESM resolution of a package name, re-implemented for one purpose: resolving a plugin
@@ -41,22 +42,6 @@ export type BareResolution =
       readonly problem?: string;
       readonly pkg?: PackageLocation;
     };
-
-function isDirectory(p: string): boolean {
-  try {
-    return statSync(p).isDirectory();
-  } catch {
-    return false;
-  }
-}
-
-function isFile(p: string): boolean {
-  try {
-    return statSync(p).isFile();
-  } catch {
-    return false;
-  }
-}
 
 /** Splits `@scope/name/sub/path` into the package name and the subpath (`.` or `./sub/path`). */
 export function splitPackageSpecifier(
@@ -214,8 +199,10 @@ function readPackageJson(
   let text: string;
   try {
     text = readFileSync(file, "utf8");
-  } catch {
-    return undefined;
+  } catch (error) {
+    // No package.json is normal (a folder without one); anything else is the reason we fail.
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    return { problem: `cannot read ${file} (${(error as Error).message})` };
   }
   try {
     const json: unknown = JSON.parse(text);

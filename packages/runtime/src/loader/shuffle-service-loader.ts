@@ -1,4 +1,3 @@
-import { statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import {
@@ -26,6 +25,7 @@ import {
   resolvePackageEntry,
   userConditions,
 } from "./module-resolver.js";
+import { isDirectory, isFile } from "./path-kind.js";
 
 /**
  * The configuration the loader reads: any {@link ReadableConfig}; when it is `@sluice/runtime`'s
@@ -71,22 +71,6 @@ export interface LoadedShuffleServiceFactory {
 }
 
 const KEY = ShuffleServiceOptions.SHUFFLE_SERVICE_FACTORY_CLASS.key;
-
-function isFile(p: string): boolean {
-  try {
-    return statSync(p).isFile();
-  } catch {
-    return false;
-  }
-}
-
-function isDirectory(p: string): boolean {
-  try {
-    return statSync(p).isDirectory();
-  } catch {
-    return false;
-  }
-}
 
 function describeValue(value: unknown): string {
   if (value === null) return "null";

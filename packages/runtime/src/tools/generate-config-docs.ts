@@ -122,7 +122,9 @@ export function runGenerateConfigDocs(args: readonly string[]): number {
     let current: string | undefined;
     try {
       current = readFileSync(target, "utf8");
-    } catch {
+    } catch (error) {
+      // A missing file is stale; any other read failure is reported as itself.
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
       current = undefined;
     }
     if (current !== fresh) {
