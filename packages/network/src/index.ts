@@ -51,7 +51,11 @@ export type {
   TransportConnection,
   TransportServer,
 } from "./netty/transport.js";
-export { emitTransportWarning, TRANSPORT_WARNING_TYPE } from "./netty/transport-warning.js";
+export {
+  emitTransportWarning,
+  listenerErrorHandler,
+  TRANSPORT_WARNING_TYPE,
+} from "./netty/transport-warning.js";
 // Producer side
 export {
   type BufferAndBacklog,
@@ -70,7 +74,7 @@ export type {
   AvailabilityWithBacklog,
   ResultSubpartitionView,
 } from "./partition/result-subpartition-view.js";
-export { TaskEventDispatcher, type TaskEventPublisher } from "./partition/task-event-publisher.js";
+export { TaskEventDispatcher } from "./partition/task-event-publisher.js";
 // Protocol
 export * from "./protocol/index.js";
 // Security

@@ -13,7 +13,6 @@ export {
   ConfigOptionBuilder,
   ConfigOptions,
   type ConfigOptionType,
-  describeRawValue,
   type FallbackKey,
   findRawValue,
   inRange,

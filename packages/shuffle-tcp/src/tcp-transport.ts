@@ -4,8 +4,8 @@ import { PartitionConnectionError, TimeoutError } from "@sluice/core";
 import {
   type ConnectOptions,
   checkFingerprint,
-  emitTransportWarning,
   type ListenOptions,
+  listenerErrorHandler,
   type TlsSettings,
   type Transport,
   type TransportConnection,
@@ -87,13 +87,8 @@ export class TcpTransport implements Transport {
         const address = server.address();
         const port = typeof address === "object" && address !== null ? address.port : options.port;
         // After listening, server-level errors (e.g. accept failing with EMFILE) must not crash
-        // the worker: existing connections keep working, clients retry new ones. They are
-        // reported, never dropped.
-        const onError =
-          options.onError ??
-          ((error: Error) =>
-            emitTransportWarning(`${this.name} data server ${options.host}:${port}`, error));
-        server.on("error", onError);
+        // the worker: existing connections keep working, clients retry new ones.
+        server.on("error", listenerErrorHandler(options, this.name, port));
         resolve({
           port,
           host: options.host,

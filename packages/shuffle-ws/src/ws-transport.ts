@@ -11,8 +11,8 @@ import { IllegalArgumentError, PartitionConnectionError, TimeoutError } from "@s
 import {
   type ConnectOptions,
   checkFingerprint,
-  emitTransportWarning,
   type ListenOptions,
+  listenerErrorHandler,
   type TlsSettings,
   type Transport,
   type TransportConnection,
@@ -165,12 +165,8 @@ export class WsTransport implements Transport {
         const address = httpServer.address();
         const port = typeof address === "object" && address !== null ? address.port : options.port;
         // Later server errors (accept failing with EMFILE, ...) do not stop the listener, as
-        // with Netty; they are reported, never dropped.
-        const onError =
-          options.onError ??
-          ((error: Error) =>
-            emitTransportWarning(`${this.name} data server ${options.host}:${port}`, error));
-        wss.on("error", onError);
+        // with Netty.
+        wss.on("error", listenerErrorHandler(options, this.name, port));
         let closing: Promise<void> | undefined;
         resolve({
           port,

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   BufferPoolDestroyedError,
   ErrorCodes,
@@ -9,36 +9,10 @@ import {
 import { expectError, must } from "../testing/index.js";
 import type { LocalBufferPool } from "./local-buffer-pool.js";
 import { MemorySegment } from "./memory-segment.js";
-import type { NetworkBuffer } from "./network-buffer.js";
 import { NetworkBufferPool } from "./network-buffer-pool.js";
+import { leakCheckedPools, recycleAll, requestAll, UNBOUNDED } from "./test-support/pools.js";
 
-const UNBOUNDED = Number.MAX_SAFE_INTEGER;
-
-const created: NetworkBufferPool[] = [];
-
-/** A NetworkBufferPool that afterEach destroys and checks for leaks. */
-function newGlobal(segments: number, segmentSize = 64): NetworkBufferPool {
-  const pool = new NetworkBufferPool(segments, segmentSize);
-  created.push(pool);
-  return pool;
-}
-
-afterEach(() => {
-  for (const pool of created.splice(0)) {
-    pool.destroy();
-    expect(pool).toHaveAllSegmentsAvailable();
-  }
-});
-
-function requestAll(pool: LocalBufferPool, count: number): NetworkBuffer[] {
-  const buffers: NetworkBuffer[] = [];
-  for (let i = 0; i < count; i++) buffers.push(must(pool.requestBuffer()));
-  return buffers;
-}
-
-function recycleAll(buffers: NetworkBuffer[]): void {
-  for (const buffer of buffers.splice(0)) buffer.recycleBuffer();
-}
+const newGlobal = leakCheckedPools();
 
 function sizes(...pools: LocalBufferPool[]): number[] {
   return pools.map((pool) => pool.getNumBuffers());
@@ -59,8 +33,8 @@ describe("NetworkBufferPool", () => {
 
     it("sizes itself from a byte budget, rounding down to whole segments", () => {
       const global = NetworkBufferPool.fromMemorySize(1000, 128);
-      created.push(global);
       expect(global.totalNumberOfMemorySegments).toBe(7);
+      global.destroy();
     });
 
     it("rejects a negative segment count and a too small or fractional segment size", () => {

@@ -18,6 +18,7 @@ import {
   type ShuffleEnvironmentContext,
   type ShuffleIOOwnerContext,
   type ShuffleMetricSink,
+  type TaskEventPublisher,
 } from "@sluice/runtime-api";
 import type { Backoff, InputChannel } from "../consumer/input-channel.js";
 import { LocalInputChannel } from "../consumer/local-input-channel.js";
@@ -36,7 +37,7 @@ import type { Transport, TransportServer } from "../netty/transport.js";
 import { emitTransportWarning } from "../netty/transport-warning.js";
 import { ResultPartition } from "../partition/result-partition.js";
 import { ResultPartitionManager } from "../partition/result-partition-manager.js";
-import { TaskEventDispatcher, type TaskEventPublisher } from "../partition/task-event-publisher.js";
+import { TaskEventDispatcher } from "../partition/task-event-publisher.js";
 import { createGateBuffersSpec, outputPoolSize } from "./gate-buffers-spec.js";
 import {
   type NetworkShuffleEnvironmentConfiguration,

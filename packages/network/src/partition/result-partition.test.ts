@@ -4,6 +4,7 @@ import {
   type LocalBufferPool,
   type LocalBufferPoolOptions,
   NetworkBufferPool,
+  RECORD_LENGTH_BYTES,
   RecordTooLargeError,
   ResultPartitionID,
 } from "@sluice/core";
@@ -17,7 +18,6 @@ import { ResultPartitionManager } from "./result-partition-manager.js";
 import type { ResultSubpartitionView } from "./result-subpartition-view.js";
 
 const SEGMENT = 64;
-const LENGTH_BYTES = 4;
 
 const NO_OP_LISTENER: BufferAvailabilityListener = { notifyDataAvailable: () => {} };
 
@@ -115,9 +115,9 @@ class Sink {
     const out: Buffer[] = [];
     let at = 0;
     while (at < stream.length) {
-      expect(stream.length - at).toBeGreaterThanOrEqual(LENGTH_BYTES);
+      expect(stream.length - at).toBeGreaterThanOrEqual(RECORD_LENGTH_BYTES);
       const length = stream.readInt32BE(at);
-      at += LENGTH_BYTES;
+      at += RECORD_LENGTH_BYTES;
       expect(length).toBeGreaterThanOrEqual(0);
       expect(stream.length - at).toBeGreaterThanOrEqual(length);
       out.push(stream.subarray(at, at + length));

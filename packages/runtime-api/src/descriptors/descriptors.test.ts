@@ -176,7 +176,7 @@ describe("ShuffleDescriptor JSON", () => {
         ...ShuffleDescriptorCodec.toJSON(remote),
         connection: { kind: "remote", host: "h", port: 70000, connectionIndex: 0 },
       }),
-      /"connection.port" must be an integer in \[1, 65535\], got number 70000/,
+      /"connection.port" must be an integer in \[1, 65535\], got 70000/,
     ],
     [
       "an unknown connection kind",
@@ -313,7 +313,7 @@ describe("ResultPartitionDeploymentDescriptor JSON", () => {
     };
     expect(
       descriptorError(() => ResultPartitionDeploymentDescriptorCodec.fromJSON(json)).message,
-    ).toMatch(/"maxParallelism" must be an integer in \[1, 32768\], got number 40000/);
+    ).toMatch(/"maxParallelism" must be an integer in \[1, 32768\], got 40000/);
   });
 
   it("rejects a shuffle descriptor of another partition", () => {
@@ -327,7 +327,7 @@ describe("ResultPartitionDeploymentDescriptor JSON", () => {
     const bad = { ...json, shuffleDescriptor: { ...json.shuffleDescriptor, producerLocation: 42 } };
     const error = descriptorError(() => ResultPartitionDeploymentDescriptorCodec.fromJSON(bad));
     expect(error.message).toContain('in field "shuffleDescriptor"');
-    expect(error.message).toContain('"producerLocation" must be a string, got number 42');
+    expect(error.message).toContain('"producerLocation" must be a string, got 42');
   });
 });
 

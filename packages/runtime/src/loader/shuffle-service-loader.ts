@@ -1,5 +1,6 @@
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { describeValue, typeName } from "@sluice/core";
 import {
   isShuffleServiceFactory,
   missingShuffleServiceFactoryMembers,
@@ -72,14 +73,12 @@ export interface LoadedShuffleServiceFactory {
 
 const KEY = ShuffleServiceOptions.SHUFFLE_SERVICE_FACTORY_CLASS.key;
 
-function describeValue(value: unknown): string {
-  if (value === null) return "null";
-  if (value === undefined) return "undefined";
-  if (typeof value === "function") {
-    return `a function ${value.name === "" ? "(anonymous)" : value.name}`;
-  }
-  if (typeof value !== "object")
-    return `a ${typeof value} (${JSON.stringify(value) ?? String(value)})`;
+/**
+ * Describes what a plugin module exported, for "not a factory" errors: objects with the members
+ * they do have (so a misspelt method shows), anything else as core's `describeValue` does.
+ */
+function describeExport(value: unknown): string {
+  if (typeof value !== "object" || value === null) return describeValue(value);
   const members = new Set<string>();
   for (
     let o: object | null = value;
@@ -88,11 +87,8 @@ function describeValue(value: unknown): string {
   ) {
     for (const name of Object.getOwnPropertyNames(o)) if (name !== "constructor") members.add(name);
   }
-  const ctor = (value as { constructor?: { name?: string } }).constructor;
-  const what =
-    ctor !== undefined && ctor !== Object && ctor.name
-      ? `an instance of class ${ctor.name}`
-      : "an object";
+  const name = typeName(value);
+  const what = name === "Object" ? "an object" : `an instance of class ${name}`;
   return members.size === 0
     ? `${what} without members`
     : `${what} with members ${[...members].sort().join(", ")}`;
@@ -194,7 +190,7 @@ export async function loadShuffleServiceFactoryWithInfo(
   if (typeof factory === "function") {
     if (!isConstructor(factory)) {
       throw new PluginInvalidError(
-        `${subject}: ${exportLabel} is ${describeValue(factory)} that cannot be called with new; export a ShuffleServiceFactory class with a no-argument constructor, or a factory object`,
+        `${subject}: ${exportLabel} is ${describeExport(factory)} that cannot be called with new; export a ShuffleServiceFactory class with a no-argument constructor, or a factory object`,
       );
     }
     const ctor: new () => unknown = factory;
@@ -212,7 +208,7 @@ export async function loadShuffleServiceFactoryWithInfo(
     const origin =
       typeof exported.value === "function" ? `an instance of ${exportLabel}` : exportLabel;
     throw new PluginInvalidError(
-      `${subject}: ${origin} is not a ShuffleServiceFactory: it lacks ${missing.map((m) => `${m}()`).join(" and ")} and the brand Symbol.for("@sluice/shuffle-service-factory"); found ${describeValue(factory)}`,
+      `${subject}: ${origin} is not a ShuffleServiceFactory: it lacks ${missing.map((m) => `${m}()`).join(" and ")} and the brand Symbol.for("@sluice/shuffle-service-factory"); found ${describeExport(factory)}`,
     );
   }
   return { factory, value, file, exportName };
