@@ -45,7 +45,6 @@ export {
   SecurityOptions,
   ShuffleServiceOptions,
   TaskManagerOptions,
-  WebSocketOptions,
 } from "./config/options/index.js";
 // Writers, gates and partition types
 export type { BufferOrEvent, InputGate, InputGateMetrics } from "./consumer/input-gate.js";

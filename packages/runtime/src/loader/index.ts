@@ -11,6 +11,11 @@ export {
   type SpecifierKind,
 } from "./factory-reference.js";
 export {
+  type ConfigurationAndShufflePlugin,
+  type LoadConfigurationAndShufflePluginOptions,
+  loadConfigurationAndShufflePlugin,
+} from "./load-configuration-and-shuffle-plugin.js";
+export {
   type LoadedShuffleServiceFactory,
   type LoaderConfiguration,
   loadShuffleServiceFactoryWithInfo,

@@ -2,6 +2,8 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { describeValue, typeName } from "@sluice/core";
 import {
+  ALL_OPTIONS,
+  type ConfigOption,
   isShuffleServiceFactory,
   missingShuffleServiceFactoryMembers,
   type ReadableConfig,
@@ -9,6 +11,7 @@ import {
   type ShuffleServiceFactory,
   ShuffleServiceOptions,
 } from "@sluice/runtime-api";
+import { knownKeysOf } from "../config/unknown-keys.js";
 import {
   PluginExportMissingError,
   PluginInstantiationError,
@@ -69,6 +72,8 @@ export interface LoadedShuffleServiceFactory {
   readonly file: string;
   /** The export used (`default` for the default export). */
   readonly exportName: string;
+  /** The plugin's own options (`ShuffleServiceFactory.configOptions`); empty when it has none. */
+  readonly configOptions: readonly ConfigOption<unknown>[];
 }
 
 const KEY = ShuffleServiceOptions.SHUFFLE_SERVICE_FACTORY_CLASS.key;
@@ -211,7 +216,44 @@ export async function loadShuffleServiceFactoryWithInfo(
       `${subject}: ${origin} is not a ShuffleServiceFactory: it lacks ${missing.map((m) => `${m}()`).join(" and ")} and the brand Symbol.for("@sluice/shuffle-service-factory"); found ${describeExport(factory)}`,
     );
   }
-  return { factory, value, file, exportName };
+  const configOptions = pluginConfigOptions(factory, `${subject}: ${exportLabel}`);
+  return { factory, value, file, exportName, configOptions };
+}
+
+function isConfigOption(value: unknown): value is ConfigOption<unknown> {
+  const option = value as Partial<ConfigOption<unknown>> | null;
+  return (
+    typeof option === "object" &&
+    option !== null &&
+    typeof option.key === "string" &&
+    typeof option.parse === "function" &&
+    Array.isArray(option.fallbackKeys)
+  );
+}
+
+/**
+ * The factory's `configOptions`, checked: an array of ConfigOptions whose keys (and fallback
+ * keys) are none of Sluice's own, since two definitions of one key could disagree on its type.
+ */
+function pluginConfigOptions(
+  factory: ShuffleServiceFactory,
+  what: string,
+): readonly ConfigOption<unknown>[] {
+  const declared: unknown = factory.configOptions;
+  if (declared === undefined) return [];
+  if (!Array.isArray(declared) || !declared.every(isConfigOption)) {
+    throw new PluginInvalidError(
+      `${what}: configOptions must be an array of ConfigOptions (made with ConfigOptions.key(...)), found ${describeValue(declared)}`,
+    );
+  }
+  const sluiceKeys = knownKeysOf(ALL_OPTIONS);
+  const taken = [...knownKeysOf(declared)].filter((key) => sluiceKeys.has(key));
+  if (taken.length > 0) {
+    throw new PluginInvalidError(
+      `${what}: configOptions redefines Sluice's own key${taken.length === 1 ? "" : "s"} ${taken.map((key) => JSON.stringify(key)).join(", ")}; a plugin declares only the keys Sluice does not have`,
+    );
+  }
+  return declared;
 }
 
 function describeSubject(configuration: LoaderConfiguration, reference: FactoryReference): string {

@@ -6,7 +6,6 @@ import { NetworkMemoryOptions } from "./network-memory-options.js";
 import { SecurityOptions } from "./security-options.js";
 import { ShuffleServiceOptions } from "./shuffle-service-options.js";
 import { TaskManagerOptions } from "./task-manager-options.js";
-import { WebSocketOptions } from "./websocket-options.js";
 
 const KB = 1024;
 const MB = 1024 * 1024;
@@ -34,7 +33,6 @@ describe("ALL_OPTIONS", () => {
       ExecutionOptions,
       SecurityOptions,
       TaskManagerOptions,
-      WebSocketOptions,
     ];
     for (const group of groups) {
       for (const option of Object.values(group)) expect(ALL_OPTIONS).toContain(option);
@@ -67,7 +65,6 @@ describe("ALL_OPTIONS", () => {
       "taskmanager.network.spilling-threshold": 5 * MB,
       "security.ssl.internal.enabled": false,
       "taskmanager.data.ssl.enabled": true,
-      "taskmanager.network.websocket.per-message-deflate": false,
     });
     expect(defaults["taskmanager.memory.network.max"]).toBeUndefined();
     expect(
@@ -87,11 +84,5 @@ describe("ALL_OPTIONS", () => {
     expect(ExecutionOptions.BUFFER_TIMEOUT_INTERVAL.fallbackKeys.map((f) => f.key)).toEqual([
       "execution.buffer-timeout",
     ]);
-  });
-
-  it("keeps the websocket low water mark below the high water mark by default", () => {
-    expect(WebSocketOptions.LOW_WATER_MARK.defaultValue).toBeLessThan(
-      WebSocketOptions.HIGH_WATER_MARK.defaultValue,
-    );
   });
 });

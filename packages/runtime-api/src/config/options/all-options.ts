@@ -5,7 +5,6 @@ import { NetworkMemoryOptions } from "./network-memory-options.js";
 import { SecurityOptions } from "./security-options.js";
 import { ShuffleServiceOptions } from "./shuffle-service-options.js";
 import { TaskManagerOptions } from "./task-manager-options.js";
-import { WebSocketOptions } from "./websocket-options.js";
 
 /** A titled group of options, one per concern, as `docs/configuration.md` shows them. */
 export interface ConfigOptionGroup {
@@ -17,7 +16,10 @@ export interface ConfigOptionGroup {
   readonly options: readonly ConfigOption<unknown>[];
 }
 
-/** Every option Sluice defines, grouped by concern (the source of `docs/configuration.md`). */
+/**
+ * Every option Sluice defines, grouped by concern (the source of `docs/configuration.md`). A
+ * shuffle plugin's own options are declared by its factory (`ShuffleServiceFactory.configOptions`).
+ */
 export const CONFIG_OPTION_GROUPS: readonly ConfigOptionGroup[] = [
   {
     title: "Shuffle plugin",
@@ -52,11 +54,6 @@ export const CONFIG_OPTION_GROUPS: readonly ConfigOptionGroup[] = [
     title: "Security",
     description: "TLS for data connections between workers.",
     options: Object.values(SecurityOptions),
-  },
-  {
-    title: "WebSocket plugin",
-    description: "Options read only by `@sluice/shuffle-ws`.",
-    options: Object.values(WebSocketOptions),
   },
 ];
 
