@@ -63,7 +63,7 @@ function baseParams(overrides: Partial<ThroughputParams>): ThroughputParams {
   };
 }
 
-/** Overrides from `--config key=value` (for what-if runs; recorded in each row's config). */
+/** Overrides from `-D key=value` (for what-if runs; recorded in each row's config). */
 let configOverrides: Record<string, string> = {};
 
 function sluiceConfig(
@@ -895,7 +895,7 @@ const case7: CaseDefinition = {
   },
 };
 
-/** Sets the `--config` overrides applied to every Sluice environment of the run. */
+/** Sets the `-D` overrides applied to every Sluice environment of the run. */
 export function setConfigOverrides(overrides: Record<string, string>): void {
   configOverrides = { ...overrides };
 }
