@@ -15,6 +15,12 @@ import { isDirectory, isFile } from "./path-kind.js";
  * patterns) with the `import` conditions, and `main` (plus Node's legacy index fallbacks) for
  * packages without `exports`. Not implemented: the `imports` field and self-references, which a
  * plugin reference never needs.
+ *
+ * The `exports` matching is Node's own algorithm rather than the `resolve.exports` package: that
+ * package stops at the first matching condition even when its nested conditions match nothing
+ * (Node goes on to the next one), returns invalid array targets, and cannot tell a `null`
+ * exclusion from a missing entry, so plugins that `import()` loads would be refused or reported
+ * wrongly.
  */
 
 /** The export conditions Node 20.19+ uses for `import()`, plus `default` (always matched). */
