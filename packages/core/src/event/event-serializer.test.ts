@@ -20,7 +20,7 @@ import {
   TaskEvent,
 } from "./runtime-event.js";
 
-/** Hex of bytes; the expected strings below are written by hand from reference §6. */
+/** Hex of bytes; the expected strings below are written by hand from Flink's event layouts. */
 const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString("hex");
 const fromHex = (text: string) => new Uint8Array(Buffer.from(text.replace(/\s+/g, ""), "hex"));
 
@@ -315,7 +315,7 @@ describe("EventSerializer", () => {
     priority.close();
   });
 
-  it("keeps the type ids of reference §6", () => {
+  it("keeps Flink's event type ids", () => {
     expect(EventTypeIds).toEqual({
       END_OF_PARTITION: 0,
       CHECKPOINT_BARRIER: 1,

@@ -23,11 +23,11 @@ export {
 } from "./message-encoder.js";
 export { isClientBoundId, isServerBoundId, MessageId, messageName } from "./message-id.js";
 export {
-  BUFFER_RESPONSE_FIXED_HEADER_LENGTH,
+  BUFFER_RESPONSE,
   BUFFER_RESPONSE_HEADER_LENGTH,
   bufferResponseFrameSize,
   bufferResponseHeaderSize,
-  FRAME_HEADER_LENGTH,
+  FRAME_HEADER,
   MAGIC_NUMBER,
   MAX_WIRE_FRAME_LENGTH,
 } from "./message-layout.js";

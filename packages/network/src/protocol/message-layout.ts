@@ -11,15 +11,15 @@ import { MessageId } from "./message-id.js";
  * counts from the frame's first byte: add `FRAME_HEADER.BYTES`).
  */
 
-/** Sizes of the fixed-width wire types. */
-export const INT8_BYTES = 1;
-export const INT16_BYTES = 2;
-export const INT32_BYTES = 4;
+// Sizes of the fixed-width wire types.
+const INT8_BYTES = 1;
+const INT16_BYTES = 2;
+const INT32_BYTES = 4;
 
 /** An `InputChannelID` (the receiver of a message) on the wire. */
 export const RECEIVER_ID_BYTES = InputChannelID.BYTES;
 /** A `ResultPartitionID` on the wire. */
-export const PARTITION_ID_BYTES = ResultPartitionID.BYTES;
+const PARTITION_ID_BYTES = ResultPartitionID.BYTES;
 
 /** The offset of every field of a fixed run of fields, and the run's size in `BYTES`. */
 export type FieldOffsets<Name extends string> = { readonly [K in Name]: number } & {
@@ -56,9 +56,6 @@ export const FRAME_HEADER = fields({
   messageId: INT8_BYTES,
 });
 
-/** Bytes of the frame header (9). */
-export const FRAME_HEADER_LENGTH = FRAME_HEADER.BYTES;
-
 /**
  * BufferResponse (id 0): its fixed fields. Then `numberOfPartialBuffers` sizes of
  * {@link PARTIAL_BUFFER_SIZE_BYTES} each, then `bufferSize` payload bytes.
@@ -76,9 +73,6 @@ export const BUFFER_RESPONSE = fields({
 
 /** One partial buffer size of a BufferResponse (an int32). */
 export const PARTIAL_BUFFER_SIZE_BYTES = INT32_BYTES;
-
-/** The fixed part of a BufferResponse body (38 bytes). */
-export const BUFFER_RESPONSE_FIXED_HEADER_LENGTH = BUFFER_RESPONSE.BYTES;
 
 /** Frame header + fixed BufferResponse header (47 bytes; partial sizes and payload follow). */
 export const BUFFER_RESPONSE_HEADER_LENGTH = FRAME_HEADER.BYTES + BUFFER_RESPONSE.BYTES;

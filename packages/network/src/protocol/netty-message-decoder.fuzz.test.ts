@@ -13,7 +13,7 @@ import {
 import "@sluice/core/testing";
 
 /**
- * Hostile input (issue 9, "Bad input"): whatever bytes arrive, the decoder emits valid messages or
+ * Hostile input: whatever bytes arrive, the decoder emits valid messages or
  * throws a ProtocolError — never another exception — never asks for more than maxFrameSize bytes,
  * and leaks no buffer.
  */

@@ -2,7 +2,6 @@ import { describeValue } from "@sluice/core";
 import { DescriptorError } from "../errors.js";
 import {
   type ResultPartitionType,
-  type ResultPartitionTypeName,
   resultPartitionTypeOf,
 } from "../partition/result-partition-type.js";
 
@@ -240,9 +239,4 @@ export function nested<T>(
     }
     throw error;
   }
-}
-
-/** The type's name for serialization. */
-export function partitionTypeName(type: ResultPartitionType): ResultPartitionTypeName {
-  return type.name;
 }

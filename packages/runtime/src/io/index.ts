@@ -9,4 +9,3 @@ export {
   RecordWriter,
   type RecordWriterOptions,
 } from "./record-writer.js";
-export { RecordWriterDelegate } from "./record-writer-delegate.js";
