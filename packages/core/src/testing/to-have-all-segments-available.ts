@@ -2,7 +2,9 @@ import { expect } from "vitest";
 
 /** What the matcher reads: a NetworkBufferPool, or anything that counts segments the same way. */
 export interface SegmentCounting {
+  /** Segments in the pool now. */
   getNumberOfAvailableMemorySegments(): number;
+  /** Segments the pool was made with. */
   readonly totalNumberOfMemorySegments: number;
 }
 

@@ -40,6 +40,7 @@ export interface PluginOptions {
   readonly packageName: string;
   /** The factory's export name. */
   readonly exportName: string;
+  /** What the factory declares in `configOptions`, in its order. */
   readonly options: readonly ConfigOption<unknown>[];
 }
 
