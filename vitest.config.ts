@@ -6,8 +6,8 @@ export default defineConfig({
   // "@sluice/source" export condition: tests need no prior build.
   ssr: { resolve: { conditions: ["@sluice/source", ...defaultServerConditions] } },
   test: {
-    // Only sources: tsc -b also emits *.test.js into dist/, and Vitest 4's
-    // default exclude no longer skips dist/.
+    // Only sources: Vitest 4's default exclude no longer skips dist/ (which holds no tests
+    // since the builds use tsconfig.build.json, but may be stale in an old checkout).
     include: ["**/src/**/*.test.ts"],
     exclude: ["**/node_modules/**", "**/dist/**"],
     globalSetup: ["./vitest.global-setup.ts"],

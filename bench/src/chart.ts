@@ -9,6 +9,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
+import { parseArgs } from "node:util";
 import {
   formatNumber,
   formatRatio,
@@ -164,14 +165,16 @@ export function renderChart(lines: readonly Line[], source: string): string {
 }
 
 function main(): void {
-  const args = process.argv.slice(2);
-  let out = join(RESULTS_DIR, "chart.svg");
-  let input: string | undefined;
-  for (let i = 0; i < args.length; i++) {
-    if (args[i] === "--out") out = args[++i] as string;
-    else input = args[i];
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { out: { type: "string" } },
+  });
+  if (positionals.length > 1) {
+    console.error("usage: node bench/dist/chart.js [<run>.jsonl] [--out <file.svg>]");
+    process.exit(2);
   }
-  const source = input ?? newestRunFile();
+  const out = values.out ?? join(RESULTS_DIR, "chart.svg");
+  const source = positionals[0] ?? newestRunFile();
   writeFileSync(out, renderChart(readLines(source), source));
   console.log(`chart of ${source} → ${out}`);
 }

@@ -141,7 +141,7 @@ export interface ResultRow {
   readonly note?: string;
 }
 
-/** A goal of issue 8 and whether this run met it. */
+/** A goal of docs/benchmarks.md and whether this run met it. */
 export interface GoalRow {
   readonly type: "goal";
   readonly runId: string;
@@ -323,8 +323,10 @@ export class Child {
         resolve();
       });
     });
-    this.process.on("error", () => {
-      // 'exit' follows; requests are rejected there.
+    this.process.on("error", (error) => {
+      // Spawning, killing or messaging the child failed. Pending requests are rejected on
+      // 'exit' (or time out, since 'exit' may not follow); the cause goes to the output.
+      console.error(`bench: ${this.name}: ${error.message}`);
     });
   }
 
@@ -417,8 +419,4 @@ export function profileArgs(options: BenchOptions, system: string, childName: st
   if (options.profileSystems.size > 0 && !options.profileSystems.has(system)) return [];
   const dir = join(options.profileDir, `${system}-${childName}`.replace(/[^a-zA-Z0-9_.-]+/g, "_"));
   return ["--cpu-prof", `--cpu-prof-dir=${dir}`];
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

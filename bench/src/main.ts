@@ -6,12 +6,16 @@
  *   pnpm bench -- --case 3      one case (repeat or comma-separate for several)
  *   pnpm bench -- --profile sluice-tcp --case 1
  *                               children of that system run with --cpu-prof (see README)
+ *   pnpm bench -- --case 3 -D taskmanager.network.memory.buffers-per-channel=8
+ *                               what-if: a config override for every Sluice environment
  *
  * Prints a table per case and the goals, and writes bench/results/<timestamp>.jsonl: a machine
  * line, then one line per (case, system) and one per goal.
  */
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { parseDynamicProperties } from "@sluice/runtime";
 import { CASES, type CaseContext, setConfigOverrides } from "./cases/cases.js";
 import {
   type BenchOptions,
@@ -28,100 +32,110 @@ import {
 interface Cli {
   readonly options: BenchOptions;
   readonly cases: number[];
-  /** `--config key=value` overrides for every Sluice environment. */
+  /** `-D key=value` overrides for every Sluice environment. */
   readonly config: Record<string, string>;
 }
 
-function usage(): never {
-  console.log(
-    [
-      "usage: node bench/dist/main.js [--full] [--case N[,M]]... [--runs K] [--duration-ms D]",
-      "                               [--profile [system,...]] [--profile-dir DIR] [--only system,...]",
-      "                               [--config sluice.key=value]...",
-      `cases: ${CASES.map((c) => `${c.id} ${c.name}`).join("\n       ")}`,
-    ].join("\n"),
-  );
-  process.exit(2);
+const USAGE = [
+  "usage: node bench/dist/main.js [--full] [--case N[,M]]... [--runs K] [--duration-ms D]",
+  "                               [--profile [system,...]] [--profile-dir DIR] [--only system,...]",
+  "                               [-D sluice.key=value]...",
+  `cases: ${CASES.map((c) => `${c.id} ${c.name}`).join("\n       ")}`,
+].join("\n");
+
+/** A bad command line: the message says what; main prints it with the usage and exits 2. */
+class UsageError extends Error {}
+
+function positiveNumber(option: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  if (!Number.isFinite(value) || value <= 0) {
+    throw new UsageError(`${option} expects a positive number, got ${JSON.stringify(text)}`);
+  }
+  return value;
 }
 
-function parseArgs(argv: readonly string[]): Cli {
-  let full = false;
-  const cases: number[] = [];
-  let runs: number | undefined;
-  let duration: number | undefined;
-  let profileDir: string | undefined;
-  const profileSystems = new Set<string>();
-  const only = new Set<string>();
-  const config: Record<string, string> = {};
-  const args = argv.filter((a) => a !== "--");
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i] as string;
-    const value = () => {
-      const v = args[++i];
-      if (v === undefined) usage();
-      return v;
-    };
-    switch (arg) {
-      case "--full":
-        full = true;
-        break;
-      case "--case":
-        for (const part of value().split(",")) {
-          const n = Number(part);
-          if (!Number.isInteger(n) || !CASES.some((c) => c.id === n)) usage();
-          cases.push(n);
-        }
-        break;
-      case "--runs":
-        runs = Number(value());
-        break;
-      case "--duration-ms":
-        duration = Number(value());
-        break;
-      case "--profile": {
-        profileDir ??= join(tmpdir(), `sluice-bench-profiles-${Date.now()}`);
-        const next = args[i + 1];
-        if (next !== undefined && !next.startsWith("--")) {
-          for (const s of value().split(",")) profileSystems.add(s);
-        }
-        break;
-      }
-      case "--config": {
-        const kv = value();
-        const eq = kv.indexOf("=");
-        if (eq <= 0) usage();
-        config[kv.slice(0, eq)] = kv.slice(eq + 1);
-        break;
-      }
-      case "--only":
-        for (const s of value().split(",")) only.add(s);
-        break;
-      case "--profile-dir":
-        profileDir = value();
-        break;
-      case "--help":
-      case "-h":
-        usage();
-        break;
-      default:
-        console.error(`unknown argument: ${arg}`);
-        usage();
-    }
+function list(values: readonly string[] | undefined): string[] {
+  return (values ?? []).flatMap((value) => value.split(",")).filter((part) => part !== "");
+}
+
+/**
+ * Parses the command line: `-D key=value` (the runtime's Flink-style dynamic properties), then
+ * the bench's own options with `node:util` `parseArgs`.
+ *
+ * @throws UsageError for an unknown option, a missing or malformed value, an unknown case.
+ */
+function parseCli(argv: readonly string[]): Cli | "help" {
+  let dynamic: ReturnType<typeof parseDynamicProperties>;
+  try {
+    dynamic = parseDynamicProperties(argv.filter((a) => a !== "--"));
+  } catch (error) {
+    throw new UsageError((error as Error).message);
   }
-  const durationMs = duration ?? (full ? 3_000 : 800);
+  if (dynamic.remaining.includes("--config")) {
+    throw new UsageError("--config key=value is now -D key=value (Flink's syntax, as the demo's)");
+  }
+  // `--profile` takes an optional list: alone, it profiles every system.
+  const args = dynamic.remaining.flatMap((arg, i, all) =>
+    arg === "--profile" && (all[i + 1] === undefined || all[i + 1]?.startsWith("-"))
+      ? ["--profile="]
+      : [arg],
+  );
+  let values: ReturnType<typeof parseOptions>["values"];
+  try {
+    const parsed = parseOptions(args);
+    if (parsed.positionals.length > 0) {
+      throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[0])}`);
+    }
+    values = parsed.values;
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    throw new UsageError((error as Error).message);
+  }
+  if (values.help === true) return "help";
+  const cases = list(values.case).map((part) => {
+    const n = Number(part);
+    if (!Number.isInteger(n) || !CASES.some((c) => c.id === n)) {
+      throw new UsageError(`--case expects case ids, got ${JSON.stringify(part)}`);
+    }
+    return n;
+  });
+  const full = values.full === true;
+  const durationMs = positiveNumber("--duration-ms", values["duration-ms"]) ?? (full ? 3_000 : 800);
+  const profiling = values.profile !== undefined || values["profile-dir"] !== undefined;
   return {
     options: {
       full,
-      runs: runs ?? (full ? 5 : 3),
+      runs: positiveNumber("--runs", values.runs) ?? (full ? 5 : 3),
       durationMs,
       warmupMs: Math.round(durationMs / 2),
-      profileDir,
-      profileSystems,
-      only,
+      profileDir: profiling
+        ? (values["profile-dir"] ?? join(tmpdir(), `sluice-bench-profiles-${Date.now()}`))
+        : undefined,
+      profileSystems: new Set(list(values.profile)),
+      only: new Set(list(values.only)),
     },
     cases: cases.length > 0 ? [...new Set(cases)].sort((a, b) => a - b) : CASES.map((c) => c.id),
-    config,
+    config: Object.fromEntries(dynamic.properties),
   };
+}
+
+function parseOptions(args: readonly string[]) {
+  return parseArgs({
+    args: [...args],
+    strict: true,
+    allowPositionals: true,
+    options: {
+      full: { type: "boolean" },
+      case: { type: "string", multiple: true },
+      runs: { type: "string" },
+      "duration-ms": { type: "string" },
+      profile: { type: "string", multiple: true },
+      "profile-dir": { type: "string" },
+      only: { type: "string", multiple: true },
+      help: { type: "boolean", short: "h" },
+    },
+  });
 }
 
 async function wsAvailability(): Promise<string | undefined> {
@@ -138,7 +152,19 @@ async function wsAvailability(): Promise<string | undefined> {
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
-  const { options, cases, config } = parseArgs(argv);
+  let cli: Cli | "help";
+  try {
+    cli = parseCli(argv);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    console.error(`error: ${error.message}\n${USAGE}`);
+    process.exit(2);
+  }
+  if (cli === "help") {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  const { options, cases, config } = cli;
   setConfigOverrides(config);
   if (Object.keys(config).length > 0)
     console.log(`Sluice config overrides: ${JSON.stringify(config)}`);

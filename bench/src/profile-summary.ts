@@ -6,6 +6,7 @@
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { parseArgs } from "node:util";
 
 interface ProfileNode {
   readonly id: number;
@@ -87,15 +88,18 @@ export function summarise(path: string, top: number): string {
 }
 
 function main(): void {
-  const args = process.argv.slice(2);
-  let top = 25;
-  const paths: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    if (args[i] === "--top") top = Number(args[++i]);
-    else paths.push(args[i] as string);
+  const usage = "usage: node bench/dist/profile-summary.js <dir or .cpuprofile>... [--top N]";
+  let parsed: { values: { top?: string | undefined }; positionals: string[] };
+  try {
+    parsed = parseArgs({ allowPositionals: true, options: { top: { type: "string" } } });
+  } catch (error) {
+    console.error(`error: ${(error as Error).message}\n${usage}`);
+    process.exit(2);
   }
-  if (paths.length === 0) {
-    console.error("usage: node bench/dist/profile-summary.js <dir or .cpuprofile>... [--top N]");
+  const top = Number(parsed.values.top ?? 25);
+  const paths = parsed.positionals;
+  if (paths.length === 0 || !Number.isInteger(top) || top < 1) {
+    console.error(usage);
     process.exit(2);
   }
   for (const file of files(paths)) console.log(`${summarise(file, top)}\n`);

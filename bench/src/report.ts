@@ -5,6 +5,7 @@
  *   node bench/dist/report.js [bench/results/<run>.jsonl]
  */
 import { basename } from "node:path";
+import { parseArgs } from "node:util";
 import {
   formatNumber,
   formatRatio,
@@ -76,7 +77,12 @@ export function renderMarkdown(lines: readonly Line[], source: string): string {
 }
 
 function main(): void {
-  const source = process.argv[2] ?? newestRunFile();
+  const { positionals } = parseArgs({ allowPositionals: true, options: {} });
+  if (positionals.length > 1) {
+    console.error("usage: node bench/dist/report.js [<run>.jsonl]");
+    process.exit(2);
+  }
+  const source = positionals[0] ?? newestRunFile();
   console.log(renderMarkdown(readLines(source), source));
 }
 

@@ -102,6 +102,7 @@ export class ThroughputSession {
     const endpoint = await call<unknown>(p, "prepare", null, 30_000);
     await call(c, "connect", endpoint, 30_000);
     const drained = call<DrainResult>(c, "drain", null, limit);
+    // Awaited below, after produce: only keeps an early rejection from being "unhandled".
     drained.catch(() => {});
     const produced = await call<ProduceResult>(p, "produce", { durationMs }, limit);
     const drain = await drained;
@@ -150,7 +151,9 @@ export async function runSlowConsumer(
       // Baselines after the environments (pools allocated, not yet touched) and the connection exist.
       await Promise.all([p.request("memStart", null, 10_000), c.request("memStart", null, 10_000)]);
       // The consumer reads at its slow rate for the whole run; its drain is never awaited (a
-      // producer that ignored backpressure queued far more than the run could ever read).
+      // producer that ignored backpressure queued far more than the run could ever read), so
+      // it is expected to end in a rejection when the child is closed. A consumer that failed
+      // earlier fails the memStop and consumed requests below.
       call<DrainResult>(c, "drain", null, durationMs + 120_000).catch(() => {});
       const produce = await call<ProduceResult>(p, "produce", { durationMs }, durationMs + 60_000);
       const [producerMem, consumerMem] = await Promise.all([
@@ -196,6 +199,7 @@ export async function runLatency(
         call(a, "connect", endpointB, 30_000),
       ]);
       const served = call<{ echoed: number }>(b, "serve", null, 300_000);
+      // Awaited below, after ping: only keeps an early rejection from being "unhandled".
       served.catch(() => {});
       const total = warmup + perRun * runs;
       const result = await call<PingResult>(a, "ping", { count: total }, 300_000);

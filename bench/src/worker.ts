@@ -157,8 +157,9 @@ async function shutdown(code: number): Promise<void> {
   hard.unref();
   try {
     await instance?.close();
-  } catch {
-    // Exiting anyway.
+  } catch (error) {
+    // Exiting anyway, but a failed close (a leak, a stuck connection) must show in the output.
+    console.error(`bench worker: close failed: ${(error as Error)?.stack ?? String(error)}`);
   }
   // process.exit would skip writing a --cpu-prof profile only on a hard kill; a normal exit writes it.
   process.exit(code);

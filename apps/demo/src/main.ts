@@ -43,6 +43,7 @@ function isEntryPoint(): boolean {
   try {
     return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
   } catch {
+    // argv[1] names no file (node -e, a REPL): this module was imported, not run.
     return false;
   }
 }

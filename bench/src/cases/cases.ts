@@ -1,8 +1,7 @@
 /**
- * The cases of issue 8 (0 = the core and in-process benchmarks of issues 2 and 4; 7 = TLS, issue
- * 9), each
- * producing result rows (medians, min/max, ratios against the case's baseline from the same run)
- * and the goal rows computed from them.
+ * The benchmark cases of docs/benchmarks.md (0 = the core and in-process benchmarks; 7 = TLS
+ * beside plaintext), each producing result rows (medians, min/max, ratios against the case's
+ * baseline from the same run) and the goal rows computed from them.
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -63,7 +62,7 @@ function baseParams(overrides: Partial<ThroughputParams>): ThroughputParams {
   };
 }
 
-/** Overrides from `--config key=value` (for what-if runs; recorded in each row's config). */
+/** Overrides from `-D key=value` (for what-if runs; recorded in each row's config). */
 let configOverrides: Record<string, string> = {};
 
 function sluiceConfig(
@@ -895,7 +894,7 @@ const case7: CaseDefinition = {
   },
 };
 
-/** Sets the `--config` overrides applied to every Sluice environment of the run. */
+/** Sets the `-D` overrides applied to every Sluice environment of the run. */
 export function setConfigOverrides(overrides: Record<string, string>): void {
   configOverrides = { ...overrides };
 }

@@ -1,3 +1,4 @@
+export * from "./describe-value.js";
 export { reconstructError } from "./error-reconstruction.js";
 export * from "./errors.js";
 export * from "./event/index.js";

@@ -76,6 +76,11 @@ export type {
   TransportConnection,
   TransportServer,
 } from "./netty/transport.js";
+export {
+  emitTransportWarning,
+  listenerErrorHandler,
+  TRANSPORT_WARNING_TYPE,
+} from "./netty/transport-warning.js";
 export { BatchShuffleReadBufferPool } from "./partition/batch-shuffle-read-buffer-pool.js";
 // Producer side
 export {
@@ -113,7 +118,7 @@ export {
   type SortMergeResultPartitionOptions,
 } from "./partition/sort-merge-result-partition.js";
 export { SortMergeSubpartitionReader } from "./partition/sort-merge-subpartition-reader.js";
-export { TaskEventDispatcher, type TaskEventPublisher } from "./partition/task-event-publisher.js";
+export { TaskEventDispatcher } from "./partition/task-event-publisher.js";
 // Protocol
 export * from "./protocol/index.js";
 // Security
@@ -122,4 +127,6 @@ export {
   normalizeFingerprint,
   readTlsSettings,
   type TlsSettings,
+  tlsClientOptions,
+  tlsServerOptions,
 } from "./security/tls-settings.js";

@@ -13,7 +13,6 @@ export {
   ConfigOptionBuilder,
   ConfigOptions,
   type ConfigOptionType,
-  describeRawValue,
   type FallbackKey,
   findRawValue,
   inRange,
@@ -63,7 +62,6 @@ export {
   SecurityOptions,
   ShuffleServiceOptions,
   TaskManagerOptions,
-  WebSocketOptions,
 } from "./config/options/index.js";
 export { PORT_RANGE_SYNTAX, parsePortRange } from "./config/port-range.js";
 // Writers, gates and partition types

@@ -5,10 +5,13 @@ import {
   type ConnectOptions,
   checkFingerprint,
   type ListenOptions,
+  listenerErrorHandler,
   type TlsSettings,
   type Transport,
   type TransportConnection,
   type TransportServer,
+  tlsClientOptions,
+  tlsServerOptions,
 } from "@sluice/network";
 import { TcpConnection } from "./tcp-connection.js";
 
@@ -58,12 +61,7 @@ export class TcpTransport implements Transport {
       );
     } else {
       const tlsServer = tls.createServer({
-        ...this.secureContextOptions(settings),
-        requestCert: true,
-        rejectUnauthorized: true,
-        ...(settings.handshakeTimeoutMs === undefined
-          ? {}
-          : { handshakeTimeout: settings.handshakeTimeoutMs }),
+        ...tlsServerOptions(settings),
         noDelay: true,
         keepAlive: true,
         highWaterMark: this.highWaterMark,
@@ -76,8 +74,9 @@ export class TcpTransport implements Transport {
         }
         accept(socket);
       });
-      // A client that fails the handshake (untrusted certificate, plaintext) is dropped; the
-      // server keeps serving everyone else.
+      // A client that fails the handshake (untrusted certificate, plaintext) is dropped and the
+      // server keeps serving everyone else. Not reported: the client's own connect fails with
+      // the reason, and a port scan must not be able to fill the worker's logs.
       tlsServer.on("tlsClientError", (_error, socket) => socket.destroy());
       server = tlsServer;
     }
@@ -85,11 +84,11 @@ export class TcpTransport implements Transport {
       server.once("error", reject);
       server.listen(options.port, options.host, () => {
         server.off("error", reject);
-        // After listening, server-level errors (e.g. accept failing with EMFILE) must not crash
-        // the worker; existing connections keep working and new ones are retried by clients.
-        server.on("error", () => {});
         const address = server.address();
         const port = typeof address === "object" && address !== null ? address.port : options.port;
+        // After listening, server-level errors (e.g. accept failing with EMFILE) must not crash
+        // the worker: existing connections keep working, clients retry new ones.
+        server.on("error", listenerErrorHandler(options, this.name, port));
         resolve({
           port,
           host: options.host,
@@ -115,15 +114,7 @@ export class TcpTransport implements Transport {
               noDelay: true,
               keepAlive: true,
             })
-          : tls.connect({
-              host: options.host,
-              port: options.port,
-              ...this.secureContextOptions(settings),
-              rejectUnauthorized: true,
-              // Internal certificates are shared by all workers and name no host: trust comes
-              // from the CA (and the optional fingerprint pin), as with Flink's internal SSL.
-              checkServerIdentity: () => undefined,
-            });
+          : tls.connect({ host: options.host, port: options.port, ...tlsClientOptions(settings) });
       const fail = (message: string, cause: unknown) => {
         clearTimeout(timer);
         socket.destroy();
@@ -159,15 +150,5 @@ export class TcpTransport implements Transport {
       });
       socket.once("error", (error) => fail(`failed: ${error.message}`, error));
     });
-  }
-
-  private secureContextOptions(settings: TlsSettings): tls.SecureContextOptions {
-    return {
-      key: settings.key,
-      cert: settings.cert,
-      ca: settings.ca,
-      minVersion: settings.minVersion,
-      ...(settings.passphrase === undefined ? {} : { passphrase: settings.passphrase }),
-    };
   }
 }

@@ -2,6 +2,7 @@
  * @sluice/shuffle-ws: the Sluice shuffle over WebSocket (`ws`). Select it with
  * `shuffle-service-factory.class: ws` (or `@sluice/shuffle-ws#WsShuffleServiceFactory`).
  */
+export { WebSocketOptions } from "./websocket-options.js";
 export { WsConnection, type WsConnectionOptions } from "./ws-connection.js";
 export {
   WsShuffleServiceFactory,

@@ -1,6 +1,7 @@
 import { ConfigurationError } from "@sluice/core";
 import { NetworkShuffleServiceFactory, readTlsSettings, type Transport } from "@sluice/network";
-import { type ShuffleEnvironmentContext, WebSocketOptions } from "@sluice/runtime-api";
+import type { ConfigOption, ShuffleEnvironmentContext } from "@sluice/runtime-api";
+import { WebSocketOptions } from "./websocket-options.js";
 import { WsTransport } from "./ws-transport.js";
 
 /**
@@ -10,6 +11,9 @@ import { WsTransport } from "./ws-transport.js";
  * water marks, upgrade timeout) and `security.ssl.internal.*` (wss with mutual TLS) from the worker's configuration.
  */
 export class WsShuffleServiceFactory extends NetworkShuffleServiceFactory {
+  /** `taskmanager.network.websocket.*`: see {@link WebSocketOptions}. */
+  readonly configOptions: readonly ConfigOption<unknown>[] = Object.values(WebSocketOptions);
+
   /** @throws ConfigurationError when the low-water mark is not below the high-water mark. */
   protected createTransport(context: ShuffleEnvironmentContext): Transport {
     const config = context.configuration;

@@ -13,10 +13,13 @@ import {
   type ConnectOptions,
   checkFingerprint,
   type ListenOptions,
+  listenerErrorHandler,
   type TlsSettings,
   type Transport,
   type TransportConnection,
   type TransportServer,
+  tlsClientOptions,
+  tlsServerOptions,
 } from "@sluice/network";
 import { WebSocket, WebSocketServer } from "ws";
 import { WsConnection } from "./ws-connection.js";
@@ -147,21 +150,7 @@ export class WsTransport implements Transport {
       httpServer = createServer(upgradeRequired);
       httpServer.on("connection", armDeadline);
     } else {
-      const httpsServer = createHttpsServer(
-        {
-          key: settings.key,
-          cert: settings.cert,
-          ca: settings.ca,
-          minVersion: settings.minVersion,
-          ...(settings.passphrase === undefined ? {} : { passphrase: settings.passphrase }),
-          ...(settings.handshakeTimeoutMs === undefined
-            ? {}
-            : { handshakeTimeout: settings.handshakeTimeoutMs }),
-          requestCert: true,
-          rejectUnauthorized: true,
-        },
-        upgradeRequired,
-      );
+      const httpsServer = createHttpsServer(tlsServerOptions(settings), upgradeRequired);
       httpsServer.on("secureConnection", (socket: TLSSocket) => {
         if (checkFingerprint(settings, socket.getPeerCertificate()) !== undefined) {
           socket.destroy();
@@ -170,7 +159,9 @@ export class WsTransport implements Transport {
         // The TLS handshake has its own timeout; the upgrade gets its deadline from here.
         armDeadline(socket);
       });
-      // Clients that fail the handshake (untrusted certificate, plaintext) are dropped quietly.
+      // Clients that fail the handshake (untrusted certificate, plaintext) are dropped. Not
+      // reported: the client's own connect fails with the reason, and a port scan must not be
+      // able to fill the worker's logs.
       httpsServer.on("tlsClientError", (_error, socket) => socket.destroy());
       httpServer = httpsServer;
     }
@@ -207,11 +198,11 @@ export class WsTransport implements Transport {
       wss.once("error", onListenError);
       httpServer.listen(options.port, options.host, () => {
         wss.off("error", onListenError);
-        // Later server errors (accept failing with EMFILE, ...) do not stop the listener, and the
-        // TransportServer has no channel to report them: keep listening, as Netty does.
-        wss.on("error", () => {});
         const address = httpServer.address();
         const port = typeof address === "object" && address !== null ? address.port : options.port;
+        // Later server errors (accept failing with EMFILE, ...) do not stop the listener, as
+        // with Netty.
+        wss.on("error", listenerErrorHandler(options, this.name, port));
         let closing: Promise<void> | undefined;
         resolve({
           port,
@@ -274,14 +265,9 @@ export class WsTransport implements Transport {
           ...(settings === undefined
             ? {}
             : {
-                key: settings.key,
-                cert: settings.cert,
-                ca: settings.ca,
-                minVersion: settings.minVersion,
-                ...(settings.passphrase === undefined ? {} : { passphrase: settings.passphrase }),
-                rejectUnauthorized: true,
-                // Internal certificates name no host: trust comes from the CA and the pin. (Node's
-                // tls treats any falsy result as "identity ok"; @types/ws types it as boolean.)
+                ...tlsClientOptions(settings),
+                // The same "any host name" check as tlsClientOptions', typed as @types/ws wants
+                // it (Node's tls treats any falsy result as "identity ok").
                 checkServerIdentity: () => false,
               }),
         });

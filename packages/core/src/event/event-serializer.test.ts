@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { ErrorCodes, isSluiceError } from "../errors.js";
+import { ErrorCodes, SerializationError } from "../errors.js";
 import { FreeingBufferRecycler } from "../memory/buffer-recycler.js";
 import { DataType } from "../memory/data-type.js";
+import { expectError } from "../testing/index.js";
 import { EventSerializer, EventTypeIds } from "./event-serializer.js";
 import {
   CancelCheckpointMarker,
@@ -19,7 +20,7 @@ import {
   TaskEvent,
 } from "./runtime-event.js";
 
-/** Hex of bytes; the expected strings below are written by hand from reference §6. */
+/** Hex of bytes; the expected strings below are written by hand from Flink's event layouts. */
 const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString("hex");
 const fromHex = (text: string) => new Uint8Array(Buffer.from(text.replace(/\s+/g, ""), "hex"));
 
@@ -33,15 +34,12 @@ const PLAIN_BARRIER_HEX =
   "00000001 0000000000000001 0000000000000002 00 ffffffff 01 0000000000000000".replace(/ /g, "");
 
 function expectSerializationError(bytes: Uint8Array, ...fragments: string[]): void {
-  let error: unknown;
-  try {
-    EventSerializer.fromSerializedEvent(bytes);
-  } catch (e) {
-    error = e;
-  }
-  expect(isSluiceError(error, ErrorCodes.SERIALIZATION)).toBe(true);
-  expect((error as Error).name).toBe("SerializationError");
-  for (const fragment of fragments) expect((error as Error).message).toContain(fragment);
+  expectError(
+    () => EventSerializer.fromSerializedEvent(bytes),
+    SerializationError,
+    ErrorCodes.SERIALIZATION,
+    ...fragments,
+  );
 }
 
 describe("EventSerializer", () => {
@@ -317,7 +315,7 @@ describe("EventSerializer", () => {
     priority.close();
   });
 
-  it("keeps the type ids of reference §6", () => {
+  it("keeps Flink's event type ids", () => {
     expect(EventTypeIds).toEqual({
       END_OF_PARTITION: 0,
       CHECKPOINT_BARRIER: 1,

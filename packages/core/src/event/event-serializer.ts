@@ -22,7 +22,8 @@ import {
 } from "./runtime-event.js";
 
 /**
- * Flink's event type ids (reference §6): the int32 every serialized event starts with. Part of
+ * Flink's event type ids (those of its EventSerializer): the int32 every serialized event starts
+ * with. Part of
  * the format: never renumber. Ids without a Sluice event class are listed so that errors can name
  * them; decoding them fails.
  */
@@ -274,7 +275,7 @@ function readEvent(typeId: number, input: DataInputDeserializer): RuntimeEvent {
 // ------------------------------------------------------------------------------------ the API
 
 /**
- * Serializes `event` in Flink's layout (reference §6): an int32 type id, then the event's fields,
+ * Serializes `event` in Flink's layout: an int32 type id, then the event's fields,
  * big-endian. Returns exactly the event's bytes (a fresh array). A plain aligned
  * {@link CheckpointBarrier} to the default location is 34 bytes; {@link EndOfPartitionEvent} is
  * `00 00 00 00`. Invalid fields (a non-int64 id, an unknown enum value) throw
@@ -371,7 +372,7 @@ function fromBuffer(buffer: NetworkBuffer): RuntimeEvent {
 
 /**
  * Flink's EventSerializer: runtime events to and from bytes and buffers, in Flink's type ids and
- * layouts (reference §6).
+ * byte layouts (an int32 type id, then the event's fields, big-endian).
  */
 export const EventSerializer = Object.freeze({
   toSerializedEvent,

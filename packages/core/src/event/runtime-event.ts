@@ -1,7 +1,7 @@
 /**
  * In-band events that travel through result partitions and input gates next to data buffers.
- * They are plain immutable values; `EventSerializer` turns them into Flink's byte layouts
- * (reference §6) and back.
+ * They are plain immutable values; `EventSerializer` turns them into Flink's byte layouts and
+ * back.
  */
 
 /** Signals that a subpartition has no more data: the last item a channel ever delivers. */

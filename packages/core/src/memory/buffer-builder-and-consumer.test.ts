@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ErrorCodes, IllegalStateError, type SluiceError } from "../errors.js";
-import { must } from "../test-support/assertions.js";
+import { ErrorCodes, IllegalStateError } from "../errors.js";
+import { expectError, must } from "../testing/index.js";
 import { BufferBuilder } from "./buffer-builder.js";
 import { BufferConsumer } from "./buffer-consumer.js";
 import { DataType } from "./data-type.js";
@@ -24,15 +24,7 @@ function drain(consumer: BufferConsumer): number[] {
 }
 
 function expectIllegalState(fn: () => unknown): void {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught).toBeInstanceOf(IllegalStateError);
-  expect((caught as SluiceError).code).toBe(ErrorCodes.ILLEGAL_STATE);
-  expect((caught as SluiceError).name).toBe("IllegalStateError");
+  expectError(fn, IllegalStateError, ErrorCodes.ILLEGAL_STATE);
 }
 
 let global: NetworkBufferPool;
@@ -45,7 +37,7 @@ beforeEach(() => {
 
 afterEach(() => {
   pool.destroy();
-  expect(global.getNumberOfAvailableMemorySegments()).toBe(global.totalNumberOfMemorySegments);
+  expect(global).toHaveAllSegmentsAvailable();
   global.destroy();
 });
 

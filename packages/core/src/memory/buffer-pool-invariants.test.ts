@@ -8,6 +8,7 @@ import type { LocalBufferPool } from "./local-buffer-pool.js";
 import type { MemorySegment } from "./memory-segment.js";
 import type { NetworkBuffer } from "./network-buffer.js";
 import { NetworkBufferPool } from "./network-buffer-pool.js";
+import "../testing/index.js";
 
 const UNBOUNDED = Number.MAX_SAFE_INTEGER;
 const SLOTS = 3;
@@ -471,7 +472,7 @@ class Harness {
       this.slots[slot] = undefined;
     }
     this.global.destroy();
-    expect(this.global.getNumberOfAvailableMemorySegments()).toBe(this.total);
+    expect(this.global).toHaveAllSegmentsAvailable();
     expect(this.seen.size).toBeLessThanOrEqual(this.total);
   }
 }

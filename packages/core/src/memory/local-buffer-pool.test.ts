@@ -1,44 +1,19 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   BufferPoolDestroyedError,
   ErrorCodes,
   IllegalArgumentError,
   IllegalStateError,
 } from "../errors.js";
-import { expectError, must } from "../test-support/assertions.js";
+import { expectError, must } from "../testing/index.js";
 import type { BufferBuilder } from "./buffer-builder.js";
 import type { BufferListener } from "./buffer-listener.js";
 import type { LocalBufferPool } from "./local-buffer-pool.js";
 import type { NetworkBuffer } from "./network-buffer.js";
-import { NetworkBufferPool } from "./network-buffer-pool.js";
+import type { NetworkBufferPool } from "./network-buffer-pool.js";
+import { leakCheckedPools, recycleAll, requestAll, UNBOUNDED } from "./test-support/pools.js";
 
-const UNBOUNDED = Number.MAX_SAFE_INTEGER;
-
-const created: NetworkBufferPool[] = [];
-
-/** A NetworkBufferPool that afterEach destroys and checks for leaks. */
-function newGlobal(segments: number): NetworkBufferPool {
-  const pool = new NetworkBufferPool(segments, 64);
-  created.push(pool);
-  return pool;
-}
-
-afterEach(() => {
-  for (const pool of created.splice(0)) {
-    pool.destroy();
-    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
-  }
-});
-
-function requestAll(pool: LocalBufferPool, count: number): NetworkBuffer[] {
-  const buffers: NetworkBuffer[] = [];
-  for (let i = 0; i < count; i++) buffers.push(must(pool.requestBuffer()));
-  return buffers;
-}
-
-function recycleAll(buffers: NetworkBuffer[]): void {
-  for (const buffer of buffers.splice(0)) buffer.recycleBuffer();
-}
+const newGlobal = leakCheckedPools();
 
 /** Lets every pending promise callback run (one macrotask turn; not a timed sleep). */
 function flush(): Promise<void> {

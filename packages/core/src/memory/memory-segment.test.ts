@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ErrorCodes, IllegalArgumentError } from "../errors.js";
+import { expectError } from "../testing/index.js";
 import { MemorySegment } from "./memory-segment.js";
 import { NetworkBufferPool } from "./network-buffer-pool.js";
 
@@ -26,15 +27,11 @@ describe("MemorySegment", () => {
 
   it("rejects a negative or fractional unpooled size with IllegalArgumentError", () => {
     for (const size of [-1, 1.5, Number.NaN]) {
-      let caught: unknown;
-      try {
-        MemorySegment.allocateUnpooled(size);
-      } catch (error) {
-        caught = error;
-      }
-      expect(caught).toBeInstanceOf(IllegalArgumentError);
-      expect((caught as IllegalArgumentError).code).toBe(ErrorCodes.INVALID_ARGUMENT);
-      expect((caught as IllegalArgumentError).name).toBe("IllegalArgumentError");
+      expectError(
+        () => MemorySegment.allocateUnpooled(size),
+        IllegalArgumentError,
+        ErrorCodes.INVALID_ARGUMENT,
+      );
     }
   });
 
@@ -103,6 +100,6 @@ describe("MemorySegment", () => {
       expect([...segment.memory].every((b) => b === i)).toBe(true);
     }
     pool.recycleUnpooledMemorySegments(segments);
-    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+    expect(pool).toHaveAllSegmentsAvailable();
   });
 });

@@ -7,40 +7,18 @@ import {
   InsufficientBuffersError,
   TimeoutError,
 } from "../errors.js";
-import { expectError, expectSluiceError, must } from "../test-support/assertions.js";
+import { expectError, expectSluiceError, must } from "../testing/index.js";
 import type { LocalBufferPool } from "./local-buffer-pool.js";
 import { MemorySegment } from "./memory-segment.js";
-import type { NetworkBuffer } from "./network-buffer.js";
 import { NetworkBufferPool } from "./network-buffer-pool.js";
+import { leakCheckedPools, recycleAll, requestAll, UNBOUNDED } from "./test-support/pools.js";
 
-const UNBOUNDED = Number.MAX_SAFE_INTEGER;
+const newGlobal = leakCheckedPools();
 
-const created: NetworkBufferPool[] = [];
-
-/** A NetworkBufferPool that afterEach destroys and checks for leaks. */
-function newGlobal(segments: number, segmentSize = 64): NetworkBufferPool {
-  const pool = new NetworkBufferPool(segments, segmentSize);
-  created.push(pool);
-  return pool;
-}
-
+// The exclusive-buffer wait tests use fake timers.
 afterEach(() => {
   vi.useRealTimers();
-  for (const pool of created.splice(0)) {
-    pool.destroy();
-    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
-  }
 });
-
-function requestAll(pool: LocalBufferPool, count: number): NetworkBuffer[] {
-  const buffers: NetworkBuffer[] = [];
-  for (let i = 0; i < count; i++) buffers.push(must(pool.requestBuffer()));
-  return buffers;
-}
-
-function recycleAll(buffers: NetworkBuffer[]): void {
-  for (const buffer of buffers.splice(0)) buffer.recycleBuffer();
-}
 
 function sizes(...pools: LocalBufferPool[]): number[] {
   return pools.map((pool) => pool.getNumBuffers());
@@ -61,8 +39,8 @@ describe("NetworkBufferPool", () => {
 
     it("sizes itself from a byte budget, rounding down to whole segments", () => {
       const global = NetworkBufferPool.fromMemorySize(1000, 128);
-      created.push(global);
       expect(global.totalNumberOfMemorySegments).toBe(7);
+      global.destroy();
     });
 
     it("rejects a negative segment count and a too small or fractional segment size", () => {

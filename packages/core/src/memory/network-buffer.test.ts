@@ -8,7 +8,7 @@ import {
   isSluiceError,
   SluiceError,
 } from "../errors.js";
-import { expectError, must } from "../test-support/assertions.js";
+import { expectError, must } from "../testing/index.js";
 import type { BufferRecycler } from "./buffer-recycler.js";
 import { FreeingBufferRecycler } from "./buffer-recycler.js";
 import { DataType } from "./data-type.js";
@@ -41,9 +41,7 @@ afterEach(() => {
   global = undefined;
   if (networkPool === undefined) return;
   pool.destroy();
-  expect(networkPool.getNumberOfAvailableMemorySegments()).toBe(
-    networkPool.totalNumberOfMemorySegments,
-  );
+  expect(networkPool).toHaveAllSegmentsAvailable();
   networkPool.destroy();
 });
 

@@ -1,7 +1,7 @@
+import { describeValue } from "../describe-value.js";
 import { IllegalArgumentError, SerializationError } from "../errors.js";
 import type { DataInputDeserializer } from "./data-input-deserializer.js";
 import type { DataOutputSerializer } from "./data-output-serializer.js";
-import { describeValue } from "./serializer-errors.js";
 import type { TypeSerializer } from "./type-serializer.js";
 
 /**

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ErrorCodes, isSluiceError } from "../errors.js";
+import { ErrorCodes, SerializationError } from "../errors.js";
+import { expectError } from "../testing/index.js";
 import { DataInputDeserializer } from "./data-input-deserializer.js";
 import { DataOutputSerializer } from "./data-output-serializer.js";
 
@@ -57,15 +58,8 @@ describe("DataInputDeserializer", () => {
   it("says how many bytes were needed and available at which position when input runs out", () => {
     const input = new DataInputDeserializer(Uint8Array.of(1, 2, 3, 4, 5));
     input.readByte();
-    let error: unknown;
-    try {
-      input.readLong();
-    } catch (e) {
-      error = e;
-    }
-    expect(isSluiceError(error, ErrorCodes.SERIALIZATION)).toBe(true);
-    expect((error as Error).name).toBe("SerializationError");
-    expect((error as Error).message).toContain("cannot read 8 bytes at position 1: only 4");
+    const error = expectError(() => input.readLong(), SerializationError, ErrorCodes.SERIALIZATION);
+    expect(error.message).toContain("cannot read 8 bytes at position 1: only 4");
     // A failed read consumes nothing.
     expect(input.position).toBe(1);
   });

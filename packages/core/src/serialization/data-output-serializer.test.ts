@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ErrorCodes, isSluiceError } from "../errors.js";
+import { ErrorCodes, RecordTooLargeError } from "../errors.js";
+import { expectError } from "../testing/index.js";
 import { DataInputDeserializer } from "./data-input-deserializer.js";
 import { DataOutputSerializer } from "./data-output-serializer.js";
 
@@ -57,15 +58,12 @@ describe("DataOutputSerializer", () => {
   it("throws RecordTooLargeError naming the sizes when a write would pass maxSize", () => {
     const out = new DataOutputSerializer({ initialCapacity: 4, maxSize: 10 });
     out.writeLong(1n);
-    let error: unknown;
-    try {
-      out.writeInt(1);
-    } catch (e) {
-      error = e;
-    }
-    expect(isSluiceError(error, ErrorCodes.RECORD_TOO_LARGE)).toBe(true);
-    expect((error as Error).name).toBe("RecordTooLargeError");
-    expect((error as Error).message).toContain("needs 12 bytes, more than the maximum of 10 bytes");
+    const error = expectError(
+      () => out.writeInt(1),
+      RecordTooLargeError,
+      ErrorCodes.RECORD_TOO_LARGE,
+    );
+    expect(error.message).toContain("needs 12 bytes, more than the maximum of 10 bytes");
     // Growth is capped at maxSize, so a write that fits exactly still succeeds.
     out.writeShort(7);
     expect(out.length).toBe(10);

@@ -1,7 +1,8 @@
+import { describeValue } from "../describe-value.js";
 import { IllegalArgumentError } from "../errors.js";
 import type { DataInputDeserializer } from "./data-input-deserializer.js";
 import type { DataOutputSerializer } from "./data-output-serializer.js";
-import { describeValue, withFieldContext } from "./serializer-errors.js";
+import { withFieldContext } from "./serializer-errors.js";
 import type { TypeSerializer } from "./type-serializer.js";
 
 /** One serializer per field of the object type `T`, by field name. */

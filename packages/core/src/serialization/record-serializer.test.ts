@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ErrorCodes, isSluiceError } from "../errors.js";
+import { ErrorCodes, RecordTooLargeError } from "../errors.js";
+import { expectError } from "../testing/index.js";
 import { BytesSerializer } from "./bytes-serializer.js";
 import { DataOutputSerializer } from "./data-output-serializer.js";
 import { Int32Serializer } from "./int32-serializer.js";
@@ -30,22 +31,20 @@ describe("serializeRecord", () => {
   });
 
   it("fails a payload above the maximum record size naming the size, the limit and the config key", () => {
-    let error: unknown;
-    try {
-      serializeRecord(
-        new Uint8Array(97),
-        BytesSerializer.INSTANCE,
-        new DataOutputSerializer(),
-        100,
-      );
-    } catch (e) {
-      error = e;
-    }
-    expect(isSluiceError(error, ErrorCodes.RECORD_TOO_LARGE)).toBe(true);
-    expect((error as Error).name).toBe("RecordTooLargeError");
-    expect((error as Error).message).toContain("record of 101 bytes");
-    expect((error as Error).message).toContain("maximum record size of 100 bytes");
-    expect((error as Error).message).toContain(`'${MAX_RECORD_SIZE_KEY}'`);
+    const error = expectError(
+      () =>
+        serializeRecord(
+          new Uint8Array(97),
+          BytesSerializer.INSTANCE,
+          new DataOutputSerializer(),
+          100,
+        ),
+      RecordTooLargeError,
+      ErrorCodes.RECORD_TOO_LARGE,
+    );
+    expect(error.message).toContain("record of 101 bytes");
+    expect(error.message).toContain("maximum record size of 100 bytes");
+    expect(error.message).toContain(`'${MAX_RECORD_SIZE_KEY}'`);
     // Exactly at the limit is fine.
     expect(
       serializeRecord(

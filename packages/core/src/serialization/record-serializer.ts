@@ -30,7 +30,7 @@ export function checkMaxRecordSize(maxRecordSize: number): number {
 }
 
 /**
- * Frames one record in Flink's format (reference §7): a big-endian int32 payload length (the 4
+ * Frames one record in Flink's format: a big-endian int32 payload length (the 4
  * length bytes excluded), then the payload `serializer` writes. `out` is cleared first; the
  * length is reserved and patched afterwards, so the value is serialized once, with no copy.
  *

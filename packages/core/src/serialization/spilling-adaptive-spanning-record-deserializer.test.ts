@@ -3,11 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ErrorCodes, isSluiceError } from "../errors.js";
+import { ErrorCodes, RecordTooLargeError, SerializationError } from "../errors.js";
 import { FreeingBufferRecycler } from "../memory/buffer-recycler.js";
 import { MemorySegment } from "../memory/memory-segment.js";
 import { NetworkBuffer } from "../memory/network-buffer.js";
 import { NetworkBufferPool } from "../memory/network-buffer-pool.js";
+import { expectError } from "../testing/index.js";
 import { BytesSerializer } from "./bytes-serializer.js";
 import { DataOutputSerializer } from "./data-output-serializer.js";
 import { DeserializationResult } from "./deserialization-result.js";
@@ -146,7 +147,7 @@ describe("SpillingAdaptiveSpanningRecordDeserializer", () => {
       expect(deserializer.hasUnfinishedData()).toBe(false);
     }
     local.destroy();
-    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+    expect(pool).toHaveAllSegmentsAvailable();
   });
 
   it("decodes every record at every pair of split points of a tiny stream (three buffers)", () => {
@@ -186,7 +187,7 @@ describe("SpillingAdaptiveSpanningRecordDeserializer", () => {
     }
     expect(combinations).toBe(((framed.length + 1) * (framed.length + 2)) / 2);
     local.destroy();
-    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+    expect(pool).toHaveAllSegmentsAvailable();
   });
 
   it("round-trips random records through random segment sizes and random buffer splits", () => {
@@ -265,7 +266,7 @@ describe("SpillingAdaptiveSpanningRecordDeserializer", () => {
         expect(deserializer.hasUnfinishedData()).toBe(false);
         expect(spillFiles()).toEqual([]);
         local.destroy();
-        expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+        expect(pool).toHaveAllSegmentsAvailable();
       }),
       { numRuns: 40 },
     );
@@ -303,7 +304,7 @@ describe("SpillingAdaptiveSpanningRecordDeserializer", () => {
     expect(Array.from(decoded[1] as Uint8Array)).toEqual([1, 2]);
     expect(spillFiles()).toEqual([]);
     local.destroy();
-    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+    expect(pool).toHaveAllSegmentsAvailable();
   });
 
   it("keeps records up to the threshold in memory (no spill file)", () => {
@@ -358,7 +359,7 @@ describe("SpillingAdaptiveSpanningRecordDeserializer", () => {
     expect(decoded).toEqual([]);
     deserializer.clear(); // idempotent
     local.destroy();
-    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+    expect(pool).toHaveAllSegmentsAvailable();
   });
 
   it("after clear() reads a fresh stream from its first byte", () => {
@@ -392,18 +393,15 @@ describe("SpillingAdaptiveSpanningRecordDeserializer", () => {
     deserializer.setNextBuffer(countedBuffer(bytes, counter));
     const holder: RecordHolder<Uint8Array> = { value: undefined };
     expect(deserializer.getNextRecordBytes(holder).isFullRecord()).toBe(true);
-    let error: unknown;
-    try {
-      deserializer.getNextRecordBytes(holder);
-    } catch (e) {
-      error = e;
-    }
-    expect(isSluiceError(error, ErrorCodes.RECORD_TOO_LARGE)).toBe(true);
-    expect((error as Error).name).toBe("RecordTooLargeError");
-    expect((error as Error).message).toContain("1001");
-    expect((error as Error).message).toContain("1000");
-    expect((error as Error).message).toContain(MAX_RECORD_SIZE_KEY);
-    expect((error as Error).message).toContain("byte 7 of the channel's data");
+    const error = expectError(
+      () => deserializer.getNextRecordBytes(holder),
+      RecordTooLargeError,
+      ErrorCodes.RECORD_TOO_LARGE,
+    );
+    expect(error.message).toContain("1001");
+    expect(error.message).toContain("1000");
+    expect(error.message).toContain(MAX_RECORD_SIZE_KEY);
+    expect(error.message).toContain("byte 7 of the channel's data");
     deserializer.clear();
     expect(counter.recycled).toBe(1);
   });
@@ -438,16 +436,13 @@ describe("SpillingAdaptiveSpanningRecordDeserializer", () => {
     const holder: RecordHolder<Uint8Array> = { value: undefined };
     expect(deserializer.getNextRecordBytes(holder).isFullRecord()).toBe(true);
     expect(holder.value).toHaveLength(0);
-    let error: unknown;
-    try {
-      deserializer.getNextRecordBytes(holder);
-    } catch (e) {
-      error = e;
-    }
-    expect(isSluiceError(error, ErrorCodes.SERIALIZATION)).toBe(true);
-    expect((error as Error).name).toBe("SerializationError");
-    expect((error as Error).message).toContain("negative record length -2");
-    expect((error as Error).message).toContain(
+    const error = expectError(
+      () => deserializer.getNextRecordBytes(holder),
+      SerializationError,
+      ErrorCodes.SERIALIZATION,
+    );
+    expect(error.message).toContain("negative record length -2");
+    expect(error.message).toContain(
       "byte 4 of the channel's data (offset 4 of the current buffer)",
     );
     deserializer.clear();
@@ -474,16 +469,12 @@ describe("SpillingAdaptiveSpanningRecordDeserializer", () => {
       tmpDirectories: [tmpDir],
     });
     deserializer.setNextBuffer(countedBuffer(Buffer.concat([framed, framed]), counter));
-    let error: unknown;
-    try {
-      deserializer.getNextRecord(Int64Serializer.INSTANCE, { value: undefined });
-    } catch (e) {
-      error = e;
-    }
-    expect(isSluiceError(error, ErrorCodes.SERIALIZATION)).toBe(true);
-    expect((error as Error).message).toMatch(
-      /4-byte record .* serializer 'int64': cannot read 8 bytes/,
+    const error = expectError(
+      () => deserializer.getNextRecord(Int64Serializer.INSTANCE, { value: undefined }),
+      SerializationError,
+      ErrorCodes.SERIALIZATION,
     );
+    expect(error.message).toMatch(/4-byte record .* serializer 'int64': cannot read 8 bytes/);
     deserializer.clear();
     expect(counter.recycled).toBe(1);
   });
@@ -543,7 +534,7 @@ describe("SpillingAdaptiveSpanningRecordDeserializer", () => {
     expect(Array.from(holder.value as Uint8Array)).toEqual([0, 0, 0, 2, 4, 5]);
     reused.recycleBuffer();
     local.destroy();
-    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+    expect(pool).toHaveAllSegmentsAvailable();
   });
 
   it("hands out the unconsumed bytes (partial record with its length, then unread bytes)", () => {

@@ -78,7 +78,7 @@ interface SpillFile {
 
 /**
  * Turns a channel's stream of data buffers back into records (Flink's
- * SpillingAdaptiveSpanningRecordDeserializer), for the record format of reference §7: an int32
+ * SpillingAdaptiveSpanningRecordDeserializer), for Flink's record format: an int32
  * big-endian payload length, then the payload, records back to back, any record (its 4 length
  * bytes included) possibly split across any number of buffers.
  *

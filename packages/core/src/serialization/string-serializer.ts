@@ -1,7 +1,7 @@
+import { describeValue } from "../describe-value.js";
 import { IllegalArgumentError } from "../errors.js";
 import type { DataInputDeserializer } from "./data-input-deserializer.js";
 import type { DataOutputSerializer } from "./data-output-serializer.js";
-import { describeValue } from "./serializer-errors.js";
 import type { TypeSerializer } from "./type-serializer.js";
 
 /** `String.prototype.isWellFormed` (ES2024, in Node 20) — typed here because the lib is ES2023. */

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ErrorCodes, isSluiceError } from "../errors.js";
+import { ErrorCodes, IllegalArgumentError } from "../errors.js";
+import { expectError } from "../testing/index.js";
 import { BooleanSerializer } from "./boolean-serializer.js";
 import { BytesSerializer } from "./bytes-serializer.js";
 import { DataInputDeserializer } from "./data-input-deserializer.js";
@@ -27,15 +28,12 @@ function roundTrip<T>(serializer: TypeSerializer<T>, value: T, expectedHex?: str
 }
 
 function expectInvalid(serializer: TypeSerializer<unknown>, value: unknown, message: RegExp): void {
-  let error: unknown;
-  try {
-    serializer.serialize(value, new DataOutputSerializer());
-  } catch (e) {
-    error = e;
-  }
-  expect(isSluiceError(error, ErrorCodes.INVALID_ARGUMENT)).toBe(true);
-  expect((error as Error).name).toBe("IllegalArgumentError");
-  expect((error as Error).message).toMatch(message);
+  const error = expectError(
+    () => serializer.serialize(value, new DataOutputSerializer()),
+    IllegalArgumentError,
+    ErrorCodes.INVALID_ARGUMENT,
+  );
+  expect(error.message).toMatch(message);
 }
 
 describe("built-in TypeSerializers", () => {

@@ -1,15 +1,13 @@
 import {
   CancelledError,
-  type ErrorCode,
   ErrorCodes,
   IntermediateDataSetID,
   NetworkBufferPool,
   PartitionNotFoundError,
   ResultPartitionID,
-  type SluiceError,
-  type SluiceErrorClass,
   TaskEvent,
 } from "@sluice/core";
+import { expectSluiceError } from "@sluice/core/testing";
 import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ResultPartition } from "../partition/result-partition.js";
@@ -78,14 +76,6 @@ function setUp(backoff: Backoff, events?: TaskEventDispatcher): Setup {
   return { global, manager, partition, gate, channel, requests: () => spy.mock.calls.length };
 }
 
-function expectSluiceError(caught: unknown, cls: SluiceErrorClass, code: ErrorCode): SluiceError {
-  expect(caught).toBeInstanceOf(cls);
-  const error = caught as SluiceError;
-  expect(error.code).toBe(code);
-  expect(error.name).toBe(cls.name);
-  return error;
-}
-
 function pollError(gate: SingleInputGate): unknown {
   try {
     gate.pollNext();
@@ -99,7 +89,7 @@ async function cleanUp(s: Setup): Promise<void> {
   await s.gate.close();
   s.partition.close();
   s.partition.release();
-  expect(s.global.getNumberOfAvailableMemorySegments()).toBe(s.global.totalNumberOfMemorySegments);
+  expect(s.global).toHaveAllSegmentsAvailable();
 }
 
 describe("LocalInputChannel partition requests", () => {

@@ -7,11 +7,11 @@ import {
   type ResultPartitionID,
   type TaskEvent,
 } from "@sluice/core";
+import type { TaskEventPublisher } from "@sluice/runtime-api";
 import { isDataAvailable } from "../partition/buffer-and-backlog.js";
 import type { BufferAvailabilityListener } from "../partition/buffer-availability-listener.js";
 import type { ResultPartitionManager } from "../partition/result-partition-manager.js";
 import type { ResultSubpartitionView } from "../partition/result-subpartition-view.js";
-import type { TaskEventPublisher } from "../partition/task-event-publisher.js";
 import {
   type Backoff,
   type BufferAndAvailability,

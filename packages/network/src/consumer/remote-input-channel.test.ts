@@ -2,7 +2,6 @@ import {
   BufferReorderingError,
   CancelledError,
   DataType,
-  type ErrorCode,
   ErrorCodes,
   FreeingBufferRecycler,
   InsufficientBuffersError,
@@ -14,9 +13,9 @@ import {
   PartitionNotFoundError,
   ResultPartitionID,
   type SluiceError,
-  type SluiceErrorClass,
   TaskEvent,
 } from "@sluice/core";
+import { expectError } from "@sluice/core/testing";
 import type { ExecutionState } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ConnectionID } from "../netty/connection-id.js";
@@ -150,24 +149,10 @@ function take(channel: RemoteInputChannel): NetworkBuffer {
   return next.buffer;
 }
 
-function expectSluiceError(fn: () => unknown, cls: SluiceErrorClass, code: ErrorCode): SluiceError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught).toBeInstanceOf(cls);
-  const error = caught as SluiceError;
-  expect(error.code).toBe(code);
-  expect(error.name).toBe(cls.name);
-  return error;
-}
-
 function finish(s: Setup): void {
   s.channel.releaseAllResources();
   s.gatePool.destroy();
-  expect(s.global.getNumberOfAvailableMemorySegments()).toBe(s.global.totalNumberOfMemorySegments);
+  expect(s.global).toHaveAllSegmentsAvailable();
 }
 
 describe("RemoteInputChannel credit", () => {
@@ -319,7 +304,7 @@ describe("RemoteInputChannel credit", () => {
     const gap = receive(s.channel, 2, 0);
     expect(gap.isRecycled()).toBe(true);
     expect(s.gate.nonEmpty).toBe(notified + 1);
-    const error = expectSluiceError(
+    const error = expectError(
       () => s.channel.getNextBuffer(),
       BufferReorderingError,
       ErrorCodes.BUFFER_REORDERING,
@@ -357,7 +342,7 @@ describe("RemoteInputChannel credit", () => {
     const late = s.gatePool.requestBuffer() as NetworkBuffer;
     s.channel.onBuffer(late, 2, 0);
     expect(late.isRecycled()).toBe(true);
-    expectSluiceError(() => s.channel.getNextBuffer(), CancelledError, ErrorCodes.CANCELLED);
+    expectError(() => s.channel.getNextBuffer(), CancelledError, ErrorCodes.CANCELLED);
     s.channel.releaseAllResources(); // idempotent
     expect(s.client.closed).toHaveLength(1);
     finish(s);
@@ -625,7 +610,7 @@ describe("RemoteInputChannel exclusive buffers held by other pools", () => {
     channel.setup();
     channel.requestSubpartitions();
     await expect.poll(() => channel.getError()).toBeDefined();
-    const error = expectSluiceError(
+    const error = expectError(
       () => channel.getNextBuffer(),
       InsufficientBuffersError,
       ErrorCodes.INSUFFICIENT_BUFFERS,

@@ -7,11 +7,11 @@ import {
   ProducerFailedError,
   ResultPartitionID,
 } from "@sluice/core";
+import { expectError } from "@sluice/core/testing";
 import { type BufferOrEvent, ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
 import { ResultPartition } from "../partition/result-partition.js";
 import { ResultPartitionManager } from "../partition/result-partition-manager.js";
-import { expectError } from "../test-support/assertions.js";
 import type { Backoff } from "./input-channel.js";
 import { LocalInputChannel } from "./local-input-channel.js";
 import { SingleInputGate } from "./single-input-gate.js";
@@ -72,7 +72,7 @@ function localJob(channels: number, unknown: readonly number[] = []): LocalJob {
 }
 
 function expectAllSegmentsBack(global: NetworkBufferPool): void {
-  expect(global.getNumberOfAvailableMemorySegments()).toBe(global.totalNumberOfMemorySegments);
+  expect(global).toHaveAllSegmentsAvailable();
 }
 
 /** Polls until the gate has nothing right now; recycles data buffers. */

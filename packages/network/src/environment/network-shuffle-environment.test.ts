@@ -16,10 +16,12 @@ import {
   ResultPartitionType,
   readableConfigOf,
 } from "@sluice/runtime-api";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { LocalInputChannel } from "../consumer/local-input-channel.js";
 import type { SingleInputGate } from "../consumer/single-input-gate.js";
 import { UnknownInputChannel } from "../consumer/unknown-input-channel.js";
+import type { ListenOptions, Transport } from "../netty/transport.js";
+import { TRANSPORT_WARNING_TYPE } from "../netty/transport-warning.js";
 import type { ResultPartition } from "../partition/result-partition.js";
 import {
   deployAllToAll,
@@ -28,9 +30,10 @@ import {
   RecordChecker,
   RUNNING_PRODUCER,
 } from "../test-support/shuffle-fixture.js";
-import type { NetworkShuffleEnvironment } from "./network-shuffle-environment.js";
+import { NetworkShuffleEnvironment } from "./network-shuffle-environment.js";
 import { NetworkShuffleMaster } from "./network-shuffle-master.js";
 import { LocalShuffleServiceFactory } from "./network-shuffle-service-factory.js";
+import "@sluice/core/testing";
 
 const SEGMENT_SIZE = 4096;
 const config = {
@@ -133,7 +136,7 @@ describe("NetworkShuffleEnvironment in one process", () => {
     writer.close();
     expect(writer.isReleased()).toBe(true);
     const pool = env.networkBufferPool;
-    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+    expect(pool).toHaveAllSegmentsAvailable();
   });
 
   it("stops a producer at its pool bound while the consumer does not read, then resumes and delivers everything", async () => {
@@ -210,7 +213,7 @@ describe("NetworkShuffleEnvironment in one process", () => {
 
     await gate.close();
     writer.close();
-    expect(global.getNumberOfAvailableMemorySegments()).toBe(global.totalNumberOfMemorySegments);
+    expect(global).toHaveAllSegmentsAvailable();
     expect(env.getPartitionsOccupyingLocalResources()).toEqual([]);
   });
 
@@ -359,5 +362,35 @@ describe("NetworkShuffleEnvironment in one process", () => {
     await gate.close();
     writer.release();
     writer.close();
+  });
+});
+
+describe("NetworkShuffleEnvironment data server", () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it("reports an error of its listening data server as a SluiceTransportWarning naming the worker", async () => {
+    let listen: ListenOptions | undefined;
+    const transport: Transport = {
+      name: "fake",
+      listen: async (options) => {
+        listen = options;
+        return { port: 4321, host: options.host, close: async () => {} };
+      },
+      connect: () => Promise.reject(new Error("not used")),
+    };
+    const warnings = vi.spyOn(process, "emitWarning").mockImplementation(() => {});
+    const env = new NetworkShuffleEnvironment(environmentContext(config), transport);
+    try {
+      expect(await env.start()).toBe(4321);
+      listen?.onError?.(new Error("accept EMFILE"));
+      expect(warnings).toHaveBeenCalledWith(
+        `data server of worker ${env.resourceId} (fake on ${env.settings.bindHost}:4321): accept EMFILE`,
+        expect.objectContaining({ type: TRANSPORT_WARNING_TYPE }),
+      );
+    } finally {
+      await env.close();
+    }
   });
 });

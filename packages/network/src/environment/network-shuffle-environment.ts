@@ -20,6 +20,7 @@ import {
   type ShuffleEnvironmentContext,
   type ShuffleIOOwnerContext,
   type ShuffleMetricSink,
+  type TaskEventPublisher,
 } from "@sluice/runtime-api";
 import {
   type BlockCompressionFactory,
@@ -41,12 +42,13 @@ import { ConnectionID } from "../netty/connection-id.js";
 import { PartitionRequestClientFactory } from "../netty/partition-request-client-factory.js";
 import { PartitionRequestServerHandler } from "../netty/partition-request-server-handler.js";
 import type { Transport, TransportServer } from "../netty/transport.js";
+import { emitTransportWarning } from "../netty/transport-warning.js";
 import { BatchShuffleReadBufferPool } from "../partition/batch-shuffle-read-buffer-pool.js";
 import { FileChannelManager } from "../partition/file-channel-manager.js";
 import { ResultPartition } from "../partition/result-partition.js";
 import { ResultPartitionManager } from "../partition/result-partition-manager.js";
 import { SortMergeResultPartition } from "../partition/sort-merge-result-partition.js";
-import { TaskEventDispatcher, type TaskEventPublisher } from "../partition/task-event-publisher.js";
+import { TaskEventDispatcher } from "../partition/task-event-publisher.js";
 import { createGateBuffersSpec, outputPoolSize } from "./gate-buffers-spec.js";
 import {
   type NetworkShuffleEnvironmentConfiguration,
@@ -141,8 +143,9 @@ export class NetworkShuffleEnvironment
   async start(): Promise<number> {
     if (this.started) throw new IllegalStateError("NetworkShuffleEnvironment already started");
     this.started = true;
-    if (this.transport === undefined) return -1;
-    this.server = await this.transport.listen({
+    const transport = this.transport;
+    if (transport === undefined) return -1;
+    this.server = await transport.listen({
       host: this.settings.bindHost,
       port: this.settings.dataPort,
       maxFrameSize: this.settings.maxFrameSize,
@@ -180,6 +183,13 @@ export class NetworkShuffleEnvironment
         }
         this.serverHandlers.add(handler);
       },
+      // The server keeps listening after such an error (accept failing with EMFILE, ...);
+      // the operator needs to see it.
+      onError: (error) =>
+        emitTransportWarning(
+          `data server of worker ${this.resourceId} (${transport.name} on ${this.settings.bindHost}:${this.server?.port ?? this.settings.dataPort})`,
+          error,
+        ),
     });
     return this.server.port;
   }

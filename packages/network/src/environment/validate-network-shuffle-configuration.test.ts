@@ -1,6 +1,6 @@
 import { ConfigurationError, ErrorCodes } from "@sluice/core";
+import { expectError } from "@sluice/core/testing";
 import { describe, expect, it } from "vitest";
-import { expectError } from "../test-support/assertions.js";
 import { environmentContext, type RawConfig } from "../test-support/shuffle-fixture.js";
 import { LocalShuffleServiceFactory } from "./network-shuffle-service-factory.js";
 import { segmentsForOneChannel } from "./validate-network-shuffle-configuration.js";

@@ -9,11 +9,11 @@ import {
   ResultPartitionID,
   type SluiceError,
 } from "@sluice/core";
+import { expectError } from "@sluice/core/testing";
 import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ResultPartition } from "../partition/result-partition.js";
 import { ResultPartitionManager } from "../partition/result-partition-manager.js";
-import { expectError } from "../test-support/assertions.js";
 import {
   CreditBasedSequenceNumberingViewReader,
   type ReaderBuffer,
@@ -83,7 +83,7 @@ function next(r: CreditBasedSequenceNumberingViewReader): ReaderBuffer {
 }
 
 function expectAllSegmentsBack(s: Setup): void {
-  expect(s.global.getNumberOfAvailableMemorySegments()).toBe(s.global.totalNumberOfMemorySegments);
+  expect(s.global).toHaveAllSegmentsAvailable();
 }
 
 describe("CreditBasedSequenceNumberingViewReader", () => {

@@ -39,6 +39,7 @@ export class PartitionRequestClientFactory {
     if (client === undefined) {
       client = this.connect(connectionId);
       this.clients.set(key, client);
+      // Not swallowed: the caller gets the rejection. This only forgets the failed attempt.
       client.catch(() => {
         if (this.clients.get(key) === client) this.clients.delete(key);
       });

@@ -22,6 +22,7 @@ import {
 import { FakeConnection } from "../test-support/fake-connection.js";
 import { CreditBasedSequenceNumberingViewReader } from "./credit-based-sequence-numbering-view-reader.js";
 import { PartitionRequestQueue } from "./partition-request-queue.js";
+import "@sluice/core/testing";
 
 const SEGMENT = 64;
 const FULL = SEGMENT - 4;
@@ -113,7 +114,7 @@ function finish(s: Setup): void {
   s.queue.releaseAllResources();
   expect(s.queue.getNumberOfReaders()).toBe(0);
   s.manager.shutdown();
-  expect(s.global.getNumberOfAvailableMemorySegments()).toBe(s.global.totalNumberOfMemorySegments);
+  expect(s.global).toHaveAllSegmentsAvailable();
 }
 
 describe("PartitionRequestQueue", () => {

@@ -10,6 +10,7 @@ import {
   TaskEvent,
   TimeoutError,
 } from "@sluice/core";
+import { expectSluiceError } from "@sluice/core/testing";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ResultPartitionManager } from "../partition/result-partition-manager.js";
 import {
@@ -21,7 +22,6 @@ import {
   NettyMessageDecoder,
   type NonBufferMessage,
 } from "../protocol/index.js";
-import { expectSluiceError } from "../test-support/assertions.js";
 import { FakeConnection } from "../test-support/fake-connection.js";
 import {
   PartitionRequestServerHandler,

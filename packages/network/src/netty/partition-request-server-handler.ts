@@ -8,8 +8,8 @@ import {
   TaskEvent,
   TimeoutError,
 } from "@sluice/core";
+import type { TaskEventPublisher } from "@sluice/runtime-api";
 import type { ResultPartitionManager } from "../partition/result-partition-manager.js";
-import type { TaskEventPublisher } from "../partition/task-event-publisher.js";
 import { errorToErrorResponse } from "../protocol/error-response.js";
 import { encodeMessage } from "../protocol/message-encoder.js";
 import { MessageId } from "../protocol/message-id.js";

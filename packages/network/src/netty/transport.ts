@@ -76,6 +76,14 @@ export interface ListenOptions {
   readonly maxFrameSize: number;
   /** Each accepted connection, already established. */
   readonly onConnection: (connection: TransportConnection) => void;
+  /**
+   * Receives every error of the listening server after `listen` resolved (accepting a connection
+   * failed, e.g. with EMFILE when the process is out of file descriptors). The server keeps
+   * listening and accepted connections are unaffected, as with Netty; the callback decides how
+   * to report it. Without one, the transport emits a `SluiceTransportWarning` process warning, so
+   * such an error is never lost. Must not throw.
+   */
+  readonly onError?: (error: Error) => void;
 }
 
 /** Options for connecting. */

@@ -12,9 +12,9 @@ import {
   NetworkBufferPool,
   ResultPartitionID,
 } from "@sluice/core";
+import { expectError, must } from "@sluice/core/testing";
 import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
-import { expectError, must } from "../test-support/assertions.js";
 import type { BufferAndBacklog } from "./buffer-and-backlog.js";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
 import { ResultPartition } from "./result-partition.js";
@@ -93,7 +93,7 @@ function eventOf(buffer: NetworkBuffer): unknown {
 }
 
 function expectAllSegmentsBack(global: NetworkBufferPool): void {
-  expect(global.getNumberOfAvailableMemorySegments()).toBe(global.totalNumberOfMemorySegments);
+  expect(global).toHaveAllSegmentsAvailable();
 }
 
 describe("PipelinedSubpartition notifications", () => {

@@ -5,9 +5,9 @@ import {
   PartitionNotFoundError,
   ResultPartitionID,
 } from "@sluice/core";
+import { expectError, expectSluiceError } from "@sluice/core/testing";
 import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { expectError, expectSluiceError } from "../test-support/assertions.js";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
 import { ResultPartition } from "./result-partition.js";
 import type { PartitionRequestListener } from "./result-partition-manager.js";
@@ -65,7 +65,7 @@ function newPartition(
 }
 
 function expectAllSegmentsBack(global: NetworkBufferPool): void {
-  expect(global.getNumberOfAvailableMemorySegments()).toBe(global.totalNumberOfMemorySegments);
+  expect(global).toHaveAllSegmentsAvailable();
 }
 
 describe("ResultPartitionManager", () => {

@@ -4,20 +4,20 @@ import {
   type LocalBufferPool,
   type LocalBufferPoolOptions,
   NetworkBufferPool,
+  RECORD_LENGTH_BYTES,
   RecordTooLargeError,
   ResultPartitionID,
 } from "@sluice/core";
+import { expectError } from "@sluice/core/testing";
 import { ResultPartitionType } from "@sluice/runtime-api";
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { expectError } from "../test-support/assertions.js";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
 import { ResultPartition } from "./result-partition.js";
 import { ResultPartitionManager } from "./result-partition-manager.js";
 import type { ResultSubpartitionView } from "./result-subpartition-view.js";
 
 const SEGMENT = 64;
-const LENGTH_BYTES = 4;
 
 const NO_OP_LISTENER: BufferAvailabilityListener = { notifyDataAvailable: () => {} };
 
@@ -117,9 +117,9 @@ class Sink {
     const out: Buffer[] = [];
     let at = 0;
     while (at < stream.length) {
-      expect(stream.length - at).toBeGreaterThanOrEqual(LENGTH_BYTES);
+      expect(stream.length - at).toBeGreaterThanOrEqual(RECORD_LENGTH_BYTES);
       const length = stream.readInt32BE(at);
-      at += LENGTH_BYTES;
+      at += RECORD_LENGTH_BYTES;
       expect(length).toBeGreaterThanOrEqual(0);
       expect(stream.length - at).toBeGreaterThanOrEqual(length);
       out.push(stream.subarray(at, at + length));
@@ -137,7 +137,7 @@ function expectRecords(actual: Buffer[], expected: Uint8Array[]): void {
 }
 
 function expectAllSegmentsBack(global: NetworkBufferPool): void {
-  expect(global.getNumberOfAvailableMemorySegments()).toBe(global.totalNumberOfMemorySegments);
+  expect(global).toHaveAllSegmentsAvailable();
 }
 
 /** Finishes the partition, drains every view into its sink and releases everything. */

@@ -1,10 +1,5 @@
 import type { ResultPartitionID, TaskEvent } from "@sluice/core";
-
-/** Delivers task events sent upstream by consumers to the producing task (Flink's TaskEventPublisher). */
-export interface TaskEventPublisher {
-  /** Returns false when nobody listens for events of `partitionId`. */
-  publish(partitionId: ResultPartitionID, event: TaskEvent): boolean;
-}
+import type { TaskEventPublisher } from "@sluice/runtime-api";
 
 /** A TaskEventPublisher with per-partition subscriptions (Flink's TaskEventDispatcher). */
 export class TaskEventDispatcher implements TaskEventPublisher {

@@ -46,6 +46,7 @@ function safeString(value: unknown): string {
   try {
     return String(value);
   } catch {
+    // A cause whose toString throws must not keep the error itself from being reported.
     return "<unprintable value>";
   }
 }

@@ -1,5 +1,5 @@
 /**
- * The wire protocol of the credit-based shuffle (reference §2, docs/protocol.md): message types,
+ * The wire protocol of the credit-based shuffle (docs/protocol.md): message types and layouts,
  * the encoder, the streaming decoder and the ErrorResponse mapping.
  */
 export {
@@ -16,24 +16,21 @@ export {
   UNKNOWN_ERROR_WIRE_ID,
 } from "./error-wire-ids.js";
 export {
-  bufferResponseFrameSize,
-  bufferResponseHeaderSize,
   encodeBufferResponse,
   encodeBufferResponseHeader,
   encodeMessage,
   writeBufferResponseHeader,
 } from "./message-encoder.js";
+export { isClientBoundId, isServerBoundId, MessageId, messageName } from "./message-id.js";
 export {
-  BUFFER_RESPONSE_FIXED_HEADER_LENGTH,
+  BUFFER_RESPONSE,
   BUFFER_RESPONSE_HEADER_LENGTH,
-  FRAME_HEADER_LENGTH,
-  isClientBoundId,
-  isServerBoundId,
+  bufferResponseFrameSize,
+  bufferResponseHeaderSize,
+  FRAME_HEADER,
   MAGIC_NUMBER,
   MAX_WIRE_FRAME_LENGTH,
-  MessageId,
-  messageName,
-} from "./message-id.js";
+} from "./message-layout.js";
 export type {
   AckAllUserRecordsProcessed,
   AddCredit,

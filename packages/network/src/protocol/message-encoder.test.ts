@@ -10,18 +10,18 @@ import {
 } from "@sluice/core";
 import { describe, expect, it } from "vitest";
 import {
-  bufferResponseFrameSize,
   encodeBufferResponse,
   encodeBufferResponseHeader,
   encodeMessage,
   writeBufferResponseHeader,
 } from "./message-encoder.js";
 import { MessageId } from "./message-id.js";
+import { bufferResponseFrameSize } from "./message-layout.js";
 import type { NonBufferMessage } from "./netty-message.js";
 import { bufferOf } from "./test-support/messages.js";
 
 /**
- * Byte-exact layouts, written out by hand from the reference table (§2.1/§2.2): int32 frame
+ * Byte-exact layouts, written out by hand from the tables of docs/protocol.md: int32 frame
  * length including itself, int32 magic 0xBADC0FFE, int8 id, then the body, all big-endian.
  */
 

@@ -1,23 +1,36 @@
 import {
   DataType,
   IllegalArgumentError,
-  InputChannelID,
+  type InputChannelID,
   isBufferType,
   MAX_DATA_TYPE,
 } from "@sluice/core";
 import { MAX_ERROR_MESSAGE_BYTES, MAX_ERROR_NAME_BYTES, utf8Capped } from "./error-response.js";
+import { MessageId, messageName } from "./message-id.js";
 import {
-  BUFFER_RESPONSE_HEADER_LENGTH,
-  FRAME_HEADER_LENGTH,
+  ADD_CREDIT,
+  BACKLOG_ANNOUNCEMENT,
+  BUFFER_RESPONSE,
+  bufferResponseFrameSize,
+  bufferResponseHeaderSize,
+  ERROR_RESPONSE,
+  ERROR_RESPONSE_MESSAGE,
+  ERROR_RESPONSE_RECEIVER,
+  errorResponseBodySize,
+  type FieldOffsets,
+  FRAME_HEADER,
   MAGIC_NUMBER,
   MAX_WIRE_FRAME_LENGTH,
-  MessageId,
-  messageName,
-} from "./message-id.js";
+  NEW_BUFFER_SIZE,
+  PARTIAL_BUFFER_SIZE_BYTES,
+  PARTITION_REQUEST,
+  RECEIVER_ONLY,
+  SEGMENT_ID,
+  TASK_EVENT_REQUEST,
+  TASK_EVENT_REQUEST_TARGET,
+  taskEventRequestBodySize,
+} from "./message-layout.js";
 import type { BufferResponse, BufferResponseHeader, NonBufferMessage } from "./netty-message.js";
-
-const ID_BYTES = InputChannelID.BYTES; // 16
-const RESULT_PARTITION_ID_BYTES = 60; // IRP-ID 20 + ExecutionAttemptID 40
 
 function isInt32(value: number): boolean {
   return (value | 0) === value;
@@ -36,23 +49,18 @@ function checkReceiver(what: string, receiverId: unknown): void {
   }
 }
 
-function writeFrameHeader(target: Buffer, offset: number, frameLength: number, id: number): void {
-  target.writeInt32BE(frameLength, offset);
-  target.writeUInt32BE(MAGIC_NUMBER, offset + 4);
-  target[offset + 8] = id;
+/** Writes the frame header at `offset`; returns the offset of the body. */
+function writeFrameHeader(target: Buffer, offset: number, frameLength: number, id: number): number {
+  target.writeInt32BE(frameLength, offset + FRAME_HEADER.frameLength);
+  target.writeUInt32BE(MAGIC_NUMBER, offset + FRAME_HEADER.magic);
+  target[offset + FRAME_HEADER.messageId] = id;
+  return offset + FRAME_HEADER.BYTES;
 }
 
-/** Total frame length of a BufferResponse: 9 + 38 + 4 × partial buffers + payload bytes. */
-export function bufferResponseFrameSize(
-  numberOfPartialBuffers: number,
-  bufferSize: number,
-): number {
-  return BUFFER_RESPONSE_HEADER_LENGTH + 4 * numberOfPartialBuffers + bufferSize;
-}
-
-/** Bytes of the BufferResponse header (everything but the payload): 9 + 38 + 4 × partial buffers. */
-export function bufferResponseHeaderSize(numberOfPartialBuffers: number): number {
-  return BUFFER_RESPONSE_HEADER_LENGTH + 4 * numberOfPartialBuffers;
+/** A new buffer holding exactly one frame of `bodyLength` body bytes, its header written. */
+function allocateFrame(id: number, bodyLength: number): { frame: Buffer; body: number } {
+  const frame = Buffer.allocUnsafe(FRAME_HEADER.BYTES + bodyLength);
+  return { frame, body: writeFrameHeader(frame, 0, frame.length, id) };
 }
 
 /**
@@ -91,32 +99,29 @@ export function writeBufferResponseHeader(
   if (frameLength > MAX_WIRE_FRAME_LENGTH) {
     throw new IllegalArgumentError(`BufferResponse frame of ${frameLength} bytes exceeds 2^31-1`);
   }
-  const headerLength = BUFFER_RESPONSE_HEADER_LENGTH + 4 * n;
+  const headerLength = bufferResponseHeaderSize(n);
   if (offset < 0 || offset + headerLength > target.length) {
     throw new IllegalArgumentError(
       `BufferResponse header of ${headerLength} bytes does not fit at ${offset} of ${target.length}`,
     );
   }
-  let o = offset;
-  writeFrameHeader(target, o, frameLength, MessageId.BUFFER_RESPONSE);
-  o += FRAME_HEADER_LENGTH;
-  header.receiverId.writeTo(target, o);
-  o += ID_BYTES;
-  target.writeInt32BE(header.subpartitionId, o);
-  target.writeInt32BE(n, o + 4);
-  target.writeInt32BE(header.sequenceNumber, o + 8);
-  target.writeInt32BE(header.backlog, o + 12);
-  target[o + 16] = dataType;
-  target[o + 17] = header.isCompressed ? 1 : 0;
-  target.writeInt32BE(size, o + 18);
-  o += 22;
+  const body = writeFrameHeader(target, offset, frameLength, MessageId.BUFFER_RESPONSE);
+  header.receiverId.writeTo(target, body + BUFFER_RESPONSE.receiverId);
+  target.writeInt32BE(header.subpartitionId, body + BUFFER_RESPONSE.subpartitionId);
+  target.writeInt32BE(n, body + BUFFER_RESPONSE.numberOfPartialBuffers);
+  target.writeInt32BE(header.sequenceNumber, body + BUFFER_RESPONSE.sequenceNumber);
+  target.writeInt32BE(header.backlog, body + BUFFER_RESPONSE.backlog);
+  target[body + BUFFER_RESPONSE.dataType] = dataType;
+  target[body + BUFFER_RESPONSE.isCompressed] = header.isCompressed ? 1 : 0;
+  target.writeInt32BE(size, body + BUFFER_RESPONSE.bufferSize);
+  let o = body + BUFFER_RESPONSE.BYTES;
   let sum = 0;
   for (let i = 0; i < n; i++) {
     const partial = sizes[i] as number;
     checkInt("BufferResponse.partialBufferSizes[i]", partial, 1);
     sum += partial;
     target.writeInt32BE(partial, o);
-    o += 4;
+    o += PARTIAL_BUFFER_SIZE_BYTES;
   }
   if (n > 0 && sum !== size) {
     throw new IllegalArgumentError(
@@ -127,7 +132,7 @@ export function writeBufferResponseHeader(
 }
 
 /**
- * The header bytes of a BufferResponse (9 + 38 + 4n) in a new Buffer; the frame length in it
+ * The header bytes of a BufferResponse (47 + 4n) in a new Buffer; the frame length in it
  * accounts for the payload, which the transport writes next without copying it.
  */
 export function encodeBufferResponseHeader(header: BufferResponseHeader): Buffer {
@@ -158,26 +163,26 @@ export function encodeBufferResponse(msg: BufferResponse): Buffer {
 
 function frameWithReceiver(id: number, receiverId: InputChannelID): Buffer {
   checkReceiver(messageName(id), receiverId);
-  const target = Buffer.allocUnsafe(FRAME_HEADER_LENGTH + ID_BYTES);
-  writeFrameHeader(target, 0, target.length, id);
-  receiverId.writeTo(target, FRAME_HEADER_LENGTH);
-  return target;
+  const { frame, body } = allocateFrame(id, RECEIVER_ONLY.BYTES);
+  receiverId.writeTo(frame, body + RECEIVER_ONLY.receiverId);
+  return frame;
 }
 
-function frameWithIntAndReceiver(
+/** AddCredit, BacklogAnnouncement and NewBufferSize: one int32 field and the receiver. */
+function frameWithIntAndReceiver<Field extends string>(
   id: number,
-  field: string,
+  layout: FieldOffsets<Field | "receiverId">,
+  field: Field,
   value: number,
   min: number,
   receiverId: InputChannelID,
 ): Buffer {
   checkInt(`${messageName(id)}.${field}`, value, min);
   checkReceiver(messageName(id), receiverId);
-  const target = Buffer.allocUnsafe(FRAME_HEADER_LENGTH + 4 + ID_BYTES);
-  writeFrameHeader(target, 0, target.length, id);
-  target.writeInt32BE(value, FRAME_HEADER_LENGTH);
-  receiverId.writeTo(target, FRAME_HEADER_LENGTH + 4);
-  return target;
+  const { frame, body } = allocateFrame(id, layout.BYTES);
+  frame.writeInt32BE(value, body + layout[field]);
+  receiverId.writeTo(frame, body + layout.receiverId);
+  return frame;
 }
 
 /**
@@ -198,34 +203,21 @@ export function encodeMessage(msg: NonBufferMessage): Buffer {
       if (receiverId !== undefined) checkReceiver("ErrorResponse", receiverId);
       const name = utf8Capped(msg.errorName, MAX_ERROR_NAME_BYTES);
       const text = utf8Capped(msg.message, MAX_ERROR_MESSAGE_BYTES);
-      const frameLength =
-        FRAME_HEADER_LENGTH +
-        2 +
-        2 +
-        name.length +
-        4 +
-        text.length +
-        1 +
-        (receiverId === undefined ? 0 : ID_BYTES);
-      const target = Buffer.allocUnsafe(frameLength);
-      writeFrameHeader(target, 0, frameLength, MessageId.ERROR_RESPONSE);
-      let o = FRAME_HEADER_LENGTH;
-      target.writeInt16BE(msg.errorWireId, o);
-      target.writeUInt16BE(name.length, o + 2);
-      o += 4;
-      name.copy(target, o);
-      o += name.length;
-      target.writeInt32BE(text.length, o);
-      o += 4;
-      text.copy(target, o);
-      o += text.length;
-      if (receiverId === undefined) {
-        target[o] = 0;
-      } else {
-        target[o] = 1;
-        receiverId.writeTo(target, o + 1);
-      }
-      return target;
+      const { frame, body } = allocateFrame(
+        MessageId.ERROR_RESPONSE,
+        errorResponseBodySize(name.length, text.length, receiverId !== undefined),
+      );
+      frame.writeInt16BE(msg.errorWireId, body + ERROR_RESPONSE.errorWireId);
+      frame.writeUInt16BE(name.length, body + ERROR_RESPONSE.nameLength);
+      const nameAt = body + ERROR_RESPONSE.BYTES;
+      name.copy(frame, nameAt);
+      const messageAt = nameAt + name.length;
+      frame.writeInt32BE(text.length, messageAt + ERROR_RESPONSE_MESSAGE.messageLength);
+      text.copy(frame, messageAt + ERROR_RESPONSE_MESSAGE.BYTES);
+      const receiverAt = messageAt + ERROR_RESPONSE_MESSAGE.BYTES + text.length;
+      frame[receiverAt + ERROR_RESPONSE_RECEIVER.hasReceiver] = receiverId === undefined ? 0 : 1;
+      receiverId?.writeTo(frame, receiverAt + ERROR_RESPONSE_RECEIVER.BYTES);
+      return frame;
     }
     case MessageId.PARTITION_REQUEST: {
       const { start, end } = msg.subpartitionIndexSet;
@@ -233,66 +225,66 @@ export function encodeMessage(msg: NonBufferMessage): Buffer {
       checkInt("PartitionRequest.subpartitionIndexSet.end", end, start);
       checkInt("PartitionRequest.credit", msg.credit, 0);
       checkReceiver("PartitionRequest", msg.receiverId);
-      const target = Buffer.allocUnsafe(
-        FRAME_HEADER_LENGTH + RESULT_PARTITION_ID_BYTES + 8 + ID_BYTES + 4,
-      );
-      writeFrameHeader(target, 0, target.length, MessageId.PARTITION_REQUEST);
-      let o = FRAME_HEADER_LENGTH;
-      msg.partitionId.writeTo(target, o);
-      o += RESULT_PARTITION_ID_BYTES;
-      target.writeInt32BE(start, o);
-      target.writeInt32BE(end, o + 4);
-      o += 8;
-      msg.receiverId.writeTo(target, o);
-      target.writeInt32BE(msg.credit, o + ID_BYTES);
-      return target;
+      const { frame, body } = allocateFrame(MessageId.PARTITION_REQUEST, PARTITION_REQUEST.BYTES);
+      msg.partitionId.writeTo(frame, body + PARTITION_REQUEST.partitionId);
+      frame.writeInt32BE(start, body + PARTITION_REQUEST.subpartitionIndexStart);
+      frame.writeInt32BE(end, body + PARTITION_REQUEST.subpartitionIndexEnd);
+      msg.receiverId.writeTo(frame, body + PARTITION_REQUEST.receiverId);
+      frame.writeInt32BE(msg.credit, body + PARTITION_REQUEST.credit);
+      return frame;
     }
     case MessageId.TASK_EVENT_REQUEST: {
       checkReceiver("TaskEventRequest", msg.receiverId);
       const event = msg.event;
-      const frameLength =
-        FRAME_HEADER_LENGTH + 4 + event.length + RESULT_PARTITION_ID_BYTES + ID_BYTES;
-      if (frameLength > MAX_WIRE_FRAME_LENGTH) {
+      const bodyLength = taskEventRequestBodySize(event.length);
+      if (FRAME_HEADER.BYTES + bodyLength > MAX_WIRE_FRAME_LENGTH) {
         throw new IllegalArgumentError(
-          `TaskEventRequest frame of ${frameLength} bytes exceeds 2^31-1`,
+          `TaskEventRequest frame of ${FRAME_HEADER.BYTES + bodyLength} bytes exceeds 2^31-1`,
         );
       }
-      const target = Buffer.allocUnsafe(frameLength);
-      writeFrameHeader(target, 0, frameLength, MessageId.TASK_EVENT_REQUEST);
-      let o = FRAME_HEADER_LENGTH;
-      target.writeInt32BE(event.length, o);
-      o += 4;
-      target.set(event, o);
-      o += event.length;
-      msg.partitionId.writeTo(target, o);
-      msg.receiverId.writeTo(target, o + RESULT_PARTITION_ID_BYTES);
-      return target;
+      const { frame, body } = allocateFrame(MessageId.TASK_EVENT_REQUEST, bodyLength);
+      frame.writeInt32BE(event.length, body + TASK_EVENT_REQUEST.eventLength);
+      frame.set(event, body + TASK_EVENT_REQUEST.BYTES);
+      const targetAt = body + TASK_EVENT_REQUEST.BYTES + event.length;
+      msg.partitionId.writeTo(frame, targetAt + TASK_EVENT_REQUEST_TARGET.partitionId);
+      msg.receiverId.writeTo(frame, targetAt + TASK_EVENT_REQUEST_TARGET.receiverId);
+      return frame;
     }
     case MessageId.CANCEL_PARTITION_REQUEST:
     case MessageId.RESUME_CONSUMPTION:
     case MessageId.ACK_ALL_USER_RECORDS_PROCESSED:
       return frameWithReceiver(msg.id, msg.receiverId);
-    case MessageId.CLOSE_REQUEST: {
-      const target = Buffer.allocUnsafe(FRAME_HEADER_LENGTH);
-      writeFrameHeader(target, 0, FRAME_HEADER_LENGTH, MessageId.CLOSE_REQUEST);
-      return target;
-    }
+    case MessageId.CLOSE_REQUEST:
+      return allocateFrame(MessageId.CLOSE_REQUEST, 0).frame;
     case MessageId.ADD_CREDIT:
-      return frameWithIntAndReceiver(msg.id, "credit", msg.credit, 1, msg.receiverId);
+      return frameWithIntAndReceiver(msg.id, ADD_CREDIT, "credit", msg.credit, 1, msg.receiverId);
     case MessageId.BACKLOG_ANNOUNCEMENT:
-      return frameWithIntAndReceiver(msg.id, "backlog", msg.backlog, 1, msg.receiverId);
+      return frameWithIntAndReceiver(
+        msg.id,
+        BACKLOG_ANNOUNCEMENT,
+        "backlog",
+        msg.backlog,
+        1,
+        msg.receiverId,
+      );
     case MessageId.NEW_BUFFER_SIZE:
-      return frameWithIntAndReceiver(msg.id, "bufferSize", msg.bufferSize, 1, msg.receiverId);
+      return frameWithIntAndReceiver(
+        msg.id,
+        NEW_BUFFER_SIZE,
+        "bufferSize",
+        msg.bufferSize,
+        1,
+        msg.receiverId,
+      );
     case MessageId.SEGMENT_ID: {
       checkInt("SegmentId.subpartitionId", msg.subpartitionId, 0);
       checkInt("SegmentId.segmentId", msg.segmentId, 1);
       checkReceiver("SegmentId", msg.receiverId);
-      const target = Buffer.allocUnsafe(FRAME_HEADER_LENGTH + 8 + ID_BYTES);
-      writeFrameHeader(target, 0, target.length, MessageId.SEGMENT_ID);
-      target.writeInt32BE(msg.subpartitionId, FRAME_HEADER_LENGTH);
-      target.writeInt32BE(msg.segmentId, FRAME_HEADER_LENGTH + 4);
-      msg.receiverId.writeTo(target, FRAME_HEADER_LENGTH + 8);
-      return target;
+      const { frame, body } = allocateFrame(MessageId.SEGMENT_ID, SEGMENT_ID.BYTES);
+      frame.writeInt32BE(msg.subpartitionId, body + SEGMENT_ID.subpartitionId);
+      frame.writeInt32BE(msg.segmentId, body + SEGMENT_ID.segmentId);
+      msg.receiverId.writeTo(frame, body + SEGMENT_ID.receiverId);
+      return frame;
     }
     default: {
       const id = (msg as { id: unknown }).id;

@@ -1,26 +1,8 @@
 /**
- * Wire constants of the Netty-style protocol (reference §2.1/§2.2). The numeric ids are Flink's
- * and are part of the protocol: never renumber, only append.
+ * The message ids of the protocol (the int8 after the magic number; docs/protocol.md lists
+ * them). The numbers are Flink's and part of the protocol: never renumber, only append. The
+ * byte layouts of the messages live in `message-layout.ts`.
  */
-
-/** Every frame starts with this int32 after the length field. */
-export const MAGIC_NUMBER = 0xbadc0ffe;
-
-/** int32 frame length (including itself) + int32 magic + int8 message id. */
-export const FRAME_HEADER_LENGTH = 9;
-
-/**
- * The fixed part of a BufferResponse body: receiverId 16, subpartitionId 4,
- * numberOfPartialBuffers 4, sequenceNumber 4, backlog 4, dataType 1, isCompressed 1, bufferSize 4.
- */
-export const BUFFER_RESPONSE_FIXED_HEADER_LENGTH = 38;
-
-/** Frame header + fixed BufferResponse header (partial sizes and payload follow). */
-export const BUFFER_RESPONSE_HEADER_LENGTH =
-  FRAME_HEADER_LENGTH + BUFFER_RESPONSE_FIXED_HEADER_LENGTH;
-
-/** The largest frame length the int32 length field can express. */
-export const MAX_WIRE_FRAME_LENGTH = 0x7fffffff;
 
 /** Message ids (the int8 after the magic number). */
 export const MessageId = {
@@ -41,32 +23,54 @@ export const MessageId = {
 /** A valid message id. */
 export type MessageId = (typeof MessageId)[keyof typeof MessageId];
 
-const MESSAGE_NAMES: readonly string[] = [
-  "BufferResponse",
-  "ErrorResponse",
-  "PartitionRequest",
-  "TaskEventRequest",
-  "CancelPartitionRequest",
-  "CloseRequest",
-  "AddCredit",
-  "ResumeConsumption",
-  "AckAllUserRecordsProcessed",
-  "BacklogAnnouncement",
-  "NewBufferSize",
-  "SegmentId",
+const MESSAGE_NAMES: Readonly<Record<MessageId, string>> = {
+  [MessageId.BUFFER_RESPONSE]: "BufferResponse",
+  [MessageId.ERROR_RESPONSE]: "ErrorResponse",
+  [MessageId.PARTITION_REQUEST]: "PartitionRequest",
+  [MessageId.TASK_EVENT_REQUEST]: "TaskEventRequest",
+  [MessageId.CANCEL_PARTITION_REQUEST]: "CancelPartitionRequest",
+  [MessageId.CLOSE_REQUEST]: "CloseRequest",
+  [MessageId.ADD_CREDIT]: "AddCredit",
+  [MessageId.RESUME_CONSUMPTION]: "ResumeConsumption",
+  [MessageId.ACK_ALL_USER_RECORDS_PROCESSED]: "AckAllUserRecordsProcessed",
+  [MessageId.BACKLOG_ANNOUNCEMENT]: "BacklogAnnouncement",
+  [MessageId.NEW_BUFFER_SIZE]: "NewBufferSize",
+  [MessageId.SEGMENT_ID]: "SegmentId",
+};
+
+/** The messages a server (producer side) sends and a client (consumer side) receives. */
+const CLIENT_BOUND: readonly MessageId[] = [
+  MessageId.BUFFER_RESPONSE,
+  MessageId.ERROR_RESPONSE,
+  MessageId.BACKLOG_ANNOUNCEMENT,
 ];
+
+/** Every other message: the requests a client sends to a server. */
+const SERVER_BOUND: readonly MessageId[] = Object.values(MessageId).filter(
+  (id) => !CLIENT_BOUND.includes(id),
+);
+
+/** `table[id]` is true for the ids in `ids`: a lookup cheap enough for every decoded frame. */
+function lookup(ids: readonly MessageId[]): readonly boolean[] {
+  const table: boolean[] = [];
+  for (const id of ids) table[id] = true;
+  return table;
+}
+
+const IS_CLIENT_BOUND = lookup(CLIENT_BOUND);
+const IS_SERVER_BOUND = lookup(SERVER_BOUND);
 
 /** The message name for an id (for logs and errors); `unknown(<id>)` for anything else. */
 export function messageName(id: number): string {
-  return MESSAGE_NAMES[id] ?? `unknown(${id})`;
+  return MESSAGE_NAMES[id as MessageId] ?? `unknown(${id})`;
 }
 
 /** True for ids a client (consumer side) may receive: BufferResponse, ErrorResponse, BacklogAnnouncement. */
 export function isClientBoundId(id: number): boolean {
-  return id === 0 || id === 1 || id === 9;
+  return IS_CLIENT_BOUND[id] === true;
 }
 
-/** True for ids a server (producer side) may receive: the requests 2–8, NewBufferSize, SegmentId. */
+/** True for ids a server (producer side) may receive: every request (PartitionRequest … SegmentId). */
 export function isServerBoundId(id: number): boolean {
-  return (id >= 2 && id <= 8) || id === 10 || id === 11;
+  return IS_SERVER_BOUND[id] === true;
 }

@@ -10,9 +10,10 @@ import {
   serverBoundArb,
   splitAt,
 } from "./test-support/messages.js";
+import "@sluice/core/testing";
 
 /**
- * Hostile input (issue 9, "Bad input"): whatever bytes arrive, the decoder emits valid messages or
+ * Hostile input: whatever bytes arrive, the decoder emits valid messages or
  * throws a ProtocolError — never another exception — never asks for more than maxFrameSize bytes,
  * and leaks no buffer.
  */
@@ -71,7 +72,7 @@ function runDecoder(
   }
   for (const msg of messages) expect(typeof msg.id).toBe("number");
   pool.destroy();
-  expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+  expect(pool).toHaveAllSegmentsAvailable();
   return { frames: messages.length + skipped, error };
 }
 

@@ -1,12 +1,10 @@
 import {
   DataType,
   ErrorCodes,
-  ExecutionAttemptID,
   FreeingBufferRecycler,
   IllegalArgumentError,
   IllegalStateError,
   InputChannelID,
-  IntermediateResultPartitionID,
   isBufferType,
   isSluiceError,
   MAX_DATA_TYPE,
@@ -15,17 +13,31 @@ import {
   ProtocolError,
   ResultPartitionID,
 } from "@sluice/core";
+import { isClientBoundId, isServerBoundId, MessageId, messageName } from "./message-id.js";
 import {
-  BUFFER_RESPONSE_FIXED_HEADER_LENGTH,
+  ADD_CREDIT,
+  BACKLOG_ANNOUNCEMENT,
+  BODY_LENGTH,
+  BUFFER_RESPONSE,
   BUFFER_RESPONSE_HEADER_LENGTH,
-  FRAME_HEADER_LENGTH,
-  isClientBoundId,
-  isServerBoundId,
+  bufferResponseFrameSize,
+  ERROR_RESPONSE,
+  ERROR_RESPONSE_MESSAGE,
+  ERROR_RESPONSE_RECEIVER,
+  errorResponseBodySize,
+  FRAME_HEADER,
   MAGIC_NUMBER,
   MAX_WIRE_FRAME_LENGTH,
-  MessageId,
-  messageName,
-} from "./message-id.js";
+  NEW_BUFFER_SIZE,
+  PARTIAL_BUFFER_SIZE_BYTES,
+  PARTITION_REQUEST,
+  RECEIVER_ID_BYTES,
+  RECEIVER_ONLY,
+  SEGMENT_ID,
+  TASK_EVENT_REQUEST,
+  TASK_EVENT_REQUEST_TARGET,
+  taskEventRequestBodySize,
+} from "./message-layout.js";
 import type { BufferResponse, NettyMessage } from "./netty-message.js";
 
 /**
@@ -74,6 +86,26 @@ export interface NettyMessageDecoderOptions {
   onMessage(msg: NettyMessage): void;
 }
 
+// The offsets of the two headers read for every frame, as module constants: on Node 20 reading
+// one is cheaper than reading a property of an imported layout object, on the hottest path.
+const {
+  frameLength: FRAME_LENGTH_AT,
+  magic: MAGIC_AT,
+  messageId: MESSAGE_ID_AT,
+  BYTES: FRAME_HEADER_BYTES,
+} = FRAME_HEADER;
+const {
+  receiverId: RECEIVER_ID_AT,
+  subpartitionId: SUBPARTITION_ID_AT,
+  numberOfPartialBuffers: PARTIAL_BUFFERS_AT,
+  sequenceNumber: SEQUENCE_NUMBER_AT,
+  backlog: BACKLOG_AT,
+  dataType: DATA_TYPE_AT,
+  isCompressed: IS_COMPRESSED_AT,
+  bufferSize: BUFFER_SIZE_AT,
+  BYTES: BUFFER_HEADER_BYTES,
+} = BUFFER_RESPONSE;
+
 // Decoder states. Plain numbers (no const enum) so the switch stays a cheap jump table.
 const ST_FRAME_HEADER = 0;
 const ST_BUFFER_HEADER = 1;
@@ -84,30 +116,9 @@ const ST_BODY = 5;
 const ST_FAILED = 6;
 const ST_DESTROYED = 7;
 
-const ID_BYTES = 16;
-const RESULT_PARTITION_ID_BYTES = 60;
 const INITIAL_BODY_CAPACITY = 128;
 /** A body buffer grown past this is dropped after use instead of being kept for the next frame. */
 const RETAINED_BODY_CAPACITY = 64 * 1024;
-
-/**
- * Body length of every non-buffer message: a fixed length, or the negative of the minimum for
- * variable-length ones. Indexed by message id.
- */
-const BODY_LENGTH: readonly number[] = [
-  0, // BufferResponse: handled separately
-  -(2 + 2 + 4 + 1), // ErrorResponse: wire id, name length, message length, hasReceiver
-  RESULT_PARTITION_ID_BYTES + 8 + ID_BYTES + 4, // PartitionRequest: 88
-  -(4 + RESULT_PARTITION_ID_BYTES + ID_BYTES), // TaskEventRequest: 80 + event bytes
-  ID_BYTES, // CancelPartitionRequest
-  0, // CloseRequest
-  4 + ID_BYTES, // AddCredit
-  ID_BYTES, // ResumeConsumption
-  ID_BYTES, // AckAllUserRecordsProcessed
-  4 + ID_BYTES, // BacklogAnnouncement
-  4 + ID_BYTES, // NewBufferSize
-  8 + ID_BYTES, // SegmentId
-];
 
 const EMPTY_SIZES: readonly number[] = Object.freeze([]);
 const EMPTY_BUFFER = Buffer.alloc(0);
@@ -129,6 +140,7 @@ class ReceiverIdCache {
   );
 
   read(src: Buffer, at: number): InputChannelID {
+    // An InputChannelID (RECEIVER_ID_BYTES) is read as four int32 words.
     const w0 = src.readInt32BE(at);
     const w1 = src.readInt32BE(at + 4);
     const w2 = src.readInt32BE(at + 8);
@@ -161,7 +173,7 @@ function hex(value: number, digits: number): string {
 }
 
 /**
- * Decodes the Netty-style frame stream of reference §2 (explicit state machine, as ws'
+ * Decodes the Netty-style frame stream of docs/protocol.md (explicit state machine, as ws'
  * `Receiver`). `feed` accepts chunks split at any byte and several frames per chunk; every
  * complete message goes to `onMessage` synchronously.
  *
@@ -192,7 +204,7 @@ export class NettyMessageDecoder {
   private failure: unknown;
 
   /** Accumulates a split frame header (9 bytes) or BufferResponse header (38 bytes). */
-  private readonly scratch = Buffer.alloc(BUFFER_RESPONSE_FIXED_HEADER_LENGTH);
+  private readonly scratch = Buffer.alloc(Math.max(FRAME_HEADER_BYTES, BUFFER_HEADER_BYTES));
   private scratchFill = 0;
   /** Accumulates a split message body or partial-size list; grows as bytes arrive. */
   private body: Buffer = Buffer.allocUnsafe(INITIAL_BODY_CAPACITY);
@@ -228,9 +240,9 @@ export class NettyMessageDecoder {
       );
     }
     const max = options.maxFrameSize;
-    if (!Number.isInteger(max) || max < FRAME_HEADER_LENGTH || max > MAX_WIRE_FRAME_LENGTH) {
+    if (!Number.isInteger(max) || max < FRAME_HEADER_BYTES || max > MAX_WIRE_FRAME_LENGTH) {
       throw new IllegalArgumentError(
-        `maxFrameSize must be an integer in [${FRAME_HEADER_LENGTH}, ${MAX_WIRE_FRAME_LENGTH}], got ${max}`,
+        `maxFrameSize must be an integer in [${FRAME_HEADER_BYTES}, ${MAX_WIRE_FRAME_LENGTH}], got ${max}`,
       );
     }
     if (typeof options.onMessage !== "function") {
@@ -280,10 +292,8 @@ export class NettyMessageDecoder {
       while (pos < end) {
         switch (this.state) {
           case ST_FRAME_HEADER:
-            pos = this.readFrameHeader(buf, pos, end);
-            break;
           case ST_BUFFER_HEADER:
-            pos = this.readBufferHeader(buf, pos, end);
+            pos = this.readHeader(buf, pos, end);
             break;
           case ST_PARTIAL_SIZES:
             pos = this.readPartialSizes(buf, pos, end);
@@ -320,21 +330,26 @@ export class NettyMessageDecoder {
     this.body = EMPTY_BUFFER;
   }
 
-  // ------------------------------------------------------------------------ frame header
+  // ----------------------------------------------------------------------------- headers
 
-  private readFrameHeader(buf: Buffer, pos: number, end: number): number {
-    let src: Buffer;
-    let at: number;
+  /**
+   * Reads the header the state expects: the frame header, or the fixed part of a BufferResponse.
+   * When it is whole in the chunk it is parsed in place; otherwise its bytes are accumulated in
+   * `scratch` across chunks and it is parsed from there once complete.
+   */
+  private readHeader(buf: Buffer, pos: number, end: number): number {
+    const isFrameHeader = this.state === ST_FRAME_HEADER;
+    const length = isFrameHeader ? FRAME_HEADER_BYTES : BUFFER_HEADER_BYTES;
+    let src = buf;
+    let at = pos;
     const fill = this.scratchFill;
-    if (fill === 0 && end - pos >= FRAME_HEADER_LENGTH) {
-      src = buf;
-      at = pos;
-      pos += FRAME_HEADER_LENGTH;
+    if (fill === 0 && end - pos >= length) {
+      pos += length;
     } else {
-      const n = Math.min(FRAME_HEADER_LENGTH - fill, end - pos);
+      const n = Math.min(length - fill, end - pos);
       buf.copy(this.scratch, fill, pos, pos + n);
       pos += n;
-      if (fill + n < FRAME_HEADER_LENGTH) {
+      if (fill + n < length) {
         this.scratchFill = fill + n;
         return pos;
       }
@@ -342,10 +357,17 @@ export class NettyMessageDecoder {
       src = this.scratch;
       at = 0;
     }
-    this.frameStart = this.chunkOffset + pos - FRAME_HEADER_LENGTH;
-    const frameLength = src.readInt32BE(at);
-    const magic = src.readUInt32BE(at + 4);
-    const id = src[at + 8] as number;
+    if (isFrameHeader) this.parseFrameHeader(src, at, pos);
+    else this.parseBufferHeader(src, at);
+    return pos;
+  }
+
+  /** Parses a frame header at `at` of `src`; `pos` is the chunk position right after it. */
+  private parseFrameHeader(src: Buffer, at: number, pos: number): void {
+    this.frameStart = this.chunkOffset + pos - FRAME_HEADER_BYTES;
+    const frameLength = src.readInt32BE(at + FRAME_LENGTH_AT);
+    const magic = src.readUInt32BE(at + MAGIC_AT);
+    const id = src[at + MESSAGE_ID_AT] as number;
     this.frameLength = frameLength;
     this.messageId = id;
 
@@ -354,9 +376,9 @@ export class NettyMessageDecoder {
         `bad magic number ${hex(magic, 8)} (expected ${hex(MAGIC_NUMBER, 8)}): the stream is corrupted or not a Sluice data connection`,
       );
     }
-    if (frameLength < FRAME_HEADER_LENGTH) {
+    if (frameLength < FRAME_HEADER_BYTES) {
       throw this.violation(
-        `frame length ${frameLength} is below the ${FRAME_HEADER_LENGTH}-byte header`,
+        `frame length ${frameLength} is below the ${FRAME_HEADER_BYTES}-byte header`,
       );
     }
     if (frameLength > this.maxFrameSize) {
@@ -376,13 +398,13 @@ export class NettyMessageDecoder {
         );
       }
       this.state = ST_BUFFER_HEADER;
-      return pos;
+      return;
     }
-    const bodyLength = frameLength - FRAME_HEADER_LENGTH;
-    const expected = BODY_LENGTH[id] as number;
-    if (expected >= 0 ? bodyLength !== expected : bodyLength < -expected) {
+    const bodyLength = frameLength - FRAME_HEADER_BYTES;
+    const expected = BODY_LENGTH[id] as { readonly exact: boolean; readonly bytes: number };
+    if (expected.exact ? bodyLength !== expected.bytes : bodyLength < expected.bytes) {
       throw this.violation(
-        `body of ${bodyLength} bytes, but a ${messageName(id)} body has ${expected >= 0 ? "exactly" : "at least"} ${Math.abs(expected)} bytes`,
+        `body of ${bodyLength} bytes, but a ${messageName(id)} body has ${expected.exact ? "exactly" : "at least"} ${expected.bytes} bytes`,
       );
     }
     this.bodyLength = bodyLength;
@@ -394,41 +416,21 @@ export class NettyMessageDecoder {
     } else {
       this.state = ST_BODY;
     }
-    return pos;
   }
 
   // ---------------------------------------------------------------- BufferResponse (client)
 
-  private readBufferHeader(buf: Buffer, pos: number, end: number): number {
-    let src: Buffer;
-    let at: number;
-    const fill = this.scratchFill;
-    const length = BUFFER_RESPONSE_FIXED_HEADER_LENGTH;
-    if (fill === 0 && end - pos >= length) {
-      src = buf;
-      at = pos;
-      pos += length;
-    } else {
-      const n = Math.min(length - fill, end - pos);
-      buf.copy(this.scratch, fill, pos, pos + n);
-      pos += n;
-      if (fill + n < length) {
-        this.scratchFill = fill + n;
-        return pos;
-      }
-      this.scratchFill = 0;
-      src = this.scratch;
-      at = 0;
-    }
-    const receiverId = this.receiverIds.read(src, at);
+  /** Parses the fixed BufferResponse header at `at` of `src` and moves to what follows it. */
+  private parseBufferHeader(src: Buffer, at: number): void {
+    const receiverId = this.receiverIds.read(src, at + RECEIVER_ID_AT);
     this.receiverId = receiverId;
-    const subpartitionId = src.readInt32BE(at + 16);
-    const n = src.readInt32BE(at + 20);
-    this.sequenceNumber = src.readInt32BE(at + 24);
-    const backlog = src.readInt32BE(at + 28);
-    const dataType = src[at + 32] as number;
-    const compressed = src[at + 33] as number;
-    const size = src.readInt32BE(at + 34);
+    const subpartitionId = src.readInt32BE(at + SUBPARTITION_ID_AT);
+    const n = src.readInt32BE(at + PARTIAL_BUFFERS_AT);
+    this.sequenceNumber = src.readInt32BE(at + SEQUENCE_NUMBER_AT);
+    const backlog = src.readInt32BE(at + BACKLOG_AT);
+    const dataType = src[at + DATA_TYPE_AT] as number;
+    const compressed = src[at + IS_COMPRESSED_AT] as number;
+    const size = src.readInt32BE(at + BUFFER_SIZE_AT);
 
     if (subpartitionId < 0) throw this.violation(`negative subpartitionId ${subpartitionId}`);
     if (backlog < 0) throw this.violation(`negative backlog ${backlog}`);
@@ -443,16 +445,18 @@ export class NettyMessageDecoder {
       throw this.violation(`a ${DataType[dataType]} cannot be compressed`);
     }
     if (size < 0) throw this.violation(`negative bufferSize ${size} (${hex(size, 8)})`);
-    const maxPartial = Math.floor((this.frameLength - BUFFER_RESPONSE_HEADER_LENGTH) / 4);
+    const maxPartial = Math.floor(
+      (this.frameLength - BUFFER_RESPONSE_HEADER_LENGTH) / PARTIAL_BUFFER_SIZE_BYTES,
+    );
     if (n < 0 || n > maxPartial) {
       throw this.violation(
         `numberOfPartialBuffers ${n} (${hex(n, 8)}) out of range [0, ${maxPartial}] for the frame length`,
       );
     }
-    const total = BUFFER_RESPONSE_HEADER_LENGTH + 4 * n + size;
+    const total = bufferResponseFrameSize(n, size);
     if (total !== this.frameLength) {
       throw this.violation(
-        `header fields do not add up to the frame length: ${BUFFER_RESPONSE_HEADER_LENGTH} + 4 × ${n} partial sizes + bufferSize ${size} = ${total}`,
+        `header fields do not add up to the frame length: ${BUFFER_RESPONSE_HEADER_LENGTH} + ${PARTIAL_BUFFER_SIZE_BYTES} × ${n} partial sizes + bufferSize ${size} = ${total}`,
       );
     }
     if (size === 0 && !isData) throw this.violation(`a ${DataType[dataType]} of 0 bytes`);
@@ -463,14 +467,13 @@ export class NettyMessageDecoder {
     this.isCompressed = compressed === 1;
     this.bufferSize = size;
     if (n > 0) {
-      this.bodyLength = 4 * n;
+      this.bodyLength = PARTIAL_BUFFER_SIZE_BYTES * n;
       this.bodyFill = 0;
       this.state = ST_PARTIAL_SIZES;
     } else {
       this.partialBufferSizes = EMPTY_SIZES;
       this.startPayload();
     }
-    return pos;
   }
 
   private readPartialSizes(buf: Buffer, pos: number, end: number): number {
@@ -489,7 +492,7 @@ export class NettyMessageDecoder {
     const sizes = new Array<number>(n);
     let sum = 0;
     for (let i = 0; i < n; i++) {
-      const partial = src.readInt32BE(at + 4 * i);
+      const partial = src.readInt32BE(at + PARTIAL_BUFFER_SIZE_BYTES * i);
       if (partial < 1) {
         throw this.violation(`partial buffer size #${i} is ${partial}; each must be >= 1`);
       }
@@ -663,11 +666,15 @@ export class NettyMessageDecoder {
       case MessageId.ERROR_RESPONSE:
         return this.parseErrorResponse(src, at, length);
       case MessageId.PARTITION_REQUEST: {
-        const receiverId = this.receiverIds.read(src, at + 68);
-        const partitionId = this.readResultPartitionId(src, at, receiverId);
-        const start = src.readInt32BE(at + 60);
-        const end = src.readInt32BE(at + 64);
-        const credit = src.readInt32BE(at + 84);
+        const receiverId = this.receiverIds.read(src, at + PARTITION_REQUEST.receiverId);
+        const partitionId = this.readResultPartitionId(
+          src,
+          at + PARTITION_REQUEST.partitionId,
+          receiverId,
+        );
+        const start = src.readInt32BE(at + PARTITION_REQUEST.subpartitionIndexStart);
+        const end = src.readInt32BE(at + PARTITION_REQUEST.subpartitionIndexEnd);
+        const credit = src.readInt32BE(at + PARTITION_REQUEST.credit);
         if (start < 0 || end < start) {
           throw this.violation(
             `subpartition index set [${start}, ${end}] is not a valid range`,
@@ -684,60 +691,70 @@ export class NettyMessageDecoder {
         };
       }
       case MessageId.TASK_EVENT_REQUEST: {
-        const eventLength = src.readInt32BE(at);
-        const expected = 4 + eventLength + RESULT_PARTITION_ID_BYTES + ID_BYTES;
-        if (eventLength < 0 || expected !== length) {
+        const eventLength = src.readInt32BE(at + TASK_EVENT_REQUEST.eventLength);
+        if (eventLength < 0 || taskEventRequestBodySize(eventLength) !== length) {
           throw this.violation(
-            `event length ${eventLength} (${hex(eventLength, 8)}) does not match the body of ${length} bytes (expected ${length - 4 - RESULT_PARTITION_ID_BYTES - ID_BYTES})`,
+            `event length ${eventLength} (${hex(eventLength, 8)}) does not match the body of ${length} bytes (expected ${length - taskEventRequestBodySize(0)})`,
           );
         }
-        const o = at + 4 + eventLength;
-        const receiverId = this.receiverIds.read(src, o + RESULT_PARTITION_ID_BYTES);
-        const partitionId = this.readResultPartitionId(src, o, receiverId);
+        const eventAt = at + TASK_EVENT_REQUEST.BYTES;
+        const targetAt = eventAt + eventLength;
+        const receiverId = this.receiverIds.read(
+          src,
+          targetAt + TASK_EVENT_REQUEST_TARGET.receiverId,
+        );
+        const partitionId = this.readResultPartitionId(
+          src,
+          targetAt + TASK_EVENT_REQUEST_TARGET.partitionId,
+          receiverId,
+        );
         // Copy: `src` may be the reused accumulation buffer or a socket chunk.
-        const event = new Uint8Array(src.subarray(at + 4, o));
+        const event = new Uint8Array(src.subarray(eventAt, targetAt));
         return { id: MessageId.TASK_EVENT_REQUEST, event, partitionId, receiverId };
       }
       case MessageId.CANCEL_PARTITION_REQUEST:
         return {
           id: MessageId.CANCEL_PARTITION_REQUEST,
-          receiverId: this.receiverIds.read(src, at),
+          receiverId: this.receiverIds.read(src, at + RECEIVER_ONLY.receiverId),
         };
       case MessageId.CLOSE_REQUEST:
         return { id: MessageId.CLOSE_REQUEST };
       case MessageId.ADD_CREDIT: {
-        const credit = src.readInt32BE(at);
-        const receiverId = this.receiverIds.read(src, at + 4);
+        const credit = src.readInt32BE(at + ADD_CREDIT.credit);
+        const receiverId = this.receiverIds.read(src, at + ADD_CREDIT.receiverId);
         if (credit <= 0) throw this.violation(`AddCredit credit ${credit} is not > 0`, receiverId);
         return { id: MessageId.ADD_CREDIT, credit, receiverId };
       }
       case MessageId.RESUME_CONSUMPTION:
-        return { id: MessageId.RESUME_CONSUMPTION, receiverId: this.receiverIds.read(src, at) };
+        return {
+          id: MessageId.RESUME_CONSUMPTION,
+          receiverId: this.receiverIds.read(src, at + RECEIVER_ONLY.receiverId),
+        };
       case MessageId.ACK_ALL_USER_RECORDS_PROCESSED:
         return {
           id: MessageId.ACK_ALL_USER_RECORDS_PROCESSED,
-          receiverId: this.receiverIds.read(src, at),
+          receiverId: this.receiverIds.read(src, at + RECEIVER_ONLY.receiverId),
         };
       case MessageId.BACKLOG_ANNOUNCEMENT: {
-        const backlog = src.readInt32BE(at);
-        const receiverId = this.receiverIds.read(src, at + 4);
+        const backlog = src.readInt32BE(at + BACKLOG_ANNOUNCEMENT.backlog);
+        const receiverId = this.receiverIds.read(src, at + BACKLOG_ANNOUNCEMENT.receiverId);
         if (backlog <= 0) {
           throw this.violation(`BacklogAnnouncement backlog ${backlog} is not > 0`, receiverId);
         }
         return { id: MessageId.BACKLOG_ANNOUNCEMENT, backlog, receiverId };
       }
       case MessageId.NEW_BUFFER_SIZE: {
-        const bufferSize = src.readInt32BE(at);
-        const receiverId = this.receiverIds.read(src, at + 4);
+        const bufferSize = src.readInt32BE(at + NEW_BUFFER_SIZE.bufferSize);
+        const receiverId = this.receiverIds.read(src, at + NEW_BUFFER_SIZE.receiverId);
         if (bufferSize <= 0) {
           throw this.violation(`NewBufferSize bufferSize ${bufferSize} is not > 0`, receiverId);
         }
         return { id: MessageId.NEW_BUFFER_SIZE, bufferSize, receiverId };
       }
       case MessageId.SEGMENT_ID: {
-        const subpartitionId = src.readInt32BE(at);
-        const segmentId = src.readInt32BE(at + 4);
-        const receiverId = this.receiverIds.read(src, at + 8);
+        const subpartitionId = src.readInt32BE(at + SEGMENT_ID.subpartitionId);
+        const segmentId = src.readInt32BE(at + SEGMENT_ID.segmentId);
+        const receiverId = this.receiverIds.read(src, at + SEGMENT_ID.receiverId);
         if (subpartitionId < 0) {
           throw this.violation(
             `SegmentId subpartitionId ${subpartitionId} is negative`,
@@ -755,28 +772,27 @@ export class NettyMessageDecoder {
   }
 
   private parseErrorResponse(src: Buffer, at: number, length: number): NettyMessage {
-    const errorWireId = src.readInt16BE(at);
-    const nameLength = src.readUInt16BE(at + 2);
-    // wire id 2 + name length 2 + name + message length 4 + message + hasReceiver 1 (+ 16)
-    if (4 + nameLength + 4 + 1 > length) {
+    const errorWireId = src.readInt16BE(at + ERROR_RESPONSE.errorWireId);
+    const nameLength = src.readUInt16BE(at + ERROR_RESPONSE.nameLength);
+    if (errorResponseBodySize(nameLength, 0, false) > length) {
       throw this.violation(
         `ErrorResponse name length ${nameLength} exceeds the body of ${length} bytes`,
       );
     }
-    const nameStart = at + 4;
+    const nameStart = at + ERROR_RESPONSE.BYTES;
     const errorName = src.toString("utf8", nameStart, nameStart + nameLength);
-    const messageLengthAt = nameStart + nameLength;
-    const messageLength = src.readInt32BE(messageLengthAt);
-    if (messageLength < 0 || 4 + nameLength + 4 + messageLength + 1 > length) {
+    const messageAt = nameStart + nameLength;
+    const messageLength = src.readInt32BE(messageAt + ERROR_RESPONSE_MESSAGE.messageLength);
+    if (messageLength < 0 || errorResponseBodySize(nameLength, messageLength, false) > length) {
       throw this.violation(
         `ErrorResponse message length ${messageLength} (${hex(messageLength, 8)}) does not fit the body of ${length} bytes`,
       );
     }
-    const messageStart = messageLengthAt + 4;
+    const messageStart = messageAt + ERROR_RESPONSE_MESSAGE.BYTES;
     const message = src.toString("utf8", messageStart, messageStart + messageLength);
-    const flagAt = messageStart + messageLength;
-    const hasReceiver = src[flagAt] as number;
-    const used = flagAt + 1 - at;
+    const receiverAt = messageStart + messageLength;
+    const hasReceiver = src[receiverAt + ERROR_RESPONSE_RECEIVER.hasReceiver] as number;
+    const used = receiverAt + ERROR_RESPONSE_RECEIVER.BYTES - at;
     if (hasReceiver === 0) {
       if (used !== length) {
         throw this.violation(`ErrorResponse without receiver has ${length - used} trailing bytes`);
@@ -794,34 +810,33 @@ export class NettyMessageDecoder {
         `ErrorResponse hasReceiver byte ${hex(hasReceiver, 2)} is neither 0 nor 1`,
       );
     }
-    if (used + ID_BYTES !== length) {
+    if (used + RECEIVER_ID_BYTES !== length) {
       throw this.violation(
-        `ErrorResponse with receiver needs ${used + ID_BYTES} body bytes, the frame has ${length}`,
+        `ErrorResponse with receiver needs ${used + RECEIVER_ID_BYTES} body bytes, the frame has ${length}`,
       );
     }
-    const receiverId = this.receiverIds.read(src, flagAt + 1);
+    const receiverId = this.receiverIds.read(src, receiverAt + ERROR_RESPONSE_RECEIVER.BYTES);
     return { id: MessageId.ERROR_RESPONSE, errorWireId, errorName, message, receiverId };
   }
 
-  /** Reads a ResultPartitionID (60 B), checking its int fields first so errors are protocol errors. */
+  /**
+   * Reads a ResultPartitionID: a field the id rejects (a negative partition number, subtask index
+   * or attempt number) is a protocol error naming the receiver.
+   */
   private readResultPartitionId(
     src: Buffer,
     at: number,
     receiverId: InputChannelID,
   ): ResultPartitionID {
-    const partitionNum = src.readInt32BE(at + 16);
-    const subtaskIndex = src.readInt32BE(at + 20 + 32);
-    const attemptNumber = src.readInt32BE(at + 20 + 36);
-    if (partitionNum < 0 || subtaskIndex < 0 || attemptNumber < 0) {
+    try {
+      return ResultPartitionID.readFrom(src, at);
+    } catch (error) {
       throw this.violation(
-        `ResultPartitionID has a negative field (partitionNum ${partitionNum}, subtaskIndex ${subtaskIndex}, attemptNumber ${attemptNumber})`,
+        `invalid ResultPartitionID: ${(error as Error).message}`,
         receiverId,
+        error,
       );
     }
-    return new ResultPartitionID(
-      IntermediateResultPartitionID.readFrom(src, at),
-      ExecutionAttemptID.readFrom(src, at + IntermediateResultPartitionID.BYTES),
-    );
   }
 
   // ------------------------------------------------------------------------------ helpers

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import type { ConnectionOptions, TlsOptions } from "node:tls";
 import { ConfigurationError } from "@sluice/core";
 import { type ReadableConfig, SecurityOptions } from "@sluice/runtime-api";
 
@@ -91,4 +92,46 @@ export function checkFingerprint(
   const sha256 = normalizeFingerprint(peer?.fingerprint256 ?? "");
   if (settings.fingerprints.some((f) => f === sha1 || f === sha256)) return undefined;
   return `peer certificate fingerprint ${peer?.fingerprint256 ?? "(none)"} is not pinned in 'security.ssl.internal.cert.fingerprint'`;
+}
+
+/**
+ * The node:tls options of the data server of either transport (node:tls server, https server for
+ * wss): its key and certificate chain, the CA, the minimum version, and mutual authentication:
+ * a peer without a certificate signed by the CA is refused during the handshake. Fingerprint pins
+ * are checked after the handshake with {@link checkFingerprint}.
+ */
+export function tlsServerOptions(settings: TlsSettings): TlsOptions {
+  return {
+    ...secureContextOptions(settings),
+    requestCert: true,
+    rejectUnauthorized: true,
+    ...(settings.handshakeTimeoutMs === undefined
+      ? {}
+      : { handshakeTimeout: settings.handshakeTimeoutMs }),
+  };
+}
+
+/**
+ * The node:tls options of a data connection's client side for either transport: the same key,
+ * chain, CA and minimum version as the server, and a server certificate that must be signed by
+ * the CA. The host name is not checked: internal certificates are shared by all workers and name
+ * no host, so trust comes from the CA (and the optional fingerprint pin), as with Flink's
+ * internal SSL.
+ */
+export function tlsClientOptions(settings: TlsSettings): ConnectionOptions {
+  return {
+    ...secureContextOptions(settings),
+    rejectUnauthorized: true,
+    checkServerIdentity: () => undefined,
+  };
+}
+
+function secureContextOptions(settings: TlsSettings) {
+  return {
+    key: settings.key,
+    cert: settings.cert,
+    ca: settings.ca,
+    minVersion: settings.minVersion,
+    ...(settings.passphrase === undefined ? {} : { passphrase: settings.passphrase }),
+  };
 }

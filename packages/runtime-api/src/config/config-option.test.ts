@@ -1,19 +1,12 @@
-import { ErrorCodes, SluiceError } from "@sluice/core";
+import { ConfigurationError, ErrorCodes, type SluiceError } from "@sluice/core";
+import { expectError } from "@sluice/core/testing";
 import { describe, expect, it } from "vitest";
 import { ConfigOptions, inRange, readableConfigOf } from "./config-option.js";
 import { formatDuration, parseDuration, tryParseDuration } from "./duration.js";
 import { formatMemorySize, parseMemorySize, tryParseMemorySize } from "./memory-size.js";
 
 function configError(fn: () => unknown): SluiceError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(SluiceError);
-    expect((error as SluiceError).code).toBe(ErrorCodes.CONFIG);
-    expect((error as SluiceError).name).toBe("ConfigurationError");
-    return error as SluiceError;
-  }
-  throw new Error("expected a ConfigurationError");
+  return expectError(fn, ConfigurationError, ErrorCodes.CONFIG);
 }
 
 describe("memory sizes", () => {

@@ -1,4 +1,4 @@
-import { ConfigurationError } from "@sluice/core";
+import { ConfigurationError, describeValue } from "@sluice/core";
 import { DURATION_SYNTAX, formatDuration, tryParseDuration } from "./duration.js";
 import { formatMemorySize, MEMORY_SIZE_SYNTAX, tryParseMemorySize } from "./memory-size.js";
 
@@ -183,21 +183,6 @@ export function readableConfigOf(entries: Readonly<Record<string, unknown>>): Re
       return findRawValue(option, getRaw) !== undefined;
     },
   };
-}
-
-/** Describes a raw value in an error message: strings quoted, others as written. */
-export function describeRawValue(raw: unknown): string {
-  if (typeof raw === "string") return JSON.stringify(raw);
-  if (raw === null) return "null (no value)";
-  if (raw === undefined) return "undefined";
-  if (typeof raw === "object") {
-    try {
-      return `${Array.isArray(raw) ? "a list" : "a map"} ${JSON.stringify(raw)}`;
-    } catch {
-      return Array.isArray(raw) ? "a list" : "a map";
-    }
-  }
-  return String(raw);
 }
 
 const INVALID: unique symbol = Symbol("invalid");
@@ -416,7 +401,8 @@ class ConfigOptionImpl<V, T extends V | undefined> implements ConfigOption<T> {
         ? `config key "${this.key}"`
         : `config key "${sourceKey}" (read as a fallback of "${this.key}")`;
     throw new ConfigurationError(
-      `Invalid value for ${where}: ${describeRawValue(raw)}; expected ${expected}`,
+      // A YAML key without a value reads as null.
+      `Invalid value for ${where}: ${raw === null ? "null (no value)" : describeValue(raw)}; expected ${expected}`,
     );
   }
 }

@@ -5,9 +5,11 @@ import {
   IntermediateResultPartitionID,
   ResourceID,
   ResultPartitionID,
-  SluiceError,
+  type SluiceError,
 } from "@sluice/core";
+import { expectError } from "@sluice/core/testing";
 import { describe, expect, it } from "vitest";
+import { DescriptorError } from "../errors.js";
 import { ResultPartitionType } from "../partition/result-partition-type.js";
 import {
   createInputGateDeploymentDescriptor,
@@ -95,15 +97,7 @@ function roundTrip<T, J>(codec: DescriptorCodec<T, J>, value: T): T {
 }
 
 function descriptorError(fn: () => unknown): SluiceError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(SluiceError);
-    expect((error as SluiceError).code).toBe(ErrorCodes.DESCRIPTOR);
-    expect((error as SluiceError).name).toBe("DescriptorError");
-    return error as SluiceError;
-  }
-  throw new Error("expected a DescriptorError");
+  return expectError(fn, DescriptorError, ErrorCodes.DESCRIPTOR);
 }
 
 describe("ShuffleDescriptor JSON", () => {
@@ -182,7 +176,7 @@ describe("ShuffleDescriptor JSON", () => {
         ...ShuffleDescriptorCodec.toJSON(remote),
         connection: { kind: "remote", host: "h", port: 70000, connectionIndex: 0 },
       }),
-      /"connection.port" must be an integer in \[1, 65535\], got number 70000/,
+      /"connection.port" must be an integer in \[1, 65535\], got 70000/,
     ],
     [
       "an unknown connection kind",
@@ -319,7 +313,7 @@ describe("ResultPartitionDeploymentDescriptor JSON", () => {
     };
     expect(
       descriptorError(() => ResultPartitionDeploymentDescriptorCodec.fromJSON(json)).message,
-    ).toMatch(/"maxParallelism" must be an integer in \[1, 32768\], got number 40000/);
+    ).toMatch(/"maxParallelism" must be an integer in \[1, 32768\], got 40000/);
   });
 
   it("rejects a shuffle descriptor of another partition", () => {
@@ -333,7 +327,7 @@ describe("ResultPartitionDeploymentDescriptor JSON", () => {
     const bad = { ...json, shuffleDescriptor: { ...json.shuffleDescriptor, producerLocation: 42 } };
     const error = descriptorError(() => ResultPartitionDeploymentDescriptorCodec.fromJSON(bad));
     expect(error.message).toContain('in field "shuffleDescriptor"');
-    expect(error.message).toContain('"producerLocation" must be a string, got number 42');
+    expect(error.message).toContain('"producerLocation" must be a string, got 42');
   });
 });
 

@@ -1,7 +1,7 @@
+import { describeValue } from "@sluice/core";
 import { DescriptorError } from "../errors.js";
 import {
   type ResultPartitionType,
-  type ResultPartitionTypeName,
   resultPartitionTypeOf,
 } from "../partition/result-partition-type.js";
 
@@ -20,16 +20,9 @@ export type JsonObject = { [key: string]: JsonValue };
 /** The serialization version every descriptor of this release writes and reads. */
 export const DESCRIPTOR_VERSION = 1;
 
-/** Describes a JSON value in an error message. */
+/** Describes a JSON value in an error message; an absent field is "nothing (missing)". */
 function describe(value: unknown): string {
-  if (value === undefined) return "nothing (missing)";
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  if (typeof value === "object") return "an object";
-  if (typeof value === "string") {
-    return JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value);
-  }
-  return `${typeof value} ${String(value)}`;
+  return value === undefined ? "nothing (missing)" : describeValue(value);
 }
 
 /**
@@ -257,9 +250,4 @@ export function nested<T>(
     }
     throw error;
   }
-}
-
-/** The type's name for serialization. */
-export function partitionTypeName(type: ResultPartitionType): ResultPartitionTypeName {
-  return type.name;
 }

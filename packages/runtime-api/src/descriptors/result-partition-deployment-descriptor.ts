@@ -11,7 +11,11 @@ import {
   type ShuffleDescriptorJSON,
 } from "./shuffle-descriptor.js";
 
-/** The largest max parallelism (number of key groups) Flink allows: 2^15. */
+/**
+ * The largest max parallelism (number of key groups) Flink allows: 2^15, kept so that every job
+ * Flink accepts gets the same key-group layout here. The key-group assignment and the deployment
+ * descriptors both check against it.
+ */
 export const UPPER_BOUND_MAX_PARALLELISM = 32768;
 
 /**

@@ -18,7 +18,7 @@ export type ResultPartitionTypeName =
   | "HYBRID_SELECTIVE";
 
 /**
- * One kind of result partition and its properties (Flink's `ResultPartitionType`, reference §5).
+ * One kind of result partition and its properties (Flink's `ResultPartitionType`).
  * Values are frozen singletons of {@link ResultPartitionType}; compare by `name` when a value may
  * come from another copy of this package (e.g. after deserialization in another bundle).
  */

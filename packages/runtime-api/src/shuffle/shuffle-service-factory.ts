@@ -1,3 +1,4 @@
+import type { ConfigOption } from "../config/config-option.js";
 import type { InputGate } from "../consumer/input-gate.js";
 import type { ShuffleDescriptor } from "../descriptors/shuffle-descriptor.js";
 import type { ResultPartitionWriter } from "../partition/result-partition-writer.js";
@@ -49,6 +50,19 @@ export interface ShuffleServiceFactory<
 > {
   /** Marks the object as a shuffle service factory (see {@link SHUFFLE_SERVICE_FACTORY_BRAND}). */
   readonly [SHUFFLE_SERVICE_FACTORY_BRAND]?: true;
+
+  /**
+   * The plugin's own configuration options: the keys it reads that Sluice itself does not define
+   * (build them with `ConfigOptions.key(...)`). Optional; read by the runtime once the plugin is
+   * loaded, before `createShuffleMaster` or `createShuffleEnvironment`. The runtime then
+   * - counts their keys and fallback keys as known, so setting them draws no unknown-key warning;
+   * - checks the values that are set at start-up, as it does for its own options;
+   * - lists them in the generated configuration docs, under the plugin's name.
+   *
+   * A key Sluice already defines must not appear here (the loader rejects the plugin): read
+   * Sluice's options from the context's configuration instead.
+   */
+  readonly configOptions?: readonly ConfigOption<unknown>[];
 
   /**
    * Creates the coordinator-side master. Called once per coordinator, before `start()`; must not

@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { ErrorCodes, SluiceError } from "@sluice/core";
+import { ConfigurationError, ErrorCodes, type SluiceError } from "@sluice/core";
+import { expectError } from "@sluice/core/testing";
 import {
   ExecutionOptions,
   NettyShuffleEnvironmentOptions,
@@ -34,15 +35,7 @@ function writeConfig(text: string, name = "config.yaml"): string {
 }
 
 function configError(fn: () => unknown): SluiceError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(SluiceError);
-    expect((error as SluiceError).code).toBe(ErrorCodes.CONFIG);
-    expect((error as SluiceError).name).toBe("ConfigurationError");
-    return error as SluiceError;
-  }
-  throw new Error("expected a ConfigurationError");
+  return expectError(fn, ConfigurationError, ErrorCodes.CONFIG);
 }
 
 function sluiceWarnings(): string[] {

@@ -6,3 +6,4 @@ export {
   type UnknownKeyCheck,
 } from "./configuration.js";
 export { type DynamicProperties, parseDynamicProperties } from "./dynamic-properties.js";
+export { knownOptionsWith } from "./unknown-keys.js";

@@ -1,4 +1,14 @@
-import type { ConfigOption } from "@sluice/runtime-api";
+import { ALL_OPTIONS, type ConfigOption } from "@sluice/runtime-api";
+
+/**
+ * The options a process knows once its shuffle plugin is loaded: Sluice's own and the plugin's
+ * (`ShuffleServiceFactory.configOptions`). The unknown-key check reports only keys neither has.
+ */
+export function knownOptionsWith(
+  pluginOptions: readonly ConfigOption<unknown>[],
+): readonly ConfigOption<unknown>[] {
+  return pluginOptions.length === 0 ? ALL_OPTIONS : [...ALL_OPTIONS, ...pluginOptions];
+}
 
 /**
  * The pattern of a key with placeholders: `<parameter>` stands for any rest of a key, any other

@@ -18,4 +18,3 @@ export {
   RecordWriter,
   type RecordWriterOptions,
 } from "./record-writer.js";
-export { RecordWriterDelegate } from "./record-writer-delegate.js";

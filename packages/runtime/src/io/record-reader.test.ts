@@ -17,6 +17,7 @@ import {
 import { type BufferOrEvent, type InputGate, ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
 import { PollStatus, RecordReader } from "./record-reader.js";
+import "@sluice/core/testing";
 
 const serializer = new StringSerializer();
 
@@ -72,7 +73,7 @@ describe("RecordReader", () => {
 
   afterEach(() => {
     pool.destroy();
-    expect(pool.getNumberOfAvailableMemorySegments()).toBe(pool.totalNumberOfMemorySegments);
+    expect(pool).toHaveAllSegmentsAvailable();
   });
 
   it("iterates every record with for await, including records spanning buffers, and surfaces events", async () => {

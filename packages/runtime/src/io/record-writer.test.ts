@@ -1,4 +1,11 @@
-import { ErrorCodes, NetworkBufferPool, ResultPartitionID, StringSerializer } from "@sluice/core";
+import {
+  ErrorCodes,
+  IllegalStateError,
+  NetworkBufferPool,
+  ResultPartitionID,
+  StringSerializer,
+} from "@sluice/core";
+import { expectError } from "@sluice/core/testing";
 import { ResultPartition, ResultPartitionManager } from "@sluice/network";
 import { ResultPartitionType, type ResultPartitionWriter } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -105,12 +112,19 @@ describe("RecordWriter buffer timeout", () => {
     );
     writer.emit("before");
     vi.advanceTimersByTime(10);
-    expect(() => writer.emit("after")).toThrowError(/OutputFlusher of t failed: disk on fire/);
-    try {
-      writer.emit("again");
-    } catch (error) {
-      expect((error as { code: string }).code).toBe(ErrorCodes.ILLEGAL_STATE);
-    }
+    expectError(
+      () => writer.emit("after"),
+      IllegalStateError,
+      ErrorCodes.ILLEGAL_STATE,
+      "the OutputFlusher of t failed: disk on fire",
+    );
+    // The failure sticks: every later emit is refused too.
+    expectError(
+      () => writer.emit("again"),
+      IllegalStateError,
+      ErrorCodes.ILLEGAL_STATE,
+      "disk on fire",
+    );
     writer.close();
   });
 
@@ -133,6 +147,6 @@ describe("RecordWriter buffer timeout", () => {
     for (let i = 0; i < 4; i++) expect(target.getSubpartition(i).isDataAvailable()).toBe(true);
     writer.close();
     target.release();
-    expect(pool.getNumberOfAvailableMemorySegments()).toBe(32);
+    expect(pool).toHaveAllSegmentsAvailable();
   });
 });

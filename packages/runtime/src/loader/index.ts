@@ -14,6 +14,11 @@ export {
   type SpecifierKind,
 } from "./factory-reference.js";
 export {
+  type ConfigurationAndShufflePlugin,
+  type LoadConfigurationAndShufflePluginOptions,
+  loadConfigurationAndShufflePlugin,
+} from "./load-configuration-and-shuffle-plugin.js";
+export {
   checkInputGates,
   checkResultPartitionWriters,
   createShuffleEnvironment,

@@ -47,6 +47,17 @@ describe("module resolution helpers", () => {
     });
   });
 
+  it("falls through a matching condition whose nested conditions match nothing, as import() does", () => {
+    // Node imports ./d.js from this package (checked against Node 20); resolve.exports 2.0.4
+    // stops at "node" and finds nothing, which is why the loader keeps its own matching.
+    expect(
+      resolvePackageExports({ node: { require: "./c.cjs" }, default: "./d.js" }, ".", IMPORT),
+    ).toEqual({ target: "./d.js" });
+    expect(resolvePackageExports({ ".": ["../x.js", "./ok.js"] }, ".", IMPORT)).toEqual({
+      target: "./ok.js",
+    });
+  });
+
   it("explains why a subpath is not exported", () => {
     expect(resolvePackageExports({ ".": "./i.js" }, "./other", IMPORT)).toEqual({
       problem: 'its "exports" has no entry for "./other"',
@@ -54,6 +65,9 @@ describe("module resolution helpers", () => {
     expect(resolvePackageExports({ ".": null }, ".", IMPORT)).toMatchObject({
       problem: expect.stringContaining("excludes"),
     });
+    expect(
+      resolvePackageExports({ "./*": "./src/*.js", "./internal/*": null }, "./internal/x", IMPORT),
+    ).toMatchObject({ problem: expect.stringContaining("excludes") });
     expect(resolvePackageExports({ ".": "../escape.js" }, ".", IMPORT)).toMatchObject({
       problem: expect.stringContaining("invalid target"),
     });

@@ -1,5 +1,6 @@
-import { readFileSync, realpathSync, statSync } from "node:fs";
+import { readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
+import { isDirectory, isFile } from "./path-kind.js";
 
 /**
  * Node's ESM resolution of a package name, re-implemented for one purpose: resolving a plugin
@@ -14,6 +15,12 @@ import path from "node:path";
  * patterns) with the `import` conditions, and `main` (plus Node's legacy index fallbacks) for
  * packages without `exports`. Not implemented: the `imports` field and self-references, which a
  * plugin reference never needs.
+ *
+ * The `exports` matching is Node's own algorithm rather than the `resolve.exports` package: that
+ * package stops at the first matching condition even when its nested conditions match nothing
+ * (Node goes on to the next one), returns invalid array targets, and cannot tell a `null`
+ * exclusion from a missing entry, so plugins that `import()` loads would be refused or reported
+ * wrongly.
  */
 
 /** The export conditions Node 20.19+ uses for `import()`, plus `default` (always matched). */
@@ -41,22 +48,6 @@ export type BareResolution =
       readonly problem?: string;
       readonly pkg?: PackageLocation;
     };
-
-function isDirectory(p: string): boolean {
-  try {
-    return statSync(p).isDirectory();
-  } catch {
-    return false;
-  }
-}
-
-function isFile(p: string): boolean {
-  try {
-    return statSync(p).isFile();
-  } catch {
-    return false;
-  }
-}
 
 /** Splits `@scope/name/sub/path` into the package name and the subpath (`.` or `./sub/path`). */
 export function splitPackageSpecifier(
@@ -214,8 +205,10 @@ function readPackageJson(
   let text: string;
   try {
     text = readFileSync(file, "utf8");
-  } catch {
-    return undefined;
+  } catch (error) {
+    // No package.json is normal (a folder without one); anything else is the reason we fail.
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    return { problem: `cannot read ${file} (${(error as Error).message})` };
   }
   try {
     const json: unknown = JSON.parse(text);

@@ -1,3 +1,4 @@
+import { describeValue } from "@sluice/core";
 import type {
   InputGate,
   ResultPartitionWriter,
@@ -7,7 +8,6 @@ import type {
   ShuffleMasterContext,
   ShuffleServiceFactory,
 } from "@sluice/runtime-api";
-import { describeValue } from "../partitioner/internal/describe-value.js";
 import { PluginContractError } from "./errors.js";
 
 /**

@@ -1,7 +1,6 @@
-import { statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { ConfigurationError } from "@sluice/core";
+import { ConfigurationError, describeValue, typeName } from "@sluice/core";
 import type { ConfigOption, ReadableConfig } from "@sluice/runtime-api";
 import {
   PluginExportMissingError,
@@ -16,6 +15,7 @@ import {
   resolvePackageEntry,
   userConditions,
 } from "./module-resolver.js";
+import { isDirectory, isFile } from "./path-kind.js";
 
 /**
  * The configuration the loader reads: any {@link ReadableConfig}; when it is `@sluice/runtime`'s
@@ -89,30 +89,12 @@ export interface LoadedPlugin<F> {
   readonly exportName: string;
 }
 
-function isFile(p: string): boolean {
-  try {
-    return statSync(p).isFile();
-  } catch {
-    return false;
-  }
-}
-
-function isDirectory(p: string): boolean {
-  try {
-    return statSync(p).isDirectory();
-  } catch {
-    return false;
-  }
-}
-
-function describeValue(value: unknown): string {
-  if (value === null) return "null";
-  if (value === undefined) return "undefined";
-  if (typeof value === "function") {
-    return `a function ${value.name === "" ? "(anonymous)" : value.name}`;
-  }
-  if (typeof value !== "object")
-    return `a ${typeof value} (${JSON.stringify(value) ?? String(value)})`;
+/**
+ * Describes what a plugin module exported, for "not a factory" errors: objects with the members
+ * they do have (so a misspelt method shows), anything else as core's `describeValue` does.
+ */
+function describeExport(value: unknown): string {
+  if (typeof value !== "object" || value === null) return describeValue(value);
   const members = new Set<string>();
   for (
     let o: object | null = value;
@@ -121,11 +103,8 @@ function describeValue(value: unknown): string {
   ) {
     for (const name of Object.getOwnPropertyNames(o)) if (name !== "constructor") members.add(name);
   }
-  const ctor = (value as { constructor?: { name?: string } }).constructor;
-  const what =
-    ctor !== undefined && ctor !== Object && ctor.name
-      ? `an instance of class ${ctor.name}`
-      : "an object";
+  const name = typeName(value);
+  const what = name === "Object" ? "an object" : `an instance of class ${name}`;
   return members.size === 0
     ? `${what} without members`
     : `${what} with members ${[...members].sort().join(", ")}`;
@@ -220,7 +199,7 @@ export async function loadPlugin<F>(
   if (typeof factory === "function") {
     if (!isConstructor(factory)) {
       throw new PluginInvalidError(
-        `${subject}: ${exportLabel} is ${describeValue(factory)} that cannot be called with new; export a ${kind.name} class with a no-argument constructor, or a factory object`,
+        `${subject}: ${exportLabel} is ${describeExport(factory)} that cannot be called with new; export a ${kind.name} class with a no-argument constructor, or a factory object`,
       );
     }
     const ctor: new () => unknown = factory;
@@ -238,7 +217,7 @@ export async function loadPlugin<F>(
     const origin =
       typeof exported.value === "function" ? `an instance of ${exportLabel}` : exportLabel;
     throw new PluginInvalidError(
-      `${subject}: ${origin} is not a ${kind.name}: it lacks ${missing.map((m) => `${m}()`).join(" and ")} and the brand Symbol.for("${kind.brandKey}"); found ${describeValue(factory)}`,
+      `${subject}: ${origin} is not a ${kind.name}: it lacks ${missing.map((m) => `${m}()`).join(" and ")} and the brand Symbol.for("${kind.brandKey}"); found ${describeExport(factory)}`,
     );
   }
   return { factory, value, file, exportName };

@@ -478,7 +478,7 @@ describe("ShuffleServiceLoader: failures", () => {
   });
 
   it.each([
-    ["answer", "a number (42)"],
+    ["answer", "found 42"],
     ["arrowFactory", "cannot be called with new"],
   ])("reports the export %s as not a factory", async (name, found) => {
     const app = emptyDir("app");

@@ -1,9 +1,14 @@
+import { describeValue } from "@sluice/core";
 import {
+  ALL_OPTIONS,
+  type ConfigOption,
   isShuffleServiceFactory,
   missingShuffleServiceFactoryMembers,
   type ShuffleServiceFactory,
   ShuffleServiceOptions,
 } from "@sluice/runtime-api";
+import { knownKeysOf } from "../config/unknown-keys.js";
+import { PluginInvalidError } from "./errors.js";
 import { SHUFFLE_SERVICE_ALIASES } from "./factory-reference.js";
 import {
   type LoadedPlugin,
@@ -21,8 +26,11 @@ export interface ShuffleServiceLoaderOptions extends PluginLoaderOptions {
   readonly aliases?: Readonly<Record<string, string>>;
 }
 
-/** A loaded shuffle plugin and where it came from. */
-export type LoadedShuffleServiceFactory = LoadedPlugin<ShuffleServiceFactory>;
+/** A loaded shuffle plugin, where it came from, and the config keys it owns. */
+export interface LoadedShuffleServiceFactory extends LoadedPlugin<ShuffleServiceFactory> {
+  /** The plugin's own options (`ShuffleServiceFactory.configOptions`); empty when it has none. */
+  readonly configOptions: readonly ConfigOption<unknown>[];
+}
 
 const SHUFFLE_PLUGIN: PluginKind<ShuffleServiceFactory> = {
   name: "ShuffleServiceFactory",
@@ -60,7 +68,7 @@ export const ShuffleServiceLoader = {
 } as const;
 
 /** Like {@link ShuffleServiceLoader.loadShuffleServiceFactory}, also returning where it came from. */
-export function loadShuffleServiceFactoryWithInfo(
+export async function loadShuffleServiceFactoryWithInfo(
   configuration: LoaderConfiguration,
   options: ShuffleServiceLoaderOptions = {},
 ): Promise<LoadedShuffleServiceFactory> {
@@ -68,5 +76,46 @@ export function loadShuffleServiceFactoryWithInfo(
     options.aliases === undefined
       ? SHUFFLE_PLUGIN
       : { ...SHUFFLE_PLUGIN, aliases: options.aliases };
-  return loadPlugin(configuration, kind, options);
+  const loaded = await loadPlugin(configuration, kind, options);
+  const configOptions = pluginConfigOptions(
+    loaded.factory,
+    `${SHUFFLE_PLUGIN.option.key} "${loaded.value}": export "${loaded.exportName}" of ${loaded.file}`,
+  );
+  return { ...loaded, configOptions };
+}
+
+function isConfigOption(value: unknown): value is ConfigOption<unknown> {
+  const option = value as Partial<ConfigOption<unknown>> | null;
+  return (
+    typeof option === "object" &&
+    option !== null &&
+    typeof option.key === "string" &&
+    typeof option.parse === "function" &&
+    Array.isArray(option.fallbackKeys)
+  );
+}
+
+/**
+ * The factory's `configOptions`, checked: an array of ConfigOptions whose keys (and fallback
+ * keys) are none of Sluice's own, since two definitions of one key could disagree on its type.
+ */
+function pluginConfigOptions(
+  factory: ShuffleServiceFactory,
+  what: string,
+): readonly ConfigOption<unknown>[] {
+  const declared: unknown = factory.configOptions;
+  if (declared === undefined) return [];
+  if (!Array.isArray(declared) || !declared.every(isConfigOption)) {
+    throw new PluginInvalidError(
+      `${what}: configOptions must be an array of ConfigOptions (made with ConfigOptions.key(...)), found ${describeValue(declared)}`,
+    );
+  }
+  const sluiceKeys = knownKeysOf(ALL_OPTIONS);
+  const taken = [...knownKeysOf(declared)].filter((key) => sluiceKeys.has(key));
+  if (taken.length > 0) {
+    throw new PluginInvalidError(
+      `${what}: configOptions redefines Sluice's own key${taken.length === 1 ? "" : "s"} ${taken.map((key) => JSON.stringify(key)).join(", ")}; a plugin declares only the keys Sluice does not have`,
+    );
+  }
+  return declared;
 }

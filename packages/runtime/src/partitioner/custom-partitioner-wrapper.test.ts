@@ -34,7 +34,7 @@ describe("CustomPartitionerWrapper", () => {
     [-1, "-1"],
     [1.5, "1.5"],
     [Number.NaN, "NaN"],
-    ["1", '"1" (string)'],
+    ["1", '"1"'],
     [undefined, "undefined"],
   ])("rejects a returned channel of %s, naming it", (returned, shown) => {
     const wrapper = wrap(() => returned as number);

@@ -1,5 +1,4 @@
-import { IllegalArgumentError } from "@sluice/core";
-import { describeValue } from "./internal/describe-value.js";
+import { describeValue, IllegalArgumentError } from "@sluice/core";
 import type { KeySelector } from "./key-selector.js";
 import { StreamPartitioner } from "./stream-partitioner.js";
 

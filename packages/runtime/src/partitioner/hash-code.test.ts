@@ -1,6 +1,8 @@
+import { ErrorCodes, IllegalArgumentError } from "@sluice/core";
+import { expectError } from "@sluice/core/testing";
 import { describe, expect, it } from "vitest";
 import { hashCodeOf } from "./hash-code.js";
-import { catchError, expectIllegalArgument } from "./test-support/expect-error.js";
+import { expectIllegalArgument } from "./test-support/expect-error.js";
 
 // Every expected value below is what the JDK (17) prints for the equal Java value.
 
@@ -131,7 +133,11 @@ describe("hashCodeOf", () => {
     });
 
     it("reports the error as an IllegalArgumentError instance", () => {
-      const error = catchError(() => hashCodeOf({}));
+      const error = expectError(
+        () => hashCodeOf({}),
+        IllegalArgumentError,
+        ErrorCodes.INVALID_ARGUMENT,
+      );
       expect(error.constructor.name).toBe("IllegalArgumentError");
     });
   });

@@ -1,5 +1,4 @@
-import { IllegalArgumentError } from "@sluice/core";
-import { describeValue, typeName } from "./internal/describe-value.js";
+import { describeValue, IllegalArgumentError, typeName } from "@sluice/core";
 
 /**
  * A key that computes its own hash code, like a Java object overriding `hashCode()`.

@@ -19,7 +19,6 @@ export {
   computeKeyGroupRangeForOperatorIndex,
   computeOperatorIndexForKeyGroup,
   DEFAULT_LOWER_BOUND_MAX_PARALLELISM,
-  UPPER_BOUND_MAX_PARALLELISM,
 } from "./key-group-range-assignment.js";
 export { KeyGroupStreamPartitioner } from "./key-group-stream-partitioner.js";
 export type { KeySelector } from "./key-selector.js";

@@ -1,3 +1,4 @@
+import { UPPER_BOUND_MAX_PARALLELISM } from "@sluice/runtime-api";
 import { describe, expect, it } from "vitest";
 import { hashCodeOf } from "./hash-code.js";
 import {
@@ -8,7 +9,6 @@ import {
   computeKeyGroupRangeForOperatorIndex,
   computeOperatorIndexForKeyGroup,
   DEFAULT_LOWER_BOUND_MAX_PARALLELISM,
-  UPPER_BOUND_MAX_PARALLELISM,
 } from "./key-group-range-assignment.js";
 import { expectIllegalArgument } from "./test-support/expect-error.js";
 

@@ -1,13 +1,8 @@
 import { IllegalArgumentError } from "@sluice/core";
+import { UPPER_BOUND_MAX_PARALLELISM } from "@sluice/runtime-api";
 import { hashCodeOf } from "./hash-code.js";
 import { KeyGroupRange } from "./key-group-range.js";
 import { murmurHash } from "./murmur-hash.js";
-
-/**
- * The largest supported max parallelism, 2^15: Flink's hard upper bound, kept so that every job
- * Flink accepts gets the same key-group layout here.
- */
-export const UPPER_BOUND_MAX_PARALLELISM = 32768;
 
 /**
  * The smallest max parallelism {@link computeDefaultMaxParallelism} picks, so that a job started

@@ -1,9 +1,8 @@
-import { IllegalArgumentError } from "@sluice/core";
+import { describeValue, IllegalArgumentError } from "@sluice/core";
 import { BroadcastPartitioner } from "./broadcast-partitioner.js";
 import { CustomPartitionerWrapper, type Partitioner } from "./custom-partitioner-wrapper.js";
 import { ForwardPartitioner } from "./forward-partitioner.js";
 import { GlobalPartitioner } from "./global-partitioner.js";
-import { describeValue } from "./internal/describe-value.js";
 import { KeyGroupStreamPartitioner } from "./key-group-stream-partitioner.js";
 import type { KeySelector } from "./key-selector.js";
 import type { RandomSource } from "./random-source.js";

@@ -1,5 +1,4 @@
-import { IllegalStateError } from "@sluice/core";
-import { describeValue } from "./internal/describe-value.js";
+import { describeValue, IllegalStateError } from "@sluice/core";
 
 /**
  * A source of uniformly distributed numbers in `[0, 1)`, with the contract of `Math.random`.

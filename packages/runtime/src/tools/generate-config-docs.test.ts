@@ -1,12 +1,26 @@
 import { readFileSync } from "node:fs";
-import { ALL_OPTIONS, ConfigOptions } from "@sluice/runtime-api";
+import { ALL_OPTIONS, CONFIG_OPTION_GROUPS, ConfigOptions } from "@sluice/runtime-api";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_CONFIG_DOCS_PATH, generateConfigurationDocs } from "./generate-config-docs.js";
+import {
+  BUNDLED_PLUGINS,
+  DEFAULT_CONFIG_DOCS_PATH,
+  generateConfigurationDocs,
+  loadPluginOptions,
+} from "./generate-config-docs.js";
 
 describe("docs/configuration.md", () => {
-  it("matches the ConfigOption definitions (run `pnpm docs:config` when this fails)", () => {
+  it("matches the ConfigOption definitions of Sluice and the bundled plugins (run `pnpm docs:config` when this fails)", async () => {
     const committed = readFileSync(DEFAULT_CONFIG_DOCS_PATH, "utf8");
-    expect(committed).toBe(generateConfigurationDocs());
+    const plugins = await loadPluginOptions(BUNDLED_PLUGINS);
+    expect(committed).toBe(generateConfigurationDocs(CONFIG_OPTION_GROUPS, plugins));
+  });
+
+  it("lists a bundled plugin's own options under its package, and leaves out plugins without", async () => {
+    const plugins = await loadPluginOptions(BUNDLED_PLUGINS);
+    expect(plugins.map((plugin) => plugin.packageName)).toEqual(["@sluice/shuffle-ws"]);
+    const docs = generateConfigurationDocs(CONFIG_OPTION_GROUPS, plugins);
+    expect(docs).toContain("## Plugin `@sluice/shuffle-ws`");
+    expect(docs).toContain("| `taskmanager.network.websocket.high-water-mark` | memory | `1 mb` |");
   });
 
   it("documents every option with its key, default and fallback keys", () => {

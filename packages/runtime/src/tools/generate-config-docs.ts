@@ -1,26 +1,48 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
 import {
   CONFIG_OPTION_GROUPS,
   type ConfigOption,
   type ConfigOptionGroup,
+  readableConfigOf,
+  ShuffleServiceOptions,
 } from "@sluice/runtime-api";
+import { loadShuffleServiceFactoryWithInfo } from "../loader/shuffle-service-loader.js";
 
 /**
  * Generates `docs/configuration.md` from the `ConfigOption` definitions of `@sluice/runtime-api`
- * (`CONFIG_OPTION_GROUPS`), so the documentation cannot drift from the code.
+ * (`CONFIG_OPTION_GROUPS`) and the options the bundled shuffle plugins declare
+ * (`ShuffleServiceFactory.configOptions`), so the documentation cannot drift from the code.
  *
  *   node packages/runtime/dist/tools/generate-config-docs.js           # rewrite the file
  *   node packages/runtime/dist/tools/generate-config-docs.js --check   # exit 1 if it is stale
  *   ... --out <file>                                                    # another target file
+ *   ... --plugin <module>#<Export>           # document these plugins instead of the bundled ones
  */
 
-/** Where the generated file lives: `<repo>/docs/configuration.md` (same depth from src/ and dist/). */
-export const DEFAULT_CONFIG_DOCS_PATH = path.resolve(
-  path.dirname(fileURLToPath(import.meta.url)),
-  "../../../../docs/configuration.md",
-);
+/** The repository root (the same depth from src/tools and dist/tools). */
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
+
+/** Where the generated file lives: `<repo>/docs/configuration.md`. */
+export const DEFAULT_CONFIG_DOCS_PATH = path.join(REPO, "docs/configuration.md");
+
+/** The plugins of this repository whose own options the docs list (as plugin references). */
+export const BUNDLED_PLUGINS: readonly string[] = [
+  `${path.join(REPO, "packages/shuffle-tcp")}#TcpShuffleServiceFactory`,
+  `${path.join(REPO, "packages/shuffle-ws")}#WsShuffleServiceFactory`,
+];
+
+/** The options a shuffle plugin declares, documented under its package's name. */
+export interface PluginOptions {
+  /** The plugin's package (`@sluice/shuffle-ws`), or its module file when it has none. */
+  readonly packageName: string;
+  /** The factory's export name. */
+  readonly exportName: string;
+  /** What the factory declares in `configOptions`, in its order. */
+  readonly options: readonly ConfigOption<unknown>[];
+}
 
 function cell(text: string): string {
   return text.replaceAll("|", "\\|").replaceAll("\n", " ");
@@ -71,16 +93,64 @@ function groupSection(group: ConfigOptionGroup): string {
   ].join("\n");
 }
 
-/** The Markdown of `docs/configuration.md` for `groups` (default: every Sluice option). */
+/** The name in the nearest package.json above `file`, or `file` itself. */
+function packageNameOf(file: string): string {
+  for (let dir = path.dirname(file); dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    let text: string;
+    try {
+      text = readFileSync(path.join(dir, "package.json"), "utf8");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") continue;
+      throw error;
+    }
+    const name = (JSON.parse(text) as { name?: unknown }).name;
+    if (typeof name === "string") return name;
+  }
+  return file;
+}
+
+/**
+ * Loads each plugin (a `shuffle-service-factory.class` value) through the runtime's loader and
+ * returns the options it declares; plugins without options are left out.
+ */
+export async function loadPluginOptions(references: readonly string[]): Promise<PluginOptions[]> {
+  const sections: PluginOptions[] = [];
+  for (const reference of references) {
+    const loaded = await loadShuffleServiceFactoryWithInfo(
+      readableConfigOf({ [ShuffleServiceOptions.SHUFFLE_SERVICE_FACTORY_CLASS.key]: reference }),
+    );
+    if (loaded.configOptions.length === 0) continue;
+    sections.push({
+      packageName: packageNameOf(loaded.file),
+      exportName: loaded.exportName,
+      options: loaded.configOptions,
+    });
+  }
+  return sections;
+}
+
+function pluginGroup(plugin: PluginOptions): ConfigOptionGroup {
+  return {
+    title: `Plugin \`${plugin.packageName}\``,
+    description: `Declared by \`${plugin.exportName}\`: known, checked and read only when this plugin is the configured shuffle.`,
+    options: plugin.options,
+  };
+}
+
+/**
+ * The Markdown of `docs/configuration.md` for `groups` (default: every Sluice option), then one
+ * section per plugin of `plugins` with its own options.
+ */
 export function generateConfigurationDocs(
   groups: readonly ConfigOptionGroup[] = CONFIG_OPTION_GROUPS,
+  plugins: readonly PluginOptions[] = [],
 ): string {
   const header = [
     "# Configuration",
     "",
     "<!-- Generated from the ConfigOption definitions in packages/runtime-api/src/config/options/",
-    "     by packages/runtime/src/tools/generate-config-docs.ts. Do not edit by hand: run",
-    "     `pnpm docs:config`. A test fails when this file is stale. -->",
+    "     and the bundled plugins' configOptions by packages/runtime/src/tools/generate-config-docs.ts.",
+    "     Do not edit by hand: run `pnpm docs:config`. A test fails when this file is stale. -->",
     "",
     "Sluice reads Flink's configuration keys. Put them in a `config.yaml` as flat dotted keys",
     "(`taskmanager.memory.segment-size: 32kb`) or nested maps (`taskmanager: { memory: ... }`),",
@@ -102,27 +172,41 @@ export function generateConfigurationDocs(
     'older spellings and emit a warning when used. Descriptions that start with "Sluice:"',
     "belong to options Flink does not have.",
     "",
+    "A shuffle plugin may declare options of its own (`ShuffleServiceFactory.configOptions`):",
+    "once it is loaded, their keys are known and their values checked like Sluice's. The last",
+    "sections list those of the bundled plugins.",
+    "",
   ].join("\n");
-  return `${header}\n${groups.map(groupSection).join("\n")}`;
+  const sections = [...groups, ...plugins.map(pluginGroup)];
+  return `${header}\n${sections.map(groupSection).join("\n")}`;
 }
 
 /**
- * The command line: writes the docs file, or with `--check` compares it. Returns the exit code
- * (1 when `--check` finds the file stale or missing).
+ * The command line: writes the docs file, or with `--check` compares it. Resolves with the exit
+ * code (1 when `--check` finds the file stale or missing).
  */
-export function runGenerateConfigDocs(args: readonly string[]): number {
-  const check = args.includes("--check");
-  const outIndex = args.indexOf("--out");
-  const target =
-    outIndex >= 0 && args[outIndex + 1] !== undefined
-      ? path.resolve(args[outIndex + 1] as string)
-      : DEFAULT_CONFIG_DOCS_PATH;
-  const fresh = generateConfigurationDocs();
+export async function runGenerateConfigDocs(args: readonly string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: [...args],
+    options: {
+      check: { type: "boolean" },
+      out: { type: "string" },
+      plugin: { type: "string", multiple: true },
+    },
+  });
+  const check = values.check === true;
+  const target = values.out === undefined ? DEFAULT_CONFIG_DOCS_PATH : path.resolve(values.out);
+  const fresh = generateConfigurationDocs(
+    CONFIG_OPTION_GROUPS,
+    await loadPluginOptions(values.plugin ?? BUNDLED_PLUGINS),
+  );
   if (check) {
     let current: string | undefined;
     try {
       current = readFileSync(target, "utf8");
-    } catch {
+    } catch (error) {
+      // A missing file is stale; any other read failure is reported as itself.
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
       current = undefined;
     }
     if (current !== fresh) {
@@ -141,5 +225,13 @@ if (
   process.argv[1] !== undefined &&
   import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href
 ) {
-  process.exitCode = runGenerateConfigDocs(process.argv.slice(2));
+  runGenerateConfigDocs(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      process.stderr.write(`${(error as Error)?.stack ?? String(error)}\n`);
+      process.exitCode = 1;
+    },
+  );
 }

@@ -12,7 +12,6 @@ import { RestartStrategyOptions } from "./restart-strategy-options.js";
 import { SecurityOptions } from "./security-options.js";
 import { ShuffleServiceOptions } from "./shuffle-service-options.js";
 import { TaskManagerOptions } from "./task-manager-options.js";
-import { WebSocketOptions } from "./websocket-options.js";
 
 const KB = 1024;
 const MB = 1024 * 1024;
@@ -44,7 +43,6 @@ describe("ALL_OPTIONS", () => {
       RestartStrategyOptions,
       SecurityOptions,
       TaskManagerOptions,
-      WebSocketOptions,
       JobManagerOptions,
       HeartbeatManagerOptions,
     ];
@@ -79,7 +77,6 @@ describe("ALL_OPTIONS", () => {
       "taskmanager.network.spilling-threshold": 5 * MB,
       "security.ssl.internal.enabled": false,
       "taskmanager.data.ssl.enabled": true,
-      "taskmanager.network.websocket.per-message-deflate": false,
       "taskmanager.network.compression.codec": "LZ4",
       "taskmanager.network.batch-shuffle.compression.enabled": true,
       "taskmanager.network.sort-shuffle.min-buffers": 512,
@@ -143,11 +140,5 @@ describe("ALL_OPTIONS", () => {
     expect(
       BatchShuffleOptions.BATCH_SHUFFLE_COMPRESSION_ENABLED.fallbackKeys.map((f) => f.key),
     ).toEqual(["taskmanager.network.blocking-shuffle.compression.enabled"]);
-  });
-
-  it("keeps the websocket low water mark below the high water mark by default", () => {
-    expect(WebSocketOptions.LOW_WATER_MARK.defaultValue).toBeLessThan(
-      WebSocketOptions.HIGH_WATER_MARK.defaultValue,
-    );
   });
 });

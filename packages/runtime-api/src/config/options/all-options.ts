@@ -13,7 +13,6 @@ import { RestartStrategyOptions } from "./restart-strategy-options.js";
 import { SecurityOptions } from "./security-options.js";
 import { ShuffleServiceOptions } from "./shuffle-service-options.js";
 import { TaskManagerOptions } from "./task-manager-options.js";
-import { WebSocketOptions } from "./websocket-options.js";
 
 /** A titled group of options, one per concern, as `docs/configuration.md` shows them. */
 export interface ConfigOptionGroup {
@@ -25,7 +24,10 @@ export interface ConfigOptionGroup {
   readonly options: readonly ConfigOption<unknown>[];
 }
 
-/** Every option Sluice defines, grouped by concern (the source of `docs/configuration.md`). */
+/**
+ * Every option Sluice defines, grouped by concern (the source of `docs/configuration.md`). A
+ * shuffle plugin's own options are declared by its factory (`ShuffleServiceFactory.configOptions`).
+ */
 export const CONFIG_OPTION_GROUPS: readonly ConfigOptionGroup[] = [
   {
     title: "Shuffle plugin",
@@ -110,11 +112,6 @@ export const CONFIG_OPTION_GROUPS: readonly ConfigOptionGroup[] = [
       PrometheusReporterOptions.bindHost("<name>"),
       PrometheusReporterOptions.filterLabelValueCharacters("<name>"),
     ],
-  },
-  {
-    title: "WebSocket plugin",
-    description: "Options read only by `@sluice/shuffle-ws`.",
-    options: Object.values(WebSocketOptions),
   },
 ];
 

@@ -33,4 +33,3 @@ export {
   ShuffleServiceOptions,
 } from "./shuffle-service-options.js";
 export { TaskManagerOptions } from "./task-manager-options.js";
-export { WebSocketOptions } from "./websocket-options.js";

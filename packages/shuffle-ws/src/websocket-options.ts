@@ -1,7 +1,10 @@
-import { atLeast, ConfigOptions } from "../config-option.js";
-import { formatMemorySize } from "../memory-size.js";
+import { atLeast, ConfigOptions, formatMemorySize } from "@sluice/runtime-api";
 
-/** Options of the WebSocket plugin (`@sluice/shuffle-ws`), Sluice-specific. */
+/**
+ * The options of the WebSocket plugin, which only it reads (Sluice-specific: Flink has no
+ * WebSocket transport). `WsShuffleServiceFactory.configOptions` declares them, so the runtime
+ * knows their keys, checks their values at start-up and documents them.
+ */
 export const WebSocketOptions = {
   /** permessage-deflate compression. */
   PER_MESSAGE_DEFLATE: ConfigOptions.key("taskmanager.network.websocket.per-message-deflate")
