@@ -13,21 +13,14 @@ import {
   SpillingAdaptiveSpanningRecordDeserializer,
   serializeRecord,
 } from "@sluice/core";
-import { KeyGroupStreamPartitioner, RecordReader } from "@sluice/runtime";
 import {
   type KeyedRecord,
   KeyedRecordSerializer,
   KeyReadingSerializer,
   makeKeyedRecords,
 } from "../records.js";
-import {
-  consumePartition,
-  producePartition,
-  recordWriter,
-  runConsumerLoop,
-  runProducerLoop,
-  startEnvironment,
-} from "../systems/sluice.js";
+import { runConsumerLoop, runProducerLoop, runTask, SluiceProcess } from "../systems/sluice.js";
+import { benchCode, exchangeOf } from "../systems/sluice-roles.js";
 
 export interface CoreArgs {
   readonly recordSize: number;
@@ -138,33 +131,33 @@ function serdeRun(
 
 async function localRun(recordSize: number, durationMs: number, checks: string[]): Promise<number> {
   const config = { "execution.buffer-timeout.interval": "100ms" };
-  const env = await startEnvironment("local", config);
+  const sluice = await SluiceProcess.start("local", config, benchCode(recordSize));
   try {
-    const { partition, descriptor } = await producePartition(env, config, 4);
-    const gate = consumePartition(env, descriptor, 4);
+    const exchange = await sluice.deployExchange(
+      exchangeOf({ channels: 4, selector: "keyed", recordKind: "keyed" }),
+    );
+    const consumer = await sluice.executor.deployTask(exchange.consumer);
     const records = makeKeyedRecords(recordSize);
     const mask = records.length - 1;
-    const writer = recordWriter(
-      partition,
-      new KeyedRecordSerializer(recordSize),
-      new KeyGroupStreamPartitioner<KeyedRecord, number>((r) => r.key, 128),
-      100,
-    );
-    const reader = new RecordReader<number>(gate, new KeyReadingSerializer(recordSize));
     const [produced, consumed] = await Promise.all([
-      runProducerLoop(writer, partition, (i) => records[i & mask] as KeyedRecord, durationMs, 1024),
-      runConsumerLoop(reader, () => {}, 4096),
+      runTask(exchange.producer, (t) =>
+        runProducerLoop(
+          t.writer<KeyedRecord>(),
+          (i) => records[i & mask] as KeyedRecord,
+          durationMs,
+          1024,
+        ),
+      ),
+      runTask(consumer, (t) => runConsumerLoop(t.reader<number>(), () => {}, 4096)),
     ]);
-    reader.close();
-    await gate.close();
-    partition.close();
+    await exchange.retire();
     if (produced.sent !== consumed.received) {
       checks.push(`local: sent ${produced.sent} but received ${consumed.received}`);
     }
     // Whole-run rate: producer and consumer share the thread, so first→last arrival is the run.
     return consumed.received / (produced.elapsedMs / 1000);
   } finally {
-    await env.close();
+    await sluice.close();
   }
 }
 

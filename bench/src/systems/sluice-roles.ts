@@ -1,18 +1,10 @@
 /**
- * Sluice in the benchmark's roles: the throughput producer/consumer (one partition and one gate
- * per run, in environments that live for the whole (case, system)) and the ping-pong peers.
+ * Sluice in the benchmark's roles: the throughput producer/consumer (one job, so one partition and
+ * one gate, per run, on TaskExecutors that live for the whole (case, system)) and the ping-pong
+ * peers.
  */
-import { Int64Serializer } from "@sluice/core";
-import type { NetworkShuffleEnvironment, ResultPartition, SingleInputGate } from "@sluice/network";
-import {
-  type ChannelSelector,
-  KeyGroupStreamPartitioner,
-  PollStatus,
-  RebalancePartitioner,
-  RecordReader,
-  type RecordWriter,
-} from "@sluice/runtime";
-import type { ShuffleDescriptorJSON } from "@sluice/runtime-api";
+import type { DataInputDeserializer, DataOutputSerializer, TypeSerializer } from "@sluice/core";
+import { PollStatus, type RecordReader, type RecordWriter, type Task } from "@sluice/runtime";
 import {
   type KeyedRecord,
   KeyedRecordSerializer,
@@ -31,38 +23,68 @@ import type {
 } from "../roles.js";
 import { ByteThrottle } from "../throttle.js";
 import {
-  consumePartition,
-  producePartition,
-  recordWriter,
+  type Exchange,
+  type ExchangeSpec,
   runConsumerLoop,
   runProducerLoop,
+  runTask,
+  type SluiceCode,
+  SluiceProcess,
   type SluiceTransport,
-  startEnvironment,
   yieldToEventLoop,
 } from "./sluice.js";
 
-/** Flink's default lower bound of max parallelism: the key-group count of keyed routing. */
-const MAX_PARALLELISM = 128;
+/** The serializer name of keyed records in task deployment descriptors. */
+const KEYED = "keyed-record";
 
-function selectorOf(params: ThroughputParams): ChannelSelector<KeyedRecord> {
-  return params.selector === "keyed"
-    ? new KeyGroupStreamPartitioner<KeyedRecord, number>((r) => r.key, MAX_PARALLELISM)
-    : new RebalancePartitioner<KeyedRecord>();
+/**
+ * Keyed records as every bench TaskExecutor registers them: written from a KeyedRecord, read
+ * back as the key alone, so no consumer allocates per record. One name serves both sides, also
+ * in a process that writes and reads (the ping-pong peers, case 0).
+ */
+class KeyedRecordFormat implements TypeSerializer<KeyedRecord | number> {
+  readonly name: string;
+  private readonly writing: KeyedRecordSerializer;
+  private readonly reading: KeyReadingSerializer;
+
+  constructor(recordSize: number) {
+    this.writing = new KeyedRecordSerializer(recordSize);
+    this.reading = new KeyReadingSerializer(recordSize);
+    this.name = this.writing.name;
+  }
+
+  serialize(value: KeyedRecord | number, out: DataOutputSerializer): void {
+    this.writing.serialize(value as KeyedRecord, out);
+  }
+
+  deserialize(input: DataInputDeserializer): number {
+    return this.reading.deserialize(input);
+  }
 }
 
-/** Waits until the partition was fully consumed and released, then closes it. */
-async function retirePartition(partition: ResultPartition, timeoutMs = 5_000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!partition.isReleased() && performance.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  partition.close();
-  if (!partition.isReleased()) partition.release();
+/** What every bench TaskExecutor registers for records of `recordSize` bytes. */
+export function benchCode(recordSize: number): SluiceCode {
+  return {
+    serializers: { [KEYED]: new KeyedRecordFormat(recordSize) },
+    keySelectors: { key: (record: KeyedRecord) => record.key },
+  };
+}
+
+/** A run's exchange: keyed or round-robin over `channels` subpartitions. */
+export function exchangeOf(
+  params: Pick<ThroughputParams, "channels" | "selector" | "recordKind">,
+): ExchangeSpec {
+  return {
+    channels: params.channels,
+    partitioner:
+      params.selector === "keyed" ? { name: "HASH", keySelector: "key" } : { name: "REBALANCE" },
+    serializer: params.recordKind === "int64" ? "int64" : KEYED,
+  };
 }
 
 export class SluiceThroughputProducer implements ThroughputProducer {
-  private env: NetworkShuffleEnvironment | undefined;
-  private partition: ResultPartition | undefined;
+  private sluice: SluiceProcess | undefined;
+  private exchange: Exchange | undefined;
 
   constructor(
     private readonly transport: SluiceTransport,
@@ -70,90 +92,47 @@ export class SluiceThroughputProducer implements ThroughputProducer {
   ) {}
 
   async prepare(): Promise<unknown> {
-    this.env ??= await startEnvironment(this.transport, this.params.config);
-    const { partition, descriptor } = await producePartition(
-      this.env,
-      this.params.config,
-      this.params.channels,
-    );
-    this.partition = partition;
-    return descriptor;
+    const p = this.params;
+    this.sluice ??= await SluiceProcess.start(this.transport, p.config, benchCode(p.recordSize));
+    this.exchange = await this.sluice.deployExchange(exchangeOf(p));
+    return this.exchange.consumer;
   }
 
   async produce({ durationMs }: { durationMs: number }): Promise<ProduceResult> {
-    const partition = this.partition as ResultPartition;
+    const task = (this.exchange as Exchange).producer;
     const p = this.params;
-    if (p.recordKind === "int64") {
-      // Flink's benchmark shape: the same LongValue emitted over and over, round-robin.
-      const writer = recordWriter<bigint>(
-        partition,
-        Int64Serializer.INSTANCE,
-        new RebalancePartitioner<bigint>(),
-        p.bufferTimeoutMs,
-      );
-      const value = 0n;
-      const { sent, elapsedMs } = await runProducerLoop(
-        writer,
-        partition,
-        () => value,
-        durationMs,
-        p.producerBatch,
-      );
-      return { sent, keySum: 0, elapsedMs, extra: this.partitionStats(partition) };
-    }
+    const int64 = p.recordKind === "int64";
     const records = makeKeyedRecords(p.recordSize);
     const mask = records.length - 1;
-    const writer: RecordWriter<KeyedRecord> = recordWriter(
-      partition,
-      new KeyedRecordSerializer(p.recordSize),
-      selectorOf(p),
-      p.bufferTimeoutMs,
-    );
-    const { sent, elapsedMs } = await runProducerLoop(
-      writer,
-      partition,
-      (i) => records[i & mask] as KeyedRecord,
-      durationMs,
-      p.producerBatch,
+    // Flink's benchmark shape for int64: the same LongValue emitted over and over.
+    const next = int64 ? () => 0n : (i: number) => records[i & mask] as KeyedRecord;
+    const { sent, elapsedMs } = await runTask(task, (t) =>
+      runProducerLoop(t.writer<unknown>(), next, durationMs, p.producerBatch),
     );
     // Keys are i & mask for i in [0, sent).
     let keySum = 0;
-    for (let i = 0; i < sent; i++) keySum = (keySum + (i & mask)) | 0;
-    return { sent, keySum, elapsedMs, extra: this.partitionStats(partition) };
-  }
-
-  private partitionStats(partition: ResultPartition): Record<string, unknown> {
-    return {
-      numBuffersOut: partition.metrics.numBuffersOut,
-      numBytesOut: partition.metrics.numBytesOut,
-      backPressuredTimeMs: partition.metrics.backPressuredTimeMs,
-    };
+    for (let i = 0; !int64 && i < sent; i++) keySum = (keySum + (i & mask)) | 0;
+    const metrics = task.partitions[0]?.metrics;
+    const { numBuffersOut, numBytesOut, backPressuredTimeMs } = metrics ?? {};
+    return { sent, keySum, elapsedMs, extra: { numBuffersOut, numBytesOut, backPressuredTimeMs } };
   }
 
   async cleanup(): Promise<void> {
-    const partition = this.partition;
-    this.partition = undefined;
-    if (partition !== undefined) await retirePartition(partition);
-  }
-
-  /** Segments of the NetworkBufferPool not back yet (0 when nothing leaked). */
-  missingSegments(): number {
-    const pool = this.env?.networkBufferPool;
-    return pool === undefined
-      ? 0
-      : pool.totalNumberOfMemorySegments - pool.getNumberOfAvailableMemorySegments();
+    const exchange = this.exchange;
+    this.exchange = undefined;
+    await exchange?.retire();
   }
 
   async close(): Promise<void> {
     await this.cleanup();
-    await this.env?.close();
-    this.env = undefined;
+    await this.sluice?.close();
+    this.sluice = undefined;
   }
 }
 
 export class SluiceThroughputConsumer implements ThroughputConsumer {
-  private env: NetworkShuffleEnvironment | undefined;
-  private gate: SingleInputGate | undefined;
+  private sluice: SluiceProcess | undefined;
+  private task: Task | undefined;
 
   constructor(
     private readonly transport: SluiceTransport,
@@ -161,46 +140,44 @@ export class SluiceThroughputConsumer implements ThroughputConsumer {
   ) {}
 
   async connect(endpoint: unknown): Promise<void> {
-    this.env ??= await startEnvironment(this.transport, this.params.config);
-    this.gate = consumePartition(this.env, endpoint as ShuffleDescriptorJSON, this.params.channels);
+    const p = this.params;
+    this.sluice ??= await SluiceProcess.start(this.transport, p.config, benchCode(p.recordSize));
+    this.task = await this.sluice.executor.deployTask(endpoint);
   }
 
   async drain(): Promise<DrainResult> {
-    const gate = this.gate as SingleInputGate;
+    const task = this.task as Task;
     const p = this.params;
-    if (p.recordKind === "int64") {
-      const reader = new RecordReader<bigint>(gate, Int64Serializer.INSTANCE);
-      const result = await runConsumerLoop(reader, () => {}, p.consumerBatch);
-      reader.close();
-      return { ...result, keySum: 0, extra: this.gateStats(gate) };
-    }
-    const reader = new RecordReader<number>(gate, new KeyReadingSerializer(p.recordSize));
     let keySum = 0;
-    const onRecord = (key: number) => {
-      keySum = (keySum + key) | 0;
-    };
-    const result =
-      p.consumerBytesPerSecond === undefined
-        ? await runConsumerLoop(reader, onRecord, p.consumerBatch)
-        : await throttledConsumerLoop(reader, onRecord, p.consumerBytesPerSecond, p.recordSize + 4);
-    reader.close();
-    return { ...result, keySum, extra: this.gateStats(gate) };
-  }
-
-  private gateStats(gate: SingleInputGate): Record<string, unknown> {
-    return { numBytesIn: gate.metrics.numBytesIn, numBuffersIn: gate.metrics.numBuffersIn };
+    // int64 records (bigint) are only counted; keyed ones arrive as their key.
+    const onRecord =
+      p.recordKind === "int64"
+        ? () => {}
+        : (key: number) => {
+            keySum = (keySum + key) | 0;
+          };
+    const rate = p.consumerBytesPerSecond;
+    const result = await runTask(task, (t) =>
+      rate === undefined
+        ? runConsumerLoop(t.reader<number>(), onRecord, p.consumerBatch)
+        : throttledConsumerLoop(t.reader<number>(), onRecord, rate, p.recordSize + 4),
+    );
+    const { numBytesIn, numBuffersIn } = task.gates[0]?.metrics ?? {};
+    return { ...result, keySum, extra: { numBytesIn, numBuffersIn } };
   }
 
   async cleanup(): Promise<void> {
-    const gate = this.gate;
-    this.gate = undefined;
-    await gate?.close();
+    const task = this.task;
+    this.task = undefined;
+    // A task that ran has ended; one that did not is canceled (its gate closed).
+    task?.cancel();
+    await task?.terminated;
   }
 
   async close(): Promise<void> {
     await this.cleanup();
-    await this.env?.close();
-    this.env = undefined;
+    await this.sluice?.close();
+    this.sluice = undefined;
   }
 }
 
@@ -253,18 +230,20 @@ async function throttledConsumerLoop<T>(
 }
 
 /**
- * One side of the Sluice ping-pong: a partition of one subpartition towards the other side and a
- * gate reading the other side's partition, both with buffer timeout 0 (flush after every record).
+ * One side of the Sluice ping-pong: a job of its own towards the other side (one subpartition)
+ * and a task reading the other side's job, with buffer timeout 0 (flush after every record).
+ * The reading task runs around the writing one: when the writing task returns it finishes its
+ * partition, which ends the other side's input; then this side reads its own input to the end.
  */
 export class SluiceLatencyPeer implements LatencyPeer {
-  private env: NetworkShuffleEnvironment | undefined;
-  private partition: ResultPartition | undefined;
-  private gate: SingleInputGate | undefined;
+  private sluice: SluiceProcess | undefined;
+  private exchange: Exchange | undefined;
+  private input: Task | undefined;
   private readonly record: KeyedRecord;
 
   constructor(
     private readonly transport: SluiceTransport,
-    // Both sides are alike (a partition each way); the role only decides who pings.
+    // Both sides are alike (a job each way); the role only decides who pings.
     _role: "pinger" | "ponger",
     private readonly params: LatencyParams,
   ) {
@@ -272,92 +251,78 @@ export class SluiceLatencyPeer implements LatencyPeer {
   }
 
   async prepare(): Promise<unknown> {
-    this.env = await startEnvironment(this.transport, this.params.config);
-    const { partition, descriptor } = await producePartition(this.env, this.params.config, 1);
-    this.partition = partition;
-    return descriptor;
+    const p = this.params;
+    this.sluice = await SluiceProcess.start(this.transport, p.config, benchCode(p.recordSize));
+    this.exchange = await this.sluice.deployExchange(
+      exchangeOf({ channels: 1, selector: "rebalance", recordKind: "keyed" }),
+    );
+    return this.exchange.consumer;
   }
 
   async connect(endpoint: unknown): Promise<void> {
-    this.gate = consumePartition(
-      this.env as NetworkShuffleEnvironment,
-      endpoint as ShuffleDescriptorJSON,
-      1,
-    );
-  }
-
-  private writer(): RecordWriter<KeyedRecord> {
-    return recordWriter(
-      this.partition as ResultPartition,
-      new KeyedRecordSerializer(this.params.recordSize),
-      new RebalancePartitioner<KeyedRecord>(),
-      0,
-    );
+    this.input = await (this.sluice as SluiceProcess).executor.deployTask(endpoint);
   }
 
   async ping({ count }: { count: number }): Promise<PingResult> {
-    const writer = this.writer();
-    const reader = new RecordReader<number>(
-      this.gate as SingleInputGate,
-      new KeyReadingSerializer(this.params.recordSize),
-    );
     const samples: number[] = new Array(count);
-    let got = 0;
-    const onRecord = () => {
-      got++;
-    };
-    for (let i = 0; i < count; i++) {
-      const start = performance.now();
-      if (!writer.isAvailable()) await writer.getAvailableFuture();
-      writer.emit(this.record);
-      const want = got + 1;
-      while (got < want) {
-        const status = reader.pollRecords(onRecord, 1);
-        if (got >= want) break;
-        if (status === PollStatus.END_OF_INPUT) throw new Error("ponger ended early");
-        await reader.getAvailableFuture();
+    await this.exchangeRecords(async (writer, reader) => {
+      let got = 0;
+      const onRecord = () => {
+        got++;
+      };
+      for (let i = 0; i < count; i++) {
+        const start = performance.now();
+        if (!writer.isAvailable()) await writer.getAvailableFuture();
+        writer.emit(this.record);
+        const want = got + 1;
+        while (got < want) {
+          const status = reader.pollRecords(onRecord, 1);
+          if (got >= want) break;
+          if (status === PollStatus.END_OF_INPUT) throw new Error("ponger ended early");
+          await reader.getAvailableFuture();
+        }
+        samples[i] = (performance.now() - start) * 1000;
       }
-      samples[i] = (performance.now() - start) * 1000;
-    }
-    writer.close();
-    (this.partition as ResultPartition).finish();
-    // Wait for the ponger's EndOfPartition, so both sides end cleanly.
-    for (;;) {
-      const status = reader.pollRecords(onRecord);
-      if (status === PollStatus.END_OF_INPUT) break;
-      await reader.getAvailableFuture();
-    }
-    reader.close();
+    });
     return { samplesUs: samples };
   }
 
   async serve(): Promise<{ echoed: number }> {
-    const writer = this.writer();
-    const reader = new RecordReader<number>(
-      this.gate as SingleInputGate,
-      new KeyReadingSerializer(this.params.recordSize),
-    );
     let echoed = 0;
     const record = this.record;
-    const echo = () => {
-      writer.emit(record);
-      echoed++;
-    };
-    for (;;) {
-      const status = reader.pollRecords(echo);
-      if (status === PollStatus.END_OF_INPUT) break;
-      if (status === PollStatus.NOTHING_AVAILABLE) await reader.getAvailableFuture();
-      if (!writer.isAvailable()) await writer.getAvailableFuture();
-    }
-    writer.close();
-    (this.partition as ResultPartition).finish();
-    reader.close();
+    await this.exchangeRecords(async (writer, reader) => {
+      const echo = () => {
+        writer.emit(record);
+        echoed++;
+      };
+      for (;;) {
+        const status = reader.pollRecords(echo);
+        if (status === PollStatus.END_OF_INPUT) break;
+        if (status === PollStatus.NOTHING_AVAILABLE) await reader.getAvailableFuture();
+        if (!writer.isAvailable()) await writer.getAvailableFuture();
+      }
+    });
     return { echoed };
   }
 
+  /** Runs both tasks around `body`, then reads the other side's input to its end. */
+  private async exchangeRecords(
+    body: (writer: RecordWriter<KeyedRecord>, reader: RecordReader<number>) => Promise<void>,
+  ): Promise<void> {
+    const output = (this.exchange as Exchange).producer;
+    await runTask(this.input as Task, async (input) => {
+      const reader = input.reader<number>();
+      await runTask(output, (out) => body(out.writer<KeyedRecord>(), reader));
+      for (;;) {
+        const status = reader.pollRecords(() => {});
+        if (status === PollStatus.END_OF_INPUT) break;
+        await reader.getAvailableFuture();
+      }
+    });
+  }
+
   async close(): Promise<void> {
-    await this.gate?.close();
-    if (this.partition !== undefined) await retirePartition(this.partition, 2_000);
-    await this.env?.close();
+    await this.exchange?.retire(2_000);
+    await this.sluice?.close();
   }
 }

@@ -1,205 +1,185 @@
 /**
- * Sluice through its real SPI: a shuffle environment per process (TCP or WebSocket plugin), a
- * NetworkShuffleMaster in the producer process that registers each partition, the shuffle
- * descriptor shipped to the consumer process as JSON (ShuffleDescriptorCodec), a RecordWriter with
- * a channel selector and the buffer timeout on the producer side, an InputGate and a RecordReader
- * on the consumer side.
+ * Sluice as an application runs it: a TaskExecutor per process (the plugin named by
+ * `shuffle-service-factory.class`, loaded by the ShuffleServiceLoader), and in the producer's
+ * process a JobDeployer that deploys each run's job of a producer vertex and a consumer vertex.
+ * The producer's task is deployed on this process's TaskExecutor; the consumer's task deployment
+ * descriptor goes to the consumer's process as JSON, which deploys it on its own TaskExecutor.
+ * Both sides drive their measured loop inside `task.run`.
  */
-import { tmpdir } from "node:os";
+import { fileURLToPath } from "node:url";
+import { IllegalStateError, ResourceID } from "@sluice/core";
 import {
-  ExecutionAttemptID,
-  IntermediateDataSetID,
-  IntermediateResultPartitionID,
-  JobID,
-  ResourceID,
-  type TypeSerializer,
-} from "@sluice/core";
-import type { NetworkShuffleEnvironment, ResultPartition, SingleInputGate } from "@sluice/network";
-import {
-  bufferTimeoutOf,
-  type ChannelSelector,
-  createRecordWriter,
+  Configuration,
+  JobDeployer,
+  type JobExecution,
+  JobGraph,
+  type PartitionerSpec,
   PollStatus,
   type RecordReader,
   type RecordWriter,
+  ShuffleServiceLoader,
+  type Task,
+  TaskDeploymentDescriptorCodec,
+  type TaskDeploymentDescriptorJSON,
+  TaskExecutor,
+  type TaskExecutorGateway,
+  type TaskExecutorOptions,
+  TaskNotFoundError,
 } from "@sluice/runtime";
-import {
-  createInputGateDeploymentDescriptor,
-  createResultPartitionDeploymentDescriptor,
-  type PartitionProducerStateProvider,
-  ResultPartitionType,
-  readableConfigOf,
-  ShuffleDescriptorCodec,
-  type ShuffleDescriptorJSON,
-  type ShuffleEnvironmentContext,
-  type ShuffleServiceFactory,
-} from "@sluice/runtime-api";
-import { TcpShuffleServiceFactory } from "@sluice/shuffle-tcp";
 
 export type SluiceTransport = "tcp" | "ws" | "local";
 export type RawConfig = Record<string, unknown>;
 
-const RUNNING: PartitionProducerStateProvider = {
-  requestPartitionProducerState: async () => "RUNNING",
+/** Each transport's plugin (`tcp` and `ws` are the loader's aliases of the two plugins). */
+const FACTORY_CLASS: Readonly<Record<SluiceTransport, string>> = {
+  tcp: "tcp",
+  ws: "ws",
+  local: "@sluice/network#LocalShuffleServiceFactory",
 };
 
-/** Loads the plugin's factory; the WS one may not be built yet (then the reason is thrown). */
-export async function loadFactory(transport: SluiceTransport): Promise<ShuffleServiceFactory> {
-  if (transport === "tcp")
-    return new TcpShuffleServiceFactory() as unknown as ShuffleServiceFactory;
-  if (transport === "local") {
-    const { LocalShuffleServiceFactory } = await import("@sluice/network");
-    return new LocalShuffleServiceFactory() as unknown as ShuffleServiceFactory;
-  }
-  // Not a static import: the WebSocket plugin is built by another package and may lag behind.
-  const specifier = "@sluice/shuffle-ws";
-  let module: Record<string, unknown>;
-  try {
-    module = (await import(specifier)) as Record<string, unknown>;
-  } catch (error) {
-    throw new Error(`@sluice/shuffle-ws cannot be loaded: ${(error as Error).message}`);
-  }
-  const Factory = module.WsShuffleServiceFactory as (new () => ShuffleServiceFactory) | undefined;
-  if (typeof Factory !== "function") {
-    throw new Error("@sluice/shuffle-ws does not export WsShuffleServiceFactory yet");
-  }
-  return new Factory();
+/** bench/ (this file is dist/systems/sluice.js): its package.json lists the plugins. */
+const LOADER = { applicationDirs: [fileURLToPath(new URL("../..", import.meta.url))] };
+
+function configurationOf(transport: SluiceTransport, config: RawConfig): Configuration {
+  return new Configuration({
+    "shuffle-service-factory.class": FACTORY_CLASS[transport],
+    "taskmanager.host": "127.0.0.1",
+    "taskmanager.data.bind-host": "127.0.0.1",
+    "taskmanager.data.port": 0,
+    ...config,
+  });
 }
 
-/** Whether the WS plugin can be loaded in this checkout (asked once by the parent). */
+/** Why the WS plugin cannot be loaded in this checkout, or undefined when it can. */
 export async function wsAvailability(): Promise<string | undefined> {
   try {
-    await loadFactory("ws");
+    await ShuffleServiceLoader.loadShuffleServiceFactory(configurationOf("ws", {}), LOADER);
     return undefined;
   } catch (error) {
     return (error as Error).message;
   }
 }
 
-function context(config: RawConfig): ShuffleEnvironmentContext {
-  return {
-    configuration: readableConfigOf(config),
-    taskExecutorResourceId: new ResourceID(),
-    networkMemorySize: 0,
-    localCommunicationOnly: false,
-    hostAddress: "127.0.0.1",
-    numberOfSlots: 1,
-    tmpDirPaths: [tmpdir()],
-  };
+/** The record types a bench process registers with its TaskExecutor. */
+export type SluiceCode = Pick<TaskExecutorOptions, "serializers" | "keySelectors">;
+
+/** How one run moves records from the producer to the consumer. */
+export interface ExchangeSpec {
+  /** Subpartitions of the producer's partition, read by the consumer's one gate. */
+  readonly channels: number;
+  readonly partitioner: PartitionerSpec;
+  readonly serializer: string;
 }
 
-/** Creates and starts one process's shuffle environment (data server on 127.0.0.1, port 0). */
-export async function startEnvironment(
-  transport: SluiceTransport,
-  config: RawConfig,
-): Promise<NetworkShuffleEnvironment> {
-  const factory = await loadFactory(transport);
-  const env = factory.createShuffleEnvironment(
-    context({ "taskmanager.data.port": 0, "taskmanager.data.bind-host": "127.0.0.1", ...config }),
-  ) as unknown as NetworkShuffleEnvironment;
-  await env.start();
-  return env;
+/** A bench process's Sluice: its TaskExecutor and, in a process that deploys runs, the job side. */
+export class SluiceProcess {
+  private deployer: JobDeployer | undefined;
+
+  private constructor(
+    readonly executor: TaskExecutor,
+    private readonly configuration: Configuration,
+  ) {}
+
+  static async start(
+    transport: SluiceTransport,
+    config: RawConfig,
+    code: SluiceCode,
+  ): Promise<SluiceProcess> {
+    const configuration = configurationOf(transport, config);
+    const executor = await TaskExecutor.start(configuration, { ...code, loader: LOADER });
+    return new SluiceProcess(executor, configuration);
+  }
+
+  /**
+   * Deploys one run's job: the producer task on this process's TaskExecutor (deployed, not run:
+   * the caller runs it), and the consumer's task deployment descriptor as JSON, for the process
+   * that runs the consumer. That process reports to the parent, not to this job: so the consumer
+   * is placed on a gateway that only keeps its descriptor (its location is never read, as the
+   * consumer produces nothing).
+   */
+  async deployExchange(spec: ExchangeSpec): Promise<Exchange> {
+    this.deployer ??= await JobDeployer.start(this.configuration, { loader: LOADER });
+    const graph = new JobGraph("bench exchange");
+    const producer = graph.addVertex({ name: "Producer", parallelism: 1 });
+    const consumer = graph.addVertex({ name: "Consumer", parallelism: 1 });
+    const { partitioner, serializer, channels } = spec;
+    graph.connect(producer, consumer, { partitioner, serializer, numberOfSubpartitions: channels });
+    const executor = this.executor;
+    let task: Task | undefined;
+    let descriptor: TaskDeploymentDescriptorJSON | undefined;
+    const here: TaskExecutorGateway = {
+      location: executor.location,
+      submitTask: async (tdd, jobMaster) => {
+        task = await executor.deployTask(tdd, jobMaster);
+      },
+      cancelTask: (attempt) => executor.cancelTask(attempt),
+      updatePartitions: (attempt, infos) => executor.updatePartitions(attempt, infos),
+      releasePartitions: (jobId, ids) => executor.releasePartitions(jobId, ids),
+    };
+    const elsewhere: TaskExecutorGateway = {
+      location: { resourceId: new ResourceID(), host: "127.0.0.1", dataPort: -1 },
+      submitTask: async (tdd) => {
+        descriptor = TaskDeploymentDescriptorCodec.toJSON(tdd);
+      },
+      cancelTask: async (attempt) => {
+        throw new TaskNotFoundError(`the consumer ${attempt} runs in another process`);
+      },
+      updatePartitions: async () => {
+        throw new IllegalStateError("the bench deploys producers first: nothing to update");
+      },
+      releasePartitions: async () => {}, // the consumer holds no partition of this job
+    };
+    const execution = await this.deployer.deploy(graph, (v) => (v === producer ? here : elsewhere));
+    if (task === undefined || descriptor === undefined) {
+      const { error } = await execution.terminated; // deploying failed the job
+      throw error ?? new IllegalStateError("the bench job deployed no producer or no consumer");
+    }
+    return {
+      producer: task,
+      consumer: descriptor,
+      retire: (ms) => retire(task as Task, execution, ms),
+    };
+  }
+
+  /** Ends the running jobs, then closes the TaskExecutor (every buffer back in its pool). */
+  async close(): Promise<void> {
+    await this.deployer?.close();
+    await this.executor.close();
+  }
 }
 
-/** The producer side of one exchange: a registered, set-up partition and its descriptor. */
-export interface ProducedPartition {
-  readonly partition: ResultPartition;
-  readonly descriptor: ShuffleDescriptorJSON;
+/** One run's job, as the producer's process holds it. */
+export interface Exchange {
+  /** The producer task, deployed on this process's TaskExecutor. */
+  readonly producer: Task;
+  /** The consumer's task deployment descriptor. */
+  readonly consumer: TaskDeploymentDescriptorJSON;
+  /**
+   * Ends the job once the consumer read the producer's partition (waiting at most `timeoutMs`,
+   * default 5 s): the job is canceled (the consumer's process ends its task itself), which
+   * cancels the producer if it still runs and releases its partition.
+   */
+  retire(timeoutMs?: number): Promise<void>;
 }
 
-let partitionCounter = 0;
-
-/**
- * Registers a pipelined-bounded partition of `subpartitions` subpartitions with a master (the
- * "JobMaster" of the benchmark lives in the producer process), creates its writer in `env` and
- * sets it up. The descriptor is returned as JSON, ready to cross the process boundary.
- */
-export async function producePartition(
-  env: NetworkShuffleEnvironment,
-  config: RawConfig,
-  subpartitions: number,
-): Promise<ProducedPartition> {
-  const { NetworkShuffleMaster } = await import("@sluice/network");
-  const master = new NetworkShuffleMaster({
-    configuration: readableConfigOf(config),
-    onFatalError: (error) => {
-      throw error;
-    },
+async function retire(producer: Task, execution: JobExecution, timeoutMs = 5_000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise((resolve) => {
+    timer = setTimeout(resolve, timeoutMs);
   });
-  const resultId = new IntermediateDataSetID();
-  const index = partitionCounter++;
-  const partitionDescriptor = {
-    resultId,
-    totalNumberOfPartitions: 1,
-    partitionId: new IntermediateResultPartitionID(resultId, 0),
-    partitionType: ResultPartitionType.PIPELINED_BOUNDED,
-    numberOfSubpartitions: subpartitions,
-    connectionIndex: 0,
-    isBroadcast: false,
-    isAllToAllDistribution: true,
-  };
-  const attempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
-  const shuffleDescriptor = await master.registerPartitionWithProducer(
-    new JobID(),
-    partitionDescriptor,
-    {
-      producerLocation: env.resourceId,
-      producerExecutionId: attempt,
-      address: "127.0.0.1",
-      dataPort: env.getDataPort(),
-    },
-  );
-  const ctx = env.createShuffleIOOwnerContext(`bench producer ${index}`, attempt);
-  const [partition] = env.createResultPartitionWriters(ctx, [
-    createResultPartitionDeploymentDescriptor(partitionDescriptor, shuffleDescriptor, 128),
-  ]);
-  (partition as ResultPartition).setup();
-  return {
-    partition: partition as ResultPartition,
-    descriptor: ShuffleDescriptorCodec.toJSON(shuffleDescriptor),
-  };
+  await Promise.race([producer.partitionsConsumed, timeout]);
+  clearTimeout(timer);
+  execution.cancel("the bench run is over");
+  await execution.terminated;
 }
 
-/**
- * Creates, sets up and requests the consumer's gate over subpartitions `[0, channels)` of the
- * partition the JSON descriptor names (one input channel per subpartition, one connection).
- */
-export function consumePartition(
-  env: NetworkShuffleEnvironment,
-  descriptorJson: ShuffleDescriptorJSON,
-  channels: number,
-): SingleInputGate {
-  const descriptor = ShuffleDescriptorCodec.fromJSON(descriptorJson);
-  const resultId = descriptor.resultPartitionId.partitionId.intermediateDataSetID;
-  const ctx = env.createShuffleIOOwnerContext(
-    "bench consumer",
-    new ExecutionAttemptID(undefined, undefined, 0, 0),
-  );
-  const [gate] = env.createInputGates(ctx, RUNNING, [
-    createInputGateDeploymentDescriptor(
-      resultId,
-      ResultPartitionType.PIPELINED_BOUNDED,
-      { start: 0, end: channels - 1 },
-      [descriptor],
-    ),
-  ]);
-  const g = gate as SingleInputGate;
-  g.setup();
-  g.requestPartitions();
-  return g;
-}
-
-/** A RecordWriter over `partition` with Sluice's buffer timeout semantics. */
-export function recordWriter<T>(
-  partition: ResultPartition,
-  serializer: TypeSerializer<T>,
-  selector: ChannelSelector<T>,
-  bufferTimeoutMs: number,
-): RecordWriter<T> {
-  return createRecordWriter(partition, serializer, selector, {
-    taskName: "bench producer",
-    bufferTimeout: bufferTimeoutOf(true, bufferTimeoutMs),
+/** Runs `task` with `body` as its code; resolves with what `body` returned once the task ended. */
+export async function runTask<R>(task: Task, body: (task: Task) => Promise<R>): Promise<R> {
+  let result: R | undefined;
+  await task.run(async (running) => {
+    result = await body(running);
   });
+  return result as R;
 }
 
 export function yieldToEventLoop(): Promise<void> {
@@ -207,14 +187,14 @@ export function yieldToEventLoop(): Promise<void> {
 }
 
 /**
- * The producer task loop of ARCHITECTURE.md §2: emit synchronously while the writer is
- * available, await only when it is not, and yield to the event loop after every `batch` records
- * (so the data server, the credit messages and the OutputFlusher timer get their turn). Emits
- * `next(i)` until `durationMs` passed, then finishes the partition (EndOfPartition).
+ * The producer task loop (see "Flink's threads on Node's event loop" in docs/architecture.md):
+ * emit synchronously while the writer is available, await only when it is not, and yield to the
+ * event loop after every `batch` records (so the data server, the credit messages and the
+ * OutputFlusher timer get their turn). Emits `next(i)` until `durationMs` passed; the task then
+ * finishes the partition (EndOfPartition).
  */
 export async function runProducerLoop<T>(
   writer: RecordWriter<T>,
-  partition: ResultPartition,
   next: (i: number) => T,
   durationMs: number,
   batch: number,
@@ -231,17 +211,12 @@ export async function runProducerLoop<T>(
     if (performance.now() >= end) break;
     await yieldToEventLoop();
   }
-  if (!partition.isAvailable()) await partition.getAvailableFuture();
-  writer.flushAll();
-  writer.close();
-  partition.finish();
   return { sent, elapsedMs: performance.now() - start };
 }
 
 /** What a consumer loop measured. */
 export interface ConsumeResult {
   readonly received: number;
-  readonly keySum: number;
   /** Records received after the first poll that returned records (the timed ones). */
   readonly timedRecords: number;
   /** ms between the first and the last poll that returned records. */
@@ -257,8 +232,7 @@ export async function runConsumerLoop<T>(
   reader: RecordReader<T>,
   onRecord: (record: T) => void,
   batch: number,
-): Promise<{ received: number; timedRecords: number; timedMs: number }> {
-  let received = 0;
+): Promise<ConsumeResult> {
   let first = -1;
   let firstCount = 0;
   let last = -1;
@@ -282,12 +256,5 @@ export async function runConsumerLoop<T>(
     if (status === PollStatus.NOTHING_AVAILABLE) await reader.getAvailableFuture();
     else await yieldToEventLoop();
   }
-  received = count;
-  return { received, timedRecords: count - firstCount, timedMs: last - first };
-}
-
-/** Network memory for a case, Flink's benchmark rule: max(2048, writers × channels × 4) buffers. */
-export function flinkBenchmarkNetworkMemory(channels: number, segmentSize = 32 * 1024): string {
-  const buffers = Math.max(2048, channels * 4);
-  return `${(buffers * segmentSize) / 1024}kb`;
+  return { received: count, timedRecords: count - firstCount, timedMs: last - first };
 }

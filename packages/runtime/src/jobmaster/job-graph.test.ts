@@ -4,6 +4,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   consumedPartitionsOf,
+  type JobEdgeSpec,
   JobGraph,
   type JobVertex,
   numberOfSubpartitions,
@@ -16,7 +17,7 @@ const invalid = (text: string) =>
     message: expect.stringContaining(text),
   });
 
-function edge(p: number, q: number, pattern: "ALL_TO_ALL" | "POINTWISE") {
+function edge(p: number, q: number, pattern: "ALL_TO_ALL" | "POINTWISE", subpartitions?: number) {
   const graph = new JobGraph("j");
   const source = graph.addVertex({ name: "A", parallelism: p });
   const target = graph.addVertex({ name: "B", parallelism: q });
@@ -24,6 +25,7 @@ function edge(p: number, q: number, pattern: "ALL_TO_ALL" | "POINTWISE") {
     partitioner: { name: "REBALANCE" },
     serializer: "string",
     distributionPattern: pattern,
+    ...(subpartitions === undefined ? {} : { numberOfSubpartitions: subpartitions }),
   });
 }
 
@@ -34,6 +36,20 @@ describe("JobGraph connection rules", () => {
     expect(consumedPartitionsOf(e, 2)).toEqual({
       producers: [0, 1, 2],
       subpartitions: { start: 2, end: 2 },
+    });
+  });
+
+  it("gives each consumer an even contiguous range when an ALL_TO_ALL edge has more subpartitions than consumers", () => {
+    const e = edge(2, 3, "ALL_TO_ALL", 8);
+    expect(numberOfSubpartitions(e, 1)).toBe(8);
+    expect([0, 1, 2].map((j) => consumedPartitionsOf(e, j))).toEqual([
+      { producers: [0, 1], subpartitions: { start: 0, end: 1 } },
+      { producers: [0, 1], subpartitions: { start: 2, end: 4 } },
+      { producers: [0, 1], subpartitions: { start: 5, end: 7 } },
+    ]);
+    expect(consumedPartitionsOf(edge(1, 1, "ALL_TO_ALL", 4), 0).subpartitions).toEqual({
+      start: 0,
+      end: 3,
     });
   });
 
@@ -62,8 +78,10 @@ describe("JobGraph connection rules", () => {
         fc.integer({ min: 1, max: 40 }),
         fc.integer({ min: 1, max: 40 }),
         fc.constantFrom("ALL_TO_ALL" as const, "POINTWISE" as const),
-        (p, q, pattern) => {
-          const e = edge(p, q, pattern);
+        fc.integer({ min: 0, max: 60 }),
+        (p, q, pattern, extra) => {
+          // ALL_TO_ALL edges also with more subpartitions than consumers.
+          const e = pattern === "ALL_TO_ALL" ? edge(p, q, pattern, q + extra) : edge(p, q, pattern);
           const read = new Map<string, number>();
           for (let j = 0; j < q; j++) {
             const { producers, subpartitions } = consumedPartitionsOf(e, j);
@@ -127,6 +145,27 @@ describe("JobGraph connection rules", () => {
       expect.objectContaining(invalid),
     );
   });
+
+  it("refuses a number of subpartitions on POINTWISE edges, below the consumers or above HASH's key groups, naming the edge", () => {
+    const graph = new JobGraph("j");
+    const a = graph.addVertex({ name: "A", parallelism: 2 });
+    const b = graph.addVertex({ name: "B", parallelism: 3, maxParallelism: 16 });
+    const invalidCount = (text: string) =>
+      expect.objectContaining({
+        code: ErrorCodes.INVALID_ARGUMENT,
+        message: expect.stringMatching(new RegExp(`numberOfSubpartitions .*"B".*${text}`)),
+      });
+    const connect = (spec: Partial<JobEdgeSpec>) =>
+      graph.connect(a, b, { partitioner: { name: "REBALANCE" }, serializer: "json", ...spec });
+    expect(() => connect({ distributionPattern: "POINTWISE", numberOfSubpartitions: 6 })).toThrow(
+      invalidCount("only ALL_TO_ALL"),
+    );
+    expect(() => connect({ numberOfSubpartitions: 2 })).toThrow(invalidCount("parallelism 3"));
+    expect(() =>
+      connect({ partitioner: { name: "HASH", keySelector: "value" }, numberOfSubpartitions: 17 }),
+    ).toThrow(invalidCount("max parallelism 16"));
+    expect(numberOfSubpartitions(connect({ numberOfSubpartitions: 17 }), 0)).toBe(17);
+  });
 });
 
 describe("JobGraph data sets", () => {
@@ -177,6 +216,9 @@ describe("JobGraph data sets", () => {
     expect(() =>
       graph.connectDataSet(keyed.dataSet, a, { distributionPattern: "POINTWISE" }),
     ).toThrow(invalid("distribution pattern POINTWISE"));
+    expect(() => graph.connectDataSet(keyed.dataSet, a, { numberOfSubpartitions: 4 })).toThrow(
+      invalid("numberOfSubpartitions 4 differs"),
+    );
     expect(() => new JobGraph("other").connectDataSet(keyed.dataSet, a)).toThrow(
       invalid("is not part of job other"),
     );

@@ -79,6 +79,8 @@ export interface JobEdge {
   readonly partitioner: PartitionerSpec;
   /** The data set's serializer. */
   readonly serializer: string;
+  /** ALL_TO_ALL: the subpartitions of each producer's partition, when set (see `DataSetConsumerSpec`). */
+  readonly numberOfSubpartitions?: number;
 }
 
 /** What {@link JobGraph.addVertex} takes. */
@@ -103,6 +105,15 @@ export interface IntermediateDataSetSpec {
 export interface DataSetConsumerSpec {
   /** Default ALL_TO_ALL, except POINTWISE for FORWARD and RESCALE partitioners. */
   readonly distributionPattern?: DistributionPattern;
+  /**
+   * ALL_TO_ALL only: the subpartitions of each producer's partition (default: one per consumer
+   * subtask). With more subpartitions than consumers, each consumer reads a contiguous range of
+   * them through one gate, the ranges split as evenly as possible (as Flink's adaptive batch
+   * scheduler assigns subpartition ranges); e.g. one consumer subtask reading a keyed partition of
+   * 4 subpartitions over 4 input channels. HASH routing needs at most the target's max
+   * parallelism (its key groups).
+   */
+  readonly numberOfSubpartitions?: number;
 }
 
 /** What {@link JobGraph.connect} takes: a new data set and how the target reads it. */
@@ -384,6 +395,10 @@ export class JobGraph {
         `FORWARD from "${source.name}" (parallelism ${source.parallelism}) to "${target.name}" (parallelism ${target.parallelism}) needs equal parallelism`,
       );
     }
+    const subpartitions = spec.numberOfSubpartitions;
+    if (subpartitions !== undefined) {
+      checkSubpartitions(subpartitions, partitioner, distributionPattern, target);
+    }
     const [first] = dataSet.consumers;
     if (first !== undefined) {
       if (!partitionType.isReconsumable) {
@@ -399,7 +414,9 @@ export class JobGraph {
             ? `distribution pattern ${distributionPattern} differs from ${first.distributionPattern}`
             : partitioner.name === "HASH" && target.maxParallelism !== first.target.maxParallelism
               ? `maxParallelism ${target.maxParallelism} differs from ${first.target.maxParallelism} (the key groups of HASH)`
-              : undefined;
+              : subpartitions !== first.numberOfSubpartitions
+                ? `numberOfSubpartitions ${subpartitions ?? "(one per consumer)"} differs from ${first.numberOfSubpartitions ?? "(one per consumer)"}`
+                : undefined;
       if (mismatch !== undefined) {
         throw new IllegalArgumentError(
           `"${target.name}" cannot read ${what} as "${first.target.name}" does: its ${mismatch}; ` +
@@ -416,6 +433,7 @@ export class JobGraph {
       distributionPattern,
       partitioner,
       serializer: dataSet.serializer,
+      ...(subpartitions === undefined ? {} : { numberOfSubpartitions: subpartitions }),
     });
     dataSet.consumers.push(edge);
     this.edgeList.push(edge);
@@ -467,6 +485,30 @@ export class JobGraph {
   }
 }
 
+/** Checks `DataSetConsumerSpec.numberOfSubpartitions` against the edge it is set on. */
+function checkSubpartitions(
+  subpartitions: number,
+  partitioner: PartitionerSpec,
+  pattern: DistributionPattern,
+  target: JobVertex,
+): void {
+  const what = `numberOfSubpartitions ${subpartitions} of the edge to "${target.name}"`;
+  if (pattern !== "ALL_TO_ALL") {
+    throw new IllegalArgumentError(`${what}: only ALL_TO_ALL edges take a number of subpartitions`);
+  }
+  const keyed = partitioner.name === "HASH";
+  const max = keyed ? target.maxParallelism : UPPER_BOUND_MAX_PARALLELISM;
+  if (
+    !Number.isInteger(subpartitions) ||
+    subpartitions < target.parallelism ||
+    subpartitions > max
+  ) {
+    throw new IllegalArgumentError(
+      `${what}: must be an integer in [parallelism ${target.parallelism}, ${keyed ? `max parallelism ${max} (the key groups of HASH)` : max}]`,
+    );
+  }
+}
+
 /** The id of partition `producerSubtask` of a data set (or of the data set an edge reads). */
 export function partitionIdOf(
   dataSet: IntermediateDataSet | JobEdge,
@@ -477,13 +519,14 @@ export function partitionIdOf(
 }
 
 /**
- * The number of subpartitions of producer `producerSubtask`'s partition: one per consumer for
- * ALL_TO_ALL; for POINTWISE, one per consumer it feeds (at least one).
+ * The number of subpartitions of producer `producerSubtask`'s partition: for ALL_TO_ALL the
+ * edge's `numberOfSubpartitions`, by default one per consumer; for POINTWISE, one per consumer it
+ * feeds (at least one).
  */
 export function numberOfSubpartitions(edge: JobEdge, producerSubtask: number): number {
   const p = edge.source.parallelism;
   const q = edge.target.parallelism;
-  if (edge.distributionPattern === "ALL_TO_ALL") return q;
+  if (edge.distributionPattern === "ALL_TO_ALL") return edge.numberOfSubpartitions ?? q;
   if (p >= q) return 1;
   return firstConsumer(producerSubtask + 1, p, q) - firstConsumer(producerSubtask, p, q);
 }
@@ -495,7 +538,8 @@ function firstConsumer(i: number, p: number, q: number): number {
 
 /**
  * What consumer `consumerSubtask` of `edge` reads (Flink's pointwise and all-to-all connection
- * rules): every producer's subpartition `consumerSubtask` for ALL_TO_ALL; for POINTWISE with
+ * rules): for ALL_TO_ALL every producer's subpartition `consumerSubtask` (its even share of the
+ * subpartitions when the edge has more than consumers); for POINTWISE with
  * p ≥ q producers a contiguous run of them (one subpartition each), with p < q the one producer
  * it shares with its neighbours and its own subpartition of it.
  */
@@ -503,9 +547,13 @@ export function consumedPartitionsOf(edge: JobEdge, consumerSubtask: number): Co
   const p = edge.source.parallelism;
   const q = edge.target.parallelism;
   if (edge.distributionPattern === "ALL_TO_ALL") {
+    const n = edge.numberOfSubpartitions ?? q;
     return {
       producers: Array.from({ length: p }, (_, i) => i),
-      subpartitions: { start: consumerSubtask, end: consumerSubtask },
+      subpartitions: {
+        start: Math.floor((consumerSubtask * n) / q),
+        end: Math.floor(((consumerSubtask + 1) * n) / q) - 1,
+      },
     };
   }
   if (p >= q) {

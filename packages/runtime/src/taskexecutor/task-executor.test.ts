@@ -109,6 +109,30 @@ describe("TaskExecutor with the job-side deployer", () => {
     expect(a.shuffleEnvironment.getPartitionsOccupyingLocalResources()).toEqual([]);
   });
 
+  it("runs one consumer subtask that reads a range of subpartitions of each producer through one gate", async () => {
+    const deployer = await startDeployer();
+    const a = await startExecutor();
+    const graph = new JobGraph("one counter");
+    const source = graph.addVertex({
+      name: "Source",
+      parallelism: 2,
+      invokable: "source",
+      configuration: { words: 5_000 },
+    });
+    const count = graph.addVertex({ name: "Count", parallelism: 1, invokable: "count" });
+    graph.connect(source, count, {
+      partitioner: { name: "HASH", keySelector: "value" },
+      serializer: "string",
+      numberOfSubpartitions: 4,
+    });
+    const execution = await deployOn(deployer, graph, [a]);
+    const channels = a.runningTasks.map((task) => task.gates[0]?.numberOfInputChannels);
+    const result = await execution.terminated;
+    expect(result.status).toBe("FINISHED");
+    expect(channels).toContain(8);
+    expect(totals(result.results)).toEqual(expectedCounts(5_000, 2));
+  });
+
   it("deploys consumers before their producers with unknown descriptors that updatePartitions replaces", async () => {
     const deployer = await startDeployer();
     const a = await startExecutor();
