@@ -4,12 +4,12 @@ import {
   IllegalArgumentError,
   IllegalStateError,
 } from "@sluice/core";
+import type { InputChannelInfo } from "@sluice/runtime-api";
 import type { CheckpointFailureReason } from "./checkpoint-failure-reason.js";
 import { type CheckpointMetrics, NO_CHECKPOINT_METRICS } from "./checkpoint-metrics.js";
 import type { CheckpointableInput } from "./checkpointable-input.js";
 import type { CheckpointableTask } from "./checkpointable-task.js";
 import { type Clock, SystemClock } from "./clock.js";
-import type { InputChannelInfo } from "./input-channel-info.js";
 
 /** Construction parameters shared by every barrier handler. */
 export interface CheckpointBarrierHandlerOptions {

@@ -1,7 +1,6 @@
 import { AVAILABLE, anyOf, IllegalArgumentError } from "@sluice/core";
-import type { BufferOrEvent, InputGate } from "@sluice/runtime-api";
+import type { BufferOrEvent, InputChannelInfo, InputGate } from "@sluice/runtime-api";
 import type { CheckpointBarrierHandler } from "./checkpoint-barrier-handler.js";
-import type { InputChannelInfo } from "./input-channel-info.js";
 
 /**
  * One input of a task with checkpointing (Flink's CheckpointedInputGate over a UnionInputGate):

@@ -1,3 +1,4 @@
+export type { InputChannelInfo } from "@sluice/runtime-api";
 export {
   type AcknowledgeCheckpoint,
   AcknowledgeCheckpointCodec,
@@ -54,7 +55,6 @@ export {
   METADATA_FILE_NAME,
   type TaskStateIdentity,
 } from "./fs-checkpoint-storage.js";
-export type { InputChannelInfo } from "./input-channel-info.js";
 export {
   PendingCheckpoint,
   type TaskAcknowledgeResult,
