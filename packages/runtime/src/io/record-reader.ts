@@ -1,5 +1,6 @@
 import {
   CancelledError,
+  type NetworkBuffer,
   type RecordHolder,
   type RuntimeEvent,
   SpillingAdaptiveSpanningRecordDeserializer,
@@ -158,6 +159,18 @@ export class RecordReader<T> implements AsyncIterable<T> {
       return;
     }
     this.options.onEvent?.(event, channel);
+  }
+
+  /**
+   * Calls `consumer` with a copy of the bytes each channel's deserializer holds and has not
+   * turned into records (a partial record; Flink's `getUnconsumedBuffer`), for the channel state
+   * of an unaligned checkpoint. `consumer` owns the buffer.
+   */
+  forEachUnconsumedBuffer(consumer: (channelIndex: number, buffer: NetworkBuffer) => void): void {
+    for (let channel = 0; channel < this.deserializers.length; channel++) {
+      const buffer = this.deserializers[channel]?.getUnconsumedBuffer();
+      if (buffer !== undefined) consumer(channel, buffer);
+    }
   }
 
   /** True once every channel ended. */

@@ -29,6 +29,7 @@ import {
 } from "../checkpointing/checkpoint-coordinator.js";
 import type { CheckpointCoordinatorConfiguration } from "../checkpointing/checkpoint-coordinator-configuration.js";
 import { CheckpointFailureReason } from "../checkpointing/checkpoint-failure-reason.js";
+import { CheckpointingMode } from "../checkpointing/checkpointing-mode.js";
 import type { CompletedCheckpoint } from "../checkpointing/completed-checkpoint.js";
 import type { DeclineCheckpoint } from "../checkpointing/decline-checkpoint.js";
 import { deserializeThrowable } from "../taskexecutor/serialized-throwable.js";
@@ -548,6 +549,14 @@ export class JobExecution implements JobMasterGateway {
       inputGates,
       taskConfiguration: vertex.configuration,
       ...(this.checkpointing === undefined ? {} : { checkpointingMode: this.checkpointing.mode }),
+      ...(this.checkpointing?.unalignedCheckpointsEnabled === true &&
+      this.checkpointing.mode === CheckpointingMode.EXACTLY_ONCE
+        ? {
+            unalignedCheckpoints: {
+              alignedCheckpointTimeoutMs: this.checkpointing.alignedCheckpointTimeout,
+            },
+          }
+        : {}),
       ...this.taskRestoreOf(execution),
     });
     if (stale()) return;
