@@ -128,7 +128,8 @@ export class ChannelStateWriterImpl implements ChannelStateWriter {
 
   /**
    * Resolves with the channel state of `checkpointId` once its input and output are complete;
-   * rejects when it is aborted first.
+   * rejects when it is aborted first. Ask before the checkpoint can complete (right after
+   * {@link start}): a completed checkpoint is forgotten here.
    *
    * @throws CheckpointError when the checkpoint was never started here.
    */

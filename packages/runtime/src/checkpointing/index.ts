@@ -5,6 +5,8 @@ export {
   type AcknowledgeCheckpointJSON,
   parseCheckpointId,
 } from "./acknowledge-checkpoint.js";
+export { ChannelStateSerializer } from "./channel-state-serializer.js";
+export { ChannelStateWriterImpl } from "./channel-state-writer-impl.js";
 export {
   CheckpointBarrierHandler,
   type CheckpointBarrierHandlerOptions,
@@ -53,6 +55,7 @@ export {
   type FileStateHandle,
   FsCheckpointStorage,
   METADATA_FILE_NAME,
+  type TaskSnapshot,
   type TaskStateIdentity,
 } from "./fs-checkpoint-storage.js";
 export {
@@ -60,9 +63,18 @@ export {
   type TaskAcknowledgeResult,
   type TaskToWaitFor,
 } from "./pending-checkpoint.js";
+export { RecoveredInputChannel } from "./recovered-input-channel.js";
 export { SingleCheckpointBarrierHandler } from "./single-checkpoint-barrier-handler.js";
 export {
   SubtaskCheckpointCoordinator,
   type SubtaskCheckpointCoordinatorOptions,
   type TaskCheckpointStats,
+  type UnalignedCheckpointsSettings,
 } from "./subtask-checkpoint-coordinator.js";
+export {
+  channelStateSize,
+  EMPTY_CHANNEL_STATE,
+  type InputChannelStateHandle,
+  type ResultSubpartitionStateHandle,
+  type TaskChannelState,
+} from "./task-channel-state.js";

@@ -239,8 +239,9 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
     const start = performance.now();
     const unaligned = isUnalignedCheckpoint(barrier.options);
     let stateJson: string | undefined;
+    let channelState: Promise<TaskChannelState> | undefined;
     try {
-      if (unaligned) this.startChannelState(barrier);
+      if (unaligned) channelState = this.startChannelState(barrier);
       stateJson = this.takeSnapshot(checkpointId);
     } catch (error) {
       // Downstream tasks must not wait for a barrier that will never come.
@@ -261,7 +262,7 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
     const written = this.writeAndAcknowledge(
       checkpointId,
       stateJson,
-      unaligned,
+      channelState,
       metrics,
       syncDurationMillis,
     );
@@ -274,8 +275,9 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
    * readers hold, then what the channels hold before the barrier and receive until it, so each
    * channel's bytes are in stream order.
    */
-  private startChannelState(barrier: CheckpointBarrier): void {
+  private startChannelState(barrier: CheckpointBarrier): Promise<TaskChannelState> {
     this.channelStateWriter.start(barrier.id);
+    const result = this.channelStateWriter.getWriteResult(barrier.id);
     this.prepareInputSnapshot?.(barrier.id);
     for (const gate of this.inputs) {
       if (gate.checkpointStarted === undefined) {
@@ -285,6 +287,7 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
       }
       gate.checkpointStarted(barrier);
     }
+    return result;
   }
 
   /** The handler's state, serialized now (so later changes of the object do not leak in). */
@@ -313,15 +316,15 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
   private async writeAndAcknowledge(
     checkpointId: bigint,
     stateJson: string | undefined,
-    unaligned: boolean,
+    pendingChannelState: Promise<TaskChannelState> | undefined,
     alignment: CheckpointMetrics,
     syncDurationMillis: number,
   ): Promise<void> {
     const start = performance.now();
     let channelState = EMPTY_CHANNEL_STATE;
-    if (unaligned) {
+    if (pendingChannelState !== undefined) {
       try {
-        channelState = await this.channelStateWriter.getWriteResult(checkpointId);
+        channelState = await pendingChannelState;
       } catch (error) {
         // Aborted here (declined already), or the task ended before the input was complete.
         if (!this.abortedChannelState.delete(checkpointId) && !this.discarding) {

@@ -1,13 +1,12 @@
 import {
   CancelledError,
-  type NetworkBuffer,
   type RecordHolder,
   type RuntimeEvent,
   SpillingAdaptiveSpanningRecordDeserializer,
   type SpillingAdaptiveSpanningRecordDeserializerOptions,
   type TypeSerializer,
 } from "@sluice/core";
-import type { InputGate } from "@sluice/runtime-api";
+import type { ChannelStateWriter, InputChannelInfo, InputGate } from "@sluice/runtime-api";
 import { SimpleCounter } from "../metrics/simple-counter.js";
 import type { TimerGauge } from "../metrics/timer-gauge.js";
 
@@ -162,14 +161,19 @@ export class RecordReader<T> implements AsyncIterable<T> {
   }
 
   /**
-   * Calls `consumer` with a copy of the bytes each channel's deserializer holds and has not
-   * turned into records (a partial record; Flink's `getUnconsumedBuffer`), for the channel state
-   * of an unaligned checkpoint. `consumer` owns the buffer.
+   * An unaligned checkpoint starts (Flink's `StreamTaskNetworkInput.prepareSnapshot`): hands
+   * `writer` a copy of the bytes each channel's deserializer holds and has not turned into
+   * records yet (a partial record), the first in-flight input of that channel. `channelInfo`
+   * names the channel behind a reader channel index.
    */
-  forEachUnconsumedBuffer(consumer: (channelIndex: number, buffer: NetworkBuffer) => void): void {
+  prepareSnapshot(
+    writer: ChannelStateWriter,
+    checkpointId: bigint,
+    channelInfo: (channelIndex: number) => InputChannelInfo,
+  ): void {
     for (let channel = 0; channel < this.deserializers.length; channel++) {
       const buffer = this.deserializers[channel]?.getUnconsumedBuffer();
-      if (buffer !== undefined) consumer(channel, buffer);
+      if (buffer !== undefined) writer.addInputData(checkpointId, channelInfo(channel), [buffer]);
     }
   }
 

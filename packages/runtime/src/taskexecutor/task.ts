@@ -248,11 +248,13 @@ export class Task {
   /**
    * Runs the task's queued mail (checkpoint triggers of a source) now, synchronously. Call it
    * only between records, where the task's state reflects exactly the records emitted so far.
-   * Mail waits while an output is back-pressured (a record may be half written), as Flink's
-   * mailbox runs no checkpoint inside an emit; {@link yieldToMailbox} waits for it.
+   * Mail waits while an output has a record waiting for buffers (half written), as Flink's
+   * mailbox runs no checkpoint inside an emit; {@link yieldToMailbox} waits for it. A merely
+   * back-pressured output does not hold mail up: events need no buffers, and an unaligned
+   * barrier overtakes the queue.
    */
   processMail(): void {
-    if (!this.mailbox.hasMail() || !this.outputsAvailable()) return;
+    if (!this.mailbox.hasMail() || this.anyPendingRecord()) return;
     this.mailbox.runAll();
   }
 
@@ -278,7 +280,9 @@ export class Task {
     });
     while (!done) {
       const waits: Promise<unknown>[] = [target, this.mailbox.mailArrived(), this.whenAborted()];
-      if (this.mailbox.hasMail()) waits.push(this.outputsAvailableFuture());
+      if (this.mailbox.hasMail() && this.anyPendingRecord()) {
+        waits.push(this.outputsAvailableFuture());
+      }
       await Promise.race(waits);
       // A canceled task stops here rather than wait for `until`, which may never come.
       if (this.signal.aborted) throw this.signal.reason;
@@ -559,9 +563,7 @@ export class Task {
     if (writer === undefined) return;
     this.recordReaders.forEach((reader, i) => {
       const input = this.checkpointedInputs[i] as CheckpointedInputGate;
-      reader.forEachUnconsumedBuffer((channelIndex, buffer) =>
-        writer.addInputData(checkpointId, input.getChannelInfo(channelIndex), [buffer]),
-      );
+      reader.prepareSnapshot(writer, checkpointId, (channel) => input.getChannelInfo(channel));
     });
   }
 
@@ -616,7 +618,7 @@ export class Task {
   private async runRemainingMail(): Promise<void> {
     if (this.resources.checkpointing !== undefined) {
       while (this.mailbox.hasMail()) {
-        if (!this.outputsAvailable()) await this.outputsAvailableFuture();
+        if (this.anyPendingRecord()) await this.outputsAvailableFuture();
         this.checkNotAborted();
         this.processMail();
       }
