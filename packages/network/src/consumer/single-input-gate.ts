@@ -27,7 +27,7 @@ import type {
 import type { BufferDecompressor } from "../compression/buffer-decompressor.js";
 import type { BufferDebloater } from "./buffer-debloater.js";
 import type { InputChannel, InputChannelOwner } from "./input-channel.js";
-import { ThroughputCalculator } from "./throughput-calculator.js";
+import { type MillisClock, ThroughputCalculator } from "./throughput-calculator.js";
 import { UnknownInputChannel } from "./unknown-input-channel.js";
 
 /** Construction parameters of a SingleInputGate. */
@@ -52,6 +52,8 @@ export interface SingleInputGateOptions {
    * never announces a size.
    */
   readonly bufferDebloater?: BufferDebloater;
+  /** The clock the debloating throughput is measured with; `performance.now` by default. */
+  readonly throughputClock?: MillisClock;
 }
 
 /** Channels that need setup (remote channels take their exclusive buffers there). */
@@ -115,7 +117,7 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
   private readonly priorityAvailability = new AvailabilityHelper();
   private channelStateWriter: ChannelStateWriter | undefined;
   private readonly bufferDebloater: BufferDebloater | undefined;
-  private readonly throughputCalculator = new ThroughputCalculator();
+  private readonly throughputCalculator: ThroughputCalculator;
   private readonly enqueued: boolean[];
   private readonly endOfPartition: boolean[];
   private numberOfEndOfPartitions = 0;
@@ -145,6 +147,7 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
     this.producerStateProvider = options.partitionProducerStateProvider;
     this.bufferDecompressor = options.bufferDecompressor;
     this.bufferDebloater = options.bufferDebloater;
+    this.throughputCalculator = new ThroughputCalculator(options.throughputClock);
     this.channels = new Array<InputChannel>(this.numberOfInputChannels);
     this.enqueued = new Array<boolean>(this.numberOfInputChannels).fill(false);
     this.endOfPartition = new Array<boolean>(this.numberOfInputChannels).fill(false);
