@@ -91,7 +91,8 @@ export const ChannelStateSerializer = {
           `${what}: the entry at byte ${at} (indexes ${first}/${second}, ${length} bytes) does not fit the file of ${view.length} bytes`,
         );
       }
-      const data = Uint8Array.prototype.slice.call(view, start, start + length);
+      const data = new Uint8Array(length);
+      data.set(view.subarray(start, start + length));
       if (kind === KIND_INPUT) {
         inputs.push({ info: { gateIndex: first, channelIndex: second }, data });
       } else if (kind === KIND_OUTPUT) {

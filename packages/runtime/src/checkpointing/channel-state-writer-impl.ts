@@ -187,5 +187,13 @@ function copyAndRecycle(data: readonly NetworkBuffer[]): Uint8Array[] {
 
 function concat(chunks: readonly Uint8Array[]): Uint8Array {
   if (chunks.length === 1) return chunks[0] as Uint8Array;
-  return Buffer.concat(chunks);
+  let length = 0;
+  for (const chunk of chunks) length += chunk.length;
+  const out = new Uint8Array(length);
+  let at = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, at);
+    at += chunk.length;
+  }
+  return out;
 }
