@@ -25,7 +25,11 @@ import type {
   SubtaskCheckpointCoordinator,
   TaskCheckpointStats,
 } from "../checkpointing/subtask-checkpoint-coordinator.js";
-import { EMPTY_CHANNEL_STATE, type TaskChannelState } from "../checkpointing/task-channel-state.js";
+import {
+  channelStateSize,
+  EMPTY_CHANNEL_STATE,
+  type TaskChannelState,
+} from "../checkpointing/task-channel-state.js";
 import {
   RecordReader,
   type RecordReaderInput,
@@ -164,6 +168,12 @@ export class Task {
    * to the offset it stored, a counter loads its map.
    */
   readonly restoredState: JsonValue | undefined;
+  /**
+   * Bytes of in-flight data the restored checkpoint held for this task (input and output channel
+   * state of an unaligned checkpoint), replayed before new data; 0 for a fresh start or an
+   * aligned checkpoint.
+   */
+  readonly restoredChannelStateBytes: number;
 
   private readonly resources: TaskResources;
   private readonly mailbox = new TaskMailbox();
@@ -203,6 +213,9 @@ export class Task {
     this.checkpointingMode = resources.checkpointing?.mode;
     this.restoredCheckpointId = resources.restore?.checkpointId;
     this.restoredState = resources.restore?.state;
+    this.restoredChannelStateBytes = channelStateSize(
+      resources.restore?.channelState ?? EMPTY_CHANNEL_STATE,
+    );
     this.report({});
   }
 
