@@ -66,10 +66,10 @@ export const ExecutionCheckpointingOptions = {
     .withValidator(atLeast(0, "a timeout (ms)"))
     .withDescription(
       "Only with `execution.checkpointing.unaligned.enabled`. `0`: every checkpoint is " +
-        "unaligned from the start. Larger: a checkpoint starts aligned (its barriers are " +
-        "announced ahead of the data) and turns unaligned at a task, or in an output queue " +
-        "still holding its barrier, once this much time passed since the checkpoint was " +
-        "triggered without the alignment being done.",
+        "unaligned from the start. Larger: a checkpoint starts aligned (remote channels " +
+        "announce its barriers ahead of the data) and turns unaligned at a task whose " +
+        "alignment, counted from the checkpoint's first barrier or announcement there, takes " +
+        "longer; the task then sends it on unaligned.",
     ),
 
   /** How long a checkpoint may take before it is aborted. */
