@@ -10,6 +10,9 @@ import type { CheckpointBarrierHandler } from "./checkpoint-barrier-handler.js";
 import { RecoveredInputChannel } from "./recovered-input-channel.js";
 import type { InputChannelStateHandle } from "./task-channel-state.js";
 
+/** What a poll returns for an announcement: handled, nothing to hand on. */
+const ANNOUNCEMENT = Symbol("announcement");
+
 /**
  * One input of a task with checkpointing (Flink's CheckpointedInputGate over a UnionInputGate):
  * reads one or more input gates fairly, passes every barrier, cancellation marker and
@@ -162,39 +165,71 @@ export class CheckpointedInputGate {
     const first = this.firstPriorityGate();
     for (let i = 0; i < count; i++) {
       const index = i === 0 && first >= 0 ? first : (this.nextGate + i) % count;
-      const gate = this.gates[index] as InputGate;
-      const next = gate.pollNext();
-      if (next === undefined) continue;
-      this.nextGate = (index + 1) % count;
-      const channel: InputChannelInfo = {
-        gateIndex: this.gateIndexes[index] as number,
-        channelIndex: next.channelIndex,
-      };
-      const event = next.event;
-      if (event === undefined) {
-        this.handler.addProcessedBytes(next.size);
-      } else if (event.kind === "CheckpointBarrier") {
-        this.handler.processBarrier(event, channel);
-      } else if (event.kind === "CancelCheckpointMarker") {
-        this.handler.processCancellationBarrier(event, channel);
-      } else if (event.kind === "EndOfPartition") {
-        this.handler.processEndOfPartition(channel);
-      } else if (event.kind === "EventAnnouncement") {
-        const announced = event.announcedEvent;
-        if (announced.kind === "CheckpointBarrier") {
-          this.handler.processBarrierAnnouncement(announced, event.sequenceNumber, channel);
-        }
-        // Only the handler cares (the announced barrier itself comes later): read on.
-        return this.pollNext();
-      }
-      const item: BufferOrEvent = {
-        ...next,
-        channelIndex: (this.channelOffsets[index] as number) + next.channelIndex,
-        moreAvailable: next.moreAvailable || this.anyOtherAvailable(index),
-      };
-      return item;
+      const next = this.pollGate(index);
+      if (next === ANNOUNCEMENT) return this.pollNext();
+      if (next !== undefined) return next;
     }
     return undefined;
+  }
+
+  /**
+   * The next priority event (an unaligned barrier, a barrier moved ahead by a timed-out
+   * alignment), or `undefined` when no gate has one; announcements are handled on the way. A
+   * reader calls it between two records of a buffer it is still reading (Flink's
+   * `processPriorityEvents`): the checkpoint then takes the rest of that buffer as channel state.
+   * Before the recovered input is replayed, there is nothing to take.
+   */
+  pollPriorityEvent(): BufferOrEvent | undefined {
+    if (this.recovered.length > 0) return undefined;
+    this.polled = true;
+    this.handler.checkAlignmentTimeout();
+    for (;;) {
+      const first = this.firstPriorityGate();
+      if (first < 0) return undefined;
+      const next = this.pollGate(first);
+      if (next === ANNOUNCEMENT) continue;
+      if (next?.buffer !== undefined) {
+        next.buffer.recycleBuffer();
+        throw new IllegalStateError(
+          `${this.handler.taskName}: gate ${this.gateIndexes[first]} announced a priority event but handed out data`,
+        );
+      }
+      return next;
+    }
+  }
+
+  /** Polls gate `index` and passes what it returns through the handler. */
+  private pollGate(index: number): BufferOrEvent | typeof ANNOUNCEMENT | undefined {
+    const gate = this.gates[index] as InputGate;
+    const next = gate.pollNext();
+    if (next === undefined) return undefined;
+    this.nextGate = (index + 1) % this.gates.length;
+    const channel: InputChannelInfo = {
+      gateIndex: this.gateIndexes[index] as number,
+      channelIndex: next.channelIndex,
+    };
+    const event = next.event;
+    if (event === undefined) {
+      this.handler.addProcessedBytes(next.size);
+    } else if (event.kind === "CheckpointBarrier") {
+      this.handler.processBarrier(event, channel);
+    } else if (event.kind === "CancelCheckpointMarker") {
+      this.handler.processCancellationBarrier(event, channel);
+    } else if (event.kind === "EndOfPartition") {
+      this.handler.processEndOfPartition(channel);
+    } else if (event.kind === "EventAnnouncement") {
+      const announced = event.announcedEvent;
+      if (announced.kind === "CheckpointBarrier") {
+        this.handler.processBarrierAnnouncement(announced, event.sequenceNumber, channel);
+      }
+      // Only the handler cares (the announced barrier itself comes later): read on.
+      return ANNOUNCEMENT;
+    }
+    return {
+      ...next,
+      channelIndex: (this.channelOffsets[index] as number) + next.channelIndex,
+      moreAvailable: next.moreAvailable || this.anyOtherAvailable(index),
+    };
   }
 
   /** Index of a gate with a priority event next, or -1. */

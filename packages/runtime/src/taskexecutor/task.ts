@@ -594,6 +594,7 @@ export class Task {
     return {
       numberOfInputChannels: input.numberOfInputChannels,
       pollNext: () => (this.outputsAvailable() || priorityOnly() ? input.pollNext() : undefined),
+      pollPriorityEvent: () => (this.anyPendingRecord() ? undefined : input.pollPriorityEvent()),
       isFinished: () => input.isFinished(),
       getAvailableFuture: () =>
         this.outputsAvailable()
