@@ -3,6 +3,7 @@
  * and answers the parent's requests over IPC. It exits when asked, and by itself when the parent
  * goes away (the IPC channel closes), so no child outlives a bench run.
  */
+import type { CheckpointArgs } from "./cases/checkpoint-bench.js";
 import type { CoreArgs } from "./cases/core-bench.js";
 import type {
   LatencyParams,
@@ -134,6 +135,10 @@ async function handle(request: Request): Promise<unknown> {
     case "core": {
       const { runCoreBenchmark } = await import("./cases/core-bench.js");
       return await runCoreBenchmark(args as unknown as CoreArgs);
+    }
+    case "checkpoints": {
+      const { runCheckpointBenchmark } = await import("./cases/checkpoint-bench.js");
+      return await runCheckpointBenchmark(args as unknown as CheckpointArgs);
     }
     case "throttleStats":
       return throttleStats();

@@ -430,8 +430,10 @@ describe("PipelinedSubpartition unaligned barriers (output channel state)", () =
     const second = new Uint8Array(20).fill(2);
     h.partition.emitRecord(first, 0);
     h.partition.emitRecord(second, 0);
+    expect(h.partition.getNumberOfQueuedBytes()).toBe(64 + 24);
     // The reader already took the first buffer: only the second is in flight.
     must(h.view.getNextBuffer()).buffer.recycleBuffer();
+    expect(h.partition.getNumberOfQueuedBytes()).toBe(24);
     h.partition.broadcastEvent(unaligned, true);
     expect(writer.calls).toHaveLength(1);
     expect(writer.calls[0]).toMatchObject({ checkpointId: 4n, kind: "output", channel: "0:0" });

@@ -321,6 +321,14 @@ export class PipelinedSubpartition {
     return this.buffers.length;
   }
 
+  /** Committed bytes of queued data buffers the reader has not taken (in-flight output). */
+  getNumberOfQueuedBytes(): number {
+    let bytes = 0;
+    for (const consumer of this.buffers)
+      if (consumer.isBuffer()) bytes += consumer.getUnreadBytes();
+    return bytes;
+  }
+
   getTotalNumberOfBuffers(): number {
     return this.totalBuffers;
   }

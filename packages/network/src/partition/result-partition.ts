@@ -637,6 +637,13 @@ export class ResultPartition
     return queued;
   }
 
+  /** Data bytes queued in all subpartitions and not read yet: the in-flight output. */
+  getNumberOfQueuedBytes(): number {
+    let bytes = 0;
+    for (const subpartition of this.subpartitions) bytes += subpartition.getNumberOfQueuedBytes();
+    return bytes;
+  }
+
   getSubpartition(index: number): PipelinedSubpartition {
     const subpartition = this.subpartitions[index];
     if (subpartition === undefined) throw new IllegalArgumentError(`no subpartition ${index}`);
