@@ -69,7 +69,7 @@ const DEFAULT_FOLDER_NAME = "sluice-checkpoints";
  * checkpoint and the task; a restore checks the envelope, so a handle pointing at another
  * checkpoint's file fails loudly instead of restoring the wrong state. The in-flight data of an
  * unaligned checkpoint goes to `<execution attempt>.channel-state` next to it (layout:
- * {@link ChannelStateSerializer}), written first and named in the envelope with its size.
+ * {@link ChannelStateSerializer}), written first; the envelope records its size.
  */
 export class FsCheckpointStorage {
   /** `<state.checkpoints.dir>/<jobId>`. */
@@ -112,14 +112,13 @@ export class FsCheckpointStorage {
     let channelStateField = "";
     if (channelStateSize(channelState) > 0) {
       const bytes = ChannelStateSerializer.serialize(channelState);
-      const channelFile = file.slice(0, -".json".length) + CHANNEL_STATE_SUFFIX;
       await this.writeAtomically(
-        channelFile,
+        channelStateFileOf(file),
         bytes,
         `the channel state of ${taskName}`,
         checkpointId,
       );
-      channelStateField = `,"channelState":${JSON.stringify({ path: channelFile, size: bytes.length })}`;
+      channelStateField = `,"channelState":{"size":${bytes.length}}`;
     }
     const stateField = stateJson === undefined ? "" : `,"state":${stateJson}`;
     const envelope =
@@ -203,12 +202,15 @@ export class FsCheckpointStorage {
       );
     }
     const state = fields.state as JsonValue | undefined;
-    const channelStateHandle = fields.channelState as Partial<FileStateHandle> | undefined;
-    if (channelStateHandle === undefined) return { state, channelState: EMPTY_CHANNEL_STATE };
-    const channelPath = channelStateHandle.path;
-    const channelWhat = `${expected.taskName}: the channel state ${String(channelPath)} of checkpoint ${expected.checkpointId}`;
-    if (typeof channelPath !== "string" || typeof channelStateHandle.size !== "number") {
-      throw new CheckpointError(`${what} names no valid channel state file`);
+    const channelStateField = fields.channelState as { size?: unknown } | undefined;
+    if (channelStateField === undefined) return { state, channelState: EMPTY_CHANNEL_STATE };
+    // The channel state file is always the snapshot's sibling: the snapshot names only its size,
+    // so it cannot send a restore to read anything else.
+    const channelPath = channelStateFileOf(handle.path);
+    const channelWhat = `${expected.taskName}: the channel state ${channelPath} of checkpoint ${expected.checkpointId}`;
+    const expectedSize = channelStateField.size;
+    if (typeof expectedSize !== "number" || !Number.isInteger(expectedSize) || expectedSize < 0) {
+      throw new CheckpointError(`${what} records no valid channel state size`);
     }
     let bytes: Buffer;
     try {
@@ -218,9 +220,9 @@ export class FsCheckpointStorage {
         cause: error,
       });
     }
-    if (bytes.length !== channelStateHandle.size) {
+    if (bytes.length !== expectedSize) {
       throw new CheckpointError(
-        `${channelWhat} has ${bytes.length} bytes, but the snapshot recorded ${channelStateHandle.size}`,
+        `${channelWhat} has ${bytes.length} bytes, but the snapshot recorded ${expectedSize}`,
       );
     }
     return { state, channelState: ChannelStateSerializer.deserialize(bytes, channelWhat) };
@@ -234,9 +236,7 @@ export class FsCheckpointStorage {
    */
   async discardState(handle: FileStateHandle, pruneFolders = true): Promise<void> {
     await rm(handle.path, { force: true });
-    if (handle.path.endsWith(".json")) {
-      await rm(handle.path.slice(0, -".json".length) + CHANNEL_STATE_SUFFIX, { force: true });
-    }
+    await rm(channelStateFileOf(handle.path), { force: true });
     if (!pruneFolders) return;
     const checkpointDirectory = path.dirname(handle.path);
     if (await removeIfEmpty(checkpointDirectory))
@@ -269,6 +269,14 @@ export class FsCheckpointStorage {
       );
     }
   }
+}
+
+/** The channel state file next to snapshot file `snapshotPath` (`<attempt>.channel-state`). */
+function channelStateFileOf(snapshotPath: string): string {
+  const base = snapshotPath.endsWith(".json")
+    ? snapshotPath.slice(0, -".json".length)
+    : snapshotPath;
+  return base + CHANNEL_STATE_SUFFIX;
 }
 
 /** Removes `directory` if it is empty; true when it is gone afterwards. */
