@@ -113,12 +113,13 @@ export class Recovery {
     const afterMs = performance.now() - this.startedAt;
     this.killed = { index: victim.index, pid: victim.pid, afterMs };
     const latest = execution.checkpointCoordinator?.latestCompletedCheckpoint;
+    const state = !this.settings.restarts
+      ? "the job does not restart (no checkpoints, restart-strategy.type none): it fails"
+      : latest === undefined
+        ? "no checkpoint completed yet"
+        : `latest completed checkpoint ${latest.checkpointId}`;
     context.say(
-      `killing ${victim.label} with SIGKILL ${formatDuration(afterMs)} into the job (${
-        latest === undefined
-          ? "no checkpoint completed yet"
-          : `latest completed checkpoint ${latest.checkpointId}`
-      })\n`,
+      `killing ${victim.label} with SIGKILL ${formatDuration(afterMs)} into the job (${state})\n`,
     );
     local.kill(child, "SIGKILL");
   }
