@@ -9,7 +9,7 @@ import {
 } from "@sluice/runtime";
 import type { DemoOptions } from "./cli.js";
 import { referenceCounts } from "./corpus.js";
-import { APP_DIR, APP_VERSION, SHUFFLE_KEY } from "./demo-application.js";
+import { APP_DIR, APP_VERSION, isUsageError, SHUFFLE_KEY } from "./demo-application.js";
 import { formatInteger } from "./format.js";
 import { type LocalTaskManager, LocalTaskManagers } from "./local-task-managers.js";
 import { createProgressView, type ProgressSnapshot, type ProgressView } from "./progress.js";
@@ -127,7 +127,7 @@ export class JobManagerRole {
       this.io.stderr.write(
         `error: ${code === undefined ? "" : `[${code}] `}${(error as Error).message}\n`,
       );
-      return 1;
+      return isUsageError(error) ? 2 : 1;
     }
     this.jobManager = jobManager;
 
@@ -362,9 +362,10 @@ export class JobManagerRole {
     }
     const expected = this.expectedExit.get(child.pid);
     if (signal !== null) this.recordFailure(0, `${label} was killed by signal ${signal}`);
-    else if (expected === undefined)
-      this.recordFailure(2, `${label} exited unexpectedly with code ${code}`);
-    else if (code !== expected && code !== 0) {
+    else if (expected === undefined) {
+      // A task manager exits 2 for a bad configuration or plugin: so does the demo.
+      this.recordFailure(2, `${label} exited unexpectedly with code ${code}`, code === 2 ? 2 : 1);
+    } else if (code !== expected && code !== 0) {
       this.recordFailure(2, `${label} exited with code ${code} while shutting down`);
     }
   }

@@ -1,8 +1,9 @@
 import { TaskManager } from "@sluice/cluster";
+import { ErrorCodes } from "@sluice/core";
 import { Configuration, describeThrowable, serializeThrowable } from "@sluice/runtime";
 import type { JsonValue } from "@sluice/runtime-api";
 import type { TaskManagerCommand } from "./cli.js";
-import { APP_DIR, APP_VERSION, SHUFFLE_KEY } from "./demo-application.js";
+import { APP_DIR, APP_VERSION, isUsageError, SHUFFLE_KEY } from "./demo-application.js";
 import { PROGRESS_MESSAGE, type TaskProgress } from "./task-progress.js";
 import { wordCountInvokables } from "./word-count-job.js";
 
@@ -91,8 +92,7 @@ function peakRssMb(): number {
   return process.resourceUsage().maxRSS / 1024;
 }
 
-/** A bad configuration, or a job manager that refused this task manager for one. */
+/** A bad configuration or plugin, or a job manager that refused this task manager for one. */
 function isConfigurationProblem(error: unknown): boolean {
-  const code = (error as { code?: unknown })?.code;
-  return code === "SLUICE_ERR_CONFIG" || code === "SLUICE_ERR_PROTOCOL";
+  return isUsageError(error) || (error as { code?: unknown })?.code === ErrorCodes.PROTOCOL;
 }
