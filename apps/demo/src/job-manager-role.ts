@@ -1,10 +1,11 @@
 import { JobManager, type RegisteredTaskManager, type ShutdownReport } from "@sluice/cluster";
 import { ConfigurationError } from "@sluice/core";
 import {
-  Configuration,
+  type Configuration,
   describeThrowable,
   type JobExecution,
   type JobResult,
+  loadConfigurationAndShufflePlugin,
   serializeThrowable,
 } from "@sluice/runtime";
 import type { DemoOptions } from "./cli.js";
@@ -111,11 +112,13 @@ export class JobManagerRole {
     const { options } = this;
     let jobManager: JobManager;
     try {
-      const configuration = Configuration.load({
+      // Loaded with the plugin, so that the keys it owns are not reported as unknown.
+      const { configuration } = await loadConfigurationAndShufflePlugin({
         ...(options.configFile === undefined ? {} : { configFile: options.configFile }),
         args: options.dynamicProperties,
+        overrides: options.shuffle === undefined ? {} : { [SHUFFLE_KEY]: options.shuffle },
+        loader: { applicationDirs: [APP_DIR] },
       });
-      if (options.shuffle !== undefined) configuration.set(SHUFFLE_KEY, options.shuffle);
       jobManager = await this.startJobManager(configuration);
     } catch (error) {
       if (error instanceof ConfigurationError) {

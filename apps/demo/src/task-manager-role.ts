@@ -1,6 +1,11 @@
 import { TaskManager } from "@sluice/cluster";
 import { ErrorCodes } from "@sluice/core";
-import { Configuration, describeThrowable, serializeThrowable } from "@sluice/runtime";
+import {
+  Configuration,
+  describeThrowable,
+  knownOptionsWith,
+  serializeThrowable,
+} from "@sluice/runtime";
 import type { JsonValue } from "@sluice/runtime-api";
 import type { TaskManagerCommand } from "./cli.js";
 import { APP_DIR, APP_VERSION, isUsageError, SHUFFLE_KEY } from "./demo-application.js";
@@ -37,9 +42,11 @@ export async function runTaskManager(
   const progress = new Map<string, () => TaskProgress>();
   let progressTimer: NodeJS.Timeout | undefined;
   try {
+    // Unknown keys are reported once the plugin, which may own some, is known (below).
     const configuration = Configuration.load({
       ...(command.configFile === undefined ? {} : { configFile: command.configFile }),
       args: command.dynamicProperties,
+      warnUnknownKeys: false,
     });
     if (command.shuffle !== undefined) configuration.set(SHUFFLE_KEY, command.shuffle);
     taskManager = await TaskManager.start(configuration, {
@@ -51,6 +58,10 @@ export async function runTaskManager(
       onWarning: warn,
     });
     if (interruptedBy !== undefined) void taskManager.close(`interrupted by ${interruptedBy}`);
+    // A local child (--quiet) has its job manager's sources, which the job manager checked.
+    if (!command.quiet) {
+      configuration.warnUnknownKeys(knownOptionsWith(taskManager.executor.plugin.configOptions));
+    }
     const { executor } = taskManager;
     log(
       `task manager ${taskManager.index} (pid ${process.pid}) registered with the job manager at ${taskManager.jobManagerAddress}: data port ${executor.location.host}:${executor.location.dataPort}, resource ${executor.resourceId}\n`,
