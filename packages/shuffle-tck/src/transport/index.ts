@@ -28,6 +28,7 @@ export {
   networkEnvironmentOf,
   type RawConfig,
 } from "./in-process-cluster.js";
+export { describeListenerErrorsSuite } from "./listener-errors-suite.js";
 export {
   SMALLEST_BUFFER_SETTINGS,
   SMALLEST_BUFFER_SETTINGS_BASE,
