@@ -27,10 +27,11 @@ export const CHECKPOINTING_HELP = `Checkpoints and recovery:
                            state.checkpoints.dir (default: a folder in the system temp dir)
   --checkpointing <mode>   exactly-once (default) | at-least-once (execution.checkpointing.mode)
   --kill-task-manager-after <ms>
-                           SIGKILL one task manager <ms> into the job (one-command demo only):
-                           a replacement is started and the job restarts from its latest
-                           checkpoint (restart-strategy.fixed-delay.attempts / .delay;
-                           default with checkpoints: unlimited attempts, 1 s apart)`;
+                           SIGKILL one task manager <ms> into the job (one-command demo only;
+                           with checkpoints, not before the first one completed): a replacement
+                           is started and the job restarts from its latest checkpoint
+                           (restart-strategy.fixed-delay.attempts / .delay; default with
+                           checkpoints: unlimited attempts, 1 s apart)`;
 
 /**
  * Sets the keys the flags stand for on the job manager's configuration (after `--config` and

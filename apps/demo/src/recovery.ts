@@ -4,6 +4,9 @@ import type { RecoverySettings } from "./checkpointing-options.js";
 import { formatDuration } from "./format.js";
 import type { LocalTaskManagers } from "./local-task-managers.js";
 
+/** How often a kill that waits for the first completed checkpoint looks again. */
+const CHECKPOINT_POLL_MS = 20;
+
 /** The task manager `--kill-task-manager-after` killed, as the summary reports it. */
 export interface KilledTaskManager {
   readonly index: number;
@@ -30,7 +33,8 @@ export interface RecoveryContext {
 
 /**
  * The demo's side of a job's recovery: `--kill-task-manager-after` SIGKILLs one local task
- * manager mid-job, and when a task manager is lost while the job can restart (checkpoints, or
+ * manager mid-job (with checkpoints, not before the first one completed, so that the restart
+ * has one to restore), and when a task manager is lost while the job can restart (checkpoints, or
  * `restart-strategy.*`), a replacement is started (one-command mode) or awaited (standalone), for
  * the job manager's placement to put the lost subtasks on. The job side does the rest: it cancels
  * the remaining tasks and restarts every task from the newest completed checkpoint.
@@ -94,7 +98,10 @@ export class Recovery {
     };
   }
 
-  /** SIGKILLs the connected local task manager registered last that runs tasks of the job. */
+  /**
+   * SIGKILLs the connected local task manager registered last that runs tasks of the job; with
+   * checkpoints, once the first one completed.
+   */
   private killOne(): void {
     this.killTimer = undefined;
     const context = this.context;
@@ -102,6 +109,14 @@ export class Recovery {
     const { execution, local } = context;
     if (execution.status !== "RUNNING") {
       context.say(`--kill-task-manager-after: the job is ${execution.status}; nothing killed\n`);
+      return;
+    }
+    if (
+      this.settings.mode !== undefined &&
+      execution.checkpointCoordinator?.latestCompletedCheckpoint === undefined
+    ) {
+      // The point is a restore from a checkpoint: wait for the first one to complete.
+      this.killTimer = setTimeout(() => this.killOne(), CHECKPOINT_POLL_MS);
       return;
     }
     const running = new Set(execution.executionVertices.map((v) => v.gateway));
