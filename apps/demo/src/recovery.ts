@@ -9,7 +9,9 @@ const CHECKPOINT_POLL_MS = 20;
 
 /** The task manager `--kill-task-manager-after` killed, as the summary reports it. */
 export interface KilledTaskManager {
+  /** Its registration index (`task manager 1`). */
   readonly index: number;
+  /** Its process id. */
   readonly pid: number;
   /** How long into the job it was killed. */
   readonly afterMs: number;
@@ -23,9 +25,11 @@ export interface KilledTaskManager {
 
 /** What the job manager role hands the recovery. */
 export interface RecoveryContext {
+  /** The cluster's job manager (its task managers, its port). */
   readonly jobManager: JobManager;
   /** The local children (one-command mode); `undefined` in the standalone job manager role. */
   readonly local: LocalTaskManagers | undefined;
+  /** The running job. */
   readonly execution: JobExecution;
   /** Prints a line of the human-readable output. */
   readonly say: (text: string) => void;
@@ -46,6 +50,10 @@ export class Recovery {
   private latestAtLoss: bigint | undefined;
   private startedAt = 0;
 
+  /**
+   * @param settings whether the job takes checkpoints (and in which mode) and restarts.
+   * @param killAfterMs `--kill-task-manager-after`, if given.
+   */
   constructor(
     readonly settings: RecoverySettings,
     private readonly killAfterMs: number | undefined,

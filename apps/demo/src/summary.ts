@@ -27,6 +27,7 @@ export interface ProcessReport {
 
 /** What a job that took checkpoints reports about them. */
 export interface CheckpointingReport {
+  /** `execution.checkpointing.mode`. */
   readonly mode: CheckpointingMode;
   /** Checkpoints every task acknowledged. */
   readonly completed: number;
