@@ -2,7 +2,10 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { PassThrough } from "node:stream";
+import { Configuration } from "@sluice/runtime";
+import { ExecutionCheckpointingOptions } from "@sluice/runtime-api";
 import { describe, expect, it } from "vitest";
+import { applyCheckpointingFlags, recoverySettingsOf } from "./checkpointing-options.js";
 import { DEFAULTS, parseCli, parseCount, UsageError } from "./cli.js";
 import { runDemo } from "./main.js";
 
@@ -38,6 +41,9 @@ describe("command line", () => {
       parallelism: 2,
       taskManagers: 2,
       seed: DEFAULTS.seed,
+      checkpointInterval: undefined,
+      checkpointing: undefined,
+      killTaskManagerAfterMs: undefined,
       json: false,
       help: false,
     });
@@ -101,6 +107,54 @@ describe("command line", () => {
     expect(usageError(["--records"])).toBe("--records expects a value (see --help)");
     expect(usageError(["--json=yes"])).toBe("--json takes no value (see --help)");
     expect(usageError(["records"])).toMatch(/^unexpected argument "records"/);
+  });
+
+  it("reads the checkpoint and recovery flags", () => {
+    expect(
+      parseCli([
+        "--checkpoint-interval",
+        "200",
+        "--checkpointing",
+        "At-Least-Once",
+        "--kill-task-manager-after",
+        "1.5k",
+      ]),
+    ).toMatchObject({
+      checkpointInterval: 200,
+      checkpointing: "at-least-once",
+      killTaskManagerAfterMs: 1_500,
+    });
+    expect(parseCli(["jobmanager", "--checkpointing", "exactly-once"])).toMatchObject({
+      checkpointing: "exactly-once",
+      checkpointInterval: undefined,
+    });
+  });
+
+  it("rejects bad checkpoint flags, and a kill of task managers the demo did not start", () => {
+    expect(usageError(["--checkpointing", "twice"])).toBe(
+      '--checkpointing expects exactly-once or at-least-once, got "twice"',
+    );
+    expect(usageError(["--checkpoint-interval", "5"])).toBe(
+      "--checkpoint-interval must be between 10 and 86,400,000, got 5",
+    );
+    expect(usageError(["--kill-task-manager-after", "soon"])).toMatch(
+      /^--kill-task-manager-after expects a whole number/,
+    );
+    expect(usageError(["jobmanager", "--kill-task-manager-after", "100"])).toMatch(
+      /^--kill-task-manager-after kills a task manager the demo started/,
+    );
+  });
+
+  it("sets the checkpoint keys on the configuration, over -D", () => {
+    const configuration = new Configuration({ "execution.checkpointing.mode": "EXACTLY_ONCE" });
+    applyCheckpointingFlags(configuration, {
+      checkpointInterval: 250,
+      checkpointing: "at-least-once",
+      killTaskManagerAfterMs: undefined,
+    });
+    expect(configuration.get(ExecutionCheckpointingOptions.CHECKPOINTING_INTERVAL)).toBe(250);
+    expect(recoverySettingsOf(configuration)).toEqual({ mode: "AT_LEAST_ONCE", restarts: true });
+    expect(recoverySettingsOf(new Configuration())).toEqual({ mode: undefined, restarts: false });
   });
 
   it("rejects a malformed -D with the runtime's message", () => {
@@ -222,5 +276,8 @@ describe("command line", () => {
     expect(await runDemo(["--help"], { stdout: out.stream, stderr: capture().stream })).toBe(0);
     expect(out.text()).toMatch(/^Usage: pnpm demo/);
     expect(out.text()).toContain("--shuffle <plugin>");
+    expect(out.text()).toContain("--checkpoint-interval <ms>");
+    expect(out.text()).toContain("--checkpointing <mode>");
+    expect(out.text()).toContain("--kill-task-manager-after <ms>");
   });
 });

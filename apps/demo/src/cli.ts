@@ -1,5 +1,10 @@
 import { parseArgs } from "node:util";
 import { parseDynamicProperties } from "@sluice/runtime";
+import {
+  CHECKPOINTING_FLAG_VALUES,
+  CHECKPOINTING_HELP,
+  type CheckpointingFlags,
+} from "./checkpointing-options.js";
 
 /** The demo's defaults. */
 export const DEFAULTS = {
@@ -20,7 +25,7 @@ export interface HostPort {
 }
 
 /** The parsed command line of a run of the job: one command (local) or the job manager role. */
-export interface DemoOptions {
+export interface DemoOptions extends CheckpointingFlags {
   /** `local`: the one-command demo; `jobmanager`: the job manager of a standalone cluster. */
   readonly command: "local" | "jobmanager";
   /** `--bind` (jobmanager only): where the control plane listens. */
@@ -94,6 +99,8 @@ Options:
                            (human-readable output then goes to stderr)
   -h, --help               show this help
 
+${CHECKPOINTING_HELP}
+
 jobmanager:
   --bind <host:port>       where task managers connect (default jobmanager.rpc.address, else
                            127.0.0.1, and jobmanager.rpc.port, 6123)
@@ -113,6 +120,7 @@ Examples:
   pnpm demo -- --shuffle ws --records 500k
   pnpm demo -- -D shuffle-service-factory.class=@sluice/shuffle-tcp#TcpShuffleServiceFactory --json
   pnpm demo -- --config apps/demo/config.yaml -D taskmanager.memory.segment-size=16kb
+  pnpm demo -- --checkpoint-interval 200 --kill-task-manager-after 3000
   pnpm demo -- jobmanager --bind 0.0.0.0:6123 --task-managers 2     # on host A
   pnpm demo -- taskmanager --jobmanager hostA:6123                  # on hosts B and C
 `;
@@ -248,6 +256,20 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
       : parseCount("--task-managers", values["task-managers"], 1, MAX_TASK_MANAGERS);
   const seed =
     values.seed === undefined ? DEFAULTS.seed : parseCount("--seed", values.seed, 0, 2 ** 32 - 1);
+  if (command === "jobmanager" && values["kill-task-manager-after"] !== undefined) {
+    throw new UsageError(
+      "--kill-task-manager-after kills a task manager the demo started: it works without a command only (see --help)",
+    );
+  }
+  const checkpointing = values.checkpointing?.trim().toLowerCase();
+  if (
+    checkpointing !== undefined &&
+    !(CHECKPOINTING_FLAG_VALUES as readonly string[]).includes(checkpointing)
+  ) {
+    throw new UsageError(
+      `--checkpointing expects ${CHECKPOINTING_FLAG_VALUES.join(" or ")}, got ${JSON.stringify(values.checkpointing)}`,
+    );
+  }
   return {
     command,
     bind: values.bind === undefined ? undefined : parseHostPort("--bind", values.bind),
@@ -258,6 +280,15 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
     parallelism,
     taskManagers,
     seed,
+    checkpointInterval:
+      values["checkpoint-interval"] === undefined
+        ? undefined
+        : parseCount("--checkpoint-interval", values["checkpoint-interval"], 10, 86_400_000),
+    checkpointing: checkpointing as CheckpointingFlags["checkpointing"],
+    killTaskManagerAfterMs:
+      values["kill-task-manager-after"] === undefined
+        ? undefined
+        : parseCount("--kill-task-manager-after", values["kill-task-manager-after"], 1, 86_400_000),
     json: values.json === true,
     help: values.help === true,
   };
@@ -311,6 +342,9 @@ function parseOptions(args: readonly string[]) {
       parallelism: { type: "string" },
       "task-managers": { type: "string" },
       seed: { type: "string" },
+      "checkpoint-interval": { type: "string" },
+      checkpointing: { type: "string" },
+      "kill-task-manager-after": { type: "string" },
       json: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },

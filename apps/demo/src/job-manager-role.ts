@@ -8,12 +8,14 @@ import {
   loadConfigurationAndShufflePlugin,
   serializeThrowable,
 } from "@sluice/runtime";
+import { applyCheckpointingFlags, recoverySettingsOf } from "./checkpointing-options.js";
 import type { DemoOptions } from "./cli.js";
 import { referenceCounts } from "./corpus.js";
 import { APP_DIR, APP_VERSION, isUsageError, SHUFFLE_KEY } from "./demo-application.js";
 import { formatInteger } from "./format.js";
 import { type LocalTaskManager, LocalTaskManagers } from "./local-task-managers.js";
 import { createProgressView, type ProgressSnapshot, type ProgressView } from "./progress.js";
+import { Recovery } from "./recovery.js";
 import { formatSummary, type JobReport, type ProcessReport, summaryJson } from "./summary.js";
 import {
   PROGRESS_MESSAGE,
@@ -22,7 +24,7 @@ import {
   type TaskProgress,
   TaskProgressSchema,
 } from "./task-progress.js";
-import { verifyCounts } from "./verification.js";
+import { verifyAtLeastOnce, verifyCounts } from "./verification.js";
 import { COUNT_VERTEX, type WordCountJob, wordCountJob } from "./word-count-job.js";
 
 /** How long local task managers may take to start and register. */
@@ -92,6 +94,7 @@ export class JobManagerRole {
   private jobManager: JobManager | undefined;
   private execution: JobExecution | undefined;
   private local: LocalTaskManagers | undefined;
+  private recovery: Recovery | undefined;
   private startedAt = 0;
   private view: ProgressView | undefined;
   private renderTimer: NodeJS.Timeout | undefined;
@@ -119,6 +122,11 @@ export class JobManagerRole {
         overrides: options.shuffle === undefined ? {} : { [SHUFFLE_KEY]: options.shuffle },
         loader: { applicationDirs: [APP_DIR] },
       });
+      applyCheckpointingFlags(configuration, options);
+      this.recovery = new Recovery(
+        recoverySettingsOf(configuration),
+        options.killTaskManagerAfterMs,
+      );
       jobManager = await this.startJobManager(configuration);
     } catch (error) {
       if (error instanceof ConfigurationError) {
@@ -162,6 +170,7 @@ export class JobManagerRole {
       }
       return await this.reportFailure(shuffle);
     } finally {
+      this.recovery?.stop();
       this.stopProgress();
       await jobManager.close({ failed: true, timeoutMs: CANCEL_GRACE_MS });
       process.off("SIGINT", this.onSignal);
@@ -189,7 +198,8 @@ export class JobManagerRole {
       },
       onTaskManagerLost: (tm, cause) => {
         this.lost.add(tm);
-        this.recordFailure(1, cause.message);
+        // A job that restarts without it (from its latest checkpoint) has not failed.
+        if (!this.recovery?.taskManagerLost(tm)) this.recordFailure(1, cause.message);
       },
       onApplicationMessage: (tm, name, payload) => {
         if (name !== PROGRESS_MESSAGE) {
@@ -197,7 +207,7 @@ export class JobManagerRole {
         }
         const { tasks, rssMb } = ProgressReportSchema.parse(payload);
         this.lastRssMb.set(tm.index, rssMb);
-        for (const task of tasks) this.progress.set(task.name, { ...task, taskManager: tm.index });
+        for (const task of tasks) this.setProgress(task, tm.index);
         return undefined;
       },
       onWarning: (message) => this.io.stderr.write(`warning: ${message}\n`),
@@ -231,6 +241,12 @@ export class JobManagerRole {
     const execution = await jobManager.deploy(job.graph);
     this.execution = execution;
     this.startedAt = performance.now();
+    this.recovery?.jobStarted({
+      jobManager,
+      local: this.local,
+      execution,
+      say: (text) => this.say(text),
+    });
     this.startProgress();
     const result = await this.phase(execution.terminated);
     if (result.status !== "FINISHED") {
@@ -263,8 +279,7 @@ export class JobManagerRole {
         differences.push(`${vertex.name} returned no final counters`);
         continue;
       }
-      const taskManager = (vertex.gateway as RegisteredTaskManager).index;
-      this.progress.set(progress.data.name, { ...progress.data, taskManager });
+      this.setProgress(progress.data, (vertex.gateway as RegisteredTaskManager).index);
       if (vertex.vertex.name === COUNT_VERTEX) counts.push(new Map(returned.counts ?? []));
     }
     this.view?.update(this.snapshot(), true);
@@ -279,12 +294,17 @@ export class JobManagerRole {
       await this.phase(this.local.allExited(), SHUTDOWN_TIMEOUT_MS, "the task managers to exit");
     }
 
-    const verification = verifyCounts(referenceCounts(job.corpus), counts, job.maxParallelism);
+    const atLeastOnce = this.recovery?.settings.mode === "AT_LEAST_ONCE";
+    const reference = referenceCounts(job.corpus);
+    const verification = atLeastOnce
+      ? verifyAtLeastOnce(reference, counts, job.maxParallelism)
+      : { ...verifyCounts(reference, counts, job.maxParallelism), duplicates: 0 };
+    const { duplicates } = verification;
     const tasks = [...this.progress.values()];
     const records = tasks.filter((t) => t.kind === "count").reduce((sum, t) => sum + t.records, 0);
     const emitted = tasks.filter((t) => t.kind === "source").reduce((sum, t) => sum + t.records, 0);
     differences.push(...verification.differences);
-    if (emitted !== job.corpus.records || records !== job.corpus.records) {
+    if (emitted !== job.corpus.records || records !== job.corpus.records + duplicates) {
       differences.unshift(
         `the sources emitted ${formatInteger(emitted)} and the counters received ${formatInteger(records)} words; the corpus has ${formatInteger(job.corpus.records)}`,
       );
@@ -296,11 +316,15 @@ export class JobManagerRole {
       { role: "jobmanager", pid: process.pid, peakRssMb: process.resourceUsage().maxRSS / 1024 },
       ...taskManagers.map((tm) => {
         const closed = this.shutdownReports.get(tm);
-        if (closed === undefined) differences.push(`${tm.label} did not report its shutdown`);
+        const lost = this.lost.has(tm);
+        if (closed === undefined && !lost) {
+          differences.push(`${tm.label} did not report its shutdown`);
+        }
         return {
           role: "taskmanager" as const,
           index: tm.index,
           pid: tm.pid,
+          ...(lost ? { lost } : {}),
           peakRssMb: this.peakRssMbOf(tm),
           ...(closed?.networkBuffers == null ? {} : { bufferPool: closed.networkBuffers }),
           unreleasedPartitions: closed?.unreleasedPartitions ?? 0,
@@ -320,7 +344,16 @@ export class JobManagerRole {
       distinctWords: verification.distinctWords,
       tasks,
       processes,
+      ...recoveryReport(result, this.recovery, duplicates),
     };
+  }
+
+  /**
+   * Records a task's counters. Keyed by operator and subtask, so that a restarted attempt's
+   * counters replace those of the attempt before it.
+   */
+  private setProgress(task: TaskProgress, taskManager: number): void {
+    this.progress.set(`${task.kind} ${task.subtaskIndex}`, { ...task, taskManager });
   }
 
   /** A task manager's peak RSS from its shutdown report, else its last progress report. */
@@ -506,6 +539,35 @@ export class JobManagerRole {
   private say(text: string): void {
     this.io.human.write(text);
   }
+}
+
+/** What the summary reports about checkpoints and the restart. */
+function recoveryReport(
+  result: JobResult,
+  recovery: Recovery | undefined,
+  duplicates: number,
+): Pick<JobReport, "checkpointing" | "restarts" | "killedTaskManager"> {
+  const mode = recovery?.settings.mode;
+  const killed = recovery?.killedTaskManager;
+  const { completed, aborted, restoredFrom, latest } = result.checkpoints;
+  return {
+    restarts: result.restarts,
+    ...(mode === undefined
+      ? {}
+      : {
+          checkpointing: {
+            mode,
+            completed,
+            aborted,
+            ...(restoredFrom === undefined ? {} : { restoredFrom: Number(restoredFrom) }),
+            ...(latest === undefined
+              ? {}
+              : { lastAlignmentMs: latest.alignmentDurationNanos / 1e6 }),
+            ...(mode === "AT_LEAST_ONCE" ? { duplicates } : {}),
+          },
+        }),
+    ...(killed === undefined ? {} : { killedTaskManager: killed }),
+  };
 }
 
 /** The configuration arguments local task managers get: the same sources as this process. */
