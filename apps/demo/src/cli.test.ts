@@ -31,6 +31,7 @@ describe("command line", () => {
       shuffle: undefined,
       configFile: undefined,
       dynamicProperties: [],
+      mode: "streaming",
       records: DEFAULTS.records,
       parallelism: 2,
       taskManagers: 2,
@@ -57,8 +58,11 @@ describe("command line", () => {
       "--seed",
       "7",
       "--json",
+      "--mode",
+      "batch",
     ]);
     expect(options).toMatchObject({
+      mode: "batch",
       shuffle: "ws",
       configFile: "conf.yaml",
       dynamicProperties: ["-Da.b=1", "-Dc.d=x=y"],
@@ -86,6 +90,7 @@ describe("command line", () => {
     );
     expect(usageError(["--task-managers", "-1"])).toMatch(/--task-managers/);
     expect(usageError(["--shuffle", ""])).toMatch(/^--shuffle expects tcp, ws/);
+    expect(usageError(["--mode", "bulk"])).toBe('--mode expects streaming or batch, got "bulk"');
   });
 
   it("rejects unknown options, missing values and stray arguments", () => {
@@ -153,6 +158,9 @@ describe("command line", () => {
     expect(usageError(["taskmanager", "--records", "5"])).toBe(
       "unknown option --records (see --help)",
     );
+    expect(usageError(["taskmanager", "--mode", "batch"])).toBe(
+      "unknown option --mode (see --help)",
+    );
     expect(usageError(["--bind", "h:1"])).toBe(
       "--bind is an option of the jobmanager command (see --help)",
     );
@@ -185,5 +193,7 @@ describe("command line", () => {
     expect(await runDemo(["--help"], { stdout: out.stream, stderr: capture().stream })).toBe(0);
     expect(out.text()).toMatch(/^Usage: pnpm demo/);
     expect(out.text()).toContain("--shuffle <plugin>");
+    expect(out.text()).toContain("--mode <mode>");
+    expect(out.text()).toContain("pnpm demo -- --mode batch");
   });
 });

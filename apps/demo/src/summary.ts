@@ -1,3 +1,4 @@
+import { type BatchSummary, batchJson, formatBatchSummary } from "./batch-mode.js";
 import {
   formatDuration,
   formatInteger,
@@ -40,6 +41,8 @@ export interface JobReport {
   /** Final counters of every task, with the task manager it ran on. */
   readonly tasks: readonly (TaskProgress & { readonly taskManager: number })[];
   readonly processes: readonly ProcessReport[];
+  /** Batch mode: the stages and what the blocking partitions put on disk. */
+  readonly batch?: BatchSummary;
 }
 
 /** True when every task manager returned all its network buffers and released its partitions. */
@@ -63,6 +66,7 @@ export function formatSummary(report: JobReport): string {
     `  bytes          ${formatMegabytes(report.bytes)} out of the source partitions`,
     `  duration       ${formatDuration(report.durationMs)} (${report.parallelism} sources, ${report.parallelism} counters, ${report.taskManagers} task managers)`,
     `  throughput     ${formatInteger(rate)} records/s, ${formatMegabytes(perSecond(report.bytes, report.durationMs))}/s`,
+    ...(report.batch === undefined ? [] : formatBatchSummary(report.batch)),
     "",
   ];
   const tasks = [...report.tasks].sort((a, b) =>
@@ -127,6 +131,7 @@ export function summaryJson(report: JobReport): Record<string, unknown> {
       pid: p.pid,
       peakRssMb: Math.round(p.peakRssMb * 10) / 10,
     })),
+    ...(report.batch === undefined ? {} : { batch: batchJson(report.batch) }),
     ...(report.verified ? {} : { differences: report.differences }),
   };
 }
