@@ -39,9 +39,9 @@ const FACTORY_CLASS: Readonly<Record<SluiceTransport, string>> = {
 };
 
 /** bench/ (this file is dist/systems/sluice.js): its package.json lists the plugins. */
-export const LOADER = { applicationDirs: [fileURLToPath(new URL("../..", import.meta.url))] };
+const LOADER = { applicationDirs: [fileURLToPath(new URL("../..", import.meta.url))] };
 
-export function configurationOf(transport: SluiceTransport, config: RawConfig): Configuration {
+function configurationOf(transport: SluiceTransport, config: RawConfig): Configuration {
   return new Configuration({
     "shuffle-service-factory.class": FACTORY_CLASS[transport],
     "taskmanager.host": "127.0.0.1",
@@ -136,6 +136,10 @@ export class SluiceProcess {
     };
   }
 
+  /**
+   * The job of one run, deployed: the producer task here, the consumer's descriptor kept when the
+   * job side deploys it (with the producer when pipelined, after it when blocking).
+   */
   private async deployJob(spec: ExchangeSpec, partitionType: ResultPartitionType) {
     this.deployer ??= await JobDeployer.start(this.configuration, { loader: LOADER });
     const graph = new JobGraph("bench exchange");
