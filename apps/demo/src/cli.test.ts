@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { DEFAULTS, parseCli, parseCount, UsageError } from "./cli.js";
@@ -88,7 +91,12 @@ describe("command line", () => {
     expect(usageError(["--parallelism", "65"])).toBe(
       "--parallelism must be between 1 and 64, got 65",
     );
-    expect(usageError(["--task-managers", "-1"])).toMatch(/--task-managers/);
+    expect(usageError(["--task-managers", "-1"])).toBe(
+      '--task-managers expects a whole number (e.g. 200000, 200_000, 200k or 2m), got "-1"',
+    );
+    expect(usageError(["--records", "-5"])).toBe(
+      '--records expects a whole number (e.g. 200000, 200_000, 200k or 2m), got "-5"',
+    );
     expect(usageError(["--shuffle", ""])).toMatch(/^--shuffle expects tcp, ws/);
     expect(usageError(["--mode", "bulk"])).toBe('--mode expects streaming or batch, got "bulk"');
   });
@@ -186,6 +194,35 @@ describe("command line", () => {
     expect(code).toBe(2);
     expect(err.text()).toContain('"taskmanager.memory.segment-size"');
     expect(err.text()).toContain('"lots"');
+  });
+
+  it("exits with code 2 for a shuffle plugin that cannot be found or breaks the SPI, naming it", async () => {
+    const folder = mkdtempSync(path.join(tmpdir(), "sluice-demo-plugin-"));
+    try {
+      const plugin = path.join(folder, "plugin.mjs");
+      writeFileSync(
+        plugin,
+        "export class AsyncMaster { async createShuffleMaster() { return {}; } createShuffleEnvironment() { return {}; } }\n",
+      );
+      for (const [shuffle, code] of [
+        [`${path.join(folder, "missing.mjs")}#Factory`, "SLUICE_ERR_PLUGIN_NOT_FOUND"],
+        [`${plugin}#Absent`, "SLUICE_ERR_PLUGIN_EXPORT_MISSING"],
+        [`${plugin}#AsyncMaster`, "SLUICE_ERR_PLUGIN_CONTRACT"],
+      ] as const) {
+        const err = capture();
+        const exit = await runDemo(["--shuffle", shuffle, "--records", "100"], {
+          stdout: capture().stream,
+          stderr: err.stream,
+        });
+        expect(exit, err.text()).toBe(2);
+        expect(err.text()).toContain(`[${code}]`);
+        expect(err.text()).toContain(shuffle);
+        // One error, not a second one from the clean-up.
+        expect(err.text().match(/error:/g)).toHaveLength(1);
+      }
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 
   it("prints the help text with --help and exits 0", async () => {

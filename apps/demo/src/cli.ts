@@ -116,7 +116,8 @@ taskmanager:
   --quiet                  print errors only
 
 Exit codes: 0 verified, 1 job failed or counts differ (or a task manager lost its job manager),
-2 bad command line or configuration (also a task manager refused for another plugin or version).
+2 bad command line, configuration or shuffle plugin (also a task manager refused for
+another plugin or version).
 
 Examples:
   pnpm demo
@@ -279,9 +280,29 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
   };
 }
 
+/**
+ * parseArgs reads `--records -5` as an option without a value followed by the short option `-5`;
+ * join a value that looks like a negative number to its option (`--records=-5`), so that the
+ * option's own check names the value.
+ */
+function joinNegativeValues(args: readonly string[]): string[] {
+  const joined: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    const next = args[i + 1];
+    if (/^--[\w-]+$/.test(arg) && next !== undefined && /^-\d/.test(next)) {
+      joined.push(`${arg}=${next}`);
+      i++;
+    } else {
+      joined.push(arg);
+    }
+  }
+  return joined;
+}
+
 function parseTaskManagerOptions(args: readonly string[]) {
   return parseArgs({
-    args: [...args],
+    args: joinNegativeValues(args),
     strict: true,
     allowPositionals: true,
     options: {
@@ -296,7 +317,7 @@ function parseTaskManagerOptions(args: readonly string[]) {
 
 function parseOptions(args: readonly string[]) {
   return parseArgs({
-    args: [...args],
+    args: joinNegativeValues(args),
     strict: true,
     allowPositionals: true,
     options: {

@@ -1,10 +1,11 @@
 import { JobManager, type RegisteredTaskManager, type ShutdownReport } from "@sluice/cluster";
 import { ConfigurationError } from "@sluice/core";
 import {
-  Configuration,
+  type Configuration,
   describeThrowable,
   type JobExecution,
   type JobResult,
+  loadConfigurationAndShufflePlugin,
   serializeThrowable,
 } from "@sluice/runtime";
 import {
@@ -19,7 +20,7 @@ import {
 } from "./batch-mode.js";
 import type { DemoOptions } from "./cli.js";
 import { referenceCounts } from "./corpus.js";
-import { APP_DIR, APP_VERSION, SHUFFLE_KEY } from "./demo-application.js";
+import { APP_DIR, APP_VERSION, isUsageError, SHUFFLE_KEY } from "./demo-application.js";
 import { formatInteger } from "./format.js";
 import { type LocalTaskManager, LocalTaskManagers } from "./local-task-managers.js";
 import { createProgressView, type ProgressSnapshot, type ProgressView } from "./progress.js";
@@ -124,11 +125,13 @@ export class JobManagerRole {
     const { options } = this;
     let jobManager: JobManager;
     try {
-      const configuration = Configuration.load({
+      // Loaded with the plugin, so that the keys it owns are not reported as unknown.
+      const { configuration } = await loadConfigurationAndShufflePlugin({
         ...(options.configFile === undefined ? {} : { configFile: options.configFile }),
         args: options.dynamicProperties,
+        overrides: options.shuffle === undefined ? {} : { [SHUFFLE_KEY]: options.shuffle },
+        loader: { applicationDirs: [APP_DIR] },
       });
-      if (options.shuffle !== undefined) configuration.set(SHUFFLE_KEY, options.shuffle);
       if (options.mode === "batch") {
         applyBatchDefaults(configuration);
         this.batch = { codec: compressionCodecOf(configuration) };
@@ -144,7 +147,7 @@ export class JobManagerRole {
       this.io.stderr.write(
         `error: ${code === undefined ? "" : `[${code}] `}${(error as Error).message}\n`,
       );
-      return 1;
+      return isUsageError(error) ? 2 : 1;
     }
     this.jobManager = jobManager;
 
@@ -418,9 +421,10 @@ export class JobManagerRole {
     }
     const expected = this.expectedExit.get(child.pid);
     if (signal !== null) this.recordFailure(0, `${label} was killed by signal ${signal}`);
-    else if (expected === undefined)
-      this.recordFailure(2, `${label} exited unexpectedly with code ${code}`);
-    else if (code !== expected && code !== 0) {
+    else if (expected === undefined) {
+      // A task manager exits 2 for a bad configuration or plugin: so does the demo.
+      this.recordFailure(2, `${label} exited unexpectedly with code ${code}`, code === 2 ? 2 : 1);
+    } else if (code !== expected && code !== 0) {
       this.recordFailure(2, `${label} exited with code ${code} while shutting down`);
     }
   }
