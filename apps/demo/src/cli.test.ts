@@ -37,6 +37,7 @@ describe("command line", () => {
       shuffle: undefined,
       configFile: undefined,
       dynamicProperties: [],
+      mode: "streaming",
       records: DEFAULTS.records,
       parallelism: 2,
       taskManagers: 2,
@@ -66,8 +67,11 @@ describe("command line", () => {
       "--seed",
       "7",
       "--json",
+      "--mode",
+      "batch",
     ]);
     expect(options).toMatchObject({
+      mode: "batch",
       shuffle: "ws",
       configFile: "conf.yaml",
       dynamicProperties: ["-Da.b=1", "-Dc.d=x=y"],
@@ -100,6 +104,16 @@ describe("command line", () => {
       '--records expects a whole number (e.g. 200000, 200_000, 200k or 2m), got "-5"',
     );
     expect(usageError(["--shuffle", ""])).toMatch(/^--shuffle expects tcp, ws/);
+    expect(usageError(["--mode", "bulk"])).toBe('--mode expects streaming or batch, got "bulk"');
+  });
+
+  it("refuses checkpoint and kill flags in batch mode, naming the flag", () => {
+    expect(usageError(["--mode", "batch", "--checkpoint-interval", "200"])).toBe(
+      "--checkpoint-interval applies to --mode streaming only: a batch job takes no checkpoints (see --help)",
+    );
+    expect(usageError(["--mode", "batch", "--kill-task-manager-after", "100"])).toMatch(
+      /^--kill-task-manager-after applies to --mode streaming only/,
+    );
   });
 
   it("rejects unknown options, missing values and stray arguments", () => {
@@ -215,6 +229,9 @@ describe("command line", () => {
     expect(usageError(["taskmanager", "--records", "5"])).toBe(
       "unknown option --records (see --help)",
     );
+    expect(usageError(["taskmanager", "--mode", "batch"])).toBe(
+      "unknown option --mode (see --help)",
+    );
     expect(usageError(["--bind", "h:1"])).toBe(
       "--bind is an option of the jobmanager command (see --help)",
     );
@@ -279,5 +296,7 @@ describe("command line", () => {
     expect(out.text()).toContain("--checkpoint-interval <ms>");
     expect(out.text()).toContain("--checkpointing <mode>");
     expect(out.text()).toContain("--kill-task-manager-after <ms>");
+    expect(out.text()).toContain("--mode <mode>");
+    expect(out.text()).toContain("pnpm demo -- --mode batch");
   });
 });

@@ -7,6 +7,7 @@ import {
   serializeThrowable,
 } from "@sluice/runtime";
 import type { JsonValue } from "@sluice/runtime-api";
+import { BATCH_SHUFFLE_MESSAGE, batchShuffleReportOf } from "./batch-mode.js";
 import type { TaskManagerCommand } from "./cli.js";
 import { APP_DIR, APP_VERSION, isUsageError, SHUFFLE_KEY } from "./demo-application.js";
 import { PROGRESS_MESSAGE, type TaskProgress } from "./task-progress.js";
@@ -55,6 +56,12 @@ export async function runTaskManager(
       invokables: wordCountInvokables(progress),
       loader: { applicationDirs: [APP_DIR] },
       onShutdown: () => ({ peakRssMb: peakRssMb() }),
+      onApplicationMessage: async (name) => {
+        if (name !== BATCH_SHUFFLE_MESSAGE || taskManager === undefined) {
+          throw new Error(`task manager (pid ${process.pid}) does not handle ${name}`);
+        }
+        return batchShuffleReportOf(taskManager.executor) as unknown as JsonValue;
+      },
       onWarning: warn,
     });
     if (interruptedBy !== undefined) void taskManager.close(`interrupted by ${interruptedBy}`);
