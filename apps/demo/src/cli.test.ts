@@ -1,5 +1,11 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { PassThrough } from "node:stream";
+import { Configuration } from "@sluice/runtime";
+import { ExecutionCheckpointingOptions } from "@sluice/runtime-api";
 import { describe, expect, it } from "vitest";
+import { applyCheckpointingFlags, recoverySettingsOf } from "./checkpointing-options.js";
 import { DEFAULTS, parseCli, parseCount, UsageError } from "./cli.js";
 import { runDemo } from "./main.js";
 
@@ -31,10 +37,14 @@ describe("command line", () => {
       shuffle: undefined,
       configFile: undefined,
       dynamicProperties: [],
+      mode: "streaming",
       records: DEFAULTS.records,
       parallelism: 2,
       taskManagers: 2,
       seed: DEFAULTS.seed,
+      checkpointInterval: undefined,
+      checkpointing: undefined,
+      killTaskManagerAfterMs: undefined,
       json: false,
       help: false,
     });
@@ -57,8 +67,11 @@ describe("command line", () => {
       "--seed",
       "7",
       "--json",
+      "--mode",
+      "batch",
     ]);
     expect(options).toMatchObject({
+      mode: "batch",
       shuffle: "ws",
       configFile: "conf.yaml",
       dynamicProperties: ["-Da.b=1", "-Dc.d=x=y"],
@@ -84,8 +97,23 @@ describe("command line", () => {
     expect(usageError(["--parallelism", "65"])).toBe(
       "--parallelism must be between 1 and 64, got 65",
     );
-    expect(usageError(["--task-managers", "-1"])).toMatch(/--task-managers/);
+    expect(usageError(["--task-managers", "-1"])).toBe(
+      '--task-managers expects a whole number (e.g. 200000, 200_000, 200k or 2m), got "-1"',
+    );
+    expect(usageError(["--records", "-5"])).toBe(
+      '--records expects a whole number (e.g. 200000, 200_000, 200k or 2m), got "-5"',
+    );
     expect(usageError(["--shuffle", ""])).toMatch(/^--shuffle expects tcp, ws/);
+    expect(usageError(["--mode", "bulk"])).toBe('--mode expects streaming or batch, got "bulk"');
+  });
+
+  it("refuses checkpoint and kill flags in batch mode, naming the flag", () => {
+    expect(usageError(["--mode", "batch", "--checkpoint-interval", "200"])).toBe(
+      "--checkpoint-interval applies to --mode streaming only: a batch job takes no checkpoints (see --help)",
+    );
+    expect(usageError(["--mode", "batch", "--kill-task-manager-after", "100"])).toMatch(
+      /^--kill-task-manager-after applies to --mode streaming only/,
+    );
   });
 
   it("rejects unknown options, missing values and stray arguments", () => {
@@ -93,6 +121,54 @@ describe("command line", () => {
     expect(usageError(["--records"])).toBe("--records expects a value (see --help)");
     expect(usageError(["--json=yes"])).toBe("--json takes no value (see --help)");
     expect(usageError(["records"])).toMatch(/^unexpected argument "records"/);
+  });
+
+  it("reads the checkpoint and recovery flags", () => {
+    expect(
+      parseCli([
+        "--checkpoint-interval",
+        "200",
+        "--checkpointing",
+        "At-Least-Once",
+        "--kill-task-manager-after",
+        "1.5k",
+      ]),
+    ).toMatchObject({
+      checkpointInterval: 200,
+      checkpointing: "at-least-once",
+      killTaskManagerAfterMs: 1_500,
+    });
+    expect(parseCli(["jobmanager", "--checkpointing", "exactly-once"])).toMatchObject({
+      checkpointing: "exactly-once",
+      checkpointInterval: undefined,
+    });
+  });
+
+  it("rejects bad checkpoint flags, and a kill of task managers the demo did not start", () => {
+    expect(usageError(["--checkpointing", "twice"])).toBe(
+      '--checkpointing expects exactly-once or at-least-once, got "twice"',
+    );
+    expect(usageError(["--checkpoint-interval", "5"])).toBe(
+      "--checkpoint-interval must be between 10 and 86,400,000, got 5",
+    );
+    expect(usageError(["--kill-task-manager-after", "soon"])).toMatch(
+      /^--kill-task-manager-after expects a whole number/,
+    );
+    expect(usageError(["jobmanager", "--kill-task-manager-after", "100"])).toMatch(
+      /^--kill-task-manager-after kills a task manager the demo started/,
+    );
+  });
+
+  it("sets the checkpoint keys on the configuration, over -D", () => {
+    const configuration = new Configuration({ "execution.checkpointing.mode": "EXACTLY_ONCE" });
+    applyCheckpointingFlags(configuration, {
+      checkpointInterval: 250,
+      checkpointing: "at-least-once",
+      killTaskManagerAfterMs: undefined,
+    });
+    expect(configuration.get(ExecutionCheckpointingOptions.CHECKPOINTING_INTERVAL)).toBe(250);
+    expect(recoverySettingsOf(configuration)).toEqual({ mode: "AT_LEAST_ONCE", restarts: true });
+    expect(recoverySettingsOf(new Configuration())).toEqual({ mode: undefined, restarts: false });
   });
 
   it("rejects a malformed -D with the runtime's message", () => {
@@ -153,6 +229,9 @@ describe("command line", () => {
     expect(usageError(["taskmanager", "--records", "5"])).toBe(
       "unknown option --records (see --help)",
     );
+    expect(usageError(["taskmanager", "--mode", "batch"])).toBe(
+      "unknown option --mode (see --help)",
+    );
     expect(usageError(["--bind", "h:1"])).toBe(
       "--bind is an option of the jobmanager command (see --help)",
     );
@@ -180,10 +259,44 @@ describe("command line", () => {
     expect(err.text()).toContain('"lots"');
   });
 
+  it("exits with code 2 for a shuffle plugin that cannot be found or breaks the SPI, naming it", async () => {
+    const folder = mkdtempSync(path.join(tmpdir(), "sluice-demo-plugin-"));
+    try {
+      const plugin = path.join(folder, "plugin.mjs");
+      writeFileSync(
+        plugin,
+        "export class AsyncMaster { async createShuffleMaster() { return {}; } createShuffleEnvironment() { return {}; } }\n",
+      );
+      for (const [shuffle, code] of [
+        [`${path.join(folder, "missing.mjs")}#Factory`, "SLUICE_ERR_PLUGIN_NOT_FOUND"],
+        [`${plugin}#Absent`, "SLUICE_ERR_PLUGIN_EXPORT_MISSING"],
+        [`${plugin}#AsyncMaster`, "SLUICE_ERR_PLUGIN_CONTRACT"],
+      ] as const) {
+        const err = capture();
+        const exit = await runDemo(["--shuffle", shuffle, "--records", "100"], {
+          stdout: capture().stream,
+          stderr: err.stream,
+        });
+        expect(exit, err.text()).toBe(2);
+        expect(err.text()).toContain(`[${code}]`);
+        expect(err.text()).toContain(shuffle);
+        // One error, not a second one from the clean-up.
+        expect(err.text().match(/error:/g)).toHaveLength(1);
+      }
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+
   it("prints the help text with --help and exits 0", async () => {
     const out = capture();
     expect(await runDemo(["--help"], { stdout: out.stream, stderr: capture().stream })).toBe(0);
     expect(out.text()).toMatch(/^Usage: pnpm demo/);
     expect(out.text()).toContain("--shuffle <plugin>");
+    expect(out.text()).toContain("--checkpoint-interval <ms>");
+    expect(out.text()).toContain("--checkpointing <mode>");
+    expect(out.text()).toContain("--kill-task-manager-after <ms>");
+    expect(out.text()).toContain("--mode <mode>");
+    expect(out.text()).toContain("pnpm demo -- --mode batch");
   });
 });

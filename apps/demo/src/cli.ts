@@ -1,5 +1,11 @@
 import { parseArgs } from "node:util";
 import { parseDynamicProperties } from "@sluice/runtime";
+import type { DemoMode } from "./batch-mode.js";
+import {
+  CHECKPOINTING_FLAG_VALUES,
+  CHECKPOINTING_HELP,
+  type CheckpointingFlags,
+} from "./checkpointing-options.js";
 
 /** The demo's defaults. */
 export const DEFAULTS = {
@@ -20,7 +26,7 @@ export interface HostPort {
 }
 
 /** The parsed command line of a run of the job: one command (local) or the job manager role. */
-export interface DemoOptions {
+export interface DemoOptions extends CheckpointingFlags {
   /** `local`: the one-command demo; `jobmanager`: the job manager of a standalone cluster. */
   readonly command: "local" | "jobmanager";
   /** `--bind` (jobmanager only): where the control plane listens. */
@@ -31,6 +37,8 @@ export interface DemoOptions {
   readonly configFile: string | undefined;
   /** The `-D` arguments, normalised to `-Dkey=value`, for `Configuration.load`. */
   readonly dynamicProperties: readonly string[];
+  /** `--mode`: a streaming job (pipelined exchange) or a batch job (blocking, stage by stage). */
+  readonly mode: DemoMode;
   readonly records: number;
   readonly parallelism: number;
   readonly taskManagers: number;
@@ -76,12 +84,20 @@ to count tasks, over the configured shuffle plugin. The counts are checked again
 in-process reference; the demo prints "verified" and exits 0, or the first differences and
 exits 1.
 
+With --mode batch the word count runs as a batch job: the sources write BLOCKING partitions
+(sorted, LZ4-compressed files on their task managers) and finish; then the counters are deployed
+and read the files, which the job's end deletes. It prints the bytes on disk, the compression
+ratio and the files deleted. Unless configured, batch mode gives each task manager 8mb of network
+memory (128 sort buffers) and 16mb of read memory, so the default run writes several times that.
+
 Without a command, the demo runs a job manager in this process and its task managers as child
 processes on 127.0.0.1. On several machines, start "jobmanager" on one and "taskmanager" on each
 of the others: the job manager waits for --task-managers task managers, hands them the job's
 configuration, runs the job and prints the summary; the task managers exit when the job ended.
 
 Options:
+  --mode <mode>            streaming (default): the counters read while the sources write;
+                           batch: stage by stage over BLOCKING partitions on disk (see above)
   --shuffle <plugin>       tcp | ws | <module>#<Export> | <path>#<Export>
                            (sets shuffle-service-factory.class; wins over --config and -D)
   --config <file>          a config.yaml of flat dotted keys (see apps/demo/config.yaml)
@@ -94,6 +110,8 @@ Options:
                            (human-readable output then goes to stderr)
   -h, --help               show this help
 
+${CHECKPOINTING_HELP}
+
 jobmanager:
   --bind <host:port>       where task managers connect (default jobmanager.rpc.address, else
                            127.0.0.1, and jobmanager.rpc.port, 6123)
@@ -105,13 +123,16 @@ taskmanager:
   --quiet                  print errors only
 
 Exit codes: 0 verified, 1 job failed or counts differ (or a task manager lost its job manager),
-2 bad command line or configuration (also a task manager refused for another plugin or version).
+2 bad command line, configuration or shuffle plugin (also a task manager refused for
+another plugin or version).
 
 Examples:
   pnpm demo
   pnpm demo -- --shuffle ws --records 500k
+  pnpm demo -- --mode batch
   pnpm demo -- -D shuffle-service-factory.class=@sluice/shuffle-tcp#TcpShuffleServiceFactory --json
   pnpm demo -- --config apps/demo/config.yaml -D taskmanager.memory.segment-size=16kb
+  pnpm demo -- --checkpoint-interval 200 --kill-task-manager-after 3000
   pnpm demo -- jobmanager --bind 0.0.0.0:6123 --task-managers 2     # on host A
   pnpm demo -- taskmanager --jobmanager hostA:6123                  # on hosts B and C
 `;
@@ -233,6 +254,10 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
     throw new UsageError("--bind is an option of the jobmanager command (see --help)");
   }
   const shuffle = values.shuffle;
+  const mode = values.mode ?? "streaming";
+  if (mode !== "streaming" && mode !== "batch") {
+    throw new UsageError(`--mode expects streaming or batch, got ${JSON.stringify(mode)}`);
+  }
   const records =
     values.records === undefined
       ? DEFAULTS.records
@@ -247,24 +272,78 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
       : parseCount("--task-managers", values["task-managers"], 1, MAX_TASK_MANAGERS);
   const seed =
     values.seed === undefined ? DEFAULTS.seed : parseCount("--seed", values.seed, 0, 2 ** 32 - 1);
+  if (command === "jobmanager" && values["kill-task-manager-after"] !== undefined) {
+    throw new UsageError(
+      "--kill-task-manager-after kills a task manager the demo started: it works without a command only (see --help)",
+    );
+  }
+  const checkpointing = values.checkpointing?.trim().toLowerCase();
+  if (
+    checkpointing !== undefined &&
+    !(CHECKPOINTING_FLAG_VALUES as readonly string[]).includes(checkpointing)
+  ) {
+    throw new UsageError(
+      `--checkpointing expects ${CHECKPOINTING_FLAG_VALUES.join(" or ")}, got ${JSON.stringify(values.checkpointing)}`,
+    );
+  }
+  const streamingOnly = ["checkpoint-interval", "checkpointing", "kill-task-manager-after"].filter(
+    (flag) => values[flag as keyof typeof values] !== undefined,
+  );
+  if (mode === "batch" && streamingOnly.length > 0) {
+    // A batch job recovers by re-running stages from their blocking results, not from
+    // checkpoints (as in Flink); the demo's recovery is the streaming one.
+    throw new UsageError(
+      `--${streamingOnly[0]} applies to --mode streaming only: a batch job takes no checkpoints (see --help)`,
+    );
+  }
   return {
     command,
     bind: values.bind === undefined ? undefined : parseHostPort("--bind", values.bind),
     shuffle: shuffle?.trim(),
     configFile: values.config,
     dynamicProperties: dynamic.properties.map(([key, value]) => `-D${key}=${value}`),
+    mode,
     records,
     parallelism,
     taskManagers,
     seed,
+    checkpointInterval:
+      values["checkpoint-interval"] === undefined
+        ? undefined
+        : parseCount("--checkpoint-interval", values["checkpoint-interval"], 10, 86_400_000),
+    checkpointing: checkpointing as CheckpointingFlags["checkpointing"],
+    killTaskManagerAfterMs:
+      values["kill-task-manager-after"] === undefined
+        ? undefined
+        : parseCount("--kill-task-manager-after", values["kill-task-manager-after"], 1, 86_400_000),
     json: values.json === true,
     help: values.help === true,
   };
 }
 
+/**
+ * parseArgs reads `--records -5` as an option without a value followed by the short option `-5`;
+ * join a value that looks like a negative number to its option (`--records=-5`), so that the
+ * option's own check names the value.
+ */
+function joinNegativeValues(args: readonly string[]): string[] {
+  const joined: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    const next = args[i + 1];
+    if (/^--[\w-]+$/.test(arg) && next !== undefined && /^-\d/.test(next)) {
+      joined.push(`${arg}=${next}`);
+      i++;
+    } else {
+      joined.push(arg);
+    }
+  }
+  return joined;
+}
+
 function parseTaskManagerOptions(args: readonly string[]) {
   return parseArgs({
-    args: [...args],
+    args: joinNegativeValues(args),
     strict: true,
     allowPositionals: true,
     options: {
@@ -279,17 +358,21 @@ function parseTaskManagerOptions(args: readonly string[]) {
 
 function parseOptions(args: readonly string[]) {
   return parseArgs({
-    args: [...args],
+    args: joinNegativeValues(args),
     strict: true,
     allowPositionals: true,
     options: {
       bind: { type: "string" },
+      mode: { type: "string" },
       shuffle: { type: "string" },
       config: { type: "string" },
       records: { type: "string" },
       parallelism: { type: "string" },
       "task-managers": { type: "string" },
       seed: { type: "string" },
+      "checkpoint-interval": { type: "string" },
+      checkpointing: { type: "string" },
+      "kill-task-manager-after": { type: "string" },
       json: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },

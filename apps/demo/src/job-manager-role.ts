@@ -1,18 +1,32 @@
 import { JobManager, type RegisteredTaskManager, type ShutdownReport } from "@sluice/cluster";
 import { ConfigurationError } from "@sluice/core";
 import {
-  Configuration,
+  type Configuration,
   describeThrowable,
   type JobExecution,
   type JobResult,
+  loadConfigurationAndShufflePlugin,
   serializeThrowable,
 } from "@sluice/runtime";
+import {
+  applyBatchDefaults,
+  BATCH_SHUFFLE_MESSAGE,
+  type BatchShuffleReport,
+  BatchShuffleReportSchema,
+  type BatchSummary,
+  batchDifferences,
+  batchTotals,
+  compressionCodecOf,
+} from "./batch-mode.js";
+import { applyCheckpointingFlags, recoverySettingsOf } from "./checkpointing-options.js";
 import type { DemoOptions } from "./cli.js";
 import { referenceCounts } from "./corpus.js";
-import { APP_DIR, APP_VERSION, SHUFFLE_KEY } from "./demo-application.js";
+import { APP_DIR, APP_VERSION, isUsageError, SHUFFLE_KEY } from "./demo-application.js";
 import { formatInteger } from "./format.js";
 import { type LocalTaskManager, LocalTaskManagers } from "./local-task-managers.js";
 import { createProgressView, type ProgressSnapshot, type ProgressView } from "./progress.js";
+import { Recovery } from "./recovery.js";
+import { StageTimeline } from "./stage-timeline.js";
 import { formatSummary, type JobReport, type ProcessReport, summaryJson } from "./summary.js";
 import {
   PROGRESS_MESSAGE,
@@ -21,7 +35,7 @@ import {
   type TaskProgress,
   TaskProgressSchema,
 } from "./task-progress.js";
-import { verifyCounts } from "./verification.js";
+import { verifyAtLeastOnce, verifyCounts } from "./verification.js";
 import { COUNT_VERTEX, type WordCountJob, wordCountJob } from "./word-count-job.js";
 
 /** How long local task managers may take to start and register. */
@@ -91,10 +105,13 @@ export class JobManagerRole {
   private jobManager: JobManager | undefined;
   private execution: JobExecution | undefined;
   private local: LocalTaskManagers | undefined;
+  private recovery: Recovery | undefined;
   private startedAt = 0;
   private view: ProgressView | undefined;
   private renderTimer: NodeJS.Timeout | undefined;
   private interruptedBy: NodeJS.Signals | undefined;
+  /** Batch mode: the codec of the blocking partitions, and when each stage ran. */
+  private batch: { codec: string; timeline?: StageTimeline } | undefined;
   private readonly onSignal = (signal: NodeJS.Signals) => this.interrupted(signal);
   private readonly onExit = () => this.local?.killAll("SIGKILL");
 
@@ -111,11 +128,22 @@ export class JobManagerRole {
     const { options } = this;
     let jobManager: JobManager;
     try {
-      const configuration = Configuration.load({
+      // Loaded with the plugin, so that the keys it owns are not reported as unknown.
+      const { configuration } = await loadConfigurationAndShufflePlugin({
         ...(options.configFile === undefined ? {} : { configFile: options.configFile }),
         args: options.dynamicProperties,
+        overrides: options.shuffle === undefined ? {} : { [SHUFFLE_KEY]: options.shuffle },
+        loader: { applicationDirs: [APP_DIR] },
       });
-      if (options.shuffle !== undefined) configuration.set(SHUFFLE_KEY, options.shuffle);
+      applyCheckpointingFlags(configuration, options);
+      this.recovery = new Recovery(
+        recoverySettingsOf(configuration),
+        options.killTaskManagerAfterMs,
+      );
+      if (options.mode === "batch") {
+        applyBatchDefaults(configuration);
+        this.batch = { codec: compressionCodecOf(configuration) };
+      }
       jobManager = await this.startJobManager(configuration);
     } catch (error) {
       if (error instanceof ConfigurationError) {
@@ -127,7 +155,7 @@ export class JobManagerRole {
       this.io.stderr.write(
         `error: ${code === undefined ? "" : `[${code}] `}${(error as Error).message}\n`,
       );
-      return 1;
+      return isUsageError(error) ? 2 : 1;
     }
     this.jobManager = jobManager;
 
@@ -135,7 +163,8 @@ export class JobManagerRole {
     const job = wordCountJob(options);
     this.say(
       `Sluice demo: word count of ${formatInteger(options.records)} words, parallelism ${options.parallelism}, ` +
-        `${options.taskManagers} task managers, shuffle ${shuffle}\n`,
+        `${options.taskManagers} task managers, shuffle ${shuffle}` +
+        `${this.batch === undefined ? "" : ", batch mode (BLOCKING partitions, stage by stage)"}\n`,
     );
     process.on("SIGINT", this.onSignal);
     process.on("SIGTERM", this.onSignal);
@@ -159,7 +188,9 @@ export class JobManagerRole {
       }
       return await this.reportFailure(shuffle);
     } finally {
+      this.recovery?.stop();
       this.stopProgress();
+      this.batch?.timeline?.stop();
       await jobManager.close({ failed: true, timeoutMs: CANCEL_GRACE_MS });
       process.off("SIGINT", this.onSignal);
       process.off("SIGTERM", this.onSignal);
@@ -186,7 +217,8 @@ export class JobManagerRole {
       },
       onTaskManagerLost: (tm, cause) => {
         this.lost.add(tm);
-        this.recordFailure(1, cause.message);
+        // A job that restarts without it (from its latest checkpoint) has not failed.
+        if (!this.recovery?.taskManagerLost(tm)) this.recordFailure(1, cause.message);
       },
       onApplicationMessage: (tm, name, payload) => {
         if (name !== PROGRESS_MESSAGE) {
@@ -194,7 +226,7 @@ export class JobManagerRole {
         }
         const { tasks, rssMb } = ProgressReportSchema.parse(payload);
         this.lastRssMb.set(tm.index, rssMb);
-        for (const task of tasks) this.progress.set(task.name, { ...task, taskManager: tm.index });
+        for (const task of tasks) this.setProgress(task, tm.index);
         return undefined;
       },
       onWarning: (message) => this.io.stderr.write(`warning: ${message}\n`),
@@ -228,6 +260,15 @@ export class JobManagerRole {
     const execution = await jobManager.deploy(job.graph);
     this.execution = execution;
     this.startedAt = performance.now();
+    this.recovery?.jobStarted({
+      jobManager,
+      local: this.local,
+      execution,
+      say: (text) => this.say(text),
+    });
+    if (this.batch !== undefined) {
+      this.batch.timeline = new StageTimeline(() => execution.executionVertices, this.startedAt);
+    }
     this.startProgress();
     const result = await this.phase(execution.terminated);
     if (result.status !== "FINISHED") {
@@ -260,13 +301,14 @@ export class JobManagerRole {
         differences.push(`${vertex.name} returned no final counters`);
         continue;
       }
-      const taskManager = (vertex.gateway as RegisteredTaskManager).index;
-      this.progress.set(progress.data.name, { ...progress.data, taskManager });
+      this.setProgress(progress.data, (vertex.gateway as RegisteredTaskManager).index);
       if (vertex.vertex.name === COUNT_VERTEX) counts.push(new Map(returned.counts ?? []));
     }
     this.view?.update(this.snapshot(), true);
     this.stopProgress();
     const taskManagers = jobManager.taskManagers;
+    const batch = await this.batchSummary(taskManagers);
+    if (batch !== undefined) differences.push(...batchDifferences(batch, COUNT_VERTEX));
     await this.phase(
       this.shutDownTaskManagers("the job finished", false),
       SHUTDOWN_TIMEOUT_MS,
@@ -276,12 +318,17 @@ export class JobManagerRole {
       await this.phase(this.local.allExited(), SHUTDOWN_TIMEOUT_MS, "the task managers to exit");
     }
 
-    const verification = verifyCounts(referenceCounts(job.corpus), counts, job.maxParallelism);
+    const atLeastOnce = this.recovery?.settings.mode === "AT_LEAST_ONCE";
+    const reference = referenceCounts(job.corpus);
+    const verification = atLeastOnce
+      ? verifyAtLeastOnce(reference, counts, job.maxParallelism)
+      : { ...verifyCounts(reference, counts, job.maxParallelism), duplicates: 0 };
+    const { duplicates } = verification;
     const tasks = [...this.progress.values()];
     const records = tasks.filter((t) => t.kind === "count").reduce((sum, t) => sum + t.records, 0);
     const emitted = tasks.filter((t) => t.kind === "source").reduce((sum, t) => sum + t.records, 0);
     differences.push(...verification.differences);
-    if (emitted !== job.corpus.records || records !== job.corpus.records) {
+    if (emitted !== job.corpus.records || records !== job.corpus.records + duplicates) {
       differences.unshift(
         `the sources emitted ${formatInteger(emitted)} and the counters received ${formatInteger(records)} words; the corpus has ${formatInteger(job.corpus.records)}`,
       );
@@ -293,11 +340,15 @@ export class JobManagerRole {
       { role: "jobmanager", pid: process.pid, peakRssMb: process.resourceUsage().maxRSS / 1024 },
       ...taskManagers.map((tm) => {
         const closed = this.shutdownReports.get(tm);
-        if (closed === undefined) differences.push(`${tm.label} did not report its shutdown`);
+        const lost = this.lost.has(tm);
+        if (closed === undefined && !lost) {
+          differences.push(`${tm.label} did not report its shutdown`);
+        }
         return {
           role: "taskmanager" as const,
           index: tm.index,
           pid: tm.pid,
+          ...(lost ? { lost } : {}),
           peakRssMb: this.peakRssMbOf(tm),
           ...(closed?.networkBuffers == null ? {} : { bufferPool: closed.networkBuffers }),
           unreleasedPartitions: closed?.unreleasedPartitions ?? 0,
@@ -310,14 +361,55 @@ export class JobManagerRole {
       verified: differences.length === 0,
       differences,
       records,
-      bytes: tasks.filter((t) => t.kind === "source").reduce((sum, t) => sum + t.bytes, 0),
+      // A blocking partition writes its last sort buffer after its task returned its counters.
+      bytes:
+        batch === undefined
+          ? tasks.filter((t) => t.kind === "source").reduce((sum, t) => sum + t.bytes, 0)
+          : batchTotals(batch).partitionBytes,
       durationMs,
       parallelism: this.options.parallelism,
       taskManagers: taskManagers.length,
       distinctWords: verification.distinctWords,
       tasks,
       processes,
+      ...recoveryReport(result, this.recovery, duplicates),
+      ...(batch === undefined ? {} : { batch }),
     };
+  }
+
+  /**
+   * Records a task's counters. Keyed by operator and subtask, so that a restarted attempt's
+   * counters replace those of the attempt before it.
+   */
+  private setProgress(task: TaskProgress, taskManager: number): void {
+    this.progress.set(`${task.kind} ${task.subtaskIndex}`, { ...task, taskManager });
+  }
+
+  /**
+   * Batch mode: when each stage ran, and what every task manager's blocking partitions wrote and
+   * deleted (each waits until its released partitions' files are gone).
+   */
+  private async batchSummary(
+    taskManagers: readonly RegisteredTaskManager[],
+  ): Promise<BatchSummary | undefined> {
+    const batch = this.batch;
+    if (batch === undefined) return undefined;
+    const stages = batch.timeline?.stop() ?? [];
+    const reports: BatchShuffleReport[] = [];
+    for (const tm of taskManagers) {
+      const reply = await this.phase(
+        tm.call(BATCH_SHUFFLE_MESSAGE, null),
+        SHUTDOWN_TIMEOUT_MS * 2,
+        `${tm.label}'s batch shuffle report`,
+      );
+      if (reply === null) {
+        throw new ConfigurationError(
+          `the shuffle plugin of ${tm.label} registers no Status.Shuffle.Netty.BatchShuffle metrics; batch mode reports them`,
+        );
+      }
+      reports.push(BatchShuffleReportSchema.parse(reply));
+    }
+    return { codec: batch.codec, taskManagers: reports, stages };
   }
 
   /** A task manager's peak RSS from its shutdown report, else its last progress report. */
@@ -362,9 +454,10 @@ export class JobManagerRole {
     }
     const expected = this.expectedExit.get(child.pid);
     if (signal !== null) this.recordFailure(0, `${label} was killed by signal ${signal}`);
-    else if (expected === undefined)
-      this.recordFailure(2, `${label} exited unexpectedly with code ${code}`);
-    else if (code !== expected && code !== 0) {
+    else if (expected === undefined) {
+      // A task manager exits 2 for a bad configuration or plugin: so does the demo.
+      this.recordFailure(2, `${label} exited unexpectedly with code ${code}`, code === 2 ? 2 : 1);
+    } else if (code !== expected && code !== 0) {
       this.recordFailure(2, `${label} exited with code ${code} while shutting down`);
     }
   }
@@ -502,6 +595,35 @@ export class JobManagerRole {
   private say(text: string): void {
     this.io.human.write(text);
   }
+}
+
+/** What the summary reports about checkpoints and the restart. */
+function recoveryReport(
+  result: JobResult,
+  recovery: Recovery | undefined,
+  duplicates: number,
+): Pick<JobReport, "checkpointing" | "restarts" | "killedTaskManager"> {
+  const mode = recovery?.settings.mode;
+  const killed = recovery?.killedTaskManager;
+  const { completed, aborted, restoredFrom, latest } = result.checkpoints;
+  return {
+    restarts: result.restarts,
+    ...(mode === undefined
+      ? {}
+      : {
+          checkpointing: {
+            mode,
+            completed,
+            aborted,
+            ...(restoredFrom === undefined ? {} : { restoredFrom: Number(restoredFrom) }),
+            ...(latest === undefined
+              ? {}
+              : { lastAlignmentMs: latest.alignmentDurationNanos / 1e6 }),
+            ...(mode === "AT_LEAST_ONCE" ? { duplicates } : {}),
+          },
+        }),
+    ...(killed === undefined ? {} : { killedTaskManager: killed }),
+  };
 }
 
 /** The configuration arguments local task managers get: the same sources as this process. */

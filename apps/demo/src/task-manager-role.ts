@@ -1,8 +1,15 @@
 import { TaskManager } from "@sluice/cluster";
-import { Configuration, describeThrowable, serializeThrowable } from "@sluice/runtime";
+import { ErrorCodes } from "@sluice/core";
+import {
+  Configuration,
+  describeThrowable,
+  knownOptionsWith,
+  serializeThrowable,
+} from "@sluice/runtime";
 import type { JsonValue } from "@sluice/runtime-api";
+import { BATCH_SHUFFLE_MESSAGE, batchShuffleReportOf } from "./batch-mode.js";
 import type { TaskManagerCommand } from "./cli.js";
-import { APP_DIR, APP_VERSION, SHUFFLE_KEY } from "./demo-application.js";
+import { APP_DIR, APP_VERSION, isUsageError, SHUFFLE_KEY } from "./demo-application.js";
 import { PROGRESS_MESSAGE, type TaskProgress } from "./task-progress.js";
 import { wordCountInvokables } from "./word-count-job.js";
 
@@ -36,9 +43,11 @@ export async function runTaskManager(
   const progress = new Map<string, () => TaskProgress>();
   let progressTimer: NodeJS.Timeout | undefined;
   try {
+    // Unknown keys are reported once the plugin, which may own some, is known (below).
     const configuration = Configuration.load({
       ...(command.configFile === undefined ? {} : { configFile: command.configFile }),
       args: command.dynamicProperties,
+      warnUnknownKeys: false,
     });
     if (command.shuffle !== undefined) configuration.set(SHUFFLE_KEY, command.shuffle);
     taskManager = await TaskManager.start(configuration, {
@@ -47,9 +56,19 @@ export async function runTaskManager(
       invokables: wordCountInvokables(progress),
       loader: { applicationDirs: [APP_DIR] },
       onShutdown: () => ({ peakRssMb: peakRssMb() }),
+      onApplicationMessage: async (name) => {
+        if (name !== BATCH_SHUFFLE_MESSAGE || taskManager === undefined) {
+          throw new Error(`task manager (pid ${process.pid}) does not handle ${name}`);
+        }
+        return batchShuffleReportOf(taskManager.executor) as unknown as JsonValue;
+      },
       onWarning: warn,
     });
     if (interruptedBy !== undefined) void taskManager.close(`interrupted by ${interruptedBy}`);
+    // A local child (--quiet) has its job manager's sources, which the job manager checked.
+    if (!command.quiet) {
+      configuration.warnUnknownKeys(knownOptionsWith(taskManager.executor.plugin.configOptions));
+    }
     const { executor } = taskManager;
     log(
       `task manager ${taskManager.index} (pid ${process.pid}) registered with the job manager at ${taskManager.jobManagerAddress}: data port ${executor.location.host}:${executor.location.dataPort}, resource ${executor.resourceId}\n`,
@@ -91,8 +110,7 @@ function peakRssMb(): number {
   return process.resourceUsage().maxRSS / 1024;
 }
 
-/** A bad configuration, or a job manager that refused this task manager for one. */
+/** A bad configuration or plugin, or a job manager that refused this task manager for one. */
 function isConfigurationProblem(error: unknown): boolean {
-  const code = (error as { code?: unknown })?.code;
-  return code === "SLUICE_ERR_CONFIG" || code === "SLUICE_ERR_PROTOCOL";
+  return isUsageError(error) || (error as { code?: unknown })?.code === ErrorCodes.PROTOCOL;
 }
