@@ -97,6 +97,11 @@ export interface JobCheckpointsSummary {
   readonly aborted: number;
   /** The checkpoint the last restart restored; `undefined` without a restart from one. */
   readonly restoredFrom?: bigint;
+  /**
+   * Bytes of in-flight data (channel state of an unaligned checkpoint) the restored checkpoint
+   * held and the restart replayed; present with `restoredFrom`.
+   */
+  readonly restoredPersistedDataBytes?: number;
   /** The newest completed checkpoint, with its per-task figures. */
   readonly latest?: CompletedCheckpoint;
 }
@@ -879,7 +884,10 @@ export class JobExecution implements JobMasterGateway {
         aborted: coordinator?.numberOfAbortedCheckpoints ?? 0,
         ...(this.restoredFrom === undefined
           ? {}
-          : { restoredFrom: this.restoredFrom.checkpointId }),
+          : {
+              restoredFrom: this.restoredFrom.checkpointId,
+              restoredPersistedDataBytes: this.restoredFrom.persistedDataBytes,
+            }),
         ...(latest === undefined ? {} : { latest }),
       },
       restarts: this.attemptNumber,
