@@ -4,6 +4,7 @@
  * goes away (the IPC channel closes), so no child outlives a bench run.
  */
 import type { BatchParams, BatchReader, BatchWriter } from "./batch-roles.js";
+import type { CheckpointArgs } from "./cases/checkpoint-bench.js";
 import type { CoreArgs } from "./cases/core-bench.js";
 import type { Lz4Args } from "./cases/lz4-bench.js";
 import type {
@@ -153,6 +154,10 @@ async function handle(request: Request): Promise<unknown> {
     case "core": {
       const { runCoreBenchmark } = await import("./cases/core-bench.js");
       return await runCoreBenchmark(args as unknown as CoreArgs);
+    }
+    case "checkpoints": {
+      const { runCheckpointBenchmark } = await import("./cases/checkpoint-bench.js");
+      return await runCheckpointBenchmark(args as unknown as CheckpointArgs);
     }
     case "lz4": {
       const { runLz4Benchmark } = await import("./cases/lz4-bench.js");

@@ -142,6 +142,8 @@ describe("command line", () => {
       checkpointing: "exactly-once",
       checkpointInterval: undefined,
     });
+    expect(parseCli(["--count-rate", "50k"])).toMatchObject({ countRate: 50_000 });
+    expect(parseCli([])).not.toHaveProperty("countRate");
   });
 
   it("rejects bad checkpoint flags, and a kill of task managers the demo did not start", () => {
@@ -153,6 +155,9 @@ describe("command line", () => {
     );
     expect(usageError(["--kill-task-manager-after", "soon"])).toMatch(
       /^--kill-task-manager-after expects a whole number/,
+    );
+    expect(usageError(["--count-rate", "0"])).toBe(
+      "--count-rate must be between 1 and 1,000,000,000, got 0",
     );
     expect(usageError(["jobmanager", "--kill-task-manager-after", "100"])).toMatch(
       /^--kill-task-manager-after kills a task manager the demo started/,

@@ -316,6 +316,9 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
       values["kill-task-manager-after"] === undefined
         ? undefined
         : parseCount("--kill-task-manager-after", values["kill-task-manager-after"], 1, 86_400_000),
+    ...(values["count-rate"] === undefined
+      ? {}
+      : { countRate: parseCount("--count-rate", values["count-rate"], 1, 1_000_000_000) }),
     json: values.json === true,
     help: values.help === true,
   };
@@ -373,6 +376,7 @@ function parseOptions(args: readonly string[]) {
       "checkpoint-interval": { type: "string" },
       checkpointing: { type: "string" },
       "kill-task-manager-after": { type: "string" },
+      "count-rate": { type: "string" },
       json: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },

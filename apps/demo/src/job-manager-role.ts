@@ -605,7 +605,8 @@ function recoveryReport(
 ): Pick<JobReport, "checkpointing" | "restarts" | "killedTaskManager"> {
   const mode = recovery?.settings.mode;
   const killed = recovery?.killedTaskManager;
-  const { completed, aborted, restoredFrom, latest } = result.checkpoints;
+  const { completed, aborted, restoredFrom, restoredPersistedDataBytes, latest } =
+    result.checkpoints;
   return {
     restarts: result.restarts,
     ...(mode === undefined
@@ -615,7 +616,12 @@ function recoveryReport(
             mode,
             completed,
             aborted,
-            ...(restoredFrom === undefined ? {} : { restoredFrom: Number(restoredFrom) }),
+            ...(restoredFrom === undefined
+              ? {}
+              : {
+                  restoredFrom: Number(restoredFrom),
+                  restoredChannelStateBytes: restoredPersistedDataBytes ?? 0,
+                }),
             ...(latest === undefined
               ? {}
               : { lastAlignmentMs: latest.alignmentDurationNanos / 1e6 }),

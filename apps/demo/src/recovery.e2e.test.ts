@@ -22,7 +22,12 @@ interface RecoverySummary {
   differences?: string[];
   records: number;
   checkpointingMode: string;
-  checkpoints: { completed: number; aborted: number; restoredFrom: number | null };
+  checkpoints: {
+    completed: number;
+    aborted: number;
+    restoredFrom: number | null;
+    restoredChannelStateBytes?: number;
+  };
   restarts: number;
   killedTaskManager?: { index: number; pid: number; afterMs: number; latestCheckpoint?: number };
   processes: { role: string; pid: number; lost?: boolean }[];
@@ -76,6 +81,50 @@ describe("demo recovery from a killed task manager", () => {
       const taskManagers = summary.processes.filter((p) => p.role === "taskmanager");
       expect(taskManagers).toHaveLength(3);
       expect(taskManagers.filter((p) => p.lost).map((p) => p.pid)).toEqual([killed?.pid]);
+      for (const p of summary.processes) expect(isAlive(p.pid)).toBe(false);
+    },
+    60_000,
+  );
+
+  it.each(["tcp", "ws"])(
+    "restores an unaligned checkpoint taken under back-pressure, replays its in-flight data and verifies exactly once over --shuffle %s",
+    async (shuffle) => {
+      const run = await startDemo([
+        "--shuffle",
+        shuffle,
+        "--records",
+        "1m",
+        // Each counter takes 100 k words/s: the sources are back-pressured, the queues full.
+        "--count-rate",
+        "100k",
+        "--checkpoint-interval",
+        "200",
+        "--checkpointing",
+        "exactly-once",
+        "--kill-task-manager-after",
+        "1500",
+        "-D",
+        "execution.checkpointing.unaligned.enabled=true",
+        "-D",
+        "restart-strategy.type=fixed-delay",
+        "-D",
+        "restart-strategy.fixed-delay.attempts=2",
+        "-D",
+        "restart-strategy.fixed-delay.delay=100ms",
+        "--json",
+      ]).done;
+      const summary = lastJsonLine(run.stdout) as unknown as RecoverySummary;
+      expect(summary.differences ?? [], run.stderr).toEqual([]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(summary).toMatchObject({ verified: true, records: 1_000_000, restarts: 1 });
+      const latest = summary.killedTaskManager?.latestCheckpoint;
+      expect(latest, "no checkpoint completed before the kill").toBeGreaterThanOrEqual(1);
+      expect(summary.checkpoints.restoredFrom).toBe(latest);
+      // The restored checkpoint really held in-flight data, and the restart replayed it.
+      expect(summary.checkpoints.restoredChannelStateBytes).toBeGreaterThan(0);
+      expect(run.stderr).toMatch(
+        new RegExp(`checkpoint ${latest} held [\\d,]+ bytes of in-flight data, replayed`),
+      );
       for (const p of summary.processes) expect(isAlive(p.pid)).toBe(false);
     },
     60_000,

@@ -36,6 +36,8 @@ export interface CheckpointingReport {
   readonly aborted: number;
   /** The checkpoint the restart restored; absent without one. */
   readonly restoredFrom?: number;
+  /** Bytes of in-flight data (channel state) the restored checkpoint held; with `restoredFrom`. */
+  readonly restoredChannelStateBytes?: number;
   /** The longest alignment of any task in the newest completed checkpoint, in ms. */
   readonly lastAlignmentMs?: number;
   /** At-least-once: words counted more often than the corpus holds them (replayed). */
@@ -174,6 +176,9 @@ export function summaryJson(report: JobReport): Record<string, unknown> {
             completed: report.checkpointing.completed,
             aborted: report.checkpointing.aborted,
             restoredFrom: report.checkpointing.restoredFrom ?? null,
+            ...(report.checkpointing.restoredChannelStateBytes === undefined
+              ? {}
+              : { restoredChannelStateBytes: report.checkpointing.restoredChannelStateBytes }),
           },
           checkpointingMode: report.checkpointing.mode,
           lastCheckpointAlignmentMs:
@@ -210,6 +215,14 @@ function recoveryLines(report: JobReport): string[] {
     lines.push(
       `  checkpoints    ${checkpoints.completed} completed, ${checkpoints.aborted} aborted (${checkpoints.mode === "EXACTLY_ONCE" ? "exactly-once" : "at-least-once"})${alignment}`,
     );
+    if (
+      checkpoints.restoredChannelStateBytes !== undefined &&
+      checkpoints.restoredChannelStateBytes > 0
+    ) {
+      lines.push(
+        `  channel state  checkpoint ${checkpoints.restoredFrom} held ${checkpoints.restoredChannelStateBytes.toLocaleString("en-US")} bytes of in-flight data, replayed at the restart`,
+      );
+    }
   }
   const killed = report.killedTaskManager;
   if (killed !== undefined || report.restarts > 0) {

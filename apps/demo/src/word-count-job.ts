@@ -18,6 +18,8 @@ export interface WordCountOptions {
   readonly seed: number;
   /** `batch`: the exchange is BLOCKING, so the job runs stage by stage (default `streaming`). */
   readonly mode?: DemoMode;
+  /** `--count-rate`: records per second each counter subtask consumes at most. */
+  readonly countRate?: number;
 }
 
 /** The word count's graph and its two vertices. */
@@ -51,6 +53,9 @@ export function wordCountJob(options: WordCountOptions): WordCountJob {
     name: COUNT_VERTEX,
     parallelism: options.parallelism,
     invokable: "count",
+    ...(options.countRate === undefined
+      ? {}
+      : { configuration: { recordsPerSecond: options.countRate } }),
   });
   graph.connect(source, count, {
     partitioner: { name: "HASH", keySelector: "value" },

@@ -19,7 +19,9 @@ export {
   type CompressionHeader,
 } from "./compression/compression-header.js";
 // Consumer side
+export { BufferDebloater, type BufferDebloaterOptions } from "./consumer/buffer-debloater.js";
 export { BufferManager } from "./consumer/buffer-manager.js";
+export { ChannelStatePersister } from "./consumer/channel-state-persister.js";
 export {
   type Backoff,
   type BufferAndAvailability,
@@ -29,6 +31,7 @@ export {
 export { LocalInputChannel } from "./consumer/local-input-channel.js";
 export { RemoteInputChannel } from "./consumer/remote-input-channel.js";
 export { SingleInputGate, type SingleInputGateOptions } from "./consumer/single-input-gate.js";
+export { type MillisClock, ThroughputCalculator } from "./consumer/throughput-calculator.js";
 export { UnknownInputChannel } from "./consumer/unknown-input-channel.js";
 // Environment, master, factory
 export {

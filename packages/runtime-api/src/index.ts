@@ -6,6 +6,10 @@
  * factory. Types, data and small pure helpers only: no I/O, no implementation.
  */
 
+// Channel state of unaligned checkpoints
+export type { ChannelStateWriter } from "./checkpoint/channel-state-writer.js";
+export type { InputChannelInfo } from "./checkpoint/input-channel-info.js";
+export type { ResultSubpartitionInfo } from "./checkpoint/result-subpartition-info.js";
 // Configuration options
 export {
   atLeast,

@@ -1,4 +1,4 @@
-import { setImmediate as yieldToEventLoop } from "node:timers/promises";
+import { setTimeout as sleep, setImmediate as yieldToEventLoop } from "node:timers/promises";
 import { IllegalStateError } from "@sluice/core";
 import { PollStatus, type Task } from "@sluice/runtime";
 import * as z from "zod";
@@ -45,8 +45,24 @@ export class CountTask {
       counts.set(word, (counts.get(word) ?? 0) + 1);
       this.records++;
     };
+    // `--count-rate`: at most this many records per second, so the job is back-pressured.
+    const rate = task.configuration.recordsPerSecond;
+    const limited = typeof rate === "number" && rate > 0;
+    const start = performance.now();
+    let received = 0;
     for (;;) {
-      const status = reader.pollRecords(onWord, RECORDS_PER_POLL);
+      let max = RECORDS_PER_POLL;
+      if (limited) {
+        max = Math.min(max, Math.floor(((performance.now() - start) / 1000) * rate) - received);
+        if (max <= 0) {
+          await sleep(1);
+          task.signal.throwIfAborted();
+          continue;
+        }
+      }
+      const before = this.records;
+      const status = reader.pollRecords(onWord, max);
+      received += this.records - before;
       if (status === PollStatus.END_OF_INPUT) break;
       if (status === PollStatus.NOTHING_AVAILABLE) await reader.getAvailableFuture();
       else await yieldToEventLoop();

@@ -84,13 +84,26 @@ export function needsAlignment(options: CheckpointOptions): boolean {
   );
 }
 
-/** Flink's CheckpointOptions.isTimeoutable: aligned with a real timeout (not 0, not "never"). */
-function isTimeoutable(options: CheckpointOptions): boolean {
+/**
+ * Flink's CheckpointOptions.isTimeoutable: an aligned barrier with a real timeout (neither 0 nor
+ * 2⁶³−1, "never"). It may turn unaligned once `alignedCheckpointTimeout` ms passed since the
+ * checkpoint was created, so it travels as TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER and its
+ * receiver announces it ahead of the data.
+ */
+export function isTimeoutable(options: CheckpointOptions): boolean {
   return (
     options.alignment === CheckpointAlignment.ALIGNED &&
     options.alignedCheckpointTimeout > 0n &&
     options.alignedCheckpointTimeout !== NO_ALIGNED_CHECKPOINT_TIMEOUT
   );
+}
+
+/**
+ * Flink's CheckpointOptions.isUnalignedCheckpoint: the barrier overtakes in-flight data (it is
+ * sent as a priority event) and that data is persisted as channel state.
+ */
+export function isUnalignedCheckpoint(options: CheckpointOptions): boolean {
+  return options.alignment === CheckpointAlignment.UNALIGNED;
 }
 
 function checkInt64(value: unknown, what: string): bigint {

@@ -1,4 +1,10 @@
-export { EventSerializer, EventTypeIds, needsAlignment } from "./event-serializer.js";
+export {
+  EventSerializer,
+  EventTypeIds,
+  isTimeoutable,
+  isUnalignedCheckpoint,
+  needsAlignment,
+} from "./event-serializer.js";
 export {
   CancelCheckpointMarker,
   CheckpointAlignment,

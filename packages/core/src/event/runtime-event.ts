@@ -63,6 +63,21 @@ export class CheckpointBarrier {
     readonly timestamp: bigint,
     readonly options: CheckpointOptions = DEFAULT_CHECKPOINT_OPTIONS,
   ) {}
+
+  /**
+   * This barrier as an unaligned one (Flink's `CheckpointBarrier.asUnaligned`): what an aligned
+   * barrier becomes when its alignment timed out. It overtakes in-flight data, which is then
+   * persisted as channel state. An unaligned barrier is returned as it is.
+   */
+  asUnaligned(): CheckpointBarrier {
+    if (this.options.alignment === CheckpointAlignment.UNALIGNED) return this;
+    const options: CheckpointOptions = Object.freeze({
+      ...this.options,
+      alignment: CheckpointAlignment.UNALIGNED,
+      alignedCheckpointTimeout: 0n,
+    });
+    return new CheckpointBarrier(this.id, this.timestamp, options);
+  }
 }
 
 /** Tells downstream tasks that checkpoint `checkpointId` was cancelled. */

@@ -47,3 +47,12 @@ export function isBlockingUpstream(type: DataType): boolean {
 export function hasPriority(type: DataType): boolean {
   return type === DataType.PRIORITIZED_EVENT_BUFFER;
 }
+
+/**
+ * True for types whose receiver announces them ahead of the data (Flink's
+ * `requiresAnnouncement`): a timeoutable aligned barrier, so the barrier handler can switch to
+ * an unaligned checkpoint before the barrier itself is read.
+ */
+export function requiresAnnouncement(type: DataType): boolean {
+  return type === DataType.TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER;
+}

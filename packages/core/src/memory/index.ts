@@ -16,6 +16,7 @@ export {
   isBufferType,
   isEventType,
   MAX_DATA_TYPE,
+  requiresAnnouncement,
 } from "./data-type.js";
 export { LocalBufferPool, type LocalBufferPoolOptions } from "./local-buffer-pool.js";
 export { MemorySegment } from "./memory-segment.js";

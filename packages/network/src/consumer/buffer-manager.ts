@@ -86,6 +86,11 @@ export class BufferManager implements BufferRecycler, BufferListener {
     return this.availableFloating.length;
   }
 
+  /** Buffers the channel should hold: the sender's last backlog plus the exclusive buffers. */
+  getNumberOfRequiredBuffers(): number {
+    return this.numRequiredBuffers;
+  }
+
   /** Buffers ready for incoming data (= credit the sender may have). */
   getNumberOfAvailableBuffers(): number {
     return this.availableExclusive.length + this.availableFloating.length;

@@ -1,5 +1,6 @@
 import {
   CancelledError,
+  type CheckpointBarrier,
   ErrorCodes,
   isSluiceError,
   type NetworkBuffer,
@@ -7,6 +8,8 @@ import {
   type ResultPartitionID,
   type TaskEvent,
 } from "@sluice/core";
+import type { ChannelStateWriter, InputChannelInfo } from "@sluice/runtime-api";
+import { ChannelStatePersister } from "./channel-state-persister.js";
 
 /** What the gate gets from a channel (Flink's InputChannel.BufferAndAvailability). */
 export interface BufferAndAvailability {
@@ -16,12 +19,21 @@ export interface BufferAndAvailability {
   readonly moreAvailable: boolean;
   /** The channel's sequence number of this buffer. */
   readonly sequenceNumber: number;
+  /** Whether the channel's next buffer is a priority event (it should be read first). */
+  readonly morePriorityEvents?: boolean;
 }
 
 /** The owner of a channel: the gate, told when the channel gets data or fails. */
 export interface InputChannelOwner {
   readonly owningTaskName: string;
+  /** The gate's position among the task's gates (names the channel in channel state). */
+  readonly gateIndex?: number;
   notifyChannelNonEmpty(channel: InputChannel): void;
+  /**
+   * A priority event (an unaligned barrier, an announcement) went to the head of `channel`'s
+   * queue: the gate serves the channel before the others.
+   */
+  notifyPriorityEvent?(channel: InputChannel, prioritySequenceNumber: number): void;
 }
 
 /** Exponential backoff settings for partition requests. */
@@ -40,6 +52,10 @@ export abstract class InputChannel {
   readonly partitionId: ResultPartitionID;
   readonly subpartitionIndex: number;
   protected readonly gate: InputChannelOwner;
+  /** The channel's name in channel state: its gate's index and its own. */
+  readonly channelInfo: InputChannelInfo;
+  /** The in-flight data of unaligned checkpoints. */
+  protected readonly channelStatePersister: ChannelStatePersister;
   private readonly backoff: Backoff;
   private currentBackoffMs = 0;
   private cause: Error | undefined;
@@ -56,6 +72,8 @@ export abstract class InputChannel {
     this.partitionId = partitionId;
     this.subpartitionIndex = subpartitionIndex;
     this.backoff = backoff;
+    this.channelInfo = { gateIndex: gate.gateIndex ?? 0, channelIndex };
+    this.channelStatePersister = new ChannelStatePersister(this.channelInfo);
   }
 
   /** Asks the producer for the subpartition (once; retries are internal). */
@@ -69,6 +87,41 @@ export abstract class InputChannel {
   abstract isReleased(): boolean;
   /** Releases every buffer and the upstream view/request. Idempotent. */
   abstract releaseAllResources(): void;
+
+  // ------------------------------------------------------------ unaligned checkpoints, debloating
+
+  /** Where in-flight data of unaligned checkpoints goes (set by the gate). */
+  setChannelStateWriter(writer: ChannelStateWriter): void {
+    this.channelStatePersister.setWriter(writer);
+  }
+
+  /**
+   * Unaligned checkpoint `barrier` started at the task: hand the writer what this channel holds
+   * before the barrier and persist what arrives until it (Flink's `checkpointStarted`). A
+   * channel that holds no data of its own only starts persisting.
+   */
+  checkpointStarted(barrier: CheckpointBarrier): void {
+    this.channelStatePersister.startPersisting(barrier.id, []);
+  }
+
+  /** The checkpoint completed or was aborted at the task: stop persisting. */
+  checkpointStopped(checkpointId: bigint): void {
+    this.channelStatePersister.stopPersisting(checkpointId);
+  }
+
+  /**
+   * Moves the announced barrier with `sequenceNumber` ahead of the queued data (only channels
+   * that announce barriers, i.e. remote ones, have anything to move).
+   */
+  convertToPriorityEvent(_sequenceNumber: number): void {}
+
+  /** Buffer debloating: asks the producer for buffers of `newBufferSize` bytes (NewBufferSize). */
+  announceBufferSize(_newBufferSize: number): void {}
+
+  /** Buffers holding data for this channel, for buffer debloating (Flink's count). */
+  getBuffersInUseCount(): number {
+    return 0;
+  }
 
   /** Tells the gate this channel has data (or an error to report). */
   protected notifyChannelNonEmpty(): void {

@@ -1,6 +1,7 @@
 import {
   CancelledError,
   ErrorCodes,
+  hasPriority,
   IllegalStateError,
   isSluiceError,
   PartitionNotFoundError,
@@ -23,6 +24,10 @@ import {
  * An input channel whose producer runs in the same process (Flink's LocalInputChannel): it reads
  * the subpartition view directly — no copy, no credit, no transport. A partition that is not
  * registered yet is retried with exponential backoff (`taskmanager.network.request-backoff.*`).
+ *
+ * It has no queue of its own: an unaligned barrier overtakes data in the producer's
+ * subpartition, which persists that data as output channel state, so this channel persists only
+ * what it reads after an unaligned checkpoint started and before its barrier.
  */
 export class LocalInputChannel extends InputChannel implements BufferAvailabilityListener {
   private readonly partitionManager: ResultPartitionManager;
@@ -88,6 +93,11 @@ export class LocalInputChannel extends InputChannel implements BufferAvailabilit
     this.notifyChannelNonEmpty();
   }
 
+  /** The subpartition queued a priority event at its head: the gate serves us first. */
+  notifyPriorityEvent(prioritySequenceNumber: number): void {
+    this.gate.notifyPriorityEvent?.(this, prioritySequenceNumber);
+  }
+
   getNextBuffer(): BufferAndAvailability | undefined {
     this.checkError();
     const view = this.view;
@@ -102,11 +112,30 @@ export class LocalInputChannel extends InputChannel implements BufferAvailabilit
       }
       return undefined;
     }
+    const buffer = next.buffer;
+    try {
+      this.channelStatePersister.checkForBarrier(buffer, next.sequenceNumber);
+    } catch (error) {
+      buffer.recycleBuffer();
+      throw error;
+    }
+    this.channelStatePersister.maybePersist(buffer);
     return {
-      buffer: next.buffer,
+      buffer,
       moreAvailable: isDataAvailable(next),
       sequenceNumber: next.sequenceNumber,
+      morePriorityEvents: hasPriority(next.nextDataType),
     };
+  }
+
+  /** Buffer debloating: the producer's subpartition trims its next buffers to this size. */
+  override announceBufferSize(newBufferSize: number): void {
+    this.view?.notifyNewBufferSize(newBufferSize);
+  }
+
+  /** Flink's count for debloating: the buffers queued in the producer's subpartition. */
+  override getBuffersInUseCount(): number {
+    return this.view?.getNumberOfQueuedBuffers() ?? 0;
   }
 
   resumeConsumption(): void {

@@ -1,9 +1,14 @@
 import {
   BufferReorderingError,
   CancelledError,
+  CheckpointAlignment,
+  CheckpointBarrier,
   DataType,
+  DEFAULT_CHECKPOINT_OPTIONS,
   ErrorCodes,
+  EventSerializer,
   FreeingBufferRecycler,
+  IllegalStateError,
   InsufficientBuffersError,
   type LocalBufferPool,
   MemorySegment,
@@ -20,6 +25,7 @@ import type { ExecutionState } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ConnectionID } from "../netty/connection-id.js";
 import type { PartitionRequestClientFactory } from "../netty/partition-request-client-factory.js";
+import { RecordingChannelStateWriter } from "../test-support/recording-channel-state-writer.js";
 import { type RemoteChannelGate, RemoteInputChannel } from "./remote-input-channel.js";
 
 const SEGMENT = 64;
@@ -31,6 +37,7 @@ class FakePartitionRequestClient {
   readonly taskEvents: TaskEvent[] = [];
   creditNotifications = 0;
   resumes = 0;
+  readonly newBufferSizes: number[] = [];
 
   requestSubpartition(channel: RemoteInputChannel): void {
     this.requested.push(channel);
@@ -40,6 +47,9 @@ class FakePartitionRequestClient {
   }
   resumeConsumption(_channel: RemoteInputChannel): void {
     this.resumes++;
+  }
+  notifyNewBufferSize(_channel: RemoteInputChannel, bufferSize: number): void {
+    this.newBufferSizes.push(bufferSize);
   }
   sendTaskEvent(_partitionId: ResultPartitionID, event: TaskEvent): void {
     this.taskEvents.push(event);
@@ -57,7 +67,7 @@ interface Setup {
   readonly gatePool: LocalBufferPool;
   readonly client: FakePartitionRequestClient;
   readonly channel: RemoteInputChannel;
-  readonly gate: RemoteChannelGate & { nonEmpty: number };
+  readonly gate: RemoteChannelGate & { nonEmpty: number; priorityEvents: number[] };
 }
 
 let global: NetworkBufferPool | undefined;
@@ -77,8 +87,12 @@ async function setUp(options: { exclusive?: number; floatingMax?: number } = {})
   const gate = {
     owningTaskName: "consumer",
     nonEmpty: 0,
+    priorityEvents: [] as number[],
     notifyChannelNonEmpty() {
       this.nonEmpty++;
+    },
+    notifyPriorityEvent(_channel: unknown, sequenceNumber: number) {
+      this.priorityEvents.push(sequenceNumber);
     },
     getBufferPool: () => gatePool,
   };
@@ -619,5 +633,125 @@ describe("RemoteInputChannel exclusive buffers held by other pools", () => {
     expect(client.requested).toEqual([]);
     channel.releaseAllResources();
     for (const buffer of held) buffer.recycleBuffer();
+  });
+});
+
+const UNALIGNED = { ...DEFAULT_CHECKPOINT_OPTIONS, alignment: CheckpointAlignment.UNALIGNED };
+const TIMEOUTABLE = { ...DEFAULT_CHECKPOINT_OPTIONS, alignedCheckpointTimeout: 10n };
+
+/** A barrier as the decoder hands it over (priority for unaligned barriers, as sent). */
+function barrierBuffer(id: number, options = UNALIGNED): NetworkBuffer {
+  const barrier = new CheckpointBarrier(BigInt(id), 0n, options);
+  return EventSerializer.toBuffer(barrier, options.alignment === CheckpointAlignment.UNALIGNED);
+}
+
+/** Takes everything queued: data as its first byte (the sequence number), events by kind. */
+function drain(channel: RemoteInputChannel): (number | string)[] {
+  const out: (number | string)[] = [];
+  for (let next = channel.getNextBuffer(); next !== undefined; next = channel.getNextBuffer()) {
+    const buffer = next.buffer;
+    if (buffer.isBuffer()) out.push(buffer.readableView()[0] as number);
+    else {
+      const event = EventSerializer.fromBuffer(buffer);
+      out.push(
+        event.kind === "EventAnnouncement" ? `announce ${event.sequenceNumber}` : event.kind,
+      );
+    }
+    buffer.recycleBuffer();
+  }
+  return out;
+}
+
+describe("RemoteInputChannel priority events and channel state", () => {
+  it("puts a priority barrier at the head of its queue, behind earlier priority events only", async () => {
+    const s = await setUp({ exclusive: 4 });
+    receive(s.channel, 0, 0);
+    receive(s.channel, 1, 0);
+    s.channel.onBuffer(barrierBuffer(1), 2, 0);
+    s.channel.onBuffer(barrierBuffer(2), 3, 0);
+    // The gate hears of the first priority event only; the second queues behind it.
+    expect(s.gate.priorityEvents).toEqual([2]);
+    const first = s.channel.getNextBuffer();
+    expect(first?.morePriorityEvents).toBe(true);
+    first?.buffer.recycleBuffer();
+    expect(drain(s.channel)).toEqual(["CheckpointBarrier", 0, 1]);
+    finish(s);
+  });
+
+  it("announces a timeoutable barrier ahead of the data and moves it there on conversion", async () => {
+    const s = await setUp({ exclusive: 4 });
+    receive(s.channel, 0, 0);
+    s.channel.onBuffer(barrierBuffer(1, TIMEOUTABLE), 1, 0);
+    receive(s.channel, 2, 0);
+    expect(s.gate.priorityEvents).toEqual([1]);
+    // The announcement goes first; the barrier itself keeps its place until converted.
+    const announcement = s.channel.getNextBuffer();
+    expect(EventSerializer.fromBuffer(announcement?.buffer as NetworkBuffer)).toMatchObject({
+      kind: "EventAnnouncement",
+      sequenceNumber: 1,
+    });
+    announcement?.buffer.recycleBuffer();
+    s.channel.convertToPriorityEvent(1);
+    expect(s.gate.priorityEvents).toEqual([1, 1]);
+    expect(drain(s.channel)).toEqual(["CheckpointBarrier", 0, 2]);
+    expectError(
+      () => s.channel.convertToPriorityEvent(1),
+      IllegalStateError,
+      ErrorCodes.ILLEGAL_STATE,
+      "no queued buffer 1",
+    );
+    finish(s);
+  });
+
+  it("persists the data queued before the barrier, and what arrives until the barrier", async () => {
+    const s = await setUp({ exclusive: 6 });
+    const writer = new RecordingChannelStateWriter();
+    s.channel.setChannelStateWriter(writer);
+    receive(s.channel, 0, 0);
+    receive(s.channel, 1, 0);
+    const barrier = new CheckpointBarrier(7n, 0n, UNALIGNED);
+    // The checkpoint started at the task because of another channel's barrier.
+    s.channel.checkpointStarted(barrier);
+    receive(s.channel, 2, 0);
+    s.channel.onBuffer(barrierBuffer(7), 3, 0);
+    receive(s.channel, 4, 0);
+    expect(writer.calls.map((call) => call.data.map((bytes) => bytes[0]))).toEqual([[0, 1], [2]]);
+    expect(writer.calls.every((call) => call.channel === "0:0" && call.kind === "input")).toBe(
+      true,
+    );
+    s.channel.checkpointStopped(7n);
+    expect(drain(s.channel)).toEqual(["CheckpointBarrier", 0, 1, 2, 4]);
+    finish(s);
+  });
+
+  it("persists only what precedes a barrier that already arrived when the checkpoint starts", async () => {
+    const s = await setUp({ exclusive: 6 });
+    const writer = new RecordingChannelStateWriter();
+    s.channel.setChannelStateWriter(writer);
+    receive(s.channel, 0, 0);
+    s.channel.onBuffer(barrierBuffer(3), 1, 0);
+    receive(s.channel, 2, 0);
+    // The barrier overtook data 0 here; it starts the checkpoint when the task reads it.
+    const taken = s.channel.getNextBuffer();
+    taken?.buffer.recycleBuffer();
+    s.channel.checkpointStarted(new CheckpointBarrier(3n, 0n, UNALIGNED));
+    receive(s.channel, 3, 0);
+    expect(writer.bytes(3n, "input").filter((_, i) => i % 10 === 0)).toEqual([0]);
+    s.channel.checkpointStopped(3n);
+    expect(drain(s.channel)).toEqual([0, 2, 3]);
+    finish(s);
+  });
+
+  it("announces a new buffer size to the producer and counts its buffers in use", async () => {
+    const s = await setUp({ exclusive: 2 });
+    receive(s.channel, 0, 3);
+    s.channel.announceBufferSize(512);
+    expect(s.client.newBufferSizes).toEqual([512]);
+    // One queued buffer plus the floating buffers the backlog asked for beyond the exclusive ones.
+    expect(s.channel.getBuffersInUseCount()).toBe(1 + 3);
+    drain(s.channel);
+    finish(s);
+    s.channel.announceBufferSize(256);
+    expect(s.client.newBufferSizes).toEqual([512]);
   });
 });

@@ -1,7 +1,11 @@
 import {
   BufferReorderingError,
   CancelledError,
+  type CheckpointBarrier,
   ErrorCodes,
+  EventAnnouncement,
+  EventSerializer,
+  hasPriority,
   IllegalStateError,
   InputChannelID,
   isBlockingUpstream,
@@ -11,6 +15,7 @@ import {
   PartitionConnectionError,
   PartitionNotFoundError,
   type ResultPartitionID,
+  requiresAnnouncement,
   type TaskEvent,
 } from "@sluice/core";
 import type { ExecutionState } from "@sluice/runtime-api";
@@ -53,6 +58,11 @@ interface Received {
   readonly sequenceNumber: number;
 }
 
+/** Sequence numbers wrap at 2³¹; compare them as Flink does, by the sign of the difference. */
+function precedes(a: number, b: number): boolean {
+  return ((a - b) | 0) < 0;
+}
+
 /**
  * An input channel whose producer runs in another process (Flink's RemoteInputChannel), reached
  * through a connection shared with every other channel to the same producer worker.
@@ -62,6 +72,11 @@ interface Received {
  * Each response carries the sender's backlog; the channel borrows floating buffers from the gate
  * until it holds backlog + exclusive buffers, and announces new credit with AddCredit — only on
  * the 0 → >0 transition of unannounced credit, so announcements coalesce.
+ *
+ * Priority: a priority event (an unaligned barrier) goes to the head of the received queue,
+ * behind earlier priority events only; a timeoutable aligned barrier stays in its place and an
+ * EventAnnouncement of it goes to the head instead, so the task learns of it before it reaches
+ * the barrier. Either way the gate is told to serve this channel first.
  */
 export class RemoteInputChannel extends InputChannel implements BufferManagerOwner {
   readonly id = new InputChannelID();
@@ -71,6 +86,8 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
   private readonly clientFactory: PartitionRequestClientFactory;
   private readonly bufferManager: BufferManager;
   private readonly received: Received[] = [];
+  /** The first `numPriorityElements` entries of `received` are priority events. */
+  private numPriorityElements = 0;
   private client: PartitionRequestClient | undefined;
   private expectedSequenceNumber = 0;
   private unannouncedCredit = 0;
@@ -200,11 +217,49 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
     this.expectedSequenceNumber++;
     if (buffer !== undefined) {
       const wasEmpty = this.received.length === 0;
-      this.received.push({ buffer, sequenceNumber });
-      if (isBlockingUpstream(buffer.getDataType())) this.onBlockingUpstream();
+      const type = buffer.getDataType();
+      let firstPriorityEvent = false;
+      try {
+        if (hasPriority(type)) {
+          firstPriorityEvent = this.addPriority({ buffer, sequenceNumber });
+        } else {
+          this.received.push({ buffer, sequenceNumber });
+          if (requiresAnnouncement(type)) {
+            firstPriorityEvent = this.addPriority(this.announce(buffer, sequenceNumber));
+          }
+        }
+        this.channelStatePersister.checkForBarrier(buffer, sequenceNumber);
+      } catch (error) {
+        // An event that cannot be decoded is the producer's fault: fail this channel with it.
+        this.setError(error as Error);
+        return;
+      }
+      this.channelStatePersister.maybePersist(buffer);
+      if (isBlockingUpstream(type)) this.onBlockingUpstream();
+      if (firstPriorityEvent) this.gate.notifyPriorityEvent?.(this, sequenceNumber);
       if (wasEmpty) this.notifyChannelNonEmpty();
     }
     if (backlog >= 0) this.onSenderBacklog(backlog);
+  }
+
+  /** Queues a priority event behind the earlier ones; true when it is the only one. */
+  private addPriority(entry: Received): boolean {
+    this.received.splice(this.numPriorityElements, 0, entry);
+    return ++this.numPriorityElements === 1;
+  }
+
+  /** A priority EventAnnouncement of the timeoutable barrier in `buffer` (same sequence number). */
+  private announce(buffer: NetworkBuffer, sequenceNumber: number): Received {
+    const event = EventSerializer.fromBuffer(buffer);
+    if (event.kind !== "CheckpointBarrier") {
+      throw new IllegalStateError(
+        `${this}: only a checkpoint barrier can be announced, but buffer ${sequenceNumber} holds ${event.kind}`,
+      );
+    }
+    return {
+      buffer: EventSerializer.toBuffer(new EventAnnouncement(event, sequenceNumber), true),
+      sequenceNumber,
+    };
   }
 
   /**
@@ -298,11 +353,81 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
     if (this.released) throw new CancelledError(`${this} has been released`);
     const next = this.received.shift();
     if (next === undefined) return undefined;
+    if (this.numPriorityElements > 0) this.numPriorityElements--;
     return {
       buffer: next.buffer,
       moreAvailable: this.received.length > 0,
       sequenceNumber: next.sequenceNumber,
+      morePriorityEvents: this.numPriorityElements > 0,
     };
+  }
+
+  /**
+   * Hands the writer the data buffers queued before `barrier`'s barrier on this channel (all of
+   * them when it has not arrived yet) and persists what arrives until it does.
+   */
+  override checkpointStarted(barrier: CheckpointBarrier): void {
+    const known: NetworkBuffer[] = [];
+    if (this.channelStatePersister.hasWriter()) {
+      const barrierSequence = this.channelStatePersister.barrierSequenceNumber(barrier.id);
+      for (let i = this.numPriorityElements; i < this.received.length; i++) {
+        const entry = this.received[i] as Received;
+        if (barrierSequence !== undefined && !precedes(entry.sequenceNumber, barrierSequence)) {
+          break;
+        }
+        if (entry.buffer.isBuffer()) known.push(entry.buffer.retainBuffer());
+      }
+    }
+    this.channelStatePersister.startPersisting(barrier.id, known);
+  }
+
+  /**
+   * The alignment of the announced barrier `sequenceNumber` timed out: moves it ahead of the
+   * data queued before it, as a priority event (Flink's `convertToPriorityEvent`). The barrier
+   * itself is unchanged; its upstream subpartition is blocked as for any aligned barrier.
+   */
+  override convertToPriorityEvent(sequenceNumber: number): void {
+    const index = this.received.findIndex((entry) => entry.sequenceNumber === sequenceNumber);
+    if (index < 0) {
+      throw new IllegalStateError(
+        `${this}: no queued buffer ${sequenceNumber} to move ahead of the data (it was read already?)`,
+      );
+    }
+    if (index < this.numPriorityElements) {
+      throw new IllegalStateError(`${this}: buffer ${sequenceNumber} has priority already`);
+    }
+    const [entry] = this.received.splice(index, 1) as [Received];
+    if (entry.buffer.isBuffer()) {
+      this.received.splice(index, 0, entry);
+      throw new IllegalStateError(
+        `${this}: buffer ${sequenceNumber} holds data, not an announced barrier`,
+      );
+    }
+    const event = EventSerializer.fromBuffer(entry.buffer);
+    entry.buffer.recycleBuffer();
+    const first = this.addPriority({
+      buffer: EventSerializer.toBuffer(event, true),
+      sequenceNumber,
+    });
+    if (first) this.gate.notifyPriorityEvent?.(this, sequenceNumber);
+  }
+
+  /** Buffer debloating: sends NewBufferSize to the producer. */
+  override announceBufferSize(newBufferSize: number): void {
+    if (this.released) return;
+    this.client?.notifyNewBufferSize(this, newBufferSize);
+  }
+
+  /**
+   * Flink's count for debloating: the data buffers received and not read, plus the floating
+   * buffers the sender's backlog asked for beyond the exclusive ones.
+   */
+  override getBuffersInUseCount(): number {
+    return (
+      this.received.length -
+      this.numPriorityElements +
+      Math.max(0, this.bufferManager.getNumberOfRequiredBuffers() - this.initialCredit)
+    );
   }
 
   resumeConsumption(): void {
@@ -362,6 +487,7 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
     if (this.retriggerTimer !== undefined) clearTimeout(this.retriggerTimer);
     this.pendingTaskEvents = [];
     for (const { buffer } of this.received.splice(0)) buffer.recycleBuffer();
+    this.numPriorityElements = 0;
     this.bufferManager.releaseAll();
     this.client?.close(this);
   }

@@ -1,5 +1,8 @@
 import {
   CancelledError,
+  CheckpointAlignment,
+  CheckpointBarrier,
+  DEFAULT_CHECKPOINT_OPTIONS,
   EndOfPartitionEvent,
   ErrorCodes,
   IntermediateDataSetID,
@@ -12,9 +15,10 @@ import { type BufferOrEvent, ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
 import { ResultPartition } from "../partition/result-partition.js";
 import { ResultPartitionManager } from "../partition/result-partition-manager.js";
+import { BufferDebloater } from "./buffer-debloater.js";
 import type { Backoff } from "./input-channel.js";
 import { LocalInputChannel } from "./local-input-channel.js";
-import { SingleInputGate } from "./single-input-gate.js";
+import { SingleInputGate, type SingleInputGateOptions } from "./single-input-gate.js";
 import { UnknownInputChannel } from "./unknown-input-channel.js";
 
 const SEGMENT = 64;
@@ -36,7 +40,11 @@ afterEach(() => {
 });
 
 /** `channels` producers of one subpartition each, read by one gate through local channels. */
-function localJob(channels: number, unknown: readonly number[] = []): LocalJob {
+function localJob(
+  channels: number,
+  unknown: readonly number[] = [],
+  gateOptions: Partial<SingleInputGateOptions> = {},
+): LocalJob {
   const global = new NetworkBufferPool(256, SEGMENT);
   globals.push(global);
   const manager = new ResultPartitionManager();
@@ -60,6 +68,7 @@ function localJob(channels: number, unknown: readonly number[] = []): LocalJob {
     consumedPartitionType: ResultPartitionType.PIPELINED_BOUNDED,
     numberOfInputChannels: channels,
     bufferPoolFactory: () => global.createBufferPool(1, 8),
+    ...gateOptions,
   });
   partitions.forEach((partition, i) => {
     gate.setInputChannel(
@@ -355,5 +364,75 @@ describe("SingleInputGate inPoolUsage", () => {
     for (const buffer of borrowed) buffer?.recycleBuffer();
     await gate.close();
     expectAllSegmentsBack(global);
+  });
+});
+
+describe("SingleInputGate priority and buffer debloating", () => {
+  const unaligned = (id: bigint) =>
+    new CheckpointBarrier(id, 0n, {
+      ...DEFAULT_CHECKPOINT_OPTIONS,
+      alignment: CheckpointAlignment.UNALIGNED,
+    });
+
+  it("serves a channel with a priority event before the channels holding data", async () => {
+    const job = localJob(3);
+    for (const partition of job.partitions) partition.setup();
+    job.gate.setup();
+    job.gate.requestPartitions();
+    const [p0, p1, p2] = job.partitions as [ResultPartition, ResultPartition, ResultPartition];
+    for (const partition of [p0, p1, p2]) {
+      partition.emitRecord(new Uint8Array(FULL), 0);
+      partition.emitRecord(new Uint8Array(FULL), 0);
+    }
+    expect(job.gate.hasPriorityEvent()).toBe(false);
+    const priority = job.gate.getPriorityEventAvailableFuture();
+    p2.broadcastEvent(unaligned(1n), true);
+    await priority;
+    expect(job.gate.hasPriorityEvent()).toBe(true);
+    // The barrier of channel 2 overtakes its own data and the data of channels 0 and 1.
+    const first = job.gate.pollNext();
+    expect(first).toMatchObject({ channelIndex: 2, hasPriority: true });
+    expect(first?.event).toMatchObject({ kind: "CheckpointBarrier", id: 1n });
+    expect(job.gate.hasPriorityEvent()).toBe(false);
+    expect(pollAll(job.gate).map((item) => item.channelIndex)).toEqual([0, 1, 2, 0, 1, 2]);
+    await closeAll(job);
+    expectAllSegmentsBack(job.global);
+  });
+
+  it("announces the debloated buffer size to its producers, clamped to the minimum", async () => {
+    let now = 0;
+    const debloater = new BufferDebloater({
+      targetMillis: 1_000,
+      maxBufferSize: SEGMENT,
+      minBufferSize: 16,
+      thresholdPercentages: 0,
+      numberOfSamples: 1,
+    });
+    const job = localJob(2, [], { bufferDebloater: debloater, throughputClock: () => now });
+    for (const partition of job.partitions) partition.setup();
+    job.gate.setup();
+    job.gate.requestPartitions();
+    const [p0, p1] = job.partitions as [ResultPartition, ResultPartition];
+    p0.emitRecord(new Uint8Array(FULL), 0);
+    p1.emitRecord(new Uint8Array(FULL), 0);
+    // Two full buffers (2 × 64 bytes) take 4 s to consume: 32 bytes/s, so 1 s of data is 32
+    // bytes, spread over the buffers in use (at least one): 32 bytes per buffer.
+    now += 4_000;
+    expect(pollAll(job.gate)).toHaveLength(2);
+    // Time while the gate is empty does not count.
+    now += 60_000;
+    job.gate.triggerDebloating();
+    expect(job.gate.getLastThroughput()).toBe(32);
+    expect(p0.getSubpartition(0).bufferSizeHint()).toBe(32);
+    expect(p1.getSubpartition(0).bufferSizeHint()).toBe(32);
+    // Slower still: the size goes to the minimum, never below.
+    p0.emitRecord(new Uint8Array(4), 0);
+    p0.flushAll();
+    now += 10_000;
+    expect(pollAll(job.gate)).toHaveLength(1);
+    job.gate.triggerDebloating();
+    expect(p0.getSubpartition(0).bufferSizeHint()).toBe(16);
+    await closeAll(job);
+    expectAllSegmentsBack(job.global);
   });
 });

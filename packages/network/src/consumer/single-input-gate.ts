@@ -2,8 +2,10 @@ import {
   AvailabilityHelper,
   BufferDecompressionError,
   CancelledError,
+  type CheckpointBarrier,
   EndOfPartitionEvent,
   EventSerializer,
+  hasPriority,
   IllegalArgumentError,
   IllegalStateError,
   type IntermediateDataSetID,
@@ -15,6 +17,7 @@ import {
 } from "@sluice/core";
 import type {
   BufferOrEvent,
+  ChannelStateWriter,
   ExecutionState,
   InputGate,
   InputGateMetrics,
@@ -22,7 +25,9 @@ import type {
   ResultPartitionType,
 } from "@sluice/runtime-api";
 import type { BufferDecompressor } from "../compression/buffer-decompressor.js";
+import type { BufferDebloater } from "./buffer-debloater.js";
 import type { InputChannel, InputChannelOwner } from "./input-channel.js";
+import { type MillisClock, ThroughputCalculator } from "./throughput-calculator.js";
 import { UnknownInputChannel } from "./unknown-input-channel.js";
 
 /** Construction parameters of a SingleInputGate. */
@@ -41,6 +46,14 @@ export interface SingleInputGateOptions {
    * supports it, as in Flink). Without one, a compressed buffer fails its channel.
    */
   readonly bufferDecompressor?: BufferDecompressor;
+  /**
+   * Buffer debloating (`taskmanager.network.memory.buffer-debloat.enabled`): computes the buffer
+   * size the gate announces on {@link SingleInputGate.triggerDebloating}. Without one the gate
+   * never announces a size.
+   */
+  readonly bufferDebloater?: BufferDebloater;
+  /** The clock the debloating throughput is measured with; `performance.now` by default. */
+  readonly throughputClock?: MillisClock;
 }
 
 /** Channels that need setup (remote channels take their exclusive buffers there). */
@@ -80,6 +93,12 @@ function hasSetup(channel: InputChannel): channel is InputChannel & SetupCapable
  * queue of channels that have data. `pollNext()` is synchronous; a consumer awaits
  * `getAvailableFuture()` only when it returns nothing. Channels are served round-robin: a channel
  * with more data goes to the back of the queue, so one busy producer cannot starve the others.
+ *
+ * Priority (Flink's prioritized channel queue): a channel whose next item is a priority event (an
+ * unaligned barrier or an EventAnnouncement, put at the head of its own queue) goes ahead of the
+ * channels holding only data, behind other priority channels, so the task sees the event before
+ * any more data; {@link hasPriorityEvent} and {@link getPriorityEventAvailableFuture} let it act
+ * on such events while it does not read data (back-pressured).
  */
 export class SingleInputGate implements InputGate, InputChannelOwner {
   readonly owningTaskName: string;
@@ -93,6 +112,12 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
   private bufferPool: LocalBufferPool | undefined;
   private readonly channels: InputChannel[];
   private readonly queue: InputChannel[] = [];
+  /** The first `numPriorityChannels` channels of `queue` have a priority event next. */
+  private numPriorityChannels = 0;
+  private readonly priorityAvailability = new AvailabilityHelper();
+  private channelStateWriter: ChannelStateWriter | undefined;
+  private readonly bufferDebloater: BufferDebloater | undefined;
+  private readonly throughputCalculator: ThroughputCalculator;
   private readonly enqueued: boolean[];
   private readonly endOfPartition: boolean[];
   private numberOfEndOfPartitions = 0;
@@ -121,10 +146,13 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
     this.bufferPoolFactory = options.bufferPoolFactory;
     this.producerStateProvider = options.partitionProducerStateProvider;
     this.bufferDecompressor = options.bufferDecompressor;
+    this.bufferDebloater = options.bufferDebloater;
+    this.throughputCalculator = new ThroughputCalculator(options.throughputClock);
     this.channels = new Array<InputChannel>(this.numberOfInputChannels);
     this.enqueued = new Array<boolean>(this.numberOfInputChannels).fill(false);
     this.endOfPartition = new Array<boolean>(this.numberOfInputChannels).fill(false);
     this.availability.resetUnavailable();
+    this.priorityAvailability.resetUnavailable();
     const counters = this.counters;
     const self = this;
     this.metrics = {
@@ -274,6 +302,9 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
       this.channels[index] = replacement;
       this.numberOfUninitializedChannels--;
       replaced++;
+      if (this.channelStateWriter !== undefined) {
+        replacement.setChannelStateWriter(this.channelStateWriter);
+      }
       if (this.bufferPool !== undefined && hasSetup(replacement)) replacement.setup();
       if (this.requested) replacement.requestSubpartitions();
       for (const event of this.pendingEvents) replacement.sendTaskEvent(event);
@@ -292,7 +323,47 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
     }
     this.enqueued[index] = true;
     this.queue.push(channel);
+    this.onDataQueued();
+  }
+
+  /**
+   * `channel` put a priority event at the head of its queue: it is served before every channel
+   * without one (Flink's `notifyPriorityEvent`).
+   */
+  notifyPriorityEvent(channel: InputChannel, _prioritySequenceNumber: number): void {
+    if (this.closed) return;
+    const index = channel.channelIndex;
+    if (this.channels[index] !== channel || this.endOfPartition[index]) return;
+    this.queuePriority(channel);
+  }
+
+  private queuePriority(channel: InputChannel): void {
+    const index = channel.channelIndex;
+    if (this.enqueued[index]) {
+      const at = this.queue.indexOf(channel);
+      if (at < this.numPriorityChannels) return;
+      this.queue.splice(at, 1);
+    }
+    this.enqueued[index] = true;
+    this.queue.splice(this.numPriorityChannels, 0, channel);
+    this.numPriorityChannels++;
+    this.priorityAvailability.resetAvailable();
+    this.onDataQueued();
+  }
+
+  private onDataQueued(): void {
+    if (!this.availability.isAvailable()) this.throughputCalculator.resumeMeasurement();
     this.availability.resetAvailable();
+  }
+
+  /** True when a channel has a priority event next: {@link pollNext} returns it first. */
+  hasPriorityEvent(): boolean {
+    return this.numPriorityChannels > 0;
+  }
+
+  /** Resolves once a channel has a priority event next (at once when one has). */
+  getPriorityEventAvailableFuture(): Promise<void> {
+    return this.priorityAvailability.getAvailableFuture();
   }
 
   /**
@@ -307,8 +378,15 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
     for (;;) {
       const channel = this.queue.shift();
       if (channel === undefined) {
-        if (!this.isFinished()) this.availability.resetUnavailable();
+        if (!this.isFinished() && this.availability.isAvailable()) {
+          this.availability.resetUnavailable();
+          this.throughputCalculator.pauseMeasurement();
+        }
         return undefined;
+      }
+      if (this.numPriorityChannels > 0) {
+        this.numPriorityChannels--;
+        if (this.numPriorityChannels === 0) this.priorityAvailability.resetUnavailable();
       }
       this.enqueued[channel.channelIndex] = false;
       // A channel that ended may still have been queued by a late notification.
@@ -322,13 +400,15 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
         throw error;
       }
       if (next === undefined) continue;
-      if (next.moreAvailable) this.notifyChannelNonEmpty(channel);
+      if (next.morePriorityEvents === true) this.queuePriority(channel);
+      else if (next.moreAvailable) this.notifyChannelNonEmpty(channel);
       const buffer = next.buffer;
       const size = buffer.getSize();
       this.counters.numBytesIn += size;
       if (buffer.isCompressed()) this.decompress(channel, buffer);
       if (buffer.isBuffer()) {
         this.counters.numBuffersIn++;
+        this.throughputCalculator.incomingDataSize(size);
         return {
           channelIndex: channel.channelIndex,
           buffer,
@@ -336,6 +416,7 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
           size,
         };
       }
+      const priority = hasPriority(buffer.getDataType());
       let event: ReturnType<typeof EventSerializer.fromBuffer>;
       try {
         event = EventSerializer.fromBuffer(buffer);
@@ -348,6 +429,7 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
         event,
         moreAvailable: this.queue.length > 0,
         size,
+        ...(priority ? { hasPriority: true } : {}),
       };
     }
   }
@@ -417,12 +499,66 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
     if (this.numberOfUninitializedChannels > 0) this.pendingEvents.push(event);
   }
 
+  // ------------------------------------------------------- unaligned checkpoints, debloating
+
+  /** Where the channels persist in-flight input of unaligned checkpoints. */
+  setChannelStateWriter(writer: ChannelStateWriter): void {
+    this.channelStateWriter = writer;
+    for (const channel of this.channels) channel?.setChannelStateWriter(writer);
+  }
+
+  /**
+   * Unaligned checkpoint `barrier` started at the task: every channel that has not ended hands
+   * over the data it holds before the barrier and persists what it receives until its barrier.
+   */
+  checkpointStarted(barrier: CheckpointBarrier): void {
+    for (let i = 0; i < this.numberOfInputChannels; i++) {
+      if (!this.endOfPartition[i]) (this.channels[i] as InputChannel).checkpointStarted(barrier);
+    }
+  }
+
+  /** Checkpoint `checkpointId` completed or was aborted at the task: channels stop persisting. */
+  checkpointStopped(checkpointId: bigint): void {
+    for (const channel of this.channels) channel?.checkpointStopped(checkpointId);
+  }
+
+  /** Moves the announced barrier `sequenceNumber` of channel `channelIndex` ahead of its data. */
+  convertToPriorityEvent(channelIndex: number, sequenceNumber: number): void {
+    if (this.endOfPartition[channelIndex]) return;
+    this.getChannel(channelIndex).convertToPriorityEvent(sequenceNumber);
+  }
+
+  /**
+   * Buffer debloating (Flink's `triggerDebloating`): the throughput since the last call and the
+   * buffers in use give the buffer size that holds the target of in-flight data; when the
+   * debloater decides it is worth announcing, every open channel tells its producer.
+   */
+  triggerDebloating(): void {
+    const debloater = this.bufferDebloater;
+    if (debloater === undefined || this.closed || this.isFinished()) return;
+    const throughput = this.throughputCalculator.calculateThroughput();
+    let buffersInUse = 0;
+    for (const channel of this.channels) buffersInUse += channel?.getBuffersInUseCount() ?? 0;
+    const newSize = debloater.recalculateBufferSize(throughput, buffersInUse);
+    if (newSize === undefined) return;
+    for (let i = 0; i < this.numberOfInputChannels; i++) {
+      if (!this.endOfPartition[i]) this.channels[i]?.announceBufferSize(newSize);
+    }
+  }
+
+  /** The last throughput measured for debloating, in bytes per second. */
+  getLastThroughput(): number {
+    return this.throughputCalculator.getLastThroughput();
+  }
+
   /** Releases every channel and the floating pool. Idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     for (const channel of this.channels) channel?.releaseAllResources();
     this.queue.length = 0;
+    this.numPriorityChannels = 0;
+    this.priorityAvailability.resetAvailable();
     this.bufferPool?.destroy();
     this.availability.resetAvailable();
   }

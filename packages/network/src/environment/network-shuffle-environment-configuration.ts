@@ -52,6 +52,18 @@ export interface NetworkShuffleEnvironmentConfiguration {
   readonly batchShuffleReadMemoryBytes: number;
   /** `io.tmp.dirs` split at `,` (empty when unset). */
   readonly tmpDirs: readonly string[];
+  /** Buffer debloating of input gates; undefined when it is off. */
+  readonly bufferDebloat: BufferDebloatConfiguration | undefined;
+}
+
+/** The `taskmanager.network.memory.buffer-debloat.*` settings, when debloating is on. */
+export interface BufferDebloatConfiguration {
+  /** How long the in-flight data of a gate should take to consume (ms). */
+  readonly targetMillis: number;
+  /** The moving average's number of samples. */
+  readonly samples: number;
+  /** The smallest change of the buffer size worth announcing, in percent. */
+  readonly thresholdPercentages: number;
 }
 
 /**
@@ -103,5 +115,12 @@ export function readNetworkShuffleEnvironmentConfiguration(
       .split(",")
       .map((dir) => dir.trim())
       .filter((dir) => dir.length > 0),
+    bufferDebloat: config.get(M.BUFFER_DEBLOAT_ENABLED)
+      ? {
+          targetMillis: config.get(M.BUFFER_DEBLOAT_TARGET),
+          samples: config.get(M.BUFFER_DEBLOAT_SAMPLES),
+          thresholdPercentages: config.get(M.BUFFER_DEBLOAT_THRESHOLD_PERCENTAGES),
+        }
+      : undefined,
   };
 }

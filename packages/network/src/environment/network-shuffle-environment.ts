@@ -28,6 +28,7 @@ import {
 } from "../compression/block-compression-factory.js";
 import { BufferCompressor } from "../compression/buffer-compressor.js";
 import { BufferDecompressor } from "../compression/buffer-decompressor.js";
+import { BufferDebloater } from "../consumer/buffer-debloater.js";
 import type { Backoff, InputChannel } from "../consumer/input-channel.js";
 import { LocalInputChannel } from "../consumer/local-input-channel.js";
 import { RemoteInputChannel } from "../consumer/remote-input-channel.js";
@@ -364,6 +365,17 @@ export class NetworkShuffleEnvironment
       numberOfInputChannels,
       partitionProducerStateProvider,
       ...(factory === undefined ? {} : { bufferDecompressor: new BufferDecompressor(factory) }),
+      ...(s.bufferDebloat === undefined
+        ? {}
+        : {
+            bufferDebloater: new BufferDebloater({
+              targetMillis: s.bufferDebloat.targetMillis,
+              maxBufferSize: s.segmentSize,
+              minBufferSize: s.minSegmentSize,
+              thresholdPercentages: s.bufferDebloat.thresholdPercentages,
+              numberOfSamples: s.bufferDebloat.samples,
+            }),
+          }),
       bufferPoolFactory: () =>
         this.networkBufferPool.createBufferPool(
           spec.requiredFloatingBuffers,

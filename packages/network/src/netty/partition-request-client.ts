@@ -81,6 +81,15 @@ export class PartitionRequestClient {
     );
   }
 
+  /** Buffer debloating: the channel's new buffer size, sent as NewBufferSize. */
+  notifyNewBufferSize(channel: RemoteInputChannel, bufferSize: number): void {
+    this.handler.enqueue(() =>
+      channel.isReleased()
+        ? undefined
+        : { id: MessageId.NEW_BUFFER_SIZE, bufferSize, receiverId: channel.id },
+    );
+  }
+
   sendTaskEvent(
     partitionId: ResultPartitionID,
     event: TaskEvent,

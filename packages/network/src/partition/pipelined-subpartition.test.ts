@@ -1,8 +1,10 @@
 import {
   CancelCheckpointMarker,
   CancelledError,
+  CheckpointAlignment,
   CheckpointBarrier,
   DataType,
+  DEFAULT_CHECKPOINT_OPTIONS,
   EndOfData,
   EndOfPartitionEvent,
   ErrorCodes,
@@ -15,6 +17,7 @@ import {
 import { expectError, must } from "@sluice/core/testing";
 import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
+import { RecordingChannelStateWriter } from "../test-support/recording-channel-state-writer.js";
 import type { BufferAndBacklog } from "./buffer-and-backlog.js";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
 import { ResultPartition } from "./result-partition.js";
@@ -410,5 +413,55 @@ describe("PipelinedSubpartition finish and release", () => {
     expect(error.cause).toBe(cause);
     partition.release(); // idempotent
     expectAllSegmentsBack(global);
+  });
+});
+
+describe("PipelinedSubpartition unaligned barriers (output channel state)", () => {
+  const unaligned = new CheckpointBarrier(4n, 0n, {
+    ...DEFAULT_CHECKPOINT_OPTIONS,
+    alignment: CheckpointAlignment.UNALIGNED,
+  });
+
+  it("hands the data an unaligned barrier overtakes to the writer, without bytes already read", () => {
+    const h = setUp();
+    const writer = new RecordingChannelStateWriter();
+    h.partition.setChannelStateWriter(writer);
+    const first = new Uint8Array(60).fill(1);
+    const second = new Uint8Array(20).fill(2);
+    h.partition.emitRecord(first, 0);
+    h.partition.emitRecord(second, 0);
+    expect(h.partition.getNumberOfQueuedBytes()).toBe(64 + 24);
+    // The reader already took the first buffer: only the second is in flight.
+    must(h.view.getNextBuffer()).buffer.recycleBuffer();
+    expect(h.partition.getNumberOfQueuedBytes()).toBe(24);
+    h.partition.broadcastEvent(unaligned, true);
+    expect(writer.calls).toHaveLength(1);
+    expect(writer.calls[0]).toMatchObject({ checkpointId: 4n, kind: "output", channel: "0:0" });
+    const expected = [0, 0, 0, 20, ...second];
+    expect(writer.bytes(4n, "output")).toEqual(expected);
+    // The barrier is next, then the overtaken data, which the consumer still gets.
+    const barrier = must(h.view.getNextBuffer());
+    expect(barrier.buffer.getDataType()).toBe(DataType.PRIORITIZED_EVENT_BUFFER);
+    barrier.buffer.recycleBuffer();
+    const data = must(h.view.getNextBuffer());
+    expect([...data.buffer.readableView()]).toEqual(expected);
+    data.buffer.recycleBuffer();
+    h.partition.release();
+    h.partition.close();
+    expect(h.global).toHaveAllSegmentsAvailable();
+  });
+
+  it("hands nothing over for an aligned barrier or without a writer", () => {
+    const h = setUp();
+    const writer = new RecordingChannelStateWriter();
+    h.partition.emitRecord(new Uint8Array(8), 0);
+    h.partition.broadcastEvent(unaligned, true);
+    h.partition.setChannelStateWriter(writer);
+    h.partition.emitRecord(new Uint8Array(8), 0);
+    h.partition.broadcastEvent(new CheckpointBarrier(5n, 0n));
+    expect(writer.calls).toEqual([]);
+    h.partition.release();
+    h.partition.close();
+    expect(h.global).toHaveAllSegmentsAvailable();
   });
 });

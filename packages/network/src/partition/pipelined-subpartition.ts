@@ -6,6 +6,7 @@ import {
   isBlockingUpstream,
   type NetworkBuffer,
 } from "@sluice/core";
+import type { ChannelStateWriter } from "@sluice/runtime-api";
 import type { BufferAndBacklog } from "./buffer-and-backlog.js";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
 import { PipelinedSubpartitionView } from "./pipelined-subpartition-view.js";
@@ -19,6 +20,10 @@ export interface SubpartitionParent {
   onConsumedSubpartition(index: number): void;
   /** Why the partition was released, when it failed. */
   getFailureCause(): Error | undefined;
+  /** The partition's position among its task's outputs (names it in channel state). */
+  readonly partitionIndex?: number;
+  /** Where the data an unaligned barrier overtakes goes; undefined: nowhere. */
+  getChannelStateWriter?(): ChannelStateWriter | undefined;
 }
 
 /**
@@ -63,8 +68,17 @@ export class PipelinedSubpartition {
   /**
    * Queues `consumer`. Returns false (and closes the consumer) when the subpartition is finished
    * or released — nothing is accepted after finish.
+   *
+   * @param unalignedCheckpointId set when `consumer` is the barrier of this unaligned
+   *   checkpoint: the data buffers it overtakes go to the partition's channel state writer as
+   *   this subpartition's output state, before any reader can take them.
    */
-  add(consumer: BufferConsumer, partialRecordLength = 0, finish = false): boolean {
+  add(
+    consumer: BufferConsumer,
+    partialRecordLength = 0,
+    finish = false,
+    unalignedCheckpointId?: bigint,
+  ): boolean {
     if (this.finished || this.released) {
       consumer.close();
       return false;
@@ -81,11 +95,43 @@ export class PipelinedSubpartition {
     this.totalBuffers++;
     if (consumer.isBuffer()) this.buffersInBacklog++;
     if (finish) this.finished = true;
+    if (priority && unalignedCheckpointId !== undefined) {
+      this.persistOvertakenData(unalignedCheckpointId);
+    }
     if (priority) {
       this.readView?.notifyPriorityEvent(this.sequenceNumber);
     }
     if (finish || priority || this.shouldNotifyDataAvailable()) this.notifyDataAvailable();
     return true;
+  }
+
+  /**
+   * Hands copies of the data behind the priority events (what the newest priority barrier
+   * overtook; the head's bytes the reader already took excluded) to the channel state writer
+   * (Flink's in-flight output of an unaligned checkpoint).
+   */
+  private persistOvertakenData(checkpointId: bigint): void {
+    const writer = this.parent.getChannelStateWriter?.();
+    if (writer === undefined) return;
+    const data: NetworkBuffer[] = [];
+    for (let i = this.numPriorityElements; i < this.buffers.length; i++) {
+      const consumer = this.buffers[i] as BufferConsumer;
+      if (!consumer.isBuffer()) continue;
+      const copy = consumer.copy();
+      const built = copy.build();
+      copy.close();
+      if (built.readableBytes() > 0) data.push(built);
+      else built.recycleBuffer();
+    }
+    if (data.length === 0) return;
+    writer.addOutputData(
+      checkpointId,
+      {
+        partitionIndex: this.parent.partitionIndex ?? 0,
+        subpartitionIndex: this.subpartitionIndex,
+      },
+      data,
+    );
   }
 
   /** Queues EndOfPartition (already serialized by the caller) and refuses further adds. */
@@ -273,6 +319,14 @@ export class PipelinedSubpartition {
 
   getNumberOfQueuedBuffers(): number {
     return this.buffers.length;
+  }
+
+  /** Committed bytes of queued data buffers the reader has not taken (in-flight output). */
+  getNumberOfQueuedBytes(): number {
+    let bytes = 0;
+    for (const consumer of this.buffers)
+      if (consumer.isBuffer()) bytes += consumer.getUnreadBytes();
+    return bytes;
   }
 
   getTotalNumberOfBuffers(): number {

@@ -1,5 +1,6 @@
 import {
   ErrorCodes,
+  IllegalArgumentError,
   IllegalStateError,
   type LocalBufferPool,
   type LocalBufferPoolOptions,
@@ -560,5 +561,59 @@ describe("ResultPartition metrics", () => {
     finishAndDrain(h, [sink]);
     expect(sink.records()).toHaveLength(4);
     expectAllSegmentsBack(h.global);
+  });
+});
+
+describe("ResultPartition recovered output state", () => {
+  it("re-emits recovered bytes as they are, before new records, waiting for buffers", async () => {
+    // Two buffers of 64 bytes for 150 recovered bytes: the tail waits like a pending record.
+    const h = setUp({ required: 2, max: 2 });
+    const head = record(30, 1);
+    const tail = record(20, 2);
+    // A recovered stream may start inside a record: the rest of `head`, then all of `tail`.
+    const recovered = new Uint8Array(150);
+    const framed = Buffer.alloc(4 + tail.length);
+    framed.writeInt32BE(tail.length, 0);
+    framed.set(tail, 4);
+    recovered.set(head.subarray(10), 0);
+    recovered.set(framed, 20);
+    const filler = Buffer.alloc(150 - 20 - framed.length);
+    recovered.set(filler, 20 + framed.length);
+    h.partition.addRecoveredState(0, recovered);
+    expect(h.partition.hasPendingRecord()).toBe(true);
+    expect(h.partition.isAvailable()).toBe(false);
+    expectError(
+      () => h.partition.addRecoveredState(0, recovered),
+      IllegalStateError,
+      ErrorCodes.ILLEGAL_STATE,
+      "waits for buffers",
+    );
+    const sink = new Sink();
+    while (h.partition.hasPendingRecord()) {
+      h.partition.flushAll();
+      sink.drain(h.views[0] as ResultSubpartitionView);
+      await h.partition.getAvailableFuture();
+    }
+    h.partition.emitRecord(record(5, 3), 0);
+    h.partition.finish();
+    sink.drain(h.views[0] as ResultSubpartitionView);
+    const stream = Buffer.concat(sink.chunks);
+    expect(stream.subarray(0, 150).equals(Buffer.from(recovered))).toBe(true);
+    expect(stream.readInt32BE(150)).toBe(5);
+    expect(stream.length).toBe(150 + 4 + 5);
+    h.partition.close();
+    expectAllSegmentsBack(h.global);
+  });
+
+  it("rejects recovered state for a subpartition it does not have", () => {
+    const h = setUp();
+    expectError(
+      () => h.partition.addRecoveredState(3, new Uint8Array(1)),
+      IllegalArgumentError,
+      ErrorCodes.INVALID_ARGUMENT,
+      "recovered state for subpartition 3 out of [0, 1)",
+    );
+    h.partition.release();
+    h.partition.close();
   });
 });

@@ -7,6 +7,7 @@ import {
   EventSerializer,
   IllegalArgumentError,
   IllegalStateError,
+  isUnalignedCheckpoint,
   type LocalBufferPool,
   RECORD_LENGTH_BYTES,
   RecordTooLargeError,
@@ -14,6 +15,7 @@ import {
   type RuntimeEvent,
 } from "@sluice/core";
 import type {
+  ChannelStateWriter,
   ResultPartitionMetrics,
   ResultPartitionType,
   ResultPartitionWriter,
@@ -85,6 +87,7 @@ export class ResultPartition
   private readonly unicastBuilders: (BufferBuilder | undefined)[];
   private broadcastBuilder: BufferBuilder | undefined;
   private pending: PendingRecord | undefined;
+  private channelStateWriter: ChannelStateWriter | undefined;
   private readonly pendingAvailability = new AvailabilityHelper();
   private readonly lengthScratch = Buffer.alloc(LENGTH_BYTES);
   /**
@@ -321,7 +324,9 @@ export class ResultPartition
 
   /**
    * Sends `event` to every subpartition after the data written so far (or ahead of it when
-   * `isPriority`). Events take no buffer from the pool and need no credit downstream.
+   * `isPriority`). Events take no buffer from the pool and need no credit downstream. A
+   * priority barrier of an unaligned checkpoint hands the data it overtakes in each
+   * subpartition to the channel state writer.
    */
   broadcastEvent(event: RuntimeEvent, isPriority = false): void {
     this.checkInProduceState();
@@ -332,11 +337,55 @@ export class ResultPartition
     }
     this.finishBuilders();
     const consumer = EventSerializer.toBufferConsumer(event, isPriority);
+    const unalignedCheckpointId =
+      isPriority && event.kind === "CheckpointBarrier" && isUnalignedCheckpoint(event.options)
+        ? event.id
+        : undefined;
     try {
-      for (const subpartition of this.subpartitions) subpartition.add(consumer.copy());
+      for (const subpartition of this.subpartitions) {
+        subpartition.add(consumer.copy(), 0, false, unalignedCheckpointId);
+      }
     } finally {
       consumer.close();
     }
+  }
+
+  /** True while a record waits for buffers: no event can be sent until it completes. */
+  hasPendingRecord(): boolean {
+    return this.pending !== undefined;
+  }
+
+  /** Where the data unaligned barriers overtake goes (see {@link broadcastEvent}). */
+  setChannelStateWriter(writer: ChannelStateWriter): void {
+    this.channelStateWriter = writer;
+  }
+
+  /** The writer set with {@link setChannelStateWriter}, asked by the subpartitions. */
+  getChannelStateWriter(): ChannelStateWriter | undefined {
+    return this.channelStateWriter;
+  }
+
+  /**
+   * Re-emits recovered output channel state: `data` are raw bytes of subpartition
+   * `targetSubpartition`'s record stream (they may start or end inside a record), written as
+   * they are, before any new record. Bytes that find no buffer wait as a pending record does.
+   */
+  addRecoveredState(targetSubpartition: number, data: Uint8Array): void {
+    this.checkInProduceState();
+    if (this.pending !== undefined) {
+      throw new IllegalStateError(
+        `${this.description}: recovered state added while a record waits for buffers; await getAvailableFuture() first`,
+      );
+    }
+    if (targetSubpartition < 0 || targetSubpartition >= this.numberOfSubpartitions) {
+      throw new IllegalArgumentError(
+        `${this.description}: recovered state for subpartition ${targetSubpartition} out of [0, ${this.numberOfSubpartitions})`,
+      );
+    }
+    if (data.length === 0) return;
+    if (this.broadcastBuilder !== undefined) this.finishBroadcastBuilder();
+    const written = this.appendUnicastFrom(targetSubpartition, data, 0);
+    if (written < data.length) this.startPending(targetSubpartition, data, written);
   }
 
   flush(targetSubpartition: number): void {
@@ -586,6 +635,13 @@ export class ResultPartition
     for (const subpartition of this.subpartitions)
       queued += subpartition.getNumberOfQueuedBuffers();
     return queued;
+  }
+
+  /** Data bytes queued in all subpartitions and not read yet: the in-flight output. */
+  getNumberOfQueuedBytes(): number {
+    let bytes = 0;
+    for (const subpartition of this.subpartitions) bytes += subpartition.getNumberOfQueuedBytes();
+    return bytes;
   }
 
   getSubpartition(index: number): PipelinedSubpartition {

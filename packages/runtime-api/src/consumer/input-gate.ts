@@ -1,4 +1,11 @@
-import type { AvailabilityProvider, NetworkBuffer, RuntimeEvent, TaskEvent } from "@sluice/core";
+import type {
+  AvailabilityProvider,
+  CheckpointBarrier,
+  NetworkBuffer,
+  RuntimeEvent,
+  TaskEvent,
+} from "@sluice/core";
+import type { ChannelStateWriter } from "../checkpoint/channel-state-writer.js";
 
 /**
  * One item handed out by an {@link InputGate}: a data buffer or an event, with the index of the
@@ -87,6 +94,52 @@ export interface InputGate extends AvailabilityProvider {
 
   /** The failure that broke the gate, if any. */
   getFailureCause?(): Error | undefined;
+
+  // ------------------------------------------------------------ unaligned checkpoints (optional)
+  // A gate without these members still takes aligned checkpoints; the runtime refuses to run a
+  // task with unaligned checkpoints on it.
+
+  /**
+   * Where the gate persists in-flight input of unaligned checkpoints (see
+   * {@link ChannelStateWriter}); set by the task before it reads.
+   */
+  setChannelStateWriter?(writer: ChannelStateWriter): void;
+
+  /**
+   * True when a priority event waits: an unaligned barrier that overtook a channel's data, or
+   * the announcement of a timeoutable aligned barrier. `pollNext()` hands priority events out
+   * before anything else, so the task can act on them between two records.
+   */
+  hasPriorityEvent?(): boolean;
+
+  /** Resolves once a priority event waits (at once when one does). */
+  getPriorityEventAvailableFuture?(): Promise<void>;
+
+  /**
+   * Unaligned checkpoint `barrier` started at this task (Flink's `checkpointStarted`): every
+   * channel hands the writer the data buffers it received and the task has not read, up to the
+   * channel's barrier if that already arrived, and then every data buffer it receives until its
+   * barrier arrives.
+   */
+  checkpointStarted?(barrier: CheckpointBarrier): void;
+
+  /** Checkpoint `checkpointId` completed or was aborted at this task: channels stop persisting. */
+  checkpointStopped?(checkpointId: bigint): void;
+
+  /**
+   * The alignment of a timeoutable barrier timed out (Flink's `convertToPriorityEvent`): moves
+   * the barrier with `sequenceNumber`, which channel `channelIndex` announced, ahead of the data
+   * queued before it, so the task reads it next; that data is then in-flight data.
+   */
+  convertToPriorityEvent?(channelIndex: number, sequenceNumber: number): void;
+
+  /**
+   * Buffer debloating (Flink's `triggerDebloating`): called by the task every
+   * `taskmanager.network.memory.buffer-debloat.period`. The gate measures the throughput since
+   * the last call and tells its producers the buffer size that holds
+   * `taskmanager.network.memory.buffer-debloat.target` of data (NewBufferSize).
+   */
+  triggerDebloating?(): void;
 
   /** Live counters for metrics. */
   readonly metrics: InputGateMetrics;

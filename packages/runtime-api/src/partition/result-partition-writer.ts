@@ -1,4 +1,5 @@
 import type { AvailabilityProvider, ResultPartitionID, RuntimeEvent } from "@sluice/core";
+import type { ChannelStateWriter } from "../checkpoint/channel-state-writer.js";
 
 /**
  * Live counters of one result partition, read by the task's metric reporting. Getters are cheap
@@ -114,4 +115,27 @@ export interface ResultPartitionWriter extends AvailabilityProvider {
 
   /** Live counters for metrics. */
   readonly metrics: ResultPartitionMetrics;
+
+  // ------------------------------------------------------------ unaligned checkpoints (optional)
+
+  /**
+   * True while a record emitted while unavailable still waits for buffers. Events cannot be
+   * broadcast then; at any other time they can, back-pressured or not. Without this member the
+   * runtime sends events only while `isAvailable()`.
+   */
+  hasPendingRecord?(): boolean;
+
+  /**
+   * Where the partition persists the data unaligned barriers overtake (see
+   * {@link ChannelStateWriter}); set by the task before it writes.
+   */
+  setChannelStateWriter?(writer: ChannelStateWriter): void;
+
+  /**
+   * Re-emits recovered output channel state (Flink's `addRecovered`): raw bytes of the record
+   * stream of subpartition `targetSubpartition` that were in flight at the restored checkpoint,
+   * written before any new record. Like `emitRecord`, the tail may wait for buffers: await
+   * availability before the next call.
+   */
+  addRecoveredState?(targetSubpartition: number, data: Uint8Array): void;
 }

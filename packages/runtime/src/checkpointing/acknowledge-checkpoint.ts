@@ -71,6 +71,9 @@ function fromFields(fields: JsonFields): AcknowledgeCheckpoint {
       checkpointStartDelayNanos: metrics.integer("checkpointStartDelayNanos", 0),
       syncDurationMillis: metrics.integer("syncDurationMillis", 0),
       asyncDurationMillis: metrics.integer("asyncDurationMillis", 0),
+      ...(metrics.has("persistedDataBytes")
+        ? { persistedDataBytes: metrics.integer("persistedDataBytes", 0) }
+        : {}),
     },
     ...(stateHandle === undefined
       ? {}

@@ -5,12 +5,12 @@ import {
   type CheckpointOptions,
   DEFAULT_CHECKPOINT_OPTIONS,
 } from "@sluice/core";
+import type { InputChannelInfo } from "@sluice/runtime-api";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { CheckpointBarrierHandler } from "./checkpoint-barrier-handler.js";
 import { CheckpointBarrierTracker } from "./checkpoint-barrier-tracker.js";
 import type { CheckpointableTask } from "./checkpointable-task.js";
-import type { InputChannelInfo } from "./input-channel-info.js";
 import { SingleCheckpointBarrierHandler } from "./single-checkpoint-barrier-handler.js";
 
 // Random interleavings of barriers, cancellation markers, data and EndOfPartition over several

@@ -4,12 +4,15 @@ import {
   IllegalArgumentError,
   IllegalStateError,
 } from "@sluice/core";
+import type { InputChannelInfo } from "@sluice/runtime-api";
 import type { CheckpointFailureReason } from "./checkpoint-failure-reason.js";
 import { type CheckpointMetrics, NO_CHECKPOINT_METRICS } from "./checkpoint-metrics.js";
 import type { CheckpointableInput } from "./checkpointable-input.js";
 import type { CheckpointableTask } from "./checkpointable-task.js";
 import { type Clock, SystemClock } from "./clock.js";
-import type { InputChannelInfo } from "./input-channel-info.js";
+
+/** A promise that never settles: no alignment timeout will ever come. */
+const NEVER: Promise<void> = new Promise<void>(() => {});
 
 /** Construction parameters shared by every barrier handler. */
 export interface CheckpointBarrierHandlerOptions {
@@ -90,6 +93,35 @@ export abstract class CheckpointBarrierHandler {
 
   /** `channel` delivered EndOfPartition: it will deliver no barrier any more. */
   abstract processEndOfPartition(channel: InputChannelInfo): void;
+
+  /**
+   * Channel `channel` announced a barrier still queued behind data as its buffer
+   * `sequenceNumber` (an EventAnnouncement). Only handlers that can time out an alignment act on
+   * it; the default ignores it.
+   */
+  processBarrierAnnouncement(
+    _barrier: CheckpointBarrier,
+    _sequenceNumber: number,
+    _channel: InputChannelInfo,
+  ): void {}
+
+  /** True when a timed-out alignment waits for the next poll ({@link checkAlignmentTimeout}). */
+  hasPendingAlignmentTimeout(): boolean {
+    return false;
+  }
+
+  /** Resolves once an alignment timed out; never for handlers without alignment timeouts. */
+  getAlignmentTimeoutFuture(): Promise<void> {
+    return NEVER;
+  }
+
+  /** Acts on a timed-out alignment, between records; returns whether anything happened. */
+  checkAlignmentTimeout(): boolean {
+    return false;
+  }
+
+  /** Releases the handler's timers (the task ends). Idempotent. */
+  close(): void {}
 
   /** The newest checkpoint id this handler has seen (started, completed or aborted), or -1. */
   abstract getLatestCheckpointId(): bigint;

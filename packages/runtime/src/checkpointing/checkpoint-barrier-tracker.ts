@@ -4,12 +4,12 @@ import {
   IllegalStateError,
   needsAlignment,
 } from "@sluice/core";
+import type { InputChannelInfo } from "@sluice/runtime-api";
 import {
   CheckpointBarrierHandler,
   type CheckpointBarrierHandlerOptions,
 } from "./checkpoint-barrier-handler.js";
 import { CheckpointFailureReason } from "./checkpoint-failure-reason.js";
-import type { InputChannelInfo } from "./input-channel-info.js";
 
 /** The barriers seen so far of one checkpoint that is not complete yet. */
 class CheckpointBarrierCount {

@@ -28,6 +28,10 @@ export interface CheckpointCoordinatorConfiguration {
   readonly retention: ExternalizedCheckpointRetention;
   /** `state.checkpoints.dir`, or its default in the system's temporary folder. */
   readonly checkpointsDirectory: string;
+  /** `execution.checkpointing.unaligned.enabled` (exactly-once only). */
+  readonly unalignedCheckpointsEnabled: boolean;
+  /** `execution.checkpointing.aligned-checkpoint-timeout` in ms (0: unaligned from the start). */
+  readonly alignedCheckpointTimeout: number;
 }
 
 /**
@@ -54,5 +58,9 @@ export function checkpointCoordinatorConfigurationOf(
     maxRetainedCheckpoints: configuration.get(CheckpointingOptions.MAX_RETAINED_CHECKPOINTS),
     retention: configuration.get(ExecutionCheckpointingOptions.EXTERNALIZED_CHECKPOINT_RETENTION),
     checkpointsDirectory: FsCheckpointStorage.baseDirectoryOf(configuration),
+    unalignedCheckpointsEnabled: configuration.get(ExecutionCheckpointingOptions.ENABLE_UNALIGNED),
+    alignedCheckpointTimeout: configuration.get(
+      ExecutionCheckpointingOptions.ALIGNED_CHECKPOINT_TIMEOUT,
+    ),
   });
 }

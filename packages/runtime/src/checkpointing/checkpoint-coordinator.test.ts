@@ -55,6 +55,8 @@ function harness(
     maxRetainedCheckpoints: 1,
     retention: "NO_EXTERNALIZED_CHECKPOINTS",
     checkpointsDirectory: base,
+    unalignedCheckpointsEnabled: false,
+    alignedCheckpointTimeout: 0,
     ...overrides,
   };
   const plan: CheckpointPlan = {

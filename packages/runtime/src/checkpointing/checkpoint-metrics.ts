@@ -36,4 +36,9 @@ export interface TaskCheckpointMetrics extends CheckpointMetrics {
   readonly syncDurationMillis: number;
   /** Milliseconds writing the snapshot file took. */
   readonly asyncDurationMillis: number;
+  /**
+   * Bytes of in-flight data the task stored as channel state (Flink's `persistedData`): 0 for an
+   * aligned checkpoint; absent from acknowledgements of builds that do not store any.
+   */
+  readonly persistedDataBytes?: number;
 }

@@ -6,5 +6,10 @@ import type { InputGate } from "@sluice/runtime-api";
  *
  * An aligned barrier blocks its subpartition at the producer as it is sent, so blocking needs no
  * call on the consumer side; `resumeConsumption` sends the producer Flink's ResumeConsumption.
+ * `convertToPriorityEvent` (optional) moves an announced barrier ahead of its channel's data when
+ * an alignment times out.
  */
-export type CheckpointableInput = Pick<InputGate, "numberOfInputChannels" | "resumeConsumption">;
+export type CheckpointableInput = Pick<
+  InputGate,
+  "numberOfInputChannels" | "resumeConsumption" | "convertToPriorityEvent"
+>;

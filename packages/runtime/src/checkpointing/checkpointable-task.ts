@@ -19,4 +19,9 @@ export interface CheckpointableTask {
    * forwards a CancelCheckpointMarker). Called at most once per checkpoint id.
    */
   abortCheckpointOnBarrier(checkpointId: bigint, reason: CheckpointFailureReason): void;
+  /**
+   * Unaligned checkpoint `checkpointId` (triggered at its first barrier) got the barrier of every
+   * open channel, or they ended: the in-flight input to persist is complete.
+   */
+  allBarriersReceived?(checkpointId: bigint): void;
 }

@@ -75,6 +75,11 @@ export class CompletedCheckpoint {
     return this.subtaskStates.reduce((sum, s) => sum + s.metrics.bytesProcessedDuringAlignment, 0);
   }
 
+  /** Bytes of in-flight data all subtasks stored as channel state (unaligned checkpoints). */
+  get persistedDataBytes(): number {
+    return this.subtaskStates.reduce((sum, s) => sum + (s.metrics.persistedDataBytes ?? 0), 0);
+  }
+
   /** Bytes of all snapshot files. */
   get stateSize(): number {
     return this.subtaskStates.reduce((sum, s) => sum + (s.stateHandle?.size ?? 0), 0);

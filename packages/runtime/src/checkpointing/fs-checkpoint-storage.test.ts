@@ -1,9 +1,12 @@
-import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ErrorCodes, ExecutionAttemptID, JobID } from "@sluice/core";
+import { expectRejection } from "@sluice/core/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { CheckpointError } from "./checkpoint-error.js";
 import { FsCheckpointStorage } from "./fs-checkpoint-storage.js";
+import type { TaskChannelState } from "./task-channel-state.js";
 
 let base: string;
 beforeEach(async () => {
@@ -96,5 +99,59 @@ describe("FsCheckpointStorage", () => {
     expect(await readdir(storage.jobDirectory)).toEqual(["chk-2"]);
     await storage.discardCheckpoint(2n);
     expect(await readdir(base)).toEqual([]);
+  });
+
+  it("writes the channel state of an unaligned checkpoint next to the snapshot and reads it back", async () => {
+    const jobId = new JobID();
+    const storage = new FsCheckpointStorage(base, jobId);
+    const attempt = new ExecutionAttemptID();
+    const channelState: TaskChannelState = {
+      inputChannelState: [{ info: { gateIndex: 1, channelIndex: 2 }, data: Uint8Array.of(1, 2) }],
+      resultSubpartitionState: [
+        { info: { partitionIndex: 0, subpartitionIndex: 3 }, data: Uint8Array.of(9) },
+      ],
+    };
+    // A task with no state of its own still has a snapshot file naming its channel state.
+    const handle = await storage.writeTaskState(2n, attempt, "T", undefined, channelState);
+    const folder = path.join(base, jobId.toString(), "chk-2");
+    expect((await readdir(folder)).sort()).toEqual(
+      [`${attempt}.channel-state`, `${attempt}.json`].sort(),
+    );
+    const identity = { jobId, checkpointId: 2n, taskName: "T" };
+    const snapshot = await FsCheckpointStorage.readTaskSnapshot(handle, identity);
+    expect(snapshot.state).toBeUndefined();
+    expect(snapshot.channelState).toEqual(channelState);
+    // Discarding the snapshot takes the channel state with it.
+    await storage.discardState(handle);
+    await expect(readdir(folder)).rejects.toMatchObject({ code: "ENOENT" });
+  });
+
+  it("fails loudly on a channel state file that does not match its snapshot", async () => {
+    const jobId = new JobID();
+    const storage = new FsCheckpointStorage(base, jobId);
+    const attempt = new ExecutionAttemptID();
+    const channelState: TaskChannelState = {
+      inputChannelState: [{ info: { gateIndex: 0, channelIndex: 0 }, data: Uint8Array.of(7) }],
+      resultSubpartitionState: [],
+    };
+    const handle = await storage.writeTaskState(4n, attempt, "T", "1", channelState);
+    const file = path.join(base, jobId.toString(), "chk-4", `${attempt}.channel-state`);
+    const original = await readFile(file);
+    await writeFile(file, Buffer.from("not channel state"));
+    const identity = { jobId, checkpointId: 4n, taskName: "T" };
+    await expectRejection(
+      FsCheckpointStorage.readTaskSnapshot(handle, identity),
+      CheckpointError,
+      ErrorCodes.CHECKPOINT,
+      "has 17 bytes, but the snapshot recorded",
+    );
+    // Right size, wrong content.
+    await writeFile(file, Buffer.alloc(original.length));
+    await expectRejection(
+      FsCheckpointStorage.readTaskSnapshot(handle, identity),
+      CheckpointError,
+      ErrorCodes.CHECKPOINT,
+      "is not a channel state file",
+    );
   });
 });

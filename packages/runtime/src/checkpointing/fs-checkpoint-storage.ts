@@ -9,7 +9,13 @@ import {
   type ReadableConfig,
 } from "@sluice/runtime-api";
 import writeFileAtomic from "write-file-atomic";
+import { ChannelStateSerializer } from "./channel-state-serializer.js";
 import { CheckpointError } from "./checkpoint-error.js";
+import {
+  channelStateSize,
+  EMPTY_CHANNEL_STATE,
+  type TaskChannelState,
+} from "./task-channel-state.js";
 
 /**
  * Where one task's snapshot of one checkpoint is stored (Flink's FileStateHandle): an absolute
@@ -31,6 +37,17 @@ export interface TaskStateIdentity {
   readonly taskName: string;
 }
 
+/** What a task's snapshot file holds: its state and, for an unaligned checkpoint, channel state. */
+export interface TaskSnapshot {
+  /** What the task's CheckpointHandler returned (undefined: nothing). */
+  readonly state: JsonValue | undefined;
+  /** The in-flight data to replay (empty for an aligned checkpoint). */
+  readonly channelState: TaskChannelState;
+}
+
+/** The suffix of a task's channel state file, next to its `<attempt>.json`. */
+const CHANNEL_STATE_SUFFIX = ".channel-state";
+
 /** The version of the snapshot and `_metadata` files this build writes and reads. */
 const FILE_VERSION = 1;
 
@@ -50,7 +67,9 @@ const DEFAULT_FOLDER_NAME = "sluice-checkpoints";
  *
  * A snapshot file holds the task's state as JSON inside an envelope naming the job, the
  * checkpoint and the task; a restore checks the envelope, so a handle pointing at another
- * checkpoint's file fails loudly instead of restoring the wrong state.
+ * checkpoint's file fails loudly instead of restoring the wrong state. The in-flight data of an
+ * unaligned checkpoint goes to `<execution attempt>.channel-state` next to it (layout:
+ * {@link ChannelStateSerializer}), written first; the envelope records its size.
  */
 export class FsCheckpointStorage {
   /** `<state.checkpoints.dir>/<jobId>`. */
@@ -89,19 +108,35 @@ export class FsCheckpointStorage {
   /**
    * Writes one task's snapshot of `checkpointId` atomically.
    *
-   * @param stateJson the task's state, already serialized (the snapshot was taken synchronously).
+   * @param stateJson the task's state, already serialized (the snapshot was taken synchronously);
+   *   undefined when the task stores none.
+   * @param channelState the in-flight data of an unaligned checkpoint, written to a channel
+   *   state file next to the snapshot when it holds any.
    * @throws CheckpointError naming the file when it cannot be written.
    */
   async writeTaskState(
     checkpointId: bigint,
     executionAttemptId: ExecutionAttemptID,
     taskName: string,
-    stateJson: string,
+    stateJson: string | undefined,
+    channelState: TaskChannelState = EMPTY_CHANNEL_STATE,
   ): Promise<FileStateHandle> {
+    const file = path.join(this.checkpointDirectory(checkpointId), `${executionAttemptId}.json`);
+    let channelStateField = "";
+    if (channelStateSize(channelState) > 0) {
+      const bytes = ChannelStateSerializer.serialize(channelState);
+      await this.writeAtomically(
+        channelStateFileOf(file),
+        bytes,
+        `the channel state of ${taskName}`,
+        checkpointId,
+      );
+      channelStateField = `,"channelState":{"size":${bytes.length}}`;
+    }
+    const stateField = stateJson === undefined ? "" : `,"state":${stateJson}`;
     const envelope =
       `{"version":${FILE_VERSION},"jobId":${JSON.stringify(this.jobId.toString())},` +
-      `"checkpointId":"${checkpointId}","task":${JSON.stringify(taskName)},"state":${stateJson}}`;
-    const file = path.join(this.checkpointDirectory(checkpointId), `${executionAttemptId}.json`);
+      `"checkpointId":"${checkpointId}","task":${JSON.stringify(taskName)}${stateField}${channelStateField}}`;
     await this.writeAtomically(file, envelope, `the snapshot of ${taskName}`, checkpointId);
     return { path: file, size: Buffer.byteLength(envelope) };
   }
@@ -134,6 +169,20 @@ export class FsCheckpointStorage {
     handle: FileStateHandle,
     expected: TaskStateIdentity,
   ): Promise<JsonValue> {
+    return (await FsCheckpointStorage.readTaskSnapshot(handle, expected)).state as JsonValue;
+  }
+
+  /**
+   * Reads a task's snapshot back with its channel state, checking that it belongs to
+   * `expected`'s job and checkpoint.
+   *
+   * @throws CheckpointError naming the file when the snapshot or its channel state file is
+   *   missing, unreadable, malformed, or of another job or checkpoint.
+   */
+  static async readTaskSnapshot(
+    handle: FileStateHandle,
+    expected: TaskStateIdentity,
+  ): Promise<TaskSnapshot> {
     const what = `${expected.taskName}: the snapshot ${handle.path} of checkpoint ${expected.checkpointId}`;
     let text: string;
     try {
@@ -165,7 +214,31 @@ export class FsCheckpointStorage {
         `${what} belongs to job ${String(fields.jobId)}, checkpoint ${String(fields.checkpointId)}`,
       );
     }
-    return fields.state as JsonValue;
+    const state = fields.state as JsonValue | undefined;
+    const channelStateField = fields.channelState as { size?: unknown } | undefined;
+    if (channelStateField === undefined) return { state, channelState: EMPTY_CHANNEL_STATE };
+    // The channel state file is always the snapshot's sibling: the snapshot names only its size,
+    // so it cannot send a restore to read anything else.
+    const channelPath = channelStateFileOf(handle.path);
+    const channelWhat = `${expected.taskName}: the channel state ${channelPath} of checkpoint ${expected.checkpointId}`;
+    const expectedSize = channelStateField.size;
+    if (typeof expectedSize !== "number" || !Number.isInteger(expectedSize) || expectedSize < 0) {
+      throw new CheckpointError(`${what} records no valid channel state size`);
+    }
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(channelPath);
+    } catch (error) {
+      throw new CheckpointError(`${channelWhat} cannot be read: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
+    if (bytes.length !== expectedSize) {
+      throw new CheckpointError(
+        `${channelWhat} has ${bytes.length} bytes, but the snapshot recorded ${expectedSize}`,
+      );
+    }
+    return { state, channelState: ChannelStateSerializer.deserialize(bytes, channelWhat) };
   }
 
   /**
@@ -176,6 +249,7 @@ export class FsCheckpointStorage {
    */
   async discardState(handle: FileStateHandle, pruneFolders = true): Promise<void> {
     await rm(handle.path, { force: true });
+    await rm(channelStateFileOf(handle.path), { force: true });
     if (!pruneFolders) return;
     const checkpointDirectory = path.dirname(handle.path);
     if (await removeIfEmpty(checkpointDirectory))
@@ -193,7 +267,7 @@ export class FsCheckpointStorage {
 
   private async writeAtomically(
     file: string,
-    text: string,
+    text: string | Buffer,
     what: string,
     checkpointId: bigint,
   ): Promise<void> {
@@ -208,6 +282,14 @@ export class FsCheckpointStorage {
       );
     }
   }
+}
+
+/** The channel state file next to snapshot file `snapshotPath` (`<attempt>.channel-state`). */
+function channelStateFileOf(snapshotPath: string): string {
+  const base = snapshotPath.endsWith(".json")
+    ? snapshotPath.slice(0, -".json".length)
+    : snapshotPath;
+  return base + CHANNEL_STATE_SUFFIX;
 }
 
 /** Removes `directory` if it is empty; true when it is gone afterwards. */

@@ -1,9 +1,12 @@
+export type { InputChannelInfo } from "@sluice/runtime-api";
 export {
   type AcknowledgeCheckpoint,
   AcknowledgeCheckpointCodec,
   type AcknowledgeCheckpointJSON,
   parseCheckpointId,
 } from "./acknowledge-checkpoint.js";
+export { ChannelStateSerializer } from "./channel-state-serializer.js";
+export { ChannelStateWriterImpl } from "./channel-state-writer-impl.js";
 export {
   CheckpointBarrierHandler,
   type CheckpointBarrierHandlerOptions,
@@ -52,17 +55,26 @@ export {
   type FileStateHandle,
   FsCheckpointStorage,
   METADATA_FILE_NAME,
+  type TaskSnapshot,
   type TaskStateIdentity,
 } from "./fs-checkpoint-storage.js";
-export type { InputChannelInfo } from "./input-channel-info.js";
 export {
   PendingCheckpoint,
   type TaskAcknowledgeResult,
   type TaskToWaitFor,
 } from "./pending-checkpoint.js";
+export { RecoveredInputChannel } from "./recovered-input-channel.js";
 export { SingleCheckpointBarrierHandler } from "./single-checkpoint-barrier-handler.js";
 export {
   SubtaskCheckpointCoordinator,
   type SubtaskCheckpointCoordinatorOptions,
   type TaskCheckpointStats,
+  type UnalignedCheckpointsSettings,
 } from "./subtask-checkpoint-coordinator.js";
+export {
+  channelStateSize,
+  EMPTY_CHANNEL_STATE,
+  type InputChannelStateHandle,
+  type ResultSubpartitionStateHandle,
+  type TaskChannelState,
+} from "./task-channel-state.js";

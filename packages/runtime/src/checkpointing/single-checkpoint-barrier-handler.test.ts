@@ -716,7 +716,7 @@ describe("SingleCheckpointBarrierHandler (aligned)", () => {
     expect(gate.getBlockedChannels()).toEqual([]);
   });
 
-  it("rejects a barrier that does not block its channel, naming the channel", () => {
+  it("rejects an at-least-once barrier, naming the channel", () => {
     const gate = new ScriptedInputGate(2);
     const handler = new SingleCheckpointBarrierHandler({
       taskName: "t",
@@ -728,7 +728,7 @@ describe("SingleCheckpointBarrierHandler (aligned)", () => {
       alignment: CheckpointAlignment.AT_LEAST_ONCE,
     });
     expect(() => handler.processBarrier(atLeastOnce, { gateIndex: 0, channelIndex: 1 })).toThrow(
-      /channel 1 of gate 0 does not block/,
+      /channel 1 of gate 0 is not an exactly-once barrier/,
     );
   });
 

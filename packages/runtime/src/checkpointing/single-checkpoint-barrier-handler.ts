@@ -1,15 +1,18 @@
 import {
+  AvailabilityHelper,
   type CancelCheckpointMarker,
   type CheckpointBarrier,
   IllegalStateError,
+  isTimeoutable,
+  isUnalignedCheckpoint,
   needsAlignment,
 } from "@sluice/core";
+import type { InputChannelInfo } from "@sluice/runtime-api";
 import {
   CheckpointBarrierHandler,
   type CheckpointBarrierHandlerOptions,
 } from "./checkpoint-barrier-handler.js";
 import { CheckpointFailureReason } from "./checkpoint-failure-reason.js";
-import type { InputChannelInfo } from "./input-channel-info.js";
 
 /**
  * Exactly-once barrier alignment over all input channels of a task (Flink's
@@ -28,8 +31,21 @@ import type { InputChannelInfo } from "./input-channel-info.js";
  *   already delivered the barrier is not counted twice); later checkpoints no longer wait for
  *   it. With `checkpointsAfterTasksFinish` off, it aborts the pending checkpoint instead.
  *
- * Barriers must be aligned ones (exactly-once, `CheckpointAlignment.ALIGNED` or forced aligned):
- * only they block their subpartition upstream, which is what makes holding a channel possible.
+ * Barriers must be exactly-once ones. Aligned barriers block their subpartition upstream, which
+ * is what makes holding a channel possible.
+ *
+ * Unaligned checkpoints (Flink's unaligned handler states): the first unaligned barrier — a
+ * priority event that overtook its channel's data — triggers the checkpoint at once; the task
+ * then persists the data still queued before the other channels' barriers as channel state, and
+ * is told ({@link CheckpointableTask.allBarriersReceived}) once every open channel delivered its
+ * barrier or ended. Nothing is held.
+ *
+ * Alignment timeout (Flink's alternating handler): a timeoutable aligned barrier is announced
+ * ahead of the data by its channel (an EventAnnouncement, {@link processBarrierAnnouncement}).
+ * When the alignment takes longer than the barrier's `alignedCheckpointTimeout` from its first
+ * barrier or announcement here, the checkpoint turns unaligned: the announced barriers move ahead
+ * of their data, the held channels resume and the checkpoint triggers. The timer only marks the
+ * timeout; the switch happens in the next poll ({@link checkAlignmentTimeout}), between records.
  */
 export class SingleCheckpointBarrierHandler extends CheckpointBarrierHandler {
   private numOpenChannels: number;
@@ -40,17 +56,30 @@ export class SingleCheckpointBarrierHandler extends CheckpointBarrierHandler {
   private targetChannelCount = 0;
   /** Channels whose aligned barrier holds them, by key, until the checkpoint resolves. */
   private readonly blockedChannels = new Map<number, InputChannelInfo>();
+  /** Whether the pending checkpoint is (or turned) unaligned. */
+  private pendingUnaligned = false;
+  /** Announced timeoutable barriers of the pending checkpoint not read yet: channel → sequence. */
+  private readonly announcements = new Map<
+    number,
+    { channel: InputChannelInfo; sequence: number }
+  >();
+  private alignmentTimer: NodeJS.Timeout | undefined;
+  private alignmentTimedOut = false;
+  /** Available while a timed-out alignment waits for the next poll to switch to unaligned. */
+  private readonly timeoutAvailability = new AvailabilityHelper();
 
   constructor(options: CheckpointBarrierHandlerOptions) {
     super(options);
     this.numOpenChannels = this.totalNumberOfInputChannels;
+    this.timeoutAvailability.resetUnavailable();
   }
 
   processBarrier(barrier: CheckpointBarrier, channel: InputChannelInfo): void {
     const key = this.channelKey(channel);
-    if (!needsAlignment(barrier.options)) {
+    const blocking = needsAlignment(barrier.options);
+    if (!blocking && !isUnalignedCheckpoint(barrier.options)) {
       throw new IllegalStateError(
-        `${this.taskName}: barrier of checkpoint ${barrier.id} on channel ${channel.channelIndex} of gate ${channel.gateIndex} does not block its channel (alignment ${barrier.options.alignment}); exactly-once alignment needs aligned barriers, at-least-once barriers go to a CheckpointBarrierTracker`,
+        `${this.taskName}: barrier of checkpoint ${barrier.id} on channel ${channel.channelIndex} of gate ${channel.gateIndex} is not an exactly-once barrier (alignment ${barrier.options.alignment}); at-least-once barriers go to a CheckpointBarrierTracker`,
       );
     }
     const id = barrier.id;
@@ -58,15 +87,150 @@ export class SingleCheckpointBarrierHandler extends CheckpointBarrierHandler {
       this.currentCheckpointId > id ||
       (this.currentCheckpointId === id && !this.isCheckpointPending())
     ) {
-      // Late: nothing waits for this barrier, but it blocked its channel upstream.
-      this.resumeConsumption(channel);
+      // Late: nothing waits for this barrier, but an aligned one blocked its channel upstream.
+      if (blocking) this.resumeConsumption(channel);
       return;
     }
+    const isNew = this.currentCheckpointId < id;
     this.checkNewCheckpoint(barrier);
+    if (isNew && isTimeoutable(barrier.options)) this.registerAlignmentTimer(barrier);
+    this.announcements.delete(key);
+    if (!this.pendingUnaligned && !blocking) {
+      // An unaligned barrier (or one that turned unaligned upstream): no more alignment.
+      this.switchToUnaligned(key, barrier);
+      return;
+    }
+    if (this.pendingUnaligned) {
+      this.markAligned(key, barrier, () => {
+        if (blocking) this.resumeConsumption(channel);
+        this.notifyAllBarriersReceivedIfComplete(barrier.id);
+      });
+      return;
+    }
     this.markAligned(key, barrier, () => {
       this.blockedChannels.set(key, channel);
       if (this.alignedChannels.size === this.targetChannelCount) this.triggerAndResume(barrier);
     });
+  }
+
+  /**
+   * Channel `channel` announced a timeoutable aligned barrier that is still queued behind data as
+   * its buffer `sequenceNumber` (Flink's `processBarrierAnnouncement`). Once the alignment times
+   * out, that barrier is moved ahead of the data; if the checkpoint is unaligned already, at once.
+   */
+  override processBarrierAnnouncement(
+    barrier: CheckpointBarrier,
+    sequenceNumber: number,
+    channel: InputChannelInfo,
+  ): void {
+    const key = this.channelKey(channel);
+    const id = barrier.id;
+    if (
+      this.currentCheckpointId > id ||
+      (this.currentCheckpointId === id && !this.isCheckpointPending())
+    ) {
+      return; // the checkpoint is over here; its barrier will come as a late one
+    }
+    const isNew = this.currentCheckpointId < id;
+    if (isNew) {
+      this.checkNewCheckpoint(barrier);
+      if (isTimeoutable(barrier.options)) this.registerAlignmentTimer(barrier);
+    }
+    if (this.pendingUnaligned) {
+      this.convertToPriorityEvent(channel, sequenceNumber);
+      return;
+    }
+    this.announcements.set(key, { channel, sequence: sequenceNumber });
+  }
+
+  /** True when a timed-out alignment waits to turn unaligned in the next poll. */
+  override hasPendingAlignmentTimeout(): boolean {
+    return this.alignmentTimedOut;
+  }
+
+  /** Resolves once an alignment timed out (for a task waiting for input meanwhile). */
+  override getAlignmentTimeoutFuture(): Promise<void> {
+    return this.timeoutAvailability.getAvailableFuture();
+  }
+
+  /**
+   * Turns a timed-out aligned checkpoint unaligned (Flink's `alignedCheckpointTimeout` state
+   * change): called by the input in its poll, between records. Returns whether it switched.
+   */
+  override checkAlignmentTimeout(): boolean {
+    if (!this.alignmentTimedOut) return false;
+    this.alignmentTimedOut = false;
+    this.timeoutAvailability.resetUnavailable();
+    if (!this.isCheckpointPending() || this.pendingUnaligned) return false;
+    const barrier = this.pendingCheckpointBarrier as CheckpointBarrier;
+    for (const { channel, sequence } of this.announcements.values()) {
+      this.convertToPriorityEvent(channel, sequence);
+    }
+    this.announcements.clear();
+    this.pendingUnaligned = true;
+    const unaligned = barrier.asUnaligned();
+    this.pendingCheckpointBarrier = unaligned;
+    this.notifyCheckpoint(unaligned);
+    this.resumeBlockedChannels();
+    this.notifyAllBarriersReceivedIfComplete(barrier.id);
+    return true;
+  }
+
+  /** The first unaligned barrier (possibly amid an alignment): trigger now, hold nothing. */
+  private switchToUnaligned(key: number, barrier: CheckpointBarrier): void {
+    this.pendingUnaligned = true;
+    this.clearAlignmentTimer();
+    for (const { channel: announced, sequence } of this.announcements.values()) {
+      this.convertToPriorityEvent(announced, sequence);
+    }
+    this.announcements.clear();
+    const unaligned = barrier.asUnaligned();
+    this.pendingCheckpointBarrier = unaligned;
+    this.markAligned(key, barrier, () => {
+      this.notifyCheckpoint(unaligned);
+      this.resumeBlockedChannels();
+      this.notifyAllBarriersReceivedIfComplete(barrier.id);
+    });
+  }
+
+  private notifyAllBarriersReceivedIfComplete(checkpointId: bigint): void {
+    if (this.alignedChannels.size === this.targetChannelCount) {
+      this.task.allBarriersReceived?.(checkpointId);
+    }
+  }
+
+  private convertToPriorityEvent(channel: InputChannelInfo, sequenceNumber: number): void {
+    this.getInputs()[channel.gateIndex]?.convertToPriorityEvent?.(
+      channel.channelIndex,
+      sequenceNumber,
+    );
+  }
+
+  private registerAlignmentTimer(barrier: CheckpointBarrier): void {
+    this.clearAlignmentTimer();
+    const timeout = Number(barrier.options.alignedCheckpointTimeout);
+    const id = barrier.id;
+    this.alignmentTimer = setTimeout(() => {
+      this.alignmentTimer = undefined;
+      if (this.currentCheckpointId !== id || !this.isCheckpointPending()) return;
+      this.alignmentTimedOut = true;
+      this.timeoutAvailability.resetAvailable();
+    }, timeout);
+    this.alignmentTimer.unref?.();
+  }
+
+  private clearAlignmentTimer(): void {
+    if (this.alignmentTimer !== undefined) clearTimeout(this.alignmentTimer);
+    this.alignmentTimer = undefined;
+    if (this.alignmentTimedOut) {
+      this.alignmentTimedOut = false;
+      this.timeoutAvailability.resetUnavailable();
+    }
+  }
+
+  /** Stops the alignment timer (the task ends). */
+  override close(): void {
+    this.clearAlignmentTimer();
   }
 
   processCancellationBarrier(marker: CancelCheckpointMarker, channel: InputChannelInfo): void {
@@ -95,8 +259,12 @@ export class SingleCheckpointBarrierHandler extends CheckpointBarrierHandler {
       return;
     }
     const barrier = this.pendingCheckpointBarrier as CheckpointBarrier;
+    this.announcements.delete(key);
     this.markAligned(key, barrier, () => {
-      if (this.alignedChannels.size === this.targetChannelCount) this.triggerAndResume(barrier);
+      if (this.pendingUnaligned) this.notifyAllBarriersReceivedIfComplete(barrier.id);
+      else if (this.alignedChannels.size === this.targetChannelCount) {
+        this.triggerAndResume(barrier);
+      }
     });
   }
 
@@ -128,6 +296,9 @@ export class SingleCheckpointBarrierHandler extends CheckpointBarrierHandler {
     }
     this.currentCheckpointId = barrier.id;
     this.pendingCheckpointBarrier = barrier;
+    this.pendingUnaligned = false;
+    this.announcements.clear();
+    this.clearAlignmentTimer();
     this.alignedChannels.clear();
     this.targetChannelCount = this.numOpenChannels;
   }
@@ -152,6 +323,8 @@ export class SingleCheckpointBarrierHandler extends CheckpointBarrierHandler {
     if (complete) {
       this.alignedChannels.clear();
       this.lastCancelledOrCompletedCheckpointId = this.currentCheckpointId;
+      this.clearAlignmentTimer();
+      this.announcements.clear();
     }
   }
 
@@ -168,6 +341,9 @@ export class SingleCheckpointBarrierHandler extends CheckpointBarrierHandler {
       this.lastCancelledOrCompletedCheckpointId = checkpointId;
     }
     this.pendingCheckpointBarrier = undefined;
+    this.pendingUnaligned = false;
+    this.announcements.clear();
+    this.clearAlignmentTimer();
     this.alignedChannels.clear();
     this.targetChannelCount = 0;
     this.resumeBlockedChannels();

@@ -4,11 +4,14 @@ import {
   CheckpointBarrier,
   DEFAULT_CHECKPOINT_OPTIONS,
   type ExecutionAttemptID,
+  isUnalignedCheckpoint,
   type JobID,
 } from "@sluice/core";
+import type { InputGate } from "@sluice/runtime-api";
 import type { RecordWriter } from "../io/record-writer.js";
 import { serializeThrowable } from "../taskexecutor/serialized-throwable.js";
 import type { AcknowledgeCheckpoint } from "./acknowledge-checkpoint.js";
+import { ChannelStateWriterImpl } from "./channel-state-writer-impl.js";
 import { CheckpointError } from "./checkpoint-error.js";
 import { CheckpointFailureReason } from "./checkpoint-failure-reason.js";
 import type { CheckpointHandler } from "./checkpoint-handler.js";
@@ -21,6 +24,21 @@ import type { CheckpointableTask } from "./checkpointable-task.js";
 import { CheckpointingMode } from "./checkpointing-mode.js";
 import type { DeclineCheckpoint } from "./decline-checkpoint.js";
 import type { FileStateHandle } from "./fs-checkpoint-storage.js";
+import {
+  channelStateSize,
+  EMPTY_CHANNEL_STATE,
+  type TaskChannelState,
+} from "./task-channel-state.js";
+
+/** How a job's exactly-once checkpoints may be unaligned (`execution.checkpointing.unaligned.*`). */
+export interface UnalignedCheckpointsSettings {
+  /**
+   * `execution.checkpointing.aligned-checkpoint-timeout` in ms: 0 makes every checkpoint
+   * unaligned from the start; more makes a source's barrier a timeoutable aligned one that
+   * turns unaligned at a task whose alignment takes longer.
+   */
+  readonly alignedCheckpointTimeoutMs: number;
+}
 
 /** What a task's checkpoint coordinator needs from its TaskExecutor. */
 export interface SubtaskCheckpointCoordinatorOptions {
@@ -30,8 +48,20 @@ export interface SubtaskCheckpointCoordinatorOptions {
   readonly taskName: string;
   /** The job's checkpointing mode: the alignment of the barriers a source sends. */
   readonly mode: CheckpointingMode;
-  /** Writes a snapshot (already serialized) and returns where it is. */
-  readonly persist: (checkpointId: bigint, stateJson: string) => Promise<FileStateHandle>;
+  /**
+   * Present when exactly-once checkpoints may be unaligned: a source then sends unaligned (or
+   * timeoutable aligned) barriers.
+   */
+  readonly unaligned?: UnalignedCheckpointsSettings;
+  /**
+   * Writes a snapshot (the state already serialized, undefined for none; the channel state of
+   * an unaligned checkpoint) and returns where it is.
+   */
+  readonly persist: (
+    checkpointId: bigint,
+    stateJson: string | undefined,
+    channelState: TaskChannelState,
+  ) => Promise<FileStateHandle>;
   /** Deletes a written snapshot that will never be acknowledged. */
   readonly discard: (handle: FileStateHandle) => Promise<void>;
   /** Sends an acknowledgement to the job side. Must not throw. */
@@ -48,6 +78,8 @@ export interface TaskCheckpointStats {
   readonly metrics: TaskCheckpointMetrics;
   /** Bytes of the snapshot file (0 without state). */
   readonly stateSize: number;
+  /** Bytes of in-flight data stored as channel state (0 for an aligned checkpoint). */
+  readonly persistedDataBytes: number;
 }
 
 /**
@@ -59,12 +91,25 @@ export interface TaskCheckpointStats {
  *
  * Every output must be able to take an event when a checkpoint is performed (no record waiting
  * for buffers): the task guarantees it by polling its input, and running its mail, only while
- * every output is available, as Flink's mailbox does.
+ * no output has a record waiting for buffers, as Flink's mailbox does.
+ *
+ * Unaligned checkpoints (Flink's unaligned SubtaskCheckpointCoordinatorImpl path): at the first
+ * barrier the task's {@link channelStateWriter} opens the checkpoint, the readers hand over the
+ * partial records they hold and the gates the data queued before the barriers; then the state is
+ * snapshotted and the barrier sent as a priority event, whose overtaken output goes to the writer
+ * too. The asynchronous part waits until every input channel delivered its barrier (the handler
+ * calls {@link allBarriersReceived}) and writes the channel state next to the task's state.
  */
 export class SubtaskCheckpointCoordinator implements CheckpointableTask {
   private readonly options: SubtaskCheckpointCoordinatorOptions;
   private readonly pending = new Set<Promise<void>>();
   private outputs: readonly RecordWriter<unknown>[] = [];
+  private inputs: readonly InputGate[] = [];
+  private prepareInputSnapshot: ((checkpointId: bigint) => void) | undefined;
+  /** Unaligned checkpoints aborted here whose asynchronous part has not ended yet. */
+  private readonly abortedChannelState = new Set<bigint>();
+  /** Where the in-flight data of unaligned checkpoints is collected. */
+  readonly channelStateWriter: ChannelStateWriterImpl;
   private handler: CheckpointHandler | undefined;
   private last: TaskCheckpointStats | undefined;
   /** Set when the task failed or was canceled: snapshots still being written are discarded. */
@@ -72,6 +117,36 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
 
   constructor(options: SubtaskCheckpointCoordinatorOptions) {
     this.options = options;
+    this.channelStateWriter = new ChannelStateWriterImpl(options.taskName);
+  }
+
+  /** Whether this job's exactly-once checkpoints may be unaligned. */
+  get unalignedCheckpointsEnabled(): boolean {
+    return (
+      this.options.unaligned !== undefined && this.options.mode === CheckpointingMode.EXACTLY_ONCE
+    );
+  }
+
+  /**
+   * The task's gates (their channels hand over in-flight input at an unaligned checkpoint) and
+   * how its readers hand over the partial records they hold, called first (they come before
+   * anything still queued in the channels).
+   */
+  setInputs(
+    inputs: readonly InputGate[],
+    prepareInputSnapshot?: (checkpointId: bigint) => void,
+  ): void {
+    this.inputs = inputs;
+    this.prepareInputSnapshot = prepareInputSnapshot;
+  }
+
+  /**
+   * Every open input channel delivered the barrier of unaligned checkpoint `checkpointId`, or
+   * ended: its in-flight input is complete (Flink's all-barriers-received future).
+   */
+  allBarriersReceived(checkpointId: bigint): void {
+    this.channelStateWriter.finishInput(checkpointId);
+    for (const gate of this.inputs) gate.checkpointStopped?.(checkpointId);
   }
 
   /** The writers barriers and markers go to (set when the task starts running). */
@@ -94,11 +169,19 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
    * with a barrier of the job's mode, created at `timestamp` (ms since the epoch).
    */
   triggerCheckpoint(checkpointId: bigint, timestamp: bigint): void {
+    const unaligned = this.unalignedCheckpointsEnabled ? this.options.unaligned : undefined;
+    const timeout = BigInt(unaligned?.alignedCheckpointTimeoutMs ?? 0);
     const alignment =
-      this.options.mode === CheckpointingMode.EXACTLY_ONCE
-        ? CheckpointAlignment.ALIGNED
-        : CheckpointAlignment.AT_LEAST_ONCE;
-    const options = { ...DEFAULT_CHECKPOINT_OPTIONS, alignment };
+      this.options.mode !== CheckpointingMode.EXACTLY_ONCE
+        ? CheckpointAlignment.AT_LEAST_ONCE
+        : unaligned !== undefined && timeout === 0n
+          ? CheckpointAlignment.UNALIGNED
+          : CheckpointAlignment.ALIGNED;
+    const options = {
+      ...DEFAULT_CHECKPOINT_OPTIONS,
+      alignment,
+      alignedCheckpointTimeout: unaligned === undefined ? 0n : timeout,
+    };
     this.performCheckpoint(new CheckpointBarrier(checkpointId, timestamp, options), {
       ...NO_CHECKPOINT_METRICS,
     });
@@ -134,13 +217,31 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
    */
   discardPendingCheckpoints(): void {
     this.discarding = true;
+    this.channelStateWriter.close(
+      new CheckpointError(`${this.options.taskName} ended before its channel state was complete`),
+    );
+  }
+
+  /**
+   * The task's inputs are closed: no barrier arrives any more, so unaligned checkpoints still
+   * waiting for input are declined rather than awaited for ever.
+   */
+  closeChannelState(): void {
+    this.channelStateWriter.close(
+      new CheckpointError(
+        `${this.options.taskName} finished before every barrier of the checkpoint arrived`,
+      ),
+    );
   }
 
   private performCheckpoint(barrier: CheckpointBarrier, metrics: CheckpointMetrics): void {
     const checkpointId = barrier.id;
     const start = performance.now();
+    const unaligned = isUnalignedCheckpoint(barrier.options);
     let stateJson: string | undefined;
+    let channelState: Promise<TaskChannelState> | undefined;
     try {
+      if (unaligned) channelState = this.startChannelState(barrier);
       stateJson = this.takeSnapshot(checkpointId);
     } catch (error) {
       // Downstream tasks must not wait for a barrier that will never come.
@@ -151,11 +252,42 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
       );
       return;
     }
-    for (const output of this.outputs) output.broadcastEvent(barrier);
+    // An unaligned barrier overtakes the queued output; the partitions hand it to the writer.
+    for (const output of this.outputs) output.broadcastEvent(barrier, unaligned);
+    if (unaligned) {
+      this.channelStateWriter.finishOutput(checkpointId);
+      if (this.inputs.length === 0) this.channelStateWriter.finishInput(checkpointId);
+    }
     const syncDurationMillis = Math.round(performance.now() - start);
-    const written = this.writeAndAcknowledge(checkpointId, stateJson, metrics, syncDurationMillis);
+    const written = this.writeAndAcknowledge(
+      checkpointId,
+      stateJson,
+      channelState,
+      metrics,
+      syncDurationMillis,
+    );
     this.pending.add(written);
     void written.then(() => this.pending.delete(written));
+  }
+
+  /**
+   * Opens the channel state of unaligned checkpoint `barrier`: first the partial records the
+   * readers hold, then what the channels hold before the barrier and receive until it, so each
+   * channel's bytes are in stream order.
+   */
+  private startChannelState(barrier: CheckpointBarrier): Promise<TaskChannelState> {
+    this.channelStateWriter.start(barrier.id);
+    const result = this.channelStateWriter.getWriteResult(barrier.id);
+    this.prepareInputSnapshot?.(barrier.id);
+    for (const gate of this.inputs) {
+      if (gate.checkpointStarted === undefined) {
+        throw new CheckpointError(
+          `${this.options.taskName}: an input gate of the shuffle plugin cannot take unaligned checkpoints (no checkpointStarted)`,
+        );
+      }
+      gate.checkpointStarted(barrier);
+    }
+    return result;
   }
 
   /** The handler's state, serialized now (so later changes of the object do not leak in). */
@@ -184,14 +316,33 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
   private async writeAndAcknowledge(
     checkpointId: bigint,
     stateJson: string | undefined,
+    pendingChannelState: Promise<TaskChannelState> | undefined,
     alignment: CheckpointMetrics,
     syncDurationMillis: number,
   ): Promise<void> {
     const start = performance.now();
+    let channelState = EMPTY_CHANNEL_STATE;
+    if (pendingChannelState !== undefined) {
+      try {
+        channelState = await pendingChannelState;
+      } catch (error) {
+        // Aborted here (declined already), or the task ended before the input was complete.
+        if (!this.abortedChannelState.delete(checkpointId) && !this.discarding) {
+          this.decline(
+            checkpointId,
+            CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_CLOSING,
+            error as Error,
+          );
+        }
+        return;
+      }
+    }
+    const persistedDataBytes = channelStateSize(channelState);
     let stateHandle: FileStateHandle | undefined;
     try {
-      if (stateJson !== undefined)
-        stateHandle = await this.options.persist(checkpointId, stateJson);
+      if (stateJson !== undefined || persistedDataBytes > 0) {
+        stateHandle = await this.options.persist(checkpointId, stateJson, channelState);
+      }
     } catch (error) {
       this.decline(
         checkpointId,
@@ -210,8 +361,14 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
       checkpointStartDelayNanos: alignment.checkpointStartDelayNanos,
       syncDurationMillis,
       asyncDurationMillis: Math.round(performance.now() - start),
+      persistedDataBytes,
     };
-    this.last = { checkpointId, metrics, stateSize: stateHandle?.size ?? 0 };
+    this.last = {
+      checkpointId,
+      metrics,
+      stateSize: stateHandle?.size ?? 0,
+      persistedDataBytes,
+    };
     this.options.acknowledge({
       jobId: this.options.jobId,
       executionAttemptId: this.options.executionAttemptId,
@@ -242,6 +399,14 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
     reason: CheckpointFailureReason,
     error?: Error,
   ): void {
+    if (this.channelStateWriter.isStarted(checkpointId)) {
+      this.abortedChannelState.add(checkpointId);
+      this.channelStateWriter.abort(
+        checkpointId,
+        new CheckpointError(`${this.options.taskName}: checkpoint ${checkpointId} was aborted`),
+      );
+      for (const gate of this.inputs) gate.checkpointStopped?.(checkpointId);
+    }
     for (const output of this.outputs)
       output.broadcastEvent(new CancelCheckpointMarker(checkpointId));
     this.decline(checkpointId, reason, error);

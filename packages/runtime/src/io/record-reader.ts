@@ -6,7 +6,12 @@ import {
   type SpillingAdaptiveSpanningRecordDeserializerOptions,
   type TypeSerializer,
 } from "@sluice/core";
-import type { InputGate } from "@sluice/runtime-api";
+import type {
+  BufferOrEvent,
+  ChannelStateWriter,
+  InputChannelInfo,
+  InputGate,
+} from "@sluice/runtime-api";
 import { SimpleCounter } from "../metrics/simple-counter.js";
 import type { TimerGauge } from "../metrics/timer-gauge.js";
 
@@ -28,7 +33,13 @@ export type PollStatus = (typeof PollStatus)[keyof typeof PollStatus];
 export type RecordReaderInput = Pick<
   InputGate,
   "numberOfInputChannels" | "pollNext" | "isFinished" | "getAvailableFuture"
->;
+> & {
+  /**
+   * The next priority event, or `undefined` (optional): taken between two records of a buffer
+   * the reader is still reading, so an unaligned barrier need not wait for that buffer.
+   */
+  pollPriorityEvent?(): BufferOrEvent | undefined;
+};
 
 /** Options of a RecordReader. */
 export interface RecordReaderOptions extends SpillingAdaptiveSpanningRecordDeserializerOptions {
@@ -92,6 +103,10 @@ export class RecordReader<T> implements AsyncIterable<T> {
   pollRecords(onRecord: (record: T) => void, maxRecords = Number.MAX_SAFE_INTEGER): PollStatus {
     if (this.closed) throw new CancelledError("record reader is closed");
     this.starved = false;
+    // Priority events go ahead of the rest of the current buffer (once per call, not per record).
+    if (this.current !== undefined && this.gate.pollPriorityEvent !== undefined) {
+      this.takePriorityEvents(this.gate.pollPriorityEvent.bind(this.gate));
+    }
     let delivered = 0;
     const holder = this.holder;
     while (delivered < maxRecords) {
@@ -133,6 +148,12 @@ export class RecordReader<T> implements AsyncIterable<T> {
     return PollStatus.MORE_AVAILABLE;
   }
 
+  private takePriorityEvents(poll: () => BufferOrEvent | undefined): void {
+    for (let next = poll(); next !== undefined; next = poll()) {
+      if (next.event !== undefined) this.onEvent(next.event, next.channelIndex);
+    }
+  }
+
   private deserializerOf(channel: number): SpillingAdaptiveSpanningRecordDeserializer {
     let deserializer = this.deserializers[channel];
     if (deserializer === undefined) {
@@ -158,6 +179,23 @@ export class RecordReader<T> implements AsyncIterable<T> {
       return;
     }
     this.options.onEvent?.(event, channel);
+  }
+
+  /**
+   * An unaligned checkpoint starts (Flink's `StreamTaskNetworkInput.prepareSnapshot`): hands
+   * `writer` a copy of the bytes each channel's deserializer holds and has not turned into
+   * records yet (a partial record), the first in-flight input of that channel. `channelInfo`
+   * names the channel behind a reader channel index.
+   */
+  prepareSnapshot(
+    writer: ChannelStateWriter,
+    checkpointId: bigint,
+    channelInfo: (channelIndex: number) => InputChannelInfo,
+  ): void {
+    for (let channel = 0; channel < this.deserializers.length; channel++) {
+      const buffer = this.deserializers[channel]?.getUnconsumedBuffer();
+      if (buffer !== undefined) writer.addInputData(checkpointId, channelInfo(channel), [buffer]);
+    }
   }
 
   /** True once every channel ended. */

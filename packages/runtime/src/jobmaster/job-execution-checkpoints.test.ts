@@ -92,20 +92,30 @@ async function checkpointedCount(task: Task): Promise<Record<string, number>> {
       return counts;
     },
   });
+  restoredChannelStateBytes.push(task.restoredChannelStateBytes);
+  // `slow`: a few records per millisecond, so the sources are back-pressured.
+  const slow = task.configuration.slow === true;
   let countedSince = 0;
   const reader = task.reader<string>();
   for (;;) {
-    const status = reader.pollRecords((word) => {
-      counts[word] = (counts[word] ?? 0) + 1;
-      if (failing && failAfterSnapshots !== undefined && snapshots >= failAfterSnapshots) {
-        if (++countedSince > 500) throw new Error(`${task.name} broke on purpose`);
-      }
-    }, 256);
+    const status = reader.pollRecords(
+      (word) => {
+        counts[word] = (counts[word] ?? 0) + 1;
+        if (failing && failAfterSnapshots !== undefined && snapshots >= failAfterSnapshots) {
+          if (++countedSince > 500) throw new Error(`${task.name} broke on purpose`);
+        }
+      },
+      slow ? 16 : 256,
+    );
     if (status === PollStatus.END_OF_INPUT) return counts;
     if (status === PollStatus.NOTHING_AVAILABLE) await reader.getAvailableFuture();
+    else if (slow) await new Promise((resolve) => setTimeout(resolve, 1));
     else await new Promise((resolve) => setImmediate(resolve));
   }
 }
+
+/** What each counter attempt was restored with: bytes of channel state. */
+const restoredChannelStateBytes: number[] = [];
 
 const INVOKABLES: Readonly<Record<string, TaskInvokable<Task>>> = {
   source: pacedSource,
@@ -117,7 +127,10 @@ function startExecutor(config = configuration()): Promise<TaskExecutor> {
 }
 
 /** `Source` (2 subtasks, paced differently) → HASH by word → `Count` (2 subtasks). */
-function wordCountGraph(words: number, countConfig: Record<string, number | number[]> = {}) {
+function wordCountGraph(
+  words: number,
+  countConfig: Record<string, number | number[] | boolean> = {},
+) {
   const graph = new JobGraph("checkpointed word count");
   const source = graph.addVertex({
     name: "Source",
@@ -214,6 +227,26 @@ describe("a checkpointing job", () => {
 });
 
 describe("recovery from the last completed checkpoint", () => {
+  it("restarts from an unaligned checkpoint taken under back-pressure, replaying its in-flight data", async () => {
+    restoredChannelStateBytes.length = 0;
+    const config = configuration({ "execution.checkpointing.unaligned.enabled": true });
+    const executor = await startExecutor(config);
+    const graph = wordCountGraph(20_000, {
+      failOnAttempts: [0],
+      failAfterSnapshots: 2,
+      slow: true,
+    });
+    const execution = await runOn(executor, graph, config);
+    const result = await execution.terminated;
+    expect(result.error).toBeUndefined();
+    expect(result.status).toBe("FINISHED");
+    expect(result.restarts).toBe(1);
+    expect(totals(result.results)).toEqual(expectedCounts(20_000, 2));
+    // The checkpoint restored from held in-flight data, which was replayed.
+    expect(restoredChannelStateBytes.some((bytes) => bytes > 0)).toBe(true);
+    expect(await readdir(checkpointsDir)).toEqual([]);
+  });
+
   it("restarts every task after one failed, and counts every word exactly once", async () => {
     const executor = await startExecutor();
     const graph = wordCountGraph(60_000, { failOnAttempts: [0], failAfterSnapshots: 2 });

@@ -29,6 +29,7 @@ import {
 } from "../checkpointing/checkpoint-coordinator.js";
 import type { CheckpointCoordinatorConfiguration } from "../checkpointing/checkpoint-coordinator-configuration.js";
 import { CheckpointFailureReason } from "../checkpointing/checkpoint-failure-reason.js";
+import { CheckpointingMode } from "../checkpointing/checkpointing-mode.js";
 import type { CompletedCheckpoint } from "../checkpointing/completed-checkpoint.js";
 import type { DeclineCheckpoint } from "../checkpointing/decline-checkpoint.js";
 import { deserializeThrowable } from "../taskexecutor/serialized-throwable.js";
@@ -96,6 +97,11 @@ export interface JobCheckpointsSummary {
   readonly aborted: number;
   /** The checkpoint the last restart restored; `undefined` without a restart from one. */
   readonly restoredFrom?: bigint;
+  /**
+   * Bytes of in-flight data (channel state of an unaligned checkpoint) the restored checkpoint
+   * held and the restart replayed; present with `restoredFrom`.
+   */
+  readonly restoredPersistedDataBytes?: number;
   /** The newest completed checkpoint, with its per-task figures. */
   readonly latest?: CompletedCheckpoint;
 }
@@ -548,6 +554,14 @@ export class JobExecution implements JobMasterGateway {
       inputGates,
       taskConfiguration: vertex.configuration,
       ...(this.checkpointing === undefined ? {} : { checkpointingMode: this.checkpointing.mode }),
+      ...(this.checkpointing?.unalignedCheckpointsEnabled === true &&
+      this.checkpointing.mode === CheckpointingMode.EXACTLY_ONCE
+        ? {
+            unalignedCheckpoints: {
+              alignedCheckpointTimeoutMs: this.checkpointing.alignedCheckpointTimeout,
+            },
+          }
+        : {}),
       ...this.taskRestoreOf(execution),
     });
     if (stale()) return;
@@ -870,7 +884,10 @@ export class JobExecution implements JobMasterGateway {
         aborted: coordinator?.numberOfAbortedCheckpoints ?? 0,
         ...(this.restoredFrom === undefined
           ? {}
-          : { restoredFrom: this.restoredFrom.checkpointId }),
+          : {
+              restoredFrom: this.restoredFrom.checkpointId,
+              restoredPersistedDataBytes: this.restoredFrom.persistedDataBytes,
+            }),
         ...(latest === undefined ? {} : { latest }),
       },
       restarts: this.attemptNumber,

@@ -17,6 +17,7 @@ import {
 import { parseCheckpointId } from "../checkpointing/acknowledge-checkpoint.js";
 import type { CheckpointingMode } from "../checkpointing/checkpointing-mode.js";
 import type { FileStateHandle } from "../checkpointing/fs-checkpoint-storage.js";
+import type { UnalignedCheckpointsSettings } from "../checkpointing/subtask-checkpoint-coordinator.js";
 import { PARTITIONER_NAMES, type PartitionerName } from "../partitioner/partitioners.js";
 
 const TYPE_NAME = "TaskDeploymentDescriptor";
@@ -102,6 +103,11 @@ export interface TaskDeploymentDescriptor {
    * (the task then reads its gates without a barrier handler).
    */
   readonly checkpointingMode?: CheckpointingMode;
+  /**
+   * Present when the job's exactly-once checkpoints may be unaligned
+   * (`execution.checkpointing.unaligned.enabled`), with the aligned checkpoint timeout.
+   */
+  readonly unalignedCheckpoints?: UnalignedCheckpointsSettings;
   /** Present when the task is restored from a completed checkpoint. */
   readonly taskRestore?: TaskRestoreSpec;
 }
@@ -126,6 +132,7 @@ export interface TaskDeploymentDescriptorJSON {
   }[];
   readonly taskConfiguration: JsonObject;
   readonly checkpointingMode?: CheckpointingMode;
+  readonly unalignedCheckpoints?: { readonly alignedCheckpointTimeoutMs: number };
   readonly taskRestore?: TaskRestoreSpecJSON;
 }
 
@@ -234,6 +241,13 @@ function toJSON(descriptor: TaskDeploymentDescriptor): TaskDeploymentDescriptorJ
     ...(descriptor.checkpointingMode === undefined
       ? {}
       : { checkpointingMode: descriptor.checkpointingMode }),
+    ...(descriptor.unalignedCheckpoints === undefined
+      ? {}
+      : {
+          unalignedCheckpoints: {
+            alignedCheckpointTimeoutMs: descriptor.unalignedCheckpoints.alignedCheckpointTimeoutMs,
+          },
+        }),
     ...(descriptor.taskRestore === undefined
       ? {}
       : { taskRestore: taskRestoreToJSON(descriptor.taskRestore) }),
@@ -320,6 +334,13 @@ function fromFields(fields: JsonFields): TaskDeploymentDescriptor {
   const taskRestore = fields.has("taskRestore")
     ? readTaskRestore(fields.object("taskRestore"))
     : undefined;
+  const unalignedCheckpoints = fields.has("unalignedCheckpoints")
+    ? {
+        alignedCheckpointTimeoutMs: fields
+          .object("unalignedCheckpoints")
+          .integer("alignedCheckpointTimeoutMs", 0),
+      }
+    : undefined;
   return createTaskDeploymentDescriptor({
     jobId,
     ...(jobName === undefined ? {} : { jobName }),
@@ -333,6 +354,7 @@ function fromFields(fields: JsonFields): TaskDeploymentDescriptor {
     ...(checkpointingMode === undefined
       ? {}
       : { checkpointingMode: checkpointingMode as CheckpointingMode }),
+    ...(unalignedCheckpoints === undefined ? {} : { unalignedCheckpoints }),
     ...(taskRestore === undefined ? {} : { taskRestore }),
   });
 }

@@ -11,6 +11,7 @@ import {
   type ExecutionState,
   type InputGate,
   NettyShuffleEnvironmentOptions,
+  NetworkMemoryOptions,
   type PartitionInfo,
   type PartitionProducerStateProvider,
   type ResultPartitionWriter,
@@ -383,6 +384,13 @@ export class TaskExecutor implements TaskExecutorGateway {
         ? {}
         : { checkpointing: this.taskCheckpointing(tdd, name, jobMaster) }),
       ...(restore === undefined ? {} : { restore }),
+      ...(this.configuration.get(NetworkMemoryOptions.BUFFER_DEBLOAT_ENABLED)
+        ? {
+            bufferDebloatPeriodMs: this.configuration.get(
+              NetworkMemoryOptions.BUFFER_DEBLOAT_PERIOD,
+            ),
+          }
+        : {}),
     });
     this.tasks.set(key, task);
     void task.terminated.then(() => {
@@ -525,12 +533,12 @@ export class TaskExecutor implements TaskExecutorGateway {
     if (spec === undefined) return undefined;
     const { checkpointId, stateHandle } = spec;
     if (stateHandle === undefined) return { checkpointId, state: undefined };
-    const state = await FsCheckpointStorage.readTaskState(stateHandle, {
+    const { state, channelState } = await FsCheckpointStorage.readTaskSnapshot(stateHandle, {
       jobId: tdd.jobId,
       checkpointId,
       taskName: name,
     });
-    return { checkpointId, state };
+    return { checkpointId, state, channelState };
   }
 
   /** The task's side of checkpointing: snapshots to this worker's folder, reports to the job. */
@@ -546,8 +554,9 @@ export class TaskExecutor implements TaskExecutorGateway {
       executionAttemptId: tdd.executionAttemptId,
       taskName: name,
       mode,
-      persist: (checkpointId, stateJson) =>
-        storage.writeTaskState(checkpointId, tdd.executionAttemptId, name, stateJson),
+      ...(tdd.unalignedCheckpoints === undefined ? {} : { unaligned: tdd.unalignedCheckpoints }),
+      persist: (checkpointId, stateJson, channelState) =>
+        storage.writeTaskState(checkpointId, tdd.executionAttemptId, name, stateJson, channelState),
       discard: (handle) => storage.discardState(handle),
       acknowledge: (ack) => jobMaster?.acknowledgeCheckpoint?.(ack),
       decline: (decline) => jobMaster?.declineCheckpoint?.(decline),

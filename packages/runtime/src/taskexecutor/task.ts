@@ -1,4 +1,5 @@
 import {
+  anyOf,
   CancelledError,
   type ExecutionAttemptID,
   IllegalArgumentError,
@@ -14,6 +15,7 @@ import type {
   ResultPartitionWriter,
 } from "@sluice/runtime-api";
 import type { CheckpointBarrierHandler } from "../checkpointing/checkpoint-barrier-handler.js";
+import { CheckpointError } from "../checkpointing/checkpoint-error.js";
 import { CheckpointFailureReason } from "../checkpointing/checkpoint-failure-reason.js";
 import type { CheckpointHandler } from "../checkpointing/checkpoint-handler.js";
 import { CheckpointedInputGate } from "../checkpointing/checkpointed-input-gate.js";
@@ -23,6 +25,11 @@ import type {
   SubtaskCheckpointCoordinator,
   TaskCheckpointStats,
 } from "../checkpointing/subtask-checkpoint-coordinator.js";
+import {
+  channelStateSize,
+  EMPTY_CHANNEL_STATE,
+  type TaskChannelState,
+} from "../checkpointing/task-channel-state.js";
 import {
   RecordReader,
   type RecordReaderInput,
@@ -69,6 +76,11 @@ export interface TaskResources {
   readonly checkpointing?: TaskCheckpointing;
   /** Present when the task is restored from a checkpoint. */
   readonly restore?: TaskRestore;
+  /**
+   * `taskmanager.network.memory.buffer-debloat.period` when buffer debloating is on: how often
+   * the task's gates recalculate and announce their buffer size. Absent: never.
+   */
+  readonly bufferDebloatPeriodMs?: number;
 }
 
 /** How a task of a checkpointing job takes part in checkpoints. Internal to the runtime. */
@@ -83,6 +95,11 @@ export interface TaskRestore {
   readonly checkpointId: bigint;
   /** The state the task stored in it; `undefined` when it stored none. */
   readonly state: JsonValue | undefined;
+  /**
+   * The in-flight data of an unaligned checkpoint: replayed before new input (input channels)
+   * and before new records (output subpartitions). Absent or empty for an aligned checkpoint.
+   */
+  readonly channelState?: TaskChannelState;
 }
 
 /**
@@ -151,6 +168,12 @@ export class Task {
    * to the offset it stored, a counter loads its map.
    */
   readonly restoredState: JsonValue | undefined;
+  /**
+   * Bytes of in-flight data the restored checkpoint held for this task (input and output channel
+   * state of an unaligned checkpoint), replayed before new data; 0 for a fresh start or an
+   * aligned checkpoint.
+   */
+  readonly restoredChannelStateBytes: number;
 
   private readonly resources: TaskResources;
   private readonly mailbox = new TaskMailbox();
@@ -161,6 +184,8 @@ export class Task {
   private failure: Error | undefined;
   private recordWriters: RecordWriter<unknown>[] = [];
   private recordReaders: RecordReader<unknown>[] = [];
+  private checkpointedInputs: CheckpointedInputGate[] = [];
+  private debloatTimer: NodeJS.Timeout | undefined;
   private resolveTerminated!: (state: TaskExecutionState) => void;
   private released = false;
 
@@ -188,6 +213,9 @@ export class Task {
     this.checkpointingMode = resources.checkpointing?.mode;
     this.restoredCheckpointId = resources.restore?.checkpointId;
     this.restoredState = resources.restore?.state;
+    this.restoredChannelStateBytes = channelStateSize(
+      resources.restore?.channelState ?? EMPTY_CHANNEL_STATE,
+    );
     this.report({});
   }
 
@@ -233,11 +261,13 @@ export class Task {
   /**
    * Runs the task's queued mail (checkpoint triggers of a source) now, synchronously. Call it
    * only between records, where the task's state reflects exactly the records emitted so far.
-   * Mail waits while an output is back-pressured (a record may be half written), as Flink's
-   * mailbox runs no checkpoint inside an emit; {@link yieldToMailbox} waits for it.
+   * Mail waits while an output has a record waiting for buffers (half written), as Flink's
+   * mailbox runs no checkpoint inside an emit; {@link yieldToMailbox} waits for it. A merely
+   * back-pressured output does not hold mail up: events need no buffers, and an unaligned
+   * barrier overtakes the queue.
    */
   processMail(): void {
-    if (!this.mailbox.hasMail() || !this.outputsAvailable()) return;
+    if (!this.mailbox.hasMail() || this.anyPendingRecord()) return;
     this.mailbox.runAll();
   }
 
@@ -263,7 +293,9 @@ export class Task {
     });
     while (!done) {
       const waits: Promise<unknown>[] = [target, this.mailbox.mailArrived(), this.whenAborted()];
-      if (this.mailbox.hasMail()) waits.push(this.outputsAvailableFuture());
+      if (this.mailbox.hasMail() && this.anyPendingRecord()) {
+        waits.push(this.outputsAvailableFuture());
+      }
       await Promise.race(waits);
       // A canceled task stops here rather than wait for `until`, which may never come.
       if (this.signal.aborted) throw this.signal.reason;
@@ -353,8 +385,14 @@ export class Task {
     this.createRecordWritersAndReaders();
     this.metricGroup.io.markTaskStart();
     this.transition("RUNNING");
+    this.startBufferDebloating();
     let result: JsonValue | undefined;
     try {
+      const coordinator = this.resources.checkpointing?.coordinator;
+      if (coordinator?.unalignedCheckpointsEnabled === true) {
+        this.setUpChannelStateWriter(coordinator);
+      }
+      await this.restoreOutputChannelState();
       result = (await invokable(this)) ?? undefined;
       this.checkNotAborted();
       await this.runRemainingMail();
@@ -373,6 +411,7 @@ export class Task {
     }
     await this.closeInputs();
     this.released = true;
+    this.resources.checkpointing?.coordinator.closeChannelState();
     // The job side learns of every checkpoint this task took part in before it learns that the
     // task finished, so it can abort the checkpoints a finished task will never acknowledge.
     await this.resources.checkpointing?.coordinator.waitForPendingCheckpoints();
@@ -413,6 +452,49 @@ export class Task {
     }
   }
 
+  /**
+   * Buffer debloating: every period, each gate measures its throughput and announces the buffer
+   * size that holds the target of in-flight data (Flink's StreamTask debloating timer).
+   */
+  private startBufferDebloating(): void {
+    const period = this.resources.bufferDebloatPeriodMs;
+    if (period === undefined || this.gates.length === 0) return;
+    this.debloatTimer = setInterval(() => {
+      for (const gate of this.gates) gate.triggerDebloating?.();
+    }, period);
+    this.debloatTimer.unref?.();
+  }
+
+  private stopBufferDebloating(): void {
+    if (this.debloatTimer !== undefined) clearInterval(this.debloatTimer);
+    this.debloatTimer = undefined;
+  }
+
+  /**
+   * A restore from an unaligned checkpoint: the output the checkpoint's barriers overtook is
+   * written again, as raw bytes of each subpartition's stream, before any new record (Flink's
+   * recovered output channel state). Back-pressure applies as to any output.
+   */
+  private async restoreOutputChannelState(): Promise<void> {
+    const state = this.resources.restore?.channelState ?? EMPTY_CHANNEL_STATE;
+    for (const { info, data } of state.resultSubpartitionState) {
+      const partition = this.partitions[info.partitionIndex];
+      if (partition?.addRecoveredState === undefined) {
+        throw new CheckpointError(
+          `${this.name}: the restored checkpoint holds output channel state for partition ${info.partitionIndex}, which ${partition === undefined ? "this task does not produce" : "cannot re-emit it (its shuffle plugin has no addRecoveredState)"}`,
+        );
+      }
+      while (!partition.isAvailable()) await partition.getAvailableFuture();
+      this.checkNotAborted();
+      partition.addRecoveredState(info.subpartitionIndex, data);
+    }
+    for (const partition of this.partitions) {
+      partition.flushAll();
+      while (!partition.isAvailable()) await partition.getAvailableFuture();
+    }
+    this.checkNotAborted();
+  }
+
   private createRecordWritersAndReaders(): void {
     const { outputs, inputs, bufferTimeout, readerOptions, checkpointing } = this.resources;
     const io = this.metricGroup.io;
@@ -444,30 +526,90 @@ export class Task {
       task: checkpointing.coordinator,
     });
     this.barrierHandler = handler;
+    const inputChannelState = this.resources.restore?.channelState?.inputChannelState ?? [];
+    this.checkpointedInputs = inputs.map(({ gate }) => {
+      const input = new CheckpointedInputGate([gate], handler);
+      if (inputChannelState.length > 0) input.setRecoveredState(inputChannelState);
+      return input;
+    });
     this.recordReaders = inputs.map(
-      ({ gate, serializer }) =>
+      ({ serializer }, i) =>
         new RecordReader(
-          this.whileOutputsAvailable(new CheckpointedInputGate([gate], handler)),
+          this.whileOutputsAvailable(this.checkpointedInputs[i] as CheckpointedInputGate),
           serializer,
           metered,
         ),
     );
+    checkpointing.coordinator.setInputs(this.gates, (checkpointId) =>
+      this.prepareInputSnapshot(checkpointId),
+    );
+  }
+
+  /**
+   * Unaligned checkpoints: the task's partitions and gates hand their in-flight data to the
+   * coordinator's channel state writer. A plugin that cannot is refused here, at the start,
+   * rather than taking checkpoints that would lose that data.
+   */
+  private setUpChannelStateWriter(coordinator: SubtaskCheckpointCoordinator): void {
+    const writer = coordinator.channelStateWriter;
+    for (const partition of this.partitions) {
+      if (partition.setChannelStateWriter === undefined) {
+        throw new CheckpointError(
+          `${this.name}: unaligned checkpoints are enabled, but a result partition of the shuffle plugin cannot persist in-flight output (no setChannelStateWriter)`,
+        );
+      }
+      partition.setChannelStateWriter(writer);
+    }
+    for (const gate of this.gates) {
+      if (gate.setChannelStateWriter === undefined || gate.checkpointStarted === undefined) {
+        throw new CheckpointError(
+          `${this.name}: unaligned checkpoints are enabled, but an input gate of the shuffle plugin cannot persist in-flight input (no setChannelStateWriter/checkpointStarted)`,
+        );
+      }
+      gate.setChannelStateWriter(writer);
+    }
+  }
+
+  /** The partial records the readers hold go first into a starting unaligned checkpoint. */
+  private prepareInputSnapshot(checkpointId: bigint): void {
+    const writer = this.resources.checkpointing?.coordinator.channelStateWriter;
+    if (writer === undefined) return;
+    this.recordReaders.forEach((reader, i) => {
+      const input = this.checkpointedInputs[i] as CheckpointedInputGate;
+      reader.prepareSnapshot(writer, checkpointId, (channel) => input.getChannelInfo(channel));
+    });
   }
 
   /**
    * `input`, polled only while every output can take an event: a barrier that triggers a
    * checkpoint inside the poll is forwarded at once, which a record waiting for buffers would
-   * forbid (Flink's task likewise reads input only while its output is available).
+   * forbid (Flink's task likewise reads input only while its output is available). While an
+   * output is back-pressured but no record waits for buffers, priority events (unaligned
+   * barriers, a timed-out alignment) are still taken, as Flink's mailbox does: that is what lets
+   * an unaligned checkpoint pass a back-pressured task.
    */
   private whileOutputsAvailable(input: CheckpointedInputGate): RecordReaderInput {
     if (this.recordWriters.length === 0) return input;
+    const priorityOnly = () => !this.anyPendingRecord() && input.hasPriorityEvent();
     return {
       numberOfInputChannels: input.numberOfInputChannels,
-      pollNext: () => (this.outputsAvailable() ? input.pollNext() : undefined),
+      pollNext: () => (this.outputsAvailable() || priorityOnly() ? input.pollNext() : undefined),
+      pollPriorityEvent: () => (this.anyPendingRecord() ? undefined : input.pollPriorityEvent()),
       isFinished: () => input.isFinished(),
       getAvailableFuture: () =>
-        this.outputsAvailable() ? input.getAvailableFuture() : this.outputsAvailableFuture(),
+        this.outputsAvailable()
+          ? input.getAvailableFuture()
+          : anyOf([this.outputsAvailableFuture(), input.getPriorityEventAvailableFuture()]),
     };
+  }
+
+  /** True when some output has a record waiting for buffers (then no event can be sent). */
+  private anyPendingRecord(): boolean {
+    for (const partition of this.partitions) {
+      // A plugin that cannot tell is treated as blocked while unavailable.
+      if (partition.hasPendingRecord?.() ?? !partition.isAvailable()) return true;
+    }
+    return false;
   }
 
   private outputsAvailable(): boolean {
@@ -490,7 +632,7 @@ export class Task {
   private async runRemainingMail(): Promise<void> {
     if (this.resources.checkpointing !== undefined) {
       while (this.mailbox.hasMail()) {
-        if (!this.outputsAvailable()) await this.outputsAvailableFuture();
+        if (this.anyPendingRecord()) await this.outputsAvailableFuture();
         this.checkNotAborted();
         this.processMail();
       }
@@ -525,6 +667,8 @@ export class Task {
   }
 
   private async closeInputs(): Promise<void> {
+    this.stopBufferDebloating();
+    this.barrierHandler?.close();
     for (const reader of this.recordReaders) reader.close();
     await Promise.all(this.gates.map((gate) => gate.close()));
   }

@@ -42,6 +42,36 @@ export const ExecutionCheckpointingOptions = {
         "some records are processed twice, none is lost.",
     ),
 
+  /** Whether exactly-once checkpoints may be unaligned. */
+  ENABLE_UNALIGNED: ConfigOptions.key("execution.checkpointing.unaligned.enabled")
+    .booleanType()
+    .defaultValue(false)
+    .withDeprecatedKeys("execution.checkpointing.unaligned")
+    .withDescription(
+      "Unaligned checkpoints (exactly-once only): a barrier overtakes the data queued in " +
+        "output subpartitions and input channels, as a priority event, and that in-flight data " +
+        "is stored with the task's snapshot as channel state and replayed on restore. A " +
+        "checkpoint then no longer waits for back-pressured queues to drain, at the cost of " +
+        "larger snapshots. With `execution.checkpointing.aligned-checkpoint-timeout` > 0, " +
+        "checkpoints start aligned and turn unaligned only when the alignment takes longer.",
+    ),
+
+  /** How long a checkpoint stays aligned before it turns unaligned. */
+  ALIGNED_CHECKPOINT_TIMEOUT: ConfigOptions.key(
+    "execution.checkpointing.aligned-checkpoint-timeout",
+  )
+    .durationType()
+    .defaultValue("0s")
+    .withDeprecatedKeys("execution.checkpointing.alignment-timeout")
+    .withValidator(atLeast(0, "a timeout (ms)"))
+    .withDescription(
+      "Only with `execution.checkpointing.unaligned.enabled`. `0`: every checkpoint is " +
+        "unaligned from the start. Larger: a checkpoint starts aligned (remote channels " +
+        "announce its barriers ahead of the data) and turns unaligned at a task whose " +
+        "alignment, counted from the checkpoint's first barrier or announcement there, takes " +
+        "longer; the task then sends it on unaligned.",
+    ),
+
   /** How long a checkpoint may take before it is aborted. */
   CHECKPOINTING_TIMEOUT: ConfigOptions.key("execution.checkpointing.timeout")
     .durationType()

@@ -61,7 +61,67 @@ export const NetworkMemoryOptions = {
     .memoryType()
     .defaultValue("256 bytes")
     .withValidator(atLeast(1, "a size"))
-    .withDescription("Lower bound of the buffer size when buffer debloating shrinks buffers."),
+    .withDescription(
+      "Lower bound of the buffer size when buffer debloating shrinks buffers: a gate never asks " +
+        "for less, and a producer raises a smaller `NewBufferSize` to it.",
+    ),
+
+  /** Whether input gates shrink their producers' buffers to the measured throughput. */
+  BUFFER_DEBLOAT_ENABLED: ConfigOptions.key("taskmanager.network.memory.buffer-debloat.enabled")
+    .booleanType()
+    .defaultValue(false)
+    .withDescription(
+      "Buffer debloating: every input gate measures how fast its task consumes data and asks " +
+        "its producers (`NewBufferSize`) for buffers of the size that holds " +
+        "`taskmanager.network.memory.buffer-debloat.target` of data in all buffers in use, " +
+        "between `taskmanager.memory.min-segment-size` and `taskmanager.memory.segment-size`. " +
+        "Under back-pressure the queues then hold less data, so aligned barriers wait less and " +
+        "unaligned checkpoints store less. Memory use is unchanged: only the fill of each " +
+        "buffer is capped.",
+    ),
+
+  /** The time in-flight data should take to consume. */
+  BUFFER_DEBLOAT_TARGET: ConfigOptions.key("taskmanager.network.memory.buffer-debloat.target")
+    .durationType()
+    .defaultValue("1s")
+    .withValidator(atLeast(1, "a duration (ms)"))
+    .withDescription(
+      "How long the data in a gate's buffers in use should take the task to consume at the " +
+        "measured throughput: the buffer size becomes throughput × target / buffers in use.",
+    ),
+
+  /** How often the buffer size is recalculated. */
+  BUFFER_DEBLOAT_PERIOD: ConfigOptions.key("taskmanager.network.memory.buffer-debloat.period")
+    .durationType()
+    .defaultValue("200ms")
+    .withValidator(atLeast(1, "a period (ms)"))
+    .withDescription(
+      "How often each task measures its input throughput and recalculates the buffer size. " +
+        "Shorter reacts faster to changes and costs more.",
+    ),
+
+  /** Samples the buffer size is averaged over. */
+  BUFFER_DEBLOAT_SAMPLES: ConfigOptions.key("taskmanager.network.memory.buffer-debloat.samples")
+    .intType()
+    .defaultValue(20)
+    .withValidator(atLeast(1, "a count"))
+    .withDescription(
+      "The number of recalculations the new buffer size is averaged over (an exponential " +
+        "moving average with α = 2 / (samples + 1)): more samples change the size more slowly.",
+    ),
+
+  /** The smallest change of the buffer size that is announced. */
+  BUFFER_DEBLOAT_THRESHOLD_PERCENTAGES: ConfigOptions.key(
+    "taskmanager.network.memory.buffer-debloat.threshold-percentages",
+  )
+    .intType()
+    .defaultValue(25)
+    .withValidator(atLeast(0, "a percentage"))
+    .withDescription(
+      "A new buffer size is announced to the producers only when it differs from the last " +
+        "announced one by at least this many percent of it, or reaches the minimum or maximum " +
+        "size: small changes are not worth the messages.",
+    ),
 
   /** Exclusive buffers per remote input channel (the initial credit). */
   NETWORK_BUFFERS_PER_CHANNEL: ConfigOptions.key("taskmanager.network.memory.buffers-per-channel")

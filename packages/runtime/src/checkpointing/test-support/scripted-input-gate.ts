@@ -5,6 +5,7 @@ import {
   CheckpointBarrier,
   DEFAULT_CHECKPOINT_OPTIONS,
   EndOfPartitionEvent,
+  EventAnnouncement,
   FreeingBufferRecycler,
   IllegalStateError,
   MemorySegment,
@@ -46,6 +47,42 @@ export function trackedBarrier(
   return { channel, event: new CheckpointBarrier(BigInt(id), timestamp, AT_LEAST_ONCE) };
 }
 
+/** An unaligned barrier item (a priority event that blocks nothing). */
+export function unalignedBarrier(
+  id: number,
+  channel: number,
+  timestamp = BigInt(Date.now()),
+): ScriptedItem {
+  const options = { ...DEFAULT_CHECKPOINT_OPTIONS, alignment: CheckpointAlignment.UNALIGNED };
+  return { channel, event: new CheckpointBarrier(BigInt(id), timestamp, options) };
+}
+
+/** A timeoutable aligned barrier (blocks its channel; may turn unaligned after `timeoutMs`). */
+export function timeoutableBarrier(
+  id: number,
+  channel: number,
+  timeoutMs: number,
+  timestamp = BigInt(Date.now()),
+): ScriptedItem {
+  const options = { ...DEFAULT_CHECKPOINT_OPTIONS, alignedCheckpointTimeout: BigInt(timeoutMs) };
+  return { channel, event: new CheckpointBarrier(BigInt(id), timestamp, options) };
+}
+
+/** The announcement of a timeoutable barrier still queued as buffer `sequenceNumber`. */
+export function announcement(
+  id: number,
+  channel: number,
+  sequenceNumber: number,
+  timeoutMs: number,
+  timestamp = BigInt(Date.now()),
+): ScriptedItem {
+  const barrierItem = timeoutableBarrier(id, channel, timeoutMs, timestamp);
+  return {
+    channel,
+    event: new EventAnnouncement(barrierItem.event as CheckpointBarrier, sequenceNumber),
+  };
+}
+
 /** A cancellation marker item. */
 export function cancel(id: number, channel: number): ScriptedItem {
   return { channel, event: new CancelCheckpointMarker(BigInt(id)) };
@@ -75,6 +112,8 @@ export class ScriptedInputGate implements InputGate {
   /** Every buffer handed out, so tests can recycle them. */
   readonly handedOut: NetworkBuffer[] = [];
   resumes = 0;
+  /** Announced barriers moved ahead of their data: `channel:sequence`. */
+  readonly conversions: string[] = [];
 
   constructor(numberOfInputChannels: number, items: readonly ScriptedItem[] = []) {
     this.numberOfInputChannels = numberOfInputChannels;
@@ -135,6 +174,11 @@ export class ScriptedInputGate implements InputGate {
       );
     }
     this.resumes++;
+  }
+
+  /** Records the conversion; the test scripts where the barrier then comes. */
+  convertToPriorityEvent(channelIndex: number, sequenceNumber: number): void {
+    this.conversions.push(`${channelIndex}:${sequenceNumber}`);
   }
 
   sendTaskEvent(_event: TaskEvent): void {}

@@ -5,10 +5,15 @@ import type { CheckpointableTask } from "../checkpointable-task.js";
 
 /**
  * Records what a barrier handler tells the task (like Flink's ValidatingCheckpointHandler):
- * triggered ids with their metrics, aborted ids with their reasons, in order.
+ * triggered ids with their metrics, aborted ids with their reasons, in order, and the unaligned
+ * checkpoints whose input became complete.
  */
 export class ValidatingCheckpointableTask implements CheckpointableTask {
   readonly triggered: bigint[] = [];
+  /** The barriers triggered with, to tell aligned from unaligned checkpoints. */
+  readonly triggeredBarriers: CheckpointBarrier[] = [];
+  /** Unaligned checkpoints whose barriers all arrived (their in-flight input is complete). */
+  readonly inputsComplete: bigint[] = [];
   readonly metrics: CheckpointMetrics[] = [];
   readonly aborted: bigint[] = [];
   readonly reasons: CheckpointFailureReason[] = [];
@@ -26,6 +31,7 @@ export class ValidatingCheckpointableTask implements CheckpointableTask {
     }
     if (this.nextExpectedCheckpointId !== undefined) this.nextExpectedCheckpointId++;
     this.triggered.push(barrier.id);
+    this.triggeredBarriers.push(barrier);
     this.metrics.push(metrics);
     this.sequence.push(Number(barrier.id));
   }
@@ -34,6 +40,10 @@ export class ValidatingCheckpointableTask implements CheckpointableTask {
     this.aborted.push(checkpointId);
     this.reasons.push(reason);
     this.sequence.push(-Number(checkpointId));
+  }
+
+  allBarriersReceived(checkpointId: bigint): void {
+    this.inputsComplete.push(checkpointId);
   }
 
   get lastCanceledCheckpointId(): bigint | undefined {

@@ -1,0 +1,199 @@
+import type { NetworkBuffer } from "@sluice/core";
+import type {
+  ChannelStateWriter,
+  InputChannelInfo,
+  ResultSubpartitionInfo,
+} from "@sluice/runtime-api";
+import { CheckpointError } from "./checkpoint-error.js";
+import type { TaskChannelState } from "./task-channel-state.js";
+
+/** The channel state of one checkpoint while it is collected. */
+interface PendingChannelState {
+  /** Chunks per input channel (`gate:channel`), in arrival order. */
+  readonly inputs: Map<string, { info: InputChannelInfo; chunks: Uint8Array[] }>;
+  readonly outputs: Map<string, { info: ResultSubpartitionInfo; chunks: Uint8Array[] }>;
+  inputFinished: boolean;
+  outputFinished: boolean;
+  readonly result: Promise<TaskChannelState>;
+  resolve(state: TaskChannelState): void;
+  reject(error: Error): void;
+}
+
+/**
+ * A task's {@link ChannelStateWriter} (Flink's ChannelStateWriterImpl): collects the in-flight
+ * data of each unaligned checkpoint in memory, per channel and in the order it is added, and
+ * hands the whole {@link TaskChannelState} over once the checkpoint's input and output are
+ * complete; the task's checkpoint then writes it next to the task's snapshot.
+ *
+ * `start` opens a checkpoint; data for a checkpoint that was not started (or already ended) is
+ * recycled and dropped, as its checkpoint is void. The output is complete once the task sent its
+ * barriers ({@link finishOutput}), the input once every channel delivered its barrier or ended
+ * ({@link finishInput}).
+ */
+export class ChannelStateWriterImpl implements ChannelStateWriter {
+  private readonly taskName: string;
+  private readonly pending = new Map<bigint, PendingChannelState>();
+
+  constructor(taskName: string) {
+    this.taskName = taskName;
+  }
+
+  /** Opens checkpoint `checkpointId`; data added for it from now on is kept. Idempotent. */
+  start(checkpointId: bigint): void {
+    if (this.pending.has(checkpointId)) return;
+    let resolve!: (state: TaskChannelState) => void;
+    let reject!: (error: Error) => void;
+    const result = new Promise<TaskChannelState>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    // A checkpoint aborted before anyone waits for its result must not be an unhandled rejection.
+    result.catch(() => {});
+    this.pending.set(checkpointId, {
+      inputs: new Map(),
+      outputs: new Map(),
+      inputFinished: false,
+      outputFinished: false,
+      result,
+      resolve,
+      reject,
+    });
+  }
+
+  /** True while checkpoint `checkpointId` collects data. */
+  isStarted(checkpointId: bigint): boolean {
+    return this.pending.has(checkpointId);
+  }
+
+  addInputData(
+    checkpointId: bigint,
+    channel: InputChannelInfo,
+    data: readonly NetworkBuffer[],
+  ): void {
+    const state = this.pending.get(checkpointId);
+    const chunks = copyAndRecycle(data);
+    if (state === undefined || state.inputFinished || chunks.length === 0) return;
+    const key = `${channel.gateIndex}:${channel.channelIndex}`;
+    let entry = state.inputs.get(key);
+    if (entry === undefined) {
+      entry = {
+        info: { gateIndex: channel.gateIndex, channelIndex: channel.channelIndex },
+        chunks,
+      };
+      state.inputs.set(key, entry);
+    } else {
+      entry.chunks.push(...chunks);
+    }
+  }
+
+  addOutputData(
+    checkpointId: bigint,
+    subpartition: ResultSubpartitionInfo,
+    data: readonly NetworkBuffer[],
+  ): void {
+    const state = this.pending.get(checkpointId);
+    const chunks = copyAndRecycle(data);
+    if (state === undefined || state.outputFinished || chunks.length === 0) return;
+    const key = `${subpartition.partitionIndex}:${subpartition.subpartitionIndex}`;
+    let entry = state.outputs.get(key);
+    if (entry === undefined) {
+      entry = {
+        info: {
+          partitionIndex: subpartition.partitionIndex,
+          subpartitionIndex: subpartition.subpartitionIndex,
+        },
+        chunks,
+      };
+      state.outputs.set(key, entry);
+    } else {
+      entry.chunks.push(...chunks);
+    }
+  }
+
+  /** Every channel delivered the barrier of `checkpointId` (or ended): its input is complete. */
+  finishInput(checkpointId: bigint): void {
+    const state = this.pending.get(checkpointId);
+    if (state === undefined) return;
+    state.inputFinished = true;
+    this.completeIfDone(checkpointId, state);
+  }
+
+  /** The task sent the barriers of `checkpointId`: its output is complete. */
+  finishOutput(checkpointId: bigint): void {
+    const state = this.pending.get(checkpointId);
+    if (state === undefined) return;
+    state.outputFinished = true;
+    this.completeIfDone(checkpointId, state);
+  }
+
+  /**
+   * Resolves with the channel state of `checkpointId` once its input and output are complete;
+   * rejects when it is aborted first. Ask before the checkpoint can complete (right after
+   * {@link start}): a completed checkpoint is forgotten here.
+   *
+   * @throws CheckpointError when the checkpoint was never started here.
+   */
+  getWriteResult(checkpointId: bigint): Promise<TaskChannelState> {
+    const state = this.pending.get(checkpointId);
+    if (state === undefined) {
+      throw new CheckpointError(
+        `${this.taskName}: no channel state is collected for checkpoint ${checkpointId}`,
+      );
+    }
+    return state.result;
+  }
+
+  /** Drops the data of `checkpointId` and fails its result with `cause`. */
+  abort(checkpointId: bigint, cause: Error): void {
+    const state = this.pending.get(checkpointId);
+    if (state === undefined) return;
+    this.pending.delete(checkpointId);
+    state.reject(cause);
+  }
+
+  /** Aborts every checkpoint still collecting (the task ends). */
+  close(cause: Error): void {
+    for (const id of [...this.pending.keys()]) this.abort(id, cause);
+  }
+
+  private completeIfDone(checkpointId: bigint, state: PendingChannelState): void {
+    if (!state.inputFinished || !state.outputFinished) return;
+    this.pending.delete(checkpointId);
+    state.resolve({
+      inputChannelState: [...state.inputs.values()].map(({ info, chunks }) => ({
+        info,
+        data: concat(chunks),
+      })),
+      resultSubpartitionState: [...state.outputs.values()].map(({ info, chunks }) => ({
+        info,
+        data: concat(chunks),
+      })),
+    });
+  }
+}
+
+/** Copies the readable bytes of every buffer (empty ones left out) and recycles them all. */
+function copyAndRecycle(data: readonly NetworkBuffer[]): Uint8Array[] {
+  const chunks: Uint8Array[] = [];
+  for (const buffer of data) {
+    try {
+      if (buffer.readableBytes() > 0) chunks.push(Uint8Array.from(buffer.readableView()));
+    } finally {
+      buffer.recycleBuffer();
+    }
+  }
+  return chunks;
+}
+
+function concat(chunks: readonly Uint8Array[]): Uint8Array {
+  if (chunks.length === 1) return chunks[0] as Uint8Array;
+  let length = 0;
+  for (const chunk of chunks) length += chunk.length;
+  const out = new Uint8Array(length);
+  let at = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, at);
+    at += chunk.length;
+  }
+  return out;
+}
