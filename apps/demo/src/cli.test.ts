@@ -35,6 +35,8 @@ describe("command line", () => {
       parallelism: 2,
       taskManagers: 2,
       seed: DEFAULTS.seed,
+      durationSeconds: undefined,
+      throttle: undefined,
       json: false,
       help: false,
     });
@@ -56,6 +58,10 @@ describe("command line", () => {
       "--task-managers=4",
       "--seed",
       "7",
+      "--duration",
+      "30",
+      "--throttle",
+      "20k",
       "--json",
     ]);
     expect(options).toMatchObject({
@@ -66,6 +72,8 @@ describe("command line", () => {
       parallelism: 3,
       taskManagers: 4,
       seed: 7,
+      durationSeconds: 30,
+      throttle: 20_000,
       json: true,
     });
   });
@@ -86,6 +94,8 @@ describe("command line", () => {
     );
     expect(usageError(["--task-managers", "-1"])).toMatch(/--task-managers/);
     expect(usageError(["--shuffle", ""])).toMatch(/^--shuffle expects tcp, ws/);
+    expect(usageError(["--duration", "0"])).toBe("--duration must be between 1 and 86,400, got 0");
+    expect(usageError(["--throttle", "fast"])).toMatch(/^--throttle expects a whole number/);
   });
 
   it("rejects unknown options, missing values and stray arguments", () => {

@@ -1,18 +1,24 @@
 import { TaskManager } from "@sluice/cluster";
+import { ConfigurationError } from "@sluice/core";
 import { Configuration, describeThrowable, serializeThrowable } from "@sluice/runtime";
 import type { JsonValue } from "@sluice/runtime-api";
 import type { TaskManagerCommand } from "./cli.js";
+import {
+  METRIC_ENDPOINTS_MESSAGE,
+  reporterEndpoints,
+  THROTTLE_MESSAGE,
+  ThrottleSchema,
+} from "./control-messages.js";
 import { APP_DIR, APP_VERSION, SHUFFLE_KEY } from "./demo-application.js";
-import { PROGRESS_MESSAGE, type TaskProgress } from "./task-progress.js";
+import { Throttle } from "./throttle.js";
 import { wordCountInvokables } from "./word-count-job.js";
-
-/** How often the task manager reports its tasks' counters. */
-export const PROGRESS_INTERVAL_MS = 500;
 
 /**
  * The demo's task manager role (`main.js taskmanager --jobmanager host:port`): a `TaskManager` of
- * @sluice/cluster with the word count's code, which reports its tasks' counters to the job manager
- * every half second on the application channel, and its peak RSS when it is shut down. It exits
+ * @sluice/cluster with the word count's code. The job manager reads its metrics (records, bytes,
+ * pools, back-pressure) with the control plane's metric query and sets the counters' throttle on
+ * the application channel; the task manager tells it where its metric reporters serve once it
+ * registered, and its peak RSS when it is shut down. It exits
  * when the job manager says the job ended (0, or 1 when the job failed), when it loses the job
  * manager (1), or on Ctrl-C / SIGTERM (130 / 143). Resolves with the exit code.
  */
@@ -33,8 +39,7 @@ export async function runTaskManager(
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
-  const progress = new Map<string, () => TaskProgress>();
-  let progressTimer: NodeJS.Timeout | undefined;
+  const throttle = new Throttle();
   try {
     const configuration = Configuration.load({
       ...(command.configFile === undefined ? {} : { configFile: command.configFile }),
@@ -44,8 +49,15 @@ export async function runTaskManager(
     taskManager = await TaskManager.start(configuration, {
       ...(command.jobManager === undefined ? {} : { jobManager: command.jobManager }),
       applicationVersion: APP_VERSION,
-      invokables: wordCountInvokables(progress),
+      invokables: wordCountInvokables(throttle),
       loader: { applicationDirs: [APP_DIR] },
+      onApplicationMessage: (name, payload) => {
+        if (name !== THROTTLE_MESSAGE) {
+          throw new ConfigurationError(`the job manager sent an unknown message ${name}`);
+        }
+        throttle.set(ThrottleSchema.parse(payload).recordsPerSecond ?? undefined);
+        return undefined;
+      },
       onShutdown: () => ({ peakRssMb: peakRssMb() }),
       onWarning: warn,
     });
@@ -54,13 +66,9 @@ export async function runTaskManager(
     log(
       `task manager ${taskManager.index} (pid ${process.pid}) registered with the job manager at ${taskManager.jobManagerAddress}: data port ${executor.location.host}:${executor.location.dataPort}, resource ${executor.resourceId}\n`,
     );
-    const running = taskManager;
-    progressTimer = setInterval(() => {
-      running.notifyJobManager(PROGRESS_MESSAGE, {
-        tasks: [...progress.values()].map((probe) => probe()),
-        rssMb: process.memoryUsage.rss() / (1024 * 1024),
-      } as unknown as JsonValue);
-    }, PROGRESS_INTERVAL_MS);
+    taskManager.notifyJobManager(METRIC_ENDPOINTS_MESSAGE, {
+      endpoints: reporterEndpoints(executor.metricGroup.registry.reporters),
+    } as unknown as JsonValue);
     const end = await taskManager.terminated;
     switch (end.reason) {
       case "shutdown":
@@ -81,7 +89,6 @@ export async function runTaskManager(
     if (interruptedBy !== undefined) return interruptedBy === "SIGINT" ? 130 : 143;
     return isConfigurationProblem(error) ? 2 : 1;
   } finally {
-    clearInterval(progressTimer);
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
   }

@@ -59,6 +59,7 @@ export {
   RESTART_STRATEGIES,
   type RestartStrategyName,
   RestartStrategyOptions,
+  RestOptions,
   SecurityOptions,
   ShuffleServiceOptions,
   TaskManagerOptions,

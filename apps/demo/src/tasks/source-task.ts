@@ -1,7 +1,9 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Task } from "@sluice/runtime";
 import { type CorpusPartition, tokenize } from "../corpus.js";
+import { taskProgressOfTask } from "../task-metrics.js";
 import type { TaskProgress } from "../task-progress.js";
+import { RatePacer } from "../throttle.js";
 
 /** Records emitted between two yields to the event loop (timers, socket I/O, credit). */
 const RECORDS_PER_YIELD = 4096;
@@ -14,16 +16,22 @@ const RECORDS_PER_YIELD = 4096;
  * The loop is synchronous while the partition accepts records; it awaits only when the writer
  * reports back-pressure, and yields with setImmediate every few thousand records so the output
  * flusher, incoming credit and other channels get their turn. The task finishes the partition
- * when {@link run} returns.
+ * when {@link run} returns. With a pace (`--duration`) it emits at most that many words per
+ * second, so the job lasts long enough to be watched.
  */
 export class SourceTask {
   private records = 0;
   private finished = false;
+  private readonly pacer: RatePacer;
 
+  /** @param pace words per second this subtask emits at most (`undefined`: no limit). */
   constructor(
     private readonly task: Task,
     private readonly corpus: CorpusPartition,
-  ) {}
+    pace?: number,
+  ) {
+    this.pacer = new RatePacer(() => pace);
+  }
 
   /** Emits the whole share; resolves with the number of words emitted. */
   async run(): Promise<number> {
@@ -43,7 +51,8 @@ export class SourceTask {
       }
       this.records += words.length;
       sinceYield += words.length;
-      if (sinceYield >= RECORDS_PER_YIELD) {
+      if (sinceYield >= this.pacer.batchSize(RECORDS_PER_YIELD)) {
+        await this.pacer.pace(sinceYield, task.signal);
         sinceYield = 0;
         await yieldToEventLoop();
         task.signal.throwIfAborted();
@@ -53,17 +62,8 @@ export class SourceTask {
     return this.records;
   }
 
+  /** Its counters, from its metrics (`numRecordsOut`, `numBytesOut`, `outPoolUsage`). */
   progress(): TaskProgress {
-    const metrics = this.task.partitions[0]?.metrics;
-    return {
-      name: this.task.name,
-      kind: "source",
-      subtaskIndex: this.task.subtaskIndex,
-      records: this.records,
-      bytes: metrics?.numBytesOut ?? 0,
-      poolUsage: metrics?.outPoolUsage() ?? 0,
-      backPressuredTimeMs: metrics?.backPressuredTimeMs ?? 0,
-      finished: this.finished,
-    };
+    return taskProgressOfTask(this.task, this.finished);
   }
 }
