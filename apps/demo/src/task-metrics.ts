@@ -1,4 +1,5 @@
 import type { RemoteMetricDump } from "@sluice/cluster";
+import { IllegalStateError } from "@sluice/core";
 import { type MetricDump, MetricNames, type Task } from "@sluice/runtime";
 import type { TaskProgress } from "./task-progress.js";
 import { SOURCE_VERTEX } from "./word-count-job.js";
@@ -102,7 +103,7 @@ export function taskProgressOfTask(task: Task, finished: boolean): TaskProgress 
     .filter((dump) => dump.variables["<task_attempt_id>"] === attemptId);
   const [subtask] = subtaskMetrics(own);
   if (subtask === undefined) {
-    throw new Error(`task ${task.name} has no metrics in its task manager's registry`);
+    throw new IllegalStateError(`task ${task.name} has no metrics in its task manager's registry`);
   }
   return taskProgressOf(subtask, task.name, finished);
 }

@@ -27,7 +27,7 @@ const CANDIDATES = [
 const CHROMIUM = CANDIDATES.find((candidate) => existsSync(candidate));
 
 /** The test's output: screenshots of the run. */
-export const OUTPUT_DIR = path.join(APP_DIR, "test-output/dashboard");
+const OUTPUT_DIR = path.join(APP_DIR, "test-output/dashboard");
 
 let browser: Browser | undefined;
 afterEach(async () => {
