@@ -1,5 +1,11 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { PassThrough } from "node:stream";
+import { Configuration } from "@sluice/runtime";
+import { ExecutionCheckpointingOptions } from "@sluice/runtime-api";
 import { describe, expect, it } from "vitest";
+import { applyCheckpointingFlags, recoverySettingsOf } from "./checkpointing-options.js";
 import { DEFAULTS, parseCli, parseCount, UsageError } from "./cli.js";
 import { runDemo } from "./main.js";
 
@@ -37,6 +43,9 @@ describe("command line", () => {
       seed: DEFAULTS.seed,
       durationSeconds: undefined,
       throttle: undefined,
+      checkpointInterval: undefined,
+      checkpointing: undefined,
+      killTaskManagerAfterMs: undefined,
       json: false,
       help: false,
     });
@@ -92,7 +101,12 @@ describe("command line", () => {
     expect(usageError(["--parallelism", "65"])).toBe(
       "--parallelism must be between 1 and 64, got 65",
     );
-    expect(usageError(["--task-managers", "-1"])).toMatch(/--task-managers/);
+    expect(usageError(["--task-managers", "-1"])).toBe(
+      '--task-managers expects a whole number (e.g. 200000, 200_000, 200k or 2m), got "-1"',
+    );
+    expect(usageError(["--records", "-5"])).toBe(
+      '--records expects a whole number (e.g. 200000, 200_000, 200k or 2m), got "-5"',
+    );
     expect(usageError(["--shuffle", ""])).toMatch(/^--shuffle expects tcp, ws/);
     expect(usageError(["--duration", "0"])).toBe("--duration must be between 1 and 86,400, got 0");
     expect(usageError(["--throttle", "fast"])).toMatch(/^--throttle expects a whole number/);
@@ -103,6 +117,54 @@ describe("command line", () => {
     expect(usageError(["--records"])).toBe("--records expects a value (see --help)");
     expect(usageError(["--json=yes"])).toBe("--json takes no value (see --help)");
     expect(usageError(["records"])).toMatch(/^unexpected argument "records"/);
+  });
+
+  it("reads the checkpoint and recovery flags", () => {
+    expect(
+      parseCli([
+        "--checkpoint-interval",
+        "200",
+        "--checkpointing",
+        "At-Least-Once",
+        "--kill-task-manager-after",
+        "1.5k",
+      ]),
+    ).toMatchObject({
+      checkpointInterval: 200,
+      checkpointing: "at-least-once",
+      killTaskManagerAfterMs: 1_500,
+    });
+    expect(parseCli(["jobmanager", "--checkpointing", "exactly-once"])).toMatchObject({
+      checkpointing: "exactly-once",
+      checkpointInterval: undefined,
+    });
+  });
+
+  it("rejects bad checkpoint flags, and a kill of task managers the demo did not start", () => {
+    expect(usageError(["--checkpointing", "twice"])).toBe(
+      '--checkpointing expects exactly-once or at-least-once, got "twice"',
+    );
+    expect(usageError(["--checkpoint-interval", "5"])).toBe(
+      "--checkpoint-interval must be between 10 and 86,400,000, got 5",
+    );
+    expect(usageError(["--kill-task-manager-after", "soon"])).toMatch(
+      /^--kill-task-manager-after expects a whole number/,
+    );
+    expect(usageError(["jobmanager", "--kill-task-manager-after", "100"])).toMatch(
+      /^--kill-task-manager-after kills a task manager the demo started/,
+    );
+  });
+
+  it("sets the checkpoint keys on the configuration, over -D", () => {
+    const configuration = new Configuration({ "execution.checkpointing.mode": "EXACTLY_ONCE" });
+    applyCheckpointingFlags(configuration, {
+      checkpointInterval: 250,
+      checkpointing: "at-least-once",
+      killTaskManagerAfterMs: undefined,
+    });
+    expect(configuration.get(ExecutionCheckpointingOptions.CHECKPOINTING_INTERVAL)).toBe(250);
+    expect(recoverySettingsOf(configuration)).toEqual({ mode: "AT_LEAST_ONCE", restarts: true });
+    expect(recoverySettingsOf(new Configuration())).toEqual({ mode: undefined, restarts: false });
   });
 
   it("rejects a malformed -D with the runtime's message", () => {
@@ -190,10 +252,42 @@ describe("command line", () => {
     expect(err.text()).toContain('"lots"');
   });
 
+  it("exits with code 2 for a shuffle plugin that cannot be found or breaks the SPI, naming it", async () => {
+    const folder = mkdtempSync(path.join(tmpdir(), "sluice-demo-plugin-"));
+    try {
+      const plugin = path.join(folder, "plugin.mjs");
+      writeFileSync(
+        plugin,
+        "export class AsyncMaster { async createShuffleMaster() { return {}; } createShuffleEnvironment() { return {}; } }\n",
+      );
+      for (const [shuffle, code] of [
+        [`${path.join(folder, "missing.mjs")}#Factory`, "SLUICE_ERR_PLUGIN_NOT_FOUND"],
+        [`${plugin}#Absent`, "SLUICE_ERR_PLUGIN_EXPORT_MISSING"],
+        [`${plugin}#AsyncMaster`, "SLUICE_ERR_PLUGIN_CONTRACT"],
+      ] as const) {
+        const err = capture();
+        const exit = await runDemo(["--shuffle", shuffle, "--records", "100"], {
+          stdout: capture().stream,
+          stderr: err.stream,
+        });
+        expect(exit, err.text()).toBe(2);
+        expect(err.text()).toContain(`[${code}]`);
+        expect(err.text()).toContain(shuffle);
+        // One error, not a second one from the clean-up.
+        expect(err.text().match(/error:/g)).toHaveLength(1);
+      }
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+
   it("prints the help text with --help and exits 0", async () => {
     const out = capture();
     expect(await runDemo(["--help"], { stdout: out.stream, stderr: capture().stream })).toBe(0);
     expect(out.text()).toMatch(/^Usage: pnpm demo/);
     expect(out.text()).toContain("--shuffle <plugin>");
+    expect(out.text()).toContain("--checkpoint-interval <ms>");
+    expect(out.text()).toContain("--checkpointing <mode>");
+    expect(out.text()).toContain("--kill-task-manager-after <ms>");
   });
 });

@@ -1,5 +1,10 @@
 import { parseArgs } from "node:util";
 import { parseDynamicProperties } from "@sluice/runtime";
+import {
+  CHECKPOINTING_FLAG_VALUES,
+  CHECKPOINTING_HELP,
+  type CheckpointingFlags,
+} from "./checkpointing-options.js";
 
 /** The demo's defaults. */
 export const DEFAULTS = {
@@ -20,7 +25,7 @@ export interface HostPort {
 }
 
 /** The parsed command line of a run of the job: one command (local) or the job manager role. */
-export interface DemoOptions {
+export interface DemoOptions extends CheckpointingFlags {
   /** `local`: the one-command demo; `jobmanager`: the job manager of a standalone cluster. */
   readonly command: "local" | "jobmanager";
   /** `--bind` (jobmanager only): where the control plane listens. */
@@ -105,6 +110,8 @@ Options:
                            (human-readable output then goes to stderr)
   -h, --help               show this help
 
+${CHECKPOINTING_HELP}
+
 jobmanager:
   --bind <host:port>       where task managers connect (default jobmanager.rpc.address, else
                            127.0.0.1, and jobmanager.rpc.port, 6123)
@@ -120,7 +127,8 @@ for any free port) and prints its URL. With -D metrics.reporter.prom.port=9250-9
 process serves its metrics for Prometheus (the first free port of the range).
 
 Exit codes: 0 verified, 1 job failed or counts differ (or a task manager lost its job manager),
-2 bad command line or configuration (also a task manager refused for another plugin or version).
+2 bad command line, configuration or shuffle plugin (also a task manager refused for
+another plugin or version).
 
 Examples:
   pnpm demo
@@ -128,6 +136,7 @@ Examples:
   pnpm demo -- -D shuffle-service-factory.class=@sluice/shuffle-tcp#TcpShuffleServiceFactory --json
   pnpm demo -- --config apps/demo/config.yaml -D taskmanager.memory.segment-size=16kb
   pnpm demo -- --duration 60 --throttle 20k                         # then open the dashboard
+  pnpm demo -- --checkpoint-interval 200 --kill-task-manager-after 3000
   pnpm demo -- jobmanager --bind 0.0.0.0:6123 --task-managers 2     # on host A
   pnpm demo -- taskmanager --jobmanager hostA:6123                  # on hosts B and C
 `;
@@ -271,6 +280,20 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
     values.throttle === undefined
       ? undefined
       : parseCount("--throttle", values.throttle, 1, Number.MAX_SAFE_INTEGER);
+  if (command === "jobmanager" && values["kill-task-manager-after"] !== undefined) {
+    throw new UsageError(
+      "--kill-task-manager-after kills a task manager the demo started: it works without a command only (see --help)",
+    );
+  }
+  const checkpointing = values.checkpointing?.trim().toLowerCase();
+  if (
+    checkpointing !== undefined &&
+    !(CHECKPOINTING_FLAG_VALUES as readonly string[]).includes(checkpointing)
+  ) {
+    throw new UsageError(
+      `--checkpointing expects ${CHECKPOINTING_FLAG_VALUES.join(" or ")}, got ${JSON.stringify(values.checkpointing)}`,
+    );
+  }
   return {
     command,
     bind: values.bind === undefined ? undefined : parseHostPort("--bind", values.bind),
@@ -283,14 +306,43 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
     seed,
     durationSeconds,
     throttle,
+    checkpointInterval:
+      values["checkpoint-interval"] === undefined
+        ? undefined
+        : parseCount("--checkpoint-interval", values["checkpoint-interval"], 10, 86_400_000),
+    checkpointing: checkpointing as CheckpointingFlags["checkpointing"],
+    killTaskManagerAfterMs:
+      values["kill-task-manager-after"] === undefined
+        ? undefined
+        : parseCount("--kill-task-manager-after", values["kill-task-manager-after"], 1, 86_400_000),
     json: values.json === true,
     help: values.help === true,
   };
 }
 
+/**
+ * parseArgs reads `--records -5` as an option without a value followed by the short option `-5`;
+ * join a value that looks like a negative number to its option (`--records=-5`), so that the
+ * option's own check names the value.
+ */
+function joinNegativeValues(args: readonly string[]): string[] {
+  const joined: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    const next = args[i + 1];
+    if (/^--[\w-]+$/.test(arg) && next !== undefined && /^-\d/.test(next)) {
+      joined.push(`${arg}=${next}`);
+      i++;
+    } else {
+      joined.push(arg);
+    }
+  }
+  return joined;
+}
+
 function parseTaskManagerOptions(args: readonly string[]) {
   return parseArgs({
-    args: [...args],
+    args: joinNegativeValues(args),
     strict: true,
     allowPositionals: true,
     options: {
@@ -305,7 +357,7 @@ function parseTaskManagerOptions(args: readonly string[]) {
 
 function parseOptions(args: readonly string[]) {
   return parseArgs({
-    args: [...args],
+    args: joinNegativeValues(args),
     strict: true,
     allowPositionals: true,
     options: {
@@ -318,6 +370,9 @@ function parseOptions(args: readonly string[]) {
       seed: { type: "string" },
       duration: { type: "string" },
       throttle: { type: "string" },
+      "checkpoint-interval": { type: "string" },
+      checkpointing: { type: "string" },
+      "kill-task-manager-after": { type: "string" },
       json: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },

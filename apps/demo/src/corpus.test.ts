@@ -40,6 +40,23 @@ describe("corpus", () => {
     `);
   });
 
+  it("skips lines exactly as generating them would (a restored source seeks to its offset)", () => {
+    const corpus = new Corpus(42);
+    const spec = { seed: 42, records: 2_000, parallelism: 2 };
+    const all: string[] = [];
+    const full = corpus.partition(spec, 1);
+    for (let line = full.nextLine(); line !== undefined; line = full.nextLine()) all.push(line);
+    for (const skip of [0, 1, 37, all.length - 1]) {
+      const seeking = corpus.partition(spec, 1);
+      seeking.skipLines(skip);
+      expect(seeking.nextLine()).toBe(all[skip]);
+    }
+    const past = corpus.partition(spec, 1);
+    past.skipLines(all.length + 5);
+    expect(past.nextLine()).toBeUndefined();
+    expect(past.remainingWords).toBe(0);
+  });
+
   it("gives different subtasks and different seeds different text", () => {
     const corpus = new Corpus(42);
     expect(lines(corpus, 0, 50)).not.toEqual(lines(corpus, 1, 50));

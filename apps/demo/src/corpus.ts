@@ -203,6 +203,20 @@ export class CorpusPartition {
     return n;
   }
 
+  /**
+   * Skips the next `lines` lines exactly as {@link nextLine} would have generated them (both
+   * streams advance alike), without building their text: a restored source seeks to its offset.
+   * Stops at the end of the partition.
+   */
+  skipLines(lines: number): void {
+    for (let line = 0; line < lines; line++) {
+      const n = this.nextLineRanks(this.ids);
+      if (n === 0) return;
+      // nextLine draws one style value per word gap and one for the line's end.
+      for (let i = 0; i < n; i++) this.style();
+    }
+  }
+
   /** The next line as text (capitalised, with punctuation), or `undefined` at the end. */
   nextLine(): string | undefined {
     const ids = this.ids;

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { ErrorCodes } from "@sluice/core";
 import { ShuffleServiceOptions } from "@sluice/runtime-api";
 
 /** `shuffle-service-factory.class`. */
@@ -19,3 +20,23 @@ export const APP_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url))
 export const APP_VERSION: string = (
   JSON.parse(readFileSync(path.join(APP_DIR, "package.json"), "utf8")) as { version: string }
 ).version;
+
+/**
+ * The error codes that mean the user's input is wrong, not the run: a bad configuration, or a
+ * shuffle plugin that cannot be found, loaded or used. The demo exits 2 for them, as for a bad
+ * command line.
+ */
+const USAGE_ERROR_CODES: ReadonlySet<string> = new Set([
+  ErrorCodes.CONFIG,
+  ErrorCodes.PLUGIN_NOT_FOUND,
+  ErrorCodes.PLUGIN_EXPORT_MISSING,
+  ErrorCodes.PLUGIN_INVALID,
+  ErrorCodes.PLUGIN_INSTANTIATION,
+  ErrorCodes.PLUGIN_CONTRACT,
+]);
+
+/** Whether `error` is a bad configuration or shuffle plugin (exit code 2). */
+export function isUsageError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === "string" && USAGE_ERROR_CODES.has(code);
+}

@@ -71,9 +71,9 @@ describe("demo end to end", () => {
     });
   }, 60_000);
 
-  it("fails with the loader's error, naming the key and the value, for an unknown plugin", async () => {
+  it("fails with the loader's error, naming the key and the value, and exits 2, for an unknown plugin", async () => {
     const run = await start(["--shuffle", "nope", "--records", "1000"]).done;
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(2);
     expect(run.stderr).toContain('shuffle-service-factory.class = "nope"');
     expect(run.stderr).toContain("SLUICE_ERR_PLUGIN_NOT_FOUND");
     expect(run.stdout).not.toContain("task manager 0");

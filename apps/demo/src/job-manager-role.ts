@@ -1,12 +1,14 @@
 import { JobManager, type RegisteredTaskManager, type ShutdownReport } from "@sluice/cluster";
 import { ConfigurationError } from "@sluice/core";
 import {
-  Configuration,
+  type Configuration,
   describeThrowable,
   type JobExecution,
   type JobResult,
+  loadConfigurationAndShufflePlugin,
   serializeThrowable,
 } from "@sluice/runtime";
+import { applyCheckpointingFlags, recoverySettingsOf } from "./checkpointing-options.js";
 import type { DemoOptions } from "./cli.js";
 import {
   METRIC_ENDPOINTS_MESSAGE,
@@ -18,14 +20,15 @@ import { referenceCounts } from "./corpus.js";
 import { MetricFetcher } from "./dashboard/metric-fetcher.js";
 import { startDashboard } from "./dashboard/start-dashboard.js";
 import type { WebMonitorEndpoint } from "./dashboard/web-monitor-endpoint.js";
-import { APP_DIR, APP_VERSION, SHUFFLE_KEY } from "./demo-application.js";
+import { APP_DIR, APP_VERSION, isUsageError, SHUFFLE_KEY } from "./demo-application.js";
 import { formatInteger } from "./format.js";
 import { type LocalTaskManager, LocalTaskManagers } from "./local-task-managers.js";
 import { createProgressView, type ProgressSnapshot, type ProgressView } from "./progress.js";
+import { Recovery } from "./recovery.js";
 import { formatSummary, type JobReport, type ProcessReport, summaryJson } from "./summary.js";
 import { subtaskName, taskProgressOf } from "./task-metrics.js";
 import { ShutdownExtrasSchema, type TaskProgress, TaskProgressSchema } from "./task-progress.js";
-import { verifyCounts } from "./verification.js";
+import { verifyAtLeastOnce, verifyCounts } from "./verification.js";
 import { COUNT_VERTEX, type WordCountJob, wordCountJob } from "./word-count-job.js";
 
 /** How long local task managers may take to start and register. */
@@ -93,12 +96,11 @@ export class JobManagerRole {
   private readonly fetcher = new MetricFetcher(
     () => this.jobManager?.taskManagers ?? [],
     (subtasks) => {
-      for (const subtask of subtasks) {
+      // A later attempt of a subtask replaces an earlier one still reporting.
+      const byAttempt = [...subtasks].sort((a, b) => a.attemptNumber - b.attemptNumber);
+      for (const subtask of byAttempt) {
         const name = subtaskName(subtask, this.options.parallelism);
-        this.progress.set(name, {
-          ...taskProgressOf(subtask, name, false),
-          taskManager: subtask.taskManager,
-        });
+        this.setProgress(taskProgressOf(subtask, name, false), subtask.taskManager);
       }
     },
   );
@@ -113,6 +115,7 @@ export class JobManagerRole {
   private jobManager: JobManager | undefined;
   private execution: JobExecution | undefined;
   private local: LocalTaskManagers | undefined;
+  private recovery: Recovery | undefined;
   private startedAt = 0;
   private view: ProgressView | undefined;
   private renderTimer: NodeJS.Timeout | undefined;
@@ -134,11 +137,18 @@ export class JobManagerRole {
     const { options } = this;
     let jobManager: JobManager;
     try {
-      const configuration = Configuration.load({
+      // Loaded with the plugin, so that the keys it owns are not reported as unknown.
+      const { configuration } = await loadConfigurationAndShufflePlugin({
         ...(options.configFile === undefined ? {} : { configFile: options.configFile }),
         args: options.dynamicProperties,
+        overrides: options.shuffle === undefined ? {} : { [SHUFFLE_KEY]: options.shuffle },
+        loader: { applicationDirs: [APP_DIR] },
       });
-      if (options.shuffle !== undefined) configuration.set(SHUFFLE_KEY, options.shuffle);
+      applyCheckpointingFlags(configuration, options);
+      this.recovery = new Recovery(
+        recoverySettingsOf(configuration),
+        options.killTaskManagerAfterMs,
+      );
       jobManager = await this.startJobManager(configuration);
     } catch (error) {
       if (error instanceof ConfigurationError) {
@@ -150,7 +160,7 @@ export class JobManagerRole {
       this.io.stderr.write(
         `error: ${code === undefined ? "" : `[${code}] `}${(error as Error).message}\n`,
       );
-      return 1;
+      return isUsageError(error) ? 2 : 1;
     }
     this.jobManager = jobManager;
 
@@ -182,6 +192,7 @@ export class JobManagerRole {
       }
       return await this.reportFailure(shuffle);
     } finally {
+      this.recovery?.stop();
       this.stopProgress();
       await this.dashboard?.close();
       await jobManager.close({ failed: true, timeoutMs: CANCEL_GRACE_MS });
@@ -214,7 +225,8 @@ export class JobManagerRole {
       },
       onTaskManagerLost: (tm, cause) => {
         this.lost.add(tm);
-        this.recordFailure(1, cause.message);
+        // A job that restarts without it (from its latest checkpoint) has not failed.
+        if (!this.recovery?.taskManagerLost(tm)) this.recordFailure(1, cause.message);
       },
       onApplicationMessage: (tm, name, payload) => {
         if (name !== METRIC_ENDPOINTS_MESSAGE) {
@@ -264,6 +276,12 @@ export class JobManagerRole {
     this.execution = execution;
     this.jobState = "RUNNING";
     this.startedAt = performance.now();
+    this.recovery?.jobStarted({
+      jobManager,
+      local: this.local,
+      execution,
+      say: (text) => this.say(text),
+    });
     this.startProgress();
     const result = await this.phase(execution.terminated);
     this.jobState = result.status;
@@ -298,8 +316,7 @@ export class JobManagerRole {
         differences.push(`${vertex.name} returned no final counters`);
         continue;
       }
-      const taskManager = (vertex.gateway as RegisteredTaskManager).index;
-      this.progress.set(progress.data.name, { ...progress.data, taskManager });
+      this.setProgress(progress.data, (vertex.gateway as RegisteredTaskManager).index);
       if (vertex.vertex.name === COUNT_VERTEX) counts.push(new Map(returned.counts ?? []));
     }
     this.view?.update(this.snapshot(), true);
@@ -314,12 +331,17 @@ export class JobManagerRole {
       await this.phase(this.local.allExited(), SHUTDOWN_TIMEOUT_MS, "the task managers to exit");
     }
 
-    const verification = verifyCounts(referenceCounts(job.corpus), counts, job.maxParallelism);
+    const atLeastOnce = this.recovery?.settings.mode === "AT_LEAST_ONCE";
+    const reference = referenceCounts(job.corpus);
+    const verification = atLeastOnce
+      ? verifyAtLeastOnce(reference, counts, job.maxParallelism)
+      : { ...verifyCounts(reference, counts, job.maxParallelism), duplicates: 0 };
+    const { duplicates } = verification;
     const tasks = [...this.progress.values()];
     const records = tasks.filter((t) => t.kind === "count").reduce((sum, t) => sum + t.records, 0);
     const emitted = tasks.filter((t) => t.kind === "source").reduce((sum, t) => sum + t.records, 0);
     differences.push(...verification.differences);
-    if (emitted !== job.corpus.records || records !== job.corpus.records) {
+    if (emitted !== job.corpus.records || records !== job.corpus.records + duplicates) {
       differences.unshift(
         `the sources emitted ${formatInteger(emitted)} and the counters received ${formatInteger(records)} words; the corpus has ${formatInteger(job.corpus.records)}`,
       );
@@ -331,11 +353,15 @@ export class JobManagerRole {
       { role: "jobmanager", pid: process.pid, peakRssMb: process.resourceUsage().maxRSS / 1024 },
       ...taskManagers.map((tm) => {
         const closed = this.shutdownReports.get(tm);
-        if (closed === undefined) differences.push(`${tm.label} did not report its shutdown`);
+        const lost = this.lost.has(tm);
+        if (closed === undefined && !lost) {
+          differences.push(`${tm.label} did not report its shutdown`);
+        }
         return {
           role: "taskmanager" as const,
           index: tm.index,
           pid: tm.pid,
+          ...(lost ? { lost } : {}),
           peakRssMb: this.peakRssMbOf(tm),
           ...(closed?.networkBuffers == null ? {} : { bufferPool: closed.networkBuffers }),
           unreleasedPartitions: closed?.unreleasedPartitions ?? 0,
@@ -355,7 +381,16 @@ export class JobManagerRole {
       distinctWords: verification.distinctWords,
       tasks,
       processes,
+      ...recoveryReport(result, this.recovery, duplicates),
     };
+  }
+
+  /**
+   * Records a task's counters. Keyed by operator and subtask, so that a restarted attempt's
+   * counters replace those of the attempt before it.
+   */
+  private setProgress(task: TaskProgress, taskManager: number): void {
+    this.progress.set(`${task.kind} ${task.subtaskIndex}`, { ...task, taskManager });
   }
 
   /** A task manager's peak RSS from its shutdown report (0 without one). */
@@ -434,9 +469,10 @@ export class JobManagerRole {
     }
     const expected = this.expectedExit.get(child.pid);
     if (signal !== null) this.recordFailure(0, `${label} was killed by signal ${signal}`);
-    else if (expected === undefined)
-      this.recordFailure(2, `${label} exited unexpectedly with code ${code}`);
-    else if (code !== expected && code !== 0) {
+    else if (expected === undefined) {
+      // A task manager exits 2 for a bad configuration or plugin: so does the demo.
+      this.recordFailure(2, `${label} exited unexpectedly with code ${code}`, code === 2 ? 2 : 1);
+    } else if (code !== expected && code !== 0) {
       this.recordFailure(2, `${label} exited with code ${code} while shutting down`);
     }
   }
@@ -576,6 +612,35 @@ export class JobManagerRole {
   private say(text: string): void {
     this.io.human.write(text);
   }
+}
+
+/** What the summary reports about checkpoints and the restart. */
+function recoveryReport(
+  result: JobResult,
+  recovery: Recovery | undefined,
+  duplicates: number,
+): Pick<JobReport, "checkpointing" | "restarts" | "killedTaskManager"> {
+  const mode = recovery?.settings.mode;
+  const killed = recovery?.killedTaskManager;
+  const { completed, aborted, restoredFrom, latest } = result.checkpoints;
+  return {
+    restarts: result.restarts,
+    ...(mode === undefined
+      ? {}
+      : {
+          checkpointing: {
+            mode,
+            completed,
+            aborted,
+            ...(restoredFrom === undefined ? {} : { restoredFrom: Number(restoredFrom) }),
+            ...(latest === undefined
+              ? {}
+              : { lastAlignmentMs: latest.alignmentDurationNanos / 1e6 }),
+            ...(mode === "AT_LEAST_ONCE" ? { duplicates } : {}),
+          },
+        }),
+    ...(killed === undefined ? {} : { killedTaskManager: killed }),
+  };
 }
 
 /** The configuration arguments local task managers get: the same sources as this process. */

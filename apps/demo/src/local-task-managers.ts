@@ -22,6 +22,18 @@ export interface LocalTaskManager {
 export class LocalTaskManagers {
   readonly processes: LocalTaskManager[] = [];
 
+  private constructor(
+    private readonly main: string,
+    private readonly jobManager: { host: string; port: number },
+    private readonly configArgs: readonly string[],
+    private readonly onExit: (
+      process: LocalTaskManager,
+      code: number | null,
+      signal: NodeJS.Signals | null,
+      error?: Error,
+    ) => void,
+  ) {}
+
   /**
    * Starts `count` task managers that connect to `port` on 127.0.0.1.
    *
@@ -44,50 +56,64 @@ export class LocalTaskManagers {
     if (!existsSync(main)) {
       throw new Error(`cannot start task managers: ${main} does not exist (build the demo first)`);
     }
-    const launcher = new LocalTaskManagers();
-    for (let i = 0; i < count; i++) {
-      const child = spawn(
-        process.execPath,
-        [
-          // A debugger port cannot be shared with the job manager.
-          ...process.execArgv.filter((arg) => !arg.startsWith("--inspect")),
-          main,
-          "taskmanager",
-          "--jobmanager",
-          `${jobManager.host}:${jobManager.port}`,
-          "--quiet",
-          ...configArgs,
-        ],
-        {
-          stdio: ["ignore", "inherit", "inherit"],
-          // Its own process group: Ctrl-C reaches the job manager only, which ends the job.
-          detached: true,
-        },
-      );
-      let resolveExit!: LocalTaskManager["exit"] extends Promise<infer T>
-        ? (value: T) => void
-        : never;
-      const handle: LocalTaskManager = {
-        child,
-        pid: child.pid ?? -1,
-        killSignal: undefined,
-        exited: false,
-        exit: new Promise((resolve) => {
-          resolveExit = resolve;
-        }),
-      };
-      const exited = (code: number | null, signal: NodeJS.Signals | null, error?: Error) => {
-        if (handle.exited) return;
-        handle.exited = true;
-        resolveExit({ code, signal });
-        onExit(handle, code, signal, error);
-      };
-      // The process could not be started (or signalled): it counts as exited, with the reason.
-      child.on("error", (error) => exited(null, null, error));
-      child.on("exit", (code, signal) => exited(code, signal));
-      launcher.processes.push(handle);
-    }
+    const launcher = new LocalTaskManagers(main, jobManager, configArgs, onExit);
+    for (let i = 0; i < count; i++) launcher.startOne();
     return launcher;
+  }
+
+  /**
+   * Starts one more task manager like the others (e.g. to replace one that was lost: it
+   * registers, and a restarting job's lost subtasks go to it).
+   */
+  startOne(): LocalTaskManager {
+    const child = spawn(
+      process.execPath,
+      [
+        // A debugger port cannot be shared with the job manager.
+        ...process.execArgv.filter((arg) => !arg.startsWith("--inspect")),
+        this.main,
+        "taskmanager",
+        "--jobmanager",
+        `${this.jobManager.host}:${this.jobManager.port}`,
+        "--quiet",
+        ...this.configArgs,
+      ],
+      {
+        stdio: ["ignore", "inherit", "inherit"],
+        // Its own process group: Ctrl-C reaches the job manager only, which ends the job.
+        detached: true,
+      },
+    );
+    let resolveExit!: LocalTaskManager["exit"] extends Promise<infer T>
+      ? (value: T) => void
+      : never;
+    const handle: LocalTaskManager = {
+      child,
+      pid: child.pid ?? -1,
+      killSignal: undefined,
+      exited: false,
+      exit: new Promise((resolve) => {
+        resolveExit = resolve;
+      }),
+    };
+    const exited = (code: number | null, signal: NodeJS.Signals | null, error?: Error) => {
+      if (handle.exited) return;
+      handle.exited = true;
+      resolveExit({ code, signal });
+      this.onExit(handle, code, signal, error);
+    };
+    // The process could not be started (or signalled): it counts as exited, with the reason.
+    child.on("error", (error) => exited(null, null, error));
+    child.on("exit", (code, signal) => exited(code, signal));
+    this.processes.push(handle);
+    return handle;
+  }
+
+  /** Sends `signal` to one child; its exit is then expected (see `killSignal`). */
+  kill(handle: LocalTaskManager, signal: NodeJS.Signals): void {
+    if (handle.exited) return;
+    handle.killSignal = signal;
+    handle.child.kill(signal);
   }
 
   /** Resolves once every child exited. */
@@ -97,11 +123,7 @@ export class LocalTaskManagers {
 
   /** Sends `signal` to every child still running. */
   killAll(signal: NodeJS.Signals): void {
-    for (const handle of this.processes) {
-      if (handle.exited) continue;
-      handle.killSignal = signal;
-      handle.child.kill(signal);
-    }
+    for (const handle of this.processes) this.kill(handle, signal);
   }
 
   /** The child with this pid. */

@@ -40,8 +40,10 @@ class RateMeter {
     const ms = snapshot.elapsedMs - this.lastMs;
     const rates = {
       recordsIn,
-      recordsPerSecond: perSecond(recordsIn - this.lastRecords, ms),
-      bytesPerSecond: perSecond(bytesOut - this.lastBytes, ms),
+      // A restarted attempt starts its counters from its checkpoint (records) or from zero
+      // (bytes): totals may go back, and a rate is then the attempt's, not negative.
+      recordsPerSecond: perSecond(Math.max(0, recordsIn - this.lastRecords), ms),
+      bytesPerSecond: perSecond(Math.max(0, bytesOut - this.lastBytes), ms),
     };
     this.lastMs = snapshot.elapsedMs;
     this.lastRecords = recordsIn;

@@ -1,3 +1,4 @@
+import type { CheckpointingMode } from "@sluice/runtime";
 import {
   formatDuration,
   formatInteger,
@@ -5,6 +6,7 @@ import {
   formatTable,
   perSecond,
 } from "./format.js";
+import type { KilledTaskManager } from "./recovery.js";
 import type { TaskProgress } from "./task-progress.js";
 
 /** One process of the job, as the summary reports it. */
@@ -19,6 +21,24 @@ export interface ProcessReport {
   readonly bufferPool?: { readonly available: number; readonly total: number };
   /** Partitions still holding memory at shutdown. */
   readonly unreleasedPartitions?: number;
+  /** True for a task manager that was lost during the job (killed, crashed). */
+  readonly lost?: boolean;
+}
+
+/** What a job that took checkpoints reports about them. */
+export interface CheckpointingReport {
+  /** `execution.checkpointing.mode`. */
+  readonly mode: CheckpointingMode;
+  /** Checkpoints every task acknowledged. */
+  readonly completed: number;
+  /** Checkpoints triggered and aborted. */
+  readonly aborted: number;
+  /** The checkpoint the restart restored; absent without one. */
+  readonly restoredFrom?: number;
+  /** The longest alignment of any task in the newest completed checkpoint, in ms. */
+  readonly lastAlignmentMs?: number;
+  /** At-least-once: words counted more often than the corpus holds them (replayed). */
+  readonly duplicates?: number;
 }
 
 /** Everything the end of a successful run reports. */
@@ -40,6 +60,12 @@ export interface JobReport {
   /** Final counters of every task, with the task manager it ran on. */
   readonly tasks: readonly (TaskProgress & { readonly taskManager: number })[];
   readonly processes: readonly ProcessReport[];
+  /** The job's checkpoints; absent when it took none. */
+  readonly checkpointing?: CheckpointingReport;
+  /** How often the job restarted. */
+  readonly restarts: number;
+  /** The task manager `--kill-task-manager-after` killed. */
+  readonly killedTaskManager?: KilledTaskManager;
 }
 
 /** True when every task manager returned all its network buffers and released its partitions. */
@@ -47,6 +73,7 @@ export function buffersReturned(report: JobReport): boolean {
   return report.processes.every(
     (p) =>
       p.role === "jobmanager" ||
+      p.lost === true ||
       ((p.bufferPool === undefined || p.bufferPool.available === p.bufferPool.total) &&
         (p.unreleasedPartitions ?? 0) === 0),
   );
@@ -63,6 +90,7 @@ export function formatSummary(report: JobReport): string {
     `  bytes          ${formatMegabytes(report.bytes)} out of the source partitions`,
     `  duration       ${formatDuration(report.durationMs)} (${report.parallelism} sources, ${report.parallelism} counters, ${report.taskManagers} task managers)`,
     `  throughput     ${formatInteger(rate)} records/s, ${formatMegabytes(perSecond(report.bytes, report.durationMs))}/s`,
+    ...recoveryLines(report),
     "",
   ];
   const tasks = [...report.tasks].sort((a, b) =>
@@ -86,16 +114,23 @@ export function formatSummary(report: JobReport): string {
         p.role === "jobmanager" ? "job manager" : `task manager ${p.index}`,
         String(p.pid),
         `${p.peakRssMb.toFixed(1)} MiB`,
-        p.bufferPool === undefined
-          ? "-"
-          : `${formatInteger(p.bufferPool.available)}/${formatInteger(p.bufferPool.total)} free${
-              p.bufferPool.available === p.bufferPool.total ? "" : " (LEAK)"
-            }${(p.unreleasedPartitions ?? 0) > 0 ? `, ${p.unreleasedPartitions} partitions not released` : ""}`,
+        p.lost === true
+          ? "lost during the job"
+          : p.bufferPool === undefined
+            ? "-"
+            : `${formatInteger(p.bufferPool.available)}/${formatInteger(p.bufferPool.total)} free${
+                p.bufferPool.available === p.bufferPool.total ? "" : " (LEAK)"
+              }${(p.unreleasedPartitions ?? 0) > 0 ? `, ${p.unreleasedPartitions} partitions not released` : ""}`,
       ]),
     ]),
     "",
   );
-  if (report.verified) {
+  const duplicates = report.checkpointing?.duplicates;
+  if (report.verified && duplicates !== undefined) {
+    lines.push(
+      `verified: no word lost (at-least-once); ${formatInteger(duplicates)} words were counted twice`,
+    );
+  } else if (report.verified) {
     lines.push(
       `verified: the counts of all ${formatInteger(report.records)} words equal the reference`,
     );
@@ -126,7 +161,62 @@ export function summaryJson(report: JobReport): Record<string, unknown> {
       ...(p.index === undefined ? {} : { index: p.index }),
       pid: p.pid,
       peakRssMb: Math.round(p.peakRssMb * 10) / 10,
+      ...(p.lost === true ? { lost: true } : {}),
     })),
+    ...(report.checkpointing === undefined
+      ? {}
+      : {
+          checkpoints: {
+            completed: report.checkpointing.completed,
+            aborted: report.checkpointing.aborted,
+            restoredFrom: report.checkpointing.restoredFrom ?? null,
+          },
+          checkpointingMode: report.checkpointing.mode,
+          lastCheckpointAlignmentMs:
+            report.checkpointing.lastAlignmentMs === undefined
+              ? null
+              : Math.round(report.checkpointing.lastAlignmentMs * 1000) / 1000,
+          ...(report.checkpointing.duplicates === undefined
+            ? {}
+            : { duplicates: report.checkpointing.duplicates }),
+        }),
+    restarts: report.restarts,
+    ...(report.killedTaskManager === undefined
+      ? {}
+      : {
+          killedTaskManager: {
+            ...report.killedTaskManager,
+            afterMs: Math.round(report.killedTaskManager.afterMs),
+          },
+        }),
     ...(report.verified ? {} : { differences: report.differences }),
   };
+}
+
+/** The checkpoint and restart lines of the summary (none for a job without checkpoints). */
+function recoveryLines(report: JobReport): string[] {
+  const lines: string[] = [];
+  const checkpoints = report.checkpointing;
+  if (checkpoints !== undefined) {
+    const alignment =
+      checkpoints.lastAlignmentMs === undefined
+        ? ""
+        : `; last alignment ${checkpoints.lastAlignmentMs.toFixed(1)} ms`;
+    lines.push(
+      `  checkpoints    ${checkpoints.completed} completed, ${checkpoints.aborted} aborted (${checkpoints.mode === "EXACTLY_ONCE" ? "exactly-once" : "at-least-once"})${alignment}`,
+    );
+  }
+  const killed = report.killedTaskManager;
+  if (killed !== undefined || report.restarts > 0) {
+    const kill =
+      killed === undefined
+        ? ""
+        : `task manager ${killed.index} (pid ${killed.pid}) killed ${formatDuration(killed.afterMs)} into the job; `;
+    const from =
+      checkpoints?.restoredFrom === undefined ? "" : ` from checkpoint ${checkpoints.restoredFrom}`;
+    lines.push(
+      `  recovery       ${kill}${report.restarts} restart${report.restarts === 1 ? "" : "s"}${from}`,
+    );
+  }
+  return lines;
 }

@@ -1,6 +1,11 @@
 import { TaskManager } from "@sluice/cluster";
-import { ConfigurationError } from "@sluice/core";
-import { Configuration, describeThrowable, serializeThrowable } from "@sluice/runtime";
+import { ConfigurationError, ErrorCodes } from "@sluice/core";
+import {
+  Configuration,
+  describeThrowable,
+  knownOptionsWith,
+  serializeThrowable,
+} from "@sluice/runtime";
 import type { JsonValue } from "@sluice/runtime-api";
 import type { TaskManagerCommand } from "./cli.js";
 import {
@@ -9,7 +14,7 @@ import {
   THROTTLE_MESSAGE,
   ThrottleSchema,
 } from "./control-messages.js";
-import { APP_DIR, APP_VERSION, SHUFFLE_KEY } from "./demo-application.js";
+import { APP_DIR, APP_VERSION, isUsageError, SHUFFLE_KEY } from "./demo-application.js";
 import { Throttle } from "./throttle.js";
 import { wordCountInvokables } from "./word-count-job.js";
 
@@ -41,9 +46,11 @@ export async function runTaskManager(
   process.on("SIGTERM", onSignal);
   const throttle = new Throttle();
   try {
+    // Unknown keys are reported once the plugin, which may own some, is known (below).
     const configuration = Configuration.load({
       ...(command.configFile === undefined ? {} : { configFile: command.configFile }),
       args: command.dynamicProperties,
+      warnUnknownKeys: false,
     });
     if (command.shuffle !== undefined) configuration.set(SHUFFLE_KEY, command.shuffle);
     taskManager = await TaskManager.start(configuration, {
@@ -62,6 +69,10 @@ export async function runTaskManager(
       onWarning: warn,
     });
     if (interruptedBy !== undefined) void taskManager.close(`interrupted by ${interruptedBy}`);
+    // A local child (--quiet) has its job manager's sources, which the job manager checked.
+    if (!command.quiet) {
+      configuration.warnUnknownKeys(knownOptionsWith(taskManager.executor.plugin.configOptions));
+    }
     const { executor } = taskManager;
     log(
       `task manager ${taskManager.index} (pid ${process.pid}) registered with the job manager at ${taskManager.jobManagerAddress}: data port ${executor.location.host}:${executor.location.dataPort}, resource ${executor.resourceId}\n`,
@@ -98,8 +109,7 @@ function peakRssMb(): number {
   return process.resourceUsage().maxRSS / 1024;
 }
 
-/** A bad configuration, or a job manager that refused this task manager for one. */
+/** A bad configuration or plugin, or a job manager that refused this task manager for one. */
 function isConfigurationProblem(error: unknown): boolean {
-  const code = (error as { code?: unknown })?.code;
-  return code === "SLUICE_ERR_CONFIG" || code === "SLUICE_ERR_PROTOCOL";
+  return isUsageError(error) || (error as { code?: unknown })?.code === ErrorCodes.PROTOCOL;
 }

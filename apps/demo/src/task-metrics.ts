@@ -95,8 +95,16 @@ export function subtaskName(subtask: SubtaskMetrics, parallelism: number): strin
   return `${subtask.vertex} (${subtask.subtaskIndex + 1}/${parallelism})#${subtask.attemptNumber}`;
 }
 
-/** A running task's counters, read from its own metrics (what it returns with its result). */
-export function taskProgressOfTask(task: Task, finished: boolean): TaskProgress {
+/**
+ * A running task's counters, read from its own metrics (what it returns with its result).
+ * `restoredRecords`: the records of the checkpoint a restored attempt started from, which its
+ * metrics (counting this attempt's records) do not hold.
+ */
+export function taskProgressOfTask(
+  task: Task,
+  finished: boolean,
+  restoredRecords = 0,
+): TaskProgress {
   const attemptId = task.executionAttemptId.toString();
   const own = task.metricGroup.registry
     .dump()
@@ -105,5 +113,6 @@ export function taskProgressOfTask(task: Task, finished: boolean): TaskProgress 
   if (subtask === undefined) {
     throw new IllegalStateError(`task ${task.name} has no metrics in its task manager's registry`);
   }
-  return taskProgressOf(subtask, task.name, finished);
+  const progress = taskProgressOf(subtask, task.name, finished);
+  return { ...progress, records: progress.records + restoredRecords };
 }

@@ -1,6 +1,6 @@
 import { assignKeyToParallelOperator } from "@sluice/runtime";
 import { describe, expect, it } from "vitest";
-import { verifyCounts } from "./verification.js";
+import { verifyAtLeastOnce, verifyCounts } from "./verification.js";
 
 const MAX_PARALLELISM = 128;
 
@@ -61,5 +61,46 @@ describe("verifyCounts", () => {
     const result = verifyCounts(reference, [new Map(), new Map()], MAX_PARALLELISM, 2);
     expect(result.differences).toHaveLength(3);
     expect(result.differences[2]).toBe("... and 2 more");
+  });
+});
+
+describe("verifyAtLeastOnce", () => {
+  const reference = new Map([
+    ["alpha", 5],
+    ["beta", 3],
+    ["gamma", 1],
+  ]);
+
+  it("accepts words counted more often than the corpus holds them, and counts the excess", () => {
+    const counted = new Map([
+      ["alpha", 7],
+      ["beta", 3],
+      ["gamma", 2],
+    ]);
+    expect(verifyAtLeastOnce(reference, routed(counted), MAX_PARALLELISM)).toEqual({
+      verified: true,
+      differences: [],
+      distinctWords: 3,
+      duplicates: 3,
+    });
+  });
+
+  it("refuses a lost word, naming it", () => {
+    const counted = new Map([
+      ["alpha", 9],
+      ["beta", 2],
+      ["gamma", 1],
+    ]);
+    const verification = verifyAtLeastOnce(reference, routed(counted), MAX_PARALLELISM);
+    expect(verification.verified).toBe(false);
+    expect(verification.differences).toEqual(['"beta": expected 3, counted 2 (-1)']);
+    expect(verification.duplicates).toBe(4);
+  });
+
+  it("still counts an exact run's words exactly in verifyCounts", () => {
+    const counted = new Map([...reference, ["alpha", 6]]);
+    expect(verifyCounts(reference, routed(counted), MAX_PARALLELISM).differences).toEqual([
+      '"alpha": expected 5, counted 6 (+1)',
+    ]);
   });
 });

@@ -22,7 +22,7 @@ import { count, json, port, text } from "./wire-schemas.js";
  * raise it with every incompatible change to a method (a new method is compatible only with peers
  * that know it, so adding one raises it too).
  */
-export const CONTROL_PLANE_VERSION = 3;
+export const CONTROL_PLANE_VERSION = 4;
 
 /** The Sluice release of this package: job manager and task managers must run the same one. */
 export const SLUICE_VERSION: string = (

@@ -1,6 +1,12 @@
 import type { ServerOptions as HttpsServerOptions } from "node:https";
 import type { TLSSocket } from "node:tls";
-import { checkFingerprint, readTlsSettings, type TlsSettings } from "@sluice/network";
+import {
+  checkFingerprint,
+  readTlsSettings,
+  type TlsSettings,
+  tlsClientOptions,
+  tlsServerOptions,
+} from "@sluice/network";
 import { type ConfigOption, type ReadableConfig, SecurityOptions } from "@sluice/runtime-api";
 import type { ClientOptions } from "ws";
 
@@ -23,20 +29,12 @@ export function readControlPlaneTls(config: ReadableConfig): TlsSettings | undef
   return readTlsSettings(withDataSsl);
 }
 
-/** HTTPS server options that require a client certificate signed by the internal CA. */
+/**
+ * HTTPS server options that require a client certificate signed by the internal CA: the data
+ * server's own (one mapping of the settings to node:tls options for both planes).
+ */
 export function serverTlsOptions(settings: TlsSettings): HttpsServerOptions {
-  return {
-    key: settings.key,
-    cert: settings.cert,
-    ca: settings.ca,
-    minVersion: settings.minVersion,
-    ...(settings.passphrase === undefined ? {} : { passphrase: settings.passphrase }),
-    ...(settings.handshakeTimeoutMs === undefined
-      ? {}
-      : { handshakeTimeout: settings.handshakeTimeoutMs }),
-    requestCert: true,
-    rejectUnauthorized: true,
-  };
+  return tlsServerOptions(settings);
 }
 
 /** Why a TLS peer must be dropped despite a trusted certificate (the pin), or undefined. */
@@ -44,17 +42,12 @@ export function pinViolation(settings: TlsSettings, socket: TLSSocket): string |
   return checkFingerprint(settings, socket.getPeerCertificate());
 }
 
-/** WebSocket client options that present this side's certificate and trust only the CA. */
+/**
+ * WebSocket client options that present this side's certificate and trust only the CA: the data
+ * connections' own. Internal certificates name no host, so trust comes from the CA and the pin.
+ */
 export function clientTlsOptions(settings: TlsSettings): ClientOptions {
-  return {
-    key: settings.key,
-    cert: settings.cert,
-    ca: settings.ca,
-    minVersion: settings.minVersion,
-    ...(settings.passphrase === undefined ? {} : { passphrase: settings.passphrase }),
-    rejectUnauthorized: true,
-    // Internal certificates name no host: trust comes from the CA and the pin, as on the data
-    // plane. (Node's tls treats a falsy result as "identity ok"; @types/ws types it as boolean.)
-    checkServerIdentity: () => false,
-  };
+  // @types/ws types checkServerIdentity as returning boolean; node:tls reads undefined as "ok".
+  const { checkServerIdentity: _, ...options } = tlsClientOptions(settings);
+  return { ...options, checkServerIdentity: () => false };
 }

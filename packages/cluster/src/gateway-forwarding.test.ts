@@ -1,13 +1,8 @@
 import { ConfigurationError } from "@sluice/core";
 import { describe, expect, it } from "vitest";
 import * as z from "zod";
-import {
-  type Forwarder,
-  type ForwardingTable,
-  forwardedMethods,
-  forwardingGateway,
-  serveGateway,
-} from "./gateway-forwarding.js";
+import { type ForwardingTable, forwardedMethods, forwardingGateway } from "./gateway-forwarding.js";
+import { inProcessForwarder } from "./test-support/in-process-forwarder.js";
 
 /** A gateway shaped like the runtime's: a request method and a report that must not throw. */
 interface CounterGateway {
@@ -66,23 +61,8 @@ function connect(counter: Counter): {
   caller: Caller;
   undelivered: unknown[];
 } {
-  const handlers = new Map<string, (params: unknown) => Promise<unknown>>();
-  serveGateway(
-    { handle: (name, handler) => handlers.set(name, handler) },
-    CounterMethods,
-    () => counter,
-  );
   const caller: Caller = { sent: [] };
-  const undelivered: unknown[] = [];
-  const forwarder: Forwarder<Caller> = {
-    caller,
-    request: async (name, params) => {
-      const spec = CounterMethods[name as keyof typeof CounterMethods];
-      const reply = await handlers.get(name)?.(spec.params.parse(params));
-      return spec.result.parse(reply);
-    },
-    onUndelivered: (name, error) => undelivered.push([name, error]),
-  };
+  const { forwarder, undelivered } = inProcessForwarder(CounterMethods, counter, caller);
   return { remote: new RemoteCounter(forwarder), caller, undelivered };
 }
 

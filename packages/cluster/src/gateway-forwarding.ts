@@ -10,11 +10,17 @@
 import type * as z from "zod";
 import type { MethodSpec } from "./method-spec.js";
 
-/** The names of the function members of a gateway interface. */
+/**
+ * The names of the function members of a gateway interface, optional ones included (a gateway
+ * that may leave a method out, as `TaskExecutorGateway.triggerCheckpoint`, still forwards it).
+ */
 export type GatewayMethodName<G> = {
-  [K in keyof G]-?: G[K] extends (...args: never[]) => unknown ? K : never;
+  [K in keyof G]-?: NonNullable<G[K]> extends (...args: never[]) => unknown ? K : never;
 }[keyof G] &
   string;
+
+/** The gateway's methods, each present (a forwarding gateway implements the optional ones too). */
+export type GatewayMethods<G> = { readonly [K in GatewayMethodName<G>]-?: NonNullable<G[K]> };
 
 type ArgsOf<F> = F extends (...args: infer A) => unknown ? A : never;
 type ReturnOf<F> = F extends (...args: never[]) => infer R ? Awaited<R> : never;
@@ -82,8 +88,8 @@ export type ForwardingTable<G, Caller, Receiver> = {
   readonly [K in GatewayMethodName<G>]: ForwardedMethod<
     Caller,
     Receiver,
-    ArgsOf<G[K]>,
-    ReturnOf<G[K]>
+    ArgsOf<NonNullable<G[K]>>,
+    ReturnOf<NonNullable<G[K]>>
   > & { readonly name: K };
 };
 
@@ -92,8 +98,15 @@ export interface ForwardedMethodBuilder<G, Caller, Receiver> {
   /** Describes how method `name` of `G` crosses the control plane. */
   method<K extends GatewayMethodName<G>, P extends z.ZodType, R extends z.ZodType>(
     name: K,
-    spec: ForwardedMethodSpec<G[K], Caller, Receiver, P, R>,
-  ): ForwardedMethod<Caller, Receiver, ArgsOf<G[K]>, ReturnOf<G[K]>, P, R> & { readonly name: K };
+    spec: ForwardedMethodSpec<NonNullable<G[K]>, Caller, Receiver, P, R>,
+  ): ForwardedMethod<
+    Caller,
+    Receiver,
+    ArgsOf<NonNullable<G[K]>>,
+    ReturnOf<NonNullable<G[K]>>,
+    P,
+    R
+  > & { readonly name: K };
 }
 
 /** Starts a table for gateway interface `G`. */
@@ -148,7 +161,7 @@ export function forwardingGateway<G, Caller>(
   table: ForwardingTable<G, Caller, never>,
 ): abstract new (
   forwarder: Forwarder<Caller>,
-) => Pick<G, GatewayMethodName<G>> {
+) => GatewayMethods<G> {
   abstract class ForwardingGateway {
     readonly [FORWARDER]: Forwarder<Caller>;
     constructor(forwarder: Forwarder<Caller>) {
@@ -177,7 +190,7 @@ export function forwardingGateway<G, Caller>(
   }
   return ForwardingGateway as unknown as abstract new (
     forwarder: Forwarder<Caller>,
-  ) => Pick<G, GatewayMethodName<G>>;
+  ) => GatewayMethods<G>;
 }
 
 /** Where the receiving side installs a handler (an `RpcPeer`). */

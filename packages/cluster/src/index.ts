@@ -15,6 +15,7 @@ export type {
   ForwardedMethod,
   ForwardingTable,
   GatewayMethodName,
+  GatewayMethods,
 } from "./gateway-forwarding.js";
 export { HeartbeatMonitor } from "./heartbeat-monitor.js";
 export {

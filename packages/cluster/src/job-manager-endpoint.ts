@@ -235,7 +235,8 @@ export class JobManagerEndpoint {
         );
       }
       const { maxTaskManagers } = this.options;
-      if (this.taskManagers.length >= maxTaskManagers) {
+      // Lost task managers do not count: a replacement for one is welcome.
+      if (this.taskManagers.filter((tm) => tm.connected).length >= maxTaskManagers) {
         refuse(
           new IllegalStateError(
             `the job manager already has the ${maxTaskManagers} task managers it accepts`,

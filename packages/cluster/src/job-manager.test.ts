@@ -145,8 +145,8 @@ describe("the job manager's control plane", () => {
     expect(registered).toEqual([]);
   });
 
-  it("refuses task managers beyond maxTaskManagers", async () => {
-    const { jobManager, registered } = await start({}, { maxTaskManagers: 1 });
+  it("refuses task managers beyond maxTaskManagers, and accepts a replacement for a lost one", async () => {
+    const { jobManager, registered, lost } = await start({}, { maxTaskManagers: 1 });
     const [first, second] = await Promise.all([
       RawControlClient.open(jobManager.url),
       RawControlClient.open(jobManager.url),
@@ -156,6 +156,12 @@ describe("the job manager's control plane", () => {
     const refused = errorOf((await second?.register(2, jobManager.plugin)) ?? {});
     expect(refused.message).toContain("already has the 1 task managers it accepts");
     expect(registered).toHaveLength(1);
+
+    first?.socket.terminate();
+    await until(() => lost.length === 1, "the first task manager to be lost");
+    const replacement = await RawControlClient.open(jobManager.url);
+    await replacement.hello(1, { applicationVersion: "9.9.9" });
+    expect((await replacement.register(2, jobManager.plugin)).result).toEqual({ index: 1 });
   });
 
   it("registers a task executor under the address it announces and reports it lost at once when its connection closes", async () => {

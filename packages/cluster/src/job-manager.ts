@@ -50,14 +50,17 @@ export interface JobManagerStartOptions extends JobDeployerOptions {
    * (default `""`, which matches task managers that set none).
    */
   readonly applicationVersion?: string;
-  /** How many task managers may register; more are refused (default: no limit). */
+  /**
+   * How many task managers may be registered at once; more are refused (default: no limit). Lost
+   * ones do not count, so a replacement for one is accepted.
+   */
   readonly maxTaskManagers?: number;
   /** A task manager registered: its TaskExecutor runs and loaded the job manager's plugin. */
   readonly onTaskManagerRegistered?: (taskManager: RegisteredTaskManager) => void;
   /**
    * A registered task manager was lost (its connection closed, or it answered no heartbeat within
-   * `heartbeat.timeout`); `cause` names it and its address. Jobs with tasks on it fail right
-   * after this call.
+   * `heartbeat.timeout`); `cause` names it and its address. Jobs with tasks on it fail over right
+   * after this call: they restart when their restart strategy allows, else they fail.
    */
   readonly onTaskManagerLost?: (taskManager: RegisteredTaskManager, cause: Error) => void;
   /** Receives the application channel's messages; without it, they are answered with an error. */
@@ -82,7 +85,10 @@ export interface ShutDownOptions {
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 
 interface Waiter {
+  /** How many connected task managers it waits for, besides those in `excluded`. */
   readonly count: number;
+  /** Task managers that do not count (a placement's current ones, when it waits for a new one). */
+  readonly excluded?: ReadonlySet<RegisteredTaskManager>;
   readonly resolve: (taskManagers: readonly RegisteredTaskManager[]) => void;
   readonly reject: (error: Error) => void;
 }
@@ -97,8 +103,10 @@ interface Waiter {
  * shuffle plugin. Each registered task manager is a `TaskExecutorGateway`
  * ({@link RegisteredTaskManager}); {@link JobManager.deploy} deploys job graphs onto them (and onto
  * any in-process TaskExecutor) through the `JobDeployer`. Heartbeats follow `heartbeat.interval`
- * and `heartbeat.timeout`; a lost task manager fails the jobs that have tasks on it
- * (`JobExecution.notifyTaskExecutorLost`).
+ * and `heartbeat.timeout`; the jobs that have tasks on a lost task manager fail over
+ * (`JobExecution.notifyTaskExecutorLost`): with a restart strategy (`restart-strategy.*`, on by
+ * default with checkpoints) they restart from their latest checkpoint, by default onto a task
+ * manager that registers to replace the lost one.
  */
 export class JobManager {
   /** The configuration it was started with. */
@@ -115,6 +123,8 @@ export class JobManager {
   readonly port: number;
 
   private readonly endpoint: JobManagerEndpoint;
+  /** `slot.request.timeout`: how long a restart waits for a replacement task manager. */
+  private readonly slotRequestTimeoutMs: number;
   private readonly executions = new Set<JobExecution>();
   private readonly waiters = new Set<Waiter>();
   private closing: Promise<void> | undefined;
@@ -124,7 +134,9 @@ export class JobManager {
     deployer: JobDeployer,
     plugin: ShufflePluginIdentity,
     endpoint: JobManagerEndpoint,
+    slotRequestTimeoutMs: number,
   ) {
+    this.slotRequestTimeoutMs = slotRequestTimeoutMs;
     this.configuration = configuration;
     this.deployer = deployer;
     this.plugin = plugin;
@@ -154,6 +166,7 @@ export class JobManager {
     const maxMessageSize = configuration.get(NettyShuffleEnvironmentOptions.MAX_FRAME_SIZE);
     const heartbeatIntervalMs = configuration.get(HeartbeatManagerOptions.HEARTBEAT_INTERVAL);
     const heartbeatTimeoutMs = configuration.get(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT);
+    const slotRequestTimeoutMs = configuration.get(JobManagerOptions.SLOT_REQUEST_TIMEOUT);
     const shipped: Record<string, JsonValue> = {};
     for (const [key, value] of Object.entries(configuration.toObject())) {
       if (!HOST_LOCAL_KEYS.has(key)) shipped[key] = value as JsonValue;
@@ -207,7 +220,7 @@ export class JobManager {
       await deployer.close();
       throw error;
     }
-    jobManager = new JobManager(configuration, deployer, plugin, endpoint);
+    jobManager = new JobManager(configuration, deployer, plugin, endpoint, slotRequestTimeoutMs);
     return jobManager;
   }
 
@@ -226,6 +239,19 @@ export class JobManager {
     count: number,
     timeoutMs?: number,
   ): Promise<readonly RegisteredTaskManager[]> {
+    return this.waitFor(count, timeoutMs, undefined, () => {
+      const registered = this.connectedTaskManagers().length;
+      return `${registered} of ${count} task managers registered with the job manager at ${this.url} within ${timeoutMs} ms`;
+    });
+  }
+
+  /** The first `count` connected task managers not in `excluded`, once there are that many. */
+  private waitFor(
+    count: number,
+    timeoutMs: number | undefined,
+    excluded: ReadonlySet<RegisteredTaskManager> | undefined,
+    timeoutMessage: () => string,
+  ): Promise<readonly RegisteredTaskManager[]> {
     return new Promise((resolve, reject) => {
       if (this.closing !== undefined) {
         reject(new IllegalStateError("the job manager is closed"));
@@ -234,6 +260,7 @@ export class JobManager {
       let timer: NodeJS.Timeout | undefined;
       const waiter: Waiter = {
         count,
+        ...(excluded === undefined ? {} : { excluded }),
         resolve: (taskManagers) => {
           clearTimeout(timer);
           resolve(taskManagers);
@@ -246,12 +273,7 @@ export class JobManager {
       if (timeoutMs !== undefined) {
         timer = setTimeout(() => {
           this.waiters.delete(waiter);
-          const registered = this.connectedTaskManagers().length;
-          reject(
-            new TimeoutError(
-              `${registered} of ${count} task managers registered with the job manager at ${this.url} within ${timeoutMs} ms`,
-            ),
-          );
+          reject(new TimeoutError(timeoutMessage()));
         }, timeoutMs);
       }
       this.waiters.add(waiter);
@@ -261,12 +283,15 @@ export class JobManager {
 
   /**
    * Deploys `graph` through the JobDeployer; follow it through the returned `JobExecution`. When a
-   * task manager with tasks of the job is lost, the job fails (`notifyTaskExecutorLost`); a job
-   * deployed on `deployer` directly does not get that.
+   * task manager with tasks of the job is lost, the job fails over (`notifyTaskExecutorLost`): it
+   * restarts if its restart strategy allows, else it fails; a job deployed on `deployer` directly
+   * does not get that.
    *
    * @param placement - picks the TaskExecutorGateway of each subtask: a {@link RegisteredTaskManager},
    *   or a TaskExecutor of this process. Default: subtask `i` of every vertex runs on the `i mod n`-th
-   *   of the `n` task managers connected now.
+   *   of the `n` task managers connected now; when the job restarts after losing one of them, its
+   *   subtasks go to the next task manager that registers and runs none of the job's tasks (a
+   *   replacement), waited for up to `slot.request.timeout`.
    * @throws IllegalStateError when no placement is given and no task manager is connected.
    */
   async deploy(
@@ -282,8 +307,7 @@ export class JobManager {
           `cannot deploy job ${graph.name}: no task manager is registered with the job manager at ${this.url}`,
         );
       }
-      place = (_vertex, subtask) =>
-        taskManagers[subtask % taskManagers.length] as RegisteredTaskManager;
+      place = this.replacingPlacement(taskManagers);
     }
     const execution = await this.deployer.deploy(graph, place, options);
     this.executions.add(execution);
@@ -351,6 +375,29 @@ export class JobManager {
     return this.closing;
   }
 
+  /**
+   * Subtask `i` on the `i mod n`-th of `taskManagers`; a lost one is replaced, for good, by the
+   * first connected task manager that is none of the placement's current ones.
+   */
+  private replacingPlacement(taskManagers: readonly RegisteredTaskManager[]): Placement {
+    const slots = [...taskManagers];
+    const timeoutMs = this.slotRequestTimeoutMs;
+    return async (vertex, subtask, context) => {
+      const slot = subtask % slots.length;
+      const current = slots[slot] as RegisteredTaskManager;
+      if (!context.isLost(current) && current.connected) return current;
+      const [replacement] = await this.waitFor(
+        1,
+        timeoutMs,
+        new Set(slots),
+        () =>
+          `no task manager registered within ${timeoutMs} ms (${JobManagerOptions.SLOT_REQUEST_TIMEOUT.key}) to replace the lost ${current.label}, which ran ${vertex.name} (${subtask + 1}/${vertex.parallelism})`,
+      );
+      slots[slot] = replacement as RegisteredTaskManager;
+      return replacement as RegisteredTaskManager;
+    };
+  }
+
   private connectedTaskManagers(): RegisteredTaskManager[] {
     return this.endpoint.taskManagers.filter((taskManager) => taskManager.connected);
   }
@@ -358,9 +405,12 @@ export class JobManager {
   private wakeWaiters(): void {
     const connected = this.connectedTaskManagers();
     for (const waiter of this.waiters) {
-      if (connected.length < waiter.count) continue;
+      const { excluded } = waiter;
+      const candidates =
+        excluded === undefined ? connected : connected.filter((tm) => !excluded.has(tm));
+      if (candidates.length < waiter.count) continue;
       this.waiters.delete(waiter);
-      waiter.resolve(connected.slice(0, waiter.count));
+      waiter.resolve(candidates.slice(0, waiter.count));
     }
   }
 

@@ -1,10 +1,13 @@
-import { IntermediateDataSetID, JobID, ResultPartitionID } from "@sluice/core";
+import { IllegalStateError, IntermediateDataSetID, JobID, ResultPartitionID } from "@sluice/core";
 import {
+  AcknowledgeCheckpointCodec,
+  DeclineCheckpointCodec,
   type JobMasterGateway,
   type SerializedThrowable,
   taskExecutionStateFromJSON,
   taskExecutionStateToJSON,
 } from "@sluice/runtime";
+import type { JsonValue } from "@sluice/runtime-api";
 import * as z from "zod";
 import { type ForwardingTable, forwardedMethods } from "./gateway-forwarding.js";
 import { executionState, json, serializedThrowable, text } from "./wire-schemas.js";
@@ -31,7 +34,10 @@ const method = forwardedMethods<
 /**
  * The runtime's `JobMasterGateway` over the control plane (a task manager's tasks call, the job
  * manager answers for the job they belong to). Task states travel as the runtime's JSON form,
- * errors as `SerializedThrowable` (their codes survive), ids as strings.
+ * errors as `SerializedThrowable` (their codes survive), ids as strings, checkpoint messages as
+ * their versioned JSON codecs (which check every field on receipt). Every method is a report over
+ * the one connection of a task manager, so they arrive in the order its tasks sent them: a task's
+ * acknowledgement of a checkpoint before its FINISHED state, as the job side requires.
  */
 export const JobMasterGatewayMethods = {
   /** A task changed state; a FINISHED report carries what its invokable returned. */
@@ -79,8 +85,55 @@ export const JobMasterGatewayMethods = {
     },
     decode: ({ state }) => state,
   }),
+  /** A task took its part of a checkpoint; its snapshot file is written. */
+  acknowledgeCheckpoint: method("acknowledgeCheckpoint", {
+    delivery: "report",
+    params: z.object({ acknowledgement: json }),
+    result: z.null(),
+    encode: ([ack]) => ({
+      acknowledgement: AcknowledgeCheckpointCodec.toJSON(ack) as unknown as JsonValue,
+    }),
+    invoke: (job, { acknowledgement }) => {
+      const ack = AcknowledgeCheckpointCodec.fromJSON(acknowledgement);
+      checkpointingJobMaster(job, ack.jobId, "acknowledgeCheckpoint").acknowledgeCheckpoint(ack);
+    },
+  }),
+  /** A task will not take part in a checkpoint: the job side aborts it. */
+  declineCheckpoint: method("declineCheckpoint", {
+    delivery: "report",
+    params: z.object({ decline: json }),
+    result: z.null(),
+    encode: ([decline]) => ({
+      decline: DeclineCheckpointCodec.toJSON(decline) as unknown as JsonValue,
+    }),
+    invoke: (job, params) => {
+      const decline = DeclineCheckpointCodec.fromJSON(params.decline);
+      checkpointingJobMaster(job, decline.jobId, "declineCheckpoint").declineCheckpoint(decline);
+    },
+  }),
 } as const satisfies ForwardingTable<
   JobMasterGateway,
   JobMasterGatewayCaller,
   JobMasterGatewayReceiver
 >;
+
+/**
+ * The job master of `jobId`, which must take checkpoint messages (a `JobExecution` does).
+ *
+ * @throws IllegalStateError when it does not.
+ */
+function checkpointingJobMaster(
+  job: JobMasterGatewayReceiver,
+  jobId: JobID,
+  method: "acknowledgeCheckpoint" | "declineCheckpoint",
+): Required<Pick<JobMasterGateway, "acknowledgeCheckpoint" | "declineCheckpoint">> {
+  const jobMaster = job.jobMasterOf(jobId);
+  if (jobMaster.acknowledgeCheckpoint === undefined || jobMaster.declineCheckpoint === undefined) {
+    throw new IllegalStateError(
+      `${method} for job ${jobId}: its job master takes no checkpoint messages`,
+    );
+  }
+  return jobMaster as Required<
+    Pick<JobMasterGateway, "acknowledgeCheckpoint" | "declineCheckpoint">
+  >;
+}

@@ -1,13 +1,18 @@
 import { ExecutionAttemptID, JobID, ResultPartitionID } from "@sluice/core";
 import {
   type JobMasterGateway,
+  parseCheckpointId,
   TaskDeploymentDescriptorCodec,
   type TaskExecutorGateway,
 } from "@sluice/runtime";
 import { PartitionInfoCodec } from "@sluice/runtime-api";
 import * as z from "zod";
-import { type ForwardingTable, forwardedMethods } from "./gateway-forwarding.js";
-import { json, text } from "./wire-schemas.js";
+import {
+  type ForwardingTable,
+  forwardedMethods,
+  type GatewayMethods,
+} from "./gateway-forwarding.js";
+import { json, text, uint64 } from "./wire-schemas.js";
 
 /** What the job manager's side of a forwarded TaskExecutorGateway call may do besides sending. */
 export interface TaskExecutorGatewayCaller {
@@ -17,8 +22,8 @@ export interface TaskExecutorGatewayCaller {
 
 /** What a task manager acts on when the job manager calls its TaskExecutorGateway. */
 export interface TaskExecutorGatewayReceiver {
-  /** The task manager's TaskExecutor. */
-  readonly executor: TaskExecutorGateway;
+  /** The task manager's TaskExecutor (every method, `triggerCheckpoint` included). */
+  readonly executor: GatewayMethods<TaskExecutorGateway>;
   /** Where its tasks report: the job manager, over the same connection. */
   readonly jobMaster: JobMasterGateway;
 }
@@ -33,7 +38,7 @@ const method = forwardedMethods<
  * The runtime's `TaskExecutorGateway` over the control plane (the job manager calls, a task
  * manager answers). Descriptors and partition infos travel as their versioned JSON codecs, which
  * check every field on receipt and name a bad one (`SLUICE_ERR_DESCRIPTOR` in the error reply);
- * ids travel as strings.
+ * ids travel as strings, checkpoint ids and timestamps as decimal strings (they are 64-bit).
  */
 export const TaskExecutorGatewayMethods = {
   /** Deploys a task and runs its invokable; its state reports go back over the same connection. */
@@ -78,6 +83,29 @@ export const TaskExecutorGatewayMethods = {
       executor.releasePartitions(
         JobID.fromHex(jobId),
         partitionIds.map((id) => ResultPartitionID.parse(id)),
+      ),
+  }),
+  /**
+   * Triggers a checkpoint at a source task: resolves once the trigger is queued there; the
+   * task's acknowledgement or decline comes back as a JobMasterGateway call.
+   */
+  triggerCheckpoint: method("triggerCheckpoint", {
+    params: z.object({
+      executionAttemptId: text(256),
+      checkpointId: uint64,
+      timestamp: uint64,
+    }),
+    result: z.null(),
+    encode: ([executionAttemptId, id, timestamp]) => ({
+      executionAttemptId: executionAttemptId.toString(),
+      checkpointId: id.toString(),
+      timestamp: timestamp.toString(),
+    }),
+    invoke: ({ executor }, params) =>
+      executor.triggerCheckpoint(
+        ExecutionAttemptID.parse(params.executionAttemptId),
+        parseCheckpointId(params.checkpointId),
+        BigInt(params.timestamp),
       ),
   }),
 } as const satisfies ForwardingTable<

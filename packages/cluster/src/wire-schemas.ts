@@ -15,6 +15,12 @@ export const port = z.int().min(-1).max(65535);
 /** A count or index. */
 export const count = z.int().min(0);
 
+/**
+ * A non-negative 64-bit integer (a checkpoint id, a timestamp) as its decimal string: JSON numbers
+ * lose precision beyond 2^53.
+ */
+export const uint64 = z.string().regex(/^\d{1,19}$/, "a decimal integer of 1 to 19 digits");
+
 /** Any JSON value (codecs check the structure they expect themselves). */
 export const json: z.ZodType<JsonValue> = z.json() as z.ZodType<JsonValue>;
 

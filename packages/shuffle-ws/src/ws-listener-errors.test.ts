@@ -1,10 +1,10 @@
 import type { Server } from "node:http";
-import { TRANSPORT_WARNING_TYPE, type TransportServer } from "@sluice/network";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describeListenerErrorsSuite } from "@sluice/shuffle-tck/transport";
+import { vi } from "vitest";
 import { WsTransport } from "./ws-transport.js";
 
-// Captures the HTTP servers the transport creates, so a test can make one fail after it listens
-// (an accept failing with EMFILE cannot be provoked reliably). ws re-emits their errors.
+// Captures the HTTP servers the transport creates, so the suite can make one fail after it
+// listens; ws re-emits their errors.
 const created = vi.hoisted(() => [] as Server[]);
 vi.mock("node:http", async (importOriginal) => {
   const actual = await importOriginal<typeof import("node:http")>();
@@ -18,56 +18,8 @@ vi.mock("node:http", async (importOriginal) => {
   };
 });
 
-const MAX_FRAME = 1 << 20;
-
-function acceptFailure(): Error {
-  return Object.assign(new Error("accept EMFILE"), { code: "EMFILE", syscall: "accept" });
-}
-
-describe("WsTransport listener errors", () => {
-  const servers: TransportServer[] = [];
-
-  afterEach(async () => {
-    vi.restoreAllMocks();
-    for (const server of servers.splice(0)) await server.close();
-  });
-
-  it("hands an error of the listening server to onError and keeps accepting connections", async () => {
-    const errors: Error[] = [];
-    const transport = new WsTransport();
-    const server = await transport.listen({
-      host: "127.0.0.1",
-      port: 0,
-      maxFrameSize: MAX_FRAME,
-      onConnection: (connection) => connection.close(),
-      onError: (error) => errors.push(error),
-    });
-    servers.push(server);
-    const failure = acceptFailure();
-    created.at(-1)?.emit("error", failure);
-    expect(errors).toEqual([failure]);
-    const connection = await transport.connect({
-      host: "127.0.0.1",
-      port: server.port,
-      connectTimeoutMs: 5_000,
-      maxFrameSize: MAX_FRAME,
-    });
-    connection.destroy();
-  });
-
-  it("emits a SluiceTransportWarning naming the server when nobody passed onError", async () => {
-    const warnings = vi.spyOn(process, "emitWarning").mockImplementation(() => {});
-    const server = await new WsTransport().listen({
-      host: "127.0.0.1",
-      port: 0,
-      maxFrameSize: MAX_FRAME,
-      onConnection: (connection) => connection.close(),
-    });
-    servers.push(server);
-    created.at(-1)?.emit("error", acceptFailure());
-    expect(warnings).toHaveBeenCalledWith(
-      `ws data server 127.0.0.1:${server.port}: accept EMFILE`,
-      expect.objectContaining({ type: TRANSPORT_WARNING_TYPE }),
-    );
-  });
-});
+describeListenerErrorsSuite(
+  "ws",
+  () => new WsTransport(),
+  (error) => created.at(-1)?.emit("error", error),
+);

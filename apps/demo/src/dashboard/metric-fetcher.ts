@@ -125,7 +125,11 @@ export class MetricFetcher {
         fetched.push({ ...subtask, taskManager: answer.value.tm.index });
       }
     }
-    const kept = this.current.filter((subtask) => !answered.has(subtask.taskManager));
+    // A task manager that is gone keeps nothing: its tasks run elsewhere after a restart.
+    const connectedIndexes = new Set(connected.map((tm) => tm.index));
+    const kept = this.current.filter(
+      (subtask) => !answered.has(subtask.taskManager) && connectedIndexes.has(subtask.taskManager),
+    );
     this.current = [...kept, ...fetched];
     const live = new Set(this.current.map((subtask) => subtask.attemptId));
     for (const attemptId of this.samples.keys()) {

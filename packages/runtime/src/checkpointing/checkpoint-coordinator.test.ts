@@ -1,4 +1,4 @@
-import { access, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { access, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ErrorCodes, ExecutionAttemptID, JobID, JobVertexID } from "@sluice/core";
@@ -178,6 +178,30 @@ describe("CheckpointCoordinator", () => {
     await coordinator.shutdown("FINISHED");
     expect(await exists(ack.stateHandle?.path as string)).toBe(false);
     expect(await readdir(base)).toEqual([]);
+  });
+
+  it("aborts a checkpoint whose acknowledgement names a file outside its folder, and never deletes that file", async () => {
+    const { coordinator, acknowledge, snapshot } = harness();
+    const outside = path.join(base, "not-a-snapshot.txt");
+    await writeFile(outside, "keep me");
+    const completion = coordinator.triggerCheckpoint();
+    const ack = await acknowledge(0, 1n);
+    const forged = await snapshot(1, 1n);
+    coordinator.receiveAcknowledgeMessage({
+      ...forged,
+      stateHandle: { path: outside, size: 7 },
+    });
+    await expect(completion).rejects.toMatchObject({
+      code: ErrorCodes.CHECKPOINT,
+      message: expect.stringContaining(
+        `checkpoint 1 was aborted (CHECKPOINT_DECLINED): the snapshot of task ${forged.executionAttemptId} is ${outside}, outside the checkpoint's folder`,
+      ),
+    });
+    // A late one, after the abort, is not deleted either.
+    coordinator.receiveAcknowledgeMessage({ ...forged, stateHandle: { path: outside, size: 7 } });
+    await coordinator.shutdown("FINISHED");
+    expect(await exists(ack.stateHandle?.path as string)).toBe(false);
+    expect(await readFile(outside, "utf8")).toBe("keep me");
   });
 
   it("aborts a checkpoint not acknowledged within execution.checkpointing.timeout", async () => {

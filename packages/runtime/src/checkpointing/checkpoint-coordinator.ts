@@ -179,6 +179,20 @@ export class CheckpointCoordinator {
   receiveAcknowledgeMessage(ack: AcknowledgeCheckpoint): void {
     if (!ack.jobId.equals(this.options.jobId)) return;
     const pending = this.pendingCheckpoints.get(ack.checkpointId);
+    if (ack.stateHandle !== undefined && !this.storage.holds(ack.stateHandle, ack.checkpointId)) {
+      // Not a file of this checkpoint (a task manager configured with another
+      // state.checkpoints.dir, or a forged message): never restored from, never deleted.
+      if (pending !== undefined && !pending.disposed) {
+        this.abort(
+          pending,
+          CheckpointFailureReason.CHECKPOINT_DECLINED,
+          new CheckpointError(
+            `the snapshot of task ${ack.executionAttemptId} is ${ack.stateHandle.path}, outside the checkpoint's folder ${this.storage.checkpointDirectory(ack.checkpointId)} (every process must use the same state.checkpoints.dir)`,
+          ),
+        );
+      }
+      return;
+    }
     if (pending === undefined || pending.disposed) {
       // Late (the checkpoint was aborted or the attempt restarted): its snapshot is garbage.
       this.discardLateState(ack);

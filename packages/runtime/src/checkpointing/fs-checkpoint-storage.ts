@@ -74,6 +74,19 @@ export class FsCheckpointStorage {
   }
 
   /**
+   * True when `handle` names a task's snapshot file of checkpoint `checkpointId` of this job:
+   * directly in its folder, and not its `_metadata`. The job side deletes the files named in
+   * acknowledgements, which may come from another process: it must never delete anything else.
+   */
+  holds(handle: FileStateHandle, checkpointId: bigint): boolean {
+    const file = path.resolve(handle.path);
+    return (
+      path.dirname(file) === this.checkpointDirectory(checkpointId) &&
+      path.basename(file) !== METADATA_FILE_NAME
+    );
+  }
+
+  /**
    * Writes one task's snapshot of `checkpointId` atomically.
    *
    * @param stateJson the task's state, already serialized (the snapshot was taken synchronously).

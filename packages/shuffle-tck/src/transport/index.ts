@@ -28,6 +28,11 @@ export {
   networkEnvironmentOf,
   type RawConfig,
 } from "./in-process-cluster.js";
+export { describeListenerErrorsSuite } from "./listener-errors-suite.js";
+export {
+  SMALLEST_BUFFER_SETTINGS,
+  SMALLEST_BUFFER_SETTINGS_BASE,
+} from "./smallest-buffer-settings.js";
 export { describeSmallestBufferSettingsSuite } from "./smallest-buffer-settings-suite.js";
 export { describeNetworkTlsSuite } from "./tls-suite.js";
 export {

@@ -1,40 +1,10 @@
 import { segmentsForOneChannel } from "@sluice/network";
 import { afterEach, describe, expect, it } from "vitest";
 import { InProcessCluster, type RawConfig } from "./in-process-cluster.js";
-
-const base: RawConfig = {
-  "taskmanager.memory.network.min": "4mb",
-  "taskmanager.memory.network.max": "4mb",
-  "taskmanager.memory.segment-size": "4kb",
-};
-
-/** Every per-channel and per-gate buffer limit at its smallest value a worker accepts. */
-const SMALLEST: readonly (readonly [string, RawConfig])[] = [
-  ["max-buffers-per-channel = 2", { "taskmanager.network.memory.max-buffers-per-channel": 2 }],
-  ["buffers-per-channel = 0", { "taskmanager.network.memory.buffers-per-channel": 0 }],
-  ["floating-buffers-per-gate = 1", { "taskmanager.network.memory.floating-buffers-per-gate": 1 }],
-  [
-    "max-overdraft-buffers-per-gate = 0",
-    { "taskmanager.network.memory.max-overdraft-buffers-per-gate": 0 },
-  ],
-  [
-    "read-buffer.required-per-gate.max = 1",
-    { "taskmanager.network.memory.read-buffer.required-per-gate.max": 1 },
-  ],
-  ["segment-size = 256 bytes", { "taskmanager.memory.segment-size": "256b" }],
-  [
-    "all of them at once",
-    {
-      "taskmanager.network.memory.max-buffers-per-channel": 2,
-      "taskmanager.network.memory.buffers-per-channel": 0,
-      "taskmanager.network.memory.floating-buffers-per-gate": 1,
-      "taskmanager.network.memory.max-overdraft-buffers-per-gate": 0,
-      "taskmanager.network.memory.read-buffer.required-per-gate.max": 1,
-      "taskmanager.memory.segment-size": "256b",
-      "taskmanager.memory.min-segment-size": "256b",
-    },
-  ],
-];
+import {
+  SMALLEST_BUFFER_SETTINGS_BASE as base,
+  SMALLEST_BUFFER_SETTINGS,
+} from "./smallest-buffer-settings.js";
 
 /**
  * A valid configuration must never hang: with each buffer limit at its smallest accepted value
@@ -82,7 +52,7 @@ export function describeSmallestBufferSettingsSuite(name: string, factory: strin
       }
     }
 
-    for (const [label, settings] of SMALLEST) {
+    for (const [label, settings] of SMALLEST_BUFFER_SETTINGS) {
       it(`delivers everything with ${label}`, async () => {
         await exchange({ ...base, ...settings }, 2, 3);
       }, 30_000);

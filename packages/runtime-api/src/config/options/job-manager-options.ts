@@ -22,4 +22,15 @@ export const JobManagerOptions = {
         "only when the task managers are told the port another way, as the demo's one-command " +
         "mode does).",
     ),
+
+  /** How long a restarting job waits for a task manager to replace a lost one. */
+  SLOT_REQUEST_TIMEOUT: ConfigOptions.key("slot.request.timeout")
+    .durationType()
+    .defaultValue("300s")
+    .withValidator((value) => (value > 0 ? undefined : "a positive duration"))
+    .withDescription(
+      "How long a job that restarts after losing a task manager waits for another task manager " +
+        "to register and take the lost one's tasks (the cluster's default placement). When none " +
+        "comes in time, the restart attempt fails and counts against the restart strategy.",
+    ),
 } as const;

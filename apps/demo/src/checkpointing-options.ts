@@ -1,0 +1,76 @@
+import {
+  type CheckpointingMode,
+  type Configuration,
+  checkpointCoordinatorConfigurationOf,
+  createRestartBackoffTimeStrategy,
+} from "@sluice/runtime";
+import { ExecutionCheckpointingOptions } from "@sluice/runtime-api";
+
+/** `--checkpointing`'s values, as the demo's command line spells them. */
+export const CHECKPOINTING_FLAG_VALUES = ["exactly-once", "at-least-once"] as const;
+
+/** The demo's checkpointing and recovery flags, parsed. */
+export interface CheckpointingFlags {
+  /** `--checkpoint-interval <ms>`: sets `execution.checkpointing.interval`. */
+  readonly checkpointInterval: number | undefined;
+  /** `--checkpointing exactly-once|at-least-once`: sets `execution.checkpointing.mode`. */
+  readonly checkpointing: (typeof CHECKPOINTING_FLAG_VALUES)[number] | undefined;
+  /** `--kill-task-manager-after <ms>`: SIGKILL one local task manager this long into the job. */
+  readonly killTaskManagerAfterMs: number | undefined;
+}
+
+/** The help text of the flags (a section of `--help`). */
+export const CHECKPOINTING_HELP = `Checkpoints and recovery:
+  --checkpoint-interval <ms>
+                           take a checkpoint every <ms> (execution.checkpointing.interval); the
+                           sources snapshot their offsets, the counters their counts, into
+                           state.checkpoints.dir (default: a folder in the system temp dir)
+  --checkpointing <mode>   exactly-once (default) | at-least-once (execution.checkpointing.mode)
+  --kill-task-manager-after <ms>
+                           SIGKILL one task manager <ms> into the job (one-command demo only;
+                           with checkpoints, not before the first one completed): a replacement
+                           is started and the job restarts from its latest checkpoint
+                           (restart-strategy.fixed-delay.attempts / .delay; default with
+                           checkpoints: unlimited attempts, 1 s apart)`;
+
+/**
+ * Sets the keys the flags stand for on the job manager's configuration (after `--config` and
+ * `-D`, which they win over, as `--shuffle` does). Task managers get them at `hello`.
+ */
+export function applyCheckpointingFlags(
+  configuration: Configuration,
+  flags: CheckpointingFlags,
+): void {
+  if (flags.checkpointInterval !== undefined) {
+    configuration.set(
+      ExecutionCheckpointingOptions.CHECKPOINTING_INTERVAL,
+      flags.checkpointInterval,
+    );
+  }
+  if (flags.checkpointing !== undefined) {
+    configuration.set(
+      ExecutionCheckpointingOptions.CHECKPOINTING_MODE,
+      flags.checkpointing === "exactly-once" ? "EXACTLY_ONCE" : "AT_LEAST_ONCE",
+    );
+  }
+}
+
+/** What the job manager's configuration says about the job's checkpoints and restarts. */
+export interface RecoverySettings {
+  /** The checkpointing mode; `undefined` when the job takes no checkpoints. */
+  readonly mode: CheckpointingMode | undefined;
+  /** Whether the job restarts after a failure (`restart-strategy.*`). */
+  readonly restarts: boolean;
+}
+
+/**
+ * Reads the checkpointing and restart keys as the job side will.
+ *
+ * @throws ConfigurationError when one holds an invalid value.
+ */
+export function recoverySettingsOf(configuration: Configuration): RecoverySettings {
+  return {
+    mode: checkpointCoordinatorConfigurationOf(configuration)?.mode,
+    restarts: createRestartBackoffTimeStrategy(configuration).name !== "none",
+  };
+}

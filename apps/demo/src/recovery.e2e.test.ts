@@ -1,0 +1,83 @@
+/**
+ * The demo survives a killed task manager: checkpoints every 200 ms, one task manager SIGKILLed
+ * mid-job, a replacement started, and every task restarted from the latest completed checkpoint.
+ * In exactly-once mode the counts must still equal the reference exactly — which they do only if
+ * the barriers were aligned: a counter that snapshots records from after the barrier on one
+ * channel counts them twice once the sources replay from their offsets.
+ */
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  buildDemoIfStale,
+  isAlive,
+  killDemoProcesses,
+  lastJsonLine,
+  startDemo,
+} from "./test-support/demo-process.js";
+
+beforeAll(buildDemoIfStale, 300_000);
+afterEach(killDemoProcesses);
+
+interface RecoverySummary {
+  verified: boolean;
+  differences?: string[];
+  records: number;
+  checkpointingMode: string;
+  checkpoints: { completed: number; aborted: number; restoredFrom: number | null };
+  restarts: number;
+  killedTaskManager?: { index: number; pid: number; afterMs: number; latestCheckpoint?: number };
+  processes: { role: string; pid: number; lost?: boolean }[];
+}
+
+describe("demo recovery from a killed task manager", () => {
+  it.each(["tcp", "ws"])(
+    "restores every task from the latest checkpoint and still verifies exactly once over --shuffle %s",
+    async (shuffle) => {
+      const run = await startDemo([
+        "--shuffle",
+        shuffle,
+        "--records",
+        "4m",
+        "--checkpoint-interval",
+        "200",
+        "--checkpointing",
+        "exactly-once",
+        "--kill-task-manager-after",
+        "1000",
+        "-D",
+        "restart-strategy.type=fixed-delay",
+        "-D",
+        "restart-strategy.fixed-delay.attempts=2",
+        "-D",
+        "restart-strategy.fixed-delay.delay=100ms",
+        "--json",
+      ]).done;
+      const summary = lastJsonLine(run.stdout) as unknown as RecoverySummary;
+      expect(summary.differences ?? [], run.stderr).toEqual([]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stderr).toContain(
+        "verified: the counts of all 4,000,000 words equal the reference",
+      );
+      expect(summary).toMatchObject({ verified: true, records: 4_000_000, restarts: 1 });
+      expect(summary.checkpointingMode).toBe("EXACTLY_ONCE");
+
+      // The kill came mid-job, after at least one completed checkpoint, and the restart
+      // restored exactly that one.
+      const killed = summary.killedTaskManager;
+      expect(killed, "the job ended before the kill: raise --records").toBeDefined();
+      const latest = killed?.latestCheckpoint;
+      expect(latest, "no checkpoint completed before the kill").toBeGreaterThanOrEqual(1);
+      expect(summary.checkpoints.restoredFrom).toBe(latest);
+      expect(summary.checkpoints.completed).toBeGreaterThanOrEqual(latest as number);
+      expect(run.stderr).toContain(
+        `task manager ${killed?.index} (pid ${killed?.pid}) was lost: the job restarts from checkpoint ${latest}`,
+      );
+
+      // The killed one is reported lost, its replacement ran and shut down, nothing is left.
+      const taskManagers = summary.processes.filter((p) => p.role === "taskmanager");
+      expect(taskManagers).toHaveLength(3);
+      expect(taskManagers.filter((p) => p.lost).map((p) => p.pid)).toEqual([killed?.pid]);
+      for (const p of summary.processes) expect(isAlive(p.pid)).toBe(false);
+    },
+    60_000,
+  );
+});

@@ -1,0 +1,149 @@
+import type { JobManager, RegisteredTaskManager } from "@sluice/cluster";
+import type { JobExecution } from "@sluice/runtime";
+import type { RecoverySettings } from "./checkpointing-options.js";
+import { formatDuration } from "./format.js";
+import type { LocalTaskManagers } from "./local-task-managers.js";
+
+/** How often a kill that waits for the first completed checkpoint looks again. */
+const CHECKPOINT_POLL_MS = 20;
+
+/** The task manager `--kill-task-manager-after` killed, as the summary reports it. */
+export interface KilledTaskManager {
+  /** Its registration index (`task manager 1`). */
+  readonly index: number;
+  /** Its process id. */
+  readonly pid: number;
+  /** How long into the job it was killed. */
+  readonly afterMs: number;
+  /**
+   * The job's newest completed checkpoint when the job manager noticed the loss: what the
+   * restart restores (no checkpoint completes once a task manager is gone, since its tasks
+   * cannot acknowledge, and a restart aborts the pending ones).
+   */
+  readonly latestCheckpoint?: number;
+}
+
+/** What the job manager role hands the recovery. */
+export interface RecoveryContext {
+  /** The cluster's job manager (its task managers, its port). */
+  readonly jobManager: JobManager;
+  /** The local children (one-command mode); `undefined` in the standalone job manager role. */
+  readonly local: LocalTaskManagers | undefined;
+  /** The running job. */
+  readonly execution: JobExecution;
+  /** Prints a line of the human-readable output. */
+  readonly say: (text: string) => void;
+}
+
+/**
+ * The demo's side of a job's recovery: `--kill-task-manager-after` SIGKILLs one local task
+ * manager mid-job (with checkpoints, not before the first one completed, so that the restart
+ * has one to restore), and when a task manager is lost while the job can restart (checkpoints, or
+ * `restart-strategy.*`), a replacement is started (one-command mode) or awaited (standalone), for
+ * the job manager's placement to put the lost subtasks on. The job side does the rest: it cancels
+ * the remaining tasks and restarts every task from the newest completed checkpoint.
+ */
+export class Recovery {
+  private context: RecoveryContext | undefined;
+  private killTimer: NodeJS.Timeout | undefined;
+  private killed: Omit<KilledTaskManager, "latestCheckpoint"> | undefined;
+  private latestAtLoss: bigint | undefined;
+  private startedAt = 0;
+
+  /**
+   * @param settings whether the job takes checkpoints (and in which mode) and restarts.
+   * @param killAfterMs `--kill-task-manager-after`, if given.
+   */
+  constructor(
+    readonly settings: RecoverySettings,
+    private readonly killAfterMs: number | undefined,
+  ) {}
+
+  /** The job runs: schedules the kill, if asked for. */
+  jobStarted(context: RecoveryContext): void {
+    this.context = context;
+    this.startedAt = performance.now();
+    if (this.killAfterMs === undefined) return;
+    this.killTimer = setTimeout(() => this.killOne(), this.killAfterMs);
+  }
+
+  /**
+   * A task manager was lost. Returns true when the job will restart without it (the loss is no
+   * failure of the demo): a replacement is then on its way.
+   */
+  taskManagerLost(taskManager: RegisteredTaskManager): boolean {
+    const context = this.context;
+    if (context === undefined || !this.settings.restarts) return false;
+    if (!context.execution.executionVertices.some((v) => v.gateway === taskManager)) return false;
+    const latest = context.execution.checkpointCoordinator?.latestCompletedCheckpoint;
+    this.latestAtLoss ??= latest?.checkpointId;
+    const from = latest === undefined ? "from the start" : `from checkpoint ${latest.checkpointId}`;
+    if (context.local !== undefined) {
+      const replacement = context.local.startOne();
+      context.say(
+        `${taskManager.label} was lost: the job restarts ${from}; started task manager pid ${replacement.pid} to replace it\n`,
+      );
+    } else {
+      context.say(
+        `${taskManager.label} was lost: the job restarts ${from} once a task manager registers to replace it (pnpm demo -- taskmanager --jobmanager <this host>:${context.jobManager.port})\n`,
+      );
+    }
+    return true;
+  }
+
+  /** Stops the kill timer (the job ended). */
+  stop(): void {
+    clearTimeout(this.killTimer);
+    this.killTimer = undefined;
+  }
+
+  /** The task manager that was killed, if one was. */
+  get killedTaskManager(): KilledTaskManager | undefined {
+    if (this.killed === undefined) return undefined;
+    return {
+      ...this.killed,
+      ...(this.latestAtLoss === undefined ? {} : { latestCheckpoint: Number(this.latestAtLoss) }),
+    };
+  }
+
+  /**
+   * SIGKILLs the connected local task manager registered last that runs tasks of the job; with
+   * checkpoints, once the first one completed.
+   */
+  private killOne(): void {
+    this.killTimer = undefined;
+    const context = this.context;
+    if (context?.local === undefined) return;
+    const { execution, local } = context;
+    if (execution.status !== "RUNNING") {
+      context.say(`--kill-task-manager-after: the job is ${execution.status}; nothing killed\n`);
+      return;
+    }
+    if (
+      this.settings.mode !== undefined &&
+      execution.checkpointCoordinator?.latestCompletedCheckpoint === undefined
+    ) {
+      // The point is a restore from a checkpoint: wait for the first one to complete.
+      this.killTimer = setTimeout(() => this.killOne(), CHECKPOINT_POLL_MS);
+      return;
+    }
+    const running = new Set(execution.executionVertices.map((v) => v.gateway));
+    const victim = [...context.jobManager.taskManagers]
+      .reverse()
+      .find((tm) => tm.connected && running.has(tm) && local.byPid(tm.pid) !== undefined);
+    const child = victim === undefined ? undefined : local.byPid(victim.pid);
+    if (victim === undefined || child === undefined) return;
+    const afterMs = performance.now() - this.startedAt;
+    this.killed = { index: victim.index, pid: victim.pid, afterMs };
+    const latest = execution.checkpointCoordinator?.latestCompletedCheckpoint;
+    const state = !this.settings.restarts
+      ? "the job does not restart (no checkpoints, restart-strategy.type none): it fails"
+      : latest === undefined
+        ? "no checkpoint completed yet"
+        : `latest completed checkpoint ${latest.checkpointId}`;
+    context.say(
+      `killing ${victim.label} with SIGKILL ${formatDuration(afterMs)} into the job (${state})\n`,
+    );
+    local.kill(child, "SIGKILL");
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * A checkpointed job across task managers of the control plane: checkpoints are triggered,
+ * acknowledged and completed over it, and when a task manager leaves mid-job the job restarts
+ * from its latest completed checkpoint onto a task manager that registers to replace it.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { ErrorCodes } from "@sluice/core";
+import { must, waitFor } from "@sluice/core/testing";
+import { JobGraph, PollStatus, type Task, type TaskInvokable } from "@sluice/runtime";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { RegisteredTaskManager } from "./registered-task-manager.js";
+import {
+  closeTestCluster,
+  startJobManager,
+  startTaskManager,
+} from "./test-support/test-cluster.js";
+
+const NUMBERS_PER_SOURCE = 40_000;
+
+let checkpointsDir: string;
+beforeEach(async () => {
+  checkpointsDir = await mkdtemp(path.join(tmpdir(), "sluice-cluster-failover-"));
+});
+afterEach(async () => {
+  await closeTestCluster();
+  await rm(checkpointsDir, { recursive: true, force: true });
+});
+
+/**
+ * Numbers 0..n-1 from every source subtask, a millisecond's pause every 200 (so the job runs
+ * long enough to lose a task manager mid-way); its state is its offset.
+ */
+async function numbers(task: Task): Promise<number> {
+  let offset = (task.restoredState as { offset: number } | undefined)?.offset ?? 0;
+  task.setCheckpointHandler({ snapshotState: () => ({ offset }) });
+  const writer = task.writer<number>();
+  while (offset < NUMBERS_PER_SOURCE) {
+    if (!writer.isAvailable()) await task.yieldToMailbox(writer.getAvailableFuture());
+    else if (offset % 200 === 0) {
+      await task.yieldToMailbox(new Promise((resolve) => setTimeout(resolve, 1)));
+    }
+    writer.emit(offset);
+    offset++;
+  }
+  return offset;
+}
+
+/** Counts and sums what it reads; its state is both. */
+async function sum(task: Task): Promise<{ count: number; sum: number }> {
+  const state = { count: 0, sum: 0, ...(task.restoredState as object | undefined) };
+  task.setCheckpointHandler({ snapshotState: () => state });
+  const reader = task.reader<number>();
+  for (;;) {
+    const status = reader.pollRecords((value) => {
+      state.count++;
+      state.sum += value;
+    }, 512);
+    if (status === PollStatus.END_OF_INPUT) return state;
+    if (status === PollStatus.NOTHING_AVAILABLE) await reader.getAvailableFuture();
+    else await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+const invokables: Readonly<Record<string, TaskInvokable<Task>>> = { numbers, sum };
+
+function numbersJob(): JobGraph {
+  const graph = new JobGraph("checkpointed numbers");
+  const source = graph.addVertex({ name: "Numbers", parallelism: 2, invokable: "numbers" });
+  const total = graph.addVertex({ name: "Sum", parallelism: 2, invokable: "sum" });
+  graph.connect(source, total, {
+    partitioner: { name: "HASH", keySelector: "value" },
+    serializer: "int32",
+  });
+  return graph;
+}
+
+function checkpointing(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    "state.checkpoints.dir": checkpointsDir,
+    "execution.checkpointing.interval": "50ms",
+    "restart-strategy.type": "fixed-delay",
+    "restart-strategy.fixed-delay.attempts": 1,
+    "restart-strategy.fixed-delay.delay": "10ms",
+    ...extra,
+  };
+}
+
+describe("a checkpointed job on the cluster", () => {
+  it("restarts from its latest completed checkpoint onto a replacement when a task manager leaves mid-job", async () => {
+    let latestAtLoss: bigint | undefined;
+    let execution: Awaited<ReturnType<typeof jobManager.deploy>> | undefined;
+    const jobManager = await startJobManager(checkpointing(), {
+      onTaskManagerLost: () => {
+        latestAtLoss = execution?.checkpointCoordinator?.latestCompletedCheckpoint?.checkpointId;
+      },
+    });
+    const taskManagers = await Promise.all(
+      [0, 1].map(() => startTaskManager(jobManager, {}, { invokables })),
+    );
+    execution = await jobManager.deploy(numbersJob());
+    const coordinator = must(execution.checkpointCoordinator);
+    await waitFor(() => coordinator.numberOfCompletedCheckpoints >= 1, {
+      what: "a checkpoint acknowledged by every task over the control plane",
+      timeoutMs: 10_000,
+    });
+    const leaving = must(taskManagers.find((tm) => tm.index === 1));
+    const lost = must(jobManager.taskManagers.find((tm) => tm.index === 1));
+    await leaving.close("leaving mid-job");
+    const replacement = await startTaskManager(jobManager, {}, { invokables });
+
+    const result = await execution.terminated;
+    expect(result.status, String(result.error)).toBe("FINISHED");
+    expect(result.restarts).toBe(1);
+    expect(latestAtLoss).toBeGreaterThanOrEqual(1n);
+    expect(result.checkpoints.restoredFrom).toBe(latestAtLoss);
+    // Exactly once: every number counted once, however much was replayed after the restart.
+    const sums = (result.results.get("Sum") ?? []) as { count: number; sum: number }[];
+    expect(sums.reduce((total, s) => total + s.count, 0)).toBe(2 * NUMBERS_PER_SOURCE);
+    expect(sums.reduce((total, s) => total + s.sum, 0)).toBe(
+      NUMBERS_PER_SOURCE * (NUMBERS_PER_SOURCE - 1),
+    );
+    const gateways = new Set(execution.executionVertices.map((vertex) => vertex.gateway));
+    expect(gateways.has(lost)).toBe(false);
+    expect([...gateways].map((gateway) => (gateway as RegisteredTaskManager).index).sort()).toEqual(
+      [0, replacement.index].sort(),
+    );
+  });
+
+  it("fails the restart, naming slot.request.timeout, when no task manager replaces the lost one in time", async () => {
+    const jobManager = await startJobManager(checkpointing({ "slot.request.timeout": "200ms" }));
+    const taskManagers = await Promise.all(
+      [0, 1].map(() => startTaskManager(jobManager, {}, { invokables })),
+    );
+    const execution = await jobManager.deploy(numbersJob());
+    await waitFor(() => execution.executionVertices.every((v) => v.state === "RUNNING"), {
+      what: "every task to run",
+    });
+    await must(taskManagers.find((tm) => tm.index === 1)).close("leaving for good");
+    const result = await execution.terminated;
+    expect(result.status).toBe("FAILED");
+    expect(result.error).toMatchObject({ code: ErrorCodes.TIMEOUT });
+    expect(result.error?.message).toMatch(
+      /no task manager registered within 200 ms \(slot\.request\.timeout\) to replace the lost task manager 1/,
+    );
+  });
+});
