@@ -3,7 +3,9 @@
  * and answers the parent's requests over IPC. It exits when asked, and by itself when the parent
  * goes away (the IPC channel closes), so no child outlives a bench run.
  */
+import type { BatchParams, BatchReader, BatchWriter } from "./batch-roles.js";
 import type { CoreArgs } from "./cases/core-bench.js";
+import type { Lz4Args } from "./cases/lz4-bench.js";
 import type {
   LatencyParams,
   LatencyPeer,
@@ -14,10 +16,17 @@ import type {
 import { throttleStats } from "./throttle.js";
 
 /** Which implementation a child runs. */
-export type Impl = "sluice-tcp" | "sluice-ws" | "net" | "ws" | "grpc";
+export type Impl =
+  | "sluice-tcp"
+  | "sluice-ws"
+  | "net"
+  | "ws"
+  | "grpc"
+  | "sluice-tcp-blocking"
+  | "fs-streams";
 export type Role = "producer" | "consumer" | "pinger" | "ponger";
 
-type Instance = ThroughputProducer | ThroughputConsumer | LatencyPeer;
+type Instance = ThroughputProducer | ThroughputConsumer | LatencyPeer | BatchWriter | BatchReader;
 
 interface Request {
   readonly id: number;
@@ -36,9 +45,19 @@ let instance: Instance | undefined;
 async function create(
   impl: Impl,
   role: Role,
-  params: ThroughputParams & LatencyParams,
+  params: ThroughputParams & LatencyParams & BatchParams,
 ): Promise<Instance> {
   switch (impl) {
+    case "sluice-tcp-blocking": {
+      const m = await import("./systems/sluice-batch.js");
+      return role === "producer"
+        ? new m.SluiceBatchWriter("tcp", params)
+        : new m.SluiceBatchReader("tcp", params);
+    }
+    case "fs-streams": {
+      const m = await import("./systems/fs-streams.js");
+      return role === "producer" ? new m.FsBatchWriter(params) : new m.FsBatchReader(params);
+    }
     case "sluice-tcp":
     case "sluice-ws": {
       const m = await import("./systems/sluice-roles.js");
@@ -116,7 +135,7 @@ async function handle(request: Request): Promise<unknown> {
       instance = await create(
         args.impl as Impl,
         args.role as Role,
-        args.params as ThroughputParams & LatencyParams,
+        args.params as ThroughputParams & LatencyParams & BatchParams,
       );
       return null;
     }
@@ -134,6 +153,10 @@ async function handle(request: Request): Promise<unknown> {
     case "core": {
       const { runCoreBenchmark } = await import("./cases/core-bench.js");
       return await runCoreBenchmark(args as unknown as CoreArgs);
+    }
+    case "lz4": {
+      const { runLz4Benchmark } = await import("./cases/lz4-bench.js");
+      return runLz4Benchmark(args as unknown as Lz4Args);
     }
     case "throttleStats":
       return throttleStats();

@@ -37,6 +37,7 @@ describe("command line", () => {
       shuffle: undefined,
       configFile: undefined,
       dynamicProperties: [],
+      mode: "streaming",
       records: DEFAULTS.records,
       parallelism: 2,
       taskManagers: 2,
@@ -72,8 +73,11 @@ describe("command line", () => {
       "--throttle",
       "20k",
       "--json",
+      "--mode",
+      "batch",
     ]);
     expect(options).toMatchObject({
+      mode: "batch",
       shuffle: "ws",
       configFile: "conf.yaml",
       dynamicProperties: ["-Da.b=1", "-Dc.d=x=y"],
@@ -110,6 +114,16 @@ describe("command line", () => {
     expect(usageError(["--shuffle", ""])).toMatch(/^--shuffle expects tcp, ws/);
     expect(usageError(["--duration", "0"])).toBe("--duration must be between 1 and 86,400, got 0");
     expect(usageError(["--throttle", "fast"])).toMatch(/^--throttle expects a whole number/);
+    expect(usageError(["--mode", "bulk"])).toBe('--mode expects streaming or batch, got "bulk"');
+  });
+
+  it("refuses checkpoint and kill flags in batch mode, naming the flag", () => {
+    expect(usageError(["--mode", "batch", "--checkpoint-interval", "200"])).toBe(
+      "--checkpoint-interval applies to --mode streaming only: a batch job takes no checkpoints (see --help)",
+    );
+    expect(usageError(["--mode", "batch", "--kill-task-manager-after", "100"])).toMatch(
+      /^--kill-task-manager-after applies to --mode streaming only/,
+    );
   });
 
   it("rejects unknown options, missing values and stray arguments", () => {
@@ -225,6 +239,9 @@ describe("command line", () => {
     expect(usageError(["taskmanager", "--records", "5"])).toBe(
       "unknown option --records (see --help)",
     );
+    expect(usageError(["taskmanager", "--mode", "batch"])).toBe(
+      "unknown option --mode (see --help)",
+    );
     expect(usageError(["--bind", "h:1"])).toBe(
       "--bind is an option of the jobmanager command (see --help)",
     );
@@ -289,5 +306,7 @@ describe("command line", () => {
     expect(out.text()).toContain("--checkpoint-interval <ms>");
     expect(out.text()).toContain("--checkpointing <mode>");
     expect(out.text()).toContain("--kill-task-manager-after <ms>");
+    expect(out.text()).toContain("--mode <mode>");
+    expect(out.text()).toContain("pnpm demo -- --mode batch");
   });
 });

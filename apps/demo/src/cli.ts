@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { parseDynamicProperties } from "@sluice/runtime";
+import type { DemoMode } from "./batch-mode.js";
 import {
   CHECKPOINTING_FLAG_VALUES,
   CHECKPOINTING_HELP,
@@ -36,6 +37,8 @@ export interface DemoOptions extends CheckpointingFlags {
   readonly configFile: string | undefined;
   /** The `-D` arguments, normalised to `-Dkey=value`, for `Configuration.load`. */
   readonly dynamicProperties: readonly string[];
+  /** `--mode`: a streaming job (pipelined exchange) or a batch job (blocking, stage by stage). */
+  readonly mode: DemoMode;
   readonly records: number;
   readonly parallelism: number;
   readonly taskManagers: number;
@@ -88,12 +91,20 @@ to count tasks, over the configured shuffle plugin. The counts are checked again
 in-process reference; the demo prints "verified" and exits 0, or the first differences and
 exits 1.
 
+With --mode batch the word count runs as a batch job: the sources write BLOCKING partitions
+(sorted, LZ4-compressed files on their task managers) and finish; then the counters are deployed
+and read the files, which the job's end deletes. It prints the bytes on disk, the compression
+ratio and the files deleted. Unless configured, batch mode gives each task manager 8mb of network
+memory (128 sort buffers) and 16mb of read memory, so the default run writes several times that.
+
 Without a command, the demo runs a job manager in this process and its task managers as child
 processes on 127.0.0.1. On several machines, start "jobmanager" on one and "taskmanager" on each
 of the others: the job manager waits for --task-managers task managers, hands them the job's
 configuration, runs the job and prints the summary; the task managers exit when the job ended.
 
 Options:
+  --mode <mode>            streaming (default): the counters read while the sources write;
+                           batch: stage by stage over BLOCKING partitions on disk (see above)
   --shuffle <plugin>       tcp | ws | <module>#<Export> | <path>#<Export>
                            (sets shuffle-service-factory.class; wins over --config and -D)
   --config <file>          a config.yaml of flat dotted keys (see apps/demo/config.yaml)
@@ -133,6 +144,7 @@ another plugin or version).
 Examples:
   pnpm demo
   pnpm demo -- --shuffle ws --records 500k
+  pnpm demo -- --mode batch
   pnpm demo -- -D shuffle-service-factory.class=@sluice/shuffle-tcp#TcpShuffleServiceFactory --json
   pnpm demo -- --config apps/demo/config.yaml -D taskmanager.memory.segment-size=16kb
   pnpm demo -- --duration 60 --throttle 20k                         # then open the dashboard
@@ -258,6 +270,10 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
     throw new UsageError("--bind is an option of the jobmanager command (see --help)");
   }
   const shuffle = values.shuffle;
+  const mode = values.mode ?? "streaming";
+  if (mode !== "streaming" && mode !== "batch") {
+    throw new UsageError(`--mode expects streaming or batch, got ${JSON.stringify(mode)}`);
+  }
   const records =
     values.records === undefined
       ? DEFAULTS.records
@@ -294,12 +310,23 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
       `--checkpointing expects ${CHECKPOINTING_FLAG_VALUES.join(" or ")}, got ${JSON.stringify(values.checkpointing)}`,
     );
   }
+  const streamingOnly = ["checkpoint-interval", "checkpointing", "kill-task-manager-after"].filter(
+    (flag) => values[flag as keyof typeof values] !== undefined,
+  );
+  if (mode === "batch" && streamingOnly.length > 0) {
+    // A batch job recovers by re-running stages from their blocking results, not from
+    // checkpoints (as in Flink); the demo's recovery is the streaming one.
+    throw new UsageError(
+      `--${streamingOnly[0]} applies to --mode streaming only: a batch job takes no checkpoints (see --help)`,
+    );
+  }
   return {
     command,
     bind: values.bind === undefined ? undefined : parseHostPort("--bind", values.bind),
     shuffle: shuffle?.trim(),
     configFile: values.config,
     dynamicProperties: dynamic.properties.map(([key, value]) => `-D${key}=${value}`),
+    mode,
     records,
     parallelism,
     taskManagers,
@@ -362,6 +389,7 @@ function parseOptions(args: readonly string[]) {
     allowPositionals: true,
     options: {
       bind: { type: "string" },
+      mode: { type: "string" },
       shuffle: { type: "string" },
       config: { type: "string" },
       records: { type: "string" },

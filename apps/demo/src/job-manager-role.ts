@@ -8,6 +8,16 @@ import {
   loadConfigurationAndShufflePlugin,
   serializeThrowable,
 } from "@sluice/runtime";
+import {
+  applyBatchDefaults,
+  BATCH_SHUFFLE_MESSAGE,
+  type BatchShuffleReport,
+  BatchShuffleReportSchema,
+  type BatchSummary,
+  batchDifferences,
+  batchTotals,
+  compressionCodecOf,
+} from "./batch-mode.js";
 import { applyCheckpointingFlags, recoverySettingsOf } from "./checkpointing-options.js";
 import type { DemoOptions } from "./cli.js";
 import {
@@ -25,6 +35,7 @@ import { formatInteger } from "./format.js";
 import { type LocalTaskManager, LocalTaskManagers } from "./local-task-managers.js";
 import { createProgressView, type ProgressSnapshot, type ProgressView } from "./progress.js";
 import { Recovery } from "./recovery.js";
+import { StageTimeline } from "./stage-timeline.js";
 import { formatSummary, type JobReport, type ProcessReport, summaryJson } from "./summary.js";
 import { subtaskName, taskProgressOf } from "./task-metrics.js";
 import { ShutdownExtrasSchema, type TaskProgress, TaskProgressSchema } from "./task-progress.js";
@@ -120,6 +131,8 @@ export class JobManagerRole {
   private view: ProgressView | undefined;
   private renderTimer: NodeJS.Timeout | undefined;
   private interruptedBy: NodeJS.Signals | undefined;
+  /** Batch mode: the codec of the blocking partitions, and when each stage ran. */
+  private batch: { codec: string; timeline?: StageTimeline } | undefined;
   private readonly onSignal = (signal: NodeJS.Signals) => this.interrupted(signal);
   private readonly onExit = () => this.local?.killAll("SIGKILL");
 
@@ -149,6 +162,10 @@ export class JobManagerRole {
         recoverySettingsOf(configuration),
         options.killTaskManagerAfterMs,
       );
+      if (options.mode === "batch") {
+        applyBatchDefaults(configuration);
+        this.batch = { codec: compressionCodecOf(configuration) };
+      }
       jobManager = await this.startJobManager(configuration);
     } catch (error) {
       if (error instanceof ConfigurationError) {
@@ -168,7 +185,8 @@ export class JobManagerRole {
     const job = wordCountJob(options);
     this.say(
       `Sluice demo: word count of ${formatInteger(options.records)} words, parallelism ${options.parallelism}, ` +
-        `${options.taskManagers} task managers, shuffle ${shuffle}\n`,
+        `${options.taskManagers} task managers, shuffle ${shuffle}` +
+        `${this.batch === undefined ? "" : ", batch mode (BLOCKING partitions, stage by stage)"}\n`,
     );
     process.on("SIGINT", this.onSignal);
     process.on("SIGTERM", this.onSignal);
@@ -194,6 +212,7 @@ export class JobManagerRole {
     } finally {
       this.recovery?.stop();
       this.stopProgress();
+      this.batch?.timeline?.stop();
       await this.dashboard?.close();
       await jobManager.close({ failed: true, timeoutMs: CANCEL_GRACE_MS });
       process.off("SIGINT", this.onSignal);
@@ -282,6 +301,9 @@ export class JobManagerRole {
       execution,
       say: (text) => this.say(text),
     });
+    if (this.batch !== undefined) {
+      this.batch.timeline = new StageTimeline(() => execution.executionVertices, this.startedAt);
+    }
     this.startProgress();
     const result = await this.phase(execution.terminated);
     this.jobState = result.status;
@@ -322,6 +344,8 @@ export class JobManagerRole {
     this.view?.update(this.snapshot(), true);
     this.stopProgress();
     const taskManagers = jobManager.taskManagers;
+    const batch = await this.batchSummary(taskManagers);
+    if (batch !== undefined) differences.push(...batchDifferences(batch, COUNT_VERTEX));
     await this.phase(
       this.shutDownTaskManagers("the job finished", false),
       SHUTDOWN_TIMEOUT_MS,
@@ -374,7 +398,11 @@ export class JobManagerRole {
       verified: differences.length === 0,
       differences,
       records,
-      bytes: tasks.filter((t) => t.kind === "source").reduce((sum, t) => sum + t.bytes, 0),
+      // A blocking partition writes its last sort buffer after its task returned its counters.
+      bytes:
+        batch === undefined
+          ? tasks.filter((t) => t.kind === "source").reduce((sum, t) => sum + t.bytes, 0)
+          : batchTotals(batch).partitionBytes,
       durationMs,
       parallelism: this.options.parallelism,
       taskManagers: taskManagers.length,
@@ -382,6 +410,7 @@ export class JobManagerRole {
       tasks,
       processes,
       ...recoveryReport(result, this.recovery, duplicates),
+      ...(batch === undefined ? {} : { batch }),
     };
   }
 
@@ -391,6 +420,33 @@ export class JobManagerRole {
    */
   private setProgress(task: TaskProgress, taskManager: number): void {
     this.progress.set(`${task.kind} ${task.subtaskIndex}`, { ...task, taskManager });
+  }
+
+  /**
+   * Batch mode: when each stage ran, and what every task manager's blocking partitions wrote and
+   * deleted (each waits until its released partitions' files are gone).
+   */
+  private async batchSummary(
+    taskManagers: readonly RegisteredTaskManager[],
+  ): Promise<BatchSummary | undefined> {
+    const batch = this.batch;
+    if (batch === undefined) return undefined;
+    const stages = batch.timeline?.stop() ?? [];
+    const reports: BatchShuffleReport[] = [];
+    for (const tm of taskManagers) {
+      const reply = await this.phase(
+        tm.call(BATCH_SHUFFLE_MESSAGE, null),
+        SHUTDOWN_TIMEOUT_MS * 2,
+        `${tm.label}'s batch shuffle report`,
+      );
+      if (reply === null) {
+        throw new ConfigurationError(
+          `the shuffle plugin of ${tm.label} registers no Status.Shuffle.Netty.BatchShuffle metrics; batch mode reports them`,
+        );
+      }
+      reports.push(BatchShuffleReportSchema.parse(reply));
+    }
+    return { codec: batch.codec, taskManagers: reports, stages };
   }
 
   /** A task manager's peak RSS from its shutdown report (0 without one). */

@@ -1,4 +1,5 @@
 import type { CheckpointingMode } from "@sluice/runtime";
+import { type BatchSummary, batchJson, formatBatchSummary } from "./batch-mode.js";
 import {
   formatDuration,
   formatInteger,
@@ -66,6 +67,8 @@ export interface JobReport {
   readonly restarts: number;
   /** The task manager `--kill-task-manager-after` killed. */
   readonly killedTaskManager?: KilledTaskManager;
+  /** Batch mode: the stages and what the blocking partitions put on disk. */
+  readonly batch?: BatchSummary;
 }
 
 /** True when every task manager returned all its network buffers and released its partitions. */
@@ -91,6 +94,7 @@ export function formatSummary(report: JobReport): string {
     `  duration       ${formatDuration(report.durationMs)} (${report.parallelism} sources, ${report.parallelism} counters, ${report.taskManagers} task managers)`,
     `  throughput     ${formatInteger(rate)} records/s, ${formatMegabytes(perSecond(report.bytes, report.durationMs))}/s`,
     ...recoveryLines(report),
+    ...(report.batch === undefined ? [] : formatBatchSummary(report.batch)),
     "",
   ];
   const tasks = [...report.tasks].sort((a, b) =>
@@ -189,6 +193,7 @@ export function summaryJson(report: JobReport): Record<string, unknown> {
             afterMs: Math.round(report.killedTaskManager.afterMs),
           },
         }),
+    ...(report.batch === undefined ? {} : { batch: batchJson(report.batch) }),
     ...(report.verified ? {} : { differences: report.differences }),
   };
 }

@@ -7,6 +7,7 @@ import {
   serializeThrowable,
 } from "@sluice/runtime";
 import type { JsonValue } from "@sluice/runtime-api";
+import { BATCH_SHUFFLE_MESSAGE, batchShuffleReportOf } from "./batch-mode.js";
 import type { TaskManagerCommand } from "./cli.js";
 import {
   METRIC_ENDPOINTS_MESSAGE,
@@ -58,12 +59,17 @@ export async function runTaskManager(
       applicationVersion: APP_VERSION,
       invokables: wordCountInvokables(throttle),
       loader: { applicationDirs: [APP_DIR] },
-      onApplicationMessage: (name, payload) => {
-        if (name !== THROTTLE_MESSAGE) {
-          throw new ConfigurationError(`the job manager sent an unknown message ${name}`);
+      onApplicationMessage: async (name, payload) => {
+        if (name === THROTTLE_MESSAGE) {
+          throttle.set(ThrottleSchema.parse(payload).recordsPerSecond ?? undefined);
+          return undefined;
         }
-        throttle.set(ThrottleSchema.parse(payload).recordsPerSecond ?? undefined);
-        return undefined;
+        if (name !== BATCH_SHUFFLE_MESSAGE || taskManager === undefined) {
+          throw new ConfigurationError(
+            `task manager (pid ${process.pid}) does not handle the message ${name}`,
+          );
+        }
+        return batchShuffleReportOf(taskManager.executor) as unknown as JsonValue;
       },
       onShutdown: () => ({ peakRssMb: peakRssMb() }),
       onWarning: warn,

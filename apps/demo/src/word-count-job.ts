@@ -1,6 +1,7 @@
 import type { JobGraph as JobGraphType, Task, TaskInvokable } from "@sluice/runtime";
 import { JobGraph } from "@sluice/runtime";
-import type { JsonValue } from "@sluice/runtime-api";
+import { type JsonValue, ResultPartitionType } from "@sluice/runtime-api";
+import type { DemoMode } from "./batch-mode.js";
 import { Corpus, type CorpusSpec } from "./corpus.js";
 import type { TaskProgress } from "./task-progress.js";
 import { CountTask } from "./tasks/count-task.js";
@@ -21,6 +22,8 @@ export interface WordCountOptions {
    * its share ÷ duration words per second.
    */
   readonly durationSeconds?: number | undefined;
+  /** `batch`: the exchange is BLOCKING, so the job runs stage by stage (default `streaming`). */
+  readonly mode?: DemoMode;
 }
 
 /** The word count's graph and its two vertices. */
@@ -34,7 +37,8 @@ export interface WordCountJob {
 /**
  * The word count (Flink's JobGraph): P source subtasks, each generating its share of a seeded
  * corpus, connected all-to-all to P count subtasks through a key-group hash exchange on the word
- * (serializer `string`, key selector `value`: the word is its own key).
+ * (serializer `string`, key selector `value`: the word is its own key). In batch mode the exchange
+ * is a BLOCKING data set: the job side deploys the counters once every source finished.
  */
 export function wordCountJob(options: WordCountOptions): WordCountJob {
   const corpus: CorpusSpec = {
@@ -62,6 +66,10 @@ export function wordCountJob(options: WordCountOptions): WordCountJob {
   graph.connect(source, count, {
     partitioner: { name: "HASH", keySelector: "value" },
     serializer: "string",
+    partitionType:
+      options.mode === "batch"
+        ? ResultPartitionType.BLOCKING
+        : ResultPartitionType.PIPELINED_BOUNDED,
   });
   return { graph, corpus, maxParallelism: count.maxParallelism };
 }

@@ -7,6 +7,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import type { BatchParams } from "../batch-roles.js";
 import {
   type BenchOptions,
   Child,
@@ -21,6 +22,7 @@ import {
 import type { ThroughputParams } from "../roles.js";
 import { runLatency, runSlowConsumer, ThroughputSession } from "../runner.js";
 import type { Impl } from "../worker.js";
+import { type BatchRun, BatchSession, runLz4 } from "./batch-shuffle.js";
 import type { CoreResult } from "./core-bench.js";
 
 export interface CaseContext {
@@ -924,6 +926,187 @@ const case7: CaseDefinition = {
   },
 };
 
+// -------------------------------------------------------------------------------- case 8
+
+/** Network memory of the batch case's writer: its data is 4× this. */
+const BATCH_NETWORK_MEMORY_MB = 32;
+/** The read memory of blocking partitions (`taskmanager.memory.framework.off-heap.batch-shuffle.size`'s default). */
+const BATCH_READ_MEMORY_MB = 64;
+
+const case8: CaseDefinition = {
+  id: 8,
+  name: "batch shuffle: 100 B records, BLOCKING partition written then read, two processes",
+  async run(ctx) {
+    const name = this.name;
+    const o = ctx.options;
+    const recordSize = 100;
+    // 4× the network memory in framed bytes (each record with its 4-byte length).
+    const records = Math.ceil((4 * BATCH_NETWORK_MEMORY_MB * 2 ** 20) / (recordSize + 4));
+    const config = (compress: boolean) =>
+      sluiceConfig(100, {
+        ...networkMemory(`${BATCH_NETWORK_MEMORY_MB}mb`),
+        "taskmanager.memory.framework.off-heap.batch-shuffle.size": `${BATCH_READ_MEMORY_MB}mb`,
+        "taskmanager.network.batch-shuffle.compression.enabled": compress,
+      });
+    const params = (compress: boolean): BatchParams => ({
+      recordSize,
+      records,
+      channels: 4,
+      config: config(compress),
+      producerBatch: 1024,
+      consumerBatch: 4096,
+    });
+    const systems: [string, Impl, BatchParams][] = [
+      ["fs streams", "fs-streams", params(false)],
+      // The same bytes as the baseline: compression off (the bench's records compress very well).
+      ["sluice-tcp blocking", "sluice-tcp-blocking", params(false)],
+      ["sluice-tcp blocking LZ4", "sluice-tcp-blocking", params(true)],
+    ].filter(([system]) => selected(o, system as string)) as [string, Impl, BatchParams][];
+    const sessions = new Map<string, BatchSession>();
+    const failures = new Map<string, string>();
+    const memory = new Map<string, Record<string, number>>();
+    try {
+      for (const [system, impl, p] of systems) {
+        log(`case 8 ${system}: start + warm-up (${formatCount(records)} records)`);
+        try {
+          const session = await BatchSession.open(o, system, impl, p);
+          sessions.set(system, session);
+          await session.run(false);
+        } catch (error) {
+          failures.set(system, `failed: ${firstLine(error)}`);
+          await sessions.get(system)?.close();
+          sessions.delete(system);
+        }
+      }
+      for (let run = 1; run <= o.runs; run++) {
+        log(`case 8 run ${run}/${o.runs} of ${sessions.size} systems`);
+        for (const [system, session] of [...sessions]) {
+          try {
+            await session.run(true);
+          } catch (error) {
+            failures.set(system, `failed in run ${run}: ${firstLine(error)}`);
+            await session.close();
+            sessions.delete(system);
+          }
+        }
+      }
+      for (const [system, session] of sessions) memory.set(system, await session.writerMemory());
+    } finally {
+      for (const session of sessions.values()) await session.close();
+    }
+    const rows: ResultRow[] = systems.map(([system, impl, p]) => {
+      const session = sessions.get(system);
+      if (session === undefined) {
+        return skipped(ctx, 8, name, system, "GB/s", failures.get(system) ?? "not run");
+      }
+      const runs: readonly BatchRun[] = session.runs;
+      const last = runs[runs.length - 1];
+      return row(ctx, {
+        caseId: 8,
+        caseName: name,
+        system,
+        metric: "GB/s",
+        higherIsBetter: true,
+        values: runs.map((r) => r.bytesPerSecond / 1e9),
+        extra: {
+          recordSize,
+          records,
+          dataMiB: (records * (recordSize + 4)) / 2 ** 20,
+          writeMs: median(runs.map((r) => r.writeMs)),
+          readMs: median(runs.map((r) => r.readMs)),
+          writerMemory: memory.get(system),
+          ...(impl === "fs-streams"
+            ? {}
+            : {
+                channels: p.channels,
+                networkMemoryMB: BATCH_NETWORK_MEMORY_MB,
+                batchReadMemoryMB: BATCH_READ_MEMORY_MB,
+                config: p.config,
+              }),
+          ...(last !== undefined
+            ? { lastRun: { writer: last.write.extra, reader: last.read.extra } }
+            : {}),
+        },
+        ...(session.problems.length > 0 ? { note: `INVALID: ${session.problems.join("; ")}` } : {}),
+      });
+    });
+    rows.push(...(await lz4Rows(ctx, name)));
+    const withRatio = withRatios(rows, (r) =>
+      r.metric === "LZ4 GB/s" ? "lz4-napi direct" : "fs streams",
+    );
+    const limitMB = BATCH_NETWORK_MEMORY_MB + BATCH_READ_MEMORY_MB + 16;
+    const growth = Math.max(
+      ...["sluice-tcp blocking", "sluice-tcp blocking LZ4"].map(
+        (system) => memory.get(system)?.growthMB ?? Number.NaN,
+      ),
+    );
+    const goals = [
+      goal(
+        ctx,
+        8,
+        "Sluice TCP blocking write+read ≥ 60% of plain fs streams",
+        findRow(withRatio, "sluice-tcp blocking")?.ratio,
+        "≥",
+        0.6,
+        "× baseline",
+      ),
+      goal(
+        ctx,
+        8,
+        `Sluice writer's RSS growth ≤ network memory (${BATCH_NETWORK_MEMORY_MB} MiB) + batch-read memory (${BATCH_READ_MEMORY_MB} MiB) + 16 MiB at 4× data`,
+        growth,
+        "≤",
+        limitMB,
+        "MiB",
+      ),
+    ];
+    return { rows: withRatio, goals };
+  },
+};
+
+/** LZ4 over the demo's words: Sluice's BufferCompressor beside lz4-napi called directly. */
+async function lz4Rows(ctx: CaseContext, name: string): Promise<ResultRow[]> {
+  const o = ctx.options;
+  const systems = ["lz4 via BufferCompressor", "lz4-napi direct"];
+  log("case 8 LZ4 on the demo's words, in one child");
+  try {
+    const result = await runLz4(o, {
+      words: 1_000_000,
+      durationMs: o.durationMs,
+      warmupMs: o.warmupMs,
+      runs: o.runs,
+    });
+    const extra = { inputMB: result.inputBytes / MB, buffers: result.buffers, bufferKiB: 32 };
+    return [
+      row(ctx, {
+        caseId: 8,
+        caseName: name,
+        system: systems[0] as string,
+        metric: "LZ4 GB/s",
+        higherIsBetter: true,
+        values: result.sluice.bytesPerSecond.map((b) => b / 1e9),
+        extra: { ...extra, compressionRatio: result.sluice.ratio },
+      }),
+      row(ctx, {
+        caseId: 8,
+        caseName: name,
+        system: systems[1] as string,
+        metric: "LZ4 GB/s",
+        higherIsBetter: true,
+        values: result.direct.bytesPerSecond.map((b) => b / 1e9),
+        extra: { ...extra, compressionRatio: result.direct.ratio },
+      }),
+    ];
+  } catch (error) {
+    const note = `failed: ${firstLine(error)}`;
+    return systems.map((system) => skipped(ctx, 8, name, system, "LZ4 GB/s", note));
+  }
+}
+
+function formatCount(n: number): string {
+  return n.toLocaleString("en-US");
+}
+
 /** Sets the `-D` overrides applied to every Sluice environment of the run. */
 export function setConfigOverrides(overrides: Record<string, string>): void {
   configOverrides = { ...overrides };
@@ -938,4 +1121,5 @@ export const CASES: readonly CaseDefinition[] = [
   case5,
   case6,
   case7,
+  case8,
 ];

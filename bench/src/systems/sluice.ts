@@ -26,6 +26,7 @@ import {
   type TaskExecutorOptions,
   TaskNotFoundError,
 } from "@sluice/runtime";
+import { ResultPartitionType } from "@sluice/runtime-api";
 
 export type SluiceTransport = "tcp" | "ws" | "local";
 export type RawConfig = Record<string, unknown>;
@@ -125,15 +126,66 @@ export class SluiceProcess {
    * consumer produces nothing).
    */
   async deployExchange(spec: ExchangeSpec): Promise<Exchange> {
+    const job = await this.deployJob(spec, ResultPartitionType.PIPELINED_BOUNDED);
+    // A pipelined consumer is deployed with its producer.
+    const descriptor = job.deployedConsumer();
+    if (descriptor === undefined) {
+      const { error } = await job.execution.terminated; // deploying failed the job
+      throw error ?? new IllegalStateError("the bench job deployed no consumer");
+    }
+    return {
+      producer: job.producer,
+      consumer: descriptor,
+      retire: (ms) => retire(job.producer, job.execution, ms),
+    };
+  }
+
+  /**
+   * Deploys one run's job with a BLOCKING exchange: the producer task on this process's
+   * TaskExecutor; the job side deploys the consumer (here: hands out its descriptor) only once the
+   * producer finished, its partition complete on disk.
+   */
+  async deployBlockingExchange(spec: ExchangeSpec): Promise<BlockingExchange> {
+    const job = await this.deployJob(spec, ResultPartitionType.BLOCKING);
+    const { execution } = job;
+    const failed = execution.terminated.then(({ error }) => {
+      throw error ?? new IllegalStateError("the bench job ended before its consumer was deployed");
+    });
+    return {
+      producer: job.producer,
+      consumer: Promise.race([job.consumer, failed]),
+      retire: async () => {
+        // The consumer reports to the parent, not to this job: end the job, which releases the
+        // partition (and so deletes its files).
+        execution.cancel("the bench run is over");
+        await execution.terminated;
+      },
+    };
+  }
+
+  /**
+   * The job of one run, deployed: the producer task here, the consumer's descriptor kept when the
+   * job side deploys it (with the producer when pipelined, after it when blocking).
+   */
+  private async deployJob(spec: ExchangeSpec, partitionType: ResultPartitionType) {
     this.deployer ??= await JobDeployer.start(this.configuration, { loader: LOADER });
     const graph = new JobGraph("bench exchange");
     const producer = graph.addVertex({ name: "Producer", parallelism: 1 });
     const consumer = graph.addVertex({ name: "Consumer", parallelism: 1 });
     const { partitioner, serializer, channels } = spec;
-    graph.connect(producer, consumer, { partitioner, serializer, numberOfSubpartitions: channels });
+    graph.connect(producer, consumer, {
+      partitioner,
+      serializer,
+      numberOfSubpartitions: channels,
+      partitionType,
+    });
     const executor = this.executor;
     let task: Task | undefined;
     let descriptor: TaskDeploymentDescriptorJSON | undefined;
+    let consumerDeployed: (descriptor: TaskDeploymentDescriptorJSON) => void = () => {};
+    const deployedConsumer = new Promise<TaskDeploymentDescriptorJSON>((resolve) => {
+      consumerDeployed = resolve;
+    });
     const here: TaskExecutorGateway = {
       location: executor.location,
       submitTask: async (tdd, jobMaster) => {
@@ -147,6 +199,7 @@ export class SluiceProcess {
       location: { resourceId: new ResourceID(), host: "127.0.0.1", dataPort: -1 },
       submitTask: async (tdd) => {
         descriptor = TaskDeploymentDescriptorCodec.toJSON(tdd);
+        consumerDeployed(descriptor);
       },
       cancelTask: async (attempt) => {
         throw new TaskNotFoundError(`the consumer ${attempt} runs in another process`);
@@ -157,14 +210,15 @@ export class SluiceProcess {
       releasePartitions: async () => {}, // the consumer holds no partition of this job
     };
     const execution = await this.deployer.deploy(graph, (v) => (v === producer ? here : elsewhere));
-    if (task === undefined || descriptor === undefined) {
+    if (task === undefined) {
       const { error } = await execution.terminated; // deploying failed the job
-      throw error ?? new IllegalStateError("the bench job deployed no producer or no consumer");
+      throw error ?? new IllegalStateError("the bench job deployed no producer");
     }
     return {
       producer: task,
-      consumer: descriptor,
-      retire: (ms) => retire(task as Task, execution, ms),
+      execution,
+      consumer: deployedConsumer,
+      deployedConsumer: () => descriptor,
     };
   }
 
@@ -188,6 +242,16 @@ export interface Exchange {
    * cancels the producer if it still runs and releases its partition.
    */
   retire(timeoutMs?: number): Promise<void>;
+}
+
+/** One run's job with a BLOCKING exchange, as the producer's process holds it. */
+export interface BlockingExchange {
+  /** The producer task, deployed on this process's TaskExecutor. */
+  readonly producer: Task;
+  /** The consumer's descriptor, once the producer finished (rejects when the job failed). */
+  readonly consumer: Promise<TaskDeploymentDescriptorJSON>;
+  /** Ends the job (after the consumer read the partition): the partition and its files go. */
+  retire(): Promise<void>;
 }
 
 async function retire(producer: Task, execution: JobExecution, timeoutMs = 5_000): Promise<void> {

@@ -57,6 +57,8 @@ export {
 } from "./environment/validate-network-shuffle-configuration.js";
 // Metrics (Flink's names)
 export {
+  type ReadBufferPoolUsage,
+  registerBatchShuffleMetrics,
   registerEnvironmentMetrics,
   registerInputMetrics,
   registerOutputMetrics,
@@ -81,6 +83,7 @@ export {
   listenerErrorHandler,
   TRANSPORT_WARNING_TYPE,
 } from "./netty/transport-warning.js";
+export { BatchShuffleCounters } from "./partition/batch-shuffle-counters.js";
 export { BatchShuffleReadBufferPool } from "./partition/batch-shuffle-read-buffer-pool.js";
 // Producer side
 export {

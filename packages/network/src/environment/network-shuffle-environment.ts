@@ -34,6 +34,7 @@ import { RemoteInputChannel } from "../consumer/remote-input-channel.js";
 import { SingleInputGate } from "../consumer/single-input-gate.js";
 import { UnknownInputChannel } from "../consumer/unknown-input-channel.js";
 import {
+  registerBatchShuffleMetrics,
   registerEnvironmentMetrics,
   registerInputMetrics,
   registerOutputMetrics,
@@ -43,6 +44,7 @@ import { PartitionRequestClientFactory } from "../netty/partition-request-client
 import { PartitionRequestServerHandler } from "../netty/partition-request-server-handler.js";
 import type { Transport, TransportServer } from "../netty/transport.js";
 import { emitTransportWarning } from "../netty/transport-warning.js";
+import { BatchShuffleCounters } from "../partition/batch-shuffle-counters.js";
 import { BatchShuffleReadBufferPool } from "../partition/batch-shuffle-read-buffer-pool.js";
 import { FileChannelManager } from "../partition/file-channel-manager.js";
 import { ResultPartition } from "../partition/result-partition.js";
@@ -94,6 +96,8 @@ export class NetworkShuffleEnvironment
   /** The worker's folders for blocking partitions. */
   readonly fileChannelManager: FileChannelManager;
   private readBufferPool: BatchShuffleReadBufferPool | undefined;
+  /** What this worker's blocking partitions wrote, compressed and deleted (its metrics). */
+  readonly batchShuffleCounters = new BatchShuffleCounters();
   private compressionFactory: BlockCompressionFactory | undefined;
   private started = false;
   private closed = false;
@@ -128,8 +132,12 @@ export class NetworkShuffleEnvironment
       initialMs: this.settings.requestBackoffInitialMs,
       maxMs: this.settings.requestBackoffMaxMs,
     };
-    if (context.metrics !== undefined)
+    if (context.metrics !== undefined) {
       registerEnvironmentMetrics(context.metrics, this.networkBufferPool);
+      registerBatchShuffleMetrics(context.metrics, this.batchShuffleCounters, () =>
+        this.getReadBufferPoolUsage(),
+      );
+    }
     if (this.transport !== undefined) {
       this.clientFactory = new PartitionRequestClientFactory(this.transport, {
         connectTimeoutMs: this.settings.connectTimeoutMs,
@@ -272,6 +280,7 @@ export class NetworkShuffleEnvironment
         segmentSize: s.segmentSize,
         fileChannelManager: this.fileChannelManager,
         readBufferPool: this.getReadBufferPool(),
+        counters: this.batchShuffleCounters,
         bufferCompressor: factory === undefined ? undefined : new BufferCompressor(factory),
       });
     }

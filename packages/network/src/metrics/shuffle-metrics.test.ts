@@ -1,10 +1,20 @@
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { EndOfPartitionEvent, EventSerializer, type ExecutionAttemptID } from "@sluice/core";
-import type { ShuffleMetricSink } from "@sluice/runtime-api";
+import { ResultPartitionType, type ShuffleMetricSink } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
 import type { InputBufferUsage, SingleInputGate } from "../consumer/single-input-gate.js";
 import type { NetworkShuffleEnvironment } from "../environment/network-shuffle-environment.js";
 import { LocalShuffleServiceFactory } from "../environment/network-shuffle-service-factory.js";
-import { deployAllToAll, environmentContext, makeRecord } from "../test-support/shuffle-fixture.js";
+import type { SortMergeResultPartition } from "../partition/sort-merge-result-partition.js";
+import {
+  consumeAll,
+  deployAllToAll,
+  environmentContext,
+  makeRecord,
+  produce,
+} from "../test-support/shuffle-fixture.js";
 import { registerInputMetrics } from "./shuffle-metrics.js";
 
 type Kind = "gauge" | "counter" | "meter";
@@ -148,6 +158,56 @@ describe("shuffle metrics with Flink's names and kinds", () => {
     writer.close();
     expect(producerSink.read("Shuffle.Netty.Output.Buffers.outPoolUsage")).toBe(0);
     expect(processSink.read("Status.Shuffle.Netty.UsedMemorySegments")).toBe(0);
+  });
+
+  it("counts what blocking partitions write, compress and delete, and the read memory, at process scope", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sluice-batch-metrics-"));
+    try {
+      const processSink = new RecordingSink();
+      const blockingConfig = {
+        ...config,
+        "taskmanager.network.sort-shuffle.min-buffers": 16,
+        "taskmanager.memory.framework.off-heap.batch-shuffle.size": "256kb",
+        "io.tmp.dirs": dir,
+      };
+      env = new LocalShuffleServiceFactory().createShuffleEnvironment({
+        ...environmentContext(blockingConfig),
+        metrics: processSink,
+      });
+      await env.start();
+      const batch = (name: string) => processSink.read(`Status.Shuffle.Netty.BatchShuffle.${name}`);
+      expect(processSink.kindOf("Status.Shuffle.Netty.BatchShuffle.FilesDeleted")).toBe("counter");
+      expect(processSink.kindOf("Status.Shuffle.Netty.BatchShuffle.FilesOnDisk")).toBe("gauge");
+      expect(batch("TotalReadBuffers")).toBe(0);
+
+      const job = await deployAllToAll(env, env, 1, 2, config, ResultPartitionType.BLOCKING);
+      const writer = job.writers[0] as SortMergeResultPartition;
+      writer.setup();
+      // The fixture's padding repeats, so LZ4 makes the buffers smaller.
+      await produce(writer, 0, 2_000, 400);
+      const files = writer.getFilePaths();
+      if (files === undefined) throw new Error("no files");
+      expect(batch("FilesCreated")).toBe(2);
+      expect(batch("FilesOnDisk")).toBe(2);
+      expect(batch("FileBytesWritten")).toBe(
+        statSync(files.dataFile).size + statSync(files.indexFile).size,
+      );
+      expect(batch("BytesBeforeCompression")).toBe(2 * 2_000 * RECORD_BYTES);
+      expect(batch("BytesAfterCompression")).toBeLessThan(batch("BytesBeforeCompression"));
+      expect(batch("TotalReadBuffers")).toBe((256 * 1024) / 4096);
+
+      await consumeAll(job.gates, 1);
+      for (const gate of job.gates) await gate.close();
+      expect(batch("AvailableReadBuffers")).toBe(batch("TotalReadBuffers"));
+      env.releasePartitionsLocally([writer.partitionId]);
+      writer.close();
+      await expect.poll(() => batch("FilesDeleted")).toBe(2);
+      expect(batch("FilesOnDisk")).toBe(0);
+    } finally {
+      await env?.close();
+      env = undefined;
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("divides the used buffers of all gates by their total, per kind, as Flink's usage gauges do", () => {

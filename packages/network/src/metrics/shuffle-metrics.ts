@@ -1,6 +1,7 @@
 import type { LocalBufferPool, NetworkBufferPool } from "@sluice/core";
 import type { ShuffleMetricSink } from "@sluice/runtime-api";
 import type { SingleInputGate } from "../consumer/single-input-gate.js";
+import type { BatchShuffleCounters } from "../partition/batch-shuffle-counters.js";
 
 /**
  * Registers the network shuffle's metrics under Flink's names and kinds (Flink's
@@ -24,6 +25,32 @@ export function registerEnvironmentMetrics(sink: ShuffleMetricSink, pool: Networ
     () => pool.getNumberOfAvailableMemorySegments() * size,
   );
   sink.registerGauge(`${prefix}.UsedMemory`, () => pool.getNumberOfUsedMemorySegments() * size);
+}
+
+/** What the batch-shuffle metrics read of the worker's read memory (absent until first used). */
+export type ReadBufferPoolUsage = () =>
+  | { readonly available: number; readonly total: number }
+  | undefined;
+
+/**
+ * Process scope: `Status.Shuffle.Netty.BatchShuffle.*`, what the worker's blocking partitions
+ * wrote to disk, compressed and deleted, and its batch-shuffle read memory. Flink has no such
+ * metrics; the names follow the `Status.Shuffle.Netty` ones.
+ */
+export function registerBatchShuffleMetrics(
+  sink: ShuffleMetricSink,
+  counters: BatchShuffleCounters,
+  readBuffers: ReadBufferPoolUsage,
+): void {
+  const prefix = "Status.Shuffle.Netty.BatchShuffle";
+  sink.registerCounter(`${prefix}.FileBytesWritten`, () => counters.fileBytesWritten);
+  sink.registerCounter(`${prefix}.BytesBeforeCompression`, () => counters.bytesBeforeCompression);
+  sink.registerCounter(`${prefix}.BytesAfterCompression`, () => counters.bytesAfterCompression);
+  sink.registerCounter(`${prefix}.FilesCreated`, () => counters.filesCreated);
+  sink.registerCounter(`${prefix}.FilesDeleted`, () => counters.filesDeleted);
+  sink.registerGauge(`${prefix}.FilesOnDisk`, () => counters.filesOnDisk);
+  sink.registerGauge(`${prefix}.TotalReadBuffers`, () => readBuffers()?.total ?? 0);
+  sink.registerGauge(`${prefix}.AvailableReadBuffers`, () => readBuffers()?.available ?? 0);
 }
 
 /** Registers Flink's pair of a counter `name` and its meter `namePerSecond` over one count. */

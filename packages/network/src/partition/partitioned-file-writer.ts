@@ -1,5 +1,6 @@
 import { type FileHandle, open, rm } from "node:fs/promises";
 import { IllegalStateError, type NetworkBuffer } from "@sluice/core";
+import type { BatchShuffleCounters } from "./batch-shuffle-counters.js";
 import {
   BUFFER_HEADER_LENGTH,
   DATA_FILE_SUFFIX,
@@ -31,6 +32,9 @@ export class PartitionedFileWriter {
   readonly basePath: string;
   private readonly numberOfSubpartitions: number;
   private readonly maxBufferLength: number;
+  private readonly counters: BatchShuffleCounters | undefined;
+  /** Files this writer created (and so deletes on abort). */
+  private createdFiles = 0;
   private dataFile: FileHandle | undefined;
   private indexFile: FileHandle | undefined;
   /** Where the next byte of the data file goes. */
@@ -49,8 +53,15 @@ export class PartitionedFileWriter {
   private indexCache: number[] | undefined = [];
   private finished = false;
 
-  constructor(basePath: string, numberOfSubpartitions: number, maxBufferLength: number) {
+  /** @param counters the worker's batch-shuffle counters, which count the files and bytes. */
+  constructor(
+    basePath: string,
+    numberOfSubpartitions: number,
+    maxBufferLength: number,
+    counters?: BatchShuffleCounters,
+  ) {
     this.basePath = basePath;
+    this.counters = counters;
     this.numberOfSubpartitions = numberOfSubpartitions;
     this.maxBufferLength = maxBufferLength;
     this.runOffsets = new Array<number>(numberOfSubpartitions).fill(0);
@@ -61,8 +72,10 @@ export class PartitionedFileWriter {
   async open(): Promise<void> {
     if (this.dataFile !== undefined) return;
     this.dataFile = await open(this.basePath + DATA_FILE_SUFFIX, "wx", FILE_MODE);
+    this.fileCreated();
     try {
       this.indexFile = await open(this.basePath + INDEX_FILE_SUFFIX, "wx", FILE_MODE);
+      this.fileCreated();
     } catch (error) {
       await this.dataFile.close();
       throw error;
@@ -138,6 +151,7 @@ export class PartitionedFileWriter {
       let bytes = 0;
       for (const chunk of batch) bytes += chunk.length;
       await writeFully(file, batch, bytes, this.dataPosition);
+      if (this.counters !== undefined) this.counters.fileBytesWritten += bytes;
       this.dataPosition += bytes;
       this.pendingBytes -= bytes;
     }
@@ -165,6 +179,7 @@ export class PartitionedFileWriter {
       entries.length,
       this.numberOfRegions * n * INDEX_ENTRY_LENGTH,
     );
+    if (this.counters !== undefined) this.counters.fileBytesWritten += entries.length;
     this.numberOfRegions++;
     this.regionOpen = false;
   }
@@ -181,6 +196,7 @@ export class PartitionedFileWriter {
       numberOfSubpartitions: this.numberOfSubpartitions,
       dataFileSize: this.dataPosition,
       maxBufferLength: this.maxBufferLength,
+      counters: this.counters,
       indexCache: this.indexCache === undefined ? undefined : Float64Array.from(this.indexCache),
     });
   }
@@ -192,6 +208,13 @@ export class PartitionedFileWriter {
     await this.closeFiles();
     await rm(this.basePath + DATA_FILE_SUFFIX, { force: true });
     await rm(this.basePath + INDEX_FILE_SUFFIX, { force: true });
+    if (this.counters !== undefined) this.counters.filesDeleted += this.createdFiles;
+    this.createdFiles = 0;
+  }
+
+  private fileCreated(): void {
+    this.createdFiles++;
+    if (this.counters !== undefined) this.counters.filesCreated++;
   }
 
   private async closeFiles(): Promise<void> {

@@ -1,5 +1,6 @@
 import { type FileHandle, open, rm } from "node:fs/promises";
 import { DataType, isBufferType, MAX_DATA_TYPE, PartitionFileCorruptedError } from "@sluice/core";
+import type { BatchShuffleCounters } from "./batch-shuffle-counters.js";
 
 /**
  * The files of one sort-merge partition (Flink's PartitionedFile): a data file and an index file.
@@ -73,6 +74,8 @@ export class PartitionedFile {
   readonly maxBufferLength: number;
   /** The index entries (offset, size pairs) when they were small enough to keep in memory. */
   private readonly indexCache: Float64Array | undefined;
+  private readonly counters: BatchShuffleCounters | undefined;
+  private deleted = false;
   private dataHandle: Promise<FileHandle> | undefined;
   private indexHandle: Promise<FileHandle> | undefined;
   private closed = false;
@@ -84,6 +87,8 @@ export class PartitionedFile {
     readonly dataFileSize: number;
     readonly maxBufferLength: number;
     readonly indexCache: Float64Array | undefined;
+    /** The worker's batch-shuffle counters, which count the deletion. */
+    readonly counters?: BatchShuffleCounters | undefined;
   }) {
     this.dataFilePath = options.basePath + DATA_FILE_SUFFIX;
     this.indexFilePath = options.basePath + INDEX_FILE_SUFFIX;
@@ -92,6 +97,7 @@ export class PartitionedFile {
     this.dataFileSize = options.dataFileSize;
     this.maxBufferLength = options.maxBufferLength;
     this.indexCache = options.indexCache;
+    this.counters = options.counters;
   }
 
   /** The run of `subpartition` in `region`, from the cache or the index file; validated. */
@@ -213,6 +219,8 @@ export class PartitionedFile {
     }
     await rm(this.dataFilePath, { force: true });
     await rm(this.indexFilePath, { force: true });
+    if (!this.deleted && this.counters !== undefined) this.counters.filesDeleted += 2;
+    this.deleted = true;
   }
 
   toString(): string {

@@ -224,9 +224,11 @@ export class SortBasedDataBuffer {
     this.byteCursor = 0;
   }
 
+  /** Records are appended back to back: each ends where the next one starts. */
   private recordEnd(record: number): number {
-    const offset = this.offsets[record] as number;
-    return offset + LENGTH_BYTES + this.readLength(offset);
+    return record + 1 < this.numberOfRecords
+      ? (this.offsets[record + 1] as number)
+      : this.writePosition;
   }
 
   private skipEmptyRuns(): void {
@@ -282,17 +284,6 @@ export class SortBasedDataBuffer {
       copied += n;
       this.writePosition = position + n;
     }
-  }
-
-  private readLength(position: number): number {
-    const offset = position % this.segmentSize;
-    if (offset + LENGTH_BYTES <= this.segmentSize) {
-      const segment = this.segments[Math.floor(position / this.segmentSize)] as MemorySegment;
-      return segment.memory.readInt32BE(offset);
-    }
-    const bytes = Buffer.allocUnsafe(LENGTH_BYTES);
-    this.readBytes(position, bytes, 0, LENGTH_BYTES);
-    return bytes.readInt32BE(0);
   }
 
   private readBytes(position: number, target: Buffer, targetOffset: number, length: number): void {

@@ -20,6 +20,7 @@ import type {
   ResultPartitionWriter,
 } from "@sluice/runtime-api";
 import type { BufferCompressor } from "../compression/buffer-compressor.js";
+import type { BatchShuffleCounters } from "./batch-shuffle-counters.js";
 import type { BatchShuffleReadBufferPool } from "./batch-shuffle-read-buffer-pool.js";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
 import type { FileChannelManager } from "./file-channel-manager.js";
@@ -59,6 +60,8 @@ export interface SortMergeResultPartitionOptions {
   readonly bufferCompressor?: BufferCompressor | undefined;
   /** Records larger than this fail with RecordTooLargeError. */
   readonly maxRecordSize?: number;
+  /** The worker's batch-shuffle counters (its `BatchShuffle` metrics), counted into. */
+  readonly counters?: BatchShuffleCounters | undefined;
 }
 
 /** A record waiting for the sort buffer while a spill runs. */
@@ -113,6 +116,7 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
   private readonly readBufferPool: BatchShuffleReadBufferPool;
   private readonly compressor: BufferCompressor | undefined;
   private readonly maxRecordSize: number;
+  private readonly shuffleCounters: BatchShuffleCounters | undefined;
   /** Runs are written in this order, a random rotation per partition as in Flink, so that
    * consumers reading in file-offset order do not all start with the same producer's data. */
   private readonly subpartitionOrder: number[];
@@ -159,6 +163,7 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
     this.readBufferPool = options.readBufferPool;
     this.compressor = options.bufferCompressor;
     this.maxRecordSize = options.maxRecordSize ?? Number.MAX_SAFE_INTEGER;
+    this.shuffleCounters = options.counters;
     this.description = `SortMergeResultPartition ${options.partitionId} [${options.owningTaskName}]`;
     const n = this.numberOfSubpartitions;
     const shift = Math.floor(Math.random() * n);
@@ -206,6 +211,7 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
       this.fileChannelManager.createChannel(),
       this.numberOfSubpartitions,
       this.segmentSize,
+      this.shuffleCounters,
     );
     this.fileWriter = writer;
     this.partitionManager.registerResultPartition(this);
@@ -603,9 +609,14 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
     const copies = this.isBroadcastMode ? this.numberOfSubpartitions : 1;
     this.counters.numBuffersOut += copies;
     this.counters.numBytesOut += size * copies;
-    writer.appendBuffer(
-      this.compressor === undefined ? buffer : this.compressor.compressToIntermediateBuffer(buffer),
-    );
+    const written =
+      this.compressor === undefined ? buffer : this.compressor.compressToIntermediateBuffer(buffer);
+    const counters = this.shuffleCounters;
+    if (counters !== undefined) {
+      counters.bytesBeforeCompression += size;
+      counters.bytesAfterCompression += written.readableBytes();
+    }
+    writer.appendBuffer(written);
   }
 
   // -------------------------------------------------------------------------- reader side

@@ -1,0 +1,206 @@
+import { setTimeout as delay } from "node:timers/promises";
+import type { Configuration, MetricDump, TaskExecutor } from "@sluice/runtime";
+import { BatchShuffleOptions, NetworkMemoryOptions } from "@sluice/runtime-api";
+import * as z from "zod";
+import { formatDuration, formatInteger, formatMegabytes } from "./format.js";
+import type { StageSpan } from "./stage-timeline.js";
+
+/**
+ * `--mode batch`: the word count as a batch job. The sources write BLOCKING partitions (sort-merge
+ * files on disk, compressed) and finish; the counters are deployed once every source finished, and
+ * read the files their task managers keep serving; the job's end releases the partitions, which
+ * deletes the files. The task managers report what was written and deleted through the network
+ * shuffle's `Status.Shuffle.Netty.BatchShuffle.*` metrics.
+ */
+
+/** The word count's two ways to run. */
+export type DemoMode = "streaming" | "batch";
+
+/**
+ * What batch mode sets unless the configuration sets it: small worker memory, so that the default
+ * run's partition data is several times the network memory of a task manager (the producer's
+ * memory stays bounded while its data goes to disk), and compression on.
+ */
+export const BATCH_CONFIG_DEFAULTS = [
+  [NetworkMemoryOptions.NETWORK_MEMORY_MIN, "8mb"],
+  [BatchShuffleOptions.SORT_SHUFFLE_MIN_BUFFERS, 128],
+  [BatchShuffleOptions.BATCH_SHUFFLE_READ_MEMORY, "16mb"],
+  [BatchShuffleOptions.BATCH_SHUFFLE_COMPRESSION_ENABLED, true],
+] as const;
+
+/** Sets {@link BATCH_CONFIG_DEFAULTS} for each key the configuration (file, `-D`) leaves unset. */
+export function applyBatchDefaults(configuration: Configuration): void {
+  for (const [option, value] of BATCH_CONFIG_DEFAULTS) {
+    if (!configuration.contains(option)) configuration.set(option.key, value);
+  }
+}
+
+/** The codec blocking partitions compress with, or `NONE` when compression is off. */
+export function compressionCodecOf(configuration: Configuration): string {
+  return configuration.get(BatchShuffleOptions.BATCH_SHUFFLE_COMPRESSION_ENABLED)
+    ? String(configuration.get(BatchShuffleOptions.COMPRESSION_CODEC))
+    : "NONE";
+}
+
+/** The application-channel call by which the job manager asks a task manager for its report. */
+export const BATCH_SHUFFLE_MESSAGE = "batch-shuffle";
+
+/** What a task manager's blocking partitions wrote and deleted, from its metrics. */
+export const BatchShuffleReportSchema = z.object({
+  /** `Status.Shuffle.Netty.TotalMemory`: the task manager's network memory. */
+  networkMemoryBytes: z.number().min(0),
+  fileBytesWritten: z.number().min(0),
+  bytesBeforeCompression: z.number().min(0),
+  bytesAfterCompression: z.number().min(0),
+  filesCreated: z.number().min(0),
+  filesDeleted: z.number().min(0),
+  filesOnDisk: z.number().min(0),
+});
+
+/** One task manager's batch-shuffle report. */
+export type BatchShuffleReport = z.output<typeof BatchShuffleReportSchema>;
+
+/** The metric each field of a report is read from (process scope). */
+const REPORT_METRICS: Readonly<Record<keyof BatchShuffleReport, string>> = {
+  networkMemoryBytes: "Status.Shuffle.Netty.TotalMemory",
+  fileBytesWritten: "Status.Shuffle.Netty.BatchShuffle.FileBytesWritten",
+  bytesBeforeCompression: "Status.Shuffle.Netty.BatchShuffle.BytesBeforeCompression",
+  bytesAfterCompression: "Status.Shuffle.Netty.BatchShuffle.BytesAfterCompression",
+  filesCreated: "Status.Shuffle.Netty.BatchShuffle.FilesCreated",
+  filesDeleted: "Status.Shuffle.Netty.BatchShuffle.FilesDeleted",
+  filesOnDisk: "Status.Shuffle.Netty.BatchShuffle.FilesOnDisk",
+};
+
+/** How long a task manager waits for its released partitions' files to be deleted. */
+const DELETION_WAIT_MS = 10_000;
+
+/**
+ * Reads the report from the task manager's process-scope metrics, or `undefined` when its shuffle
+ * plugin does not register them.
+ */
+export function readBatchShuffleReport(
+  dump: readonly MetricDump[],
+): BatchShuffleReport | undefined {
+  const values = new Map<string, number>();
+  for (const metric of dump) {
+    const scope = metric.logicalScope.split(".");
+    if (scope[0] !== "taskmanager") continue;
+    values.set([...scope.slice(1), metric.name].join("."), metric.value);
+  }
+  const report: Record<string, number> = {};
+  for (const [field, metric] of Object.entries(REPORT_METRICS)) {
+    const value = values.get(metric);
+    if (value === undefined) return undefined;
+    report[field] = value;
+  }
+  return report as unknown as BatchShuffleReport;
+}
+
+/**
+ * The task manager's side of {@link BATCH_SHUFFLE_MESSAGE}: once the job ended its partitions were
+ * released, and their files are deleted asynchronously; waits (bounded) until none is left, then
+ * reports. `null` when the plugin has no batch-shuffle metrics.
+ */
+export async function batchShuffleReportOf(
+  executor: TaskExecutor,
+): Promise<BatchShuffleReport | null> {
+  const deadline = Date.now() + DELETION_WAIT_MS;
+  for (;;) {
+    const report = readBatchShuffleReport(executor.metricGroup.registry.dump());
+    if (report === undefined) return null;
+    if (report.filesOnDisk === 0 || Date.now() >= deadline) return report;
+    await delay(10);
+  }
+}
+
+/** The batch part of the job's report: every task manager's report, summed up, and the stages. */
+export interface BatchSummary {
+  /** `taskmanager.network.compression.codec`, or `NONE`. */
+  readonly codec: string;
+  /** Per task manager (by index). */
+  readonly taskManagers: readonly BatchShuffleReport[];
+  /** When each vertex's first task was deployed and its last one finished. */
+  readonly stages: readonly StageSpan[];
+}
+
+/** Totals over the task managers. */
+export function batchTotals(summary: BatchSummary) {
+  const sum = (pick: (r: BatchShuffleReport) => number) =>
+    summary.taskManagers.reduce((total, r) => total + pick(r), 0);
+  const networkMemory = Math.max(0, ...summary.taskManagers.map((r) => r.networkMemoryBytes));
+  // The smallest multiple over the task managers: each producer's data against its own memory.
+  const multiples = summary.taskManagers
+    .filter((r) => r.networkMemoryBytes > 0)
+    .map((r) => r.bytesBeforeCompression / r.networkMemoryBytes);
+  const before = sum((r) => r.bytesBeforeCompression);
+  const after = sum((r) => r.bytesAfterCompression);
+  return {
+    partitionBytes: before,
+    fileBytes: sum((r) => r.fileBytesWritten),
+    compressionRatio: after === 0 ? 1 : before / after,
+    filesCreated: sum((r) => r.filesCreated),
+    filesDeleted: sum((r) => r.filesDeleted),
+    filesOnDisk: sum((r) => r.filesOnDisk),
+    networkMemory,
+    memoryMultiple: multiples.length === 0 ? 0 : Math.min(...multiples),
+  };
+}
+
+/** What is wrong with a batch run: files left behind, counters deployed too early. */
+export function batchDifferences(summary: BatchSummary, countVertex: string): string[] {
+  const differences: string[] = [];
+  const t = batchTotals(summary);
+  if (t.filesOnDisk > 0 || t.filesDeleted !== t.filesCreated) {
+    differences.push(
+      `${t.filesCreated - t.filesDeleted} of ${t.filesCreated} blocking partition files were not deleted when the job ended`,
+    );
+  }
+  const counters = summary.stages.find((s) => s.vertex === countVertex);
+  for (const stage of summary.stages) {
+    if (counters === undefined || stage === counters) continue;
+    if (counters.deployedMs < stage.finishedMs) {
+      differences.push(
+        `the counters were deployed at ${formatDuration(counters.deployedMs)}, before "${stage.vertex}" finished at ${formatDuration(stage.finishedMs)}`,
+      );
+    }
+  }
+  return differences;
+}
+
+function formatMebibytes(bytes: number): string {
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+}
+
+/** The summary lines of a batch run. */
+export function formatBatchSummary(summary: BatchSummary): string[] {
+  const t = batchTotals(summary);
+  const stages = summary.stages
+    .map((s) => `${s.vertex} ${formatDuration(s.deployedMs)} – ${formatDuration(s.finishedMs)}`)
+    .join(", then ");
+  return [
+    `  stages         ${stages}`,
+    `  partitions     ${formatMegabytes(t.partitionBytes)} of BLOCKING partition data, ${t.memoryMultiple.toFixed(1)}x the network memory of a task manager (${formatMebibytes(t.networkMemory)})`,
+    `  on disk        ${formatMegabytes(t.fileBytes)} in ${formatInteger(t.filesCreated)} files (data + index), compression ratio ${t.compressionRatio.toFixed(2)} (${summary.codec})`,
+    `  released       ${formatInteger(t.filesDeleted)} files deleted at the job's end`,
+  ];
+}
+
+/** The `batch` object of the `--json` summary. */
+export function batchJson(summary: BatchSummary): Record<string, unknown> {
+  const t = batchTotals(summary);
+  return {
+    codec: summary.codec,
+    partitionBytes: t.partitionBytes,
+    bytesOnDisk: t.fileBytes,
+    compressionRatio: Math.round(t.compressionRatio * 100) / 100,
+    networkMemoryBytes: t.networkMemory,
+    networkMemoryMultiple: Math.round(t.memoryMultiple * 10) / 10,
+    filesCreated: t.filesCreated,
+    filesDeleted: t.filesDeleted,
+    stages: summary.stages.map((s) => ({
+      vertex: s.vertex,
+      deployedMs: Math.round(s.deployedMs),
+      finishedMs: Math.round(s.finishedMs),
+    })),
+  };
+}

@@ -1,0 +1,112 @@
+/**
+ * The batch-shuffle case's baseline: the same framed records written to a file with a plain
+ * `fs.createWriteStream` (32 KiB chunks, as Sluice's buffers, honouring `drain`) and read back in
+ * the reader's process with `fs.createReadStream`, parsing each record's key. No sorting, no
+ * index, no compression, no network hop: the cost of moving the bytes through the disk cache.
+ */
+import { once } from "node:events";
+import { createReadStream, createWriteStream, mkdtempSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { finished } from "node:stream/promises";
+import type {
+  BatchParams,
+  BatchReader,
+  BatchReadResult,
+  BatchWriteResult,
+  BatchWriter,
+} from "../batch-roles.js";
+import { makeFramedRecords } from "../records.js";
+
+const CHUNK_BYTES = 32 * 1024;
+
+export class FsBatchWriter implements BatchWriter {
+  private folder: string | undefined;
+  private file: string | undefined;
+  private runs = 0;
+
+  constructor(private readonly params: BatchParams) {}
+
+  async prepare(): Promise<void> {
+    this.folder ??= mkdtempSync(join(tmpdir(), "sluice-bench-fs-"));
+  }
+
+  async write(): Promise<BatchWriteResult> {
+    await this.prepare();
+    const p = this.params;
+    const file = join(this.folder as string, `run-${this.runs++}.data`);
+    this.file = file;
+    const framed = makeFramedRecords(p.recordSize);
+    const mask = framed.length - 1;
+    const start = performance.now();
+    const stream = createWriteStream(file, { flags: "wx", mode: 0o600 });
+    // Each chunk is handed to the stream, which keeps it until written: a new one per chunk.
+    let chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+    let position = 0;
+    let keySum = 0;
+    for (let i = 0; i < p.records; i++) {
+      const record = framed[i & mask] as Buffer;
+      if (position + record.length > CHUNK_BYTES) {
+        if (!stream.write(chunk.subarray(0, position))) await once(stream, "drain");
+        chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+        position = 0;
+      }
+      record.copy(chunk, position);
+      position += record.length;
+      keySum = (keySum + (i & mask)) | 0;
+    }
+    stream.end(chunk.subarray(0, position));
+    await finished(stream);
+    return { sent: p.records, keySum, writeMs: performance.now() - start, endpoint: file };
+  }
+
+  async cleanup(): Promise<void> {
+    const file = this.file;
+    this.file = undefined;
+    if (file !== undefined) await rm(file, { force: true });
+  }
+
+  async close(): Promise<void> {
+    await this.cleanup();
+    if (this.folder !== undefined) await rm(this.folder, { recursive: true, force: true });
+    this.folder = undefined;
+  }
+}
+
+export class FsBatchReader implements BatchReader {
+  constructor(private readonly params: BatchParams) {}
+
+  async read(endpoint: unknown): Promise<BatchReadResult> {
+    const framedLength = 4 + this.params.recordSize;
+    const start = performance.now();
+    let received = 0;
+    let keySum = 0;
+    // A record split over two chunks: its first part, copied.
+    const carry = Buffer.allocUnsafe(framedLength);
+    let carried = 0;
+    for await (const chunk of createReadStream(endpoint as string)) {
+      const bytes = chunk as Buffer;
+      let offset = 0;
+      if (carried > 0) {
+        offset = bytes.copy(carry, carried, 0, framedLength - carried);
+        carried += offset;
+        if (carried < framedLength) continue;
+        keySum = (keySum + carry.readInt32BE(4)) | 0;
+        received++;
+        carried = 0;
+      }
+      for (; offset + framedLength <= bytes.length; offset += framedLength) {
+        keySum = (keySum + bytes.readInt32BE(offset + 4)) | 0;
+        received++;
+      }
+      carried = bytes.copy(carry, 0, offset);
+    }
+    if (carried > 0) throw new Error(`the file ends inside a record (${carried} bytes left)`);
+    return { received, keySum, readMs: performance.now() - start };
+  }
+
+  async cleanup(): Promise<void> {}
+
+  async close(): Promise<void> {}
+}
