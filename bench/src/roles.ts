@@ -19,6 +19,11 @@ export interface ThroughputParams {
   readonly bufferTimeoutMs: number;
   /** Sluice: the environment configuration (both processes). */
   readonly config: Record<string, unknown>;
+  /**
+   * Sluice: each process fetches its own metric reporters' endpoints (`/metrics`) this often, as
+   * a Prometheus server would (with `metrics.reporter.prom.port` in `config`).
+   */
+  readonly metricsScrapeIntervalMs?: number;
   /** Raw baselines: records packed into 32 KiB writes, or one write / message per record. */
   readonly batching: "batched" | "per-record";
   /** gRPC: `grpc-node.flow_control_window`, or undefined for the default (64 KiB). */

@@ -17,11 +17,6 @@ export interface CheckpointingFlags {
   readonly checkpointing: (typeof CHECKPOINTING_FLAG_VALUES)[number] | undefined;
   /** `--kill-task-manager-after <ms>`: SIGKILL one local task manager this long into the job. */
   readonly killTaskManagerAfterMs: number | undefined;
-  /**
-   * `--count-rate <records/s>`: every counter subtask consumes at most this many records per
-   * second, so the sources are back-pressured and the queues hold in-flight data.
-   */
-  readonly countRate?: number;
 }
 
 /** The help text of the flags (a section of `--help`). */
@@ -37,10 +32,8 @@ export const CHECKPOINTING_HELP = `Checkpoints and recovery:
                            is started and the job restarts from its latest checkpoint
                            (restart-strategy.fixed-delay.attempts / .delay; default with
                            checkpoints: unlimited attempts, 1 s apart)
-  --count-rate <records/s> slow every counter subtask down to this rate, so the job is
-                           back-pressured: with -D execution.checkpointing.unaligned.enabled=true
-                           checkpoints then store the in-flight data (channel state), and a
-                           restart replays it`;
+  With --throttle the job is back-pressured: with -D execution.checkpointing.unaligned.enabled=true
+  checkpoints then store the in-flight data (channel state), and a restart replays it.`;
 
 /**
  * Sets the keys the flags stand for on the job manager's configuration (after `--config` and

@@ -43,9 +43,16 @@ export interface DemoOptions extends CheckpointingFlags {
   readonly parallelism: number;
   readonly taskManagers: number;
   readonly seed: number;
+  /** `--duration`: the sources spread the words over at least this many seconds. */
+  readonly durationSeconds: number | undefined;
+  /** `--throttle`: words per second each count subtask reads at most, until lifted. */
+  readonly throttle: number | undefined;
   readonly json: boolean;
   readonly help: boolean;
 }
+
+/** The longest `--duration`: a day. */
+export const MAX_DURATION_SECONDS = 86_400;
 
 /** The parsed command line of the task manager role. */
 export interface TaskManagerCommand {
@@ -106,6 +113,10 @@ Options:
   --parallelism <p>        source and count subtasks each (default ${DEFAULTS.parallelism}, at most ${MAX_PARALLELISM})
   --task-managers <n>      worker processes (default ${DEFAULTS.taskManagers}, at most ${MAX_TASK_MANAGERS})
   --seed <n>               corpus seed (default ${DEFAULTS.seed})
+  --duration <s>           keep the job running at least s seconds: the sources spread the
+                           words over that time, so there is time to watch the dashboard
+  --throttle <n>           each count subtask reads at most n words/s, which back-pressures the
+                           sources; POST /throttle on the dashboard changes or lifts it
   --json                   print one JSON summary object as the last line of stdout
                            (human-readable output then goes to stderr)
   -h, --help               show this help
@@ -122,6 +133,10 @@ taskmanager:
                            (e.g. taskmanager.host, security.ssl.internal.key)
   --quiet                  print errors only
 
+The job manager serves a live dashboard on rest.port (default 8081, 127.0.0.1; -D rest.port=0
+for any free port) and prints its URL. With -D metrics.reporter.prom.port=9250-9260 every
+process serves its metrics for Prometheus (the first free port of the range).
+
 Exit codes: 0 verified, 1 job failed or counts differ (or a task manager lost its job manager),
 2 bad command line, configuration or shuffle plugin (also a task manager refused for
 another plugin or version).
@@ -132,6 +147,7 @@ Examples:
   pnpm demo -- --mode batch
   pnpm demo -- -D shuffle-service-factory.class=@sluice/shuffle-tcp#TcpShuffleServiceFactory --json
   pnpm demo -- --config apps/demo/config.yaml -D taskmanager.memory.segment-size=16kb
+  pnpm demo -- --duration 60 --throttle 20k                         # then open the dashboard
   pnpm demo -- --checkpoint-interval 200 --kill-task-manager-after 3000
   pnpm demo -- jobmanager --bind 0.0.0.0:6123 --task-managers 2     # on host A
   pnpm demo -- taskmanager --jobmanager hostA:6123                  # on hosts B and C
@@ -272,6 +288,14 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
       : parseCount("--task-managers", values["task-managers"], 1, MAX_TASK_MANAGERS);
   const seed =
     values.seed === undefined ? DEFAULTS.seed : parseCount("--seed", values.seed, 0, 2 ** 32 - 1);
+  const durationSeconds =
+    values.duration === undefined
+      ? undefined
+      : parseCount("--duration", values.duration, 1, MAX_DURATION_SECONDS);
+  const throttle =
+    values.throttle === undefined
+      ? undefined
+      : parseCount("--throttle", values.throttle, 1, Number.MAX_SAFE_INTEGER);
   if (command === "jobmanager" && values["kill-task-manager-after"] !== undefined) {
     throw new UsageError(
       "--kill-task-manager-after kills a task manager the demo started: it works without a command only (see --help)",
@@ -307,6 +331,8 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
     parallelism,
     taskManagers,
     seed,
+    durationSeconds,
+    throttle,
     checkpointInterval:
       values["checkpoint-interval"] === undefined
         ? undefined
@@ -316,9 +342,6 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
       values["kill-task-manager-after"] === undefined
         ? undefined
         : parseCount("--kill-task-manager-after", values["kill-task-manager-after"], 1, 86_400_000),
-    ...(values["count-rate"] === undefined
-      ? {}
-      : { countRate: parseCount("--count-rate", values["count-rate"], 1, 1_000_000_000) }),
     json: values.json === true,
     help: values.help === true,
   };
@@ -373,10 +396,11 @@ function parseOptions(args: readonly string[]) {
       parallelism: { type: "string" },
       "task-managers": { type: "string" },
       seed: { type: "string" },
+      duration: { type: "string" },
+      throttle: { type: "string" },
       "checkpoint-interval": { type: "string" },
       checkpointing: { type: "string" },
       "kill-task-manager-after": { type: "string" },
-      "count-rate": { type: "string" },
       json: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },

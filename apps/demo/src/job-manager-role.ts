@@ -20,7 +20,16 @@ import {
 } from "./batch-mode.js";
 import { applyCheckpointingFlags, recoverySettingsOf } from "./checkpointing-options.js";
 import type { DemoOptions } from "./cli.js";
+import {
+  METRIC_ENDPOINTS_MESSAGE,
+  MetricEndpointsSchema,
+  reporterEndpoints,
+  THROTTLE_MESSAGE,
+} from "./control-messages.js";
 import { referenceCounts } from "./corpus.js";
+import { MetricFetcher } from "./dashboard/metric-fetcher.js";
+import { startDashboard } from "./dashboard/start-dashboard.js";
+import type { WebMonitorEndpoint } from "./dashboard/web-monitor-endpoint.js";
 import { APP_DIR, APP_VERSION, isUsageError, SHUFFLE_KEY } from "./demo-application.js";
 import { formatInteger } from "./format.js";
 import { type LocalTaskManager, LocalTaskManagers } from "./local-task-managers.js";
@@ -28,13 +37,8 @@ import { createProgressView, type ProgressSnapshot, type ProgressView } from "./
 import { Recovery } from "./recovery.js";
 import { StageTimeline } from "./stage-timeline.js";
 import { formatSummary, type JobReport, type ProcessReport, summaryJson } from "./summary.js";
-import {
-  PROGRESS_MESSAGE,
-  ProgressReportSchema,
-  ShutdownExtrasSchema,
-  type TaskProgress,
-  TaskProgressSchema,
-} from "./task-progress.js";
+import { subtaskName, taskProgressOf } from "./task-metrics.js";
+import { ShutdownExtrasSchema, type TaskProgress, TaskProgressSchema } from "./task-progress.js";
 import { verifyAtLeastOnce, verifyCounts } from "./verification.js";
 import { COUNT_VERTEX, type WordCountJob, wordCountJob } from "./word-count-job.js";
 
@@ -47,6 +51,8 @@ const SHUTDOWN_TIMEOUT_MS = 10_000;
 /** After a failure: how long the job's tasks and the task managers get before they are killed. */
 const CANCEL_GRACE_MS = 3_000;
 const PROGRESS_RENDER_MS = 500;
+/** How often the task managers' metrics are fetched (progress line and dashboard). */
+const METRICS_FETCH_MS = 500;
 
 /** The streams the demo writes to. */
 export interface DemoIO {
@@ -97,7 +103,22 @@ export class JobManagerRole {
   private readonly failures: Failure[] = [];
   private readonly failed = new Deferred<never>();
   private readonly progress = new Map<string, TaskProgress & { taskManager: number }>();
-  private readonly lastRssMb = new Map<number, number>();
+  /** The task managers' metrics: the source of the progress line, the table and the dashboard. */
+  private readonly fetcher = new MetricFetcher(
+    () => this.jobManager?.taskManagers ?? [],
+    (subtasks) => {
+      // A later attempt of a subtask replaces an earlier one still reporting.
+      const byAttempt = [...subtasks].sort((a, b) => a.attemptNumber - b.attemptNumber);
+      for (const subtask of byAttempt) {
+        const name = subtaskName(subtask, this.options.parallelism);
+        this.setProgress(taskProgressOf(subtask, name, false), subtask.taskManager);
+      }
+    },
+  );
+  private dashboard: WebMonitorEndpoint | undefined;
+  /** The counters' throttle (`--throttle`, `POST /throttle`): words/s per count subtask. */
+  private throttle: number | null;
+  private jobState = "CREATED";
   private readonly lost = new Set<RegisteredTaskManager>();
   private readonly shutdownReports = new Map<RegisteredTaskManager, ShutdownReport>();
   /** Exit codes the local children should end with, once told to shut down. */
@@ -121,6 +142,7 @@ export class JobManagerRole {
   ) {
     // Attach a handler so a rejection before anyone awaits `failed` is never "unhandled".
     this.failed.promise.catch(() => {});
+    this.throttle = options.throttle ?? null;
   }
 
   /** Runs the job; resolves with the process exit code. */
@@ -191,6 +213,7 @@ export class JobManagerRole {
       this.recovery?.stop();
       this.stopProgress();
       this.batch?.timeline?.stop();
+      await this.dashboard?.close();
       await jobManager.close({ failed: true, timeoutMs: CANCEL_GRACE_MS });
       process.off("SIGINT", this.onSignal);
       process.off("SIGTERM", this.onSignal);
@@ -214,6 +237,10 @@ export class JobManagerRole {
       onTaskManagerRegistered: (tm) => {
         const { host, dataPort, resourceId } = tm.location;
         this.say(`${tm.label} ready: data port ${host}:${dataPort}, resource ${resourceId}\n`);
+        // Before any task is deployed there: the connection keeps the order.
+        if (this.throttle !== null) {
+          tm.notify(THROTTLE_MESSAGE, { recordsPerSecond: this.throttle });
+        }
       },
       onTaskManagerLost: (tm, cause) => {
         this.lost.add(tm);
@@ -221,12 +248,12 @@ export class JobManagerRole {
         if (!this.recovery?.taskManagerLost(tm)) this.recordFailure(1, cause.message);
       },
       onApplicationMessage: (tm, name, payload) => {
-        if (name !== PROGRESS_MESSAGE) {
+        if (name !== METRIC_ENDPOINTS_MESSAGE) {
           throw new ConfigurationError(`${tm.label} sent an unknown message ${name}`);
         }
-        const { tasks, rssMb } = ProgressReportSchema.parse(payload);
-        this.lastRssMb.set(tm.index, rssMb);
-        for (const task of tasks) this.setProgress(task, tm.index);
+        for (const { reporter, url } of MetricEndpointsSchema.parse(payload).endpoints) {
+          this.say(`${tm.label} metrics (${reporter}): ${url}\n`);
+        }
         return undefined;
       },
       onWarning: (message) => this.io.stderr.write(`warning: ${message}\n`),
@@ -237,6 +264,13 @@ export class JobManagerRole {
 
   private async execute(jobManager: JobManager, job: WordCountJob): Promise<JobResult> {
     const { options } = this;
+    for (const { reporter, url } of reporterEndpoints(
+      jobManager.deployer.metricGroup.registry.reporters,
+    )) {
+      this.say(`job manager metrics (${reporter}): ${url}\n`);
+    }
+    this.dashboard = await this.startDashboard(jobManager, job);
+    this.say(`dashboard: ${this.dashboard.url}\n`);
     if (options.command === "local") {
       this.local = LocalTaskManagers.start(
         options.taskManagers,
@@ -259,6 +293,7 @@ export class JobManagerRole {
     // Subtask i of each vertex runs on task manager i mod N.
     const execution = await jobManager.deploy(job.graph);
     this.execution = execution;
+    this.jobState = "RUNNING";
     this.startedAt = performance.now();
     this.recovery?.jobStarted({
       jobManager,
@@ -271,6 +306,7 @@ export class JobManagerRole {
     }
     this.startProgress();
     const result = await this.phase(execution.terminated);
+    this.jobState = result.status;
     if (result.status !== "FINISHED") {
       const cause =
         result.error === undefined
@@ -293,6 +329,7 @@ export class JobManagerRole {
     const durationMs = performance.now() - this.startedAt;
     const differences: string[] = [];
     const counts: Map<string, number>[] = [];
+    this.fetcher.stop();
     // Every task returned its final counters (and a count task its counts) with its result.
     for (const vertex of this.execution?.executionVertices ?? []) {
       const returned = vertex.result as { progress?: unknown; counts?: [string, number][] };
@@ -412,10 +449,44 @@ export class JobManagerRole {
     return { codec: batch.codec, taskManagers: reports, stages };
   }
 
-  /** A task manager's peak RSS from its shutdown report, else its last progress report. */
+  /** A task manager's peak RSS from its shutdown report (0 without one). */
   private peakRssMbOf(tm: RegisteredTaskManager): number {
     const extras = ShutdownExtrasSchema.safeParse(this.shutdownReports.get(tm)?.application);
-    return extras.success ? extras.data.peakRssMb : (this.lastRssMb.get(tm.index) ?? 0);
+    return extras.success ? extras.data.peakRssMb : 0;
+  }
+
+  // ---------------------------------------------------------------------------- dashboard
+
+  private startDashboard(jobManager: JobManager, job: WordCountJob): Promise<WebMonitorEndpoint> {
+    return startDashboard({
+      configuration: jobManager.configuration,
+      fetcher: this.fetcher,
+      status: () => ({
+        graph: job.graph,
+        execution: this.execution,
+        state: this.jobState,
+        elapsedSeconds:
+          this.execution === undefined ? 0 : (performance.now() - this.startedAt) / 1000,
+        totalRecords: this.options.records,
+        records: [...this.progress.values()]
+          .filter((task) => task.kind === "count")
+          .reduce((sum, task) => sum + task.records, 0),
+        throttle: this.throttle,
+        shuffle: jobManager.plugin.reference,
+      }),
+      onThrottle: (recordsPerSecond) => {
+        this.throttle = recordsPerSecond;
+        this.say(
+          recordsPerSecond === null
+            ? "throttle lifted\n"
+            : `throttle: ${formatInteger(recordsPerSecond)} words/s per counter\n`,
+        );
+        for (const tm of jobManager.taskManagers) {
+          if (tm.connected) tm.notify(THROTTLE_MESSAGE, { recordsPerSecond });
+        }
+      },
+      onWarning: (message) => this.io.stderr.write(`warning: ${message}\n`),
+    });
   }
 
   /** Tells every task manager still connected that the job ended; collects their reports. */
@@ -573,6 +644,7 @@ export class JobManagerRole {
   // ----------------------------------------------------------------------------- progress
 
   private startProgress(): void {
+    this.fetcher.start(METRICS_FETCH_MS);
     this.view = createProgressView(this.io.human);
     this.renderTimer = setInterval(() => this.view?.update(this.snapshot()), PROGRESS_RENDER_MS);
   }
@@ -586,6 +658,7 @@ export class JobManagerRole {
   }
 
   private stopProgress(): void {
+    this.fetcher.stop();
     clearInterval(this.renderTimer);
     this.renderTimer = undefined;
     this.view?.stop();

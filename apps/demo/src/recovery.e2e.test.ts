@@ -95,7 +95,7 @@ describe("demo recovery from a killed task manager", () => {
         "--records",
         "1m",
         // Each counter takes 100 k words/s: the sources are back-pressured, the queues full.
-        "--count-rate",
+        "--throttle",
         "100k",
         "--checkpoint-interval",
         "200",

@@ -1,5 +1,5 @@
 import { TaskManager } from "@sluice/cluster";
-import { ErrorCodes } from "@sluice/core";
+import { ConfigurationError, ErrorCodes } from "@sluice/core";
 import {
   Configuration,
   describeThrowable,
@@ -9,17 +9,22 @@ import {
 import type { JsonValue } from "@sluice/runtime-api";
 import { BATCH_SHUFFLE_MESSAGE, batchShuffleReportOf } from "./batch-mode.js";
 import type { TaskManagerCommand } from "./cli.js";
+import {
+  METRIC_ENDPOINTS_MESSAGE,
+  reporterEndpoints,
+  THROTTLE_MESSAGE,
+  ThrottleSchema,
+} from "./control-messages.js";
 import { APP_DIR, APP_VERSION, isUsageError, SHUFFLE_KEY } from "./demo-application.js";
-import { PROGRESS_MESSAGE, type TaskProgress } from "./task-progress.js";
+import { Throttle } from "./throttle.js";
 import { wordCountInvokables } from "./word-count-job.js";
-
-/** How often the task manager reports its tasks' counters. */
-export const PROGRESS_INTERVAL_MS = 500;
 
 /**
  * The demo's task manager role (`main.js taskmanager --jobmanager host:port`): a `TaskManager` of
- * @sluice/cluster with the word count's code, which reports its tasks' counters to the job manager
- * every half second on the application channel, and its peak RSS when it is shut down. It exits
+ * @sluice/cluster with the word count's code. The job manager reads its metrics (records, bytes,
+ * pools, back-pressure) with the control plane's metric query and sets the counters' throttle on
+ * the application channel; the task manager tells it where its metric reporters serve once it
+ * registered, and its peak RSS when it is shut down. It exits
  * when the job manager says the job ended (0, or 1 when the job failed), when it loses the job
  * manager (1), or on Ctrl-C / SIGTERM (130 / 143). Resolves with the exit code.
  */
@@ -40,8 +45,7 @@ export async function runTaskManager(
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
-  const progress = new Map<string, () => TaskProgress>();
-  let progressTimer: NodeJS.Timeout | undefined;
+  const throttle = new Throttle();
   try {
     // Unknown keys are reported once the plugin, which may own some, is known (below).
     const configuration = Configuration.load({
@@ -53,15 +57,21 @@ export async function runTaskManager(
     taskManager = await TaskManager.start(configuration, {
       ...(command.jobManager === undefined ? {} : { jobManager: command.jobManager }),
       applicationVersion: APP_VERSION,
-      invokables: wordCountInvokables(progress),
+      invokables: wordCountInvokables(throttle),
       loader: { applicationDirs: [APP_DIR] },
-      onShutdown: () => ({ peakRssMb: peakRssMb() }),
-      onApplicationMessage: async (name) => {
+      onApplicationMessage: async (name, payload) => {
+        if (name === THROTTLE_MESSAGE) {
+          throttle.set(ThrottleSchema.parse(payload).recordsPerSecond ?? undefined);
+          return undefined;
+        }
         if (name !== BATCH_SHUFFLE_MESSAGE || taskManager === undefined) {
-          throw new Error(`task manager (pid ${process.pid}) does not handle ${name}`);
+          throw new ConfigurationError(
+            `task manager (pid ${process.pid}) does not handle the message ${name}`,
+          );
         }
         return batchShuffleReportOf(taskManager.executor) as unknown as JsonValue;
       },
+      onShutdown: () => ({ peakRssMb: peakRssMb() }),
       onWarning: warn,
     });
     if (interruptedBy !== undefined) void taskManager.close(`interrupted by ${interruptedBy}`);
@@ -73,13 +83,9 @@ export async function runTaskManager(
     log(
       `task manager ${taskManager.index} (pid ${process.pid}) registered with the job manager at ${taskManager.jobManagerAddress}: data port ${executor.location.host}:${executor.location.dataPort}, resource ${executor.resourceId}\n`,
     );
-    const running = taskManager;
-    progressTimer = setInterval(() => {
-      running.notifyJobManager(PROGRESS_MESSAGE, {
-        tasks: [...progress.values()].map((probe) => probe()),
-        rssMb: process.memoryUsage.rss() / (1024 * 1024),
-      } as unknown as JsonValue);
-    }, PROGRESS_INTERVAL_MS);
+    taskManager.notifyJobManager(METRIC_ENDPOINTS_MESSAGE, {
+      endpoints: reporterEndpoints(executor.metricGroup.registry.reporters),
+    } as unknown as JsonValue);
     const end = await taskManager.terminated;
     switch (end.reason) {
       case "shutdown":
@@ -100,7 +106,6 @@ export async function runTaskManager(
     if (interruptedBy !== undefined) return interruptedBy === "SIGINT" ? 130 : 143;
     return isConfigurationProblem(error) ? 2 : 1;
   } finally {
-    clearInterval(progressTimer);
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
   }

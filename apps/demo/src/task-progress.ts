@@ -4,8 +4,9 @@ import * as z from "zod";
 export type TaskKind = "source" | "count";
 
 /**
- * A task's live counters, as a task manager reports them to the job manager. They cross the
- * control plane's application channel, so the job manager checks them on receipt.
+ * A task's counters, read from its metrics: live from the job manager's metric queries, final in
+ * the task's result. The result crosses the control plane, so the job manager checks it on
+ * receipt.
  */
 export const TaskProgressSchema = z.object({
   name: z.string().max(512),
@@ -24,15 +25,6 @@ export const TaskProgressSchema = z.object({
 
 /** A task's live counters. */
 export type TaskProgress = z.output<typeof TaskProgressSchema>;
-
-/** The application-channel message a task manager sends every half second. */
-export const PROGRESS_MESSAGE = "progress";
-
-/** Its payload: the counters of the task manager's tasks and its resident set size. */
-export const ProgressReportSchema = z.object({
-  tasks: z.array(TaskProgressSchema).max(4096),
-  rssMb: z.number().min(0),
-});
 
 /** What a task manager adds to its shutdown report: its peak resident set size. */
 export const ShutdownExtrasSchema = z.object({ peakRssMb: z.number().min(0) });

@@ -6,6 +6,7 @@ import { Corpus, type CorpusSpec } from "./corpus.js";
 import type { TaskProgress } from "./task-progress.js";
 import { CountTask } from "./tasks/count-task.js";
 import { SourceTask } from "./tasks/source-task.js";
+import type { Throttle } from "./throttle.js";
 
 /** The vertex names, as tasks are shown (`Count (1/2)#0`). */
 export const SOURCE_VERTEX = "Source: Words -> Tokenize";
@@ -16,10 +17,13 @@ export interface WordCountOptions {
   readonly parallelism: number;
   readonly records: number;
   readonly seed: number;
+  /**
+   * Spread the words over at least this many seconds (`--duration`): each source paces itself to
+   * its share ÷ duration words per second.
+   */
+  readonly durationSeconds?: number | undefined;
   /** `batch`: the exchange is BLOCKING, so the job runs stage by stage (default `streaming`). */
   readonly mode?: DemoMode;
-  /** `--count-rate`: records per second each counter subtask consumes at most. */
-  readonly countRate?: number;
 }
 
 /** The word count's graph and its two vertices. */
@@ -47,15 +51,17 @@ export function wordCountJob(options: WordCountOptions): WordCountJob {
     name: SOURCE_VERTEX,
     parallelism: options.parallelism,
     invokable: "source",
-    configuration: { corpus: { ...corpus } },
+    configuration: {
+      corpus: { ...corpus },
+      ...(options.durationSeconds === undefined
+        ? {}
+        : { pace: options.records / options.parallelism / options.durationSeconds }),
+    },
   });
   const count = graph.addVertex({
     name: COUNT_VERTEX,
     parallelism: options.parallelism,
     invokable: "count",
-    ...(options.countRate === undefined
-      ? {}
-      : { configuration: { recordsPerSecond: options.countRate } }),
   });
   graph.connect(source, count, {
     partitioner: { name: "HASH", keySelector: "value" },
@@ -81,42 +87,30 @@ export interface CountResult {
 
 /**
  * The code of the word count's tasks, by the names the graph gives (`source`, `count`), for
- * `TaskExecutor.start`. Each running task registers its live counters in `progress`, keyed by
- * execution attempt, where the task manager reads them for its reports; it removes them when it
- * ends, returning its final counters with its result (so the job manager has them even when the
- * last progress report is older than the task's end).
+ * `TaskExecutor.start`. Each task returns its final counters with its result, read from its
+ * metrics when it ends (the job manager reads the live ones with its metric queries, and a task's
+ * metrics are gone once it ended). The count tasks read `throttle`, which the job manager may
+ * change while they run.
  */
 export function wordCountInvokables(
-  progress: Map<string, () => TaskProgress>,
+  throttle: Throttle,
 ): Readonly<Record<string, TaskInvokable<Task>>> {
-  const track = async <R>(task: Task, probe: () => TaskProgress, run: () => Promise<R>) => {
-    const key = task.executionAttemptId.toString();
-    progress.set(key, probe);
-    try {
-      return await run();
-    } finally {
-      progress.delete(key);
-    }
-  };
   return {
     source: async (task) => {
       const spec = task.configuration.corpus as unknown as CorpusSpec;
-      const source = new SourceTask(task, new Corpus(spec.seed).partition(spec, task.subtaskIndex));
-      await track(
+      const pace = task.configuration.pace;
+      const source = new SourceTask(
         task,
-        () => source.progress(),
-        () => source.run(),
+        new Corpus(spec.seed).partition(spec, task.subtaskIndex),
+        typeof pace === "number" ? pace : undefined,
       );
+      await source.run();
       const result: SourceResult = { progress: source.progress() };
       return result as unknown as JsonValue;
     },
     count: async (task) => {
-      const count = new CountTask(task);
-      await track(
-        task,
-        () => count.progress(),
-        () => count.run(),
-      );
+      const count = new CountTask(task, () => throttle.recordsPerSecond);
+      await count.run();
       const result: CountResult = { counts: [...count.counts], progress: count.progress() };
       return result as unknown as JsonValue;
     },

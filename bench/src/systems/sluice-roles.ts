@@ -93,7 +93,12 @@ export class SluiceThroughputProducer implements ThroughputProducer {
 
   async prepare(): Promise<unknown> {
     const p = this.params;
-    this.sluice ??= await SluiceProcess.start(this.transport, p.config, benchCode(p.recordSize));
+    this.sluice ??= await SluiceProcess.start(
+      this.transport,
+      p.config,
+      benchCode(p.recordSize),
+      p.metricsScrapeIntervalMs,
+    );
     this.exchange = await this.sluice.deployExchange(exchangeOf(p));
     return this.exchange.consumer;
   }
@@ -141,7 +146,12 @@ export class SluiceThroughputConsumer implements ThroughputConsumer {
 
   async connect(endpoint: unknown): Promise<void> {
     const p = this.params;
-    this.sluice ??= await SluiceProcess.start(this.transport, p.config, benchCode(p.recordSize));
+    this.sluice ??= await SluiceProcess.start(
+      this.transport,
+      p.config,
+      benchCode(p.recordSize),
+      p.metricsScrapeIntervalMs,
+    );
     this.task = await this.sluice.executor.deployTask(endpoint);
   }
 

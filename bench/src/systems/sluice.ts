@@ -75,20 +75,47 @@ export interface ExchangeSpec {
 /** A bench process's Sluice: its TaskExecutor and, in a process that deploys runs, the job side. */
 export class SluiceProcess {
   private deployer: JobDeployer | undefined;
+  private scraper: NodeJS.Timeout | undefined;
 
   private constructor(
     readonly executor: TaskExecutor,
     private readonly configuration: Configuration,
   ) {}
 
+  /**
+   * @param scrapeIntervalMs when set, the process fetches every HTTP endpoint of its metric
+   *   reporters this often (the metrics-exported variant: a Prometheus server's scrapes).
+   */
   static async start(
     transport: SluiceTransport,
     config: RawConfig,
     code: SluiceCode,
+    scrapeIntervalMs?: number,
   ): Promise<SluiceProcess> {
     const configuration = configurationOf(transport, config);
     const executor = await TaskExecutor.start(configuration, { ...code, loader: LOADER });
-    return new SluiceProcess(executor, configuration);
+    const process = new SluiceProcess(executor, configuration);
+    if (scrapeIntervalMs !== undefined) process.scrape(scrapeIntervalMs);
+    return process;
+  }
+
+  private scrape(intervalMs: number): void {
+    const urls = this.executor.metricGroup.registry.reporters
+      .map(({ reporter }) => (reporter as { url?: unknown }).url)
+      .filter((url): url is string => typeof url === "string");
+    if (urls.length === 0) {
+      throw new IllegalStateError(
+        "metrics scraping needs a reporter with an endpoint (metrics.reporter.prom.port)",
+      );
+    }
+    this.scraper = setInterval(() => {
+      for (const url of urls) {
+        void fetch(url)
+          .then((response) => response.text())
+          .catch(() => {}); // a scrape racing the close: nothing to measure
+      }
+    }, intervalMs);
+    this.scraper.unref();
   }
 
   /**
@@ -197,6 +224,7 @@ export class SluiceProcess {
 
   /** Ends the running jobs, then closes the TaskExecutor (every buffer back in its pool). */
   async close(): Promise<void> {
+    clearInterval(this.scraper);
     await this.deployer?.close();
     await this.executor.close();
   }

@@ -13,6 +13,7 @@ import {
 } from "@sluice/runtime-api";
 import * as z from "zod";
 import { JobMasterGatewayMethods } from "./job-master-gateway-methods.js";
+import { metricQueryResultSchema } from "./metric-query.js";
 import { TaskExecutorGatewayMethods } from "./task-executor-gateway-methods.js";
 import { count, json, port, text } from "./wire-schemas.js";
 
@@ -21,7 +22,7 @@ import { count, json, port, text } from "./wire-schemas.js";
  * raise it with every incompatible change to a method (a new method is compatible only with peers
  * that know it, so adding one raises it too).
  */
-export const CONTROL_PLANE_VERSION = 3;
+export const CONTROL_PLANE_VERSION = 4;
 
 /** The Sluice release of this package: job manager and task managers must run the same one. */
 export const SLUICE_VERSION: string = (
@@ -117,6 +118,11 @@ export const TaskManagerMethods = {
     }),
   },
   application,
+  /**
+   * Every metric of the task manager's registry with its current value (Flink's
+   * `MetricQueryService`): what the job manager's dashboard and progress read.
+   */
+  queryMetrics: { params: z.object({}), result: metricQueryResultSchema },
   ...TaskExecutorGatewayMethods,
 } as const;
 

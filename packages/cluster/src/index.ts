@@ -31,6 +31,11 @@ export {
   type JobMasterGatewayReceiver,
 } from "./job-master-gateway-methods.js";
 export type { MethodSpec, MethodTable, ParamsOf, ResultOf } from "./method-spec.js";
+export {
+  metricDumpSchema,
+  type RemoteMetricDump,
+  toRemoteMetricDumps,
+} from "./metric-query.js";
 export { RegisteredTaskManager, type TaskManagerInfo } from "./registered-task-manager.js";
 export {
   describeShufflePlugin,

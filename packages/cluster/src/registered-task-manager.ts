@@ -7,6 +7,7 @@ import type {
   TaskManagerMethods,
 } from "./control-plane-messages.js";
 import { forwardingGateway } from "./gateway-forwarding.js";
+import type { RemoteMetricDump } from "./metric-query.js";
 import type { RpcPeer } from "./rpc-peer.js";
 import {
   type TaskExecutorGatewayCaller,
@@ -115,6 +116,17 @@ export class RegisteredTaskManager
    */
   async call(name: string, payload: JsonValue): Promise<JsonValue> {
     return this.connection.call("application", { name, payload });
+  }
+
+  /**
+   * Every metric of the task manager with its current value (Flink's metric query): its
+   * TaskExecutor's registry, task manager, job and task scopes. A task's metrics are gone once it
+   * ended.
+   *
+   * @throws RemoteTransportError or TimeoutError when the task manager cannot answer.
+   */
+  async queryMetrics(): Promise<RemoteMetricDump[]> {
+    return (await this.connection.call("queryMetrics", {})).metrics;
   }
 
   /** Sends `name` and `payload` to the task manager's application handler, without a reply. */

@@ -110,6 +110,43 @@ describe("a task manager", () => {
     }
   });
 
+  it("answers the job manager's metric query with its registry: the worker's and each running task's metrics, NaN as null", async () => {
+    const jobManager = await startJobManager();
+    const taskManager = await startTaskManager(jobManager, {}, { invokables });
+    const graph = new JobGraph("wait");
+    graph.addVertex({ name: "Wait", parallelism: 1, invokable: "waitForCancel" });
+    const execution = await jobManager.deploy(graph);
+    await until(
+      () => execution.executionVertices.every((vertex) => vertex.state === "RUNNING"),
+      "the task to run",
+    );
+    const registered = jobManager.taskManagers[0] as RegisteredTaskManager;
+    const metrics = await registered.queryMetrics();
+    const byName = (name: string) => metrics.find((metric) => metric.name === name);
+    expect(byName("TotalMemorySegments")).toMatchObject({
+      logicalScope: "taskmanager.Status.Shuffle.Netty",
+      type: "gauge",
+      variables: { "<tm_id>": taskManager.executor.resourceId.toString() },
+    });
+    expect(byName("TotalMemorySegments")?.value).toBeGreaterThan(0);
+    expect(byName("numRecordsOutPerSecond")).toMatchObject({
+      logicalScope: "taskmanager.job.task",
+      type: "meter",
+      value: 0,
+      count: 0,
+      variables: { "<job_name>": "wait", "<task_name>": "Wait", "<subtask_index>": "0" },
+    });
+    // The same values the task manager's own registry dumps, only NaN travels as null.
+    const local = taskManager.executor.metricGroup.registry.dump();
+    expect(metrics.map((metric) => metric.name).sort()).toEqual(
+      local.map((metric) => metric.name).sort(),
+    );
+    const nan = local.filter((metric) => Number.isNaN(metric.value)).map((metric) => metric.name);
+    for (const name of nan) expect(byName(name)?.value).toBeNull();
+    execution.cancel("done");
+    await execution.terminated;
+  });
+
   it("fails the job, naming the task manager and its address, when a task manager leaves mid-job", async () => {
     const lost: RegisteredTaskManager[] = [];
     const jobManager = await startJobManager(

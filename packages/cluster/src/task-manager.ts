@@ -22,6 +22,7 @@ import { readControlPlaneTls } from "./control-plane-tls.js";
 import { serveGateway } from "./gateway-forwarding.js";
 import { HeartbeatMonitor } from "./heartbeat-monitor.js";
 import type { HostAndPort } from "./job-manager.js";
+import { toRemoteMetricDumps } from "./metric-query.js";
 import { RemoteJobMaster } from "./remote-job-master.js";
 import { shufflePluginIdentity } from "./shuffle-plugin-identity.js";
 import { TaskExecutorGatewayMethods } from "./task-executor-gateway-methods.js";
@@ -274,6 +275,9 @@ export class TaskManager {
       this.shuttingDown ??= this.shutdown(reason, failed);
       return this.shuttingDown;
     });
+    connection.handle("queryMetrics", () => ({
+      metrics: toRemoteMetricDumps(this.executor.metricGroup.registry.dump()),
+    }));
     connection.handle("application", async ({ name, payload }) => {
       const handler = this.options.onApplicationMessage;
       if (handler === undefined) {

@@ -63,6 +63,7 @@ export {
   RESTART_STRATEGIES,
   type RestartStrategyName,
   RestartStrategyOptions,
+  RestOptions,
   SecurityOptions,
   ShuffleServiceOptions,
   TaskManagerOptions,

@@ -1,8 +1,10 @@
-import { setTimeout as sleep, setImmediate as yieldToEventLoop } from "node:timers/promises";
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import { IllegalStateError } from "@sluice/core";
 import { PollStatus, type Task } from "@sluice/runtime";
 import * as z from "zod";
+import { taskProgressOfTask } from "../task-metrics.js";
 import type { TaskProgress } from "../task-progress.js";
+import { RatePacer } from "../throttle.js";
 
 /** Records delivered per synchronous poll before the task yields to the event loop. */
 const RECORDS_PER_POLL = 8192;
@@ -20,6 +22,8 @@ export type CountState = z.output<typeof CountStateSchema>;
  * Count subtask: reads the words of its key groups from every source subtask (local channels
  * for sources on the same task manager, remote ones over the transport) and keeps running
  * counts. Polls synchronously in batches and awaits the gate only when nothing is available.
+ * With a throttle (`--throttle`) it reads at most that many words per second, so its inputs fill
+ * up and the sources become back-pressured.
  *
  * With checkpoints, its state is its map: the task's reader takes the snapshot inside the poll
  * that meets the checkpoint's barriers, between two records; a restored attempt starts from the
@@ -27,45 +31,43 @@ export type CountState = z.output<typeof CountStateSchema>;
  */
 export class CountTask {
   readonly counts = new Map<string, number>();
+  /** Words received, with those of the checkpoint it was restored from (its state). */
   private records = 0;
+  /** Words the checkpoint it was restored from had received (0 for a first attempt). */
+  private restoredRecords = 0;
   private finished = false;
+  private readonly pacer: RatePacer;
 
-  constructor(private readonly task: Task) {}
+  /** @param throttle the current limit in words per second (`undefined`: none). */
+  constructor(
+    private readonly task: Task,
+    throttle: () => number | undefined = () => undefined,
+  ) {
+    this.pacer = new RatePacer(throttle);
+  }
 
   /** Reads until every channel delivered EndOfPartition. */
   async run(): Promise<void> {
-    const { task, counts } = this;
+    const { task, counts, pacer } = this;
     this.restore();
     task.setCheckpointHandler({
       snapshotState: () =>
         ({ counts: Object.fromEntries(counts), records: this.records }) satisfies CountState,
     });
     const reader = task.reader<string>();
+    let polled = 0;
     const onWord = (word: string) => {
       counts.set(word, (counts.get(word) ?? 0) + 1);
       this.records++;
+      polled++;
     };
-    // `--count-rate`: at most this many records per second, so the job is back-pressured.
-    const rate = task.configuration.recordsPerSecond;
-    const limited = typeof rate === "number" && rate > 0;
-    const start = performance.now();
-    let received = 0;
     for (;;) {
-      let max = RECORDS_PER_POLL;
-      if (limited) {
-        max = Math.min(max, Math.floor(((performance.now() - start) / 1000) * rate) - received);
-        if (max <= 0) {
-          await sleep(1);
-          task.signal.throwIfAborted();
-          continue;
-        }
-      }
-      const before = this.records;
-      const status = reader.pollRecords(onWord, max);
-      received += this.records - before;
+      polled = 0;
+      const status = reader.pollRecords(onWord, pacer.batchSize(RECORDS_PER_POLL));
       if (status === PollStatus.END_OF_INPUT) break;
       if (status === PollStatus.NOTHING_AVAILABLE) await reader.getAvailableFuture();
       else await yieldToEventLoop();
+      await pacer.pace(polled, task.signal);
       task.signal.throwIfAborted();
     }
     this.finished = true;
@@ -83,19 +85,14 @@ export class CountTask {
     }
     for (const [word, count] of Object.entries(parsed.data.counts)) this.counts.set(word, count);
     this.records = parsed.data.records;
+    this.restoredRecords = parsed.data.records;
   }
 
+  /**
+   * Its counters, from its metrics (`numRecordsIn`, `numBytesIn`, `inPoolUsage`); a restored
+   * attempt adds the words of its checkpoint to `numRecordsIn`, which counts its own.
+   */
   progress(): TaskProgress {
-    const metrics = this.task.gates[0]?.metrics;
-    return {
-      name: this.task.name,
-      kind: "count",
-      subtaskIndex: this.task.subtaskIndex,
-      records: this.records,
-      bytes: metrics?.numBytesIn ?? 0,
-      poolUsage: metrics?.inPoolUsage() ?? 0,
-      backPressuredTimeMs: 0,
-      finished: this.finished,
-    };
+    return taskProgressOfTask(this.task, this.finished, this.restoredRecords);
   }
 }

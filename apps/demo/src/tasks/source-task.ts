@@ -2,7 +2,9 @@ import { IllegalStateError } from "@sluice/core";
 import type { Task } from "@sluice/runtime";
 import * as z from "zod";
 import { type CorpusPartition, tokenize } from "../corpus.js";
+import { taskProgressOfTask } from "../task-metrics.js";
 import type { TaskProgress } from "../task-progress.js";
+import { RatePacer } from "../throttle.js";
 
 /** Records emitted between two yields to the event loop (timers, socket I/O, credit). */
 const RECORDS_PER_YIELD = 4096;
@@ -27,21 +29,30 @@ export type SourceState = z.output<typeof SourceStateSchema>;
  * The loop is synchronous while the partition accepts records; it awaits only when the writer
  * reports back-pressure, and yields every few thousand records so the output flusher, incoming
  * credit, other channels and checkpoint triggers get their turn. The task finishes the partition
- * when {@link run} returns.
+ * when {@link run} returns. With a pace (`--duration`) it emits at most that many words per
+ * second, so the job lasts long enough to be watched.
  *
  * With checkpoints, its state is its offset in lines: it runs its mail (checkpoint triggers) only
  * between two lines, so a snapshot covers exactly the words emitted before the barrier, and a
  * restored attempt skips that many lines and goes on from there.
  */
 export class SourceTask {
+  /** Words emitted, with those of the checkpoint it was restored from (its state). */
   private records = 0;
+  /** Words the checkpoint it was restored from had emitted (0 for a first attempt). */
+  private restoredRecords = 0;
   private lines = 0;
   private finished = false;
+  private readonly pacer: RatePacer;
 
+  /** @param pace words per second this subtask emits at most (`undefined`: no limit). */
   constructor(
     private readonly task: Task,
     private readonly corpus: CorpusPartition,
-  ) {}
+    pace?: number,
+  ) {
+    this.pacer = new RatePacer(() => pace);
+  }
 
   /** Emits the whole share (the rest of it, when restored); resolves with the words emitted. */
   async run(): Promise<number> {
@@ -68,7 +79,8 @@ export class SourceTask {
       this.lines++;
       task.processMail();
       sinceYield += words.length;
-      if (sinceYield >= RECORDS_PER_YIELD) {
+      if (sinceYield >= this.pacer.batchSize(RECORDS_PER_YIELD)) {
+        await this.pacer.pace(sinceYield, task.signal);
         sinceYield = 0;
         await task.yieldToMailbox();
         task.signal.throwIfAborted();
@@ -91,19 +103,14 @@ export class SourceTask {
     this.corpus.skipLines(parsed.data.lines);
     this.lines = parsed.data.lines;
     this.records = parsed.data.records;
+    this.restoredRecords = parsed.data.records;
   }
 
+  /**
+   * Its counters, from its metrics (`numRecordsOut`, `numBytesOut`, `outPoolUsage`); a restored
+   * attempt adds the words of its checkpoint to `numRecordsOut`, which counts its own.
+   */
   progress(): TaskProgress {
-    const metrics = this.task.partitions[0]?.metrics;
-    return {
-      name: this.task.name,
-      kind: "source",
-      subtaskIndex: this.task.subtaskIndex,
-      records: this.records,
-      bytes: metrics?.numBytesOut ?? 0,
-      poolUsage: metrics?.outPoolUsage() ?? 0,
-      backPressuredTimeMs: metrics?.backPressuredTimeMs ?? 0,
-      finished: this.finished,
-    };
+    return taskProgressOfTask(this.task, this.finished, this.restoredRecords);
   }
 }

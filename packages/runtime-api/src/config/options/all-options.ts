@@ -9,6 +9,7 @@ import { MetricOptions } from "./metric-options.js";
 import { NettyShuffleEnvironmentOptions } from "./netty-shuffle-options.js";
 import { NetworkMemoryOptions } from "./network-memory-options.js";
 import { PrometheusReporterOptions } from "./prometheus-reporter-options.js";
+import { RestOptions } from "./rest-options.js";
 import { RestartStrategyOptions } from "./restart-strategy-options.js";
 import { SecurityOptions } from "./security-options.js";
 import { ShuffleServiceOptions } from "./shuffle-service-options.js";
@@ -45,6 +46,11 @@ export const CONFIG_OPTION_GROUPS: readonly ConfigOptionGroup[] = [
       "Where task managers find the job manager, and how each side notices that the other is " +
       "gone.",
     options: [...Object.values(JobManagerOptions), ...Object.values(HeartbeatManagerOptions)],
+  },
+  {
+    title: "Web dashboard",
+    description: "Where the job manager serves its live dashboard (the demo's job manager role).",
+    options: Object.values(RestOptions),
   },
   {
     title: "Network memory and buffers",

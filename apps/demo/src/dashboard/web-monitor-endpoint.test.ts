@@ -1,0 +1,138 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { ConfigurationError } from "@sluice/core";
+import { expectRejection } from "@sluice/core/testing";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { backPressureLevel } from "./backpressure-level.js";
+import type { JobOverview } from "./job-overview.js";
+import { WebMonitorEndpoint, type WebMonitorOptions } from "./web-monitor-endpoint.js";
+
+const staticDir = mkdtempSync(path.join(tmpdir(), "sluice-dashboard-"));
+writeFileSync(path.join(staticDir, "index.html"), "<!doctype html><title>dashboard</title>");
+writeFileSync(path.join(staticDir, "app.js"), "console.log('app')");
+afterAll(() => rmSync(staticDir, { recursive: true, force: true }));
+
+const OVERVIEW: JobOverview = {
+  job: {
+    name: "word count",
+    state: "RUNNING",
+    elapsedSeconds: 3,
+    totalRecords: 100,
+    records: 40,
+    throttle: null,
+    shuffle: "tcp",
+  },
+  vertices: [],
+  edges: [],
+};
+
+const endpoints: WebMonitorEndpoint[] = [];
+afterEach(async () => {
+  await Promise.all(endpoints.splice(0).map((endpoint) => endpoint.close()));
+});
+
+async function start(options: Partial<WebMonitorOptions> = {}) {
+  const throttles: (number | null)[] = [];
+  const warnings: string[] = [];
+  const endpoint = await WebMonitorEndpoint.start({
+    host: "127.0.0.1",
+    port: 0,
+    portIsExplicit: true,
+    staticDir,
+    overview: () => OVERVIEW,
+    onThrottle: (value) => throttles.push(value),
+    onWarning: (message) => warnings.push(message),
+    ...options,
+  });
+  endpoints.push(endpoint);
+  return { endpoint, throttles, warnings };
+}
+
+/** A port some other server holds, for the time of `use`. */
+async function withTakenPort(use: (port: number) => Promise<void>): Promise<void> {
+  const holder = createServer();
+  await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+  try {
+    await use((holder.address() as { port: number }).port);
+  } finally {
+    holder.close();
+  }
+}
+
+describe("the dashboard's web endpoint", () => {
+  it("serves the page, the overview as JSON and as Server-Sent Events", async () => {
+    const { endpoint } = await start();
+    expect(endpoint.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
+    const page = await fetch(endpoint.url);
+    expect(page.headers.get("content-type")).toContain("text/html");
+    expect(await page.text()).toContain("<title>dashboard</title>");
+    expect((await fetch(new URL("app.js", endpoint.url))).headers.get("content-type")).toContain(
+      "text/javascript",
+    );
+    expect((await fetch(new URL("missing.js", endpoint.url))).status).toBe(404);
+    expect(await (await fetch(new URL("api/overview", endpoint.url))).json()).toEqual(OVERVIEW);
+
+    const events = await fetch(new URL("api/events", endpoint.url));
+    expect(events.headers.get("content-type")).toBe("text/event-stream");
+    const reader = (events.body as ReadableStream<Uint8Array>).getReader();
+    let text = "";
+    while (!text.includes("data: ")) text += new TextDecoder().decode((await reader.read()).value);
+    while (!text.endsWith("\n\n")) text += new TextDecoder().decode((await reader.read()).value);
+    const data = text.split("\n").find((line) => line.startsWith("data: ")) as string;
+    expect(JSON.parse(data.slice("data: ".length))).toEqual(OVERVIEW);
+    await reader.cancel();
+  });
+
+  it("sets and lifts the throttle with POST /throttle and refuses anything else, saying what it expects", async () => {
+    const { endpoint, throttles } = await start();
+    const post = (body: string) =>
+      fetch(new URL("throttle", endpoint.url), { method: "POST", body });
+    expect((await post('{"recordsPerSecond":2500}')).status).toBe(200);
+    expect((await post('{"recordsPerSecond":null}')).status).toBe(200);
+    for (const bad of ['{"recordsPerSecond":-1}', '{"recordsPerSecond":"fast"}', "{}", "x"]) {
+      const refused = await post(bad);
+      expect(refused.status).toBe(400);
+      expect(((await refused.json()) as { error: string }).error).toContain(
+        'POST /throttle expects {"recordsPerSecond"',
+      );
+    }
+    expect(throttles).toEqual([2500, null]);
+    expect((await fetch(new URL("api/overview", endpoint.url), { method: "PUT" })).status).toBe(
+      405,
+    );
+  });
+
+  it("fails to start on a taken rest.port set by the user, naming the key", async () => {
+    await withTakenPort(async (port) => {
+      await expectRejection(
+        start({ port }),
+        ConfigurationError,
+        "SLUICE_ERR_CONFIG",
+        `127.0.0.1:${port} (rest.port)`,
+      );
+    });
+  });
+
+  it("takes a free port, with a warning, when the default port is taken", async () => {
+    await withTakenPort(async (port) => {
+      const { endpoint, warnings } = await start({ port, portIsExplicit: false });
+      expect(endpoint.url).not.toContain(`:${port}/`);
+      expect(warnings).toEqual([
+        `the dashboard's default port ${port} is taken; using a free port (set rest.port to choose one)`,
+      ]);
+    });
+  });
+
+  it("grades back-pressure with Flink's thresholds: OK up to 10 %, LOW up to 50 %, HIGH above", () => {
+    expect([0, 100, 101, 500, 501, 1000].map(backPressureLevel)).toEqual([
+      "OK",
+      "OK",
+      "LOW",
+      "LOW",
+      "HIGH",
+      "HIGH",
+    ]);
+  });
+});
