@@ -15,6 +15,7 @@ export interface DataOutputSerializerOptions {
 /** The largest length an int32 length prefix can carry; also Java's array limit. */
 const MAX_INT32 = 0x7fff_ffff;
 const DEFAULT_INITIAL_CAPACITY = 64;
+const EMPTY_VIEW = Buffer.alloc(0);
 /**
  * Below this many UTF-16 units `writeString` reserves the worst case (3 bytes per unit) and
  * encodes in one pass; above it, it measures first so that a large string does not reserve
@@ -38,6 +39,13 @@ export class DataOutputSerializer {
   readonly maxSize: number;
   private buffer: Buffer;
   private position = 0;
+  /**
+   * The last view `getSharedBuffer()` returned. Records of one type often have one size, so the
+   * same view serves the next record too: no view object per record on the write path.
+   */
+  private sharedView: Buffer = EMPTY_VIEW;
+  /** The buffer `sharedView` is a view of. */
+  private sharedViewOf: Buffer = EMPTY_VIEW;
 
   constructor(options: DataOutputSerializerOptions = {}) {
     const maxSize = options.maxSize ?? MAX_INT32;
@@ -78,7 +86,12 @@ export class DataOutputSerializer {
    * the buffer, or the next `clear()` and write: copy it if it must outlive the next record.
    */
   getSharedBuffer(): Buffer {
-    return this.buffer.subarray(0, this.position);
+    const view = this.sharedView;
+    // Same backing buffer (it was not grown) and same length: the view is identical.
+    if (view.length === this.position && this.sharedViewOf === this.buffer) return view;
+    this.sharedViewOf = this.buffer;
+    this.sharedView = this.buffer.subarray(0, this.position);
+    return this.sharedView;
   }
 
   /** A copy of the bytes written, `[0, length)`, that the caller owns. */

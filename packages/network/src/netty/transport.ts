@@ -7,7 +7,10 @@
 
 /** Receives a connection's events. Set once, before any data can arrive. */
 export interface ConnectionHandler {
-  /** Bytes arrived. A chunk may hold part of a frame or several frames. */
+  /**
+   * Bytes arrived. A chunk may hold part of a frame or several frames. It is valid only during
+   * the call: a transport may read the next bytes into the same memory, so copy what you keep.
+   */
   onData(chunk: Buffer): void;
   /**
    * The connection's send buffer fell below its low-water mark: writing may continue. Owed
