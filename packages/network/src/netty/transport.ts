@@ -48,6 +48,14 @@ export interface TransportConnection {
   /** True while the send buffer is below its high-water mark. */
   isWritable(): boolean;
   /**
+   * Optional: holds the `write()`s that follow until {@link TransportConnection.uncork}, so that
+   * the frames of one write turn leave in one system call (a stream transport's writev) rather
+   * than one each. Calls nest; each `write()` stays a unit of its own for the peer.
+   */
+  cork?(): void;
+  /** Sends what was written since the matching {@link TransportConnection.cork}. */
+  uncork?(): void;
+  /**
    * Stops delivering `onData` until `resume()`: the transport stops reading the socket, so what
    * the peer sends backs up into its own buffers (flow control, as a paused Node stream). The
    * data server pauses a peer that does not read its replies. Idempotent.
