@@ -19,6 +19,7 @@ import {
   stats,
 } from "../harness.js";
 import type { ThroughputParams } from "../roles.js";
+import { READER_MODES } from "../roles.js";
 import { runLatency, runSlowConsumer, ThroughputSession } from "../runner.js";
 import type { Impl } from "../worker.js";
 import type { CoreResult } from "./core-bench.js";
@@ -296,7 +297,7 @@ const case0: CaseDefinition = {
       result = await child.request<CoreResult>(
         "core",
         { recordSize: 100, durationMs: o.durationMs, warmupMs: o.warmupMs, runs: o.runs },
-        (o.durationMs * 3 + o.warmupMs * 3) * (o.runs + 1) + 60_000,
+        (o.durationMs * 6 + o.warmupMs * 6) * (o.runs + 1) + 60_000,
       );
     } catch (error) {
       const note = `failed: ${firstLine(error)}`;
@@ -305,6 +306,9 @@ const case0: CaseDefinition = {
           skipped(ctx, 0, name, "memcpy 32 KiB", "records/s", note),
           skipped(ctx, 0, name, "core serde", "records/s", note),
           skipped(ctx, 0, name, "in-process 4 ch", "records/s", note),
+          ...READER_MODES.map((mode) =>
+            skipped(ctx, 0, name, `reader: ${mode}`, "records/s", note),
+          ),
         ],
         goals: [],
       };
@@ -352,13 +356,35 @@ const case0: CaseDefinition = {
           },
           ...(note !== undefined ? { note } : {}),
         }),
+        ...READER_MODES.map((mode) =>
+          row(ctx, {
+            caseId: 0,
+            caseName: name,
+            system: `reader: ${mode}`,
+            metric: "records/s",
+            higherIsBetter: true,
+            values: result.readers[mode],
+            extra: {
+              GBps: (median(result.readers[mode]) * framed) / 1e9,
+              decode:
+                mode === "allocating"
+                  ? "getNextRecord → deserialize: a new record and a copy of its bytes"
+                  : mode === "reusing"
+                    ? "getNextRecordInto → deserializeInto: one record overwritten"
+                    : "readNextRecord: the key read in place",
+            },
+            ...(note !== undefined ? { note } : {}),
+          }),
+        ),
       ],
       (r) =>
         r.system === "core serde"
           ? "memcpy 32 KiB"
           : r.system === "in-process 4 ch"
             ? "core serde"
-            : undefined,
+            : r.system === "reader: reusing" || r.system === "reader: view"
+              ? "reader: allocating"
+              : undefined,
     );
     return { rows, goals: [] };
   },

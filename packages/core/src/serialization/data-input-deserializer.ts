@@ -1,6 +1,8 @@
 import { IllegalArgumentError, SerializationError } from "../errors.js";
 
 const EMPTY = Buffer.alloc(0);
+/** Copies up to this many bytes with a loop rather than Buffer.copy (see readFullyInto). */
+const SHORT_COPY = 256;
 
 /** Wraps a Uint8Array as a Buffer over the same memory (no copy), for Buffer's readers. */
 function asBuffer(bytes: Uint8Array): Buffer {
@@ -153,6 +155,34 @@ export class DataInputDeserializer {
     const start = this.pos;
     this.pos += count;
     return this.buffer.subarray(start, this.pos);
+  }
+
+  /**
+   * Reads exactly `count` bytes into `target` at `offset` (a copy the caller owns, into memory
+   * it reuses): the non-allocating counterpart of {@link readFully} for `deserializeInto`.
+   */
+  readFullyInto(target: Uint8Array, offset: number, count: number): void {
+    if (
+      !Number.isInteger(count) ||
+      !Number.isInteger(offset) ||
+      count < 0 ||
+      offset < 0 ||
+      offset + count > target.length
+    ) {
+      throw new IllegalArgumentError(
+        `cannot read ${count} bytes into [${offset}, ${offset + count}) of a ${target.length}-byte target`,
+      );
+    }
+    this.need(count);
+    const buffer = this.buffer;
+    const start = this.pos;
+    if (count <= SHORT_COPY) {
+      // A byte loop: Node 20's Buffer.copy of a sub-range allocates a view per call.
+      for (let i = 0; i < count; i++) target[offset + i] = buffer[start + i] as number;
+    } else {
+      buffer.copy(target, offset, start, start + count);
+    }
+    this.pos = start + count;
   }
 
   /**
