@@ -14,7 +14,7 @@ import type {
 import { throttleStats } from "./throttle.js";
 
 /** Which implementation a child runs. */
-export type Impl = "sluice-tcp" | "sluice-ws" | "net" | "ws" | "grpc";
+export type Impl = "sluice-tcp" | "sluice-ws" | "net" | "ws" | "grpc" | "yamux";
 export type Role = "producer" | "consumer" | "pinger" | "ponger";
 
 type Instance = ThroughputProducer | ThroughputConsumer | LatencyPeer;
@@ -64,6 +64,12 @@ async function create(
       if (role === "producer") return new m.GrpcThroughputProducer(params);
       if (role === "consumer") return new m.GrpcThroughputConsumer(params);
       return new m.GrpcLatencyPeer(role, params);
+    }
+    case "yamux": {
+      const m = await import("./systems/yamux.js");
+      if (role === "producer") return new m.YamuxThroughputProducer(params);
+      if (role === "consumer") return new m.YamuxThroughputConsumer();
+      throw new Error("libp2p-yamux runs only in throughput cases");
     }
   }
 }

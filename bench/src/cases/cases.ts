@@ -386,7 +386,18 @@ const case0: CaseDefinition = {
               ? "reader: allocating"
               : undefined,
     );
-    return { rows, goals: [] };
+    const goals = [
+      goal(
+        ctx,
+        0,
+        "in-process 4 channels ≥ 80% of core serde",
+        findRow(rows, "in-process 4 ch")?.ratio,
+        "≥",
+        0.8,
+        "× core serde",
+      ),
+    ];
+    return { rows, goals };
   },
 };
 
@@ -412,24 +423,15 @@ const case1: CaseDefinition = {
         "grpc",
         baseParams({ batching: "per-record", grpcWindow: GRPC_RAISED_WINDOW }),
       ],
+      ["libp2p-yamux", "yamux", baseParams({ batching: "per-record" })],
     ];
     const rows = await throughputRows(ctx, 1, name, systems, "records/s");
-    rows.push(
-      skipped(
-        ctx,
-        1,
-        name,
-        "libp2p-yamux",
-        "records/s",
-        "not run: @chainsafe/libp2p-yamux is not installed",
-      ),
-    );
     const withRatio = withRatios(rows, () => "raw net batched");
     const tcp = findRow(withRatio, "sluice-tcp");
     const grpc = findRow(withRatio, "grpc-js");
     const grpcRaised = findRow(withRatio, "grpc-js 8 MiB window");
     const goals = [
-      goal(ctx, 1, "Sluice TCP ≥ 40% of hand-batched raw net", tcp?.ratio, "≥", 0.4, "× baseline"),
+      goal(ctx, 1, "Sluice TCP ≥ 50% of hand-batched raw net", tcp?.ratio, "≥", 0.5, "× baseline"),
       goal(
         ctx,
         1,
@@ -532,6 +534,7 @@ const case3: CaseDefinition = {
         ["raw ws", "ws", raw],
         ["sluice-tcp", "sluice-tcp", sluice],
         ["sluice-ws", "sluice-ws", sluice],
+        ["libp2p-yamux", "yamux", raw],
       ],
       "GB/s",
     );
@@ -540,7 +543,7 @@ const case3: CaseDefinition = {
         ? "raw net"
         : r.system === "sluice-ws"
           ? "raw ws"
-          : r.system === "raw ws"
+          : r.system === "raw ws" || r.system === "libp2p-yamux"
             ? "raw net"
             : undefined,
     );
