@@ -38,6 +38,8 @@ export class DataOutputSerializer {
   /** The most bytes this output may hold; see {@link DataOutputSerializerOptions.maxSize}. */
   readonly maxSize: number;
   private buffer: Buffer;
+  /** `buffer` as a DataView: its bigint accessors are several times faster than Buffer's. */
+  private view: DataView;
   private position = 0;
   /**
    * The last view `getSharedBuffer()` returned. Records of one type often have one size, so the
@@ -64,6 +66,7 @@ export class DataOutputSerializer {
     // Zero-filled (not allocUnsafe): setPosition/skipBytesToWrite may expose bytes never written,
     // and those must not be leftovers of unrelated memory.
     this.buffer = Buffer.alloc(initialCapacity);
+    this.view = viewOf(this.buffer);
   }
 
   /** Bytes written so far (the write position). */
@@ -157,7 +160,8 @@ export class DataOutputSerializer {
   /** Writes the low 64 bits of `value` (two's complement), big-endian. */
   writeLong(value: bigint): void {
     this.ensure(8);
-    this.buffer.writeBigInt64BE(BigInt.asIntN(64, value), this.position);
+    // setBigInt64 stores the value modulo 2^64, as Java's (long) cast.
+    this.view.setBigInt64(this.position, value);
     this.position += 8;
   }
 
@@ -294,5 +298,10 @@ export class DataOutputSerializer {
     const grown = Buffer.alloc(capacity);
     this.buffer.copy(grown, 0, 0, this.buffer.length);
     this.buffer = grown;
+    this.view = viewOf(grown);
   }
+}
+
+function viewOf(buffer: Buffer): DataView {
+  return new DataView(buffer.buffer, buffer.byteOffset, buffer.length);
 }

@@ -265,7 +265,7 @@ export class SpillingAdaptiveSpanningRecordDeserializer {
     const consumed = this.pos === this.limit;
     const input = this.input;
     try {
-      input.setBuffer(this.recordMemory, this.recordStart, this.recordEnd);
+      input.setTrustedBuffer(this.recordMemory, this.recordStart, this.recordEnd);
       read(input);
     } finally {
       input.releaseBuffer();
@@ -465,7 +465,7 @@ export class SpillingAdaptiveSpanningRecordDeserializer {
   private decode<T>(serializer: TypeSerializer<T>): T {
     const input = this.input;
     const length = this.recordEnd - this.recordStart;
-    input.setBuffer(this.recordMemory, this.recordStart, this.recordEnd);
+    input.setTrustedBuffer(this.recordMemory, this.recordStart, this.recordEnd);
     let value: T;
     try {
       const reuse = this.reuse as T | undefined;
