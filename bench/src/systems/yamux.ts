@@ -87,6 +87,9 @@ function muxerOver(socket: Socket, direction: MessageStreamDirection): StreamMux
   return yamux()().createStreamMuxer(new SocketMessageStream(socket, direction));
 }
 
+/** How long the producer waits for its stream to close after a run. */
+const CLOSE_TIMEOUT_MS = 5_000;
+
 /** Whether `stream` drained within `ms`. */
 async function drainedWithin(stream: Stream, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
@@ -161,7 +164,20 @@ export class YamuxThroughputProducer implements ThroughputProducer {
     }
     // Ends the stream once its buffered messages are sent; the socket stays open until cleanup,
     // since closing it here can cut off messages still waiting for the peer's window update.
-    await stream.close();
+    // Bounded like the drain waits: a close that never completes aborts the stream (the
+    // consumer then reports what arrived) instead of hanging the bench.
+    let closeTimer: NodeJS.Timeout | undefined;
+    const closed = await Promise.race([
+      stream.close().then(() => true),
+      new Promise<boolean>((resolve) => {
+        closeTimer = setTimeout(() => resolve(false), CLOSE_TIMEOUT_MS);
+      }),
+    ]);
+    clearTimeout(closeTimer);
+    if (!closed) {
+      stalled = true;
+      stream.abort(new Error("yamux stream did not close in time"));
+    }
     this.open = socket;
     return {
       sent,
