@@ -37,6 +37,17 @@ export function makeKeyedRecords(recordSize: number): KeyedRecord[] {
 
 const keyedCache = new Map<number, KeyedRecord[]>();
 
+interface MutableKeyedRecord {
+  key: number;
+  readonly bytes: Uint8Array;
+}
+
+/** A record for `KeyedRecordSerializer.deserializeInto` to overwrite, record after record. */
+export function newReusableKeyedRecord(recordSize: number): KeyedRecord {
+  const record: MutableKeyedRecord = { key: 0, bytes: Buffer.alloc(recordSize) };
+  return record;
+}
+
 /** The same records framed with their 4-byte length prefix (what raw baselines write). */
 export function makeFramedRecords(recordSize: number): Buffer[] {
   return makeKeyedRecords(recordSize).map(({ bytes }) => {
@@ -62,10 +73,24 @@ export class KeyedRecordSerializer implements TypeSerializer<KeyedRecord> {
     out.writeBytes(value.bytes);
   }
 
+  /** Allocates per record: a new object and a copy of the bytes (the contract forbids a view). */
   deserialize(input: DataInputDeserializer): KeyedRecord {
-    // The reader side uses KeyReadingSerializer; this exists to satisfy the interface.
-    const bytes = input.readFully(this.recordSize);
-    return { key: Buffer.from(bytes.buffer, bytes.byteOffset, 4).readInt32BE(0), bytes };
+    const bytes = Buffer.allocUnsafe(this.recordSize);
+    input.readFullyInto(bytes, 0, this.recordSize);
+    return { key: bytes.readInt32BE(0), bytes };
+  }
+
+  /** Decodes into `reuse` (a record from {@link newReusableKeyedRecord}): no allocation. */
+  deserializeInto(reuse: KeyedRecord, input: DataInputDeserializer): KeyedRecord {
+    const record = reuse as MutableKeyedRecord;
+    input.readFullyInto(record.bytes, 0, this.recordSize);
+    const b = record.bytes;
+    record.key =
+      ((b[0] as number) << 24) |
+      ((b[1] as number) << 16) |
+      ((b[2] as number) << 8) |
+      (b[3] as number);
+    return record;
   }
 }
 

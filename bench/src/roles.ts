@@ -94,3 +94,7 @@ export interface LatencyPeer {
   serve?(): Promise<{ echoed: number }>;
   close(): Promise<void>;
 }
+
+/** How case 0's reader rows decode whole records (see cases/core-bench.ts). */
+export type ReaderMode = "allocating" | "reusing" | "view";
+export const READER_MODES: readonly ReaderMode[] = ["allocating", "reusing", "view"];

@@ -23,6 +23,7 @@ export type Impl =
   | "net"
   | "ws"
   | "grpc"
+  | "yamux"
   | "sluice-tcp-blocking"
   | "fs-streams";
 export type Role = "producer" | "consumer" | "pinger" | "ponger";
@@ -84,6 +85,12 @@ async function create(
       if (role === "producer") return new m.GrpcThroughputProducer(params);
       if (role === "consumer") return new m.GrpcThroughputConsumer(params);
       return new m.GrpcLatencyPeer(role, params);
+    }
+    case "yamux": {
+      const m = await import("./systems/yamux.js");
+      if (role === "producer") return new m.YamuxThroughputProducer(params);
+      if (role === "consumer") return new m.YamuxThroughputConsumer();
+      throw new Error("libp2p-yamux runs only in throughput cases");
     }
   }
 }

@@ -20,6 +20,7 @@ import {
   stats,
 } from "../harness.js";
 import type { ThroughputParams } from "../roles.js";
+import { READER_MODES } from "../roles.js";
 import { runLatency, runSlowConsumer, ThroughputSession } from "../runner.js";
 import type { Impl } from "../worker.js";
 import { type BatchRun, BatchSession, runLz4 } from "./batch-shuffle.js";
@@ -299,7 +300,7 @@ const case0: CaseDefinition = {
       result = await child.request<CoreResult>(
         "core",
         { recordSize: 100, durationMs: o.durationMs, warmupMs: o.warmupMs, runs: o.runs },
-        (o.durationMs * 3 + o.warmupMs * 3) * (o.runs + 1) + 60_000,
+        (o.durationMs * 6 + o.warmupMs * 6) * (o.runs + 1) + 60_000,
       );
     } catch (error) {
       const note = `failed: ${firstLine(error)}`;
@@ -308,6 +309,9 @@ const case0: CaseDefinition = {
           skipped(ctx, 0, name, "memcpy 32 KiB", "records/s", note),
           skipped(ctx, 0, name, "core serde", "records/s", note),
           skipped(ctx, 0, name, "in-process 4 ch", "records/s", note),
+          ...READER_MODES.map((mode) =>
+            skipped(ctx, 0, name, `reader: ${mode}`, "records/s", note),
+          ),
         ],
         goals: [],
       };
@@ -355,15 +359,48 @@ const case0: CaseDefinition = {
           },
           ...(note !== undefined ? { note } : {}),
         }),
+        ...READER_MODES.map((mode) =>
+          row(ctx, {
+            caseId: 0,
+            caseName: name,
+            system: `reader: ${mode}`,
+            metric: "records/s",
+            higherIsBetter: true,
+            values: result.readers[mode],
+            extra: {
+              GBps: (median(result.readers[mode]) * framed) / 1e9,
+              decode:
+                mode === "allocating"
+                  ? "getNextRecord → deserialize: a new record and a copy of its bytes"
+                  : mode === "reusing"
+                    ? "getNextRecordInto → deserializeInto: one record overwritten"
+                    : "readNextRecord: the key read in place",
+            },
+            ...(note !== undefined ? { note } : {}),
+          }),
+        ),
       ],
       (r) =>
         r.system === "core serde"
           ? "memcpy 32 KiB"
           : r.system === "in-process 4 ch"
             ? "core serde"
-            : undefined,
+            : r.system === "reader: reusing" || r.system === "reader: view"
+              ? "reader: allocating"
+              : undefined,
     );
-    return { rows, goals: [] };
+    const goals = [
+      goal(
+        ctx,
+        0,
+        "in-process 4 channels ≥ 80% of core serde",
+        findRow(rows, "in-process 4 ch")?.ratio,
+        "≥",
+        0.8,
+        "× core serde",
+      ),
+    ];
+    return { rows, goals };
   },
 };
 
@@ -404,18 +441,9 @@ const case1: CaseDefinition = {
         "grpc",
         baseParams({ batching: "per-record", grpcWindow: GRPC_RAISED_WINDOW }),
       ],
+      ["libp2p-yamux", "yamux", baseParams({ batching: "per-record" })],
     ];
     const rows = await throughputRows(ctx, 1, name, systems, "records/s");
-    rows.push(
-      skipped(
-        ctx,
-        1,
-        name,
-        "libp2p-yamux",
-        "records/s",
-        "not run: @chainsafe/libp2p-yamux is not installed",
-      ),
-    );
     const withRatio = withRatios(rows, () => "raw net batched");
     const tcp = findRow(withRatio, "sluice-tcp");
     const tcpExported = findRow(withRatio, METRICS_EXPORTED);
@@ -423,7 +451,7 @@ const case1: CaseDefinition = {
     const grpc = findRow(withRatio, "grpc-js");
     const grpcRaised = findRow(withRatio, "grpc-js 8 MiB window");
     const goals = [
-      goal(ctx, 1, "Sluice TCP ≥ 40% of hand-batched raw net", tcp?.ratio, "≥", 0.4, "× baseline"),
+      goal(ctx, 1, "Sluice TCP ≥ 50% of hand-batched raw net", tcp?.ratio, "≥", 0.5, "× baseline"),
       goal(
         ctx,
         1,
@@ -540,6 +568,7 @@ const case3: CaseDefinition = {
         ["raw ws", "ws", raw],
         ["sluice-tcp", "sluice-tcp", sluice],
         ["sluice-ws", "sluice-ws", sluice],
+        ["libp2p-yamux", "yamux", raw],
       ],
       "GB/s",
     );
@@ -548,7 +577,7 @@ const case3: CaseDefinition = {
         ? "raw net"
         : r.system === "sluice-ws"
           ? "raw ws"
-          : r.system === "raw ws"
+          : r.system === "raw ws" || r.system === "libp2p-yamux"
             ? "raw net"
             : undefined,
     );

@@ -3,10 +3,13 @@
  * deserialize of 100-byte records through 32 KiB segments with @sluice/core alone
  * (serializeRecord → BufferBuilder → BufferConsumer → SpillingAdaptiveSpanningRecordDeserializer),
  * (c) an in-process producer → consumer over 4 local channels through the whole stack
- * (RecordWriter → ResultPartition → LocalInputChannel → InputGate → RecordReader).
+ * (RecordWriter → ResultPartition → LocalInputChannel → InputGate → RecordReader), (d) (b) with
+ * readers that decode whole records: allocating, reusing one record, or reading a view.
  */
 import {
+  type DataInputDeserializer,
   DataOutputSerializer,
+  type DeserializationResult,
   type LocalBufferPool,
   NetworkBufferPool,
   type RecordHolder,
@@ -18,7 +21,9 @@ import {
   KeyedRecordSerializer,
   KeyReadingSerializer,
   makeKeyedRecords,
+  newReusableKeyedRecord,
 } from "../records.js";
+import { READER_MODES, type ReaderMode } from "../roles.js";
 import { runConsumerLoop, runProducerLoop, runTask, SluiceProcess } from "../systems/sluice.js";
 import { benchCode, exchangeOf } from "../systems/sluice-roles.js";
 
@@ -36,10 +41,20 @@ export interface CoreResult {
   readonly serdeRecordsPerSecond: number[];
   /** Records/s of each in-process exchange run. */
   readonly localRecordsPerSecond: number[];
+  /**
+   * Records/s of serialize + deserialize when the reader decodes whole records (key and a copy
+   * of the bytes): allocating a record per record (`getNextRecord` → `deserialize`), into one
+   * reused record (`getNextRecordInto` → `deserializeInto`), or reading the key in place from a
+   * view (`readNextRecord`, no decode of the bytes).
+   */
+  readonly readers: Record<ReaderMode, number[]>;
   readonly checks: string[];
 }
 
 const SEGMENT = 32 * 1024;
+
+/** How serdeRun's reader decodes: only the key (the bench's own format), or whole records. */
+type DecodeMode = "key" | ReaderMode;
 
 function memcpyRun(durationMs: number): number {
   const src = Buffer.alloc(SEGMENT, 7);
@@ -66,9 +81,16 @@ function serdeRun(
   recordSize: number,
   durationMs: number,
   checks: string[],
+  mode: DecodeMode = "key",
 ): number {
   const serializer = new KeyedRecordSerializer(recordSize);
   const keyReader = new KeyReadingSerializer(recordSize);
+  const recordHolder: RecordHolder<KeyedRecord> = { value: undefined };
+  const reuse = newReusableKeyedRecord(recordSize);
+  let viewKey = 0;
+  const readView = (input: DataInputDeserializer) => {
+    viewKey = input.readInt();
+  };
   const out = new DataOutputSerializer({ initialCapacity: 256 });
   const deserializer = new SpillingAdaptiveSpanningRecordDeserializer();
   const holder: RecordHolder<number> = { value: undefined };
@@ -85,10 +107,24 @@ function serdeRun(
     const buffer = consumer.build();
     deserializer.setNextBuffer(buffer);
     for (;;) {
-      const result = deserializer.getNextRecord(keyReader, holder);
+      let result: DeserializationResult;
+      let key = 0;
+      if (mode === "key") {
+        result = deserializer.getNextRecord(keyReader, holder);
+        key = holder.value as number;
+      } else if (mode === "view") {
+        result = deserializer.readNextRecord(readView);
+        key = viewKey;
+      } else {
+        result =
+          mode === "allocating"
+            ? deserializer.getNextRecord(serializer, recordHolder)
+            : deserializer.getNextRecordInto(serializer, reuse, recordHolder);
+        key = recordHolder.value?.key ?? 0;
+      }
       if (result.isFullRecord()) {
         consumed++;
-        keySum = (keySum + (holder.value as number)) | 0;
+        keySum = (keySum + key) | 0;
       }
       if (result.isBufferConsumed()) break;
     }
@@ -124,8 +160,8 @@ function serdeRun(
   builder.close();
   deserializer.clear();
   if (consumed !== produced)
-    checks.push(`serde: produced ${produced} but deserialized ${consumed}`);
-  if (keySum !== expectedKeySum) checks.push("serde: key checksum mismatch");
+    checks.push(`serde (${mode}): produced ${produced} but deserialized ${consumed}`);
+  if (keySum !== expectedKeySum) checks.push(`serde (${mode}): key checksum mismatch`);
   return consumed / ((now - start) / 1000);
 }
 
@@ -170,18 +206,27 @@ export async function runCoreBenchmark(args: CoreArgs): Promise<CoreResult> {
     memcpyBytesPerSecond: [],
     serdeRecordsPerSecond: [],
     localRecordsPerSecond: [],
+    readers: { allocating: [], reusing: [], view: [] },
     checks,
   };
   // Warm-up of every part, then the measured runs interleaved so drift hits all parts alike.
   memcpyRun(args.warmupMs);
   serdeRun(pool, records, args.recordSize, args.warmupMs, checks);
   await localRun(args.recordSize, args.warmupMs, checks);
+  for (const mode of READER_MODES) {
+    serdeRun(pool, records, args.recordSize, args.warmupMs, checks, mode);
+  }
   for (let run = 0; run < args.runs; run++) {
     result.memcpyBytesPerSecond.push(memcpyRun(args.durationMs));
     result.serdeRecordsPerSecond.push(
       serdeRun(pool, records, args.recordSize, args.durationMs, checks),
     );
     result.localRecordsPerSecond.push(await localRun(args.recordSize, args.durationMs, checks));
+    for (const mode of READER_MODES) {
+      result.readers[mode].push(
+        serdeRun(pool, records, args.recordSize, args.durationMs, checks, mode),
+      );
+    }
   }
   pool.destroy();
   if (network.getNumberOfAvailableMemorySegments() !== network.totalNumberOfMemorySegments) {

@@ -13,7 +13,7 @@ import {
   tlsClientOptions,
   tlsServerOptions,
 } from "@sluice/network";
-import { TcpConnection } from "./tcp-connection.js";
+import { ReusedReadBuffer, TcpConnection } from "./tcp-connection.js";
 
 /** Options of the TCP transport. */
 export interface TcpTransportOptions {
@@ -106,6 +106,9 @@ export class TcpTransport implements Transport {
     const address = `${options.host}:${options.port}`;
     const settings = this.tls;
     return new Promise((resolve, reject) => {
+      // Plaintext client sockets (the consumer side, which receives the data) read into one
+      // reused buffer; TLS sockets have no such option.
+      const reusedRead = settings === undefined ? new ReusedReadBuffer() : undefined;
       const socket: Socket =
         settings === undefined
           ? createConnection({
@@ -113,6 +116,10 @@ export class TcpTransport implements Transport {
               port: options.port,
               noDelay: true,
               keepAlive: true,
+              onread: {
+                buffer: (reusedRead as ReusedReadBuffer).buffer,
+                callback: (reusedRead as ReusedReadBuffer).callback,
+              },
             })
           : tls.connect({ host: options.host, port: options.port, ...tlsClientOptions(settings) });
       const fail = (message: string, cause: unknown) => {
@@ -146,7 +153,7 @@ export class TcpTransport implements Transport {
         clearTimeout(timer);
         socket.removeAllListeners("error");
         socket.setNoDelay(true);
-        resolve(new TcpConnection(socket, address));
+        resolve(new TcpConnection(socket, address, reusedRead));
       });
       socket.once("error", (error) => fail(`failed: ${error.message}`, error));
     });

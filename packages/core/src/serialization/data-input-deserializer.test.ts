@@ -6,6 +6,39 @@ import { DataInputDeserializer } from "./data-input-deserializer.js";
 import { DataOutputSerializer } from "./data-output-serializer.js";
 
 describe("DataInputDeserializer", () => {
+  it("reads longs from each new array it is pointed at, also after a trusted switch", () => {
+    const out = new DataOutputSerializer({ initialCapacity: 4 }); // grows while writing longs
+    out.writeLong(-2n);
+    out.writeLong(2n ** 62n);
+    const first = Buffer.from(out.getSharedBuffer());
+    const second = Buffer.alloc(80);
+    second.writeBigInt64BE(7n, 72);
+    const input = new DataInputDeserializer(first);
+    expect(input.readLong()).toBe(-2n);
+    input.setTrustedBuffer(second, 72, 80);
+    expect(input.readLong()).toBe(7n);
+    input.setBuffer(first, 8);
+    expect(input.readLong()).toBe(2n ** 62n);
+    input.releaseBuffer();
+    expect(() => input.readLong()).toThrow(SerializationError);
+  });
+
+  it("reads bytes into a caller's array, short runs and long ones, and checks the range", () => {
+    const bytes = new Uint8Array(1000);
+    for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 7) & 0xff;
+    const input = new DataInputDeserializer(bytes, 1);
+    const target = new Uint8Array(1002);
+    input.readFullyInto(target, 2, 10); // below the loop threshold
+    input.readFullyInto(target, 12, 900); // above it
+    expect([...target.subarray(2, 912)]).toEqual([...bytes.subarray(1, 911)]);
+    expect(input.position).toBe(911);
+    expect(() => input.readFullyInto(target, 1000, 3)).toThrow(
+      expect.objectContaining({ code: ErrorCodes.INVALID_ARGUMENT }),
+    );
+    expect(() => input.readFullyInto(target, 0, 100)).toThrow(SerializationError);
+    expect(input.position).toBe(911);
+  });
+
   it("reads back every primitive the output wrote", () => {
     const out = new DataOutputSerializer();
     out.writeByte(-3);

@@ -1,6 +1,11 @@
 import { IllegalArgumentError, SerializationError } from "../errors.js";
 
 const EMPTY = Buffer.alloc(0);
+const EMPTY_VIEW = new DataView(new ArrayBuffer(0));
+/** Views of memory larger than this are dropped by `releaseBuffer` (see there). */
+const RETAINED_VIEW_BYTES = 64 * 1024;
+/** Copies up to this many bytes with a loop rather than Buffer.copy (see readFullyInto). */
+const SHORT_COPY = 256;
 
 /** Wraps a Uint8Array as a Buffer over the same memory (no copy), for Buffer's readers. */
 function asBuffer(bytes: Uint8Array): Buffer {
@@ -20,6 +25,12 @@ export class DataInputDeserializer {
   private buffer: Buffer = EMPTY;
   private pos = 0;
   private end = 0;
+  /**
+   * A DataView of the last Buffer `readLong` read from (its bigint accessors are several times
+   * faster than Buffer's), kept across records of the same memory.
+   */
+  private view: DataView = EMPTY_VIEW;
+  private viewOf: Buffer = EMPTY;
 
   /** Optionally starts on `bytes[start, end)`; see {@link DataInputDeserializer.setBuffer}. */
   constructor(bytes?: Uint8Array, start?: number, end?: number) {
@@ -44,11 +55,27 @@ export class DataInputDeserializer {
     this.end = end;
   }
 
+  /**
+   * `setBuffer` for callers that pass a Buffer and a window they already validated (the record
+   * deserializer, once per record): no checks, no wrapping.
+   */
+  setTrustedBuffer(buffer: Buffer, start: number, end: number): void {
+    this.buffer = buffer;
+    this.pos = start;
+    this.end = end;
+  }
+
   /** Drops the reference to the current bytes (so they can be collected); reads then fail. */
   releaseBuffer(): void {
     this.buffer = EMPTY;
     this.pos = 0;
     this.end = 0;
+    // A view of network segments is kept for the next record; one of a large gathered or spilled
+    // record is not, so it does not pin that memory.
+    if (this.viewOf.length > RETAINED_VIEW_BYTES) {
+      this.view = EMPTY_VIEW;
+      this.viewOf = EMPTY;
+    }
   }
 
   /** The read position, as an index into the array given to `setBuffer`. */
@@ -120,7 +147,12 @@ export class DataInputDeserializer {
   /** Reads a signed 64-bit integer. */
   readLong(): bigint {
     this.need(8);
-    const value = this.buffer.readBigInt64BE(this.pos);
+    const buffer = this.buffer;
+    if (buffer !== this.viewOf) {
+      this.view = new DataView(buffer.buffer, buffer.byteOffset, buffer.length);
+      this.viewOf = buffer;
+    }
+    const value = this.view.getBigInt64(this.pos);
     this.pos += 8;
     return value;
   }
@@ -153,6 +185,34 @@ export class DataInputDeserializer {
     const start = this.pos;
     this.pos += count;
     return this.buffer.subarray(start, this.pos);
+  }
+
+  /**
+   * Reads exactly `count` bytes into `target` at `offset` (a copy the caller owns, into memory
+   * it reuses): the non-allocating counterpart of {@link readFully} for `deserializeInto`.
+   */
+  readFullyInto(target: Uint8Array, offset: number, count: number): void {
+    if (
+      !Number.isInteger(count) ||
+      !Number.isInteger(offset) ||
+      count < 0 ||
+      offset < 0 ||
+      offset + count > target.length
+    ) {
+      throw new IllegalArgumentError(
+        `cannot read ${count} bytes into [${offset}, ${offset + count}) of a ${target.length}-byte target`,
+      );
+    }
+    this.need(count);
+    const buffer = this.buffer;
+    const start = this.pos;
+    if (count <= SHORT_COPY) {
+      // A byte loop: Node 20's Buffer.copy of a sub-range allocates a view per call.
+      for (let i = 0; i < count; i++) target[offset + i] = buffer[start + i] as number;
+    } else {
+      buffer.copy(target, offset, start, start + count);
+    }
+    this.pos = start + count;
   }
 
   /**

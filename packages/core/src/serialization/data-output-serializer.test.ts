@@ -55,6 +55,31 @@ describe("DataOutputSerializer", () => {
     for (let i = 0; i < 100; i++) expect(input.readInt()).toBe(i);
   });
 
+  it("hands out one shared view per length and buffer, always of the bytes just written", () => {
+    const out = new DataOutputSerializer({ initialCapacity: 8 });
+    out.writeInt(1);
+    const first = out.getSharedBuffer();
+    out.clear();
+    out.writeInt(2);
+    const second = out.getSharedBuffer();
+    // Same length, same backing buffer: the view object is reused (no allocation per record).
+    expect(second).toBe(first);
+    expect(hex(second)).toBe("00000002");
+    out.clear();
+    out.writeShort(3);
+    expect(hex(out.getSharedBuffer())).toBe("0003");
+    out.clear();
+    out.writeInt(4);
+    out.writeLong(5n); // grows: a new backing buffer, so a new view
+    const grown = out.getSharedBuffer();
+    expect(hex(grown)).toBe("000000040000000000000005");
+    out.clear();
+    out.writeLong(6n);
+    out.writeInt(7);
+    expect(out.getSharedBuffer()).toBe(grown);
+    expect(hex(grown)).toBe("000000000000000600000007");
+  });
+
   it("throws RecordTooLargeError naming the sizes when a write would pass maxSize", () => {
     const out = new DataOutputSerializer({ initialCapacity: 4, maxSize: 10 });
     out.writeLong(1n);

@@ -15,6 +15,7 @@ export interface DataOutputSerializerOptions {
 /** The largest length an int32 length prefix can carry; also Java's array limit. */
 const MAX_INT32 = 0x7fff_ffff;
 const DEFAULT_INITIAL_CAPACITY = 64;
+const EMPTY_VIEW = Buffer.alloc(0);
 /**
  * Below this many UTF-16 units `writeString` reserves the worst case (3 bytes per unit) and
  * encodes in one pass; above it, it measures first so that a large string does not reserve
@@ -37,7 +38,16 @@ export class DataOutputSerializer {
   /** The most bytes this output may hold; see {@link DataOutputSerializerOptions.maxSize}. */
   readonly maxSize: number;
   private buffer: Buffer;
+  /** `buffer` as a DataView: its bigint accessors are several times faster than Buffer's. */
+  private view: DataView;
   private position = 0;
+  /**
+   * The last view `getSharedBuffer()` returned. Records of one type often have one size, so the
+   * same view serves the next record too: no view object per record on the write path.
+   */
+  private sharedView: Buffer = EMPTY_VIEW;
+  /** The buffer `sharedView` is a view of. */
+  private sharedViewOf: Buffer = EMPTY_VIEW;
 
   constructor(options: DataOutputSerializerOptions = {}) {
     const maxSize = options.maxSize ?? MAX_INT32;
@@ -56,6 +66,7 @@ export class DataOutputSerializer {
     // Zero-filled (not allocUnsafe): setPosition/skipBytesToWrite may expose bytes never written,
     // and those must not be leftovers of unrelated memory.
     this.buffer = Buffer.alloc(initialCapacity);
+    this.view = viewOf(this.buffer);
   }
 
   /** Bytes written so far (the write position). */
@@ -78,7 +89,12 @@ export class DataOutputSerializer {
    * the buffer, or the next `clear()` and write: copy it if it must outlive the next record.
    */
   getSharedBuffer(): Buffer {
-    return this.buffer.subarray(0, this.position);
+    const view = this.sharedView;
+    // Same backing buffer (it was not grown) and same length: the view is identical.
+    if (view.length === this.position && this.sharedViewOf === this.buffer) return view;
+    this.sharedViewOf = this.buffer;
+    this.sharedView = this.buffer.subarray(0, this.position);
+    return this.sharedView;
   }
 
   /** A copy of the bytes written, `[0, length)`, that the caller owns. */
@@ -144,7 +160,8 @@ export class DataOutputSerializer {
   /** Writes the low 64 bits of `value` (two's complement), big-endian. */
   writeLong(value: bigint): void {
     this.ensure(8);
-    this.buffer.writeBigInt64BE(BigInt.asIntN(64, value), this.position);
+    // setBigInt64 stores the value modulo 2^64, as Java's (long) cast.
+    this.view.setBigInt64(this.position, value);
     this.position += 8;
   }
 
@@ -281,5 +298,10 @@ export class DataOutputSerializer {
     const grown = Buffer.alloc(capacity);
     this.buffer.copy(grown, 0, 0, this.buffer.length);
     this.buffer = grown;
+    this.view = viewOf(grown);
   }
+}
+
+function viewOf(buffer: Buffer): DataView {
+  return new DataView(buffer.buffer, buffer.byteOffset, buffer.length);
 }

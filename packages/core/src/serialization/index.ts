@@ -21,6 +21,7 @@ export {
   DEFAULT_SPILLING_THRESHOLD,
   MIN_SPILLING_THRESHOLD,
   type RecordHolder,
+  type RecordViewReader,
   SPILL_FILE_SUFFIX,
   SpillingAdaptiveSpanningRecordDeserializer,
   type SpillingAdaptiveSpanningRecordDeserializerOptions,

@@ -10,6 +10,7 @@ import { NetworkBuffer } from "../memory/network-buffer.js";
 import { NetworkBufferPool } from "../memory/network-buffer-pool.js";
 import { expectError } from "../testing/index.js";
 import { BytesSerializer } from "./bytes-serializer.js";
+import type { DataInputDeserializer } from "./data-input-deserializer.js";
 import { DataOutputSerializer } from "./data-output-serializer.js";
 import { DeserializationResult } from "./deserialization-result.js";
 import { Int32Serializer } from "./int32-serializer.js";
@@ -32,6 +33,7 @@ import {
   pooledBufferOf,
   splitBuffer,
 } from "./test-support/record-test-utils.js";
+import type { TypeSerializer } from "./type-serializer.js";
 
 const KiB = 1024;
 /** BytesSerializer returns Buffers; compare contents as plain Uint8Arrays. */
@@ -667,5 +669,126 @@ describe("SpillingAdaptiveSpanningRecordDeserializer", () => {
     deserializer.clear();
     expect(counter.recycled).toBe(1);
     expect(existsSync(missing)).toBe(false);
+  });
+});
+
+describe("SpillingAdaptiveSpanningRecordDeserializer reading without allocating", () => {
+  /** A mutable pair the reusing path fills: a number and a copy of 3 bytes. */
+  interface Pair {
+    n: number;
+    readonly tail: Uint8Array;
+  }
+  const PAIR: TypeSerializer<Pair> = {
+    name: "pair",
+    serialize(value, out) {
+      out.writeInt(value.n);
+      out.writeBytes(value.tail);
+    },
+    deserialize(input) {
+      const tail = new Uint8Array(3);
+      const n = input.readInt();
+      input.readFullyInto(tail, 0, 3);
+      return { n, tail };
+    },
+    deserializeInto(reuse, input) {
+      reuse.n = input.readInt();
+      input.readFullyInto(reuse.tail, 0, 3);
+      return reuse;
+    },
+  };
+  const values: Pair[] = [1, 2, 3, 4, 5].map((n) => ({ n, tail: Uint8Array.of(n, n + 1, n + 2) }));
+
+  /** Every record of `values`, framed, cut into buffers of 5 bytes: records span buffers. */
+  function spanningBuffers(counter: { recycled: number }): NetworkBuffer[] {
+    const framed = frameAll(values, PAIR);
+    const buffers: NetworkBuffer[] = [];
+    for (let at = 0; at < framed.length; at += 5) {
+      buffers.push(countedBuffer(framed.subarray(at, at + 5), counter));
+    }
+    return buffers;
+  }
+
+  it("decodes every record into the one object it is given, also records spanning buffers", () => {
+    const counter = { recycled: 0 };
+    const buffers = spanningBuffers(counter);
+    const deserializer = new SpillingAdaptiveSpanningRecordDeserializer({
+      tmpDirectories: [tmpDir],
+    });
+    const reuse: Pair = { n: -1, tail: new Uint8Array(3) };
+    const holder: RecordHolder<Pair> = { value: undefined };
+    const seen: { n: number; tail: number[] }[] = [];
+    for (const buffer of buffers) {
+      deserializer.setNextBuffer(buffer);
+      for (;;) {
+        const result = deserializer.getNextRecordInto(PAIR, reuse, holder);
+        if (result.isFullRecord()) {
+          expect(holder.value).toBe(reuse);
+          seen.push({ n: reuse.n, tail: [...reuse.tail] });
+        }
+        if (result.isBufferConsumed()) break;
+      }
+    }
+    expect(seen).toEqual(values.map((v) => ({ n: v.n, tail: [...v.tail] })));
+    expect(counter.recycled).toBe(buffers.length);
+    deserializer.clear();
+  });
+
+  it("falls back to deserialize for a serializer without deserializeInto", () => {
+    const counter = { recycled: 0 };
+    const framed = frameAll([5, 6], Int32Serializer.INSTANCE);
+    const deserializer = new SpillingAdaptiveSpanningRecordDeserializer({
+      tmpDirectories: [tmpDir],
+    });
+    deserializer.setNextBuffer(countedBuffer(framed, counter));
+    const holder: RecordHolder<number> = { value: undefined };
+    const got: number[] = [];
+    for (;;) {
+      const result = deserializer.getNextRecordInto(Int32Serializer.INSTANCE, 0, holder);
+      if (result.isFullRecord()) got.push(holder.value as number);
+      if (result.isBufferConsumed()) break;
+    }
+    expect(got).toEqual([5, 6]);
+    expect(counter.recycled).toBe(1);
+  });
+
+  it("hands each record to a view reader in place, recycling each buffer once read", () => {
+    const counter = { recycled: 0 };
+    const buffers = spanningBuffers(counter);
+    const deserializer = new SpillingAdaptiveSpanningRecordDeserializer({
+      tmpDirectories: [tmpDir],
+    });
+    const seen: number[] = [];
+    const results: DeserializationResult[] = [];
+    // Reads only the int of each record and leaves the tail unread: a view reader may skip.
+    const read = (input: DataInputDeserializer) => {
+      expect(input.available()).toBe(7);
+      seen.push(input.readInt());
+    };
+    for (const buffer of buffers) {
+      deserializer.setNextBuffer(buffer);
+      for (;;) {
+        const result = deserializer.readNextRecord(read);
+        results.push(result);
+        if (result.isBufferConsumed()) break;
+      }
+    }
+    expect(seen).toEqual([1, 2, 3, 4, 5]);
+    expect(results.filter((r) => r.isFullRecord())).toHaveLength(5);
+    expect(counter.recycled).toBe(buffers.length);
+    expect(deserializer.hasUnfinishedData()).toBe(false);
+  });
+
+  it("recycles the buffer even when the view reader throws", () => {
+    const counter = { recycled: 0 };
+    const deserializer = new SpillingAdaptiveSpanningRecordDeserializer({
+      tmpDirectories: [tmpDir],
+    });
+    deserializer.setNextBuffer(countedBuffer(frameAll([9], Int32Serializer.INSTANCE), counter));
+    expect(() =>
+      deserializer.readNextRecord(() => {
+        throw new Error("reader failed");
+      }),
+    ).toThrow("reader failed");
+    expect(counter.recycled).toBe(1);
   });
 });

@@ -58,6 +58,12 @@ export interface RecordHolder<T> {
   value: T | undefined;
 }
 
+/**
+ * Reads one record in place: `input` is positioned on the record's payload and valid only during
+ * the call (its bytes may be a network buffer recycled right after). It need not read all of it.
+ */
+export type RecordViewReader = (input: DataInputDeserializer) => void;
+
 // Parser states (ws Receiver style): what the next input bytes are.
 /** The 4 length bytes; the non-spanning fast path starts here when none were gathered yet. */
 const READ_LENGTH = 0;
@@ -148,6 +154,8 @@ export class SpillingAdaptiveSpanningRecordDeserializer {
   private recordStart = 0;
   private recordEnd = 0;
   private recordInBuffer = false;
+  /** The object `getNextRecordInto` decodes into, during that call only. */
+  private reuse: unknown;
 
   constructor(options: SpillingAdaptiveSpanningRecordDeserializerOptions = {}) {
     const threshold = options.spillingThreshold ?? DEFAULT_SPILLING_THRESHOLD;
@@ -216,6 +224,51 @@ export class SpillingAdaptiveSpanningRecordDeserializer {
     } finally {
       // The record's bytes may live in the buffer: recycle only after decoding, but always.
       this.input.releaseBuffer();
+      if (consumed) this.releaseCurrentBuffer();
+    }
+    return consumed
+      ? DeserializationResult.LAST_RECORD_FROM_BUFFER
+      : DeserializationResult.INTERMEDIATE_RECORD_FROM_BUFFER;
+  }
+
+  /**
+   * Like {@link getNextRecord}, but decodes the record into `reuse` with the serializer's
+   * `deserializeInto` (Flink's `deserialize(reuse, source)`), so a reader that keeps one object
+   * per channel allocates nothing per record. `holder.value` is what `deserializeInto` returned,
+   * normally `reuse` itself. A serializer without `deserializeInto` falls back to `deserialize`.
+   */
+  getNextRecordInto<T>(
+    serializer: TypeSerializer<T>,
+    reuse: T,
+    holder: RecordHolder<T>,
+  ): DeserializationResult {
+    if (serializer.deserializeInto === undefined) return this.getNextRecord(serializer, holder);
+    this.reuse = reuse;
+    try {
+      return this.getNextRecord(serializer, holder);
+    } finally {
+      this.reuse = undefined;
+    }
+  }
+
+  /**
+   * Hands the next complete record to `read` in place, without decoding it into a value: `read`
+   * gets a DataInputDeserializer positioned on the payload (no copy, no allocation) that is valid
+   * only during the call. Returns as {@link getNextRecord}; `read` is not called for
+   * {@link DeserializationResult.PARTIAL_RECORD}. `read` may skip the rest of the payload.
+   */
+  readNextRecord(read: RecordViewReader): DeserializationResult {
+    if (!this.nextRecord()) {
+      this.releaseCurrentBuffer();
+      return DeserializationResult.PARTIAL_RECORD;
+    }
+    const consumed = this.pos === this.limit;
+    const input = this.input;
+    try {
+      input.setTrustedBuffer(this.recordMemory, this.recordStart, this.recordEnd);
+      read(input);
+    } finally {
+      input.releaseBuffer();
       if (consumed) this.releaseCurrentBuffer();
     }
     return consumed
@@ -412,10 +465,14 @@ export class SpillingAdaptiveSpanningRecordDeserializer {
   private decode<T>(serializer: TypeSerializer<T>): T {
     const input = this.input;
     const length = this.recordEnd - this.recordStart;
-    input.setBuffer(this.recordMemory, this.recordStart, this.recordEnd);
+    input.setTrustedBuffer(this.recordMemory, this.recordStart, this.recordEnd);
     let value: T;
     try {
-      value = serializer.deserialize(input);
+      const reuse = this.reuse as T | undefined;
+      value =
+        reuse !== undefined && serializer.deserializeInto !== undefined
+          ? serializer.deserializeInto(reuse, input)
+          : serializer.deserialize(input);
     } catch (error) {
       if (!(error instanceof SerializationError)) throw error;
       throw new SerializationError(

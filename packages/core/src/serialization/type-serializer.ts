@@ -24,6 +24,13 @@ export interface TypeSerializer<T> {
   serialize(value: T, out: DataOutputSerializer): void;
   /** Reads one value from `input`. */
   deserialize(input: DataInputDeserializer): T;
+  /**
+   * Optional: reads one value into `reuse` and returns it (or a new value when `reuse` cannot
+   * hold it), as Flink's `deserialize(reuse, source)`. Readers that keep one object per loop use
+   * it to decode without allocating per record. The same byte contract as `deserialize` holds;
+   * only the result may now be an object the caller owns and overwrites on the next record.
+   */
+  deserializeInto?(reuse: T, input: DataInputDeserializer): T;
 }
 
 /** The value type of a serializer: `SerializedType<Int32Serializer>` is `number`. */

@@ -118,6 +118,21 @@ function finish(s: Setup): void {
 }
 
 describe("PartitionRequestQueue", () => {
+  it("corks each write turn, so the BufferResponses of several readers leave in one batch", async () => {
+    const s = setUp();
+    const partition = newPartition(s, 3);
+    for (let sub = 0; sub < 3; sub++) {
+      for (let i = 0; i < 2; i++) partition.emitRecord(new Uint8Array(FULL), sub);
+    }
+    const partitionId = partition.partitionId;
+    for (let sub = 0; sub < 3; sub++) request(s, partitionId, sub, 10);
+    await turns(3);
+    expect(bufferResponses(written(s))).toHaveLength(6);
+    // One turn wrote every buffer of every reader between one cork() and its uncork().
+    expect(s.connection.corkedBatches).toEqual([6]);
+    finish(s);
+  });
+
   it("writes only while the connection is writable and resumes on drain", async () => {
     const s = setUp();
     const partition = newPartition(s);

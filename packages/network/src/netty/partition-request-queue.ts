@@ -287,8 +287,22 @@ export class PartitionRequestQueue implements ReaderQueue {
     });
   }
 
-  /** Writes up to MAX_MESSAGES_PER_TURN messages while the connection is writable. */
+  /**
+   * Writes up to MAX_MESSAGES_PER_TURN messages while the connection is writable, corked, so a
+   * stream transport sends the whole turn (up to its high-water mark) in one writev instead of
+   * one system call per BufferResponse.
+   */
   private writeTurn(): void {
+    const connection = this.connection;
+    connection.cork?.();
+    try {
+      this.writeCorkedTurn();
+    } finally {
+      connection.uncork?.();
+    }
+  }
+
+  private writeCorkedTurn(): void {
     this.writeControl();
     let sent = 0;
     const available = this.available;

@@ -7,7 +7,10 @@
 
 /** Receives a connection's events. Set once, before any data can arrive. */
 export interface ConnectionHandler {
-  /** Bytes arrived. A chunk may hold part of a frame or several frames. */
+  /**
+   * Bytes arrived. A chunk may hold part of a frame or several frames. It is valid only during
+   * the call: a transport may read the next bytes into the same memory, so copy what you keep.
+   */
   onData(chunk: Buffer): void;
   /**
    * The connection's send buffer fell below its low-water mark: writing may continue. Owed
@@ -44,6 +47,14 @@ export interface TransportConnection {
   write(chunks: readonly Uint8Array[], onWritten?: (error?: Error | null) => void): boolean;
   /** True while the send buffer is below its high-water mark. */
   isWritable(): boolean;
+  /**
+   * Optional: holds the `write()`s that follow until {@link TransportConnection.uncork}, so that
+   * the frames of one write turn leave in one system call (a stream transport's writev) rather
+   * than one each. Calls nest; each `write()` stays a unit of its own for the peer.
+   */
+  cork?(): void;
+  /** Sends what was written since the matching {@link TransportConnection.cork}. */
+  uncork?(): void;
   /**
    * Stops delivering `onData` until `resume()`: the transport stops reading the socket, so what
    * the peer sends backs up into its own buffers (flow control, as a paused Node stream). The

@@ -15,6 +15,10 @@ export class FakeConnection implements TransportConnection {
   closed = false;
   destroyedWith: Error | undefined;
   destroyed = false;
+  /** Writes per outermost cork()…uncork() span, in order (writes outside a span are not listed). */
+  readonly corkedBatches: number[] = [];
+  private corkDepth = 0;
+  private writesInBatch = 0;
   private readonly pending: ((error?: Error | null) => void)[] = [];
 
   constructor(remoteAddress = "10.0.0.2:40000") {
@@ -29,8 +33,19 @@ export class FakeConnection implements TransportConnection {
     // Copy now: the queue may recycle the payload once `onWritten` runs.
     this.writes.push(Buffer.concat(chunks.map((c) => Buffer.from(c))));
     if (onWritten !== undefined) this.pending.push(onWritten);
+    if (this.corkDepth > 0) this.writesInBatch++;
     if (--this.writesUntilFull <= 0) this.writable = false;
     return this.writable;
+  }
+
+  cork(): void {
+    if (this.corkDepth++ === 0) this.writesInBatch = 0;
+  }
+
+  uncork(): void {
+    if (this.corkDepth === 0) throw new Error("uncork() without cork()");
+    if (--this.corkDepth === 0 && this.writesInBatch > 0)
+      this.corkedBatches.push(this.writesInBatch);
   }
 
   isWritable(): boolean {

@@ -1,5 +1,6 @@
 import {
   CheckpointBarrier,
+  type DataInputDeserializer,
   EndOfData,
   EndOfPartitionEvent,
   ErrorCodes,
@@ -7,6 +8,7 @@ import {
   NetworkBufferPool,
   ResultPartitionID,
   StringSerializer,
+  type TypeSerializer,
 } from "@sluice/core";
 import {
   LocalInputChannel,
@@ -165,4 +167,60 @@ describe("RecordReader", () => {
     reader.close();
     expect(buffer.isRecycled()).toBe(true);
   });
+
+  it("delivers the same records into one reused object, and as in-place views, as pollRecords does", async () => {
+    pool = new NetworkBufferPool(64, 128);
+    /** A string box the reusing path refills; the serializer's payload is the string's bytes. */
+    interface Box {
+      text: string;
+    }
+    const boxes: TypeSerializer<Box> = {
+      name: "box",
+      serialize: (value, out) => out.writeBytes(Buffer.from(value.text)),
+      deserialize: (input) => ({ text: boxText(input) }),
+      deserializeInto: (reuse, input) => {
+        reuse.text = boxText(input);
+        return reuse;
+      },
+    };
+    const long = "y".repeat(300); // spans buffers
+    const produced = ["a", long, "bb", "ccc", long, "d"];
+    const run = async (poll: (reader: RecordReader<Box>) => PollStatus) => {
+      const { partition, gate } = wire(pool, 32);
+      const reader = new RecordReader(gate, boxes);
+      const producer = (async () => {
+        for (const [i, value] of produced.entries()) {
+          while (!partition.isAvailable()) await partition.getAvailableFuture();
+          partition.emitRecord(Buffer.from(value), i % 2);
+        }
+        partition.finish();
+      })();
+      let status: PollStatus = PollStatus.NOTHING_AVAILABLE;
+      while (status !== PollStatus.END_OF_INPUT) {
+        status = poll(reader);
+        if (status === PollStatus.NOTHING_AVAILABLE) await reader.getAvailableFuture();
+      }
+      await producer;
+      expect(reader.numRecordsIn.getCount()).toBe(produced.length);
+      reader.close();
+      await gate.close();
+      partition.close();
+    };
+    const reuse: Box = { text: "" };
+    const reused: string[] = [];
+    await run((reader) =>
+      reader.pollRecordsInto(reuse, (box) => {
+        expect(box).toBe(reuse);
+        reused.push(box.text);
+      }),
+    );
+    const viewed: string[] = [];
+    await run((reader) => reader.pollRecordViews((input) => viewed.push(boxText(input))));
+    expect(reused.sort()).toEqual([...produced].sort());
+    expect(viewed.sort()).toEqual([...produced].sort());
+  });
 });
+
+function boxText(input: DataInputDeserializer): string {
+  return Buffer.from(input.readFully(input.available())).toString("utf8");
+}

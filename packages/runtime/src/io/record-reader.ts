@@ -1,6 +1,9 @@
 import {
   CancelledError,
+  type DataInputDeserializer,
+  type DeserializationResult,
   type RecordHolder,
+  type RecordViewReader,
   type RuntimeEvent,
   SpillingAdaptiveSpanningRecordDeserializer,
   type SpillingAdaptiveSpanningRecordDeserializerOptions,
@@ -101,6 +104,42 @@ export class RecordReader<T> implements AsyncIterable<T> {
    * `numRecordsIn` once per call, not one by one.
    */
   pollRecords(onRecord: (record: T) => void, maxRecords = Number.MAX_SAFE_INTEGER): PollStatus {
+    return this.poll(onRecord, undefined, undefined, maxRecords);
+  }
+
+  /**
+   * Like {@link pollRecords}, but decodes every record into `reuse` with the serializer's
+   * `deserializeInto` (serializers without it allocate as in `pollRecords`) and passes it to
+   * `onRecord`: one object serves the whole poll, so decoding allocates nothing per record.
+   * `onRecord` must copy what it keeps, since the next record overwrites `reuse`.
+   */
+  pollRecordsInto(
+    reuse: T,
+    onRecord: (record: T) => void,
+    maxRecords = Number.MAX_SAFE_INTEGER,
+  ): PollStatus {
+    return this.poll(onRecord, reuse, undefined, maxRecords);
+  }
+
+  /**
+   * Like {@link pollRecords}, but without the serializer: `onRecord` reads each record's payload
+   * in place from a DataInputDeserializer that is valid only during the call (no copy, no value
+   * allocated). For consumers that need a few fields of each record, or decode on their own.
+   */
+  pollRecordViews(
+    onRecord: (input: DataInputDeserializer) => void,
+    maxRecords = Number.MAX_SAFE_INTEGER,
+  ): PollStatus {
+    return this.poll(undefined, undefined, onRecord, maxRecords);
+  }
+
+  /** The poll loop of every `poll*` method: exactly one of `onRecord` and `onView` is set. */
+  private poll(
+    onRecord: ((record: T) => void) | undefined,
+    reuse: T | undefined,
+    onView: RecordViewReader | undefined,
+    maxRecords: number,
+  ): PollStatus {
     if (this.closed) throw new CancelledError("record reader is closed");
     this.starved = false;
     // Priority events go ahead of the rest of the current buffer (once per call, not per record).
@@ -109,15 +148,21 @@ export class RecordReader<T> implements AsyncIterable<T> {
     }
     let delivered = 0;
     const holder = this.holder;
+    const serializer = this.serializer;
     while (delivered < maxRecords) {
       const current = this.current;
       if (current !== undefined) {
-        const result = current.getNextRecord(this.serializer, holder);
+        let result: DeserializationResult;
+        if (onView !== undefined) result = current.readNextRecord(onView);
+        else if (reuse !== undefined) result = current.getNextRecordInto(serializer, reuse, holder);
+        else result = current.getNextRecord(serializer, holder);
         if (result.isBufferConsumed()) this.current = undefined;
         if (result.isFullRecord()) {
-          const value = holder.value as T;
-          holder.value = undefined;
-          onRecord(value);
+          if (onRecord !== undefined) {
+            const value = holder.value as T;
+            holder.value = undefined;
+            onRecord(value);
+          }
           delivered++;
         }
         continue;

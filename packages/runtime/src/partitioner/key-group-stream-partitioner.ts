@@ -1,10 +1,7 @@
-import {
-  assignToKeyGroup,
-  checkMaxParallelism,
-  checkParallelisms,
-  computeOperatorIndexForKeyGroup,
-} from "./key-group-range-assignment.js";
+import { hashCodeOf } from "./hash-code.js";
+import { checkMaxParallelism, checkParallelisms } from "./key-group-range-assignment.js";
 import type { KeySelector } from "./key-selector.js";
+import { murmurHash } from "./murmur-hash.js";
 import { StreamPartitioner } from "./stream-partitioner.js";
 
 /**
@@ -16,6 +13,12 @@ import { StreamPartitioner } from "./stream-partitioner.js";
 export class KeyGroupStreamPartitioner<T, K> extends StreamPartitioner<T> {
   readonly #keySelector: KeySelector<T, K>;
   readonly #maxParallelism: number;
+  /**
+   * The channel count validated by `setup()`, 0 before. Kept here so that routing a record repeats
+   * none of the range checks of `assignToKeyGroup` and `computeOperatorIndexForKeyGroup`: both
+   * inputs were checked once, and a key group from `% maxParallelism` is in range by construction.
+   */
+  #channels = 0;
 
   /**
    * @param keySelector - extracts the key; its result must be hashable by `hashCodeOf`.
@@ -45,6 +48,7 @@ export class KeyGroupStreamPartitioner<T, K> extends StreamPartitioner<T> {
   override setup(numberOfChannels: number): void {
     super.setup(numberOfChannels);
     checkParallelisms(this.#maxParallelism, numberOfChannels);
+    this.#channels = numberOfChannels;
   }
 
   /**
@@ -55,12 +59,12 @@ export class KeyGroupStreamPartitioner<T, K> extends StreamPartitioner<T> {
    *   key selector propagate unchanged.
    */
   selectChannel(record: T): number {
-    const key = this.#keySelector(record);
-    return computeOperatorIndexForKeyGroup(
-      this.#maxParallelism,
-      this.numberOfChannels,
-      assignToKeyGroup(key, this.#maxParallelism),
-    );
+    // Before setup() the base class getter throws its IllegalStateError.
+    const channels = this.#channels === 0 ? this.numberOfChannels : this.#channels;
+    const maxParallelism = this.#maxParallelism;
+    const keyGroup = murmurHash(hashCodeOf(this.#keySelector(record))) % maxParallelism;
+    // keyGroup × channels < 2^30: exact in a double, as in computeOperatorIndexForKeyGroup.
+    return Math.floor((keyGroup * channels) / maxParallelism);
   }
 
   /** `HASH` */

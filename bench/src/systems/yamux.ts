@@ -1,0 +1,263 @@
+/**
+ * `@chainsafe/libp2p-yamux` over one `node:net` socket: the producer opens one yamux stream and
+ * sends one message per record (a framed record, as the raw per-record baseline writes it); the
+ * consumer parses the stream's messages like the raw baselines. Only the muxer is measured, no
+ * libp2p node (no encryption, no peer routing): the yamux frames, windows and the library's own
+ * buffering. The producer honours backpressure (`send()` false → `onDrain()`).
+ *
+ * The library's message streams use `Promise.withResolvers` (Node 22); on Node 20 this module
+ * installs the standard three-line equivalent before the library runs.
+ */
+import { createConnection, createServer, type Server, type Socket } from "node:net";
+import { yamux } from "@chainsafe/libp2p-yamux";
+import type { Logger, MessageStreamDirection, Stream, StreamMuxer } from "@libp2p/interface";
+import { AbstractMessageStream, type SendResult } from "@libp2p/utils";
+import { FramedRecordParser, makeFramedRecords } from "../records.js";
+import type {
+  DrainResult,
+  ProduceResult,
+  ThroughputConsumer,
+  ThroughputParams,
+  ThroughputProducer,
+} from "../roles.js";
+import { SOCKET_HIGH_WATER_MARK } from "./raw-net.js";
+
+if (typeof (Promise as { withResolvers?: unknown }).withResolvers !== "function") {
+  Object.assign(Promise, {
+    withResolvers<T>() {
+      let resolve!: (value: T) => void;
+      let reject!: (reason?: unknown) => void;
+      const promise = new Promise<T>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      return { promise, resolve, reject };
+    },
+  });
+}
+
+/** What the library hands `sendData`: a list of chunks. */
+type ChunkList = Parameters<AbstractMessageStream["sendData"]>[0];
+
+/** A logger that logs nothing (the library logs through it on hot paths). */
+const silent: Logger = Object.assign(() => {}, {
+  enabled: false,
+  error: () => {},
+  trace: () => {},
+  newScope: () => silent,
+}) as unknown as Logger;
+
+/** A node:net socket as the message stream yamux runs over. */
+class SocketMessageStream extends AbstractMessageStream {
+  constructor(
+    private readonly socket: Socket,
+    direction: MessageStreamDirection,
+  ) {
+    super({ log: silent, direction });
+    socket.on("data", (chunk: Buffer) => this.onData(chunk));
+    socket.on("drain", () => this.safeDispatchEvent("drain"));
+    socket.on("error", () => {});
+    socket.once("close", () => this.onTransportClosed());
+  }
+
+  sendData(data: ChunkList): SendResult {
+    let canSendMore = true;
+    for (const chunk of data) canSendMore = this.socket.write(chunk);
+    return { sentBytes: data.byteLength, canSendMore };
+  }
+
+  sendReset(): void {
+    this.socket.destroy();
+  }
+
+  sendPause(): void {
+    this.socket.pause();
+  }
+
+  sendResume(): void {
+    this.socket.resume();
+  }
+
+  async close(): Promise<void> {
+    await new Promise<void>((resolve) => this.socket.end(resolve));
+  }
+}
+
+function muxerOver(socket: Socket, direction: MessageStreamDirection): StreamMuxer {
+  return yamux()().createStreamMuxer(new SocketMessageStream(socket, direction));
+}
+
+/** How long the producer waits for its stream to close after a run. */
+const CLOSE_TIMEOUT_MS = 5_000;
+
+/** Whether `stream` drained within `ms`. */
+async function drainedWithin(stream: Stream, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([stream.onDrain().then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function yieldNow(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+export class YamuxThroughputProducer implements ThroughputProducer {
+  private server: Server | undefined;
+  private socket: Promise<Socket> | undefined;
+  /** The last run's socket, open until cleanup. */
+  private open: Socket | undefined;
+  private readonly framed: Buffer[];
+
+  constructor(params: ThroughputParams) {
+    this.framed = makeFramedRecords(params.recordSize);
+  }
+
+  async prepare(): Promise<unknown> {
+    const server = createServer({ noDelay: true, highWaterMark: SOCKET_HIGH_WATER_MARK });
+    this.server = server;
+    this.socket = new Promise((resolve) => server.once("connection", resolve));
+    const port = await new Promise<number>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(0, "127.0.0.1", () => {
+        const address = server.address();
+        resolve(typeof address === "object" && address !== null ? address.port : 0);
+      });
+    });
+    return { port };
+  }
+
+  async produce({ durationMs }: { durationMs: number }): Promise<ProduceResult> {
+    const socket = await (this.socket as Promise<Socket>);
+    const muxer = muxerOver(socket, "inbound");
+    const stream = await muxer.createStream();
+    const framed = this.framed;
+    const mask = framed.length - 1;
+    const start = performance.now();
+    const end = start + durationMs;
+    let sent = 0;
+    let keySum = 0;
+    let waits = 0;
+    let stalled = false;
+    while (!stalled && performance.now() < end && stream.status === "open") {
+      for (let i = 0; i < 64; i++) {
+        const ok = stream.send(framed[sent & mask] as Buffer);
+        keySum = (keySum + (sent & mask)) | 0;
+        sent++;
+        if (!ok) {
+          waits++;
+          // Bounded by the run's end: a drain that never comes ends the run (the consumer's
+          // count then tells what arrived) instead of hanging the bench.
+          const left = end - performance.now();
+          if (left <= 0 || !(await drainedWithin(stream, left))) {
+            stalled = true;
+            break;
+          }
+        }
+      }
+      await yieldNow();
+    }
+    // Ends the stream once its buffered messages are sent; the socket stays open until cleanup,
+    // since closing it here can cut off messages still waiting for the peer's window update.
+    // Bounded like the drain waits: a close that never completes aborts the stream (the
+    // consumer then reports what arrived) instead of hanging the bench.
+    let closeTimer: NodeJS.Timeout | undefined;
+    const closed = await Promise.race([
+      stream.close().then(() => true),
+      new Promise<boolean>((resolve) => {
+        closeTimer = setTimeout(() => resolve(false), CLOSE_TIMEOUT_MS);
+      }),
+    ]);
+    clearTimeout(closeTimer);
+    if (!closed) {
+      stalled = true;
+      stream.abort(new Error("yamux stream did not close in time"));
+    }
+    this.open = socket;
+    return {
+      sent,
+      keySum,
+      elapsedMs: performance.now() - start,
+      extra: { drainWaits: waits, stalled },
+    };
+  }
+
+  async cleanup(): Promise<void> {
+    this.open?.destroy();
+    this.open = undefined;
+    const server = this.server;
+    this.server = undefined;
+    if (server !== undefined) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  async close(): Promise<void> {
+    await this.cleanup();
+  }
+}
+
+export class YamuxThroughputConsumer implements ThroughputConsumer {
+  private done: Promise<DrainResult> | undefined;
+  private socket: Socket | undefined;
+
+  async connect(endpoint: unknown): Promise<void> {
+    const { port } = endpoint as { port: number };
+    const socket = await new Promise<Socket>((resolve, reject) => {
+      const s = createConnection({ host: "127.0.0.1", port, noDelay: true });
+      s.once("connect", () => resolve(s));
+      s.once("error", reject);
+    });
+    this.socket = socket;
+    const muxer = muxerOver(socket, "outbound");
+    const parser = new FramedRecordParser();
+    let first = -1;
+    let firstCount = 0;
+    let last = -1;
+    let messages = 0;
+    this.done = new Promise((resolve, reject) => {
+      socket.once("error", reject);
+      muxer.addEventListener("stream", (event) => {
+        const stream: Stream = event.detail;
+        stream.addEventListener("message", (message) => {
+          messages++;
+          parser.push(message.data.subarray());
+          const now = performance.now();
+          if (first < 0) {
+            first = now;
+            firstCount = parser.count;
+          }
+          last = now;
+        });
+        stream.addEventListener("close", (closed) => {
+          if (closed.error !== undefined) reject(closed.error);
+        });
+        stream.addEventListener("remoteCloseWrite", () =>
+          resolve({
+            received: parser.count,
+            keySum: parser.keySum,
+            timedRecords: parser.count - firstCount,
+            timedMs: last - first,
+            extra: { bytes: parser.bytes, messages },
+          }),
+        );
+      });
+    });
+  }
+
+  drain(): Promise<DrainResult> {
+    return this.done as Promise<DrainResult>;
+  }
+
+  async cleanup(): Promise<void> {
+    this.socket?.destroy();
+    this.socket = undefined;
+  }
+
+  async close(): Promise<void> {
+    await this.cleanup();
+  }
+}
