@@ -96,39 +96,46 @@ describe("SortMergeResultPartition in one worker (local channels)", () => {
         .toEqual({ available: read.total, total: read.total });
   }
 
-  it("writes four times its worker's network memory through a bounded pool, and consumers read every record after it finished", async () => {
-    const env = await start();
-    const job = await deploy(env);
-    const pool = env.networkBufferPool;
-    const perPartitionMax = Math.max(32, 4 * 3);
-    let maxUsed = 0;
-    const watch = setInterval(() => {
-      maxUsed = Math.max(maxUsed, pool.getNumberOfUsedMemorySegments());
-    }, 1);
-    const records = 8_000;
-    try {
-      await Promise.all(
-        job.writers.map(async (writer, p) => {
-          await produce(writer, p, records, 150);
-          maxUsed = Math.max(maxUsed, pool.getNumberOfUsedMemorySegments());
-        }),
-      );
-    } finally {
-      clearInterval(watch);
-    }
-    let written = 0;
-    for (const writer of job.writers) written += writer.metrics.numBytesOut;
-    expect(written).toBeGreaterThan(4 * MB);
-    expect(maxUsed).toBeLessThanOrEqual(2 * perPartitionMax);
-    for (const writer of job.writers) writer.close();
-    const checkers = await consumeAll(job.gates, 2);
-    for (const checker of checkers) expect(checker.nextSeq).toEqual([records, records]);
-    await closeGates(job.gates);
-    await expectPoolsFull(env);
-    // Compressed on disk (LZ4 by default): the padding compresses well.
-    const stats = sortMerge(job).getStatistics();
-    expect(stats?.bytesAfterCompression).toBeLessThan((stats?.bytesBeforeCompression ?? 0) / 2);
-  });
+  // 32 segments: 3 subpartitions fill segments of their own (a hash-based buffer), 5 sort.
+  it.each([
+    [3, "filled per subpartition"],
+    [5, "sorted"],
+  ])(
+    "writes four times its worker's network memory through a bounded pool, and consumers read every record after it finished (%i subpartitions, %s)",
+    async (consumers) => {
+      const env = await start();
+      const job = await deploy(env, 2, consumers);
+      const pool = env.networkBufferPool;
+      const perPartitionMax = Math.max(32, 4 * consumers);
+      let maxUsed = 0;
+      const watch = setInterval(() => {
+        maxUsed = Math.max(maxUsed, pool.getNumberOfUsedMemorySegments());
+      }, 1);
+      const records = 8_000;
+      try {
+        await Promise.all(
+          job.writers.map(async (writer, p) => {
+            await produce(writer, p, records, 150);
+            maxUsed = Math.max(maxUsed, pool.getNumberOfUsedMemorySegments());
+          }),
+        );
+      } finally {
+        clearInterval(watch);
+      }
+      let written = 0;
+      for (const writer of job.writers) written += writer.metrics.numBytesOut;
+      expect(written).toBeGreaterThan(4 * MB);
+      expect(maxUsed).toBeLessThanOrEqual(2 * perPartitionMax);
+      for (const writer of job.writers) writer.close();
+      const checkers = await consumeAll(job.gates, 2);
+      for (const checker of checkers) expect(checker.nextSeq).toEqual([records, records]);
+      await closeGates(job.gates);
+      await expectPoolsFull(env);
+      // Compressed on disk (LZ4 by default): the padding compresses well.
+      const stats = sortMerge(job).getStatistics();
+      expect(stats?.bytesAfterCompression).toBeLessThan((stats?.bytesBeforeCompression ?? 0) / 2);
+    },
+  );
 
   it("serves its subpartitions any number of times: again after a first read, and to two readers at once", async () => {
     const env = await start();

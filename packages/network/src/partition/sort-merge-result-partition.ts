@@ -23,7 +23,9 @@ import type { BufferCompressor } from "../compression/buffer-compressor.js";
 import type { BatchShuffleCounters } from "./batch-shuffle-counters.js";
 import type { BatchShuffleReadBufferPool } from "./batch-shuffle-read-buffer-pool.js";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
+import type { DataBuffer } from "./data-buffer.js";
 import type { FileChannelManager } from "./file-channel-manager.js";
+import { HashBasedDataBuffer } from "./hash-based-data-buffer.js";
 import type { ManagedResultPartition, PartitionRegistry } from "./managed-result-partition.js";
 import type { PartitionedFile } from "./partitioned-file.js";
 import { DATA_FILE_SUFFIX, INDEX_FILE_SUFFIX } from "./partitioned-file.js";
@@ -38,6 +40,13 @@ const WRITE_BUFFER_BYTES = 8 * 1024 * 1024;
 const MAX_WRITE_BUFFERS = 512;
 /** A sort-merge partition cannot work with fewer segments: one to sort in, one to write from. */
 const MIN_SEGMENTS = 2;
+/**
+ * Segments per subpartition from which a partition fills segments per subpartition (a
+ * HashBasedDataBuffer) instead of sorting: each region then leaves at most one partly filled
+ * segment per subpartition, an eighth of the memory at worst. With the pool's default size
+ * (min-buffers 512) that holds up to 64 subpartitions; wider partitions sort.
+ */
+const HASH_BUFFER_SEGMENTS_PER_SUBPARTITION = 8;
 const LENGTH_BYTES = 4;
 
 /** Construction parameters of a SortMergeResultPartition. */
@@ -123,7 +132,7 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
   private bufferPool: LocalBufferPool | undefined;
   private readonly segments: MemorySegment[] = [];
   private writeSegments: MemorySegment[] = [];
-  private dataBuffer: SortBasedDataBuffer | undefined;
+  private dataBuffer: DataBuffer | undefined;
   private isBroadcastMode = false;
   private fileWriter: PartitionedFileWriter | undefined;
   private resultFile: PartitionedFile | undefined;
@@ -417,7 +426,7 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
     this.pending = pending;
     this.enqueue(async () => {
       const subpartition = isBroadcast ? 0 : target;
-      const current = this.dataBuffer as SortBasedDataBuffer;
+      const current = this.dataBuffer as DataBuffer;
       if (isBroadcast === this.isBroadcastMode || current.isEmpty()) {
         this.isBroadcastMode = isBroadcast;
         if (current.append(pending.bytes, subpartition)) {
@@ -427,7 +436,7 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
       }
       await this.spill();
       this.isBroadcastMode = isBroadcast;
-      if (!(this.dataBuffer as SortBasedDataBuffer).append(pending.bytes, subpartition)) {
+      if (!(this.dataBuffer as DataBuffer).append(pending.bytes, subpartition)) {
         await this.writeLargeRecord(pending);
       }
       this.pending = undefined;
@@ -477,11 +486,21 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
   }
 
   /**
-   * Splits the held segments into write buffers (Flink: up to 8 MiB, at most half) and the sort
-   * buffer.
+   * With several segments per subpartition, all of them fill per subpartition (no write buffers
+   * needed: the segments are written as they are). Otherwise the held segments are split into
+   * write buffers (Flink: up to 8 MiB, at most half) and a sort buffer.
    */
   private createDataBuffer(): void {
     const total = this.segments.length;
+    if (total >= HASH_BUFFER_SEGMENTS_PER_SUBPARTITION * this.numberOfSubpartitions) {
+      this.writeSegments = [];
+      this.dataBuffer = new HashBasedDataBuffer(
+        this.segments,
+        this.numberOfSubpartitions,
+        this.subpartitionOrder,
+      );
+      return;
+    }
     const wanted = Math.min(
       MAX_WRITE_BUFFERS,
       Math.max(1, Math.floor(WRITE_BUFFER_BYTES / this.segmentSize)),
@@ -529,19 +548,23 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
     const writer = this.fileWriter as PartitionedFileWriter;
     buffer.finish();
     writer.startRegion(this.isBroadcastMode);
+    const copies = buffer.copiesIntoWriteBuffers;
     let free = [...this.writeSegments];
     for (let s = buffer.currentSubpartition(); s !== -1; s = buffer.currentSubpartition()) {
       writer.startRun(s);
       for (;;) {
-        if (free.length === 0) {
+        if (copies && free.length === 0) {
           await writer.flush();
           this.checkNotReleased();
           free = [...this.writeSegments];
         }
-        const segment = free.pop() as MemorySegment;
-        const bytes = buffer.copyInto(segment);
-        if (bytes === 0) break;
-        this.appendDataBuffer(writer, segment, bytes);
+        const writeBuffer = copies ? free.pop() : undefined;
+        const next = buffer.nextBuffer(writeBuffer);
+        if (next === undefined) {
+          if (writeBuffer !== undefined) free.push(writeBuffer);
+          break;
+        }
+        this.appendDataBuffer(writer, next.segment, next.size);
       }
       writer.endRun();
     }
