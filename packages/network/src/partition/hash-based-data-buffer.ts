@@ -24,6 +24,8 @@ export class HashBasedDataBuffer implements DataBuffer {
   private readonly runs: MemorySegment[][];
   /** Per subpartition, bytes used in its last segment. */
   private readonly lastFill: Int32Array;
+  /** Per subpartition, the memory of its last segment (undefined before its first record). */
+  private readonly current: (Buffer | undefined)[];
   private numberOfRecords = 0;
   private finished = false;
   // Read side, after finish().
@@ -54,6 +56,7 @@ export class HashBasedDataBuffer implements DataBuffer {
     this.subpartitionOrder = subpartitionOrder;
     this.runs = Array.from({ length: numberOfSubpartitions }, () => []);
     this.lastFill = new Int32Array(numberOfSubpartitions);
+    this.current = new Array<Buffer | undefined>(numberOfSubpartitions).fill(undefined);
   }
 
   append(record: Uint8Array, subpartition: number): boolean {
@@ -63,21 +66,25 @@ export class HashBasedDataBuffer implements DataBuffer {
         `subpartition ${subpartition} out of [0, ${this.numberOfSubpartitions})`,
       );
     }
-    const run = this.runs[subpartition] as MemorySegment[];
     const size = this.segmentSize;
     const length = record.length;
     const bytes = LENGTH_BYTES + length;
     let fill = this.lastFill[subpartition] as number;
-    const room = run.length === 0 ? 0 : size - fill;
-    if (bytes <= room) {
-      // The common case: the record fits the run's current segment.
-      const memory = (run[run.length - 1] as MemorySegment).memory;
-      memory.writeInt32BE(length, fill);
+    const memory = this.current[subpartition];
+    if (memory !== undefined && bytes <= size - fill) {
+      // The common case: the record fits the run's current segment. The length is stored byte
+      // by byte (big-endian): cheaper than writeInt32BE's checks, once per record.
+      memory[fill] = length >>> 24;
+      memory[fill + 1] = length >>> 16;
+      memory[fill + 2] = length >>> 8;
+      memory[fill + 3] = length;
       memory.set(record, fill + LENGTH_BYTES);
       this.lastFill[subpartition] = fill + bytes;
       this.numberOfRecords++;
       return true;
     }
+    const run = this.runs[subpartition] as MemorySegment[];
+    const room = run.length === 0 ? 0 : size - fill;
     if (Math.ceil((bytes - room) / size) > this.free.length) return false;
     const prefix = Buffer.allocUnsafe(LENGTH_BYTES);
     prefix.writeInt32BE(length, 0);
@@ -87,6 +94,7 @@ export class HashBasedDataBuffer implements DataBuffer {
         if (segment === undefined || fill === size) {
           segment = this.free.pop() as MemorySegment;
           run.push(segment);
+          this.current[subpartition] = segment.memory;
           fill = 0;
         }
         const n = Math.min(source.length - copied, size - fill);
