@@ -73,7 +73,7 @@ export interface SortMergeResultPartitionOptions {
   readonly counters?: BatchShuffleCounters | undefined;
 }
 
-/** A record waiting for the sort buffer while a spill runs. */
+/** A record waiting for the data buffer while a spill runs. */
 interface PendingRecord {
   readonly bytes: Uint8Array;
   /** Subpartition, ignored for a broadcast record. */
@@ -95,9 +95,12 @@ export interface SortMergePartitionStatistics {
  * A blocking result partition written to disk by sort-merge (Flink's SortMergeResultPartition,
  * the default for batch since Flink 1.15).
  *
- * Records go into a sort buffer made of the partition's network segments. When it is full, its
- * records are copied out subpartition by subpartition — one contiguous run each — into write
- * buffers, compressed when that makes them smaller, and appended to one data file as a region,
+ * Records go into a data buffer made of the partition's network segments: filled per
+ * subpartition ({@link HashBasedDataBuffer}) when the partition holds enough segments, else a
+ * {@link SortBasedDataBuffer}. When it is full, its records are written subpartition by
+ * subpartition — one contiguous run each, the hash buffer's segments as they are, the sort
+ * buffer's copied out into write buffers — compressed when that makes a buffer smaller, and
+ * appended to one data file as a region,
  * with the region's index entries appended to one index file (see {@link PartitionedFile}).
  * The producer's network memory is therefore bounded by its pool, max(min-buffers, 4 × n)
  * segments, whatever the data size. `finish()` spills the rest, writes EndOfPartition and closes
@@ -319,7 +322,7 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
 
   // ------------------------------------------------------------------------------ availability
 
-  /** False while a file operation runs or a record waits for the sort buffer. */
+  /** False while a file operation runs or a record waits for the data buffer. */
   isAvailable(): boolean {
     return this.released || (this.queuedOperations === 0 && this.pending === undefined);
   }
