@@ -7,8 +7,9 @@ import {
   type RecordHolder,
   SpillingAdaptiveSpanningRecordDeserializer,
 } from "@sluice/core";
+import { must } from "@sluice/core/testing";
 import { ResultPartitionType } from "@sluice/runtime-api";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { SingleInputGate } from "../consumer/single-input-gate.js";
 import type { NetworkShuffleEnvironment } from "../environment/network-shuffle-environment.js";
 import { LocalShuffleServiceFactory } from "../environment/network-shuffle-service-factory.js";
@@ -22,6 +23,7 @@ import {
   type RawConfig,
   requestPartitions,
 } from "../test-support/shuffle-fixture.js";
+import { PartitionedFileWriter } from "./partitioned-file-writer.js";
 import type { SortMergeResultPartition } from "./sort-merge-result-partition.js";
 
 const MB = 1024 * 1024;
@@ -275,6 +277,38 @@ describe("SortMergeResultPartition in one worker (local channels)", () => {
     ]);
     await closeGates(job.gates);
     await expectPoolsFull(env);
+  });
+
+  it("writes a region filled per subpartition in flushes of at most the write-buffer budget when it compresses", async () => {
+    // 256 KiB segments: the budget is 32 buffers (8 MiB); 64 segments for 2 subpartitions are
+    // filled per subpartition, so every full region is also flushed halfway.
+    const overrides: RawConfig = {
+      "taskmanager.memory.segment-size": "256kb",
+      "taskmanager.memory.network.min": "48mb",
+      "taskmanager.network.sort-shuffle.min-buffers": 64,
+      "taskmanager.memory.framework.off-heap.batch-shuffle.size": "4mb",
+    };
+    config = { ...config, ...overrides };
+    const env = await start();
+    const flushes = vi.spyOn(PartitionedFileWriter.prototype, "flush");
+    try {
+      const job = await deploy(env, 1, 2);
+      const writer = sortMerge(job);
+      const records = 10_000;
+      await produce(writer, 0, records, 1_000);
+      writer.close();
+      const checkers = await consumeAll(job.gates, 1);
+      for (const checker of checkers) expect(checker.nextSeq).toEqual([records]);
+      const stats = must(writer.getStatistics());
+      expect(stats.bytesAfterCompression).toBeLessThan(stats.bytesBeforeCompression / 2);
+      // One flush per region, plus the ones halfway through the full regions.
+      expect(stats.numberOfRegions).toBeGreaterThan(2);
+      expect(flushes.mock.calls.length).toBeGreaterThan(stats.numberOfRegions);
+      await closeGates(job.gates);
+      await expectPoolsFull(env);
+    } finally {
+      flushes.mockRestore();
+    }
   });
 
   it("rejects a blocking partition with fewer subpartitions than sort-shuffle.min-parallelism", async () => {

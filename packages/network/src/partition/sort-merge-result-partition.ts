@@ -504,16 +504,23 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
       );
       return;
     }
-    const wanted = Math.min(
-      MAX_WRITE_BUFFERS,
-      Math.max(1, Math.floor(WRITE_BUFFER_BYTES / this.segmentSize)),
+    const numberOfWriteBuffers = Math.max(
+      1,
+      Math.min(Math.floor(total / 2), this.writeBufferBudget()),
     );
-    const numberOfWriteBuffers = Math.max(1, Math.min(Math.floor(total / 2), wanted));
     this.writeSegments = this.segments.slice(0, numberOfWriteBuffers);
     this.dataBuffer = new SortBasedDataBuffer(
       this.segments.slice(numberOfWriteBuffers),
       this.numberOfSubpartitions,
       this.subpartitionOrder,
+    );
+  }
+
+  /** Buffers written per batch at most (Flink: 8 MiB of them, at most 512). */
+  private writeBufferBudget(): number {
+    return Math.min(
+      MAX_WRITE_BUFFERS,
+      Math.max(1, Math.floor(WRITE_BUFFER_BYTES / this.segmentSize)),
     );
   }
 
@@ -552,14 +559,20 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
     buffer.finish();
     writer.startRegion(this.isBroadcastMode);
     const copies = buffer.copiesIntoWriteBuffers;
+    // Compressed copies stay on the heap until written: when the buffer hands out its own
+    // segments, flush at the write-buffer budget so that they never add more than it.
+    const compressedLimit =
+      copies || this.compressor === undefined ? Number.POSITIVE_INFINITY : this.writeBufferBudget();
+    let unflushed = 0;
     let free = [...this.writeSegments];
     for (let s = buffer.currentSubpartition(); s !== -1; s = buffer.currentSubpartition()) {
       writer.startRun(s);
       for (;;) {
-        if (copies && free.length === 0) {
+        if (copies ? free.length === 0 : unflushed >= compressedLimit) {
           await writer.flush();
           this.checkNotReleased();
           free = [...this.writeSegments];
+          unflushed = 0;
         }
         const writeBuffer = copies ? free.pop() : undefined;
         const next = buffer.nextBuffer(writeBuffer);
@@ -568,6 +581,7 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
           break;
         }
         this.appendDataBuffer(writer, next.segment, next.size);
+        unflushed++;
       }
       writer.endRun();
     }
