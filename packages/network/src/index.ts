@@ -95,7 +95,9 @@ export {
   isEventAvailable,
 } from "./partition/buffer-and-backlog.js";
 export type { BufferAvailabilityListener } from "./partition/buffer-availability-listener.js";
+export type { DataBuffer, DataBufferOutput } from "./partition/data-buffer.js";
 export { FileChannelManager } from "./partition/file-channel-manager.js";
+export { HashBasedDataBuffer } from "./partition/hash-based-data-buffer.js";
 export type {
   ManagedResultPartition,
   PartitionRegistry,

@@ -1,4 +1,5 @@
 import { IllegalArgumentError, IllegalStateError, type MemorySegment } from "@sluice/core";
+import type { DataBuffer, DataBufferOutput } from "./data-buffer.js";
 
 /** Size of the record length prefix (int32 big-endian), stored with every record. */
 const LENGTH_BYTES = 4;
@@ -22,8 +23,9 @@ const MAX_CAPACITY = 0x7fff_ffff;
  * run, subpartition after subpartition, packed into buffers for the partitioned file. A record
  * may span segments in the sort buffer and buffers in the output, as in any buffer of records.
  */
-export class SortBasedDataBuffer {
+export class SortBasedDataBuffer implements DataBuffer {
   readonly numberOfSubpartitions: number;
+  readonly copiesIntoWriteBuffers = true;
   private readonly segments: readonly MemorySegment[];
   private readonly segmentSize: number;
   private readonly capacity: number;
@@ -211,6 +213,15 @@ export class SortBasedDataBuffer {
       }
     }
     return written;
+  }
+
+  /** Copies the next bytes of the current run into `writeBuffer` (see `copyInto`). */
+  nextBuffer(writeBuffer: MemorySegment | undefined): DataBufferOutput | undefined {
+    if (writeBuffer === undefined) {
+      throw new IllegalArgumentError("a sort buffer copies its runs out into a write buffer");
+    }
+    const size = this.copyInto(writeBuffer);
+    return size === 0 ? undefined : { segment: writeBuffer, size };
   }
 
   /** Forgets every record; the segments can take new ones. */

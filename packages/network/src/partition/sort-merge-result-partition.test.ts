@@ -7,8 +7,9 @@ import {
   type RecordHolder,
   SpillingAdaptiveSpanningRecordDeserializer,
 } from "@sluice/core";
+import { must } from "@sluice/core/testing";
 import { ResultPartitionType } from "@sluice/runtime-api";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { SingleInputGate } from "../consumer/single-input-gate.js";
 import type { NetworkShuffleEnvironment } from "../environment/network-shuffle-environment.js";
 import { LocalShuffleServiceFactory } from "../environment/network-shuffle-service-factory.js";
@@ -22,6 +23,7 @@ import {
   type RawConfig,
   requestPartitions,
 } from "../test-support/shuffle-fixture.js";
+import { PartitionedFileWriter } from "./partitioned-file-writer.js";
 import type { SortMergeResultPartition } from "./sort-merge-result-partition.js";
 
 const MB = 1024 * 1024;
@@ -96,39 +98,46 @@ describe("SortMergeResultPartition in one worker (local channels)", () => {
         .toEqual({ available: read.total, total: read.total });
   }
 
-  it("writes four times its worker's network memory through a bounded pool, and consumers read every record after it finished", async () => {
-    const env = await start();
-    const job = await deploy(env);
-    const pool = env.networkBufferPool;
-    const perPartitionMax = Math.max(32, 4 * 3);
-    let maxUsed = 0;
-    const watch = setInterval(() => {
-      maxUsed = Math.max(maxUsed, pool.getNumberOfUsedMemorySegments());
-    }, 1);
-    const records = 8_000;
-    try {
-      await Promise.all(
-        job.writers.map(async (writer, p) => {
-          await produce(writer, p, records, 150);
-          maxUsed = Math.max(maxUsed, pool.getNumberOfUsedMemorySegments());
-        }),
-      );
-    } finally {
-      clearInterval(watch);
-    }
-    let written = 0;
-    for (const writer of job.writers) written += writer.metrics.numBytesOut;
-    expect(written).toBeGreaterThan(4 * MB);
-    expect(maxUsed).toBeLessThanOrEqual(2 * perPartitionMax);
-    for (const writer of job.writers) writer.close();
-    const checkers = await consumeAll(job.gates, 2);
-    for (const checker of checkers) expect(checker.nextSeq).toEqual([records, records]);
-    await closeGates(job.gates);
-    await expectPoolsFull(env);
-    // Compressed on disk (LZ4 by default): the padding compresses well.
-    const stats = sortMerge(job).getStatistics();
-    expect(stats?.bytesAfterCompression).toBeLessThan((stats?.bytesBeforeCompression ?? 0) / 2);
-  });
+  // 32 segments: 3 subpartitions fill segments of their own (a hash-based buffer), 5 sort.
+  it.each([
+    [3, "filled per subpartition"],
+    [5, "sorted"],
+  ])(
+    "writes four times its worker's network memory through a bounded pool, and consumers read every record after it finished (%i subpartitions, %s)",
+    async (consumers) => {
+      const env = await start();
+      const job = await deploy(env, 2, consumers);
+      const pool = env.networkBufferPool;
+      const perPartitionMax = Math.max(32, 4 * consumers);
+      let maxUsed = 0;
+      const watch = setInterval(() => {
+        maxUsed = Math.max(maxUsed, pool.getNumberOfUsedMemorySegments());
+      }, 1);
+      const records = 8_000;
+      try {
+        await Promise.all(
+          job.writers.map(async (writer, p) => {
+            await produce(writer, p, records, 150);
+            maxUsed = Math.max(maxUsed, pool.getNumberOfUsedMemorySegments());
+          }),
+        );
+      } finally {
+        clearInterval(watch);
+      }
+      let written = 0;
+      for (const writer of job.writers) written += writer.metrics.numBytesOut;
+      expect(written).toBeGreaterThan(4 * MB);
+      expect(maxUsed).toBeLessThanOrEqual(2 * perPartitionMax);
+      for (const writer of job.writers) writer.close();
+      const checkers = await consumeAll(job.gates, 2);
+      for (const checker of checkers) expect(checker.nextSeq).toEqual([records, records]);
+      await closeGates(job.gates);
+      await expectPoolsFull(env);
+      // Compressed on disk (LZ4 by default): the padding compresses well.
+      const stats = sortMerge(job).getStatistics();
+      expect(stats?.bytesAfterCompression).toBeLessThan((stats?.bytesBeforeCompression ?? 0) / 2);
+    },
+  );
 
   it("serves its subpartitions any number of times: again after a first read, and to two readers at once", async () => {
     const env = await start();
@@ -268,6 +277,38 @@ describe("SortMergeResultPartition in one worker (local channels)", () => {
     ]);
     await closeGates(job.gates);
     await expectPoolsFull(env);
+  });
+
+  it("writes a region filled per subpartition in flushes of at most the write-buffer budget when it compresses", async () => {
+    // 256 KiB segments: the budget is 32 buffers (8 MiB); 64 segments for 2 subpartitions are
+    // filled per subpartition, so every full region is also flushed halfway.
+    const overrides: RawConfig = {
+      "taskmanager.memory.segment-size": "256kb",
+      "taskmanager.memory.network.min": "48mb",
+      "taskmanager.network.sort-shuffle.min-buffers": 64,
+      "taskmanager.memory.framework.off-heap.batch-shuffle.size": "4mb",
+    };
+    config = { ...config, ...overrides };
+    const env = await start();
+    const flushes = vi.spyOn(PartitionedFileWriter.prototype, "flush");
+    try {
+      const job = await deploy(env, 1, 2);
+      const writer = sortMerge(job);
+      const records = 10_000;
+      await produce(writer, 0, records, 1_000);
+      writer.close();
+      const checkers = await consumeAll(job.gates, 1);
+      for (const checker of checkers) expect(checker.nextSeq).toEqual([records]);
+      const stats = must(writer.getStatistics());
+      expect(stats.bytesAfterCompression).toBeLessThan(stats.bytesBeforeCompression / 2);
+      // One flush per region, plus the ones halfway through the full regions.
+      expect(stats.numberOfRegions).toBeGreaterThan(2);
+      expect(flushes.mock.calls.length).toBeGreaterThan(stats.numberOfRegions);
+      await closeGates(job.gates);
+      await expectPoolsFull(env);
+    } finally {
+      flushes.mockRestore();
+    }
   });
 
   it("rejects a blocking partition with fewer subpartitions than sort-shuffle.min-parallelism", async () => {

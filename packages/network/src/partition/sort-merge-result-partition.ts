@@ -23,7 +23,9 @@ import type { BufferCompressor } from "../compression/buffer-compressor.js";
 import type { BatchShuffleCounters } from "./batch-shuffle-counters.js";
 import type { BatchShuffleReadBufferPool } from "./batch-shuffle-read-buffer-pool.js";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
+import type { DataBuffer } from "./data-buffer.js";
 import type { FileChannelManager } from "./file-channel-manager.js";
+import { HashBasedDataBuffer } from "./hash-based-data-buffer.js";
 import type { ManagedResultPartition, PartitionRegistry } from "./managed-result-partition.js";
 import type { PartitionedFile } from "./partitioned-file.js";
 import { DATA_FILE_SUFFIX, INDEX_FILE_SUFFIX } from "./partitioned-file.js";
@@ -38,6 +40,13 @@ const WRITE_BUFFER_BYTES = 8 * 1024 * 1024;
 const MAX_WRITE_BUFFERS = 512;
 /** A sort-merge partition cannot work with fewer segments: one to sort in, one to write from. */
 const MIN_SEGMENTS = 2;
+/**
+ * Segments per subpartition from which a partition fills segments per subpartition (a
+ * HashBasedDataBuffer) instead of sorting: each region then leaves at most one partly filled
+ * segment per subpartition, an eighth of the memory at worst. With the pool's default size
+ * (min-buffers 512) that holds up to 64 subpartitions; wider partitions sort.
+ */
+const HASH_BUFFER_SEGMENTS_PER_SUBPARTITION = 8;
 const LENGTH_BYTES = 4;
 
 /** Construction parameters of a SortMergeResultPartition. */
@@ -64,7 +73,7 @@ export interface SortMergeResultPartitionOptions {
   readonly counters?: BatchShuffleCounters | undefined;
 }
 
-/** A record waiting for the sort buffer while a spill runs. */
+/** A record waiting for the data buffer while a spill runs. */
 interface PendingRecord {
   readonly bytes: Uint8Array;
   /** Subpartition, ignored for a broadcast record. */
@@ -86,9 +95,12 @@ export interface SortMergePartitionStatistics {
  * A blocking result partition written to disk by sort-merge (Flink's SortMergeResultPartition,
  * the default for batch since Flink 1.15).
  *
- * Records go into a sort buffer made of the partition's network segments. When it is full, its
- * records are copied out subpartition by subpartition — one contiguous run each — into write
- * buffers, compressed when that makes them smaller, and appended to one data file as a region,
+ * Records go into a data buffer made of the partition's network segments: filled per
+ * subpartition ({@link HashBasedDataBuffer}) when the partition holds enough segments, else a
+ * {@link SortBasedDataBuffer}. When it is full, its records are written subpartition by
+ * subpartition — one contiguous run each, the hash buffer's segments as they are, the sort
+ * buffer's copied out into write buffers — compressed when that makes a buffer smaller, and
+ * appended to one data file as a region,
  * with the region's index entries appended to one index file (see {@link PartitionedFile}).
  * The producer's network memory is therefore bounded by its pool, max(min-buffers, 4 × n)
  * segments, whatever the data size. `finish()` spills the rest, writes EndOfPartition and closes
@@ -123,7 +135,7 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
   private bufferPool: LocalBufferPool | undefined;
   private readonly segments: MemorySegment[] = [];
   private writeSegments: MemorySegment[] = [];
-  private dataBuffer: SortBasedDataBuffer | undefined;
+  private dataBuffer: DataBuffer | undefined;
   private isBroadcastMode = false;
   private fileWriter: PartitionedFileWriter | undefined;
   private resultFile: PartitionedFile | undefined;
@@ -310,7 +322,7 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
 
   // ------------------------------------------------------------------------------ availability
 
-  /** False while a file operation runs or a record waits for the sort buffer. */
+  /** False while a file operation runs or a record waits for the data buffer. */
   isAvailable(): boolean {
     return this.released || (this.queuedOperations === 0 && this.pending === undefined);
   }
@@ -417,7 +429,7 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
     this.pending = pending;
     this.enqueue(async () => {
       const subpartition = isBroadcast ? 0 : target;
-      const current = this.dataBuffer as SortBasedDataBuffer;
+      const current = this.dataBuffer as DataBuffer;
       if (isBroadcast === this.isBroadcastMode || current.isEmpty()) {
         this.isBroadcastMode = isBroadcast;
         if (current.append(pending.bytes, subpartition)) {
@@ -427,7 +439,7 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
       }
       await this.spill();
       this.isBroadcastMode = isBroadcast;
-      if (!(this.dataBuffer as SortBasedDataBuffer).append(pending.bytes, subpartition)) {
+      if (!(this.dataBuffer as DataBuffer).append(pending.bytes, subpartition)) {
         await this.writeLargeRecord(pending);
       }
       this.pending = undefined;
@@ -477,21 +489,38 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
   }
 
   /**
-   * Splits the held segments into write buffers (Flink: up to 8 MiB, at most half) and the sort
-   * buffer.
+   * With several segments per subpartition, all of them fill per subpartition (no write buffers
+   * needed: the segments are written as they are). Otherwise the held segments are split into
+   * write buffers (Flink: up to 8 MiB, at most half) and a sort buffer.
    */
   private createDataBuffer(): void {
     const total = this.segments.length;
-    const wanted = Math.min(
-      MAX_WRITE_BUFFERS,
-      Math.max(1, Math.floor(WRITE_BUFFER_BYTES / this.segmentSize)),
+    if (total >= HASH_BUFFER_SEGMENTS_PER_SUBPARTITION * this.numberOfSubpartitions) {
+      this.writeSegments = [];
+      this.dataBuffer = new HashBasedDataBuffer(
+        this.segments,
+        this.numberOfSubpartitions,
+        this.subpartitionOrder,
+      );
+      return;
+    }
+    const numberOfWriteBuffers = Math.max(
+      1,
+      Math.min(Math.floor(total / 2), this.writeBufferBudget()),
     );
-    const numberOfWriteBuffers = Math.max(1, Math.min(Math.floor(total / 2), wanted));
     this.writeSegments = this.segments.slice(0, numberOfWriteBuffers);
     this.dataBuffer = new SortBasedDataBuffer(
       this.segments.slice(numberOfWriteBuffers),
       this.numberOfSubpartitions,
       this.subpartitionOrder,
+    );
+  }
+
+  /** Buffers written per batch at most (Flink: 8 MiB of them, at most 512). */
+  private writeBufferBudget(): number {
+    return Math.min(
+      MAX_WRITE_BUFFERS,
+      Math.max(1, Math.floor(WRITE_BUFFER_BYTES / this.segmentSize)),
     );
   }
 
@@ -529,19 +558,30 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
     const writer = this.fileWriter as PartitionedFileWriter;
     buffer.finish();
     writer.startRegion(this.isBroadcastMode);
+    const copies = buffer.copiesIntoWriteBuffers;
+    // Compressed copies stay on the heap until written: when the buffer hands out its own
+    // segments, flush at the write-buffer budget so that they never add more than it.
+    const compressedLimit =
+      copies || this.compressor === undefined ? Number.POSITIVE_INFINITY : this.writeBufferBudget();
+    let unflushed = 0;
     let free = [...this.writeSegments];
     for (let s = buffer.currentSubpartition(); s !== -1; s = buffer.currentSubpartition()) {
       writer.startRun(s);
       for (;;) {
-        if (free.length === 0) {
+        if (copies ? free.length === 0 : unflushed >= compressedLimit) {
           await writer.flush();
           this.checkNotReleased();
           free = [...this.writeSegments];
+          unflushed = 0;
         }
-        const segment = free.pop() as MemorySegment;
-        const bytes = buffer.copyInto(segment);
-        if (bytes === 0) break;
-        this.appendDataBuffer(writer, segment, bytes);
+        const writeBuffer = copies ? free.pop() : undefined;
+        const next = buffer.nextBuffer(writeBuffer);
+        if (next === undefined) {
+          if (writeBuffer !== undefined) free.push(writeBuffer);
+          break;
+        }
+        this.appendDataBuffer(writer, next.segment, next.size);
+        unflushed++;
       }
       writer.endRun();
     }

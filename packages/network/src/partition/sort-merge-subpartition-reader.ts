@@ -13,7 +13,12 @@ import type {
 } from "./result-subpartition-view.js";
 
 /** Buffers a reader reads ahead of its consumer; bounds what one slow consumer holds. */
-export const MAX_BUFFERS_READ_AHEAD = 16;
+export const MAX_BUFFERS_READ_AHEAD = 32;
+/**
+ * A reader asks for more only once its queue fell to this many buffers, so that reads refill
+ * half the read-ahead with one `readv` instead of replacing each sent buffer with a read of one.
+ */
+const READ_AHEAD_LOW_WATERMARK = MAX_BUFFERS_READ_AHEAD / 2;
 
 /** What a reader asks of its partition's read scheduler. */
 export interface ReadRequester {
@@ -56,7 +61,8 @@ export class SortMergeSubpartitionReader implements ResultSubpartitionView {
   /** Whether the scheduler should read for this view now, and how many buffers at most. */
   getBufferDemand(): number {
     if (this.released || this.failure !== undefined || !this.fileReader.hasRemaining()) return 0;
-    return Math.max(0, MAX_BUFFERS_READ_AHEAD - this.queue.length);
+    const queued = this.queue.length;
+    return queued > READ_AHEAD_LOW_WATERMARK ? 0 : MAX_BUFFERS_READ_AHEAD - queued;
   }
 
   /** The file offset this view reads next (the scheduler reads in offset order). */
