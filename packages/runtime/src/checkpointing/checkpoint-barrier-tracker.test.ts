@@ -1,8 +1,8 @@
 import { CheckpointBarrier } from "@sluice/core";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { CheckpointBarrierTracker } from "./checkpoint-barrier-tracker.js";
 import { CheckpointFailureReason } from "./checkpoint-failure-reason.js";
-import { CheckpointedInputGate } from "./checkpointed-input-gate.js";
+import { type HandlerFixture, useHandlerFixture } from "./test-support/handler-fixture.js";
 import { ManualClock } from "./test-support/manual-clock.js";
 import {
   buffer,
@@ -18,31 +18,20 @@ import { ValidatingCheckpointableTask } from "./test-support/validating-checkpoi
 
 const barrier = trackedBarrier;
 
-interface Fixture {
-  readonly gate: ScriptedInputGate;
-  readonly task: ValidatingCheckpointableTask;
-  readonly tracker: CheckpointBarrierTracker;
-  readonly input: CheckpointedInputGate;
+interface Fixture extends HandlerFixture<CheckpointBarrierTracker> {
   readonly clock: ManualClock;
 }
 
-let current: Fixture | undefined;
-
-afterEach(async () => {
-  const fixture = current;
-  current = undefined;
-  if (fixture === undefined) return;
-  expect(fixture.input.pollNext()).toBeUndefined();
-  await fixture.gate.close();
-});
+const fixtures = useHandlerFixture();
 
 function setUp(channels: number, sequence: readonly ScriptedItem[] = []): Fixture {
-  const gate = new ScriptedInputGate(channels, sequence);
-  const task = new ValidatingCheckpointableTask();
   const clock = new ManualClock();
-  const tracker = new CheckpointBarrierTracker({ taskName: "test", inputs: [gate], task, clock });
-  current = { gate, task, tracker, input: new CheckpointedInputGate([gate], tracker), clock };
-  return current;
+  const fixture = fixtures.setUp(
+    channels,
+    sequence,
+    (gate, task) => new CheckpointBarrierTracker({ taskName: "test", inputs: [gate], task, clock }),
+  );
+  return { ...fixture, clock };
 }
 
 /** Polls every scripted item, checking each comes out unchanged and in order. */
@@ -355,7 +344,7 @@ describe("CheckpointBarrierTracker (at-least-once)", () => {
       buffer(0),
     ]);
     expect(f.task.sequence).toEqual([-1, -2]);
-    expect(f.tracker.isCheckpointPending()).toBe(false);
+    expect(f.handler.isCheckpointPending()).toBe(false);
   });
 
   it("measures the start delay, the alignment time and the bytes processed during alignment", () => {
@@ -392,7 +381,7 @@ describe("CheckpointBarrierTracker (at-least-once)", () => {
         checkpointStartDelayNanos: 10_000_000,
       },
     ]);
-    expect(f.tracker.getCheckpointStartDelayNanos()).toBe(10_000_000);
+    expect(f.handler.getCheckpointStartDelayNanos()).toBe(10_000_000);
   });
 
   it("reports no alignment time and no aligned bytes for a single channel", () => {
@@ -423,8 +412,8 @@ describe("CheckpointBarrierTracker (at-least-once)", () => {
     ]);
     expect(f.task.triggered).toEqual([4n]);
     expect(f.task.aborted).toEqual([]);
-    expect(f.tracker.getPendingCheckpointIds()).toEqual([5n]);
-    expect(f.tracker.getNumOpenChannels()).toBe(2);
+    expect(f.handler.getPendingCheckpointIds()).toEqual([5n]);
+    expect(f.handler.getNumOpenChannels()).toBe(2);
   });
 
   it("counts a channel that delivered the barrier and then ended only once", () => {
@@ -452,15 +441,15 @@ describe("CheckpointBarrierTracker (at-least-once)", () => {
   it("completes a checkpoint begun with two open channels after one of them ended, not as a new one", () => {
     const f = run(2, [barrier(1, 0), endOfPartition(0), barrier(1, 1)]);
     expect(f.task.triggered).toEqual([1n]);
-    expect(f.tracker.isCheckpointPending()).toBe(false);
+    expect(f.handler.isCheckpointPending()).toBe(false);
   });
 
   it("forgets an aborted checkpoint once a channel's end accounts for its last barrier", () => {
     const f = run(3, [cancel(4, 0), barrier(4, 1), barrier(5, 1), endOfPartition(2)]);
     expect(f.task.aborted).toEqual([4n]);
     expect(f.task.triggered).toEqual([]);
-    expect(f.tracker.getPendingCheckpointIds()).toEqual([5n]);
-    expect(f.tracker.getNumOpenChannels()).toBe(2);
+    expect(f.handler.getPendingCheckpointIds()).toEqual([5n]);
+    expect(f.handler.getNumOpenChannels()).toBe(2);
   });
 
   it("aborts older checkpoints with a newer marker, and markers of new checkpoints after channels ended", () => {
@@ -479,7 +468,7 @@ describe("CheckpointBarrierTracker (at-least-once)", () => {
   it("removes a checkpoint begun with two open channels on a marker after one of them ended", () => {
     const f = run(2, [barrier(1, 0, 0n), endOfPartition(0), cancel(1, 1)]);
     expect(f.task.lastCanceledCheckpointId).toBe(1n);
-    expect(f.tracker.isCheckpointPending()).toBe(false);
+    expect(f.handler.isCheckpointPending()).toBe(false);
   });
 
   it("times only the newest checkpoint's alignment when two complete one after the other", () => {

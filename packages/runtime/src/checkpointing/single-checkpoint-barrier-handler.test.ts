@@ -1,8 +1,9 @@
 import { CheckpointAlignment, CheckpointBarrier, DEFAULT_CHECKPOINT_OPTIONS } from "@sluice/core";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { CheckpointFailureReason } from "./checkpoint-failure-reason.js";
 import { CheckpointedInputGate } from "./checkpointed-input-gate.js";
 import { SingleCheckpointBarrierHandler } from "./single-checkpoint-barrier-handler.js";
+import { type HandlerFixture, useHandlerFixture } from "./test-support/handler-fixture.js";
 import { ManualClock } from "./test-support/manual-clock.js";
 import {
   barrier,
@@ -18,49 +19,31 @@ import { ValidatingCheckpointableTask } from "./test-support/validating-checkpoi
 // UnalignedCheckpointsTest that hold for aligned checkpoints too). The gate behaves like a
 // producer: an aligned barrier blocks its channel until the handler resumes it.
 
-interface Fixture {
-  readonly gate: ScriptedInputGate;
-  readonly task: ValidatingCheckpointableTask;
-  readonly handler: SingleCheckpointBarrierHandler;
-  readonly input: CheckpointedInputGate;
+interface Fixture extends HandlerFixture<SingleCheckpointBarrierHandler> {
   readonly clock: ManualClock;
-  readonly sequence: readonly ScriptedItem[];
 }
 
-let current: Fixture | undefined;
-
-afterEach(async () => {
-  const fixture = current;
-  current = undefined;
-  if (fixture === undefined) return;
-  expect(fixture.input.pollNext()).toBeUndefined();
-  await fixture.gate.close();
-});
+const fixtures = useHandlerFixture();
 
 function setUp(
   channels: number,
   sequence: readonly ScriptedItem[],
   options: { checkpointsAfterTasksFinish?: boolean } = {},
 ): Fixture {
-  const gate = new ScriptedInputGate(channels, sequence);
-  const task = new ValidatingCheckpointableTask();
   const clock = new ManualClock();
-  const handler = new SingleCheckpointBarrierHandler({
-    taskName: "test",
-    inputs: [gate],
-    task,
-    clock,
-    ...options,
-  });
-  current = {
-    gate,
-    task,
-    handler,
-    input: new CheckpointedInputGate([gate], handler),
-    clock,
+  const fixture = fixtures.setUp(
+    channels,
     sequence,
-  };
-  return current;
+    (gate, task) =>
+      new SingleCheckpointBarrierHandler({
+        taskName: "test",
+        inputs: [gate],
+        task,
+        clock,
+        ...options,
+      }),
+  );
+  return { ...fixture, clock };
 }
 
 /** Polls items `from..to` (inclusive) and checks each is the scripted one. */

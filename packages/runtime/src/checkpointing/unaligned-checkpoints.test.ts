@@ -1,56 +1,37 @@
 import { CheckpointAlignment } from "@sluice/core";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { CheckpointFailureReason } from "./checkpoint-failure-reason.js";
-import { CheckpointedInputGate } from "./checkpointed-input-gate.js";
 import { SingleCheckpointBarrierHandler } from "./single-checkpoint-barrier-handler.js";
+import { type HandlerFixture, useHandlerFixture } from "./test-support/handler-fixture.js";
 import {
   barrier,
   buffer,
   cancel,
   endOfPartition,
-  ScriptedInputGate,
   type ScriptedItem,
   unalignedBarrier,
 } from "./test-support/scripted-input-gate.js";
-import { ValidatingCheckpointableTask } from "./test-support/validating-checkpointable-task.js";
 
 // Ported case by case from Flink's UnalignedCheckpointsTest (its facts, not its code): an
 // unaligned checkpoint triggers at its first barrier, holds no channel, and its input is
 // complete once every open channel delivered the barrier or ended. Which in-flight data is
 // persisted is the channels' business (network tests) and end to end the recovery property test.
 
-interface Fixture {
-  readonly gate: ScriptedInputGate;
-  readonly task: ValidatingCheckpointableTask;
-  readonly handler: SingleCheckpointBarrierHandler;
-  readonly input: CheckpointedInputGate;
-}
+type Fixture = HandlerFixture<SingleCheckpointBarrierHandler>;
 
-let current: Fixture | undefined;
-
-afterEach(async () => {
-  const fixture = current;
-  current = undefined;
-  if (fixture === undefined) return;
-  expect(fixture.input.pollNext()).toBeUndefined();
-  await fixture.gate.close();
-});
+const fixtures = useHandlerFixture();
 
 function setUp(
   channels: number,
   sequence: readonly ScriptedItem[],
   options: { checkpointsAfterTasksFinish?: boolean } = {},
 ): Fixture {
-  const gate = new ScriptedInputGate(channels, sequence);
-  const task = new ValidatingCheckpointableTask();
-  const handler = new SingleCheckpointBarrierHandler({
-    taskName: "test",
-    inputs: [gate],
-    task,
-    ...options,
-  });
-  current = { gate, task, handler, input: new CheckpointedInputGate([gate], handler) };
-  return current;
+  return fixtures.setUp(
+    channels,
+    sequence,
+    (gate, task) =>
+      new SingleCheckpointBarrierHandler({ taskName: "test", inputs: [gate], task, ...options }),
+  );
 }
 
 /** Polls everything; returns the channel of each data buffer and the kind of each event. */
