@@ -132,10 +132,12 @@ export class TcpConnection implements TransportConnection {
   }
 
   /**
-   * Corks a plaintext socket for the data server's write turn. TLS sockets are left alone:
-   * with a corked turn, the TLS conformance suite found network buffers not returned to their
-   * pool after the connection closed (the cause is not understood yet), so TLS keeps one write
-   * per frame.
+   * Corks a plaintext socket for the data server's write turn. TLS sockets are left alone: with
+   * a corked turn, the write callbacks of a TLS socket's last frames (which recycle their
+   * buffers) fire only after the TaskExecutor's close() has resolved, so the TLS suite's
+   * "every buffer back in its pool at close" check sees two buffers out; polled, they come back
+   * within the next turns. Until close() waits for the data connections' writes, TLS keeps one
+   * write per frame.
    */
   cork(): void {
     if (!this.encrypted) this.socket.cork();
