@@ -1,3 +1,4 @@
+import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Metric, MetricGroup, MetricReporter } from "@sluice/runtime-api";
 import { MetricReporterError } from "@sluice/runtime-api";
@@ -103,7 +104,8 @@ export class PrometheusReporter implements MetricReporter {
     for (const port of ports) {
       const server = createServer((request, response) => this.serve(request, response));
       try {
-        await listen(server, port, host);
+        server.listen(port, host);
+        await once(server, "listening"); // rejects on the server's "error" (EADDRINUSE, ...)
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === "EADDRINUSE") continue;
         throw new MetricReporterError(
@@ -257,20 +259,4 @@ function describePorts(ports: readonly number[]): string {
       ? `${first}`
       : `${first}-${last}`
     : ports.join(",");
-}
-
-function listen(server: Server, port: number, host: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onError = (error: Error) => {
-      server.off("listening", onListening);
-      reject(error);
-    };
-    const onListening = () => {
-      server.off("error", onError);
-      resolve();
-    };
-    server.once("error", onError);
-    server.once("listening", onListening);
-    server.listen(port, host);
-  });
 }

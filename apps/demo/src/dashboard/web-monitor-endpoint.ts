@@ -1,3 +1,4 @@
+import { once } from "node:events";
 import { existsSync, readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -74,7 +75,8 @@ export class WebMonitorEndpoint {
       });
     });
     try {
-      await listen(server, options.port, options.host);
+      server.listen(options.port, options.host);
+      await once(server, "listening"); // rejects on the server's "error" (EADDRINUSE, ...)
     } catch (error) {
       const code = (error as { code?: string }).code;
       if (options.portIsExplicit || code !== "EADDRINUSE") {
@@ -86,7 +88,8 @@ export class WebMonitorEndpoint {
       options.onWarning(
         `the dashboard's default port ${options.port} is taken; using a free port (set rest.port to choose one)`,
       );
-      await listen(server, 0, options.host);
+      server.listen(0, options.host);
+      await once(server, "listening");
     }
     endpoint = new WebMonitorEndpoint(server, options);
     return endpoint;
@@ -194,20 +197,4 @@ function respond(response: ServerResponse, status: number, body: unknown): void 
   }
   response.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" });
   response.end(JSON.stringify(body));
-}
-
-function listen(server: Server, port: number, host: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onError = (error: Error) => {
-      server.off("listening", onListening);
-      reject(error);
-    };
-    const onListening = () => {
-      server.off("error", onError);
-      resolve();
-    };
-    server.once("error", onError);
-    server.once("listening", onListening);
-    server.listen(port, host);
-  });
 }
