@@ -1,3 +1,4 @@
+import type { Duplex } from "node:stream";
 import {
   LocalTransportError,
   ProtocolError,
@@ -6,6 +7,7 @@ import {
 } from "@sluice/core";
 import type { ConnectionHandler, TransportConnection } from "@sluice/network";
 import { type RawData, WebSocket } from "ws";
+import { binaryFrameHeader } from "./ws-frame-header.js";
 
 /** How long a graceful close may take before the socket is terminated (as TcpConnection). */
 const CLOSE_GRACE_MS = 5_000;
@@ -70,6 +72,16 @@ export interface WsConnectionOptions {
    * `bufferedAmount` below this many bytes.
    */
   readonly lowWaterMark: number;
+  /**
+   * The server side's socket under `ws`. When given, and no extension (permessage-deflate) was
+   * negotiated, a write of several chunks goes to it as one unmasked binary frame: the frame
+   * header, then the chunks, corked. The receiver then gets each BufferResponse as one message
+   * and `ws` joins nothing there (it joins the fragments of a fragmented message into a fresh
+   * buffer). `ws` writes its own frames to the same socket without queueing when nothing is
+   * compressed, so the order of frames is kept, and its `bufferedAmount` counts the socket's
+   * queue, so backpressure still holds. A client must mask its frames and leaves this unset.
+   */
+  readonly serverSocket?: Duplex;
 }
 
 /** Describes a close code for messages: `1009 (message too big)`, with the reason if any. */
@@ -89,9 +101,10 @@ function wsErrorCode(error: Error): string | undefined {
  * A TransportConnection over a `ws` WebSocket (either side), carrying the protocol frames as
  * binary messages: each `write()` is one message.
  *
- * - **No payload copy on send.** The chunks of one `write()` go out as the fragments of one
- *   message (`fin: false` on all but the last, ws' fragmentation), so a BufferResponse header
- *   and the payload view of its segment leave without being joined. On the server side ws
+ * - **No payload copy on send.** The chunks of one `write()` go out as one message without
+ *   being joined: on the server side (which sends the data) as one frame written chunk by chunk
+ *   to the socket (see {@link WsConnectionOptions.serverSocket}), otherwise as the fragments of
+ *   one message (`fin: false` on all but the last, ws' fragmentation). On the server side ws
  *   frames a Buffer without copying it; a client must mask, which copies (and costs CPU): the
  *   producer is therefore the server. Adjacent small chunks are joined (see COALESCE_BELOW).
  * - **Backpressure from `bufferedAmount`.** `ws.send()` returns nothing (ws#2009), so the
@@ -112,6 +125,8 @@ export class WsConnection implements TransportConnection {
   private readonly ws: WebSocket;
   private readonly highWaterMark: number;
   private readonly lowWaterMark: number;
+  /** Set when whole frames may be written to the socket directly (see `serverSocket`). */
+  private readonly frameSocket: Duplex | undefined;
   private handler: ConnectionHandler | undefined;
   /** Messages received before `setHandler`. */
   private pending: Buffer[] | undefined = [];
@@ -136,6 +151,8 @@ export class WsConnection implements TransportConnection {
     this.remoteAddress = options.remoteAddress;
     this.highWaterMark = options.highWaterMark;
     this.lowWaterMark = options.lowWaterMark;
+    // Extensions are settled by the handshake, which is over when a connection is built.
+    this.frameSocket = ws.extensions === "" ? options.serverSocket : undefined;
     ws.binaryType = "nodebuffer";
     ws.on("error", (error: Error) => {
       this.wsError ??= error;
@@ -184,6 +201,18 @@ export class WsConnection implements TransportConnection {
     if (fragments.length === 0) {
       // Nothing to send: still answer asynchronously, as a send would.
       if (onWritten !== undefined) queueMicrotask(() => onWritten(null));
+    } else if (fragments.length > 1 && this.frameSocket !== undefined) {
+      const socket = this.frameSocket;
+      let length = 0;
+      for (const fragment of fragments) length += fragment.byteLength;
+      const last = fragments.length - 1;
+      socket.cork();
+      socket.write(binaryFrameHeader(length));
+      for (let i = 0; i < last; i++) socket.write(fragments[i] as Uint8Array);
+      socket.write(fragments[last] as Uint8Array, (error?: Error | null) =>
+        this.afterSend(error, onWritten),
+      );
+      socket.uncork();
     } else {
       const last = fragments.length - 1;
       for (let i = 0; i < last; i++) ws.send(fragments[i] as Uint8Array, FRAGMENT);

@@ -183,6 +183,7 @@ export class WsTransport implements Transport {
         remoteAddress: `${socket.remoteAddress}:${socket.remotePort}`,
         highWaterMark: this.highWaterMark,
         lowWaterMark: this.lowWaterMark,
+        serverSocket: socket,
       });
       connections.add(connection);
       ws.once("close", () => connections.delete(connection));

@@ -265,25 +265,51 @@ describe("BufferBuilder and BufferConsumer", () => {
 });
 
 describe("BufferBuilder copy paths", () => {
-  it("copies whole sources, short runs and long partial runs exactly, and writes length prefixes big-endian", () => {
+  it("copies whole sources, short runs and long partial runs exactly", () => {
     const segment = MemorySegment.allocateUnpooled(SEGMENT_SIZE);
     const builder = new BufferBuilder(segment, { recycle: () => {} });
     const consumer = builder.createBufferConsumer();
     const source = Uint8Array.from({ length: 40 }, (_, i) => i + 1);
-    expect(builder.appendInt32(0x01020304)).toBe(true);
     expect(builder.append(source.subarray(0, 5))).toBe(5); // whole source
     expect(builder.append(source, 5, 7)).toBe(7); // short partial run (loop)
     expect(builder.append(source, 12, 28)).toBe(28); // long partial run (subarray)
-    expect(builder.getWritableBytes()).toBe(SEGMENT_SIZE - 44);
+    expect(builder.getWritableBytes()).toBe(SEGMENT_SIZE - 40);
     builder.commit();
     const built = consumer.build();
-    expect(Array.from(built.view())).toEqual([1, 2, 3, 4, ...Array.from(source)]);
+    expect(Array.from(built.view())).toEqual(Array.from(source));
     built.recycleBuffer();
-    // Not enough room for 4 bytes: nothing is written.
-    builder.append(new Uint8Array(SEGMENT_SIZE - 44 - 3));
-    expect(builder.appendInt32(7)).toBe(false);
-    expect(builder.getWritableBytes()).toBe(3);
     consumer.close();
     builder.close();
+  });
+
+  it("appends a record with its big-endian length prefix and commits it, or nothing when it does not fit", () => {
+    const size = 1024;
+    const builder = new BufferBuilder(MemorySegment.allocateUnpooled(size), { recycle: () => {} });
+    const consumer = builder.createBufferConsumer();
+    const record = Uint8Array.from({ length: 0x0103 }, (_, i) => i & 0xff); // copied with set()
+    const short = Uint8Array.of(9, 8, 7); // copied byte by byte
+    expect(builder.appendRecordAndCommit(record)).toBe(true);
+    expect(builder.appendRecordAndCommit(short)).toBe(true);
+    expect(builder.getCommittedBytes()).toBe(8 + record.length + short.length);
+    const built = consumer.build();
+    expect(Array.from(built.view())).toEqual([
+      ...[0, 0, 1, 3, ...Array.from(record)],
+      ...[0, 0, 0, 3, 9, 8, 7],
+    ]);
+    built.recycleBuffer();
+    // Room for the prefix and all but one byte of the record: nothing is written.
+    builder.append(new Uint8Array(builder.getWritableBytes() - (4 + record.length - 1)));
+    builder.commit();
+    const committed = builder.getCommittedBytes();
+    expect(builder.appendRecordAndCommit(record)).toBe(false);
+    expect(builder.getCommittedBytes()).toBe(committed);
+    expect(builder.getWritableBytes()).toBe(4 + record.length - 1);
+    consumer.close();
+    builder.close();
+    expectError(
+      () => builder.appendRecordAndCommit(record),
+      IllegalStateError,
+      ErrorCodes.ILLEGAL_STATE,
+    );
   });
 });

@@ -92,15 +92,32 @@ export class BufferBuilder {
   }
 
   /**
-   * Appends a big-endian int32 (a record's length prefix) when all 4 bytes fit, without
-   * committing. Returns false, writing nothing, when fewer than 4 bytes are left.
+   * Appends a record with its 4-byte big-endian length prefix and commits both, when the whole
+   * framed record fits; returns false, writing nothing, when it does not (the caller then spans
+   * the record over buffers). One state check and one commit per record: this is the path of
+   * almost every small record, so it avoids the per-call checks of `append` run twice.
    */
-  appendInt32(value: number): boolean {
+  appendRecordAndCommit(record: Uint8Array): boolean {
     this.checkOpen();
     if (this.marker.finished) throw new IllegalStateError("BufferBuilder is already finished");
-    if (this.maxCapacity - this.writerPosition < 4) return false;
-    this.segment.memory.writeInt32BE(value | 0, this.writerPosition);
-    this.writerPosition += 4;
+    const length = record.length;
+    const position = this.writerPosition;
+    if (this.maxCapacity - position < 4 + length) return false;
+    const memory = this.segment.memory;
+    // Byte stores: Buffer.writeInt32BE re-validates its arguments on every call.
+    memory[position] = length >>> 24;
+    memory[position + 1] = length >>> 16;
+    memory[position + 2] = length >>> 8;
+    memory[position + 3] = length;
+    const start = position + 4;
+    // TypedArray.set costs more than a short byte loop (12 B records: an int64 and its length).
+    if (length <= SHORT_COPY) {
+      for (let i = 0; i < length; i++) memory[start + i] = record[i] as number;
+    } else {
+      memory.set(record, start);
+    }
+    this.writerPosition = position + 4 + length;
+    this.commit();
     return true;
   }
 

@@ -290,9 +290,7 @@ export class ResultPartition
     if (this.broadcastBuilder !== undefined) this.finishBroadcastBuilder();
     // Fast path: the whole record, length prefix included, fits the current buffer.
     const current = this.unicastBuilders[targetSubpartition];
-    if (current !== undefined && current.getWritableBytes() >= LENGTH_BYTES + record.length) {
-      current.appendInt32(record.length);
-      current.appendAndCommit(record);
+    if (current?.appendRecordAndCommit(record)) {
       if (current.isFull()) this.finishUnicastBuilder(targetSubpartition);
       return;
     }

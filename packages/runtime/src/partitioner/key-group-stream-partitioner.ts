@@ -1,7 +1,11 @@
 import { hashCodeOf } from "./hash-code.js";
-import { checkMaxParallelism, checkParallelisms } from "./key-group-range-assignment.js";
+import {
+  checkMaxParallelism,
+  checkParallelisms,
+  computeOperatorIndexForKeyGroup,
+} from "./key-group-range-assignment.js";
 import type { KeySelector } from "./key-selector.js";
-import { murmurHash } from "./murmur-hash.js";
+import { murmurHashOfInt32 } from "./murmur-hash.js";
 import { StreamPartitioner } from "./stream-partitioner.js";
 
 /**
@@ -14,11 +18,11 @@ export class KeyGroupStreamPartitioner<T, K> extends StreamPartitioner<T> {
   readonly #keySelector: KeySelector<T, K>;
   readonly #maxParallelism: number;
   /**
-   * The channel count validated by `setup()`, 0 before. Kept here so that routing a record repeats
-   * none of the range checks of `assignToKeyGroup` and `computeOperatorIndexForKeyGroup`: both
-   * inputs were checked once, and a key group from `% maxParallelism` is in range by construction.
+   * The channel of every key group, filled by `setup()` with `computeOperatorIndexForKeyGroup`
+   * (so it is Flink's assignment by construction); undefined before. Routing a record is then a
+   * hash and a lookup: none of the range checks and no division per record.
    */
-  #channels = 0;
+  #channelOfKeyGroup: Uint16Array | undefined;
 
   /**
    * @param keySelector - extracts the key; its result must be hashable by `hashCodeOf`.
@@ -48,7 +52,16 @@ export class KeyGroupStreamPartitioner<T, K> extends StreamPartitioner<T> {
   override setup(numberOfChannels: number): void {
     super.setup(numberOfChannels);
     checkParallelisms(this.#maxParallelism, numberOfChannels);
-    this.#channels = numberOfChannels;
+    // At most 32768 key groups and channels: two bytes per key group, 64 KiB at most.
+    const table = new Uint16Array(this.#maxParallelism);
+    for (let keyGroup = 0; keyGroup < table.length; keyGroup++) {
+      table[keyGroup] = computeOperatorIndexForKeyGroup(
+        this.#maxParallelism,
+        numberOfChannels,
+        keyGroup,
+      );
+    }
+    this.#channelOfKeyGroup = table;
   }
 
   /**
@@ -59,12 +72,12 @@ export class KeyGroupStreamPartitioner<T, K> extends StreamPartitioner<T> {
    *   key selector propagate unchanged.
    */
   selectChannel(record: T): number {
-    // Before setup() the base class getter throws its IllegalStateError.
-    const channels = this.#channels === 0 ? this.numberOfChannels : this.#channels;
-    const maxParallelism = this.#maxParallelism;
-    const keyGroup = murmurHash(hashCodeOf(this.#keySelector(record))) % maxParallelism;
-    // keyGroup × channels < 2^30: exact in a double, as in computeOperatorIndexForKeyGroup.
-    return Math.floor((keyGroup * channels) / maxParallelism);
+    const table = this.#channelOfKeyGroup;
+    if (table === undefined) return this.numberOfChannels; // throws the base class's IllegalStateError
+    // hashCodeOf returns an int32 (or throws), so the scrambler's own check is redundant here.
+    const keyGroup =
+      murmurHashOfInt32(hashCodeOf(this.#keySelector(record))) % this.#maxParallelism;
+    return table[keyGroup] as number;
   }
 
   /** `HASH` */

@@ -20,6 +20,17 @@ export function murmurHash(code: number): number {
   if ((code | 0) !== code) {
     throw new IllegalArgumentError(`murmurHash expects an int32 hash code, got ${code}`);
   }
+  return murmurHashOfInt32(code);
+}
+
+/**
+ * {@link murmurHash} without the int32 check, for callers whose `code` is an int32 by
+ * construction (every result of `hashCodeOf` is): key-group routing calls this once per record.
+ *
+ * @param code - an int32; anything else gives an unspecified result.
+ * @returns a value in `[0, 2^31 - 1]`.
+ */
+export function murmurHashOfInt32(code: number): number {
   // Math.imul and the shifts keep every step in int32, matching Java's wrapping int arithmetic;
   // a plain `*` would lose low bits once the product exceeds 2^53.
   let k = Math.imul(code, 0xcc9e2d51);
