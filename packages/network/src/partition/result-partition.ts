@@ -23,6 +23,7 @@ import type {
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
 import type { ManagedResultPartition, PartitionRegistry } from "./managed-result-partition.js";
 import { PipelinedSubpartition, type SubpartitionParent } from "./pipelined-subpartition.js";
+import { ResultPartitionCounters } from "./result-partition-counters.js";
 import type { ResultSubpartitionView } from "./result-subpartition-view.js";
 
 /** Construction parameters of a ResultPartition. */
@@ -104,12 +105,7 @@ export class ResultPartition
   private readonly releaseFuture = new Promise<void>((resolve) => {
     this.resolveReleaseFuture = resolve;
   });
-  private readonly counters = {
-    numBytesOut: 0,
-    numBuffersOut: 0,
-    backPressuredTimeMs: 0,
-    backPressureStart: -1,
-  };
+  private readonly counters = new ResultPartitionCounters();
   readonly metrics: ResultPartitionMetrics;
 
   constructor(options: ResultPartitionOptions) {
@@ -133,24 +129,7 @@ export class ResultPartition
     );
     this.unicastBuilders = new Array<BufferBuilder | undefined>(this.numberOfSubpartitions);
     this.numberOfUsers = this.numberOfSubpartitions + 1;
-    const counters = this.counters;
-    const self = this;
-    this.metrics = {
-      get numBytesOut() {
-        return counters.numBytesOut;
-      },
-      get numBuffersOut() {
-        return counters.numBuffersOut;
-      },
-      get backPressuredTimeMs() {
-        const running =
-          counters.backPressureStart >= 0 ? Date.now() - counters.backPressureStart : 0;
-        return counters.backPressuredTimeMs + running;
-      },
-      outPoolUsage(): number {
-        return self.bufferPool?.getUsage() ?? 0;
-      },
-    };
+    this.metrics = this.counters.metricsView(() => this.bufferPool?.getUsage() ?? 0);
   }
 
   // ------------------------------------------------------------------------------- lifecycle

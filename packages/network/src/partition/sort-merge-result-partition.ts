@@ -30,6 +30,7 @@ import type { ManagedResultPartition, PartitionRegistry } from "./managed-result
 import type { PartitionedFile } from "./partitioned-file.js";
 import { DATA_FILE_SUFFIX, INDEX_FILE_SUFFIX } from "./partitioned-file.js";
 import { PartitionedFileWriter } from "./partitioned-file-writer.js";
+import { ResultPartitionCounters } from "./result-partition-counters.js";
 import type { ResultSubpartitionView } from "./result-subpartition-view.js";
 import { SortBasedDataBuffer } from "./sort-based-data-buffer.js";
 import { SortMergeResultPartitionReadScheduler } from "./sort-merge-result-partition-read-scheduler.js";
@@ -150,12 +151,7 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
   private released = false;
   private closed = false;
   private failureCause: Error | undefined;
-  private readonly counters = {
-    numBytesOut: 0,
-    numBuffersOut: 0,
-    backPressuredTimeMs: 0,
-    backPressureStart: -1,
-  };
+  private readonly counters = new ResultPartitionCounters();
 
   constructor(options: SortMergeResultPartitionOptions) {
     if (!Number.isInteger(options.numberOfSubpartitions) || options.numberOfSubpartitions < 1) {
@@ -180,24 +176,7 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
     const n = this.numberOfSubpartitions;
     const shift = Math.floor(Math.random() * n);
     this.subpartitionOrder = Array.from({ length: n }, (_, i) => (i + shift) % n);
-    const counters = this.counters;
-    const self = this;
-    this.metrics = {
-      get numBytesOut() {
-        return counters.numBytesOut;
-      },
-      get numBuffersOut() {
-        return counters.numBuffersOut;
-      },
-      get backPressuredTimeMs() {
-        const running =
-          counters.backPressureStart >= 0 ? Date.now() - counters.backPressureStart : 0;
-        return counters.backPressuredTimeMs + running;
-      },
-      outPoolUsage(): number {
-        return self.bufferPool?.getUsage() ?? 0;
-      },
-    };
+    this.metrics = this.counters.metricsView(() => this.bufferPool?.getUsage() ?? 0);
   }
 
   // ------------------------------------------------------------------------------- lifecycle
