@@ -103,8 +103,7 @@ export class BufferBuilder {
    * almost every small record, so it avoids the per-call checks of `append` run twice.
    */
   appendRecordAndCommit(record: Uint8Array): boolean {
-    this.checkOpen();
-    if (this.marker.finished) throw new IllegalStateError("BufferBuilder is already finished");
+    if (this.closed || this.marker.finished) this.throwNotWritable();
     const length = record.length;
     const position = this.writerPosition;
     if (this.maxCapacity - position < 4 + length) return false;
@@ -178,6 +177,11 @@ export class BufferBuilder {
     if (this.closed) return;
     this.closed = true;
     this.buffer.recycleBuffer();
+  }
+
+  private throwNotWritable(): never {
+    this.checkOpen();
+    throw new IllegalStateError("BufferBuilder is already finished");
   }
 
   private checkOpen(): void {

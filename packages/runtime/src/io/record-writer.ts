@@ -155,6 +155,11 @@ export abstract class RecordWriter<T> {
     return output.getSharedBuffer();
   }
 
+  /** Whether {@link checkErroneous} would throw: the per-record test, kept small to inline. */
+  protected isErroneous(): boolean {
+    return this.closed || (this.flusher !== undefined && this.flusher.getError() !== undefined);
+  }
+
   /** Rethrows an error of the OutputFlusher (Flink checks it on emit). */
   protected checkErroneous(): void {
     if (this.closed) throw new IllegalStateError(`record writer of ${this.taskName} is closed`);
@@ -186,7 +191,7 @@ export class ChannelSelectorRecordWriter<T> extends RecordWriter<T> {
   }
 
   emit(record: T): void {
-    this.checkErroneous();
+    if (this.isErroneous()) this.checkErroneous();
     this.emitToChannel(record, this.selector.selectChannel(record));
   }
 }
