@@ -53,8 +53,6 @@ export class TcpConnection implements TransportConnection {
   private socketError: Error | undefined;
 
   private readonly reusedRead: ReusedReadBuffer | undefined;
-  /** A node:tls socket. */
-  private readonly encrypted: boolean;
   /** Reads delivered before the handler was set (only with a reused read buffer). */
   private pendingReads: Buffer[] = [];
 
@@ -64,7 +62,6 @@ export class TcpConnection implements TransportConnection {
    */
   constructor(socket: Socket, remoteAddress?: string, reusedRead?: ReusedReadBuffer) {
     this.socket = socket;
-    this.encrypted = (socket as { encrypted?: boolean }).encrypted === true;
     this.reusedRead = reusedRead;
     if (reusedRead !== undefined) {
       this.pendingReads = reusedRead.takeEarly();
@@ -132,19 +129,15 @@ export class TcpConnection implements TransportConnection {
   }
 
   /**
-   * Corks a plaintext socket for the data server's write turn. TLS sockets are left alone: with
-   * a corked turn, the write callbacks of a TLS socket's last frames (which recycle their
-   * buffers) fire only after the TaskExecutor's close() has resolved, so the TLS suite's
-   * "every buffer back in its pool at close" check sees two buffers out; polled, they come back
-   * within the next turns. Until close() waits for the data connections' writes, TLS keeps one
-   * write per frame.
+   * Corks the socket for the data server's write turn: the turn's frames leave in one writev
+   * (plaintext) or one run of TLS records instead of one system call per frame.
    */
   cork(): void {
-    if (!this.encrypted) this.socket.cork();
+    this.socket.cork();
   }
 
   uncork(): void {
-    if (!this.encrypted) this.socket.uncork();
+    this.socket.uncork();
   }
 
   isWritable(): boolean {

@@ -91,6 +91,8 @@ export class NetworkShuffleEnvironment
   private readonly clientFactory: PartitionRequestClientFactory | undefined;
   private server: TransportServer | undefined;
   private readonly serverHandlers = new Set<PartitionRequestServerHandler>();
+  /** Server handlers whose connection closed while some of its writes were still in flight. */
+  private readonly closedServerHandlers = new Set<PartitionRequestServerHandler>();
   /** Gates by consumer attempt, for updatePartitionInfo. */
   private readonly gatesByConsumer = new Map<string, SingleInputGate[]>();
   private readonly backoff: Backoff;
@@ -175,7 +177,12 @@ export class NetworkShuffleEnvironment
             maxOutboundBytes: s.maxOutboundBytesPerConnection,
             idleTimeoutMs: s.idleConnectionTimeoutMs,
             frameReadTimeoutMs: s.frameReadTimeoutMs,
-            onClosed: (closed) => this.serverHandlers.delete(closed),
+            onClosed: (closed) => {
+              this.serverHandlers.delete(closed);
+              // Its writes may still be in flight: close() waits for them too.
+              this.closedServerHandlers.add(closed);
+              void closed.whenWritesDone().then(() => this.closedServerHandlers.delete(closed));
+            },
           },
         );
         if (this.serverHandlers.size >= s.maxConnections) {
@@ -540,7 +547,13 @@ export class NetworkShuffleEnvironment
       for (const gate of gates) await gate.close();
     }
     this.gatesByConsumer.clear();
+    const handlers = [...this.serverHandlers, ...this.closedServerHandlers];
     await this.server?.close();
+    // Closing the server destroyed its connections, and a destroyed connection still calls back
+    // the writes it had queued (with an error); the BufferResponses among them recycle their
+    // buffers then. Wait for those, so the pool is whole once close() resolves, whether the
+    // socket had written everything (plaintext, mostly) or still held a corked turn (TLS).
+    await Promise.all(handlers.map((handler) => handler.whenWritesDone()));
     try {
       await this.fileChannelManager.close();
     } finally {

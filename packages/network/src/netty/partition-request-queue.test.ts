@@ -175,6 +175,29 @@ describe("PartitionRequestQueue", () => {
     finish(s);
   });
 
+  it("tells when every write has called back, with the written buffers recycled by then", async () => {
+    const s = setUp();
+    const partition = newPartition(s);
+    partition.emitRecord(new Uint8Array(FULL), 0);
+    partition.emitRecord(new Uint8Array(FULL), 0);
+    request(s, partition.partitionId, 0, 2);
+    await turn();
+    expect(bufferResponses(written(s))).toHaveLength(2);
+    let done = false;
+    const writesDone = s.queue.whenWritesDone().then(() => {
+      done = true;
+      // Resolved after the write callbacks recycled what they carried.
+      expect(partition.getBufferPool()?.bestEffortGetNumOfUsedBuffers()).toBe(0);
+    });
+    await turns(2);
+    expect(done).toBe(false);
+    s.connection.completeWrites();
+    await writesDone;
+    expect(done).toBe(true);
+    await expect(s.queue.whenWritesDone()).resolves.toBeUndefined();
+    finish(s);
+  });
+
   it("serves readers round-robin on a shared connection", async () => {
     const s = setUp();
     const partition = newPartition(s, 3);

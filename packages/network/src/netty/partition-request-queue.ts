@@ -76,6 +76,8 @@ export class PartitionRequestQueue implements ReaderQueue {
   private controlBytes = 0;
   /** Bytes handed to the transport whose write has not completed yet. */
   private inFlightBytes = 0;
+  /** Resolved when no write is in flight any more (see `whenWritesDone`). */
+  private readonly writesDoneWaiters: (() => void)[] = [];
   private readingPaused = false;
   private writeScheduled = false;
   private closed = false;
@@ -244,9 +246,22 @@ export class PartitionRequestQueue implements ReaderQueue {
     });
   }
 
+  /**
+   * Resolves once every write handed to the connection has called back, which a transport does
+   * on success and on failure alike (a destroyed connection errors its queued writes). The
+   * buffers those writes carried are recycled by then.
+   */
+  whenWritesDone(): Promise<void> {
+    if (this.inFlightBytes === 0) return Promise.resolve();
+    return new Promise((resolve) => this.writesDoneWaiters.push(resolve));
+  }
+
   /** A write of `bytes` completed (or failed): they no longer count against the budget. */
   private onWriteDone(bytes: number): void {
     this.inFlightBytes -= bytes;
+    if (this.inFlightBytes === 0) {
+      for (const resolve of this.writesDoneWaiters.splice(0)) resolve();
+    }
     if (this.readingPaused) this.checkBudget();
   }
 
@@ -348,8 +363,8 @@ export class PartitionRequestQueue implements ReaderQueue {
       this.inFlightBytes += bytes;
       // The payload goes out as a view of the segment: no copy. It is recycled once written.
       this.connection.write([header, buffer.view()], () => {
-        this.onWriteDone(bytes);
         buffer.recycleBuffer();
+        this.onWriteDone(bytes);
       });
       sent++;
       if (next.moreAvailable) this.enqueue(reader);

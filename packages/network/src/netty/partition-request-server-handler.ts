@@ -178,6 +178,11 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
     return this.queue.getQueuedOutboundBytes();
   }
 
+  /** Resolves once every write to this peer has called back (see PartitionRequestQueue). */
+  whenWritesDone(): Promise<void> {
+    return this.queue.whenWritesDone();
+  }
+
   /** Whether the server stopped reading from this peer because it does not read its replies. */
   isReadingPaused(): boolean {
     return this.queue.isReadingPaused();
