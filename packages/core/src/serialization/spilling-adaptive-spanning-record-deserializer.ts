@@ -388,7 +388,12 @@ export class SpillingAdaptiveSpanningRecordDeserializer {
           if (this.lengthFill === 0 && remaining >= RECORD_LENGTH_BYTES) {
             const memory = this.memory;
             const p = this.pos;
-            const length = memory.readInt32BE(p);
+            // Byte loads: Buffer.readInt32BE validates its offset on every call, once per record.
+            const length =
+              ((memory[p] as number) << 24) |
+              ((memory[p + 1] as number) << 16) |
+              ((memory[p + 2] as number) << 8) |
+              (memory[p + 3] as number);
             this.checkLength(length, this.streamOffset, p - this.bufferStart);
             if (remaining - RECORD_LENGTH_BYTES >= length) {
               // Fast path: the whole record is in this buffer; decode it in place.
