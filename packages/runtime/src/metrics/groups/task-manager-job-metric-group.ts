@@ -1,6 +1,5 @@
 import type { MetricRegistry } from "../metric-registry.js";
-import { ScopeVariables } from "../scope-format.js";
-import { AbstractMetricGroup } from "./abstract-metric-group.js";
+import { JobMetricGroup } from "./job-metric-group.js";
 import type { TaskManagerMetricGroup } from "./task-manager-metric-group.js";
 import { type TaskInfo, TaskMetricGroup } from "./task-metric-group.js";
 
@@ -9,12 +8,7 @@ import { type TaskInfo, TaskMetricGroup } from "./task-metric-group.js";
  * logical scope `taskmanager.job`, variables `<job_id>` and `<job_name>`. It closes itself when
  * its last task group closes, as in Flink.
  */
-export class TaskManagerJobMetricGroup extends AbstractMetricGroup {
-  /** The job's id (`<job_id>`). */
-  readonly jobId: string;
-  /** The job's name (`<job_name>`). */
-  readonly jobName: string;
-  private readonly owner: TaskManagerMetricGroup;
+export class TaskManagerJobMetricGroup extends JobMetricGroup {
   private readonly tasks = new Map<string, TaskMetricGroup>();
 
   constructor(
@@ -23,23 +17,7 @@ export class TaskManagerJobMetricGroup extends AbstractMetricGroup {
     jobId: string,
     jobName: string,
   ) {
-    const variables = { [ScopeVariables.JOB_ID]: jobId, [ScopeVariables.JOB_NAME]: jobName };
-    super(
-      registry,
-      registry.scopeFormats.taskManagerJob.formatScope({
-        ...parent.getAllVariables(),
-        ...variables,
-      }),
-      parent,
-      variables,
-    );
-    this.owner = parent;
-    this.jobId = jobId;
-    this.jobName = jobName;
-  }
-
-  protected get groupName(): string {
-    return "job";
+    super(registry, parent, registry.scopeFormats.taskManagerJob, jobId, jobName);
   }
 
   /** The group of one task (one execution attempt of a subtask) of this job. */
@@ -67,10 +45,9 @@ export class TaskManagerJobMetricGroup extends AbstractMetricGroup {
   /** Closes the group and its task groups, and detaches it from the task manager. Idempotent. */
   override close(): void {
     if (this.isClosed()) return;
-    super.close();
     const tasks = [...this.tasks.values()];
     this.tasks.clear();
+    super.close();
     for (const task of tasks) task.close();
-    this.owner.removeJob(this);
   }
 }
