@@ -181,17 +181,9 @@ export class DataOutputSerializer {
 
   /** Copies `source[offset, offset + length)`. */
   writeBytes(source: Uint8Array, offset = 0, length = source.length - offset): void {
-    if (
-      !Number.isInteger(offset) ||
-      !Number.isInteger(length) ||
-      offset < 0 ||
-      length < 0 ||
-      offset + length > source.length
-    ) {
-      throw new IllegalArgumentError(
-        `byte range [${offset}, ${offset + length}) out of source [0, ${source.length})`,
-      );
-    }
+    // A whole source (what serializers pass) needs no range check; the check and its message are
+    // out of line, which keeps this per-record method small enough to inline.
+    if (offset !== 0 || length !== source.length) checkByteRange(source, offset, length);
     this.ensure(length);
     this.buffer.set(
       offset === 0 && length === source.length ? source : source.subarray(offset, offset + length),
@@ -304,4 +296,19 @@ export class DataOutputSerializer {
 
 function viewOf(buffer: Buffer): DataView {
   return new DataView(buffer.buffer, buffer.byteOffset, buffer.length);
+}
+
+/** Throws unless `[offset, offset + length)` is an integer range within `source`. */
+function checkByteRange(source: Uint8Array, offset: number, length: number): void {
+  if (
+    !Number.isInteger(offset) ||
+    !Number.isInteger(length) ||
+    offset < 0 ||
+    length < 0 ||
+    offset + length > source.length
+  ) {
+    throw new IllegalArgumentError(
+      `byte range [${offset}, ${offset + length}) out of source [0, ${source.length})`,
+    );
+  }
 }

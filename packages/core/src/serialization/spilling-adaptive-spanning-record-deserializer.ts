@@ -376,6 +376,43 @@ export class SpillingAdaptiveSpanningRecordDeserializer {
    * recordMemory[recordStart, recordEnd)) or the input runs out (false; every byte consumed).
    */
   private nextRecord(): boolean {
+    // Fast path, the case of almost every record: no partial state, and the length prefix and the
+    // whole record are in the current buffer. Kept small so the JIT inlines it into the readers;
+    // everything else (split prefixes, spanning and spilled records, bad lengths) is `advance`.
+    if (this.state === READ_LENGTH && this.lengthFill === 0) {
+      const p = this.pos;
+      const remaining = this.limit - p;
+      if (remaining >= RECORD_LENGTH_BYTES) {
+        const memory = this.memory;
+        // Byte loads: Buffer.readInt32BE validates its offset on every call, once per record.
+        const length =
+          ((memory[p] as number) << 24) |
+          ((memory[p + 1] as number) << 16) |
+          ((memory[p + 2] as number) << 8) |
+          (memory[p + 3] as number);
+        if (
+          length >= 0 &&
+          length <= this.maxRecordSize &&
+          remaining - RECORD_LENGTH_BYTES >= length
+        ) {
+          if (this.gather.length > RETAINED_CAPACITY) this.gather = EMPTY;
+          if (this.copyOut.length > RETAINED_CAPACITY) this.copyOut = EMPTY;
+          const start = p + RECORD_LENGTH_BYTES;
+          this.recordMemory = memory;
+          this.recordStart = start;
+          this.recordEnd = start + length;
+          this.recordInBuffer = true;
+          this.pos = start + length;
+          this.streamOffset += RECORD_LENGTH_BYTES + length;
+          return true;
+        }
+      }
+    }
+    return this.advance();
+  }
+
+  /** {@link nextRecord} in full: the parser's state machine. */
+  private advance(): boolean {
     // The previous record's bytes are no longer promised to anyone.
     this.recordMemory = EMPTY;
     if (this.state === READ_LENGTH && this.gather.length > RETAINED_CAPACITY) this.gather = EMPTY;
@@ -469,7 +506,6 @@ export class SpillingAdaptiveSpanningRecordDeserializer {
   /** Runs `serializer` over the record found by `nextRecord()`; it must read all of it. */
   private decode<T>(serializer: TypeSerializer<T>): T {
     const input = this.input;
-    const length = this.recordEnd - this.recordStart;
     input.setTrustedBuffer(this.recordMemory, this.recordStart, this.recordEnd);
     let value: T;
     try {
@@ -479,21 +515,33 @@ export class SpillingAdaptiveSpanningRecordDeserializer {
           ? serializer.deserializeInto(reuse, input)
           : serializer.deserialize(input);
     } catch (error) {
-      if (!(error instanceof SerializationError)) throw error;
-      throw new SerializationError(
+      throw this.decodeFailure(error, serializer);
+    }
+    // The messages are built out of line: this runs once per record and should stay small.
+    if (input.available() !== 0) throw this.decodeFailure(undefined, serializer);
+    return value;
+  }
+
+  /**
+   * What to throw when `serializer` failed on the current record (`error`) or did not read all of
+   * it (`error` undefined): a SerializationError naming the record and the serializer; any other
+   * error of the serializer as it is.
+   */
+  private decodeFailure(error: unknown, serializer: TypeSerializer<unknown>): unknown {
+    const length = this.recordEnd - this.recordStart;
+    if (error !== undefined) {
+      if (!(error instanceof SerializationError)) return error;
+      return new SerializationError(
         `cannot decode the ${length}-byte record ending at byte ${this.streamOffset} of the ` +
           `channel's data with serializer '${serializer.name}': ${error.message}`,
         { cause: error },
       );
     }
-    if (input.available() !== 0) {
-      throw new SerializationError(
-        `serializer '${serializer.name}' read only ${length - input.available()} of the ${length} ` +
-          `bytes of the record ending at byte ${this.streamOffset} of the channel's data: it does ` +
-          "not match the serializer that wrote the record",
-      );
-    }
-    return value;
+    return new SerializationError(
+      `serializer '${serializer.name}' read only ${length - this.input.available()} of the ${length} ` +
+        `bytes of the record ending at byte ${this.streamOffset} of the channel's data: it does ` +
+        "not match the serializer that wrote the record",
+    );
   }
 
   /** Validates a length prefix read at `streamOffset` (`bufferOffset` −1 when it was split). */

@@ -278,6 +278,14 @@ export class ResultPartition
       if (current.isFull()) this.finishUnicastBuilder(targetSubpartition);
       return;
     }
+    this.emitSpanningRecord(record, targetSubpartition);
+  }
+
+  /**
+   * The rest of {@link emitRecord}, out of line so that the fast path stays small enough to
+   * inline: the record starts a new buffer, spans buffers, or waits for buffers.
+   */
+  private emitSpanningRecord(record: Uint8Array, targetSubpartition: number): void {
     this.lengthScratch.writeInt32BE(record.length, 0);
     // The length prefix is tiny; copying it next to the payload would cost a full record copy.
     // Part of it may already sit in the last buffer when the pool runs dry: keep only the rest.

@@ -74,9 +74,12 @@ export class KeyGroupStreamPartitioner<T, K> extends StreamPartitioner<T> {
   selectChannel(record: T): number {
     const table = this.#channelOfKeyGroup;
     if (table === undefined) return this.numberOfChannels; // throws the base class's IllegalStateError
+    const key = this.#keySelector(record);
+    // An int32 key is its own hash code (Java's Integer.hashCode), as in hashCodeOf; taken here
+    // so that the common case does not inline hashCodeOf's type switch into every writer.
     // hashCodeOf returns an int32 (or throws), so the scrambler's own check is redundant here.
-    const keyGroup =
-      murmurHashOfInt32(hashCodeOf(this.#keySelector(record))) % this.#maxParallelism;
+    const hashCode = typeof key === "number" && (key | 0) === key ? key | 0 : hashCodeOf(key);
+    const keyGroup = murmurHashOfInt32(hashCode) % this.#maxParallelism;
     return table[keyGroup] as number;
   }
 
