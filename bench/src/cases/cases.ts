@@ -300,7 +300,7 @@ const case0: CaseDefinition = {
       result = await child.request<CoreResult>(
         "core",
         { recordSize: 100, durationMs: o.durationMs, warmupMs: o.warmupMs, runs: o.runs },
-        (o.durationMs * 6 + o.warmupMs * 6) * (o.runs + 1) + 60_000,
+        (o.durationMs * 7 + o.warmupMs * 7) * (o.runs + 1) + 60_000,
       );
     } catch (error) {
       const note = `failed: ${firstLine(error)}`;
@@ -309,6 +309,7 @@ const case0: CaseDefinition = {
           skipped(ctx, 0, name, "memcpy 32 KiB", "records/s", note),
           skipped(ctx, 0, name, "core serde", "records/s", note),
           skipped(ctx, 0, name, "in-process 4 ch", "records/s", note),
+          skipped(ctx, 0, name, "in-process 1 ch", "records/s", note),
           ...READER_MODES.map((mode) =>
             skipped(ctx, 0, name, `reader: ${mode}`, "records/s", note),
           ),
@@ -359,6 +360,22 @@ const case0: CaseDefinition = {
           },
           ...(note !== undefined ? { note } : {}),
         }),
+        row(ctx, {
+          caseId: 0,
+          caseName: name,
+          system: "in-process 1 ch",
+          metric: "records/s",
+          higherIsBetter: true,
+          values: result.localOneChannelRecordsPerSecond,
+          extra: {
+            GBps: (median(result.localOneChannelRecordsPerSecond) * framed) / 1e9,
+            channels: 1,
+            bufferTimeoutMs: 100,
+            selector: "key-group hash",
+            note: "the 4-channel exchange's work with every record appended to one buffer",
+          },
+          ...(note !== undefined ? { note } : {}),
+        }),
         ...READER_MODES.map((mode) =>
           row(ctx, {
             caseId: 0,
@@ -383,7 +400,7 @@ const case0: CaseDefinition = {
       (r) =>
         r.system === "core serde"
           ? "memcpy 32 KiB"
-          : r.system === "in-process 4 ch"
+          : r.system === "in-process 4 ch" || r.system === "in-process 1 ch"
             ? "core serde"
             : r.system === "reader: reusing" || r.system === "reader: view"
               ? "reader: allocating"

@@ -3,8 +3,10 @@
  * deserialize of 100-byte records through 32 KiB segments with @sluice/core alone
  * (serializeRecord → BufferBuilder → BufferConsumer → SpillingAdaptiveSpanningRecordDeserializer),
  * (c) an in-process producer → consumer over 4 local channels through the whole stack
- * (RecordWriter → ResultPartition → LocalInputChannel → InputGate → RecordReader), (d) (b) with
- * readers that decode whole records: allocating, reusing one record, or reading a view.
+ * (RecordWriter → ResultPartition → LocalInputChannel → InputGate → RecordReader), and the same
+ * over 1 channel (every record still hashed, but all appended to one buffer, as core serde
+ * appends), (d) (b) with readers that decode whole records: allocating, reusing one record, or
+ * reading a view.
  */
 import {
   type DataInputDeserializer,
@@ -39,8 +41,10 @@ export interface CoreResult {
   readonly memcpyBytesPerSecond: number[];
   /** Records/s of each serialize + deserialize run. */
   readonly serdeRecordsPerSecond: number[];
-  /** Records/s of each in-process exchange run. */
+  /** Records/s of each in-process exchange run (4 keyed channels). */
   readonly localRecordsPerSecond: number[];
+  /** Records/s of each in-process exchange run over 1 keyed channel. */
+  readonly localOneChannelRecordsPerSecond: number[];
   /**
    * Records/s of serialize + deserialize when the reader decodes whole records (key and a copy
    * of the bytes): allocating a record per record (`getNextRecord` → `deserialize`), into one
@@ -165,12 +169,17 @@ function serdeRun(
   return consumed / ((now - start) / 1000);
 }
 
-async function localRun(recordSize: number, durationMs: number, checks: string[]): Promise<number> {
+async function localRun(
+  recordSize: number,
+  durationMs: number,
+  checks: string[],
+  channels: number,
+): Promise<number> {
   const config = { "execution.buffer-timeout.interval": "100ms" };
   const sluice = await SluiceProcess.start("local", config, benchCode(recordSize));
   try {
     const exchange = await sluice.deployExchange(
-      exchangeOf({ channels: 4, selector: "keyed", recordKind: "keyed" }),
+      exchangeOf({ channels, selector: "keyed", recordKind: "keyed" }),
     );
     const consumer = await sluice.executor.deployTask(exchange.consumer);
     const records = makeKeyedRecords(recordSize);
@@ -188,7 +197,9 @@ async function localRun(recordSize: number, durationMs: number, checks: string[]
     ]);
     await exchange.retire();
     if (produced.sent !== consumed.received) {
-      checks.push(`local: sent ${produced.sent} but received ${consumed.received}`);
+      checks.push(
+        `local (${channels} ch): sent ${produced.sent} but received ${consumed.received}`,
+      );
     }
     // Whole-run rate: producer and consumer share the thread, so first→last arrival is the run.
     return consumed.received / (produced.elapsedMs / 1000);
@@ -206,13 +217,15 @@ export async function runCoreBenchmark(args: CoreArgs): Promise<CoreResult> {
     memcpyBytesPerSecond: [],
     serdeRecordsPerSecond: [],
     localRecordsPerSecond: [],
+    localOneChannelRecordsPerSecond: [],
     readers: { allocating: [], reusing: [], view: [] },
     checks,
   };
   // Warm-up of every part, then the measured runs interleaved so drift hits all parts alike.
   memcpyRun(args.warmupMs);
   serdeRun(pool, records, args.recordSize, args.warmupMs, checks);
-  await localRun(args.recordSize, args.warmupMs, checks);
+  await localRun(args.recordSize, args.warmupMs, checks, 4);
+  await localRun(args.recordSize, args.warmupMs, checks, 1);
   for (const mode of READER_MODES) {
     serdeRun(pool, records, args.recordSize, args.warmupMs, checks, mode);
   }
@@ -221,7 +234,10 @@ export async function runCoreBenchmark(args: CoreArgs): Promise<CoreResult> {
     result.serdeRecordsPerSecond.push(
       serdeRun(pool, records, args.recordSize, args.durationMs, checks),
     );
-    result.localRecordsPerSecond.push(await localRun(args.recordSize, args.durationMs, checks));
+    result.localRecordsPerSecond.push(await localRun(args.recordSize, args.durationMs, checks, 4));
+    result.localOneChannelRecordsPerSecond.push(
+      await localRun(args.recordSize, args.durationMs, checks, 1),
+    );
     for (const mode of READER_MODES) {
       result.readers[mode].push(
         serdeRun(pool, records, args.recordSize, args.durationMs, checks, mode),
