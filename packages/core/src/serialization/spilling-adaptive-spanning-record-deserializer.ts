@@ -384,12 +384,7 @@ export class SpillingAdaptiveSpanningRecordDeserializer {
       const remaining = this.limit - p;
       if (remaining >= RECORD_LENGTH_BYTES) {
         const memory = this.memory;
-        // Byte loads: Buffer.readInt32BE validates its offset on every call, once per record.
-        const length =
-          ((memory[p] as number) << 24) |
-          ((memory[p + 1] as number) << 16) |
-          ((memory[p + 2] as number) << 8) |
-          (memory[p + 3] as number);
+        const length = int32At(memory, p);
         if (
           length >= 0 &&
           length <= this.maxRecordSize &&
@@ -425,12 +420,7 @@ export class SpillingAdaptiveSpanningRecordDeserializer {
           if (this.lengthFill === 0 && remaining >= RECORD_LENGTH_BYTES) {
             const memory = this.memory;
             const p = this.pos;
-            // Byte loads: Buffer.readInt32BE validates its offset on every call, once per record.
-            const length =
-              ((memory[p] as number) << 24) |
-              ((memory[p + 1] as number) << 16) |
-              ((memory[p + 2] as number) << 8) |
-              (memory[p + 3] as number);
+            const length = int32At(memory, p);
             this.checkLength(length, this.streamOffset, p - this.bufferStart);
             if (remaining - RECORD_LENGTH_BYTES >= length) {
               // Fast path: the whole record is in this buffer; decode it in place.
@@ -515,28 +505,26 @@ export class SpillingAdaptiveSpanningRecordDeserializer {
           ? serializer.deserializeInto(reuse, input)
           : serializer.deserialize(input);
     } catch (error) {
-      throw this.decodeFailure(error, serializer);
+      throw this.decodeError(error, serializer);
     }
     // The messages are built out of line: this runs once per record and should stay small.
-    if (input.available() !== 0) throw this.decodeFailure(undefined, serializer);
+    if (input.available() !== 0) throw this.partlyReadError(serializer);
     return value;
   }
 
-  /**
-   * What to throw when `serializer` failed on the current record (`error`) or did not read all of
-   * it (`error` undefined): a SerializationError naming the record and the serializer; any other
-   * error of the serializer as it is.
-   */
-  private decodeFailure(error: unknown, serializer: TypeSerializer<unknown>): unknown {
+  /** What `serializer` threw on the current record: a SerializationError names the record. */
+  private decodeError(error: unknown, serializer: TypeSerializer<unknown>): unknown {
+    if (!(error instanceof SerializationError)) return error;
+    return new SerializationError(
+      `cannot decode the ${this.recordEnd - this.recordStart}-byte record ending at byte ` +
+        `${this.streamOffset} of the channel's data with serializer '${serializer.name}': ${error.message}`,
+      { cause: error },
+    );
+  }
+
+  /** The error for a serializer that did not read all of the current record. */
+  private partlyReadError(serializer: TypeSerializer<unknown>): SerializationError {
     const length = this.recordEnd - this.recordStart;
-    if (error !== undefined) {
-      if (!(error instanceof SerializationError)) return error;
-      return new SerializationError(
-        `cannot decode the ${length}-byte record ending at byte ${this.streamOffset} of the ` +
-          `channel's data with serializer '${serializer.name}': ${error.message}`,
-        { cause: error },
-      );
-    }
     return new SerializationError(
       `serializer '${serializer.name}' read only ${length - this.input.available()} of the ${length} ` +
         `bytes of the record ending at byte ${this.streamOffset} of the channel's data: it does ` +
@@ -670,4 +658,17 @@ export class SpillingAdaptiveSpanningRecordDeserializer {
       );
     }
   }
+}
+
+/**
+ * The big-endian int32 at `memory[p]`: a record's length prefix. Byte loads, because
+ * Buffer.readInt32BE validates its offset on every call, and this runs once per record.
+ */
+function int32At(memory: Buffer, p: number): number {
+  return (
+    ((memory[p] as number) << 24) |
+    ((memory[p + 1] as number) << 16) |
+    ((memory[p + 2] as number) << 8) |
+    (memory[p + 3] as number)
+  );
 }
