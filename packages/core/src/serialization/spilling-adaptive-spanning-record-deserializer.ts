@@ -418,21 +418,11 @@ export class SpillingAdaptiveSpanningRecordDeserializer {
       switch (this.state) {
         case READ_LENGTH: {
           if (this.lengthFill === 0 && remaining >= RECORD_LENGTH_BYTES) {
-            const memory = this.memory;
+            // A record that lies whole in this buffer was taken by nextRecord's fast path: this
+            // one spans buffers, or its length is invalid (checkLength says how).
             const p = this.pos;
-            const length = int32At(memory, p);
+            const length = int32At(this.memory, p);
             this.checkLength(length, this.streamOffset, p - this.bufferStart);
-            if (remaining - RECORD_LENGTH_BYTES >= length) {
-              // Fast path: the whole record is in this buffer; decode it in place.
-              const start = p + RECORD_LENGTH_BYTES;
-              this.recordMemory = memory;
-              this.recordStart = start;
-              this.recordEnd = start + length;
-              this.recordInBuffer = true;
-              this.pos = start + length;
-              this.streamOffset += RECORD_LENGTH_BYTES + length;
-              return true;
-            }
             this.pos = p + RECORD_LENGTH_BYTES;
             this.streamOffset += RECORD_LENGTH_BYTES;
             this.beginRecord(length);
