@@ -129,7 +129,7 @@ export async function expectReceived(
 /** Closes each worker's TaskExecutor; each process must then exit on its own (no leaked handles). */
 export async function expectExitByThemselves(...workers: WorkerProcess[]): Promise<void> {
   for (const worker of workers) {
-    expect(await worker.close()).toEqual({ code: 0, exitedByItself: true });
+    expect(await worker.close()).toEqual({ code: 0, signal: null, exitedByItself: true });
   }
 }
 

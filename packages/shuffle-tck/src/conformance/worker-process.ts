@@ -46,6 +46,16 @@ export function workerScriptPath(): string {
   return found;
 }
 
+/** How a worker process ended when it was closed. */
+export interface WorkerExit {
+  /** The exit code, or null when a signal ended the process (or it was killed on timeout). */
+  readonly code: number | null;
+  /** The signal that ended the process, if one did: a crash shows here (SIGSEGV, SIGABRT). */
+  readonly signal: NodeJS.Signals | null;
+  /** False when the process did not exit within the timeout after its TaskExecutor closed. */
+  readonly exitedByItself: boolean;
+}
+
 /**
  * One worker process of the suite, running a TaskExecutor of the plugin under test, seen from
  * the suite as a {@link TaskExecutorGateway}: the job side deploys onto it exactly as onto any
@@ -206,8 +216,10 @@ export class WorkerProcess implements TaskExecutorGateway {
    * Closes the TaskExecutor and waits for the process to exit on its own: a handle the plugin
    * left open keeps it alive, which shows as `exitedByItself: false`.
    */
-  async close(timeoutMs = 10_000): Promise<{ code: number | null; exitedByItself: boolean }> {
-    if (this.hasExited) return { code: this.child.exitCode, exitedByItself: true };
+  async close(timeoutMs = 10_000): Promise<WorkerExit> {
+    if (this.hasExited) {
+      return { code: this.child.exitCode, signal: this.child.signalCode, exitedByItself: true };
+    }
     await this.request({ cmd: "close" });
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<"timeout">((resolve) => {
@@ -217,9 +229,9 @@ export class WorkerProcess implements TaskExecutorGateway {
     clearTimeout(timer);
     if (outcome === "timeout") {
       this.kill();
-      return { code: null, exitedByItself: false };
+      return { code: null, signal: null, exitedByItself: false };
     }
-    return { code: outcome.code, exitedByItself: true };
+    return { code: outcome.code, signal: outcome.signal, exitedByItself: true };
   }
 
   /** SIGKILL, as a crash would. */

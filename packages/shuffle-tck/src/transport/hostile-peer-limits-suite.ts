@@ -208,7 +208,10 @@ export function describeHostilePeerLimitsSuite(
     }
 
     it("stops reading from a peer that floods requests earning replies and never reads them, holding at most twice the outbound budget", async () => {
-      const executor = await start();
+      // Not the short idle timeout: once the peer reads again and the server has answered
+      // everything, the peer sends nothing more, and the test checks afterwards that the server
+      // kept the connection; a 300 ms idle timer would race that check on a busy machine.
+      const executor = await start({ "taskmanager.network.idle-connection-timeout": "1min" });
       const env = networkEnvironmentOf(executor);
       const peer = await connect(executor.location.dataPort);
       peer.pauseReading();
