@@ -45,13 +45,8 @@ export interface VertexOverview {
   readonly subtasks: readonly SubtaskOverview[];
 }
 
-/** One subtask of a vertex. */
-export interface SubtaskOverview {
-  readonly subtaskIndex: number;
-  /** `RUNNING`, `FINISHED`, ... */
-  readonly state: string;
-  /** The task manager it runs on (its index), or -1 before it is deployed. */
-  readonly taskManager: number;
+/** Per-second values of one subtask over the last second, from its counts and accumulated times. */
+export interface SubtaskRates {
   readonly recordsInPerSecond: number;
   readonly recordsOutPerSecond: number;
   readonly bytesInPerSecond: number;
@@ -59,6 +54,15 @@ export interface SubtaskOverview {
   readonly busyTimeMsPerSecond: number;
   readonly idleTimeMsPerSecond: number;
   readonly backPressuredTimeMsPerSecond: number;
+}
+
+/** One subtask of a vertex. */
+export interface SubtaskOverview extends SubtaskRates {
+  readonly subtaskIndex: number;
+  /** `RUNNING`, `FINISHED`, ... */
+  readonly state: string;
+  /** The task manager it runs on (its index), or -1 before it is deployed. */
+  readonly taskManager: number;
   readonly backPressureLevel: BackPressureLevel;
   /** `inPoolUsage` (0–1), `null` for a task without inputs. */
   readonly inPoolUsage: number | null;

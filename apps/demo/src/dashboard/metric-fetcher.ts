@@ -1,22 +1,12 @@
 import type { RegisteredTaskManager } from "@sluice/cluster";
 import { MetricNames } from "@sluice/runtime";
 import { metricValue, type SubtaskMetrics, subtaskMetrics } from "../task-metrics.js";
+import type { SubtaskRates } from "./job-overview.js";
 
 /** A subtask's metrics, with the task manager they came from. */
 export interface FetchedSubtask extends SubtaskMetrics {
   /** The task manager's index. */
   readonly taskManager: number;
-}
-
-/** Per-second values of one subtask over the last second, from its counts and accumulated times. */
-export interface SubtaskRates {
-  readonly recordsInPerSecond: number;
-  readonly recordsOutPerSecond: number;
-  readonly bytesInPerSecond: number;
-  readonly bytesOutPerSecond: number;
-  readonly busyTimeMsPerSecond: number;
-  readonly idleTimeMsPerSecond: number;
-  readonly backPressuredTimeMsPerSecond: number;
 }
 
 /** The counts the rates are derived from. */

@@ -1,7 +1,7 @@
 import type { RegisteredTaskManager } from "@sluice/cluster";
 import type { JobExecution, JobGraph } from "@sluice/runtime";
 import { backPressureLevel } from "./backpressure-level.js";
-import type { JobOverview, SubtaskOverview, VertexOverview } from "./job-overview.js";
+import type { JobOverview, SubtaskOverview, SubtaskRates, VertexOverview } from "./job-overview.js";
 import type { MetricFetcher } from "./metric-fetcher.js";
 
 /** What the job manager role knows about its job, for {@link buildJobOverview}. */
@@ -18,6 +18,17 @@ export interface JobStatus {
   readonly throttle: number | null;
   readonly shuffle: string;
 }
+
+/** The rates of a subtask that is not running (or has not reported metrics yet). */
+const NO_RATES: SubtaskRates = {
+  recordsInPerSecond: 0,
+  recordsOutPerSecond: 0,
+  bytesInPerSecond: 0,
+  bytesOutPerSecond: 0,
+  busyTimeMsPerSecond: 0,
+  idleTimeMsPerSecond: 0,
+  backPressuredTimeMsPerSecond: 0,
+};
 
 /** The dashboard's view of the job now: the graph, each subtask's state and its metrics. */
 export function buildJobOverview(status: JobStatus, fetcher: MetricFetcher): JobOverview {
@@ -44,13 +55,7 @@ export function buildJobOverview(status: JobStatus, fetcher: MetricFetcher): Job
         subtaskIndex: index,
         state: execution?.state ?? "CREATED",
         taskManager: (execution?.gateway as RegisteredTaskManager | undefined)?.index ?? -1,
-        recordsInPerSecond: rates?.recordsInPerSecond ?? 0,
-        recordsOutPerSecond: rates?.recordsOutPerSecond ?? 0,
-        bytesInPerSecond: rates?.bytesInPerSecond ?? 0,
-        bytesOutPerSecond: rates?.bytesOutPerSecond ?? 0,
-        busyTimeMsPerSecond: rates?.busyTimeMsPerSecond ?? 0,
-        idleTimeMsPerSecond: rates?.idleTimeMsPerSecond ?? 0,
-        backPressuredTimeMsPerSecond: backPressured,
+        ...(rates ?? NO_RATES),
         backPressureLevel: backPressureLevel(backPressured),
         inPoolUsage: hasInputs ? usage("inPoolUsage") : null,
         outPoolUsage: hasOutputs ? usage("outPoolUsage") : null,
