@@ -84,8 +84,15 @@ async function count(task: Task): Promise<Record<string, number>> {
   }
 }
 
-/** Emits `words` words and runs its mail exactly when it reached `mailAt`. */
-function sourceWithMailAt(words: number, mailAt: number) {
+/**
+ * Emits `words` words and runs its mail exactly when it reached `mailAt`. With `hold`, it pauses
+ * at `hold.offset` until `hold.until()` is true.
+ */
+function sourceWithMailAt(
+  words: number,
+  mailAt: number,
+  hold?: { offset: number; until: () => boolean },
+) {
   return async (task: Task): Promise<number> => {
     let offset = 0;
     task.setCheckpointHandler({ snapshotState: () => ({ offset }) });
@@ -93,6 +100,9 @@ function sourceWithMailAt(words: number, mailAt: number) {
     while (offset < words) {
       while (!writer.isAvailable()) await writer.getAvailableFuture();
       if (offset === mailAt) task.processMail();
+      while (offset === hold?.offset && !hold.until()) {
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      }
       if (offset % 100 === 0) await new Promise((resolve) => setImmediate(resolve));
       writer.emit(wordOf(offset, task.subtaskIndex));
       offset++;
@@ -110,9 +120,14 @@ describe("a checkpointing Task", () => {
     const { jobMaster, acks, declines } = recordingJobMaster();
     const [s0, s1, c0, c1] = await Promise.all(json.map((d) => executor.deployTask(d, jobMaster)));
     const tasks = [s0, s1, c0, c1] as Task[];
+    // Source 1 goes past word 1000 only once both counters hold source 0's barrier, so each
+    // counter processes source 1's words 1000..1499 during its alignment, whatever the
+    // scheduling.
+    const aligning = () =>
+      [c0, c1].every((c) => (c as Task).checkpointBarrierHandler?.isCheckpointPending());
     const running = [
       s0?.run(sourceWithMailAt(3_000, 1_000)),
-      s1?.run(sourceWithMailAt(3_000, 1_500)),
+      s1?.run(sourceWithMailAt(3_000, 1_500, { offset: 1_000, until: aligning })),
       c0?.run(count),
       c1?.run(count),
     ];
