@@ -73,6 +73,11 @@ export {
   PartitionRequestServerHandler,
   type ServerHandlerOptions,
 } from "./netty/partition-request-server-handler.js";
+export {
+  READ_BUFFER_BYTES,
+  type ReadHandler,
+  ReusedReadBuffer,
+} from "./netty/reused-read-buffer.js";
 export type {
   ConnectionHandler,
   ConnectOptions,

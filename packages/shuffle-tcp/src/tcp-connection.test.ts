@@ -1,7 +1,6 @@
 import { createServer, type Server, type Socket } from "node:net";
-import type { ConnectionHandler } from "@sluice/network";
+import { type ConnectionHandler, READ_BUFFER_BYTES } from "@sluice/network";
 import { afterEach, describe, expect, it } from "vitest";
-import { READ_BUFFER_BYTES } from "./tcp-connection.js";
 import { TcpTransport } from "./tcp-transport.js";
 
 const MAX_FRAME = 1 << 20;

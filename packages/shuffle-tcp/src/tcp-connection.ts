@@ -1,43 +1,8 @@
 import type { Socket } from "node:net";
-import type { ConnectionHandler, TransportConnection } from "@sluice/network";
+import type { ConnectionHandler, ReusedReadBuffer, TransportConnection } from "@sluice/network";
 
 /** How long a graceful close may take before the socket is destroyed. */
 const CLOSE_GRACE_MS = 5_000;
-
-/** Size of the read buffer a client connection reuses for every socket read. */
-export const READ_BUFFER_BYTES = 64 * 1024;
-
-/**
- * Where a socket created with Node's `onread` option delivers its reads: into one buffer the
- * connection reuses, instead of a new Buffer per read. At hundreds of MB/s the per-read buffers
- * were the consumer's main source of garbage. Safe because the handler copies what it keeps
- * before `onData` returns (the decoder retains no chunk).
- */
-export class ReusedReadBuffer {
-  /** The memory every read lands in; pass as `onread.buffer`. */
-  readonly buffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
-  private connection: TcpConnection | undefined;
-  /** Reads that arrived before the connection existed (copied: the buffer is reused). */
-  private readonly early: Buffer[] = [];
-
-  /** Pass as `onread.callback`. */
-  readonly callback = (bytesRead: number, buffer: Uint8Array): boolean => {
-    const chunk = (buffer as Buffer).subarray(0, bytesRead);
-    if (this.connection === undefined) this.early.push(Buffer.from(chunk));
-    else this.connection.onRead(chunk);
-    return true;
-  };
-
-  /** Delivers reads to `connection` from now on. */
-  attach(connection: TcpConnection): void {
-    this.connection = connection;
-  }
-
-  /** The reads that arrived before {@link attach}, once. */
-  takeEarly(): Buffer[] {
-    return this.early.splice(0);
-  }
-}
 
 /**
  * A TransportConnection over a node:net (or node:tls) socket. Frames are written with
@@ -57,15 +22,20 @@ export class TcpConnection implements TransportConnection {
   private pendingReads: Buffer[] = [];
 
   /**
-   * @param reusedRead - the read buffer the socket was created with (`onread`), if any; reads
-   *   then arrive through it instead of `'data'` events.
+   * @param reads - the read buffer the socket was created with (`onread`), if any, and copies of
+   *   the reads it took before this connection existed; reads then arrive through it instead of
+   *   `'data'` events.
    */
-  constructor(socket: Socket, remoteAddress?: string, reusedRead?: ReusedReadBuffer) {
+  constructor(
+    socket: Socket,
+    remoteAddress?: string,
+    reads?: { readonly reusedRead: ReusedReadBuffer; readonly early: Buffer[] },
+  ) {
     this.socket = socket;
-    this.reusedRead = reusedRead;
-    if (reusedRead !== undefined) {
-      this.pendingReads = reusedRead.takeEarly();
-      reusedRead.attach(this);
+    this.reusedRead = reads?.reusedRead;
+    if (reads !== undefined) {
+      this.pendingReads = reads.early.splice(0);
+      reads.reusedRead.setHandler((chunk) => this.onRead(chunk));
     }
     this.remoteAddress = remoteAddress ?? `${socket.remoteAddress}:${socket.remotePort}`;
     socket.setNoDelay(true);
@@ -100,8 +70,8 @@ export class TcpConnection implements TransportConnection {
     if (this.closedBeforeHandler) handler.onClose(this.closeCause);
   }
 
-  /** A read of a socket created with a {@link ReusedReadBuffer}; `chunk` is valid during the call. */
-  onRead(chunk: Buffer): void {
+  /** A read of a socket created with a ReusedReadBuffer; `chunk` is valid during the call. */
+  private onRead(chunk: Buffer): void {
     const handler = this.handler;
     if (handler === undefined) this.pendingReads.push(Buffer.from(chunk));
     else handler.onData(chunk);

@@ -6,6 +6,7 @@ import {
   checkFingerprint,
   type ListenOptions,
   listenerErrorHandler,
+  ReusedReadBuffer,
   type TlsSettings,
   type Transport,
   type TransportConnection,
@@ -13,7 +14,7 @@ import {
   tlsClientOptions,
   tlsServerOptions,
 } from "@sluice/network";
-import { ReusedReadBuffer, TcpConnection } from "./tcp-connection.js";
+import { TcpConnection } from "./tcp-connection.js";
 
 /** Options of the TCP transport. */
 export interface TcpTransportOptions {
@@ -108,7 +109,11 @@ export class TcpTransport implements Transport {
     return new Promise((resolve, reject) => {
       // Plaintext client sockets (the consumer side, which receives the data) read into one
       // reused buffer; TLS sockets have no such option.
-      const reusedRead = settings === undefined ? new ReusedReadBuffer() : undefined;
+      const early: Buffer[] = [];
+      const reusedRead =
+        settings === undefined
+          ? new ReusedReadBuffer((chunk) => early.push(Buffer.from(chunk)))
+          : undefined;
       const socket: Socket =
         settings === undefined
           ? createConnection({
@@ -116,10 +121,7 @@ export class TcpTransport implements Transport {
               port: options.port,
               noDelay: true,
               keepAlive: true,
-              onread: {
-                buffer: (reusedRead as ReusedReadBuffer).buffer,
-                callback: (reusedRead as ReusedReadBuffer).callback,
-              },
+              onread: (reusedRead as ReusedReadBuffer).onread,
             })
           : tls.connect({ host: options.host, port: options.port, ...tlsClientOptions(settings) });
       const fail = (message: string, cause: unknown) => {
@@ -153,7 +155,13 @@ export class TcpTransport implements Transport {
         clearTimeout(timer);
         socket.removeAllListeners("error");
         socket.setNoDelay(true);
-        resolve(new TcpConnection(socket, address, reusedRead));
+        resolve(
+          new TcpConnection(
+            socket,
+            address,
+            reusedRead === undefined ? undefined : { reusedRead, early },
+          ),
+        );
       });
       socket.once("error", (error) => fail(`failed: ${error.message}`, error));
     });
