@@ -8,6 +8,7 @@ import {
   deferred,
   RecordingHandler,
   Resources,
+  serverWithPlainClient,
   settle,
 } from "./test-support/ws-fixtures.js";
 import type { WsConnection } from "./ws-connection.js";
@@ -18,15 +19,22 @@ describe("WsConnection", () => {
   afterEach(() => resources.closeAll());
 
   it("sends a [header, payload] write as one binary message whose bytes are their concatenation", async () => {
-    const { server, client, clientHandler, serverHandler } = await connectedPair(resources);
+    // A plain ws client shows what is on the wire: WsConnection's own client reads no messages.
+    const { server, peer } = await serverWithPlainClient(resources);
+    const messages: Buffer[] = [];
+    peer.on("message", (data) => messages.push(data as Buffer));
     const header = randomBytes(47);
     const payload = randomBytes(64 * 1024);
     server.write([header, payload]);
-    const received = await clientHandler.whenReceived(header.length + payload.length);
-    expect(clientHandler.chunks).toHaveLength(1);
-    expect(received.equals(Buffer.concat([header, payload]))).toBe(true);
+    await expect.poll(() => messages.length).toBe(1);
+    expect((messages[0] as Buffer).equals(Buffer.concat([header, payload]))).toBe(true);
+  });
 
-    // And the other way (the client masks, which must not corrupt its caller's buffers).
+  it("delivers a client's [header, payload] write to the server as one message, leaving the caller's buffers as they were", async () => {
+    const { client, serverHandler } = await connectedPair(resources);
+    const header = randomBytes(47);
+    const payload = randomBytes(64 * 1024);
+    // The client masks, which must not corrupt its caller's buffers.
     const copy = Buffer.from(payload);
     client.write([header, payload]);
     const back = await serverHandler.whenReceived(header.length + payload.length);
@@ -35,12 +43,19 @@ describe("WsConnection", () => {
     expect(payload.equals(copy)).toBe(true);
   });
 
-  it("keeps the message boundaries of consecutive writes", async () => {
-    const { server, clientHandler } = await connectedPair(resources);
+  it("sends consecutive writes as one message each, and the client delivers their bytes in order", async () => {
+    const { server: plainServer, peer } = await serverWithPlainClient(resources);
+    const messages: Buffer[] = [];
+    peer.on("message", (data) => messages.push(data as Buffer));
     const frames = [randomBytes(10), randomBytes(20_000), randomBytes(1)];
+    for (const frame of frames) plainServer.write([frame]);
+    await expect.poll(() => messages.length).toBe(3);
+    expect(messages.map((message) => message.length)).toEqual([10, 20_000, 1]);
+
+    const { server, clientHandler } = await connectedPair(resources);
     for (const frame of frames) server.write([frame]);
-    await clientHandler.whenReceived(10 + 20_000 + 1);
-    expect(clientHandler.chunks.map((chunk) => chunk.length)).toEqual([10, 20_000, 1]);
+    const received = await clientHandler.whenReceived(10 + 20_000 + 1);
+    expect(received.equals(Buffer.concat(frames))).toBe(true);
   });
 
   it("joins many small frames of one write into one message (more than ws' 16,384 fragments)", async () => {

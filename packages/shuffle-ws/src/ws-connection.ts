@@ -1,3 +1,4 @@
+import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import {
   LocalTransportError,
@@ -5,9 +6,10 @@ import {
   RemoteTransportError,
   TimeoutError,
 } from "@sluice/core";
-import type { ConnectionHandler, TransportConnection } from "@sluice/network";
+import type { ConnectionHandler, ReusedReadBuffer, TransportConnection } from "@sluice/network";
 import { type RawData, WebSocket } from "ws";
-import { binaryFrameHeader } from "./ws-frame-header.js";
+import { frameHeader } from "./ws-frame-header.js";
+import { WsFrameReader } from "./ws-frame-reader.js";
 
 /** How long a graceful close may take before the socket is terminated (as TcpConnection). */
 const CLOSE_GRACE_MS = 5_000;
@@ -82,6 +84,19 @@ export interface WsConnectionOptions {
    * queue, so backpressure still holds. A client must mask its frames and leaves this unset.
    */
   readonly serverSocket?: Duplex;
+  /**
+   * The client side's socket, created to read into `reusedRead`, whose handler until now
+   * passed each read, copied, to ws as a `'data'` event. When no extension was negotiated and
+   * ws holds no bytes yet, a WsFrameReader takes the reads from then on: binary payloads go to
+   * the handler straight from the reused buffer, everything else still to ws (see
+   * WsFrameReader). Otherwise ws keeps reading as before.
+   */
+  readonly clientReads?: {
+    readonly socket: Socket;
+    readonly reusedRead: ReusedReadBuffer;
+    /** ws' `maxPayload` of the connection. */
+    readonly maxPayload: number;
+  };
 }
 
 /** Describes a close code for messages: `1009 (message too big)`, with the reason if any. */
@@ -107,6 +122,10 @@ function wsErrorCode(error: Error): string | undefined {
  *   one message (`fin: false` on all but the last, ws' fragmentation). On the server side ws
  *   frames a Buffer without copying it; a client must mask, which copies (and costs CPU): the
  *   producer is therefore the server. Adjacent small chunks are joined (see COALESCE_BELOW).
+ * - **No Buffer per read on receive (client side, plaintext, no extension).** The socket reads
+ *   into one reused buffer, and binary payloads go from there to the handler (see
+ *   {@link WsConnectionOptions.clientReads}), as on the TCP transport. A chunk is then a message
+ *   or the part of it one read held; the protocol above never relied on message boundaries.
  * - **Backpressure from `bufferedAmount`.** `ws.send()` returns nothing (ws#2009), so the
  *   writable state is `bufferedAmount < highWaterMark`; once it was reported false, the
  *   completion callback of a later send that sees `bufferedAmount < lowWaterMark` fires
@@ -159,6 +178,19 @@ export class WsConnection implements TransportConnection {
     });
     ws.on("message", (data: RawData, isBinary: boolean) => this.onMessage(data, isBinary));
     ws.once("close", (code: number, reason: Buffer) => this.onWsClose(code, reason.toString()));
+    const reads = options.clientReads;
+    // Bytes that came with the handshake response are queued in the socket for ws: it must
+    // read them, and so it keeps the connection's reads.
+    if (reads !== undefined && ws.extensions === "" && reads.socket.readableLength === 0) {
+      const { socket } = reads;
+      const reader = new WsFrameReader({
+        maxPayload: reads.maxPayload,
+        onPayload: (chunk) => this.deliver(chunk, true),
+        // ws' own 'data' listener is its receiver's input.
+        toWs: (bytes) => socket.emit("data", bytes),
+      });
+      reads.reusedRead.setHandler((chunk) => reader.read(chunk));
+    }
   }
 
   /** The negotiated extensions (`Sec-WebSocket-Extensions`); empty unless permessage-deflate was agreed. */
@@ -207,7 +239,7 @@ export class WsConnection implements TransportConnection {
       for (const fragment of fragments) length += fragment.byteLength;
       const last = fragments.length - 1;
       socket.cork();
-      socket.write(binaryFrameHeader(length));
+      socket.write(frameHeader(length));
       for (let i = 0; i < last; i++) socket.write(fragments[i] as Uint8Array);
       socket.write(fragments[last] as Uint8Array, (error?: Error | null) =>
         this.afterSend(error, onWritten),
@@ -221,6 +253,15 @@ export class WsConnection implements TransportConnection {
       );
     }
     return this.isWritable();
+  }
+
+  /** Corks the server's socket for a write turn (a client sends its writes one by one). */
+  cork(): void {
+    this.frameSocket?.cork();
+  }
+
+  uncork(): void {
+    this.frameSocket?.uncork();
   }
 
   isWritable(): boolean {
@@ -303,8 +344,14 @@ export class WsConnection implements TransportConnection {
       : Array.isArray(data)
         ? Buffer.concat(data)
         : Buffer.from(data);
-    if (this.handler === undefined) this.pending?.push(chunk);
-    else this.handler.onData(chunk);
+    this.deliver(chunk, false);
+  }
+
+  /** Hands received bytes to the handler; `reused` bytes are valid only during the call. */
+  private deliver(chunk: Buffer, reused: boolean): void {
+    if (this.finished || this.destroyed || this.violated) return;
+    if (this.handler !== undefined) this.handler.onData(chunk);
+    else this.pending?.push(reused ? Buffer.from(chunk) : chunk);
   }
 
   private onWsClose(code: number, reason: string): void {

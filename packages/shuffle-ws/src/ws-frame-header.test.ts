@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
-import { binaryFrameHeader } from "./ws-frame-header.js";
+import { frameHeader, Opcode } from "./ws-frame-header.js";
 
 /** Payload lengths at each edge of the three length encodings. */
 const LENGTHS = [0, 1, 125, 126, 127, 0xffff, 0x10000, 70_000];
@@ -15,7 +15,7 @@ afterEach(async () => {
   await new Promise((resolve) => s.close(resolve));
 });
 
-describe("binaryFrameHeader", () => {
+describe("frameHeader", () => {
   it("frames payloads written in chunks straight to a server's socket as whole binary messages a ws client reads", async () => {
     const payloads = LENGTHS.map((length) =>
       Buffer.from(Uint8Array.from({ length }, (_, i) => (i * 7 + length) & 0xff)),
@@ -27,7 +27,7 @@ describe("binaryFrameHeader", () => {
       for (const payload of payloads) {
         // Header, then the payload in two chunks: what WsConnection writes for a BufferResponse.
         const half = payload.length >> 1;
-        request.socket.write(binaryFrameHeader(payload.length));
+        request.socket.write(frameHeader(payload.length));
         request.socket.write(payload.subarray(0, half));
         request.socket.write(payload.subarray(half));
       }
@@ -47,9 +47,16 @@ describe("binaryFrameHeader", () => {
   });
 
   it("encodes the length in 7, 16 or 64 bits, big-endian, after FIN and the binary opcode", () => {
-    expect([...binaryFrameHeader(125)]).toEqual([0x82, 125]);
-    expect([...binaryFrameHeader(126)]).toEqual([0x82, 126, 0, 126]);
-    expect([...binaryFrameHeader(0xffff)]).toEqual([0x82, 126, 0xff, 0xff]);
-    expect([...binaryFrameHeader(0x1_0000_0001)]).toEqual([0x82, 127, 0, 0, 0, 1, 0, 0, 0, 1]);
+    expect([...frameHeader(125)]).toEqual([0x82, 125]);
+    expect([...frameHeader(126)]).toEqual([0x82, 126, 0, 126]);
+    expect([...frameHeader(0xffff)]).toEqual([0x82, 126, 0xff, 0xff]);
+    expect([...frameHeader(0x1_0000_0001)]).toEqual([0x82, 127, 0, 0, 0, 1, 0, 0, 0, 1]);
+  });
+
+  it("puts the opcode in the low four bits and sets FIN only for a final frame", () => {
+    expect([...frameHeader(5, Opcode.PING)]).toEqual([0x89, 5]);
+    expect([...frameHeader(2, Opcode.CLOSE)]).toEqual([0x88, 2]);
+    expect([...frameHeader(3, Opcode.BINARY, false)]).toEqual([0x02, 3]);
+    expect([...frameHeader(300, Opcode.CONTINUATION)]).toEqual([0x80, 126, 1, 44]);
   });
 });

@@ -6,7 +6,7 @@ import {
   STATUS_CODES,
 } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
-import type { Socket } from "node:net";
+import { createConnection as createNetConnection, type Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
 import { IllegalArgumentError, PartitionConnectionError, TimeoutError } from "@sluice/core";
 import {
@@ -14,6 +14,7 @@ import {
   checkFingerprint,
   type ListenOptions,
   listenerErrorHandler,
+  ReusedReadBuffer,
   type TlsSettings,
   type Transport,
   type TransportConnection,
@@ -257,14 +258,32 @@ export class WsTransport implements Transport {
           }),
         );
       }, options.connectTimeoutMs);
+      const maxPayload = maxPayloadFor(options.maxFrameSize);
+      // A plaintext client reads into one reused buffer (TLS sockets have no such option). Until
+      // the WsConnection takes the reads over, each goes to the HTTP client and then to ws as a
+      // 'data' event, copied: they keep what they are given.
+      let plainSocket: Socket | undefined;
+      const reusedRead =
+        settings === undefined
+          ? new ReusedReadBuffer((chunk) => plainSocket?.emit("data", Buffer.from(chunk)))
+          : undefined;
       try {
         ws = new WebSocket(url, {
           perMessageDeflate: this.perMessageDeflate,
-          maxPayload: maxPayloadFor(options.maxFrameSize),
+          maxPayload,
           handshakeTimeout: options.connectTimeoutMs,
           followRedirects: false,
           ...(settings === undefined
-            ? {}
+            ? {
+                createConnection: () => {
+                  plainSocket = createNetConnection({
+                    host: options.host,
+                    port: options.port,
+                    onread: (reusedRead as ReusedReadBuffer).onread,
+                  });
+                  return plainSocket;
+                },
+              }
             : {
                 ...tlsClientOptions(settings),
                 // The same "any host name" check as tlsClientOptions', typed as @types/ws wants
@@ -318,6 +337,9 @@ export class WsTransport implements Transport {
             remoteAddress: address,
             highWaterMark: this.highWaterMark,
             lowWaterMark: this.lowWaterMark,
+            ...(plainSocket === undefined || reusedRead === undefined
+              ? {}
+              : { clientReads: { socket: plainSocket, reusedRead, maxPayload } }),
           }),
         );
       });

@@ -4,8 +4,8 @@
  */
 import { createServer, type Server, type Socket } from "node:net";
 import type { ConnectionHandler, TransportConnection, TransportServer } from "@sluice/network";
-import type { WebSocket } from "ws";
-import { WsTransport, type WsTransportOptions } from "../ws-transport.js";
+import { WebSocket, WebSocketServer } from "ws";
+import { WS_SHUFFLE_PATH, WsTransport, type WsTransportOptions } from "../ws-transport.js";
 
 /** A promise with its resolve function exposed. */
 export interface Deferred<T> {
@@ -36,7 +36,8 @@ export class RecordingHandler implements ConnectionHandler {
   private bytesWaiter: { bytes: number; done: Deferred<Buffer> } | undefined;
 
   onData(chunk: Buffer): void {
-    this.chunks.push(chunk);
+    // Copied: a chunk is valid only during the call (the client reads into a reused buffer).
+    this.chunks.push(Buffer.from(chunk));
     this.checkBytes();
   }
 
@@ -91,6 +92,7 @@ export class Resources {
   private readonly netServers: Server[] = [];
   private readonly sockets: Socket[] = [];
   private readonly webSockets: WebSocket[] = [];
+  private readonly webSocketServers: WebSocketServer[] = [];
 
   server(server: TransportServer): TransportServer {
     this.servers.push(server);
@@ -105,6 +107,11 @@ export class Resources {
   webSocket(ws: WebSocket): WebSocket {
     this.webSockets.push(ws);
     return ws;
+  }
+
+  webSocketServer(server: WebSocketServer): WebSocketServer {
+    this.webSocketServers.push(server);
+    return server;
   }
 
   socket(socket: Socket): Socket {
@@ -128,6 +135,10 @@ export class Resources {
   async closeAll(): Promise<void> {
     for (const connection of this.connections.splice(0)) connection.destroy();
     for (const ws of this.webSockets.splice(0)) ws.terminate();
+    for (const server of this.webSocketServers.splice(0)) {
+      for (const client of server.clients) client.terminate();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
     for (const socket of this.sockets.splice(0)) socket.destroy();
     for (const server of this.servers.splice(0)) await server.close();
     for (const server of this.netServers.splice(0)) {
@@ -187,4 +198,60 @@ export async function connectedPair(
   client.setHandler(clientHandler);
   const server = await accepted.promise;
   return { transport, listener, server, client, serverHandler, clientHandler };
+}
+
+/** A WsTransport server connection whose peer is a plain `ws` client (to see the wire). */
+export async function serverWithPlainClient(
+  resources: Resources,
+): Promise<{ server: TransportConnection; serverHandler: RecordingHandler; peer: WebSocket }> {
+  const serverHandler = new RecordingHandler();
+  const accepted = deferred<TransportConnection>();
+  const listener = resources.server(
+    await new WsTransport().listen({
+      host: "127.0.0.1",
+      port: 0,
+      maxFrameSize: 1024 * 1024,
+      onConnection: (connection) => {
+        connection.setHandler(serverHandler);
+        accepted.resolve(resources.connection(connection));
+      },
+    }),
+  );
+  const peer = resources.webSocket(
+    new WebSocket(`ws://127.0.0.1:${listener.port}${WS_SHUFFLE_PATH}`),
+  );
+  peer.binaryType = "nodebuffer";
+  await new Promise<void>((resolve, reject) => {
+    peer.once("open", () => resolve());
+    peer.once("error", reject);
+  });
+  return { server: await accepted.promise, serverHandler, peer };
+}
+
+/**
+ * A WsTransport client connection whose peer is a plain `ws` server (to send it what the
+ * WsTransport server never sends). Resolves once both sides are open.
+ */
+export async function clientWithPlainServer(
+  resources: Resources,
+  maxFrameSize = 1024 * 1024,
+): Promise<{ client: TransportConnection; clientHandler: RecordingHandler; peer: WebSocket }> {
+  const server = resources.webSocketServer(
+    new WebSocketServer({ host: "127.0.0.1", port: 0, path: WS_SHUFFLE_PATH }),
+  );
+  await new Promise<void>((resolve) => server.once("listening", () => resolve()));
+  const peer = new Promise<WebSocket>((resolve) => server.once("connection", resolve));
+  const address = server.address();
+  if (typeof address !== "object" || address === null) throw new Error("no address");
+  const client = resources.connection(
+    await new WsTransport().connect({
+      host: "127.0.0.1",
+      port: address.port,
+      connectTimeoutMs: 5_000,
+      maxFrameSize,
+    }),
+  );
+  const clientHandler = new RecordingHandler();
+  client.setHandler(clientHandler);
+  return { client, clientHandler, peer: await peer };
 }
