@@ -1,9 +1,16 @@
 import { createHash, randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { createServer, type Socket } from "node:net";
 import { ErrorCodes, type SluiceError } from "@sluice/core";
-import { READ_BUFFER_BYTES } from "@sluice/network";
+import { READ_BUFFER_BYTES, type TlsSettings } from "@sluice/network";
+import { createTestPki } from "@sluice/shuffle-tck/transport";
 import { afterEach, describe, expect, it } from "vitest";
-import { clientWithPlainServer, RecordingHandler, Resources } from "./test-support/ws-fixtures.js";
+import {
+  clientWithPlainServer,
+  connectedPair,
+  RecordingHandler,
+  Resources,
+} from "./test-support/ws-fixtures.js";
 import { frameHeader } from "./ws-frame-header.js";
 import { WsTransport } from "./ws-transport.js";
 
@@ -41,6 +48,35 @@ describe("a WsTransport client reading into a reused buffer", () => {
     expect(Math.max(...clientHandler.chunks.map((c) => c.length))).toBeLessThanOrEqual(
       READ_BUFFER_BYTES,
     );
+  });
+
+  it("over wss too: hands a message over as the TLS socket delivers it, not joined", async () => {
+    const pki = createTestPki("ws-client-reads");
+    try {
+      const issued = pki.issue("worker");
+      const tls: TlsSettings = {
+        key: readFileSync(issued.key),
+        cert: readFileSync(issued.cert),
+        ca: readFileSync(pki.caCert),
+        fingerprints: [],
+        handshakeTimeoutMs: undefined,
+        minVersion: "TLSv1.3",
+      };
+      const { server, clientHandler } = await connectedPair(resources, { tls });
+      const header = randomBytes(40);
+      const payload = randomBytes(2 * READ_BUFFER_BYTES);
+      server.write([header, payload]);
+      const received = await clientHandler.whenReceived(header.length + payload.length);
+      expect(received.equals(Buffer.concat([header, payload]))).toBe(true);
+      // ws would deliver one joined Buffer; TLS delivers at most 16 KiB per read.
+      expect(clientHandler.chunks.length).toBeGreaterThanOrEqual(8);
+      server.write([Buffer.from("and more")]);
+      expect((await clientHandler.whenReceived(received.length + 8)).subarray(-8).toString()).toBe(
+        "and more",
+      );
+    } finally {
+      pki.remove();
+    }
   });
 
   it("answers a ping with a pong carrying its payload, through ws", async () => {

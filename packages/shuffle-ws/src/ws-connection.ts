@@ -85,15 +85,18 @@ export interface WsConnectionOptions {
    */
   readonly serverSocket?: Duplex;
   /**
-   * The client side's socket, created to read into `reusedRead`, whose handler until now
-   * passed each read, copied, to ws as a `'data'` event. When no extension was negotiated and
-   * ws holds no bytes yet, a WsFrameReader takes the reads from then on: binary payloads go to
-   * the handler straight from the reused buffer, everything else still to ws (see
-   * WsFrameReader). Otherwise ws keeps reading as before.
+   * The client side's socket. When no extension was negotiated and ws holds no bytes yet, a
+   * WsFrameReader takes its reads from ws: binary payloads go to the handler as they arrive,
+   * everything else still to ws (see WsFrameReader). Otherwise ws keeps reading.
+   *
+   * A plaintext socket was created to read into `reusedRead`, whose handler until then pushed
+   * each read, copied, into the socket's readable side for the HTTP client and ws, as Node does
+   * without `onread`; the reader then reads straight from the reused buffer.
    */
   readonly clientReads?: {
     readonly socket: Socket;
-    readonly reusedRead: ReusedReadBuffer;
+    /** Undefined for a TLS socket, which delivers its reads as `'data'` events to ws. */
+    readonly reusedRead: ReusedReadBuffer | undefined;
     /** ws' `maxPayload` of the connection. */
     readonly maxPayload: number;
   };
@@ -122,10 +125,11 @@ function wsErrorCode(error: Error): string | undefined {
  *   one message (`fin: false` on all but the last, ws' fragmentation). On the server side ws
  *   frames a Buffer without copying it; a client must mask, which copies (and costs CPU): the
  *   producer is therefore the server. Adjacent small chunks are joined (see COALESCE_BELOW).
- * - **No Buffer per read on receive (client side, plaintext, no extension).** The socket reads
- *   into one reused buffer, and binary payloads go from there to the handler (see
- *   {@link WsConnectionOptions.clientReads}), as on the TCP transport. A chunk is then a message
- *   or the part of it one read held; the protocol above never relied on message boundaries.
+ * - **Binary payloads as they arrive (client side, no extension).** A WsFrameReader hands them
+ *   to the handler read by read, not joined into one Buffer per message; a plaintext socket
+ *   reads into one reused buffer, as on the TCP transport (see
+ *   {@link WsConnectionOptions.clientReads}). A chunk is then a message or the part of it one
+ *   read held; the protocol above never relied on message boundaries.
  * - **Backpressure from `bufferedAmount`.** `ws.send()` returns nothing (ws#2009), so the
  *   writable state is `bufferedAmount < highWaterMark`; once it was reported false, the
  *   completion callback of a later send that sees `bufferedAmount < lowWaterMark` fires
@@ -182,15 +186,37 @@ export class WsConnection implements TransportConnection {
     // Bytes that came with the handshake response are queued in the socket for ws: it must
     // read them, and so it keeps the connection's reads.
     if (reads !== undefined && ws.extensions === "" && reads.socket.readableLength === 0) {
-      const { socket } = reads;
-      const reader = new WsFrameReader({
-        maxPayload: reads.maxPayload,
-        onPayload: (chunk) => this.deliver(chunk, true),
-        // ws' own 'data' listener is its receiver's input.
-        toWs: (bytes) => socket.emit("data", bytes),
-      });
-      reads.reusedRead.setHandler((chunk) => reader.read(chunk));
+      this.readFrames(reads);
     }
+  }
+
+  /** Takes the client's reads from ws: binary payloads to the handler, the rest to ws. */
+  private readFrames(reads: NonNullable<WsConnectionOptions["clientReads"]>): void {
+    const { socket, reusedRead, maxPayload } = reads;
+    const onPayload = (chunk: Buffer) => this.deliver(chunk, true);
+    if (reusedRead !== undefined) {
+      const reader = new WsFrameReader({
+        maxPayload,
+        onPayload,
+        // Pushed as Node pushes a read: ws' 'data' listener gets the bytes in order, and while
+        // ws paused the socket they wait in its buffer.
+        toWs: (bytes) => socket.push(bytes),
+      });
+      reusedRead.setHandler((chunk) => reader.read(chunk));
+      return;
+    }
+    // A TLS socket hands its reads to 'data' listeners; ws has one, its receiver's input. The
+    // reader takes its place and calls it with what ws is to read.
+    const listeners = socket.listeners("data");
+    if (listeners.length !== 1) return;
+    const wsOnData = listeners[0] as (chunk: Buffer) => void;
+    const reader = new WsFrameReader({
+      maxPayload,
+      onPayload,
+      toWs: (bytes) => wsOnData.call(socket, bytes),
+    });
+    socket.removeListener("data", wsOnData);
+    socket.on("data", (chunk: Buffer) => reader.read(chunk));
   }
 
   /** The negotiated extensions (`Sec-WebSocket-Extensions`); empty unless permessage-deflate was agreed. */

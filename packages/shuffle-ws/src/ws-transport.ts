@@ -260,12 +260,13 @@ export class WsTransport implements Transport {
       }, options.connectTimeoutMs);
       const maxPayload = maxPayloadFor(options.maxFrameSize);
       // A plaintext client reads into one reused buffer (TLS sockets have no such option). Until
-      // the WsConnection takes the reads over, each goes to the HTTP client and then to ws as a
-      // 'data' event, copied: they keep what they are given.
+      // the WsConnection takes the reads over, each is pushed, copied, into the socket's readable
+      // side, as Node pushes a read without `onread`: the HTTP client and then ws read it from
+      // there and keep what they are given.
       let plainSocket: Socket | undefined;
       const reusedRead =
         settings === undefined
-          ? new ReusedReadBuffer((chunk) => plainSocket?.emit("data", Buffer.from(chunk)))
+          ? new ReusedReadBuffer((chunk) => plainSocket?.push(Buffer.from(chunk)))
           : undefined;
       try {
         ws = new WebSocket(url, {
@@ -314,7 +315,9 @@ export class WsTransport implements Transport {
         );
       };
       socket.on("error", onHandshakeError);
+      let upgradedSocket: Socket | undefined;
       socket.once("upgrade", (response) => {
+        upgradedSocket = response.socket;
         response.socket.setKeepAlive(true, KEEP_ALIVE_DELAY_MS);
         if (settings === undefined) return;
         const mismatch = checkFingerprint(
@@ -337,9 +340,9 @@ export class WsTransport implements Transport {
             remoteAddress: address,
             highWaterMark: this.highWaterMark,
             lowWaterMark: this.lowWaterMark,
-            ...(plainSocket === undefined || reusedRead === undefined
+            ...(upgradedSocket === undefined
               ? {}
-              : { clientReads: { socket: plainSocket, reusedRead, maxPayload } }),
+              : { clientReads: { socket: upgradedSocket, reusedRead, maxPayload } }),
           }),
         );
       });
