@@ -7,9 +7,9 @@ export type ReadHandler = (chunk: Buffer) => void;
 /**
  * The memory a plaintext client socket reads into, reused for every read (pass {@link onread}
  * to `net.connect`), instead of the fresh 64 KiB Buffer Node allocates per read. At hundreds of
- * MB/s those per-read buffers were the consumer's main garbage, and its collection left both
- * processes of a shuffle waiting on each other: reading 32 KiB records into a fresh buffer per
- * read measured 0.26–0.29× raw `net`, into this one 0.86–0.91× (docs/benchmarks.md).
+ * MB/s those per-read buffers were the consumer's main garbage: a shuffle of 32 KiB records
+ * measured 0.26–0.29× raw `net` with them and 0.86–0.91× with this one (docs/benchmarks.md,
+ * case 3).
  *
  * Each read goes to the current {@link ReadHandler}, which must copy what it keeps before it
  * returns: the next read overwrites the memory. The protocol decoder copies payloads into
