@@ -1,4 +1,5 @@
 import { IllegalArgumentError, SerializationError } from "../errors.js";
+import { isByteRangeWithin } from "./byte-range.js";
 
 const EMPTY = Buffer.alloc(0);
 const EMPTY_VIEW = new DataView(new ArrayBuffer(0));
@@ -192,13 +193,7 @@ export class DataInputDeserializer {
    * it reuses): the non-allocating counterpart of {@link readFully} for `deserializeInto`.
    */
   readFullyInto(target: Uint8Array, offset: number, count: number): void {
-    if (
-      !Number.isInteger(count) ||
-      !Number.isInteger(offset) ||
-      count < 0 ||
-      offset < 0 ||
-      offset + count > target.length
-    ) {
+    if (!isByteRangeWithin(target, offset, count)) {
       throw new IllegalArgumentError(
         `cannot read ${count} bytes into [${offset}, ${offset + count}) of a ${target.length}-byte target`,
       );

@@ -1,4 +1,5 @@
 import { IllegalArgumentError, RecordTooLargeError } from "../errors.js";
+import { isByteRangeWithin } from "./byte-range.js";
 
 /** Options of a {@link DataOutputSerializer}. */
 export interface DataOutputSerializerOptions {
@@ -300,13 +301,7 @@ function viewOf(buffer: Buffer): DataView {
 
 /** Throws unless `[offset, offset + length)` is an integer range within `source`. */
 function checkByteRange(source: Uint8Array, offset: number, length: number): void {
-  if (
-    !Number.isInteger(offset) ||
-    !Number.isInteger(length) ||
-    offset < 0 ||
-    length < 0 ||
-    offset + length > source.length
-  ) {
+  if (!isByteRangeWithin(source, offset, length)) {
     throw new IllegalArgumentError(
       `byte range [${offset}, ${offset + length}) out of source [0, ${source.length})`,
     );
