@@ -193,30 +193,31 @@ export class WsConnection implements TransportConnection {
   /** Takes the client's reads from ws: binary payloads to the handler, the rest to ws. */
   private readFrames(reads: NonNullable<WsConnectionOptions["clientReads"]>): void {
     const { socket, reusedRead, maxPayload } = reads;
-    const onPayload = (chunk: Buffer) => this.deliver(chunk, true);
+    let toWs: (bytes: Buffer) => void;
+    let takeReads: (read: (chunk: Buffer) => void) => void;
     if (reusedRead !== undefined) {
-      const reader = new WsFrameReader({
-        maxPayload,
-        onPayload,
-        // Pushed as Node pushes a read: ws' 'data' listener gets the bytes in order, and while
-        // ws paused the socket they wait in its buffer.
-        toWs: (bytes) => socket.push(bytes),
-      });
-      reusedRead.setHandler((chunk) => reader.read(chunk));
-      return;
+      // Pushed as Node pushes a read: ws' 'data' listener gets the bytes in order, and while ws
+      // paused the socket they wait in its buffer.
+      toWs = (bytes) => socket.push(bytes);
+      takeReads = (read) => reusedRead.setHandler(read);
+    } else {
+      // A TLS socket hands its reads to 'data' listeners; ws has one, its receiver's input. The
+      // reader takes its place and calls it with what ws is to read.
+      const listeners = socket.listeners("data");
+      if (listeners.length !== 1) return;
+      const wsOnData = listeners[0] as (chunk: Buffer) => void;
+      toWs = (bytes) => wsOnData.call(socket, bytes);
+      takeReads = (read) => {
+        socket.removeListener("data", wsOnData);
+        socket.on("data", read);
+      };
     }
-    // A TLS socket hands its reads to 'data' listeners; ws has one, its receiver's input. The
-    // reader takes its place and calls it with what ws is to read.
-    const listeners = socket.listeners("data");
-    if (listeners.length !== 1) return;
-    const wsOnData = listeners[0] as (chunk: Buffer) => void;
     const reader = new WsFrameReader({
       maxPayload,
-      onPayload,
-      toWs: (bytes) => wsOnData.call(socket, bytes),
+      onPayload: (chunk) => this.deliver(chunk, true),
+      toWs,
     });
-    socket.removeListener("data", wsOnData);
-    socket.on("data", (chunk: Buffer) => reader.read(chunk));
+    takeReads((chunk) => reader.read(chunk));
   }
 
   /** The negotiated extensions (`Sec-WebSocket-Extensions`); empty unless permessage-deflate was agreed. */
