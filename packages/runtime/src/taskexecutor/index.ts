@@ -23,6 +23,7 @@ export {
   failureOf,
   type TaskExecutionState,
   type TaskExecutionStateJSON,
+  type TaskSerializers,
   taskExecutionStateFromJSON,
   taskExecutionStateToJSON,
 } from "./task-execution-state.js";
