@@ -1,4 +1,5 @@
 export { TaskDeploymentError, TaskNotFoundError } from "./errors.js";
+export { type ListenTarget, listenError } from "./listen-error.js";
 export { deriveNetworkMemorySize, type NetworkMemorySize } from "./network-memory.js";
 export {
   describeThrowable,
