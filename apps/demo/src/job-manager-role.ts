@@ -319,7 +319,12 @@ export class JobManagerRole {
         result.error === undefined
           ? `the job ended ${result.status}`
           : describeThrowable(serializeThrowable(result.error));
-      const task = result.failedTask === undefined ? "" : `task ${result.failedTask} failed: `;
+      const where = result.failedTaskLocation?.resourceId;
+      const on =
+        where === undefined
+          ? ""
+          : ` on ${jobManager.taskManagers.find((tm) => tm.location.resourceId.equals(where))?.label ?? `TaskExecutor ${where}`}`;
+      const task = result.failedTask === undefined ? "" : `task ${result.failedTask}${on} failed: `;
       this.recordFailure(3, `${task}${cause}`);
       throw new JobFailedError();
     }
