@@ -2,38 +2,26 @@
  * A busy port at start-up is a configuration mistake: the demo's job manager and task manager
  * roles exit 2 with a message naming the key and the address, not 1 with a raw stack.
  */
-import { createServer, type Server } from "node:net";
-import { PassThrough } from "node:stream";
 import { JobManager } from "@sluice/cluster";
+import { type HeldPort, holdPort } from "@sluice/core/testing";
 import { Configuration } from "@sluice/runtime";
 import { afterEach, describe, expect, it } from "vitest";
 import { APP_DIR, APP_VERSION } from "./demo-application.js";
 import { runDemo } from "./main.js";
+import { capture } from "./test-support/captured-output.js";
 
-const servers: Server[] = [];
+const heldPorts: HeldPort[] = [];
 const jobManagers: JobManager[] = [];
 afterEach(async () => {
   await Promise.all(jobManagers.splice(0).map((jobManager) => jobManager.close()));
-  await Promise.all(
-    servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve))),
-  );
+  await Promise.all(heldPorts.splice(0).map((held) => held.close()));
 });
 
-/** A real server holding a port on 127.0.0.1. */
+/** A port a real server holds. */
 async function busyPort(): Promise<number> {
-  const server = createServer();
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return (server.address() as { port: number }).port;
-}
-
-function capture(): { stream: NodeJS.WriteStream; text: () => string } {
-  const stream = new PassThrough();
-  let text = "";
-  stream.on("data", (chunk: Buffer) => {
-    text += chunk.toString();
-  });
-  return { stream: stream as unknown as NodeJS.WriteStream, text: () => text };
+  const held = await holdPort();
+  heldPorts.push(held);
+  return held.port;
 }
 
 describe("the demo with a busy port", () => {

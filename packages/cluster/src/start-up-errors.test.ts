@@ -3,9 +3,8 @@
  * port is a ConfigurationError naming the key and the address, with nothing left listening, and
  * waiting for task managers ends (`slot.request.timeout`) naming the ones that were refused.
  */
-import { createServer, type Server } from "node:net";
 import { ConfigurationError, ErrorCodes, TimeoutError } from "@sluice/core";
-import { expectRejection, waitFor } from "@sluice/core/testing";
+import { expectRejection, type HeldPort, holdPort, waitFor } from "@sluice/core/testing";
 import { Configuration, TaskExecutor } from "@sluice/runtime";
 import { afterEach, describe, expect, it } from "vitest";
 import { JobManager } from "./job-manager.js";
@@ -17,20 +16,17 @@ import {
   startTaskManager,
 } from "./test-support/test-cluster.js";
 
-const servers: Server[] = [];
+const heldPorts: HeldPort[] = [];
 afterEach(async () => {
   await closeTestCluster();
-  await Promise.all(
-    servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve))),
-  );
+  await Promise.all(heldPorts.splice(0).map((held) => held.close()));
 });
 
-/** A real server holding a port on 127.0.0.1, so that nothing else can listen there. */
+/** A port a real server holds. */
 async function busyPort(): Promise<number> {
-  const server = createServer();
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return (server.address() as { port: number }).port;
+  const held = await holdPort();
+  heldPorts.push(held);
+  return held.port;
 }
 
 /**
@@ -40,8 +36,8 @@ async function busyPort(): Promise<number> {
 function nothingElseListens(): Promise<void> {
   const listening = () =>
     process.getActiveResourcesInfo().filter((name) => name === "TCPServerWrap").length;
-  return waitFor(() => listening() === servers.length, {
-    what: `no listening server but the ${servers.length} busy one(s)`,
+  return waitFor(() => listening() === heldPorts.length, {
+    what: `no listening server but the ${heldPorts.length} busy one(s)`,
   });
 }
 
