@@ -50,8 +50,12 @@ async function produce(task: Task): Promise<number> {
   return RECORDS;
 }
 
-async function runJob(failAt: number, childPoint: string) {
-  const jobManager = await startJobManager();
+async function runJob(
+  failAt: number,
+  childPoint: string,
+  overrides: Readonly<Record<string, unknown>> = {},
+) {
+  const jobManager = await startJobManager(overrides);
   const executor = await TaskExecutor.start(jobManager.configuration, {
     loader: LOADER,
     invokables: { produce },
@@ -88,7 +92,12 @@ describe("the root cause of a job across processes", () => {
   }, 120_000);
 
   it("names both serializers when the consumer's process resolves the edge's serializer to another", async () => {
-    const { result, consumer } = await runJob(-1, "int64");
+    // A restart would resolve the same serializers again: the job fails without one.
+    const { result, consumer } = await runJob(-1, "int64", {
+      "restart-strategy.type": "fixed-delay",
+      "restart-strategy.fixed-delay.attempts": 3,
+      "restart-strategy.fixed-delay.delay": "10ms",
+    });
     expect(result.status).toBe("FAILED");
     expect(result.failedTask).toBe("Consume (1/1)#0");
     expect(result.failedTaskLocation?.resourceId.toString()).toBe(
@@ -99,5 +108,6 @@ describe("the root cause of a job across processes", () => {
       /^serializer mismatch on the edge Produce -> Consume .*serializer "point".*: Produce \(1\/1\)#0 on TaskExecutor \w+ .* writes with int32, Consume \(1\/1\)#0 on TaskExecutor \w+ .* reads with int64;/,
     );
     expect(result.error?.message).toContain(consumer.location.resourceId.toString());
+    expect(result.restarts).toBe(0);
   }, 120_000);
 });

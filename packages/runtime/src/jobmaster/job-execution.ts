@@ -305,9 +305,16 @@ export class JobExecution implements JobMasterGateway {
       execution.serializers = update.serializers;
       const mismatch = this.serializerMismatchOf(execution);
       if (mismatch !== undefined) {
-        // Before a record is decoded wrongly: the reader is the task that cannot go on.
-        this.failTask(mismatch.consumer, mismatch.error);
-        this.checkTerminated();
+        // Before a record is decoded wrongly: the reader is the task that cannot go on. No
+        // restart, as every attempt would resolve the same serializers (Flink suppresses
+        // restarts for such failures too).
+        if (this.currentStatus === "RUNNING") {
+          this.setRootCause(mismatch.consumer, mismatch.error);
+          this.stop("FAILING", mismatch.error);
+        } else {
+          this.failTask(mismatch.consumer, mismatch.error);
+          this.checkTerminated();
+        }
         return;
       }
     }
