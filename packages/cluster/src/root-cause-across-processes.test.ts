@@ -7,7 +7,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { ErrorCodes, Int32Serializer } from "@sluice/core";
+import { ErrorCodes, Int32Serializer, Int64Serializer, type TypeSerializer } from "@sluice/core";
 import { must } from "@sluice/core/testing";
 import { JobGraph, type Task, TaskExecutor } from "@sluice/runtime";
 import { afterEach, describe, expect, it } from "vitest";
@@ -110,4 +110,45 @@ describe("the root cause of a job across processes", () => {
     expect(result.error?.message).toContain(consumer.location.resourceId.toString());
     expect(result.restarts).toBe(0);
   }, 120_000);
+});
+
+describe("the serializer check between two TaskExecutors of one process", () => {
+  it.each(["producers-first", "consumers-first"] as const)(
+    "fails the consumer (%s) naming both serializers, before a record is decoded",
+    async (order) => {
+      const jobManager = await startJobManager();
+      const start = (point: TypeSerializer<unknown>) =>
+        TaskExecutor.start(jobManager.configuration, {
+          loader: LOADER,
+          invokables: {
+            produce,
+            consume: () => {
+              throw new Error("the consumer must not run");
+            },
+          },
+          serializers: { point },
+        });
+      const writes = await start(Int32Serializer.INSTANCE as TypeSerializer<unknown>);
+      executors.push(writes);
+      const reads = await start(Int64Serializer.INSTANCE as TypeSerializer<unknown>);
+      executors.push(reads);
+      const graph = new JobGraph("mismatch");
+      const source = graph.addVertex({ name: "Produce", parallelism: 1, invokable: "produce" });
+      const sink = graph.addVertex({ name: "Consume", parallelism: 1, invokable: "consume" });
+      graph.connect(source, sink, { partitioner: { name: "FORWARD" }, serializer: "point" });
+      const execution = await jobManager.deploy(graph, (v) => (v === sink ? reads : writes), {
+        order,
+      });
+      const result = await execution.terminated;
+      expect(result.status).toBe("FAILED");
+      expect(result.failedTask).toBe("Consume (1/1)#0");
+      expect(result.failedTaskLocation).toBe(reads.location);
+      const at = (executor: TaskExecutor) =>
+        `TaskExecutor ${executor.resourceId} (${executor.location.host}:${executor.location.dataPort})`;
+      expect(result.error).toMatchObject({
+        code: ErrorCodes.SERIALIZATION,
+        message: `serializer mismatch on the edge Produce -> Consume (data set ${must(graph.edges[0]).resultId}, serializer "point"): Produce (1/1)#0 on ${at(writes)} writes with int32, Consume (1/1)#0 on ${at(reads)} reads with int64; register the same serializer under "point" in every process`,
+      });
+    },
+  );
 });
