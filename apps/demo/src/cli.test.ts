@@ -1,13 +1,13 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { PassThrough } from "node:stream";
 import { Configuration } from "@sluice/runtime";
 import { ExecutionCheckpointingOptions } from "@sluice/runtime-api";
 import { describe, expect, it } from "vitest";
 import { applyCheckpointingFlags, recoverySettingsOf } from "./checkpointing-options.js";
 import { DEFAULTS, parseCli, parseCount, UsageError } from "./cli.js";
 import { runDemo } from "./main.js";
+import { capture } from "./test-support/captured-output.js";
 
 function usageError(argv: string[]): string {
   try {
@@ -18,15 +18,6 @@ function usageError(argv: string[]): string {
     return (error as Error).message;
   }
   throw new Error(`parseCli(${JSON.stringify(argv)}) did not fail`);
-}
-
-function capture(): { stream: NodeJS.WriteStream; text: () => string } {
-  const stream = new PassThrough();
-  let text = "";
-  stream.on("data", (chunk: Buffer) => {
-    text += chunk.toString();
-  });
-  return { stream: stream as unknown as NodeJS.WriteStream, text: () => text };
 }
 
 describe("command line", () => {

@@ -1,5 +1,5 @@
 import { JobManager, type RegisteredTaskManager, type ShutdownReport } from "@sluice/cluster";
-import { ConfigurationError } from "@sluice/core";
+import { ConfigurationError, ErrorCodes, isSluiceError } from "@sluice/core";
 import {
   type Configuration,
   describeThrowable,
@@ -44,8 +44,6 @@ import { COUNT_VERTEX, type WordCountJob, wordCountJob } from "./word-count-job.
 
 /** How long local task managers may take to start and register. */
 const STARTUP_TIMEOUT_MS = 30_000;
-/** How long a standalone job manager waits for its task managers to register. */
-const REGISTRATION_TIMEOUT_MS = 300_000;
 /** How long a clean shutdown may take. */
 const SHUTDOWN_TIMEOUT_MS = 10_000;
 /** After a failure: how long the job's tasks and the task managers get before they are killed. */
@@ -284,10 +282,19 @@ export class JobManagerRole {
           `(pnpm demo -- taskmanager --jobmanager <this host>:${jobManager.port})\n`,
       );
     }
+    // A standalone job manager waits `slot.request.timeout`; the timeout's error names the task
+    // managers it refused, and why (another plugin or version), which is a configuration error.
     await this.phase(
-      jobManager.waitForTaskManagers(options.taskManagers),
-      options.command === "local" ? STARTUP_TIMEOUT_MS : REGISTRATION_TIMEOUT_MS,
-      `${options.taskManagers} task managers to register`,
+      jobManager
+        .waitForTaskManagers(
+          options.taskManagers,
+          ...(options.command === "local" ? [STARTUP_TIMEOUT_MS] : []),
+        )
+        .catch((error: unknown) => {
+          if (!isSluiceError(error, ErrorCodes.TIMEOUT)) throw error;
+          this.recordFailure(2, error.message);
+          throw new JobFailedError();
+        }),
     );
 
     // Subtask i of each vertex runs on task manager i mod N.
@@ -312,7 +319,12 @@ export class JobManagerRole {
         result.error === undefined
           ? `the job ended ${result.status}`
           : describeThrowable(serializeThrowable(result.error));
-      const task = result.failedTask === undefined ? "" : `task ${result.failedTask} failed: `;
+      const where = result.failedTaskLocation?.resourceId;
+      const on =
+        where === undefined
+          ? ""
+          : ` on ${jobManager.taskManagers.find((tm) => tm.location.resourceId.equals(where))?.label ?? `TaskExecutor ${where}`}`;
+      const task = result.failedTask === undefined ? "" : `task ${result.failedTask}${on} failed: `;
       this.recordFailure(3, `${task}${cause}`);
       throw new JobFailedError();
     }

@@ -25,6 +25,7 @@ export {
   type JobManagerStartOptions,
   type ShutDownOptions,
 } from "./job-manager.js";
+export type { RefusedTaskManager } from "./job-manager-endpoint.js";
 export {
   type JobMasterGatewayCaller,
   JobMasterGatewayMethods,

@@ -11,6 +11,7 @@ import {
   TimeoutError,
 } from "@sluice/core";
 import type { TlsSettings } from "@sluice/network";
+import { type ListenTarget, listenError } from "@sluice/runtime";
 import type { JsonValue } from "@sluice/runtime-api";
 import { type WebSocket, WebSocketServer } from "ws";
 import {
@@ -48,11 +49,24 @@ export interface JobManagerEndpointEvents {
   onWarning(message: string): void;
 }
 
+/** A task manager the job manager refused, and why (the error it replied with). */
+export interface RefusedTaskManager {
+  /** Who it was: its pid, host and address, as far as it told before it was refused. */
+  readonly label: string;
+  /** The reply's error: a plugin or version mismatch, too many task managers, ... */
+  readonly reason: Error;
+}
+
+/** How many refusals the endpoint remembers (the latest ones): peers must not grow its memory. */
+const MAX_REMEMBERED_REFUSALS = 16;
+
 /** Options of {@link JobManagerEndpoint.listen}. */
 export interface JobManagerEndpointOptions {
   readonly host: string;
   /** 0 picks a free port. */
   readonly port: number;
+  /** The keys (or options) that chose `host` and `port`, named when listening fails. */
+  readonly addressKeys: Pick<ListenTarget, "hostKey" | "portKey">;
   /** Mutual TLS with the internal certificates, or plaintext. */
   readonly tls: TlsSettings | undefined;
   /** Largest control-plane message accepted. */
@@ -81,6 +95,8 @@ export interface JobManagerEndpointOptions {
 export class JobManagerEndpoint {
   /** The registered task managers, in registration order (lost ones included). */
   readonly taskManagers: RegisteredTaskManager[] = [];
+  /** The latest task managers it refused (at most 16), oldest first. */
+  readonly refused: RefusedTaskManager[] = [];
   /** `ws://host:port` or `wss://host:port`. */
   readonly url: string;
   readonly host: string;
@@ -106,7 +122,8 @@ export class JobManagerEndpoint {
   /**
    * Starts listening.
    *
-   * @throws ConfigurationError naming the address when it cannot listen there.
+   * @throws ConfigurationError naming the address and the key that chose it when it cannot
+   *   listen there (the port is in use, ...); nothing is left listening.
    */
   static listen(options: JobManagerEndpointOptions): Promise<JobManagerEndpoint> {
     const refuse = (_request: IncomingMessage, response: ServerResponse) => {
@@ -136,24 +153,37 @@ export class JobManagerEndpoint {
       });
       server = https;
     }
-    const wss = new WebSocketServer({
-      server,
-      path: CONTROL_PLANE_PATH,
-      maxPayload: options.maxMessageSize,
-    });
     return new Promise((resolve, reject) => {
       const onError = (error: Error) => {
-        wss.close();
+        const mapped = listenError(error, {
+          what: "the job manager's control plane",
+          host: options.host,
+          port: options.port,
+          ...options.addressKeys,
+        });
         reject(
-          new ConfigurationError(
-            `the job manager cannot listen on ${options.host}:${options.port}: ${error.message}`,
-            { cause: error },
-          ),
+          mapped instanceof ConfigurationError
+            ? mapped
+            : new ConfigurationError(
+                `the job manager's control plane cannot listen on ${options.host}:${options.port} (${options.addressKeys.portKey}): ${error.message}`,
+                { cause: error },
+              ),
         );
       };
       server.once("error", onError);
       server.listen(options.port, options.host, () => {
         server.off("error", onError);
+        // Created once listening: a WebSocketServer re-emits its HTTP server's errors as its own,
+        // so one made before would turn a refused listen into an uncaught 'error' event.
+        const wss = new WebSocketServer({
+          server,
+          path: CONTROL_PLANE_PATH,
+          maxPayload: options.maxMessageSize,
+        });
+        // An error of the listening server later (accept failures) leaves it listening.
+        wss.on("error", (error) =>
+          options.events.onWarning(`the job manager's control plane: ${error.message}`),
+        );
         const endpoint = new JobManagerEndpoint(options, server, wss);
         wss.on("connection", (socket, request) => endpoint.accept(socket, request));
         resolve(endpoint);
@@ -189,6 +219,8 @@ export class JobManagerEndpoint {
     let registered: RegisteredTaskManager | undefined;
     const refuse = (error: Error): never => {
       events.onWarning(`refused ${peer.label}: ${error.message}`);
+      this.refused.push({ label: peer.label, reason: error });
+      if (this.refused.length > MAX_REMEMBERED_REFUSALS) this.refused.shift();
       // The error reply goes out first; then the connection is dropped.
       setImmediate(() => peer.close("refused"));
       throw error;

@@ -17,7 +17,7 @@ import {
 import { emitClusterWarning } from "./cluster-warning.js";
 import { HOST_LOCAL_KEYS, type ShutdownReport } from "./control-plane-messages.js";
 import { readControlPlaneTls } from "./control-plane-tls.js";
-import { JobManagerEndpoint } from "./job-manager-endpoint.js";
+import { JobManagerEndpoint, type RefusedTaskManager } from "./job-manager-endpoint.js";
 import type { RegisteredTaskManager } from "./registered-task-manager.js";
 import { type ShufflePluginIdentity, shufflePluginIdentity } from "./shuffle-plugin-identity.js";
 
@@ -151,7 +151,8 @@ export class JobManager {
    * task managers.
    *
    * @throws the loader's errors (`SLUICE_ERR_PLUGIN_*`); ConfigurationError when the TLS files
-   *   cannot be read or the address cannot be listened on (the deployer is closed again).
+   *   cannot be read or the address cannot be listened on (a port in use: it names the address
+   *   and `jobmanager.rpc.port`); the deployer is closed again and nothing listens.
    */
   static async start(
     configuration: Configuration,
@@ -184,6 +185,10 @@ export class JobManager {
       endpoint = await JobManagerEndpoint.listen({
         host: bind.host,
         port: bind.port,
+        addressKeys:
+          options.bind === undefined
+            ? { hostKey: JobManagerOptions.ADDRESS.key, portKey: JobManagerOptions.PORT.key }
+            : { hostKey: "the bind option", portKey: "the bind option" },
         tls,
         maxMessageSize,
         heartbeatIntervalMs,
@@ -229,19 +234,37 @@ export class JobManager {
     return [...this.endpoint.taskManagers];
   }
 
+  /** The latest task managers the job manager refused (at most 16), oldest first, with why. */
+  get refusedTaskManagers(): readonly RefusedTaskManager[] {
+    return [...this.endpoint.refused];
+  }
+
   /**
    * Resolves with the first `count` connected task managers once that many are registered.
    *
-   * @throws TimeoutError after `timeoutMs` (default: no limit); IllegalStateError when the job
-   *   manager closes first.
+   * @param timeoutMs - how long to wait; default `slot.request.timeout` (Flink's bound on how long
+   *   a job waits for the resources it needs, which the cluster's restarts use too).
+   * @throws TimeoutError after `timeoutMs`, naming the task managers the job manager refused
+   *   (the latest 16) and why (another shuffle plugin, another release or application version, ...);
+   *   IllegalStateError when the job manager closes first.
    */
   waitForTaskManagers(
     count: number,
-    timeoutMs?: number,
+    timeoutMs: number = this.slotRequestTimeoutMs,
   ): Promise<readonly RegisteredTaskManager[]> {
     return this.waitFor(count, timeoutMs, undefined, () => {
       const registered = this.connectedTaskManagers().length;
-      return `${registered} of ${count} task managers registered with the job manager at ${this.url} within ${timeoutMs} ms`;
+      const limit =
+        timeoutMs === this.slotRequestTimeoutMs
+          ? ` (${JobManagerOptions.SLOT_REQUEST_TIMEOUT.key})`
+          : "";
+      // Also the ones refused before the wait began: in a guide's set-up, they connect first.
+      const { refused } = this.endpoint;
+      const why =
+        refused.length === 0
+          ? "; no task manager was refused"
+          : `; refused: ${refused.map((r) => `${r.label}: ${r.reason.message}`).join("; ")}`;
+      return `${registered} of ${count} task managers registered with the job manager at ${this.url} within ${timeoutMs} ms${limit}${why}`;
     });
   }
 

@@ -25,6 +25,9 @@ export interface JobMasterGatewayReceiver {
 /** A task manager's side of a forwarded JobMasterGateway call needs nothing besides sending. */
 export type JobMasterGatewayCaller = Readonly<Record<string, never>>;
 
+/** A task's partitions and gates are few; a longer list in a report is refused. */
+const MAX_SERIALIZERS = 1024;
+
 const method = forwardedMethods<
   JobMasterGateway,
   JobMasterGatewayCaller,
@@ -49,6 +52,12 @@ export const JobMasterGatewayMethods = {
       state: executionState,
       error: serializedThrowable.optional(),
       result: json.optional(),
+      serializers: z
+        .object({
+          produced: z.array(text(1024)).max(MAX_SERIALIZERS).readonly(),
+          consumed: z.array(text(1024)).max(MAX_SERIALIZERS).readonly(),
+        })
+        .optional(),
     }),
     result: z.null(),
     encode: ([update]) => taskExecutionStateToJSON(update),
@@ -59,6 +68,7 @@ export const JobMasterGatewayMethods = {
         state: params.state,
         ...(params.error === undefined ? {} : { error: params.error as SerializedThrowable }),
         ...(params.result === undefined ? {} : { result: params.result }),
+        ...(params.serializers === undefined ? {} : { serializers: params.serializers }),
       });
       job.jobMasterOf(update.jobId).updateTaskExecutionState(update);
     },

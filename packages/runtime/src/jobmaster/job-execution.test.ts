@@ -73,6 +73,11 @@ const INVOKABLES = {
     return emitNumbers(task);
   },
   read: readAll,
+  rejectFirst: async (task: Task) => {
+    for await (const value of task.reader<number>()) {
+      throw new Error(`${task.name} rejects the record ${value}`);
+    }
+  },
 };
 
 /** What `emitNumbers` of `parallelism` subtasks writes in all. */
@@ -385,5 +390,66 @@ describe("JobExecution with blocking data sets", () => {
     };
     expect(memoryOf(1)).toBeGreaterThan(0);
     expect(memoryOf(2)).toBe(2 * memoryOf(1));
+  });
+});
+
+describe("the root cause of a failed job", () => {
+  const cluster = new LocalCluster();
+  afterEach(() => cluster.close());
+
+  it("is a consumer's own error even when the cancellation it caused at its producer is reported first", async () => {
+    const deployer = await cluster.startDeployer();
+    const executor = await cluster.startExecutor(localConfiguration(), { invokables: INVOKABLES });
+    const direct = observed(executor, []);
+    /** The terminal reports in the order the job side receives them. */
+    const received: string[] = [];
+    const producerEnded = deferred();
+    const TERMINAL_STATES = ["FINISHED", "FAILED", "CANCELED"];
+    /** The consumer's delayed report: replies to the job side come after it, as on one connection. */
+    let delayedReport: Promise<void> = Promise.resolve();
+    // As across processes, the consumer's report reaches the job side only after the producer's.
+    const gateway = (delayFailure: boolean): TaskExecutorGateway => ({
+      ...direct,
+      cancelTask: async (attempt) => {
+        if (delayFailure) await delayedReport;
+        return direct.cancelTask(attempt);
+      },
+      submitTask: (descriptor, jobMaster) =>
+        direct.submitTask(descriptor, {
+          requestPartitionProducerState: (...args) =>
+            jobMaster.requestPartitionProducerState(...args),
+          updateTaskExecutionState(update) {
+            const deliver = () => {
+              if (TERMINAL_STATES.includes(update.state)) {
+                received.push(`${descriptor.taskName} ${update.state} ${update.error?.code}`);
+              }
+              jobMaster.updateTaskExecutionState(update);
+            };
+            if (delayFailure && update.state === "FAILED") {
+              delayedReport = producerEnded.promise.then(deliver);
+              return;
+            }
+            deliver();
+            if (!delayFailure && TERMINAL_STATES.includes(update.state)) producerEnded.resolve();
+          },
+        }),
+    });
+    const graph = new JobGraph("late report");
+    const source = graph.addVertex({
+      name: "Source",
+      parallelism: 1,
+      invokable: "source",
+      configuration: { records: 1_000_000 },
+    });
+    const sink = graph.addVertex({ name: "Sink", parallelism: 1, invokable: "rejectFirst" });
+    graph.connect(source, sink, REBALANCE);
+    const execution = await deployer.deploy(graph, (v) => gateway(v === sink));
+    const result = await execution.terminated;
+    // The producer ended first, for a reason the consumer's failure caused.
+    expect(received).toEqual([`Source FAILED ${ErrorCodes.CANCELLED}`, "Sink FAILED undefined"]);
+    expect(result.status).toBe("FAILED");
+    expect(result.failedTask).toBe("Sink (1/1)#0");
+    expect(result.failedTaskLocation).toBe(executor.location);
+    expect(result.error?.message).toBe("Sink (1/1)#0 rejects the record 0");
   });
 });

@@ -10,6 +10,7 @@ import {
   type JobID,
   PartitionNotFoundError,
   ResultPartitionID,
+  SerializationError,
 } from "@sluice/core";
 import {
   createInputGateDeploymentDescriptor,
@@ -37,8 +38,11 @@ import {
   createTaskDeploymentDescriptor,
   type TaskDeploymentDescriptor,
 } from "../taskexecutor/task-deployment-descriptor.js";
-import type { TaskExecutionState } from "../taskexecutor/task-execution-state.js";
-import type { TaskExecutorGateway } from "../taskexecutor/task-executor-gateway.js";
+import type { TaskExecutionState, TaskSerializers } from "../taskexecutor/task-execution-state.js";
+import type {
+  TaskExecutorGateway,
+  TaskManagerLocation,
+} from "../taskexecutor/task-executor-gateway.js";
 import type { Placement, PlacementContext } from "./job-deployer.js";
 import {
   consumedPartitionsOf,
@@ -72,10 +76,16 @@ export interface JobResult {
   readonly jobId: JobID;
   /** FINISHED, FAILED or CANCELED. */
   readonly status: "FINISHED" | "FAILED" | "CANCELED";
-  /** The root cause of a failed or canceled job. */
+  /**
+   * The root cause of a failed or canceled job: the first failure that is not a consequence of
+   * another (a task that fails because its partition was released or its producer failed is
+   * not the cause, as in Flink), with the code, message and stack the task reported.
+   */
   readonly error?: Error;
   /** The task whose failure failed the job, as `Name (i/n)#a`. */
   readonly failedTask?: string;
+  /** Where {@link failedTask} ran: its TaskExecutor's resource id, host and data port. */
+  readonly failedTaskLocation?: TaskManagerLocation;
   /** What each vertex's subtasks returned, by vertex name, in subtask order. */
   readonly results: ReadonlyMap<string, readonly (JsonValue | undefined)[]>;
   /**
@@ -133,6 +143,8 @@ export interface ExecutionVertex {
   result?: JsonValue;
   /** Why the task failed or was canceled, as it reported. */
   failureCause?: Error;
+  /** The serializers the current attempt resolved, once it reported them. */
+  serializers?: TaskSerializers;
 }
 
 interface RegisteredPartition {
@@ -199,7 +211,9 @@ export class JobExecution implements JobMasterGateway {
   private readonly releaseErrors: Error[] = [];
   private currentStatus: JobStatus = "CREATED";
   private rootCause: Error | undefined;
-  private failedTask: string | undefined;
+  /** The root cause's task, by its name and location when it failed (a restart renames it). */
+  private failedTaskName: string | undefined;
+  private failedTaskLocation: TaskManagerLocation | undefined;
   private scheduling: Promise<void> = Promise.resolve();
   private resolveTerminated!: (result: JobResult) => void;
   /** The attempt number of every current execution (the number of restarts so far). */
@@ -287,6 +301,23 @@ export class JobExecution implements JobMasterGateway {
     execution.state = update.state;
     if (update.result !== undefined) execution.result = update.result;
     if (update.error !== undefined) execution.failureCause = deserializeThrowable(update.error);
+    if (update.serializers !== undefined) {
+      execution.serializers = update.serializers;
+      const mismatch = this.serializerMismatchOf(execution);
+      if (mismatch !== undefined) {
+        // Before a record is decoded wrongly: the reader is the task that cannot go on. No
+        // restart, as every attempt would resolve the same serializers (Flink suppresses
+        // restarts for such failures too).
+        if (this.currentStatus === "RUNNING") {
+          this.setRootCause(mismatch.consumer, mismatch.error);
+          this.stop("FAILING", mismatch.error);
+        } else {
+          this.failTask(mismatch.consumer, mismatch.error);
+          this.checkTerminated();
+        }
+        return;
+      }
+    }
     switch (update.state) {
       case "FINISHED":
         this.checkpointCoordinator?.taskFinished(execution.attemptId);
@@ -417,9 +448,50 @@ export class JobExecution implements JobMasterGateway {
         execution.state = "CREATED";
         delete execution.result;
         delete execution.failureCause;
+        delete execution.serializers;
         this.byAttempt.set(execution.attemptId.toString(), execution);
       });
     }
+  }
+
+  // ---------------------------------------------------------------------------- serializers
+
+  /**
+   * A producer and a consumer of `execution` (itself one of them) that both reported their
+   * serializers and disagree on an edge between them: each process resolves the edge's
+   * serializer name against its own code, and bytes written by one serializer do not decode
+   * with another (Flink's serializer compatibility check, by the serializers' names).
+   */
+  private serializerMismatchOf(
+    execution: ExecutionVertex,
+  ): { consumer: ExecutionVertex; error: SerializationError } | undefined {
+    const { vertex, subtaskIndex } = execution;
+    const pairs: [ExecutionVertex, JobEdge, ExecutionVertex][] = [];
+    for (const edge of this.graph.inputsOf(vertex)) {
+      for (const producer of consumedPartitionsOf(edge, subtaskIndex).producers) {
+        pairs.push([this.subtasksOf(edge.source)[producer] as ExecutionVertex, edge, execution]);
+      }
+    }
+    for (const edge of this.graph.outputsOf(vertex)) {
+      for (const consumer of this.subtasksOf(edge.target)) {
+        if (consumedPartitionsOf(edge, consumer.subtaskIndex).producers.includes(subtaskIndex)) {
+          pairs.push([execution, edge, consumer]);
+        }
+      }
+    }
+    for (const [producer, edge, consumer] of pairs) {
+      const output = this.graph.producedDataSetsOf(edge.source).indexOf(edge.dataSet);
+      const written = producer.serializers?.produced[output];
+      const read = consumer.serializers?.consumed[this.graph.inputsOf(edge.target).indexOf(edge)];
+      if (written === undefined || read === undefined || written === read) continue;
+      return {
+        consumer,
+        error: new SerializationError(
+          `serializer mismatch on the edge ${edge.source.name} -> ${edge.target.name} (data set ${edge.resultId}, serializer "${edge.serializer}"): ${producer.name} on ${describeLocation(producer.gateway.location)} writes with ${written}, ${consumer.name} on ${describeLocation(consumer.gateway.location)} reads with ${read}; register the same serializer under "${edge.serializer}" in every process`,
+        ),
+      };
+    }
+    return undefined;
   }
 
   // ---------------------------------------------------------------------------- checkpoints
@@ -667,14 +739,32 @@ export class JobExecution implements JobMasterGateway {
   // ------------------------------------------------------------------------------- failures
 
   private failTask(execution: ExecutionVertex, cause: Error): void {
-    // A task of the attempt being replaced fails as it is canceled: nothing more to decide.
-    if (this.currentStatus === "RESTARTING") return;
-    if (this.currentStatus !== "RUNNING") {
-      this.stop("FAILING", cause);
+    if (this.currentStatus === "RUNNING") {
+      this.setRootCause(execution, cause);
+      this.failGlobally(cause);
       return;
     }
-    this.failedTask = execution.name;
-    this.failGlobally(cause);
+    // Reports race across processes: the producer whose partition a failed remote consumer
+    // released may report first. The job is failing over already, but the consumer's own error,
+    // arriving within that failover, is the cause, not the release it caused.
+    const failingOver = this.currentStatus === "FAILING" || this.currentStatus === "RESTARTING";
+    if (
+      failingOver &&
+      this.rootCause !== undefined &&
+      isConsequentialFailure(this.rootCause) &&
+      !isConsequentialFailure(cause)
+    ) {
+      this.setRootCause(execution, cause);
+    }
+    // A task of the attempt being replaced fails as it is canceled: nothing more to decide.
+    if (this.currentStatus === "RESTARTING") return;
+    this.stop("FAILING", cause);
+  }
+
+  private setRootCause(execution: ExecutionVertex, cause: Error): void {
+    this.rootCause = cause;
+    this.failedTaskName = execution.name;
+    this.failedTaskLocation = execution.gateway.location;
   }
 
   /**
@@ -741,7 +831,8 @@ export class JobExecution implements JobMasterGateway {
     this.partitions.clear();
     this.pendingUpdates.clear();
     this.deployedVertices.clear();
-    this.failedTask = undefined;
+    this.failedTaskName = undefined;
+    this.failedTaskLocation = undefined;
     this.rootCause = undefined;
     this.currentStatus = "RUNNING";
     this.checkpointCoordinator?.startCheckpointScheduler();
@@ -876,7 +967,10 @@ export class JobExecution implements JobMasterGateway {
       jobId: this.jobId,
       status,
       ...(this.rootCause === undefined ? {} : { error: this.rootCause }),
-      ...(this.failedTask === undefined ? {} : { failedTask: this.failedTask }),
+      ...(this.failedTaskName === undefined ? {} : { failedTask: this.failedTaskName }),
+      ...(this.failedTaskLocation === undefined
+        ? {}
+        : { failedTaskLocation: this.failedTaskLocation }),
       results,
       releaseErrors: this.releaseErrors,
       checkpoints: {
@@ -904,6 +998,21 @@ function firstConsumerOf(dataSet: IntermediateDataSet): JobEdge {
     );
   }
   return first;
+}
+
+function describeLocation(location: TaskManagerLocation): string {
+  return `TaskExecutor ${location.resourceId} (${location.host}:${location.dataPort})`;
+}
+
+/**
+ * Whether a task's failure is a consequence of another failure rather than a cause: its
+ * partition or channel was released or canceled, or its producer failed (the producer reports
+ * its own error). Flink does not take such failures as the job's root cause either.
+ */
+function isConsequentialFailure(cause: Error): boolean {
+  return (
+    isSluiceError(cause, ErrorCodes.CANCELLED) || isSluiceError(cause, ErrorCodes.PRODUCER_FAILED)
+  );
 }
 
 function asError(error: unknown): Error {

@@ -1,4 +1,5 @@
 export { TaskDeploymentError, TaskNotFoundError } from "./errors.js";
+export { type ListenTarget, listenError } from "./listen-error.js";
 export { deriveNetworkMemorySize, type NetworkMemorySize } from "./network-memory.js";
 export {
   describeThrowable,
@@ -23,6 +24,7 @@ export {
   failureOf,
   type TaskExecutionState,
   type TaskExecutionStateJSON,
+  type TaskSerializers,
   taskExecutionStateFromJSON,
   taskExecutionStateToJSON,
 } from "./task-execution-state.js";

@@ -40,10 +40,13 @@ export function serializeThrowable(error: unknown): SerializedThrowable {
 
 /**
  * Rebuilds the error: a SluiceError of the same code (and, for codes of `@sluice/core`, the same
- * class). The sender's stack stays in the serialized form, for logs.
+ * class), whose `stack` is the sender's when it sent one (Flink's `SerializedThrowable` keeps the
+ * original stack trace too): the stack of this process would only show the control plane.
  */
 export function deserializeThrowable(serialized: SerializedThrowable): SluiceError {
-  return reconstructError(serialized.code, serialized.name, serialized.message);
+  const error = reconstructError(serialized.code, serialized.name, serialized.message);
+  if (serialized.stack !== undefined) error.stack = serialized.stack;
+  return error;
 }
 
 /** One line for logs and reports: `Name [CODE]: message`. */

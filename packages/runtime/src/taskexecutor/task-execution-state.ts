@@ -18,6 +18,21 @@ export interface TaskExecutionState {
   readonly error?: SerializedThrowable;
   /** What the task's invokable returned (`FINISHED`; Flink's accumulators). */
   readonly result?: JsonValue;
+  /** The serializers the task resolved (its `INITIALIZING` report). */
+  readonly serializers?: TaskSerializers;
+}
+
+/**
+ * The `TypeSerializer.name` of every serializer a task resolved from its descriptor's names: one
+ * per produced partition and one per input gate, in the descriptor's order. Each process resolves
+ * a name against its own registered code, so two processes may resolve one name to different
+ * serializers; from these the job side tells a producer and a consumer that disagree.
+ */
+export interface TaskSerializers {
+  /** What each produced partition is written with. */
+  readonly produced: readonly string[];
+  /** What each input gate is read with. */
+  readonly consumed: readonly string[];
 }
 
 /** The JSON form of {@link TaskExecutionState}, for a control plane between processes. */
@@ -27,6 +42,7 @@ export interface TaskExecutionStateJSON {
   readonly state: ExecutionState;
   readonly error?: SerializedThrowable;
   readonly result?: JsonValue;
+  readonly serializers?: TaskSerializers;
 }
 
 /** {@link TaskExecutionState} as JSON. */
@@ -37,6 +53,7 @@ export function taskExecutionStateToJSON(update: TaskExecutionState): TaskExecut
     state: update.state,
     ...(update.error === undefined ? {} : { error: update.error }),
     ...(update.result === undefined ? {} : { result: update.result }),
+    ...(update.serializers === undefined ? {} : { serializers: update.serializers }),
   };
 }
 
@@ -48,6 +65,7 @@ export function taskExecutionStateFromJSON(json: TaskExecutionStateJSON): TaskEx
     state: json.state,
     ...(json.error === undefined ? {} : { error: json.error }),
     ...(json.result === undefined ? {} : { result: json.result }),
+    ...(json.serializers === undefined ? {} : { serializers: json.serializers }),
   };
 }
 

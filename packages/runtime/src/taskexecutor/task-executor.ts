@@ -46,6 +46,7 @@ import type { TaskMetricGroup } from "../metrics/groups/task-metric-group.js";
 import { MetricNames } from "../metrics/metric-names.js";
 import { MetricRegistry } from "../metrics/metric-registry.js";
 import { TaskDeploymentError, TaskNotFoundError } from "./errors.js";
+import { listenError } from "./listen-error.js";
 import { deriveNetworkMemorySize, type NetworkMemorySize } from "./network-memory.js";
 import {
   Task,
@@ -173,9 +174,10 @@ export class TaskExecutor implements TaskExecutorGateway {
    * sink, and starts it.
    *
    * @throws the loader's errors (`SLUICE_ERR_PLUGIN_*`), ConfigurationError for inconsistent
-   *   memory keys, PluginContractError when the plugin breaks the SPI, MetricReporterError when a
-   *   reporter cannot open, or the environment's own start-up error (the environment and the
-   *   reporters are closed again).
+   *   memory keys or a data port that cannot be listened on (in use: it names the address and
+   *   `taskmanager.data.port`, or `taskmanager.data.bind-port`), PluginContractError when the
+   *   plugin breaks the SPI, MetricReporterError when a reporter cannot open, or the
+   *   environment's own start-up error (the environment and the reporters are closed again).
    */
   static async start(
     configuration: LoaderConfiguration,
@@ -231,7 +233,15 @@ export class TaskExecutor implements TaskExecutorGateway {
     } catch (error) {
       await environment.close();
       await closeMetrics();
-      throw error;
+      const portOption =
+        NettyShuffleEnvironmentOptions[bindPort === undefined ? "DATA_PORT" : "DATA_BIND_PORT"];
+      throw listenError(error, {
+        what: `the data server of TaskExecutor ${resourceId}`,
+        host: configuration.get(NettyShuffleEnvironmentOptions.DATA_BIND_HOST),
+        port: bindPort ?? configuration.get(NettyShuffleEnvironmentOptions.DATA_PORT),
+        hostKey: NettyShuffleEnvironmentOptions.DATA_BIND_HOST.key,
+        portKey: portOption.key,
+      });
     }
     const externalPort = configuration.get(NettyShuffleEnvironmentOptions.DATA_PORT);
     if (bindPort !== undefined && externalPort > 0 && dataPort >= 0) dataPort = externalPort;

@@ -216,7 +216,12 @@ export class Task {
     this.restoredChannelStateBytes = channelStateSize(
       resources.restore?.channelState ?? EMPTY_CHANNEL_STATE,
     );
-    this.report({});
+    this.report({
+      serializers: {
+        produced: resources.outputs.map((output) => output.serializer.name),
+        consumed: resources.inputs.map((input) => input.serializer.name),
+      },
+    });
   }
 
   /** The current state. */
@@ -727,7 +732,9 @@ export class Task {
     this.resolveTerminated(update);
   }
 
-  private report(extra: Pick<TaskExecutionState, "error" | "result">): TaskExecutionState {
+  private report(
+    extra: Pick<TaskExecutionState, "error" | "result" | "serializers">,
+  ): TaskExecutionState {
     const update: TaskExecutionState = {
       jobId: this.jobId,
       executionAttemptId: this.executionAttemptId,

@@ -23,7 +23,7 @@ export const JobManagerOptions = {
         "mode does).",
     ),
 
-  /** How long a restarting job waits for a task manager to replace a lost one. */
+  /** How long the job side waits for task managers: a replacement, or the ones it needs. */
   SLOT_REQUEST_TIMEOUT: ConfigOptions.key("slot.request.timeout")
     .durationType()
     .defaultValue("300s")
@@ -31,6 +31,8 @@ export const JobManagerOptions = {
     .withDescription(
       "How long a job that restarts after losing a task manager waits for another task manager " +
         "to register and take the lost one's tasks (the cluster's default placement). When none " +
-        "comes in time, the restart attempt fails and counts against the restart strategy.",
+        "comes in time, the restart attempt fails and counts against the restart strategy. Also " +
+        "the default time `JobManager.waitForTaskManagers` waits; its error then names the task " +
+        "managers that were refused, and why.",
     ),
 } as const;
