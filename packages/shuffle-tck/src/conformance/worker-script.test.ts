@@ -38,7 +38,9 @@ describe("the conformance worker's script", () => {
 
   it("is the worker next to the compiled module in the package's own dist/", () => {
     const compiled = pathToFileURL(path.join(PACKAGE_DIR, "dist/conformance/worker-process.js"));
-    expect(resolveWorkerScript(compiled.href)).toBe(path.join(PACKAGE_DIR, "dist/worker/worker.js"));
+    expect(resolveWorkerScript(compiled.href)).toBe(
+      path.join(PACKAGE_DIR, "dist/worker/worker.js"),
+    );
   });
 
   it("is the installed copy's own worker under node_modules, never the module that forks it", () => {
