@@ -7,7 +7,15 @@
  * and against the TCP plugin it wraps, every case of both passing.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -22,8 +30,11 @@ const GUIDE = "docs/writing-a-shuffle-plugin.md";
 /** Records per producer in the exactly-once case: enough to fill many buffers, cheap in CI. */
 const RECORDS = 20_000;
 /** A test file of the author's own, next to the guide's: the kit against the wrapped plugin. */
-const TCP_CONFORMANCE = {
+const TCP_CONFORMANCE: CodeBlock & { file: string } = {
+  document: "examples/src/plugin-guide.e2e.test.ts",
+  language: "ts",
   file: "src/tcp-conformance.test.ts",
+  line: 1,
   code: `import { describeShuffleServiceConformance } from "@sluice/shuffle-tck";
 
 describeShuffleServiceConformance({ name: "tcp", factory: "@sluice/shuffle-tcp#TcpShuffleServiceFactory" });
@@ -121,7 +132,8 @@ interface CaseResult {
 }
 
 interface VitestReport {
-  readonly numFailedTests: number;
+  readonly numTotalTests: number;
+  readonly numPassedTests: number;
   readonly testResults: readonly {
     readonly name: string;
     readonly assertionResults: readonly CaseResult[];
@@ -153,13 +165,7 @@ describe("the plugin guide's decorator, tested with the conformance kit outside 
       ...options
     } = guideCompilerOptions(blocks);
     const tests = [...blocks, TCP_CONFORMANCE].filter((block) => block.file?.endsWith(".test.ts"));
-    expect(
-      typeCheckBlocks(
-        tests.map((block) => ({ document: GUIDE, language: "ts", line: 1, ...block })),
-        plugin,
-        options,
-      ),
-    ).toEqual([]);
+    expect(typeCheckBlocks(tests, plugin, options)).toEqual([]);
   });
 
   it("passes every conformance case against the guide's decorator and against the TCP plugin, run by the author's vitest", async () => {
@@ -177,7 +183,9 @@ describe("the plugin guide's decorator, tested with the conformance kit outside 
       300_000,
       authorEnvironment(),
     );
-    const results = (JSON.parse(readFileSync(report, "utf8")) as VitestReport).testResults;
+    expect(existsSync(report), `vitest wrote no report:\n${vitest.output}`).toBe(true);
+    const json = JSON.parse(readFileSync(report, "utf8")) as VitestReport;
+    const results = json.testResults;
     const byFile = new Map(
       results.map((file) => [path.relative(plugin, file.name), file.assertionResults]),
     );
@@ -189,8 +197,12 @@ describe("the plugin guide's decorator, tested with the conformance kit outside 
     const tcp = byFile.get("src/tcp-conformance.test.ts") ?? [];
     const failed = [...decorator, ...tcp].filter((result) => result.status !== "passed");
     expect(failed, vitest.output).toEqual([]);
-    // Every case of the kit ran, the same ones for both plugins.
+    // Every case of the kit ran and passed, the same ones for both plugins.
     expect(decorator.length).toBeGreaterThanOrEqual(19);
+    expect([json.numPassedTests, json.numTotalTests]).toEqual([
+      decorator.length + tcp.length,
+      decorator.length + tcp.length,
+    ]);
     expect(decorator.map((result) => result.fullName.replace("logging-shuffle", "tcp"))).toEqual(
       tcp.map((result) => result.fullName),
     );
