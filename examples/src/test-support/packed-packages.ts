@@ -30,7 +30,23 @@ function stale(src: string, dist: string): boolean {
 
 /** Builds the published packages when their dist/ is missing or older than their sources. */
 export function buildPackagesIfStale(): void {
-  const packages = PUBLISHED_PACKAGES.map((name) => path.join(REPO, "packages", name));
+  buildWorkspacePackagesIfStale(PUBLISHED_PACKAGES);
+}
+
+/**
+ * Packs every published package with `pnpm pack` into `destination`, as a release would, and
+ * returns the tarballs' file names (`sluice-cluster-0.1.0.tgz`).
+ */
+export function packPackages(destination: string): string[] {
+  return packWorkspacePackages(PUBLISHED_PACKAGES, destination);
+}
+
+/**
+ * Builds the packages `names` (folders under `packages/`, with the packages they depend on) when
+ * the dist/ of one of them is missing or older than its sources.
+ */
+export function buildWorkspacePackagesIfStale(names: readonly string[]): void {
+  const packages = names.map((name) => path.join(REPO, "packages", name));
   if (!packages.some((dir) => stale(path.join(dir, "src"), path.join(dir, "dist")))) return;
   const build = spawnSync(
     "pnpm",
@@ -39,7 +55,7 @@ export function buildPackagesIfStale(): void {
       "turbo",
       "run",
       "build",
-      ...PUBLISHED_PACKAGES.map((name) => `--filter=@sluice/${name}`),
+      ...names.map((name) => `--filter=@sluice/${name}`),
       "--output-logs=errors-only",
     ],
     { cwd: REPO, encoding: "utf8" },
@@ -50,11 +66,11 @@ export function buildPackagesIfStale(): void {
 }
 
 /**
- * Packs every published package with `pnpm pack` into `destination`, as a release would, and
- * returns the tarballs' file names (`sluice-cluster-0.1.0.tgz`).
+ * Packs the packages `names` (folders under `packages/`) with `pnpm pack` into `destination`, as a
+ * release would, and returns the file names of every tarball there.
  */
-export function packPackages(destination: string): string[] {
-  for (const name of PUBLISHED_PACKAGES) {
+export function packWorkspacePackages(names: readonly string[], destination: string): string[] {
+  for (const name of names) {
     execFileSync("pnpm", ["pack", "--pack-destination", destination], {
       cwd: path.join(REPO, "packages", name),
       stdio: ["ignore", "ignore", "pipe"],

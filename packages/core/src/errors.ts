@@ -73,6 +73,8 @@ export const ErrorCodes = {
   CHECKPOINT: "SLUICE_ERR_CHECKPOINT",
   /** A metric reporter failed to open (no free port in its range) or its `open()` threw. */
   METRIC_REPORTER: "SLUICE_ERR_METRIC_REPORTER",
+  /** The conformance kit's worker script is missing from its package (not built, or cut down). */
+  TCK_WORKER_NOT_FOUND: "SLUICE_ERR_TCK_WORKER_NOT_FOUND",
 } as const;
 
 /** A stable Sluice error code. */

@@ -3,7 +3,10 @@
  * (`ShuffleServiceFactory` → `ShuffleMaster` + `ShuffleEnvironment`, writers and gates), the
  * descriptors that cross process boundaries (with versioned JSON codecs), the partition types,
  * the configuration options with their Flink keys and defaults, and the brand that identifies a
- * factory. Types, data and small pure helpers only: no I/O, no implementation.
+ * factory. Types, data and small pure helpers only: no I/O, no shuffle implementation. The
+ * forwarding bases of decorator plugins (`ForwardingShuffleServiceFactory`,
+ * `ForwardingShuffleMaster`, `ForwardingShuffleEnvironment`) belong here because they are the
+ * SPI's own shape: they only pass every call on to the plugin they wrap.
  */
 
 // Channel state of unaligned checkpoints
@@ -168,6 +171,9 @@ export type {
   ShuffleMetricSink,
   TaskEventPublisher,
 } from "./shuffle/contexts.js";
+export { ForwardingShuffleEnvironment } from "./shuffle/forwarding-shuffle-environment.js";
+export { ForwardingShuffleMaster } from "./shuffle/forwarding-shuffle-master.js";
+export { ForwardingShuffleServiceFactory } from "./shuffle/forwarding-shuffle-service-factory.js";
 export type { ShuffleEnvironment } from "./shuffle/shuffle-environment.js";
 export type { ShuffleMaster } from "./shuffle/shuffle-master.js";
 export {

@@ -11,6 +11,7 @@ export {
   type ShuffleConformanceOptions,
 } from "./conformance/describe-conformance.js";
 export { WorkerProcess, workerScriptPath } from "./conformance/worker-process.js";
+export { ConformanceWorkerNotFoundError } from "./errors.js";
 export type { WorkerStatus } from "./messages.js";
 export {
   RecordChecker,

@@ -96,6 +96,10 @@ const CLASS_OF: Record<ErrorCode, SluiceErrorClass | undefined> = {
   [ErrorCodes.LIMIT_EXCEEDED]: LimitExceededError,
   [ErrorCodes.CHECKPOINT]: defineError("CheckpointError", ErrorCodes.CHECKPOINT),
   [ErrorCodes.METRIC_REPORTER]: defineError("MetricReporterError", ErrorCodes.METRIC_REPORTER),
+  [ErrorCodes.TCK_WORKER_NOT_FOUND]: defineError(
+    "ConformanceWorkerNotFoundError",
+    ErrorCodes.TCK_WORKER_NOT_FOUND,
+  ),
 };
 
 describe("error wire ids", () => {

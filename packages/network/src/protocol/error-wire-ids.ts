@@ -38,6 +38,7 @@ export const ERROR_WIRE_IDS = {
   [ErrorCodes.LIMIT_EXCEEDED]: 28,
   [ErrorCodes.CHECKPOINT]: 29,
   [ErrorCodes.METRIC_REPORTER]: 30,
+  [ErrorCodes.TCK_WORKER_NOT_FOUND]: 31,
 } as const satisfies Record<ErrorCode, number>;
 
 /** The wire id written for errors that carry no Sluice code (plain `Error`s, non-errors). */

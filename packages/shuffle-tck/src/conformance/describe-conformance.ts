@@ -23,6 +23,13 @@ export interface ShuffleConformanceOptions {
   readonly records?: number;
 }
 
+/**
+ * How long the suite's set-up and clean-up may take. Set on each hook, as each case sets its own,
+ * so that the suite runs under a plugin author's vitest without a configuration (whose default
+ * of 10 s a loaded machine can exceed while worker processes start or are reaped).
+ */
+const HOOK_TIMEOUT_MS = 60_000;
+
 /** Small pools, short timeouts: limits are reached quickly and failures show up fast. */
 const SUITE_DEFAULTS: Readonly<Record<string, unknown>> = {
   "taskmanager.memory.network.min": "16mb",
@@ -59,15 +66,15 @@ export function describeShuffleServiceConformance(options: ShuffleConformanceOpt
         options.configDir === undefined ? {} : { configDir: options.configDir },
       );
       deployer = await JobDeployer.start(configuration);
-    });
+    }, HOOK_TIMEOUT_MS);
 
     afterAll(async () => {
       await deployer?.close();
-    });
+    }, HOOK_TIMEOUT_MS);
 
     afterEach(async () => {
       await cluster.shutdown();
-    });
+    }, HOOK_TIMEOUT_MS);
 
     const current = () => {
       cluster ??= new TckCluster(deployer, config, options.configDir, options.name);

@@ -1,6 +1,4 @@
 import { type ChildProcess, fork } from "node:child_process";
-import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import {
   type ExecutionAttemptID,
   IntermediateDataSetID,
@@ -29,21 +27,16 @@ import type {
   WorkerRequest,
   WorkerStatus,
 } from "../messages.js";
+import { resolveWorkerScript } from "./worker-script.js";
 
-/** Where the compiled worker lives (tests may run from source; children always run built JS). */
+/**
+ * The worker script every {@link WorkerProcess} forks: the compiled `worker/worker.js` of this
+ * package, whether the kit runs from its sources, from its `dist/`, or installed in `node_modules`.
+ *
+ * @throws ConformanceWorkerNotFoundError when the file does not exist (the package is not built).
+ */
 export function workerScriptPath(): string {
-  const here = fileURLToPath(import.meta.url);
-  const candidates = [
-    here.replace(/[/\\]src[/\\]conformance[/\\][^/\\]+$/, "/dist/worker/worker.js"),
-    here.replace(/[/\\]conformance[/\\][^/\\]+$/, "/worker/worker.js"),
-  ];
-  const found = candidates.find((candidate) => candidate.endsWith(".js") && existsSync(candidate));
-  if (found === undefined) {
-    throw new Error(
-      `the conformance worker is not built (looked for ${candidates.join(", ")}); run \`pnpm build\` first`,
-    );
-  }
-  return found;
+  return resolveWorkerScript(import.meta.url);
 }
 
 /** How a worker process ended when it was closed. */

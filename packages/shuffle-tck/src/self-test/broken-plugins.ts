@@ -5,13 +5,12 @@
  * suite's self-test runs chosen cases against them and expects those cases to fail.
  */
 import { Configuration, ShuffleServiceLoader } from "@sluice/runtime";
-import type {
-  ResultPartitionWriter,
-  ShuffleEnvironment,
-  ShuffleEnvironmentContext,
-  ShuffleMaster,
-  ShuffleMasterContext,
-  ShuffleServiceFactory,
+import {
+  ForwardingShuffleEnvironment,
+  ForwardingShuffleServiceFactory,
+  type ResultPartitionWriter,
+  type ShuffleEnvironment,
+  type ShuffleEnvironmentContext,
 } from "@sluice/runtime-api";
 
 const innerValue = process.env.SLUICE_TCK_INNER_PLUGIN;
@@ -27,7 +26,11 @@ const EVERY = 1000;
 
 type WriterOverrides = Partial<Pick<ResultPartitionWriter, "emitRecord" | "flush" | "flushAll">>;
 
-/** `target` with some members replaced; everything else reaches the real object. */
+/**
+ * `target` with some members replaced; everything else reaches the real object. Writers have no
+ * forwarding base: their optional members (unaligned checkpoints) must stay absent when the real
+ * writer lacks them, which a Proxy keeps.
+ */
 function override<T extends object>(target: T, members: Partial<T>): T {
   return new Proxy(target, {
     get(object, property) {
@@ -38,26 +41,48 @@ function override<T extends object>(target: T, members: Partial<T>): T {
   });
 }
 
+/** How a broken plugin breaks its writers, and whether its environment closes. */
+interface Breakage {
+  readonly writer: (real: ResultPartitionWriter) => WriterOverrides;
+  readonly closes: boolean;
+}
+
+/** The inner plugin's environment with every writer it creates broken, and maybe never closed. */
+class BrokenShuffleEnvironment extends ForwardingShuffleEnvironment {
+  constructor(
+    delegate: ShuffleEnvironment,
+    private readonly breakage: Breakage,
+  ) {
+    super(delegate);
+  }
+
+  override createResultPartitionWriters(
+    ...args: Parameters<ShuffleEnvironment["createResultPartitionWriters"]>
+  ): ResultPartitionWriter[] {
+    return super
+      .createResultPartitionWriters(...args)
+      .map((real) => override(real, this.breakage.writer(real) as Partial<ResultPartitionWriter>));
+  }
+
+  override async close(): Promise<void> {
+    if (this.breakage.closes) await super.close();
+  }
+}
+
+/** The inner plugin, its master unchanged, its environments broken as `breakage` says. */
+class BrokenShuffleServiceFactory extends ForwardingShuffleServiceFactory {
+  constructor(private readonly breakage: Breakage) {
+    super(inner);
+  }
+
+  override createShuffleEnvironment(context: ShuffleEnvironmentContext): ShuffleEnvironment {
+    return new BrokenShuffleEnvironment(super.createShuffleEnvironment(context), this.breakage);
+  }
+}
+
 /** A factory whose environment wraps every writer it creates with `writer`. */
-function breakWriters(
-  writer: (real: ResultPartitionWriter) => WriterOverrides,
-  environment: (real: ShuffleEnvironment) => Partial<ShuffleEnvironment> = () => ({}),
-): ShuffleServiceFactory {
-  return {
-    createShuffleMaster(context: ShuffleMasterContext): ShuffleMaster {
-      return inner.createShuffleMaster(context);
-    },
-    createShuffleEnvironment(context: ShuffleEnvironmentContext): ShuffleEnvironment {
-      const real = inner.createShuffleEnvironment(context);
-      return override(real, {
-        createResultPartitionWriters: (owner, descriptors) =>
-          real
-            .createResultPartitionWriters(owner, descriptors)
-            .map((w) => override(w, writer(w) as Partial<ResultPartitionWriter>)),
-        ...environment(real),
-      });
-    },
-  };
+function breakWriters(writer: Breakage["writer"], closes = true): BrokenShuffleServiceFactory {
+  return new BrokenShuffleServiceFactory({ writer, closes });
 }
 
 /** Drops every 1000th record. */
@@ -108,7 +133,4 @@ export const NonFlushingShuffleServiceFactory = breakWriters(() => ({
 }));
 
 /** Never closes its environment: the data server keeps the worker process alive. */
-export const NeverClosingShuffleServiceFactory = breakWriters(
-  () => ({}),
-  () => ({ close: async () => {} }),
-);
+export const NeverClosingShuffleServiceFactory = breakWriters(() => ({}), false);
