@@ -36,6 +36,7 @@ function expectTheLeversThatMakeMoreBuffers(message: string): void {
     "taskmanager.memory.network.fraction",
     "taskmanager.network.memory.buffers-per-channel",
     "taskmanager.network.memory.floating-buffers-per-gate",
+    "taskmanager.network.sort-shuffle.min-buffers",
   ]) {
     expect(message).toContain(`'${key}'`);
   }

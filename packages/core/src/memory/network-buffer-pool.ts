@@ -23,15 +23,18 @@ interface SegmentWaiter {
 
 /**
  * What helps when buffers run out, named in every such error. The pool's size is fixed at
- * network memory ÷ segment size, so the levers are: more memory, fewer buffers needed per channel
- * and gate, fewer channels (parallelism), or smaller segments, which cut the same memory into
- * more buffers. A larger segment size makes fewer buffers and never helps.
+ * network memory ÷ segment size, so the levers are: more memory, fewer buffers needed per channel,
+ * gate and blocking partition, fewer channels (parallelism), or smaller segments, which cut the
+ * same memory into more buffers. A larger segment size makes fewer buffers and never helps.
  */
 const INSUFFICIENT_BUFFERS_HINT =
   "To fix it: give the worker more network memory ('taskmanager.memory.network.min', " +
   "'taskmanager.memory.network.max', 'taskmanager.memory.network.fraction'); or need fewer " +
-  "buffers per channel and gate ('taskmanager.network.memory.buffers-per-channel', " +
-  "'taskmanager.network.memory.floating-buffers-per-gate'); or use a smaller " +
+  "buffers per channel, gate and blocking partition " +
+  "('taskmanager.network.memory.buffers-per-channel', " +
+  "'taskmanager.network.memory.floating-buffers-per-gate', " +
+  "'taskmanager.network.memory.read-buffer.required-per-gate.max', " +
+  "'taskmanager.network.sort-shuffle.min-buffers'); or use a smaller " +
   "'taskmanager.memory.segment-size', which makes more buffers of the same memory; or lower the " +
   "parallelism, which means fewer channels and subpartitions.";
 
