@@ -13,10 +13,17 @@ describe("the documentation's TypeScript", () => {
     const readme = codeBlocks("README.md").filter((block) => block.language === "ts");
     const guide = codeBlocks("docs/embedding.md");
     const guideCode = guide.filter((block) => block.language === "ts");
-    // The README's complete program, and the guide's producer, consumer and channel example.
+    // The README's complete program, and the guide's producer, consumer, batch job, checkpointed
+    // job and channel example.
     expect(readme.length).toBeGreaterThanOrEqual(1);
     expect(guideCode.map((block) => block.file)).toEqual(
-      expect.arrayContaining(["producer.ts", "consumer.ts", undefined]),
+      expect.arrayContaining([
+        "producer.ts",
+        "consumer.ts",
+        "batch.ts",
+        "checkpointed.ts",
+        undefined,
+      ]),
     );
     const diagnostics = typeCheckBlocks(
       [...readme, ...guideCode],

@@ -2,8 +2,10 @@
  * The acceptance test of docs/embedding.md, as a user outside this repository would follow it:
  * the packages are packed into tarballs, the guide's files (its code blocks that name a file) are
  * written into an empty folder next to them, installed with pnpm from the tarballs (no workspace
- * links), type-checked with this repository's TypeScript, and run as two processes over TCP and
- * over WebSocket, chosen by configuration only, moving 10^6 records exactly once.
+ * links), type-checked with this repository's TypeScript, and run over TCP and over WebSocket,
+ * chosen by configuration only: the two-process example moving 10^6 records exactly once, the
+ * batch job stage by stage, and the checkpointed job through its injected failure, each printing
+ * exactly what the guide says it prints.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
@@ -64,7 +66,8 @@ afterEach(() => {
 interface Process {
   readonly child: ChildProcess;
   output(): string;
-  readonly exited: Promise<{ code: number | null; output: string }>;
+  /** Resolves when the process ended: its exit code, stdout and stderr together, stdout alone. */
+  readonly exited: Promise<{ code: number | null; output: string; stdout: string }>;
 }
 
 function start(script: string, args: readonly string[]): Process {
@@ -74,16 +77,18 @@ function start(script: string, args: readonly string[]): Process {
   });
   running.add(child);
   let output = "";
+  let stdout = "";
   child.stdout?.on("data", (chunk: Buffer) => {
     output += chunk.toString();
+    stdout += chunk.toString();
   });
   child.stderr?.on("data", (chunk: Buffer) => {
     output += chunk.toString();
   });
-  const exited = new Promise<{ code: number | null; output: string }>((resolve) => {
+  const exited = new Promise<{ code: number | null; output: string; stdout: string }>((resolve) => {
     child.on("close", (code) => {
       running.delete(child);
-      resolve({ code, output });
+      resolve({ code, output, stdout });
     });
   });
   return { child, output: () => output, exited };
@@ -138,6 +143,72 @@ describe("the embedding guide's two-process example, outside the repository", ()
       expect(consumed.code, consumed.output).toBe(0);
       expect(consumed.output).toContain("task manager 0 registered");
       expect(consumed.output).toContain("task manager ended: shutdown (the job ended FINISHED)");
+    },
+    60_000,
+  );
+});
+
+/**
+ * The output the guide shows for the example in `file`: the first `text` block after the file's
+ * code block, line by line.
+ */
+function documentedOutput(file: string): string[] {
+  const blocks = codeBlocks("docs/embedding.md");
+  const at = blocks.findIndex((block) => block.file === file);
+  const shown = blocks.slice(at + 1).find((block) => block.language === "text");
+  if (at < 0 || shown === undefined)
+    throw new Error(`docs/embedding.md shows no output of ${file}`);
+  return lines(shown.code);
+}
+
+/** The non-empty lines of `text`, without trailing spaces. */
+function lines(text: string): string[] {
+  return text
+    .split("\n")
+    .map((line) => line.trimEnd())
+    .filter((line) => line !== "");
+}
+
+describe("the embedding guide's batch and checkpointed examples, outside the repository", () => {
+  it.each(["tcp", "ws"])(
+    "runs the batch job stage by stage over %s: Sum starts after Numbers finished, reads 4 files and every one of 10^6 records, and the job's end deletes the files",
+    async (shuffle) => {
+      expect(typeCheck?.status, "the examples did not compile").toBe(0);
+      const run = await start("batch.js", ["-D", `shuffle-service-factory.class=${shuffle}`])
+        .exited;
+      expect(run.code, run.output).toBe(0);
+      expect(lines(run.stdout)).toEqual(documentedOutput("batch.ts"));
+      expect(lines(run.stdout)).toEqual([
+        "FINISHED",
+        "Sum started after Numbers finished: true",
+        "files on disk while Sum read: 4, 4",
+        "files on disk after the job: 0",
+        "Sum read 1000000 records, sum 499999500000",
+      ]);
+    },
+    60_000,
+  );
+
+  it.each(["tcp", "ws"])(
+    "restarts the checkpointed job over %s after its injected failure from a checkpoint whose snapshots are one cut, and counts every record exactly once",
+    async (shuffle) => {
+      expect(typeCheck?.status, "the examples did not compile").toBe(0);
+      const run = await start("checkpointed.js", ["-D", `shuffle-service-factory.class=${shuffle}`])
+        .exited;
+      expect(run.code, run.output).toBe(0);
+      const printed = lines(run.stdout);
+      // The checkpoint restored is the newest completed one; its number depends on timing.
+      const restored = [...run.stdout.matchAll(/^checkpoint (\d+):/gm)].map((match) => match[1]);
+      expect(restored).toHaveLength(2);
+      expect(restored[0]).toBe(restored[1]);
+      const numbered = (text: string) => text.replace(/^checkpoint \d+:/, "checkpoint N:");
+      expect(printed.map(numbered)).toEqual(documentedOutput("checkpointed.ts").map(numbered));
+      expect(printed.map(numbered)).toEqual([
+        "FINISHED after 1 restart(s)",
+        "checkpoint N: the sources had emitted 100000 records",
+        "checkpoint N: the sum had counted 100000 records",
+        "the sum received 200000 records, sum 19999900000",
+      ]);
     },
     60_000,
   );

@@ -24,6 +24,29 @@ function sizes(...pools: LocalBufferPool[]): number[] {
   return pools.map((pool) => pool.getNumBuffers());
 }
 
+/**
+ * An InsufficientBuffersError names what makes more buffers or needs fewer: network memory,
+ * buffers per channel and gate, a SMALLER segment size (the same memory in more buffers) and the
+ * parallelism; never a larger segment size, which makes fewer buffers.
+ */
+function expectTheLeversThatMakeMoreBuffers(message: string): void {
+  for (const key of [
+    "taskmanager.memory.network.min",
+    "taskmanager.memory.network.max",
+    "taskmanager.memory.network.fraction",
+    "taskmanager.network.memory.buffers-per-channel",
+    "taskmanager.network.memory.floating-buffers-per-gate",
+    "taskmanager.network.sort-shuffle.min-buffers",
+  ]) {
+    expect(message).toContain(`'${key}'`);
+  }
+  expect(message).toContain(
+    "a smaller 'taskmanager.memory.segment-size', which makes more buffers of the same memory",
+  );
+  expect(message).toContain("lower the parallelism");
+  expect(message).not.toMatch(/(raise|increase|larger|bigger)[^.;]*segment-size/i);
+}
+
 describe("NetworkBufferPool", () => {
   describe("construction and accounting", () => {
     it("allocates the given number of segments of the given size, all available", () => {
@@ -126,7 +149,7 @@ describe("NetworkBufferPool", () => {
       expect(global.getNumberOfUnreservedSegments()).toBe(4);
     });
 
-    it("fails with InsufficientBuffersError naming the counts and the network memory keys", () => {
+    it("fails with InsufficientBuffersError naming the counts and what makes more buffers (more memory, smaller segments, fewer channels)", () => {
       const global = newGlobal(10);
       const a = global.createBufferPool(4, 8);
       const error = expectError(
@@ -136,7 +159,7 @@ describe("NetworkBufferPool", () => {
       );
       expect(error.message).toContain("required 7");
       expect(error.message).toContain("only 6 of 10");
-      expect(error.message).toContain("taskmanager.memory.network");
+      expectTheLeversThatMakeMoreBuffers(error.message);
       // The failed request left no reservation and no pool behind.
       expect(global.getNumberOfRegisteredBufferPools()).toBe(1);
       expect(global.getNumberOfUnreservedSegments()).toBe(6);
@@ -394,7 +417,7 @@ describe("NetworkBufferPool", () => {
       );
       expect(error.message).toContain("required 3");
       expect(error.message).toContain("only 2 of 10");
-      expect(error.message).toContain("taskmanager.memory.network");
+      expectTheLeversThatMakeMoreBuffers(error.message);
       expect(global.getNumberOfUnreservedSegments()).toBe(2);
       expect(global.getNumberOfAvailableMemorySegments()).toBe(10);
       pool.destroy();
@@ -412,7 +435,7 @@ describe("NetworkBufferPool", () => {
       );
       expect(error.message).toContain("required 3");
       expect(error.message).toContain("only 1 are free");
-      expect(error.message).toContain("taskmanager.memory.network");
+      expectTheLeversThatMakeMoreBuffers(error.message);
       expect(global.getNumberOfUnreservedSegments()).toBe(8);
       expect(pool.getNumBuffers()).toBe(10);
       recycleAll(held);
@@ -474,6 +497,7 @@ describe("NetworkBufferPool", () => {
       );
       expect(error.message).toContain("taskmanager.network.memory.buffers-request-timeout");
       expect(error.message).toContain("within 50 ms");
+      expectTheLeversThatMakeMoreBuffers(error.message);
       expect(error.cause).toBeInstanceOf(TimeoutError);
       expect(global.getNumberOfUnreservedSegments()).toBe(numBuffers - 1);
       expect(pool.getNumBuffers()).toBe(numBuffers); // its share is back

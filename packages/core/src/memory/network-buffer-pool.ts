@@ -21,9 +21,22 @@ interface SegmentWaiter {
   timer: NodeJS.Timeout | undefined;
 }
 
-/** The config keys a user raises when buffers run out; named in error messages. */
-const NETWORK_MEMORY_KEYS =
-  "'taskmanager.memory.network.min' / 'taskmanager.memory.network.max' (or 'taskmanager.memory.segment-size')";
+/**
+ * What helps when buffers run out, named in every such error. The pool's size is fixed at
+ * network memory ÷ segment size, so the levers are: more memory, fewer buffers needed per channel,
+ * gate and blocking partition, fewer channels (parallelism), or smaller segments, which cut the
+ * same memory into more buffers. A larger segment size makes fewer buffers and never helps.
+ */
+const INSUFFICIENT_BUFFERS_HINT =
+  "To fix it: give the worker more network memory ('taskmanager.memory.network.min', " +
+  "'taskmanager.memory.network.max', 'taskmanager.memory.network.fraction'); or need fewer " +
+  "buffers per channel, gate and blocking partition " +
+  "('taskmanager.network.memory.buffers-per-channel', " +
+  "'taskmanager.network.memory.floating-buffers-per-gate', " +
+  "'taskmanager.network.memory.read-buffer.required-per-gate.max', " +
+  "'taskmanager.network.sort-shuffle.min-buffers'); or use a smaller " +
+  "'taskmanager.memory.segment-size', which makes more buffers of the same memory; or lower the " +
+  "parallelism, which means fewer channels and subpartitions.";
 
 /**
  * The process-wide pool of network memory (Flink's NetworkBufferPool): a fixed number of
@@ -159,8 +172,8 @@ export class NetworkBufferPool implements AvailabilityProvider {
         `Insufficient number of network buffers: required ${numberOfSegmentsToRequest} exclusive ` +
           `buffers, but only ${this.available.length} are free right now (others are in use by ` +
           `buffer pools beyond their guarantee). The total number of network buffers is ` +
-          `${this.totalNumberOfMemorySegments} of ${this.segmentSize} bytes each; raise ` +
-          `${NETWORK_MEMORY_KEYS}.`,
+          `${this.totalNumberOfMemorySegments} of ${this.segmentSize} bytes each. ` +
+          INSUFFICIENT_BUFFERS_HINT,
       );
     }
     const segments: MemorySegment[] = [];
@@ -231,8 +244,8 @@ export class NetworkBufferPool implements AvailabilityProvider {
         `Insufficient number of network buffers: required ${waiter.count} exclusive buffers, ` +
           `but only ${held} came back from other buffer pools within ${timeoutMs} ms ` +
           `('${BUFFERS_REQUEST_TIMEOUT_KEY}'). The total number of network buffers is ` +
-          `${this.totalNumberOfMemorySegments} of ${this.segmentSize} bytes each; raise ` +
-          `${NETWORK_MEMORY_KEYS} or the timeout.`,
+          `${this.totalNumberOfMemorySegments} of ${this.segmentSize} bytes each. Other pools ` +
+          `may simply hold them longer than the timeout: raise it. ${INSUFFICIENT_BUFFERS_HINT}`,
         { cause: new TimeoutError(`no free segments within ${timeoutMs} ms`) },
       ),
     );
@@ -335,7 +348,7 @@ export class NetworkBufferPool implements AvailabilityProvider {
       throw new InsufficientBuffersError(
         `Insufficient number of network buffers for ${what}: required ${count}, but only ` +
           `${unreserved} of ${this.totalNumberOfMemorySegments} are not yet guaranteed to other ` +
-          `pools (segment size ${this.segmentSize} bytes). Raise ${NETWORK_MEMORY_KEYS}.`,
+          `pools (segment size ${this.segmentSize} bytes). ${INSUFFICIENT_BUFFERS_HINT}`,
       );
     }
     this.numTotalRequiredBuffers += count;

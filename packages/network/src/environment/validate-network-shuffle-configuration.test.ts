@@ -34,6 +34,12 @@ describe("validateNetworkShuffleConfiguration", () => {
     expect(message).toContain("'taskmanager.memory.segment-size' (32 kb)");
   });
 
+  it("refuses to start with a segment size that is not a power of two, naming the key and the value", () => {
+    const message = refusedAtStart({ "taskmanager.memory.segment-size": "24kb" });
+    expect(message).toContain('"taskmanager.memory.segment-size": "24kb"');
+    expect(message).toContain("expected a power of two");
+  });
+
   it("lists every problem at once", () => {
     const message = refusedAtStart({
       "taskmanager.memory.network.min": "1kb",

@@ -191,6 +191,32 @@ describe("Configuration", () => {
   });
 
   it.each([
+    ["a file", "48kb", (file: string) => ({ configFile: file })],
+    ["-D", "3000b", () => ({ args: ["-D", "taskmanager.memory.segment-size=3000b"] })],
+  ])(
+    "refuses at load time a segment size that is not a power of two, set in %s, naming the key and the value",
+    (_where, value, options) => {
+      const file = writeConfig(`taskmanager.memory.segment-size: ${value}\n`);
+      const error = configError(() => Configuration.load(options(file)));
+      expect(error.message).toContain('"taskmanager.memory.segment-size"');
+      expect(error.message).toContain(`"${value}"`);
+      expect(error.message).toContain("expected a power of two in [256 bytes, 1 gb]");
+    },
+  );
+
+  it("accepts every power of two from 256 bytes to 1 gb as the segment size", () => {
+    for (let size = 256; size <= 1024 ** 3; size *= 2) {
+      const config = new Configuration({ "taskmanager.memory.segment-size": size });
+      expect(config.get(NetworkMemoryOptions.MEMORY_SEGMENT_SIZE)).toBe(size);
+    }
+    configError(() =>
+      new Configuration({ "taskmanager.memory.segment-size": 256 + 1 }).get(
+        NetworkMemoryOptions.MEMORY_SEGMENT_SIZE,
+      ),
+    );
+  });
+
+  it.each([
     ["invalid YAML", "a: [1, 2\n", /is not valid YAML/],
     [
       "a duplicate key",

@@ -4,6 +4,11 @@ import { formatMemorySize } from "../memory-size.js";
 const MIN_SEGMENT_SIZE = 256;
 const MAX_SEGMENT_SIZE = 1024 ** 3;
 
+/** Flink refuses a page size that is not a power of two (`MathUtils.isPowerOf2`). */
+function isPowerOfTwo(value: number): boolean {
+  return value > 0 && Number.isInteger(Math.log2(value));
+}
+
 /**
  * Network memory and buffer counts (Flink's `TaskManagerOptions` memory keys and
  * `NettyShuffleEnvironmentOptions` buffer keys). Flink 2.0 removed several buffer keys and hard-codes
@@ -47,13 +52,14 @@ export const NetworkMemoryOptions = {
     .memoryType()
     .defaultValue("32kb")
     .withValidator((value) =>
-      value >= MIN_SEGMENT_SIZE && value <= MAX_SEGMENT_SIZE
+      value >= MIN_SEGMENT_SIZE && value <= MAX_SEGMENT_SIZE && isPowerOfTwo(value)
         ? undefined
-        : `a size in [${formatMemorySize(MIN_SEGMENT_SIZE)}, ${formatMemorySize(MAX_SEGMENT_SIZE)}]`,
+        : `a power of two in [${formatMemorySize(MIN_SEGMENT_SIZE)}, ${formatMemorySize(MAX_SEGMENT_SIZE)}] ` +
+          "(e.g. 4kb, 32kb, 64kb), as Flink requires of its memory segments",
     )
     .withDescription(
       "Size of one memory segment, which is the size of one network buffer and the largest " +
-        "payload of one buffer on the wire.",
+        "payload of one buffer on the wire. A power of two, as in Flink.",
     ),
 
   /** Smallest buffer size the buffer debloater may choose. */
