@@ -29,7 +29,7 @@ type ReturnOf<F> = F extends (...args: never[]) => infer R ? Awaited<R> : never;
  * How a call is delivered. `request`: the gateway method returns a Promise that settles with the
  * reply (or the receiver's error). `report`: the gateway method returns nothing and must not throw
  * (as `JobMasterGateway.updateTaskExecutionState`); it is still a request, so the receiver's
- * error comes back, and goes to {@link Forwarder.onUndelivered}.
+ * error comes back, and goes to the forwarder's `onUndelivered`.
  */
 export type Delivery = "request" | "report";
 

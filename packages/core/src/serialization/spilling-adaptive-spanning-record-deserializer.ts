@@ -88,8 +88,8 @@ interface SpillFile {
  * big-endian payload length, then the payload, records back to back, any record (its 4 length
  * bytes included) possibly split across any number of buffers.
  *
- * An explicit state machine ({@link READ_LENGTH} → {@link READ_RECORD} or {@link SPILL_RECORD} →
- * {@link READ_LENGTH}) that consumes whatever input there is and stops when it runs out:
+ * An explicit state machine (`READ_LENGTH` → `READ_RECORD` or `SPILL_RECORD` →
+ * `READ_LENGTH`) that consumes whatever input there is and stops when it runs out:
  * - **Fast path**: when no bytes of a record are pending and the whole record lies in the current
  *   buffer, it is decoded straight from the buffer's segment — no copy.
  * - **Spanning records** (the length bytes themselves may be split) are gathered into a growable

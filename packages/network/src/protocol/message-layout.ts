@@ -58,7 +58,7 @@ export const FRAME_HEADER = fields({
 
 /**
  * BufferResponse (id 0): its fixed fields. Then `numberOfPartialBuffers` sizes of
- * {@link PARTIAL_BUFFER_SIZE_BYTES} each, then `bufferSize` payload bytes.
+ * `PARTIAL_BUFFER_SIZE_BYTES` each, then `bufferSize` payload bytes.
  */
 export const BUFFER_RESPONSE = fields({
   receiverId: RECEIVER_ID_BYTES,

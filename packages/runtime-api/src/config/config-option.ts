@@ -116,7 +116,7 @@ export interface ReadableConfig {
   contains(option: ConfigOption<unknown>): boolean;
 }
 
-/** Where {@link resolveConfigOption} found a value. */
+/** Where {@link findRawValue} found a value. */
 export interface ResolvedRawValue {
   /** The key that was set: the option's own key or one of its fallback keys. */
   readonly key: string;

@@ -78,10 +78,15 @@ export function createInputGateDeploymentDescriptor(
  * consumedSubpartitionIndexRange: { start, end }, shuffleDescriptors: [<ShuffleDescriptorJSON>] }`.
  */
 export interface InputGateDeploymentDescriptorJSON {
+  /** The format version, {@link DESCRIPTOR_VERSION}. */
   readonly version: number;
+  /** {@inheritDoc InputGateDeploymentDescriptor.consumedResultId} */
   readonly consumedResultId: string;
+  /** {@inheritDoc InputGateDeploymentDescriptor.consumedPartitionType} */
   readonly consumedPartitionType: string;
+  /** {@inheritDoc InputGateDeploymentDescriptor.consumedSubpartitionIndexRange} */
   readonly consumedSubpartitionIndexRange: IndexRange;
+  /** {@inheritDoc InputGateDeploymentDescriptor.shuffleDescriptors} */
   readonly shuffleDescriptors: readonly ShuffleDescriptorJSON[];
 }
 

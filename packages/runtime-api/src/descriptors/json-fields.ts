@@ -31,7 +31,9 @@ function describe(value: unknown): string {
  */
 export class JsonFields {
   private constructor(
+    /** The descriptor type being decoded, named in every error. */
     readonly typeName: string,
+    /** Where this object sits in the descriptor (`""` at the top, `"shuffleDescriptor"`...). */
     readonly path: string,
     private readonly obj: Record<string, unknown>,
   ) {}

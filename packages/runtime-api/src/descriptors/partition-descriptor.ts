@@ -37,15 +37,25 @@ export interface PartitionDescriptor {
  * digits; partition: `<dataSetHex>#<n>`), the type by name.
  */
 export interface PartitionDescriptorJSON {
+  /** The format version, {@link DESCRIPTOR_VERSION}. */
   readonly version: number;
+  /** {@inheritDoc PartitionDescriptor.resultId} */
   readonly resultId: string;
+  /** {@inheritDoc PartitionDescriptor.totalNumberOfPartitions} */
   readonly totalNumberOfPartitions: number;
+  /** {@inheritDoc PartitionDescriptor.partitionId} */
   readonly partitionId: string;
+  /** {@inheritDoc PartitionDescriptor.partitionType} */
   readonly partitionType: string;
+  /** {@inheritDoc PartitionDescriptor.numberOfSubpartitions} */
   readonly numberOfSubpartitions: number;
+  /** {@inheritDoc PartitionDescriptor.connectionIndex} */
   readonly connectionIndex: number;
+  /** {@inheritDoc PartitionDescriptor.isBroadcast} */
   readonly isBroadcast: boolean;
+  /** {@inheritDoc PartitionDescriptor.isAllToAllDistribution} */
   readonly isAllToAllDistribution: boolean;
+  /** {@inheritDoc PartitionDescriptor.isNumberOfPartitionConsumerUndefined} */
   readonly isNumberOfPartitionConsumerUndefined?: boolean;
 }
 

@@ -39,8 +39,11 @@ export function createPartitionInfo(
 
 /** The JSON form (version 1): `{ version, intermediateDataSetId: <hex>, shuffleDescriptor }`. */
 export interface PartitionInfoJSON {
+  /** The format version, {@link DESCRIPTOR_VERSION}. */
   readonly version: number;
+  /** {@inheritDoc PartitionInfo.intermediateDataSetId} */
   readonly intermediateDataSetId: string;
+  /** {@inheritDoc PartitionInfo.shuffleDescriptor} */
   readonly shuffleDescriptor: ShuffleDescriptorJSON;
 }
 

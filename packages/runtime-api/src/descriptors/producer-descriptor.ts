@@ -22,10 +22,15 @@ export interface ProducerDescriptor {
 
 /** The JSON form of a {@link ProducerDescriptor} (version 1); ids as strings. */
 export interface ProducerDescriptorJSON {
+  /** The format version, {@link DESCRIPTOR_VERSION}. */
   readonly version: number;
+  /** {@inheritDoc ProducerDescriptor.producerLocation} */
   readonly producerLocation: string;
+  /** {@inheritDoc ProducerDescriptor.producerExecutionId} */
   readonly producerExecutionId: string;
+  /** {@inheritDoc ProducerDescriptor.address} */
   readonly address: string;
+  /** {@inheritDoc ProducerDescriptor.dataPort} */
   readonly dataPort: number;
 }
 

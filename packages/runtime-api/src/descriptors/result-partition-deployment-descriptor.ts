@@ -68,9 +68,13 @@ export function createResultPartitionDeploymentDescriptor(
  * shuffleDescriptor: <ShuffleDescriptorJSON>, maxParallelism }`.
  */
 export interface ResultPartitionDeploymentDescriptorJSON {
+  /** The format version, {@link DESCRIPTOR_VERSION}. */
   readonly version: number;
+  /** {@inheritDoc ResultPartitionDeploymentDescriptor.partitionDescriptor} */
   readonly partitionDescriptor: PartitionDescriptorJSON;
+  /** {@inheritDoc ResultPartitionDeploymentDescriptor.shuffleDescriptor} */
   readonly shuffleDescriptor: ShuffleDescriptorJSON;
+  /** {@inheritDoc ResultPartitionDeploymentDescriptor.maxParallelism} */
   readonly maxParallelism: number;
 }
 

@@ -63,6 +63,7 @@ export interface UnknownShuffleDescriptor extends ShuffleDescriptor {
  */
 export type PartitionConnectionInfo =
   | {
+      /** The producer runs in another worker: connect to its data server. */
       readonly kind: "remote";
       /** Host name or IP of the producer's data server (`taskmanager.host`). */
       readonly host: string;
@@ -71,7 +72,10 @@ export type PartitionConnectionInfo =
       /** Connection index; equal (host, port, index) share a connection. */
       readonly connectionIndex: number;
     }
-  | { readonly kind: "local" };
+  | {
+      /** The producer runs in the consumer's worker: read its partition in memory. */
+      readonly kind: "local";
+    };
 
 /**
  * The descriptor of the bundled network shuffle (TCP and WebSocket plugins; Flink's
@@ -187,12 +191,19 @@ export function isLocalTo(
 export interface ShuffleDescriptorJSON {
   /** The format version, 1. */
   readonly version: number;
+  /** The descriptor's kind: `network`, `unknown`, or a plugin's own. */
   readonly kind: string;
+  /** The partition's `ResultPartitionID`, in its string form. */
   readonly resultPartitionId: string;
+  /** True for a placeholder of a producer not deployed yet (plugin kinds only). */
   readonly isUnknown?: boolean;
+  /** The worker whose resources the partition occupies (hex resource id), or null when it occupies none (plugin kinds only). */
   readonly storesLocalResourcesOn?: string | null;
+  /** The producer's worker, a hex resource id (`network` only). */
   readonly producerLocation?: string;
+  /** Where consumers connect (`network` only). */
   readonly connection?: PartitionConnectionInfo;
+  /** A plugin's own fields, kept as they are (plugin kinds only). */
   readonly plugin?: JsonObject;
 }
 

@@ -99,37 +99,44 @@ function define(
  * | HYBRID_SELECTIVE | no | no | either | scheduler |
  */
 export const ResultPartitionType = Object.freeze({
+  /** Written completely, to disk, before any consumer reads it; readable more than once, until the scheduler releases it (batch exchanges). */
   BLOCKING: define("BLOCKING", "BLOCKING", {
     isBounded: false,
     isReconsumable: true,
     releasedBy: "scheduler",
   }),
+  /** Like BLOCKING, but kept after the job ends, until it is released explicitly (Flink's cached intermediate results). */
   BLOCKING_PERSISTENT: define("BLOCKING_PERSISTENT", "BLOCKING", {
     isBounded: false,
     isReconsumable: true,
     isPersistent: true,
     releasedBy: "scheduler",
   }),
+  /** Consumed while it is produced, with an unbounded output pool (streaming exchanges without back-pressure from the pool size). */
   PIPELINED: define("PIPELINED", "MUST_BE_PIPELINED", {
     isBounded: false,
     isReconsumable: false,
     releasedBy: "upstream",
   }),
+  /** Consumed while it is produced, with a bounded output pool, so a slow consumer back-pressures the producer: the streaming default. */
   PIPELINED_BOUNDED: define("PIPELINED_BOUNDED", "MUST_BE_PIPELINED", {
     isBounded: true,
     isReconsumable: false,
     releasedBy: "upstream",
   }),
+  /** Pipelined and bounded, and a consumer may reconnect to a restarted producer and lose only what was in flight (Flink's approximate local recovery). */
   PIPELINED_APPROXIMATE: define("PIPELINED_APPROXIMATE", "CAN_BE_PIPELINED", {
     isBounded: true,
     isReconsumable: false,
     releasedBy: "upstream",
   }),
+  /** Spilled to disk and readable while it is produced; every buffer is kept, so it can be read again (Flink's hybrid shuffle). */
   HYBRID_FULL: define("HYBRID_FULL", "CAN_BE_PIPELINED", {
     isBounded: false,
     isReconsumable: true,
     releasedBy: "scheduler",
   }),
+  /** Readable while it is produced, spilling only what consumers cannot take at once; read once (Flink's hybrid shuffle). */
   HYBRID_SELECTIVE: define("HYBRID_SELECTIVE", "CAN_BE_PIPELINED", {
     isBounded: false,
     isReconsumable: false,

@@ -93,7 +93,7 @@ export class Configuration implements ReadableConfig {
   /**
    * Reads a `config.yaml` from text.
    *
-   * @param source names the text in messages (default "YAML").
+   * @param options.source names the text in messages (default "YAML").
    * @throws ConfigurationError for invalid YAML, duplicate keys or keys without value.
    */
   static fromYamlString(
