@@ -280,14 +280,15 @@ describe("PipelinedSubpartition backlog", () => {
 });
 
 describe("PipelinedSubpartition priority events", () => {
-  it("puts priority events at the head, ahead of queued data, in order among themselves, and notifies", () => {
+  it("puts priority events at the head, ahead of queued data, in order among themselves, and notifies the first", () => {
     const { global, partition, listener, view } = setUp();
     partition.emitRecord(record(SEGMENT - 4, 1), 0);
     partition.emitRecord(record(10, 2), 0);
     const before = listener.notifications;
     partition.broadcastEvent(new CancelCheckpointMarker(1n), true);
     partition.broadcastEvent(new CancelCheckpointMarker(2n), true);
-    expect(listener.priorityEvents).toHaveLength(2);
+    // As in Flink, only the first pending priority event is announced: the reader takes both.
+    expect(listener.priorityEvents).toEqual([0]);
     expect(listener.notifications).toBeGreaterThan(before);
 
     const items = drain(view);
@@ -338,6 +339,45 @@ describe("PipelinedSubpartition blocking", () => {
     const items = drain(view);
     expect(items.map((i) => i.buffer.getSize())).toEqual([SEGMENT]);
     recycleAll(items);
+    partition.release();
+    expectAllSegmentsBack(global);
+  });
+});
+
+describe("PipelinedSubpartition priority events while blocked", () => {
+  it("announces no priority event while blocked by an aligned barrier, and hands it out first once resumed", () => {
+    const { global, partition, listener, view } = setUp();
+    partition.broadcastEvent(new CheckpointBarrier(1n, 0n));
+    partition.emitRecord(record(SEGMENT - 4), 0);
+    const barrier = must(view.getNextBuffer());
+    expect(barrier.buffer.getDataType()).toBe(DataType.ALIGNED_CHECKPOINT_BARRIER);
+    barrier.buffer.recycleBuffer();
+    const notifications = listener.notifications;
+    // An unaligned barrier of a later checkpoint reaches the blocked subpartition.
+    partition.broadcastEvent(
+      new CheckpointBarrier(2n, 0n, {
+        ...DEFAULT_CHECKPOINT_OPTIONS,
+        alignment: CheckpointAlignment.UNALIGNED,
+      }),
+      true,
+    );
+    expect(listener.priorityEvents).toEqual([]);
+    expect(listener.notifications).toBe(notifications);
+    expect(view.getNextBuffer()).toBeUndefined();
+
+    view.resumeConsumption();
+    expect(listener.notifications).toBe(notifications + 1);
+    const items = drain(view);
+    expect(items.map((i) => i.buffer.getDataType())).toEqual([
+      DataType.PRIORITIZED_EVENT_BUFFER,
+      DataType.DATA_BUFFER,
+    ]);
+    expect((eventOf(must(items[0]).buffer) as CheckpointBarrier).id).toBe(2n);
+    recycleAll(items);
+    // Unblocked, the next priority event is announced again.
+    partition.broadcastEvent(new CancelCheckpointMarker(2n), true);
+    expect(listener.priorityEvents).toEqual([3]);
+    recycleAll(drain(view));
     partition.release();
     expectAllSegmentsBack(global);
   });

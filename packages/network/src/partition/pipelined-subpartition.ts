@@ -98,10 +98,15 @@ export class PipelinedSubpartition {
     if (priority && unalignedCheckpointId !== undefined) {
       this.persistOvertakenData(unalignedCheckpointId);
     }
-    if (priority) {
+    // As in Flink, only the first pending priority event is announced (a reader told once takes
+    // them all before any data), and none while blocked: a blocked subpartition hands out
+    // nothing until resumed, so a reader told of priority would find no event to take, and a
+    // gate that serves priority channels first would hand out another channel's data instead.
+    const notifyPriority = priority && this.numPriorityElements === 1 && !this.blocked;
+    if (notifyPriority) {
       this.readView?.notifyPriorityEvent(this.sequenceNumber);
     }
-    if (finish || priority || this.shouldNotifyDataAvailable()) this.notifyDataAvailable();
+    if (finish || notifyPriority || this.shouldNotifyDataAvailable()) this.notifyDataAvailable();
     return true;
   }
 
