@@ -601,7 +601,7 @@ describe("RemoteInputChannel exclusive buffers held by other pools", () => {
       global,
       2,
       { initialMs: 100, maxMs: 1_000 },
-      timeoutMs,
+      { buffersRequestTimeoutMs: timeoutMs },
     );
     return { held, client, channel, global };
   }

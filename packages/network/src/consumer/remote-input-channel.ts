@@ -22,6 +22,7 @@ import type { ExecutionState } from "@sluice/runtime-api";
 import type { ConnectionID } from "../netty/connection-id.js";
 import type { PartitionRequestClient } from "../netty/partition-request-client.js";
 import type { PartitionRequestClientFactory } from "../netty/partition-request-client-factory.js";
+import { nextSequenceNumber, sequenceNumberPrecedes } from "../partition/sequence-number.js";
 import { BufferManager, type BufferManagerOwner } from "./buffer-manager.js";
 import {
   type Backoff,
@@ -52,15 +53,25 @@ const PRODUCING_STATES: ReadonlySet<ExecutionState> = new Set([
 /** Flink's default of `taskmanager.network.memory.buffers-request-timeout`. */
 const DEFAULT_BUFFERS_REQUEST_TIMEOUT_MS = 30_000;
 
+/** Settings of a RemoteInputChannel beyond its identity and buffers. */
+export interface RemoteInputChannelOptions {
+  /**
+   * How long the exclusive buffers may take to come back from other pools
+   * (`taskmanager.network.memory.buffers-request-timeout`, default 30 s).
+   */
+  readonly buffersRequestTimeoutMs?: number;
+  /**
+   * The sequence number the first buffer from the producer carries (default 0, as in Flink);
+   * the producer's views must start at the same one. Tests start near 2³¹ to cross the int32
+   * wrap-around.
+   */
+  readonly initialSequenceNumber?: number;
+}
+
 /** A received buffer with its sequence number. */
 interface Received {
   readonly buffer: NetworkBuffer;
   readonly sequenceNumber: number;
-}
-
-/** Sequence numbers wrap at 2³¹; compare them as Flink does, by the sign of the difference. */
-function precedes(a: number, b: number): boolean {
-  return ((a - b) | 0) < 0;
 }
 
 /**
@@ -89,7 +100,8 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
   /** The first `numPriorityElements` entries of `received` are priority events. */
   private numPriorityElements = 0;
   private client: PartitionRequestClient | undefined;
-  private expectedSequenceNumber = 0;
+  /** The sequence number of the next BufferResponse (an int32 that wraps, as Flink's int). */
+  private expectedSequenceNumber: number;
   private unannouncedCredit = 0;
   private requested = false;
   private released = false;
@@ -111,10 +123,12 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
     networkBufferPool: NetworkBufferPool,
     initialCredit: number,
     backoff: Backoff,
-    buffersRequestTimeoutMs = DEFAULT_BUFFERS_REQUEST_TIMEOUT_MS,
+    options: RemoteInputChannelOptions = {},
   ) {
     super(gate, channelIndex, partitionId, subpartitionIndex, backoff);
-    this.buffersRequestTimeoutMs = buffersRequestTimeoutMs;
+    this.buffersRequestTimeoutMs =
+      options.buffersRequestTimeoutMs ?? DEFAULT_BUFFERS_REQUEST_TIMEOUT_MS;
+    this.expectedSequenceNumber = (options.initialSequenceNumber ?? 0) | 0;
     this.remoteGate = gate;
     this.connectionId = connectionId;
     this.clientFactory = clientFactory;
@@ -214,7 +228,7 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
       );
       return;
     }
-    this.expectedSequenceNumber++;
+    this.expectedSequenceNumber = nextSequenceNumber(sequenceNumber);
     if (buffer !== undefined) {
       const wasEmpty = this.received.length === 0;
       const type = buffer.getDataType();
@@ -372,7 +386,7 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
       const barrierSequence = this.channelStatePersister.barrierSequenceNumber(barrier.id);
       for (let i = this.numPriorityElements; i < this.received.length; i++) {
         const entry = this.received[i] as Received;
-        if (barrierSequence !== undefined && !precedes(entry.sequenceNumber, barrierSequence)) {
+        if (barrierSequence !== undefined && !sequenceNumberPrecedes(entry.sequenceNumber, barrierSequence)) {
           break;
         }
         if (entry.buffer.isBuffer()) known.push(entry.buffer.retainBuffer());

@@ -52,7 +52,7 @@ afterEach(() => {
   for (const global of globals.splice(0)) global.destroy();
 });
 
-function setUp(subpartitions = 1): Harness {
+function setUp(subpartitions = 1, initialSequenceNumber?: number): Harness {
   const global = new NetworkBufferPool(64, SEGMENT);
   globals.push(global);
   const manager = new ResultPartitionManager();
@@ -65,6 +65,7 @@ function setUp(subpartitions = 1): Harness {
     partitionManager: manager,
     bufferPoolFactory: () =>
       global.createBufferPool(subpartitions + 1, 32, { numberOfSubpartitions: subpartitions }),
+    ...(initialSequenceNumber === undefined ? {} : { initialSequenceNumber }),
   });
   partition.setup();
   const listener = new RecordingListener();
@@ -378,6 +379,19 @@ describe("PipelinedSubpartition priority events while blocked", () => {
     partition.broadcastEvent(new CancelCheckpointMarker(2n), true);
     expect(listener.priorityEvents).toEqual([3]);
     recycleAll(drain(view));
+    partition.release();
+    expectAllSegmentsBack(global);
+  });
+});
+
+describe("PipelinedSubpartition sequence numbers", () => {
+  it("wraps from 2^31 - 1 to -2^31 and counts on, as Flink's int does", () => {
+    const { global, partition, view } = setUp(1, 2 ** 31 - 2);
+    for (let i = 0; i < 4; i++) partition.emitRecord(record(SEGMENT - 4, i), 0);
+    partition.flushAll();
+    const items = drain(view);
+    expect(items.map((i) => i.sequenceNumber)).toEqual([2 ** 31 - 2, 2 ** 31 - 1, -(2 ** 31), -(2 ** 31) + 1]);
+    recycleAll(items);
     partition.release();
     expectAllSegmentsBack(global);
   });

@@ -71,6 +71,19 @@ export const NettyShuffleEnvironmentOptions = {
         'registered before it answers "partition not found".',
     ),
 
+  /** The first sequence number of every subpartition view (Sluice, for tests). */
+  INITIAL_SEQUENCE_NUMBER: ConfigOptions.key("taskmanager.network.initial-sequence-number")
+    .intType()
+    .defaultValue(0)
+    .withValidator(inRange(-(2 ** 31), MAX_INT32, "an int32"))
+    .withDescription(
+      "Sluice, for tests: the sequence number of the first buffer every subpartition view " +
+        "hands out and every remote channel expects (Flink: always 0). Sequence numbers are " +
+        "int32s that wrap from 2147483647 to -2147483648, so a test that starts near the top " +
+        "crosses the wrap without sending 2^31 buffers. Must be the same on every worker; " +
+        "leave it at 0 otherwise.",
+    ),
+
   /** Timeout of establishing a connection to another worker. */
   CLIENT_CONNECT_TIMEOUT: ConfigOptions.key("taskmanager.network.netty.client.connect-timeout")
     .durationType()
