@@ -53,6 +53,9 @@ const PRODUCING_STATES: ReadonlySet<ExecutionState> = new Set([
 /** Flink's default of `taskmanager.network.memory.buffers-request-timeout`. */
 const DEFAULT_BUFFERS_REQUEST_TIMEOUT_MS = 30_000;
 
+/** Flink's default of `taskmanager.network.partition-request-timeout`. */
+const DEFAULT_PARTITION_REQUEST_TIMEOUT_MS = 10_000;
+
 /** Settings of a RemoteInputChannel beyond its identity and buffers. */
 export interface RemoteInputChannelOptions {
   /**
@@ -60,6 +63,13 @@ export interface RemoteInputChannelOptions {
    * (`taskmanager.network.memory.buffers-request-timeout`, default 30 s).
    */
   readonly buffersRequestTimeoutMs?: number;
+  /**
+   * How long a producer's server keeps a request for a partition not registered yet
+   * (`taskmanager.network.partition-request-timeout`, default 10 s): each PartitionNotFound
+   * counts this much against the retry budget of 2 × `taskmanager.network.request-backoff.max`.
+   * 0 or less: a PartitionNotFound fails the channel at once, as in Flink.
+   */
+  readonly partitionRequestTimeoutMs?: number;
   /**
    * The sequence number the first buffer from the producer carries (default 0, as in Flink);
    * the producer's views must start at the same one. Tests start near 2³¹ to cross the int32
@@ -108,6 +118,11 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
   private retriggerTimer: NodeJS.Timeout | undefined;
   private isSetUp = false;
   private readonly buffersRequestTimeoutMs: number;
+  private readonly partitionRequestTimeoutMs: number;
+  /** When the current partition request was sent (ms, `Date.now()`), for the retry budget. */
+  private requestSentAt = 0;
+  /** Partition requests sent so far (the first and every retry), named when giving up. */
+  private partitionRequests = 0;
   /** Set while the exclusive buffers are still on their way back from other pools. */
   private exclusiveBuffersPending: Promise<void> | undefined;
   /** Task events sent before the connection to the producer was there; sent once it is. */
@@ -128,6 +143,8 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
     super(gate, channelIndex, partitionId, subpartitionIndex, backoff);
     this.buffersRequestTimeoutMs =
       options.buffersRequestTimeoutMs ?? DEFAULT_BUFFERS_REQUEST_TIMEOUT_MS;
+    this.partitionRequestTimeoutMs =
+      options.partitionRequestTimeoutMs ?? DEFAULT_PARTITION_REQUEST_TIMEOUT_MS;
     this.expectedSequenceNumber = (options.initialSequenceNumber ?? 0) | 0;
     this.remoteGate = gate;
     this.connectionId = connectionId;
@@ -189,6 +206,7 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
           return;
         }
         this.client = client;
+        this.markRequestSent();
         client.requestSubpartition(this);
         const events = this.pendingTaskEvents;
         this.pendingTaskEvents = [];
@@ -306,12 +324,16 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
 
   /**
    * The producer's data server did not find the partition within its partition-request
-   * timeout. As in Flink, ask whether the producer is still coming up; if so, ask again after
-   * an exponential backoff (`taskmanager.network.request-backoff.*`), else fail.
+   * timeout. As in Flink (1.19+), ask whether the producer is still coming up; if so, ask again
+   * at once — the server's wait was the backoff — else fail. Each request counts the timeout
+   * against a budget of 2 × `taskmanager.network.request-backoff.max`; once it is used up, the
+   * channel fails with PartitionNotFound. A server that answered before its timeout (its
+   * waiting requests at `taskmanager.network.max-waiting-partition-requests`) is asked again only
+   * once the timeout has passed, so the budget is one of time, not of quick answers.
    */
   private retriggerOrFail(cause: Error): void {
     const client = this.client;
-    if (client === undefined || !this.increaseBackoff()) {
+    if (client === undefined) {
       this.setError(cause);
       return;
     }
@@ -327,12 +349,49 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
           );
           return;
         }
-        this.retriggerTimer = setTimeout(() => {
-          this.retriggerTimer = undefined;
-          if (!this.released) client.retriggerSubpartitionRequest(this);
-        }, this.getCurrentBackoffMs());
+        if (!this.increaseBackoff()) {
+          this.setError(this.gaveUp(cause));
+          return;
+        }
+        const waited = Date.now() - this.requestSentAt;
+        this.retriggerTimer = setTimeout(
+          () => {
+            this.retriggerTimer = undefined;
+            if (this.released) return;
+            this.markRequestSent();
+            client.retriggerSubpartitionRequest(this);
+          },
+          Math.max(0, this.partitionRequestTimeoutMs - waited),
+        );
       },
       () => this.setError(cause),
+    );
+  }
+
+  /**
+   * Flink's RemoteInputChannel backoff: the server waited `partition-request-timeout` for the
+   * partition, so that is what each retry adds; retries go on while the sum stays below twice
+   * the maximum backoff. Without a server-side wait (timeout 0) there is no retry.
+   */
+  protected override increaseBackoff(): boolean {
+    if (this.partitionRequestTimeoutMs <= 0) return false;
+    this.currentBackoffMs += this.partitionRequestTimeoutMs;
+    return this.currentBackoffMs < 2 * this.backoff.maxMs;
+  }
+
+  private markRequestSent(): void {
+    this.requestSentAt = Date.now();
+    this.partitionRequests++;
+  }
+
+  /** The PartitionNotFound a channel fails with once its retries are used up. */
+  private gaveUp(cause: Error): Error {
+    return new PartitionNotFoundError(
+      `${this}: the partition was not found after ${this.partitionRequests} partition ` +
+        `request(s) of up to ${this.partitionRequestTimeoutMs} ms each ` +
+        `('taskmanager.network.partition-request-timeout'), the retry budget being 2 × ` +
+        `${this.backoff.maxMs} ms ('taskmanager.network.request-backoff.max'): ${cause.message}`,
+      { cause },
     );
   }
 

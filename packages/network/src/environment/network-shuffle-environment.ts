@@ -463,6 +463,7 @@ export class NetworkShuffleEnvironment
       this.backoff,
       {
         buffersRequestTimeoutMs: this.settings.buffersRequestTimeoutMs,
+        partitionRequestTimeoutMs: this.settings.partitionRequestTimeoutMs,
         initialSequenceNumber: this.settings.initialSequenceNumber,
       },
     );
