@@ -445,7 +445,10 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
       const barrierSequence = this.channelStatePersister.barrierSequenceNumber(barrier.id);
       for (let i = this.numPriorityElements; i < this.received.length; i++) {
         const entry = this.received[i] as Received;
-        if (barrierSequence !== undefined && !sequenceNumberPrecedes(entry.sequenceNumber, barrierSequence)) {
+        if (
+          barrierSequence !== undefined &&
+          !sequenceNumberPrecedes(entry.sequenceNumber, barrierSequence)
+        ) {
           break;
         }
         if (entry.buffer.isBuffer()) known.push(entry.buffer.retainBuffer());

@@ -436,7 +436,9 @@ describe("PartitionRequestQueue write turn failures", () => {
     expect(errors[0]?.receiverId?.equals(broken.receiverId)).toBe(true);
     const error = errorFromErrorResponse(errors[0] as ErrorResponse);
     expect(error.code).toBe(ErrorCodes.ILLEGAL_STATE);
-    expect(error.message).toContain(`cannot send buffer ${2 ** 31} to receiver ${broken.receiverId}`);
+    expect(error.message).toContain(
+      `cannot send buffer ${2 ** 31} to receiver ${broken.receiverId}`,
+    );
     expect(error.message).toContain("sequenceNumber");
     expect(broken.isReleased()).toBe(true);
     expect(healthy.isReleased()).toBe(false);

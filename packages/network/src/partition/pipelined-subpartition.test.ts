@@ -323,14 +323,19 @@ describe("PipelinedSubpartition priority events", () => {
   });
 });
 
+/** Queues an aligned barrier and a full buffer, and lets the reader take the barrier. */
+function blockWithAlignedBarrier(partition: ResultPartition, view: ResultSubpartitionView): void {
+  partition.broadcastEvent(new CheckpointBarrier(1n, 0n));
+  partition.emitRecord(record(SEGMENT - 4), 0);
+  const barrier = must(view.getNextBuffer());
+  expect(barrier.buffer.getDataType()).toBe(DataType.ALIGNED_CHECKPOINT_BARRIER);
+  barrier.buffer.recycleBuffer();
+}
+
 describe("PipelinedSubpartition blocking", () => {
   it("blocks after an aligned barrier (no data, backlog 0) until consumption resumes", () => {
     const { global, partition, listener, view } = setUp();
-    partition.broadcastEvent(new CheckpointBarrier(1n, 0n));
-    partition.emitRecord(record(SEGMENT - 4), 0);
-    const barrier = must(view.getNextBuffer());
-    expect(barrier.buffer.getDataType()).toBe(DataType.ALIGNED_CHECKPOINT_BARRIER);
-    barrier.buffer.recycleBuffer();
+    blockWithAlignedBarrier(partition, view);
     expect(view.getNextBuffer()).toBeUndefined();
     expect(view.getAvailabilityAndBacklog(1)).toEqual({ isAvailable: false, backlog: 0 });
 
@@ -348,11 +353,7 @@ describe("PipelinedSubpartition blocking", () => {
 describe("PipelinedSubpartition priority events while blocked", () => {
   it("announces no priority event while blocked by an aligned barrier, and hands it out first once resumed", () => {
     const { global, partition, listener, view } = setUp();
-    partition.broadcastEvent(new CheckpointBarrier(1n, 0n));
-    partition.emitRecord(record(SEGMENT - 4), 0);
-    const barrier = must(view.getNextBuffer());
-    expect(barrier.buffer.getDataType()).toBe(DataType.ALIGNED_CHECKPOINT_BARRIER);
-    barrier.buffer.recycleBuffer();
+    blockWithAlignedBarrier(partition, view);
     const notifications = listener.notifications;
     // An unaligned barrier of a later checkpoint reaches the blocked subpartition.
     partition.broadcastEvent(
@@ -390,7 +391,12 @@ describe("PipelinedSubpartition sequence numbers", () => {
     for (let i = 0; i < 4; i++) partition.emitRecord(record(SEGMENT - 4, i), 0);
     partition.flushAll();
     const items = drain(view);
-    expect(items.map((i) => i.sequenceNumber)).toEqual([2 ** 31 - 2, 2 ** 31 - 1, -(2 ** 31), -(2 ** 31) + 1]);
+    expect(items.map((i) => i.sequenceNumber)).toEqual([
+      2 ** 31 - 2,
+      2 ** 31 - 1,
+      -(2 ** 31),
+      -(2 ** 31) + 1,
+    ]);
     recycleAll(items);
     partition.release();
     expectAllSegmentsBack(global);

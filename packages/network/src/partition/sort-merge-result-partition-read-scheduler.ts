@@ -26,7 +26,11 @@ export class SortMergeResultPartitionReadScheduler implements ReadRequester {
   private readonly initialSequenceNumber: number;
 
   /** @param initialSequenceNumber the first sequence number of every reader (Flink: 0) */
-  constructor(readPool: BatchShuffleReadBufferPool, file: PartitionedFile, initialSequenceNumber = 0) {
+  constructor(
+    readPool: BatchShuffleReadBufferPool,
+    file: PartitionedFile,
+    initialSequenceNumber = 0,
+  ) {
     this.readPool = readPool;
     this.file = file;
     this.initialSequenceNumber = initialSequenceNumber;

@@ -1,4 +1,5 @@
 import { ErrorCodes, TaskEvent } from "@sluice/core";
+import type { JobResult } from "@sluice/runtime";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ConsumeOptions } from "../tck-tasks.js";
 import {
@@ -33,6 +34,20 @@ const BASE: RawConfig = {
   "taskmanager.network.partition-request-timeout": "2s",
 };
 
+/** The job finished, and its consumers got each producer's `records` intact, once, in order. */
+function expectDeliveredExactlyOnce(result: JobResult, producers: number, records: number): void {
+  expect(result.error).toBeUndefined();
+  const consumed = (result.results.get("Consumer") ?? []) as unknown as {
+    counts: number[];
+    violations: string[];
+  }[];
+  expect(consumed.length, "the consumers ran").toBeGreaterThan(0);
+  for (const c of consumed) expect(c.violations).toEqual([]);
+  for (let p = 0; p < producers; p++) {
+    expect(consumed.reduce((sum, c) => sum + (c.counts[p] ?? 0), 0)).toBe(records);
+  }
+}
+
 /**
  * The behaviour of a network-shuffle plugin between two TaskExecutors in one process: records
  * cross its transport exactly once and in order, every buffer comes home, and task events travel
@@ -64,16 +79,7 @@ export function describeTransportSuite(options: TransportSuiteOptions): void {
           producer,
           consumer,
         );
-        const result = await execution.terminated;
-        expect(result.error).toBeUndefined();
-        const consumed = (result.results.get("Consumer") ?? []) as unknown as {
-          counts: number[];
-          violations: string[];
-        }[];
-        for (const c of consumed) expect(c.violations).toEqual([]);
-        for (let p = 0; p < 2; p++) {
-          expect(consumed.reduce((sum, c) => sum + (c.counts[p] ?? 0), 0)).toBe(records);
-        }
+        expectDeliveredExactlyOnce(await execution.terminated, 2, records);
         // All channels of the consumer share one connection to the producer.
         expect(networkEnvironmentOf(consumer).getNumberOfClientConnections()).toBeLessThanOrEqual(
           1,
@@ -97,17 +103,7 @@ export function describeTransportSuite(options: TransportSuiteOptions): void {
         producer,
         consumer,
       );
-      const result = await execution.terminated;
-      expect(result.error).toBeUndefined();
-      const consumed = (result.results.get("Consumer") ?? []) as unknown as {
-        counts: number[];
-        violations: string[];
-      }[];
-      expect(consumed).toHaveLength(2);
-      for (const c of consumed) expect(c.violations).toEqual([]);
-      for (let p = 0; p < 2; p++) {
-        expect(consumed.reduce((sum, c) => sum + (c.counts[p] ?? 0), 0)).toBe(records);
-      }
+      expectDeliveredExactlyOnce(await execution.terminated, 2, records);
     });
 
     it("fails a remote consumer whose partition never registers with PartitionNotFound naming it, within 2 × request-backoff.max", async () => {
