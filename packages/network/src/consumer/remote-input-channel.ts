@@ -119,7 +119,7 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
   private isSetUp = false;
   private readonly buffersRequestTimeoutMs: number;
   private readonly partitionRequestTimeoutMs: number;
-  /** When the current partition request was sent (ms, `Date.now()`), for the retry budget. */
+  /** When the current partition request was sent (`performance.now()` ms), for the retry budget. */
   private requestSentAt = 0;
   /** Partition requests sent so far (the first and every retry), named when giving up. */
   private partitionRequests = 0;
@@ -353,7 +353,7 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
           this.setError(this.gaveUp(cause));
           return;
         }
-        const waited = Date.now() - this.requestSentAt;
+        const waited = performance.now() - this.requestSentAt;
         this.retriggerTimer = setTimeout(
           () => {
             this.retriggerTimer = undefined;
@@ -380,7 +380,7 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
   }
 
   private markRequestSent(): void {
-    this.requestSentAt = Date.now();
+    this.requestSentAt = performance.now();
     this.partitionRequests++;
   }
 
