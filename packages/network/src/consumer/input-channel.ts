@@ -56,8 +56,10 @@ export abstract class InputChannel {
   readonly channelInfo: InputChannelInfo;
   /** The in-flight data of unaligned checkpoints. */
   protected readonly channelStatePersister: ChannelStatePersister;
-  private readonly backoff: Backoff;
-  private currentBackoffMs = 0;
+  /** The partition request backoff (`taskmanager.network.request-backoff.*`). */
+  protected readonly backoff: Backoff;
+  /** The backoff used so far; what it counts differs by channel (see `increaseBackoff`). */
+  protected currentBackoffMs = 0;
   private cause: Error | undefined;
 
   protected constructor(

@@ -490,7 +490,7 @@ describe("RemoteInputChannel without a connection", () => {
 });
 
 describe("RemoteInputChannel after PartitionNotFound", () => {
-  function channelWith(state: ExecutionState) {
+  function channelWith(state: ExecutionState, partitionRequestTimeoutMs = 10_000) {
     const pool = new NetworkBufferPool(8, SEGMENT);
     const gatePool = pool.createBufferPool(1, 4);
     const client = Object.assign(new FakePartitionRequestClient(), {
@@ -525,6 +525,7 @@ describe("RemoteInputChannel after PartitionNotFound", () => {
       pool,
       2,
       { initialMs: 100, maxMs: 400 },
+      { partitionRequestTimeoutMs },
     );
     channel.setup();
     channel.requestSubpartitions();
@@ -541,23 +542,58 @@ describe("RemoteInputChannel after PartitionNotFound", () => {
     vi.useRealTimers();
   });
 
-  it("asks again with exponential backoff while the producer is still running, then gives up", async () => {
+  it("asks again at once while the producer runs, until the server's waits add up to twice the maximum backoff", async () => {
     vi.useFakeTimers();
-    const { channel, client, asked, done } = channelWith("RUNNING");
+    // partition-request-timeout 300 ms, backoff max 400 ms: a budget of 800 ms, so the third
+    // PartitionNotFound (900 ms of waiting) is the last.
+    const { channel, client, asked, done } = channelWith("RUNNING", 300);
     await vi.advanceTimersByTimeAsync(0);
-    const notFound = () => new PartitionNotFoundError("partition not registered within 10000 ms");
-    for (const backoff of [100, 200, 400]) {
+    const notFound = () => new PartitionNotFoundError("partition not registered within 300 ms");
+    for (let retry = 1; retry <= 2; retry++) {
+      // The server kept the request for its whole timeout, then answered.
+      await vi.advanceTimersByTimeAsync(300);
       channel.onError(notFound());
-      await vi.advanceTimersByTimeAsync(backoff - 1);
-      const before = client.retriggered;
-      await vi.advanceTimersByTimeAsync(1);
-      expect(client.retriggered).toBe(before + 1);
+      await vi.advanceTimersByTimeAsync(0);
+      expect(client.retriggered).toBe(retry);
     }
-    expect(asked).toHaveLength(3);
-    // The backoff reached its maximum: the next PartitionNotFound fails the channel.
+    expect(asked).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(300);
     channel.onError(notFound());
-    expect(() => channel.getNextBuffer()).toThrowError(/not registered/);
-    expect((channel.getError() as { code?: string }).code).toBe(ErrorCodes.PARTITION_NOT_FOUND);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(client.retriggered).toBe(2);
+    const error = expectError(
+      () => channel.getNextBuffer(),
+      PartitionNotFoundError,
+      ErrorCodes.PARTITION_NOT_FOUND,
+      channel.partitionId.toString(),
+    );
+    expect(error.message).toMatch(/after 3 partition request\(s\).*2 × 400 ms/);
+    done();
+  });
+
+  it("waits out the rest of the partition-request timeout when the server answered early", async () => {
+    vi.useFakeTimers();
+    const { channel, client, done } = channelWith("RUNNING", 300);
+    await vi.advanceTimersByTimeAsync(100);
+    // Answered after 100 ms (the server's waiting requests were at their limit).
+    channel.onError(new PartitionNotFoundError("not waiting for it"));
+    await vi.advanceTimersByTimeAsync(199);
+    expect(client.retriggered).toBe(0);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(client.retriggered).toBe(1);
+    done();
+  });
+
+  it("fails on the first PartitionNotFound when the partition-request timeout is 0", async () => {
+    const { channel, client, done } = channelWith("RUNNING", 0);
+    await new Promise((r) => setImmediate(r));
+    channel.onError(new PartitionNotFoundError("partition not registered"));
+    await new Promise((r) => setImmediate(r));
+    expect(client.retriggered).toBe(0);
+    expect(channel.getError()).toMatchObject({
+      code: ErrorCodes.PARTITION_NOT_FOUND,
+      message: expect.stringContaining("after 1 partition request(s)"),
+    });
     done();
   });
 
@@ -601,7 +637,7 @@ describe("RemoteInputChannel exclusive buffers held by other pools", () => {
       global,
       2,
       { initialMs: 100, maxMs: 1_000 },
-      timeoutMs,
+      { buffersRequestTimeoutMs: timeoutMs },
     );
     return { held, client, channel, global };
   }

@@ -22,6 +22,7 @@ import type { ExecutionState } from "@sluice/runtime-api";
 import type { ConnectionID } from "../netty/connection-id.js";
 import type { PartitionRequestClient } from "../netty/partition-request-client.js";
 import type { PartitionRequestClientFactory } from "../netty/partition-request-client-factory.js";
+import { nextSequenceNumber, sequenceNumberPrecedes } from "../partition/sequence-number.js";
 import { BufferManager, type BufferManagerOwner } from "./buffer-manager.js";
 import {
   type Backoff,
@@ -52,15 +53,35 @@ const PRODUCING_STATES: ReadonlySet<ExecutionState> = new Set([
 /** Flink's default of `taskmanager.network.memory.buffers-request-timeout`. */
 const DEFAULT_BUFFERS_REQUEST_TIMEOUT_MS = 30_000;
 
+/** Flink's default of `taskmanager.network.partition-request-timeout`. */
+const DEFAULT_PARTITION_REQUEST_TIMEOUT_MS = 10_000;
+
+/** Settings of a RemoteInputChannel beyond its identity and buffers. */
+export interface RemoteInputChannelOptions {
+  /**
+   * How long the exclusive buffers may take to come back from other pools
+   * (`taskmanager.network.memory.buffers-request-timeout`, default 30 s).
+   */
+  readonly buffersRequestTimeoutMs?: number;
+  /**
+   * How long a producer's server keeps a request for a partition not registered yet
+   * (`taskmanager.network.partition-request-timeout`, default 10 s): each PartitionNotFound
+   * counts this much against the retry budget of 2 × `taskmanager.network.request-backoff.max`.
+   * 0 or less: a PartitionNotFound fails the channel at once, as in Flink.
+   */
+  readonly partitionRequestTimeoutMs?: number;
+  /**
+   * The sequence number the first buffer from the producer carries (default 0, as in Flink);
+   * the producer's views must start at the same one. Tests start near 2³¹ to cross the int32
+   * wrap-around.
+   */
+  readonly initialSequenceNumber?: number;
+}
+
 /** A received buffer with its sequence number. */
 interface Received {
   readonly buffer: NetworkBuffer;
   readonly sequenceNumber: number;
-}
-
-/** Sequence numbers wrap at 2³¹; compare them as Flink does, by the sign of the difference. */
-function precedes(a: number, b: number): boolean {
-  return ((a - b) | 0) < 0;
 }
 
 /**
@@ -89,13 +110,19 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
   /** The first `numPriorityElements` entries of `received` are priority events. */
   private numPriorityElements = 0;
   private client: PartitionRequestClient | undefined;
-  private expectedSequenceNumber = 0;
+  /** The sequence number of the next BufferResponse (an int32 that wraps, as Flink's int). */
+  private expectedSequenceNumber: number;
   private unannouncedCredit = 0;
   private requested = false;
   private released = false;
   private retriggerTimer: NodeJS.Timeout | undefined;
   private isSetUp = false;
   private readonly buffersRequestTimeoutMs: number;
+  private readonly partitionRequestTimeoutMs: number;
+  /** When the current partition request was sent (`performance.now()` ms), for the retry budget. */
+  private requestSentAt = 0;
+  /** Partition requests sent so far (the first and every retry), named when giving up. */
+  private partitionRequests = 0;
   /** Set while the exclusive buffers are still on their way back from other pools. */
   private exclusiveBuffersPending: Promise<void> | undefined;
   /** Task events sent before the connection to the producer was there; sent once it is. */
@@ -111,10 +138,14 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
     networkBufferPool: NetworkBufferPool,
     initialCredit: number,
     backoff: Backoff,
-    buffersRequestTimeoutMs = DEFAULT_BUFFERS_REQUEST_TIMEOUT_MS,
+    options: RemoteInputChannelOptions = {},
   ) {
     super(gate, channelIndex, partitionId, subpartitionIndex, backoff);
-    this.buffersRequestTimeoutMs = buffersRequestTimeoutMs;
+    this.buffersRequestTimeoutMs =
+      options.buffersRequestTimeoutMs ?? DEFAULT_BUFFERS_REQUEST_TIMEOUT_MS;
+    this.partitionRequestTimeoutMs =
+      options.partitionRequestTimeoutMs ?? DEFAULT_PARTITION_REQUEST_TIMEOUT_MS;
+    this.expectedSequenceNumber = (options.initialSequenceNumber ?? 0) | 0;
     this.remoteGate = gate;
     this.connectionId = connectionId;
     this.clientFactory = clientFactory;
@@ -175,6 +206,7 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
           return;
         }
         this.client = client;
+        this.markRequestSent();
         client.requestSubpartition(this);
         const events = this.pendingTaskEvents;
         this.pendingTaskEvents = [];
@@ -214,7 +246,7 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
       );
       return;
     }
-    this.expectedSequenceNumber++;
+    this.expectedSequenceNumber = nextSequenceNumber(sequenceNumber);
     if (buffer !== undefined) {
       const wasEmpty = this.received.length === 0;
       const type = buffer.getDataType();
@@ -292,12 +324,16 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
 
   /**
    * The producer's data server did not find the partition within its partition-request
-   * timeout. As in Flink, ask whether the producer is still coming up; if so, ask again after
-   * an exponential backoff (`taskmanager.network.request-backoff.*`), else fail.
+   * timeout. As in Flink (1.19+), ask whether the producer is still coming up; if so, ask again
+   * at once — the server's wait was the backoff — else fail. Each request counts the timeout
+   * against a budget of 2 × `taskmanager.network.request-backoff.max`; once it is used up, the
+   * channel fails with PartitionNotFound. A server that answered before its timeout (its
+   * waiting requests at `taskmanager.network.max-waiting-partition-requests`) is asked again only
+   * once the timeout has passed, so the budget is one of time, not of quick answers.
    */
   private retriggerOrFail(cause: Error): void {
     const client = this.client;
-    if (client === undefined || !this.increaseBackoff()) {
+    if (client === undefined) {
       this.setError(cause);
       return;
     }
@@ -313,12 +349,49 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
           );
           return;
         }
-        this.retriggerTimer = setTimeout(() => {
-          this.retriggerTimer = undefined;
-          if (!this.released) client.retriggerSubpartitionRequest(this);
-        }, this.getCurrentBackoffMs());
+        if (!this.increaseBackoff()) {
+          this.setError(this.gaveUp(cause));
+          return;
+        }
+        const waited = performance.now() - this.requestSentAt;
+        this.retriggerTimer = setTimeout(
+          () => {
+            this.retriggerTimer = undefined;
+            if (this.released) return;
+            this.markRequestSent();
+            client.retriggerSubpartitionRequest(this);
+          },
+          Math.max(0, this.partitionRequestTimeoutMs - waited),
+        );
       },
       () => this.setError(cause),
+    );
+  }
+
+  /**
+   * Flink's RemoteInputChannel backoff: the server waited `partition-request-timeout` for the
+   * partition, so that is what each retry adds; retries go on while the sum stays below twice
+   * the maximum backoff. Without a server-side wait (timeout 0) there is no retry.
+   */
+  protected override increaseBackoff(): boolean {
+    if (this.partitionRequestTimeoutMs <= 0) return false;
+    this.currentBackoffMs += this.partitionRequestTimeoutMs;
+    return this.currentBackoffMs < 2 * this.backoff.maxMs;
+  }
+
+  private markRequestSent(): void {
+    this.requestSentAt = performance.now();
+    this.partitionRequests++;
+  }
+
+  /** The PartitionNotFound a channel fails with once its retries are used up. */
+  private gaveUp(cause: Error): Error {
+    return new PartitionNotFoundError(
+      `${this}: the partition was not found after ${this.partitionRequests} partition ` +
+        `request(s) of up to ${this.partitionRequestTimeoutMs} ms each ` +
+        `('taskmanager.network.partition-request-timeout'), the retry budget being 2 × ` +
+        `${this.backoff.maxMs} ms ('taskmanager.network.request-backoff.max'): ${cause.message}`,
+      { cause },
     );
   }
 
@@ -372,7 +445,10 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
       const barrierSequence = this.channelStatePersister.barrierSequenceNumber(barrier.id);
       for (let i = this.numPriorityElements; i < this.received.length; i++) {
         const entry = this.received[i] as Received;
-        if (barrierSequence !== undefined && !precedes(entry.sequenceNumber, barrierSequence)) {
+        if (
+          barrierSequence !== undefined &&
+          !sequenceNumberPrecedes(entry.sequenceNumber, barrierSequence)
+        ) {
           break;
         }
         if (entry.buffer.isBuffer()) known.push(entry.buffer.retainBuffer());

@@ -28,6 +28,8 @@ export interface NetworkShuffleEnvironmentConfiguration {
   readonly requestBackoffInitialMs: number;
   readonly requestBackoffMaxMs: number;
   readonly partitionRequestTimeoutMs: number;
+  /** The first sequence number of every subpartition view and remote channel (tests only). */
+  readonly initialSequenceNumber: number;
   readonly connectTimeoutMs: number;
   readonly retries: number;
   readonly maxFrameSize: number;
@@ -92,6 +94,7 @@ export function readNetworkShuffleEnvironmentConfiguration(
     requestBackoffInitialMs: config.get(N.NETWORK_REQUEST_BACKOFF_INITIAL),
     requestBackoffMaxMs: config.get(N.NETWORK_REQUEST_BACKOFF_MAX),
     partitionRequestTimeoutMs: config.get(N.PARTITION_REQUEST_TIMEOUT),
+    initialSequenceNumber: config.get(N.INITIAL_SEQUENCE_NUMBER),
     connectTimeoutMs: config.get(N.CLIENT_CONNECT_TIMEOUT),
     retries: config.get(N.NETWORK_RETRIES),
     maxFrameSize: config.get(N.MAX_FRAME_SIZE),

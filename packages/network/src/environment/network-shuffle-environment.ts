@@ -290,6 +290,7 @@ export class NetworkShuffleEnvironment
         readBufferPool: this.getReadBufferPool(),
         counters: this.batchShuffleCounters,
         bufferCompressor: factory === undefined ? undefined : new BufferCompressor(factory),
+        initialSequenceNumber: s.initialSequenceNumber,
       });
     }
     return new ResultPartition({
@@ -301,6 +302,7 @@ export class NetworkShuffleEnvironment
       partitionManager: this.resultPartitionManager,
       maxRecordSize: s.maxRecordSize,
       minBufferSize: s.minSegmentSize,
+      initialSequenceNumber: s.initialSequenceNumber,
       bufferPoolFactory,
     });
   }
@@ -459,7 +461,11 @@ export class NetworkShuffleEnvironment
       this.networkBufferPool,
       exclusiveBuffers,
       this.backoff,
-      this.settings.buffersRequestTimeoutMs,
+      {
+        buffersRequestTimeoutMs: this.settings.buffersRequestTimeoutMs,
+        partitionRequestTimeoutMs: this.settings.partitionRequestTimeoutMs,
+        initialSequenceNumber: this.settings.initialSequenceNumber,
+      },
     );
   }
 

@@ -411,3 +411,60 @@ describe("PartitionRequestQueue", () => {
     finish(s);
   });
 });
+
+describe("PartitionRequestQueue write turn failures", () => {
+  it("fails only the channel whose BufferResponse the encoder rejects, recycling its buffer, and serves the others", async () => {
+    const s = setUp();
+    const partition = newPartition(s, 2);
+    partition.emitRecord(new Uint8Array(FULL), 0);
+    partition.emitRecord(new Uint8Array(FULL), 1);
+    const broken = request(s, partition.partitionId, 0, 2);
+    const healthy = request(s, partition.partitionId, 1, 2);
+    // A sequence number beyond int32 (what a counter that never wraps reaches after 2^31
+    // buffers): the encoder refuses it inside the write turn, a setImmediate callback.
+    const getNextBuffer = broken.getNextBuffer.bind(broken);
+    vi.spyOn(broken, "getNextBuffer").mockImplementation(() => {
+      const next = getNextBuffer();
+      return next === undefined ? undefined : { ...next, sequenceNumber: 2 ** 31 };
+    });
+    await turns(3);
+    const messages = written(s);
+    const [response] = bufferResponses(messages);
+    expect(response?.receiverId.equals(healthy.receiverId)).toBe(true);
+    const errors = messages.filter((m): m is ErrorResponse => m.id === MessageId.ERROR_RESPONSE);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]?.receiverId?.equals(broken.receiverId)).toBe(true);
+    const error = errorFromErrorResponse(errors[0] as ErrorResponse);
+    expect(error.code).toBe(ErrorCodes.ILLEGAL_STATE);
+    expect(error.message).toContain(
+      `cannot send buffer ${2 ** 31} to receiver ${broken.receiverId}`,
+    );
+    expect(error.message).toContain("sequenceNumber");
+    expect(broken.isReleased()).toBe(true);
+    expect(healthy.isReleased()).toBe(false);
+    expect(s.connection.destroyed).toBe(false);
+    finish(s);
+  });
+
+  it("fails the connection, not the process, when a write turn throws outside any reader", async () => {
+    const s = setUp();
+    const partition = newPartition(s, 1);
+    partition.emitRecord(new Uint8Array(FULL), 0);
+    partition.emitRecord(new Uint8Array(FULL), 0);
+    const reader = request(s, partition.partitionId, 0, 0);
+    vi.spyOn(reader, "getBacklog").mockImplementation(() => {
+      throw new Error("backlog broke on purpose");
+    });
+    // The backlog announcement is encoded in the write turn, which now throws.
+    await turns(2);
+    expect(s.connection.destroyedWith).toMatchObject({
+      code: ErrorCodes.ILLEGAL_STATE,
+      message: expect.stringMatching(
+        /failed to write to 10\.0\.0\.2:40000: backlog broke on purpose/,
+      ),
+    });
+    expect(reader.isReleased()).toBe(true);
+    expect(s.queue.getNumberOfReaders()).toBe(0);
+    finish(s);
+  });
+});

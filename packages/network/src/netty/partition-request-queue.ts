@@ -1,4 +1,9 @@
-import { CancelledError, type InputChannelID, LimitExceededError } from "@sluice/core";
+import {
+  CancelledError,
+  IllegalStateError,
+  type InputChannelID,
+  LimitExceededError,
+} from "@sluice/core";
 import { errorToErrorResponse } from "../protocol/error-response.js";
 import { encodeBufferResponseHeader, encodeMessage } from "../protocol/message-encoder.js";
 import { MessageId } from "../protocol/message-id.js";
@@ -46,6 +51,13 @@ export interface PartitionRequestQueueOptions {
   readonly maxOutboundBytes?: number;
   /** Pauses and resumes reading from the peer; default: the connection itself. */
   readonly readingControl?: ReadingControl;
+  /**
+   * A write turn threw (a bug on this side, e.g. a message the encoder rejects that no reader
+   * can be blamed for): the connection must fail with `cause`. The server handler answers with
+   * a fatal ErrorResponse; default: the connection is destroyed. Either way the queue is
+   * released; the process goes on.
+   */
+  readonly onWriteFailed?: (cause: Error) => void;
 }
 
 /**
@@ -73,6 +85,7 @@ export class PartitionRequestQueue implements ReaderQueue {
   private readonly announcing = new Set<CreditBasedSequenceNumberingViewReader>();
   private readonly maxOutboundBytes: number;
   private readonly readingControl: ReadingControl;
+  private readonly onWriteFailed: (cause: Error) => void;
   private controlBytes = 0;
   /** Bytes handed to the transport whose write has not completed yet. */
   private inFlightBytes = 0;
@@ -86,6 +99,7 @@ export class PartitionRequestQueue implements ReaderQueue {
     this.connection = connection;
     this.maxOutboundBytes = options.maxOutboundBytes ?? DEFAULT_MAX_OUTBOUND_BYTES;
     this.readingControl = options.readingControl ?? connection;
+    this.onWriteFailed = options.onWriteFailed ?? ((cause) => connection.destroy(cause));
   }
 
   /** Registers a new reader (on PartitionRequest). */
@@ -242,8 +256,24 @@ export class PartitionRequestQueue implements ReaderQueue {
     this.writeScheduled = true;
     setImmediate(() => {
       this.writeScheduled = false;
-      this.writeTurn();
+      try {
+        this.writeTurn();
+      } catch (error) {
+        // Thrown from a setImmediate callback, it would end the worker process: fail only this
+        // connection, whose consumers learn why.
+        this.failWrites(error as Error);
+      }
     });
+  }
+
+  private failWrites(error: Error): void {
+    if (this.closed) return;
+    const cause = new IllegalStateError(
+      `the data server failed to write to ${this.connection.remoteAddress}: ${error.message}`,
+      { cause: error },
+    );
+    this.releaseAllResources();
+    this.onWriteFailed(cause);
   }
 
   /**
@@ -349,16 +379,30 @@ export class PartitionRequestQueue implements ReaderQueue {
         continue;
       }
       const { buffer } = next;
-      const header = encodeBufferResponseHeader({
-        receiverId: reader.receiverId,
-        subpartitionId: 0,
-        partialBufferSizes: [],
-        sequenceNumber: next.sequenceNumber,
-        backlog: next.backlog,
-        dataType: buffer.getDataType(),
-        isCompressed: buffer.isCompressed(),
-        bufferSize: buffer.getSize(),
-      });
+      let header: Buffer;
+      try {
+        header = encodeBufferResponseHeader({
+          receiverId: reader.receiverId,
+          subpartitionId: 0,
+          partialBufferSizes: [],
+          sequenceNumber: next.sequenceNumber,
+          backlog: next.backlog,
+          dataType: buffer.getDataType(),
+          isCompressed: buffer.isCompressed(),
+          bufferSize: buffer.getSize(),
+        });
+      } catch (error) {
+        // A field the decoder would reject: this channel cannot go on, the others can.
+        buffer.recycleBuffer();
+        this.failReader(
+          reader,
+          new IllegalStateError(
+            `cannot send buffer ${next.sequenceNumber} to receiver ${reader.receiverId}: ${(error as Error).message}`,
+            { cause: error },
+          ),
+        );
+        continue;
+      }
       const bytes = header.length + buffer.getSize();
       this.inFlightBytes += bytes;
       // The payload goes out as a view of the segment: no copy. It is recycled once written.

@@ -5,13 +5,16 @@ import {
   IllegalArgumentError,
   InputChannelID,
   LimitExceededError,
+  NetworkBufferPool,
   ProtocolError,
   ResultPartitionID,
   TaskEvent,
   TimeoutError,
 } from "@sluice/core";
 import { expectSluiceError } from "@sluice/core/testing";
+import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { ResultPartition } from "../partition/result-partition.js";
 import { ResultPartitionManager } from "../partition/result-partition-manager.js";
 import {
   type ErrorResponse,
@@ -23,6 +26,7 @@ import {
   type NonBufferMessage,
 } from "../protocol/index.js";
 import { FakeConnection } from "../test-support/fake-connection.js";
+import { CreditBasedSequenceNumberingViewReader } from "./credit-based-sequence-numbering-view-reader.js";
 import {
   PartitionRequestServerHandler,
   type ServerHandlerOptions,
@@ -326,5 +330,47 @@ describe("PartitionRequestServerHandler", () => {
     }
     expect(connection.closed).toBe(false);
     expect(handler.getNumberOfReaders()).toBe(20);
+  });
+
+  it("answers a write turn that throws with a fatal ErrorResponse and closes only that connection", async () => {
+    const manager = newManager();
+    const global = new NetworkBufferPool(8, 64);
+    const partition = new ResultPartition({
+      owningTaskName: "producer",
+      partitionIndex: 0,
+      partitionId: new ResultPartitionID(),
+      partitionType: ResultPartitionType.PIPELINED_BOUNDED,
+      numberOfSubpartitions: 1,
+      partitionManager: manager,
+      bufferPoolFactory: () => global.createBufferPool(2, 4, { numberOfSubpartitions: 1 }),
+    });
+    partition.setup();
+    partition.emitRecord(new Uint8Array(60), 0);
+    const broken = new FakeConnection("peer-a:1");
+    const healthy = new FakeConnection("peer-b:2");
+    const handler = new PartitionRequestServerHandler(broken, manager, undefined, OPTIONS);
+    const other = new PartitionRequestServerHandler(healthy, manager, undefined, OPTIONS);
+    // Without credit the reader's backlog is announced; that announcement is encoded in the
+    // write turn, a setImmediate callback, where reading the backlog now throws.
+    const getBacklog = vi
+      .spyOn(CreditBasedSequenceNumberingViewReader.prototype, "getBacklog")
+      .mockImplementationOnce(() => 1)
+      .mockImplementationOnce(() => {
+        throw new Error("backlog broke on purpose");
+      });
+    handler.onData(frames([partitionRequest(partition.partitionId, 0)]));
+    await turn();
+    getBacklog.mockRestore();
+    const [fatal] = errorsIn(answers(broken));
+    expect(fatal?.receiverId).toBeUndefined();
+    const error = errorFromErrorResponse(fatal as ErrorResponse);
+    expect(error.code).toBe(ErrorCodes.ILLEGAL_STATE);
+    expect(error.message).toContain("failed to write to peer-a:1: backlog broke on purpose");
+    expect(broken.closed).toBe(true);
+    expect(healthy.closed).toBe(false);
+    expect(other.getNumberOfReaders()).toBe(0);
+    partition.release();
+    expect(global).toHaveAllSegmentsAvailable();
+    global.destroy();
   });
 });

@@ -101,6 +101,7 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
           if (this.pendingInput.length > 0) setImmediate(() => this.feedPending());
         },
       },
+      onWriteFailed: (cause) => this.failConnection(cause),
     });
     this.decoder = new NettyMessageDecoder({
       side: "server",

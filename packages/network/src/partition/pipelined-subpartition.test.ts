@@ -52,7 +52,7 @@ afterEach(() => {
   for (const global of globals.splice(0)) global.destroy();
 });
 
-function setUp(subpartitions = 1): Harness {
+function setUp(subpartitions = 1, initialSequenceNumber?: number): Harness {
   const global = new NetworkBufferPool(64, SEGMENT);
   globals.push(global);
   const manager = new ResultPartitionManager();
@@ -65,6 +65,7 @@ function setUp(subpartitions = 1): Harness {
     partitionManager: manager,
     bufferPoolFactory: () =>
       global.createBufferPool(subpartitions + 1, 32, { numberOfSubpartitions: subpartitions }),
+    ...(initialSequenceNumber === undefined ? {} : { initialSequenceNumber }),
   });
   partition.setup();
   const listener = new RecordingListener();
@@ -280,14 +281,15 @@ describe("PipelinedSubpartition backlog", () => {
 });
 
 describe("PipelinedSubpartition priority events", () => {
-  it("puts priority events at the head, ahead of queued data, in order among themselves, and notifies", () => {
+  it("puts priority events at the head, ahead of queued data, in order among themselves, and notifies the first", () => {
     const { global, partition, listener, view } = setUp();
     partition.emitRecord(record(SEGMENT - 4, 1), 0);
     partition.emitRecord(record(10, 2), 0);
     const before = listener.notifications;
     partition.broadcastEvent(new CancelCheckpointMarker(1n), true);
     partition.broadcastEvent(new CancelCheckpointMarker(2n), true);
-    expect(listener.priorityEvents).toHaveLength(2);
+    // As in Flink, only the first pending priority event is announced: the reader takes both.
+    expect(listener.priorityEvents).toEqual([0]);
     expect(listener.notifications).toBeGreaterThan(before);
 
     const items = drain(view);
@@ -321,14 +323,19 @@ describe("PipelinedSubpartition priority events", () => {
   });
 });
 
+/** Queues an aligned barrier and a full buffer, and lets the reader take the barrier. */
+function blockWithAlignedBarrier(partition: ResultPartition, view: ResultSubpartitionView): void {
+  partition.broadcastEvent(new CheckpointBarrier(1n, 0n));
+  partition.emitRecord(record(SEGMENT - 4), 0);
+  const barrier = must(view.getNextBuffer());
+  expect(barrier.buffer.getDataType()).toBe(DataType.ALIGNED_CHECKPOINT_BARRIER);
+  barrier.buffer.recycleBuffer();
+}
+
 describe("PipelinedSubpartition blocking", () => {
   it("blocks after an aligned barrier (no data, backlog 0) until consumption resumes", () => {
     const { global, partition, listener, view } = setUp();
-    partition.broadcastEvent(new CheckpointBarrier(1n, 0n));
-    partition.emitRecord(record(SEGMENT - 4), 0);
-    const barrier = must(view.getNextBuffer());
-    expect(barrier.buffer.getDataType()).toBe(DataType.ALIGNED_CHECKPOINT_BARRIER);
-    barrier.buffer.recycleBuffer();
+    blockWithAlignedBarrier(partition, view);
     expect(view.getNextBuffer()).toBeUndefined();
     expect(view.getAvailabilityAndBacklog(1)).toEqual({ isAvailable: false, backlog: 0 });
 
@@ -337,6 +344,59 @@ describe("PipelinedSubpartition blocking", () => {
     expect(listener.notifications).toBe(before + 1);
     const items = drain(view);
     expect(items.map((i) => i.buffer.getSize())).toEqual([SEGMENT]);
+    recycleAll(items);
+    partition.release();
+    expectAllSegmentsBack(global);
+  });
+});
+
+describe("PipelinedSubpartition priority events while blocked", () => {
+  it("announces no priority event while blocked by an aligned barrier, and hands it out first once resumed", () => {
+    const { global, partition, listener, view } = setUp();
+    blockWithAlignedBarrier(partition, view);
+    const notifications = listener.notifications;
+    // An unaligned barrier of a later checkpoint reaches the blocked subpartition.
+    partition.broadcastEvent(
+      new CheckpointBarrier(2n, 0n, {
+        ...DEFAULT_CHECKPOINT_OPTIONS,
+        alignment: CheckpointAlignment.UNALIGNED,
+      }),
+      true,
+    );
+    expect(listener.priorityEvents).toEqual([]);
+    expect(listener.notifications).toBe(notifications);
+    expect(view.getNextBuffer()).toBeUndefined();
+
+    view.resumeConsumption();
+    expect(listener.notifications).toBe(notifications + 1);
+    const items = drain(view);
+    expect(items.map((i) => i.buffer.getDataType())).toEqual([
+      DataType.PRIORITIZED_EVENT_BUFFER,
+      DataType.DATA_BUFFER,
+    ]);
+    expect((eventOf(must(items[0]).buffer) as CheckpointBarrier).id).toBe(2n);
+    recycleAll(items);
+    // Unblocked, the next priority event is announced again.
+    partition.broadcastEvent(new CancelCheckpointMarker(2n), true);
+    expect(listener.priorityEvents).toEqual([3]);
+    recycleAll(drain(view));
+    partition.release();
+    expectAllSegmentsBack(global);
+  });
+});
+
+describe("PipelinedSubpartition sequence numbers", () => {
+  it("wraps from 2^31 - 1 to -2^31 and counts on, as Flink's int does", () => {
+    const { global, partition, view } = setUp(1, 2 ** 31 - 2);
+    for (let i = 0; i < 4; i++) partition.emitRecord(record(SEGMENT - 4, i), 0);
+    partition.flushAll();
+    const items = drain(view);
+    expect(items.map((i) => i.sequenceNumber)).toEqual([
+      2 ** 31 - 2,
+      2 ** 31 - 1,
+      -(2 ** 31),
+      -(2 ** 31) + 1,
+    ]);
     recycleAll(items);
     partition.release();
     expectAllSegmentsBack(global);

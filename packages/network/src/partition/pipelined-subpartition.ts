@@ -11,6 +11,7 @@ import type { BufferAndBacklog } from "./buffer-and-backlog.js";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
 import { PipelinedSubpartitionView } from "./pipelined-subpartition-view.js";
 import type { AvailabilityWithBacklog } from "./result-subpartition-view.js";
+import { nextSequenceNumber } from "./sequence-number.js";
 
 /** What a subpartition reports to its parent partition. */
 export interface SubpartitionParent {
@@ -48,7 +49,8 @@ export class PipelinedSubpartition {
   private flushRequested = false;
   /** Set after an aligned barrier was taken; cleared by resumeConsumption. */
   private blocked = false;
-  private sequenceNumber = 0;
+  /** The next buffer's sequence number (an int32 that wraps, as Flink's int). */
+  private sequenceNumber: number;
   private totalBuffers = 0;
   private totalBytes = 0;
   /** Buffer debloating: the size the next builder should be trimmed to. */
@@ -58,11 +60,19 @@ export class PipelinedSubpartition {
   /**
    * @param minBufferSize the smallest size a consumer may ask for with NewBufferSize
    *   (`taskmanager.memory.min-segment-size`)
+   * @param initialSequenceNumber the sequence number of the first buffer handed out: 0, as in
+   *   Flink, unless a test starts near the int32 wrap-around
    */
-  constructor(index: number, parent: SubpartitionParent, minBufferSize = 1) {
+  constructor(
+    index: number,
+    parent: SubpartitionParent,
+    minBufferSize = 1,
+    initialSequenceNumber = 0,
+  ) {
     this.subpartitionIndex = index;
     this.parent = parent;
     this.minBufferSize = minBufferSize;
+    this.sequenceNumber = initialSequenceNumber | 0;
   }
 
   /**
@@ -98,10 +108,15 @@ export class PipelinedSubpartition {
     if (priority && unalignedCheckpointId !== undefined) {
       this.persistOvertakenData(unalignedCheckpointId);
     }
-    if (priority) {
+    // As in Flink, only the first pending priority event is announced (a reader told once takes
+    // them all before any data), and none while blocked: a blocked subpartition hands out
+    // nothing until resumed, so a reader told of priority would find no event to take, and a
+    // gate that serves priority channels first would hand out another channel's data instead.
+    const notifyPriority = priority && this.numPriorityElements === 1 && !this.blocked;
+    if (notifyPriority) {
       this.readView?.notifyPriorityEvent(this.sequenceNumber);
     }
-    if (finish || priority || this.shouldNotifyDataAvailable()) this.notifyDataAvailable();
+    if (finish || notifyPriority || this.shouldNotifyDataAvailable()) this.notifyDataAvailable();
     return true;
   }
 
@@ -201,8 +216,14 @@ export class PipelinedSubpartition {
       buffer,
       buffersInBacklog: this.getBuffersInBacklog(),
       nextDataType: this.isDataAvailable() ? this.getNextBufferType() : DataType.NONE,
-      sequenceNumber: this.sequenceNumber++,
+      sequenceNumber: this.takeSequenceNumber(),
     };
+  }
+
+  private takeSequenceNumber(): number {
+    const taken = this.sequenceNumber;
+    this.sequenceNumber = nextSequenceNumber(taken);
+    return taken;
   }
 
   /** Backlog as sent on the wire: finished data buffers, the last unfinished one only if flushed. */

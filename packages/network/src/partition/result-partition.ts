@@ -43,6 +43,11 @@ export interface ResultPartitionOptions {
    * (`taskmanager.memory.min-segment-size`); smaller requests are raised to it. Default 1.
    */
   readonly minBufferSize?: number;
+  /**
+   * The sequence number each subpartition's first buffer gets (default 0, as in Flink): tests
+   * start near 2³¹ to cross the int32 wrap-around without sending 2³¹ buffers.
+   */
+  readonly initialSequenceNumber?: number;
 }
 
 /**
@@ -125,7 +130,8 @@ export class ResultPartition
     this.description = `ResultPartition ${options.partitionId} [${options.owningTaskName}]`;
     this.subpartitions = Array.from(
       { length: this.numberOfSubpartitions },
-      (_, i) => new PipelinedSubpartition(i, this, options.minBufferSize),
+      (_, i) =>
+        new PipelinedSubpartition(i, this, options.minBufferSize, options.initialSequenceNumber),
     );
     this.unicastBuilders = new Array<BufferBuilder | undefined>(this.numberOfSubpartitions);
     this.numberOfUsers = this.numberOfSubpartitions + 1;

@@ -23,10 +23,17 @@ export class SortMergeResultPartitionReadScheduler implements ReadRequester {
   private running: Promise<void> | undefined;
   private rerun = false;
   private released = false;
+  private readonly initialSequenceNumber: number;
 
-  constructor(readPool: BatchShuffleReadBufferPool, file: PartitionedFile) {
+  /** @param initialSequenceNumber the first sequence number of every reader (Flink: 0) */
+  constructor(
+    readPool: BatchShuffleReadBufferPool,
+    file: PartitionedFile,
+    initialSequenceNumber = 0,
+  ) {
     this.readPool = readPool;
     this.file = file;
+    this.initialSequenceNumber = initialSequenceNumber;
   }
 
   /** A new reader of `subpartition`, reading from the start of the file. */
@@ -39,6 +46,7 @@ export class SortMergeResultPartitionReadScheduler implements ReadRequester {
       new PartitionedFileReader(this.file, subpartition),
       listener,
       this,
+      this.initialSequenceNumber,
     );
     this.readers.add(reader);
     this.requestRead();

@@ -233,6 +233,37 @@ describe("SortMergeResultPartition in one worker (local channels)", () => {
     await closeGates(job.gates);
   });
 
+  it("numbers what each reader hands out across the int32 wrap-around, from 2^31 - 1 to -2^31", async () => {
+    const start31 = 2 ** 31 - 3;
+    const env = await start({ "taskmanager.network.initial-sequence-number": start31 });
+    const job = await deploy(env, 1, 2);
+    await produce(sortMerge(job), 0, 1_000, 40);
+    for (const writer of job.writers) writer.close();
+    const view = sortMerge(job).createSubpartitionView(1, { notifyDataAvailable: () => {} });
+    const numbers: number[] = [];
+    let ended = false;
+    while (!ended) {
+      // The read scheduler fills the view's queue from the file asynchronously.
+      await expect
+        .poll(() => view.getAvailabilityAndBacklog(1).isAvailable, { timeout: 30_000 })
+        .toBe(true);
+      for (let next = view.getNextBuffer(); next !== undefined; next = view.getNextBuffer()) {
+        numbers.push(next.sequenceNumber);
+        ended = !next.buffer.isBuffer();
+        next.buffer.recycleBuffer();
+      }
+    }
+    view.releaseAllResources();
+    // Data buffers, then EndOfPartition: one number each, consecutive in int32 arithmetic.
+    expect(numbers.length).toBeGreaterThan(4);
+    expect(numbers.slice(0, 4)).toEqual([start31, start31 + 1, start31 + 2, -(2 ** 31)]);
+    numbers.forEach((n, i) => {
+      expect(n).toBe((start31 + i) | 0);
+    });
+    for (const gate of job.gates) await gate.close();
+    await expectPoolsFull(env);
+  });
+
   it("fails a consumer with SLUICE_ERR_PARTITION_FILE_CORRUPTED when its data file was truncated", async () => {
     const env = await start();
     const job = await deploy(env, 1, 2);

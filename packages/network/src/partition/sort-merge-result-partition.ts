@@ -72,6 +72,11 @@ export interface SortMergeResultPartitionOptions {
   readonly maxRecordSize?: number;
   /** The worker's batch-shuffle counters (its `BatchShuffle` metrics), counted into. */
   readonly counters?: BatchShuffleCounters | undefined;
+  /**
+   * The sequence number each reader's first buffer gets (default 0, as in Flink): tests start
+   * near 2³¹ to cross the int32 wrap-around without reading 2³¹ buffers.
+   */
+  readonly initialSequenceNumber?: number;
 }
 
 /** A record waiting for the data buffer while a spill runs. */
@@ -130,6 +135,7 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
   private readonly compressor: BufferCompressor | undefined;
   private readonly maxRecordSize: number;
   private readonly shuffleCounters: BatchShuffleCounters | undefined;
+  private readonly initialSequenceNumber: number;
   /** Runs are written in this order, a random rotation per partition as in Flink, so that
    * consumers reading in file-offset order do not all start with the same producer's data. */
   private readonly subpartitionOrder: number[];
@@ -172,6 +178,7 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
     this.compressor = options.bufferCompressor;
     this.maxRecordSize = options.maxRecordSize ?? Number.MAX_SAFE_INTEGER;
     this.shuffleCounters = options.counters;
+    this.initialSequenceNumber = options.initialSequenceNumber ?? 0;
     this.description = `SortMergeResultPartition ${options.partitionId} [${options.owningTaskName}]`;
     const n = this.numberOfSubpartitions;
     const shift = Math.floor(Math.random() * n);
@@ -231,7 +238,11 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
       const file = await (this.fileWriter as PartitionedFileWriter).finish();
       this.resultFile = file;
       if (this.released) return;
-      this.readScheduler = new SortMergeResultPartitionReadScheduler(this.readBufferPool, file);
+      this.readScheduler = new SortMergeResultPartitionReadScheduler(
+        this.readBufferPool,
+        file,
+        this.initialSequenceNumber,
+      );
       this.consumable = true;
       this.partitionManager.onPartitionConsumable(this);
     });

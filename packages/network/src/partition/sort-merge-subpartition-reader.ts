@@ -11,6 +11,7 @@ import type {
   AvailabilityWithBacklog,
   ResultSubpartitionView,
 } from "./result-subpartition-view.js";
+import { nextSequenceNumber } from "./sequence-number.js";
 
 /** Buffers a reader reads ahead of its consumer; bounds what one slow consumer holds. */
 export const MAX_BUFFERS_READ_AHEAD = 32;
@@ -43,7 +44,8 @@ export class SortMergeSubpartitionReader implements ResultSubpartitionView {
   private readonly fileReader: PartitionedFileReader;
   private readonly queue: NetworkBuffer[] = [];
   private dataBuffersInQueue = 0;
-  private sequenceNumber = 0;
+  /** The next buffer's sequence number (an int32 that wraps, as Flink's int). */
+  private sequenceNumber: number;
   private failure: Error | undefined;
   private released = false;
 
@@ -51,7 +53,9 @@ export class SortMergeSubpartitionReader implements ResultSubpartitionView {
     fileReader: PartitionedFileReader,
     listener: BufferAvailabilityListener,
     scheduler: ReadRequester,
+    initialSequenceNumber = 0,
   ) {
+    this.sequenceNumber = initialSequenceNumber | 0;
     this.subpartitionIndex = fileReader.subpartition;
     this.fileReader = fileReader;
     this.listener = listener;
@@ -103,11 +107,13 @@ export class SortMergeSubpartitionReader implements ResultSubpartitionView {
     if (this.getBufferDemand() > 0) this.scheduler.requestRead(this);
     if (buffer === undefined) return undefined;
     const next = this.queue[0];
+    const sequenceNumber = this.sequenceNumber;
+    this.sequenceNumber = nextSequenceNumber(sequenceNumber);
     return {
       buffer,
       buffersInBacklog: this.dataBuffersInQueue,
       nextDataType: next === undefined ? DataType.NONE : next.getDataType(),
-      sequenceNumber: this.sequenceNumber++,
+      sequenceNumber,
     };
   }
 

@@ -215,9 +215,10 @@ export function describeBlockingTransportSuite(options: BlockingTransportSuiteOp
     }
 
     it("keeps a remote request that arrives before the producer finished until the partition is complete", async () => {
-      // No retries: the request succeeds only because the producer's server keeps it waiting.
+      // No retries (a budget of 2 × 2.5 s is used up by the first 5 s wait): the request
+      // succeeds only because the producer's server keeps it waiting.
       const [producer, consumer] = await start({
-        "taskmanager.network.request-backoff.initial": "0ms",
+        "taskmanager.network.request-backoff.max": "2500ms",
       });
       const exchange = await kit().deploy(
         {

@@ -1,7 +1,13 @@
-import { TaskEvent } from "@sluice/core";
+import { ErrorCodes, TaskEvent } from "@sluice/core";
+import type { JobResult } from "@sluice/runtime";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ConsumeOptions } from "../tck-tasks.js";
-import { InProcessCluster, networkEnvironmentOf, type RawConfig } from "./in-process-cluster.js";
+import {
+  gatewayOf,
+  InProcessCluster,
+  networkEnvironmentOf,
+  type RawConfig,
+} from "./in-process-cluster.js";
 
 /** A named configuration the exchange case also runs with (e.g. a transport's own options). */
 export interface TransportVariant {
@@ -27,6 +33,20 @@ const BASE: RawConfig = {
   "execution.buffer-timeout.interval": "5ms",
   "taskmanager.network.partition-request-timeout": "2s",
 };
+
+/** The job finished, and its consumers got each producer's `records` intact, once, in order. */
+function expectDeliveredExactlyOnce(result: JobResult, producers: number, records: number): void {
+  expect(result.error).toBeUndefined();
+  const consumed = (result.results.get("Consumer") ?? []) as unknown as {
+    counts: number[];
+    violations: string[];
+  }[];
+  expect(consumed.length, "the consumers ran").toBeGreaterThan(0);
+  for (const c of consumed) expect(c.violations).toEqual([]);
+  for (let p = 0; p < producers; p++) {
+    expect(consumed.reduce((sum, c) => sum + (c.counts[p] ?? 0), 0)).toBe(records);
+  }
+}
 
 /**
  * The behaviour of a network-shuffle plugin between two TaskExecutors in one process: records
@@ -59,22 +79,69 @@ export function describeTransportSuite(options: TransportSuiteOptions): void {
           producer,
           consumer,
         );
-        const result = await execution.terminated;
-        expect(result.error).toBeUndefined();
-        const consumed = (result.results.get("Consumer") ?? []) as unknown as {
-          counts: number[];
-          violations: string[];
-        }[];
-        for (const c of consumed) expect(c.violations).toEqual([]);
-        for (let p = 0; p < 2; p++) {
-          expect(consumed.reduce((sum, c) => sum + (c.counts[p] ?? 0), 0)).toBe(records);
-        }
+        expectDeliveredExactlyOnce(await execution.terminated, 2, records);
         // All channels of the consumer share one connection to the producer.
         expect(networkEnvironmentOf(consumer).getNumberOfClientConnections()).toBeLessThanOrEqual(
           1,
         );
       });
     }
+
+    it("delivers every record exactly once and in order across the int32 wrap-around of sequence numbers", async () => {
+      // Every view starts at 2^31 - 1, so each channel's second buffer is numbered -2^31 on
+      // both sides (a channel carries at least its data and EndOfPartition); without the wrap
+      // the producer could not encode it and the consumer would see a gap.
+      cluster = new InProcessCluster(options.factory, {
+        ...BASE,
+        "taskmanager.network.initial-sequence-number": 2 ** 31 - 1,
+      });
+      const producer = await cluster.startExecutor();
+      const consumer = await cluster.startExecutor();
+      const records = 5_000;
+      const { execution } = await cluster.deploy(
+        { producers: 2, consumers: 2, plan: { records, padding: 40 } },
+        producer,
+        consumer,
+      );
+      expectDeliveredExactlyOnce(await execution.terminated, 2, records);
+    });
+
+    it("fails a remote consumer whose partition never registers with PartitionNotFound naming it, within 2 × request-backoff.max", async () => {
+      // Each request waits 1 s at the producer's server; the budget is 2 × 1 s, so the consumer
+      // asks twice, at once after the first answer, and fails after about 2 s. Retrying with the
+      // doubling local-channel backoff instead (10 ms … 1 s) would make 9 requests: over 11 s.
+      cluster = new InProcessCluster(options.factory, {
+        ...BASE,
+        "taskmanager.network.partition-request-timeout": "1s",
+        "taskmanager.network.request-backoff.initial": "10ms",
+        "taskmanager.network.request-backoff.max": "1s",
+      });
+      const producer = await cluster.startExecutor();
+      const consumer = await cluster.startExecutor();
+      const started = performance.now();
+      // The job side counts the producer deployed (it stays DEPLOYING): its partition never
+      // registers, while its data server answers.
+      const { producers, consumers, execution } = await cluster.deploy(
+        { producers: 1, consumers: 1, plan: { records: 1, padding: 0 } },
+        gatewayOf(producer, { neverDeploy: true }),
+        consumer,
+      );
+      const sink = consumers[0];
+      await expect.poll(() => sink?.state, { timeout: 30_000 }).toBe("FAILED");
+      const elapsed = performance.now() - started;
+      const cause = sink?.failureCause;
+      expect(cause).toMatchObject({
+        code: ErrorCodes.PARTITION_NOT_FOUND,
+        name: "PartitionNotFoundError",
+      });
+      // The partition's id names its producer attempt.
+      expect(cause?.message).toContain(producers[0]?.attemptId.toString());
+      expect(cause?.message).toMatch(/not found after 2 partition request\(s\)/);
+      // Two waits of the server happened; well below the 11 s of the old schedule.
+      expect(elapsed).toBeGreaterThanOrEqual(1_900);
+      expect(elapsed).toBeLessThan(6_000);
+      await execution.terminated;
+    });
 
     it("delivers a consumer's task event to the producer's subscribers, and fails the channel when nobody listens", async () => {
       cluster = new InProcessCluster(options.factory, BASE);

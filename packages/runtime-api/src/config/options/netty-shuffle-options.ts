@@ -43,23 +43,31 @@ export const NettyShuffleEnvironmentOptions = {
         "listens on `taskmanager.data.port`.",
     ),
 
-  /** First delay before a partition request is retried. */
+  /** First delay before a local channel retries a partition request. */
   NETWORK_REQUEST_BACKOFF_INITIAL: ConfigOptions.key("taskmanager.network.request-backoff.initial")
     .durationType()
     .defaultValue("100ms")
     .withDescription(
-      "First delay before a consumer retries a partition request the producer answered with " +
-        '"partition not found" (the producer may not have registered it yet). The delay doubles ' +
-        "per retry up to `taskmanager.network.request-backoff.max`.",
+      "First delay before a local channel (producer in the same worker) asks again for a " +
+        "partition that is not registered yet; the delay doubles per retry up to " +
+        "`taskmanager.network.request-backoff.max`, and once a retry after the maximum failed " +
+        "too, the channel fails with `SLUICE_ERR_PARTITION_NOT_FOUND` (with the defaults after " +
+        "about 23 s). 0 disables local retries. Remote channels do not use it (see " +
+        "`taskmanager.network.request-backoff.max`).",
     ),
 
-  /** Largest delay between partition request retries; past it the request fails. */
+  /** Largest delay between partition request retries, and the remote channels' retry budget. */
   NETWORK_REQUEST_BACKOFF_MAX: ConfigOptions.key("taskmanager.network.request-backoff.max")
     .durationType()
     .defaultValue("10s")
     .withDescription(
-      "Largest backoff between partition request retries; once the doubled delay would exceed " +
-        "it, the channel fails with `SLUICE_ERR_PARTITION_NOT_FOUND`.",
+      "Largest backoff between a local channel's partition request retries. A remote channel " +
+        'whose request the producer\'s server answered "partition not found" (after waiting ' +
+        "`taskmanager.network.partition-request-timeout`) asks the job side whether the " +
+        "producer is still coming up and, if it is, asks again at once, as Flink 1.19 does; each " +
+        "request counts the partition-request timeout, and once they add up to twice this value " +
+        "the channel fails with `SLUICE_ERR_PARTITION_NOT_FOUND` naming the partition (with the " +
+        "defaults after 2 requests, about 20 s).",
     ),
 
   /** Server side: how long a request for a not-yet-registered partition waits. */
@@ -68,7 +76,25 @@ export const NettyShuffleEnvironmentOptions = {
     .defaultValue("10s")
     .withDescription(
       "How long the producer's server keeps a partition request for a partition that is not yet " +
-        'registered before it answers "partition not found".',
+        'registered before it answers "partition not found". Consumers read it too: each remote ' +
+        "request counts this much against the retry budget of twice " +
+        "`taskmanager.network.request-backoff.max`, and a server that answered sooner (its " +
+        "waiting requests at `taskmanager.network.max-waiting-partition-requests`) is asked " +
+        "again only once this time has passed. 0: no waiting, and a remote channel fails on the " +
+        "first PartitionNotFound.",
+    ),
+
+  /** The first sequence number of every subpartition view (Sluice, for tests). */
+  INITIAL_SEQUENCE_NUMBER: ConfigOptions.key("taskmanager.network.initial-sequence-number")
+    .intType()
+    .defaultValue(0)
+    .withValidator(inRange(-(2 ** 31), MAX_INT32, "an int32"))
+    .withDescription(
+      "Sluice, for tests: the sequence number of the first buffer every subpartition view " +
+        "hands out and every remote channel expects (Flink: always 0). Sequence numbers are " +
+        "int32s that wrap from 2147483647 to -2147483648, so a test that starts near the top " +
+        "crosses the wrap without sending 2^31 buffers. Must be the same on every worker; " +
+        "leave it at 0 otherwise.",
     ),
 
   /** Timeout of establishing a connection to another worker. */
@@ -174,8 +200,8 @@ export const NettyShuffleEnvironmentOptions = {
       "Sluice: how many partition requests for partitions that are not registered yet a worker " +
         "keeps waiting (up to `taskmanager.network.partition-request-timeout`) at once, over all " +
         'connections. Beyond it a request is answered "partition not found" at once, as Flink ' +
-        "did before requests could wait, and the consumer retries after its backoff " +
-        "(`taskmanager.network.request-backoff.*`). 0 never waits.",
+        "did before requests could wait, and the consumer asks again once its " +
+        "`taskmanager.network.partition-request-timeout` has passed. 0 never waits.",
     ),
 
   /** Idle timeout of data connections without partition requests (Sluice). */
