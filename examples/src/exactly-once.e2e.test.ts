@@ -2,7 +2,9 @@
  * Exactly once through every way of reading, across processes, from packed tarballs: a keyed
  * checkpointed job (one producer, two counters, numbers over 1,000 keys) runs with its producer
  * in a job manager process and its counters in a task manager process of a scratch application
- * that installed the packages as a user would. Counters fail on purpose, or their process is
+ * that installed the packages as a user would. The producer emits with `emit`, `randomEmit` or
+ * `broadcastEmit` and runs its checkpoint triggers in `yieldToMailbox` or `processMail`.
+ * Counters fail on purpose, or their process is
  * killed, and the job restarts from its latest completed checkpoint; the per-key counts and sums
  * must still equal those of a failure-free run. They do only if every snapshot holds exactly the
  * records its task processed before the barrier, whichever read API the task uses.
@@ -25,10 +27,16 @@ import type {
 } from "./exactly-once/job-manager-messages.js";
 import {
   differences,
+  EMIT_PATHS,
   type InjectedFailure,
   type KeyedCountingJobSpec,
+  MAIL_POINTS,
   READ_APIS,
 } from "./exactly-once/keyed-counting-job.js";
+import {
+  type TrackedChildProcess,
+  trackChildProcess,
+} from "./test-support/child-process-output.js";
 import { createScratchProject, type ScratchProject } from "./test-support/scratch-project.js";
 
 const RUNS = Number(process.env.SLUICE_EXACTLY_ONCE_RUNS ?? 1);
@@ -73,33 +81,19 @@ function app(): string {
   return project.app;
 }
 
-function track(child: ChildProcess): { output(): string; exited: Promise<number | null> } {
-  running.add(child);
-  let output = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  const exited = new Promise<number | null>((resolve) => {
-    child.on("exit", (code) => {
-      running.delete(child);
-      resolve(code);
-    });
-  });
-  return { output: () => output, exited };
+function track(child: ChildProcess): TrackedChildProcess {
+  return trackChildProcess(child, running);
 }
 
 /** A job manager process of the job (with the producer's TaskExecutor), driven over IPC. */
 class JobManagerProcess {
   private readonly listeners = new Set<(message: FromJobManager) => void>();
-  private readonly tracked: ReturnType<typeof track>;
+  private readonly tracked: TrackedChildProcess;
 
   private constructor(
     readonly child: ChildProcess,
     readonly port: number,
-    tracked: ReturnType<typeof track>,
+    tracked: TrackedChildProcess,
   ) {
     this.tracked = tracked;
     child.on("message", (message: FromJobManager) => {
@@ -184,6 +178,12 @@ class JobManagerProcess {
   }
 }
 
+/** How the producer emits and runs its mail. */
+const producers = fc.record({
+  emitPath: fc.constantFrom(...EMIT_PATHS),
+  mailPoint: fc.constantFrom(...MAIL_POINTS),
+});
+
 /** One to three counter failures, one per attempt, each at a random record count. */
 const failurePlans = fc
   .array(
@@ -210,25 +210,26 @@ describe.each(PLUGINS)(
     }, 30_000);
 
     it.each(READ_APIS)(
-      "counts every key exactly as a failure-free run after random counter failures, aligned and unaligned, reading with %s",
+      "counts every key exactly as a failure-free run after random counter failures, aligned and unaligned, whichever way the producer emits, reading with %s",
       async (readApi) => {
         for (const unaligned of [false, true]) {
           await fc.assert(
-            fc.asyncProperty(failurePlans, async (failures) => {
-              const spec = {
+            fc.asyncProperty(producers, failurePlans, async (producer, failures) => {
+              const spec: KeyedCountingJobSpec = {
                 records: RECORDS,
                 readApi,
+                ...producer,
                 unaligned,
                 checkpointIntervalMs: 20,
                 pauseEvery: 250,
                 failures,
               };
               const result = await jobManager.run(spec);
-              const summary = `${JSON.stringify(spec)} -> ${result.status}, ${result.restarts} restarts, ${result.completedCheckpoints} checkpoints, restored from ${result.restoredFrom}`;
+              const summary = `${JSON.stringify(spec)} -> ${result.status}, ${result.restarts} restarts, ${result.completedCheckpoints} checkpoints, restored from ${result.restoredFrom} (${result.restoredInFlightBytes} bytes in flight)`;
               expect(result.status, `${summary}: ${result.error}`).toBe("FINISHED");
               // A failure happened, so the run restored (or started over) at least once.
               expect(result.restarts, summary).toBeGreaterThanOrEqual(1);
-              expect(differences(RECORDS, result.counters), summary).toEqual([]);
+              expect(differences(spec, result.counters), summary).toEqual([]);
             }),
             { numRuns: RUNS, endOnFailure: true },
           );
@@ -254,6 +255,8 @@ describe.each(PLUGINS)(
           const spec: KeyedCountingJobSpec = {
             records: ACCEPTANCE_RECORDS,
             readApi: "for await",
+            emitPath: "emit",
+            mailPoint: "yieldToMailbox",
             unaligned: false,
             checkpointIntervalMs: 100,
             pauseEvery: 2_000,
@@ -267,13 +270,13 @@ describe.each(PLUGINS)(
               taskManager = jobManager.startTaskManager();
             }, killDelayMs);
           });
-          const summary = `run ${run + 1}, killed ${killDelayMs} ms after the first checkpoint: ${result.status}, ${result.restarts} restarts, ${result.completedCheckpoints} checkpoints, restored from ${result.restoredFrom}`;
+          const summary = `run ${run + 1}, killed ${killDelayMs} ms after the first checkpoint: ${result.status}, ${result.restarts} restarts, ${result.completedCheckpoints} checkpoints, restored from ${result.restoredFrom} (${result.restoredInFlightBytes} bytes in flight)`;
           expect(result.status, `${summary}: ${result.error}\n${jobManager.output()}`).toBe(
             "FINISHED",
           );
           expect(result.restarts, `${summary}: the job ended before the kill`).toBe(1);
           expect(result.restoredFrom, summary).not.toBeNull();
-          expect(differences(ACCEPTANCE_RECORDS, result.counters), summary).toEqual([]);
+          expect(differences(spec, result.counters), summary).toEqual([]);
           expect(await jobManager.close(), jobManager.output()).toBe(0);
           expect(await taskManager.exited, taskManager.output()).toBe(0);
           expect(await killed.exited).toBeNull();

@@ -14,6 +14,8 @@ export interface RunResult {
   readonly completedCheckpoints: number;
   /** The checkpoint the last restart restored, or null (none, or a restart from the start). */
   readonly restoredFrom: number | null;
+  /** Bytes of in-flight data (unaligned channel state) the restored checkpoint held. */
+  readonly restoredInFlightBytes: number;
   readonly counters: CounterState[];
 }
 

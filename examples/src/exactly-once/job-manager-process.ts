@@ -70,6 +70,7 @@ async function run(spec: KeyedCountingJobSpec): Promise<RunResult> {
       restarts: result.restarts,
       completedCheckpoints: result.checkpoints.completed,
       restoredFrom: restoredFrom === undefined ? null : Number(restoredFrom),
+      restoredInFlightBytes: result.checkpoints.restoredPersistedDataBytes ?? 0,
       counters: counterResults(result.results),
     };
   } finally {

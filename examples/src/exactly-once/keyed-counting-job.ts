@@ -1,7 +1,8 @@
 /**
  * A keyed, checkpointed counting job for the exactly-once tests: one producer emits the numbers
  * 0..n-1, hash-partitioned by `value % KEYS` to two counters, which count and sum every key's
- * numbers with the read API the job names. Both sides keep their state in checkpoints (the
+ * numbers with the read API the job names; the producer emits through the writer path and runs
+ * its checkpoint triggers at the mail point the job names. Both sides keep their state in checkpoints (the
  * producer its offset, a counter its per-key counts and sums), and a counter may fail on purpose
  * at a chosen point, so a restore from a checkpoint is exact only if every snapshot holds exactly
  * the records its task processed before the barrier.
@@ -30,6 +31,21 @@ export const READ_APIS = [
 /** One of {@link READ_APIS}. */
 export type ReadApi = (typeof READ_APIS)[number];
 
+/** Every way the producer emits: each record to its key's counter, a random one, or all. */
+export const EMIT_PATHS = ["emit", "randomEmit", "broadcastEmit"] as const;
+
+/** One of {@link EMIT_PATHS}. */
+export type EmitPath = (typeof EMIT_PATHS)[number];
+
+/**
+ * Where the producer runs its mail (checkpoint triggers): in `task.yieldToMailbox()` every few
+ * hundred records and while back-pressured, or in `task.processMail()` after every record.
+ */
+export const MAIL_POINTS = ["yieldToMailbox", "processMail"] as const;
+
+/** One of {@link MAIL_POINTS}. */
+export type MailPoint = (typeof MAIL_POINTS)[number];
+
 /** A counter subtask fails in attempt `attempt` after it processed `afterRecords` in it. */
 export interface InjectedFailure {
   readonly attempt: number;
@@ -43,6 +59,10 @@ export interface KeyedCountingJobSpec {
   readonly records: number;
   /** How the counters read. */
   readonly readApi: ReadApi;
+  /** How the producer emits. */
+  readonly emitPath: EmitPath;
+  /** Where the producer runs its checkpoint triggers. */
+  readonly mailPoint: MailPoint;
   /** Unaligned (true) or aligned exactly-once checkpoints. */
   readonly unaligned: boolean;
   /** `execution.checkpointing.interval` in ms. */
@@ -64,6 +84,8 @@ export type CounterState = {
 
 const PRODUCER = "Produce";
 const COUNTER = "Count";
+/** Counter subtasks. */
+const COUNTERS = 2;
 /** Records a poll loop takes per call before it yields to the event loop. */
 const RECORDS_PER_POLL = 512;
 
@@ -93,17 +115,27 @@ function delay(ms: number): Promise<void> {
 async function produce(task: Task): Promise<{ emitted: number }> {
   const records = task.configuration.records as number;
   const pauseEvery = task.configuration.pauseEvery as number;
+  const emitPath = task.configuration.emitPath as EmitPath;
+  const mailPoint = task.configuration.mailPoint as MailPoint;
   let offset = (task.restoredState as { offset: number } | undefined)?.offset ?? 0;
   task.setCheckpointHandler({ snapshotState: () => ({ offset }) });
   const writer = task.writer<Numbered>();
   const record: Numbered = { value: 0 };
   while (offset < records) {
-    // Mail (checkpoint triggers) runs only here, between two records.
-    if (!writer.isAvailable()) await task.yieldToMailbox(writer.getAvailableFuture());
-    else if (offset % pauseEvery === 0) await task.yieldToMailbox(delay(1));
+    // Mail (checkpoint triggers) runs only between two records: in yieldToMailbox, or in
+    // processMail after each record.
+    if (mailPoint === "yieldToMailbox") {
+      if (!writer.isAvailable()) await task.yieldToMailbox(writer.getAvailableFuture());
+      else if (offset % pauseEvery === 0) await task.yieldToMailbox(delay(1));
+    } else if (!writer.isAvailable()) await writer.getAvailableFuture();
+    else if (offset % pauseEvery === 0) await delay(1);
+    task.signal.throwIfAborted();
     record.value = offset;
-    writer.emit(record);
+    if (emitPath === "emit") writer.emit(record);
+    else if (emitPath === "randomEmit") writer.randomEmit(record);
+    else writer.broadcastEmit(record);
     offset++;
+    if (mailPoint === "processMail") task.processMail();
   }
   return { emitted: offset };
 }
@@ -191,11 +223,16 @@ export function keyedCountingJob(spec: KeyedCountingJobSpec): JobGraph {
     name: PRODUCER,
     parallelism: 1,
     invokable: "produce",
-    configuration: { records: spec.records, pauseEvery: spec.pauseEvery },
+    configuration: {
+      records: spec.records,
+      pauseEvery: spec.pauseEvery,
+      emitPath: spec.emitPath,
+      mailPoint: spec.mailPoint,
+    },
   });
   const counter = graph.addVertex({
     name: COUNTER,
-    parallelism: 2,
+    parallelism: COUNTERS,
     invokable: "consume",
     configuration: {
       readApi: spec.readApi,
@@ -215,10 +252,15 @@ export function counterResults(results: ReadonlyMap<string, readonly unknown[]>)
 }
 
 /**
- * How the counters' results differ from a failure-free run of `records` numbers: empty when
- * every key has exactly its count and sum.
+ * How the counters' results differ from a failure-free run of `spec`: empty when every key has
+ * exactly its count and sum (each counter gets every number when the producer broadcasts).
  */
-export function differences(records: number, counters: readonly CounterState[]): string[] {
+export function differences(
+  spec: Pick<KeyedCountingJobSpec, "records" | "emitPath">,
+  counters: readonly CounterState[],
+): string[] {
+  const { records } = spec;
+  const copies = spec.emitPath === "broadcastEmit" ? COUNTERS : 1;
   const counts = new Array<number>(KEYS).fill(0);
   const sums = new Array<number>(KEYS).fill(0);
   for (const counter of counters) {
@@ -232,8 +274,9 @@ export function differences(records: number, counters: readonly CounterState[]):
   for (let key = 0; key < KEYS; key++) {
     total += counts[key] as number;
     // The numbers k, k + KEYS, k + 2 KEYS, ... below `records`.
-    const expectedCount = key < records ? Math.floor((records - 1 - key) / KEYS) + 1 : 0;
-    const expectedSum = key * expectedCount + (KEYS * expectedCount * (expectedCount - 1)) / 2;
+    const numbers = key < records ? Math.floor((records - 1 - key) / KEYS) + 1 : 0;
+    const expectedCount = copies * numbers;
+    const expectedSum = copies * (key * numbers + (KEYS * numbers * (numbers - 1)) / 2);
     if (counts[key] !== expectedCount || sums[key] !== expectedSum) {
       found.push(
         `key ${key}: ${counts[key]} numbers summing to ${sums[key]}, expected ${expectedCount} summing to ${expectedSum}`,
@@ -241,7 +284,7 @@ export function differences(records: number, counters: readonly CounterState[]):
     }
   }
   if (found.length > 0) {
-    found.unshift(`${total} of ${records} numbers counted, ${found.length} keys differ`);
+    found.unshift(`${total} of ${copies * records} numbers counted, ${found.length} keys differ`);
   }
   return found.slice(0, 11);
 }
