@@ -250,7 +250,7 @@ describe.each(PLUGINS)(
           const jobManager = await JobManagerProcess.start(plugin);
           let taskManager = jobManager.startTaskManager();
           const killed = taskManager;
-          const killDelayMs = Math.floor(Math.random() * 300);
+          const killDelayMs = Math.floor(Math.random() * 200);
           let kill: NodeJS.Timeout | undefined;
           const spec: KeyedCountingJobSpec = {
             records: ACCEPTANCE_RECORDS,
@@ -259,7 +259,8 @@ describe.each(PLUGINS)(
             mailPoint: "yieldToMailbox",
             unaligned: false,
             checkpointIntervalMs: 100,
-            pauseEvery: 2_000,
+            // At least a second of pauses: the kill comes well before the job's end.
+            pauseEvery: 1_000,
             failures: [],
           };
           const result = await jobManager.run(spec, (completed) => {
@@ -270,6 +271,7 @@ describe.each(PLUGINS)(
               taskManager = jobManager.startTaskManager();
             }, killDelayMs);
           });
+          clearTimeout(kill);
           const summary = `run ${run + 1}, killed ${killDelayMs} ms after the first checkpoint: ${result.status}, ${result.restarts} restarts, ${result.completedCheckpoints} checkpoints, restored from ${result.restoredFrom} (${result.restoredInFlightBytes} bytes in flight)`;
           expect(result.status, `${summary}: ${result.error}\n${jobManager.output()}`).toBe(
             "FINISHED",

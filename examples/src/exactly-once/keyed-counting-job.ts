@@ -70,8 +70,8 @@ export interface KeyedCountingJobSpec {
   /** The producer waits a millisecond after every this many records, so the job lasts a while. */
   readonly pauseEvery: number;
   /**
-   * Failures of counter tasks. Each happens only once its attempt acknowledged a checkpoint, so
-   * that the restart restores from one rather than from the start.
+   * Failures of counter tasks. Each happens only once its attempt acknowledged two checkpoints,
+   * so that the restart restores from one rather than from the start.
    */
   readonly failures: readonly InjectedFailure[];
 }
@@ -163,18 +163,26 @@ async function consume(task: Task): Promise<CounterState> {
     (f) => f.attempt === task.attemptNumber && f.subtask === task.subtaskIndex,
   );
   let processed = 0;
+  /** The first checkpoint this attempt acknowledged. */
+  let firstAcknowledged: bigint | undefined;
   const count = (value: number) => {
     const key = value % KEYS;
     counts[key] = (counts[key] as number) + 1;
     sums[key] = (sums[key] as number) + value;
     processed++;
+    if (failure === undefined || processed < failure.afterRecords) return;
+    // Only once this attempt acknowledged a second checkpoint: by then the first one has
+    // almost always completed (every task acknowledged it), so the restart restores a
+    // checkpoint instead of starting over, which would hide a snapshot that missed records.
+    const acknowledged = task.lastCheckpoint?.checkpointId;
+    firstAcknowledged ??= acknowledged;
     if (
-      failure !== undefined &&
-      processed >= failure.afterRecords &&
-      task.lastCheckpoint !== undefined
+      acknowledged !== undefined &&
+      firstAcknowledged !== undefined &&
+      acknowledged > firstAcknowledged
     ) {
       throw new Error(
-        `${task.name}: injected failure after ${processed} records (checkpoint ${task.lastCheckpoint.checkpointId} acknowledged)`,
+        `${task.name}: injected failure after ${processed} records (checkpoint ${acknowledged} acknowledged)`,
       );
     }
   };
