@@ -116,6 +116,36 @@ describe("RecordReader", () => {
     partition.close();
   });
 
+  it("takes a checkpoint barrier in for await only after the loop processed every record before it", async () => {
+    pool = new NetworkBufferPool(64, 128);
+    const { partition, gate } = wire(pool, 32);
+    const processed: string[] = [];
+    let snapshot: string[] | undefined;
+    const reader = new RecordReader(gate, serializer, {
+      // Where a barrier handler would snapshot the task's state.
+      onEvent: (event, channel) => {
+        if (event.kind !== "CheckpointBarrier") return;
+        if (channel === 0) snapshot = [...processed];
+        gate.resumeConsumption(channel);
+      },
+    });
+    // One channel carries records, the barrier and more records, all ready before the first
+    // read: a reader that decodes past the barrier before the loop sees a record shows here.
+    for (const value of ["a", "b", "c"]) partition.emitRecord(encode(value), 0);
+    partition.broadcastEvent(new CheckpointBarrier(1n, 1n));
+    for (const value of ["d", "e"]) partition.emitRecord(encode(value), 0);
+    partition.finish();
+    for await (const record of reader) {
+      await new Promise((resolve) => setImmediate(resolve));
+      processed.push(record);
+    }
+    expect(processed).toEqual(["a", "b", "c", "d", "e"]);
+    expect(snapshot).toEqual(["a", "b", "c"]);
+    reader.close();
+    await gate.close();
+    partition.close();
+  });
+
   it("reports NOTHING_AVAILABLE, then the records, then END_OF_INPUT from the synchronous poll", async () => {
     pool = new NetworkBufferPool(64, 128);
     const { partition, gate } = wire(pool, 32);

@@ -64,10 +64,20 @@ export interface RecordReaderOptions extends SpillingAdaptiveSpanningRecordDeser
   readonly idleTime?: TimerGauge;
 }
 
+/** Records the async iterator decodes at most before it yields them. */
+const ITERATOR_BATCH = 1024;
+
 /**
  * Reads typed records from an input gate (Flink's StreamTaskNetworkInput): one spanning-record
  * deserializer per channel, since records of different channels interleave buffer by buffer.
  * `pollRecords` is the synchronous batch fast path; the async iterator wraps it for user code.
+ *
+ * Exactly once with checkpoints: a checkpoint barrier is handled inside the call that takes it
+ * from the gate (the task's barrier handler snapshots the task's state there, synchronously),
+ * always between two records. Every way of reading keeps the snapshot equal to the records the
+ * task's code has processed before the barrier: a `poll*` callback is called for each record
+ * before the reader moves on (so it must finish with a record before it returns), and the async
+ * iterator takes nothing from the gate while it holds records it has not yielded yet.
  */
 export class RecordReader<T> implements AsyncIterable<T> {
   /** Records delivered so far. */
@@ -102,43 +112,59 @@ export class RecordReader<T> implements AsyncIterable<T> {
    * Delivers up to `maxRecords` records to `onRecord`, synchronously. Returns whether more may
    * be available, nothing is available now, or the input ended. The records are added to
    * `numRecordsIn` once per call, not one by one.
+   *
+   * A checkpoint whose barrier the call meets is snapshotted inside it, between the records
+   * before the barrier and those after it. So `onRecord` must finish processing each record
+   * (update the state the task's CheckpointHandler snapshots) before it returns: a callback that
+   * only collects records, to process them after the poll, has them missing from the snapshot
+   * although the producer's snapshot counts them as delivered, and a restore loses them.
    */
   pollRecords(onRecord: (record: T) => void, maxRecords = Number.MAX_SAFE_INTEGER): PollStatus {
-    return this.poll(onRecord, undefined, undefined, maxRecords);
+    return this.poll(onRecord, undefined, undefined, maxRecords, false);
   }
 
   /**
    * Like {@link pollRecords}, but decodes every record into `reuse` with the serializer's
    * `deserializeInto` (serializers without it allocate as in `pollRecords`) and passes it to
    * `onRecord`: one object serves the whole poll, so decoding allocates nothing per record.
-   * `onRecord` must copy what it keeps, since the next record overwrites `reuse`.
+   * `onRecord` must copy what it keeps, since the next record overwrites `reuse`. As with
+   * `pollRecords`, a checkpoint may be snapshotted inside the call: `onRecord` must finish
+   * processing each record before it returns.
    */
   pollRecordsInto(
     reuse: T,
     onRecord: (record: T) => void,
     maxRecords = Number.MAX_SAFE_INTEGER,
   ): PollStatus {
-    return this.poll(onRecord, reuse, undefined, maxRecords);
+    return this.poll(onRecord, reuse, undefined, maxRecords, false);
   }
 
   /**
    * Like {@link pollRecords}, but without the serializer: `onRecord` reads each record's payload
    * in place from a DataInputDeserializer that is valid only during the call (no copy, no value
-   * allocated). For consumers that need a few fields of each record, or decode on their own.
+   * allocated). For consumers that need a few fields of each record, or decode on their own. As
+   * with `pollRecords`, a checkpoint may be snapshotted inside the call: `onRecord` must finish
+   * processing each record before it returns.
    */
   pollRecordViews(
     onRecord: (input: DataInputDeserializer) => void,
     maxRecords = Number.MAX_SAFE_INTEGER,
   ): PollStatus {
-    return this.poll(undefined, undefined, onRecord, maxRecords);
+    return this.poll(undefined, undefined, onRecord, maxRecords, false);
   }
 
-  /** The poll loop of every `poll*` method: exactly one of `onRecord` and `onView` is set. */
+  /**
+   * The poll loop of every way of reading: exactly one of `onRecord` and `onView` is set. With
+   * `withinBuffer`, the call ends (MORE_AVAILABLE) instead of asking the gate for more once it
+   * delivered a record: for a caller that hands the records on only after the call, which a
+   * barrier taken from the gate in the same call would snapshot before they were processed.
+   */
   private poll(
     onRecord: ((record: T) => void) | undefined,
     reuse: T | undefined,
     onView: RecordViewReader | undefined,
     maxRecords: number,
+    withinBuffer: boolean,
   ): PollStatus {
     if (this.closed) throw new CancelledError("record reader is closed");
     this.starved = false;
@@ -171,6 +197,7 @@ export class RecordReader<T> implements AsyncIterable<T> {
         this.numRecordsIn.inc(delivered);
         return PollStatus.END_OF_INPUT;
       }
+      if (withinBuffer && delivered > 0) break;
       const next = this.gate.pollNext();
       if (next === undefined) {
         this.numRecordsIn.inc(delivered);
@@ -264,11 +291,22 @@ export class RecordReader<T> implements AsyncIterable<T> {
     return future;
   }
 
-  /** Iterates all records until the input ends; awaits only when nothing is available. */
+  /**
+   * Iterates all records until the input ends; awaits only when nothing is available.
+   *
+   * It decodes records in batches, never beyond the buffer it is reading, and takes the next
+   * buffer or event from the gate only once the loop has been given every record of the batch.
+   * So a checkpoint barrier is handled in the `next()` that follows the loop's processing of the
+   * last record before it, and the snapshot holds exactly what the loop processed. The loop's
+   * body must therefore be done with a record (its state updated) when it asks for the next one.
+   */
   async *[Symbol.asyncIterator](): AsyncIterator<T> {
     const batch: T[] = [];
+    const collect = (record: T) => {
+      batch.push(record);
+    };
     for (;;) {
-      const status = this.pollRecords((record) => batch.push(record), 1024);
+      const status = this.poll(collect, undefined, undefined, ITERATOR_BATCH, true);
       for (const record of batch) yield record;
       batch.length = 0;
       if (status === PollStatus.END_OF_INPUT) return;
