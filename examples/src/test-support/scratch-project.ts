@@ -3,7 +3,11 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import path from "node:path";
 import ts from "typescript";
-import { buildPackagesIfStale, PUBLISHED_PACKAGES, packPackages } from "./packed-packages.js";
+import {
+  buildWorkspacePackagesIfStale,
+  PUBLISHED_PACKAGES,
+  packWorkspacePackages,
+} from "./packed-packages.js";
 
 /** An application folder outside the workspace, with the packages installed from tarballs. */
 export interface ScratchProject {
@@ -17,20 +21,23 @@ export interface ScratchProject {
 
 /**
  * Creates a scratch application as a user outside this repository would: builds the published
- * packages if stale, packs them into tarballs, writes a package.json that depends on
- * `dependencies` (package folder names, `cluster`) as `file:` tarballs, with pnpm overrides for
- * every `@sluice` package (they depend on each other by a version no registry serves), compiles
- * `sources` (TypeScript files of this repository that import only published packages) next to
- * it as JavaScript, and installs it with pnpm.
+ * packages and `dependencies` if stale, packs them into tarballs, writes a package.json that
+ * depends on `dependencies` (package folder names, `cluster`) as `file:` tarballs and on
+ * `devDependencies` from the registry, with pnpm overrides for every packed `@sluice` package
+ * (they depend on each other by a version no registry serves), compiles `sources` (TypeScript
+ * files of this repository that import only published packages) next to it as JavaScript, and
+ * installs it with pnpm.
  *
  * @throws an Error with pnpm's output when the install fails.
  */
 export function createScratchProject(
   prefix: string,
-  dependencies: readonly (typeof PUBLISHED_PACKAGES)[number][],
+  dependencies: readonly string[],
   sources: readonly string[],
+  devDependencies: Readonly<Record<string, string>> = {},
 ): ScratchProject {
-  buildPackagesIfStale();
+  const packed = [...new Set([...PUBLISHED_PACKAGES, ...dependencies])];
+  buildWorkspacePackagesIfStale(packed);
   const root = mkdtempSync(path.join(tmpdir(), prefix));
   const remove = () => rmSync(root, { recursive: true, force: true });
   try {
@@ -38,7 +45,7 @@ export function createScratchProject(
     const app = path.join(root, "app");
     mkdirSync(packs);
     mkdirSync(app);
-    const tarballs = packPackages(packs);
+    const tarballs = packWorkspacePackages(packed, packs);
     const tarball = (name: string) => {
       const file = tarballs.find((t) => new RegExp(`^sluice-${name}-\\d`).test(t));
       if (file === undefined) throw new Error(`no tarball of @sluice/${name} in ${tarballs}`);
@@ -51,9 +58,10 @@ export function createScratchProject(
       dependencies: Object.fromEntries(
         dependencies.map((name) => [`@sluice/${name}`, tarball(name)]),
       ),
+      devDependencies,
     };
     writeFileSync(path.join(app, "package.json"), `${JSON.stringify(packageJson, null, 2)}\n`);
-    const overrides = PUBLISHED_PACKAGES.map((name) => `  "@sluice/${name}": "${tarball(name)}"`);
+    const overrides = packed.map((name) => `  "@sluice/${name}": "${tarball(name)}"`);
     writeFileSync(path.join(app, "pnpm-workspace.yaml"), `overrides:\n${overrides.join("\n")}\n`);
     for (const source of sources) {
       const { outputText } = ts.transpileModule(readFileSync(source, "utf8"), {

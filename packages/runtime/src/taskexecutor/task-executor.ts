@@ -90,8 +90,9 @@ export interface TaskExecutorOptions extends UserCode<Task> {
 
 /**
  * The answer of a TaskExecutor that has no job master to ask: the state of a producer that runs
- * here, and RUNNING for any other, so that a consumer keeps retrying (with backoff, bounded by
- * `taskmanager.network.request-backoff.max`) while the producer may still be coming up.
+ * here, and RUNNING for any other, so that a consumer keeps asking (a remote channel until the
+ * server's waits add up to twice `taskmanager.network.request-backoff.max`, a local one with its
+ * backoff up to that maximum) while the producer may still be coming up.
  */
 const ASSUME_RUNNING: ExecutionState = "RUNNING";
 
