@@ -19,6 +19,7 @@ import {
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { trackChildProcess } from "./test-support/child-process-output.js";
 import { type CodeBlock, codeBlocks } from "./test-support/markdown-code-blocks.js";
 import {
   buildWorkspacePackagesIfStale,
@@ -61,24 +62,16 @@ function run(
   timeoutMs: number,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<Step> {
-  return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
-    running.add(child);
-    let output = "";
-    const append = (chunk: Buffer) => {
-      output += chunk.toString();
-    };
-    child.stdout?.on("data", append);
-    child.stderr?.on("data", append);
-    const timer = setTimeout(() => {
-      output += `\n(killed after ${timeoutMs} ms)`;
-      child.kill("SIGKILL");
-    }, timeoutMs);
-    child.on("close", (status) => {
-      clearTimeout(timer);
-      running.delete(child);
-      resolve({ status, output });
-    });
+  const child = spawn(command, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+  const tracked = trackChildProcess(child, running);
+  let killed = "";
+  const timer = setTimeout(() => {
+    killed = `\n(killed after ${timeoutMs} ms)`;
+    child.kill("SIGKILL");
+  }, timeoutMs);
+  return tracked.exited.then((status) => {
+    clearTimeout(timer);
+    return { status, output: tracked.output() + killed };
   });
 }
 

@@ -23,8 +23,9 @@ export function trackChildProcess(
   };
   child.stdout?.on("data", append);
   child.stderr?.on("data", append);
+  // "close", not "exit": the output is complete only once the child's pipes have closed too.
   const exited = new Promise<number | null>((resolve) => {
-    child.on("exit", (code) => {
+    child.on("close", (code) => {
       running.delete(child);
       resolve(code);
     });
