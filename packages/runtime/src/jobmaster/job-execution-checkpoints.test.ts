@@ -42,6 +42,9 @@ function configuration(extra: Record<string, unknown> = {}) {
  * `pace[subtask]` records a millisecond apart, and runs its mail (checkpoint triggers) after
  * every `mailEvery[subtask]`-th batch. The sources thus send their barriers at different
  * points, with records of the other source in between, as sources on different machines do.
+ * With `holdFirstAttempt`, its first attempt then keeps running its mail until it is canceled:
+ * checkpoints go on however fast the words went (none is triggered once a source finished),
+ * so a failure planned for a later checkpoint of that attempt always comes.
  */
 async function pacedSource(task: Task): Promise<number> {
   const words = task.configuration.words as number;
@@ -64,6 +67,12 @@ async function pacedSource(task: Task): Promise<number> {
     writer.emit(wordOf(offset, task.subtaskIndex));
     offset++;
     inBatch++;
+  }
+  if (task.configuration.holdFirstAttempt === true && task.attemptNumber === 0) {
+    while (!task.signal.aborted) {
+      await task.yieldToMailbox(new Promise((resolve) => setTimeout(resolve, 1)));
+    }
+    throw task.signal.reason;
   }
   return offset;
 }
@@ -130,13 +139,14 @@ function startExecutor(config = configuration()): Promise<TaskExecutor> {
 function wordCountGraph(
   words: number,
   countConfig: Record<string, number | number[] | boolean> = {},
+  sourceConfig: Record<string, boolean> = {},
 ) {
   const graph = new JobGraph("checkpointed word count");
   const source = graph.addVertex({
     name: "Source",
     parallelism: 2,
     invokable: "source",
-    configuration: { words, pace: [150, 90], mailEvery: [1, 10] },
+    configuration: { words, pace: [150, 90], mailEvery: [1, 10], ...sourceConfig },
   });
   const count = graph.addVertex({
     name: "Count",
@@ -362,7 +372,11 @@ describe("failed checkpoints", () => {
 
   it("fails over when more checkpoints fail in a row than tolerated, and recovers", async () => {
     const executor = await startExecutor();
-    const graph = wordCountGraph(40_000, { failOnAttempts: [0], throwInSnapshot: 2 });
+    const graph = wordCountGraph(
+      40_000,
+      { failOnAttempts: [0], throwInSnapshot: 2 },
+      { holdFirstAttempt: true },
+    );
     const execution = await runOn(executor, graph);
     const result = await execution.terminated;
     expect(result.status).toBe("FINISHED");
