@@ -78,11 +78,21 @@ describe("shuffle metrics with Flink's names and kinds", () => {
       expect(consumerSink.kindOf(name)).toBe("counter");
       expect(consumerSink.kindOf(`${name}PerSecond`)).toBe("meter");
     }
-    for (const name of ["outputQueueLength", "outPoolUsage"]) {
+    for (const name of [
+      "Shuffle.Netty.Input.numBytesInLocal",
+      "Shuffle.Netty.Input.numBytesInRemote",
+      "Shuffle.Netty.Input.numBuffersInLocal",
+      "Shuffle.Netty.Input.numBuffersInRemote",
+    ]) {
+      expect(consumerSink.kindOf(name)).toBe("counter");
+      expect(consumerSink.kindOf(`${name}PerSecond`)).toBe("meter");
+    }
+    for (const name of ["outputQueueLength", "outputQueueSize", "outPoolUsage"]) {
       expect(producerSink.kindOf(`Shuffle.Netty.Output.Buffers.${name}`)).toBe("gauge");
     }
     for (const name of [
       "inputQueueLength",
+      "inputQueueSize",
       "inPoolUsage",
       "inputExclusiveBuffersUsage",
       "inputFloatingBuffersUsage",
@@ -106,6 +116,7 @@ describe("shuffle metrics with Flink's names and kinds", () => {
     expect(processSink.read("Status.Shuffle.Netty.TotalMemorySegments")).toBe(256);
     expect(processSink.read("Status.Shuffle.Netty.TotalMemory")).toBe(1024 * 1024);
     expect(processSink.read("Status.Shuffle.Netty.UsedMemorySegments")).toBe(0);
+    expect(processSink.read("Status.Shuffle.Netty.RequestedMemoryUsage")).toBe(0);
 
     const producerSink = new RecordingSink();
     const consumerSink = new RecordingSink();
@@ -125,8 +136,24 @@ describe("shuffle metrics with Flink's names and kinds", () => {
     writer.flushAll();
     const queued = producerSink.read("Shuffle.Netty.Output.Buffers.outputQueueLength");
     expect(queued).toBe(4);
-    // The local channel reads the producer's subpartition in place: the same buffers wait there.
+    // The local channel reads the producer's subpartition in place: the same buffers wait there,
+    // and as in Flink their bytes count only on the producer's side.
     expect(consumerSink.read("Shuffle.Netty.Input.Buffers.inputQueueLength")).toBe(queued);
+    expect(producerSink.read("Shuffle.Netty.Output.Buffers.outputQueueSize")).toBe(
+      30 * RECORD_BYTES,
+    );
+    expect(consumerSink.read("Shuffle.Netty.Input.Buffers.inputQueueSize")).toBe(0);
+    // Both pools of the exchange are bounded: each counts its maximum size as requested.
+    const gatePool = gate.getBufferPool();
+    const outputPool = writer.getBufferPool();
+    if (gatePool === undefined || outputPool === undefined) throw new Error("no pools");
+    expect(processSink.read("Status.Shuffle.Netty.RequestedMemoryUsage")).toBe(
+      Math.floor(
+        (100 *
+          (gatePool.getMaxNumberOfMemorySegments() + outputPool.getMaxNumberOfMemorySegments())) /
+          256,
+      ),
+    );
     // The four buffers hold data; the pool's size is what the NetworkBufferPool granted it.
     const pool = writer.getBufferPool();
     if (pool === undefined) throw new Error("no output pool");
@@ -154,6 +181,13 @@ describe("shuffle metrics with Flink's names and kinds", () => {
     expect(producerSink.read("numBuffersOut")).toBe(4);
     expect(consumerSink.read("numBuffersIn")).toBe(4);
     expect(consumerSink.read("numBytesIn")).toBe(30 * RECORD_BYTES + endOfPartition);
+    // Every byte came through the local channel (Flink's numBytesInLocal), none from the network.
+    expect(consumerSink.read("Shuffle.Netty.Input.numBytesInLocal")).toBe(
+      consumerSink.read("numBytesIn"),
+    );
+    expect(consumerSink.read("Shuffle.Netty.Input.numBuffersInLocal")).toBe(4);
+    expect(consumerSink.read("Shuffle.Netty.Input.numBytesInRemote")).toBe(0);
+    expect(consumerSink.read("Shuffle.Netty.Input.numBuffersInRemote")).toBe(0);
     await gate.close();
     writer.close();
     expect(producerSink.read("Shuffle.Netty.Output.Buffers.outPoolUsage")).toBe(0);
@@ -217,6 +251,14 @@ describe("shuffle metrics with Flink's names and kinds", () => {
         metrics: { numBytesIn: 0, numBuffersIn: 0, inPoolUsage: () => 0 },
         getBufferUsage: () => usage,
         getNumberOfQueuedBuffers: () => 3,
+        getSizeOfQueuedBuffers: () => 100,
+        getInputCounts: () => ({
+          numBytesInLocal: 1,
+          numBytesInRemote: 2,
+          numBuffersInLocal: 3,
+          numBuffersInRemote: 4,
+        }),
+        getDebloatedBufferSize: () => undefined,
       }) as unknown as SingleInputGate;
     registerInputMetrics(sink, [
       gateWith({ exclusiveUsed: 2, exclusiveTotal: 4, floatingUsed: 1, floatingTotal: 8 }),
@@ -227,5 +269,10 @@ describe("shuffle metrics with Flink's names and kinds", () => {
     expect(sink.read(`${buffers}.inputFloatingBuffersUsage`)).toBe(1 / 8);
     expect(sink.read(`${buffers}.inPoolUsage`)).toBe(7 / 16);
     expect(sink.read(`${buffers}.inputQueueLength`)).toBe(6);
+    expect(sink.read(`${buffers}.inputQueueSize`)).toBe(200);
+    expect(sink.read("Shuffle.Netty.Input.numBytesInRemote")).toBe(4);
+    expect(sink.read("Shuffle.Netty.Input.numBuffersInLocal")).toBe(6);
+    // Without debloating, Flink registers no debloating gauges.
+    expect(sink.kindOf("debloatedBufferSize")).toBeUndefined();
   });
 });

@@ -1,6 +1,6 @@
 import type { LocalBufferPool, NetworkBufferPool } from "@sluice/core";
 import type { ShuffleMetricSink } from "@sluice/runtime-api";
-import type { SingleInputGate } from "../consumer/single-input-gate.js";
+import type { InputCounts, SingleInputGate } from "../consumer/single-input-gate.js";
 import type { BatchShuffleCounters } from "../partition/batch-shuffle-counters.js";
 
 /**
@@ -25,6 +25,9 @@ export function registerEnvironmentMetrics(sink: ShuffleMetricSink, pool: Networ
     () => pool.getNumberOfAvailableMemorySegments() * size,
   );
   sink.registerGauge(`${prefix}.UsedMemory`, () => pool.getNumberOfUsedMemorySegments() * size);
+  sink.registerGauge(`${prefix}.RequestedMemoryUsage`, () =>
+    pool.getEstimatedRequestedSegmentsUsage(),
+  );
 }
 
 /** What the batch-shuffle metrics read of the worker's read memory (absent until first used). */
@@ -69,12 +72,13 @@ export interface MeasuredPartition {
   readonly metrics: { readonly numBytesOut: number; readonly numBuffersOut: number };
   getBufferPool(): LocalBufferPool | undefined;
   getNumberOfQueuedBuffers(): number;
+  getNumberOfQueuedBytes(): number;
 }
 
 /**
  * Task scope, output side: `numBytesOut`, `numBuffersOut` (counters, with their `…PerSecond`
- * meters) and `Shuffle.Netty.Output.Buffers.outputQueueLength` / `outPoolUsage` (gauges) over
- * the task's result partitions.
+ * meters) and `Shuffle.Netty.Output.Buffers.outputQueueLength` / `outputQueueSize` /
+ * `outPoolUsage` (gauges) over the task's result partitions.
  */
 export function registerOutputMetrics(
   sink: ShuffleMetricSink,
@@ -96,6 +100,11 @@ export function registerOutputMetrics(
     for (const partition of partitions) queued += partition.getNumberOfQueuedBuffers();
     return queued;
   });
+  sink.registerGauge(`${buffers}.outputQueueSize`, () => {
+    let bytes = 0;
+    for (const partition of partitions) bytes += partition.getNumberOfQueuedBytes();
+    return bytes;
+  });
   sink.registerGauge(`${buffers}.outPoolUsage`, () => {
     let used = 0;
     let total = 0;
@@ -110,9 +119,12 @@ export function registerOutputMetrics(
 }
 
 /**
- * Task scope, input side: `numBytesIn`, `numBuffersIn` (counters, with their `…PerSecond`
- * meters) and `Shuffle.Netty.Input.Buffers.inputQueueLength`, `inPoolUsage`,
- * `inputExclusiveBuffersUsage`, `inputFloatingBuffersUsage` (gauges) over the task's gates.
+ * Task scope, input side, over the task's gates: `numBytesIn`, `numBuffersIn` and Flink's split
+ * of them, `Shuffle.Netty.Input.numBytesInLocal` / `…Remote` and `numBuffersInLocal` /
+ * `…Remote` (counters, with their `…PerSecond` meters); `Shuffle.Netty.Input.Buffers.`
+ * `inputQueueLength`, `inputQueueSize`, `inPoolUsage`, `inputExclusiveBuffersUsage`,
+ * `inputFloatingBuffersUsage` (gauges); and, when the gates debloat their buffers,
+ * `debloatedBufferSize` and `estimatedTimeToConsumeBuffersMs` (gauges).
  */
 export function registerInputMetrics(
   sink: ShuffleMetricSink,
@@ -128,11 +140,42 @@ export function registerInputMetrics(
     for (const gate of gates) buffers += gate.metrics.numBuffersIn;
     return buffers;
   });
-  const buffers = "Shuffle.Netty.Input.Buffers";
+  const sumOf = (pick: (counts: InputCounts) => number) => () => {
+    let sum = 0;
+    for (const gate of gates) sum += pick(gate.getInputCounts());
+    return sum;
+  };
+  const input = "Shuffle.Netty.Input";
+  registerCountAndRate(
+    sink,
+    `${input}.numBytesInLocal`,
+    sumOf((c) => c.numBytesInLocal),
+  );
+  registerCountAndRate(
+    sink,
+    `${input}.numBytesInRemote`,
+    sumOf((c) => c.numBytesInRemote),
+  );
+  registerCountAndRate(
+    sink,
+    `${input}.numBuffersInLocal`,
+    sumOf((c) => c.numBuffersInLocal),
+  );
+  registerCountAndRate(
+    sink,
+    `${input}.numBuffersInRemote`,
+    sumOf((c) => c.numBuffersInRemote),
+  );
+  const buffers = `${input}.Buffers`;
   sink.registerGauge(`${buffers}.inputQueueLength`, () => {
     let queued = 0;
     for (const gate of gates) queued += gate.getNumberOfQueuedBuffers();
     return queued;
+  });
+  sink.registerGauge(`${buffers}.inputQueueSize`, () => {
+    let bytes = 0;
+    for (const gate of gates) bytes += gate.getSizeOfQueuedBuffers();
+    return bytes;
   });
   const sumUsage = (pick: "exclusive" | "floating" | "both"): number => {
     let used = 0;
@@ -153,4 +196,27 @@ export function registerInputMetrics(
   sink.registerGauge(`${buffers}.inPoolUsage`, () => sumUsage("both"));
   sink.registerGauge(`${buffers}.inputExclusiveBuffersUsage`, () => sumUsage("exclusive"));
   sink.registerGauge(`${buffers}.inputFloatingBuffersUsage`, () => sumUsage("floating"));
+  registerDebloatingMetrics(sink, gates);
+}
+
+/**
+ * Task scope: the buffer debloater's `debloatedBufferSize` (the largest size a gate of the task
+ * announced last, in bytes) and `estimatedTimeToConsumeBuffersMs` (the longest time a gate
+ * estimated to consume its buffered data), registered only when the gates debloat, as Flink
+ * registers them only with `buffer-debloat.enabled`.
+ */
+function registerDebloatingMetrics(sink: ShuffleMetricSink, gates: readonly SingleInputGate[]) {
+  if (!gates.some((gate) => gate.getDebloatedBufferSize() !== undefined)) return;
+  sink.registerGauge("debloatedBufferSize", () => {
+    let size = 0;
+    for (const gate of gates) size = Math.max(size, gate.getDebloatedBufferSize() ?? 0);
+    return size;
+  });
+  sink.registerGauge("estimatedTimeToConsumeBuffersMs", () => {
+    let millis = 0;
+    for (const gate of gates) {
+      millis = Math.max(millis, gate.getEstimatedTimeToConsumeBuffersMillis() ?? 0);
+    }
+    return Math.round(millis);
+  });
 }

@@ -688,6 +688,11 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
     return 0;
   }
 
+  /** Nor any bytes (Flink's `outputQueueSize` of a blocking partition is 0). */
+  getNumberOfQueuedBytes(): number {
+    return 0;
+  }
+
   /** The data and index file paths (known from setup on). */
   getFilePaths(): { readonly dataFile: string; readonly indexFile: string } | undefined {
     const base = this.fileWriter?.basePath;
