@@ -161,7 +161,7 @@ describe("RecordWriter back-pressure time", () => {
     pool = undefined;
   });
 
-  it("counts a wait for a record still waiting for buffers as hard, a wait for a new record's room as soft", async () => {
+  it("counts the wait of a record still waiting for buffers as hard back-pressure, not soft", async () => {
     // At most four buffers of 64 bytes: a record of 1,000 bytes cannot be written completely.
     pool = new NetworkBufferPool(4, 64);
     const target = partition(pool);
