@@ -22,10 +22,10 @@ export interface BufferDebloaterOptions {
  * average with α = 2 / (samples + 1), starting from the maximum size, and kept within
  * [min, max]. Before averaging, the raw size is capped at twice the current size (Flink's
  * `BufferSizeEMA`): a raw size far above the maximum would otherwise jump from the minimum to the
- * maximum in one step, while shrinking (towards 0 at worst) halves the size at most per step —
- * so growth and shrinking now go at the same speed. A new size is announced only when it differs from the last announced one by at
- * least `threshold-percentages` of it, or when it reaches the minimum or the maximum: small
- * changes are not worth the NewBufferSize messages.
+ * maximum in one step, while shrinking (towards 0 at worst) halves the size at most per step;
+ * with the cap both go at the same speed. A new size is announced only when it differs from the
+ * last announced one by at least `threshold-percentages` of it, or when it reaches the minimum or
+ * the maximum: small changes are not worth the NewBufferSize messages.
  */
 export class BufferDebloater {
   readonly targetMillis: number;
