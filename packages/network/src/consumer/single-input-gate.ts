@@ -58,9 +58,13 @@ export interface SingleInputGateOptions {
 
 /** A gate's received bytes and buffers by channel kind; see {@link SingleInputGate.getInputCounts}. */
 export interface InputCounts {
+  /** Bytes (data and events) read through local channels. */
   readonly numBytesInLocal: number;
+  /** Bytes (data and events) received through remote channels. */
   readonly numBytesInRemote: number;
+  /** Data buffers read through local channels. */
   readonly numBuffersInLocal: number;
+  /** Data buffers received through remote channels. */
   readonly numBuffersInRemote: number;
 }
 
