@@ -140,32 +140,20 @@ export function registerInputMetrics(
     for (const gate of gates) buffers += gate.metrics.numBuffersIn;
     return buffers;
   });
-  const sumOf = (pick: (counts: InputCounts) => number) => () => {
-    let sum = 0;
-    for (const gate of gates) sum += pick(gate.getInputCounts());
-    return sum;
-  };
   const input = "Shuffle.Netty.Input";
-  registerCountAndRate(
-    sink,
-    `${input}.numBytesInLocal`,
-    sumOf((c) => c.numBytesInLocal),
-  );
-  registerCountAndRate(
-    sink,
-    `${input}.numBytesInRemote`,
-    sumOf((c) => c.numBytesInRemote),
-  );
-  registerCountAndRate(
-    sink,
-    `${input}.numBuffersInLocal`,
-    sumOf((c) => c.numBuffersInLocal),
-  );
-  registerCountAndRate(
-    sink,
-    `${input}.numBuffersInRemote`,
-    sumOf((c) => c.numBuffersInRemote),
-  );
+  const split: readonly (keyof InputCounts)[] = [
+    "numBytesInLocal",
+    "numBytesInRemote",
+    "numBuffersInLocal",
+    "numBuffersInRemote",
+  ];
+  for (const name of split) {
+    registerCountAndRate(sink, `${input}.${name}`, () => {
+      let sum = 0;
+      for (const gate of gates) sum += gate.getInputCounts()[name];
+      return sum;
+    });
+  }
   const buffers = `${input}.Buffers`;
   sink.registerGauge(`${buffers}.inputQueueLength`, () => {
     let queued = 0;
