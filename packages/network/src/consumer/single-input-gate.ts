@@ -27,6 +27,7 @@ import type {
 import type { BufferDecompressor } from "../compression/buffer-decompressor.js";
 import type { BufferDebloater } from "./buffer-debloater.js";
 import type { InputChannel, InputChannelOwner } from "./input-channel.js";
+import { RemoteInputChannel } from "./remote-input-channel.js";
 import { type MillisClock, ThroughputCalculator } from "./throughput-calculator.js";
 import { UnknownInputChannel } from "./unknown-input-channel.js";
 
@@ -253,6 +254,18 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
   /** The debloater's last estimate of ms to consume the buffered data, or `undefined`. */
   getEstimatedTimeToConsumeBuffersMillis(): number | undefined {
     return this.bufferDebloater?.getLastEstimatedTimeToConsumeMillis();
+  }
+
+  /**
+   * Buffers queued in each remote channel, for the detailed queue metrics (Flink's
+   * `InputGateMetrics` count remote channels only: a local one reads the producer's queue).
+   */
+  getQueueLengthsOfRemoteChannels(): number[] {
+    const lengths: number[] = [];
+    for (const channel of this.channels) {
+      if (channel instanceof RemoteInputChannel) lengths.push(channel.getNumberOfQueuedBuffers());
+    }
+    return lengths;
   }
 
   /** Buffers received by the channels and not yet polled (Flink's `getNumberOfQueuedBuffers`). */

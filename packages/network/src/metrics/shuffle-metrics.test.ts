@@ -194,6 +194,47 @@ describe("shuffle metrics with Flink's names and kinds", () => {
     expect(processSink.read("Status.Shuffle.Netty.UsedMemorySegments")).toBe(0);
   });
 
+  it("registers Flink's detailed queue lengths per partition and per gate only with taskmanager.network.detailed-metrics", async () => {
+    const detailed = { ...config, "taskmanager.network.detailed-metrics": "true" };
+    env = new LocalShuffleServiceFactory().createShuffleEnvironment(environmentContext(detailed));
+    await env.start();
+    const producerSink = new RecordingSink();
+    const consumerSinks = new Map<string, RecordingSink>();
+    const original = env.createShuffleIOOwnerContext.bind(env);
+    env.createShuffleIOOwnerContext = (name: string, attempt: ExecutionAttemptID) => {
+      if (name.startsWith("producer")) return original(name, attempt, producerSink);
+      const sink = new RecordingSink();
+      consumerSinks.set(name, sink);
+      return original(name, attempt, sink);
+    };
+    const job = await deployAllToAll(env, env, 1, 2, detailed);
+    const [writer] = job.writers;
+    if (writer === undefined) throw new Error("no writer");
+    writer.setup();
+    // Subpartition 0 gets three full buffers and a started one, subpartition 1 one started one.
+    for (let i = 0; i < 30; i++) writer.emitRecord(makeRecord(0, 0, i, 400), 0);
+    writer.emitRecord(makeRecord(0, 1, 0, 400), 1);
+    const output = "Shuffle.Netty.Output.0";
+    expect(producerSink.read(`${output}.totalQueueLen`)).toBe(5);
+    expect(producerSink.read(`${output}.minQueueLen`)).toBe(1);
+    expect(producerSink.read(`${output}.maxQueueLen`)).toBe(4);
+    expect(producerSink.read(`${output}.avgQueueLen`)).toBe(2.5);
+    // Local channels only: Flink counts the queues of remote channels, so there are none here.
+    expect(consumerSinks.size).toBe(2);
+    for (const sink of consumerSinks.values()) {
+      expect(sink.kindOf("Shuffle.Netty.Input.0.totalQueueLen")).toBe("gauge");
+      expect(sink.read("Shuffle.Netty.Input.0.maxQueueLen")).toBe(0);
+    }
+    for (const gate of job.gates) await gate.close();
+    writer.release();
+    writer.close();
+
+    // Off by default.
+    const plain = new RecordingSink();
+    registerInputMetrics(plain, job.gates);
+    expect(plain.kindOf("Shuffle.Netty.Input.0.totalQueueLen")).toBeUndefined();
+  });
+
   it("counts what blocking partitions write, compress and delete, and the read memory, at process scope", async () => {
     const dir = mkdtempSync(join(tmpdir(), "sluice-batch-metrics-"));
     try {
@@ -259,6 +300,7 @@ describe("shuffle metrics with Flink's names and kinds", () => {
           numBuffersInRemote: 4,
         }),
         getDebloatedBufferSize: () => undefined,
+        getQueueLengthsOfRemoteChannels: () => [1, 3],
       }) as unknown as SingleInputGate;
     registerInputMetrics(sink, [
       gateWith({ exclusiveUsed: 2, exclusiveTotal: 4, floatingUsed: 1, floatingTotal: 8 }),
@@ -274,5 +316,30 @@ describe("shuffle metrics with Flink's names and kinds", () => {
     expect(sink.read("Shuffle.Netty.Input.numBuffersInLocal")).toBe(6);
     // Without debloating, Flink registers no debloating gauges.
     expect(sink.kindOf("debloatedBufferSize")).toBeUndefined();
+  });
+
+  it("aggregates the detailed queue lengths of a gate's remote channels as Flink's InputGateMetrics do", () => {
+    const sink = new RecordingSink();
+    const gateWith = (lengths: number[]) =>
+      ({
+        metrics: { numBytesIn: 0, numBuffersIn: 0, inPoolUsage: () => 0 },
+        getInputCounts: () => ({
+          numBytesInLocal: 0,
+          numBytesInRemote: 0,
+          numBuffersInLocal: 0,
+          numBuffersInRemote: 0,
+        }),
+        getDebloatedBufferSize: () => undefined,
+        getQueueLengthsOfRemoteChannels: () => lengths,
+      }) as unknown as SingleInputGate;
+    registerInputMetrics(sink, [gateWith([1, 3, 8]), gateWith([])], true);
+    expect(sink.read("Shuffle.Netty.Input.0.totalQueueLen")).toBe(12);
+    expect(sink.read("Shuffle.Netty.Input.0.minQueueLen")).toBe(1);
+    expect(sink.read("Shuffle.Netty.Input.0.maxQueueLen")).toBe(8);
+    expect(sink.read("Shuffle.Netty.Input.0.avgQueueLen")).toBe(4);
+    // A gate without remote channels reads 0 everywhere.
+    for (const name of ["totalQueueLen", "minQueueLen", "maxQueueLen", "avgQueueLen"]) {
+      expect(sink.read(`Shuffle.Netty.Input.1.${name}`)).toBe(0);
+    }
   });
 });

@@ -70,20 +70,62 @@ function usage(used: number, total: number): number {
 /** What the output metrics read of a task's partitions. */
 export interface MeasuredPartition {
   readonly metrics: { readonly numBytesOut: number; readonly numBuffersOut: number };
+  readonly numberOfSubpartitions: number;
   getBufferPool(): LocalBufferPool | undefined;
-  getNumberOfQueuedBuffers(): number;
+  /** Queued buffers of all subpartitions, or of one. */
+  getNumberOfQueuedBuffers(subpartition?: number): number;
   getNumberOfQueuedBytes(): number;
+}
+
+/**
+ * Flink's detailed queue metrics (`taskmanager.network.detailed-metrics`) of one gate or
+ * partition under `prefix`: the total, smallest, largest and average of `lengths()`.
+ */
+function registerQueueLengthMetrics(
+  sink: ShuffleMetricSink,
+  prefix: string,
+  lengths: () => readonly number[],
+): void {
+  const over = (pick: (values: readonly number[]) => number) => () => {
+    const values = lengths();
+    return values.length === 0 ? 0 : pick(values);
+  };
+  const total = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0);
+  sink.registerGauge(`${prefix}.totalQueueLen`, over(total));
+  sink.registerGauge(
+    `${prefix}.minQueueLen`,
+    over((values) => Math.min(...values)),
+  );
+  sink.registerGauge(
+    `${prefix}.maxQueueLen`,
+    over((values) => Math.max(...values)),
+  );
+  sink.registerGauge(
+    `${prefix}.avgQueueLen`,
+    over((values) => total(values) / values.length),
+  );
 }
 
 /**
  * Task scope, output side: `numBytesOut`, `numBuffersOut` (counters, with their `…PerSecond`
  * meters) and `Shuffle.Netty.Output.Buffers.outputQueueLength` / `outputQueueSize` /
- * `outPoolUsage` (gauges) over the task's result partitions.
+ * `outPoolUsage` (gauges) over the task's result partitions; with `detailed`, the queue lengths
+ * of each partition's subpartitions under `Shuffle.Netty.Output.<partition index>`.
  */
 export function registerOutputMetrics(
   sink: ShuffleMetricSink,
   partitions: readonly MeasuredPartition[],
+  detailed = false,
 ): void {
+  if (detailed) {
+    partitions.forEach((partition, index) =>
+      registerQueueLengthMetrics(sink, `Shuffle.Netty.Output.${index}`, () =>
+        Array.from({ length: partition.numberOfSubpartitions }, (_, i) =>
+          partition.getNumberOfQueuedBuffers(i),
+        ),
+      ),
+    );
+  }
   registerCountAndRate(sink, "numBytesOut", () => {
     let bytes = 0;
     for (const partition of partitions) bytes += partition.metrics.numBytesOut;
@@ -123,13 +165,22 @@ export function registerOutputMetrics(
  * of them, `Shuffle.Netty.Input.numBytesInLocal` / `…Remote` and `numBuffersInLocal` /
  * `…Remote` (counters, with their `…PerSecond` meters); `Shuffle.Netty.Input.Buffers.`
  * `inputQueueLength`, `inputQueueSize`, `inPoolUsage`, `inputExclusiveBuffersUsage`,
- * `inputFloatingBuffersUsage` (gauges); and, when the gates debloat their buffers,
- * `debloatedBufferSize` and `estimatedTimeToConsumeBuffersMs` (gauges).
+ * `inputFloatingBuffersUsage` (gauges); when the gates debloat their buffers,
+ * `debloatedBufferSize` and `estimatedTimeToConsumeBuffersMs` (gauges); with `detailed`, the
+ * queue lengths of each gate's remote channels under `Shuffle.Netty.Input.<gate index>`.
  */
 export function registerInputMetrics(
   sink: ShuffleMetricSink,
   gates: readonly SingleInputGate[],
+  detailed = false,
 ): void {
+  if (detailed) {
+    gates.forEach((gate, index) =>
+      registerQueueLengthMetrics(sink, `Shuffle.Netty.Input.${index}`, () =>
+        gate.getQueueLengthsOfRemoteChannels(),
+      ),
+    );
+  }
   registerCountAndRate(sink, "numBytesIn", () => {
     let bytes = 0;
     for (const gate of gates) bytes += gate.metrics.numBytesIn;

@@ -687,8 +687,14 @@ export class ResultPartition
     return this.bufferPool;
   }
 
-  /** Buffers queued in all subpartitions (Flink's outputQueueLength). */
-  getNumberOfQueuedBuffers(): number {
+  /**
+   * Buffers queued in all subpartitions (Flink's outputQueueLength), or in subpartition
+   * `subpartition` when given (the detailed queue metrics).
+   */
+  getNumberOfQueuedBuffers(subpartition?: number): number {
+    if (subpartition !== undefined) {
+      return this.subpartitions[subpartition]?.getNumberOfQueuedBuffers() ?? 0;
+    }
     let queued = 0;
     for (const subpartition of this.subpartitions)
       queued += subpartition.getNumberOfQueuedBuffers();

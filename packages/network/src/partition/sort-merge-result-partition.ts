@@ -683,8 +683,8 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
     return this.bufferPool;
   }
 
-  /** Blocking partitions queue nothing in memory (Flink reports 0). */
-  getNumberOfQueuedBuffers(): number {
+  /** Blocking partitions queue nothing in memory (Flink reports 0), in any subpartition. */
+  getNumberOfQueuedBuffers(_subpartition?: number): number {
     return 0;
   }
 
