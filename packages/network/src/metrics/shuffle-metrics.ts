@@ -118,13 +118,13 @@ export function registerOutputMetrics(
   detailed = false,
 ): void {
   if (detailed) {
-    partitions.forEach((partition, index) =>
+    partitions.forEach((partition, index) => {
       registerQueueLengthMetrics(sink, `Shuffle.Netty.Output.${index}`, () =>
         Array.from({ length: partition.numberOfSubpartitions }, (_, i) =>
           partition.getNumberOfQueuedBuffers(i),
         ),
-      ),
-    );
+      );
+    });
   }
   registerCountAndRate(sink, "numBytesOut", () => {
     let bytes = 0;
@@ -175,11 +175,11 @@ export function registerInputMetrics(
   detailed = false,
 ): void {
   if (detailed) {
-    gates.forEach((gate, index) =>
+    gates.forEach((gate, index) => {
       registerQueueLengthMetrics(sink, `Shuffle.Netty.Input.${index}`, () =>
         gate.getQueueLengthsOfRemoteChannels(),
-      ),
-    );
+      );
+    });
   }
   registerCountAndRate(sink, "numBytesIn", () => {
     let bytes = 0;
