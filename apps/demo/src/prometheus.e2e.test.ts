@@ -272,7 +272,8 @@ describe("the demo's Prometheus endpoints", () => {
     ).toEqual([]);
 
     // Over TCP between two task managers each counter reads one source locally and one remotely:
-    // both splits grow, and together they are numBytesIn.
+    // both splits grow. (That they add up to numBytesIn the network's unit tests check, where
+    // the reads are at one moment: a scrape may read the metrics event-loop turns apart.)
     const local = `${task}Shuffle_Netty_Input_numBytesInLocal`;
     const remote = `${task}Shuffle_Netty_Input_numBytesInRemote`;
     const before = {
@@ -289,9 +290,6 @@ describe("the demo's Prometheus endpoints", () => {
       },
       { what: "numBytesInLocal and numBytesInRemote to grow", timeoutMs: 10_000, intervalMs: 100 },
     );
-    expect(
-      sum(taskManagers, local, counters) + sum(taskManagers, remote, counters),
-    ).toBeLessThanOrEqual(sum(taskManagers, `${task}numBytesIn`, counters));
     expect(
       sum(taskManagers, `${task}Shuffle_Netty_Input_numBuffersInRemote`, counters),
     ).toBeGreaterThan(0);
