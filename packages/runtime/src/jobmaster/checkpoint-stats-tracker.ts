@@ -14,6 +14,7 @@ export interface CheckpointStatsSource {
 
 /** Where the statistics are registered: the job's group on the job manager. */
 export interface CheckpointStatsGroup {
+  /** Registers a gauge `name` that reads `read` when reported. */
   gauge(name: string, read: () => number): unknown;
 }
 
@@ -21,7 +22,9 @@ export interface CheckpointStatsGroup {
 export interface CheckpointStatsSnapshot {
   /** Checkpoints triggered: completed, failed and in progress. */
   readonly totalNumberOfCheckpoints: number;
+  /** Checkpoints triggered and not completed or aborted yet. */
   readonly numberOfInProgressCheckpoints: number;
+  /** Checkpoints every task acknowledged and whose metadata was written. */
   readonly numberOfCompletedCheckpoints: number;
   /** Checkpoints triggered and aborted (declined, expired, subsumed, ended by a failover). */
   readonly numberOfFailedCheckpoints: number;
@@ -71,6 +74,7 @@ const REPORTED = [
 export class CheckpointStatsTracker {
   private readonly source: CheckpointStatsSource;
 
+  /** @param source the job whose statistics are read (its `JobExecution`). */
   constructor(source: CheckpointStatsSource) {
     this.source = source;
   }
