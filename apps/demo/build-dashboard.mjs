@@ -22,3 +22,4 @@ await build({
   logLevel: "warning",
 });
 copyFileSync(path.join(page, "index.html"), path.join(out, "index.html"));
+copyFileSync(path.join(page, "favicon.svg"), path.join(out, "favicon.svg"));

@@ -117,6 +117,10 @@ export class JobManagerRole {
   /** The counters' throttle (`--throttle`, `POST /throttle`): words/s per count subtask. */
   private throttle: number | null;
   private jobState = "CREATED";
+  /** Why the job failed or was canceled, for the dashboard's final status. */
+  private jobRootCause: string | null = null;
+  /** When the job ended (`performance.now()`), so the dashboard's clock stops with it. */
+  private endedAt: number | undefined;
   private readonly lost = new Set<RegisteredTaskManager>();
   private readonly shutdownReports = new Map<RegisteredTaskManager, ShutdownReport>();
   /** Exit codes the local children should end with, once told to shut down. */
@@ -314,6 +318,13 @@ export class JobManagerRole {
     this.startProgress();
     const result = await this.phase(execution.terminated);
     this.jobState = result.status;
+    this.endedAt = performance.now();
+    if (result.error !== undefined) {
+      this.jobRootCause =
+        result.failedTask === undefined
+          ? result.error.message
+          : `${result.failedTask}: ${result.error.message}`;
+    }
     if (result.status !== "FINISHED") {
       const cause =
         result.error === undefined
@@ -477,8 +488,11 @@ export class JobManagerRole {
         graph: job.graph,
         execution: this.execution,
         state: this.jobState,
+        rootCause: this.jobRootCause,
         elapsedSeconds:
-          this.execution === undefined ? 0 : (performance.now() - this.startedAt) / 1000,
+          this.execution === undefined
+            ? 0
+            : ((this.endedAt ?? performance.now()) - this.startedAt) / 1000,
         totalRecords: this.options.records,
         records: [...this.progress.values()]
           .filter((task) => task.kind === "count")

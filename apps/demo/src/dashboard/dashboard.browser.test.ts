@@ -1,8 +1,11 @@
 /**
  * The dashboard in a real browser: headless Chromium from the system packages (Debian's
- * `chromium`, which CI installs), driven by playwright-core. During a throttled demo run the
- * source vertex must turn HIGH, drop once the throttle is lifted from the page, and the chart
- * must get new points. Screenshots go to apps/demo/test-output/dashboard/.
+ * `chromium`, which CI installs), driven by playwright-core. During a throttled, checkpointed
+ * demo run the source vertex must turn HIGH while the throttled counters are marked busy (the
+ * bottleneck), the checkpoint view must count completed checkpoints, the chart legend must show
+ * values without hovering, the source must drop once the throttle is lifted from the page, and
+ * the page must keep the job's final state, FINISHED for the job and every subtask, after the job
+ * manager ended. Screenshots go to apps/demo/test-output/dashboard/ (docs/images keeps copies).
  */
 import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
@@ -15,7 +18,7 @@ import {
   killDemoProcesses,
   startDemo,
 } from "../test-support/demo-process.js";
-import { SOURCE_VERTEX } from "../word-count-job.js";
+import { COUNT_VERTEX, SOURCE_VERTEX } from "../word-count-job.js";
 
 /** Where Chromium may be: `SLUICE_CHROMIUM`, else Debian's and other distributions' paths. */
 const CANDIDATES = [
@@ -43,7 +46,7 @@ describe("the dashboard in Chromium", () => {
   }
   beforeAll(buildDemoIfStale, 300_000);
 
-  it("shows the source HIGH under a throttle, OK once the throttle is lifted from the page, with a growing chart", async () => {
+  it("shows the source HIGH and the throttled counters busy, counts checkpoints, lifts the throttle from the page and keeps FINISHED at the end", async () => {
     mkdirSync(OUTPUT_DIR, { recursive: true });
     const demo = startDemo([
       "--records",
@@ -52,6 +55,10 @@ describe("the dashboard in Chromium", () => {
       "12",
       "--throttle",
       "2000",
+      "--checkpoint-interval",
+      "500",
+      "-D",
+      "execution.checkpointing.unaligned.enabled=true",
       "-D",
       "rest.port=0",
     ]);
@@ -68,14 +75,34 @@ describe("the dashboard in Chromium", () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     await page.goto(url);
     const source = page.locator(`.vertex[data-vertex="${SOURCE_VERTEX}"]`);
+    const counter = page.locator(`.vertex[data-vertex="${COUNT_VERTEX}"]`);
     const chart = page.locator("#chart");
     const points = async () => Number(await chart.getAttribute("data-points"));
+    const completed = page.locator('[data-checkpoint="completed"]');
+    const favicon = await page.request.get(new URL("favicon.svg", url).toString());
+    expect(favicon.headers()["content-type"]).toBe("image/svg+xml");
+    expect(await page.locator('link[rel="icon"]').getAttribute("href")).toBe("favicon.svg");
 
     await expect
       .poll(() => source.getAttribute("data-backpressure-level"), { timeout: 15_000 })
       .toBe("HIGH");
+    expect(await source.getAttribute("data-coloured-by")).toBe("back-pressured");
+    // The throttled counters wait for neither input nor output: busy, the bottleneck.
+    await expect
+      .poll(async () => Number(await counter.getAttribute("data-busy")), { timeout: 10_000 })
+      .toBeGreaterThan(500);
+    expect(await counter.getAttribute("data-coloured-by")).toBe("busy");
+    expect(await counter.getAttribute("data-backpressure-level")).toBe("OK");
     expect(await page.locator("#throttle-current").textContent()).toBe("2,000 words/s per counter");
+    await expect
+      .poll(async () => Number((await completed.textContent()) ?? 0), { timeout: 15_000 })
+      .toBeGreaterThanOrEqual(2);
+    expect(await page.locator('[data-checkpoint="duration"]').textContent()).toMatch(/^[\d,]+ ms$/);
+    expect(await page.locator('[data-checkpoint="size"]').textContent()).toMatch(/\d/);
     await expect.poll(points, { timeout: 10_000 }).toBeGreaterThanOrEqual(5);
+    // The legend shows the latest values without the cursor on the chart.
+    const legendValues = await page.locator(".u-legend .u-series .u-value").allTextContents();
+    expect(legendValues.slice(1).every((value) => /\d/.test(value))).toBe(true);
     await page.screenshot({ path: path.join(OUTPUT_DIR, "dashboard-high.png"), fullPage: true });
     const before = await points();
 
@@ -91,6 +118,18 @@ describe("the dashboard in Chromium", () => {
     expect(run.stdout).toContain("throttle lifted");
     expect(run.stdout).toContain("verified");
     expect(run.code).toBe(0);
+    // The job manager has ended; its last event stays on the page.
+    const status = page.locator("#job-status");
+    await expect.poll(() => status.getAttribute("data-state"), { timeout: 5_000 }).toBe("FINISHED");
+    expect(await status.textContent()).not.toContain("disconnected");
+    const states = await page.locator("#subtasks td:nth-child(3)").allTextContents();
+    expect(states.length).toBe(4);
+    expect(new Set(states)).toEqual(new Set(["FINISHED"]));
+    expect(await page.locator("#root-cause").isHidden()).toBe(true);
+    await page.screenshot({
+      path: path.join(OUTPUT_DIR, "dashboard-finished.png"),
+      fullPage: true,
+    });
     expect(existsSync(path.join(OUTPUT_DIR, "dashboard-high.png"))).toBe(true);
-  }, 45_000);
+  }, 60_000);
 });

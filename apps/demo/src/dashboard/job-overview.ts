@@ -1,4 +1,6 @@
+import type { CheckpointStatsSnapshot } from "@sluice/runtime";
 import type { BackPressureLevel } from "./backpressure-level.js";
+import type { VertexColour } from "./vertex-colour.js";
 
 /**
  * What the dashboard shows, as the job manager sends it to the page once a second (`GET
@@ -9,8 +11,14 @@ import type { BackPressureLevel } from "./backpressure-level.js";
 export interface JobOverview {
   readonly job: {
     readonly name: string;
-    /** `CREATED` until it is deployed, then the job's state. */
+    /**
+     * `CREATED` until it is deployed, then the job's state; after the job ended its final one
+     * (`FINISHED`, `FAILED`, `CANCELED`), which the last event before the job manager closes
+     * carries.
+     */
     readonly state: string;
+    /** Why the job failed or was canceled (the root cause, with its task); `null` otherwise. */
+    readonly rootCause: string | null;
     /** Seconds since it was deployed (0 before). */
     readonly elapsedSeconds: number;
     /** Words the job will move in total. */
@@ -23,6 +31,8 @@ export interface JobOverview {
     readonly shuffle: string;
   };
   readonly vertices: readonly VertexOverview[];
+  /** The job's checkpoint statistics; `null` when it takes no checkpoints. */
+  readonly checkpoints: CheckpointStatsSnapshot | null;
   readonly edges: readonly {
     readonly source: string;
     readonly target: string;
@@ -40,6 +50,10 @@ export interface VertexOverview {
   readonly backPressureLevel: BackPressureLevel;
   /** The highest `backPressuredTimeMsPerSecond` of its subtasks. */
   readonly backPressuredTimeMsPerSecond: number;
+  /** The highest `busyTimeMsPerSecond` of its subtasks. */
+  readonly busyTimeMsPerSecond: number;
+  /** Its colour in the job graph, by busy time and back-pressure as Flink's web UI colours. */
+  readonly colour: VertexColour;
   readonly recordsInPerSecond: number;
   readonly recordsOutPerSecond: number;
   readonly subtasks: readonly SubtaskOverview[];

@@ -1,8 +1,9 @@
 import type { RegisteredTaskManager } from "@sluice/cluster";
-import type { JobExecution, JobGraph } from "@sluice/runtime";
+import { CheckpointStatsTracker, type JobExecution, type JobGraph } from "@sluice/runtime";
 import { backPressureLevel } from "./backpressure-level.js";
 import type { JobOverview, SubtaskOverview, SubtaskRates, VertexOverview } from "./job-overview.js";
 import type { MetricFetcher } from "./metric-fetcher.js";
+import { vertexColour } from "./vertex-colour.js";
 
 /** What the job manager role knows about its job, for {@link buildJobOverview}. */
 export interface JobStatus {
@@ -11,6 +12,8 @@ export interface JobStatus {
   readonly execution: JobExecution | undefined;
   /** `CREATED`, `RUNNING`, `FINISHED`, `FAILED`, ... */
   readonly state: string;
+  /** Why the job failed or was canceled; `null` while it runs or when it finished. */
+  readonly rootCause: string | null;
   readonly elapsedSeconds: number;
   readonly totalRecords: number;
   /** Words the counters received so far (the progress line's number). */
@@ -62,6 +65,7 @@ export function buildJobOverview(status: JobStatus, fetcher: MetricFetcher): Job
       });
     }
     const worst = Math.max(0, ...subtasks.map((s) => s.backPressuredTimeMsPerSecond));
+    const busiest = Math.max(0, ...subtasks.map((s) => s.busyTimeMsPerSecond));
     const sum = (pick: (s: SubtaskOverview) => number) =>
       subtasks.reduce((total, s) => total + pick(s), 0);
     return {
@@ -70,6 +74,8 @@ export function buildJobOverview(status: JobStatus, fetcher: MetricFetcher): Job
       parallelism: vertex.parallelism,
       backPressureLevel: backPressureLevel(worst),
       backPressuredTimeMsPerSecond: worst,
+      busyTimeMsPerSecond: busiest,
+      colour: vertexColour(busiest, worst),
       recordsInPerSecond: sum((s) => s.recordsInPerSecond),
       recordsOutPerSecond: sum((s) => s.recordsOutPerSecond),
       subtasks,
@@ -79,6 +85,7 @@ export function buildJobOverview(status: JobStatus, fetcher: MetricFetcher): Job
     job: {
       name: status.graph.name,
       state: status.state,
+      rootCause: status.rootCause,
       elapsedSeconds: status.elapsedSeconds,
       totalRecords: status.totalRecords,
       records: status.records,
@@ -86,6 +93,10 @@ export function buildJobOverview(status: JobStatus, fetcher: MetricFetcher): Job
       shuffle: status.shuffle,
     },
     vertices,
+    checkpoints:
+      status.execution?.checkpointCoordinator === undefined
+        ? null
+        : new CheckpointStatsTracker(status.execution).snapshot(),
     edges: status.graph.edges.map((edge) => ({
       source: edge.source.id.toString(),
       target: edge.target.id.toString(),

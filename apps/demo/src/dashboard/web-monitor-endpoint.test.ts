@@ -18,6 +18,7 @@ const OVERVIEW: JobOverview = {
   job: {
     name: "word count",
     state: "RUNNING",
+    rootCause: null,
     elapsedSeconds: 3,
     totalRecords: 100,
     records: 40,
@@ -25,6 +26,7 @@ const OVERVIEW: JobOverview = {
     shuffle: "tcp",
   },
   vertices: [],
+  checkpoints: null,
   edges: [],
 };
 
@@ -83,6 +85,28 @@ describe("the dashboard's web endpoint", () => {
     const data = text.split("\n").find((line) => line.startsWith("data: ")) as string;
     expect(JSON.parse(data.slice("data: ".length))).toEqual(OVERVIEW);
     await reader.cancel();
+  });
+
+  it("sends every open page the final overview when it closes, so the page keeps the job's end", async () => {
+    let overview: JobOverview = OVERVIEW;
+    const { endpoint } = await start({ overview: () => overview });
+    const events = await fetch(new URL("api/events", endpoint.url));
+    const reader = (events.body as ReadableStream<Uint8Array>).getReader();
+    let text = "";
+    while (!text.includes("data: ")) text += new TextDecoder().decode((await reader.read()).value);
+    const failed: JobOverview = {
+      ...OVERVIEW,
+      job: { ...OVERVIEW.job, state: "FAILED", rootCause: "Count (1/2)#0: broke on purpose" },
+    };
+    overview = failed;
+    const closed = endpoint.close();
+    // The stream ends after the last event: read everything up to its end.
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      text += new TextDecoder().decode(chunk.value);
+    }
+    await closed;
+    const data = text.split("\n").filter((line) => line.startsWith("data: "));
+    expect(JSON.parse((data.at(-1) as string).slice("data: ".length))).toEqual(failed);
   });
 
   it("sets and lifts the throttle with POST /throttle and refuses anything else, saying what it expects", async () => {

@@ -16,7 +16,11 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
   ".js": "text/javascript; charset=utf-8",
   ".css": "text/css; charset=utf-8",
   ".map": "application/json",
+  ".svg": "image/svg+xml",
 };
+
+/** How long {@link WebMonitorEndpoint.close} waits for the last event to reach the pages. */
+const FINAL_EVENT_FLUSH_MS = 1000;
 
 /** Options of {@link WebMonitorEndpoint.start}. */
 export interface WebMonitorOptions {
@@ -95,15 +99,33 @@ export class WebMonitorEndpoint {
     return endpoint;
   }
 
-  /** Ends every event stream and stops listening. Idempotent. */
+  /**
+   * Sends every page the overview one last time (the job's final state, which the page keeps
+   * showing), ends every event stream and stops listening. Idempotent.
+   */
   close(): Promise<void> {
-    this.closing ??= new Promise((resolve) => {
+    this.closing ??= (async () => {
       clearInterval(this.timer);
-      for (const stream of this.streams) stream.end();
+      const streams = [...this.streams];
       this.streams.clear();
-      this.server.close(() => resolve());
-      this.server.closeAllConnections();
-    });
+      if (streams.length > 0) {
+        this.send(streams);
+        // Ended streams flush what was written; a page that does not read is not waited for.
+        const flushed = Promise.all(
+          streams.map((stream) => new Promise<void>((resolve) => stream.end(resolve))),
+        );
+        let timer: NodeJS.Timeout | undefined;
+        const timeout = new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, FINAL_EVENT_FLUSH_MS);
+        });
+        await Promise.race([flushed, timeout]);
+        clearTimeout(timer);
+      }
+      await new Promise<void>((resolve) => {
+        this.server.close(() => resolve());
+        this.server.closeAllConnections();
+      });
+    })();
     return this.closing;
   }
 

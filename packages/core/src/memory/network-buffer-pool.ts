@@ -286,6 +286,27 @@ export class NetworkBufferPool implements AvailabilityProvider {
     return this.allPools.size;
   }
 
+  /**
+   * How much of the network memory the pools and channels could ask for, in percent of all
+   * segments (Flink's `RequestedMemoryUsage`): a bounded pool counts its maximum size, an
+   * unbounded one twice what it holds, and exclusive channel buffers as handed out. Above 100
+   * the tasks want more than there is, and throughput may suffer.
+   */
+  getEstimatedRequestedSegmentsUsage(): number {
+    if (this.totalNumberOfMemorySegments === 0) return 0;
+    let requested = this.numTotalRequiredBuffers;
+    for (const pool of this.allPools) {
+      // What the required counts already hold for this pool is replaced by its estimate.
+      requested -= pool.getNumberOfRequiredMemorySegments();
+      const max = pool.getMaxNumberOfMemorySegments();
+      requested +=
+        max < Number.MAX_SAFE_INTEGER
+          ? max
+          : 2 * (pool.bestEffortGetNumOfUsedBuffers() + pool.getNumberOfAvailableMemorySegments());
+    }
+    return Math.floor((100 * requested) / this.totalNumberOfMemorySegments);
+  }
+
   /** Used segments / total, in [0, 1]. */
   getUsage(): number {
     if (this.totalNumberOfMemorySegments === 0) return 0;

@@ -84,6 +84,24 @@ describe("BufferDebloater", () => {
     expect(d.recalculateBufferSize(200, 1)).toBe(400);
   });
 
+  it("BufferSizeEMATest testCalculationBufferSize: grows at most to twice the current size per step, as fast as it shrinks", () => {
+    // α = 1 (one sample): the average is the raw size, capped at twice the current one.
+    const d = debloater({ numberOfSamples: 1 });
+    expect(d.recalculateBufferSize(0, 1)).toBe(50);
+    // A raw size far above the maximum doubles the size step by step up to it.
+    const steps = [1, 2, 3, 4, 5].map(() => d.recalculateBufferSize(1_000_000, 1));
+    expect(steps).toEqual([100, 200, 400, 800, 1_000]);
+  });
+
+  it("BufferSizeEMATest: the cap applies before the average, so a jump above the maximum only goes half way", () => {
+    // α = 0.5: 1 000 → 600 towards 200; then towards min(10⁶, 2 × 600): (1 200 + 600) / 2.
+    const d = debloater({ numberOfSamples: 3 });
+    expect(d.recalculateBufferSize(200, 1)).toBe(600);
+    expect(d.recalculateBufferSize(1_000_000, 1)).toBe(900);
+    // Shrinking to 0 halves the size at most, as before: (0 + 900) / 2.
+    expect(d.recalculateBufferSize(0, 1)).toBe(450);
+  });
+
   it("estimates how long the buffers in use take to consume", () => {
     const d = debloater();
     d.recalculateBufferSize(2_000, 4);

@@ -20,9 +20,12 @@ export interface BufferDebloaterOptions {
  *
  * The raw size (throughput × target ÷ buffers in use) is smoothed by an exponential moving
  * average with α = 2 / (samples + 1), starting from the maximum size, and kept within
- * [min, max]. A new size is announced only when it differs from the last announced one by at
- * least `threshold-percentages` of it, or when it reaches the minimum or the maximum: small
- * changes are not worth the NewBufferSize messages.
+ * [min, max]. Before averaging, the raw size is capped at twice the current size (Flink's
+ * `BufferSizeEMA`): a raw size far above the maximum would otherwise jump from the minimum to the
+ * maximum in one step, while shrinking (towards 0 at worst) halves the size at most per step;
+ * with the cap both go at the same speed. A new size is announced only when it differs from the
+ * last announced one by at least `threshold-percentages` of it, or when it reaches the minimum or
+ * the maximum: small changes are not worth the NewBufferSize messages.
  */
 export class BufferDebloater {
   readonly targetMillis: number;
@@ -75,7 +78,7 @@ export class BufferDebloater {
   recalculateBufferSize(throughput: number, buffersInUse: number): number | undefined {
     const buffers = Math.max(1, buffersInUse);
     const desiredTotalBytes = (Math.max(0, throughput) * this.targetMillis) / 1000;
-    const desiredSize = desiredTotalBytes / buffers;
+    const desiredSize = Math.min(desiredTotalBytes / buffers, 2 * this.averageSize);
     this.averageSize += this.alpha * (desiredSize - this.averageSize);
     this.averageSize = Math.min(this.maxBufferSize, Math.max(this.minBufferSize, this.averageSize));
     const newSize = Math.round(this.averageSize);

@@ -150,6 +150,23 @@ export abstract class InputChannel {
     return 0;
   }
 
+  /**
+   * Bytes of the buffers waiting in this channel (Flink's
+   * `unsynchronizedGetSizeOfQueuedBuffers`, summed into the task's `inputQueueSize`). 0 for
+   * channels that hold none, and for local channels, which read the producer's queue in place.
+   */
+  getSizeOfQueuedBuffers(): number {
+    return 0;
+  }
+
+  /**
+   * True for a channel that reads a partition of its own process: its bytes count as
+   * `numBytesInLocal`, the others' as `numBytesInRemote`.
+   */
+  isLocal(): boolean {
+    return false;
+  }
+
   /** Throws the channel's error, wrapped to say which channel and producer. */
   protected checkError(): void {
     const cause = this.cause;

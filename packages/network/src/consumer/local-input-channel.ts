@@ -51,6 +51,10 @@ export class LocalInputChannel extends InputChannel implements BufferAvailabilit
     this.taskEventPublisher = taskEventPublisher;
   }
 
+  override isLocal(): boolean {
+    return true;
+  }
+
   /** Buffers queued in the producer's subpartition: a local channel reads them in place. */
   override getNumberOfQueuedBuffers(): number {
     return this.view?.getNumberOfQueuedBuffers() ?? 0;

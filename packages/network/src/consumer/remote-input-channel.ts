@@ -536,6 +536,13 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
     return this.received.length;
   }
 
+  /** Bytes of the buffers received and not yet taken by the gate (data and events). */
+  override getSizeOfQueuedBuffers(): number {
+    let bytes = 0;
+    for (const { buffer } of this.received) bytes += buffer.getSize();
+    return bytes;
+  }
+
   getNumberOfAvailableBuffers(): number {
     return this.bufferManager.getNumberOfAvailableBuffers();
   }

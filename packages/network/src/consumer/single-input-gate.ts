@@ -27,6 +27,7 @@ import type {
 import type { BufferDecompressor } from "../compression/buffer-decompressor.js";
 import type { BufferDebloater } from "./buffer-debloater.js";
 import type { InputChannel, InputChannelOwner } from "./input-channel.js";
+import { RemoteInputChannel } from "./remote-input-channel.js";
 import { type MillisClock, ThroughputCalculator } from "./throughput-calculator.js";
 import { UnknownInputChannel } from "./unknown-input-channel.js";
 
@@ -54,6 +55,18 @@ export interface SingleInputGateOptions {
   readonly bufferDebloater?: BufferDebloater;
   /** The clock the debloating throughput is measured with; `performance.now` by default. */
   readonly throughputClock?: MillisClock;
+}
+
+/** A gate's received bytes and buffers by channel kind; see {@link SingleInputGate.getInputCounts}. */
+export interface InputCounts {
+  /** Bytes (data and events) read through local channels. */
+  readonly numBytesInLocal: number;
+  /** Bytes (data and events) received through remote channels. */
+  readonly numBytesInRemote: number;
+  /** Data buffers read through local channels. */
+  readonly numBuffersInLocal: number;
+  /** Data buffers received through remote channels. */
+  readonly numBuffersInRemote: number;
 }
 
 /** Channels that need setup (remote channels take their exclusive buffers there). */
@@ -129,7 +142,14 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
   private readonly pendingEvents: TaskEvent[] = [];
   private closed = false;
   private failure: Error | undefined;
-  private readonly counters = { numBytesIn: 0, numBuffersIn: 0 };
+  private readonly counters = {
+    numBytesIn: 0,
+    numBuffersIn: 0,
+    numBytesInLocal: 0,
+    numBytesInRemote: 0,
+    numBuffersInLocal: 0,
+    numBuffersInRemote: 0,
+  };
   readonly metrics: InputGateMetrics;
 
   constructor(options: SingleInputGateOptions) {
@@ -198,6 +218,54 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
       floatingUsed: Math.max(0, floatingTaken - floatingBorrowedEmpty),
       floatingTotal: this.bufferPool?.getNumBuffers() ?? 0,
     };
+  }
+
+  /**
+   * What the gate received, split by where it came from (Flink's `InputChannelMetrics`): bytes
+   * (data and events) and data buffers from channels of this process (local) and from other
+   * processes (remote). Local plus remote is `metrics.numBytesIn` / `metrics.numBuffersIn`.
+   */
+  getInputCounts(): InputCounts {
+    const c = this.counters;
+    return {
+      numBytesInLocal: c.numBytesInLocal,
+      numBytesInRemote: c.numBytesInRemote,
+      numBuffersInLocal: c.numBuffersInLocal,
+      numBuffersInRemote: c.numBuffersInRemote,
+    };
+  }
+
+  /**
+   * Bytes of the buffers the remote channels received and the task has not read (Flink's
+   * `inputQueueSize`). Local channels count 0: they read the producer's queue in place, which
+   * the producer's `outputQueueSize` already counts.
+   */
+  getSizeOfQueuedBuffers(): number {
+    let bytes = 0;
+    for (const channel of this.channels) bytes += channel?.getSizeOfQueuedBuffers() ?? 0;
+    return bytes;
+  }
+
+  /** The debloater's last buffer size, or `undefined` without debloating. */
+  getDebloatedBufferSize(): number | undefined {
+    return this.bufferDebloater?.getLastBufferSize();
+  }
+
+  /** The debloater's last estimate of ms to consume the buffered data, or `undefined`. */
+  getEstimatedTimeToConsumeBuffersMillis(): number | undefined {
+    return this.bufferDebloater?.getLastEstimatedTimeToConsumeMillis();
+  }
+
+  /**
+   * Buffers queued in each remote channel, for the detailed queue metrics (Flink's
+   * `InputGateMetrics` count remote channels only: a local one reads the producer's queue).
+   */
+  getQueueLengthsOfRemoteChannels(): number[] {
+    const lengths: number[] = [];
+    for (const channel of this.channels) {
+      if (channel instanceof RemoteInputChannel) lengths.push(channel.getNumberOfQueuedBuffers());
+    }
+    return lengths;
   }
 
   /** Buffers received by the channels and not yet polled (Flink's `getNumberOfQueuedBuffers`). */
@@ -404,10 +472,16 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
       else if (next.moreAvailable) this.notifyChannelNonEmpty(channel);
       const buffer = next.buffer;
       const size = buffer.getSize();
-      this.counters.numBytesIn += size;
+      const counters = this.counters;
+      const local = channel.isLocal();
+      counters.numBytesIn += size;
+      if (local) counters.numBytesInLocal += size;
+      else counters.numBytesInRemote += size;
       if (buffer.isCompressed()) this.decompress(channel, buffer);
       if (buffer.isBuffer()) {
-        this.counters.numBuffersIn++;
+        counters.numBuffersIn++;
+        if (local) counters.numBuffersInLocal++;
+        else counters.numBuffersInRemote++;
         this.throughputCalculator.incomingDataSize(size);
         return {
           channelIndex: channel.channelIndex,

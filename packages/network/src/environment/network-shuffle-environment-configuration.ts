@@ -38,6 +38,8 @@ export interface NetworkShuffleEnvironmentConfiguration {
   readonly maxConnections: number;
   readonly maxWaitingPartitionRequests: number;
   readonly idleConnectionTimeoutMs: number;
+  /** `taskmanager.network.detailed-metrics`: per-gate and per-partition queue lengths. */
+  readonly detailedMetrics: boolean;
   readonly frameReadTimeoutMs: number;
   readonly maxOutboundBytesPerConnection: number;
   readonly bindHost: string;
@@ -103,6 +105,7 @@ export function readNetworkShuffleEnvironmentConfiguration(
     maxConnections: config.get(N.MAX_CONNECTIONS),
     maxWaitingPartitionRequests: config.get(N.MAX_WAITING_PARTITION_REQUESTS),
     idleConnectionTimeoutMs: config.get(N.IDLE_CONNECTION_TIMEOUT),
+    detailedMetrics: config.get(N.NETWORK_DETAILED_METRICS),
     frameReadTimeoutMs: config.get(N.FRAME_READ_TIMEOUT),
     maxOutboundBytesPerConnection: config.get(N.MAX_OUTBOUND_BYTES_PER_CONNECTION),
     bindHost: config.get(N.DATA_BIND_HOST),

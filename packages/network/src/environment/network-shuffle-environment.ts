@@ -233,7 +233,9 @@ export class NetworkShuffleEnvironment
     const partitions = descriptors.map((descriptor, index) =>
       this.createResultPartition(ownerContext, index, descriptor),
     );
-    if (ownerContext.metrics !== undefined) registerOutputMetrics(ownerContext.metrics, partitions);
+    if (ownerContext.metrics !== undefined) {
+      registerOutputMetrics(ownerContext.metrics, partitions, this.settings.detailedMetrics);
+    }
     return partitions;
   }
 
@@ -342,7 +344,9 @@ export class NetworkShuffleEnvironment
     );
     const key = ownerContext.executionAttemptId.toString();
     this.gatesByConsumer.set(key, [...(this.gatesByConsumer.get(key) ?? []), ...gates]);
-    if (ownerContext.metrics !== undefined) registerInputMetrics(ownerContext.metrics, gates);
+    if (ownerContext.metrics !== undefined) {
+      registerInputMetrics(ownerContext.metrics, gates, this.settings.detailedMetrics);
+    }
     return gates;
   }
 

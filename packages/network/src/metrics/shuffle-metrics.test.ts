@@ -78,11 +78,21 @@ describe("shuffle metrics with Flink's names and kinds", () => {
       expect(consumerSink.kindOf(name)).toBe("counter");
       expect(consumerSink.kindOf(`${name}PerSecond`)).toBe("meter");
     }
-    for (const name of ["outputQueueLength", "outPoolUsage"]) {
+    for (const name of [
+      "Shuffle.Netty.Input.numBytesInLocal",
+      "Shuffle.Netty.Input.numBytesInRemote",
+      "Shuffle.Netty.Input.numBuffersInLocal",
+      "Shuffle.Netty.Input.numBuffersInRemote",
+    ]) {
+      expect(consumerSink.kindOf(name)).toBe("counter");
+      expect(consumerSink.kindOf(`${name}PerSecond`)).toBe("meter");
+    }
+    for (const name of ["outputQueueLength", "outputQueueSize", "outPoolUsage"]) {
       expect(producerSink.kindOf(`Shuffle.Netty.Output.Buffers.${name}`)).toBe("gauge");
     }
     for (const name of [
       "inputQueueLength",
+      "inputQueueSize",
       "inPoolUsage",
       "inputExclusiveBuffersUsage",
       "inputFloatingBuffersUsage",
@@ -106,6 +116,7 @@ describe("shuffle metrics with Flink's names and kinds", () => {
     expect(processSink.read("Status.Shuffle.Netty.TotalMemorySegments")).toBe(256);
     expect(processSink.read("Status.Shuffle.Netty.TotalMemory")).toBe(1024 * 1024);
     expect(processSink.read("Status.Shuffle.Netty.UsedMemorySegments")).toBe(0);
+    expect(processSink.read("Status.Shuffle.Netty.RequestedMemoryUsage")).toBe(0);
 
     const producerSink = new RecordingSink();
     const consumerSink = new RecordingSink();
@@ -125,8 +136,24 @@ describe("shuffle metrics with Flink's names and kinds", () => {
     writer.flushAll();
     const queued = producerSink.read("Shuffle.Netty.Output.Buffers.outputQueueLength");
     expect(queued).toBe(4);
-    // The local channel reads the producer's subpartition in place: the same buffers wait there.
+    // The local channel reads the producer's subpartition in place: the same buffers wait there,
+    // and as in Flink their bytes count only on the producer's side.
     expect(consumerSink.read("Shuffle.Netty.Input.Buffers.inputQueueLength")).toBe(queued);
+    expect(producerSink.read("Shuffle.Netty.Output.Buffers.outputQueueSize")).toBe(
+      30 * RECORD_BYTES,
+    );
+    expect(consumerSink.read("Shuffle.Netty.Input.Buffers.inputQueueSize")).toBe(0);
+    // Both pools of the exchange are bounded: each counts its maximum size as requested.
+    const gatePool = gate.getBufferPool();
+    const outputPool = writer.getBufferPool();
+    if (gatePool === undefined || outputPool === undefined) throw new Error("no pools");
+    expect(processSink.read("Status.Shuffle.Netty.RequestedMemoryUsage")).toBe(
+      Math.floor(
+        (100 *
+          (gatePool.getMaxNumberOfMemorySegments() + outputPool.getMaxNumberOfMemorySegments())) /
+          256,
+      ),
+    );
     // The four buffers hold data; the pool's size is what the NetworkBufferPool granted it.
     const pool = writer.getBufferPool();
     if (pool === undefined) throw new Error("no output pool");
@@ -154,10 +181,58 @@ describe("shuffle metrics with Flink's names and kinds", () => {
     expect(producerSink.read("numBuffersOut")).toBe(4);
     expect(consumerSink.read("numBuffersIn")).toBe(4);
     expect(consumerSink.read("numBytesIn")).toBe(30 * RECORD_BYTES + endOfPartition);
+    // Every byte came through the local channel (Flink's numBytesInLocal), none from the network.
+    expect(consumerSink.read("Shuffle.Netty.Input.numBytesInLocal")).toBe(
+      consumerSink.read("numBytesIn"),
+    );
+    expect(consumerSink.read("Shuffle.Netty.Input.numBuffersInLocal")).toBe(4);
+    expect(consumerSink.read("Shuffle.Netty.Input.numBytesInRemote")).toBe(0);
+    expect(consumerSink.read("Shuffle.Netty.Input.numBuffersInRemote")).toBe(0);
     await gate.close();
     writer.close();
     expect(producerSink.read("Shuffle.Netty.Output.Buffers.outPoolUsage")).toBe(0);
     expect(processSink.read("Status.Shuffle.Netty.UsedMemorySegments")).toBe(0);
+  });
+
+  it("registers Flink's detailed queue lengths per partition and per gate only with taskmanager.network.detailed-metrics", async () => {
+    const detailed = { ...config, "taskmanager.network.detailed-metrics": "true" };
+    env = new LocalShuffleServiceFactory().createShuffleEnvironment(environmentContext(detailed));
+    await env.start();
+    const producerSink = new RecordingSink();
+    const consumerSinks = new Map<string, RecordingSink>();
+    const original = env.createShuffleIOOwnerContext.bind(env);
+    env.createShuffleIOOwnerContext = (name: string, attempt: ExecutionAttemptID) => {
+      if (name.startsWith("producer")) return original(name, attempt, producerSink);
+      const sink = new RecordingSink();
+      consumerSinks.set(name, sink);
+      return original(name, attempt, sink);
+    };
+    const job = await deployAllToAll(env, env, 1, 2, detailed);
+    const [writer] = job.writers;
+    if (writer === undefined) throw new Error("no writer");
+    writer.setup();
+    // Subpartition 0 gets three full buffers and a started one, subpartition 1 one started one.
+    for (let i = 0; i < 30; i++) writer.emitRecord(makeRecord(0, 0, i, 400), 0);
+    writer.emitRecord(makeRecord(0, 1, 0, 400), 1);
+    const output = "Shuffle.Netty.Output.0";
+    expect(producerSink.read(`${output}.totalQueueLen`)).toBe(5);
+    expect(producerSink.read(`${output}.minQueueLen`)).toBe(1);
+    expect(producerSink.read(`${output}.maxQueueLen`)).toBe(4);
+    expect(producerSink.read(`${output}.avgQueueLen`)).toBe(2.5);
+    // Local channels only: Flink counts the queues of remote channels, so there are none here.
+    expect(consumerSinks.size).toBe(2);
+    for (const sink of consumerSinks.values()) {
+      expect(sink.kindOf("Shuffle.Netty.Input.0.totalQueueLen")).toBe("gauge");
+      expect(sink.read("Shuffle.Netty.Input.0.maxQueueLen")).toBe(0);
+    }
+    for (const gate of job.gates) await gate.close();
+    writer.release();
+    writer.close();
+
+    // Off by default.
+    const plain = new RecordingSink();
+    registerInputMetrics(plain, job.gates);
+    expect(plain.kindOf("Shuffle.Netty.Input.0.totalQueueLen")).toBeUndefined();
   });
 
   it("counts what blocking partitions write, compress and delete, and the read memory, at process scope", async () => {
@@ -217,6 +292,15 @@ describe("shuffle metrics with Flink's names and kinds", () => {
         metrics: { numBytesIn: 0, numBuffersIn: 0, inPoolUsage: () => 0 },
         getBufferUsage: () => usage,
         getNumberOfQueuedBuffers: () => 3,
+        getSizeOfQueuedBuffers: () => 100,
+        getInputCounts: () => ({
+          numBytesInLocal: 1,
+          numBytesInRemote: 2,
+          numBuffersInLocal: 3,
+          numBuffersInRemote: 4,
+        }),
+        getDebloatedBufferSize: () => undefined,
+        getQueueLengthsOfRemoteChannels: () => [1, 3],
       }) as unknown as SingleInputGate;
     registerInputMetrics(sink, [
       gateWith({ exclusiveUsed: 2, exclusiveTotal: 4, floatingUsed: 1, floatingTotal: 8 }),
@@ -227,5 +311,35 @@ describe("shuffle metrics with Flink's names and kinds", () => {
     expect(sink.read(`${buffers}.inputFloatingBuffersUsage`)).toBe(1 / 8);
     expect(sink.read(`${buffers}.inPoolUsage`)).toBe(7 / 16);
     expect(sink.read(`${buffers}.inputQueueLength`)).toBe(6);
+    expect(sink.read(`${buffers}.inputQueueSize`)).toBe(200);
+    expect(sink.read("Shuffle.Netty.Input.numBytesInRemote")).toBe(4);
+    expect(sink.read("Shuffle.Netty.Input.numBuffersInLocal")).toBe(6);
+    // Without debloating, Flink registers no debloating gauges.
+    expect(sink.kindOf("debloatedBufferSize")).toBeUndefined();
+  });
+
+  it("aggregates the detailed queue lengths of a gate's remote channels as Flink's InputGateMetrics do", () => {
+    const sink = new RecordingSink();
+    const gateWith = (lengths: number[]) =>
+      ({
+        metrics: { numBytesIn: 0, numBuffersIn: 0, inPoolUsage: () => 0 },
+        getInputCounts: () => ({
+          numBytesInLocal: 0,
+          numBytesInRemote: 0,
+          numBuffersInLocal: 0,
+          numBuffersInRemote: 0,
+        }),
+        getDebloatedBufferSize: () => undefined,
+        getQueueLengthsOfRemoteChannels: () => lengths,
+      }) as unknown as SingleInputGate;
+    registerInputMetrics(sink, [gateWith([1, 3, 8]), gateWith([])], true);
+    expect(sink.read("Shuffle.Netty.Input.0.totalQueueLen")).toBe(12);
+    expect(sink.read("Shuffle.Netty.Input.0.minQueueLen")).toBe(1);
+    expect(sink.read("Shuffle.Netty.Input.0.maxQueueLen")).toBe(8);
+    expect(sink.read("Shuffle.Netty.Input.0.avgQueueLen")).toBe(4);
+    // A gate without remote channels reads 0 everywhere.
+    for (const name of ["totalQueueLen", "minQueueLen", "maxQueueLen", "avgQueueLen"]) {
+      expect(sink.read(`Shuffle.Netty.Input.1.${name}`)).toBe(0);
+    }
   });
 });

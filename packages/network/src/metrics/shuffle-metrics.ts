@@ -1,6 +1,6 @@
 import type { LocalBufferPool, NetworkBufferPool } from "@sluice/core";
 import type { ShuffleMetricSink } from "@sluice/runtime-api";
-import type { SingleInputGate } from "../consumer/single-input-gate.js";
+import type { InputCounts, SingleInputGate } from "../consumer/single-input-gate.js";
 import type { BatchShuffleCounters } from "../partition/batch-shuffle-counters.js";
 
 /**
@@ -25,6 +25,9 @@ export function registerEnvironmentMetrics(sink: ShuffleMetricSink, pool: Networ
     () => pool.getNumberOfAvailableMemorySegments() * size,
   );
   sink.registerGauge(`${prefix}.UsedMemory`, () => pool.getNumberOfUsedMemorySegments() * size);
+  sink.registerGauge(`${prefix}.RequestedMemoryUsage`, () =>
+    pool.getEstimatedRequestedSegmentsUsage(),
+  );
 }
 
 /** What the batch-shuffle metrics read of the worker's read memory (absent until first used). */
@@ -67,19 +70,62 @@ function usage(used: number, total: number): number {
 /** What the output metrics read of a task's partitions. */
 export interface MeasuredPartition {
   readonly metrics: { readonly numBytesOut: number; readonly numBuffersOut: number };
+  readonly numberOfSubpartitions: number;
   getBufferPool(): LocalBufferPool | undefined;
-  getNumberOfQueuedBuffers(): number;
+  /** Queued buffers of all subpartitions, or of one. */
+  getNumberOfQueuedBuffers(subpartition?: number): number;
+  getNumberOfQueuedBytes(): number;
+}
+
+/**
+ * Flink's detailed queue metrics (`taskmanager.network.detailed-metrics`) of one gate or
+ * partition under `prefix`: the total, smallest, largest and average of `lengths()`.
+ */
+function registerQueueLengthMetrics(
+  sink: ShuffleMetricSink,
+  prefix: string,
+  lengths: () => readonly number[],
+): void {
+  const over = (pick: (values: readonly number[]) => number) => () => {
+    const values = lengths();
+    return values.length === 0 ? 0 : pick(values);
+  };
+  const total = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0);
+  sink.registerGauge(`${prefix}.totalQueueLen`, over(total));
+  sink.registerGauge(
+    `${prefix}.minQueueLen`,
+    over((values) => Math.min(...values)),
+  );
+  sink.registerGauge(
+    `${prefix}.maxQueueLen`,
+    over((values) => Math.max(...values)),
+  );
+  sink.registerGauge(
+    `${prefix}.avgQueueLen`,
+    over((values) => total(values) / values.length),
+  );
 }
 
 /**
  * Task scope, output side: `numBytesOut`, `numBuffersOut` (counters, with their `…PerSecond`
- * meters) and `Shuffle.Netty.Output.Buffers.outputQueueLength` / `outPoolUsage` (gauges) over
- * the task's result partitions.
+ * meters) and `Shuffle.Netty.Output.Buffers.outputQueueLength` / `outputQueueSize` /
+ * `outPoolUsage` (gauges) over the task's result partitions; with `detailed`, the queue lengths
+ * of each partition's subpartitions under `Shuffle.Netty.Output.<partition index>`.
  */
 export function registerOutputMetrics(
   sink: ShuffleMetricSink,
   partitions: readonly MeasuredPartition[],
+  detailed = false,
 ): void {
+  if (detailed) {
+    partitions.forEach((partition, index) => {
+      registerQueueLengthMetrics(sink, `Shuffle.Netty.Output.${index}`, () =>
+        Array.from({ length: partition.numberOfSubpartitions }, (_, i) =>
+          partition.getNumberOfQueuedBuffers(i),
+        ),
+      );
+    });
+  }
   registerCountAndRate(sink, "numBytesOut", () => {
     let bytes = 0;
     for (const partition of partitions) bytes += partition.metrics.numBytesOut;
@@ -96,6 +142,11 @@ export function registerOutputMetrics(
     for (const partition of partitions) queued += partition.getNumberOfQueuedBuffers();
     return queued;
   });
+  sink.registerGauge(`${buffers}.outputQueueSize`, () => {
+    let bytes = 0;
+    for (const partition of partitions) bytes += partition.getNumberOfQueuedBytes();
+    return bytes;
+  });
   sink.registerGauge(`${buffers}.outPoolUsage`, () => {
     let used = 0;
     let total = 0;
@@ -110,14 +161,26 @@ export function registerOutputMetrics(
 }
 
 /**
- * Task scope, input side: `numBytesIn`, `numBuffersIn` (counters, with their `…PerSecond`
- * meters) and `Shuffle.Netty.Input.Buffers.inputQueueLength`, `inPoolUsage`,
- * `inputExclusiveBuffersUsage`, `inputFloatingBuffersUsage` (gauges) over the task's gates.
+ * Task scope, input side, over the task's gates: `numBytesIn`, `numBuffersIn` and Flink's split
+ * of them, `Shuffle.Netty.Input.numBytesInLocal` / `…Remote` and `numBuffersInLocal` /
+ * `…Remote` (counters, with their `…PerSecond` meters); `Shuffle.Netty.Input.Buffers.`
+ * `inputQueueLength`, `inputQueueSize`, `inPoolUsage`, `inputExclusiveBuffersUsage`,
+ * `inputFloatingBuffersUsage` (gauges); when the gates debloat their buffers,
+ * `debloatedBufferSize` and `estimatedTimeToConsumeBuffersMs` (gauges); with `detailed`, the
+ * queue lengths of each gate's remote channels under `Shuffle.Netty.Input.<gate index>`.
  */
 export function registerInputMetrics(
   sink: ShuffleMetricSink,
   gates: readonly SingleInputGate[],
+  detailed = false,
 ): void {
+  if (detailed) {
+    gates.forEach((gate, index) => {
+      registerQueueLengthMetrics(sink, `Shuffle.Netty.Input.${index}`, () =>
+        gate.getQueueLengthsOfRemoteChannels(),
+      );
+    });
+  }
   registerCountAndRate(sink, "numBytesIn", () => {
     let bytes = 0;
     for (const gate of gates) bytes += gate.metrics.numBytesIn;
@@ -128,11 +191,30 @@ export function registerInputMetrics(
     for (const gate of gates) buffers += gate.metrics.numBuffersIn;
     return buffers;
   });
-  const buffers = "Shuffle.Netty.Input.Buffers";
+  const input = "Shuffle.Netty.Input";
+  const split: readonly (keyof InputCounts)[] = [
+    "numBytesInLocal",
+    "numBytesInRemote",
+    "numBuffersInLocal",
+    "numBuffersInRemote",
+  ];
+  for (const name of split) {
+    registerCountAndRate(sink, `${input}.${name}`, () => {
+      let sum = 0;
+      for (const gate of gates) sum += gate.getInputCounts()[name];
+      return sum;
+    });
+  }
+  const buffers = `${input}.Buffers`;
   sink.registerGauge(`${buffers}.inputQueueLength`, () => {
     let queued = 0;
     for (const gate of gates) queued += gate.getNumberOfQueuedBuffers();
     return queued;
+  });
+  sink.registerGauge(`${buffers}.inputQueueSize`, () => {
+    let bytes = 0;
+    for (const gate of gates) bytes += gate.getSizeOfQueuedBuffers();
+    return bytes;
   });
   const sumUsage = (pick: "exclusive" | "floating" | "both"): number => {
     let used = 0;
@@ -153,4 +235,27 @@ export function registerInputMetrics(
   sink.registerGauge(`${buffers}.inPoolUsage`, () => sumUsage("both"));
   sink.registerGauge(`${buffers}.inputExclusiveBuffersUsage`, () => sumUsage("exclusive"));
   sink.registerGauge(`${buffers}.inputFloatingBuffersUsage`, () => sumUsage("floating"));
+  registerDebloatingMetrics(sink, gates);
+}
+
+/**
+ * Task scope: the buffer debloater's `debloatedBufferSize` (the largest size a gate of the task
+ * announced last, in bytes) and `estimatedTimeToConsumeBuffersMs` (the longest time a gate
+ * estimated to consume its buffered data), registered only when the gates debloat, as Flink
+ * registers them only with `buffer-debloat.enabled`.
+ */
+function registerDebloatingMetrics(sink: ShuffleMetricSink, gates: readonly SingleInputGate[]) {
+  if (!gates.some((gate) => gate.getDebloatedBufferSize() !== undefined)) return;
+  sink.registerGauge("debloatedBufferSize", () => {
+    let size = 0;
+    for (const gate of gates) size = Math.max(size, gate.getDebloatedBufferSize() ?? 0);
+    return size;
+  });
+  sink.registerGauge("estimatedTimeToConsumeBuffersMs", () => {
+    let millis = 0;
+    for (const gate of gates) {
+      millis = Math.max(millis, gate.getEstimatedTimeToConsumeBuffersMillis() ?? 0);
+    }
+    return Math.round(millis);
+  });
 }

@@ -501,6 +501,74 @@ describe("ResultPartition availability", () => {
   });
 });
 
+// Cases after Flink's ResultPartitionTest for buffer debloating (its facts, not its code): a new
+// buffer is trimmed to the consumer's size but never below what is left of the record, a
+// broadcast buffer to the smallest size of its consumers, and a full debloated buffer grows
+// back when the pool has nothing left rather than leaving the record waiting.
+describe("ResultPartition buffer debloating", () => {
+  const view = (h: Harness, i = 0) => h.views[i] as ResultSubpartitionView;
+
+  it("testBufferSizeGreaterOrEqualToFirstRecord: a record that fits a segment starts a buffer it fits, never split over debloated buffers", () => {
+    const h = setUp();
+    view(h).notifyNewBufferSize(16);
+    const first = record(40); // 44 bytes on the wire: more than 16, less than a segment
+    const second = record(4); // 8 bytes: the debloated size applies again
+    h.partition.emitRecord(first, 0);
+    h.partition.emitRecord(second, 0);
+    const sink = new Sink();
+    finishAndDrain(h, [sink]);
+    expect(sink.chunks.map((c) => c.length)).toEqual([44, 8]);
+    expectRecords(sink.records(), [first, second]);
+    expectAllSegmentsBack(h.global);
+  });
+
+  it("fills whole segments with a record larger than one, whatever the debloated size", () => {
+    const h = setUp();
+    view(h).notifyNewBufferSize(16);
+    const big = record(150); // 154 bytes: two full segments and 26 bytes
+    h.partition.emitRecord(big, 0);
+    const sink = new Sink();
+    finishAndDrain(h, [sink]);
+    expect(sink.chunks.map((c) => c.length)).toEqual([SEGMENT, SEGMENT, 26]);
+    expectRecords(sink.records(), [big]);
+    expectAllSegmentsBack(h.global);
+  });
+
+  it("testDynamicBufferSizeForBroadcast: trims a broadcast buffer to the smallest size its consumers asked for, never below the record", () => {
+    const h = setUp({ subpartitions: 2 });
+    view(h, 0).notifyNewBufferSize(16);
+    view(h, 1).notifyNewBufferSize(32);
+    const small = [record(4, 1), record(4, 2), record(4, 3)]; // 8 bytes each
+    const large = record(40); // 44 bytes: 8 of them in the second buffer, 36 in a third
+    for (const r of small) h.partition.broadcastRecord(r);
+    h.partition.broadcastRecord(large);
+    const sinks = [new Sink(), new Sink()];
+    finishAndDrain(h, sinks);
+    for (const sink of sinks) {
+      expect(sink.chunks.map((c) => c.length)).toEqual([16, 16, 36]);
+      expectRecords(sink.records(), [...small, large]);
+    }
+    expectAllSegmentsBack(h.global);
+  });
+
+  it("grows a full debloated buffer back to its segment instead of leaving a record waiting when the pool is dry", () => {
+    // One buffer in all: once it is taken the pool has none to give.
+    const h = setUp({ required: 1, max: 1 });
+    view(h).notifyNewBufferSize(16);
+    const first = record(4); // 8 bytes in a buffer trimmed to 16
+    const second = record(20); // 24 bytes: 8 fit, the rest would need another buffer
+    h.partition.emitRecord(first, 0);
+    h.partition.emitRecord(second, 0);
+    expect(h.partition.hasPendingRecord()).toBe(false);
+    expect(h.pool.bestEffortGetNumOfUsedBuffers()).toBe(1);
+    const sink = new Sink();
+    finishAndDrain(h, [sink]);
+    expect(sink.chunks.map((c) => c.length)).toEqual([32]);
+    expectRecords(sink.records(), [first, second]);
+    expectAllSegmentsBack(h.global);
+  });
+});
+
 describe("ResultPartition metrics", () => {
   it("counts bytes and buffers of finished buffers (broadcast once per subpartition)", () => {
     const h = setUp({ subpartitions: 2 });

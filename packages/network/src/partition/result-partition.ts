@@ -295,7 +295,12 @@ export class ResultPartition
     this.lengthScratch.writeInt32BE(record.length, 0);
     // The length prefix is tiny; copying it next to the payload would cost a full record copy.
     // Part of it may already sit in the last buffer when the pool runs dry: keep only the rest.
-    const lengthWritten = this.appendUnicastFrom(targetSubpartition, this.lengthScratch, 0);
+    const lengthWritten = this.appendUnicastFrom(
+      targetSubpartition,
+      this.lengthScratch,
+      0,
+      record.length,
+    );
     if (lengthWritten < LENGTH_BYTES) {
       this.startPending(targetSubpartition, this.lengthScratch, lengthWritten, record);
       return;
@@ -309,7 +314,7 @@ export class ResultPartition
     this.checkEmit(record);
     this.finishUnicastBuilders();
     this.lengthScratch.writeInt32BE(record.length, 0);
-    const lengthWritten = this.appendBroadcastFrom(this.lengthScratch, 0);
+    const lengthWritten = this.appendBroadcastFrom(this.lengthScratch, 0, record.length);
     if (lengthWritten < LENGTH_BYTES) {
       this.startPending(-1, this.lengthScratch, lengthWritten, record);
       return;
@@ -422,16 +427,29 @@ export class ResultPartition
     }
   }
 
-  /** Writes as much of `source[offset..]` as buffers allow; returns the new offset. */
-  private appendUnicastFrom(target: number, source: Uint8Array, offset: number): number {
+  /**
+   * Writes as much of `source[offset..]` as buffers allow; returns the new offset. `following`
+   * bytes of the same record come after `source` (the payload after its length prefix): a new
+   * buffer is trimmed to no less than what is left of the record.
+   */
+  private appendUnicastFrom(
+    target: number,
+    source: Uint8Array,
+    offset: number,
+    following = 0,
+  ): number {
     let position = offset;
     let builder = this.unicastBuilders[target];
     while (position < source.length) {
       if (builder === undefined || builder.isFull()) {
-        if (builder !== undefined) this.finishUnicastBuilder(target);
+        if (builder !== undefined) {
+          if (this.growWhenPoolIsDry(builder)) continue;
+          this.finishUnicastBuilder(target);
+        }
         builder = this.requestNewUnicastBuilder(
           target,
           position > 0 ? source.length - position : 0,
+          source.length - position + following,
         );
         if (builder === undefined) return position;
       }
@@ -441,13 +459,19 @@ export class ResultPartition
     return position;
   }
 
-  private appendBroadcastFrom(source: Uint8Array, offset: number): number {
+  private appendBroadcastFrom(source: Uint8Array, offset: number, following = 0): number {
     let position = offset;
     let builder = this.broadcastBuilder;
     while (position < source.length) {
       if (builder === undefined || builder.isFull()) {
-        if (builder !== undefined) this.finishBroadcastBuilder();
-        builder = this.requestNewBroadcastBuilder(position > 0 ? source.length - position : 0);
+        if (builder !== undefined) {
+          if (this.growWhenPoolIsDry(builder)) continue;
+          this.finishBroadcastBuilder();
+        }
+        builder = this.requestNewBroadcastBuilder(
+          position > 0 ? source.length - position : 0,
+          source.length - position + following,
+        );
         if (builder === undefined) return position;
       }
       position += builder.appendAndCommit(source, position, source.length - position);
@@ -456,9 +480,27 @@ export class ResultPartition
     return position;
   }
 
+  /**
+   * A debloated builder that is full while the pool has no buffer to give grows back towards its
+   * segment's size (Flink's answer to hard back-pressure with debloating): the record goes on
+   * in memory the builder already holds instead of waiting. True when it grew.
+   */
+  private growWhenPoolIsDry(builder: BufferBuilder): boolean {
+    if ((this.bufferPool as LocalBufferPool).isAvailable()) return false;
+    const capacity = builder.getMaxCapacity();
+    builder.trim(Number.MAX_SAFE_INTEGER);
+    return builder.getMaxCapacity() > capacity;
+  }
+
+  /**
+   * A new builder for subpartition `target`, trimmed to the consumer's debloated size but never
+   * below `recordBytes`, what is left of the record to write: a record that fits a segment is
+   * never split over small buffers (Flink keeps a record whole in its first buffer).
+   */
   private requestNewUnicastBuilder(
     target: number,
     partialRecordLength: number,
+    recordBytes: number,
   ): BufferBuilder | undefined {
     const pool = this.bufferPool;
     if (pool === undefined) {
@@ -467,20 +509,32 @@ export class ResultPartition
     const builder = pool.requestBufferBuilder(target);
     if (builder === undefined) return undefined;
     const subpartition = this.subpartitions[target] as PipelinedSubpartition;
-    builder.trim(subpartition.bufferSizeHint());
+    builder.trim(Math.max(subpartition.bufferSizeHint(), recordBytes));
     this.unicastBuilders[target] = builder;
     // The consumer is queued before any byte is written (the seeds: queued on request, not when full).
     subpartition.add(builder.createBufferConsumerFromBeginning(), partialRecordLength);
     return builder;
   }
 
-  private requestNewBroadcastBuilder(partialRecordLength: number): BufferBuilder | undefined {
+  /**
+   * A new broadcast builder, shared by every subpartition: trimmed to the smallest debloated size
+   * any consumer asked for (the buffer goes to all of them), never below `recordBytes`.
+   */
+  private requestNewBroadcastBuilder(
+    partialRecordLength: number,
+    recordBytes: number,
+  ): BufferBuilder | undefined {
     const pool = this.bufferPool;
     if (pool === undefined) {
       throw new IllegalStateError(`${this.description}: setup() must be called before writing`);
     }
     const builder = pool.requestBufferBuilder();
     if (builder === undefined) return undefined;
+    let hint = Number.MAX_SAFE_INTEGER;
+    for (const subpartition of this.subpartitions) {
+      hint = Math.min(hint, subpartition.bufferSizeHint());
+    }
+    builder.trim(Math.max(hint, recordBytes));
     this.broadcastBuilder = builder;
     const consumer = builder.createBufferConsumerFromBeginning();
     try {
@@ -633,8 +687,14 @@ export class ResultPartition
     return this.bufferPool;
   }
 
-  /** Buffers queued in all subpartitions (Flink's outputQueueLength). */
-  getNumberOfQueuedBuffers(): number {
+  /**
+   * Buffers queued in all subpartitions (Flink's outputQueueLength), or in subpartition
+   * `subpartition` when given (the detailed queue metrics).
+   */
+  getNumberOfQueuedBuffers(subpartition?: number): number {
+    if (subpartition !== undefined) {
+      return this.subpartitions[subpartition]?.getNumberOfQueuedBuffers() ?? 0;
+    }
     let queued = 0;
     for (const subpartition of this.subpartitions)
       queued += subpartition.getNumberOfQueuedBuffers();

@@ -683,8 +683,13 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
     return this.bufferPool;
   }
 
-  /** Blocking partitions queue nothing in memory (Flink reports 0). */
-  getNumberOfQueuedBuffers(): number {
+  /** Blocking partitions queue nothing in memory (Flink reports 0), in any subpartition. */
+  getNumberOfQueuedBuffers(_subpartition?: number): number {
+    return 0;
+  }
+
+  /** Nor any bytes (Flink's `outputQueueSize` of a blocking partition is 0). */
+  getNumberOfQueuedBytes(): number {
     return 0;
   }
 

@@ -9,6 +9,8 @@ import { expectError } from "@sluice/core/testing";
 import { ResultPartition, ResultPartitionManager } from "@sluice/network";
 import { ResultPartitionType, type ResultPartitionWriter } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { ManualClock } from "../checkpointing/test-support/manual-clock.js";
+import { TimerGauge } from "../metrics/timer-gauge.js";
 import { BroadcastPartitioner } from "../partitioner/broadcast-partitioner.js";
 import { ForwardPartitioner } from "../partitioner/forward-partitioner.js";
 import {
@@ -148,5 +150,56 @@ describe("RecordWriter buffer timeout", () => {
     writer.close();
     target.release();
     expect(pool).toHaveAllSegmentsAvailable();
+  });
+});
+
+describe("RecordWriter back-pressure time", () => {
+  let pool: NetworkBufferPool | undefined;
+
+  afterEach(() => {
+    pool?.destroy();
+    pool = undefined;
+  });
+
+  it("counts the wait of a record still waiting for buffers as hard back-pressure, not soft", async () => {
+    // At most four buffers of 64 bytes: a record of 1,000 bytes cannot be written completely.
+    pool = new NetworkBufferPool(4, 64);
+    const target = partition(pool);
+    const clock = new ManualClock();
+    const soft = new TimerGauge(clock);
+    const hard = new TimerGauge(clock);
+    const writer = createRecordWriter(
+      target,
+      new StringSerializer(),
+      new ForwardPartitioner<string>(),
+      {
+        taskName: "t",
+        bufferTimeout: bufferTimeoutOf(false, 0),
+        backPressuredTime: soft,
+        hardBackPressuredTime: hard,
+      },
+    );
+    writer.emit("x".repeat(1_000));
+    expect(target.hasPendingRecord()).toBe(true);
+    const pending = writer.getAvailableFuture();
+    expect(hard.isMeasuring()).toBe(true);
+    expect(soft.isMeasuring()).toBe(false);
+    clock.advanceMillis(300);
+    // The consumer takes the full buffers: the pending bytes find room and the record completes.
+    const view = target.createSubpartitionView(0, { notifyDataAvailable: () => {} });
+    for (let turn = 0; turn < 1_000 && target.hasPendingRecord(); turn++) {
+      for (let next = view.getNextBuffer(); next !== undefined; next = view.getNextBuffer()) {
+        next.buffer.recycleBuffer();
+      }
+      // The partition resumes its pending record when the pool hands out a buffer again.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await pending;
+    expect(hard.isMeasuring()).toBe(false);
+    expect(hard.getAccumulatedCount()).toBe(300);
+    expect(soft.getAccumulatedCount()).toBe(0);
+    view.releaseAllResources();
+    writer.close();
+    target.release();
   });
 });

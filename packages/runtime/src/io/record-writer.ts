@@ -38,9 +38,15 @@ export interface RecordWriterOptions {
   readonly numRecordsOut?: SimpleCounter;
   /**
    * Measures the time the task waits in {@link RecordWriter.getAvailableFuture} for the partition
-   * to accept data: the task's `backPressuredTimeMsPerSecond`.
+   * to accept a new record: the task's `softBackPressuredTimeMsPerSecond`.
    */
   readonly backPressuredTime?: TimerGauge;
+  /**
+   * Measures the same wait while a record already emitted still waits for buffers (the
+   * partition's `hasPendingRecord()`): the task's `hardBackPressuredTimeMsPerSecond`, Flink's
+   * time its task thread blocks in a buffer request. Without it, that time counts as soft.
+   */
+  readonly hardBackPressuredTime?: TimerGauge;
 }
 
 /**
@@ -60,7 +66,7 @@ export abstract class RecordWriter<T> {
   private readonly output = new DataOutputSerializer({ initialCapacity: 256 });
   private readonly flusher: OutputFlusher | undefined;
   private readonly backPressuredTime: TimerGauge | undefined;
-  private readonly endBackPressure: () => void;
+  private readonly hardBackPressuredTime: TimerGauge | undefined;
   private closed = false;
 
   protected constructor(
@@ -73,8 +79,7 @@ export abstract class RecordWriter<T> {
     this.taskName = options.taskName;
     this.numRecordsOut = options.numRecordsOut ?? new SimpleCounter();
     this.backPressuredTime = options.backPressuredTime;
-    const backPressuredTime = options.backPressuredTime;
-    this.endBackPressure = () => backPressuredTime?.markEnd();
+    this.hardBackPressuredTime = options.hardBackPressuredTime ?? options.backPressuredTime;
     this.flushAlways = options.bufferTimeout.kind === "always";
     if (options.bufferTimeout.kind === "interval") {
       this.flusher = new OutputFlusher(
@@ -126,11 +131,16 @@ export abstract class RecordWriter<T> {
    */
   getAvailableFuture(): Promise<void> {
     const future = this.target.getAvailableFuture();
-    const backPressuredTime = this.backPressuredTime;
-    if (backPressuredTime !== undefined && !this.target.isAvailable()) {
-      backPressuredTime.markStart();
+    if (this.target.isAvailable()) return future;
+    const timer =
+      this.target.hasPendingRecord?.() === true
+        ? this.hardBackPressuredTime
+        : this.backPressuredTime;
+    if (timer !== undefined) {
+      timer.markStart();
+      const end = () => timer.markEnd();
       // Registered before the caller's await, so the measurement ends before the task goes on.
-      future.then(this.endBackPressure, this.endBackPressure);
+      future.then(end, end);
     }
     return future;
   }

@@ -1,4 +1,10 @@
 export {
+  type CheckpointStatsGroup,
+  type CheckpointStatsSnapshot,
+  type CheckpointStatsSource,
+  CheckpointStatsTracker,
+} from "./checkpoint-stats-tracker.js";
+export {
   type DeployOptions,
   JobDeployer,
   type JobDeployerOptions,

@@ -13,6 +13,7 @@ import { JobManagerMetricGroup } from "../metrics/groups/job-manager-metric-grou
 import { MetricNames } from "../metrics/metric-names.js";
 import { MetricRegistry } from "../metrics/metric-registry.js";
 import type { TaskExecutorGateway } from "../taskexecutor/task-executor-gateway.js";
+import { CheckpointStatsTracker } from "./checkpoint-stats-tracker.js";
 import { type DeploymentOrder, JobExecution } from "./job-execution.js";
 import type { JobGraph, JobVertex } from "./job-graph.js";
 import { createRestartBackoffTimeStrategy } from "./restart-backoff-time-strategy.js";
@@ -209,6 +210,7 @@ export class JobDeployer {
         ? Math.floor((clock.relativeTimeNanos() - deployedAt) / 1e6)
         : 0,
     );
+    new CheckpointStatsTracker(execution).register(jobGroup);
     void execution.terminated.then(() => {
       this.executions.delete(execution);
       jobGroup.close();

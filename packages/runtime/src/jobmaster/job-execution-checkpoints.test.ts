@@ -11,6 +11,7 @@ import type { TaskExecutor } from "../taskexecutor/task-executor.js";
 import { LocalCluster, localConfiguration } from "../taskexecutor/test-support/local-cluster.js";
 import { expectedCounts, totals, wordOf } from "../taskexecutor/test-support/word-count.js";
 import type { TaskInvokable } from "../taskexecutor/user-code-registry.js";
+import { CheckpointStatsTracker } from "./checkpoint-stats-tracker.js";
 import type { JobExecution } from "./job-execution.js";
 import { JobGraph } from "./job-graph.js";
 
@@ -269,6 +270,42 @@ describe("recovery from the last completed checkpoint", () => {
     expect(totals(result.results)).toEqual(expectedCounts(60_000, 2));
     expect(execution.executionVertices.map((e) => e.name)).toContain("Count (1/2)#1");
     expect(await readdir(checkpointsDir)).toEqual([]);
+  });
+
+  it("reports Flink's checkpoint statistics on the job's group while it runs, and the restore it made", async () => {
+    const executor = await startExecutor();
+    const deployer = await cluster.startDeployer(configuration());
+    const graph = wordCountGraph(60_000, { failOnAttempts: [0], failAfterSnapshots: 2 });
+    const startedAt = Date.now();
+    const execution = await deployer.deploy(graph, () => executor);
+    const jobMetric = (name: string) =>
+      deployer.metricGroup.registry
+        .dump()
+        .find((m) => m.logicalScope === "jobmanager.job" && m.name === name)?.value;
+    expect(jobMetric("lastCheckpointDuration")).toBe(-1);
+    expect(jobMetric("lastCheckpointRestoreTimestamp")).toBe(-1);
+    await eventually(
+      "a checkpoint completed",
+      () => Number(jobMetric("numberOfCompletedCheckpoints")) >= 1,
+    );
+    expect(Number(jobMetric("lastCheckpointSize"))).toBeGreaterThan(0);
+    expect(Number(jobMetric("lastCheckpointDuration"))).toBeGreaterThanOrEqual(0);
+    expect(Number(jobMetric("lastCompletedCheckpointId"))).toBeGreaterThanOrEqual(1);
+    expect(Number(jobMetric("totalNumberOfCheckpoints"))).toBeGreaterThanOrEqual(
+      Number(jobMetric("numberOfCompletedCheckpoints")),
+    );
+    const result = await execution.terminated;
+    expect(result.restarts).toBe(1);
+    // The group closed with the job; the tracker still reads the ended job's figures.
+    expect(jobMetric("numberOfCompletedCheckpoints")).toBeUndefined();
+    const stats = new CheckpointStatsTracker(execution).snapshot();
+    expect(stats.numberOfCompletedCheckpoints).toBe(result.checkpoints.completed);
+    expect(stats.numberOfFailedCheckpoints).toBe(result.checkpoints.aborted);
+    expect(stats.lastRestoredCheckpointId).toBe(Number(result.checkpoints.restoredFrom));
+    expect(stats.lastCheckpointRestoreTimestamp).toBeGreaterThanOrEqual(startedAt);
+    expect(stats.lastCheckpointRestoreTimestamp).toBeLessThanOrEqual(Date.now());
+    expect(stats.lastCheckpointSize).toBe(result.checkpoints.latest?.stateSize);
+    expect(stats.lastCheckpointPersistedData).toBe(0);
   });
 
   it("loses no word in at-least-once mode, though some may be counted twice", async () => {

@@ -219,6 +219,8 @@ export class JobExecution implements JobMasterGateway {
   /** The attempt number of every current execution (the number of restarts so far). */
   private attemptNumber = 0;
   private restoredFrom: CompletedCheckpoint | undefined;
+  /** When (ms since the epoch) the last restart restored {@link restoredFrom}. */
+  private restoredAt: number | undefined;
   /** Wakes the restart when every task of the failed attempt ended, or the job is stopped. */
   private wakeRestart: (() => void) | undefined;
   private restartDelay: NodeJS.Timeout | undefined;
@@ -263,6 +265,18 @@ export class JobExecution implements JobMasterGateway {
   /** The job's state. */
   get status(): JobStatus {
     return this.currentStatus;
+  }
+
+  /**
+   * The checkpoint the last restart restored and when (ms since the epoch), for the checkpoint
+   * statistics; `undefined` before a restart from a checkpoint.
+   */
+  get latestRestore():
+    | { readonly checkpoint: CompletedCheckpoint; readonly at: number }
+    | undefined {
+    const checkpoint = this.restoredFrom;
+    const at = this.restoredAt;
+    return checkpoint === undefined || at === undefined ? undefined : { checkpoint, at };
   }
 
   /** Every subtask of the job, vertex by vertex. */
@@ -827,7 +841,11 @@ export class JobExecution implements JobMasterGateway {
       }
     }
     if (this.currentStatus !== "RESTARTING") return;
-    this.restoredFrom = this.checkpointCoordinator?.latestCompletedCheckpoint ?? this.restoredFrom;
+    const restored = this.checkpointCoordinator?.latestCompletedCheckpoint;
+    if (restored !== undefined) {
+      this.restoredFrom = restored;
+      this.restoredAt = Date.now();
+    }
     this.partitions.clear();
     this.pendingUpdates.clear();
     this.deployedVertices.clear();

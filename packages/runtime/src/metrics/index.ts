@@ -6,7 +6,7 @@ export {
 export { JobManagerJobMetricGroup } from "./groups/job-manager-job-metric-group.js";
 export { JobManagerMetricGroup } from "./groups/job-manager-metric-group.js";
 export { OperatorMetricGroup } from "./groups/operator-metric-group.js";
-export { TaskIOMetricGroup } from "./groups/task-io-metric-group.js";
+export { type CheckpointTimings, TaskIOMetricGroup } from "./groups/task-io-metric-group.js";
 export { TaskManagerJobMetricGroup } from "./groups/task-manager-job-metric-group.js";
 export { TaskManagerMetricGroup } from "./groups/task-manager-metric-group.js";
 export { type TaskInfo, TaskMetricGroup } from "./groups/task-metric-group.js";

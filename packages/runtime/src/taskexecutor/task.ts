@@ -508,7 +508,8 @@ export class Task {
         taskName: this.name,
         bufferTimeout,
         numRecordsOut: io.numRecordsOut,
-        backPressuredTime: io.backPressuredTimeMsPerSecond,
+        backPressuredTime: io.softBackPressuredTimeMsPerSecond,
+        hardBackPressuredTime: io.hardBackPressuredTimeMsPerSecond,
       }),
     );
     checkpointing?.coordinator.setOutputs(this.recordWriters);
@@ -531,6 +532,7 @@ export class Task {
       task: checkpointing.coordinator,
     });
     this.barrierHandler = handler;
+    io.registerCheckpointMetrics(handler);
     const inputChannelState = this.resources.restore?.channelState?.inputChannelState ?? [];
     this.checkpointedInputs = inputs.map(({ gate }) => {
       const input = new CheckpointedInputGate([gate], handler);
@@ -651,11 +653,15 @@ export class Task {
       writer.flushAll();
       writer.close();
     }
-    const backPressuredTime = this.metricGroup.io.backPressuredTimeMsPerSecond;
+    const io = this.metricGroup.io;
     for (const partition of this.partitions) {
       // A record that ran out of buffers completes as buffers come back; finish() needs it done.
       // Waiting for that is back-pressure like any other wait for an output.
       if (!partition.isAvailable()) {
+        const backPressuredTime =
+          partition.hasPendingRecord?.() === true
+            ? io.hardBackPressuredTimeMsPerSecond
+            : io.softBackPressuredTimeMsPerSecond;
         backPressuredTime.markStart();
         while (!partition.isAvailable()) await partition.getAvailableFuture();
         backPressuredTime.markEnd();

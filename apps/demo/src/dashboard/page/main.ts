@@ -1,7 +1,9 @@
 /**
  * The dashboard page: renders the job manager's overview (`GET /api/events`, once a second) as
- * the job graph coloured by back-pressure, a uPlot chart of throughput and back-pressure, and a
- * table of every subtask's metrics. Bundled with uPlot by the demo's build: no network access.
+ * the job graph coloured by busy time and back-pressure, a uPlot chart of throughput and
+ * back-pressure with the latest values in its legend, the checkpoint statistics, and a table of
+ * every subtask's metrics. When the job ends, its final state stays on the page. Bundled with
+ * uPlot by the demo's build: no network access.
  */
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
@@ -15,6 +17,9 @@ const COLORS = ["#1f6feb", "#d32f2f", "#8e44ad", "#e69500", "#2e9e4f"];
 const byId = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 
 const integer = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
+
+/** The states a job ends in: the page stops listening and keeps showing them. */
+const FINAL_STATES = new Set(["FINISHED", "FAILED", "CANCELED"]);
 
 function perSecond(value: number): string {
   return integer.format(value);
@@ -32,6 +37,15 @@ function percent(value: number | null): string {
 
 function msPerSecond(value: number): string {
   return `${integer.format(value)} ms/s`;
+}
+
+function bytes(value: number): string {
+  if (value < 0) return "–";
+  return bytesPerSecond(value).replace(/\/s$/, "");
+}
+
+function millis(value: number): string {
+  return value < 0 ? "–" : `${integer.format(value)} ms`;
 }
 
 function element<K extends keyof HTMLElementTagNameMap>(
@@ -57,9 +71,14 @@ function levelBadge(vertex: VertexOverview | SubtaskOverview): HTMLElement {
 function renderStatus(overview: JobOverview): void {
   const { job } = overview;
   byId("job-name").textContent = `· ${job.name}`;
-  byId("job-status").textContent =
+  const status = byId("job-status");
+  status.dataset.state = job.state;
+  status.textContent =
     `${job.state} · ${job.elapsedSeconds.toFixed(0)} s · ${integer.format(job.records)} / ` +
     `${integer.format(job.totalRecords)} words · ${job.shuffle}`;
+  const cause = byId("root-cause");
+  cause.hidden = job.rootCause === null;
+  cause.textContent = job.rootCause === null ? "" : `Root cause: ${job.rootCause}`;
   byId("throttle-current").textContent =
     job.throttle === null ? "no throttle" : `${integer.format(job.throttle)} words/s per counter`;
 }
@@ -86,12 +105,16 @@ function renderGraph(overview: JobOverview): void {
           class: "vertex",
           "data-vertex": vertex.name,
           "data-backpressure-level": vertex.backPressureLevel,
+          "data-coloured-by": vertex.colour.by,
+          "data-busy": String(Math.round(vertex.busyTimeMsPerSecond)),
+          style: `background: ${vertex.colour.background}`,
         },
         element("h3", {}, `${vertex.name} (×${vertex.parallelism})`),
         element(
           "div",
           { class: "metrics" },
           element("div", {}, "Back-pressure ", levelBadge(vertex)),
+          element("div", { class: "busy" }, `Busy ${Math.round(vertex.busyTimeMsPerSecond / 10)}%`),
           element(
             "div",
             {},
@@ -151,6 +174,54 @@ function renderSubtasks(overview: JobOverview): void {
   byId("subtasks").replaceChildren(...tables);
 }
 
+function renderCheckpoints(overview: JobOverview): void {
+  const stats = overview.checkpoints;
+  const section = byId("checkpoints");
+  if (stats === null) {
+    section.replaceChildren(element("p", { class: "legend" }, "The job takes no checkpoints."));
+    return;
+  }
+  const restored =
+    stats.lastRestoredCheckpointId < 0
+      ? "none"
+      : `#${stats.lastRestoredCheckpointId} at ${new Date(stats.lastCheckpointRestoreTimestamp).toLocaleTimeString()}`;
+  const rows: [string, string, string][] = [
+    ["Completed", "completed", integer.format(stats.numberOfCompletedCheckpoints)],
+    ["Failed", "failed", integer.format(stats.numberOfFailedCheckpoints)],
+    ["In progress", "in-progress", integer.format(stats.numberOfInProgressCheckpoints)],
+    [
+      "Latest completed",
+      "latest",
+      stats.lastCompletedCheckpointId < 0 ? "–" : `#${stats.lastCompletedCheckpointId}`,
+    ],
+    ["Duration", "duration", millis(stats.lastCheckpointDuration)],
+    ["Size", "size", bytes(stats.lastCheckpointSize)],
+    [
+      "Alignment time",
+      "alignment",
+      stats.lastCheckpointAlignmentTime < 0
+        ? "–"
+        : millis(Math.round(stats.lastCheckpointAlignmentTime / 1e6)),
+    ],
+    ["In-flight data (unaligned)", "persisted", bytes(stats.lastCheckpointPersistedData)],
+    ["Latest restored", "restored", restored],
+  ];
+  section.replaceChildren(
+    element(
+      "table",
+      { class: "checkpoints" },
+      ...rows.map(([title, key, value]) =>
+        element(
+          "tr",
+          {},
+          element("th", {}, title),
+          element("td", { "data-checkpoint": key }, value),
+        ),
+      ),
+    ),
+  );
+}
+
 /** The chart: words per second into the last vertex, and each vertex's back-pressure in %. */
 class ThroughputChart {
   private readonly data: number[][];
@@ -207,18 +278,34 @@ class ThroughputChart {
       if (series.length > MAX_POINTS) series.shift();
     });
     this.plot.setData(this.data as uPlot.AlignedData);
-    this.container.dataset.points = String((this.data[0] as number[]).length);
+    const count = (this.data[0] as number[]).length;
+    // The legend shows the latest values, unless the cursor points at other ones.
+    if (this.plot.cursor.left === undefined || this.plot.cursor.left < 0) {
+      this.plot.setLegend({ idx: count - 1 });
+    }
+    this.container.dataset.points = String(count);
   }
 }
 
 let chart: ThroughputChart | undefined;
 
+let ended = false;
+
 function render(overview: JobOverview): void {
   renderStatus(overview);
   renderGraph(overview);
+  renderCheckpoints(overview);
   renderSubtasks(overview);
   chart ??= new ThroughputChart(overview.vertices);
   chart.add(overview);
+  if (FINAL_STATES.has(overview.job.state)) {
+    // The job manager sends the final state last: keep it, and stop listening.
+    ended = true;
+    events.close();
+    for (const id of ["throttle-input", "throttle-set", "throttle-lift"]) {
+      byId<HTMLInputElement | HTMLButtonElement>(id).disabled = true;
+    }
+  }
 }
 
 async function setThrottle(recordsPerSecond: number | null): Promise<void> {
@@ -243,6 +330,7 @@ byId("throttle-lift").addEventListener("click", () => void setThrottle(null));
 const events = new EventSource("api/events");
 events.onmessage = (message) => render(JSON.parse(message.data as string) as JobOverview);
 events.onerror = () => {
+  if (ended) return;
   byId("job-status").textContent += " · disconnected (the job manager has ended)";
   events.close();
 };

@@ -43,6 +43,19 @@ export const NettyShuffleEnvironmentOptions = {
         "listens on `taskmanager.data.port`.",
     ),
 
+  /** Whether the network shuffle registers its per-gate and per-partition queue metrics. */
+  NETWORK_DETAILED_METRICS: ConfigOptions.key("taskmanager.network.detailed-metrics")
+    .booleanType()
+    .defaultValue(false)
+    .withDescription(
+      "Registers the detailed queue metrics of every task: for each input gate " +
+        "(`Shuffle.Netty.Input.<gate index>`) the total, minimum, maximum and average number of " +
+        "buffers queued in its remote channels, and for each result partition " +
+        "(`Shuffle.Netty.Output.<partition index>`) the same over its subpartitions " +
+        "(`totalQueueLen`, `minQueueLen`, `maxQueueLen`, `avgQueueLen`). Off by default, as in " +
+        "Flink: with many channels they are many metrics.",
+    ),
+
   /** First delay before a local channel retries a partition request. */
   NETWORK_REQUEST_BACKOFF_INITIAL: ConfigOptions.key("taskmanager.network.request-backoff.initial")
     .durationType()

@@ -35,9 +35,9 @@ describe("TaskIOMetricGroup", () => {
     clock.advanceMillis(1_000);
     io.idleTimeMsPerSecond.markEnd();
     clock.advanceMillis(2_500);
-    io.backPressuredTimeMsPerSecond.markStart();
+    io.softBackPressuredTimeMsPerSecond.markStart();
     clock.advanceMillis(1_500);
-    io.backPressuredTimeMsPerSecond.markEnd();
+    io.softBackPressuredTimeMsPerSecond.markEnd();
     registry.viewUpdater.update();
     expect(value(task, "idleTimeMsPerSecond")).toBe(200);
     expect(value(task, "backPressuredTimeMsPerSecond")).toBe(300);
@@ -45,6 +45,45 @@ describe("TaskIOMetricGroup", () => {
     expect(value(task, "accumulatedIdleTime")).toBe(1_000);
     expect(value(task, "accumulatedBackPressuredTime")).toBe(1_500);
     expect(value(task, "accumulatedBusyTime")).toBe(2_500);
+    await registry.close();
+  });
+
+  it("adds soft and hard back-pressured time into backPressuredTimeMsPerSecond and keeps the longest period of each", async () => {
+    const clock = new ManualClock();
+    const { registry, task, io } = taskGroup(clock);
+    io.markTaskStart();
+    // In 5 s: soft 0.4 s then 0.6 s, hard 1 s.
+    io.softBackPressuredTimeMsPerSecond.markStart();
+    clock.advanceMillis(400);
+    io.softBackPressuredTimeMsPerSecond.markEnd();
+    io.hardBackPressuredTimeMsPerSecond.markStart();
+    clock.advanceMillis(1_000);
+    io.hardBackPressuredTimeMsPerSecond.markEnd();
+    io.softBackPressuredTimeMsPerSecond.markStart();
+    clock.advanceMillis(600);
+    io.softBackPressuredTimeMsPerSecond.markEnd();
+    clock.advanceMillis(3_000);
+    registry.viewUpdater.update();
+    expect(value(task, "softBackPressuredTimeMsPerSecond")).toBe(200);
+    expect(value(task, "hardBackPressuredTimeMsPerSecond")).toBe(200);
+    expect(value(task, "backPressuredTimeMsPerSecond")).toBe(400);
+    expect(value(task, "maxSoftBackPressureTimeMs")).toBe(600);
+    expect(value(task, "maxHardBackPressureTimeMs")).toBe(1_000);
+    expect(value(task, "accumulatedBackPressuredTime")).toBe(2_000);
+    expect(value(task, "busyTimeMsPerSecond")).toBe(600);
+    await registry.close();
+  });
+
+  it("reads the checkpoint alignment time and start delay of the task's barrier handler", async () => {
+    const { registry, task, io } = taskGroup(new ManualClock());
+    let alignment = 0;
+    io.registerCheckpointMetrics({
+      getAlignmentDurationNanos: () => alignment,
+      getCheckpointStartDelayNanos: () => 7_000_000,
+    });
+    alignment = 42_000;
+    expect(value(task, "checkpointAlignmentTime")).toBe(42_000);
+    expect(value(task, "checkpointStartDelayNanos")).toBe(7_000_000);
     await registry.close();
   });
 
