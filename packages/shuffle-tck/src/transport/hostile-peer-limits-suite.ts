@@ -381,7 +381,13 @@ export function describeHostilePeerLimitsSuite(
       const subpartition = writer.getSubpartition(0) as PipelinedSubpartition;
       await expect.poll(() => subpartition.bufferSizeHint()).toBe(256);
       const record = new Uint8Array(20);
-      for (let seq = 0; seq < 200; seq++) writer.emitRecord(record, 0);
+      // As a task emits: only while the pool has a buffer to give. A full builder of a dry pool
+      // grows back towards its segment instead (so a record need not wait), which is not the
+      // limit under test here.
+      for (let seq = 0; seq < 200; seq++) {
+        if (!writer.isAvailable()) await writer.getAvailableFuture();
+        writer.emitRecord(record, 0);
+      }
       writer.finish();
       const dataSizes = () =>
         decode(peer)
