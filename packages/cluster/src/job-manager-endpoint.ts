@@ -5,6 +5,7 @@ import type { TLSSocket } from "node:tls";
 import {
   ConfigurationError,
   IllegalStateError,
+  type JobID,
   ProtocolError,
   RemoteTransportError,
   ResourceID,
@@ -285,6 +286,16 @@ export class JobManagerEndpoint {
           ),
         );
       }
+      // Jobs tell task managers apart by resource id (a lost one is never used again), so one id
+      // names one task manager for the job manager's lifetime, lost ones included.
+      const holder = this.taskManagers.find((tm) => tm.location.resourceId.equals(resourceId));
+      if (holder !== undefined) {
+        refuse(
+          new IllegalStateError(
+            `${peer.label} registered with resource id ${resourceId}, which ${holder.labelWithAddress} registered with${holder.connected ? "" : " (it was lost)"}; a resource id names one task manager`,
+          ),
+        );
+      }
       const info = hello as { pid: number; hostname: string };
       const taskManager = new RegisteredTaskManager(
         {
@@ -299,6 +310,7 @@ export class JobManagerEndpoint {
           events.onWarning(
             `${method} to ${peer.label} failed: ${(error as Error)?.message ?? String(error)}`,
           ),
+        events.onWarning,
       );
       registered = taskManager;
       peer.label = taskManager.labelWithAddress;
@@ -318,14 +330,25 @@ export class JobManagerEndpoint {
       JobMasterGatewayMethods,
       () => {
         const taskManager = requireRegistered();
+        const jobMasterOf = (jobId: JobID) => {
+          const jobMaster = taskManager.jobMasterOf(jobId);
+          if (jobMaster !== undefined) return jobMaster;
+          throw new IllegalStateError(
+            `${taskManager.label} called about job ${jobId}, of which it runs no task`,
+          );
+        };
         return {
-          jobMasterOf: (jobId) => {
-            const jobMaster = taskManager.jobMasterOf(jobId);
-            if (jobMaster !== undefined) return jobMaster;
-            throw new IllegalStateError(
-              `${taskManager.label} called about job ${jobId}, of which it runs no task`,
-            );
+          jobMasterOf,
+          reporterFor: (jobId, attemptId, what) => {
+            try {
+              taskManager.checkReporter(jobId, attemptId, what);
+            } catch (error) {
+              events.onWarning(`refused a report: ${(error as Error).message}`);
+              throw error;
+            }
+            return jobMasterOf(jobId);
           },
+          attemptEnded: (attemptId) => taskManager.attemptEnded(attemptId),
         };
       },
     );

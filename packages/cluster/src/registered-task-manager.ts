@@ -1,5 +1,10 @@
-import type { JobID } from "@sluice/core";
-import type { JobMasterGateway, TaskExecutorGateway, TaskManagerLocation } from "@sluice/runtime";
+import { type ExecutionAttemptID, IllegalStateError, type JobID } from "@sluice/core";
+import {
+  type JobMasterGateway,
+  ScopeVariables,
+  type TaskExecutorGateway,
+  type TaskManagerLocation,
+} from "@sluice/runtime";
 import type { JsonValue } from "@sluice/runtime-api";
 import type {
   JobManagerMethods,
@@ -13,6 +18,9 @@ import {
   type TaskExecutorGatewayCaller,
   TaskExecutorGatewayMethods,
 } from "./task-executor-gateway-methods.js";
+
+/** How many ended attempts a task manager's metric answers may still name. */
+const MAX_ENDED_ATTEMPTS = 1024;
 
 /** The job manager's end of a control connection to a task manager. */
 export type TaskManagerConnection = RpcPeer<typeof JobManagerMethods, typeof TaskManagerMethods>;
@@ -57,6 +65,18 @@ export class RegisteredTaskManager
 
   private readonly connection: TaskManagerConnection;
   private readonly jobMasters: Map<string, JobMasterGateway>;
+  /**
+   * The execution attempts deployed here that have not reported a final state, each with its
+   * job: the only ones this task manager may report about. Entries come only from the job
+   * manager's own deployments, so a peer cannot grow it.
+   */
+  private readonly attempts: Map<string, string>;
+  /**
+   * The latest attempts that ended here (at most {@link MAX_ENDED_ATTEMPTS}): a metric answer in
+   * flight when one ended may still name it.
+   */
+  private readonly endedAttempts = new Set<string>();
+  private readonly onRefusedMetrics: (message: string) => void;
   private ending = false;
 
   /** @internal Created by the job manager when a task manager registers. */
@@ -64,17 +84,23 @@ export class RegisteredTaskManager
     info: TaskManagerInfo,
     connection: TaskManagerConnection,
     onUndelivered: (method: string, error: unknown) => void,
+    onRefusedMetrics: (message: string) => void = () => {},
   ) {
     const jobMasters = new Map<string, JobMasterGateway>();
+    const attempts = new Map<string, string>();
     super({
       caller: {
         routeJobMaster: (jobId: JobID, jobMaster: JobMasterGateway) =>
           jobMasters.set(jobId.toString(), jobMaster),
+        deployAttempt: (jobId: JobID, attemptId: ExecutionAttemptID) =>
+          attempts.set(attemptId.toString(), jobId.toString()),
       },
       request: (method, params) => connection.call(method as never, params as never),
       onUndelivered,
     });
     this.jobMasters = jobMasters;
+    this.attempts = attempts;
+    this.onRefusedMetrics = onRefusedMetrics;
     this.index = info.index;
     this.pid = info.pid;
     this.hostname = info.hostname;
@@ -109,6 +135,36 @@ export class RegisteredTaskManager
   }
 
   /**
+   * @internal Refuses a report (`what`: a state update, a checkpoint acknowledgement or decline)
+   * about `attemptId` of `jobId` unless that attempt was deployed to this task manager and has not
+   * ended: a task manager speaks only for its own tasks (Flink checks the attempt and its
+   * location).
+   *
+   * @throws IllegalStateError naming this task manager, the attempt and why it may not report it.
+   */
+  checkReporter(jobId: JobID, attemptId: ExecutionAttemptID, what: string): void {
+    const job = this.attempts.get(attemptId.toString());
+    if (job === jobId.toString()) return;
+    const why =
+      job === undefined
+        ? "which is not deployed to it (another task manager's, an ended one or none)"
+        : `which belongs to job ${job}`;
+    throw new IllegalStateError(
+      `${this.labelWithAddress} sent ${what} for execution attempt ${attemptId} of job ${jobId}, ${why}; a task manager may report only the tasks deployed to it`,
+    );
+  }
+
+  /** @internal `attemptId` reported its final state: nothing more may be reported about it. */
+  attemptEnded(attemptId: ExecutionAttemptID): void {
+    const id = attemptId.toString();
+    if (!this.attempts.delete(id)) return;
+    this.endedAttempts.add(id);
+    if (this.endedAttempts.size > MAX_ENDED_ATTEMPTS) {
+      this.endedAttempts.delete(this.endedAttempts.values().next().value as string);
+    }
+  }
+
+  /**
    * Calls the task manager's application handler with `name` and `payload` (the application
    * channel); resolves with what it returned.
    *
@@ -121,12 +177,23 @@ export class RegisteredTaskManager
   /**
    * Every metric of the task manager with its current value (Flink's metric query): its
    * TaskExecutor's registry, task manager, job and task scopes. A task's metrics are gone once it
-   * ended.
+   * ended. A task's metric whose attempt is not deployed here is left out (and reported as a
+   * warning): a task manager answers only for its own tasks.
    *
    * @throws RemoteTransportError or TimeoutError when the task manager cannot answer.
    */
   async queryMetrics(): Promise<RemoteMetricDump[]> {
-    return (await this.connection.call("queryMetrics", {})).metrics;
+    const { metrics } = await this.connection.call("queryMetrics", {});
+    const own = metrics.filter((metric) => {
+      const attempt = metric.variables[ScopeVariables.TASK_ATTEMPT_ID];
+      return attempt === undefined || this.attempts.has(attempt) || this.endedAttempts.has(attempt);
+    });
+    if (own.length < metrics.length) {
+      this.onRefusedMetrics(
+        `left out ${metrics.length - own.length} of the ${metrics.length} metrics ${this.labelWithAddress} answered with: they name execution attempts not deployed to it`,
+      );
+    }
+    return own;
   }
 
   /** Sends `name` and `payload` to the task manager's application handler, without a reply. */
