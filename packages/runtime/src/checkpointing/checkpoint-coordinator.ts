@@ -179,15 +179,24 @@ export class CheckpointCoordinator {
   receiveAcknowledgeMessage(ack: AcknowledgeCheckpoint): void {
     if (!ack.jobId.equals(this.options.jobId)) return;
     const pending = this.pendingCheckpoints.get(ack.checkpointId);
-    if (ack.stateHandle !== undefined && !this.storage.holds(ack.stateHandle, ack.checkpointId)) {
-      // Not a file of this checkpoint (a task manager configured with another
-      // state.checkpoints.dir, or a forged message): never restored from, never deleted.
-      if (pending !== undefined && !pending.disposed) {
+    if (
+      ack.stateHandle !== undefined &&
+      !this.storage.holds(ack.stateHandle, ack.checkpointId, ack.executionAttemptId)
+    ) {
+      // Not the file this task's snapshot of this checkpoint is written to (a task manager
+      // configured with another state.checkpoints.dir, another task's snapshot, a forged
+      // message): never restored from, never deleted. It fails the checkpoint only when it
+      // comes from one of the tasks the checkpoint waits for.
+      if (
+        pending !== undefined &&
+        !pending.disposed &&
+        pending.isAwaiting(ack.executionAttemptId)
+      ) {
         this.abort(
           pending,
           CheckpointFailureReason.CHECKPOINT_DECLINED,
           new CheckpointError(
-            `the snapshot of task ${ack.executionAttemptId} is ${ack.stateHandle.path}, outside the checkpoint's folder ${this.storage.checkpointDirectory(ack.checkpointId)} (every process must use the same state.checkpoints.dir)`,
+            `the snapshot of task ${ack.executionAttemptId} is ${ack.stateHandle.path}, not ${this.storage.taskStateFile(ack.checkpointId, ack.executionAttemptId)}, its file in the checkpoint's folder (every process must use the same state.checkpoints.dir)`,
           ),
         );
       }

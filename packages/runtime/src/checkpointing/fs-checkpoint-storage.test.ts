@@ -1,4 +1,13 @@
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import {
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  realpath,
+  rm,
+  symlink,
+  writeFile,
+} from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ErrorCodes, ExecutionAttemptID, JobID } from "@sluice/core";
@@ -99,6 +108,75 @@ describe("FsCheckpointStorage", () => {
     expect(await readdir(storage.jobDirectory)).toEqual(["chk-2"]);
     await storage.discardCheckpoint(2n);
     expect(await readdir(base)).toEqual([]);
+  });
+
+  it("follows no symbolic link below state.checkpoints.dir when it deletes: files a link leads to stay", async () => {
+    const jobId = new JobID();
+    const storage = new FsCheckpointStorage(base, jobId);
+    const attempt = new ExecutionAttemptID();
+    const outside = await mkdtemp(path.join(tmpdir(), "sluice-fs-storage-outside-"));
+    try {
+      const victim = path.join(outside, `${attempt}.json`);
+      await writeFile(victim, "keep me");
+      await writeFile(path.join(outside, "other"), "keep me too");
+      // The checkpoint's folder is a link to a folder outside.
+      await mkdir(storage.jobDirectory, { recursive: true });
+      await symlink(outside, storage.checkpointDirectory(1n));
+      const handle = { path: storage.taskStateFile(1n, attempt), size: 7 };
+      await expectRejection(
+        storage.discardState(handle),
+        CheckpointError,
+        ErrorCodes.CHECKPOINT,
+        `refused to delete in ${path.join(await realpath(base), jobId.toString(), "chk-1")}: it is a symbolic link`,
+      );
+      await expectRejection(
+        storage.discardCheckpoint(1n),
+        CheckpointError,
+        ErrorCodes.CHECKPOINT,
+        "is a symbolic link",
+      );
+      // The job's folder is a link to a folder outside.
+      await rm(storage.jobDirectory, { recursive: true });
+      await mkdir(path.join(outside, "chk-2"));
+      await writeFile(path.join(outside, "chk-2", `${attempt}.json`), "keep me");
+      await symlink(outside, storage.jobDirectory);
+      await expect(storage.discardCheckpoint(2n)).rejects.toThrow(/is a symbolic link/);
+      await expect(
+        storage.discardState({ path: storage.taskStateFile(2n, attempt), size: 7 }),
+      ).rejects.toThrow(/is a symbolic link/);
+      // A link in a snapshot's place is removed itself.
+      await rm(storage.jobDirectory);
+      await mkdir(storage.checkpointDirectory(3n), { recursive: true });
+      await symlink(victim, storage.taskStateFile(3n, attempt));
+      await storage.discardCheckpoint(3n);
+      expect(await readFile(victim, "utf8")).toBe("keep me");
+      expect(await readFile(path.join(outside, "other"), "utf8")).toBe("keep me too");
+      expect(await readFile(path.join(outside, "chk-2", `${attempt}.json`), "utf8")).toBe(
+        "keep me",
+      );
+      expect(await readdir(base)).toEqual([]);
+      // Nor does it delete a file that is not a snapshot of one of its checkpoint folders.
+      await expect(storage.discardState({ path: victim, size: 7 })).rejects.toThrow(
+        /refused to delete/,
+      );
+      expect(await readFile(victim, "utf8")).toBe("keep me");
+    } finally {
+      await rm(outside, { recursive: true, force: true });
+    }
+  });
+
+  it("deletes through a state.checkpoints.dir that is itself a link, inside the folder it points to", async () => {
+    const real = await mkdtemp(path.join(tmpdir(), "sluice-fs-storage-real-"));
+    const link = path.join(base, "checkpoints");
+    try {
+      await symlink(real, link);
+      const storage = new FsCheckpointStorage(link, new JobID());
+      const handle = await storage.writeTaskState(1n, new ExecutionAttemptID(), "A", "1");
+      await storage.discardState(handle);
+      expect(await readdir(real)).toEqual([]);
+    } finally {
+      await rm(real, { recursive: true, force: true });
+    }
   });
 
   it("writes the channel state of an unaligned checkpoint next to the snapshot and reads it back", async () => {

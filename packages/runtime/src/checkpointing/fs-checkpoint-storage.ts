@@ -1,4 +1,4 @@
-import { mkdir, readFile, rm, rmdir } from "node:fs/promises";
+import { lstat, mkdir, readFile, realpath, rm, rmdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { ExecutionAttemptID, JobID } from "@sluice/core";
@@ -70,15 +70,25 @@ const DEFAULT_FOLDER_NAME = "sluice-checkpoints";
  * checkpoint's file fails loudly instead of restoring the wrong state. The in-flight data of an
  * unaligned checkpoint goes to `<execution attempt>.channel-state` next to it (layout:
  * {@link ChannelStateSerializer}), written first; the envelope records its size.
+ *
+ * The storage owns only the files it names. A task's snapshot has one path, fixed by the job, the
+ * checkpoint and the task's execution attempt ({@link taskStateFile}); the job side accepts an
+ * acknowledgement only when it names exactly that path, so it never deletes a file it did not
+ * name. Deleting resolves `state.checkpoints.dir` to its real path once (the operator may point
+ * it anywhere) and follows no symbolic link below it: a job or checkpoint folder that is a link
+ * is refused with a CheckpointError, and a link in a file's place is removed itself, never what
+ * it points to.
  */
 export class FsCheckpointStorage {
   /** `<state.checkpoints.dir>/<jobId>`. */
   readonly jobDirectory: string;
+  private readonly baseDirectory: string;
   private readonly jobId: JobID;
 
   constructor(baseDirectory: string, jobId: JobID) {
     this.jobId = jobId;
-    this.jobDirectory = path.resolve(baseDirectory, jobId.toString());
+    this.baseDirectory = path.resolve(baseDirectory);
+    this.jobDirectory = path.join(this.baseDirectory, jobId.toString());
   }
 
   /** `state.checkpoints.dir`, or `sluice-checkpoints` in the system's temporary folder. */
@@ -93,16 +103,25 @@ export class FsCheckpointStorage {
   }
 
   /**
-   * True when `handle` names a task's snapshot file of checkpoint `checkpointId` of this job:
-   * directly in its folder, and not its `_metadata`. The job side deletes the files named in
-   * acknowledgements, which may come from another process: it must never delete anything else.
+   * The one path of the snapshot of attempt `executionAttemptId` in checkpoint `checkpointId`:
+   * `<jobDirectory>/chk-<n>/<attempt>.json`.
    */
-  holds(handle: FileStateHandle, checkpointId: bigint): boolean {
-    const file = path.resolve(handle.path);
-    return (
-      path.dirname(file) === this.checkpointDirectory(checkpointId) &&
-      path.basename(file) !== METADATA_FILE_NAME
-    );
+  taskStateFile(checkpointId: bigint, executionAttemptId: ExecutionAttemptID): string {
+    return path.join(this.checkpointDirectory(checkpointId), `${executionAttemptId}.json`);
+  }
+
+  /**
+   * True when `handle` names the snapshot file of attempt `executionAttemptId` in checkpoint
+   * `checkpointId` of this job ({@link taskStateFile}), and nothing else. The job side deletes
+   * the files named in acknowledgements, which come from other processes: a handle naming
+   * another task's snapshot, another checkpoint's or any other file is not the task's.
+   */
+  holds(
+    handle: FileStateHandle,
+    checkpointId: bigint,
+    executionAttemptId: ExecutionAttemptID,
+  ): boolean {
+    return path.resolve(handle.path) === this.taskStateFile(checkpointId, executionAttemptId);
   }
 
   /**
@@ -121,7 +140,7 @@ export class FsCheckpointStorage {
     stateJson: string | undefined,
     channelState: TaskChannelState = EMPTY_CHANNEL_STATE,
   ): Promise<FileStateHandle> {
-    const file = path.join(this.checkpointDirectory(checkpointId), `${executionAttemptId}.json`);
+    const file = this.taskStateFile(checkpointId, executionAttemptId);
     let channelStateField = "";
     if (channelStateSize(channelState) > 0) {
       const bytes = ChannelStateSerializer.serialize(channelState);
@@ -246,23 +265,78 @@ export class FsCheckpointStorage {
    * a failed task's snapshot), then — unless `pruneFolders` is false because the checkpoint
    * may still complete — its checkpoint's and job's folders if they are left empty. Missing
    * files are fine.
+   *
+   * @throws CheckpointError when `handle` is not a snapshot file directly in one of this job's
+   *   checkpoint folders, or when that folder or the job's is a symbolic link (nothing is
+   *   deleted then).
    */
   async discardState(handle: FileStateHandle, pruneFolders = true): Promise<void> {
-    await rm(handle.path, { force: true });
-    await rm(channelStateFileOf(handle.path), { force: true });
+    const file = path.resolve(handle.path);
+    const checkpointFolder = path.basename(path.dirname(file));
+    const name = path.basename(file);
+    if (
+      path.dirname(path.dirname(file)) !== this.jobDirectory ||
+      !/^chk-\d+$/.test(checkpointFolder) ||
+      !name.endsWith(".json")
+    ) {
+      throw new CheckpointError(
+        `refused to delete ${handle.path}: it is not a snapshot file of a checkpoint folder under ${this.jobDirectory}`,
+      );
+    }
+    const folder = await this.realFolder(checkpointFolder);
+    if (folder === undefined) return;
+    await rm(path.join(folder, name), { force: true });
+    await rm(channelStateFileOf(path.join(folder, name)), { force: true });
     if (!pruneFolders) return;
-    const checkpointDirectory = path.dirname(handle.path);
-    if (await removeIfEmpty(checkpointDirectory))
-      await removeIfEmpty(path.dirname(checkpointDirectory));
+    if (await removeIfEmpty(folder)) await removeIfEmpty(path.dirname(folder));
   }
 
   /**
-   * Deletes the folder of checkpoint `checkpointId` with everything in it, and the job's folder
-   * once it is empty.
+   * Deletes the folder of checkpoint `checkpointId` with everything in it (a symbolic link in it
+   * is removed, not followed), and the job's folder once it is empty.
+   *
+   * @throws CheckpointError when the checkpoint's or the job's folder is a symbolic link (nothing
+   *   is deleted then).
    */
   async discardCheckpoint(checkpointId: bigint): Promise<void> {
-    await rm(this.checkpointDirectory(checkpointId), { recursive: true, force: true });
-    await removeIfEmpty(this.jobDirectory);
+    const folder = await this.realFolder(`chk-${checkpointId}`);
+    if (folder === undefined) return;
+    await rm(folder, { recursive: true, force: true });
+    await removeIfEmpty(path.dirname(folder));
+  }
+
+  /**
+   * The real path of `<jobDirectory>/<checkpointFolder>`, or undefined when it does not exist.
+   * `state.checkpoints.dir` is resolved (the operator chose it); the job's folder and the
+   * checkpoint's folder must be real folders, so that no link below it leads a deletion
+   * elsewhere.
+   *
+   * @throws CheckpointError naming the link when either is not a real folder.
+   */
+  private async realFolder(checkpointFolder: string): Promise<string | undefined> {
+    let current: string;
+    try {
+      current = await realpath(this.baseDirectory);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+    for (const component of [this.jobId.toString(), checkpointFolder]) {
+      current = path.join(current, component);
+      let isFolder: boolean;
+      try {
+        isFolder = (await lstat(current)).isDirectory();
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+        throw error;
+      }
+      if (!isFolder) {
+        throw new CheckpointError(
+          `refused to delete in ${current}: it is a symbolic link or not a folder, and the checkpoint storage deletes only in the folders it creates under state.checkpoints.dir (${this.baseDirectory})`,
+        );
+      }
+    }
+    return current;
   }
 
   private async writeAtomically(
