@@ -152,9 +152,9 @@ describe("CheckpointCoordinator", () => {
     expect(checkpoint.alignmentDurationNanos).toBe(7);
     expect(checkpoint.bytesProcessedDuringAlignment).toBe(22);
     expect(checkpoint.checkpointStartDelayNanos).toBe(13);
-    const metadata = JSON.parse(await readFile(checkpoint.metadataPath, "utf8"));
+    const metadata = await FsCheckpointStorage.readMetadata(checkpoint.metadataPath);
     expect(metadata).toMatchObject({ jobId: jobId.toString(), checkpointId: "1" });
-    expect(metadata.tasks.map((t: { vertexName: string }) => t.vertexName)).toEqual([
+    expect((metadata.tasks as { vertexName: string }[]).map((t) => t.vertexName)).toEqual([
       "Source",
       "Sink",
     ]);

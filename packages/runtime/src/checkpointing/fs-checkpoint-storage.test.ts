@@ -229,7 +229,49 @@ describe("FsCheckpointStorage", () => {
       FsCheckpointStorage.readTaskSnapshot(handle, identity),
       CheckpointError,
       ErrorCodes.CHECKPOINT,
-      "is not a channel state file",
+      "is damaged: the CRC-32 of its",
+    );
+  });
+
+  it("refuses a snapshot or _metadata that was altered into other valid JSON, truncated or emptied, naming the file", async () => {
+    const jobId = new JobID();
+    const storage = new FsCheckpointStorage(base, jobId);
+    const handle = await storage.writeTaskState(6n, new ExecutionAttemptID(), "T", '{"count":5}');
+    const identity = { jobId, checkpointId: 6n, taskName: "T" };
+    const original = await readFile(handle.path, "utf8");
+    // Another count, the same length, still valid JSON: only the checksum tells.
+    await writeFile(handle.path, original.replace('"count":5', '"count":6'));
+    await expectRejection(
+      FsCheckpointStorage.readTaskState(handle, identity),
+      CheckpointError,
+      ErrorCodes.CHECKPOINT,
+      `T: the snapshot ${handle.path} of checkpoint 6 is damaged: the CRC-32 of its`,
+    );
+    await writeFile(handle.path, original.slice(0, -3));
+    await expect(FsCheckpointStorage.readTaskState(handle, identity)).rejects.toThrow(
+      /is damaged: it has \d+ bytes, but its checkpoint recorded/,
+    );
+    // A handle whose recorded size matches what is left is caught by the header's length.
+    await expect(
+      FsCheckpointStorage.readTaskState({ ...handle, size: handle.size - 3 }, identity),
+    ).rejects.toThrow(/its header records \d+ bytes, but \d+ follow/);
+    await writeFile(handle.path, "");
+    await expect(
+      FsCheckpointStorage.readTaskState({ ...handle, size: 0 }, identity),
+    ).rejects.toThrow(/has no SLUICE-CHECKPOINT header/);
+
+    const metadata = await storage.writeMetadata(6n, { tasks: [{ subtaskIndex: 1 }] });
+    expect(await FsCheckpointStorage.readMetadata(metadata)).toMatchObject({
+      checkpointId: "6",
+      tasks: [{ subtaskIndex: 1 }],
+    });
+    const text = await readFile(metadata, "utf8");
+    await writeFile(metadata, text.replace('"subtaskIndex":1', '"subtaskIndex":2'));
+    await expectRejection(
+      FsCheckpointStorage.readMetadata(metadata),
+      CheckpointError,
+      ErrorCodes.CHECKPOINT,
+      `the metadata ${metadata} is damaged`,
     );
   });
 });

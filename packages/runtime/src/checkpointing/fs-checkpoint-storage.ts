@@ -10,6 +10,12 @@ import {
 } from "@sluice/runtime-api";
 import writeFileAtomic from "write-file-atomic";
 import { ChannelStateSerializer } from "./channel-state-serializer.js";
+import {
+  CHECKED_FILE_VERSION,
+  checksumOf,
+  frameCheckedFile,
+  unframeCheckedFile,
+} from "./checked-file.js";
 import { CheckpointError } from "./checkpoint-error.js";
 import {
   channelStateSize,
@@ -49,7 +55,7 @@ export interface TaskSnapshot {
 const CHANNEL_STATE_SUFFIX = ".channel-state";
 
 /** The version of the snapshot and `_metadata` files this build writes and reads. */
-const FILE_VERSION = 1;
+const FILE_VERSION = CHECKED_FILE_VERSION;
 
 /** The name of a checkpoint's metadata file (Flink's). */
 export const METADATA_FILE_NAME = "_metadata";
@@ -67,9 +73,11 @@ const DEFAULT_FOLDER_NAME = "sluice-checkpoints";
  *
  * A snapshot file holds the task's state as JSON inside an envelope naming the job, the
  * checkpoint and the task; a restore checks the envelope, so a handle pointing at another
- * checkpoint's file fails loudly instead of restoring the wrong state. The in-flight data of an
- * unaligned checkpoint goes to `<execution attempt>.channel-state` next to it (layout:
- * {@link ChannelStateSerializer}), written first; the envelope records its size.
+ * checkpoint's file fails loudly instead of restoring the wrong state. Snapshot and `_metadata`
+ * files carry their length and a CRC-32 in a header line (layout: {@link frameCheckedFile}),
+ * checked before anything is parsed. The in-flight data of an unaligned checkpoint goes to
+ * `<execution attempt>.channel-state` next to it (layout: {@link ChannelStateSerializer}),
+ * written first; the envelope records its size and CRC-32.
  *
  * The storage owns only the files it names. A task's snapshot has one path, fixed by the job, the
  * checkpoint and the task's execution attempt ({@link taskStateFile}); the job side accepts an
@@ -150,14 +158,15 @@ export class FsCheckpointStorage {
         `the channel state of ${taskName}`,
         checkpointId,
       );
-      channelStateField = `,"channelState":{"size":${bytes.length}}`;
+      channelStateField = `,"channelState":{"size":${bytes.length},"crc32":"${checksumOf(bytes)}"}`;
     }
     const stateField = stateJson === undefined ? "" : `,"state":${stateJson}`;
     const envelope =
       `{"version":${FILE_VERSION},"jobId":${JSON.stringify(this.jobId.toString())},` +
       `"checkpointId":"${checkpointId}","task":${JSON.stringify(taskName)}${stateField}${channelStateField}}`;
-    await this.writeAtomically(file, envelope, `the snapshot of ${taskName}`, checkpointId);
-    return { path: file, size: Buffer.byteLength(envelope) };
+    const framed = frameCheckedFile(envelope);
+    await this.writeAtomically(file, framed, `the snapshot of ${taskName}`, checkpointId);
+    return { path: file, size: framed.length };
   }
 
   /**
@@ -173,8 +182,38 @@ export class FsCheckpointStorage {
       checkpointId: checkpointId.toString(),
       ...metadata,
     });
-    await this.writeAtomically(file, text, "the metadata", checkpointId);
+    await this.writeAtomically(file, frameCheckedFile(text), "the metadata", checkpointId);
     return file;
+  }
+
+  /**
+   * Reads a checkpoint's `_metadata` back, once its length and checksum matched.
+   *
+   * @throws CheckpointError naming the file when it is missing, unreadable or damaged.
+   */
+  static async readMetadata(file: string): Promise<JsonObject> {
+    const what = `the metadata ${file}`;
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(file);
+    } catch (error) {
+      throw new CheckpointError(`${what} cannot be read: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
+    const text = unframeCheckedFile(bytes, what);
+    let metadata: unknown;
+    try {
+      metadata = JSON.parse(text);
+    } catch (error) {
+      throw new CheckpointError(`${what} is not JSON: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
+    if (typeof metadata !== "object" || metadata === null || Array.isArray(metadata)) {
+      throw new CheckpointError(`${what} is not a JSON object`);
+    }
+    return metadata as JsonObject;
   }
 
   /**
@@ -203,14 +242,20 @@ export class FsCheckpointStorage {
     expected: TaskStateIdentity,
   ): Promise<TaskSnapshot> {
     const what = `${expected.taskName}: the snapshot ${handle.path} of checkpoint ${expected.checkpointId}`;
-    let text: string;
+    let bytes: Buffer;
     try {
-      text = await readFile(handle.path, "utf8");
+      bytes = await readFile(handle.path);
     } catch (error) {
       throw new CheckpointError(`${what} cannot be read: ${(error as Error).message}`, {
         cause: error,
       });
     }
+    if (bytes.length !== handle.size) {
+      throw new CheckpointError(
+        `${what} is damaged: it has ${bytes.length} bytes, but its checkpoint recorded ${handle.size}`,
+      );
+    }
+    const text = unframeCheckedFile(bytes, what);
     let envelope: unknown;
     try {
       envelope = JSON.parse(text);
@@ -234,7 +279,9 @@ export class FsCheckpointStorage {
       );
     }
     const state = fields.state as JsonValue | undefined;
-    const channelStateField = fields.channelState as { size?: unknown } | undefined;
+    const channelStateField = fields.channelState as
+      | { size?: unknown; crc32?: unknown }
+      | undefined;
     if (channelStateField === undefined) return { state, channelState: EMPTY_CHANNEL_STATE };
     // The channel state file is always the snapshot's sibling: the snapshot names only its size,
     // so it cannot send a restore to read anything else.
@@ -244,20 +291,29 @@ export class FsCheckpointStorage {
     if (typeof expectedSize !== "number" || !Number.isInteger(expectedSize) || expectedSize < 0) {
       throw new CheckpointError(`${what} records no valid channel state size`);
     }
-    let bytes: Buffer;
+    let channelBytes: Buffer;
     try {
-      bytes = await readFile(channelPath);
+      channelBytes = await readFile(channelPath);
     } catch (error) {
       throw new CheckpointError(`${channelWhat} cannot be read: ${(error as Error).message}`, {
         cause: error,
       });
     }
-    if (bytes.length !== expectedSize) {
+    if (channelBytes.length !== expectedSize) {
       throw new CheckpointError(
-        `${channelWhat} has ${bytes.length} bytes, but the snapshot recorded ${expectedSize}`,
+        `${channelWhat} has ${channelBytes.length} bytes, but the snapshot recorded ${expectedSize}`,
       );
     }
-    return { state, channelState: ChannelStateSerializer.deserialize(bytes, channelWhat) };
+    const checksum = checksumOf(channelBytes);
+    if (checksum !== channelStateField.crc32) {
+      throw new CheckpointError(
+        `${channelWhat} is damaged: the CRC-32 of its ${channelBytes.length} bytes is ${checksum}, but the snapshot recorded ${String(channelStateField.crc32)}`,
+      );
+    }
+    return {
+      state,
+      channelState: ChannelStateSerializer.deserialize(channelBytes, channelWhat),
+    };
   }
 
   /**

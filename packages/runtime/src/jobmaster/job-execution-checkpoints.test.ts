@@ -4,7 +4,11 @@ import path from "node:path";
 import { ErrorCodes } from "@sluice/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CheckpointFailureReason } from "../checkpointing/checkpoint-failure-reason.js";
-import { METADATA_FILE_NAME } from "../checkpointing/fs-checkpoint-storage.js";
+import {
+  type FileStateHandle,
+  FsCheckpointStorage,
+  METADATA_FILE_NAME,
+} from "../checkpointing/fs-checkpoint-storage.js";
 import { PollStatus } from "../io/record-reader.js";
 import type { Task } from "../taskexecutor/task.js";
 import type { TaskExecutor } from "../taskexecutor/task-executor.js";
@@ -212,16 +216,23 @@ describe("a checkpointing job", () => {
     const files = (await readdir(path.join(jobDir, `chk-${latest?.checkpointId}`))).sort();
     expect(files).toHaveLength(5);
     expect(files).toContain(METADATA_FILE_NAME);
-    const metadata = JSON.parse(await readFile(latest?.metadataPath as string, "utf8"));
+    const metadata = await FsCheckpointStorage.readMetadata(latest?.metadataPath as string);
     expect(metadata).toMatchObject({
-      version: 1,
+      version: 2,
       jobId: result.jobId.toString(),
       checkpointId: String(latest?.checkpointId),
     });
     expect(metadata.tasks).toHaveLength(4);
-    for (const task of metadata.tasks) {
-      const snapshot = JSON.parse(await readFile(task.stateHandle.path, "utf8"));
-      expect(snapshot.checkpointId).toBe(String(latest?.checkpointId));
+    for (const task of metadata.tasks as unknown as {
+      vertexName: string;
+      stateHandle: FileStateHandle;
+    }[]) {
+      const state = await FsCheckpointStorage.readTaskState(task.stateHandle, {
+        jobId: result.jobId,
+        checkpointId: latest?.checkpointId as bigint,
+        taskName: task.vertexName,
+      });
+      expect(state).toBeDefined();
     }
   });
 });
@@ -377,6 +388,18 @@ const DAMAGES = {
   deleted: (file: string) => rm(file),
   emptied: (file: string) => writeFile(file, ""),
   truncated: async (file: string) => truncate(file, Math.floor((await stat(file)).size / 2)),
+  // One count changed, the file still valid JSON of the same length.
+  altered: async (file: string) => {
+    const text = await readFile(file, "utf8");
+    // The last count of the counter's map, which closes the state and the envelope.
+    const at = text.search(/\d(?=\}+$)/);
+    if (at < 0) throw new Error(`no count at the end of ${file}`);
+    const digit = Number(text[at]);
+    await writeFile(
+      file,
+      `${text.slice(0, at)}${digit === 9 ? 8 : digit + 1}${text.slice(at + 1)}`,
+    );
+  },
 } as const;
 
 /**
