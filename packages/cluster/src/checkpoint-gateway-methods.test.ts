@@ -74,7 +74,7 @@ function forwardJobMaster(jobMaster: JobMasterGateway, jobId: JobID) {
     },
     // These tests are about the codecs; which task manager may report is the endpoint's test.
     reporterFor: (id) => receiver.jobMasterOf(id),
-    attemptEnded: () => {},
+    attemptReported: () => {},
   };
   const { forwarder, undelivered } = inProcessForwarder(JobMasterGatewayMethods, receiver, {});
   return { remote: new ForwardedJobMaster(forwarder), forwarder, undelivered };

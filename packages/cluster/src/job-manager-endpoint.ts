@@ -86,6 +86,8 @@ export interface JobManagerEndpointOptions {
   readonly addressKeys: Pick<ListenTarget, "hostKey" | "portKey">;
   /** Mutual TLS with the internal certificates, or plaintext. */
   readonly tls: TlsSettings | undefined;
+  /** `jobmanager.deployment.timeout`: how long a deployed task may take to report RUNNING. */
+  readonly deploymentTimeoutMs: number;
   /** What one peer may make the job manager hold, and for how long. */
   readonly limits: ControlPlaneLimits;
   readonly heartbeatIntervalMs: number;
@@ -388,6 +390,7 @@ export class JobManagerEndpoint {
             `${method} to ${peer.label} failed: ${(error as Error)?.message ?? String(error)}`,
           ),
         events.onWarning,
+        this.options.deploymentTimeoutMs,
       );
       registered = taskManager;
       this.registeredAddresses.add(remoteAddress);
@@ -426,7 +429,7 @@ export class JobManagerEndpoint {
             }
             return jobMasterOf(jobId);
           },
-          attemptEnded: (attemptId) => taskManager.attemptEnded(attemptId),
+          attemptReported: (attemptId, state) => taskManager.attemptReported(attemptId, state),
         };
       },
     );

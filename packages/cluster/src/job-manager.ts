@@ -197,6 +197,7 @@ export class JobManager {
             : { hostKey: "the bind option", portKey: "the bind option" },
         tls,
         limits,
+        deploymentTimeoutMs: configuration.get(JobManagerOptions.DEPLOYMENT_TIMEOUT),
         heartbeatIntervalMs,
         heartbeatTimeoutMs,
         applicationVersion: options.applicationVersion ?? "",

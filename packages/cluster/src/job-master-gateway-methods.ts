@@ -13,7 +13,7 @@ import {
   taskExecutionStateFromJSON,
   taskExecutionStateToJSON,
 } from "@sluice/runtime";
-import type { JsonValue } from "@sluice/runtime-api";
+import type { ExecutionState, JsonValue } from "@sluice/runtime-api";
 import * as z from "zod";
 import { type ForwardingTable, forwardedMethods } from "./gateway-forwarding.js";
 import { executionState, json, serializedThrowable, text } from "./wire-schemas.js";
@@ -33,12 +33,12 @@ export interface JobMasterGatewayReceiver {
    * @throws IllegalStateError when it is not (the report is refused and never reaches the job).
    */
   reporterFor(jobId: JobID, attemptId: ExecutionAttemptID, what: string): JobMasterGateway;
-  /** Attempt `attemptId`'s final state was accepted: nothing more is accepted about it. */
-  attemptEnded(attemptId: ExecutionAttemptID): void;
+  /**
+   * Attempt `attemptId`'s report of `state` was accepted: once RUNNING its deployment is done;
+   * once final, nothing more is accepted about it.
+   */
+  attemptReported(attemptId: ExecutionAttemptID, state: ExecutionState): void;
 }
-
-/** The states after which an attempt reports nothing more. */
-const FINAL_STATES: ReadonlySet<string> = new Set(["FINISHED", "CANCELED", "FAILED"]);
 
 /** A task manager's side of a forwarded JobMasterGateway call needs nothing besides sending. */
 export type JobMasterGatewayCaller = Readonly<Record<string, never>>;
@@ -91,7 +91,7 @@ export const JobMasterGatewayMethods = {
       job
         .reporterFor(update.jobId, update.executionAttemptId, `the state ${update.state}`)
         .updateTaskExecutionState(update);
-      if (FINAL_STATES.has(update.state)) job.attemptEnded(update.executionAttemptId);
+      job.attemptReported(update.executionAttemptId, update.state);
     },
   }),
   /** A consumer asks for the state of a partition's producer. */

@@ -1,11 +1,12 @@
-import { type ExecutionAttemptID, IllegalStateError, type JobID } from "@sluice/core";
+import { type ExecutionAttemptID, IllegalStateError, type JobID, TimeoutError } from "@sluice/core";
 import {
   type JobMasterGateway,
   ScopeVariables,
+  serializeThrowable,
   type TaskExecutorGateway,
   type TaskManagerLocation,
 } from "@sluice/runtime";
-import type { JsonValue } from "@sluice/runtime-api";
+import { type ExecutionState, JobManagerOptions, type JsonValue } from "@sluice/runtime-api";
 import type {
   JobManagerMethods,
   ShutdownReport,
@@ -18,6 +19,24 @@ import {
   type TaskExecutorGatewayCaller,
   TaskExecutorGatewayMethods,
 } from "./task-executor-gateway-methods.js";
+
+/** An execution attempt deployed to a task manager, until it reports its final state. */
+interface DeployedAttempt {
+  readonly jobId: string;
+  /** Fails the attempt when it does not report RUNNING in time. */
+  timer?: NodeJS.Timeout;
+}
+
+/** The states of an attempt that has not started running yet. */
+const STILL_DEPLOYING: ReadonlySet<ExecutionState> = new Set([
+  "CREATED",
+  "SCHEDULED",
+  "DEPLOYING",
+  "INITIALIZING",
+]);
+
+/** The states after which an attempt reports nothing more. */
+const FINAL_STATES: ReadonlySet<ExecutionState> = new Set(["FINISHED", "CANCELED", "FAILED"]);
 
 /** How many ended attempts a task manager's metric answers may still name. */
 const MAX_ENDED_ATTEMPTS = 1024;
@@ -70,7 +89,7 @@ export class RegisteredTaskManager
    * job: the only ones this task manager may report about. Entries come only from the job
    * manager's own deployments, so a peer cannot grow it.
    */
-  private readonly attempts: Map<string, string>;
+  private readonly attempts: Map<string, DeployedAttempt>;
   /**
    * The latest attempts that ended here (at most {@link MAX_ENDED_ATTEMPTS}): a metric answer in
    * flight when one ended may still name it.
@@ -85,15 +104,25 @@ export class RegisteredTaskManager
     connection: TaskManagerConnection,
     onUndelivered: (method: string, error: unknown) => void,
     onRefusedMetrics: (message: string) => void = () => {},
+    deploymentTimeoutMs = Number.POSITIVE_INFINITY,
   ) {
     const jobMasters = new Map<string, JobMasterGateway>();
-    const attempts = new Map<string, string>();
+    const attempts = new Map<string, DeployedAttempt>();
     super({
       caller: {
         routeJobMaster: (jobId: JobID, jobMaster: JobMasterGateway) =>
           jobMasters.set(jobId.toString(), jobMaster),
-        deployAttempt: (jobId: JobID, attemptId: ExecutionAttemptID) =>
-          attempts.set(attemptId.toString(), jobId.toString()),
+        deployAttempt: (jobId: JobID, attemptId: ExecutionAttemptID) => {
+          const deployed: DeployedAttempt = { jobId: jobId.toString() };
+          if (Number.isFinite(deploymentTimeoutMs)) {
+            deployed.timer = setTimeout(
+              () => this.deploymentTimedOut(jobId, attemptId, deploymentTimeoutMs),
+              deploymentTimeoutMs,
+            );
+            deployed.timer.unref();
+          }
+          attempts.set(attemptId.toString(), deployed);
+        },
       },
       request: (method, params) => connection.call(method as never, params as never),
       onUndelivered,
@@ -143,7 +172,7 @@ export class RegisteredTaskManager
    * @throws IllegalStateError naming this task manager, the attempt and why it may not report it.
    */
   checkReporter(jobId: JobID, attemptId: ExecutionAttemptID, what: string): void {
-    const job = this.attempts.get(attemptId.toString());
+    const job = this.attempts.get(attemptId.toString())?.jobId;
     if (job === jobId.toString()) return;
     const why =
       job === undefined
@@ -154,10 +183,17 @@ export class RegisteredTaskManager
     );
   }
 
-  /** @internal `attemptId` reported its final state: nothing more may be reported about it. */
-  attemptEnded(attemptId: ExecutionAttemptID): void {
+  /**
+   * @internal `attemptId` reported `state`: once RUNNING its deployment is done; once final,
+   * nothing more may be reported about it.
+   */
+  attemptReported(attemptId: ExecutionAttemptID, state: ExecutionState): void {
     const id = attemptId.toString();
-    if (!this.attempts.delete(id)) return;
+    const deployed = this.attempts.get(id);
+    if (deployed === undefined || STILL_DEPLOYING.has(state)) return;
+    clearTimeout(deployed.timer);
+    if (!FINAL_STATES.has(state)) return;
+    this.attempts.delete(id);
     this.endedAttempts.add(id);
     if (this.endedAttempts.size > MAX_ENDED_ATTEMPTS) {
       this.endedAttempts.delete(this.endedAttempts.values().next().value as string);
@@ -232,5 +268,27 @@ export class RegisteredTaskManager
   /** @internal Marks it ended on purpose (the job manager is closing, or it was lost). */
   markEnded(): void {
     this.ending = true;
+    for (const deployed of this.attempts.values()) clearTimeout(deployed.timer);
+  }
+
+  /**
+   * The attempt did not report RUNNING within `jobmanager.deployment.timeout`: it fails, as if
+   * this task manager had reported it, so that its job restarts or fails instead of waiting
+   * for a task that may never run.
+   */
+  private deploymentTimedOut(jobId: JobID, attemptId: ExecutionAttemptID, timeoutMs: number): void {
+    const jobMaster = this.jobMasters.get(jobId.toString());
+    if (this.ending || !this.attempts.has(attemptId.toString()) || jobMaster === undefined) return;
+    this.attemptReported(attemptId, "FAILED");
+    jobMaster.updateTaskExecutionState({
+      jobId,
+      executionAttemptId: attemptId,
+      state: "FAILED",
+      error: serializeThrowable(
+        new TimeoutError(
+          `execution attempt ${attemptId} of job ${jobId}, deployed to ${this.labelWithAddress}, did not report RUNNING within ${timeoutMs} ms (${JobManagerOptions.DEPLOYMENT_TIMEOUT.key})`,
+        ),
+      ),
+    });
   }
 }

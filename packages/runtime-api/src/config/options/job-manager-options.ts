@@ -40,6 +40,18 @@ export const JobManagerOptions = {
         "managers that were refused, and why.",
     ),
 
+  /** How long a deployed task may take to report RUNNING (Sluice). */
+  DEPLOYMENT_TIMEOUT: ConfigOptions.key("jobmanager.deployment.timeout")
+    .durationType()
+    .defaultValue("2min")
+    .withValidator(atLeast(1, "a duration"))
+    .withDescription(
+      "Sluice: a task deployed to a task manager that has not reported RUNNING this long after " +
+        "its deployment was sent fails with `SLUICE_ERR_TIMEOUT` naming the task manager, and " +
+        "the job restarts or fails as its restart strategy says. It catches a task manager that " +
+        "accepts tasks and runs none while it still answers heartbeats.",
+    ),
+
   /** The largest control-plane message the job manager accepts (Flink's `pekko.framesize`). */
   MAX_MESSAGE_SIZE: ConfigOptions.key("jobmanager.rpc.max-message-size")
     .memoryType()
