@@ -74,8 +74,8 @@ const DEFAULT_FOLDER_NAME = "sluice-checkpoints";
  * A snapshot file holds the task's state as JSON inside an envelope naming the job, the
  * checkpoint and the task; a restore checks the envelope, so a handle pointing at another
  * checkpoint's file fails loudly instead of restoring the wrong state. Snapshot and `_metadata`
- * files carry their length and a CRC-32 in a header line (layout: {@link frameCheckedFile}),
- * checked before anything is parsed. The in-flight data of an unaligned checkpoint goes to
+ * files carry their length and a CRC-32 in a header line
+ * (`SLUICE-CHECKPOINT <version> <length> <crc32>`), checked before anything is parsed. The in-flight data of an unaligned checkpoint goes to
  * `<execution attempt>.channel-state` next to it (layout: {@link ChannelStateSerializer}),
  * written first; the envelope records its size and CRC-32.
  *
