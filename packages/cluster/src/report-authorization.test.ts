@@ -4,15 +4,10 @@
  */
 import { ExecutionAttemptID, JobID } from "@sluice/core";
 import { must, waitFor } from "@sluice/core/testing";
-import {
-  DeclineCheckpointCodec,
-  JobGraph,
-  PollStatus,
-  type Task,
-  type TaskInvokable,
-} from "@sluice/runtime";
+import { DeclineCheckpointCodec, JobGraph, type Task, type TaskInvokable } from "@sluice/runtime";
 import { afterEach, describe, expect, it } from "vitest";
 import type { RegisteredTaskManager } from "./registered-task-manager.js";
+import { sum } from "./test-support/number-tasks.js";
 import {
   errorOf,
   RawControlClient,
@@ -48,19 +43,6 @@ async function numbers(task: Task): Promise<number> {
   return NUMBERS;
 }
 
-async function sum(task: Task): Promise<{ count: number; sum: number }> {
-  const state = { count: 0, sum: 0 };
-  const reader = task.reader<number>();
-  for (;;) {
-    const status = reader.pollRecords((value) => {
-      state.count++;
-      state.sum += value;
-    }, 512);
-    if (status === PollStatus.END_OF_INPUT) return state;
-    if (status === PollStatus.NOTHING_AVAILABLE) await reader.getAvailableFuture();
-  }
-}
-
 const invokables: Readonly<Record<string, TaskInvokable<Task>>> = { numbers, sum };
 
 /** Numbers -> Sum on the real task manager, and an "Idle" task on the hostile peer. */
@@ -81,26 +63,35 @@ async function nextRequest(client: RawControlClient, method: string): Promise<Ra
   }
 }
 
+/**
+ * A job manager with a real task manager and a hostile peer that registered: the job's numbers
+ * run on the real one, its "Idle" task on the peer, which accepts its deployment and nothing
+ * else. Returns the running job, the peer and the attempt deployed to it.
+ */
+async function deployBesideHostilePeer() {
+  const warnings: string[] = [];
+  const jobManager = await startJobManager({}, { onWarning: (m) => warnings.push(m) });
+  await startTaskManager(jobManager, {}, { invokables });
+  const hostile = await RawControlClient.open(jobManager.url);
+  hostile.answerHeartbeats();
+  await hostile.hello();
+  expect((await hostile.register(2, jobManager.plugin)).result).toBeDefined();
+  const [real, peer] = (await jobManager.waitForTaskManagers(2)) as RegisteredTaskManager[];
+  // The deployment resolves once every task was submitted, the hostile peer's too.
+  const deployed = jobManager.deploy(job(), (vertex) =>
+    vertex.name === "Idle" ? must(peer) : must(real),
+  );
+  const submit = await nextRequest(hostile, "submitTask");
+  hostile.send({ jsonrpc: "2.0", id: submit.id, result: null });
+  const execution = await deployed;
+  const own = (submit.params as { descriptor: { executionAttemptId: string } }).descriptor
+    .executionAttemptId;
+  return { execution, hostile, own, peer: must(peer), warnings };
+}
+
 describe("reports over the control plane", () => {
   it("are refused, with a coded error and a warning, when they name another task manager's task; the job still finishes with the right counts", async () => {
-    const warnings: string[] = [];
-    const jobManager = await startJobManager({}, { onWarning: (m) => warnings.push(m) });
-    await startTaskManager(jobManager, {}, { invokables });
-    const hostile = await RawControlClient.open(jobManager.url);
-    hostile.answerHeartbeats();
-    await hostile.hello();
-    expect((await hostile.register(2, jobManager.plugin)).result).toBeDefined();
-    const [real, peer] = (await jobManager.waitForTaskManagers(2)) as RegisteredTaskManager[];
-
-    // The deployment resolves once every task was submitted, the hostile peer's too.
-    const deployed = jobManager.deploy(job(), (vertex) =>
-      vertex.name === "Idle" ? must(peer) : must(real),
-    );
-    const submit = await nextRequest(hostile, "submitTask");
-    hostile.send({ jsonrpc: "2.0", id: submit.id, result: null });
-    const execution = await deployed;
-    const descriptor = (submit.params as { descriptor: { executionAttemptId: string } }).descriptor;
-    const own = descriptor.executionAttemptId;
+    const { execution, hostile, own, warnings } = await deployBesideHostilePeer();
     const attemptOf = (name: string) =>
       must(execution.executionVertices.find((v) => v.vertex.name === name)).attemptId.toString();
     await waitFor(
@@ -172,23 +163,7 @@ describe("reports over the control plane", () => {
   });
 
   it("leave out the metrics a task manager answers with for another task manager's task", async () => {
-    const warnings: string[] = [];
-    const jobManager = await startJobManager({}, { onWarning: (m) => warnings.push(m) });
-    await startTaskManager(jobManager, {}, { invokables });
-    const hostile = await RawControlClient.open(jobManager.url);
-    hostile.answerHeartbeats();
-    await hostile.hello();
-    await hostile.register(2, jobManager.plugin);
-    const [real, peer] = (await jobManager.waitForTaskManagers(2)) as RegisteredTaskManager[];
-    // The deployment resolves once every task was submitted, the hostile peer's too.
-    const deployed = jobManager.deploy(job(), (vertex) =>
-      vertex.name === "Idle" ? must(peer) : must(real),
-    );
-    const submit = await nextRequest(hostile, "submitTask");
-    hostile.send({ jsonrpc: "2.0", id: submit.id, result: null });
-    const execution = await deployed;
-    const own = (submit.params as { descriptor: { executionAttemptId: string } }).descriptor
-      .executionAttemptId;
+    const { execution, hostile, own, peer, warnings } = await deployBesideHostilePeer();
     const other = must(
       execution.executionVertices.find((v) => v.vertex.name === "Sum"),
     ).attemptId.toString();
@@ -201,7 +176,7 @@ describe("reports over the control plane", () => {
       type: "counter",
       value: 7,
     });
-    const answered = must(peer).queryMetrics();
+    const answered = peer.queryMetrics();
     const query = await nextRequest(hostile, "queryMetrics");
     hostile.send({
       jsonrpc: "2.0",

@@ -193,23 +193,7 @@ export class FsCheckpointStorage {
    */
   static async readMetadata(file: string): Promise<JsonObject> {
     const what = `the metadata ${file}`;
-    let bytes: Buffer;
-    try {
-      bytes = await readFile(file);
-    } catch (error) {
-      throw new CheckpointError(`${what} cannot be read: ${(error as Error).message}`, {
-        cause: error,
-      });
-    }
-    const text = unframeCheckedFile(bytes, what);
-    let metadata: unknown;
-    try {
-      metadata = JSON.parse(text);
-    } catch (error) {
-      throw new CheckpointError(`${what} is not JSON: ${(error as Error).message}`, {
-        cause: error,
-      });
-    }
+    const metadata = parseCheckedJson(await readCheckpointFile(file, what), what);
     if (typeof metadata !== "object" || metadata === null || Array.isArray(metadata)) {
       throw new CheckpointError(`${what} is not a JSON object`);
     }
@@ -242,28 +226,13 @@ export class FsCheckpointStorage {
     expected: TaskStateIdentity,
   ): Promise<TaskSnapshot> {
     const what = `${expected.taskName}: the snapshot ${handle.path} of checkpoint ${expected.checkpointId}`;
-    let bytes: Buffer;
-    try {
-      bytes = await readFile(handle.path);
-    } catch (error) {
-      throw new CheckpointError(`${what} cannot be read: ${(error as Error).message}`, {
-        cause: error,
-      });
-    }
+    const bytes = await readCheckpointFile(handle.path, what);
     if (bytes.length !== handle.size) {
       throw new CheckpointError(
         `${what} is damaged: it has ${bytes.length} bytes, but its checkpoint recorded ${handle.size}`,
       );
     }
-    const text = unframeCheckedFile(bytes, what);
-    let envelope: unknown;
-    try {
-      envelope = JSON.parse(text);
-    } catch (error) {
-      throw new CheckpointError(`${what} is not JSON: ${(error as Error).message}`, {
-        cause: error,
-      });
-    }
+    const envelope = parseCheckedJson(bytes, what);
     const fields = envelope as Record<string, unknown>;
     if (typeof envelope !== "object" || envelope === null || fields.version !== FILE_VERSION) {
       throw new CheckpointError(
@@ -291,14 +260,7 @@ export class FsCheckpointStorage {
     if (typeof expectedSize !== "number" || !Number.isInteger(expectedSize) || expectedSize < 0) {
       throw new CheckpointError(`${what} records no valid channel state size`);
     }
-    let channelBytes: Buffer;
-    try {
-      channelBytes = await readFile(channelPath);
-    } catch (error) {
-      throw new CheckpointError(`${channelWhat} cannot be read: ${(error as Error).message}`, {
-        cause: error,
-      });
-    }
+    const channelBytes = await readCheckpointFile(channelPath, channelWhat);
     if (channelBytes.length !== expectedSize) {
       throw new CheckpointError(
         `${channelWhat} has ${channelBytes.length} bytes, but the snapshot recorded ${expectedSize}`,
@@ -411,6 +373,29 @@ export class FsCheckpointStorage {
         { cause: error },
       );
     }
+  }
+}
+
+/** The bytes of checkpoint file `file`; `what` names it in the error. */
+async function readCheckpointFile(file: string, what: string): Promise<Buffer> {
+  try {
+    return await readFile(file);
+  } catch (error) {
+    throw new CheckpointError(`${what} cannot be read: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+}
+
+/** The JSON body of a framed checkpoint file, once its length and checksum matched. */
+function parseCheckedJson(bytes: Buffer, what: string): unknown {
+  const text = unframeCheckedFile(bytes, what);
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new CheckpointError(`${what} is not JSON: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
 }
 
