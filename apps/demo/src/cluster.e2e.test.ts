@@ -97,6 +97,24 @@ describe("standalone cluster on 127.0.0.1", () => {
     expect((await right.done).code).toBe(0);
   }, 60_000);
 
+  it("drops a task manager that registers and is gone before the job starts, and runs the job verified on the others", async () => {
+    const { jm, port } = await startJobManager(["--records", "20k", "--task-managers", "2"]);
+    const early = taskManager(port);
+    await until(
+      () => /task manager 0 \(pid \d+\) ready/.test(jm.output().stdout),
+      20_000,
+      "it to register",
+    );
+    early.child.kill("SIGKILL");
+    await early.done;
+    const others = [taskManager(port), taskManager(port)];
+    const run = await jm.done;
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain("verified");
+    expect(run.stderr).toContain("ran no task of the job and is dropped from the pool");
+    for (const tm of others) expect((await tm.done).code).toBe(0);
+  }, 60_000);
+
   it("makes every task manager exit non-zero within seconds when the job manager is killed mid-job", async () => {
     const { jm, port } = await startJobManager(["--records", "200m"]);
     const tms = [taskManager(port), taskManager(port)];

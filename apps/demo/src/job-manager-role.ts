@@ -246,6 +246,14 @@ export class JobManagerRole {
       },
       onTaskManagerLost: (tm, cause) => {
         this.lost.add(tm);
+        // One that runs no task of the job (it registered and dropped before the job started)
+        // only leaves the pool: the job waits for, or runs on, the others.
+        if (!this.execution?.executionVertices.some((v) => v.gateway === tm)) {
+          this.io.stderr.write(
+            `warning: ${cause.message}; it ran no task of the job and is dropped from the pool\n`,
+          );
+          return;
+        }
         // A job that restarts without it (from its latest checkpoint) has not failed.
         if (!this.recovery?.taskManagerLost(tm)) this.recordFailure(1, cause.message);
       },
@@ -549,6 +557,9 @@ export class JobManagerRole {
       this.recordFailure(0, `${label} could not be started or signalled: ${error.message}`);
       return;
     }
+    // One the job manager already gave up on was judged when it was lost (the job failed, or
+    // it recovered without it): its exit, say on waking from a pause, decides nothing more.
+    if (registered !== undefined && this.lost.has(registered)) return;
     const expected = this.expectedExit.get(child.pid);
     if (signal !== null) this.recordFailure(0, `${label} was killed by signal ${signal}`);
     else if (expected === undefined) {

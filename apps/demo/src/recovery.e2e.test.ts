@@ -12,6 +12,7 @@ import {
   killDemoProcesses,
   lastJsonLine,
   startDemo,
+  until,
 } from "./test-support/demo-process.js";
 
 beforeAll(buildDemoIfStale, 300_000);
@@ -85,6 +86,54 @@ describe("demo recovery from a killed task manager", () => {
     },
     60_000,
   );
+
+  it("is not failed by a paused task manager that wakes after it was replaced", async () => {
+    const demo = startDemo([
+      "--records",
+      "6m",
+      "--checkpoint-interval",
+      "200",
+      "--checkpointing",
+      "exactly-once",
+      "-D",
+      "heartbeat.interval=200ms",
+      "-D",
+      "heartbeat.timeout=1500ms",
+      "-D",
+      "restart-strategy.type=fixed-delay",
+      "-D",
+      "restart-strategy.fixed-delay.attempts=2",
+      "-D",
+      "restart-strategy.fixed-delay.delay=100ms",
+    ]);
+    let pid = 0;
+    await until(
+      () => {
+        const { stdout } = demo.output();
+        pid = Number(/task manager 1 \(pid (\d+)\) ready/.exec(stdout)?.[1] ?? 0);
+        return pid > 0 && /\] [1-9][\d,]*\/6,000,000 words/.test(stdout);
+      },
+      30_000,
+      "the job to run on both task managers",
+    );
+    // Paused past heartbeat.timeout: the job manager gives up on it and restarts on a replacement.
+    process.kill(pid, "SIGSTOP");
+    try {
+      await until(
+        () => demo.output().stdout.includes(`(pid ${pid}) was lost: the job restarts`),
+        30_000,
+        "the job to restart without it",
+      );
+    } finally {
+      process.kill(pid, "SIGCONT");
+    }
+    const run = await demo.done;
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain("verified: the counts of all 6,000,000 words equal the reference");
+    // It woke, found itself given up on, and exited on its own.
+    expect(run.stderr).toContain(`task manager (pid ${pid}) lost the job manager`);
+    expect(isAlive(pid)).toBe(false);
+  }, 90_000);
 
   it.each(["tcp", "ws"])(
     "restores an unaligned checkpoint taken under back-pressure, replays its in-flight data and verifies exactly once over --shuffle %s",

@@ -61,6 +61,7 @@ function forwardTaskExecutor(triggered: unknown[][]) {
   };
   const { forwarder } = inProcessForwarder(TaskExecutorGatewayMethods, receiver, {
     routeJobMaster: () => {},
+    deployAttempt: () => {},
   });
   return { remote: new ForwardedTaskExecutor(forwarder), forwarder };
 }
@@ -71,6 +72,9 @@ function forwardJobMaster(jobMaster: JobMasterGateway, jobId: JobID) {
       if (!id.equals(jobId)) throw new IllegalStateError(`no job ${id}`);
       return jobMaster;
     },
+    // These tests are about the codecs; which task manager may report is the endpoint's test.
+    reporterFor: (id) => receiver.jobMasterOf(id),
+    attemptReported: () => {},
   };
   const { forwarder, undelivered } = inProcessForwarder(JobMasterGatewayMethods, receiver, {});
   return { remote: new ForwardedJobMaster(forwarder), forwarder, undelivered };
@@ -119,6 +123,7 @@ describe("checkpoint triggers over the control plane", () => {
     };
     const { forwarder } = inProcessForwarder(TaskExecutorGatewayMethods, executor, {
       routeJobMaster: () => {},
+      deployAttempt: () => {},
     });
     const failing = new ForwardedTaskExecutor(forwarder);
     await expectRejection(

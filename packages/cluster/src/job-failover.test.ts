@@ -8,9 +8,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { ErrorCodes } from "@sluice/core";
 import { must, waitFor } from "@sluice/core/testing";
-import { JobGraph, PollStatus, type Task, type TaskInvokable } from "@sluice/runtime";
+import { JobGraph, type Task, type TaskInvokable } from "@sluice/runtime";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { RegisteredTaskManager } from "./registered-task-manager.js";
+import { sum } from "./test-support/number-tasks.js";
 import {
   closeTestCluster,
   startJobManager,
@@ -45,22 +46,6 @@ async function numbers(task: Task): Promise<number> {
     offset++;
   }
   return offset;
-}
-
-/** Counts and sums what it reads; its state is both. */
-async function sum(task: Task): Promise<{ count: number; sum: number }> {
-  const state = { count: 0, sum: 0, ...(task.restoredState as object | undefined) };
-  task.setCheckpointHandler({ snapshotState: () => state });
-  const reader = task.reader<number>();
-  for (;;) {
-    const status = reader.pollRecords((value) => {
-      state.count++;
-      state.sum += value;
-    }, 512);
-    if (status === PollStatus.END_OF_INPUT) return state;
-    if (status === PollStatus.NOTHING_AVAILABLE) await reader.getAvailableFuture();
-    else await new Promise((resolve) => setImmediate(resolve));
-  }
 }
 
 const invokables: Readonly<Record<string, TaskInvokable<Task>>> = { numbers, sum };

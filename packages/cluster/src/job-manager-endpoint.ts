@@ -1,10 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
 import {
   ConfigurationError,
   IllegalStateError,
+  type JobID,
   ProtocolError,
   RemoteTransportError,
   ResourceID,
@@ -12,7 +13,7 @@ import {
 } from "@sluice/core";
 import type { TlsSettings } from "@sluice/network";
 import { type ListenTarget, listenError } from "@sluice/runtime";
-import type { JsonValue } from "@sluice/runtime-api";
+import { JobManagerOptions, type JsonValue } from "@sluice/runtime-api";
 import { type WebSocket, WebSocketServer } from "ws";
 import {
   CONTROL_PLANE_PATH,
@@ -60,6 +61,22 @@ export interface RefusedTaskManager {
 /** How many refusals the endpoint remembers (the latest ones): peers must not grow its memory. */
 const MAX_REMEMBERED_REFUSALS = 16;
 
+/** The control plane's limits (see `JobManagerOptions`), each with the key that set it. */
+export interface ControlPlaneLimits {
+  /** `jobmanager.rpc.max-message-size`: the largest message of a registered task manager. */
+  readonly maxMessageSize: number;
+  /** `jobmanager.rpc.max-unregistered-message-size`: the largest one before it registered. */
+  readonly maxUnregisteredMessageSize: number;
+  /** `jobmanager.rpc.max-connections`. */
+  readonly maxConnections: number;
+  /** `jobmanager.rpc.registration-timeout`, in ms. */
+  readonly registrationTimeoutMs: number;
+  /** `jobmanager.rpc.max-outbound-bytes-per-connection`. */
+  readonly maxOutboundBytes: number;
+  /** `jobmanager.rpc.max-concurrent-requests-per-connection`. */
+  readonly maxConcurrentRequests: number;
+}
+
 /** Options of {@link JobManagerEndpoint.listen}. */
 export interface JobManagerEndpointOptions {
   readonly host: string;
@@ -69,8 +86,10 @@ export interface JobManagerEndpointOptions {
   readonly addressKeys: Pick<ListenTarget, "hostKey" | "portKey">;
   /** Mutual TLS with the internal certificates, or plaintext. */
   readonly tls: TlsSettings | undefined;
-  /** Largest control-plane message accepted. */
-  readonly maxMessageSize: number;
+  /** `jobmanager.deployment.timeout`: how long a deployed task may take to report RUNNING. */
+  readonly deploymentTimeoutMs: number;
+  /** What one peer may make the job manager hold, and for how long. */
+  readonly limits: ControlPlaneLimits;
   readonly heartbeatIntervalMs: number;
   readonly heartbeatTimeoutMs: number;
   /** The application's version: task managers must run the same. */
@@ -107,6 +126,13 @@ export class JobManagerEndpoint {
   private readonly wss: WebSocketServer;
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly monitors = new Set<HeartbeatMonitor>();
+  /** Every accepted TCP connection, upgraded or not: what `jobmanager.rpc.max-connections` counts. */
+  private readonly connections = new Set<Socket>();
+  /** `address:port` of the connections whose task manager registered. */
+  private readonly registeredAddresses = new Set<string>();
+  /** Connections refused for the connection cap since the last warning about it. */
+  private refusedConnections = 0;
+  private lastCapWarning = 0;
   private closing: Promise<void> | undefined;
 
   private constructor(options: JobManagerEndpointOptions, server: Server, wss: WebSocketServer) {
@@ -178,13 +204,14 @@ export class JobManagerEndpoint {
         const wss = new WebSocketServer({
           server,
           path: CONTROL_PLANE_PATH,
-          maxPayload: options.maxMessageSize,
+          maxPayload: options.limits.maxMessageSize,
         });
         // An error of the listening server later (accept failures) leaves it listening.
         wss.on("error", (error) =>
           options.events.onWarning(`the job manager's control plane: ${error.message}`),
         );
         const endpoint = new JobManagerEndpoint(options, server, wss);
+        server.on("connection", (socket: Socket) => endpoint.admit(socket));
         wss.on("connection", (socket, request) => endpoint.accept(socket, request));
         resolve(endpoint);
       });
@@ -200,13 +227,51 @@ export class JobManagerEndpoint {
       for (const client of this.wss.clients) client.terminate();
       this.wss.close(() => this.server.close(() => resolve()));
       this.server.closeAllConnections();
+      for (const connection of this.connections) connection.destroy();
     });
     return this.closing;
   }
 
+  /**
+   * Counts a new TCP connection against `jobmanager.rpc.max-connections` and gives it
+   * `jobmanager.rpc.registration-timeout` to register a TaskExecutor: a half-open handshake, a
+   * silent socket or a peer that never registers is closed then.
+   */
+  private admit(socket: Socket): void {
+    const { limits, events } = this.options;
+    const address = `${socket.remoteAddress}:${socket.remotePort}`;
+    if (this.connections.size >= limits.maxConnections) {
+      socket.destroy();
+      this.refusedConnections++;
+      // One warning a second at most: a flood of connections must not become a flood of lines.
+      const now = Date.now();
+      if (now - this.lastCapWarning >= 1_000) {
+        this.lastCapWarning = now;
+        events.onWarning(
+          `refused ${this.refusedConnections} control connection(s), the latest from ${address}: the job manager already has ${this.connections.size} open, as many as ${JobManagerOptions.MAX_CONNECTIONS.key} (${limits.maxConnections}) allows`,
+        );
+        this.refusedConnections = 0;
+      }
+      return;
+    }
+    this.connections.add(socket);
+    const timer = setTimeout(() => {
+      if (socket.destroyed || this.registeredAddresses.has(address)) return;
+      events.onWarning(
+        `closed the control connection from ${address}: it registered no TaskExecutor within ${limits.registrationTimeoutMs} ms (${JobManagerOptions.REGISTRATION_TIMEOUT.key})`,
+      );
+      socket.destroy();
+    }, limits.registrationTimeoutMs);
+    timer.unref();
+    socket.once("close", () => {
+      clearTimeout(timer);
+      this.connections.delete(socket);
+    });
+  }
+
   private accept(socket: WebSocket, request: IncomingMessage): void {
     const remoteAddress = `${request.socket.remoteAddress}:${request.socket.remotePort}`;
-    const { events } = this.options;
+    const { events, limits } = this.options;
     const peer: TaskManagerConnection = new RpcPeer({
       socket,
       local: JobManagerMethods,
@@ -214,6 +279,21 @@ export class JobManagerEndpoint {
       label: `a task manager connecting from ${remoteAddress}`,
       requestTimeoutMs: this.options.heartbeatTimeoutMs,
       onProtocolError: (error) => events.onWarning(error.message),
+      maxMessageSize: () =>
+        registered === undefined
+          ? {
+              value: limits.maxUnregisteredMessageSize,
+              key: JobManagerOptions.MAX_UNREGISTERED_MESSAGE_SIZE.key,
+            }
+          : { value: limits.maxMessageSize, key: JobManagerOptions.MAX_MESSAGE_SIZE.key },
+      maxOutboundBytes: {
+        value: limits.maxOutboundBytes,
+        key: JobManagerOptions.MAX_OUTBOUND_BYTES_PER_CONNECTION.key,
+      },
+      maxConcurrentRequests: {
+        value: limits.maxConcurrentRequests,
+        key: JobManagerOptions.MAX_CONCURRENT_REQUESTS_PER_CONNECTION.key,
+      },
     });
     let hello: { pid: number; hostname: string } | undefined;
     let registered: RegisteredTaskManager | undefined;
@@ -285,6 +365,16 @@ export class JobManagerEndpoint {
           ),
         );
       }
+      // Jobs tell task managers apart by resource id (a lost one is never used again), so one id
+      // names one task manager for the job manager's lifetime, lost ones included.
+      const holder = this.taskManagers.find((tm) => tm.location.resourceId.equals(resourceId));
+      if (holder !== undefined) {
+        refuse(
+          new IllegalStateError(
+            `${peer.label} registered with resource id ${resourceId}, which ${holder.labelWithAddress} registered with${holder.connected ? "" : " (it was lost)"}; a resource id names one task manager`,
+          ),
+        );
+      }
       const info = hello as { pid: number; hostname: string };
       const taskManager = new RegisteredTaskManager(
         {
@@ -299,8 +389,11 @@ export class JobManagerEndpoint {
           events.onWarning(
             `${method} to ${peer.label} failed: ${(error as Error)?.message ?? String(error)}`,
           ),
+        events.onWarning,
+        this.options.deploymentTimeoutMs,
       );
       registered = taskManager;
+      this.registeredAddresses.add(remoteAddress);
       peer.label = taskManager.labelWithAddress;
       this.taskManagers.push(taskManager);
       this.startHeartbeats(taskManager, peer);
@@ -318,19 +411,31 @@ export class JobManagerEndpoint {
       JobMasterGatewayMethods,
       () => {
         const taskManager = requireRegistered();
+        const jobMasterOf = (jobId: JobID) => {
+          const jobMaster = taskManager.jobMasterOf(jobId);
+          if (jobMaster !== undefined) return jobMaster;
+          throw new IllegalStateError(
+            `${taskManager.label} called about job ${jobId}, of which it runs no task`,
+          );
+        };
         return {
-          jobMasterOf: (jobId) => {
-            const jobMaster = taskManager.jobMasterOf(jobId);
-            if (jobMaster !== undefined) return jobMaster;
-            throw new IllegalStateError(
-              `${taskManager.label} called about job ${jobId}, of which it runs no task`,
-            );
+          jobMasterOf,
+          reporterFor: (jobId, attemptId, what) => {
+            try {
+              taskManager.checkReporter(jobId, attemptId, what);
+            } catch (error) {
+              events.onWarning(`refused a report: ${(error as Error).message}`);
+              throw error;
+            }
+            return jobMasterOf(jobId);
           },
+          attemptReported: (attemptId, state) => taskManager.attemptReported(attemptId, state),
         };
       },
     );
 
     void peer.closed.then((why) => {
+      this.registeredAddresses.delete(remoteAddress);
       const taskManager = registered;
       if (taskManager === undefined || taskManager.endedOnPurpose) return;
       taskManager.markEnded();

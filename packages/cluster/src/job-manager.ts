@@ -8,12 +8,7 @@ import {
   type JobGraph,
   type Placement,
 } from "@sluice/runtime";
-import {
-  HeartbeatManagerOptions,
-  JobManagerOptions,
-  type JsonValue,
-  NettyShuffleEnvironmentOptions,
-} from "@sluice/runtime-api";
+import { HeartbeatManagerOptions, JobManagerOptions, type JsonValue } from "@sluice/runtime-api";
 import { emitClusterWarning } from "./cluster-warning.js";
 import { HOST_LOCAL_KEYS, type ShutdownReport } from "./control-plane-messages.js";
 import { readControlPlaneTls } from "./control-plane-tls.js";
@@ -164,7 +159,18 @@ export class JobManager {
       host: configuration.getOptional(JobManagerOptions.ADDRESS) ?? "127.0.0.1",
       port: configuration.get(JobManagerOptions.PORT),
     };
-    const maxMessageSize = configuration.get(NettyShuffleEnvironmentOptions.MAX_FRAME_SIZE);
+    const limits = {
+      maxMessageSize: configuration.get(JobManagerOptions.MAX_MESSAGE_SIZE),
+      maxUnregisteredMessageSize: configuration.get(
+        JobManagerOptions.MAX_UNREGISTERED_MESSAGE_SIZE,
+      ),
+      maxConnections: configuration.get(JobManagerOptions.MAX_CONNECTIONS),
+      registrationTimeoutMs: configuration.get(JobManagerOptions.REGISTRATION_TIMEOUT),
+      maxOutboundBytes: configuration.get(JobManagerOptions.MAX_OUTBOUND_BYTES_PER_CONNECTION),
+      maxConcurrentRequests: configuration.get(
+        JobManagerOptions.MAX_CONCURRENT_REQUESTS_PER_CONNECTION,
+      ),
+    };
     const heartbeatIntervalMs = configuration.get(HeartbeatManagerOptions.HEARTBEAT_INTERVAL);
     const heartbeatTimeoutMs = configuration.get(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT);
     const slotRequestTimeoutMs = configuration.get(JobManagerOptions.SLOT_REQUEST_TIMEOUT);
@@ -190,7 +196,8 @@ export class JobManager {
             ? { hostKey: JobManagerOptions.ADDRESS.key, portKey: JobManagerOptions.PORT.key }
             : { hostKey: "the bind option", portKey: "the bind option" },
         tls,
-        maxMessageSize,
+        limits,
+        deploymentTimeoutMs: configuration.get(JobManagerOptions.DEPLOYMENT_TIMEOUT),
         heartbeatIntervalMs,
         heartbeatTimeoutMs,
         applicationVersion: options.applicationVersion ?? "",

@@ -1,4 +1,10 @@
-import { IllegalStateError, IntermediateDataSetID, JobID, ResultPartitionID } from "@sluice/core";
+import {
+  type ExecutionAttemptID,
+  IllegalStateError,
+  IntermediateDataSetID,
+  JobID,
+  ResultPartitionID,
+} from "@sluice/core";
 import {
   AcknowledgeCheckpointCodec,
   DeclineCheckpointCodec,
@@ -7,7 +13,7 @@ import {
   taskExecutionStateFromJSON,
   taskExecutionStateToJSON,
 } from "@sluice/runtime";
-import type { JsonValue } from "@sluice/runtime-api";
+import type { ExecutionState, JsonValue } from "@sluice/runtime-api";
 import * as z from "zod";
 import { type ForwardingTable, forwardedMethods } from "./gateway-forwarding.js";
 import { executionState, json, serializedThrowable, text } from "./wire-schemas.js";
@@ -20,6 +26,18 @@ export interface JobMasterGatewayReceiver {
    * @throws IllegalStateError when no task of that job was submitted to it.
    */
   jobMasterOf(jobId: JobID): JobMasterGateway;
+  /**
+   * The job master a report (`what`) about attempt `attemptId` of `jobId` goes to, once it is
+   * checked that the attempt is deployed to the calling task manager and has not ended.
+   *
+   * @throws IllegalStateError when it is not (the report is refused and never reaches the job).
+   */
+  reporterFor(jobId: JobID, attemptId: ExecutionAttemptID, what: string): JobMasterGateway;
+  /**
+   * Attempt `attemptId`'s report of `state` was accepted: once RUNNING its deployment is done;
+   * once final, nothing more is accepted about it.
+   */
+  attemptReported(attemptId: ExecutionAttemptID, state: ExecutionState): void;
 }
 
 /** A task manager's side of a forwarded JobMasterGateway call needs nothing besides sending. */
@@ -70,7 +88,10 @@ export const JobMasterGatewayMethods = {
         ...(params.result === undefined ? {} : { result: params.result }),
         ...(params.serializers === undefined ? {} : { serializers: params.serializers }),
       });
-      job.jobMasterOf(update.jobId).updateTaskExecutionState(update);
+      job
+        .reporterFor(update.jobId, update.executionAttemptId, `the state ${update.state}`)
+        .updateTaskExecutionState(update);
+      job.attemptReported(update.executionAttemptId, update.state);
     },
   }),
   /** A consumer asks for the state of a partition's producer. */
@@ -105,7 +126,12 @@ export const JobMasterGatewayMethods = {
     }),
     invoke: (job, { acknowledgement }) => {
       const ack = AcknowledgeCheckpointCodec.fromJSON(acknowledgement);
-      checkpointingJobMaster(job, ack.jobId, "acknowledgeCheckpoint").acknowledgeCheckpoint(ack);
+      checkpointingJobMaster(
+        job,
+        ack.jobId,
+        ack.executionAttemptId,
+        "acknowledgeCheckpoint",
+      ).acknowledgeCheckpoint(ack);
     },
   }),
   /** A task will not take part in a checkpoint: the job side aborts it. */
@@ -118,7 +144,12 @@ export const JobMasterGatewayMethods = {
     }),
     invoke: (job, params) => {
       const decline = DeclineCheckpointCodec.fromJSON(params.decline);
-      checkpointingJobMaster(job, decline.jobId, "declineCheckpoint").declineCheckpoint(decline);
+      checkpointingJobMaster(
+        job,
+        decline.jobId,
+        decline.executionAttemptId,
+        "declineCheckpoint",
+      ).declineCheckpoint(decline);
     },
   }),
 } as const satisfies ForwardingTable<
@@ -128,16 +159,18 @@ export const JobMasterGatewayMethods = {
 >;
 
 /**
- * The job master of `jobId`, which must take checkpoint messages (a `JobExecution` does).
+ * The job master of `jobId`, which must take checkpoint messages (a `JobExecution` does), for a
+ * message of `attemptId`, which must be deployed to the calling task manager.
  *
- * @throws IllegalStateError when it does not.
+ * @throws IllegalStateError when it does not, or the attempt is not the caller's.
  */
 function checkpointingJobMaster(
   job: JobMasterGatewayReceiver,
   jobId: JobID,
+  attemptId: ExecutionAttemptID,
   method: "acknowledgeCheckpoint" | "declineCheckpoint",
 ): Required<Pick<JobMasterGateway, "acknowledgeCheckpoint" | "declineCheckpoint">> {
-  const jobMaster = job.jobMasterOf(jobId);
+  const jobMaster = job.reporterFor(jobId, attemptId, `a ${method}`);
   if (jobMaster.acknowledgeCheckpoint === undefined || jobMaster.declineCheckpoint === undefined) {
     throw new IllegalStateError(
       `${method} for job ${jobId}: its job master takes no checkpoint messages`,

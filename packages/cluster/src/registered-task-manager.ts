@@ -1,6 +1,12 @@
-import type { JobID } from "@sluice/core";
-import type { JobMasterGateway, TaskExecutorGateway, TaskManagerLocation } from "@sluice/runtime";
-import type { JsonValue } from "@sluice/runtime-api";
+import { type ExecutionAttemptID, IllegalStateError, type JobID, TimeoutError } from "@sluice/core";
+import {
+  type JobMasterGateway,
+  ScopeVariables,
+  serializeThrowable,
+  type TaskExecutorGateway,
+  type TaskManagerLocation,
+} from "@sluice/runtime";
+import { type ExecutionState, JobManagerOptions, type JsonValue } from "@sluice/runtime-api";
 import type {
   JobManagerMethods,
   ShutdownReport,
@@ -13,6 +19,27 @@ import {
   type TaskExecutorGatewayCaller,
   TaskExecutorGatewayMethods,
 } from "./task-executor-gateway-methods.js";
+
+/** An execution attempt deployed to a task manager, until it reports its final state. */
+interface DeployedAttempt {
+  readonly jobId: string;
+  /** Fails the attempt when it does not report RUNNING in time. */
+  timer?: NodeJS.Timeout;
+}
+
+/** The states of an attempt that has not started running yet. */
+const STILL_DEPLOYING: ReadonlySet<ExecutionState> = new Set([
+  "CREATED",
+  "SCHEDULED",
+  "DEPLOYING",
+  "INITIALIZING",
+]);
+
+/** The states after which an attempt reports nothing more. */
+const FINAL_STATES: ReadonlySet<ExecutionState> = new Set(["FINISHED", "CANCELED", "FAILED"]);
+
+/** How many ended attempts a task manager's metric answers may still name. */
+const MAX_ENDED_ATTEMPTS = 1024;
 
 /** The job manager's end of a control connection to a task manager. */
 export type TaskManagerConnection = RpcPeer<typeof JobManagerMethods, typeof TaskManagerMethods>;
@@ -57,6 +84,18 @@ export class RegisteredTaskManager
 
   private readonly connection: TaskManagerConnection;
   private readonly jobMasters: Map<string, JobMasterGateway>;
+  /**
+   * The execution attempts deployed here that have not reported a final state, each with its
+   * job: the only ones this task manager may report about. Entries come only from the job
+   * manager's own deployments, so a peer cannot grow it.
+   */
+  private readonly attempts: Map<string, DeployedAttempt>;
+  /**
+   * The latest attempts that ended here (at most {@link MAX_ENDED_ATTEMPTS}): a metric answer in
+   * flight when one ended may still name it.
+   */
+  private readonly endedAttempts = new Set<string>();
+  private readonly onRefusedMetrics: (message: string) => void;
   private ending = false;
 
   /** @internal Created by the job manager when a task manager registers. */
@@ -64,17 +103,33 @@ export class RegisteredTaskManager
     info: TaskManagerInfo,
     connection: TaskManagerConnection,
     onUndelivered: (method: string, error: unknown) => void,
+    onRefusedMetrics: (message: string) => void = () => {},
+    deploymentTimeoutMs = Number.POSITIVE_INFINITY,
   ) {
     const jobMasters = new Map<string, JobMasterGateway>();
+    const attempts = new Map<string, DeployedAttempt>();
     super({
       caller: {
         routeJobMaster: (jobId: JobID, jobMaster: JobMasterGateway) =>
           jobMasters.set(jobId.toString(), jobMaster),
+        deployAttempt: (jobId: JobID, attemptId: ExecutionAttemptID) => {
+          const deployed: DeployedAttempt = { jobId: jobId.toString() };
+          if (Number.isFinite(deploymentTimeoutMs)) {
+            deployed.timer = setTimeout(
+              () => this.deploymentTimedOut(jobId, attemptId, deploymentTimeoutMs),
+              deploymentTimeoutMs,
+            );
+            deployed.timer.unref();
+          }
+          attempts.set(attemptId.toString(), deployed);
+        },
       },
       request: (method, params) => connection.call(method as never, params as never),
       onUndelivered,
     });
     this.jobMasters = jobMasters;
+    this.attempts = attempts;
+    this.onRefusedMetrics = onRefusedMetrics;
     this.index = info.index;
     this.pid = info.pid;
     this.hostname = info.hostname;
@@ -109,6 +164,43 @@ export class RegisteredTaskManager
   }
 
   /**
+   * @internal Refuses a report (`what`: a state update, a checkpoint acknowledgement or decline)
+   * about `attemptId` of `jobId` unless that attempt was deployed to this task manager and has not
+   * ended: a task manager speaks only for its own tasks (Flink checks the attempt and its
+   * location).
+   *
+   * @throws IllegalStateError naming this task manager, the attempt and why it may not report it.
+   */
+  checkReporter(jobId: JobID, attemptId: ExecutionAttemptID, what: string): void {
+    const job = this.attempts.get(attemptId.toString())?.jobId;
+    if (job === jobId.toString()) return;
+    const why =
+      job === undefined
+        ? "which is not deployed to it (another task manager's, an ended one or none)"
+        : `which belongs to job ${job}`;
+    throw new IllegalStateError(
+      `${this.labelWithAddress} sent ${what} for execution attempt ${attemptId} of job ${jobId}, ${why}; a task manager may report only the tasks deployed to it`,
+    );
+  }
+
+  /**
+   * @internal `attemptId` reported `state`: once RUNNING its deployment is done; once final,
+   * nothing more may be reported about it.
+   */
+  attemptReported(attemptId: ExecutionAttemptID, state: ExecutionState): void {
+    const id = attemptId.toString();
+    const deployed = this.attempts.get(id);
+    if (deployed === undefined || STILL_DEPLOYING.has(state)) return;
+    clearTimeout(deployed.timer);
+    if (!FINAL_STATES.has(state)) return;
+    this.attempts.delete(id);
+    this.endedAttempts.add(id);
+    if (this.endedAttempts.size > MAX_ENDED_ATTEMPTS) {
+      this.endedAttempts.delete(this.endedAttempts.values().next().value as string);
+    }
+  }
+
+  /**
    * Calls the task manager's application handler with `name` and `payload` (the application
    * channel); resolves with what it returned.
    *
@@ -121,12 +213,23 @@ export class RegisteredTaskManager
   /**
    * Every metric of the task manager with its current value (Flink's metric query): its
    * TaskExecutor's registry, task manager, job and task scopes. A task's metrics are gone once it
-   * ended.
+   * ended. A task's metric whose attempt is not deployed here is left out (and reported as a
+   * warning): a task manager answers only for its own tasks.
    *
    * @throws RemoteTransportError or TimeoutError when the task manager cannot answer.
    */
   async queryMetrics(): Promise<RemoteMetricDump[]> {
-    return (await this.connection.call("queryMetrics", {})).metrics;
+    const { metrics } = await this.connection.call("queryMetrics", {});
+    const own = metrics.filter((metric) => {
+      const attempt = metric.variables[ScopeVariables.TASK_ATTEMPT_ID];
+      return attempt === undefined || this.attempts.has(attempt) || this.endedAttempts.has(attempt);
+    });
+    if (own.length < metrics.length) {
+      this.onRefusedMetrics(
+        `left out ${metrics.length - own.length} of the ${metrics.length} metrics ${this.labelWithAddress} answered with: they name execution attempts not deployed to it`,
+      );
+    }
+    return own;
   }
 
   /** Sends `name` and `payload` to the task manager's application handler, without a reply. */
@@ -165,5 +268,27 @@ export class RegisteredTaskManager
   /** @internal Marks it ended on purpose (the job manager is closing, or it was lost). */
   markEnded(): void {
     this.ending = true;
+    for (const deployed of this.attempts.values()) clearTimeout(deployed.timer);
+  }
+
+  /**
+   * The attempt did not report RUNNING within `jobmanager.deployment.timeout`: it fails, as if
+   * this task manager had reported it, so that its job restarts or fails instead of waiting
+   * for a task that may never run.
+   */
+  private deploymentTimedOut(jobId: JobID, attemptId: ExecutionAttemptID, timeoutMs: number): void {
+    const jobMaster = this.jobMasters.get(jobId.toString());
+    if (this.ending || !this.attempts.has(attemptId.toString()) || jobMaster === undefined) return;
+    this.attemptReported(attemptId, "FAILED");
+    jobMaster.updateTaskExecutionState({
+      jobId,
+      executionAttemptId: attemptId,
+      state: "FAILED",
+      error: serializeThrowable(
+        new TimeoutError(
+          `execution attempt ${attemptId} of job ${jobId}, deployed to ${this.labelWithAddress}, did not report RUNNING within ${timeoutMs} ms (${JobManagerOptions.DEPLOYMENT_TIMEOUT.key})`,
+        ),
+      ),
+    });
   }
 }

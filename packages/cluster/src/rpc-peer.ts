@@ -1,4 +1,10 @@
-import { IllegalStateError, ProtocolError, RemoteTransportError, TimeoutError } from "@sluice/core";
+import {
+  IllegalStateError,
+  LimitExceededError,
+  ProtocolError,
+  RemoteTransportError,
+  TimeoutError,
+} from "@sluice/core";
 import {
   deserializeThrowable,
   type SerializedThrowable,
@@ -16,6 +22,9 @@ import {
 import type { RawData, WebSocket } from "ws";
 import * as z from "zod";
 import type { MethodSpec, MethodTable } from "./method-spec.js";
+
+/** How often a connection paused for its outbound budget looks whether it drained. */
+const DRAIN_CHECK_MS = 20;
 
 /** JSON-RPC's range for application errors: a handler threw (the `data` says what). */
 const APPLICATION_ERROR = -32000;
@@ -56,6 +65,30 @@ export interface RpcPeerOptions<Local extends MethodTable, Remote extends Method
    * Requests always get an error reply as well.
    */
   readonly onProtocolError: (error: Error) => void;
+  /**
+   * The largest message accepted now, checked on its length before it is parsed (it may shrink
+   * or grow over the connection's life, e.g. at registration); a larger one closes the
+   * connection with 1009 and a LimitExceededError naming `key`. Default: only the WebSocket's
+   * own `maxPayload`.
+   */
+  readonly maxMessageSize?: () => Limit;
+  /**
+   * The outbound budget: bytes sent and not yet taken by the socket. At the budget the peer is
+   * no longer read from (its requests would only add replies) until half of it drained; beyond
+   * twice the budget the connection is closed. Default: unbounded.
+   */
+  readonly maxOutboundBytes?: Limit;
+  /**
+   * How many of the peer's requests and notifications are handled at once; at the limit the
+   * peer is no longer read from until one finished. Default: unbounded.
+   */
+  readonly maxConcurrentRequests?: Limit;
+}
+
+/** A limit of a connection and the configuration key that sets it. */
+export interface Limit {
+  readonly value: number;
+  readonly key: string;
 }
 
 /**
@@ -74,6 +107,15 @@ export class RpcPeer<Local extends MethodTable, Remote extends MethodTable> {
   private readonly socket: WebSocket;
   private readonly options: RpcPeerOptions<Local, Remote>;
   private readonly rpc: JSONRPCServerAndClient;
+  /** Requests and notifications of the peer whose handlers have not finished. */
+  private inFlight = 0;
+  /** Whether reading is paused for the outbound budget, and for the requests in flight. */
+  private pausedForOutbound = false;
+  private pausedForRequests = false;
+  /** Looks again whether the outbound queue drained, while reading is paused for it. */
+  private drainCheck: NodeJS.Timeout | undefined;
+  /** Messages `ws` delivered after reading was paused, in order. */
+  private readonly held: [RawData, boolean][] = [];
 
   constructor(options: RpcPeerOptions<Local, Remote>) {
     this.options = options;
@@ -146,29 +188,36 @@ export class RpcPeer<Local extends MethodTable, Remote extends MethodTable> {
     if (spec === undefined) {
       throw new IllegalStateError(`${method} is not a method of this side of the control plane`);
     }
-    this.rpc.addMethod(method, async (raw: unknown) => {
-      const params = spec.params.safeParse(raw ?? {});
-      if (!params.success) {
-        const error = new ProtocolError(
-          `${method} from ${this.label} has malformed params: ${z.prettifyError(params.error).replaceAll("\n", " ")}`,
-        );
-        this.options.onProtocolError(error);
-        throw new JSONRPCErrorException(
-          error.message,
-          JSONRPCErrorCode.InvalidParams,
-          serializeThrowable(error),
-        );
-      }
-      try {
-        return (await handler(params.data)) ?? null;
-      } catch (error) {
-        throw new JSONRPCErrorException(
-          (error as Error)?.message ?? String(error),
-          APPLICATION_ERROR,
-          serializeThrowable(error),
-        );
-      }
-    });
+    this.rpc.addMethod(method, (raw: unknown) => this.invoke(method, spec, handler, raw));
+  }
+
+  private async invoke(
+    method: string,
+    spec: MethodSpec,
+    handler: (params: unknown) => unknown,
+    raw: unknown,
+  ): Promise<unknown> {
+    const params = spec.params.safeParse(raw ?? {});
+    if (!params.success) {
+      const error = new ProtocolError(
+        `${method} from ${this.label} has malformed params: ${z.prettifyError(params.error).replaceAll("\n", " ")}`,
+      );
+      this.options.onProtocolError(error);
+      throw new JSONRPCErrorException(
+        error.message,
+        JSONRPCErrorCode.InvalidParams,
+        serializeThrowable(error),
+      );
+    }
+    try {
+      return (await handler(params.data)) ?? null;
+    } catch (error) {
+      throw new JSONRPCErrorException(
+        (error as Error)?.message ?? String(error),
+        APPLICATION_ERROR,
+        serializeThrowable(error),
+      );
+    }
   }
 
   /**
@@ -237,10 +286,83 @@ export class RpcPeer<Local extends MethodTable, Remote extends MethodTable> {
     if (!this.isOpen) {
       throw new RemoteTransportError(`the control connection to ${this.label} is not open`);
     }
-    this.socket.send(JSON.stringify(payload));
+    this.socket.send(JSON.stringify(payload), () => this.updateReading());
+    this.updateReading();
+  }
+
+  /**
+   * Pauses reading from the peer while its replies exceed the outbound budget or its requests
+   * in flight reach their limit, and resumes once both are below (the budget to half);
+   * closes the connection beyond twice the budget.
+   */
+  private updateReading(): void {
+    const { maxOutboundBytes, maxConcurrentRequests } = this.options;
+    if (!this.isOpen) {
+      clearInterval(this.drainCheck);
+      return;
+    }
+    if (maxOutboundBytes !== undefined) {
+      const queued = this.socket.bufferedAmount;
+      if (queued > 2 * maxOutboundBytes.value) {
+        const error = new LimitExceededError(
+          `${this.label} does not read its replies: ${queued} bytes are queued for it, more than twice ${maxOutboundBytes.key} (${maxOutboundBytes.value}); the connection is closed`,
+        );
+        this.options.onProtocolError(error);
+        this.socket.terminate();
+        return;
+      }
+      if (queued >= maxOutboundBytes.value) this.pausedForOutbound = true;
+      else if (queued <= maxOutboundBytes.value / 2) this.pausedForOutbound = false;
+      // Send callbacks stop once the socket took everything it will take before the peer reads;
+      // what drains afterwards is only seen by looking again.
+      if (this.pausedForOutbound && this.drainCheck === undefined) {
+        this.drainCheck = setInterval(() => this.updateReading(), DRAIN_CHECK_MS);
+        this.drainCheck.unref();
+      } else if (!this.pausedForOutbound && this.drainCheck !== undefined) {
+        clearInterval(this.drainCheck);
+        this.drainCheck = undefined;
+      }
+    }
+    if (maxConcurrentRequests !== undefined) {
+      this.pausedForRequests = this.inFlight >= maxConcurrentRequests.value;
+    }
+    const pause = this.pausedForOutbound || this.pausedForRequests;
+    if (pause && !this.socket.isPaused) this.socket.pause();
+    else if (!pause && this.socket.isPaused) {
+      this.socket.resume();
+      // What arrived while paused goes first, until a limit pauses reading again.
+      while (this.held.length > 0 && !this.socket.isPaused) {
+        const [data, isBinary] = this.held.shift() as [RawData, boolean];
+        this.dispatch(data, isBinary);
+      }
+    }
   }
 
   private receive(data: RawData, isBinary: boolean): void {
+    // `pause()` stops the socket, but what `ws` already read still arrives: hold it until
+    // reading resumes, so that the limits hold exactly.
+    if (this.held.length > 0 || this.socket.isPaused) {
+      this.held.push([data, isBinary]);
+      return;
+    }
+    this.dispatch(data, isBinary);
+  }
+
+  private dispatch(data: RawData, isBinary: boolean): void {
+    const limit = this.options.maxMessageSize?.();
+    if (limit !== undefined) {
+      const length = rawLength(data);
+      if (length > limit.value) {
+        this.options.onProtocolError(
+          new LimitExceededError(
+            `${this.label} sent a message of ${length} bytes, more than ${limit.key} (${limit.value}) allows; the connection is closed`,
+          ),
+        );
+        this.socket.close(1009, "message too big");
+        setTimeout(() => this.socket.terminate(), 1_000).unref();
+        return;
+      }
+    }
     if (isBinary) {
       this.reject(null, "binary frames are not part of the control plane");
       return;
@@ -256,11 +378,28 @@ export class RpcPeer<Local extends MethodTable, Remote extends MethodTable> {
       this.reject(null, `not a JSON-RPC message: ${JSON.stringify(payload).slice(0, 80)}`);
       return;
     }
-    this.rpc.receiveAndSend(payload, undefined, undefined).catch((error: unknown) => {
-      // Neither a request nor a response (the library reported it to the error listener), or the
-      // reply could not be sent because the connection is gone.
-      if (this.isOpen) this.reject(idOf(payload), (error as Error).message);
-    });
+    // Neither side sends batches; one would be handled as a whole before anything else.
+    if (Array.isArray(payload)) {
+      this.reject(
+        null,
+        `a batch of ${payload.length} messages; batches are not part of the control plane`,
+      );
+      return;
+    }
+    // In flight from here until its handler ended and the reply was sent.
+    this.inFlight++;
+    this.updateReading();
+    this.rpc
+      .receiveAndSend(payload, undefined, undefined)
+      .catch((error: unknown) => {
+        // Neither a request nor a response (the library reported it to the error listener), or
+        // the reply could not be sent because the connection is gone.
+        if (this.isOpen) this.reject(idOf(payload), (error as Error).message);
+      })
+      .finally(() => {
+        this.inFlight--;
+        this.updateReading();
+      });
   }
 
   /** Answers input that is not a valid request with a JSON-RPC error (id null if unknown). */
@@ -288,6 +427,11 @@ export class RpcPeer<Local extends MethodTable, Remote extends MethodTable> {
     }
     return error instanceof Error ? error : new Error(String(error));
   }
+}
+
+function rawLength(data: RawData): number {
+  if (Array.isArray(data)) return data.reduce((sum, chunk) => sum + chunk.length, 0);
+  return (data as Buffer | ArrayBuffer).byteLength;
 }
 
 function rawText(data: RawData): string {

@@ -18,6 +18,11 @@ import { json, text, uint64 } from "./wire-schemas.js";
 export interface TaskExecutorGatewayCaller {
   /** The tasks of `jobId` on this task manager report to `jobMaster` from now on. */
   routeJobMaster(jobId: JobID, jobMaster: JobMasterGateway): void;
+  /**
+   * Attempt `attemptId` of job `jobId` is being deployed to this task manager: from now on it, and
+   * only it, may report that attempt's state and checkpoints.
+   */
+  deployAttempt(jobId: JobID, attemptId: ExecutionAttemptID): void;
 }
 
 /** What a task manager acts on when the job manager calls its TaskExecutorGateway. */
@@ -47,6 +52,7 @@ export const TaskExecutorGatewayMethods = {
     result: z.null(),
     encode: ([descriptor, jobMaster], caller) => {
       caller.routeJobMaster(descriptor.jobId, jobMaster);
+      caller.deployAttempt(descriptor.jobId, descriptor.executionAttemptId);
       return { descriptor: TaskDeploymentDescriptorCodec.toJSON(descriptor) };
     },
     invoke: ({ executor, jobMaster }, { descriptor }) =>

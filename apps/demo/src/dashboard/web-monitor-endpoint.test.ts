@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { request as httpRequest } from "node:http";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -112,10 +113,21 @@ describe("the dashboard's web endpoint", () => {
   it("sets and lifts the throttle with POST /throttle and refuses anything else, saying what it expects", async () => {
     const { endpoint, throttles } = await start();
     const post = (body: string) =>
-      fetch(new URL("throttle", endpoint.url), { method: "POST", body });
+      fetch(new URL("throttle", endpoint.url), {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+      });
     expect((await post('{"recordsPerSecond":2500}')).status).toBe(200);
     expect((await post('{"recordsPerSecond":null}')).status).toBe(200);
-    for (const bad of ['{"recordsPerSecond":-1}', '{"recordsPerSecond":"fast"}', "{}", "x"]) {
+    for (const bad of [
+      '{"recordsPerSecond":-1}',
+      '{"recordsPerSecond":"fast"}',
+      '{"recordsPerSecond":1e-300}',
+      '{"recordsPerSecond":0.5}',
+      "{}",
+      "x",
+    ]) {
       const refused = await post(bad);
       expect(refused.status).toBe(400);
       expect(((await refused.json()) as { error: string }).error).toContain(
@@ -126,6 +138,48 @@ describe("the dashboard's web endpoint", () => {
     expect((await fetch(new URL("api/overview", endpoint.url), { method: "PUT" })).status).toBe(
       405,
     );
+  });
+
+  it("refuses POST /throttle from another site, to another Host, or without a JSON content type", async () => {
+    const { endpoint, throttles, warnings } = await start();
+    const { port } = new URL(endpoint.url);
+    /** A raw request, so that the test sets Host and Origin as a hostile page would get them. */
+    const post = (headers: Record<string, string>) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const request = httpRequest(
+          { host: "127.0.0.1", port, path: "/throttle", method: "POST", headers },
+          (response) => {
+            let body = "";
+            response.on("data", (chunk) => {
+              body += String(chunk);
+            });
+            response.on("end", () => resolve({ status: response.statusCode ?? 0, body }));
+          },
+        );
+        request.on("error", reject);
+        request.end('{"recordsPerSecond":5}');
+      });
+    const json = { "content-type": "application/json" };
+    // A form or no-cors fetch of another site: text/plain, with that site's Origin.
+    const crossSite = await post({ "content-type": "text/plain", origin: "http://evil.example" });
+    expect(crossSite.status).toBe(403);
+    expect(crossSite.body).toContain("the request comes from");
+    expect(crossSite.body).toContain("http://evil.example");
+    expect((await post({ ...json, origin: "http://evil.example" })).status).toBe(403);
+    // The page's own origin, but the body not declared JSON.
+    const plain = await post({ "content-type": "text/plain", origin: `http://127.0.0.1:${port}` });
+    expect(plain.status).toBe(415);
+    // DNS rebinding: a name of the attacker's that resolves to loopback.
+    const rebound = await post({ ...json, host: `evil.example:${port}` });
+    expect(rebound.status).toBe(403);
+    expect(rebound.body).toContain("is not this dashboard's address");
+    expect((await post({ ...json, host: `127.0.0.1:${Number(port) + 1}` })).status).toBe(403);
+    expect(throttles).toEqual([]);
+    expect(warnings.filter((w) => w.startsWith("refused POST /throttle"))).toHaveLength(5);
+    // The dashboard's own page, and a local tool without an Origin, may.
+    expect((await post({ ...json, origin: `http://127.0.0.1:${port}` })).status).toBe(200);
+    expect((await post({ ...json, host: `localhost:${port}` })).status).toBe(200);
+    expect(throttles).toEqual([5, 5]);
   });
 
   it("fails to start on a taken rest.port set by the user, naming the key", async () => {

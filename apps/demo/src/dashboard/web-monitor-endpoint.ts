@@ -1,7 +1,7 @@
 import { once } from "node:events";
 import { existsSync, readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, isIP } from "node:net";
 import path from "node:path";
 import { ConfigurationError } from "@sluice/core";
 import type { JobOverview } from "./job-overview.js";
@@ -10,6 +10,11 @@ import type { JobOverview } from "./job-overview.js";
 export const UPDATE_INTERVAL_MS = 1000;
 /** The largest request body accepted (`POST /throttle`). */
 const MAX_BODY_BYTES = 4096;
+/**
+ * The smallest throttle accepted, as `--throttle` takes it: a tiny rate would stop the counters
+ * for good (their next record would be due in centuries).
+ */
+export const MIN_THROTTLE_RECORDS_PER_SECOND = 1;
 
 const CONTENT_TYPES: Readonly<Record<string, string>> = {
   ".html": "text/html; charset=utf-8",
@@ -139,9 +144,16 @@ export class WebMonitorEndpoint {
       case "GET /api/events":
         this.stream(response);
         return;
-      case "POST /throttle":
+      case "POST /throttle": {
+        const refusal = this.crossSiteRefusal(request);
+        if (refusal !== undefined) {
+          this.options.onWarning(`refused POST /throttle: ${refusal.error}`);
+          respond(response, refusal.status, { error: refusal.error });
+          return;
+        }
         await this.throttle(request, response);
         return;
+      }
     }
     if (request.method !== "GET" && request.method !== "HEAD") {
       respond(response, 405, { error: `${route} is not supported` });
@@ -168,6 +180,52 @@ export class WebMonitorEndpoint {
     for (const stream of streams) stream.write(event);
   }
 
+  /**
+   * Why a state-changing request is refused, if it is: the operator's browser reaches this
+   * loopback port too, so a page of another site must not be able to change the job. The `Host`
+   * must name this port by an IP address or `localhost` (a DNS name could be rebound to
+   * loopback), an `Origin`, when sent, must be that same host, and the body must be declared JSON
+   * (a cross-site form or `no-cors` fetch can only send `text/plain` and form types without a
+   * preflight).
+   */
+  private crossSiteRefusal(
+    request: IncomingMessage,
+  ): { readonly status: number; readonly error: string } | undefined {
+    const port = new URL(this.url).port;
+    const host = request.headers.host ?? "";
+    let hostname: string | undefined;
+    try {
+      const parsed = new URL(`http://${host}`);
+      if (parsed.port === port) hostname = parsed.hostname;
+    } catch {
+      hostname = undefined;
+    }
+    if (
+      hostname === undefined ||
+      !(hostname === "localhost" || isIP(hostname.replace(/^\[|\]$/g, "")) !== 0)
+    ) {
+      return {
+        status: 403,
+        error: `the Host header ${JSON.stringify(host)} is not this dashboard's address (an IP address or localhost with port ${port})`,
+      };
+    }
+    const origin = request.headers.origin;
+    if (origin !== undefined && origin !== `http://${host}`) {
+      return {
+        status: 403,
+        error: `the request comes from ${JSON.stringify(origin)}, not from the dashboard at http://${host}`,
+      };
+    }
+    const type = (request.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
+    if (type !== "application/json") {
+      return {
+        status: 415,
+        error: `the body must be application/json, got ${JSON.stringify(request.headers["content-type"] ?? "none")}`,
+      };
+    }
+    return undefined;
+  }
+
   private async throttle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     let body = "";
     for await (const chunk of request) {
@@ -183,9 +241,16 @@ export class WebMonitorEndpoint {
     } catch {
       value = undefined;
     }
-    if (value !== null && !(typeof value === "number" && Number.isFinite(value) && value > 0)) {
+    if (
+      value !== null &&
+      !(
+        typeof value === "number" &&
+        Number.isFinite(value) &&
+        value >= MIN_THROTTLE_RECORDS_PER_SECOND
+      )
+    ) {
       respond(response, 400, {
-        error: `POST /throttle expects {"recordsPerSecond": <a positive number, or null to lift the throttle>}, got ${JSON.stringify(body.slice(0, 200))}`,
+        error: `POST /throttle expects {"recordsPerSecond": <a number of at least ${MIN_THROTTLE_RECORDS_PER_SECOND}, or null to lift the throttle>}, got ${JSON.stringify(body.slice(0, 200))}`,
       });
       return;
     }

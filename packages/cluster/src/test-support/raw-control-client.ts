@@ -2,6 +2,7 @@
  * A hand-driven task manager for tests of the job manager's control plane: it sends raw frames,
  * reads raw replies, and answers nothing by itself.
  */
+import { randomBytes } from "node:crypto";
 import { expect } from "vitest";
 import WebSocket from "ws";
 import {
@@ -87,9 +88,17 @@ export class RawControlClient {
     });
   }
 
-  register(id: number, plugin: ShufflePluginIdentity): Promise<RawMessage> {
+  /**
+   * Registers a TaskExecutor; its resource id is a fresh one unless given (the job manager refuses
+   * a second task manager with the same id).
+   */
+  register(
+    id: number,
+    plugin: ShufflePluginIdentity,
+    resourceId: string = randomBytes(16).toString("hex"),
+  ): Promise<RawMessage> {
     return this.request(id, "registerTaskExecutor", {
-      resourceId: "0123456789abcdef0123456789abcdef",
+      resourceId,
       host: "10.9.8.7",
       dataPort: 40000,
       plugin,

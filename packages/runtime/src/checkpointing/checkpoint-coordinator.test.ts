@@ -152,9 +152,9 @@ describe("CheckpointCoordinator", () => {
     expect(checkpoint.alignmentDurationNanos).toBe(7);
     expect(checkpoint.bytesProcessedDuringAlignment).toBe(22);
     expect(checkpoint.checkpointStartDelayNanos).toBe(13);
-    const metadata = JSON.parse(await readFile(checkpoint.metadataPath, "utf8"));
+    const metadata = await FsCheckpointStorage.readMetadata(checkpoint.metadataPath);
     expect(metadata).toMatchObject({ jobId: jobId.toString(), checkpointId: "1" });
-    expect(metadata.tasks.map((t: { vertexName: string }) => t.vertexName)).toEqual([
+    expect((metadata.tasks as { vertexName: string }[]).map((t) => t.vertexName)).toEqual([
       "Source",
       "Sink",
     ]);
@@ -196,7 +196,7 @@ describe("CheckpointCoordinator", () => {
     await expect(completion).rejects.toMatchObject({
       code: ErrorCodes.CHECKPOINT,
       message: expect.stringContaining(
-        `checkpoint 1 was aborted (CHECKPOINT_DECLINED): the snapshot of task ${forged.executionAttemptId} is ${outside}, outside the checkpoint's folder`,
+        `checkpoint 1 was aborted (CHECKPOINT_DECLINED): the snapshot of task ${forged.executionAttemptId} is ${outside}, not ${forged.stateHandle?.path}, its file in the checkpoint's folder`,
       ),
     });
     // A late one, after the abort, is not deleted either.
@@ -204,6 +204,49 @@ describe("CheckpointCoordinator", () => {
     await coordinator.shutdown("FINISHED");
     expect(await exists(ack.stateHandle?.path as string)).toBe(false);
     expect(await readFile(outside, "utf8")).toBe("keep me");
+  });
+
+  it("never deletes another task's snapshot that an acknowledgement names, and completes the checkpoint that holds it", async () => {
+    const { coordinator, acknowledge, jobId } = harness({ retention: "RETAIN_ON_CANCELLATION" });
+    const completion = coordinator.triggerCheckpoint();
+    const own = await acknowledge(0, 1n);
+    const ownPath = own.stateHandle?.path as string;
+    // An attempt the checkpoint does not wait for (a stale one, or another job's) names task 0's
+    // snapshot: it must not be taken for that attempt's garbage.
+    coordinator.receiveAcknowledgeMessage({
+      jobId,
+      executionAttemptId: new ExecutionAttemptID(),
+      checkpointId: 1n,
+      metrics: METRICS,
+      ...(own.stateHandle === undefined ? {} : { stateHandle: own.stateHandle }),
+    });
+    const other = await acknowledge(1, 1n);
+    const checkpoint = await completion;
+    // Retained at the end, so every file operation is settled and nothing more is deleted.
+    await coordinator.shutdown("FINISHED");
+    expect(checkpoint.subtaskStates.map((s) => s.stateHandle?.path).sort()).toEqual(
+      [ownPath, other.stateHandle?.path].sort(),
+    );
+    expect(await exists(ownPath)).toBe(true);
+    expect(coordinator.discardErrors).toEqual([]);
+  });
+
+  it("fails a checkpoint whose task names another task's snapshot as its own", async () => {
+    const { coordinator, acknowledge, snapshot } = harness();
+    const completion = coordinator.triggerCheckpoint();
+    const own = await acknowledge(0, 1n);
+    const other = await snapshot(1, 1n);
+    coordinator.receiveAcknowledgeMessage({
+      ...other,
+      ...(own.stateHandle === undefined ? {} : { stateHandle: own.stateHandle }),
+    });
+    await expect(completion).rejects.toMatchObject({
+      code: ErrorCodes.CHECKPOINT,
+      message: expect.stringContaining(
+        `is ${own.stateHandle?.path}, not ${other.stateHandle?.path}`,
+      ),
+    });
+    await coordinator.shutdown("FINISHED");
   });
 
   it("aborts a checkpoint not acknowledged within execution.checkpointing.timeout", async () => {

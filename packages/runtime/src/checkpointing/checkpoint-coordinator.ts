@@ -8,6 +8,7 @@ import {
   CheckpointFailureReason,
   isCountedCheckpointFailure,
 } from "./checkpoint-failure-reason.js";
+import { emitCheckpointWarning } from "./checkpoint-warning.js";
 import type { CompletedCheckpoint } from "./completed-checkpoint.js";
 import type { DeclineCheckpoint } from "./decline-checkpoint.js";
 import { FsCheckpointStorage } from "./fs-checkpoint-storage.js";
@@ -85,6 +86,8 @@ export class CheckpointCoordinator {
   private readonly configuration: CheckpointCoordinatorConfiguration;
   private readonly pendingCheckpoints = new Map<bigint, PendingCheckpoint>();
   private readonly completed: CompletedCheckpoint[] = [];
+  /** Completed checkpoints a restore could not read: never restored again. */
+  private readonly unusable: CompletedCheckpoint[] = [];
   private readonly waiters = new Map<bigint, CompletionWaiter[]>();
   private readonly fileOperations = new Set<Promise<void>>();
   private readonly finalizations = new Set<Promise<void>>();
@@ -135,6 +138,34 @@ export class CheckpointCoordinator {
     return [...this.completed];
   }
 
+  /** The completed checkpoints that turned out unreadable on a restore, oldest first. */
+  get unusableCheckpoints(): readonly CompletedCheckpoint[] {
+    return [...this.unusable];
+  }
+
+  /**
+   * A task could not restore its part of completed checkpoint `checkpointId` (its snapshot is
+   * missing, truncated, altered, ...): the checkpoint is no longer retained, so no restart
+   * restores it again, and the newest retained one before it becomes the latest (Flink's
+   * `CompletedCheckpointStore` falls back the same way). Every call is reported as a process
+   * warning with `cause`. Its files are kept until the job's end (they show what broke) and
+   * then follow `execution.checkpointing.externalized-checkpoint-retention`.
+   *
+   * @returns the checkpoint a restart restores now, or undefined when none is left.
+   */
+  markUnusable(checkpointId: bigint, cause: Error): CompletedCheckpoint | undefined {
+    const index = this.completed.findIndex((c) => c.checkpointId === checkpointId);
+    if (index >= 0) {
+      this.unusable.push(...this.completed.splice(index, 1));
+      this.latest = this.completed.at(-1);
+    }
+    const next = this.latest;
+    emitCheckpointWarning(
+      `job ${this.options.jobId}: restoring checkpoint ${checkpointId} failed, ${next === undefined ? "and no older retained checkpoint is left" : `falling back to checkpoint ${next.checkpointId}`}: ${cause.message}`,
+    );
+    return next;
+  }
+
   /** The last checkpoint failure. */
   get lastCheckpointFailure(): CheckpointFailure | undefined {
     return this.lastFailure;
@@ -179,15 +210,24 @@ export class CheckpointCoordinator {
   receiveAcknowledgeMessage(ack: AcknowledgeCheckpoint): void {
     if (!ack.jobId.equals(this.options.jobId)) return;
     const pending = this.pendingCheckpoints.get(ack.checkpointId);
-    if (ack.stateHandle !== undefined && !this.storage.holds(ack.stateHandle, ack.checkpointId)) {
-      // Not a file of this checkpoint (a task manager configured with another
-      // state.checkpoints.dir, or a forged message): never restored from, never deleted.
-      if (pending !== undefined && !pending.disposed) {
+    if (
+      ack.stateHandle !== undefined &&
+      !this.storage.holds(ack.stateHandle, ack.checkpointId, ack.executionAttemptId)
+    ) {
+      // Not the file this task's snapshot of this checkpoint is written to (a task manager
+      // configured with another state.checkpoints.dir, another task's snapshot, a forged
+      // message): never restored from, never deleted. It fails the checkpoint only when it
+      // comes from one of the tasks the checkpoint waits for.
+      if (
+        pending !== undefined &&
+        !pending.disposed &&
+        pending.isAwaiting(ack.executionAttemptId)
+      ) {
         this.abort(
           pending,
           CheckpointFailureReason.CHECKPOINT_DECLINED,
           new CheckpointError(
-            `the snapshot of task ${ack.executionAttemptId} is ${ack.stateHandle.path}, outside the checkpoint's folder ${this.storage.checkpointDirectory(ack.checkpointId)} (every process must use the same state.checkpoints.dir)`,
+            `the snapshot of task ${ack.executionAttemptId} is ${ack.stateHandle.path}, not ${this.storage.taskStateFile(ack.checkpointId, ack.executionAttemptId)}, its file in the checkpoint's folder (every process must use the same state.checkpoints.dir)`,
           ),
         );
       }
@@ -257,7 +297,7 @@ export class CheckpointCoordinator {
       retention === "RETAIN_ON_CANCELLATION" ||
       (retention === "DELETE_ON_CANCELLATION" && status === "FAILED");
     if (!keep) {
-      for (const checkpoint of this.completed.splice(0)) {
+      for (const checkpoint of [...this.completed.splice(0), ...this.unusable]) {
         this.track(this.storage.discardCheckpoint(checkpoint.checkpointId));
       }
     }

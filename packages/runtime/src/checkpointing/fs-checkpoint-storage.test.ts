@@ -1,4 +1,13 @@
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import {
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  realpath,
+  rm,
+  symlink,
+  writeFile,
+} from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ErrorCodes, ExecutionAttemptID, JobID } from "@sluice/core";
@@ -101,6 +110,75 @@ describe("FsCheckpointStorage", () => {
     expect(await readdir(base)).toEqual([]);
   });
 
+  it("follows no symbolic link below state.checkpoints.dir when it deletes: files a link leads to stay", async () => {
+    const jobId = new JobID();
+    const storage = new FsCheckpointStorage(base, jobId);
+    const attempt = new ExecutionAttemptID();
+    const outside = await mkdtemp(path.join(tmpdir(), "sluice-fs-storage-outside-"));
+    try {
+      const victim = path.join(outside, `${attempt}.json`);
+      await writeFile(victim, "keep me");
+      await writeFile(path.join(outside, "other"), "keep me too");
+      // The checkpoint's folder is a link to a folder outside.
+      await mkdir(storage.jobDirectory, { recursive: true });
+      await symlink(outside, storage.checkpointDirectory(1n));
+      const handle = { path: storage.taskStateFile(1n, attempt), size: 7 };
+      await expectRejection(
+        storage.discardState(handle),
+        CheckpointError,
+        ErrorCodes.CHECKPOINT,
+        `refused to delete in ${path.join(await realpath(base), jobId.toString(), "chk-1")}: it is a symbolic link`,
+      );
+      await expectRejection(
+        storage.discardCheckpoint(1n),
+        CheckpointError,
+        ErrorCodes.CHECKPOINT,
+        "is a symbolic link",
+      );
+      // The job's folder is a link to a folder outside.
+      await rm(storage.jobDirectory, { recursive: true });
+      await mkdir(path.join(outside, "chk-2"));
+      await writeFile(path.join(outside, "chk-2", `${attempt}.json`), "keep me");
+      await symlink(outside, storage.jobDirectory);
+      await expect(storage.discardCheckpoint(2n)).rejects.toThrow(/is a symbolic link/);
+      await expect(
+        storage.discardState({ path: storage.taskStateFile(2n, attempt), size: 7 }),
+      ).rejects.toThrow(/is a symbolic link/);
+      // A link in a snapshot's place is removed itself.
+      await rm(storage.jobDirectory);
+      await mkdir(storage.checkpointDirectory(3n), { recursive: true });
+      await symlink(victim, storage.taskStateFile(3n, attempt));
+      await storage.discardCheckpoint(3n);
+      expect(await readFile(victim, "utf8")).toBe("keep me");
+      expect(await readFile(path.join(outside, "other"), "utf8")).toBe("keep me too");
+      expect(await readFile(path.join(outside, "chk-2", `${attempt}.json`), "utf8")).toBe(
+        "keep me",
+      );
+      expect(await readdir(base)).toEqual([]);
+      // Nor does it delete a file that is not a snapshot of one of its checkpoint folders.
+      await expect(storage.discardState({ path: victim, size: 7 })).rejects.toThrow(
+        /refused to delete/,
+      );
+      expect(await readFile(victim, "utf8")).toBe("keep me");
+    } finally {
+      await rm(outside, { recursive: true, force: true });
+    }
+  });
+
+  it("deletes through a state.checkpoints.dir that is itself a link, inside the folder it points to", async () => {
+    const real = await mkdtemp(path.join(tmpdir(), "sluice-fs-storage-real-"));
+    const link = path.join(base, "checkpoints");
+    try {
+      await symlink(real, link);
+      const storage = new FsCheckpointStorage(link, new JobID());
+      const handle = await storage.writeTaskState(1n, new ExecutionAttemptID(), "A", "1");
+      await storage.discardState(handle);
+      expect(await readdir(real)).toEqual([]);
+    } finally {
+      await rm(real, { recursive: true, force: true });
+    }
+  });
+
   it("writes the channel state of an unaligned checkpoint next to the snapshot and reads it back", async () => {
     const jobId = new JobID();
     const storage = new FsCheckpointStorage(base, jobId);
@@ -151,7 +229,49 @@ describe("FsCheckpointStorage", () => {
       FsCheckpointStorage.readTaskSnapshot(handle, identity),
       CheckpointError,
       ErrorCodes.CHECKPOINT,
-      "is not a channel state file",
+      "is damaged: the CRC-32 of its",
+    );
+  });
+
+  it("refuses a snapshot or _metadata that was altered into other valid JSON, truncated or emptied, naming the file", async () => {
+    const jobId = new JobID();
+    const storage = new FsCheckpointStorage(base, jobId);
+    const handle = await storage.writeTaskState(6n, new ExecutionAttemptID(), "T", '{"count":5}');
+    const identity = { jobId, checkpointId: 6n, taskName: "T" };
+    const original = await readFile(handle.path, "utf8");
+    // Another count, the same length, still valid JSON: only the checksum tells.
+    await writeFile(handle.path, original.replace('"count":5', '"count":6'));
+    await expectRejection(
+      FsCheckpointStorage.readTaskState(handle, identity),
+      CheckpointError,
+      ErrorCodes.CHECKPOINT,
+      `T: the snapshot ${handle.path} of checkpoint 6 is damaged: the CRC-32 of its`,
+    );
+    await writeFile(handle.path, original.slice(0, -3));
+    await expect(FsCheckpointStorage.readTaskState(handle, identity)).rejects.toThrow(
+      /is damaged: it has \d+ bytes, but its checkpoint recorded/,
+    );
+    // A handle whose recorded size matches what is left is caught by the header's length.
+    await expect(
+      FsCheckpointStorage.readTaskState({ ...handle, size: handle.size - 3 }, identity),
+    ).rejects.toThrow(/its header records \d+ bytes, but \d+ follow/);
+    await writeFile(handle.path, "");
+    await expect(
+      FsCheckpointStorage.readTaskState({ ...handle, size: 0 }, identity),
+    ).rejects.toThrow(/has no SLUICE-CHECKPOINT header/);
+
+    const metadata = await storage.writeMetadata(6n, { tasks: [{ subtaskIndex: 1 }] });
+    expect(await FsCheckpointStorage.readMetadata(metadata)).toMatchObject({
+      checkpointId: "6",
+      tasks: [{ subtaskIndex: 1 }],
+    });
+    const text = await readFile(metadata, "utf8");
+    await writeFile(metadata, text.replace('"subtaskIndex":1', '"subtaskIndex":2'));
+    await expectRejection(
+      FsCheckpointStorage.readMetadata(metadata),
+      CheckpointError,
+      ErrorCodes.CHECKPOINT,
+      `the metadata ${metadata} is damaged`,
     );
   });
 });

@@ -1,4 +1,4 @@
-import { mkdir, readFile, rm, rmdir } from "node:fs/promises";
+import { lstat, mkdir, readFile, realpath, rm, rmdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { ExecutionAttemptID, JobID } from "@sluice/core";
@@ -10,6 +10,12 @@ import {
 } from "@sluice/runtime-api";
 import writeFileAtomic from "write-file-atomic";
 import { ChannelStateSerializer } from "./channel-state-serializer.js";
+import {
+  CHECKED_FILE_VERSION,
+  checksumOf,
+  frameCheckedFile,
+  unframeCheckedFile,
+} from "./checked-file.js";
 import { CheckpointError } from "./checkpoint-error.js";
 import {
   channelStateSize,
@@ -49,7 +55,7 @@ export interface TaskSnapshot {
 const CHANNEL_STATE_SUFFIX = ".channel-state";
 
 /** The version of the snapshot and `_metadata` files this build writes and reads. */
-const FILE_VERSION = 1;
+const FILE_VERSION = CHECKED_FILE_VERSION;
 
 /** The name of a checkpoint's metadata file (Flink's). */
 export const METADATA_FILE_NAME = "_metadata";
@@ -67,18 +73,30 @@ const DEFAULT_FOLDER_NAME = "sluice-checkpoints";
  *
  * A snapshot file holds the task's state as JSON inside an envelope naming the job, the
  * checkpoint and the task; a restore checks the envelope, so a handle pointing at another
- * checkpoint's file fails loudly instead of restoring the wrong state. The in-flight data of an
- * unaligned checkpoint goes to `<execution attempt>.channel-state` next to it (layout:
- * {@link ChannelStateSerializer}), written first; the envelope records its size.
+ * checkpoint's file fails loudly instead of restoring the wrong state. Snapshot and `_metadata`
+ * files carry their length and a CRC-32 in a header line
+ * (`SLUICE-CHECKPOINT <version> <length> <crc32>`), checked before anything is parsed. The in-flight data of an unaligned checkpoint goes to
+ * `<execution attempt>.channel-state` next to it (layout: {@link ChannelStateSerializer}),
+ * written first; the envelope records its size and CRC-32.
+ *
+ * The storage owns only the files it names. A task's snapshot has one path, fixed by the job, the
+ * checkpoint and the task's execution attempt ({@link taskStateFile}); the job side accepts an
+ * acknowledgement only when it names exactly that path, so it never deletes a file it did not
+ * name. Deleting resolves `state.checkpoints.dir` to its real path once (the operator may point
+ * it anywhere) and follows no symbolic link below it: a job or checkpoint folder that is a link
+ * is refused with a CheckpointError, and a link in a file's place is removed itself, never what
+ * it points to.
  */
 export class FsCheckpointStorage {
   /** `<state.checkpoints.dir>/<jobId>`. */
   readonly jobDirectory: string;
+  private readonly baseDirectory: string;
   private readonly jobId: JobID;
 
   constructor(baseDirectory: string, jobId: JobID) {
     this.jobId = jobId;
-    this.jobDirectory = path.resolve(baseDirectory, jobId.toString());
+    this.baseDirectory = path.resolve(baseDirectory);
+    this.jobDirectory = path.join(this.baseDirectory, jobId.toString());
   }
 
   /** `state.checkpoints.dir`, or `sluice-checkpoints` in the system's temporary folder. */
@@ -93,16 +111,25 @@ export class FsCheckpointStorage {
   }
 
   /**
-   * True when `handle` names a task's snapshot file of checkpoint `checkpointId` of this job:
-   * directly in its folder, and not its `_metadata`. The job side deletes the files named in
-   * acknowledgements, which may come from another process: it must never delete anything else.
+   * The one path of the snapshot of attempt `executionAttemptId` in checkpoint `checkpointId`:
+   * `<jobDirectory>/chk-<n>/<attempt>.json`.
    */
-  holds(handle: FileStateHandle, checkpointId: bigint): boolean {
-    const file = path.resolve(handle.path);
-    return (
-      path.dirname(file) === this.checkpointDirectory(checkpointId) &&
-      path.basename(file) !== METADATA_FILE_NAME
-    );
+  taskStateFile(checkpointId: bigint, executionAttemptId: ExecutionAttemptID): string {
+    return path.join(this.checkpointDirectory(checkpointId), `${executionAttemptId}.json`);
+  }
+
+  /**
+   * True when `handle` names the snapshot file of attempt `executionAttemptId` in checkpoint
+   * `checkpointId` of this job ({@link taskStateFile}), and nothing else. The job side deletes
+   * the files named in acknowledgements, which come from other processes: a handle naming
+   * another task's snapshot, another checkpoint's or any other file is not the task's.
+   */
+  holds(
+    handle: FileStateHandle,
+    checkpointId: bigint,
+    executionAttemptId: ExecutionAttemptID,
+  ): boolean {
+    return path.resolve(handle.path) === this.taskStateFile(checkpointId, executionAttemptId);
   }
 
   /**
@@ -121,7 +148,7 @@ export class FsCheckpointStorage {
     stateJson: string | undefined,
     channelState: TaskChannelState = EMPTY_CHANNEL_STATE,
   ): Promise<FileStateHandle> {
-    const file = path.join(this.checkpointDirectory(checkpointId), `${executionAttemptId}.json`);
+    const file = this.taskStateFile(checkpointId, executionAttemptId);
     let channelStateField = "";
     if (channelStateSize(channelState) > 0) {
       const bytes = ChannelStateSerializer.serialize(channelState);
@@ -131,14 +158,15 @@ export class FsCheckpointStorage {
         `the channel state of ${taskName}`,
         checkpointId,
       );
-      channelStateField = `,"channelState":{"size":${bytes.length}}`;
+      channelStateField = `,"channelState":{"size":${bytes.length},"crc32":"${checksumOf(bytes)}"}`;
     }
     const stateField = stateJson === undefined ? "" : `,"state":${stateJson}`;
     const envelope =
       `{"version":${FILE_VERSION},"jobId":${JSON.stringify(this.jobId.toString())},` +
       `"checkpointId":"${checkpointId}","task":${JSON.stringify(taskName)}${stateField}${channelStateField}}`;
-    await this.writeAtomically(file, envelope, `the snapshot of ${taskName}`, checkpointId);
-    return { path: file, size: Buffer.byteLength(envelope) };
+    const framed = frameCheckedFile(envelope);
+    await this.writeAtomically(file, framed, `the snapshot of ${taskName}`, checkpointId);
+    return { path: file, size: framed.length };
   }
 
   /**
@@ -154,8 +182,22 @@ export class FsCheckpointStorage {
       checkpointId: checkpointId.toString(),
       ...metadata,
     });
-    await this.writeAtomically(file, text, "the metadata", checkpointId);
+    await this.writeAtomically(file, frameCheckedFile(text), "the metadata", checkpointId);
     return file;
+  }
+
+  /**
+   * Reads a checkpoint's `_metadata` back, once its length and checksum matched.
+   *
+   * @throws CheckpointError naming the file when it is missing, unreadable or damaged.
+   */
+  static async readMetadata(file: string): Promise<JsonObject> {
+    const what = `the metadata ${file}`;
+    const metadata = parseCheckedJson(await readCheckpointFile(file, what), what);
+    if (typeof metadata !== "object" || metadata === null || Array.isArray(metadata)) {
+      throw new CheckpointError(`${what} is not a JSON object`);
+    }
+    return metadata as JsonObject;
   }
 
   /**
@@ -184,22 +226,13 @@ export class FsCheckpointStorage {
     expected: TaskStateIdentity,
   ): Promise<TaskSnapshot> {
     const what = `${expected.taskName}: the snapshot ${handle.path} of checkpoint ${expected.checkpointId}`;
-    let text: string;
-    try {
-      text = await readFile(handle.path, "utf8");
-    } catch (error) {
-      throw new CheckpointError(`${what} cannot be read: ${(error as Error).message}`, {
-        cause: error,
-      });
+    const bytes = await readCheckpointFile(handle.path, what);
+    if (bytes.length !== handle.size) {
+      throw new CheckpointError(
+        `${what} is damaged: it has ${bytes.length} bytes, but its checkpoint recorded ${handle.size}`,
+      );
     }
-    let envelope: unknown;
-    try {
-      envelope = JSON.parse(text);
-    } catch (error) {
-      throw new CheckpointError(`${what} is not JSON: ${(error as Error).message}`, {
-        cause: error,
-      });
-    }
+    const envelope = parseCheckedJson(bytes, what);
     const fields = envelope as Record<string, unknown>;
     if (typeof envelope !== "object" || envelope === null || fields.version !== FILE_VERSION) {
       throw new CheckpointError(
@@ -215,7 +248,9 @@ export class FsCheckpointStorage {
       );
     }
     const state = fields.state as JsonValue | undefined;
-    const channelStateField = fields.channelState as { size?: unknown } | undefined;
+    const channelStateField = fields.channelState as
+      | { size?: unknown; crc32?: unknown }
+      | undefined;
     if (channelStateField === undefined) return { state, channelState: EMPTY_CHANNEL_STATE };
     // The channel state file is always the snapshot's sibling: the snapshot names only its size,
     // so it cannot send a restore to read anything else.
@@ -225,20 +260,22 @@ export class FsCheckpointStorage {
     if (typeof expectedSize !== "number" || !Number.isInteger(expectedSize) || expectedSize < 0) {
       throw new CheckpointError(`${what} records no valid channel state size`);
     }
-    let bytes: Buffer;
-    try {
-      bytes = await readFile(channelPath);
-    } catch (error) {
-      throw new CheckpointError(`${channelWhat} cannot be read: ${(error as Error).message}`, {
-        cause: error,
-      });
-    }
-    if (bytes.length !== expectedSize) {
+    const channelBytes = await readCheckpointFile(channelPath, channelWhat);
+    if (channelBytes.length !== expectedSize) {
       throw new CheckpointError(
-        `${channelWhat} has ${bytes.length} bytes, but the snapshot recorded ${expectedSize}`,
+        `${channelWhat} has ${channelBytes.length} bytes, but the snapshot recorded ${expectedSize}`,
       );
     }
-    return { state, channelState: ChannelStateSerializer.deserialize(bytes, channelWhat) };
+    const checksum = checksumOf(channelBytes);
+    if (checksum !== channelStateField.crc32) {
+      throw new CheckpointError(
+        `${channelWhat} is damaged: the CRC-32 of its ${channelBytes.length} bytes is ${checksum}, but the snapshot recorded ${String(channelStateField.crc32)}`,
+      );
+    }
+    return {
+      state,
+      channelState: ChannelStateSerializer.deserialize(channelBytes, channelWhat),
+    };
   }
 
   /**
@@ -246,23 +283,78 @@ export class FsCheckpointStorage {
    * a failed task's snapshot), then — unless `pruneFolders` is false because the checkpoint
    * may still complete — its checkpoint's and job's folders if they are left empty. Missing
    * files are fine.
+   *
+   * @throws CheckpointError when `handle` is not a snapshot file directly in one of this job's
+   *   checkpoint folders, or when that folder or the job's is a symbolic link (nothing is
+   *   deleted then).
    */
   async discardState(handle: FileStateHandle, pruneFolders = true): Promise<void> {
-    await rm(handle.path, { force: true });
-    await rm(channelStateFileOf(handle.path), { force: true });
+    const file = path.resolve(handle.path);
+    const checkpointFolder = path.basename(path.dirname(file));
+    const name = path.basename(file);
+    if (
+      path.dirname(path.dirname(file)) !== this.jobDirectory ||
+      !/^chk-\d+$/.test(checkpointFolder) ||
+      !name.endsWith(".json")
+    ) {
+      throw new CheckpointError(
+        `refused to delete ${handle.path}: it is not a snapshot file of a checkpoint folder under ${this.jobDirectory}`,
+      );
+    }
+    const folder = await this.realFolder(checkpointFolder);
+    if (folder === undefined) return;
+    await rm(path.join(folder, name), { force: true });
+    await rm(channelStateFileOf(path.join(folder, name)), { force: true });
     if (!pruneFolders) return;
-    const checkpointDirectory = path.dirname(handle.path);
-    if (await removeIfEmpty(checkpointDirectory))
-      await removeIfEmpty(path.dirname(checkpointDirectory));
+    if (await removeIfEmpty(folder)) await removeIfEmpty(path.dirname(folder));
   }
 
   /**
-   * Deletes the folder of checkpoint `checkpointId` with everything in it, and the job's folder
-   * once it is empty.
+   * Deletes the folder of checkpoint `checkpointId` with everything in it (a symbolic link in it
+   * is removed, not followed), and the job's folder once it is empty.
+   *
+   * @throws CheckpointError when the checkpoint's or the job's folder is a symbolic link (nothing
+   *   is deleted then).
    */
   async discardCheckpoint(checkpointId: bigint): Promise<void> {
-    await rm(this.checkpointDirectory(checkpointId), { recursive: true, force: true });
-    await removeIfEmpty(this.jobDirectory);
+    const folder = await this.realFolder(`chk-${checkpointId}`);
+    if (folder === undefined) return;
+    await rm(folder, { recursive: true, force: true });
+    await removeIfEmpty(path.dirname(folder));
+  }
+
+  /**
+   * The real path of `<jobDirectory>/<checkpointFolder>`, or undefined when it does not exist.
+   * `state.checkpoints.dir` is resolved (the operator chose it); the job's folder and the
+   * checkpoint's folder must be real folders, so that no link below it leads a deletion
+   * elsewhere.
+   *
+   * @throws CheckpointError naming the link when either is not a real folder.
+   */
+  private async realFolder(checkpointFolder: string): Promise<string | undefined> {
+    let current: string;
+    try {
+      current = await realpath(this.baseDirectory);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+    for (const component of [this.jobId.toString(), checkpointFolder]) {
+      current = path.join(current, component);
+      let isFolder: boolean;
+      try {
+        isFolder = (await lstat(current)).isDirectory();
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+        throw error;
+      }
+      if (!isFolder) {
+        throw new CheckpointError(
+          `refused to delete in ${current}: it is a symbolic link or not a folder, and the checkpoint storage deletes only in the folders it creates under state.checkpoints.dir (${this.baseDirectory})`,
+        );
+      }
+    }
+    return current;
   }
 
   private async writeAtomically(
@@ -281,6 +373,29 @@ export class FsCheckpointStorage {
         { cause: error },
       );
     }
+  }
+}
+
+/** The bytes of checkpoint file `file`; `what` names it in the error. */
+async function readCheckpointFile(file: string, what: string): Promise<Buffer> {
+  try {
+    return await readFile(file);
+  } catch (error) {
+    throw new CheckpointError(`${what} cannot be read: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+}
+
+/** The JSON body of a framed checkpoint file, once its length and checksum matched. */
+function parseCheckedJson(bytes: Buffer, what: string): unknown {
+  const text = unframeCheckedFile(bytes, what);
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new CheckpointError(`${what} is not JSON: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
 }
 

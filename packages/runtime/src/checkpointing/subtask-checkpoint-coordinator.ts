@@ -20,6 +20,7 @@ import {
   NO_CHECKPOINT_METRICS,
   type TaskCheckpointMetrics,
 } from "./checkpoint-metrics.js";
+import { emitCheckpointWarning } from "./checkpoint-warning.js";
 import type { CheckpointableTask } from "./checkpointable-task.js";
 import { CheckpointingMode } from "./checkpointing-mode.js";
 import type { DeclineCheckpoint } from "./decline-checkpoint.js";
@@ -387,9 +388,8 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
     try {
       await this.options.discard(handle);
     } catch (error) {
-      process.emitWarning(
+      emitCheckpointWarning(
         `${this.options.taskName}: could not delete the discarded snapshot ${handle.path}: ${(error as Error).message}`,
-        { type: "SluiceCheckpointWarning" },
       );
     }
   }

@@ -1,10 +1,14 @@
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ErrorCodes } from "@sluice/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CheckpointFailureReason } from "../checkpointing/checkpoint-failure-reason.js";
-import { METADATA_FILE_NAME } from "../checkpointing/fs-checkpoint-storage.js";
+import {
+  type FileStateHandle,
+  FsCheckpointStorage,
+  METADATA_FILE_NAME,
+} from "../checkpointing/fs-checkpoint-storage.js";
 import { PollStatus } from "../io/record-reader.js";
 import type { Task } from "../taskexecutor/task.js";
 import type { TaskExecutor } from "../taskexecutor/task-executor.js";
@@ -223,16 +227,23 @@ describe("a checkpointing job", () => {
     const files = (await readdir(path.join(jobDir, `chk-${latest?.checkpointId}`))).sort();
     expect(files).toHaveLength(5);
     expect(files).toContain(METADATA_FILE_NAME);
-    const metadata = JSON.parse(await readFile(latest?.metadataPath as string, "utf8"));
+    const metadata = await FsCheckpointStorage.readMetadata(latest?.metadataPath as string);
     expect(metadata).toMatchObject({
-      version: 1,
+      version: 2,
       jobId: result.jobId.toString(),
       checkpointId: String(latest?.checkpointId),
     });
     expect(metadata.tasks).toHaveLength(4);
-    for (const task of metadata.tasks) {
-      const snapshot = JSON.parse(await readFile(task.stateHandle.path, "utf8"));
-      expect(snapshot.checkpointId).toBe(String(latest?.checkpointId));
+    for (const task of metadata.tasks as unknown as {
+      vertexName: string;
+      stateHandle: FileStateHandle;
+    }[]) {
+      const state = await FsCheckpointStorage.readTaskState(task.stateHandle, {
+        jobId: result.jobId,
+        checkpointId: latest?.checkpointId as bigint,
+        taskName: task.vertexName,
+      });
+      expect(state).toBeDefined();
     }
   });
 });
@@ -420,5 +431,104 @@ describe("failed checkpoints", () => {
     expect(result.restarts).toBe(1);
     expect(result.checkpoints.restoredFrom).toBe(1n);
     expect(totals(result.results)).toEqual(expectedCounts(40_000, 2));
+  });
+});
+
+/** How a test damages a snapshot file of the checkpoint a restart is about to restore. */
+const DAMAGES = {
+  deleted: (file: string) => rm(file),
+  emptied: (file: string) => writeFile(file, ""),
+  truncated: async (file: string) => truncate(file, Math.floor((await stat(file)).size / 2)),
+  // One count changed, the file still valid JSON of the same length.
+  altered: async (file: string) => {
+    const text = await readFile(file, "utf8");
+    // The last count of the counter's map, which closes the state and the envelope.
+    const at = text.search(/\d(?=\}+$)/);
+    if (at < 0) throw new Error(`no count at the end of ${file}`);
+    const digit = Number(text[at]);
+    await writeFile(
+      file,
+      `${text.slice(0, at)}${digit === 9 ? 8 : digit + 1}${text.slice(at + 1)}`,
+    );
+  },
+} as const;
+
+/**
+ * Runs the word count with a counter that fails once it took 3 snapshots, and damages Count
+ * (1/2)'s snapshot of the latest completed checkpoint while the job waits to restart. Returns
+ * the run's result, the damaged checkpoint and file, and the checkpoint warnings printed.
+ */
+async function restartOntoDamagedCheckpoint(
+  damage: (file: string) => Promise<unknown>,
+  extra: Record<string, unknown> = {},
+) {
+  const warnings: string[] = [];
+  const onWarning = (warning: Error) => {
+    if (warning.name === "SluiceCheckpointWarning") warnings.push(warning.message);
+  };
+  process.on("warning", onWarning);
+  try {
+    const config = configuration({
+      "restart-strategy.fixed-delay.attempts": 5,
+      "restart-strategy.fixed-delay.delay": "300ms",
+      ...extra,
+    });
+    const executor = await startExecutor(config);
+    const graph = wordCountGraph(80_000, { failOnAttempts: [0], failAfterSnapshots: 3 });
+    const execution = await runOn(executor, graph, config);
+    const coordinator = execution.checkpointCoordinator;
+    // Once restarting, the checkpoint it restores is fixed: no checkpoint completes any more.
+    await eventually("the job to wait for its restart", () => execution.status === "RESTARTING");
+    const damaged = coordinator?.latestCompletedCheckpoint;
+    const file = damaged?.subtaskStates.find(
+      (s) => s.vertexName === "Count" && s.subtaskIndex === 0,
+    )?.stateHandle?.path as string;
+    await damage(file);
+    const result = await execution.terminated;
+    // Warnings are emitted on the next tick.
+    await new Promise((resolve) => setImmediate(resolve));
+    return { result, damaged, file, warnings, coordinator, executor };
+  } finally {
+    process.off("warning", onWarning);
+  }
+}
+
+describe("a damaged checkpoint", () => {
+  for (const [kind, damage] of Object.entries(DAMAGES)) {
+    it(`is never restored again once a snapshot of it is found ${kind}: the restart falls back to the previous retained checkpoint, printing why`, async () => {
+      const { result, damaged, file, warnings, coordinator } = await restartOntoDamagedCheckpoint(
+        damage,
+        { "state.checkpoints.num-retained": 3 },
+      );
+      expect(result.error).toBeUndefined();
+      expect(result.status).toBe("FINISHED");
+      expect(totals(result.results)).toEqual(expectedCounts(80_000, 2));
+      const damagedId = damaged?.checkpointId as bigint;
+      expect(result.checkpoints.restoredFrom).toBeLessThan(damagedId);
+      expect(coordinator?.unusableCheckpoints.map((c) => c.checkpointId)).toEqual([damagedId]);
+      // Two restarts: the one that found the damage, and the one onto the older checkpoint.
+      expect(result.restarts).toBe(2);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toContain(
+        `restoring checkpoint ${damagedId} failed, falling back to checkpoint ${result.checkpoints.restoredFrom}`,
+      );
+      expect(warnings[0]).toContain(file);
+    });
+  }
+
+  it("fails the job with SLUICE_ERR_CHECKPOINT naming the file when no older checkpoint is retained", async () => {
+    const { result, damaged, file, warnings, executor } = await restartOntoDamagedCheckpoint(
+      DAMAGES.truncated,
+    );
+    expect(result.status).toBe("FAILED");
+    expect(result.restarts).toBe(1);
+    expect(result.error).toMatchObject({ code: ErrorCodes.CHECKPOINT });
+    expect(result.error?.message).toContain(
+      `checkpoint ${damaged?.checkpointId} is unreadable and no older retained checkpoint is left`,
+    );
+    expect(result.error?.message).toContain(file);
+    expect(result.failedTask).toBe("Count (1/2)#1");
+    expect(warnings.some((w) => w.includes("no older retained checkpoint is left"))).toBe(true);
+    expect(executor.runningTasks).toEqual([]);
   });
 });

@@ -29,6 +29,7 @@ import {
   type CheckpointPlan,
 } from "../checkpointing/checkpoint-coordinator.js";
 import type { CheckpointCoordinatorConfiguration } from "../checkpointing/checkpoint-coordinator-configuration.js";
+import { CheckpointError } from "../checkpointing/checkpoint-error.js";
 import { CheckpointFailureReason } from "../checkpointing/checkpoint-failure-reason.js";
 import { CheckpointingMode } from "../checkpointing/checkpointing-mode.js";
 import type { CompletedCheckpoint } from "../checkpointing/completed-checkpoint.js";
@@ -674,7 +675,13 @@ export class JobExecution implements JobMasterGateway {
       // Not deployed: nothing runs there that could report, so the attempt fails here.
       if (!execution.attemptId.equals(attemptId) || TERMINAL.has(execution.state)) return;
       execution.state = "FAILED";
-      this.failTask(execution, asError(error));
+      const cause = asError(error);
+      const restored = descriptor.taskRestore?.checkpointId;
+      if (restored !== undefined && isSluiceError(cause, ErrorCodes.CHECKPOINT)) {
+        this.restoreFailed(execution, restored, cause);
+      } else {
+        this.failTask(execution, cause);
+      }
       this.checkTerminated();
       return;
     }
@@ -773,6 +780,28 @@ export class JobExecution implements JobMasterGateway {
     // A task of the attempt being replaced fails as it is canceled: nothing more to decide.
     if (this.currentStatus === "RESTARTING") return;
     this.stop("FAILING", cause);
+  }
+
+  /**
+   * A task could not read its part of checkpoint `checkpointId` (its snapshot is missing or
+   * damaged): that checkpoint is never restored again. The job fails over onto the newest
+   * retained checkpoint before it, or, with none left, fails with the task's error: restarting
+   * from the same unreadable files could only fail the same way, for ever.
+   */
+  private restoreFailed(execution: ExecutionVertex, checkpointId: bigint, cause: Error): void {
+    const fallback = this.checkpointCoordinator?.markUnusable(checkpointId, cause);
+    if (fallback !== undefined) {
+      this.failTask(execution, cause);
+      return;
+    }
+    this.setRootCause(execution, cause);
+    this.stop(
+      "FAILING",
+      new CheckpointError(
+        `job ${this.graph.name} cannot be restored: checkpoint ${checkpointId} is unreadable and no older retained checkpoint is left (state.checkpoints.num-retained): ${cause.message}`,
+        { cause },
+      ),
+    );
   }
 
   private setRootCause(execution: ExecutionVertex, cause: Error): void {

@@ -1,10 +1,12 @@
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { ErrorCodes } from "@sluice/core";
+import { ErrorCodes, type JobID } from "@sluice/core";
+import { must } from "@sluice/core/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { AcknowledgeCheckpoint } from "../checkpointing/acknowledge-checkpoint.js";
 import type { DeclineCheckpoint } from "../checkpointing/decline-checkpoint.js";
+import { FsCheckpointStorage } from "../checkpointing/fs-checkpoint-storage.js";
 import { PollStatus } from "../io/record-reader.js";
 import { JobGraph } from "../jobmaster/job-graph.js";
 import type { JobMasterGateway } from "../jobmaster/job-master-gateway.js";
@@ -139,8 +141,11 @@ describe("a checkpointing Task", () => {
     expect(acks.map((ack) => ack.checkpointId)).toEqual([1n, 1n, 1n, 1n]);
     const stateOf = async (task: Task) => {
       const ack = acks.find((a) => a.executionAttemptId.equals(task.executionAttemptId));
-      const file = JSON.parse(await readFile(ack?.stateHandle?.path as string, "utf8"));
-      return file.state;
+      return (await FsCheckpointStorage.readTaskState(must(ack?.stateHandle), {
+        jobId: ack?.jobId as JobID,
+        checkpointId: 1n,
+        taskName: task.name,
+      })) as Record<string, unknown>;
     };
     expect(await stateOf(tasks[0] as Task)).toEqual({ offset: 1_000 });
     expect(await stateOf(tasks[1] as Task)).toEqual({ offset: 1_500 });

@@ -1,4 +1,8 @@
-import { ConfigOptions, inRange } from "../config-option.js";
+import { atLeast, ConfigOptions, inRange } from "../config-option.js";
+import { formatMemorySize } from "../memory-size.js";
+
+const atLeastBytes = (min: number) => (value: number) =>
+  value >= min ? undefined : `a size of at least ${formatMemorySize(min)}`;
 
 /** Where the job manager's control plane is reached (Flink's `JobManagerOptions`). */
 export const JobManagerOptions = {
@@ -34,5 +38,89 @@ export const JobManagerOptions = {
         "comes in time, the restart attempt fails and counts against the restart strategy. Also " +
         "the default time `JobManager.waitForTaskManagers` waits; its error then names the task " +
         "managers that were refused, and why.",
+    ),
+
+  /** How long a deployed task may take to report RUNNING (Sluice). */
+  DEPLOYMENT_TIMEOUT: ConfigOptions.key("jobmanager.deployment.timeout")
+    .durationType()
+    .defaultValue("2min")
+    .withValidator(atLeast(1, "a duration"))
+    .withDescription(
+      "Sluice: a task deployed to a task manager that has not reported RUNNING this long after " +
+        "its deployment was sent fails with `SLUICE_ERR_TIMEOUT` naming the task manager, and " +
+        "the job restarts or fails as its restart strategy says. It catches a task manager that " +
+        "accepts tasks and runs none while it still answers heartbeats.",
+    ),
+
+  /** The largest control-plane message the job manager accepts (Flink's `pekko.framesize`). */
+  MAX_MESSAGE_SIZE: ConfigOptions.key("jobmanager.rpc.max-message-size")
+    .memoryType()
+    .defaultValue("10mb")
+    .withValidator(atLeastBytes(64 * 1024))
+    .withDescription(
+      "Sluice: the largest message the job manager's control plane accepts from a registered " +
+        "task manager (Flink bounds its RPC messages by `pekko.framesize`, 10 MiB). A larger " +
+        "one closes the connection (WebSocket code 1009) before it is parsed, and the task " +
+        "manager is lost.",
+    ),
+
+  /** The largest message before a task manager registered (Sluice). */
+  MAX_UNREGISTERED_MESSAGE_SIZE: ConfigOptions.key("jobmanager.rpc.max-unregistered-message-size")
+    .memoryType()
+    .defaultValue("64kb")
+    .withValidator(atLeastBytes(4 * 1024))
+    .withDescription(
+      "Sluice: the largest message the job manager accepts from a connection that has not " +
+        "registered a TaskExecutor yet (`hello` and `registerTaskExecutor` are a few hundred " +
+        "bytes). A larger one is refused on its length, before it is parsed, and the connection " +
+        "is closed.",
+    ),
+
+  /** How many control connections the job manager keeps open at once (Sluice). */
+  MAX_CONNECTIONS: ConfigOptions.key("jobmanager.rpc.max-connections")
+    .intType()
+    .defaultValue(1000)
+    .withValidator(atLeast(1, "a count"))
+    .withDescription(
+      "Sluice: how many connections the job manager's control plane keeps open at once, " +
+        "registered task managers and connections still in their handshake or registration " +
+        "alike. A further connection is closed at once, with a warning.",
+    ),
+
+  /** How long a connection may take to register a TaskExecutor (Sluice). */
+  REGISTRATION_TIMEOUT: ConfigOptions.key("jobmanager.rpc.registration-timeout")
+    .durationType()
+    .defaultValue("30s")
+    .withValidator(atLeast(1, "a duration"))
+    .withDescription(
+      "Sluice: a control connection that has not registered a TaskExecutor this long after it " +
+        "was accepted (TLS handshake, WebSocket upgrade, `hello` and `registerTaskExecutor` " +
+        "included) is closed, with a warning.",
+    ),
+
+  /** Bytes queued for a task manager that does not read them (Sluice). */
+  MAX_OUTBOUND_BYTES_PER_CONNECTION: ConfigOptions.key(
+    "jobmanager.rpc.max-outbound-bytes-per-connection",
+  )
+    .memoryType()
+    .defaultValue("16mb")
+    .withValidator(atLeastBytes(64 * 1024))
+    .withDescription(
+      "Sluice: the outbound budget of one control connection: messages the job manager sent " +
+        "and the socket has not taken yet. At the budget the job manager stops reading from " +
+        "that peer until half of it drained; beyond twice the budget it closes the connection " +
+        "(`SLUICE_ERR_LIMIT_EXCEEDED` in the warning).",
+    ),
+
+  /** Requests of one connection handled at once (Sluice). */
+  MAX_CONCURRENT_REQUESTS_PER_CONNECTION: ConfigOptions.key(
+    "jobmanager.rpc.max-concurrent-requests-per-connection",
+  )
+    .intType()
+    .defaultValue(64)
+    .withValidator(atLeast(1, "a count"))
+    .withDescription(
+      "Sluice: how many requests and notifications of one control connection the job manager " +
+        "handles at once; at the limit it stops reading from that peer until one finished.",
     ),
 } as const;
