@@ -122,6 +122,8 @@ export class JobManagerRole {
   /** When the job ended (`performance.now()`), so the dashboard's clock stops with it. */
   private endedAt: number | undefined;
   private readonly lost = new Set<RegisteredTaskManager>();
+  /** Lost task managers the job went on without (dropped from the pool, or recovered from). */
+  private readonly survived = new Set<RegisteredTaskManager>();
   private readonly shutdownReports = new Map<RegisteredTaskManager, ShutdownReport>();
   /** Exit codes the local children should end with, once told to shut down. */
   private readonly expectedExit = new Map<number, number>();
@@ -252,10 +254,12 @@ export class JobManagerRole {
           this.io.stderr.write(
             `warning: ${cause.message}; it ran no task of the job and is dropped from the pool\n`,
           );
+          this.survived.add(tm);
           return;
         }
         // A job that restarts without it (from its latest checkpoint) has not failed.
-        if (!this.recovery?.taskManagerLost(tm)) this.recordFailure(1, cause.message);
+        if (this.recovery?.taskManagerLost(tm)) this.survived.add(tm);
+        else this.recordFailure(1, cause.message);
       },
       onApplicationMessage: (tm, name, payload) => {
         if (name !== METRIC_ENDPOINTS_MESSAGE) {
@@ -557,9 +561,10 @@ export class JobManagerRole {
       this.recordFailure(0, `${label} could not be started or signalled: ${error.message}`);
       return;
     }
-    // One the job manager already gave up on was judged when it was lost (the job failed, or
-    // it recovered without it): its exit, say on waking from a pause, decides nothing more.
-    if (registered !== undefined && this.lost.has(registered)) return;
+    // One the job went on without was judged when it was lost: its exit, say on waking from a
+    // pause, decides nothing more. The exit of one whose loss failed the job still names how it
+    // ended (a signal says more than the closed connection that was noticed first).
+    if (registered !== undefined && this.survived.has(registered)) return;
     const expected = this.expectedExit.get(child.pid);
     if (signal !== null) this.recordFailure(0, `${label} was killed by signal ${signal}`);
     else if (expected === undefined) {
