@@ -20,6 +20,8 @@ export interface NetworkShuffleEnvironmentConfiguration {
   readonly buffersPerChannel: number;
   readonly floatingBuffersPerGate: number;
   readonly maxBuffersPerChannel: number;
+  /** Gates and output pools take fewer buffers instead of failing when memory is short. */
+  readonly exclusiveBuffersFallback: boolean;
   readonly maxOverdraftBuffersPerGate: number;
   /** Undefined = unlimited for pipelined gates. */
   readonly maxRequiredBuffersPerGate: number | undefined;
@@ -88,6 +90,7 @@ export function readNetworkShuffleEnvironmentConfiguration(
     buffersPerChannel: config.get(M.NETWORK_BUFFERS_PER_CHANNEL),
     floatingBuffersPerGate: config.get(M.NETWORK_EXTRA_BUFFERS_PER_GATE),
     maxBuffersPerChannel: config.get(M.NETWORK_MAX_BUFFERS_PER_CHANNEL),
+    exclusiveBuffersFallback: config.get(M.NETWORK_EXCLUSIVE_BUFFERS_FALLBACK),
     maxOverdraftBuffersPerGate: config.get(M.NETWORK_MAX_OVERDRAFT_BUFFERS_PER_GATE),
     maxRequiredBuffersPerGate: config.getOptional(M.NETWORK_READ_MAX_REQUIRED_BUFFERS_PER_GATE),
     buffersRequestTimeoutMs: config.get(M.NETWORK_BUFFERS_REQUEST_TIMEOUT),

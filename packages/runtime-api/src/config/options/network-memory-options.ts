@@ -153,6 +153,23 @@ export const NetworkMemoryOptions = {
         "Flink 2.0 removed the key and hard-codes 8.",
     ),
 
+  /** Whether a gate or output pool whose buffers cannot be guaranteed takes fewer instead of failing. */
+  NETWORK_EXCLUSIVE_BUFFERS_FALLBACK: ConfigOptions.key(
+    "taskmanager.network.memory.exclusive-buffers-fallback",
+  )
+    .booleanType()
+    .defaultValue(true)
+    .withDescription(
+      "When the network memory cannot guarantee an input gate the exclusive buffers of its " +
+        "remote channels, the gate reads with floating buffers only (as with " +
+        "`buffers-per-channel: 0`) and a warning names it; likewise a pipelined output pool that " +
+        "cannot get its minimum of one buffer per subpartition plus one starts with " +
+        "min(8, that) and finishes partly filled buffers when it runs dry. Jobs then deploy on " +
+        "small budgets at some cost in throughput. `false` keeps Flink's behaviour: the task " +
+        "fails with 'Insufficient number of network buffers'. Not a Flink key: Flink has only " +
+        "the hard failure.",
+    ),
+
   /** Output buffers one subpartition may hold before the writer sees back-pressure. */
   NETWORK_MAX_BUFFERS_PER_CHANNEL: ConfigOptions.key(
     "taskmanager.network.memory.max-buffers-per-channel",
