@@ -30,7 +30,12 @@ export {
 } from "./consumer/input-channel.js";
 export { LocalInputChannel } from "./consumer/local-input-channel.js";
 export { RemoteInputChannel } from "./consumer/remote-input-channel.js";
-export { SingleInputGate, type SingleInputGateOptions } from "./consumer/single-input-gate.js";
+export {
+  type ExclusiveBuffersFallback,
+  type GateBuffersMode,
+  SingleInputGate,
+  type SingleInputGateOptions,
+} from "./consumer/single-input-gate.js";
 export { type MillisClock, ThroughputCalculator } from "./consumer/throughput-calculator.js";
 export { UnknownInputChannel } from "./consumer/unknown-input-channel.js";
 // Environment, master, factory

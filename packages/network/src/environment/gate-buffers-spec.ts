@@ -41,16 +41,20 @@ export function createGateBuffersSpec(
 }
 
 /**
- * The gate's buffers in floating-only mode (Flink's formula with `buffers-per-channel: 0`): no
- * exclusive buffers and a floating pool guaranteed one buffer. Its maximum stays the gate's
- * target, N·bpc + floating, so that the pool grows back to what the exclusive buffers would
- * have given as soon as the network memory has buffers to spare.
+ * The gate's buffers in floating-only mode: no exclusive buffers, and a floating pool guaranteed
+ * `requiredFloatingBuffers` (at least 1, Flink's minimum with `buffers-per-channel: 0`). Its
+ * maximum stays the gate's target, N·bpc + floating, so that the pool grows back to what the
+ * exclusive buffers would have given as soon as the network memory has buffers to spare.
  */
-export function floatingOnlyGateBuffersSpec(spec: GateBuffersSpec): GateBuffersSpec {
+export function floatingOnlyGateBuffersSpec(
+  spec: GateBuffersSpec,
+  requiredFloatingBuffers: number,
+): GateBuffersSpec {
+  const required = Math.max(1, requiredFloatingBuffers);
   return {
     exclusiveBuffersPerChannel: 0,
-    requiredFloatingBuffers: 1,
-    totalFloatingBuffers: Math.max(1, spec.totalFloatingBuffers),
+    requiredFloatingBuffers: required,
+    totalFloatingBuffers: Math.max(required, spec.totalFloatingBuffers),
   };
 }
 

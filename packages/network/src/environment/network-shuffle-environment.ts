@@ -68,7 +68,10 @@ import {
 import { validateNetworkShuffleConfiguration } from "./validate-network-shuffle-configuration.js";
 
 /** The share of a worker's network buffers that full guarantees leave for fallen-back pools. */
-const FALLBACK_RESERVE_FRACTION = 0.25;
+const FALLBACK_RESERVE_FRACTION = 0.5;
+
+/** A pool that falls back is guaranteed at most this fraction (1/n) of the unguaranteed buffers. */
+const FALLBACK_SHARE_DIVISOR = 16;
 
 /** A writer of the network shuffle: pipelined in memory, or blocking (sort-merge) on disk. */
 export type NetworkResultPartition = ResultPartition | SortMergeResultPartition;
@@ -330,8 +333,10 @@ export class NetworkShuffleEnvironment
     if (!this.settings.exclusiveBuffersFallback || !type.isPipelined || this.fitsInFull(min)) {
       return min;
     }
-    const reduced = Math.min(min, FALLBACK_OUTPUT_POOL_MIN_BUFFERS);
-    if (reduced > unreserved) return min; // cannot help: fail naming the real minimum
+    // Even one buffer lets the writer progress: it finishes that buffer whenever a record goes
+    // to another subpartition.
+    const reduced = this.fallbackGuarantee(Math.min(min, FALLBACK_OUTPUT_POOL_MIN_BUFFERS));
+    if (reduced < 1) return min; // cannot help: fail naming the real minimum
     emitBuffersFallbackWarning(
       `${name} is guaranteed ${reduced} network buffers instead of ${min} (one per subpartition ` +
         `plus one): only ${unreserved} of ${this.networkBufferPool.totalNumberOfMemorySegments} ` +
@@ -345,8 +350,8 @@ export class NetworkShuffleEnvironment
   }
 
   /**
-   * Whether a pool may take its full guarantee of `count` buffers. With the fallback on, a
-   * quarter of the worker's buffers is kept from full guarantees: pools deploy one after
+   * Whether a pool may take its full guarantee of `count` buffers. With the fallback on, half
+   * of the worker's buffers is kept from full guarantees: pools deploy one after
    * another, and without such a reserve the first few would take everything and leave the
    * later ones nothing to fall back on. The reserve is still lent to every pool as excess
    * until it is guaranteed to fallen-back pools.
@@ -355,7 +360,19 @@ export class NetworkShuffleEnvironment
     return count <= this.networkBufferPool.getNumberOfUnreservedSegments() - this.fallbackReserve();
   }
 
-  /** Buffers kept from full guarantees while the fallback is on (a quarter of them). */
+  /**
+   * The guarantee of a pool that falls back and would like `wanted` buffers: at most a
+   * sixteenth of what is not yet guaranteed (at least 1 while anything is), so that each later
+   * pool still finds buffers and the guarantees shrink gently instead of running out; 0 when
+   * nothing is left.
+   */
+  private fallbackGuarantee(wanted: number): number {
+    const unreserved = this.networkBufferPool.getNumberOfUnreservedSegments();
+    if (unreserved < 1) return 0;
+    return Math.max(1, Math.min(wanted, Math.floor(unreserved / FALLBACK_SHARE_DIVISOR)));
+  }
+
+  /** Buffers kept from full guarantees while the fallback is on (half of them). */
   private fallbackReserve(): number {
     return Math.floor(
       this.networkBufferPool.totalNumberOfMemorySegments * FALLBACK_RESERVE_FRACTION,
@@ -372,7 +389,6 @@ export class NetworkShuffleEnvironment
   ): ExclusiveBuffersFallback | undefined {
     if (!this.settings.exclusiveBuffersFallback) return undefined;
     const pool = this.networkBufferPool;
-    const floatingOnly = floatingOnlyGateBuffersSpec(spec);
     return {
       reasonToFallBack: (exclusiveBuffers) => {
         const needed = exclusiveBuffers + spec.requiredFloatingBuffers;
@@ -386,14 +402,20 @@ export class NetworkShuffleEnvironment
           `(${this.fallbackReserve()} of them kept for the pools deployed later)`
         );
       },
-      createFloatingOnlyBufferPool: () =>
-        pool.createBufferPool(
+      createFloatingOnlyBufferPool: () => {
+        // Floating-only channels get credit only by backlog, one round trip per buffer: the
+        // gate is guaranteed up to 'floating-buffers-per-gate' of them (at least 1), as far as
+        // the memory not yet guaranteed allows, or it would crawl at one buffer per round trip.
+        const floatingOnly = floatingOnlyGateBuffersSpec(
+          spec,
+          this.fallbackGuarantee(this.settings.floatingBuffersPerGate),
+        );
+        return pool.createBufferPool(
           floatingOnly.requiredFloatingBuffers,
           floatingOnly.totalFloatingBuffers,
-          {
-            name: poolName,
-          },
-        ),
+          { name: poolName },
+        );
+      },
       onFallback: (gate, reason) =>
         emitBuffersFallbackWarning(
           `${gate} reads with floating buffers only: ${reason}. It deploys, at some cost in ` +

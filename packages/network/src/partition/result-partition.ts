@@ -551,7 +551,12 @@ export class ResultPartition
     (this.subpartitions[target] as PipelinedSubpartition).onBuilderFinished();
   }
 
-  /** Finishes every partly filled unicast buffer but `target`'s, so readers can recycle them. */
+  /**
+   * The pool ran dry: finishes every partly filled unicast buffer but `target`'s, so readers can
+   * send and recycle them. Finishing only some is not enough: the pool may shrink meanwhile
+   * (another pool was created), and buffers coming back then go to the NetworkBufferPool, so a
+   * writer waiting for one would never be woken while its pool sits in unfinished builders.
+   */
   private finishOtherBuilders(target: number): void {
     for (let i = 0; i < this.numberOfSubpartitions; i++) {
       if (i !== target) this.finishUnicastBuilder(i);

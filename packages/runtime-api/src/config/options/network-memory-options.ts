@@ -162,12 +162,14 @@ export const NetworkMemoryOptions = {
     .withDescription(
       "When the network memory cannot guarantee an input gate the exclusive buffers of its " +
         "remote channels, the gate reads with floating buffers only (as with " +
-        "`buffers-per-channel: 0`) and a warning names it; likewise a pipelined output pool that " +
-        "cannot get its minimum of one buffer per subpartition plus one starts with " +
-        "min(8, that) and finishes partly filled buffers when it runs dry. Jobs then deploy on " +
-        "small budgets at some cost in throughput. `false` keeps Flink's behaviour: the task " +
-        "fails with 'Insufficient number of network buffers'. Not a Flink key: Flink has only " +
-        "the hard failure.",
+        "`buffers-per-channel: 0`), guaranteed up to `floating-buffers-per-gate` of them; a " +
+        "pipelined output pool that cannot get one buffer per subpartition plus one is " +
+        "guaranteed min(8, what is left) and finishes partly filled buffers when it runs dry. " +
+        "Half of the worker's buffers is kept from full guarantees, so the pools deployed last " +
+        "still find buffers; every pool borrows the rest as excess. A warning names each pool " +
+        "that falls back. Jobs then deploy on small budgets at some cost in throughput. `false` " +
+        "keeps Flink's behaviour: the task fails with 'Insufficient number of network buffers'. " +
+        "Not a Flink key: Flink has only the hard failure.",
     ),
 
   /** Output buffers one subpartition may hold before the writer sees back-pressure. */
