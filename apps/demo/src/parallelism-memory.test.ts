@@ -14,18 +14,24 @@ describe("the demo's parallelism check", () => {
   it("accepts the parallelisms the network memory serves, with the fallback", () => {
     expect(() => checkParallelismFitsNetworkMemory(withMemory(32), 64, 2)).not.toThrow();
     expect(() => checkParallelismFitsNetworkMemory(withMemory(64), 128, 2)).not.toThrow();
-    expect(() => checkParallelismFitsNetworkMemory(withMemory(128), 256, 2)).not.toThrow();
+    expect(() => checkParallelismFitsNetworkMemory(withMemory(64), 256, 4)).not.toThrow();
     expect(() => checkParallelismFitsNetworkMemory(withMemory(64), 2, 2)).not.toThrow();
   });
 
-  it("refuses parallelism 256 on 64 MiB, saying how much memory it needs and which keys set it", () => {
-    expect(() => checkParallelismFitsNetworkMemory(withMemory(64), 256, 2)).toThrow(
+  it("refuses parallelism 128 on 32 MiB, saying how much memory it needs and which keys set it", () => {
+    expect(() => checkParallelismFitsNetworkMemory(withMemory(32), 128, 2)).toThrow(
       expect.objectContaining({
         code: ErrorCodes.CONFIG,
         message: expect.stringMatching(
-          /--parallelism 256 on 2 task managers needs at least 128 MiB .* but has 64 MiB .*taskmanager\.memory\.network\.min=128mb/,
+          /--parallelism 128 on 2 task managers needs at least 64 MiB .* but has 32 MiB .*taskmanager\.memory\.network\.min=64mb/,
         ),
       }),
+    );
+  });
+
+  it("refuses more partition requests on one connection than the data server accepts, naming the key", () => {
+    expect(() => checkParallelismFitsNetworkMemory(withMemory(128), 256, 2)).toThrow(
+      /16384 partition requests on each connection .*'taskmanager\.network\.max-partition-requests-per-connection' \(10000\)/,
     );
   });
 

@@ -1,5 +1,10 @@
 import { ConfigurationError } from "@sluice/core";
-import { NetworkMemoryOptions, type ReadableConfig, TaskManagerOptions } from "@sluice/runtime-api";
+import {
+  NettyShuffleEnvironmentOptions,
+  NetworkMemoryOptions,
+  type ReadableConfig,
+  TaskManagerOptions,
+} from "@sluice/runtime-api";
 
 /**
  * The most buffers a pool that falls back for lack of network memory is guaranteed: 8 (an
@@ -9,8 +14,8 @@ import { NetworkMemoryOptions, type ReadableConfig, TaskManagerOptions } from "@
 const FALLBACK_BUFFERS_PER_POOL = 8;
 
 /**
- * Refuses a streaming run whose parallelism the task managers' network memory cannot serve,
- * saying how much it needs, instead of a task failing with InsufficientBuffersError part-way
+ * Refuses a streaming run whose parallelism the task managers' network memory (or the limit of
+ * partition requests per connection) cannot serve, saying how much it needs, instead of a task failing with InsufficientBuffersError part-way
  * through the deployment. Each task manager runs ceil(p / n) sources (an output pool of p
  * subpartitions) and as many counters (a gate of p channels). A run fits when every pool gets
  * its full buffers, or, with `taskmanager.network.memory.exclusive-buffers-fallback`, when
@@ -25,11 +30,22 @@ export function checkParallelismFitsNetworkMemory(
   parallelism: number,
   taskManagers: number,
 ): void {
+  const perTaskManager = Math.ceil(parallelism / taskManagers);
+  // Every counter on one task manager reads every source on another through one connection.
+  const requestsPerConnection = perTaskManager * perTaskManager;
+  const maxRequests = NettyShuffleEnvironmentOptions.MAX_PARTITION_REQUESTS_PER_CONNECTION;
+  if (taskManagers > 1 && requestsPerConnection > configuration.get(maxRequests)) {
+    throw new ConfigurationError(
+      `--parallelism ${parallelism} on ${taskManagers} task managers makes ` +
+        `${requestsPerConnection} partition requests on each connection between two task ` +
+        `managers, more than '${maxRequests.key}' (${configuration.get(maxRequests)}) allows: ` +
+        `use more --task-managers, raise that key, or lower --parallelism.`,
+    );
+  }
   if (configuration.getOptional(TaskManagerOptions.TOTAL_FLINK_MEMORY) !== undefined) return;
   const memory = configuration.get(NetworkMemoryOptions.NETWORK_MEMORY_MIN);
   const segment = configuration.get(NetworkMemoryOptions.MEMORY_SEGMENT_SIZE);
   const buffers = Math.floor(memory / segment);
-  const perTaskManager = Math.ceil(parallelism / taskManagers);
   const bpc = configuration.get(NetworkMemoryOptions.NETWORK_BUFFERS_PER_CHANNEL);
   const remoteChannels = parallelism - perTaskManager;
   const full = perTaskManager * (parallelism + 1 + remoteChannels * bpc + 1);

@@ -40,6 +40,8 @@ export interface NetworkShuffleEnvironmentConfiguration {
   readonly maxConnections: number;
   readonly maxWaitingPartitionRequests: number;
   readonly idleConnectionTimeoutMs: number;
+  /** Connections stay open for the next job's channels (for half the idle timeout). */
+  readonly reuseConnectionsAcrossJobs: boolean;
   readonly frameReadTimeoutMs: number;
   readonly maxOutboundBytesPerConnection: number;
   readonly bindHost: string;
@@ -106,6 +108,7 @@ export function readNetworkShuffleEnvironmentConfiguration(
     maxConnections: config.get(N.MAX_CONNECTIONS),
     maxWaitingPartitionRequests: config.get(N.MAX_WAITING_PARTITION_REQUESTS),
     idleConnectionTimeoutMs: config.get(N.IDLE_CONNECTION_TIMEOUT),
+    reuseConnectionsAcrossJobs: config.get(N.TCP_CONNECTION_REUSE_ACROSS_JOBS),
     frameReadTimeoutMs: config.get(N.FRAME_READ_TIMEOUT),
     maxOutboundBytesPerConnection: config.get(N.MAX_OUTBOUND_BYTES_PER_CONNECTION),
     bindHost: config.get(N.DATA_BIND_HOST),

@@ -160,6 +160,11 @@ export class NetworkShuffleEnvironment
         connectTimeoutMs: this.settings.connectTimeoutMs,
         retries: this.settings.retries,
         maxFrameSize: this.settings.maxFrameSize,
+        // Half the peer's idle timeout: the consumer closes an idle connection before the
+        // producer's server would, so a new job never picks one that is being closed under it.
+        keepIdleMs: this.settings.reuseConnectionsAcrossJobs
+          ? Math.floor(this.settings.idleConnectionTimeoutMs / 2)
+          : 0,
       });
     }
   }
@@ -658,6 +663,14 @@ export class NetworkShuffleEnvironment
   /** Open client connections (for tests and metrics). */
   getNumberOfClientConnections(): number {
     return this.clientFactory?.getNumberOfConnections() ?? 0;
+  }
+
+  /**
+   * Client connections opened since start (for tests and metrics): a connection kept across
+   * jobs counts once however many jobs use it.
+   */
+  getNumberOfClientConnectionsOpened(): number {
+    return this.clientFactory?.getNumberOfConnectionsOpened() ?? 0;
   }
 
   /**
