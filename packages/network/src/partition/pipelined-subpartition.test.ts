@@ -52,7 +52,11 @@ afterEach(() => {
   for (const global of globals.splice(0)) global.destroy();
 });
 
-function setUp(subpartitions = 1, initialSequenceNumber?: number): Harness {
+function setUp(
+  subpartitions = 1,
+  initialSequenceNumber?: number,
+  listener = new RecordingListener(),
+): Harness {
   const global = new NetworkBufferPool(64, SEGMENT);
   globals.push(global);
   const manager = new ResultPartitionManager();
@@ -68,7 +72,6 @@ function setUp(subpartitions = 1, initialSequenceNumber?: number): Harness {
     ...(initialSequenceNumber === undefined ? {} : { initialSequenceNumber }),
   });
   partition.setup();
-  const listener = new RecordingListener();
   const view = manager.createSubpartitionView(partition.partitionId, 0, listener);
   return { global, manager, partition, listener, view };
 }
@@ -545,21 +548,8 @@ describe("an empty finished buffer", () => {
   }
 
   /** Writes a partial record, lets the reader take it (a flush), then finishes the buffer. */
-  function emptyFinishedBuffer(reader: BufferAvailabilityListener): ResultSubpartitionView {
-    const h = setUp();
-    h.view.releaseAllResources();
-    const manager = new ResultPartitionManager();
-    const partition = new ResultPartition({
-      owningTaskName: "producer",
-      partitionIndex: 0,
-      partitionId: new ResultPartitionID(),
-      partitionType: ResultPartitionType.PIPELINED_BOUNDED,
-      numberOfSubpartitions: 1,
-      partitionManager: manager,
-      bufferPoolFactory: () => h.global.createBufferPool(2, 32, { numberOfSubpartitions: 1 }),
-    });
-    partition.setup();
-    const view = manager.createSubpartitionView(partition.partitionId, 0, reader);
+  function emptyFinishedBuffer(reader: RecordingListener): ResultSubpartitionView {
+    const { partition, view } = setUp(1, undefined, reader);
     partition.emitRecord(record(20), 0);
     partition.flushAll();
     expect(drain(view)).toEqual(["DATA_BUFFER:24"]);
