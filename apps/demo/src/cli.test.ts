@@ -93,8 +93,8 @@ describe("command line", () => {
       '--records expects a whole number (e.g. 200000, 200_000, 200k or 2m), got "x"',
     );
     expect(usageError(["--records", "0"])).toMatch(/^--records must be between 1 and/);
-    expect(usageError(["--parallelism", "65"])).toBe(
-      "--parallelism must be between 1 and 64, got 65",
+    expect(usageError(["--parallelism", "257"])).toBe(
+      "--parallelism must be between 1 and 256, got 257",
     );
     expect(usageError(["--task-managers", "-1"])).toBe(
       '--task-managers expects a whole number (e.g. 200000, 200_000, 200k or 2m), got "-1"',

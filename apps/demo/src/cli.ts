@@ -16,7 +16,7 @@ export const DEFAULTS = {
   seed: 42,
 } as const;
 
-export const MAX_PARALLELISM = 64;
+export const MAX_PARALLELISM = 256;
 export const MAX_TASK_MANAGERS = 16;
 
 /** A host and a port, as `--bind` and `--jobmanager` take them. */

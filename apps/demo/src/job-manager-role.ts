@@ -33,6 +33,7 @@ import type { WebMonitorEndpoint } from "./dashboard/web-monitor-endpoint.js";
 import { APP_DIR, APP_VERSION, isUsageError, SHUFFLE_KEY } from "./demo-application.js";
 import { formatInteger } from "./format.js";
 import { type LocalTaskManager, LocalTaskManagers } from "./local-task-managers.js";
+import { checkParallelismFitsNetworkMemory } from "./parallelism-memory.js";
 import { createProgressView, type ProgressSnapshot, type ProgressView } from "./progress.js";
 import { Recovery } from "./recovery.js";
 import { StageTimeline } from "./stage-timeline.js";
@@ -162,6 +163,9 @@ export class JobManagerRole {
         loader: { applicationDirs: [APP_DIR] },
       });
       applyCheckpointingFlags(configuration, options);
+      if (options.mode === "streaming") {
+        checkParallelismFitsNetworkMemory(configuration, options.parallelism, options.taskManagers);
+      }
       this.recovery = new Recovery(
         recoverySettingsOf(configuration),
         options.killTaskManagerAfterMs,

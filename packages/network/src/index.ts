@@ -31,6 +31,8 @@ export {
 export { LocalInputChannel } from "./consumer/local-input-channel.js";
 export { RemoteInputChannel } from "./consumer/remote-input-channel.js";
 export {
+  type ExclusiveBuffersFallback,
+  type GateBuffersMode,
   type InputCounts,
   SingleInputGate,
   type SingleInputGateOptions,

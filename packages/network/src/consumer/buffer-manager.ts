@@ -96,8 +96,14 @@ export class BufferManager implements BufferRecycler, BufferListener {
     return this.availableExclusive.length + this.availableFloating.length;
   }
 
-  /** A buffer for one incoming data message, or `undefined` when none is available. */
+  /**
+   * A buffer for one incoming data message, or `undefined` when none is available. As in Flink's
+   * BufferManager, the required count drops with every buffer taken: the backlog it was computed
+   * from included the buffer now arriving, so until the sender's next backlog comes the channel
+   * must not borrow (or keep waiting for) a floating buffer for it again.
+   */
   requestBuffer(): NetworkBuffer | undefined {
+    if (this.numRequiredBuffers > 0) this.numRequiredBuffers--;
     const floating = this.availableFloating.shift();
     if (floating !== undefined) return floating;
     const segment = this.availableExclusive.pop();
@@ -159,6 +165,20 @@ export class BufferManager implements BufferRecycler, BufferListener {
     const needMore = this.getNumberOfAvailableBuffers() < this.numRequiredBuffers;
     this.waitingForFloating = needMore;
     return needMore;
+  }
+
+  /**
+   * The sender spent one credit on an empty buffer (Flink's rule for a receiver without
+   * exclusive buffers: a finished buffer whose bytes were all sent earlier is still sent, so
+   * that the credit granted for it is not held forever). The buffer that credit stood for is
+   * taken and given back: a floating one to the gate's pool, where another channel may need it;
+   * an exclusive one becomes available again and is announced as new credit.
+   */
+  releaseCreditOfEmptyBuffer(): void {
+    if (this.released) return;
+    const buffer = this.requestBuffer();
+    if (buffer === undefined) return;
+    buffer.recycleBuffer();
   }
 
   notifyBufferDestroyed(): void {

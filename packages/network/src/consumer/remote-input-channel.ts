@@ -102,7 +102,7 @@ interface Received {
 export class RemoteInputChannel extends InputChannel implements BufferManagerOwner {
   readonly id = new InputChannelID();
   readonly connectionId: ConnectionID;
-  readonly initialCredit: number;
+  private exclusiveBuffers: number;
   private readonly remoteGate: RemoteChannelGate;
   private readonly clientFactory: PartitionRequestClientFactory;
   private readonly bufferManager: BufferManager;
@@ -149,8 +149,30 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
     this.remoteGate = gate;
     this.connectionId = connectionId;
     this.clientFactory = clientFactory;
-    this.initialCredit = initialCredit;
+    this.exclusiveBuffers = initialCredit;
     this.bufferManager = new BufferManager(this, networkBufferPool);
+  }
+
+  /**
+   * The exclusive buffers this channel takes at setup, announced as the initial credit of its
+   * partition request; 0 in floating-only mode.
+   */
+  get initialCredit(): number {
+    return this.exclusiveBuffers;
+  }
+
+  /**
+   * Switches the channel to floating-only mode before its setup (Flink's `buffers-per-channel:
+   * 0`): it takes no exclusive buffers and reads with floating buffers of the gate only. The
+   * gate does this when the exclusive buffers of its channels cannot be guaranteed.
+   *
+   * @throws IllegalStateError after setup: the exclusive buffers are already taken.
+   */
+  useFloatingBuffersOnly(): void {
+    if (this.isSetUp) {
+      throw new IllegalStateError(`${this}: cannot switch to floating-only mode after setup`);
+    }
+    this.exclusiveBuffers = 0;
   }
 
   /**
@@ -247,6 +269,9 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
       return;
     }
     this.expectedSequenceNumber = nextSequenceNumber(sequenceNumber);
+    // An empty data buffer (sent only to a channel without exclusive buffers) spent a credit
+    // and carries nothing: give back the buffer that credit stood for.
+    if (buffer === undefined) this.bufferManager.releaseCreditOfEmptyBuffer();
     if (buffer !== undefined) {
       const wasEmpty = this.received.length === 0;
       const type = buffer.getDataType();

@@ -40,6 +40,12 @@ export interface SingleInputGateOptions {
   readonly numberOfInputChannels: number;
   /** Creates the gate's floating-buffer pool at `setup()` (Flink's gate buffer formula). */
   readonly bufferPoolFactory: () => LocalBufferPool;
+  /**
+   * Falls back to floating-only mode when the exclusive buffers of the remote channels cannot be
+   * guaranteed at setup. Without one the gate behaves as Flink's: setup fails with
+   * InsufficientBuffersError.
+   */
+  readonly exclusiveBuffersFallback?: ExclusiveBuffersFallback;
   /** Answers remote channels' producer-state checks after PartitionNotFound. */
   readonly partitionProducerStateProvider?: PartitionProducerStateProvider;
   /**
@@ -72,6 +78,41 @@ export interface InputCounts {
 /** Channels that need setup (remote channels take their exclusive buffers there). */
 interface SetupCapable {
   setup(): void;
+}
+
+/** Remote channels: the exclusive buffers they take at setup, and the switch to none. */
+interface ExclusiveBuffersOwner {
+  readonly initialCredit: number;
+  useFloatingBuffersOnly(): void;
+}
+
+function hasExclusiveBuffers(
+  channel: InputChannel,
+): channel is InputChannel & ExclusiveBuffersOwner {
+  return typeof (channel as Partial<ExclusiveBuffersOwner>).useFloatingBuffersOnly === "function";
+}
+
+/**
+ * How a gate's remote channels get their buffers: `exclusive` (each takes its exclusive buffers
+ * and the floating pool tops them up by backlog) or `floating-only` (none exclusive; every
+ * buffer is borrowed from the floating pool by backlog, Flink's `buffers-per-channel: 0`).
+ */
+export type GateBuffersMode = "exclusive" | "floating-only";
+
+/**
+ * The per-gate way out when exclusive buffers cannot be guaranteed: instead of failing the task
+ * with InsufficientBuffersError, the gate's channels read with floating buffers only.
+ */
+export interface ExclusiveBuffersFallback {
+  /**
+   * Why `exclusiveBuffers` exclusive buffers plus the gate's floating pool cannot be guaranteed
+   * right now, or `undefined` when they can (then the gate keeps its exclusive buffers).
+   */
+  reasonToFallBack(exclusiveBuffers: number): string | undefined;
+  /** Creates the floating pool of floating-only mode, which must serve every channel. */
+  createFloatingOnlyBufferPool(): LocalBufferPool;
+  /** Told once when the gate falls back, with the reason (the environment logs it). */
+  onFallback(gate: SingleInputGate, reason: string): void;
 }
 
 /** Remote channels report their exclusive and borrowed floating buffers for the usage gauges. */
@@ -120,6 +161,8 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
   readonly consumedPartitionType: ResultPartitionType;
   readonly numberOfInputChannels: number;
   private readonly bufferPoolFactory: () => LocalBufferPool;
+  private readonly exclusiveBuffersFallback: ExclusiveBuffersFallback | undefined;
+  private buffersMode: GateBuffersMode = "exclusive";
   private readonly producerStateProvider: PartitionProducerStateProvider | undefined;
   private readonly bufferDecompressor: BufferDecompressor | undefined;
   private bufferPool: LocalBufferPool | undefined;
@@ -164,6 +207,7 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
     this.consumedPartitionType = options.consumedPartitionType;
     this.numberOfInputChannels = options.numberOfInputChannels;
     this.bufferPoolFactory = options.bufferPoolFactory;
+    this.exclusiveBuffersFallback = options.exclusiveBuffersFallback;
     this.producerStateProvider = options.partitionProducerStateProvider;
     this.bufferDecompressor = options.bufferDecompressor;
     this.bufferDebloater = options.bufferDebloater;
@@ -304,10 +348,37 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
         throw new IllegalStateError(`${this}: input channel ${i} was never set`);
       }
     }
-    this.bufferPool = this.bufferPoolFactory();
+    this.bufferPool = this.createBufferPool();
     for (const channel of this.channels) {
       if (hasSetup(channel)) channel.setup();
     }
+  }
+
+  /**
+   * The floating pool, after deciding the gate's mode: when the exclusive buffers of all remote
+   * channels (with the pool's minimum) cannot be guaranteed, the whole gate goes floating-only
+   * at once, rather than some channels failing part-way through their setup.
+   */
+  private createBufferPool(): LocalBufferPool {
+    const fallback = this.exclusiveBuffersFallback;
+    if (fallback === undefined) return this.bufferPoolFactory();
+    let exclusive = 0;
+    for (const channel of this.channels) {
+      if (hasExclusiveBuffers(channel)) exclusive += channel.initialCredit;
+    }
+    const reason = exclusive > 0 ? fallback.reasonToFallBack(exclusive) : undefined;
+    if (reason === undefined) return this.bufferPoolFactory();
+    this.buffersMode = "floating-only";
+    for (const channel of this.channels) {
+      if (hasExclusiveBuffers(channel)) channel.useFloatingBuffersOnly();
+    }
+    fallback.onFallback(this, reason);
+    return fallback.createFloatingOnlyBufferPool();
+  }
+
+  /** How the remote channels get their buffers; `floating-only` after a fallback at setup. */
+  getBuffersMode(): GateBuffersMode {
+    return this.buffersMode;
   }
 
   /** What the producer of `partitionId` is doing, for a channel's retry decision. */
@@ -372,6 +443,10 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
       replaced++;
       if (this.channelStateWriter !== undefined) {
         replacement.setChannelStateWriter(this.channelStateWriter);
+      }
+      // A channel that becomes known later follows the gate's mode.
+      if (this.buffersMode === "floating-only" && hasExclusiveBuffers(replacement)) {
+        replacement.useFloatingBuffersOnly();
       }
       if (this.bufferPool !== undefined && hasSetup(replacement)) replacement.setup();
       if (this.requested) replacement.requestSubpartitions();

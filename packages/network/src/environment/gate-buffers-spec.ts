@@ -40,6 +40,41 @@ export function createGateBuffersSpec(
   };
 }
 
+/**
+ * The gate's buffers in floating-only mode: no exclusive buffers, and a floating pool guaranteed
+ * `requiredFloatingBuffers` (at least 1, Flink's minimum with `buffers-per-channel: 0`). Its
+ * maximum stays the gate's target, N·bpc + floating, so that the pool grows back to what the
+ * exclusive buffers would have given as soon as the network memory has buffers to spare.
+ */
+export function floatingOnlyGateBuffersSpec(
+  spec: GateBuffersSpec,
+  requiredFloatingBuffers: number,
+): GateBuffersSpec {
+  const required = Math.max(1, requiredFloatingBuffers);
+  return {
+    exclusiveBuffersPerChannel: 0,
+    requiredFloatingBuffers: required,
+    totalFloatingBuffers: Math.max(required, spec.totalFloatingBuffers),
+  };
+}
+
+/**
+ * The most buffers a gate asks for (Flink's `GateBuffersSpec.getMaxBuffersPerGate`): its
+ * channels' exclusive buffers plus the floating pool's maximum. This, not the minimum, is what
+ * a task announces, so that a task deployed on announced memory gets its buffers without waiting
+ * for other pools (FLINK-12852).
+ */
+export function targetBuffersPerGate(spec: GateBuffersSpec, numberOfInputChannels: number): number {
+  return numberOfInputChannels * spec.exclusiveBuffersPerChannel + spec.totalFloatingBuffers;
+}
+
+/**
+ * The smallest guarantee of a pipelined output pool that falls back for lack of memory
+ * (Flink's minimum of a hybrid partition's pool, which likewise copes with fewer buffers than
+ * subpartitions).
+ */
+export const FALLBACK_OUTPUT_POOL_MIN_BUFFERS = 8;
+
 /** The sort-merge settings that size a blocking partition's pool. */
 export interface SortShuffleSettings {
   /** `taskmanager.network.sort-shuffle.min-buffers`. */

@@ -20,6 +20,8 @@ export interface NetworkShuffleEnvironmentConfiguration {
   readonly buffersPerChannel: number;
   readonly floatingBuffersPerGate: number;
   readonly maxBuffersPerChannel: number;
+  /** Gates and output pools take fewer buffers instead of failing when memory is short. */
+  readonly exclusiveBuffersFallback: boolean;
   readonly maxOverdraftBuffersPerGate: number;
   /** Undefined = unlimited for pipelined gates. */
   readonly maxRequiredBuffersPerGate: number | undefined;
@@ -40,6 +42,8 @@ export interface NetworkShuffleEnvironmentConfiguration {
   readonly idleConnectionTimeoutMs: number;
   /** `taskmanager.network.detailed-metrics`: per-gate and per-partition queue lengths. */
   readonly detailedMetrics: boolean;
+  /** Connections stay open for the next job's channels (for half the idle timeout). */
+  readonly reuseConnectionsAcrossJobs: boolean;
   readonly frameReadTimeoutMs: number;
   readonly maxOutboundBytesPerConnection: number;
   readonly bindHost: string;
@@ -90,6 +94,7 @@ export function readNetworkShuffleEnvironmentConfiguration(
     buffersPerChannel: config.get(M.NETWORK_BUFFERS_PER_CHANNEL),
     floatingBuffersPerGate: config.get(M.NETWORK_EXTRA_BUFFERS_PER_GATE),
     maxBuffersPerChannel: config.get(M.NETWORK_MAX_BUFFERS_PER_CHANNEL),
+    exclusiveBuffersFallback: config.get(M.NETWORK_EXCLUSIVE_BUFFERS_FALLBACK),
     maxOverdraftBuffersPerGate: config.get(M.NETWORK_MAX_OVERDRAFT_BUFFERS_PER_GATE),
     maxRequiredBuffersPerGate: config.getOptional(M.NETWORK_READ_MAX_REQUIRED_BUFFERS_PER_GATE),
     buffersRequestTimeoutMs: config.get(M.NETWORK_BUFFERS_REQUEST_TIMEOUT),
@@ -106,6 +111,7 @@ export function readNetworkShuffleEnvironmentConfiguration(
     maxWaitingPartitionRequests: config.get(N.MAX_WAITING_PARTITION_REQUESTS),
     idleConnectionTimeoutMs: config.get(N.IDLE_CONNECTION_TIMEOUT),
     detailedMetrics: config.get(N.NETWORK_DETAILED_METRICS),
+    reuseConnectionsAcrossJobs: config.get(N.TCP_CONNECTION_REUSE_ACROSS_JOBS),
     frameReadTimeoutMs: config.get(N.FRAME_READ_TIMEOUT),
     maxOutboundBytesPerConnection: config.get(N.MAX_OUTBOUND_BYTES_PER_CONNECTION),
     bindHost: config.get(N.DATA_BIND_HOST),

@@ -9,7 +9,11 @@ import {
   type ShuffleMasterContext,
   type TaskInputsOutputsDescriptor,
 } from "@sluice/runtime-api";
-import { createGateBuffersSpec, outputPoolSize } from "./gate-buffers-spec.js";
+import {
+  createGateBuffersSpec,
+  outputPoolSize,
+  targetBuffersPerGate,
+} from "./gate-buffers-spec.js";
 import {
   type NetworkShuffleEnvironmentConfiguration,
   readNetworkShuffleEnvironmentConfiguration,
@@ -78,9 +82,14 @@ export class NetworkShuffleMaster implements ShuffleMaster<NetworkShuffleDescrip
   releasePartitionExternally(_shuffleDescriptor: NetworkShuffleDescriptor): void {}
 
   /**
-   * Network memory a task needs, in bytes: its gates' and partitions' minimum pools. A data set the
-   * task reads through several gates (`partitionReuseCount`) counts once per gate, as in Flink;
-   * a produced partition is written once however many consumers read it.
+   * Network memory a task announces, in bytes: its pools' targets, not their minimums (Flink's
+   * `computeNetworkBuffersForAnnouncing`, FLINK-12852). Each gate counts N·bpc + floating, as its
+   * floating buffers may be held by back-pressure and not come back in time; a data set the task
+   * reads through several gates (`partitionReuseCount`) counts once per gate. A pipelined bounded
+   * partition counts its maximum, N·bpc + floating, for the same reason; a blocking one its
+   * minimum, since it is free of back-pressure and its buffers return quickly. An unbounded
+   * pipelined pool has no finite target and counts its minimum. A produced partition is written
+   * once however many consumers read it.
    */
   computeShuffleMemorySizeForTask(descriptor: TaskInputsOutputsDescriptor): number {
     const s = this.settings;
@@ -96,19 +105,19 @@ export class NetworkShuffleMaster implements ShuffleMaster<NetworkShuffleDescrip
         channels,
       );
       const gates = descriptor.partitionReuseCount[resultId] ?? 1;
-      buffers +=
-        gates * (channels * spec.exclusiveBuffersPerChannel + spec.requiredFloatingBuffers);
+      buffers += gates * targetBuffersPerGate(spec, channels);
     }
     for (const [resultId, subpartitions] of Object.entries(descriptor.subpartitionNums)) {
       const type = descriptor.partitionTypes[resultId];
       if (type === undefined) continue;
-      buffers += outputPoolSize(
+      const { min, max } = outputPoolSize(
         subpartitions,
         s.buffersPerChannel,
         s.floatingBuffersPerGate,
         type,
         { minBuffers: s.sortShuffleMinBuffers, minParallelism: s.sortShuffleMinParallelism },
-      ).min;
+      );
+      buffers += type.isPipelined && type.isBounded ? max : min;
     }
     return buffers * s.segmentSize;
   }

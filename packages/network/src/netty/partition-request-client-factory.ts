@@ -10,6 +10,11 @@ export interface ClientOptions {
   /** Additional connect attempts after the first fails (`taskmanager.network.retries`). */
   readonly retries: number;
   readonly maxFrameSize: number;
+  /**
+   * How long a connection whose last channel left stays open for the next job's channels; 0
+   * closes it at once.
+   */
+  readonly keepIdleMs?: number;
 }
 
 /**
@@ -24,6 +29,7 @@ export class PartitionRequestClientFactory {
   private readonly resolved = new Map<string, PartitionRequestClient>();
   private readonly handlers = new Set<CreditBasedPartitionRequestClientHandler>();
   private closed = false;
+  private connectionsOpened = 0;
 
   constructor(transport: Transport, options: ClientOptions) {
     this.transport = transport;
@@ -66,14 +72,20 @@ export class PartitionRequestClientFactory {
             () => {
               // The connection died: forget it so the next request reconnects.
               this.handlers.delete(handler);
+              client.cancelIdleTimer();
               this.forget(key, client);
             },
           );
-        const client: PartitionRequestClient = new PartitionRequestClient(handler, () => {
-          this.forget(key, client);
-          handler.close();
-        });
+        const client: PartitionRequestClient = new PartitionRequestClient(
+          handler,
+          () => {
+            this.forget(key, client);
+            handler.close();
+          },
+          this.options.keepIdleMs ?? 0,
+        );
         this.handlers.add(handler);
+        this.connectionsOpened++;
         this.resolved.set(key, client);
         return client;
       } catch (error) {
@@ -98,9 +110,15 @@ export class PartitionRequestClientFactory {
     return this.handlers.size;
   }
 
+  /** Connections opened so far (a reused connection counts once). */
+  getNumberOfConnectionsOpened(): number {
+    return this.connectionsOpened;
+  }
+
   /** Closes every connection. Idempotent. */
   shutdown(): void {
     this.closed = true;
+    for (const client of this.resolved.values()) client.cancelIdleTimer();
     for (const handler of this.handlers) handler.close();
     this.handlers.clear();
     this.clients.clear();

@@ -10,20 +10,30 @@ import type { CreditBasedPartitionRequestClientHandler } from "./credit-based-pa
 
 /**
  * The per-connection client the channels talk to (Flink's NettyPartitionRequestClient). It
- * counts the channels using the connection and closes it when the last one leaves.
+ * counts the channels using the connection. When the last one leaves it closes the connection
+ * at once, or — reused across jobs — after `keepIdleMs` without a new channel, so that the next
+ * job's channels to the same worker skip the connect (FLINK-15455).
  */
 export class PartitionRequestClient {
   private readonly handler: CreditBasedPartitionRequestClientHandler;
   private readonly onUnused: (client: PartitionRequestClient) => void;
+  private readonly keepIdleMs: number;
+  private idleTimer: NodeJS.Timeout | undefined;
   private users = 0;
   private closed = false;
 
+  /**
+   * @param keepIdleMs how long an unused connection stays open for the next channel; 0 closes
+   *   it as soon as its last channel leaves.
+   */
   constructor(
     handler: CreditBasedPartitionRequestClientHandler,
     onUnused: (client: PartitionRequestClient) => void,
+    keepIdleMs = 0,
   ) {
     this.handler = handler;
     this.onUnused = onUnused;
+    this.keepIdleMs = keepIdleMs;
   }
 
   /** Sends the PartitionRequest with the channel's initial credit. */
@@ -37,6 +47,7 @@ export class PartitionRequestClient {
       return;
     }
     this.users++;
+    this.cancelIdleTimer();
     this.handler.addInputChannel(channel);
     this.writePartitionRequest(channel);
   }
@@ -108,10 +119,29 @@ export class PartitionRequestClient {
     this.handler.removeInputChannel(channel);
     this.handler.writeNow({ id: MessageId.CANCEL_PARTITION_REQUEST, receiverId: channel.id });
     this.users--;
-    if (this.users <= 0 && !this.closed) {
-      this.closed = true;
-      this.onUnused(this);
+    if (this.users > 0 || this.closed) return;
+    if (this.keepIdleMs <= 0) {
+      this.closeUnused();
+      return;
     }
+    this.cancelIdleTimer();
+    this.idleTimer = setTimeout(() => this.closeUnused(), this.keepIdleMs);
+    // An idle connection kept for a next job must not keep the process alive.
+    this.idleTimer.unref();
+  }
+
+  private closeUnused(): void {
+    this.idleTimer = undefined;
+    if (this.users > 0 || this.closed) return;
+    this.closed = true;
+    this.onUnused(this);
+  }
+
+  /** Stops waiting to close an idle connection (a channel came, or the connection is gone). */
+  cancelIdleTimer(): void {
+    if (this.idleTimer === undefined) return;
+    clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
   }
 
   isClosed(): boolean {

@@ -26,6 +26,11 @@ export class PipelinedSubpartitionView implements ResultSubpartitionView {
     return this.parent.getAvailabilityAndBacklog(numCreditsAvailable);
   }
 
+  /** Whether the reader is a remote channel without exclusive buffers (floating-only mode). */
+  receiverHasNoExclusiveBuffers(): boolean {
+    return this.listener.initialCredit === 0;
+  }
+
   notifyDataAvailable(): void {
     this.listener.notifyDataAvailable(this);
   }

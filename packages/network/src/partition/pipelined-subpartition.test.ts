@@ -52,7 +52,11 @@ afterEach(() => {
   for (const global of globals.splice(0)) global.destroy();
 });
 
-function setUp(subpartitions = 1, initialSequenceNumber?: number): Harness {
+function setUp(
+  subpartitions = 1,
+  initialSequenceNumber?: number,
+  listener = new RecordingListener(),
+): Harness {
   const global = new NetworkBufferPool(64, SEGMENT);
   globals.push(global);
   const manager = new ResultPartitionManager();
@@ -68,7 +72,6 @@ function setUp(subpartitions = 1, initialSequenceNumber?: number): Harness {
     ...(initialSequenceNumber === undefined ? {} : { initialSequenceNumber }),
   });
   partition.setup();
-  const listener = new RecordingListener();
   const view = manager.createSubpartitionView(partition.partitionId, 0, listener);
   return { global, manager, partition, listener, view };
 }
@@ -523,5 +526,46 @@ describe("PipelinedSubpartition unaligned barriers (output channel state)", () =
     h.partition.release();
     h.partition.close();
     expect(h.global).toHaveAllSegmentsAvailable();
+  });
+});
+
+describe("an empty finished buffer", () => {
+  /** A reader that is a remote channel with `initialCredit` exclusive buffers. */
+  class RemoteReader extends RecordingListener {
+    constructor(readonly initialCredit: number) {
+      super();
+    }
+  }
+
+  /** Polls what is there: the data types and sizes, in order. */
+  function drain(view: ResultSubpartitionView): string[] {
+    const seen: string[] = [];
+    for (let next = view.getNextBuffer(); next !== undefined; next = view.getNextBuffer()) {
+      seen.push(`${DataType[next.buffer.getDataType()]}:${next.buffer.getSize()}`);
+      next.buffer.recycleBuffer();
+    }
+    return seen;
+  }
+
+  /** Writes a partial record, lets the reader take it (a flush), then finishes the buffer. */
+  function emptyFinishedBuffer(reader: RecordingListener): ResultSubpartitionView {
+    const { partition, view } = setUp(1, undefined, reader);
+    partition.emitRecord(record(20), 0);
+    partition.flushAll();
+    expect(drain(view)).toEqual(["DATA_BUFFER:24"]);
+    // The buffer's bytes were all taken; finishing it leaves an empty finished buffer queued
+    // ahead of the event, counted in the backlog the reader was told.
+    partition.broadcastEvent(new CancelCheckpointMarker(1n));
+    return view;
+  }
+
+  it("is sent to a reader without exclusive buffers, so it can give back the credit it granted", () => {
+    const view = emptyFinishedBuffer(new RemoteReader(0));
+    expect(drain(view)).toEqual(["DATA_BUFFER:0", "EVENT_BUFFER:12"]);
+  });
+
+  it("is dropped for readers with exclusive buffers and local readers", () => {
+    expect(drain(emptyFinishedBuffer(new RemoteReader(2)))).toEqual(["EVENT_BUFFER:12"]);
+    expect(drain(emptyFinishedBuffer(new RecordingListener()))).toEqual(["EVENT_BUFFER:12"]);
   });
 });

@@ -201,7 +201,15 @@ export class PipelinedSubpartition {
         consumer.close();
         if (consumer.isBuffer()) this.buffersInBacklog--;
       }
-      if (built.readableBytes() > 0 || !built.isBuffer()) {
+      if (
+        built.readableBytes() > 0 ||
+        !built.isBuffer() ||
+        (consumer.isBuilderFinished() && this.readView?.receiverHasNoExclusiveBuffers() === true)
+      ) {
+        // A finished buffer whose bytes were all read before is empty; a receiver without
+        // exclusive buffers borrowed a floating buffer for it (it was in the backlog), and only
+        // receiving it tells that receiver to give the buffer back. Without it, a gate with one
+        // floating buffer could hold it for a channel whose producer has nothing more to send.
         buffer = built;
         break;
       }

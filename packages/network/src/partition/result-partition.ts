@@ -90,6 +90,12 @@ export class ResultPartition
   private readonly bufferPoolFactory: () => LocalBufferPool;
   private readonly maxRecordSize: number;
   private bufferPool: LocalBufferPool | undefined;
+  /**
+   * The pool is guaranteed fewer buffers than one per subpartition plus one (the network memory
+   * was short): when it runs dry, the partly filled buffers of the other subpartitions are
+   * finished, or every buffer could sit in an unfinished builder that no reader ever recycles.
+   */
+  private finishPartialBuffersWhenDry = false;
   private readonly unicastBuilders: (BufferBuilder | undefined)[];
   private broadcastBuilder: BufferBuilder | undefined;
   private pending: PendingRecord | undefined;
@@ -146,6 +152,8 @@ export class ResultPartition
       throw new IllegalStateError(`${this.description}: setup() was already called`);
     }
     this.bufferPool = this.bufferPoolFactory();
+    this.finishPartialBuffersWhenDry =
+      this.bufferPool.getNumberOfRequiredMemorySegments() <= this.numberOfSubpartitions;
     this.partitionManager.registerResultPartition(this);
   }
 
@@ -507,6 +515,7 @@ export class ResultPartition
       throw new IllegalStateError(`${this.description}: setup() must be called before writing`);
     }
     const builder = pool.requestBufferBuilder(target);
+    if (this.finishPartialBuffersWhenDry && !pool.isAvailable()) this.finishOtherBuilders(target);
     if (builder === undefined) return undefined;
     const subpartition = this.subpartitions[target] as PipelinedSubpartition;
     builder.trim(Math.max(subpartition.bufferSizeHint(), recordBytes));
@@ -594,6 +603,18 @@ export class ResultPartition
     this.unicastBuilders[target] = undefined;
     // A finished buffer may now be the first one: let the subpartition decide to notify.
     (this.subpartitions[target] as PipelinedSubpartition).onBuilderFinished();
+  }
+
+  /**
+   * The pool ran dry: finishes every partly filled unicast buffer but `target`'s, so readers can
+   * send and recycle them. Finishing only some is not enough: the pool may shrink meanwhile
+   * (another pool was created), and buffers coming back then go to the NetworkBufferPool, so a
+   * writer waiting for one would never be woken while its pool sits in unfinished builders.
+   */
+  private finishOtherBuilders(target: number): void {
+    for (let i = 0; i < this.numberOfSubpartitions; i++) {
+      if (i !== target) this.finishUnicastBuilder(i);
+    }
   }
 
   private finishUnicastBuilders(): void {

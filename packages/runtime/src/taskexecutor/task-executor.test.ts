@@ -343,6 +343,8 @@ describe("TaskExecutor rejects bad input with a code and the place named", () =>
     const small = configuration({
       "taskmanager.memory.network.min": "64kb",
       "taskmanager.memory.network.max": "64kb",
+      // Flink's hard failure: by default the pools would fall back and the job would deploy.
+      "taskmanager.network.memory.exclusive-buffers-fallback": false,
     });
     const executor = await startExecutor(small);
     expect(executor.networkMemory.bytes).toBe(64 * 1024);

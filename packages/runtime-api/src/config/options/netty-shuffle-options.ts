@@ -217,6 +217,21 @@ export const NettyShuffleEnvironmentOptions = {
         "`taskmanager.network.partition-request-timeout` has passed. 0 never waits.",
     ),
 
+  /** Whether a consumer keeps a connection for the next job's channels (Flink 1.15+). */
+  TCP_CONNECTION_REUSE_ACROSS_JOBS: ConfigOptions.key(
+    "taskmanager.network.tcp-connection.enable-reuse-across-jobs",
+  )
+    .booleanType()
+    .defaultValue(true)
+    .withDescription(
+      "Whether a connection to another worker's data server (one per worker and connection " +
+        "index) stays open when its last channel is released, so that " +
+        "the channels of the next job to that worker use it without connecting again " +
+        "(FLINK-15455); each job's channels are multiplexed on it. Sluice closes such an idle " +
+        "connection after half of `taskmanager.network.idle-connection-timeout`, before the peer's " +
+        "data server would close it. `false` closes it as soon as its last channel is released.",
+    ),
+
   /** Idle timeout of data connections without partition requests (Sluice). */
   IDLE_CONNECTION_TIMEOUT: ConfigOptions.key("taskmanager.network.idle-connection-timeout")
     .durationType()
@@ -225,8 +240,9 @@ export const NettyShuffleEnvironmentOptions = {
     .withDescription(
       "Sluice: the data server closes a connection that has no partition request and sent " +
         "nothing for this long (with a fatal `SLUICE_ERR_TIMEOUT` error response). Consumers " +
-        "close a connection themselves as soon as their last channel on it is released, so only " +
-        "stray or hostile connections reach it.",
+        "close a connection themselves when their last channel on it is released, at once or, " +
+        "reused across jobs (`taskmanager.network.tcp-connection.enable-reuse-across-jobs`), " +
+        "after half of this timeout, so only stray or hostile connections reach it.",
     ),
 
   /** How long a frame that started arriving may take to complete (Sluice). */

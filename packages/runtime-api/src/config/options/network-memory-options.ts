@@ -153,6 +153,26 @@ export const NetworkMemoryOptions = {
         "Flink 2.0 removed the key and hard-codes 8.",
     ),
 
+  /** Whether a gate or output pool whose buffers cannot be guaranteed takes fewer instead of failing. */
+  NETWORK_EXCLUSIVE_BUFFERS_FALLBACK: ConfigOptions.key(
+    "taskmanager.network.memory.exclusive-buffers-fallback",
+  )
+    .booleanType()
+    .defaultValue(true)
+    .withDescription(
+      "When the network memory cannot guarantee an input gate the exclusive buffers of its " +
+        "remote channels, the gate reads with floating buffers only (as with " +
+        "`buffers-per-channel: 0`), guaranteed up to `floating-buffers-per-gate` of them; a " +
+        "pipelined output pool that cannot get one buffer per subpartition plus one is " +
+        "guaranteed up to 8 and finishes partly filled buffers when it runs dry. Such a " +
+        "fallback guarantee is at most a sixteenth of the buffers not yet guaranteed (at least 1). " +
+        "Half of the worker's buffers is kept from full guarantees, so the pools deployed last " +
+        "still find buffers; every pool borrows the rest as excess. A warning names each pool " +
+        "that falls back. Jobs then deploy on small budgets at some cost in throughput. `false` " +
+        "keeps Flink's behaviour: the task fails with 'Insufficient number of network buffers'. " +
+        "Not a Flink key: Flink has only the hard failure.",
+    ),
+
   /** Output buffers one subpartition may hold before the writer sees back-pressure. */
   NETWORK_MAX_BUFFERS_PER_CHANNEL: ConfigOptions.key(
     "taskmanager.network.memory.max-buffers-per-channel",
