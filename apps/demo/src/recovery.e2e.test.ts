@@ -15,6 +15,16 @@ import {
   until,
 } from "./test-support/demo-process.js";
 
+/** Up to two restarts, 100 ms apart: every recovery below needs one. */
+const TWO_RESTARTS = [
+  "-D",
+  "restart-strategy.type=fixed-delay",
+  "-D",
+  "restart-strategy.fixed-delay.attempts=2",
+  "-D",
+  "restart-strategy.fixed-delay.delay=100ms",
+];
+
 beforeAll(buildDemoIfStale, 300_000);
 afterEach(killDemoProcesses);
 
@@ -49,12 +59,7 @@ describe("demo recovery from a killed task manager", () => {
         "exactly-once",
         "--kill-task-manager-after",
         "1000",
-        "-D",
-        "restart-strategy.type=fixed-delay",
-        "-D",
-        "restart-strategy.fixed-delay.attempts=2",
-        "-D",
-        "restart-strategy.fixed-delay.delay=100ms",
+        ...TWO_RESTARTS,
         "--json",
       ]).done;
       const summary = lastJsonLine(run.stdout) as unknown as RecoverySummary;
@@ -99,12 +104,7 @@ describe("demo recovery from a killed task manager", () => {
       "heartbeat.interval=200ms",
       "-D",
       "heartbeat.timeout=1500ms",
-      "-D",
-      "restart-strategy.type=fixed-delay",
-      "-D",
-      "restart-strategy.fixed-delay.attempts=2",
-      "-D",
-      "restart-strategy.fixed-delay.delay=100ms",
+      ...TWO_RESTARTS,
     ]);
     let pid = 0;
     await until(
@@ -154,12 +154,7 @@ describe("demo recovery from a killed task manager", () => {
         "1500",
         "-D",
         "execution.checkpointing.unaligned.enabled=true",
-        "-D",
-        "restart-strategy.type=fixed-delay",
-        "-D",
-        "restart-strategy.fixed-delay.attempts=2",
-        "-D",
-        "restart-strategy.fixed-delay.delay=100ms",
+        ...TWO_RESTARTS,
         "--json",
       ]).done;
       const summary = lastJsonLine(run.stdout) as unknown as RecoverySummary;
