@@ -156,21 +156,74 @@ describe("the control plane's limits", () => {
     expect(jobManager.taskManagers[0]?.connected).toBe(true);
   });
 
-  it("stops reading from a peer that does not read its replies once jobmanager.rpc.max-outbound-bytes-per-connection is queued for it", async () => {
+  it("stops reading from a peer that does not read its replies once jobmanager.rpc.max-outbound-bytes-per-connection is queued for it, and resumes once it reads", async () => {
     let handled = 0;
     const reply = "r".repeat(16 * 1024);
-    const { jobManager } = await start(
-      { "jobmanager.rpc.max-outbound-bytes-per-connection": "64kb", "heartbeat.timeout": "60s" },
+    // Reading pauses at the budget, and at most two replies in flight follow: 64 KiB + 2 × 16 KiB
+    // stays below twice the budget, so the peer is paused, not closed.
+    const { jobManager, warnings } = await start(
+      {
+        "jobmanager.rpc.max-outbound-bytes-per-connection": "64kb",
+        "jobmanager.rpc.max-concurrent-requests-per-connection": 2,
+        "heartbeat.timeout": "60s",
+      },
       () => {
         handled++;
         return reply;
       },
     );
-    const hostile = await registered(jobManager);
+    const slow = await registered(jobManager);
+    const answered = new Set<unknown>();
+    slow.socket.on("message", (data) => {
+      const message = JSON.parse(data.toString()) as { id?: unknown; result?: unknown };
+      if (message.result === reply) answered.add(message.id);
+    });
     const requests = 2_000;
-    // The peer stops reading, and sends 32 MB worth of requests for replies.
-    hostile.socket.pause();
+    slow.socket.pause();
     for (let i = 0; i < requests; i++) {
+      slow.send({
+        jsonrpc: "2.0",
+        id: 100 + i,
+        method: "application",
+        params: { name: "get", payload: i },
+      });
+    }
+    await until(() => handled > 0, "the first requests to be handled", 20_000);
+    // The job manager stops well short of every request while the peer does not read.
+    let last = -1;
+    await until(
+      () => {
+        const settled = handled === last;
+        last = handled;
+        return settled;
+      },
+      "the job manager to stop reading",
+      20_000,
+    );
+    expect(handled).toBeLessThan(requests / 2);
+    // The peer reads again: the held requests are handled, each exactly once, in full.
+    slow.socket.resume();
+    await until(() => answered.size === requests, "every request to be answered", 30_000);
+    expect(handled).toBe(requests);
+    expect(slow.closed).toBe(false);
+    expect(warnings.filter((w) => w.includes("does not read its replies"))).toEqual([]);
+    const beside = await registered(jobManager);
+    expect((await beside.request(7, "application", { name: "get", payload: 0 })).result).toBe(
+      reply,
+    );
+  }, 60_000);
+
+  it("closes the connection of a peer once more than twice jobmanager.rpc.max-outbound-bytes-per-connection is queued for it", async () => {
+    // Replies of 1 MiB against a 64 KiB budget: once the sockets hold what they take, the replies
+    // of the requests in flight queue beyond twice the budget.
+    const reply = "r".repeat(1024 * 1024);
+    const { jobManager, warnings } = await start(
+      { "jobmanager.rpc.max-outbound-bytes-per-connection": "64kb", "heartbeat.timeout": "60s" },
+      () => reply,
+    );
+    const hostile = await registered(jobManager);
+    hostile.socket.pause();
+    for (let i = 0; i < 64; i++) {
       hostile.send({
         jsonrpc: "2.0",
         id: 100 + i,
@@ -178,20 +231,21 @@ describe("the control plane's limits", () => {
         params: { name: "get", payload: i },
       });
     }
-    let last = -1;
     await until(
-      () => {
-        const settled = handled === last;
-        last = handled;
-        return settled && handled > 0;
-      },
-      "the job manager to stop reading",
+      () => warnings.some((w) => w.includes("does not read its replies")),
+      "the job manager to give up on the peer",
       20_000,
     );
-    // Only what the sockets hold plus the budget was answered: far from every request.
-    expect(handled).toBeLessThan(requests / 2);
-    // The connection stays open (the peer may still read), and a peer beside it is served.
-    expect(hostile.closed).toBe(false);
+    expect(warnings.find((w) => w.includes("does not read its replies"))).toContain(
+      "jobmanager.rpc.max-outbound-bytes-per-connection",
+    );
+    // The socket is paused on this side, so its close is seen once it reads again.
+    hostile.socket.resume();
+    await until(() => hostile.closed, "the connection to close");
+    await until(
+      () => jobManager.taskManagers[0]?.connected === false,
+      "the job manager to see the peer disconnected",
+    );
     const beside = await registered(jobManager);
     expect((await beside.request(7, "application", { name: "get", payload: 0 })).result).toBe(
       reply,
