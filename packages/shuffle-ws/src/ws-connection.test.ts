@@ -1,11 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { ErrorCodes, type SluiceError } from "@sluice/core";
+import { deferred, ErrorCodes, type SluiceError } from "@sluice/core";
 import type { TransportConnection } from "@sluice/network";
 import { afterEach, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import {
   connectedPair,
-  deferred,
   RecordingHandler,
   Resources,
   serverWithPlainClient,

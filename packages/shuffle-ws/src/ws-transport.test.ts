@@ -1,11 +1,10 @@
 import { createConnection } from "node:net";
-import { ErrorCodes, type SluiceError } from "@sluice/core";
+import { deferred, ErrorCodes, type SluiceError } from "@sluice/core";
 import type { TransportConnection } from "@sluice/network";
 import { afterEach, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import {
   connectedPair,
-  deferred,
   RecordingHandler,
   Resources,
   unusedPort,

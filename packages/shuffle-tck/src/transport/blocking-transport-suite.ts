@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ErrorCodes } from "@sluice/core";
+import { deferred, ErrorCodes } from "@sluice/core";
 import type { SortMergeResultPartition } from "@sluice/network";
 import type { ExecutionVertex, JobResult, TaskExecutor } from "@sluice/runtime";
 import { ResultPartitionType } from "@sluice/runtime-api";
@@ -55,15 +55,6 @@ function expectReadInFull(result: JobResult, reader: number, producers: number, 
   for (let p = 0; p < producers; p++) {
     expect(consumed.reduce((sum, c) => sum + (c.counts[p] ?? 0), 0)).toBe(records);
   }
-}
-
-/** A promise the test settles. */
-function deferred(): { readonly promise: Promise<void>; readonly resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
 }
 
 /**

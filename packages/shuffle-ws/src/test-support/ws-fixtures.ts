@@ -3,23 +3,10 @@
  * closes every server, connection and raw socket a test opened.
  */
 import { createServer, type Server, type Socket } from "node:net";
+import { type Deferred, deferred } from "@sluice/core";
 import type { ConnectionHandler, TransportConnection, TransportServer } from "@sluice/network";
 import { WebSocket, WebSocketServer } from "ws";
 import { WS_SHUFFLE_PATH, WsTransport, type WsTransportOptions } from "../ws-transport.js";
-
-/** A promise with its resolve function exposed. */
-export interface Deferred<T> {
-  readonly promise: Promise<T>;
-  resolve(value: T): void;
-}
-
-export function deferred<T>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
 
 /** Lets pending I/O callbacks and immediates run (to observe that nothing else arrives). */
 export async function settle(turns = 3): Promise<void> {
