@@ -62,7 +62,6 @@ export {
   metricReporterKeyPrefix,
   NettyShuffleEnvironmentOptions,
   NetworkMemoryOptions,
-  PrometheusReporterOptions,
   RESTART_STRATEGIES,
   type RestartStrategyName,
   RestartStrategyOptions,
