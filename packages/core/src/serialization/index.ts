@@ -22,10 +22,10 @@ export {
   MIN_SPILLING_THRESHOLD,
   type RecordHolder,
   type RecordViewReader,
-  SPILL_FILE_SUFFIX,
   SpillingAdaptiveSpanningRecordDeserializer,
   type SpillingAdaptiveSpanningRecordDeserializerOptions,
 } from "./spilling-adaptive-spanning-record-deserializer.js";
+export { SPILL_FILE_SUFFIX } from "./spill-file.js";
 export { StringSerializer } from "./string-serializer.js";
 export { type TupleFieldSerializers, TupleSerializer } from "./tuple-serializer.js";
 export type { SerializedType, TypeSerializer } from "./type-serializer.js";

@@ -20,9 +20,9 @@ import { MAX_RECORD_SIZE_KEY, serializeRecord } from "./record-serializer.js";
 import {
   MIN_SPILLING_THRESHOLD,
   type RecordHolder,
-  SPILL_FILE_SUFFIX,
   SpillingAdaptiveSpanningRecordDeserializer,
 } from "./spilling-adaptive-spanning-record-deserializer.js";
+import { SPILL_FILE_SUFFIX } from "./spill-file.js";
 import { StringSerializer } from "./string-serializer.js";
 import { BufferBuilderWriter } from "./test-support/buffer-builder-writer.js";
 import {
