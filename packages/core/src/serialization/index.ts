@@ -17,6 +17,7 @@ export {
   RECORD_LENGTH_BYTES,
   serializeRecord,
 } from "./record-serializer.js";
+export { SPILL_FILE_SUFFIX } from "./spill-file.js";
 export {
   DEFAULT_SPILLING_THRESHOLD,
   MIN_SPILLING_THRESHOLD,
@@ -25,7 +26,6 @@ export {
   SpillingAdaptiveSpanningRecordDeserializer,
   type SpillingAdaptiveSpanningRecordDeserializerOptions,
 } from "./spilling-adaptive-spanning-record-deserializer.js";
-export { SPILL_FILE_SUFFIX } from "./spill-file.js";
 export { StringSerializer } from "./string-serializer.js";
 export { type TupleFieldSerializers, TupleSerializer } from "./tuple-serializer.js";
 export type { SerializedType, TypeSerializer } from "./type-serializer.js";

@@ -17,12 +17,12 @@ import { Int32Serializer } from "./int32-serializer.js";
 import { Int64Serializer } from "./int64-serializer.js";
 import { ObjectSerializer } from "./object-serializer.js";
 import { MAX_RECORD_SIZE_KEY, serializeRecord } from "./record-serializer.js";
+import { SPILL_FILE_SUFFIX } from "./spill-file.js";
 import {
   MIN_SPILLING_THRESHOLD,
   type RecordHolder,
   SpillingAdaptiveSpanningRecordDeserializer,
 } from "./spilling-adaptive-spanning-record-deserializer.js";
-import { SPILL_FILE_SUFFIX } from "./spill-file.js";
 import { StringSerializer } from "./string-serializer.js";
 import { BufferBuilderWriter } from "./test-support/buffer-builder-writer.js";
 import {

@@ -1,8 +1,9 @@
 import { ErrorCodes } from "@sluice/core";
-import type { ExecutionVertex, JobResult } from "@sluice/runtime";
+import type { ExecutionVertex } from "@sluice/runtime";
 import { ResultPartitionType } from "@sluice/runtime-api";
 import { expect, it } from "vitest";
 import { type ExchangeSpec, readerName } from "../exchange.js";
+import { expectReadInFull } from "../kit-results.js";
 import {
   expectExitByThemselves,
   expectPartitionFilesDeleted,
@@ -12,12 +13,6 @@ import {
   type TckCluster,
 } from "./tck-cluster.js";
 import type { WorkerProcess } from "./worker-process.js";
-
-/** What a consumer task of the kit returns. */
-interface Consumed {
-  readonly counts: number[];
-  readonly violations: string[];
-}
 
 const RECORDS = 20_000;
 
@@ -30,16 +25,6 @@ function blocking(producers: number, more: Partial<ExchangeSpec> = {}): Exchange
     partitionType: ResultPartitionType.BLOCKING,
     ...more,
   };
-}
-
-/** Every subtask of consumer vertex `reader` got every record of each producer, intact and in order. */
-function expectReadInFull(result: JobResult, reader: number, producers: number): void {
-  const consumed = (result.results.get(readerName(reader)) ?? []) as unknown as Consumed[];
-  expect(consumed.length, `${readerName(reader)} ran`).toBeGreaterThan(0);
-  for (const c of consumed) expect(c.violations).toEqual([]);
-  for (let p = 0; p < producers; p++) {
-    expect(consumed.reduce((sum, c) => sum + (c.counts[p] ?? 0), 0)).toBe(RECORDS);
-  }
 }
 
 /** Waits until every subtask of a vertex FINISHED. */
@@ -82,7 +67,7 @@ export function blockingCases(cluster: () => TckCluster): void {
     const result = await exchange.execution.terminated;
     expect(result.error).toBeUndefined();
     expect(result.status).toBe("FINISHED");
-    expectReadInFull(result, 0, 2);
+    expectReadInFull(result, 2, RECORDS, readerName(0));
     await expectExitByThemselves(producer, consumer);
   }, 60_000);
 
@@ -114,8 +99,8 @@ export function blockingCases(cluster: () => TckCluster): void {
     second.releaseHeldSubmits();
     const result = await exchange.execution.terminated;
     expect(result.error).toBeUndefined();
-    expectReadInFull(result, 0, 2);
-    expectReadInFull(result, 1, 2);
+    expectReadInFull(result, 2, RECORDS, readerName(0));
+    expectReadInFull(result, 2, RECORDS, readerName(1));
     await expectPartitionFilesDeleted(producer);
     await expectExitByThemselves(producer, first, second);
   }, 60_000);
@@ -140,8 +125,8 @@ export function blockingCases(cluster: () => TckCluster): void {
     for (const sink of secondReaders) await second.resume(sink.attemptId);
     const result = await exchange.execution.terminated;
     expect(result.error).toBeUndefined();
-    expectReadInFull(result, 0, 2);
-    expectReadInFull(result, 1, 2);
+    expectReadInFull(result, 2, RECORDS, readerName(0));
+    expectReadInFull(result, 2, RECORDS, readerName(1));
     await expectExitByThemselves(producer, first, second);
   }, 60_000);
 
@@ -158,7 +143,7 @@ export function blockingCases(cluster: () => TckCluster): void {
     if (!heldByProducerWorker) {
       // The plugin keeps blocking data outside its workers: it outlives the producer's worker.
       expect(result.status).toBe("FINISHED");
-      expectReadInFull(result, 0, 1);
+      expectReadInFull(result, 1, RECORDS, readerName(0));
     } else {
       expect(result.status).toBe("FAILED");
       expect(result.failedTask).toBe("Consumer (1/1)#0");

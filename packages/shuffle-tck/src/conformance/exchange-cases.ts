@@ -1,5 +1,5 @@
-import type { JobResult } from "@sluice/runtime";
 import { expect, it } from "vitest";
+import { consumedOf, producedOf } from "../kit-results.js";
 import {
   expectBlocked,
   expectExitByThemselves,
@@ -7,28 +7,6 @@ import {
   only,
   type TckCluster,
 } from "./tck-cluster.js";
-
-/** What a consumer task of the kit returns. */
-interface Consumed {
-  readonly counts: number[];
-  readonly violations: string[];
-}
-
-/** What a producer task of the kit returns. */
-interface Produced {
-  readonly emitted: number;
-  readonly backPressured: boolean;
-}
-
-/** What the Consumer subtasks returned, in subtask order. */
-function consumedOf(result: JobResult): Consumed[] {
-  return (result.results.get("Consumer") ?? []) as unknown as Consumed[];
-}
-
-/** What the Producer subtasks returned, in subtask order. */
-function producedOf(result: JobResult): Produced[] {
-  return (result.results.get("Producer") ?? []) as unknown as Produced[];
-}
 
 /** Data exchanges that must arrive exactly once, in order, under backpressure and late starts. */
 export function exchangeCases(cluster: () => TckCluster, records: number): void {
