@@ -58,8 +58,7 @@ async function finishedAndUnread(
  */
 export function blockingCases(cluster: () => TckCluster): void {
   it("serves a blocking partition to consumers deployed after its producers finished and ended", async () => {
-    const producer = await cluster().startWorker("producer");
-    const consumer = await cluster().startWorker("consumer");
+    const { producer, consumer } = await cluster().startProducerAndConsumer();
     consumer.holdSubmits = true;
     const exchange = await cluster().deploy(blocking(2), producer, consumer);
     await finishedAndUnread(producer, consumer, exchange.producers);
@@ -72,8 +71,7 @@ export function blockingCases(cluster: () => TckCluster): void {
   }, 60_000);
 
   it("keeps a blocking partition while its job runs and releases it at the job's end, deleting its files", async () => {
-    const producer = await cluster().startWorker("producer");
-    const consumer = await cluster().startWorker("consumer");
+    const { producer, consumer } = await cluster().startProducerAndConsumer();
     consumer.holdSubmits = true;
     const exchange = await cluster().deploy(blocking(1, { consumers: 1 }), producer, consumer);
     if (await finishedAndUnread(producer, consumer, exchange.producers)) {
@@ -131,8 +129,7 @@ export function blockingCases(cluster: () => TckCluster): void {
   }, 60_000);
 
   it("fails consumers with a PartitionNotFound-style error naming the partition when the worker that held it died after its producer finished", async () => {
-    const producer = await cluster().startWorker("producer");
-    const consumer = await cluster().startWorker("consumer");
+    const { producer, consumer } = await cluster().startProducerAndConsumer();
     consumer.holdSubmits = true;
     const exchange = await cluster().deploy(blocking(1, { consumers: 1 }), producer, consumer);
     const heldByProducerWorker = await finishedAndUnread(producer, consumer, exchange.producers);
@@ -160,8 +157,7 @@ export function blockingCases(cluster: () => TckCluster): void {
   }, 60_000);
 
   it("fails consumers with SLUICE_ERR_PARTITION_FILE_CORRUPTED naming the file when the partition's files were truncated", async (context) => {
-    const producer = await cluster().startWorker("producer");
-    const consumer = await cluster().startWorker("consumer");
+    const { producer, consumer } = await cluster().startProducerAndConsumer();
     consumer.holdSubmits = true;
     const exchange = await cluster().deploy(blocking(1, { consumers: 1 }), producer, consumer);
     await finishedAndUnread(producer, consumer, exchange.producers);
