@@ -22,7 +22,7 @@ import { loadMetricReporterFactory } from "../metrics/reporter-setup.js";
  *   node packages/runtime/dist/tools/generate-config-docs.js           # rewrite the file
  *   node packages/runtime/dist/tools/generate-config-docs.js --check   # exit 1 if it is stale
  *   ... --out <file>                                                    # another target file
- *   ... --plugin <module>#<Export>           # document these plugins instead of the bundled ones
+ *   ... --plugin <module>#<Export>           # these shuffle plugins instead of the bundled ones
  */
 
 /** The repository root (the same depth from src/tools and dist/tools). */
