@@ -8,10 +8,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { ErrorCodes } from "@sluice/core";
 import { must, waitFor } from "@sluice/core/testing";
-import { JobGraph, type Task, type TaskInvokable } from "@sluice/runtime";
+import type { Task, TaskInvokable } from "@sluice/runtime";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { RegisteredTaskManager } from "./registered-task-manager.js";
-import { sum } from "./test-support/number-tasks.js";
+import { numbersJob, sum } from "./test-support/number-tasks.js";
 import {
   closeTestCluster,
   startJobManager,
@@ -50,17 +50,6 @@ async function numbers(task: Task): Promise<number> {
 
 const invokables: Readonly<Record<string, TaskInvokable<Task>>> = { numbers, sum };
 
-function numbersJob(): JobGraph {
-  const graph = new JobGraph("checkpointed numbers");
-  const source = graph.addVertex({ name: "Numbers", parallelism: 2, invokable: "numbers" });
-  const total = graph.addVertex({ name: "Sum", parallelism: 2, invokable: "sum" });
-  graph.connect(source, total, {
-    partitioner: { name: "HASH", keySelector: "value" },
-    serializer: "int32",
-  });
-  return graph;
-}
-
 function checkpointing(extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     "state.checkpoints.dir": checkpointsDir,
@@ -84,7 +73,7 @@ describe("a checkpointed job on the cluster", () => {
     const taskManagers = await Promise.all(
       [0, 1].map(() => startTaskManager(jobManager, {}, { invokables })),
     );
-    execution = await jobManager.deploy(numbersJob());
+    execution = await jobManager.deploy(numbersJob("checkpointed numbers"));
     const coordinator = must(execution.checkpointCoordinator);
     await waitFor(() => coordinator.numberOfCompletedCheckpoints >= 1, {
       what: "a checkpoint acknowledged by every task over the control plane",
@@ -118,7 +107,7 @@ describe("a checkpointed job on the cluster", () => {
     const taskManagers = await Promise.all(
       [0, 1].map(() => startTaskManager(jobManager, {}, { invokables })),
     );
-    const execution = await jobManager.deploy(numbersJob());
+    const execution = await jobManager.deploy(numbersJob("checkpointed numbers"));
     await waitFor(() => execution.executionVertices.every((v) => v.state === "RUNNING"), {
       what: "every task to run",
     });

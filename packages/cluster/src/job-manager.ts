@@ -104,12 +104,6 @@ interface Waiter {
  * manager that registers to replace the lost one.
  */
 export class JobManager {
-  /** The configuration it was started with. */
-  readonly configuration: Configuration;
-  /** The runtime's deployer (its ShuffleMaster); {@link deploy} deploys through it. */
-  readonly deployer: JobDeployer;
-  /** The shuffle plugin every task manager must have loaded. */
-  readonly plugin: ShufflePluginIdentity;
   /** `ws://host:port` (`wss` with internal TLS). */
   readonly url: string;
   /** The address the control plane listens on. */
@@ -117,25 +111,21 @@ export class JobManager {
   /** The port the control plane listens on. */
   readonly port: number;
 
-  private readonly endpoint: JobManagerEndpoint;
-  /** `slot.request.timeout`: how long a restart waits for a replacement task manager. */
-  private readonly slotRequestTimeoutMs: number;
   private readonly executions = new Set<JobExecution>();
   private readonly waiters = new Set<Waiter>();
   private closing: Promise<void> | undefined;
 
   private constructor(
-    configuration: Configuration,
-    deployer: JobDeployer,
-    plugin: ShufflePluginIdentity,
-    endpoint: JobManagerEndpoint,
-    slotRequestTimeoutMs: number,
+    /** The configuration it was started with. */
+    readonly configuration: Configuration,
+    /** The runtime's deployer (its ShuffleMaster); {@link JobManager.deploy} deploys through it. */
+    readonly deployer: JobDeployer,
+    /** The shuffle plugin every task manager must have loaded. */
+    readonly plugin: ShufflePluginIdentity,
+    private readonly endpoint: JobManagerEndpoint,
+    /** `slot.request.timeout`: how long a restart waits for a replacement task manager. */
+    private readonly slotRequestTimeoutMs: number,
   ) {
-    this.slotRequestTimeoutMs = slotRequestTimeoutMs;
-    this.configuration = configuration;
-    this.deployer = deployer;
-    this.plugin = plugin;
-    this.endpoint = endpoint;
     this.url = endpoint.url;
     this.host = endpoint.host;
     this.port = endpoint.port;

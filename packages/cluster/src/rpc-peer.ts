@@ -1,4 +1,5 @@
 import {
+  deferred,
   IllegalStateError,
   LimitExceededError,
   ProtocolError,
@@ -157,12 +158,12 @@ export class RpcPeer<Local extends MethodTable, Remote extends MethodTable> {
     this.rpc = new JSONRPCServerAndClient(server, new JSONRPCClient(send), {
       errorListener: (message) => options.onProtocolError(new ProtocolError(message)),
     });
-    this.closed = new Promise((resolve) => {
-      this.socket.once("close", (code, reason) => {
-        const why = `the control connection to ${this.label} closed (code ${code}${reason.length > 0 ? `, ${reason.toString()}` : ""})`;
-        this.rpc.rejectAllPendingRequests(why);
-        resolve(why);
-      });
+    const closed = deferred<string>();
+    this.closed = closed.promise;
+    this.socket.once("close", (code, reason) => {
+      const why = `the control connection to ${this.label} closed (code ${code}${reason.length > 0 ? `, ${reason.toString()}` : ""})`;
+      this.rpc.rejectAllPendingRequests(why);
+      closed.resolve(why);
     });
     // An 'error' is always followed by 'close', which is where the loss is reported.
     this.socket.on("error", () => {});

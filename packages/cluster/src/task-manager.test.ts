@@ -7,6 +7,7 @@ import { WebSocketServer } from "ws";
 import { CONTROL_PLANE_PATH } from "./control-plane-messages.js";
 import type { RegisteredTaskManager } from "./registered-task-manager.js";
 import { TaskManager } from "./task-manager.js";
+import { numbersJob } from "./test-support/number-tasks.js";
 import { until } from "./test-support/raw-control-client.js";
 import {
   closeTestCluster,
@@ -44,17 +45,6 @@ const invokables: Readonly<Record<string, TaskInvokable<Task>>> = {
     ),
 };
 
-function numbersJob(): JobGraph {
-  const graph = new JobGraph("numbers");
-  const numbers = graph.addVertex({ name: "Numbers", parallelism: 2, invokable: "numbers" });
-  const sum = graph.addVertex({ name: "Sum", parallelism: 2, invokable: "sum" });
-  graph.connect(numbers, sum, {
-    partitioner: { name: "HASH", keySelector: "value" },
-    serializer: "int32",
-  });
-  return graph;
-}
-
 describe("a task manager", () => {
   it("registers with the job manager, runs the tasks deployed onto it, and reports every network buffer back in its pool when shut down", async () => {
     // The job manager's own host keys stay on its host: the task managers announce their own.
@@ -77,7 +67,7 @@ describe("a task manager", () => {
     }
     expect(taskManagers.map((tm) => tm.index).sort()).toEqual([0, 1]);
 
-    const execution = await jobManager.deploy(numbersJob());
+    const execution = await jobManager.deploy(numbersJob("numbers"));
     const gateways = new Set(execution.executionVertices.map((vertex) => vertex.gateway));
     expect(gateways).toEqual(new Set(jobManager.taskManagers));
     const result = await execution.terminated;

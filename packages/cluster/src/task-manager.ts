@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { setTimeout as delay } from "node:timers/promises";
-import { ConfigurationError, IllegalStateError } from "@sluice/core";
+import { ConfigurationError, deferred, IllegalStateError } from "@sluice/core";
 import { Configuration, TaskExecutor, type TaskExecutorOptions } from "@sluice/runtime";
 import {
   HeartbeatManagerOptions,
@@ -122,7 +122,7 @@ export class TaskManager {
   private ending: TaskManagerTermination | undefined;
   private shuttingDown: Promise<ShutdownReport> | undefined;
   private ended = false;
-  private resolveTerminated!: (termination: TaskManagerTermination) => void;
+  private readonly termination = deferred<TaskManagerTermination>();
 
   private constructor(
     connection: JobManagerConnection,
@@ -137,9 +137,7 @@ export class TaskManager {
     this.configuration = configuration;
     this.jobManagerAddress = jobManagerAddress;
     this.options = options;
-    this.terminated = new Promise((resolve) => {
-      this.resolveTerminated = resolve;
-    });
+    this.terminated = this.termination.promise;
     this.jobMaster = new RemoteJobMaster(connection, (method, error) => {
       // Once the job manager is gone, its loss is the news; each undelivered report is not.
       if (this.ending === undefined) {
@@ -350,7 +348,7 @@ export class TaskManager {
     this.connection.close(this.ending?.message ?? "the task manager ended");
     const closing = this.executor.close();
     void Promise.race([closing, delay(CLOSE_DEADLINE_MS, undefined, { ref: false })]).then(() =>
-      this.resolveTerminated(this.ending as TaskManagerTermination),
+      this.termination.resolve(this.ending as TaskManagerTermination),
     );
   }
 }

@@ -1,7 +1,9 @@
 /**
- * Building blocks of the control plane's message schemas. Every string is bounded, so a peer
- * cannot make the receiver hold a huge value; ids travel as their string forms and descriptors
- * as the runtime's versioned JSON codecs, which check their own fields when decoded.
+ * Building blocks of the control plane's message schemas. zod is the control plane's one schema
+ * system: every message is checked against its schema on receipt. Every string is bounded, so a
+ * peer cannot make the receiver hold a huge value; ids travel as their string forms and
+ * descriptors as `json` in the versioned forms of their runtime-api codecs, which the handler
+ * decodes (those codecs belong to the plugin SPI, where zod must not be required).
  */
 import type { ExecutionState, JsonValue } from "@sluice/runtime-api";
 import * as z from "zod";

@@ -1,54 +1,11 @@
+import { coreErrorClassOf } from "./core-error-classes.js";
 import {
-  BufferDecompressionError,
-  BufferPoolDestroyedError,
-  BufferRecycledError,
-  BufferReorderingError,
-  CancelledError,
-  ConfigurationError,
   defineError,
   type ErrorCode,
   ErrorCodes,
-  IllegalArgumentError,
-  IllegalStateError,
-  InsufficientBuffersError,
-  LimitExceededError,
-  LocalTransportError,
-  PartitionConnectionError,
-  PartitionFileCorruptedError,
-  PartitionNotFoundError,
-  ProducerFailedError,
-  ProtocolError,
-  RecordTooLargeError,
-  RemoteTransportError,
-  SerializationError,
   SluiceError,
   type SluiceErrorClass,
-  TimeoutError,
 } from "./errors.js";
-
-/** The class this package defines for each code; codes missing here are defined in other packages. */
-const CLASS_BY_CODE: ReadonlyMap<string, SluiceErrorClass> = new Map<string, SluiceErrorClass>([
-  [ErrorCodes.INVALID_ARGUMENT, IllegalArgumentError],
-  [ErrorCodes.ILLEGAL_STATE, IllegalStateError],
-  [ErrorCodes.INSUFFICIENT_BUFFERS, InsufficientBuffersError],
-  [ErrorCodes.BUFFER_POOL_DESTROYED, BufferPoolDestroyedError],
-  [ErrorCodes.BUFFER_RECYCLED, BufferRecycledError],
-  [ErrorCodes.RECORD_TOO_LARGE, RecordTooLargeError],
-  [ErrorCodes.SERIALIZATION, SerializationError],
-  [ErrorCodes.CONFIG, ConfigurationError],
-  [ErrorCodes.PARTITION_NOT_FOUND, PartitionNotFoundError],
-  [ErrorCodes.PRODUCER_FAILED, ProducerFailedError],
-  [ErrorCodes.CANCELLED, CancelledError],
-  [ErrorCodes.PROTOCOL, ProtocolError],
-  [ErrorCodes.BUFFER_REORDERING, BufferReorderingError],
-  [ErrorCodes.PARTITION_CONNECTION, PartitionConnectionError],
-  [ErrorCodes.REMOTE_TRANSPORT, RemoteTransportError],
-  [ErrorCodes.LOCAL_TRANSPORT, LocalTransportError],
-  [ErrorCodes.TIMEOUT, TimeoutError],
-  [ErrorCodes.BUFFER_DECOMPRESSION, BufferDecompressionError],
-  [ErrorCodes.PARTITION_FILE_CORRUPTED, PartitionFileCorruptedError],
-  [ErrorCodes.LIMIT_EXCEEDED, LimitExceededError],
-]);
 
 const KNOWN_CODES: ReadonlySet<string> = new Set(Object.values(ErrorCodes));
 const ERROR_CLASS_NAME = /^[A-Za-z_$][\w$]{0,127}$/;
@@ -101,7 +58,7 @@ export function reconstructError(
       isGenericName(name) ? message : `${name}: ${message}`,
     );
   }
-  const cls = CLASS_BY_CODE.get(code);
+  const cls = coreErrorClassOf(code);
   if (cls !== undefined) {
     const sameName = name === cls.name || isGenericName(name);
     return new cls(sameName ? message : `${name}: ${message}`);

@@ -7,6 +7,8 @@
  * as undici does: two copies of `@sluice/core` in one process still recognise each other's errors.
  */
 
+import { registerCoreErrorClass } from "./core-error-classes.js";
+
 const SLUICE_ERROR_BRAND = Symbol.for("@sluice/error");
 
 /** Every stable error code Sluice raises. `docs/errors.md` explains each one. */
@@ -138,93 +140,112 @@ export function defineError(name: string, code: ErrorCode): SluiceErrorClass {
   return cls;
 }
 
+/** {@link defineError} for the classes of this package, which `reconstructError` rebuilds. */
+function defineCoreError(name: string, code: ErrorCode): SluiceErrorClass {
+  const cls = defineError(name, code);
+  registerCoreErrorClass(code, cls);
+  return cls;
+}
+
 /** An argument broke a documented precondition. */
-export const IllegalArgumentError = defineError(
+export const IllegalArgumentError = defineCoreError(
   "IllegalArgumentError",
   ErrorCodes.INVALID_ARGUMENT,
 );
 export type IllegalArgumentError = InstanceType<typeof IllegalArgumentError>;
 
 /** An operation was called in a state that does not allow it. */
-export const IllegalStateError = defineError("IllegalStateError", ErrorCodes.ILLEGAL_STATE);
+export const IllegalStateError = defineCoreError("IllegalStateError", ErrorCodes.ILLEGAL_STATE);
 export type IllegalStateError = InstanceType<typeof IllegalStateError>;
 
 /** Not enough network buffers for a pool or channel; the message names the config key to raise. */
-export const InsufficientBuffersError = defineError(
+export const InsufficientBuffersError = defineCoreError(
   "InsufficientBuffersError",
   ErrorCodes.INSUFFICIENT_BUFFERS,
 );
 export type InsufficientBuffersError = InstanceType<typeof InsufficientBuffersError>;
 
 /** A buffer pool was used after `destroy()`. */
-export const BufferPoolDestroyedError = defineError(
+export const BufferPoolDestroyedError = defineCoreError(
   "BufferPoolDestroyedError",
   ErrorCodes.BUFFER_POOL_DESTROYED,
 );
 export type BufferPoolDestroyedError = InstanceType<typeof BufferPoolDestroyedError>;
 
 /** A buffer was recycled more often than retained (a double free that was prevented). */
-export const BufferRecycledError = defineError("BufferRecycledError", ErrorCodes.BUFFER_RECYCLED);
+export const BufferRecycledError = defineCoreError(
+  "BufferRecycledError",
+  ErrorCodes.BUFFER_RECYCLED,
+);
 export type BufferRecycledError = InstanceType<typeof BufferRecycledError>;
 
 /** A record exceeds the maximum record size. */
-export const RecordTooLargeError = defineError("RecordTooLargeError", ErrorCodes.RECORD_TOO_LARGE);
+export const RecordTooLargeError = defineCoreError(
+  "RecordTooLargeError",
+  ErrorCodes.RECORD_TOO_LARGE,
+);
 export type RecordTooLargeError = InstanceType<typeof RecordTooLargeError>;
 
 /** Bytes could not be decoded. */
-export const SerializationError = defineError("SerializationError", ErrorCodes.SERIALIZATION);
+export const SerializationError = defineCoreError("SerializationError", ErrorCodes.SERIALIZATION);
 export type SerializationError = InstanceType<typeof SerializationError>;
 
 /** A configuration value is missing or malformed. */
-export const ConfigurationError = defineError("ConfigurationError", ErrorCodes.CONFIG);
+export const ConfigurationError = defineCoreError("ConfigurationError", ErrorCodes.CONFIG);
 export type ConfigurationError = InstanceType<typeof ConfigurationError>;
 
 /** The requested result partition is not registered at the producer. */
-export const PartitionNotFoundError = defineError(
+export const PartitionNotFoundError = defineCoreError(
   "PartitionNotFoundError",
   ErrorCodes.PARTITION_NOT_FOUND,
 );
 export type PartitionNotFoundError = InstanceType<typeof PartitionNotFoundError>;
 
 /** The producer failed; the message carries the producer's own error. */
-export const ProducerFailedError = defineError("ProducerFailedError", ErrorCodes.PRODUCER_FAILED);
+export const ProducerFailedError = defineCoreError(
+  "ProducerFailedError",
+  ErrorCodes.PRODUCER_FAILED,
+);
 export type ProducerFailedError = InstanceType<typeof ProducerFailedError>;
 
 /** A partition, view or channel was released while in use. */
-export const CancelledError = defineError("CancelledError", ErrorCodes.CANCELLED);
+export const CancelledError = defineCoreError("CancelledError", ErrorCodes.CANCELLED);
 export type CancelledError = InstanceType<typeof CancelledError>;
 
 /** The wire protocol was violated. */
-export const ProtocolError = defineError("ProtocolError", ErrorCodes.PROTOCOL);
+export const ProtocolError = defineCoreError("ProtocolError", ErrorCodes.PROTOCOL);
 export type ProtocolError = InstanceType<typeof ProtocolError>;
 
 /** A channel received a buffer with an unexpected sequence number. */
-export const BufferReorderingError = defineError(
+export const BufferReorderingError = defineCoreError(
   "BufferReorderingError",
   ErrorCodes.BUFFER_REORDERING,
 );
 export type BufferReorderingError = InstanceType<typeof BufferReorderingError>;
 
 /** A connection to a producer could not be established. */
-export const PartitionConnectionError = defineError(
+export const PartitionConnectionError = defineCoreError(
   "PartitionConnectionError",
   ErrorCodes.PARTITION_CONNECTION,
 );
 export type PartitionConnectionError = InstanceType<typeof PartitionConnectionError>;
 
 /** An established connection failed or was closed by the remote side. */
-export const RemoteTransportError = defineError(
+export const RemoteTransportError = defineCoreError(
   "RemoteTransportError",
   ErrorCodes.REMOTE_TRANSPORT,
 );
 export type RemoteTransportError = InstanceType<typeof RemoteTransportError>;
 
 /** A socket error on the local side. */
-export const LocalTransportError = defineError("LocalTransportError", ErrorCodes.LOCAL_TRANSPORT);
+export const LocalTransportError = defineCoreError(
+  "LocalTransportError",
+  ErrorCodes.LOCAL_TRANSPORT,
+);
 export type LocalTransportError = InstanceType<typeof LocalTransportError>;
 
 /** An operation exceeded its configured timeout. */
-export const TimeoutError = defineError("TimeoutError", ErrorCodes.TIMEOUT);
+export const TimeoutError = defineCoreError("TimeoutError", ErrorCodes.TIMEOUT);
 export type TimeoutError = InstanceType<typeof TimeoutError>;
 
 /**
@@ -232,7 +253,7 @@ export type TimeoutError = InstanceType<typeof TimeoutError>;
  * compression header or codec block is corrupt or truncated, it would decompress beyond a
  * buffer, or it arrived at a gate that has no decompressor.
  */
-export const BufferDecompressionError = defineError(
+export const BufferDecompressionError = defineCoreError(
   "BufferDecompressionError",
   ErrorCodes.BUFFER_DECOMPRESSION,
 );
@@ -242,7 +263,7 @@ export type BufferDecompressionError = InstanceType<typeof BufferDecompressionEr
  * A blocking partition's file does not match its layout: truncated, a region or buffer header
  * out of range. The message names the file, region, subpartition and offset.
  */
-export const PartitionFileCorruptedError = defineError(
+export const PartitionFileCorruptedError = defineCoreError(
   "PartitionFileCorruptedError",
   ErrorCodes.PARTITION_FILE_CORRUPTED,
 );
@@ -252,7 +273,7 @@ export type PartitionFileCorruptedError = InstanceType<typeof PartitionFileCorru
  * A data server refused or closed a connection because a configured limit was reached (too many
  * connections, too many bytes queued for a peer that does not read); the message names the key.
  */
-export const LimitExceededError = defineError("LimitExceededError", ErrorCodes.LIMIT_EXCEEDED);
+export const LimitExceededError = defineCoreError("LimitExceededError", ErrorCodes.LIMIT_EXCEEDED);
 export type LimitExceededError = InstanceType<typeof LimitExceededError>;
 
 /** Returns true when `value` is a SluiceError (from any copy of this package) with `code`. */

@@ -1,3 +1,4 @@
+export * from "./deferred.js";
 export * from "./describe-value.js";
 export { reconstructError } from "./error-reconstruction.js";
 export * from "./errors.js";

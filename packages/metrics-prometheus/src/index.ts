@@ -10,3 +10,4 @@ export {
   replaceInvalidChars,
 } from "./prometheus-reporter.js";
 export { PrometheusReporterFactory } from "./prometheus-reporter-factory.js";
+export { PrometheusReporterOptions } from "./prometheus-reporter-options.js";

@@ -1,11 +1,12 @@
 import {
+  type ConfigOption,
   METRIC_REPORTER_FACTORY_BRAND,
   type MetricReporterContext,
   type MetricReporterFactory,
-  PrometheusReporterOptions,
   parsePortRange,
 } from "@sluice/runtime-api";
 import { PrometheusReporter } from "./prometheus-reporter.js";
+import { PrometheusReporterOptions } from "./prometheus-reporter-options.js";
 
 /**
  * Creates the {@link PrometheusReporter} (Flink's `PrometheusReporterFactory`): what
@@ -16,6 +17,13 @@ import { PrometheusReporter } from "./prometheus-reporter.js";
  */
 export class PrometheusReporterFactory implements MetricReporterFactory {
   readonly [METRIC_REPORTER_FACTORY_BRAND] = true as const;
+
+  /** `metrics.reporter.<name>.*`: see {@link PrometheusReporterOptions}. */
+  readonly configOptions: readonly ConfigOption<unknown>[] = [
+    PrometheusReporterOptions.port("<name>"),
+    PrometheusReporterOptions.bindHost("<name>"),
+    PrometheusReporterOptions.filterLabelValueCharacters("<name>"),
+  ];
 
   /** @throws ConfigurationError (`SLUICE_ERR_CONFIG`) for an invalid port range or flag. */
   createMetricReporter(context: MetricReporterContext): PrometheusReporter {

@@ -1,7 +1,7 @@
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Metric, MetricGroup, MetricReporter } from "@sluice/runtime-api";
-import { MetricReporterError } from "@sluice/runtime-api";
+import { currentValueOf, MetricReporterError } from "@sluice/runtime-api";
 import { Gauge, Registry } from "prom-client";
 
 /** Everything outside `[a-zA-Z0-9:_]` becomes `_`, as Prometheus names require (and Flink does). */
@@ -39,17 +39,6 @@ interface Family {
   readonly gauge: Gauge<string>;
   readonly labelNames: readonly string[];
   readonly children: Map<string, Child>;
-}
-
-function read(metric: Metric): number {
-  switch (metric.metricType) {
-    case "counter":
-      return metric.getCount();
-    case "gauge":
-      return metric.getValue();
-    case "meter":
-      return metric.getRate();
-  }
 }
 
 function warn(message: string): void {
@@ -207,7 +196,7 @@ export class PrometheusReporter implements MetricReporter {
         for (const child of children.values()) {
           let value: number;
           try {
-            value = read(child.metric);
+            value = currentValueOf(child.metric);
           } catch (error) {
             warn(`reading ${name} failed: ${(error as Error)?.message ?? error}`);
             continue;

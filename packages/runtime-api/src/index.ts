@@ -62,7 +62,6 @@ export {
   metricReporterKeyPrefix,
   NettyShuffleEnvironmentOptions,
   NetworkMemoryOptions,
-  PrometheusReporterOptions,
   RESTART_STRATEGIES,
   type RestartStrategyName,
   RestartStrategyOptions,
@@ -138,7 +137,7 @@ export { DescriptorError, MetricReporterError } from "./errors.js";
 export type { Counter } from "./metrics/counter.js";
 export type { Gauge } from "./metrics/gauge.js";
 export type { Meter } from "./metrics/meter.js";
-export type { Metric, MetricType } from "./metrics/metric.js";
+export { currentValueOf, type Metric, type MetricType } from "./metrics/metric.js";
 export type { CharacterFilter, MetricGroup } from "./metrics/metric-group.js";
 export type { MetricReporter } from "./metrics/metric-reporter.js";
 export {

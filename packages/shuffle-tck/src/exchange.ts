@@ -15,6 +15,11 @@ import {
   TCK_NAMES,
 } from "./tck-tasks.js";
 
+/** One producer subtask writing `plan` to one consumer subtask that reads as `consume` says. */
+export function oneToOne(plan: ExchangeSpec["plan"], consume?: ConsumeOptions): ExchangeSpec {
+  return { producers: 1, consumers: 1, plan, ...(consume === undefined ? {} : { consume }) };
+}
+
 /** What one exchange looks like: its shape, what producers write and how consumers read. */
 export interface ExchangeSpec {
   readonly producers: number;

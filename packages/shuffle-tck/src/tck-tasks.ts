@@ -9,6 +9,21 @@ import {
   tckKey,
 } from "./records.js";
 
+/**
+ * What a consumer task of the kit returns: records per producer, and what was wrong with any.
+ * (A type alias, not an interface, so that it is assignable to a task's `JsonValue` result.)
+ */
+export type Consumed = {
+  readonly counts: number[];
+  readonly violations: string[];
+};
+
+/** What a producer task of the kit returns. */
+export type Produced = {
+  readonly emitted: number;
+  readonly backPressured: boolean;
+};
+
 /** What a producer task of the kit writes (its task configuration). */
 export interface ProducePlan {
   /** Records the producer subtask writes in all, spread over the consumers by key. */
@@ -122,7 +137,7 @@ export class TckTasks {
     task.resume?.();
   }
 
-  private async produce(task: Task): Promise<{ emitted: number; backPressured: boolean }> {
+  private async produce(task: Task): Promise<Produced> {
     const plan = task.configuration as unknown as ProducePlan;
     const writer = task.writer<TckRecord>();
     const partition = task.partitions[0];
@@ -166,7 +181,7 @@ export class TckTasks {
     return { emitted: progress.emitted, backPressured: progress.backPressured };
   }
 
-  private async consume(task: Task): Promise<{ counts: number[]; violations: string[] }> {
+  private async consume(task: Task): Promise<Consumed> {
     const options = task.configuration as ConsumeOptions;
     // All-to-all: channel i of the gate reads producer subtask i.
     const producers = task.gates[0]?.numberOfInputChannels ?? 0;

@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { ErrorCodes, type SluiceError } from "@sluice/core";
+import { deferred, ErrorCodes, type SluiceError } from "@sluice/core";
 import type { TransportConnection } from "@sluice/network";
 import { afterEach, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import {
   connectedPair,
-  deferred,
+  dial,
   RecordingHandler,
   Resources,
   serverWithPlainClient,
@@ -92,17 +92,10 @@ describe("WsConnection", () => {
     const transport = new WsTransport({ highWaterMark, lowWaterMark });
     const accepted = deferred<WsConnection>();
     const serverHandler = new RecordingHandler();
-    const listener = resources.server(
-      await transport.listen({
-        host: "127.0.0.1",
-        port: 0,
-        maxFrameSize: 1024 * 1024,
-        onConnection: (connection) => {
-          connection.setHandler(serverHandler);
-          accepted.resolve(resources.connection(connection as WsConnection));
-        },
-      }),
-    );
+    const listener = await resources.listen(transport, (connection) => {
+      connection.setHandler(serverHandler);
+      accepted.resolve(resources.connection(connection as WsConnection));
+    });
     // A raw ws client whose socket we can stop reading from (public ws.pause()).
     const consumer = resources.webSocket(
       new WebSocket(`ws://127.0.0.1:${listener.port}${WS_SHUFFLE_PATH}`, {
@@ -201,23 +194,11 @@ describe("WsConnection", () => {
   it("keeps messages that arrive before setHandler and delivers them, then the close", async () => {
     const transport = new WsTransport();
     const accepted = deferred<TransportConnection>();
-    const listener = resources.server(
-      await transport.listen({
-        host: "127.0.0.1",
-        port: 0,
-        maxFrameSize: 1024 * 1024,
-        // No handler yet: the data below arrives before one is installed.
-        onConnection: (connection) => accepted.resolve(resources.connection(connection)),
-      }),
-    );
-    const client = resources.connection(
-      await transport.connect({
-        host: "127.0.0.1",
-        port: listener.port,
-        connectTimeoutMs: 5_000,
-        maxFrameSize: 1024 * 1024,
-      }),
-    );
+    const listener = // No handler yet: the data below arrives before one is installed.
+      await resources.listen(transport, (connection) =>
+        accepted.resolve(resources.connection(connection)),
+      );
+    const client = resources.connection(await dial(transport, listener.port));
     const clientHandler = new RecordingHandler();
     client.setHandler(clientHandler);
     client.write([Buffer.from("early ")]);
@@ -236,13 +217,8 @@ describe("WsConnection", () => {
   it("fails the connection with a ProtocolError when a text message arrives", async () => {
     const transport = new WsTransport();
     const handler = new RecordingHandler();
-    const listener = resources.server(
-      await transport.listen({
-        host: "127.0.0.1",
-        port: 0,
-        maxFrameSize: 1024 * 1024,
-        onConnection: (connection) => connection.setHandler(handler),
-      }),
+    const listener = await resources.listen(transport, (connection) =>
+      connection.setHandler(handler),
     );
     const peer = resources.webSocket(
       new WebSocket(`ws://127.0.0.1:${listener.port}${WS_SHUFFLE_PATH}`),

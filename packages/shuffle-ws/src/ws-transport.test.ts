@@ -1,11 +1,11 @@
 import { createConnection } from "node:net";
-import { ErrorCodes, type SluiceError } from "@sluice/core";
+import { deferred, ErrorCodes, type SluiceError } from "@sluice/core";
 import type { TransportConnection } from "@sluice/network";
 import { afterEach, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import {
   connectedPair,
-  deferred,
+  dial,
   RecordingHandler,
   Resources,
   unusedPort,
@@ -69,14 +69,7 @@ describe("WsTransport", () => {
 
   it("rejects connecting to a port with nothing listening with PartitionConnectionError", async () => {
     const port = await unusedPort();
-    const error = await expectRejection(
-      new WsTransport().connect({
-        host: "127.0.0.1",
-        port,
-        connectTimeoutMs: 5_000,
-        maxFrameSize: 1024,
-      }),
-    );
+    const error = await expectRejection(dial(new WsTransport(), port, 1024));
     expect(error.code).toBe(ErrorCodes.PARTITION_CONNECTION);
     expect(error.name).toBe("PartitionConnectionError");
     expect(error.message).toContain(`127.0.0.1:${port}`);
@@ -111,30 +104,20 @@ describe("WsTransport", () => {
     const port = await resources.silentServer((socket) => {
       socket.end("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
     });
-    const error = await expectRejection(
-      new WsTransport().connect({
-        host: "127.0.0.1",
-        port,
-        connectTimeoutMs: 5_000,
-        maxFrameSize: 1024,
-      }),
-    );
+    const error = await expectRejection(dial(new WsTransport(), port, 1024));
     expect(error.code).toBe(ErrorCodes.PARTITION_CONNECTION);
     expect(error.message).toContain("404");
   });
 
   it("refuses upgrades on any path but /sluice with 400", async () => {
     let accepted = 0;
-    const listener = resources.server(
-      await new WsTransport().listen({
-        host: "127.0.0.1",
-        port: 0,
-        maxFrameSize: 1024,
-        onConnection: (connection) => {
-          accepted++;
-          resources.connection(connection).destroy();
-        },
-      }),
+    const listener = await resources.listen(
+      new WsTransport(),
+      (connection) => {
+        accepted++;
+        resources.connection(connection).destroy();
+      },
+      1024,
     );
     const ws = resources.webSocket(new WebSocket(`ws://127.0.0.1:${listener.port}/other`));
     ws.on("error", () => {});
@@ -179,14 +162,7 @@ describe("WsTransport", () => {
     expect(await serverHandler.whenClosed()).toBeUndefined();
     const clientCause = (await clientHandler.whenClosed()) as SluiceError;
     expect(clientCause.code).toBe(ErrorCodes.REMOTE_TRANSPORT);
-    const error = await expectRejection(
-      new WsTransport().connect({
-        host: "127.0.0.1",
-        port: listener.port,
-        connectTimeoutMs: 5_000,
-        maxFrameSize: 1024,
-      }),
-    );
+    const error = await expectRejection(dial(new WsTransport(), listener.port, 1024));
     expect(error.code).toBe(ErrorCodes.PARTITION_CONNECTION);
   });
 
@@ -206,32 +182,18 @@ describe("WsTransport", () => {
   it("serves several clients on one server independently", async () => {
     const transport = new WsTransport();
     const handlers: RecordingHandler[] = [];
-    const listener = resources.server(
-      await transport.listen({
-        host: "127.0.0.1",
-        port: 0,
-        maxFrameSize: 1024 * 1024,
-        onConnection: (connection) => {
-          const handler = new RecordingHandler();
-          handlers.push(handler);
-          resources.connection(connection).setHandler(handler);
-        },
-      }),
-    );
+    const listener = await resources.listen(transport, (connection) => {
+      const handler = new RecordingHandler();
+      handlers.push(handler);
+      resources.connection(connection).setHandler(handler);
+    });
     const clients = await Promise.all(
       [0, 1, 2].map((i) =>
-        transport
-          .connect({
-            host: "127.0.0.1",
-            port: listener.port,
-            connectTimeoutMs: 5_000,
-            maxFrameSize: 1024 * 1024,
-          })
-          .then((client) => {
-            resources.connection(client).setHandler(new RecordingHandler());
-            client.write([Buffer.from(`client ${i}`)]);
-            return client;
-          }),
+        dial(transport, listener.port).then((client) => {
+          resources.connection(client).setHandler(new RecordingHandler());
+          client.write([Buffer.from(`client ${i}`)]);
+          return client;
+        }),
       ),
     );
     expect(clients).toHaveLength(3);

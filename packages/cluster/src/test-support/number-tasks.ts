@@ -1,5 +1,5 @@
 /** Invokables of the numbers jobs the cluster's tests run. */
-import { PollStatus, type Task } from "@sluice/runtime";
+import { JobGraph, PollStatus, type Task } from "@sluice/runtime";
 
 /**
  * Counts and sums the numbers it reads; its checkpointed state is both, and a restored attempt
@@ -18,4 +18,16 @@ export async function sum(task: Task): Promise<{ count: number; sum: number }> {
     if (status === PollStatus.NOTHING_AVAILABLE) await reader.getAvailableFuture();
     else await new Promise((resolve) => setImmediate(resolve));
   }
+}
+
+/** The numbers job `name`: two Numbers subtasks feed two Sum subtasks, hash-partitioned by value. */
+export function numbersJob(name: string): JobGraph {
+  const graph = new JobGraph(name);
+  const numbers = graph.addVertex({ name: "Numbers", parallelism: 2, invokable: "numbers" });
+  const total = graph.addVertex({ name: "Sum", parallelism: 2, invokable: "sum" });
+  graph.connect(numbers, total, {
+    partitioner: { name: "HASH", keySelector: "value" },
+    serializer: "int32",
+  });
+  return graph;
 }

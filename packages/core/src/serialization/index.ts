@@ -17,12 +17,12 @@ export {
   RECORD_LENGTH_BYTES,
   serializeRecord,
 } from "./record-serializer.js";
+export { SPILL_FILE_SUFFIX } from "./spill-file.js";
 export {
   DEFAULT_SPILLING_THRESHOLD,
   MIN_SPILLING_THRESHOLD,
   type RecordHolder,
   type RecordViewReader,
-  SPILL_FILE_SUFFIX,
   SpillingAdaptiveSpanningRecordDeserializer,
   type SpillingAdaptiveSpanningRecordDeserializerOptions,
 } from "./spilling-adaptive-spanning-record-deserializer.js";

@@ -17,10 +17,10 @@ import { Int32Serializer } from "./int32-serializer.js";
 import { Int64Serializer } from "./int64-serializer.js";
 import { ObjectSerializer } from "./object-serializer.js";
 import { MAX_RECORD_SIZE_KEY, serializeRecord } from "./record-serializer.js";
+import { SPILL_FILE_SUFFIX } from "./spill-file.js";
 import {
   MIN_SPILLING_THRESHOLD,
   type RecordHolder,
-  SPILL_FILE_SUFFIX,
   SpillingAdaptiveSpanningRecordDeserializer,
 } from "./spilling-adaptive-spanning-record-deserializer.js";
 import { StringSerializer } from "./string-serializer.js";

@@ -1,7 +1,4 @@
-import { randomBytes } from "node:crypto";
-import { closeSync, openSync, readSync, unlinkSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
 import {
   IllegalArgumentError,
   IllegalStateError,
@@ -20,14 +17,13 @@ import {
   MAX_RECORD_SIZE_KEY,
   RECORD_LENGTH_BYTES,
 } from "./record-serializer.js";
+import { SpillFile } from "./spill-file.js";
 import type { TypeSerializer } from "./type-serializer.js";
 
 /** Records longer than this (5 MiB) are spilled to a temp file by default. */
 export const DEFAULT_SPILLING_THRESHOLD = 5 * 1024 * 1024;
 /** The smallest spilling threshold accepted (100 KiB), as in Flink. */
 export const MIN_SPILLING_THRESHOLD = 100 * 1024;
-/** Suffix of spill files, as in Flink: `<32 hex digits>.inputchannel`. */
-export const SPILL_FILE_SUFFIX = ".inputchannel";
 
 /** Options of a {@link SpillingAdaptiveSpanningRecordDeserializer}. */
 export interface SpillingAdaptiveSpanningRecordDeserializerOptions {
@@ -77,11 +73,6 @@ const EMPTY = Buffer.alloc(0);
 /** Gathering buffers above this are dropped after use, so an idle channel does not pin MiBs. */
 const RETAINED_CAPACITY = 64 * 1024;
 
-interface SpillFile {
-  readonly path: string;
-  readonly fd: number;
-}
-
 /**
  * Turns a channel's stream of data buffers back into records (Flink's
  * SpillingAdaptiveSpanningRecordDeserializer), for Flink's record format: an int32
@@ -95,11 +86,10 @@ interface SpillFile {
  * - **Spanning records** (the length bytes themselves may be split) are gathered into a growable
  *   buffer that is reused for the next spanning record.
  * - **Large records** (payload above the spilling threshold) are appended to a temp file
- *   `<random>.inputchannel` as they arrive and read back once complete, so a channel receiving a
- *   huge record holds no more than one network buffer of it in memory meanwhile. The file calls
- *   are synchronous (`fs.*Sync`): they block the event loop, but only for records above the
- *   threshold, where the disk write dominates anyway. The complete record is read back into one
- *   buffer of its size, because {@link TypeSerializer}s decode from memory.
+ *   `<random>.inputchannel` (a `SpillFile`) as they arrive and read back once complete, so a
+ *   channel receiving a huge record holds no more than one network buffer of it in memory
+ *   meanwhile. The complete record is read back into one buffer of its size, because
+ *   {@link TypeSerializer}s decode from memory.
  *
  * Buffer ownership: `setNextBuffer` takes over one reference of the buffer; the deserializer
  * recycles it as soon as its last byte is consumed (inside the `getNextRecord` call that returns
@@ -334,7 +324,7 @@ export class SpillingAdaptiveSpanningRecordDeserializer {
       if (this.state === READ_RECORD) {
         this.gather.copy(target, prefix, 0, pending);
       } else {
-        this.readSpill(target, prefix, pending);
+        (this.spill as SpillFile).read(target, prefix, pending);
       }
     }
     this.memory.copy(target, prefix + pending, this.pos, this.limit);
@@ -360,7 +350,7 @@ export class SpillingAdaptiveSpanningRecordDeserializer {
     try {
       this.releaseCurrentBuffer();
     } finally {
-      if (spill !== undefined) this.deleteSpillFile(spill);
+      spill?.delete();
     }
   }
 
@@ -461,7 +451,7 @@ export class SpillingAdaptiveSpanningRecordDeserializer {
         case SPILL_RECORD: {
           const count = Math.min(this.recordLength - this.recordFill, remaining);
           if (count > 0) {
-            this.writeSpill(this.pos, count);
+            (this.spill as SpillFile).write(this.memory, this.pos, count, this.recordFill);
             this.pos += count;
             this.recordFill += count;
             this.streamOffset += count;
@@ -469,10 +459,10 @@ export class SpillingAdaptiveSpanningRecordDeserializer {
           if (this.recordFill < this.recordLength) return false;
           const spill = this.spill as SpillFile;
           const record = Buffer.allocUnsafe(this.recordLength);
-          this.readSpill(record, 0, this.recordLength);
+          spill.read(record, 0, this.recordLength);
           this.spill = undefined;
           this.state = READ_LENGTH;
-          this.deleteSpillFile(spill);
+          spill.delete();
           this.recordMemory = record;
           this.recordStart = 0;
           this.recordEnd = this.recordLength;
@@ -545,7 +535,7 @@ export class SpillingAdaptiveSpanningRecordDeserializer {
     this.recordLength = length;
     this.recordFill = 0;
     if (length > this.spillingThreshold) {
-      this.spill = this.createSpillFile(length);
+      this.spill = SpillFile.create(this.tmpDirectories, length);
       this.state = SPILL_RECORD;
       return;
     }
@@ -566,87 +556,6 @@ export class SpillingAdaptiveSpanningRecordDeserializer {
     this.limit = 0;
     this.bufferStart = 0;
     buffer.recycleBuffer();
-  }
-
-  // ---------------------------------------------------------------------------------- spilling
-
-  private createSpillFile(recordLength: number): SpillFile {
-    const dirs = this.tmpDirectories;
-    const dir = dirs[Math.floor(Math.random() * dirs.length)] as string;
-    const path = join(dir, `${randomBytes(16).toString("hex")}${SPILL_FILE_SUFFIX}`);
-    try {
-      // "wx+": never reuse an existing file; 0o600: the record may hold user data.
-      return { path, fd: openSync(path, "wx+", 0o600) };
-    } catch (error) {
-      throw new SerializationError(
-        `cannot create spill file ${path} for a ${recordLength}-byte record: ${(error as Error).message}`,
-        { cause: error },
-      );
-    }
-  }
-
-  private writeSpill(from: number, count: number): void {
-    const spill = this.spill as SpillFile;
-    try {
-      let written = 0;
-      while (written < count) {
-        written += writeSync(
-          spill.fd,
-          this.memory,
-          from + written,
-          count - written,
-          this.recordFill + written,
-        );
-      }
-    } catch (error) {
-      throw new SerializationError(
-        `cannot write to spill file ${spill.path}: ${(error as Error).message}`,
-        { cause: error },
-      );
-    }
-  }
-
-  /** Reads the first `count` spilled bytes into `target` at `offset`. */
-  private readSpill(target: Buffer, offset: number, count: number): void {
-    const spill = this.spill as SpillFile;
-    let read = 0;
-    try {
-      while (read < count) {
-        const n = readSync(spill.fd, target, offset + read, count - read, read);
-        if (n === 0) break;
-        read += n;
-      }
-    } catch (error) {
-      throw new SerializationError(
-        `cannot read spill file ${spill.path}: ${(error as Error).message}`,
-        { cause: error },
-      );
-    }
-    if (read < count) {
-      throw new SerializationError(
-        `spill file ${spill.path} holds ${read} bytes, expected ${count}: it was truncated`,
-      );
-    }
-  }
-
-  private deleteSpillFile(spill: SpillFile): void {
-    let failure: unknown;
-    try {
-      closeSync(spill.fd);
-    } catch (error) {
-      failure = error;
-    }
-    try {
-      unlinkSync(spill.path);
-    } catch (error) {
-      failure ??= error;
-    }
-    if (failure !== undefined) {
-      throw new SerializationError(
-        `cannot delete spill file ${spill.path}: ${(failure as Error).message}`,
-        { cause: failure },
-      );
-    }
   }
 }
 

@@ -21,18 +21,11 @@ export interface TaskInputsOutputsDescriptor {
   readonly partitionTypes: Readonly<Record<string, ResultPartitionType>>;
 }
 
-/** The JSON form (version 1): the same maps, partition types by name. */
-export interface TaskInputsOutputsDescriptorJSON {
+/** The JSON form (version 1): the same counts and maps, partition types by name. */
+export interface TaskInputsOutputsDescriptorJSON
+  extends Omit<TaskInputsOutputsDescriptor, "inputPartitionTypes" | "partitionTypes"> {
   /** The format version, {@link DESCRIPTOR_VERSION}. */
   readonly version: number;
-  /** {@inheritDoc TaskInputsOutputsDescriptor.inputGateNums} */
-  readonly inputGateNums: number;
-  /** {@inheritDoc TaskInputsOutputsDescriptor.inputChannelNums} */
-  readonly inputChannelNums: Readonly<Record<string, number>>;
-  /** {@inheritDoc TaskInputsOutputsDescriptor.partitionReuseCount} */
-  readonly partitionReuseCount: Readonly<Record<string, number>>;
-  /** {@inheritDoc TaskInputsOutputsDescriptor.subpartitionNums} */
-  readonly subpartitionNums: Readonly<Record<string, number>>;
   /** {@inheritDoc TaskInputsOutputsDescriptor.inputPartitionTypes} */
   readonly inputPartitionTypes: Readonly<Record<string, string>>;
   /** {@inheritDoc TaskInputsOutputsDescriptor.partitionTypes} */

@@ -1,4 +1,4 @@
-import type { ReadableConfig } from "../config/config-option.js";
+import type { ConfigOption, ReadableConfig } from "../config/config-option.js";
 import type { MetricReporter } from "./metric-reporter.js";
 
 /**
@@ -18,7 +18,8 @@ export interface MetricReporterContext {
   readonly name: string;
   /**
    * The process's whole configuration. A reporter reads its typed options from it, with keys
-   * under `metrics.reporter.<name>.` (e.g. `PrometheusReporterOptions.port(name)`).
+   * under `metrics.reporter.<name>.` (the options it declares in
+   * {@link MetricReporterFactory.configOptions}, for this `name`).
    */
   readonly configuration: ReadableConfig;
   /**
@@ -46,6 +47,16 @@ export interface MetricReporterContext {
 export interface MetricReporterFactory {
   /** Marks the object as a metric reporter factory (see {@link METRIC_REPORTER_FACTORY_BRAND}). */
   readonly [METRIC_REPORTER_FACTORY_BRAND]?: true;
+
+  /**
+   * The reporter's own configuration options, with the placeholder `<name>` where the reporter's
+   * name goes (`metrics.reporter.<name>.port`); the reporter reads them for its own name from
+   * {@link MetricReporterContext.configuration}. Optional; the generated configuration docs list
+   * them under the plugin's package. Their keys are known already (every
+   * `metrics.reporter.<name>.<parameter>` is), and the reporter checks their values itself when it
+   * reads them in `createMetricReporter`.
+   */
+  readonly configOptions?: readonly ConfigOption<unknown>[];
 
   /**
    * Creates the reporter. Must not do I/O (do that in `MetricReporter.open`).

@@ -1,4 +1,4 @@
-import { type Metric, type MetricGroup, MetricOptions } from "@sluice/runtime-api";
+import { currentValueOf, type Metric, type MetricGroup, MetricOptions } from "@sluice/runtime-api";
 import { type Clock, SystemClock } from "../checkpointing/clock.js";
 import type { LoaderConfiguration, PluginLoaderOptions } from "../loader/plugin-loader.js";
 import type { MetricDump } from "./metric-dump.js";
@@ -23,17 +23,6 @@ export interface MetricRegistryOptions {
    * only when `viewUpdater.update()` is called — for tests that drive a manual clock.
    */
   readonly updateViewsAutomatically?: boolean;
-}
-
-function currentValueOf(metric: Metric): number {
-  switch (metric.metricType) {
-    case "counter":
-      return metric.getCount();
-    case "gauge":
-      return metric.getValue();
-    case "meter":
-      return metric.getRate();
-  }
 }
 
 /**

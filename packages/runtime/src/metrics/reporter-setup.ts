@@ -17,6 +17,7 @@ import {
   METRIC_REPORTER_ALIASES,
 } from "../loader/factory-reference.js";
 import {
+  type LoadedPlugin,
   type LoaderConfiguration,
   loadPlugin,
   type PluginKind,
@@ -89,6 +90,22 @@ function reporterKind(name: string, option: ConfigOption<string | undefined>) {
   return kind;
 }
 
+/**
+ * Loads the factory of the reporter named `name`, as `metrics.reporter.<name>.factory.class` (or
+ * the default for `prom`) names it.
+ */
+export function loadMetricReporterFactory(
+  configuration: LoaderConfiguration,
+  name: string,
+  loader: PluginLoaderOptions = {},
+): Promise<LoadedPlugin<MetricReporterFactory>> {
+  return loadPlugin(
+    configuration,
+    reporterKind(name, MetricReporterOptions.factoryClass(name)),
+    loader,
+  );
+}
+
 const REPORTER_MEMBERS = ["notifyOfAddedMetric", "notifyOfRemovedMetric", "close"] as const;
 
 function checkReporter(value: unknown, name: string, file: string): MetricReporter {
@@ -128,8 +145,7 @@ export async function setUpReporters(
   const setups: ReporterSetup[] = [];
   try {
     for (const name of configuredReporterNames(configuration)) {
-      const option = MetricReporterOptions.factoryClass(name);
-      const plugin = await loadPlugin(configuration, reporterKind(name, option), loader);
+      const plugin = await loadMetricReporterFactory(configuration, name, loader);
       const created = plugin.factory.createMetricReporter({
         name,
         configuration,

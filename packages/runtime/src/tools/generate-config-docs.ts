@@ -6,20 +6,23 @@ import {
   CONFIG_OPTION_GROUPS,
   type ConfigOption,
   type ConfigOptionGroup,
+  MetricReporterOptions,
   readableConfigOf,
   ShuffleServiceOptions,
 } from "@sluice/runtime-api";
 import { loadShuffleServiceFactoryWithInfo } from "../loader/shuffle-service-loader.js";
+import { loadMetricReporterFactory } from "../metrics/reporter-setup.js";
 
 /**
  * Generates `docs/configuration.md` from the `ConfigOption` definitions of `@sluice/runtime-api`
- * (`CONFIG_OPTION_GROUPS`) and the options the bundled shuffle plugins declare
- * (`ShuffleServiceFactory.configOptions`), so the documentation cannot drift from the code.
+ * (`CONFIG_OPTION_GROUPS`) and the options the bundled plugins declare
+ * (`ShuffleServiceFactory.configOptions`, `MetricReporterFactory.configOptions`), so the
+ * documentation cannot drift from the code.
  *
  *   node packages/runtime/dist/tools/generate-config-docs.js           # rewrite the file
  *   node packages/runtime/dist/tools/generate-config-docs.js --check   # exit 1 if it is stale
  *   ... --out <file>                                                    # another target file
- *   ... --plugin <module>#<Export>           # document these plugins instead of the bundled ones
+ *   ... --plugin <module>#<Export>           # these shuffle plugins instead of the bundled ones
  */
 
 /** The repository root (the same depth from src/tools and dist/tools). */
@@ -34,7 +37,12 @@ export const BUNDLED_PLUGINS: readonly string[] = [
   `${path.join(REPO, "packages/shuffle-ws")}#WsShuffleServiceFactory`,
 ];
 
-/** The options a shuffle plugin declares, documented under its package's name. */
+/** The metric reporters of this repository whose own options the docs list. */
+export const BUNDLED_METRIC_REPORTERS: readonly string[] = [
+  `${path.join(REPO, "packages/metrics-prometheus")}#PrometheusReporterFactory`,
+];
+
+/** The options a plugin declares, documented under its package's name. */
 export interface PluginOptions {
   /** The plugin's package (`@sluice/shuffle-ws`), or its module file when it has none. */
   readonly packageName: string;
@@ -42,6 +50,8 @@ export interface PluginOptions {
   readonly exportName: string;
   /** What the factory declares in `configOptions`, in its order. */
   readonly options: readonly ConfigOption<unknown>[];
+  /** What the factory makes: which plugin setting makes its options apply. Default: `shuffle`. */
+  readonly kind?: "shuffle" | "metric reporter";
 }
 
 function cell(text: string): string {
@@ -129,10 +139,40 @@ export async function loadPluginOptions(references: readonly string[]): Promise<
   return sections;
 }
 
+/**
+ * Loads each metric reporter factory (a `metrics.reporter.<name>.factory.class` value) through the
+ * runtime's loader and returns the options it declares; factories without options are left out.
+ */
+export async function loadMetricReporterOptions(
+  references: readonly string[],
+): Promise<PluginOptions[]> {
+  // Any reporter name does: the factory declares its options with the `<name>` placeholder.
+  const name = "docs";
+  const sections: PluginOptions[] = [];
+  for (const reference of references) {
+    const loaded = await loadMetricReporterFactory(
+      readableConfigOf({ [MetricReporterOptions.factoryClass(name).key]: reference }),
+      name,
+    );
+    const options = loaded.factory.configOptions ?? [];
+    if (options.length === 0) continue;
+    sections.push({
+      packageName: packageNameOf(loaded.file),
+      exportName: loaded.exportName,
+      options,
+      kind: "metric reporter",
+    });
+  }
+  return sections;
+}
+
 function pluginGroup(plugin: PluginOptions): ConfigOptionGroup {
   return {
     title: `Plugin \`${plugin.packageName}\``,
-    description: `Declared by \`${plugin.exportName}\`: known, checked and read only when this plugin is the configured shuffle.`,
+    description:
+      plugin.kind === "metric reporter"
+        ? `Declared by \`${plugin.exportName}\`: read only by a reporter \`<name>\` whose \`metrics.reporter.<name>.factory.class\` is this factory, which checks them when it creates the reporter.`
+        : `Declared by \`${plugin.exportName}\`: known, checked and read only when this plugin is the configured shuffle.`,
     options: plugin.options,
   };
 }
@@ -173,8 +213,9 @@ export function generateConfigurationDocs(
     "belong to options Flink does not have.",
     "",
     "A shuffle plugin may declare options of its own (`ShuffleServiceFactory.configOptions`):",
-    "once it is loaded, their keys are known and their values checked like Sluice's. The last",
-    "sections list those of the bundled plugins.",
+    "once it is loaded, their keys are known and their values checked like Sluice's. So may a",
+    "metric reporter (`MetricReporterFactory.configOptions`), under `metrics.reporter.<name>.`.",
+    "The last sections list those of the bundled plugins.",
     "",
   ].join("\n");
   const sections = [...groups, ...plugins.map(pluginGroup)];
@@ -196,10 +237,10 @@ export async function runGenerateConfigDocs(args: readonly string[]): Promise<nu
   });
   const check = values.check === true;
   const target = values.out === undefined ? DEFAULT_CONFIG_DOCS_PATH : path.resolve(values.out);
-  const fresh = generateConfigurationDocs(
-    CONFIG_OPTION_GROUPS,
-    await loadPluginOptions(values.plugin ?? BUNDLED_PLUGINS),
-  );
+  const fresh = generateConfigurationDocs(CONFIG_OPTION_GROUPS, [
+    ...(await loadPluginOptions(values.plugin ?? BUNDLED_PLUGINS)),
+    ...(await loadMetricReporterOptions(BUNDLED_METRIC_REPORTERS)),
+  ]);
   if (check) {
     let current: string | undefined;
     try {

@@ -1,8 +1,9 @@
 import { ErrorCodes } from "@sluice/core";
-import type { ExecutionVertex, JobResult } from "@sluice/runtime";
+import type { ExecutionVertex } from "@sluice/runtime";
 import { ResultPartitionType } from "@sluice/runtime-api";
 import { expect, it } from "vitest";
 import { type ExchangeSpec, readerName } from "../exchange.js";
+import { expectReadInFull } from "../kit-results.js";
 import {
   expectExitByThemselves,
   expectPartitionFilesDeleted,
@@ -12,12 +13,6 @@ import {
   type TckCluster,
 } from "./tck-cluster.js";
 import type { WorkerProcess } from "./worker-process.js";
-
-/** What a consumer task of the kit returns. */
-interface Consumed {
-  readonly counts: number[];
-  readonly violations: string[];
-}
 
 const RECORDS = 20_000;
 
@@ -30,16 +25,6 @@ function blocking(producers: number, more: Partial<ExchangeSpec> = {}): Exchange
     partitionType: ResultPartitionType.BLOCKING,
     ...more,
   };
-}
-
-/** Every subtask of consumer vertex `reader` got every record of each producer, intact and in order. */
-function expectReadInFull(result: JobResult, reader: number, producers: number): void {
-  const consumed = (result.results.get(readerName(reader)) ?? []) as unknown as Consumed[];
-  expect(consumed.length, `${readerName(reader)} ran`).toBeGreaterThan(0);
-  for (const c of consumed) expect(c.violations).toEqual([]);
-  for (let p = 0; p < producers; p++) {
-    expect(consumed.reduce((sum, c) => sum + (c.counts[p] ?? 0), 0)).toBe(RECORDS);
-  }
 }
 
 /** Waits until every subtask of a vertex FINISHED. */
@@ -73,8 +58,7 @@ async function finishedAndUnread(
  */
 export function blockingCases(cluster: () => TckCluster): void {
   it("serves a blocking partition to consumers deployed after its producers finished and ended", async () => {
-    const producer = await cluster().startWorker("producer");
-    const consumer = await cluster().startWorker("consumer");
+    const { producer, consumer } = await cluster().startProducerAndConsumer();
     consumer.holdSubmits = true;
     const exchange = await cluster().deploy(blocking(2), producer, consumer);
     await finishedAndUnread(producer, consumer, exchange.producers);
@@ -82,13 +66,12 @@ export function blockingCases(cluster: () => TckCluster): void {
     const result = await exchange.execution.terminated;
     expect(result.error).toBeUndefined();
     expect(result.status).toBe("FINISHED");
-    expectReadInFull(result, 0, 2);
+    expectReadInFull(result, 2, RECORDS, readerName(0));
     await expectExitByThemselves(producer, consumer);
   }, 60_000);
 
   it("keeps a blocking partition while its job runs and releases it at the job's end, deleting its files", async () => {
-    const producer = await cluster().startWorker("producer");
-    const consumer = await cluster().startWorker("consumer");
+    const { producer, consumer } = await cluster().startProducerAndConsumer();
     consumer.holdSubmits = true;
     const exchange = await cluster().deploy(blocking(1, { consumers: 1 }), producer, consumer);
     if (await finishedAndUnread(producer, consumer, exchange.producers)) {
@@ -114,8 +97,8 @@ export function blockingCases(cluster: () => TckCluster): void {
     second.releaseHeldSubmits();
     const result = await exchange.execution.terminated;
     expect(result.error).toBeUndefined();
-    expectReadInFull(result, 0, 2);
-    expectReadInFull(result, 1, 2);
+    expectReadInFull(result, 2, RECORDS, readerName(0));
+    expectReadInFull(result, 2, RECORDS, readerName(1));
     await expectPartitionFilesDeleted(producer);
     await expectExitByThemselves(producer, first, second);
   }, 60_000);
@@ -140,14 +123,13 @@ export function blockingCases(cluster: () => TckCluster): void {
     for (const sink of secondReaders) await second.resume(sink.attemptId);
     const result = await exchange.execution.terminated;
     expect(result.error).toBeUndefined();
-    expectReadInFull(result, 0, 2);
-    expectReadInFull(result, 1, 2);
+    expectReadInFull(result, 2, RECORDS, readerName(0));
+    expectReadInFull(result, 2, RECORDS, readerName(1));
     await expectExitByThemselves(producer, first, second);
   }, 60_000);
 
   it("fails consumers with a PartitionNotFound-style error naming the partition when the worker that held it died after its producer finished", async () => {
-    const producer = await cluster().startWorker("producer");
-    const consumer = await cluster().startWorker("consumer");
+    const { producer, consumer } = await cluster().startProducerAndConsumer();
     consumer.holdSubmits = true;
     const exchange = await cluster().deploy(blocking(1, { consumers: 1 }), producer, consumer);
     const heldByProducerWorker = await finishedAndUnread(producer, consumer, exchange.producers);
@@ -158,7 +140,7 @@ export function blockingCases(cluster: () => TckCluster): void {
     if (!heldByProducerWorker) {
       // The plugin keeps blocking data outside its workers: it outlives the producer's worker.
       expect(result.status).toBe("FINISHED");
-      expectReadInFull(result, 0, 1);
+      expectReadInFull(result, 1, RECORDS, readerName(0));
     } else {
       expect(result.status).toBe("FAILED");
       expect(result.failedTask).toBe("Consumer (1/1)#0");
@@ -175,8 +157,7 @@ export function blockingCases(cluster: () => TckCluster): void {
   }, 60_000);
 
   it("fails consumers with SLUICE_ERR_PARTITION_FILE_CORRUPTED naming the file when the partition's files were truncated", async (context) => {
-    const producer = await cluster().startWorker("producer");
-    const consumer = await cluster().startWorker("consumer");
+    const { producer, consumer } = await cluster().startProducerAndConsumer();
     consumer.holdSubmits = true;
     const exchange = await cluster().deploy(blocking(1, { consumers: 1 }), producer, consumer);
     await finishedAndUnread(producer, consumer, exchange.producers);

@@ -1,5 +1,6 @@
-import type { JobResult } from "@sluice/runtime";
 import { expect, it } from "vitest";
+import { oneToOne } from "../exchange.js";
+import { consumedOf, producedOf } from "../kit-results.js";
 import {
   expectBlocked,
   expectExitByThemselves,
@@ -8,33 +9,10 @@ import {
   type TckCluster,
 } from "./tck-cluster.js";
 
-/** What a consumer task of the kit returns. */
-interface Consumed {
-  readonly counts: number[];
-  readonly violations: string[];
-}
-
-/** What a producer task of the kit returns. */
-interface Produced {
-  readonly emitted: number;
-  readonly backPressured: boolean;
-}
-
-/** What the Consumer subtasks returned, in subtask order. */
-function consumedOf(result: JobResult): Consumed[] {
-  return (result.results.get("Consumer") ?? []) as unknown as Consumed[];
-}
-
-/** What the Producer subtasks returned, in subtask order. */
-function producedOf(result: JobResult): Produced[] {
-  return (result.results.get("Producer") ?? []) as unknown as Produced[];
-}
-
 /** Data exchanges that must arrive exactly once, in order, under backpressure and late starts. */
 export function exchangeCases(cluster: () => TckCluster, records: number): void {
   it("delivers keyed records exactly once and in order per channel between two processes", async () => {
-    const producer = await cluster().startWorker("producer");
-    const consumer = await cluster().startWorker("consumer");
+    const { producer, consumer } = await cluster().startProducerAndConsumer();
     const { execution } = await cluster().deploy(
       { producers: 2, consumers: 4, plan: { records, padding: 20 } },
       producer,
@@ -54,22 +32,16 @@ export function exchangeCases(cluster: () => TckCluster, records: number): void 
   }, 120_000);
 
   it("stops a producer at its bound under a stalled consumer while other channels on the same connection keep flowing", async () => {
-    const producer = await cluster().startWorker("producer");
-    const consumer = await cluster().startWorker("consumer");
+    const { producer, consumer } = await cluster().startProducerAndConsumer();
     const total = 200_000;
     const stalled = await cluster().deploy(
-      {
-        producers: 1,
-        consumers: 1,
-        plan: { records: total, padding: 88 },
-        consume: { stalled: true },
-      },
+      oneToOne({ records: total, padding: 88 }, { stalled: true }),
       producer,
       consumer,
     );
     // The flowing job shares the producer's connection and must complete regardless.
     const flowing = await cluster().deploy(
-      { producers: 1, consumers: 1, plan: { records: 50_000, padding: 88 } },
+      oneToOne({ records: 50_000, padding: 88 }),
       producer,
       consumer,
     );
@@ -98,8 +70,7 @@ export function exchangeCases(cluster: () => TckCluster, records: number): void 
   }, 120_000);
 
   it("finds a partition that registers at its producer after the consumers asked for it", async () => {
-    const producer = await cluster().startWorker("producer");
-    const consumer = await cluster().startWorker("consumer");
+    const { producer, consumer } = await cluster().startProducerAndConsumer();
     const { execution } = await cluster().deploy(
       { producers: 1, consumers: 2, plan: { records: 5_000, padding: 8, deployDelayMs: 500 } },
       producer,
@@ -113,8 +84,7 @@ export function exchangeCases(cluster: () => TckCluster, records: number): void 
   }, 60_000);
 
   it("deploys consumers before their producers and updates their unknown channels", async () => {
-    const producer = await cluster().startWorker("producer");
-    const consumer = await cluster().startWorker("consumer");
+    const { producer, consumer } = await cluster().startProducerAndConsumer();
     const { execution } = await cluster().deploy(
       {
         producers: 2,

@@ -1,5 +1,6 @@
 import { ErrorCodes } from "@sluice/core";
 import { expect, it } from "vitest";
+import { oneToOne } from "../exchange.js";
 import {
   expectBlocked,
   expectExitByThemselves,
@@ -17,21 +18,16 @@ import {
  */
 export function failureCases(cluster: () => TckCluster): void {
   it("fails the consumer with the producer's error when the producer fails", async () => {
-    const producer = await cluster().startWorker("producer");
-    const consumer = await cluster().startWorker("consumer");
+    const { producer, consumer } = await cluster().startProducerAndConsumer();
     consumer.holdCancels = true;
     const { execution, producers, consumers } = await cluster().deploy(
-      {
-        producers: 1,
-        consumers: 1,
-        plan: {
-          records: 50_000,
-          padding: 20,
-          failAfter: 20_000,
-          failMessage: "boom from the producer",
-          flushEvery: 100,
-        },
-      },
+      oneToOne({
+        records: 50_000,
+        padding: 20,
+        failAfter: 20_000,
+        failMessage: "boom from the producer",
+        flushEvery: 100,
+      }),
       producer,
       consumer,
     );
@@ -47,16 +43,10 @@ export function failureCases(cluster: () => TckCluster): void {
   }, 60_000);
 
   it("releases the producer's partition when the consumer stops reading for good, and the producer learns of it", async () => {
-    const producer = await cluster().startWorker("producer");
-    const consumer = await cluster().startWorker("consumer");
+    const { producer, consumer } = await cluster().startProducerAndConsumer();
     producer.holdCancels = true;
     const { producers } = await cluster().deploy(
-      {
-        producers: 1,
-        consumers: 1,
-        plan: { records: 10_000_000, padding: 20 },
-        consume: { cancelAfter: 10_000 },
-      },
+      oneToOne({ records: 10_000_000, padding: 20 }, { cancelAfter: 10_000 }),
       producer,
       consumer,
     );
@@ -69,8 +59,7 @@ export function failureCases(cluster: () => TckCluster): void {
   }, 60_000);
 
   it("fails every consumer with an error naming the remote when the producer process is killed", async () => {
-    const producer = await cluster().startWorker("producer");
-    const consumer = await cluster().startWorker("consumer");
+    const { producer, consumer } = await cluster().startProducerAndConsumer();
     consumer.holdCancels = true;
     const { consumers } = await cluster().deploy(
       { producers: 1, consumers: 2, plan: { records: 100_000_000, padding: 20, flushEvery: 64 } },
@@ -95,12 +84,7 @@ export function failureCases(cluster: () => TckCluster): void {
     const healthy = await cluster().startWorker("healthy-consumer");
     producer.holdCancels = true;
     const toDoomed = await cluster().deploy(
-      {
-        producers: 1,
-        consumers: 1,
-        plan: { records: 10_000_000, padding: 88 },
-        consume: { stallAfter: 10 },
-      },
+      oneToOne({ records: 10_000_000, padding: 88 }, { stallAfter: 10 }),
       producer,
       doomed,
     );
@@ -112,7 +96,7 @@ export function failureCases(cluster: () => TckCluster): void {
     await expectTaskState(source, "FAILED");
     expect(source.failureCause).toMatchObject({ code: ErrorCodes.CANCELLED });
     const toHealthy = await cluster().deploy(
-      { producers: 1, consumers: 1, plan: { records: 20_000, padding: 88 } },
+      oneToOne({ records: 20_000, padding: 88 }),
       producer,
       healthy,
     );
@@ -125,16 +109,10 @@ export function failureCases(cluster: () => TckCluster): void {
   }, 60_000);
 
   it("cancels a producer that is blocked on backpressure without hanging, and the consumer learns of it", async () => {
-    const producer = await cluster().startWorker("producer");
-    const consumer = await cluster().startWorker("consumer");
+    const { producer, consumer } = await cluster().startProducerAndConsumer();
     consumer.holdCancels = true;
     const { producers, consumers } = await cluster().deploy(
-      {
-        producers: 1,
-        consumers: 1,
-        plan: { records: 10_000_000, padding: 88 },
-        consume: { stallAfter: 10 },
-      },
+      oneToOne({ records: 10_000_000, padding: 88 }, { stallAfter: 10 }),
       producer,
       consumer,
     );
@@ -161,12 +139,11 @@ export function failureCases(cluster: () => TckCluster): void {
       "taskmanager.network.partition-request-timeout": "1s",
       "taskmanager.network.request-backoff.max": "200ms",
     };
-    const producer = await cluster().startWorker("producer", quick);
-    const consumer = await cluster().startWorker("consumer", quick);
+    const { producer, consumer } = await cluster().startProducerAndConsumer(quick);
     const started = Date.now();
     const { consumers, producers } = await cluster().deploy(
       // The producer's deployment never happens within the test.
-      { producers: 1, consumers: 1, plan: { records: 1, padding: 0, deployDelayMs: 600_000 } },
+      oneToOne({ records: 1, padding: 0, deployDelayMs: 600_000 }),
       producer,
       consumer,
     );

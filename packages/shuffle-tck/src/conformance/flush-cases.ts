@@ -1,4 +1,5 @@
 import { expect, it } from "vitest";
+import { oneToOne } from "../exchange.js";
 import { expectExitByThemselves, only, type TckCluster } from "./tck-cluster.js";
 
 /**
@@ -9,10 +10,9 @@ import { expectExitByThemselves, only, type TckCluster } from "./tck-cluster.js"
 export function flushCases(cluster: () => TckCluster): void {
   async function loneRecordDelay(bufferTimeout: string): Promise<number> {
     const extra = { "execution.buffer-timeout.interval": bufferTimeout };
-    const producer = await cluster().startWorker("producer", extra);
-    const consumer = await cluster().startWorker("consumer", extra);
+    const { producer, consumer } = await cluster().startProducerAndConsumer(extra);
     const exchange = await cluster().deploy(
-      { producers: 1, consumers: 1, plan: { records: 2, padding: 8, pauseAfter: 1 } },
+      oneToOne({ records: 2, padding: 8, pauseAfter: 1 }),
       producer,
       consumer,
     );
@@ -50,14 +50,9 @@ export function flushCases(cluster: () => TckCluster): void {
 
   it("delivers an event broadcast mid-stream at once, with buffer flushing disabled", async () => {
     const extra = { "execution.buffer-timeout.enabled": false };
-    const producer = await cluster().startWorker("producer", extra);
-    const consumer = await cluster().startWorker("consumer", extra);
+    const { producer, consumer } = await cluster().startProducerAndConsumer(extra);
     const exchange = await cluster().deploy(
-      {
-        producers: 1,
-        consumers: 1,
-        plan: { records: 2, padding: 8, pauseAfter: 1, eventAtPause: true },
-      },
+      oneToOne({ records: 2, padding: 8, pauseAfter: 1, eventAtPause: true }),
       producer,
       consumer,
     );

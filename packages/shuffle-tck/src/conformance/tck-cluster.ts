@@ -36,6 +36,15 @@ export class TckCluster {
     return worker;
   }
 
+  /** Starts the two workers most cases use, `producer` and `consumer`, each with `extra`. */
+  async startProducerAndConsumer(
+    extra: Record<string, unknown> = {},
+  ): Promise<{ producer: WorkerProcess; consumer: WorkerProcess }> {
+    const producer = await this.startWorker("producer", extra);
+    const consumer = await this.startWorker("consumer", extra);
+    return { producer, consumer };
+  }
+
   /**
    * Deploys an exchange with its producers on `producerWorker` and its consumer vertices on
    * `consumerWorker` (reader `i` on `consumerWorker[i]` when given one per reader).

@@ -1,12 +1,13 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ErrorCodes } from "@sluice/core";
+import { deferred, ErrorCodes } from "@sluice/core";
 import type { SortMergeResultPartition } from "@sluice/network";
 import type { ExecutionVertex, JobResult, TaskExecutor } from "@sluice/runtime";
 import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type Exchange, type ExchangeSpec, readerName } from "../exchange.js";
+import { expectReadInFull } from "../kit-results.js";
 import {
   gatewayOf,
   InProcessCluster,
@@ -40,31 +41,6 @@ const CONSUMER: RawConfig = {
   "taskmanager.memory.network.min": "4mb",
   "taskmanager.memory.network.max": "4mb",
 };
-
-/** What a consumer task of the kit returns. */
-interface Consumed {
-  readonly counts: number[];
-  readonly violations: string[];
-}
-
-/** Every subtask of consumer vertex `reader` got `records` records of each producer, intact, in order. */
-function expectReadInFull(result: JobResult, reader: number, producers: number, records: number) {
-  const consumed = (result.results.get(readerName(reader)) ?? []) as unknown as Consumed[];
-  expect(consumed.length, `${readerName(reader)} ran`).toBeGreaterThan(0);
-  for (const c of consumed) expect(c.violations).toEqual([]);
-  for (let p = 0; p < producers; p++) {
-    expect(consumed.reduce((sum, c) => sum + (c.counts[p] ?? 0), 0)).toBe(records);
-  }
-}
-
-/** A promise the test settles. */
-function deferred(): { readonly promise: Promise<void>; readonly resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
 
 /**
  * BLOCKING (sort-merge) partitions of a network-shuffle plugin between TaskExecutors in one
@@ -191,8 +167,8 @@ export function describeBlockingTransportSuite(options: BlockingTransportSuiteOp
         const exchange = await kit().deploy(spec, producer, consumer);
         const result = await exchange.execution.terminated;
         expect(result.error).toBeUndefined();
-        expectReadInFull(result, 0, 2, records);
-        expectReadInFull(result, 1, 2, records);
+        expectReadInFull(result, 2, records, readerName(0));
+        expectReadInFull(result, 2, records, readerName(1));
         const writers = writersOf(exchange);
         if (codec === "LZ4") {
           const written = writers.reduce((sum, writer) => sum + writer.metrics.numBytesOut, 0);
@@ -241,7 +217,7 @@ export function describeBlockingTransportSuite(options: BlockingTransportSuiteOp
       kit().tasks.resume(attempt);
       const result = await exchange.execution.terminated;
       expect(result.error).toBeUndefined();
-      expectReadInFull(result, 0, 1, 5_000);
+      expectReadInFull(result, 1, 5_000, readerName(0));
       await expectReadBuffersBack(producer, consumer);
     });
 

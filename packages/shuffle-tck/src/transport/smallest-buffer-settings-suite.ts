@@ -1,5 +1,6 @@
 import { segmentsForOneChannel } from "@sluice/network";
 import { afterEach, describe, expect, it } from "vitest";
+import { expectReadInFull } from "../kit-results.js";
 import { InProcessCluster, type RawConfig } from "./in-process-cluster.js";
 import {
   SMALLEST_BUFFER_SETTINGS_BASE as base,
@@ -42,14 +43,7 @@ export function describeSmallestBufferSettingsSuite(name: string, factory: strin
       );
       const result = await execution.terminated;
       expect(result.error).toBeUndefined();
-      const consumed = (result.results.get("Consumer") ?? []) as unknown as {
-        counts: number[];
-        violations: string[];
-      }[];
-      for (const c of consumed) expect(c.violations).toEqual([]);
-      for (let p = 0; p < producers; p++) {
-        expect(consumed.reduce((sum, c) => sum + (c.counts[p] ?? 0), 0)).toBe(records * consumers);
-      }
+      expectReadInFull(result, producers, records * consumers);
     }
 
     for (const [label, settings] of SMALLEST_BUFFER_SETTINGS) {

@@ -1,6 +1,7 @@
 import { ErrorCodes, TaskEvent } from "@sluice/core";
 import type { JobResult } from "@sluice/runtime";
 import { afterEach, describe, expect, it } from "vitest";
+import { expectReadInFull } from "../kit-results.js";
 import type { ConsumeOptions } from "../tck-tasks.js";
 import {
   gatewayOf,
@@ -37,15 +38,7 @@ const BASE: RawConfig = {
 /** The job finished, and its consumers got each producer's `records` intact, once, in order. */
 function expectDeliveredExactlyOnce(result: JobResult, producers: number, records: number): void {
   expect(result.error).toBeUndefined();
-  const consumed = (result.results.get("Consumer") ?? []) as unknown as {
-    counts: number[];
-    violations: string[];
-  }[];
-  expect(consumed.length, "the consumers ran").toBeGreaterThan(0);
-  for (const c of consumed) expect(c.violations).toEqual([]);
-  for (let p = 0; p < producers; p++) {
-    expect(consumed.reduce((sum, c) => sum + (c.counts[p] ?? 0), 0)).toBe(records);
-  }
+  expectReadInFull(result, producers, records);
 }
 
 /**

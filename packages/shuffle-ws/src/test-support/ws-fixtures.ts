@@ -3,23 +3,10 @@
  * closes every server, connection and raw socket a test opened.
  */
 import { createServer, type Server, type Socket } from "node:net";
+import { type Deferred, deferred } from "@sluice/core";
 import type { ConnectionHandler, TransportConnection, TransportServer } from "@sluice/network";
 import { WebSocket, WebSocketServer } from "ws";
 import { WS_SHUFFLE_PATH, WsTransport, type WsTransportOptions } from "../ws-transport.js";
-
-/** A promise with its resolve function exposed. */
-export interface Deferred<T> {
-  readonly promise: Promise<T>;
-  resolve(value: T): void;
-}
-
-export function deferred<T>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
 
 /** Lets pending I/O callbacks and immediates run (to observe that nothing else arrives). */
 export async function settle(turns = 3): Promise<void> {
@@ -99,6 +86,17 @@ export class Resources {
     return server;
   }
 
+  /** Listens with `transport` on a free port of 127.0.0.1; the server is closed by closeAll. */
+  async listen(
+    transport: WsTransport,
+    onConnection: (connection: TransportConnection) => void,
+    maxFrameSize = 1024 * 1024,
+  ): Promise<TransportServer> {
+    return this.server(
+      await transport.listen({ host: "127.0.0.1", port: 0, maxFrameSize, onConnection }),
+    );
+  }
+
   connection<C extends TransportConnection>(connection: C): C {
     this.connections.push(connection);
     return connection;
@@ -157,6 +155,15 @@ export async function unusedPort(): Promise<number> {
   return address.port;
 }
 
+/** Dials `127.0.0.1:port` with `transport`, with a connect timeout a loaded machine meets. */
+export function dial(
+  transport: WsTransport,
+  port: number,
+  maxFrameSize = 1024 * 1024,
+): Promise<TransportConnection> {
+  return transport.connect({ host: "127.0.0.1", port, connectTimeoutMs: 5_000, maxFrameSize });
+}
+
 /** A connected pair over a WsTransport: `server` is the accepted side, `client` the dialer. */
 export interface ConnectedPair {
   readonly transport: WsTransport;
@@ -175,25 +182,15 @@ export async function connectedPair(
   const transport = new WsTransport(options);
   const serverHandler = new RecordingHandler();
   const accepted = deferred<TransportConnection>();
-  const listener = resources.server(
-    await transport.listen({
-      host: "127.0.0.1",
-      port: 0,
-      maxFrameSize,
-      onConnection: (connection) => {
-        connection.setHandler(serverHandler);
-        accepted.resolve(resources.connection(connection));
-      },
-    }),
+  const listener = await resources.listen(
+    transport,
+    (connection) => {
+      connection.setHandler(serverHandler);
+      accepted.resolve(resources.connection(connection));
+    },
+    maxFrameSize,
   );
-  const client = resources.connection(
-    await transport.connect({
-      host: "127.0.0.1",
-      port: listener.port,
-      connectTimeoutMs: 5_000,
-      maxFrameSize,
-    }),
-  );
+  const client = resources.connection(await dial(transport, listener.port, maxFrameSize));
   const clientHandler = new RecordingHandler();
   client.setHandler(clientHandler);
   const server = await accepted.promise;
@@ -206,17 +203,10 @@ export async function serverWithPlainClient(
 ): Promise<{ server: TransportConnection; serverHandler: RecordingHandler; peer: WebSocket }> {
   const serverHandler = new RecordingHandler();
   const accepted = deferred<TransportConnection>();
-  const listener = resources.server(
-    await new WsTransport().listen({
-      host: "127.0.0.1",
-      port: 0,
-      maxFrameSize: 1024 * 1024,
-      onConnection: (connection) => {
-        connection.setHandler(serverHandler);
-        accepted.resolve(resources.connection(connection));
-      },
-    }),
-  );
+  const listener = await resources.listen(new WsTransport(), (connection) => {
+    connection.setHandler(serverHandler);
+    accepted.resolve(resources.connection(connection));
+  });
   const peer = resources.webSocket(
     new WebSocket(`ws://127.0.0.1:${listener.port}${WS_SHUFFLE_PATH}`),
   );
@@ -243,14 +233,7 @@ export async function clientWithPlainServer(
   const peer = new Promise<WebSocket>((resolve) => server.once("connection", resolve));
   const address = server.address();
   if (typeof address !== "object" || address === null) throw new Error("no address");
-  const client = resources.connection(
-    await new WsTransport().connect({
-      host: "127.0.0.1",
-      port: address.port,
-      connectTimeoutMs: 5_000,
-      maxFrameSize,
-    }),
-  );
+  const client = resources.connection(await dial(new WsTransport(), address.port, maxFrameSize));
   const clientHandler = new RecordingHandler();
   client.setHandler(clientHandler);
   return { client, clientHandler, peer: await peer };

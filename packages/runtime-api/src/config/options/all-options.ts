@@ -8,7 +8,6 @@ import { JobManagerOptions } from "./job-manager-options.js";
 import { MetricOptions } from "./metric-options.js";
 import { NettyShuffleEnvironmentOptions } from "./netty-shuffle-options.js";
 import { NetworkMemoryOptions } from "./network-memory-options.js";
-import { PrometheusReporterOptions } from "./prometheus-reporter-options.js";
 import { RestOptions } from "./rest-options.js";
 import { RestartStrategyOptions } from "./restart-strategy-options.js";
 import { SecurityOptions } from "./security-options.js";
@@ -27,7 +26,8 @@ export interface ConfigOptionGroup {
 
 /**
  * Every option Sluice defines, grouped by concern (the source of `docs/configuration.md`). A
- * shuffle plugin's own options are declared by its factory (`ShuffleServiceFactory.configOptions`).
+ * plugin's own options are declared by its factory (`ShuffleServiceFactory.configOptions`,
+ * `MetricReporterFactory.configOptions`).
  */
 export const CONFIG_OPTION_GROUPS: readonly ConfigOptionGroup[] = [
   {
@@ -107,17 +107,6 @@ export const CONFIG_OPTION_GROUPS: readonly ConfigOptionGroup[] = [
       "formats that name every metric. `<name>` is a reporter name of your choice; see " +
       "[metrics.md](metrics.md) for every metric.",
     options: Object.values(MetricOptions),
-  },
-  {
-    title: "Prometheus reporter",
-    description:
-      "Options read only by `@sluice/metrics-prometheus` (`metrics.reporter.<name>.*` of a " +
-      "reporter whose factory is `prometheus`).",
-    options: [
-      PrometheusReporterOptions.port("<name>"),
-      PrometheusReporterOptions.bindHost("<name>"),
-      PrometheusReporterOptions.filterLabelValueCharacters("<name>"),
-    ],
   },
 ];
 

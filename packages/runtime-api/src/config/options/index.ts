@@ -21,7 +21,6 @@ export {
 } from "./metric-options.js";
 export { NettyShuffleEnvironmentOptions } from "./netty-shuffle-options.js";
 export { NetworkMemoryOptions } from "./network-memory-options.js";
-export { PrometheusReporterOptions } from "./prometheus-reporter-options.js";
 export { RestOptions } from "./rest-options.js";
 export {
   RESTART_STRATEGIES,

@@ -1,6 +1,10 @@
-import { type ConfigOption, ConfigOptions } from "../config-option.js";
-import { PORT_RANGE_SYNTAX, parsePortRange } from "../port-range.js";
-import { metricReporterKeyPrefix } from "./metric-options.js";
+import {
+  type ConfigOption,
+  ConfigOptions,
+  metricReporterKeyPrefix,
+  PORT_RANGE_SYNTAX,
+  parsePortRange,
+} from "@sluice/runtime-api";
 
 function port(name: string): ConfigOption<string> {
   const key = `${metricReporterKeyPrefix(name)}port`;
@@ -45,8 +49,9 @@ function filterLabelValueCharacters(name: string): ConfigOption<boolean> {
 }
 
 /**
- * Options of the bundled Prometheus reporter (`@sluice/metrics-prometheus`; Flink's
- * `PrometheusReporterOptions`), per reporter name: `port("prom")` is `metrics.reporter.prom.port`.
+ * Options of the Prometheus reporter (Flink's `PrometheusReporterOptions`), per reporter name:
+ * `port("prom")` is `metrics.reporter.prom.port`. Only this package reads them, so it owns them;
+ * {@link PrometheusReporterFactory.configOptions} declares them for the generated docs.
  */
 export const PrometheusReporterOptions = {
   /** `metrics.reporter.<name>.port`. */
