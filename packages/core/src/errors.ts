@@ -69,6 +69,8 @@ export const ErrorCodes = {
   BUFFER_DECOMPRESSION: "SLUICE_ERR_BUFFER_DECOMPRESSION",
   /** A blocking partition's data or index file is truncated or does not match its layout. */
   PARTITION_FILE_CORRUPTED: "SLUICE_ERR_PARTITION_FILE_CORRUPTED",
+  /** A blocking partition's data or index file could not be created or written (disk full). */
+  PARTITION_FILE_WRITE: "SLUICE_ERR_PARTITION_FILE_WRITE",
   /** A peer made a data server reach one of its configured limits (connections, queued bytes). */
   LIMIT_EXCEEDED: "SLUICE_ERR_LIMIT_EXCEEDED",
   /** A checkpoint failed, or a task's snapshot could not be written or restored. */
@@ -268,6 +270,13 @@ export const PartitionFileCorruptedError = defineCoreError(
   ErrorCodes.PARTITION_FILE_CORRUPTED,
 );
 export type PartitionFileCorruptedError = InstanceType<typeof PartitionFileCorruptedError>;
+
+/** A blocking partition's file could not be created or written; names the file and its folder. */
+export const PartitionFileWriteError = defineCoreError(
+  "PartitionFileWriteError",
+  ErrorCodes.PARTITION_FILE_WRITE,
+);
+export type PartitionFileWriteError = InstanceType<typeof PartitionFileWriteError>;
 
 /**
  * A data server refused or closed a connection because a configured limit was reached (too many

@@ -1,5 +1,5 @@
 import { type FileHandle, open, rm } from "node:fs/promises";
-import { IllegalStateError, type NetworkBuffer } from "@sluice/core";
+import { IllegalStateError, type NetworkBuffer, PartitionFileWriteError } from "@sluice/core";
 import type { BatchShuffleCounters } from "./batch-shuffle-counters.js";
 import {
   BUFFER_HEADER_LENGTH,
@@ -71,10 +71,10 @@ export class PartitionedFileWriter {
   /** Creates both files. Called before the first region. */
   async open(): Promise<void> {
     if (this.dataFile !== undefined) return;
-    this.dataFile = await open(this.basePath + DATA_FILE_SUFFIX, "wx", FILE_MODE);
+    this.dataFile = await openNew(this.basePath + DATA_FILE_SUFFIX);
     this.fileCreated();
     try {
-      this.indexFile = await open(this.basePath + INDEX_FILE_SUFFIX, "wx", FILE_MODE);
+      this.indexFile = await openNew(this.basePath + INDEX_FILE_SUFFIX);
       this.fileCreated();
     } catch (error) {
       await this.dataFile.close();
@@ -150,7 +150,7 @@ export class PartitionedFileWriter {
       const batch = this.pending.splice(0, MAX_IOVECS);
       let bytes = 0;
       for (const chunk of batch) bytes += chunk.length;
-      await writeFully(file, batch, bytes, this.dataPosition);
+      await writeFully(this.basePath + DATA_FILE_SUFFIX, file, batch, bytes, this.dataPosition);
       if (this.counters !== undefined) this.counters.fileBytesWritten += bytes;
       this.dataPosition += bytes;
       this.pendingBytes -= bytes;
@@ -174,6 +174,7 @@ export class PartitionedFileWriter {
       this.indexCache = undefined; // readers read the index file instead
     }
     await writeFully(
+      this.basePath + INDEX_FILE_SUFFIX,
       this.indexFile as FileHandle,
       [entries],
       entries.length,
@@ -235,8 +236,44 @@ export class PartitionedFileWriter {
   }
 }
 
+/**
+ * The error for a partition file that could not be created or written. It names the file, which
+ * is inside a folder of `io.tmp.dirs`: a full or read-only disk is the usual cause, and the
+ * operator needs to know which one.
+ */
+function writeFailure(path: string, error: unknown): PartitionFileWriteError {
+  const reason = error instanceof Error ? error.message : String(error);
+  return new PartitionFileWriteError(
+    `cannot write the partition file ${path} (in a folder of io.tmp.dirs): ${reason}`,
+    { cause: error },
+  );
+}
+
+/** Creates a partition file exclusively (never through an existing file or link), owner-only. */
+async function openNew(path: string): Promise<FileHandle> {
+  try {
+    return await open(path, "wx", FILE_MODE);
+  } catch (error) {
+    throw writeFailure(path, error);
+  }
+}
+
 /** `writev` until every byte is written (a write to a regular file may be short). */
 async function writeFully(
+  path: string,
+  file: FileHandle,
+  chunks: Uint8Array[],
+  bytes: number,
+  position: number,
+): Promise<void> {
+  try {
+    await writeAll(file, chunks, bytes, position);
+  } catch (error) {
+    throw writeFailure(path, error);
+  }
+}
+
+async function writeAll(
   file: FileHandle,
   chunks: Uint8Array[],
   bytes: number,

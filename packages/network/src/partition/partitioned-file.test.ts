@@ -151,6 +151,19 @@ describe("PartitionedFileWriter and PartitionedFileReader", () => {
     await file.delete();
   });
 
+  it("fails with SLUICE_ERR_PARTITION_FILE_WRITE naming the file when it cannot be created", async () => {
+    rmSync(dir, { recursive: true });
+    const writer = new PartitionedFileWriter(join(dir, "p"), 3, SEGMENT);
+    const error = await writer.open().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(isSluiceError(error, ErrorCodes.PARTITION_FILE_WRITE)).toBe(true);
+    expect((error as Error).message).toContain(join(dir, `p${DATA_FILE_SUFFIX}`));
+    expect((error as Error).message).toContain("io.tmp.dirs");
+    expect((error as Error).message).toMatch(/ENOENT/);
+  });
+
   it("deletes both files", async () => {
     const file = await writeThreeRegions();
     await readAll(file, 0, pool);

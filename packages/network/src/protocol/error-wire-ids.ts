@@ -39,6 +39,7 @@ export const ERROR_WIRE_IDS = {
   [ErrorCodes.CHECKPOINT]: 29,
   [ErrorCodes.METRIC_REPORTER]: 30,
   [ErrorCodes.TCK_WORKER_NOT_FOUND]: 31,
+  [ErrorCodes.PARTITION_FILE_WRITE]: 32,
 } as const satisfies Record<ErrorCode, number>;
 
 /** The wire id written for errors that carry no Sluice code (plain `Error`s, non-errors). */
