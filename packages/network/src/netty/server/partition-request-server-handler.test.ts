@@ -14,8 +14,8 @@ import {
 import { expectSluiceError } from "@sluice/core/testing";
 import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ResultPartition } from "../partition/result-partition.js";
-import { ResultPartitionManager } from "../partition/result-partition-manager.js";
+import { ResultPartition } from "../../partition/result-partition.js";
+import { ResultPartitionManager } from "../../partition/result-partition-manager.js";
 import {
   type ErrorResponse,
   encodeMessage,
@@ -24,8 +24,8 @@ import {
   type NettyMessage,
   NettyMessageDecoder,
   type NonBufferMessage,
-} from "../protocol/index.js";
-import { FakeConnection } from "../test-support/fake-connection.js";
+} from "../../protocol/index.js";
+import { FakeConnection } from "../../test-support/fake-connection.js";
 import { CreditBasedSequenceNumberingViewReader } from "./credit-based-sequence-numbering-view-reader.js";
 import {
   PartitionRequestServerHandler,
