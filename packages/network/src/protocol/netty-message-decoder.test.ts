@@ -8,10 +8,11 @@ import {
 } from "@sluice/core";
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import type { BufferResponseAllocator } from "./buffer-response-allocator.js";
 import { encodeBufferResponseHeader, encodeMessage } from "./message-encoder.js";
 import { MessageId } from "./message-id.js";
 import type { BufferResponse, NettyMessage } from "./netty-message.js";
-import { type BufferResponseAllocator, NettyMessageDecoder } from "./netty-message-decoder.js";
+import { NettyMessageDecoder } from "./netty-message-decoder.js";
 import {
   bufferOf,
   clientBoundArb,
