@@ -17,6 +17,7 @@ import {
   bufferOf,
   clientBoundArb,
   comparable,
+  dataBufferHeader,
   encodeFrame,
   recycleMessage,
   serverBoundArb,
@@ -404,16 +405,7 @@ describe("NettyMessageDecoder violations", () => {
   it("rejects a frame longer than maxFrameSize after reading only its header", () => {
     const allocate = vi.fn(() => undefined);
     const { decoder } = collect("client", { allocateDataBuffer: allocate }, 1000);
-    const header = encodeBufferResponseHeader({
-      receiverId,
-      subpartitionId: 0,
-      partialBufferSizes: [],
-      sequenceNumber: 0,
-      backlog: 0,
-      dataType: DataType.DATA_BUFFER,
-      isCompressed: false,
-      bufferSize: 5000,
-    });
+    const header = encodeBufferResponseHeader(dataBufferHeader(receiverId, { bufferSize: 5000 }));
     expect(() => decoder.feed(header.subarray(0, 9))).toThrow(
       /frame length 5047 exceeds the max frame size 1000.*0x000013b7/,
     );

@@ -69,17 +69,19 @@ export interface MessageCodec<M extends NonBufferMessage> {
 }
 
 /**
- * Reads a ResultPartitionID: a field the id rejects (a negative partition number, subtask index
- * or attempt number) is a protocol error naming the receiver.
+ * Reads the receiver at `receiverAt` and the ResultPartitionID at `partitionAt` (the requests
+ * name both): a field the partition id rejects (a negative partition number, subtask index or
+ * attempt number) is a protocol error naming the receiver.
  */
-function readResultPartitionId(
+function readTarget(
   src: Buffer,
-  at: number,
-  receiverId: InputChannelID,
+  partitionAt: number,
+  receiverAt: number,
   reader: BodyReader,
-): ResultPartitionID {
+): { readonly partitionId: ResultPartitionID; readonly receiverId: InputChannelID } {
+  const receiverId = reader.receiverId(src, receiverAt);
   try {
-    return ResultPartitionID.readFrom(src, at);
+    return { partitionId: ResultPartitionID.readFrom(src, partitionAt), receiverId };
   } catch (error) {
     throw reader.violation(
       `invalid ResultPartitionID: ${(error as Error).message}`,
@@ -184,11 +186,10 @@ const partitionRequest: MessageCodec<PartitionRequest> = {
     return frame;
   },
   decode(src, at, _length, reader) {
-    const receiverId = reader.receiverId(src, at + PARTITION_REQUEST.receiverId);
-    const partitionId = readResultPartitionId(
+    const { partitionId, receiverId } = readTarget(
       src,
       at + PARTITION_REQUEST.partitionId,
-      receiverId,
+      at + PARTITION_REQUEST.receiverId,
       reader,
     );
     const start = src.readInt32BE(at + PARTITION_REQUEST.subpartitionIndexStart);
@@ -238,11 +239,10 @@ const taskEventRequest: MessageCodec<TaskEventRequest> = {
     }
     const eventAt = at + TASK_EVENT_REQUEST.BYTES;
     const targetAt = eventAt + eventLength;
-    const receiverId = reader.receiverId(src, targetAt + TASK_EVENT_REQUEST_TARGET.receiverId);
-    const partitionId = readResultPartitionId(
+    const { partitionId, receiverId } = readTarget(
       src,
       targetAt + TASK_EVENT_REQUEST_TARGET.partitionId,
-      receiverId,
+      targetAt + TASK_EVENT_REQUEST_TARGET.receiverId,
       reader,
     );
     // Copy: `src` may be the reused accumulation buffer or a socket chunk.
