@@ -24,6 +24,7 @@ export { BufferManager } from "./consumer/buffer-manager.js";
 export { ChannelStatePersister } from "./consumer/channel-state-persister.js";
 // Client / server and the transport seam
 export { ConnectionID } from "./consumer/connection-id.js";
+export type { ConnectionManager } from "./consumer/connection-manager.js";
 export type {
   ExclusiveBuffersFallback,
   GateBuffersMode,
@@ -36,6 +37,7 @@ export {
 } from "./consumer/input-channel.js";
 export type { InputCounts } from "./consumer/input-counters.js";
 export { LocalInputChannel } from "./consumer/local-input-channel.js";
+export type { PartitionRequestClient } from "./consumer/partition-request-client.js";
 export { RemoteInputChannel } from "./consumer/remote-input-channel.js";
 export { SingleInputGate, type SingleInputGateOptions } from "./consumer/single-input-gate.js";
 export { type MillisClock, ThroughputCalculator } from "./consumer/throughput-calculator.js";
