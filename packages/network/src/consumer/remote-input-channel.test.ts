@@ -72,13 +72,18 @@ class FakePartitionRequestClient implements PartitionRequestClient {
 }
 
 /** A ConnectionManager handing out `clients` in turn (the last one from then on). */
-function connectionManagerOf(...clients: PartitionRequestClient[]): ConnectionManager {
-  const handedOut = [...clients];
+function connectionManagerOf(
+  first: PartitionRequestClient,
+  ...later: PartitionRequestClient[]
+): ConnectionManager {
+  const next = [...later];
+  let current = first;
   return {
-    createPartitionRequestClient: () =>
-      Promise.resolve(
-        (handedOut.length > 1 ? handedOut.shift() : handedOut[0]) as PartitionRequestClient,
-      ),
+    createPartitionRequestClient: () => {
+      const handedOut = current;
+      current = next.shift() ?? current;
+      return Promise.resolve(handedOut);
+    },
   };
 }
 
