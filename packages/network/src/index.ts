@@ -22,24 +22,24 @@ export {
 export { BufferDebloater, type BufferDebloaterOptions } from "./consumer/buffer-debloater.js";
 export { BufferManager } from "./consumer/buffer-manager.js";
 export { ChannelStatePersister } from "./consumer/channel-state-persister.js";
-// Client / server and the transport seam
 export { ConnectionID } from "./consumer/connection-id.js";
 export type { ConnectionManager } from "./consumer/connection-manager.js";
-export type {
-  ExclusiveBuffersFallback,
-  GateBuffersMode,
-} from "./consumer/exclusive-buffers-fallback.js";
 export {
   type Backoff,
   type BufferAndAvailability,
   InputChannel,
   type InputChannelOwner,
 } from "./consumer/input-channel.js";
-export type { InputCounts } from "./consumer/input-counters.js";
 export { LocalInputChannel } from "./consumer/local-input-channel.js";
 export type { PartitionRequestClient } from "./consumer/partition-request-client.js";
 export { RemoteInputChannel } from "./consumer/remote-input-channel.js";
-export { SingleInputGate, type SingleInputGateOptions } from "./consumer/single-input-gate.js";
+export {
+  type ExclusiveBuffersFallback,
+  type GateBuffersMode,
+  type InputCounts,
+  SingleInputGate,
+  type SingleInputGateOptions,
+} from "./consumer/single-input-gate.js";
 export { type MillisClock, ThroughputCalculator } from "./consumer/throughput-calculator.js";
 export { UnknownInputChannel } from "./consumer/unknown-input-channel.js";
 // Environment, master, factory
@@ -75,6 +75,7 @@ export {
   registerInputMetrics,
   registerOutputMetrics,
 } from "./metrics/shuffle-metrics.js";
+// Client / server and the transport seam
 export { PartitionRequestClientFactory } from "./netty/client/partition-request-client-factory.js";
 export {
   PartitionRequestServerHandler,

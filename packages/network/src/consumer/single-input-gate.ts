@@ -42,6 +42,10 @@ import { RemoteInputChannel } from "./remote-input-channel.js";
 import { type MillisClock, ThroughputCalculator } from "./throughput-calculator.js";
 import { UnknownInputChannel } from "./unknown-input-channel.js";
 
+// The types of the gate's own API (its options, `getBuffersMode`, `getBufferUsage`,
+// `getInputCounts`), each defined next to what computes it.
+export type { ExclusiveBuffersFallback, GateBuffersMode, InputBufferUsage, InputCounts };
+
 /** Construction parameters of a SingleInputGate. */
 export interface SingleInputGateOptions {
   readonly owningTaskName: string;

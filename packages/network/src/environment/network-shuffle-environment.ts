@@ -31,11 +31,10 @@ import { BufferCompressor } from "../compression/buffer-compressor.js";
 import { BufferDecompressor } from "../compression/buffer-decompressor.js";
 import { BufferDebloater } from "../consumer/buffer-debloater.js";
 import { ConnectionID } from "../consumer/connection-id.js";
-import type { ExclusiveBuffersFallback } from "../consumer/exclusive-buffers-fallback.js";
 import type { Backoff, InputChannel } from "../consumer/input-channel.js";
 import { LocalInputChannel } from "../consumer/local-input-channel.js";
 import { RemoteInputChannel } from "../consumer/remote-input-channel.js";
-import { SingleInputGate } from "../consumer/single-input-gate.js";
+import { type ExclusiveBuffersFallback, SingleInputGate } from "../consumer/single-input-gate.js";
 import { UnknownInputChannel } from "../consumer/unknown-input-channel.js";
 import {
   registerBatchShuffleMetrics,

@@ -1,7 +1,6 @@
 import type { LocalBufferPool, NetworkBufferPool } from "@sluice/core";
 import type { ShuffleMetricSink } from "@sluice/runtime-api";
-import type { InputCounts } from "../consumer/input-counters.js";
-import type { SingleInputGate } from "../consumer/single-input-gate.js";
+import type { InputCounts, SingleInputGate } from "../consumer/single-input-gate.js";
 import type { BatchShuffleCounters } from "../partition/batch-shuffle-counters.js";
 
 /**

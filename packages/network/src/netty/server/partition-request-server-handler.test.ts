@@ -113,6 +113,21 @@ function firstErrorIn(connection: FakeConnection): {
   return { response, error: errorFromErrorResponse(response as ErrorResponse) };
 }
 
+/** Completes the handler's writes to `connection` until `count` ErrorResponses were written. */
+async function expectErrorAnswers(connection: FakeConnection, count: number): Promise<void> {
+  const received: NettyMessage[] = [];
+  await expect
+    .poll(
+      () => {
+        connection.completeWrites();
+        received.push(...answers(connection));
+        return errorsIn(received).length;
+      },
+      { interval: 5 },
+    )
+    .toBe(count);
+}
+
 /** The handler closed `connection` with a fatal TimeoutError that names the option `key`. */
 function expectClosedByTimeout(connection: FakeConnection, key: string): void {
   expect(connection.closed).toBe(true);
@@ -185,17 +200,7 @@ describe("PartitionRequestServerHandler", () => {
 
     connection.drain();
     // Reading resumes; what was read but not decoded while paused is answered too.
-    const received: NettyMessage[] = [];
-    await expect
-      .poll(
-        () => {
-          connection.completeWrites();
-          received.push(...answers(connection));
-          return errorsIn(received).length;
-        },
-        { interval: 5 },
-      )
-      .toBe(sent);
+    await expectErrorAnswers(connection, sent);
     expect(handler.getQueuedOutboundBytes()).toBe(0);
     expect(connection.paused).toBe(false);
     expect(connection.destroyed).toBe(false);
@@ -212,17 +217,7 @@ describe("PartitionRequestServerHandler", () => {
     expect(connection.destroyed).toBe(false);
     expect(handler.getQueuedOutboundBytes()).toBeLessThan(2 * budget);
     connection.drain();
-    const received: NettyMessage[] = [];
-    await expect
-      .poll(
-        () => {
-          connection.completeWrites();
-          received.push(...answers(connection));
-          return errorsIn(received).length;
-        },
-        { interval: 5 },
-      )
-      .toBe(2_000);
+    await expectErrorAnswers(connection, 2_000);
   });
 
   it("closes a connection whose queued replies exceed twice the outbound budget", async () => {
