@@ -22,6 +22,8 @@ export {
 export { BufferDebloater, type BufferDebloaterOptions } from "./consumer/buffer-debloater.js";
 export { BufferManager } from "./consumer/buffer-manager.js";
 export { ChannelStatePersister } from "./consumer/channel-state-persister.js";
+export { ConnectionID } from "./consumer/connection-id.js";
+export type { ConnectionManager } from "./consumer/connection-manager.js";
 export {
   type Backoff,
   type BufferAndAvailability,
@@ -29,6 +31,7 @@ export {
   type InputChannelOwner,
 } from "./consumer/input-channel.js";
 export { LocalInputChannel } from "./consumer/local-input-channel.js";
+export type { PartitionRequestClient } from "./consumer/partition-request-client.js";
 export { RemoteInputChannel } from "./consumer/remote-input-channel.js";
 export {
   type ExclusiveBuffersFallback,
@@ -73,17 +76,16 @@ export {
   registerOutputMetrics,
 } from "./metrics/shuffle-metrics.js";
 // Client / server and the transport seam
-export { ConnectionID } from "./netty/connection-id.js";
-export { PartitionRequestClientFactory } from "./netty/partition-request-client-factory.js";
+export { PartitionRequestClientFactory } from "./netty/client/partition-request-client-factory.js";
 export {
   PartitionRequestServerHandler,
   type ServerHandlerOptions,
-} from "./netty/partition-request-server-handler.js";
+} from "./netty/server/partition-request-server-handler.js";
 export {
   READ_BUFFER_BYTES,
   type ReadHandler,
   ReusedReadBuffer,
-} from "./netty/reused-read-buffer.js";
+} from "./netty/transport/reused-read-buffer.js";
 export type {
   ConnectionHandler,
   ConnectOptions,
@@ -91,12 +93,12 @@ export type {
   Transport,
   TransportConnection,
   TransportServer,
-} from "./netty/transport.js";
+} from "./netty/transport/transport.js";
 export {
   emitTransportWarning,
   listenerErrorHandler,
   TRANSPORT_WARNING_TYPE,
-} from "./netty/transport-warning.js";
+} from "./netty/transport/transport-warning.js";
 export { BatchShuffleCounters } from "./partition/batch-shuffle-counters.js";
 export { BatchShuffleReadBufferPool } from "./partition/batch-shuffle-read-buffer-pool.js";
 // Producer side

@@ -23,24 +23,33 @@ import {
 import { expectError } from "@sluice/core/testing";
 import type { ExecutionState } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ConnectionID } from "../netty/connection-id.js";
-import type { PartitionRequestClientFactory } from "../netty/partition-request-client-factory.js";
 import { RecordingChannelStateWriter } from "../test-support/recording-channel-state-writer.js";
-import { type RemoteChannelGate, RemoteInputChannel } from "./remote-input-channel.js";
+import { ConnectionID } from "./connection-id.js";
+import type { ConnectionManager } from "./connection-manager.js";
+import type { PartitionRequestClient } from "./partition-request-client.js";
+import {
+  type RemoteChannelGate,
+  RemoteInputChannel,
+  type RemoteInputChannelOptions,
+} from "./remote-input-channel.js";
 
 const SEGMENT = 64;
 
-/** Only what RemoteInputChannel calls on its PartitionRequestClient. */
-class FakePartitionRequestClient {
+/** Records what RemoteInputChannel calls on its PartitionRequestClient. */
+class FakePartitionRequestClient implements PartitionRequestClient {
   readonly requested: RemoteInputChannel[] = [];
   readonly closed: RemoteInputChannel[] = [];
   readonly taskEvents: TaskEvent[] = [];
   creditNotifications = 0;
   resumes = 0;
+  retriggered = 0;
   readonly newBufferSizes: number[] = [];
 
   requestSubpartition(channel: RemoteInputChannel): void {
     this.requested.push(channel);
+  }
+  retriggerSubpartitionRequest(_channel: RemoteInputChannel): void {
+    this.retriggered++;
   }
   notifyCreditAvailable(_channel: RemoteInputChannel): void {
     this.creditNotifications++;
@@ -62,6 +71,49 @@ class FakePartitionRequestClient {
   }
 }
 
+/** A ConnectionManager handing out `clients` in turn (the last one from then on). */
+function connectionManagerOf(
+  first: PartitionRequestClient,
+  ...later: PartitionRequestClient[]
+): ConnectionManager {
+  const next = [...later];
+  let current = first;
+  return {
+    createPartitionRequestClient: () => {
+      const handedOut = current;
+      current = next.shift() ?? current;
+      return Promise.resolve(handedOut);
+    },
+  };
+}
+
+/** A RemoteInputChannel reached through `connections`; a test states only what it varies. */
+function remoteChannel(
+  gate: RemoteChannelGate,
+  pool: NetworkBufferPool,
+  connections: ConnectionManager,
+  settings: {
+    readonly channelIndex?: number;
+    readonly partitionId?: ResultPartitionID;
+    readonly exclusive?: number;
+    readonly maxBackoffMs?: number;
+    readonly options?: RemoteInputChannelOptions;
+  } = {},
+): RemoteInputChannel {
+  return new RemoteInputChannel(
+    gate,
+    settings.channelIndex ?? 0,
+    settings.partitionId ?? new ResultPartitionID(),
+    0,
+    new ConnectionID("127.0.0.1", 4711),
+    connections,
+    pool,
+    settings.exclusive ?? 2,
+    { initialMs: 100, maxMs: settings.maxBackoffMs ?? 1_000 },
+    settings.options,
+  );
+}
+
 interface Setup {
   readonly global: NetworkBufferPool;
   readonly gatePool: LocalBufferPool;
@@ -81,9 +133,6 @@ async function setUp(options: { exclusive?: number; floatingMax?: number } = {})
   global = new NetworkBufferPool(32, SEGMENT);
   const gatePool = global.createBufferPool(1, options.floatingMax ?? 8, { name: "gate pool" });
   const client = new FakePartitionRequestClient();
-  const factory = {
-    createPartitionRequestClient: () => Promise.resolve(client),
-  } as unknown as PartitionRequestClientFactory;
   const gate = {
     owningTaskName: "consumer",
     nonEmpty: 0,
@@ -96,17 +145,9 @@ async function setUp(options: { exclusive?: number; floatingMax?: number } = {})
     },
     getBufferPool: () => gatePool,
   };
-  const channel = new RemoteInputChannel(
-    gate,
-    0,
-    new ResultPartitionID(),
-    0,
-    new ConnectionID("127.0.0.1", 4711),
-    factory,
-    global,
-    options.exclusive ?? 2,
-    { initialMs: 100, maxMs: 1_000 },
-  );
+  const channel = remoteChannel(gate, global, connectionManagerOf(client), {
+    exclusive: options.exclusive ?? 2,
+  });
   channel.setup();
   channel.requestSubpartitions();
   await Promise.resolve();
@@ -116,20 +157,9 @@ async function setUp(options: { exclusive?: number; floatingMax?: number } = {})
 
 /** Another channel on the same gate, pools and client. */
 async function secondChannel(s: Setup): Promise<RemoteInputChannel> {
-  const factory = {
-    createPartitionRequestClient: () => Promise.resolve(s.client),
-  } as unknown as PartitionRequestClientFactory;
-  const channel = new RemoteInputChannel(
-    s.gate,
-    1,
-    new ResultPartitionID(),
-    0,
-    new ConnectionID("127.0.0.1", 4711),
-    factory,
-    s.global,
-    2,
-    { initialMs: 100, maxMs: 1_000 },
-  );
+  const channel = remoteChannel(s.gate, s.global, connectionManagerOf(s.client), {
+    channelIndex: 1,
+  });
   channel.setup();
   channel.requestSubpartitions();
   await Promise.resolve();
@@ -414,26 +444,12 @@ describe("RemoteInputChannel connection reuse", () => {
     const gatePool = pool.createBufferPool(1, 4);
     const closedClient = Object.assign(new FakePartitionRequestClient(), { isClosed: () => true });
     const freshClient = new FakePartitionRequestClient();
-    const handedOut = [closedClient, freshClient];
-    const factory = {
-      createPartitionRequestClient: () => Promise.resolve(handedOut.shift()),
-    } as unknown as PartitionRequestClientFactory;
     const gate = {
       owningTaskName: "consumer",
       notifyChannelNonEmpty() {},
       getBufferPool: () => gatePool,
     };
-    const channel = new RemoteInputChannel(
-      gate,
-      0,
-      new ResultPartitionID(),
-      0,
-      new ConnectionID("127.0.0.1", 4711),
-      factory,
-      pool,
-      2,
-      { initialMs: 100, maxMs: 1_000 },
-    );
+    const channel = remoteChannel(gate, pool, connectionManagerOf(closedClient, freshClient));
     channel.setup();
     channel.requestSubpartitions();
     for (let i = 0; i < 6; i++) await Promise.resolve();
@@ -453,26 +469,16 @@ describe("RemoteInputChannel without a connection", () => {
     const refused = new PartitionConnectionError(
       "could not connect to 127.0.0.1:4711 over tcp after 1 attempt(s): ECONNREFUSED",
     );
-    const factory = {
+    const connections: ConnectionManager = {
       createPartitionRequestClient: () => Promise.reject(refused),
-    } as unknown as PartitionRequestClientFactory;
+    };
     const gate = {
       owningTaskName: "consumer",
       notifyChannelNonEmpty() {},
       getBufferPool: () => gatePool,
     };
     const partitionId = new ResultPartitionID();
-    const channel = new RemoteInputChannel(
-      gate,
-      0,
-      partitionId,
-      0,
-      new ConnectionID("127.0.0.1", 4711),
-      factory,
-      pool,
-      2,
-      { initialMs: 100, maxMs: 1_000 },
-    );
+    const channel = remoteChannel(gate, pool, connections, { partitionId });
     channel.setup();
     channel.requestSubpartitions();
     await expect.poll(() => channel.getError()).toBeDefined();
@@ -493,15 +499,7 @@ describe("RemoteInputChannel after PartitionNotFound", () => {
   function channelWith(state: ExecutionState, partitionRequestTimeoutMs = 10_000) {
     const pool = new NetworkBufferPool(8, SEGMENT);
     const gatePool = pool.createBufferPool(1, 4);
-    const client = Object.assign(new FakePartitionRequestClient(), {
-      retriggered: 0,
-      retriggerSubpartitionRequest(this: { retriggered: number }) {
-        this.retriggered++;
-      },
-    });
-    const factory = {
-      createPartitionRequestClient: () => Promise.resolve(client),
-    } as unknown as PartitionRequestClientFactory;
+    const client = new FakePartitionRequestClient();
     const asked: ResultPartitionID[] = [];
     const gate = {
       owningTaskName: "consumer",
@@ -515,18 +513,10 @@ describe("RemoteInputChannel after PartitionNotFound", () => {
         return state;
       },
     };
-    const channel = new RemoteInputChannel(
-      gate,
-      0,
-      new ResultPartitionID(),
-      0,
-      new ConnectionID("127.0.0.1", 4711),
-      factory,
-      pool,
-      2,
-      { initialMs: 100, maxMs: 400 },
-      { partitionRequestTimeoutMs },
-    );
+    const channel = remoteChannel(gate, pool, connectionManagerOf(client), {
+      maxBackoffMs: 400,
+      options: { partitionRequestTimeoutMs },
+    });
     channel.setup();
     channel.requestSubpartitions();
     const done = () => {
@@ -619,26 +609,14 @@ describe("RemoteInputChannel exclusive buffers held by other pools", () => {
     expect(global.getNumberOfAvailableMemorySegments()).toBe(0);
     const gatePool = global.createBufferPool(1, 1, { name: "gate pool" });
     const client = new FakePartitionRequestClient();
-    const factory = {
-      createPartitionRequestClient: () => Promise.resolve(client),
-    } as unknown as PartitionRequestClientFactory;
     const gate = {
       owningTaskName: "consumer",
       notifyChannelNonEmpty() {},
       getBufferPool: () => gatePool,
     };
-    const channel = new RemoteInputChannel(
-      gate,
-      0,
-      new ResultPartitionID(),
-      0,
-      new ConnectionID("127.0.0.1", 4711),
-      factory,
-      global,
-      2,
-      { initialMs: 100, maxMs: 1_000 },
-      { buffersRequestTimeoutMs: timeoutMs },
-    );
+    const channel = remoteChannel(gate, global, connectionManagerOf(client), {
+      options: { buffersRequestTimeoutMs: timeoutMs },
+    });
     return { held, client, channel, global };
   }
 

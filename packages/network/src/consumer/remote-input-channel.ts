@@ -19,17 +19,17 @@ import {
   type TaskEvent,
 } from "@sluice/core";
 import type { ExecutionState } from "@sluice/runtime-api";
-import type { ConnectionID } from "../netty/connection-id.js";
-import type { PartitionRequestClient } from "../netty/partition-request-client.js";
-import type { PartitionRequestClientFactory } from "../netty/partition-request-client-factory.js";
 import { nextSequenceNumber, sequenceNumberPrecedes } from "../partition/sequence-number.js";
 import { BufferManager, type BufferManagerOwner } from "./buffer-manager.js";
+import type { ConnectionID } from "./connection-id.js";
+import type { ConnectionManager } from "./connection-manager.js";
 import {
   type Backoff,
   type BufferAndAvailability,
   InputChannel,
   type InputChannelOwner,
 } from "./input-channel.js";
+import type { PartitionRequestClient } from "./partition-request-client.js";
 
 /** The gate as a RemoteInputChannel sees it. */
 export interface RemoteChannelGate extends InputChannelOwner {
@@ -104,7 +104,7 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
   readonly connectionId: ConnectionID;
   private exclusiveBuffers: number;
   private readonly remoteGate: RemoteChannelGate;
-  private readonly clientFactory: PartitionRequestClientFactory;
+  private readonly connectionManager: ConnectionManager;
   private readonly bufferManager: BufferManager;
   private readonly received: Received[] = [];
   /** The first `numPriorityElements` entries of `received` are priority events. */
@@ -134,7 +134,7 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
     partitionId: ResultPartitionID,
     subpartitionIndex: number,
     connectionId: ConnectionID,
-    clientFactory: PartitionRequestClientFactory,
+    connectionManager: ConnectionManager,
     networkBufferPool: NetworkBufferPool,
     initialCredit: number,
     backoff: Backoff,
@@ -148,7 +148,7 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
     this.expectedSequenceNumber = (options.initialSequenceNumber ?? 0) | 0;
     this.remoteGate = gate;
     this.connectionId = connectionId;
-    this.clientFactory = clientFactory;
+    this.connectionManager = connectionManager;
     this.exclusiveBuffers = initialCredit;
     this.bufferManager = new BufferManager(this, networkBufferPool);
   }
@@ -218,7 +218,7 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
   }
 
   private connectAndRequest(retriesIfClosed: number): void {
-    this.clientFactory.createPartitionRequestClient(this.connectionId).then(
+    this.connectionManager.createPartitionRequestClient(this.connectionId).then(
       (client) => {
         if (this.released) return;
         if (client.isClosed() && retriesIfClosed > 0) {

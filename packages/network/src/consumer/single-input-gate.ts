@@ -26,10 +26,25 @@ import type {
 } from "@sluice/runtime-api";
 import type { BufferDecompressor } from "../compression/buffer-decompressor.js";
 import type { BufferDebloater } from "./buffer-debloater.js";
+import {
+  type ExclusiveBuffersFallback,
+  type GateBuffersMode,
+  hasExclusiveBuffers,
+} from "./exclusive-buffers-fallback.js";
+import {
+  type InputBufferUsage,
+  inPoolUsage,
+  measureInputBufferUsage,
+} from "./input-buffer-usage.js";
 import type { InputChannel, InputChannelOwner } from "./input-channel.js";
+import { InputCounters, type InputCounts } from "./input-counters.js";
 import { RemoteInputChannel } from "./remote-input-channel.js";
 import { type MillisClock, ThroughputCalculator } from "./throughput-calculator.js";
 import { UnknownInputChannel } from "./unknown-input-channel.js";
+
+// The types of the gate's own API (its options, `getBuffersMode`, `getBufferUsage`,
+// `getInputCounts`), each defined next to what computes it.
+export type { ExclusiveBuffersFallback, GateBuffersMode, InputBufferUsage, InputCounts };
 
 /** Construction parameters of a SingleInputGate. */
 export interface SingleInputGateOptions {
@@ -63,78 +78,9 @@ export interface SingleInputGateOptions {
   readonly throughputClock?: MillisClock;
 }
 
-/** A gate's received bytes and buffers by channel kind; see {@link SingleInputGate.getInputCounts}. */
-export interface InputCounts {
-  /** Bytes (data and events) read through local channels. */
-  readonly numBytesInLocal: number;
-  /** Bytes (data and events) received through remote channels. */
-  readonly numBytesInRemote: number;
-  /** Data buffers read through local channels. */
-  readonly numBuffersInLocal: number;
-  /** Data buffers received through remote channels. */
-  readonly numBuffersInRemote: number;
-}
-
 /** Channels that need setup (remote channels take their exclusive buffers there). */
 interface SetupCapable {
   setup(): void;
-}
-
-/** Remote channels: the exclusive buffers they take at setup, and the switch to none. */
-interface ExclusiveBuffersOwner {
-  readonly initialCredit: number;
-  useFloatingBuffersOnly(): void;
-}
-
-function hasExclusiveBuffers(
-  channel: InputChannel,
-): channel is InputChannel & ExclusiveBuffersOwner {
-  return typeof (channel as Partial<ExclusiveBuffersOwner>).useFloatingBuffersOnly === "function";
-}
-
-/**
- * How a gate's remote channels get their buffers: `exclusive` (each takes its exclusive buffers
- * and the floating pool tops them up by backlog) or `floating-only` (none exclusive; every
- * buffer is borrowed from the floating pool by backlog, Flink's `buffers-per-channel: 0`).
- */
-export type GateBuffersMode = "exclusive" | "floating-only";
-
-/**
- * The per-gate way out when exclusive buffers cannot be guaranteed: instead of failing the task
- * with InsufficientBuffersError, the gate's channels read with floating buffers only.
- */
-export interface ExclusiveBuffersFallback {
-  /**
-   * Why `exclusiveBuffers` exclusive buffers plus the gate's floating pool cannot be guaranteed
-   * right now, or `undefined` when they can (then the gate keeps its exclusive buffers).
-   */
-  reasonToFallBack(exclusiveBuffers: number): string | undefined;
-  /** Creates the floating pool of floating-only mode, which must serve every channel. */
-  createFloatingOnlyBufferPool(): LocalBufferPool;
-  /** Told once when the gate falls back, with the reason (the environment logs it). */
-  onFallback(gate: SingleInputGate, reason: string): void;
-}
-
-/** Remote channels report their exclusive and borrowed floating buffers for the usage gauges. */
-interface ChannelBufferUsage {
-  getExclusiveBufferUsage(): { readonly used: number; readonly total: number };
-  getNumberOfAvailableFloatingBuffers?(): number;
-}
-
-/**
- * How many of a gate's buffers hold data (Flink's input buffer usage gauges): the remote
- * channels' exclusive buffers, and the gate's floating pool — of which buffers a channel borrowed
- * but has not filled yet count as free.
- */
-export interface InputBufferUsage {
-  /** Exclusive buffers holding data. */
-  readonly exclusiveUsed: number;
-  /** Exclusive buffers of all remote channels. */
-  readonly exclusiveTotal: number;
-  /** Floating buffers holding data. */
-  readonly floatingUsed: number;
-  /** Buffers of the floating pool. */
-  readonly floatingTotal: number;
 }
 
 function hasSetup(channel: InputChannel): channel is InputChannel & SetupCapable {
@@ -185,14 +131,7 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
   private readonly pendingEvents: TaskEvent[] = [];
   private closed = false;
   private failure: Error | undefined;
-  private readonly counters = {
-    numBytesIn: 0,
-    numBuffersIn: 0,
-    numBytesInLocal: 0,
-    numBytesInRemote: 0,
-    numBuffersInLocal: 0,
-    numBuffersInRemote: 0,
-  };
+  private readonly counters = new InputCounters();
   readonly metrics: InputGateMetrics;
 
   constructor(options: SingleInputGateOptions) {
@@ -227,41 +166,14 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
         return counters.numBuffersIn;
       },
       inPoolUsage(): number {
-        return self.computeInPoolUsage();
+        return inPoolUsage(self.getBufferUsage());
       },
     };
   }
 
-  /**
-   * Flink's inPoolUsage: buffers in use over buffers the gate may use, counting the remote
-   * channels' exclusive buffers together with the floating pool.
-   */
-  private computeInPoolUsage(): number {
-    const usage = this.getBufferUsage();
-    const total = usage.exclusiveTotal + usage.floatingTotal;
-    return total === 0 ? 0 : (usage.exclusiveUsed + usage.floatingUsed) / total;
-  }
-
   /** The gate's buffers and how many hold data, for the task's input buffer gauges. */
   getBufferUsage(): InputBufferUsage {
-    let exclusiveUsed = 0;
-    let exclusiveTotal = 0;
-    let floatingBorrowedEmpty = 0;
-    for (const channel of this.channels) {
-      const owner = channel as Partial<ChannelBufferUsage> | undefined;
-      const exclusive = owner?.getExclusiveBufferUsage?.();
-      if (exclusive === undefined) continue;
-      exclusiveUsed += exclusive.used;
-      exclusiveTotal += exclusive.total;
-      floatingBorrowedEmpty += owner?.getNumberOfAvailableFloatingBuffers?.() ?? 0;
-    }
-    const floatingTaken = this.bufferPool?.bestEffortGetNumOfUsedBuffers() ?? 0;
-    return {
-      exclusiveUsed,
-      exclusiveTotal,
-      floatingUsed: Math.max(0, floatingTaken - floatingBorrowedEmpty),
-      floatingTotal: this.bufferPool?.getNumBuffers() ?? 0,
-    };
+    return measureInputBufferUsage(this.channels, this.bufferPool);
   }
 
   /**
@@ -270,13 +182,7 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
    * processes (remote). Local plus remote is `metrics.numBytesIn` / `metrics.numBuffersIn`.
    */
   getInputCounts(): InputCounts {
-    const c = this.counters;
-    return {
-      numBytesInLocal: c.numBytesInLocal,
-      numBytesInRemote: c.numBytesInRemote,
-      numBuffersInLocal: c.numBuffersInLocal,
-      numBuffersInRemote: c.numBuffersInRemote,
-    };
+    return this.counters.snapshot();
   }
 
   /**
@@ -547,16 +453,11 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
       else if (next.moreAvailable) this.notifyChannelNonEmpty(channel);
       const buffer = next.buffer;
       const size = buffer.getSize();
-      const counters = this.counters;
       const local = channel.isLocal();
-      counters.numBytesIn += size;
-      if (local) counters.numBytesInLocal += size;
-      else counters.numBytesInRemote += size;
+      this.counters.countBytes(size, local);
       if (buffer.isCompressed()) this.decompress(channel, buffer);
       if (buffer.isBuffer()) {
-        counters.numBuffersIn++;
-        if (local) counters.numBuffersInLocal++;
-        else counters.numBuffersInRemote++;
+        this.counters.countBuffer(local);
         this.throughputCalculator.incomingDataSize(size);
         return {
           channelIndex: channel.channelIndex,

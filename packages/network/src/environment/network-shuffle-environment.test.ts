@@ -20,8 +20,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { LocalInputChannel } from "../consumer/local-input-channel.js";
 import type { SingleInputGate } from "../consumer/single-input-gate.js";
 import { UnknownInputChannel } from "../consumer/unknown-input-channel.js";
-import type { ListenOptions, Transport } from "../netty/transport.js";
-import { TRANSPORT_WARNING_TYPE } from "../netty/transport-warning.js";
+import type { ListenOptions, Transport } from "../netty/transport/transport.js";
+import { TRANSPORT_WARNING_TYPE } from "../netty/transport/transport-warning.js";
 import type { ResultPartition } from "../partition/result-partition.js";
 import {
   deployAllToAll,

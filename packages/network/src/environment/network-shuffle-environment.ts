@@ -30,6 +30,7 @@ import {
 import { BufferCompressor } from "../compression/buffer-compressor.js";
 import { BufferDecompressor } from "../compression/buffer-decompressor.js";
 import { BufferDebloater } from "../consumer/buffer-debloater.js";
+import { ConnectionID } from "../consumer/connection-id.js";
 import type { Backoff, InputChannel } from "../consumer/input-channel.js";
 import { LocalInputChannel } from "../consumer/local-input-channel.js";
 import { RemoteInputChannel } from "../consumer/remote-input-channel.js";
@@ -41,11 +42,10 @@ import {
   registerInputMetrics,
   registerOutputMetrics,
 } from "../metrics/shuffle-metrics.js";
-import { ConnectionID } from "../netty/connection-id.js";
-import { PartitionRequestClientFactory } from "../netty/partition-request-client-factory.js";
-import { PartitionRequestServerHandler } from "../netty/partition-request-server-handler.js";
-import type { Transport, TransportServer } from "../netty/transport.js";
-import { emitTransportWarning } from "../netty/transport-warning.js";
+import { PartitionRequestClientFactory } from "../netty/client/partition-request-client-factory.js";
+import { PartitionRequestServerHandler } from "../netty/server/partition-request-server-handler.js";
+import type { Transport, TransportServer } from "../netty/transport/transport.js";
+import { emitTransportWarning } from "../netty/transport/transport-warning.js";
 import { BatchShuffleCounters } from "../partition/batch-shuffle-counters.js";
 import { BatchShuffleReadBufferPool } from "../partition/batch-shuffle-read-buffer-pool.js";
 import { FileChannelManager } from "../partition/file-channel-manager.js";

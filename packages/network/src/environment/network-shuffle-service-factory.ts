@@ -6,7 +6,7 @@ import {
   type ShuffleServiceFactory,
 } from "@sluice/runtime-api";
 import type { SingleInputGate } from "../consumer/single-input-gate.js";
-import type { Transport } from "../netty/transport.js";
+import type { Transport } from "../netty/transport/transport.js";
 import {
   type NetworkResultPartition,
   NetworkShuffleEnvironment,

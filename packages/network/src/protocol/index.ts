@@ -2,6 +2,8 @@
  * The wire protocol of the credit-based shuffle (docs/protocol.md): message types and layouts,
  * the encoder, the streaming decoder and the ErrorResponse mapping.
  */
+
+export type { BufferResponseAllocator } from "./buffer-response-allocator.js";
 export {
   errorFromErrorResponse,
   errorToErrorResponse,
@@ -50,8 +52,4 @@ export type {
   ServerBoundMessage,
   TaskEventRequest,
 } from "./netty-message.js";
-export {
-  type BufferResponseAllocator,
-  NettyMessageDecoder,
-  type NettyMessageDecoderOptions,
-} from "./netty-message-decoder.js";
+export { NettyMessageDecoder, type NettyMessageDecoderOptions } from "./netty-message-decoder.js";

@@ -18,7 +18,7 @@ import {
 import { MessageId } from "./message-id.js";
 import { bufferResponseFrameSize } from "./message-layout.js";
 import type { NonBufferMessage } from "./netty-message.js";
-import { bufferOf } from "./test-support/messages.js";
+import { bufferOf, dataBufferHeader } from "./test-support/messages.js";
 
 /**
  * Byte-exact layouts, written out by hand from the tables of docs/protocol.md: int32 frame
@@ -176,16 +176,15 @@ describe("message encoder layouts", () => {
   });
 
   it("writes the 9 + 38 byte BufferResponse header with a frame length that counts the payload", () => {
-    const header = encodeBufferResponseHeader({
-      receiverId,
-      subpartitionId: 1,
-      partialBufferSizes: [],
-      sequenceNumber: 0x11223344,
-      backlog: 3,
-      dataType: DataType.DATA_BUFFER,
-      isCompressed: true,
-      bufferSize: 0x8000,
-    });
+    const header = encodeBufferResponseHeader(
+      dataBufferHeader(receiverId, {
+        subpartitionId: 1,
+        sequenceNumber: 0x11223344,
+        backlog: 3,
+        isCompressed: true,
+        bufferSize: 0x8000,
+      }),
+    );
     // biome-ignore format: byte layout
     const expected = [
       0, 0, 0x80, 0x2f, 0xba, 0xdc, 0x0f, 0xfe, 0, // 47 + 32768 = 0x802f
@@ -249,16 +248,7 @@ describe("message encoder layouts", () => {
 
   it("writes a BufferResponse header at an offset of a shared buffer", () => {
     const target = Buffer.alloc(10 + 47, 0xaa);
-    const fields = {
-      receiverId,
-      subpartitionId: 0,
-      partialBufferSizes: [],
-      sequenceNumber: 0,
-      backlog: 0,
-      dataType: DataType.DATA_BUFFER,
-      isCompressed: false,
-      bufferSize: 5,
-    };
+    const fields = dataBufferHeader(receiverId, { bufferSize: 5 });
     expect(writeBufferResponseHeader(target, 10, fields)).toBe(47);
     expect(target.subarray(0, 10)).toEqual(Buffer.alloc(10, 0xaa));
     expect(target.subarray(10)).toEqual(encodeBufferResponseHeader(fields));

@@ -74,7 +74,7 @@ export const BUFFER_RESPONSE = fields({
 /** One partial buffer size of a BufferResponse (an int32). */
 export const PARTIAL_BUFFER_SIZE_BYTES = INT32_BYTES;
 
-/** Frame header + fixed BufferResponse header (47 bytes; partial sizes and payload follow). */
+/** Frame header + the fixed BufferResponse fields (the partial sizes and the payload follow). */
 export const BUFFER_RESPONSE_HEADER_LENGTH = FRAME_HEADER.BYTES + BUFFER_RESPONSE.BYTES;
 
 /** Bytes of a BufferResponse header (everything but the payload) with `n` partial buffers. */
@@ -167,7 +167,7 @@ export const SEGMENT_ID = fields({
 /**
  * The body length every non-buffer message must have, indexed by message id: `exact` bytes, or
  * at least `min` bytes for the variable-length ones (the parser checks the rest). The
- * BufferResponse has its own rule (47 + 4n + bufferSize) and CloseRequest has no body.
+ * BufferResponse has its own rule ({@link bufferResponseFrameSize}) and CloseRequest has no body.
  */
 export const BODY_LENGTH: readonly { readonly exact: boolean; readonly bytes: number }[] = (() => {
   const exact = (bytes: number) => ({ exact: true, bytes });

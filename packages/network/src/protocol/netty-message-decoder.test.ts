@@ -8,14 +8,16 @@ import {
 } from "@sluice/core";
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import type { BufferResponseAllocator } from "./buffer-response-allocator.js";
 import { encodeBufferResponseHeader, encodeMessage } from "./message-encoder.js";
 import { MessageId } from "./message-id.js";
 import type { BufferResponse, NettyMessage } from "./netty-message.js";
-import { type BufferResponseAllocator, NettyMessageDecoder } from "./netty-message-decoder.js";
+import { NettyMessageDecoder } from "./netty-message-decoder.js";
 import {
   bufferOf,
   clientBoundArb,
   comparable,
+  dataBufferHeader,
   encodeFrame,
   recycleMessage,
   serverBoundArb,
@@ -403,16 +405,7 @@ describe("NettyMessageDecoder violations", () => {
   it("rejects a frame longer than maxFrameSize after reading only its header", () => {
     const allocate = vi.fn(() => undefined);
     const { decoder } = collect("client", { allocateDataBuffer: allocate }, 1000);
-    const header = encodeBufferResponseHeader({
-      receiverId,
-      subpartitionId: 0,
-      partialBufferSizes: [],
-      sequenceNumber: 0,
-      backlog: 0,
-      dataType: DataType.DATA_BUFFER,
-      isCompressed: false,
-      bufferSize: 5000,
-    });
+    const header = encodeBufferResponseHeader(dataBufferHeader(receiverId, { bufferSize: 5000 }));
     expect(() => decoder.feed(header.subarray(0, 9))).toThrow(
       /frame length 5047 exceeds the max frame size 1000.*0x000013b7/,
     );

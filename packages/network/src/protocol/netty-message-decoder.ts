@@ -4,62 +4,30 @@ import {
   FreeingBufferRecycler,
   IllegalArgumentError,
   IllegalStateError,
-  InputChannelID,
+  type InputChannelID,
   isBufferType,
   isSluiceError,
   MAX_DATA_TYPE,
   MemorySegment,
   NetworkBuffer,
   ProtocolError,
-  ResultPartitionID,
 } from "@sluice/core";
+import type { BufferResponseAllocator } from "./buffer-response-allocator.js";
 import { isClientBoundId, isServerBoundId, MessageId, messageName } from "./message-id.js";
 import {
-  ADD_CREDIT,
-  BACKLOG_ANNOUNCEMENT,
   BODY_LENGTH,
   BUFFER_RESPONSE,
   BUFFER_RESPONSE_HEADER_LENGTH,
   bufferResponseFrameSize,
-  ERROR_RESPONSE,
-  ERROR_RESPONSE_MESSAGE,
-  ERROR_RESPONSE_RECEIVER,
-  errorResponseBodySize,
   FRAME_HEADER,
   MAGIC_NUMBER,
   MAX_WIRE_FRAME_LENGTH,
-  NEW_BUFFER_SIZE,
   PARTIAL_BUFFER_SIZE_BYTES,
-  PARTITION_REQUEST,
-  RECEIVER_ID_BYTES,
-  RECEIVER_ONLY,
-  SEGMENT_ID,
-  TASK_EVENT_REQUEST,
-  TASK_EVENT_REQUEST_TARGET,
-  taskEventRequestBodySize,
 } from "./message-layout.js";
 import type { BufferResponse, NettyMessage } from "./netty-message.js";
-
-/**
- * Where the client-side decoder puts the payload of a data BufferResponse: a credited buffer of
- * the receiving channel, so the payload is copied once, straight from the socket chunks into it.
- */
-export interface BufferResponseAllocator {
-  /**
-   * A buffer with at least `size` writable bytes for channel `receiverId` (one credit), or
-   * `undefined` when the channel is unknown or released: the payload is then skipped. Called once
-   * the frame's header passed validation, so `size` never exceeds the max frame size. The buffer
-   * must be empty (size 0) and writable; ownership passes to the decoder and, once filled, to
-   * `onMessage`.
-   */
-  allocateDataBuffer(receiverId: InputChannelID, size: number): NetworkBuffer | undefined;
-  /**
-   * Called after the `size` payload bytes of a BufferResponse for `receiverId` were skipped
-   * because `allocateDataBuffer` returned `undefined`; the caller cancels that channel's request.
-   * No BufferResponse is emitted for a skipped frame.
-   */
-  onSkipped?(receiverId: InputChannelID, size: number): void;
-}
+import { type BodyReader, nonBufferCodecOf } from "./non-buffer-message-codecs.js";
+import { ReceiverIdCache } from "./receiver-id-cache.js";
+import { hex } from "./wire-format.js";
 
 /** Options of {@link NettyMessageDecoder}. */
 export interface NettyMessageDecoderOptions {
@@ -70,7 +38,8 @@ export interface NettyMessageDecoderOptions {
   readonly side: "client" | "server";
   /**
    * The largest frame accepted, header included (the max-frame-size option). Checked against
-   * every frame length before anything is allocated for the frame. In [9, 2^31 − 1].
+   * every frame length before anything is allocated for the frame. At least the frame header's
+   * size and at most 2^31 − 1.
    */
   readonly maxFrameSize: number;
   /**
@@ -123,64 +92,15 @@ const RETAINED_BODY_CAPACITY = 64 * 1024;
 const EMPTY_SIZES: readonly number[] = Object.freeze([]);
 const EMPTY_BUFFER = Buffer.alloc(0);
 
-/** Slots of the receiver-id cache (a power of two). */
-const RECEIVER_CACHE_SLOTS = 64;
-
-/**
- * A direct-mapped cache of decoded InputChannelIDs, keyed by their 16 bytes. Frames on one
- * connection go to a few channels, and building an id (a copy plus object set-up) costs several
- * times more than comparing four int32s; the ids are immutable, so sharing one instance is safe
- * (and lets its cached hex string be reused by whoever keys maps with it). Bounded: a miss
- * overwrites its slot.
- */
-class ReceiverIdCache {
-  private readonly words = new Int32Array(RECEIVER_CACHE_SLOTS * 4);
-  private readonly ids: (InputChannelID | undefined)[] = new Array(RECEIVER_CACHE_SLOTS).fill(
-    undefined,
-  );
-
-  read(src: Buffer, at: number): InputChannelID {
-    // An InputChannelID (RECEIVER_ID_BYTES) is read as four int32 words.
-    const w0 = src.readInt32BE(at);
-    const w1 = src.readInt32BE(at + 4);
-    const w2 = src.readInt32BE(at + 8);
-    const w3 = src.readInt32BE(at + 12);
-    const slot = Math.imul(w0 ^ w1 ^ w2 ^ w3, 0x9e3779b1) >>> 26; // top 6 bits: 0..63
-    const base = slot * 4;
-    const words = this.words;
-    const cached = this.ids[slot];
-    if (
-      cached !== undefined &&
-      words[base] === w0 &&
-      words[base + 1] === w1 &&
-      words[base + 2] === w2 &&
-      words[base + 3] === w3
-    ) {
-      return cached;
-    }
-    const id = InputChannelID.readFrom(src, at);
-    words[base] = w0;
-    words[base + 1] = w1;
-    words[base + 2] = w2;
-    words[base + 3] = w3;
-    this.ids[slot] = id;
-    return id;
-  }
-}
-
-function hex(value: number, digits: number): string {
-  return `0x${(value >>> 0).toString(16).padStart(digits, "0")}`;
-}
-
 /**
  * Decodes the Netty-style frame stream of docs/protocol.md (explicit state machine, as ws'
  * `Receiver`). `feed` accepts chunks split at any byte and several frames per chunk; every
  * complete message goes to `onMessage` synchronously.
  *
- * - The 9-byte frame header (and the 38-byte BufferResponse header) is read straight from the
+ * - The frame header (and the fixed part of a BufferResponse header) is read straight from the
  *   chunk when it is whole there, else accumulated in a small fixed buffer.
- * - The frame length is checked (≥ 9, ≤ `maxFrameSize`, consistent with the message id) before
- *   anything is allocated for the frame.
+ * - The frame length is checked (not below the frame header, ≤ `maxFrameSize`, consistent with
+ *   the message id) before anything is allocated for the frame.
  * - A BufferResponse payload is copied exactly once, from the chunks into its destination: a
  *   credited buffer from the allocator (data), or an exact-size unpooled buffer (events). A
  *   zero-size data buffer is emitted with `buffer: undefined`.
@@ -196,6 +116,11 @@ export class NettyMessageDecoder {
   private readonly allocator: BufferResponseAllocator | undefined;
   private readonly sink: NettyMessageDecoderOptions;
   private readonly receiverIds = new ReceiverIdCache();
+  /** What the message codecs read a body through: the shared receiver ids and this frame's errors. */
+  private readonly bodyReader: BodyReader = {
+    receiverId: (src, at) => this.receiverIds.read(src, at),
+    violation: (what, receiverId, cause) => this.violation(what, receiverId, cause),
+  };
 
   private state = ST_FRAME_HEADER;
   /** Stream offset of the first byte of the chunk being decoded. */
@@ -203,7 +128,7 @@ export class NettyMessageDecoder {
   /** The error that failed the decoder. */
   private failure: unknown;
 
-  /** Accumulates a split frame header (9 bytes) or BufferResponse header (38 bytes). */
+  /** Accumulates a split frame header or fixed BufferResponse header (the longer of the two). */
   private readonly scratch = Buffer.alloc(Math.max(FRAME_HEADER_BYTES, BUFFER_HEADER_BYTES));
   private scratchFill = 0;
   /** Accumulates a split message body or partial-size list; grows as bytes arrive. */
@@ -661,182 +586,11 @@ export class NettyMessageDecoder {
   }
 
   private parseBodyUnchecked(src: Buffer, at: number): NettyMessage {
-    const length = this.bodyLength;
-    switch (this.messageId) {
-      case MessageId.ERROR_RESPONSE:
-        return this.parseErrorResponse(src, at, length);
-      case MessageId.PARTITION_REQUEST: {
-        const receiverId = this.receiverIds.read(src, at + PARTITION_REQUEST.receiverId);
-        const partitionId = this.readResultPartitionId(
-          src,
-          at + PARTITION_REQUEST.partitionId,
-          receiverId,
-        );
-        const start = src.readInt32BE(at + PARTITION_REQUEST.subpartitionIndexStart);
-        const end = src.readInt32BE(at + PARTITION_REQUEST.subpartitionIndexEnd);
-        const credit = src.readInt32BE(at + PARTITION_REQUEST.credit);
-        if (start < 0 || end < start) {
-          throw this.violation(
-            `subpartition index set [${start}, ${end}] is not a valid range`,
-            receiverId,
-          );
-        }
-        if (credit < 0) throw this.violation(`negative initial credit ${credit}`, receiverId);
-        return {
-          id: MessageId.PARTITION_REQUEST,
-          partitionId,
-          subpartitionIndexSet: { start, end },
-          receiverId,
-          credit,
-        };
-      }
-      case MessageId.TASK_EVENT_REQUEST: {
-        const eventLength = src.readInt32BE(at + TASK_EVENT_REQUEST.eventLength);
-        if (eventLength < 0 || taskEventRequestBodySize(eventLength) !== length) {
-          throw this.violation(
-            `event length ${eventLength} (${hex(eventLength, 8)}) does not match the body of ${length} bytes (expected ${length - taskEventRequestBodySize(0)})`,
-          );
-        }
-        const eventAt = at + TASK_EVENT_REQUEST.BYTES;
-        const targetAt = eventAt + eventLength;
-        const receiverId = this.receiverIds.read(
-          src,
-          targetAt + TASK_EVENT_REQUEST_TARGET.receiverId,
-        );
-        const partitionId = this.readResultPartitionId(
-          src,
-          targetAt + TASK_EVENT_REQUEST_TARGET.partitionId,
-          receiverId,
-        );
-        // Copy: `src` may be the reused accumulation buffer or a socket chunk.
-        const event = new Uint8Array(src.subarray(eventAt, targetAt));
-        return { id: MessageId.TASK_EVENT_REQUEST, event, partitionId, receiverId };
-      }
-      case MessageId.CANCEL_PARTITION_REQUEST:
-        return {
-          id: MessageId.CANCEL_PARTITION_REQUEST,
-          receiverId: this.receiverIds.read(src, at + RECEIVER_ONLY.receiverId),
-        };
-      case MessageId.CLOSE_REQUEST:
-        return { id: MessageId.CLOSE_REQUEST };
-      case MessageId.ADD_CREDIT: {
-        const credit = src.readInt32BE(at + ADD_CREDIT.credit);
-        const receiverId = this.receiverIds.read(src, at + ADD_CREDIT.receiverId);
-        if (credit <= 0) throw this.violation(`AddCredit credit ${credit} is not > 0`, receiverId);
-        return { id: MessageId.ADD_CREDIT, credit, receiverId };
-      }
-      case MessageId.RESUME_CONSUMPTION:
-        return {
-          id: MessageId.RESUME_CONSUMPTION,
-          receiverId: this.receiverIds.read(src, at + RECEIVER_ONLY.receiverId),
-        };
-      case MessageId.ACK_ALL_USER_RECORDS_PROCESSED:
-        return {
-          id: MessageId.ACK_ALL_USER_RECORDS_PROCESSED,
-          receiverId: this.receiverIds.read(src, at + RECEIVER_ONLY.receiverId),
-        };
-      case MessageId.BACKLOG_ANNOUNCEMENT: {
-        const backlog = src.readInt32BE(at + BACKLOG_ANNOUNCEMENT.backlog);
-        const receiverId = this.receiverIds.read(src, at + BACKLOG_ANNOUNCEMENT.receiverId);
-        if (backlog <= 0) {
-          throw this.violation(`BacklogAnnouncement backlog ${backlog} is not > 0`, receiverId);
-        }
-        return { id: MessageId.BACKLOG_ANNOUNCEMENT, backlog, receiverId };
-      }
-      case MessageId.NEW_BUFFER_SIZE: {
-        const bufferSize = src.readInt32BE(at + NEW_BUFFER_SIZE.bufferSize);
-        const receiverId = this.receiverIds.read(src, at + NEW_BUFFER_SIZE.receiverId);
-        if (bufferSize <= 0) {
-          throw this.violation(`NewBufferSize bufferSize ${bufferSize} is not > 0`, receiverId);
-        }
-        return { id: MessageId.NEW_BUFFER_SIZE, bufferSize, receiverId };
-      }
-      case MessageId.SEGMENT_ID: {
-        const subpartitionId = src.readInt32BE(at + SEGMENT_ID.subpartitionId);
-        const segmentId = src.readInt32BE(at + SEGMENT_ID.segmentId);
-        const receiverId = this.receiverIds.read(src, at + SEGMENT_ID.receiverId);
-        if (subpartitionId < 0) {
-          throw this.violation(
-            `SegmentId subpartitionId ${subpartitionId} is negative`,
-            receiverId,
-          );
-        }
-        if (segmentId <= 0)
-          throw this.violation(`SegmentId segmentId ${segmentId} is not > 0`, receiverId);
-        return { id: MessageId.SEGMENT_ID, subpartitionId, segmentId, receiverId };
-      }
-      default:
-        // Unreachable: ids were checked against the side in the frame header.
-        throw this.violation(`unexpected message id ${hex(this.messageId, 2)}`);
-    }
-  }
-
-  private parseErrorResponse(src: Buffer, at: number, length: number): NettyMessage {
-    const errorWireId = src.readInt16BE(at + ERROR_RESPONSE.errorWireId);
-    const nameLength = src.readUInt16BE(at + ERROR_RESPONSE.nameLength);
-    if (errorResponseBodySize(nameLength, 0, false) > length) {
-      throw this.violation(
-        `ErrorResponse name length ${nameLength} exceeds the body of ${length} bytes`,
-      );
-    }
-    const nameStart = at + ERROR_RESPONSE.BYTES;
-    const errorName = src.toString("utf8", nameStart, nameStart + nameLength);
-    const messageAt = nameStart + nameLength;
-    const messageLength = src.readInt32BE(messageAt + ERROR_RESPONSE_MESSAGE.messageLength);
-    if (messageLength < 0 || errorResponseBodySize(nameLength, messageLength, false) > length) {
-      throw this.violation(
-        `ErrorResponse message length ${messageLength} (${hex(messageLength, 8)}) does not fit the body of ${length} bytes`,
-      );
-    }
-    const messageStart = messageAt + ERROR_RESPONSE_MESSAGE.BYTES;
-    const message = src.toString("utf8", messageStart, messageStart + messageLength);
-    const receiverAt = messageStart + messageLength;
-    const hasReceiver = src[receiverAt + ERROR_RESPONSE_RECEIVER.hasReceiver] as number;
-    const used = receiverAt + ERROR_RESPONSE_RECEIVER.BYTES - at;
-    if (hasReceiver === 0) {
-      if (used !== length) {
-        throw this.violation(`ErrorResponse without receiver has ${length - used} trailing bytes`);
-      }
-      return {
-        id: MessageId.ERROR_RESPONSE,
-        errorWireId,
-        errorName,
-        message,
-        receiverId: undefined,
-      };
-    }
-    if (hasReceiver !== 1) {
-      throw this.violation(
-        `ErrorResponse hasReceiver byte ${hex(hasReceiver, 2)} is neither 0 nor 1`,
-      );
-    }
-    if (used + RECEIVER_ID_BYTES !== length) {
-      throw this.violation(
-        `ErrorResponse with receiver needs ${used + RECEIVER_ID_BYTES} body bytes, the frame has ${length}`,
-      );
-    }
-    const receiverId = this.receiverIds.read(src, receiverAt + ERROR_RESPONSE_RECEIVER.BYTES);
-    return { id: MessageId.ERROR_RESPONSE, errorWireId, errorName, message, receiverId };
-  }
-
-  /**
-   * Reads a ResultPartitionID: a field the id rejects (a negative partition number, subtask index
-   * or attempt number) is a protocol error naming the receiver.
-   */
-  private readResultPartitionId(
-    src: Buffer,
-    at: number,
-    receiverId: InputChannelID,
-  ): ResultPartitionID {
-    try {
-      return ResultPartitionID.readFrom(src, at);
-    } catch (error) {
-      throw this.violation(
-        `invalid ResultPartitionID: ${(error as Error).message}`,
-        receiverId,
-        error,
-      );
-    }
+    const codec = nonBufferCodecOf(this.messageId);
+    // Unreachable: ids were checked against the side in the frame header.
+    if (codec === undefined)
+      throw this.violation(`unexpected message id ${hex(this.messageId, 2)}`);
+    return codec.decode(src, at, this.bodyLength, this.bodyReader);
   }
 
   // ------------------------------------------------------------------------------ helpers

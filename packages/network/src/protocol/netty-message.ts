@@ -3,7 +3,8 @@ import type { MessageId } from "./message-id.js";
 
 /**
  * The header fields of a BufferResponse (id 0, server → client), in write order. What follows the
- * fixed 38 bytes: `partialBufferSizes.length` int32 sizes, then `bufferSize` payload bytes.
+ * fixed fields (`BUFFER_RESPONSE` in `message-layout.ts`): `partialBufferSizes.length` int32
+ * sizes, then `bufferSize` payload bytes.
  */
 export interface BufferResponseHeader {
   /** The logical channel (input channel) the buffer is for. */

@@ -1,4 +1,4 @@
-import type { ConnectionHandler, TransportConnection } from "../netty/transport.js";
+import type { ConnectionHandler, TransportConnection } from "../netty/transport/transport.js";
 
 /**
  * A TransportConnection that records what is written to it; the test decides when it is

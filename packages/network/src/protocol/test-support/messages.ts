@@ -15,7 +15,7 @@ import {
 import fc from "fast-check";
 import { encodeBufferResponse, encodeMessage } from "../message-encoder.js";
 import { MessageId } from "../message-id.js";
-import type { BufferResponse, NettyMessage } from "../netty-message.js";
+import type { BufferResponse, BufferResponseHeader, NettyMessage } from "../netty-message.js";
 
 /** Test helpers shared by the protocol tests: arbitraries, encoding and comparison. */
 
@@ -192,6 +192,27 @@ export const serverBoundArb: fc.Arbitrary<NettyMessage> = fc.oneof(
     receiverId: inputChannelIdArb,
   }),
 ) as fc.Arbitrary<NettyMessage>;
+
+/**
+ * The header of an uncompressed data buffer for `receiverId`, subpartition 0, sequence number 0,
+ * no backlog and no partial buffers; `fields` states what a test varies.
+ */
+export function dataBufferHeader(
+  receiverId: InputChannelID,
+  fields: Partial<BufferResponseHeader> = {},
+): BufferResponseHeader {
+  return {
+    receiverId,
+    subpartitionId: 0,
+    partialBufferSizes: [],
+    sequenceNumber: 0,
+    backlog: 0,
+    dataType: DataType.DATA_BUFFER,
+    isCompressed: false,
+    bufferSize: 0,
+    ...fields,
+  };
+}
 
 /** Encodes any message into one frame (BufferResponse payloads copied). */
 export function encodeFrame(msg: NettyMessage): Buffer {

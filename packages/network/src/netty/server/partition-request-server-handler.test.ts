@@ -8,14 +8,15 @@ import {
   NetworkBufferPool,
   ProtocolError,
   ResultPartitionID,
+  type SluiceError,
   TaskEvent,
   TimeoutError,
 } from "@sluice/core";
 import { expectSluiceError } from "@sluice/core/testing";
 import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ResultPartition } from "../partition/result-partition.js";
-import { ResultPartitionManager } from "../partition/result-partition-manager.js";
+import { ResultPartition } from "../../partition/result-partition.js";
+import { ResultPartitionManager } from "../../partition/result-partition-manager.js";
 import {
   type ErrorResponse,
   encodeMessage,
@@ -24,8 +25,8 @@ import {
   type NettyMessage,
   NettyMessageDecoder,
   type NonBufferMessage,
-} from "../protocol/index.js";
-import { FakeConnection } from "../test-support/fake-connection.js";
+} from "../../protocol/index.js";
+import { FakeConnection } from "../../test-support/fake-connection.js";
 import { CreditBasedSequenceNumberingViewReader } from "./credit-based-sequence-numbering-view-reader.js";
 import {
   PartitionRequestServerHandler,
@@ -49,6 +50,18 @@ function newManager(): ResultPartitionManager {
   const manager = new ResultPartitionManager();
   managers.push(manager);
   return manager;
+}
+
+/** A handler for `connection` with the test options and `options` on top. */
+function handlerOn(
+  connection: FakeConnection,
+  options: Partial<ServerHandlerOptions> = {},
+  manager = newManager(),
+): PartitionRequestServerHandler {
+  return new PartitionRequestServerHandler(connection, manager, undefined, {
+    ...OPTIONS,
+    ...options,
+  });
 }
 
 function frames(messages: readonly NonBufferMessage[]): Buffer {
@@ -91,6 +104,43 @@ function errorsIn(messages: readonly NettyMessage[]): ErrorResponse[] {
   return messages.filter((m): m is ErrorResponse => m.id === MessageId.ERROR_RESPONSE);
 }
 
+/** The first ErrorResponse the handler wrote, and the error it stands for. */
+function firstErrorIn(connection: FakeConnection): {
+  readonly response: ErrorResponse | undefined;
+  readonly error: SluiceError;
+} {
+  const [response] = errorsIn(answers(connection));
+  return { response, error: errorFromErrorResponse(response as ErrorResponse) };
+}
+
+/** Completes the handler's writes to `connection` until `count` ErrorResponses were written. */
+async function expectErrorAnswers(connection: FakeConnection, count: number): Promise<void> {
+  const received: NettyMessage[] = [];
+  await expect
+    .poll(
+      () => {
+        connection.completeWrites();
+        received.push(...answers(connection));
+        return errorsIn(received).length;
+      },
+      { interval: 5 },
+    )
+    .toBe(count);
+}
+
+/** The handler closed `connection` with a fatal TimeoutError that names the option `key`. */
+function expectClosedByTimeout(connection: FakeConnection, key: string): void {
+  expect(connection.closed).toBe(true);
+  const { error } = firstErrorIn(connection);
+  expect(error).toBeInstanceOf(TimeoutError);
+  expect(error.message).toContain(key);
+}
+
+/** Fakes the clocks the handler's idle and frame-read timeouts run on. */
+function useFakeClock(): void {
+  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+}
+
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe("PartitionRequestServerHandler", () => {
@@ -98,9 +148,7 @@ describe("PartitionRequestServerHandler", () => {
     const manager = newManager();
     const missing = new ResultPartitionID();
     const connections = [new FakeConnection("peer-a:1"), new FakeConnection("peer-b:2")];
-    const handlers = connections.map(
-      (connection) => new PartitionRequestServerHandler(connection, manager, undefined, OPTIONS),
-    );
+    const handlers = connections.map((connection) => handlerOn(connection, {}, manager));
     // The requests of both connections wait for the same partition id, interleaved, as when
     // several peers ask at once.
     const perConnection = 50_000;
@@ -135,10 +183,7 @@ describe("PartitionRequestServerHandler", () => {
     const connection = new FakeConnection();
     connection.writable = false; // the peer reads nothing
     const budget = 16 * 1024;
-    const handler = new PartitionRequestServerHandler(connection, newManager(), undefined, {
-      ...OPTIONS,
-      maxOutboundBytes: budget,
-    });
+    const handler = handlerOn(connection, { maxOutboundBytes: budget });
     // Each TaskEventRequest for a partition nobody listens to earns an error response.
     let sent = 0;
     while (!connection.paused && sent < 10_000) {
@@ -155,17 +200,7 @@ describe("PartitionRequestServerHandler", () => {
 
     connection.drain();
     // Reading resumes; what was read but not decoded while paused is answered too.
-    const received: NettyMessage[] = [];
-    await expect
-      .poll(
-        () => {
-          connection.completeWrites();
-          received.push(...answers(connection));
-          return errorsIn(received).length;
-        },
-        { interval: 5 },
-      )
-      .toBe(sent);
+    await expectErrorAnswers(connection, sent);
     expect(handler.getQueuedOutboundBytes()).toBe(0);
     expect(connection.paused).toBe(false);
     expect(connection.destroyed).toBe(false);
@@ -175,27 +210,14 @@ describe("PartitionRequestServerHandler", () => {
     const connection = new FakeConnection();
     connection.writable = false;
     const budget = 16 * 1024;
-    const handler = new PartitionRequestServerHandler(connection, newManager(), undefined, {
-      ...OPTIONS,
-      maxOutboundBytes: budget,
-    });
+    const handler = handlerOn(connection, { maxOutboundBytes: budget });
     // One large chunk, as one WebSocket message can be: it is read whole, decoded in part.
     handler.onData(frames(Array.from({ length: 2_000 }, () => taskEventRequest())));
     expect(connection.paused).toBe(true);
     expect(connection.destroyed).toBe(false);
     expect(handler.getQueuedOutboundBytes()).toBeLessThan(2 * budget);
     connection.drain();
-    const received: NettyMessage[] = [];
-    await expect
-      .poll(
-        () => {
-          connection.completeWrites();
-          received.push(...answers(connection));
-          return errorsIn(received).length;
-        },
-        { interval: 5 },
-      )
-      .toBe(2_000);
+    await expectErrorAnswers(connection, 2_000);
   });
 
   it("closes a connection whose queued replies exceed twice the outbound budget", async () => {
@@ -203,10 +225,7 @@ describe("PartitionRequestServerHandler", () => {
     connection.writable = false;
     // So small that the replies to one decoded slice of input already exceed twice of it.
     const budget = 4 * 1024;
-    const handler = new PartitionRequestServerHandler(connection, newManager(), undefined, {
-      ...OPTIONS,
-      maxOutboundBytes: budget,
-    });
+    const handler = handlerOn(connection, { maxOutboundBytes: budget });
     handler.onData(frames(Array.from({ length: 1_000 }, () => taskEventRequest())));
     expect(connection.destroyed).toBe(true);
     const cause = expectSluiceError(
@@ -221,13 +240,12 @@ describe("PartitionRequestServerHandler", () => {
 
   it("fails the connection when AddCredit names a receiver without a partition request, as Flink does", async () => {
     const connection = new FakeConnection();
-    const handler = new PartitionRequestServerHandler(connection, newManager(), undefined, OPTIONS);
+    const handler = handlerOn(connection);
     handler.onData(
       frames([{ id: MessageId.ADD_CREDIT, credit: 3, receiverId: new InputChannelID() }]),
     );
-    const [fatal] = errorsIn(answers(connection));
+    const { response: fatal, error } = firstErrorIn(connection);
     expect(fatal?.receiverId).toBeUndefined();
-    const error = errorFromErrorResponse(fatal as ErrorResponse);
     expect(error).toBeInstanceOf(ProtocolError);
     expect(error.message).toContain("AddCredit for receiver");
     expect(connection.closed).toBe(true);
@@ -235,7 +253,7 @@ describe("PartitionRequestServerHandler", () => {
 
   it("answers a subpartition range with an error for that receiver only", async () => {
     const connection = new FakeConnection();
-    const handler = new PartitionRequestServerHandler(connection, newManager(), undefined, OPTIONS);
+    const handler = handlerOn(connection);
     const receiverId = new InputChannelID();
     handler.onData(
       frames([
@@ -249,9 +267,8 @@ describe("PartitionRequestServerHandler", () => {
       ]),
     );
     await turn();
-    const [answer] = errorsIn(answers(connection));
+    const { response: answer, error } = firstErrorIn(connection);
     expect(answer?.receiverId?.equals(receiverId)).toBe(true);
-    const error = errorFromErrorResponse(answer as ErrorResponse);
     expect(error).toBeInstanceOf(IllegalArgumentError);
     expect(error.message).toContain("[0, 3]");
     expect(connection.closed).toBe(false);
@@ -259,30 +276,19 @@ describe("PartitionRequestServerHandler", () => {
   });
 
   it("closes a connection without partition requests that sent nothing for the idle timeout", async () => {
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    useFakeClock();
     const connection = new FakeConnection();
-    const manager = newManager();
-    new PartitionRequestServerHandler(connection, manager, undefined, {
-      ...OPTIONS,
-      idleTimeoutMs: 1_000,
-    });
+    handlerOn(connection, { idleTimeoutMs: 1_000 });
     vi.advanceTimersByTime(999);
     expect(connection.closed).toBe(false);
     vi.advanceTimersByTime(2);
-    expect(connection.closed).toBe(true);
-    const [fatal] = errorsIn(answers(connection));
-    const error = errorFromErrorResponse(fatal as ErrorResponse);
-    expect(error).toBeInstanceOf(TimeoutError);
-    expect(error.message).toContain("taskmanager.network.idle-connection-timeout");
+    expectClosedByTimeout(connection, "taskmanager.network.idle-connection-timeout");
   });
 
   it("keeps a connection that waits for its partitions open past the idle timeout", async () => {
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    useFakeClock();
     const connection = new FakeConnection();
-    const handler = new PartitionRequestServerHandler(connection, newManager(), undefined, {
-      ...OPTIONS,
-      idleTimeoutMs: 1_000,
-    });
+    const handler = handlerOn(connection, { idleTimeoutMs: 1_000 });
     handler.onData(frames([partitionRequest(new ResultPartitionID())]));
     vi.advanceTimersByTime(5_000);
     expect(connection.closed).toBe(false);
@@ -290,13 +296,9 @@ describe("PartitionRequestServerHandler", () => {
   });
 
   it("closes a connection whose started frame does not complete within the frame read timeout", async () => {
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    useFakeClock();
     const connection = new FakeConnection();
-    const handler = new PartitionRequestServerHandler(connection, newManager(), undefined, {
-      ...OPTIONS,
-      frameReadTimeoutMs: 1_000,
-      idleTimeoutMs: 60_000,
-    });
+    const handler = handlerOn(connection, { frameReadTimeoutMs: 1_000, idleTimeoutMs: 60_000 });
     const frame = frames([partitionRequest(new ResultPartitionID())]);
     // A slow peer: one byte every 300 ms keeps the connection busy but never ends the frame.
     for (let i = 0; i < 3; i++) {
@@ -305,20 +307,13 @@ describe("PartitionRequestServerHandler", () => {
     }
     expect(connection.closed).toBe(false);
     vi.advanceTimersByTime(200);
-    expect(connection.closed).toBe(true);
-    const [fatal] = errorsIn(answers(connection));
-    const error = errorFromErrorResponse(fatal as ErrorResponse);
-    expect(error).toBeInstanceOf(TimeoutError);
-    expect(error.message).toContain("taskmanager.network.frame-read-timeout");
+    expectClosedByTimeout(connection, "taskmanager.network.frame-read-timeout");
   });
 
   it("does not time out a peer that sends whole frames split across chunks", async () => {
-    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    useFakeClock();
     const connection = new FakeConnection();
-    const handler = new PartitionRequestServerHandler(connection, newManager(), undefined, {
-      ...OPTIONS,
-      frameReadTimeoutMs: 1_000,
-    });
+    const handler = handlerOn(connection, { frameReadTimeoutMs: 1_000 });
     // Every chunk ends in the middle of a frame, but every frame completes quickly.
     const stream = frames(
       Array.from({ length: 20 }, () => partitionRequest(new ResultPartitionID())),
@@ -348,8 +343,8 @@ describe("PartitionRequestServerHandler", () => {
     partition.emitRecord(new Uint8Array(60), 0);
     const broken = new FakeConnection("peer-a:1");
     const healthy = new FakeConnection("peer-b:2");
-    const handler = new PartitionRequestServerHandler(broken, manager, undefined, OPTIONS);
-    const other = new PartitionRequestServerHandler(healthy, manager, undefined, OPTIONS);
+    const handler = handlerOn(broken, {}, manager);
+    const other = handlerOn(healthy, {}, manager);
     // Without credit the reader's backlog is announced; that announcement is encoded in the
     // write turn, a setImmediate callback, where reading the backlog now throws.
     const getBacklog = vi
@@ -361,9 +356,8 @@ describe("PartitionRequestServerHandler", () => {
     handler.onData(frames([partitionRequest(partition.partitionId, 0)]));
     await turn();
     getBacklog.mockRestore();
-    const [fatal] = errorsIn(answers(broken));
+    const { response: fatal, error } = firstErrorIn(broken);
     expect(fatal?.receiverId).toBeUndefined();
-    const error = errorFromErrorResponse(fatal as ErrorResponse);
     expect(error.code).toBe(ErrorCodes.ILLEGAL_STATE);
     expect(error.message).toContain("failed to write to peer-a:1: backlog broke on purpose");
     expect(broken.closed).toBe(true);

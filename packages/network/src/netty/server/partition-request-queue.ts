@@ -4,14 +4,14 @@ import {
   type InputChannelID,
   LimitExceededError,
 } from "@sluice/core";
-import { errorToErrorResponse } from "../protocol/error-response.js";
-import { encodeBufferResponseHeader, encodeMessage } from "../protocol/message-encoder.js";
-import { MessageId } from "../protocol/message-id.js";
+import { errorToErrorResponse } from "../../protocol/error-response.js";
+import { encodeBufferResponseHeader, encodeMessage } from "../../protocol/message-encoder.js";
+import { MessageId } from "../../protocol/message-id.js";
+import type { TransportConnection } from "../transport/transport.js";
 import type {
   CreditBasedSequenceNumberingViewReader,
   ReaderQueue,
 } from "./credit-based-sequence-numbering-view-reader.js";
-import type { TransportConnection } from "./transport.js";
 
 /** How many messages one write turn sends before yielding to the event loop. */
 const MAX_MESSAGES_PER_TURN = 64;

@@ -4,14 +4,14 @@ import {
   type NetworkBuffer,
   RemoteTransportError,
 } from "@sluice/core";
-import type { RemoteInputChannel } from "../consumer/remote-input-channel.js";
-import { errorFromErrorResponse, isFatalErrorResponse } from "../protocol/error-response.js";
-import { encodeMessage } from "../protocol/message-encoder.js";
-import { MessageId } from "../protocol/message-id.js";
-import type { NettyMessage, NonBufferMessage } from "../protocol/netty-message.js";
-import { NettyMessageDecoder } from "../protocol/netty-message-decoder.js";
-import type { ConnectionID } from "./connection-id.js";
-import type { ConnectionHandler, TransportConnection } from "./transport.js";
+import type { ConnectionID } from "../../consumer/connection-id.js";
+import type { RemoteInputChannel } from "../../consumer/remote-input-channel.js";
+import { errorFromErrorResponse, isFatalErrorResponse } from "../../protocol/error-response.js";
+import { encodeMessage } from "../../protocol/message-encoder.js";
+import { MessageId } from "../../protocol/message-id.js";
+import type { NettyMessage, NonBufferMessage } from "../../protocol/netty-message.js";
+import { NettyMessageDecoder } from "../../protocol/netty-message-decoder.js";
+import type { ConnectionHandler, TransportConnection } from "../transport/transport.js";
 
 /**
  * The client side of one connection (Flink's CreditBasedPartitionRequestClientHandler): routes

@@ -4,8 +4,9 @@ import {
   type ResultPartitionID,
   type TaskEvent,
 } from "@sluice/core";
-import type { RemoteInputChannel } from "../consumer/remote-input-channel.js";
-import { MessageId } from "../protocol/message-id.js";
+import type { PartitionRequestClient } from "../../consumer/partition-request-client.js";
+import type { RemoteInputChannel } from "../../consumer/remote-input-channel.js";
+import { MessageId } from "../../protocol/message-id.js";
 import type { CreditBasedPartitionRequestClientHandler } from "./credit-based-partition-request-client-handler.js";
 
 /**
@@ -14,9 +15,9 @@ import type { CreditBasedPartitionRequestClientHandler } from "./credit-based-pa
  * at once, or — reused across jobs — after `keepIdleMs` without a new channel, so that the next
  * job's channels to the same worker skip the connect (FLINK-15455).
  */
-export class PartitionRequestClient {
+export class NettyPartitionRequestClient implements PartitionRequestClient {
   private readonly handler: CreditBasedPartitionRequestClientHandler;
-  private readonly onUnused: (client: PartitionRequestClient) => void;
+  private readonly onUnused: (client: NettyPartitionRequestClient) => void;
   private readonly keepIdleMs: number;
   private idleTimer: NodeJS.Timeout | undefined;
   private users = 0;
@@ -28,7 +29,7 @@ export class PartitionRequestClient {
    */
   constructor(
     handler: CreditBasedPartitionRequestClientHandler,
-    onUnused: (client: PartitionRequestClient) => void,
+    onUnused: (client: NettyPartitionRequestClient) => void,
     keepIdleMs = 0,
   ) {
     this.handler = handler;

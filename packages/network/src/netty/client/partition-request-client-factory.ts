@@ -1,8 +1,9 @@
 import { PartitionConnectionError, TimeoutError } from "@sluice/core";
-import type { ConnectionID } from "./connection-id.js";
+import type { ConnectionID } from "../../consumer/connection-id.js";
+import type { ConnectionManager } from "../../consumer/connection-manager.js";
+import type { Transport } from "../transport/transport.js";
 import { CreditBasedPartitionRequestClientHandler } from "./credit-based-partition-request-client-handler.js";
-import { PartitionRequestClient } from "./partition-request-client.js";
-import type { Transport } from "./transport.js";
+import { NettyPartitionRequestClient } from "./netty-partition-request-client.js";
 
 /** Connection settings of the client side. */
 export interface ClientOptions {
@@ -22,11 +23,11 @@ export interface ClientOptions {
  * PartitionRequestClientFactory): one connection per ConnectionID, however many channels use it;
  * concurrent requests for the same id wait for the same connect.
  */
-export class PartitionRequestClientFactory {
+export class PartitionRequestClientFactory implements ConnectionManager {
   private readonly transport: Transport;
   private readonly options: ClientOptions;
-  private readonly clients = new Map<string, Promise<PartitionRequestClient>>();
-  private readonly resolved = new Map<string, PartitionRequestClient>();
+  private readonly clients = new Map<string, Promise<NettyPartitionRequestClient>>();
+  private readonly resolved = new Map<string, NettyPartitionRequestClient>();
   private readonly handlers = new Set<CreditBasedPartitionRequestClientHandler>();
   private closed = false;
   private connectionsOpened = 0;
@@ -36,7 +37,7 @@ export class PartitionRequestClientFactory {
     this.options = options;
   }
 
-  createPartitionRequestClient(connectionId: ConnectionID): Promise<PartitionRequestClient> {
+  createPartitionRequestClient(connectionId: ConnectionID): Promise<NettyPartitionRequestClient> {
     if (this.closed) {
       return Promise.reject(new PartitionConnectionError("the connection manager is shut down"));
     }
@@ -53,7 +54,7 @@ export class PartitionRequestClientFactory {
     return client;
   }
 
-  private async connect(connectionId: ConnectionID): Promise<PartitionRequestClient> {
+  private async connect(connectionId: ConnectionID): Promise<NettyPartitionRequestClient> {
     let lastError: unknown;
     for (let attempt = 0; attempt <= this.options.retries; attempt++) {
       try {
@@ -76,7 +77,7 @@ export class PartitionRequestClientFactory {
               this.forget(key, client);
             },
           );
-        const client: PartitionRequestClient = new PartitionRequestClient(
+        const client: NettyPartitionRequestClient = new NettyPartitionRequestClient(
           handler,
           () => {
             this.forget(key, client);
@@ -99,7 +100,7 @@ export class PartitionRequestClientFactory {
     );
   }
 
-  private forget(key: string, client: PartitionRequestClient): void {
+  private forget(key: string, client: NettyPartitionRequestClient): void {
     if (this.resolved.get(key) !== client) return;
     this.resolved.delete(key);
     this.clients.delete(key);

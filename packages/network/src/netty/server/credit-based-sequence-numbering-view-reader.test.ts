@@ -12,8 +12,8 @@ import {
 import { expectError } from "@sluice/core/testing";
 import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ResultPartition } from "../partition/result-partition.js";
-import { ResultPartitionManager } from "../partition/result-partition-manager.js";
+import { ResultPartition } from "../../partition/result-partition.js";
+import { ResultPartitionManager } from "../../partition/result-partition-manager.js";
 import {
   CreditBasedSequenceNumberingViewReader,
   type ReaderBuffer,

@@ -8,8 +8,8 @@ import {
 } from "@sluice/core";
 import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ResultPartition } from "../partition/result-partition.js";
-import { ResultPartitionManager } from "../partition/result-partition-manager.js";
+import { ResultPartition } from "../../partition/result-partition.js";
+import { ResultPartitionManager } from "../../partition/result-partition-manager.js";
 import {
   type BacklogAnnouncement,
   type BufferResponse,
@@ -18,8 +18,8 @@ import {
   MessageId,
   type NettyMessage,
   NettyMessageDecoder,
-} from "../protocol/index.js";
-import { FakeConnection } from "../test-support/fake-connection.js";
+} from "../../protocol/index.js";
+import { FakeConnection } from "../../test-support/fake-connection.js";
 import { CreditBasedSequenceNumberingViewReader } from "./credit-based-sequence-numbering-view-reader.js";
 import { PartitionRequestQueue } from "./partition-request-queue.js";
 import "@sluice/core/testing";

@@ -4,13 +4,13 @@ import {
   type NetworkBuffer,
   type ResultPartitionID,
 } from "@sluice/core";
-import { isDataAvailable, isEventAvailable } from "../partition/buffer-and-backlog.js";
-import type { BufferAvailabilityListener } from "../partition/buffer-availability-listener.js";
+import { isDataAvailable, isEventAvailable } from "../../partition/buffer-and-backlog.js";
+import type { BufferAvailabilityListener } from "../../partition/buffer-availability-listener.js";
 import type {
   PartitionRequestListener,
   ResultPartitionManager,
-} from "../partition/result-partition-manager.js";
-import type { ResultSubpartitionView } from "../partition/result-subpartition-view.js";
+} from "../../partition/result-partition-manager.js";
+import type { ResultSubpartitionView } from "../../partition/result-subpartition-view.js";
 
 /** Where a reader reports that it has something to send (the connection's PartitionRequestQueue). */
 export interface ReaderQueue {

@@ -9,15 +9,15 @@ import {
   TimeoutError,
 } from "@sluice/core";
 import type { TaskEventPublisher } from "@sluice/runtime-api";
-import type { ResultPartitionManager } from "../partition/result-partition-manager.js";
-import { errorToErrorResponse } from "../protocol/error-response.js";
-import { encodeMessage } from "../protocol/message-encoder.js";
-import { MessageId } from "../protocol/message-id.js";
-import type { NettyMessage } from "../protocol/netty-message.js";
-import { NettyMessageDecoder } from "../protocol/netty-message-decoder.js";
+import type { ResultPartitionManager } from "../../partition/result-partition-manager.js";
+import { errorToErrorResponse } from "../../protocol/error-response.js";
+import { encodeMessage } from "../../protocol/message-encoder.js";
+import { MessageId } from "../../protocol/message-id.js";
+import type { NettyMessage } from "../../protocol/netty-message.js";
+import { NettyMessageDecoder } from "../../protocol/netty-message-decoder.js";
+import type { ConnectionHandler, TransportConnection } from "../transport/transport.js";
 import { CreditBasedSequenceNumberingViewReader } from "./credit-based-sequence-numbering-view-reader.js";
 import { PartitionRequestQueue } from "./partition-request-queue.js";
-import type { ConnectionHandler, TransportConnection } from "./transport.js";
 
 /**
  * Input is decoded in slices of this many bytes, and not at all while reading is paused: a large
