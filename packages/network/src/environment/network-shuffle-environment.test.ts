@@ -1,5 +1,6 @@
 import {
   ExecutionAttemptID,
+  frameRecord,
   IntermediateDataSetID,
   IntermediateResultPartitionID,
   JobID,
@@ -105,7 +106,7 @@ describe("NetworkShuffleEnvironment in one process", () => {
       [createResultPartitionDeploymentDescriptor(partitionDescriptor, descriptor, 128)],
     ) as [ResultPartition];
     writer.setup();
-    for (let seq = 0; seq < 3; seq++) writer.emitRecord(makeRecord(0, 0, seq, 10), 0);
+    for (let seq = 0; seq < 3; seq++) writer.emitRecord(frameRecord(makeRecord(0, 0, seq, 10)), 0);
     writer.flushAll();
     expect(gate.pollNext()).toBeUndefined();
 
@@ -165,7 +166,7 @@ describe("NetworkShuffleEnvironment in one process", () => {
     // Phase 1: the consumer does not read. The producer writes only while available.
     let emitted = 0;
     while (writer.isAvailable()) {
-      writer.emitRecord(makeRecord(0, 0, emitted++, padding), 0);
+      writer.emitRecord(frameRecord(makeRecord(0, 0, emitted++, padding)), 0);
       sample();
       expect(emitted).toBeLessThan(1_000); // it must stop on its own
     }
@@ -188,7 +189,7 @@ describe("NetworkShuffleEnvironment in one process", () => {
     const produce = async () => {
       while (emitted < total) {
         if (!writer.isAvailable()) await writer.getAvailableFuture();
-        writer.emitRecord(makeRecord(0, 0, emitted++, padding), 0);
+        writer.emitRecord(frameRecord(makeRecord(0, 0, emitted++, padding)), 0);
         sample();
       }
       if (!writer.isAvailable()) await writer.getAvailableFuture();
@@ -278,7 +279,8 @@ describe("NetworkShuffleEnvironment in one process", () => {
       [createResultPartitionDeploymentDescriptor(partitionDescriptor, descriptor, 128)],
     ) as [ResultPartition];
     writer.setup();
-    for (let sub = 0; sub < 3; sub++) writer.emitRecord(makeRecord(sub, 0, 0, 10), sub);
+    for (let sub = 0; sub < 3; sub++)
+      writer.emitRecord(frameRecord(makeRecord(sub, 0, 0, 10)), sub);
     writer.finish();
     let records = 0;
     while (!gate.isFinished()) {

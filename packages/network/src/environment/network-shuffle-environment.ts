@@ -49,7 +49,7 @@ import { emitTransportWarning } from "../netty/transport-warning.js";
 import { BatchShuffleCounters } from "../partition/batch-shuffle-counters.js";
 import { BatchShuffleReadBufferPool } from "../partition/batch-shuffle-read-buffer-pool.js";
 import { FileChannelManager } from "../partition/file-channel-manager.js";
-import { ResultPartition } from "../partition/result-partition.js";
+import { PipelinedResultPartition } from "../partition/pipelined-result-partition.js";
 import { ResultPartitionManager } from "../partition/result-partition-manager.js";
 import { SortMergeResultPartition } from "../partition/sort-merge-result-partition.js";
 import { TaskEventDispatcher } from "../partition/task-event-publisher.js";
@@ -74,7 +74,7 @@ const FALLBACK_RESERVE_FRACTION = 0.5;
 const FALLBACK_SHARE_DIVISOR = 16;
 
 /** A writer of the network shuffle: pipelined in memory, or blocking (sort-merge) on disk. */
-export type NetworkResultPartition = ResultPartition | SortMergeResultPartition;
+export type NetworkResultPartition = PipelinedResultPartition | SortMergeResultPartition;
 
 /**
  * One worker's shuffle (Flink's NettyShuffleEnvironment): its NetworkBufferPool, the registry of
@@ -83,7 +83,7 @@ export type NetworkResultPartition = ResultPartition | SortMergeResultPartition;
  * created here from deployment descriptors. With no transport it runs local-only (`start()`
  * returns -1).
  *
- * Pipelined types get a `ResultPartition`, BLOCKING and BLOCKING_PERSISTENT a
+ * Pipelined types get a `PipelinedResultPartition`, BLOCKING and BLOCKING_PERSISTENT a
  * `SortMergeResultPartition` whose files go to the worker's folders (`tmpDirPaths` of the
  * context, else `io.tmp.dirs`, else the system's) and live until `releasePartitionsLocally` or
  * `close()`. Blocking partitions compress their data buffers, and gates that consume them
@@ -315,7 +315,7 @@ export class NetworkShuffleEnvironment
         initialSequenceNumber: s.initialSequenceNumber,
       });
     }
-    return new ResultPartition({
+    return new PipelinedResultPartition({
       owningTaskName: ownerContext.ownerName,
       partitionIndex: index,
       partitionId,

@@ -1,4 +1,4 @@
-import { MemorySegment } from "@sluice/core";
+import { frameRecord, MemorySegment } from "@sluice/core";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { HashBasedDataBuffer } from "./hash-based-data-buffer.js";
@@ -52,7 +52,7 @@ describe("HashBasedDataBuffer", () => {
     for (let i = 0; i < 20; i++) {
       const target = (i * 7) % 3;
       const record = Buffer.from(`record ${i} for ${target}`);
-      expect(buffer.append(record, target)).toBe(true);
+      expect(buffer.append(frameRecord(record), target)).toBe(true);
       written.set(target, [...(written.get(target) ?? []), record]);
     }
     expect(buffer.getNumberOfRecords()).toBe(20);
@@ -69,22 +69,22 @@ describe("HashBasedDataBuffer", () => {
 
   it("skips subpartitions without records", () => {
     const buffer = new HashBasedDataBuffer(segments(4, 128), 4, [0, 1, 2, 3]);
-    buffer.append(Buffer.from("only three"), 3);
-    buffer.append(Buffer.from("and one"), 1);
+    buffer.append(frameRecord(Buffer.from("only three")), 3);
+    buffer.append(frameRecord(Buffer.from("and one")), 1);
     expect(drain(buffer).order).toEqual([1, 3]);
   });
 
   it("refuses a record that needs more segments than are free, writing nothing", () => {
     const buffer = new HashBasedDataBuffer(segments(2, 64), 2, [0, 1]);
     const record = Buffer.alloc(40, 7);
-    expect(buffer.append(record, 0)).toBe(true);
-    expect(buffer.append(record, 1)).toBe(true);
+    expect(buffer.append(frameRecord(record), 0)).toBe(true);
+    expect(buffer.append(frameRecord(record), 1)).toBe(true);
     // Each subpartition holds one segment with 20 bytes left: the next record needs a third.
-    expect(buffer.append(record, 0)).toBe(false);
-    expect(buffer.append(Buffer.alloc(16, 1), 0)).toBe(true);
+    expect(buffer.append(frameRecord(record), 0)).toBe(false);
+    expect(buffer.append(frameRecord(Buffer.alloc(16, 1)), 0)).toBe(true);
     expect(buffer.getNumberOfRecords()).toBe(3);
-    expect(buffer.canEverHold(128 - 4)).toBe(true);
-    expect(buffer.canEverHold(128 - 4 + 1)).toBe(false);
+    expect(buffer.canEverHold(128)).toBe(true);
+    expect(buffer.canEverHold(128 + 1)).toBe(false);
     const { bytes } = drain(buffer);
     expect(records(bytes.get(0) ?? [])).toEqual([record, Buffer.alloc(16, 1)]);
     expect(records(bytes.get(1) ?? [])).toEqual([record]);
@@ -101,7 +101,7 @@ describe("HashBasedDataBuffer", () => {
           const expected = new Map<number, Buffer[]>();
           let full = false;
           for (const [target, bytes] of input) {
-            if (!buffer.append(bytes, target)) {
+            if (!buffer.append(frameRecord(bytes), target)) {
               full = true;
               continue; // a later, smaller record may still fit
             }

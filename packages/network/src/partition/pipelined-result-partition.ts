@@ -2,42 +2,25 @@ import {
   AVAILABLE,
   AvailabilityHelper,
   type BufferBuilder,
-  CancelledError,
   EndOfPartitionEvent,
   EventSerializer,
   IllegalArgumentError,
   IllegalStateError,
   isUnalignedCheckpoint,
   type LocalBufferPool,
-  RECORD_LENGTH_BYTES,
-  RecordTooLargeError,
-  type ResultPartitionID,
   type RuntimeEvent,
 } from "@sluice/core";
-import type {
-  ChannelStateWriter,
-  ResultPartitionMetrics,
-  ResultPartitionType,
-  ResultPartitionWriter,
-} from "@sluice/runtime-api";
+import type { ChannelStateWriter } from "@sluice/runtime-api";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
-import type { ManagedResultPartition, PartitionRegistry } from "./managed-result-partition.js";
 import { PipelinedSubpartition, type SubpartitionParent } from "./pipelined-subpartition.js";
-import { ResultPartitionCounters } from "./result-partition-counters.js";
+import { ResultPartition, type ResultPartitionOptions } from "./result-partition.js";
 import type { ResultSubpartitionView } from "./result-subpartition-view.js";
 
-/** Construction parameters of a ResultPartition. */
-export interface ResultPartitionOptions {
-  readonly owningTaskName: string;
-  readonly partitionIndex: number;
-  readonly partitionId: ResultPartitionID;
-  readonly partitionType: ResultPartitionType;
-  readonly numberOfSubpartitions: number;
-  readonly partitionManager: PartitionRegistry;
-  /** Creates the output LocalBufferPool at `setup()` (sized per Flink's NettyShuffleUtils). */
-  readonly bufferPoolFactory: () => LocalBufferPool;
-  /** Records larger than this fail with RecordTooLargeError (`taskmanager.network.max-record-size`). */
-  readonly maxRecordSize?: number;
+/**
+ * Construction parameters of a PipelinedResultPartition; its pool is sized per Flink's
+ * NettyShuffleUtils.
+ */
+export interface PipelinedResultPartitionOptions extends ResultPartitionOptions {
   /**
    * The smallest buffer size a consumer may ask for with NewBufferSize
    * (`taskmanager.memory.min-segment-size`); smaller requests are raised to it. Default 1.
@@ -50,13 +33,6 @@ export interface ResultPartitionOptions {
   readonly initialSequenceNumber?: number;
 }
 
-/**
- * Size of the record length prefix: core's RECORD_LENGTH_BYTES, copied into a module constant
- * because it is read for every record and, on Node 20, an imported binding is measurably slower
- * to read than a module constant.
- */
-const LENGTH_BYTES = RECORD_LENGTH_BYTES;
-
 /** A record whose remaining bytes wait for a buffer (the partition ran out mid-record). */
 interface PendingRecord {
   /** Subpartition index, or -1 for a broadcast record. */
@@ -68,7 +44,7 @@ interface PendingRecord {
 /**
  * A pipelined result partition (Flink's BufferWritingResultPartition + PipelinedResultPartition):
  * one PipelinedSubpartition per consumer subtask, one output LocalBufferPool, and the record
- * writing that packs length-prefixed records into BufferBuilders, spanning buffers as needed.
+ * writing that copies framed records into BufferBuilders, spanning buffers as needed.
  *
  * Writing never blocks the event loop. `isAvailable()` turns false when the pool is exhausted (or
  * one subpartition holds max-buffers-per-channel, or overdraft is in use) and producers await
@@ -76,20 +52,8 @@ interface PendingRecord {
  * and completes as soon as a buffer is recycled; emitting another record before that is a
  * contract violation (IllegalStateError), the analogue of Flink's task thread being blocked.
  */
-export class ResultPartition
-  implements ResultPartitionWriter, SubpartitionParent, ManagedResultPartition
-{
-  readonly owningTaskName: string;
-  readonly partitionIndex: number;
-  readonly partitionId: ResultPartitionID;
-  readonly partitionType: ResultPartitionType;
-  readonly numberOfSubpartitions: number;
-  readonly description: string;
+export class PipelinedResultPartition extends ResultPartition implements SubpartitionParent {
   private readonly subpartitions: PipelinedSubpartition[];
-  private readonly partitionManager: PartitionRegistry;
-  private readonly bufferPoolFactory: () => LocalBufferPool;
-  private readonly maxRecordSize: number;
-  private bufferPool: LocalBufferPool | undefined;
   /**
    * The pool is guaranteed fewer buffers than one per subpartition plus one (the network memory
    * was short): when it runs dry, the partly filled buffers of the other subpartitions are
@@ -101,7 +65,6 @@ export class ResultPartition
   private pending: PendingRecord | undefined;
   private channelStateWriter: ChannelStateWriter | undefined;
   private readonly pendingAvailability = new AvailabilityHelper();
-  private readonly lengthScratch = Buffer.alloc(LENGTH_BYTES);
   /**
    * Flink's n + 1 users: one per subpartition (dropped when its view is released) plus the
    * producer itself (dropped on `close()`), so a pipelined partition is never released under a
@@ -109,31 +72,13 @@ export class ResultPartition
    */
   private numberOfUsers: number;
   private producerClosed = false;
-  private finished = false;
-  private released = false;
-  private failureCause: Error | undefined;
   private resolveReleaseFuture!: () => void;
   private readonly releaseFuture = new Promise<void>((resolve) => {
     this.resolveReleaseFuture = resolve;
   });
-  private readonly counters = new ResultPartitionCounters();
-  readonly metrics: ResultPartitionMetrics;
 
-  constructor(options: ResultPartitionOptions) {
-    if (!Number.isInteger(options.numberOfSubpartitions) || options.numberOfSubpartitions < 1) {
-      throw new IllegalArgumentError(
-        `numberOfSubpartitions must be >= 1, got ${options.numberOfSubpartitions}`,
-      );
-    }
-    this.owningTaskName = options.owningTaskName;
-    this.partitionIndex = options.partitionIndex;
-    this.partitionId = options.partitionId;
-    this.partitionType = options.partitionType;
-    this.numberOfSubpartitions = options.numberOfSubpartitions;
-    this.partitionManager = options.partitionManager;
-    this.bufferPoolFactory = options.bufferPoolFactory;
-    this.maxRecordSize = options.maxRecordSize ?? Number.MAX_SAFE_INTEGER;
-    this.description = `ResultPartition ${options.partitionId} [${options.owningTaskName}]`;
+  constructor(options: PipelinedResultPartitionOptions) {
+    super("ResultPartition", options);
     this.subpartitions = Array.from(
       { length: this.numberOfSubpartitions },
       (_, i) =>
@@ -141,19 +86,14 @@ export class ResultPartition
     );
     this.unicastBuilders = new Array<BufferBuilder | undefined>(this.numberOfSubpartitions);
     this.numberOfUsers = this.numberOfSubpartitions + 1;
-    this.metrics = this.counters.metricsView(() => this.bufferPool?.getUsage() ?? 0);
   }
 
   // ------------------------------------------------------------------------------- lifecycle
 
-  /** Creates the output pool and registers with the partition manager. Call once. */
-  setup(): void {
-    if (this.bufferPool !== undefined) {
-      throw new IllegalStateError(`${this.description}: setup() was already called`);
-    }
-    this.bufferPool = this.bufferPoolFactory();
+  /** Registers with the partition manager: readable from now on. */
+  protected setupInternal(pool: LocalBufferPool): void {
     this.finishPartialBuffersWhenDry =
-      this.bufferPool.getNumberOfRequiredMemorySegments() <= this.numberOfSubpartitions;
+      pool.getNumberOfRequiredMemorySegments() <= this.numberOfSubpartitions;
     this.partitionManager.registerResultPartition(this);
   }
 
@@ -172,39 +112,19 @@ export class ResultPartition
     this.finished = true;
   }
 
-  isFinished(): boolean {
-    return this.finished;
-  }
-
   /** Pipelined data is read while it is produced: consumable from registration on. */
   isConsumable(): boolean {
     return !this.released;
   }
 
-  /** Fails the partition: released with `cause`, which consumers receive as the producer's error. */
-  fail(cause: Error | undefined): void {
-    this.release(cause ?? new CancelledError(`${this.description} failed`));
-  }
-
-  /**
-   * Releases every buffer (queued data included) and the output pool. Readers observe the
-   * release, and `cause` if given. Idempotent.
-   */
-  release(cause?: Error): void {
-    if (this.released) return;
-    this.released = true;
-    this.failureCause = cause;
+  /** Releases every buffer (queued data included) and the output pool. */
+  protected releaseInternal(): void {
     this.closeBuilders();
     this.pending = undefined;
     for (const subpartition of this.subpartitions) subpartition.release();
     this.bufferPool?.destroy();
     this.pendingAvailability.resetAvailable();
-    this.partitionManager.onPartitionReleased(this);
     this.resolveReleaseFuture();
-  }
-
-  isReleased(): boolean {
-    return this.released;
   }
 
   getReleaseFuture(): Promise<void> {
@@ -227,10 +147,6 @@ export class ResultPartition
     this.dropUser();
   }
 
-  getFailureCause(): Error | undefined {
-    return this.failureCause;
-  }
-
   // ------------------------------------------------------------------------------ availability
 
   isAvailable(): boolean {
@@ -240,37 +156,16 @@ export class ResultPartition
     return available || this.released;
   }
 
-  getAvailableFuture(): Promise<void> {
-    const future = this.currentAvailabilityFuture();
-    if (this.counters.backPressureStart < 0 && !this.isAvailable()) {
-      // Back-pressured time (Flink's backPressuredTimeMsPerSecond) is measured from the first
-      // time a producer finds the partition unavailable until it turns available again.
-      this.counters.backPressureStart = Date.now();
-      void future.then(() => this.onAvailabilityFutureDone());
-    }
-    return future;
-  }
-
-  private currentAvailabilityFuture(): Promise<void> {
+  protected currentAvailabilityFuture(): Promise<void> {
     if (this.pending !== undefined) return this.pendingAvailability.getAvailableFuture();
     if (this.bufferPool === undefined || this.released) return AVAILABLE;
     return this.bufferPool.getAvailableFuture();
   }
 
-  private onAvailabilityFutureDone(): void {
-    if (!this.isAvailable()) {
-      // Woken, but still blocked (another channel's limit, or the buffer went elsewhere).
-      void this.currentAvailabilityFuture().then(() => this.onAvailabilityFutureDone());
-      return;
-    }
-    this.counters.backPressuredTimeMs += Date.now() - this.counters.backPressureStart;
-    this.counters.backPressureStart = -1;
-  }
-
   // ---------------------------------------------------------------------------------- writing
 
   /**
-   * Appends one record (its serialized payload; the 4-byte length is added here) to subpartition
+   * Appends one framed record (its length and payload, as the writer framed it) to subpartition
    * `targetSubpartition`. The record may span any number of buffers.
    */
   emitRecord(record: Uint8Array, targetSubpartition: number): void {
@@ -280,15 +175,15 @@ export class ResultPartition
       this.released ||
       this.finished ||
       this.pending !== undefined ||
-      record.length > this.maxRecordSize ||
+      record.length > this.maxFramedRecordSize ||
       !(targetSubpartition >= 0 && targetSubpartition < this.numberOfSubpartitions)
     ) {
       this.throwEmitRejected(record, targetSubpartition);
     }
     if (this.broadcastBuilder !== undefined) this.finishBroadcastBuilder();
-    // Fast path: the whole record, length prefix included, fits the current buffer.
+    // Fast path: the whole framed record fits the current buffer.
     const current = this.unicastBuilders[targetSubpartition];
-    if (current?.appendRecordAndCommit(record)) {
+    if (current?.appendFullyAndCommit(record)) {
       if (current.isFull()) this.finishUnicastBuilder(targetSubpartition);
       return;
     }
@@ -300,19 +195,6 @@ export class ResultPartition
    * inline: the record starts a new buffer, spans buffers, or waits for buffers.
    */
   private emitSpanningRecord(record: Uint8Array, targetSubpartition: number): void {
-    this.lengthScratch.writeInt32BE(record.length, 0);
-    // The length prefix is tiny; copying it next to the payload would cost a full record copy.
-    // Part of it may already sit in the last buffer when the pool runs dry: keep only the rest.
-    const lengthWritten = this.appendUnicastFrom(
-      targetSubpartition,
-      this.lengthScratch,
-      0,
-      record.length,
-    );
-    if (lengthWritten < LENGTH_BYTES) {
-      this.startPending(targetSubpartition, this.lengthScratch, lengthWritten, record);
-      return;
-    }
     const written = this.appendUnicastFrom(targetSubpartition, record, 0);
     if (written < record.length) this.startPending(targetSubpartition, record, written);
   }
@@ -321,12 +203,6 @@ export class ResultPartition
   broadcastRecord(record: Uint8Array): void {
     this.checkEmit(record);
     this.finishUnicastBuilders();
-    this.lengthScratch.writeInt32BE(record.length, 0);
-    const lengthWritten = this.appendBroadcastFrom(this.lengthScratch, 0, record.length);
-    if (lengthWritten < LENGTH_BYTES) {
-      this.startPending(-1, this.lengthScratch, lengthWritten, record);
-      return;
-    }
     const written = this.appendBroadcastFrom(record, 0);
     if (written < record.length) this.startPending(-1, record, written);
   }
@@ -386,11 +262,7 @@ export class ResultPartition
         `${this.description}: recovered state added while a record waits for buffers; await getAvailableFuture() first`,
       );
     }
-    if (targetSubpartition < 0 || targetSubpartition >= this.numberOfSubpartitions) {
-      throw new IllegalArgumentError(
-        `${this.description}: recovered state for subpartition ${targetSubpartition} out of [0, ${this.numberOfSubpartitions})`,
-      );
-    }
+    this.checkSubpartitionIndex(targetSubpartition, "recovered state for subpartition");
     if (data.length === 0) return;
     if (this.broadcastBuilder !== undefined) this.finishBroadcastBuilder();
     const written = this.appendUnicastFrom(targetSubpartition, data, 0);
@@ -398,13 +270,8 @@ export class ResultPartition
   }
 
   flush(targetSubpartition: number): void {
-    const subpartition = this.subpartitions[targetSubpartition];
-    if (subpartition === undefined) {
-      throw new IllegalArgumentError(
-        `${this.description}: subpartition ${targetSubpartition} out of [0, ${this.numberOfSubpartitions})`,
-      );
-    }
-    subpartition.flush();
+    this.checkSubpartitionIndex(targetSubpartition);
+    (this.subpartitions[targetSubpartition] as PipelinedSubpartition).flush();
   }
 
   flushAll(): void {
@@ -414,38 +281,22 @@ export class ResultPartition
   /** Throws what {@link emitRecord}'s combined check found wrong. */
   private throwEmitRejected(record: Uint8Array, targetSubpartition: number): never {
     this.checkEmit(record);
-    throw new IllegalArgumentError(
-      `${this.description}: target subpartition ${targetSubpartition} out of [0, ${this.numberOfSubpartitions})`,
-    );
+    this.checkSubpartitionIndex(targetSubpartition, "target subpartition");
+    // Not reached: the condition in emitRecord holds only when one of the checks above throws.
+    throw new IllegalStateError(`${this.description}: emitRecord rejected`);
   }
 
-  private checkEmit(record: Uint8Array): void {
-    this.checkInProduceState();
-    if (this.pending !== undefined) {
-      throw new IllegalStateError(
-        `${this.description} is back-pressured: a record still waits for buffers; ` +
-          "await getAvailableFuture() before emitting the next one",
-      );
-    }
-    if (record.length > this.maxRecordSize) {
-      throw new RecordTooLargeError(
-        `${this.description}: record of ${record.length} bytes exceeds the maximum record size ` +
-          `of ${this.maxRecordSize} bytes ('taskmanager.network.max-record-size')`,
-      );
-    }
+  protected pendingRecordState(): string | undefined {
+    return this.pending === undefined
+      ? undefined
+      : "is back-pressured: a record still waits for buffers";
   }
 
   /**
-   * Writes as much of `source[offset..]` as buffers allow; returns the new offset. `following`
-   * bytes of the same record come after `source` (the payload after its length prefix): a new
-   * buffer is trimmed to no less than what is left of the record.
+   * Writes as much of `source[offset..]` as buffers allow; returns the new offset. A new buffer
+   * is trimmed to no less than what is left of `source`.
    */
-  private appendUnicastFrom(
-    target: number,
-    source: Uint8Array,
-    offset: number,
-    following = 0,
-  ): number {
+  private appendUnicastFrom(target: number, source: Uint8Array, offset: number): number {
     let position = offset;
     let builder = this.unicastBuilders[target];
     while (position < source.length) {
@@ -457,7 +308,7 @@ export class ResultPartition
         builder = this.requestNewUnicastBuilder(
           target,
           position > 0 ? source.length - position : 0,
-          source.length - position + following,
+          source.length - position,
         );
         if (builder === undefined) return position;
       }
@@ -467,7 +318,7 @@ export class ResultPartition
     return position;
   }
 
-  private appendBroadcastFrom(source: Uint8Array, offset: number, following = 0): number {
+  private appendBroadcastFrom(source: Uint8Array, offset: number): number {
     let position = offset;
     let builder = this.broadcastBuilder;
     while (position < source.length) {
@@ -478,7 +329,7 @@ export class ResultPartition
         }
         builder = this.requestNewBroadcastBuilder(
           position > 0 ? source.length - position : 0,
-          source.length - position + following,
+          source.length - position,
         );
         if (builder === undefined) return position;
       }
@@ -556,12 +407,9 @@ export class ResultPartition
     return builder;
   }
 
-  private startPending(target: number, first: Uint8Array, offset: number, rest?: Uint8Array): void {
+  private startPending(target: number, record: Uint8Array, offset: number): void {
     // Keep a private copy: the caller reuses its serialization buffer for the next record.
-    const remainingFirst = first.subarray(offset);
-    const bytes = new Uint8Array(remainingFirst.length + (rest?.length ?? 0));
-    bytes.set(remainingFirst, 0);
-    if (rest !== undefined) bytes.set(rest, remainingFirst.length);
+    const bytes = new Uint8Array(record.subarray(offset));
     this.pending = { target, bytes, offset: 0 };
     this.pendingAvailability.resetUnavailable();
     this.waitAndResumePending();
@@ -645,36 +493,13 @@ export class ResultPartition
     this.broadcastBuilder = undefined;
   }
 
-  private checkInProduceState(): void {
-    if (this.released) {
-      throw new CancelledError(`${this.description} has been released`, {
-        cause: this.failureCause,
-      });
-    }
-    if (this.finished) {
-      throw new IllegalStateError(`${this.description} is finished; no more data is accepted`);
-    }
-  }
-
   // -------------------------------------------------------------------------- reader side
 
-  /** Creates the read view of one subpartition (called by the ResultPartitionManager). */
-  createSubpartitionView(
+  protected createSubpartitionViewInternal(
     index: number,
     listener: BufferAvailabilityListener,
   ): ResultSubpartitionView {
-    const subpartition = this.subpartitions[index];
-    if (subpartition === undefined) {
-      throw new IllegalArgumentError(
-        `${this.description}: subpartition ${index} out of [0, ${this.numberOfSubpartitions})`,
-      );
-    }
-    if (this.released) {
-      throw new CancelledError(`${this.description} has been released`, {
-        cause: this.failureCause,
-      });
-    }
-    return subpartition.createReadView(listener);
+    return (this.subpartitions[index] as PipelinedSubpartition).createReadView(listener);
   }
 
   /**
@@ -703,15 +528,6 @@ export class ResultPartition
     if (this.numberOfUsers === 0) this.partitionManager.onConsumedPartition(this);
   }
 
-  /** The pool, for tests and metrics. */
-  getBufferPool(): LocalBufferPool | undefined {
-    return this.bufferPool;
-  }
-
-  /**
-   * Buffers queued in all subpartitions (Flink's outputQueueLength), or in subpartition
-   * `subpartition` when given (the detailed queue metrics).
-   */
   getNumberOfQueuedBuffers(subpartition?: number): number {
     if (subpartition !== undefined) {
       return this.subpartitions[subpartition]?.getNumberOfQueuedBuffers() ?? 0;
@@ -722,7 +538,6 @@ export class ResultPartition
     return queued;
   }
 
-  /** Data bytes queued in all subpartitions and not read yet: the in-flight output. */
   getNumberOfQueuedBytes(): number {
     let bytes = 0;
     for (const subpartition of this.subpartitions) bytes += subpartition.getNumberOfQueuedBytes();
@@ -733,9 +548,5 @@ export class ResultPartition
     const subpartition = this.subpartitions[index];
     if (subpartition === undefined) throw new IllegalArgumentError(`no subpartition ${index}`);
     return subpartition;
-  }
-
-  toString(): string {
-    return this.description;
   }
 }

@@ -1,4 +1,4 @@
-import { MemorySegment } from "@sluice/core";
+import { frameRecord, MemorySegment } from "@sluice/core";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { INDEX_ENTRY_BYTES, SortBasedDataBuffer } from "./sort-based-data-buffer.js";
@@ -49,7 +49,7 @@ describe("SortBasedDataBuffer", () => {
     for (let i = 0; i < 30; i++) {
       const target = (i * 7) % 3;
       const record = Buffer.from(`record ${i} for ${target}`);
-      expect(buffer.append(record, target)).toBe(true);
+      expect(buffer.append(frameRecord(record), target)).toBe(true);
       written.set(target, [...(written.get(target) ?? []), record]);
     }
     const { order, bytes } = drain(buffer, 64);
@@ -65,25 +65,25 @@ describe("SortBasedDataBuffer", () => {
 
   it("skips subpartitions without records", () => {
     const buffer = new SortBasedDataBuffer(segments(1, 128), 4, [0, 1, 2, 3]);
-    buffer.append(Buffer.from("only three"), 3);
-    buffer.append(Buffer.from("and one"), 1);
+    buffer.append(frameRecord(Buffer.from("only three")), 3);
+    buffer.append(frameRecord(Buffer.from("and one")), 1);
     expect(drain(buffer, 128).order).toEqual([1, 3]);
   });
 
   it("refuses a record that does not fit what is left, and takes it again after reset", () => {
     const buffer = new SortBasedDataBuffer(segments(2, 64), 1, [0]);
     const record = Buffer.alloc(40, 7);
-    expect(buffer.append(record, 0)).toBe(true);
-    expect(buffer.append(record, 0)).toBe(true);
+    expect(buffer.append(frameRecord(record), 0)).toBe(true);
+    expect(buffer.append(frameRecord(record), 0)).toBe(true);
     // 2 × (4 + 40 + index entry) = 104 of 128 bytes used: a third does not fit.
-    expect(buffer.append(record, 0)).toBe(false);
+    expect(buffer.append(frameRecord(record), 0)).toBe(false);
     expect(buffer.getNumberOfRecords()).toBe(2);
-    expect(buffer.canEverHold(128 - 4 - INDEX_ENTRY_BYTES)).toBe(true);
-    expect(buffer.canEverHold(128 - 4 - INDEX_ENTRY_BYTES + 1)).toBe(false);
+    expect(buffer.canEverHold(128 - INDEX_ENTRY_BYTES)).toBe(true);
+    expect(buffer.canEverHold(128 - INDEX_ENTRY_BYTES + 1)).toBe(false);
     expect(records(drain(buffer, 64).bytes.get(0) ?? [])).toEqual([record, record]);
     buffer.reset();
     expect(buffer.isEmpty()).toBe(true);
-    expect(buffer.append(record, 0)).toBe(true);
+    expect(buffer.append(frameRecord(record), 0)).toBe(true);
   });
 
   it("keeps records intact that span segments, length prefixes included, for any record sizes and buffer sizes", () => {
@@ -96,7 +96,7 @@ describe("SortBasedDataBuffer", () => {
           const buffer = new SortBasedDataBuffer(segments(200, segmentSize), 4, [3, 1, 0, 2]);
           const expected = new Map<number, Buffer[]>();
           for (const [target, bytes] of input) {
-            if (!buffer.append(bytes, target)) return; // full: covered by the case above
+            if (!buffer.append(frameRecord(bytes), target)) return; // full: covered by the case above
             expected.set(target, [...(expected.get(target) ?? []), Buffer.from(bytes)]);
           }
           const { bytes } = drain(buffer, bufferSize);
