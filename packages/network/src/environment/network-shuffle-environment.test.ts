@@ -23,7 +23,7 @@ import type { SingleInputGate } from "../consumer/single-input-gate.js";
 import { UnknownInputChannel } from "../consumer/unknown-input-channel.js";
 import type { ListenOptions, Transport } from "../netty/transport.js";
 import { TRANSPORT_WARNING_TYPE } from "../netty/transport-warning.js";
-import type { ResultPartition } from "../partition/result-partition.js";
+import type { PipelinedResultPartition } from "../partition/pipelined-result-partition.js";
 import {
   deployAllToAll,
   environmentContext,
@@ -104,7 +104,7 @@ describe("NetworkShuffleEnvironment in one process", () => {
     const [writer] = env.createResultPartitionWriters(
       env.createShuffleIOOwnerContext("producer", producerAttempt),
       [createResultPartitionDeploymentDescriptor(partitionDescriptor, descriptor, 128)],
-    ) as [ResultPartition];
+    ) as [PipelinedResultPartition];
     writer.setup();
     for (let seq = 0; seq < 3; seq++) writer.emitRecord(frameRecord(makeRecord(0, 0, seq, 10)), 0);
     writer.flushAll();
@@ -145,7 +145,7 @@ describe("NetworkShuffleEnvironment in one process", () => {
     await env.start();
     const global = env.networkBufferPool;
     const job = await deployAllToAll(env, env, 1, 1, config);
-    const writer = job.writers[0] as ResultPartition;
+    const writer = job.writers[0] as PipelinedResultPartition;
     const gate = job.gates[0] as SingleInputGate;
     writer.setup();
     gate.setup();
@@ -277,7 +277,7 @@ describe("NetworkShuffleEnvironment in one process", () => {
     const [writer] = env.createResultPartitionWriters(
       env.createShuffleIOOwnerContext("producer", runningAttempt),
       [createResultPartitionDeploymentDescriptor(partitionDescriptor, descriptor, 128)],
-    ) as [ResultPartition];
+    ) as [PipelinedResultPartition];
     writer.setup();
     for (let sub = 0; sub < 3; sub++)
       writer.emitRecord(frameRecord(makeRecord(sub, 0, 0, 10)), sub);
@@ -355,7 +355,7 @@ describe("NetworkShuffleEnvironment in one process", () => {
     const [writer] = env.createResultPartitionWriters(
       env.createShuffleIOOwnerContext("producer", producerAttempt),
       [createResultPartitionDeploymentDescriptor(partitionDescriptor, descriptor, 128)],
-    ) as [ResultPartition];
+    ) as [PipelinedResultPartition];
     writer.setup();
     env.updatePartitionInfo(consumerAttempt, createPartitionInfo(resultId, descriptor));
     expect(received).toEqual(["first", "second"]);
