@@ -7,6 +7,13 @@ import {
   floatingOnlyGateBuffersSpec,
   type GateBuffersSpec,
 } from "./gate-buffers-spec.js";
+import type { NetworkShuffleEnvironmentConfiguration } from "./network-shuffle-environment-configuration.js";
+
+/** The two settings the fallback reads. */
+type FallbackSettings = Pick<
+  NetworkShuffleEnvironmentConfiguration,
+  "exclusiveBuffersFallback" | "floatingBuffersPerGate"
+>;
 
 /** The share of a worker's network buffers that full guarantees leave for fallen-back pools. */
 const FALLBACK_RESERVE_FRACTION = 0.5;
@@ -22,22 +29,12 @@ const FALLBACK_SHARE_DIVISOR = 16;
  */
 export class BuffersFallback {
   private readonly networkBufferPool: NetworkBufferPool;
-  private readonly enabled: boolean;
-  private readonly floatingBuffersPerGate: number;
+  /** `exclusiveBuffersFallback` turns it on; a floating-only gate gets `floatingBuffersPerGate` at most. */
+  private readonly settings: FallbackSettings;
 
-  /**
-   * @param enabled `taskmanager.network.memory.exclusive-buffers-fallback`
-   * @param floatingBuffersPerGate `taskmanager.network.memory.floating-buffers-per-gate`: what a
-   *   floating-only gate is guaranteed at most
-   */
-  constructor(
-    networkBufferPool: NetworkBufferPool,
-    enabled: boolean,
-    floatingBuffersPerGate: number,
-  ) {
+  constructor(networkBufferPool: NetworkBufferPool, settings: FallbackSettings) {
     this.networkBufferPool = networkBufferPool;
-    this.enabled = enabled;
-    this.floatingBuffersPerGate = floatingBuffersPerGate;
+    this.settings = settings;
   }
 
   /**
@@ -48,7 +45,7 @@ export class BuffersFallback {
    */
   outputPoolGuarantee(type: ResultPartitionType, min: number, name: string): number {
     const unreserved = this.networkBufferPool.getNumberOfUnreservedSegments();
-    if (!this.enabled || !type.isPipelined || this.fitsInFull(min)) {
+    if (!this.settings.exclusiveBuffersFallback || !type.isPipelined || this.fitsInFull(min)) {
       return min;
     }
     // Even one buffer lets the writer progress: it finishes that buffer whenever a record goes
@@ -105,7 +102,7 @@ export class BuffersFallback {
     spec: GateBuffersSpec,
     poolName: string,
   ): ExclusiveBuffersFallback | undefined {
-    if (!this.enabled) return undefined;
+    if (!this.settings.exclusiveBuffersFallback) return undefined;
     const pool = this.networkBufferPool;
     return {
       reasonToFallBack: (exclusiveBuffers) => {
@@ -126,7 +123,7 @@ export class BuffersFallback {
         // the memory not yet guaranteed allows, or it would crawl at one buffer per round trip.
         const floatingOnly = floatingOnlyGateBuffersSpec(
           spec,
-          this.fallbackGuarantee(this.floatingBuffersPerGate),
+          this.fallbackGuarantee(this.settings.floatingBuffersPerGate),
         );
         return pool.createBufferPool(
           floatingOnly.requiredFloatingBuffers,

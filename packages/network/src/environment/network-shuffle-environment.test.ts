@@ -44,6 +44,39 @@ const config = {
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/**
+ * Registers one pipelined partition of one subpartition, produced on `env`, with a shuffle
+ * master: what a job master does before it deploys the producer.
+ */
+async function registerOnePartition(env: NetworkShuffleEnvironment) {
+  const master = new NetworkShuffleMaster({
+    configuration: readableConfigOf(config),
+    onFatalError: (error) => {
+      throw error;
+    },
+  });
+  const type = ResultPartitionType.PIPELINED_BOUNDED;
+  const resultId = new IntermediateDataSetID();
+  const partitionDescriptor: PartitionDescriptor = {
+    resultId,
+    totalNumberOfPartitions: 1,
+    partitionId: new IntermediateResultPartitionID(resultId, 0),
+    partitionType: type,
+    numberOfSubpartitions: 1,
+    connectionIndex: 0,
+    isBroadcast: false,
+    isAllToAllDistribution: true,
+  };
+  const producerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
+  const descriptor = await master.registerPartitionWithProducer(new JobID(), partitionDescriptor, {
+    producerLocation: env.resourceId,
+    producerExecutionId: producerAttempt,
+    address: "127.0.0.1",
+    dataPort: env.getDataPort(),
+  });
+  return { type, resultId, partitionDescriptor, producerAttempt, descriptor };
+}
+
 describe("NetworkShuffleEnvironment in one process", () => {
   let env: NetworkShuffleEnvironment | undefined;
 
@@ -55,35 +88,8 @@ describe("NetworkShuffleEnvironment in one process", () => {
   it("replaces an unknown channel through updatePartitionInfo with a real descriptor, then data flows", async () => {
     env = new LocalShuffleServiceFactory().createShuffleEnvironment(environmentContext(config));
     expect(await env.start()).toBe(-1);
-    const master = new NetworkShuffleMaster({
-      configuration: readableConfigOf(config),
-      onFatalError: (error) => {
-        throw error;
-      },
-    });
-    const type = ResultPartitionType.PIPELINED_BOUNDED;
-    const resultId = new IntermediateDataSetID();
-    const partitionDescriptor: PartitionDescriptor = {
-      resultId,
-      totalNumberOfPartitions: 1,
-      partitionId: new IntermediateResultPartitionID(resultId, 0),
-      partitionType: type,
-      numberOfSubpartitions: 1,
-      connectionIndex: 0,
-      isBroadcast: false,
-      isAllToAllDistribution: true,
-    };
-    const producerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
-    const descriptor = await master.registerPartitionWithProducer(
-      new JobID(),
-      partitionDescriptor,
-      {
-        producerLocation: env.resourceId,
-        producerExecutionId: producerAttempt,
-        address: "127.0.0.1",
-        dataPort: env.getDataPort(),
-      },
-    );
+    const { type, resultId, partitionDescriptor, producerAttempt, descriptor } =
+      await registerOnePartition(env);
 
     // The consumer is deployed first: its producer's location is unknown.
     const consumerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
@@ -304,35 +310,8 @@ describe("NetworkShuffleEnvironment in one process", () => {
   it("keeps the task events sent while a channel is unknown and replays them once it is known", async () => {
     env = new LocalShuffleServiceFactory().createShuffleEnvironment(environmentContext(config));
     await env.start();
-    const master = new NetworkShuffleMaster({
-      configuration: readableConfigOf(config),
-      onFatalError: (error) => {
-        throw error;
-      },
-    });
-    const type = ResultPartitionType.PIPELINED_BOUNDED;
-    const resultId = new IntermediateDataSetID();
-    const partitionDescriptor: PartitionDescriptor = {
-      resultId,
-      totalNumberOfPartitions: 1,
-      partitionId: new IntermediateResultPartitionID(resultId, 0),
-      partitionType: type,
-      numberOfSubpartitions: 1,
-      connectionIndex: 0,
-      isBroadcast: false,
-      isAllToAllDistribution: true,
-    };
-    const producerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
-    const descriptor = await master.registerPartitionWithProducer(
-      new JobID(),
-      partitionDescriptor,
-      {
-        producerLocation: env.resourceId,
-        producerExecutionId: producerAttempt,
-        address: "127.0.0.1",
-        dataPort: env.getDataPort(),
-      },
-    );
+    const { type, resultId, partitionDescriptor, producerAttempt, descriptor } =
+      await registerOnePartition(env);
     const received: string[] = [];
     env.taskEventDispatcher.subscribe(descriptor.resultPartitionId, (event) =>
       received.push(event.typeName),

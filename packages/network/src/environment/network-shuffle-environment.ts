@@ -128,11 +128,7 @@ export class NetworkShuffleEnvironment
       this.settings.networkMemoryBytes,
       this.settings.segmentSize,
     );
-    this.buffersFallback = new BuffersFallback(
-      this.networkBufferPool,
-      this.settings.exclusiveBuffersFallback,
-      this.settings.floatingBuffersPerGate,
-    );
+    this.buffersFallback = new BuffersFallback(this.networkBufferPool, this.settings);
     this.transport = context.localCommunicationOnly ? undefined : transport;
     this.taskEventPublisher = context.taskEventPublisher ?? this.taskEventDispatcher;
     this.fileChannelManager = new FileChannelManager(

@@ -361,10 +361,7 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
     partialRecordLength: number,
     recordBytes: number,
   ): BufferBuilder | undefined {
-    const pool = this.bufferPool;
-    if (pool === undefined) {
-      throw new IllegalStateError(`${this.description}: setup() must be called before writing`);
-    }
+    const pool = this.setUpPool();
     const builder = pool.requestBufferBuilder(target);
     if (this.finishPartialBuffersWhenDry && !pool.isAvailable()) this.finishOtherBuilders(target);
     if (builder === undefined) return undefined;
@@ -384,10 +381,7 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
     partialRecordLength: number,
     recordBytes: number,
   ): BufferBuilder | undefined {
-    const pool = this.bufferPool;
-    if (pool === undefined) {
-      throw new IllegalStateError(`${this.description}: setup() must be called before writing`);
-    }
+    const pool = this.setUpPool();
     const builder = pool.requestBufferBuilder();
     if (builder === undefined) return undefined;
     let hint = Number.MAX_SAFE_INTEGER;

@@ -210,6 +210,15 @@ export abstract class ResultPartition implements ResultPartitionWriter, ManagedR
     }
   }
 
+  /** The pool, or IllegalStateError when the partition is written to before `setup()`. */
+  protected setUpPool(): LocalBufferPool {
+    const pool = this.bufferPool;
+    if (pool === undefined) {
+      throw new IllegalStateError(`${this.description}: setup() must be called before writing`);
+    }
+    return pool;
+  }
+
   /** Throws IllegalArgumentError unless `index` names a subpartition (`what` names the use). */
   protected checkSubpartitionIndex(index: number, what = "subpartition"): void {
     if (!(index >= 0 && index < this.numberOfSubpartitions)) {

@@ -292,9 +292,7 @@ export class SortMergeResultPartition extends ResultPartition {
   /** Also throws before `setup()`: the data buffer is made of the pool's segments. */
   protected override checkInProduceState(): void {
     super.checkInProduceState();
-    if (this.bufferPool === undefined) {
-      throw new IllegalStateError(`${this.description}: setup() must be called before writing`);
-    }
+    this.setUpPool();
   }
 
   /** The synchronous fast path: append to the sort buffer when nothing is queued before. */
