@@ -25,6 +25,7 @@ import type { ListenOptions, Transport } from "../netty/transport.js";
 import { TRANSPORT_WARNING_TYPE } from "../netty/transport-warning.js";
 import type { PipelinedResultPartition } from "../partition/pipelined-result-partition.js";
 import {
+  consume,
   deployAllToAll,
   environmentContext,
   makeRecord,
@@ -45,10 +46,17 @@ const config = {
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
- * Registers one pipelined partition of one subpartition, produced on `env`, with a shuffle
- * master: what a job master does before it deploys the producer.
+ * Registers one pipelined partition (of one subpartition unless told), produced on `env` by
+ * `producerAttempt`, with a shuffle master: what a job master does before it deploys the
+ * producer.
  */
-async function registerOnePartition(env: NetworkShuffleEnvironment) {
+async function registerOnePartition(
+  env: NetworkShuffleEnvironment,
+  {
+    numberOfSubpartitions = 1,
+    producerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0),
+  } = {},
+) {
   const master = new NetworkShuffleMaster({
     configuration: readableConfigOf(config),
     onFatalError: (error) => {
@@ -62,12 +70,11 @@ async function registerOnePartition(env: NetworkShuffleEnvironment) {
     totalNumberOfPartitions: 1,
     partitionId: new IntermediateResultPartitionID(resultId, 0),
     partitionType: type,
-    numberOfSubpartitions: 1,
+    numberOfSubpartitions,
     connectionIndex: 0,
     isBroadcast: false,
     isAllToAllDistribution: true,
   };
-  const producerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
   const descriptor = await master.registerPartitionWithProducer(new JobID(), partitionDescriptor, {
     producerLocation: env.resourceId,
     producerExecutionId: producerAttempt,
@@ -130,14 +137,7 @@ describe("NetworkShuffleEnvironment in one process", () => {
 
     const checker = new RecordChecker(0, 1);
     writer.finish();
-    while (!gate.isFinished()) {
-      const next = gate.pollNext();
-      if (next === undefined) {
-        await gate.getAvailableFuture();
-        continue;
-      }
-      if (next.buffer !== undefined) checker.accept(next.channelIndex, next.buffer);
-    }
+    await consume(gate, checker);
     expect(checker.nextSeq).toEqual([3]);
     await gate.close();
     writer.close();
@@ -227,38 +227,14 @@ describe("NetworkShuffleEnvironment in one process", () => {
   it("replaces every unknown channel of a gate reading a range of subpartitions, matched by partition id, then the gate finishes", async () => {
     env = new LocalShuffleServiceFactory().createShuffleEnvironment(environmentContext(config));
     await env.start();
-    const master = new NetworkShuffleMaster({
-      configuration: readableConfigOf(config),
-      onFatalError: (error) => {
-        throw error;
-      },
-    });
-    const type = ResultPartitionType.PIPELINED_BOUNDED;
-    const resultId = new IntermediateDataSetID();
-    const partitionDescriptor: PartitionDescriptor = {
-      resultId,
-      totalNumberOfPartitions: 1,
-      partitionId: new IntermediateResultPartitionID(resultId, 0),
-      partitionType: type,
-      numberOfSubpartitions: 3,
-      connectionIndex: 0,
-      isBroadcast: false,
-      isAllToAllDistribution: true,
-    };
     // The consumer was deployed against a first attempt of the producer; the attempt that
     // actually runs (and is announced through updatePartitionInfo) is a later one.
     const firstAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
     const runningAttempt = new ExecutionAttemptID(undefined, undefined, 0, 1);
-    const descriptor = await master.registerPartitionWithProducer(
-      new JobID(),
-      partitionDescriptor,
-      {
-        producerLocation: env.resourceId,
-        producerExecutionId: runningAttempt,
-        address: "127.0.0.1",
-        dataPort: env.getDataPort(),
-      },
-    );
+    const { type, resultId, partitionDescriptor, descriptor } = await registerOnePartition(env, {
+      numberOfSubpartitions: 3,
+      producerAttempt: runningAttempt,
+    });
     const consumerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
     const [gate] = env.createInputGates(
       env.createShuffleIOOwnerContext("consumer", consumerAttempt),

@@ -53,7 +53,7 @@ import { ResultPartitionManager } from "../partition/result-partition-manager.js
 import { SortMergeResultPartition } from "../partition/sort-merge-result-partition.js";
 import { TaskEventDispatcher } from "../partition/task-event-publisher.js";
 import { BuffersFallback } from "./buffers-fallback.js";
-import { createGateBuffersSpec, outputPoolSize } from "./gate-buffers-spec.js";
+import { configuredOutputPoolSize, createGateBuffersSpec } from "./gate-buffers-spec.js";
 import {
   type NetworkShuffleEnvironmentConfiguration,
   readNetworkShuffleEnvironmentConfiguration,
@@ -241,10 +241,19 @@ export class NetworkShuffleEnvironment
     const partitions = descriptors.map((descriptor, index) =>
       this.createResultPartition(ownerContext, index, descriptor),
     );
+    return this.registeringMetrics(ownerContext, partitions, registerOutputMetrics);
+  }
+
+  /** Registers the metrics of what was just created for a task, when it reports metrics. */
+  private registeringMetrics<T>(
+    ownerContext: ShuffleIOOwnerContext,
+    created: T[],
+    register: (metrics: ShuffleMetricSink, created: readonly T[], detailed: boolean) => void,
+  ): T[] {
     if (ownerContext.metrics !== undefined) {
-      registerOutputMetrics(ownerContext.metrics, partitions, this.settings.detailedMetrics);
+      register(ownerContext.metrics, created, this.settings.detailedMetrics);
     }
-    return partitions;
+    return created;
   }
 
   private createResultPartition(
@@ -268,13 +277,7 @@ export class NetworkShuffleEnvironment
           "sort-merge blocking shuffle (no hash-based one), so set that key to 1",
       );
     }
-    const { min, max } = outputPoolSize(
-      numberOfSubpartitions,
-      s.buffersPerChannel,
-      s.floatingBuffersPerGate,
-      type,
-      { minBuffers: s.sortShuffleMinBuffers, minParallelism: s.sortShuffleMinParallelism },
-    );
+    const { min, max } = configuredOutputPoolSize(s, numberOfSubpartitions, type);
     const partitionId = shuffleDescriptor.resultPartitionId;
     const name = `output pool of ${partitionId} [${ownerContext.ownerName}]`;
     const bufferPoolFactory = () =>
@@ -357,10 +360,7 @@ export class NetworkShuffleEnvironment
     );
     const key = ownerContext.executionAttemptId.toString();
     this.gatesByConsumer.set(key, [...(this.gatesByConsumer.get(key) ?? []), ...gates]);
-    if (ownerContext.metrics !== undefined) {
-      registerInputMetrics(ownerContext.metrics, gates, this.settings.detailedMetrics);
-    }
-    return gates;
+    return this.registeringMetrics(ownerContext, gates, registerInputMetrics);
   }
 
   private createInputGate(
