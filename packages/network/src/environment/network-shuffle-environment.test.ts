@@ -84,6 +84,31 @@ async function registerOnePartition(
   return { type, resultId, partitionDescriptor, producerAttempt, descriptor };
 }
 
+/**
+ * Deploys a consumer of `partitionId` on `env` whose one channel does not know the producer's
+ * location yet (an unknown channel), set up and requesting.
+ */
+function deployConsumerOfUnknownProducer(
+  env: NetworkShuffleEnvironment,
+  resultId: IntermediateDataSetID,
+  type: ResultPartitionType,
+  partitionId: ResultPartitionID,
+) {
+  const consumerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
+  const [gate] = env.createInputGates(
+    env.createShuffleIOOwnerContext("consumer", consumerAttempt),
+    RUNNING_PRODUCER,
+    [
+      createInputGateDeploymentDescriptor(resultId, type, { start: 0, end: 0 }, [
+        createUnknownShuffleDescriptor(partitionId),
+      ]),
+    ],
+  ) as [SingleInputGate];
+  gate.setup();
+  gate.requestPartitions();
+  return { consumerAttempt, gate };
+}
+
 describe("NetworkShuffleEnvironment in one process", () => {
   let env: NetworkShuffleEnvironment | undefined;
 
@@ -99,18 +124,12 @@ describe("NetworkShuffleEnvironment in one process", () => {
       await registerOnePartition(env);
 
     // The consumer is deployed first: its producer's location is unknown.
-    const consumerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
-    const [gate] = env.createInputGates(
-      env.createShuffleIOOwnerContext("consumer", consumerAttempt),
-      RUNNING_PRODUCER,
-      [
-        createInputGateDeploymentDescriptor(resultId, type, { start: 0, end: 0 }, [
-          createUnknownShuffleDescriptor(descriptor.resultPartitionId),
-        ]),
-      ],
-    ) as [SingleInputGate];
-    gate.setup();
-    gate.requestPartitions();
+    const { consumerAttempt, gate } = deployConsumerOfUnknownProducer(
+      env,
+      resultId,
+      type,
+      descriptor.resultPartitionId,
+    );
     expect(gate.getChannel(0)).toBeInstanceOf(UnknownInputChannel);
     expect(gate.pollNext()).toBeUndefined();
 
@@ -292,18 +311,12 @@ describe("NetworkShuffleEnvironment in one process", () => {
     env.taskEventDispatcher.subscribe(descriptor.resultPartitionId, (event) =>
       received.push(event.typeName),
     );
-    const consumerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
-    const [gate] = env.createInputGates(
-      env.createShuffleIOOwnerContext("consumer", consumerAttempt),
-      RUNNING_PRODUCER,
-      [
-        createInputGateDeploymentDescriptor(resultId, type, { start: 0, end: 0 }, [
-          createUnknownShuffleDescriptor(descriptor.resultPartitionId),
-        ]),
-      ],
-    ) as [SingleInputGate];
-    gate.setup();
-    gate.requestPartitions();
+    const { consumerAttempt, gate } = deployConsumerOfUnknownProducer(
+      env,
+      resultId,
+      type,
+      descriptor.resultPartitionId,
+    );
     gate.sendTaskEvent(new TaskEvent("first", new Uint8Array(0)));
     gate.sendTaskEvent(new TaskEvent("second", new Uint8Array(0)));
     expect(received).toEqual([]);

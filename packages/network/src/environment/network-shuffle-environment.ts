@@ -49,6 +49,7 @@ import { BatchShuffleCounters } from "../partition/batch-shuffle-counters.js";
 import { BatchShuffleReadBufferPool } from "../partition/batch-shuffle-read-buffer-pool.js";
 import { FileChannelManager } from "../partition/file-channel-manager.js";
 import { PipelinedResultPartition } from "../partition/pipelined-result-partition.js";
+import type { ResultPartitionOptions } from "../partition/result-partition.js";
 import { ResultPartitionManager } from "../partition/result-partition-manager.js";
 import { SortMergeResultPartition } from "../partition/sort-merge-result-partition.js";
 import { TaskEventDispatcher } from "../partition/task-event-publisher.js";
@@ -292,17 +293,20 @@ export class NetworkShuffleEnvironment
           name,
         },
       );
+    const options: ResultPartitionOptions = {
+      owningTaskName: ownerContext.ownerName,
+      partitionIndex: index,
+      partitionId,
+      partitionType: type,
+      numberOfSubpartitions,
+      partitionManager: this.resultPartitionManager,
+      maxRecordSize: s.maxRecordSize,
+      bufferPoolFactory,
+    };
     if (type.isBlocking) {
       const factory = type.supportsCompression ? this.getCompressionFactory() : undefined;
       return new SortMergeResultPartition({
-        owningTaskName: ownerContext.ownerName,
-        partitionIndex: index,
-        partitionId,
-        partitionType: type,
-        numberOfSubpartitions,
-        partitionManager: this.resultPartitionManager,
-        maxRecordSize: s.maxRecordSize,
-        bufferPoolFactory,
+        ...options,
         segmentSize: s.segmentSize,
         fileChannelManager: this.fileChannelManager,
         readBufferPool: this.getReadBufferPool(),
@@ -312,16 +316,9 @@ export class NetworkShuffleEnvironment
       });
     }
     return new PipelinedResultPartition({
-      owningTaskName: ownerContext.ownerName,
-      partitionIndex: index,
-      partitionId,
-      partitionType: type,
-      numberOfSubpartitions,
-      partitionManager: this.resultPartitionManager,
-      maxRecordSize: s.maxRecordSize,
+      ...options,
       minBufferSize: s.minSegmentSize,
       initialSequenceNumber: s.initialSequenceNumber,
-      bufferPoolFactory,
     });
   }
 
