@@ -4,14 +4,14 @@ import {
   IllegalArgumentError,
   IllegalStateError,
   type LocalBufferPool,
-  NetworkBufferPool,
+  type NetworkBufferPool,
   RECORD_LENGTH_BYTES,
   RecordTooLargeError,
 } from "@sluice/core";
 import { expectError } from "@sluice/core/testing";
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { buildPipelinedResultPartition } from "../testing/index.js";
+import { buildPipelinedResultPartition, TestNetworkBufferPools } from "../testing/index.js";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
 import type { PipelinedResultPartition } from "./pipelined-result-partition.js";
 import { ResultPartitionManager } from "./result-partition-manager.js";
@@ -39,17 +39,16 @@ interface Harness {
   readonly views: ResultSubpartitionView[];
 }
 
-const globals: NetworkBufferPool[] = [];
+const pools = new TestNetworkBufferPools();
 
 afterEach(() => {
   vi.useRealTimers();
-  for (const global of globals.splice(0)) global.destroy();
+  pools.destroyAll();
 });
 
 function setUp(options: PartitionOptions = {}): Harness {
   const subpartitions = options.subpartitions ?? 1;
-  const global = new NetworkBufferPool(options.segments ?? 256, SEGMENT);
-  globals.push(global);
+  const global = pools.create(options.segments ?? 256, SEGMENT);
   const manager = new ResultPartitionManager();
   const partition = buildPipelinedResultPartition({
     networkBufferPool: global,

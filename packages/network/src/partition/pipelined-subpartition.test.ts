@@ -12,12 +12,12 @@ import {
   frameRecord,
   IllegalStateError,
   type NetworkBuffer,
-  NetworkBufferPool,
+  type NetworkBufferPool,
 } from "@sluice/core";
 import { expectError, must } from "@sluice/core/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { RecordingChannelStateWriter } from "../test-support/recording-channel-state-writer.js";
-import { buildPipelinedResultPartition } from "../testing/index.js";
+import { buildPipelinedResultPartition, TestNetworkBufferPools } from "../testing/index.js";
 import type { BufferAndBacklog } from "./buffer-and-backlog.js";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
 import type { PipelinedResultPartition } from "./pipelined-result-partition.js";
@@ -46,10 +46,10 @@ interface Harness {
   readonly view: ResultSubpartitionView;
 }
 
-const globals: NetworkBufferPool[] = [];
+const pools = new TestNetworkBufferPools();
 
 afterEach(() => {
-  for (const global of globals.splice(0)) global.destroy();
+  pools.destroyAll();
 });
 
 function setUp(
@@ -57,8 +57,7 @@ function setUp(
   initialSequenceNumber?: number,
   listener = new RecordingListener(),
 ): Harness {
-  const global = new NetworkBufferPool(64, SEGMENT);
-  globals.push(global);
+  const global = pools.create(64, SEGMENT);
   const manager = new ResultPartitionManager();
   const partition = buildPipelinedResultPartition({
     networkBufferPool: global,
@@ -180,8 +179,7 @@ describe("PipelinedSubpartition notifications", () => {
   });
 
   it("notifies a reader that attaches after flushed data was queued", () => {
-    const global = new NetworkBufferPool(16, SEGMENT);
-    globals.push(global);
+    const global = pools.create(16, SEGMENT);
     const manager = new ResultPartitionManager();
     const partition = buildPipelinedResultPartition({
       networkBufferPool: global,

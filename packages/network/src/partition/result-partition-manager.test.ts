@@ -2,13 +2,13 @@ import {
   CancelledError,
   ErrorCodes,
   frameRecord,
-  NetworkBufferPool,
+  type NetworkBufferPool,
   PartitionNotFoundError,
   ResultPartitionID,
 } from "@sluice/core";
 import { expectError, expectSluiceError } from "@sluice/core/testing";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { buildPipelinedResultPartition } from "../testing/index.js";
+import { buildPipelinedResultPartition, TestNetworkBufferPools } from "../testing/index.js";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
 import type { PipelinedResultPartition } from "./pipelined-result-partition.js";
 import type { PartitionRequestListener } from "./result-partition-manager.js";
@@ -35,17 +35,15 @@ class RecordingRequestListener implements PartitionRequestListener {
   }
 }
 
-const globals: NetworkBufferPool[] = [];
+const pools = new TestNetworkBufferPools();
 
 afterEach(() => {
   vi.useRealTimers();
-  for (const global of globals.splice(0)) global.destroy();
+  pools.destroyAll();
 });
 
 function newGlobal(): NetworkBufferPool {
-  const global = new NetworkBufferPool(32, SEGMENT);
-  globals.push(global);
-  return global;
+  return pools.create(32, SEGMENT);
 }
 
 function newPartition(

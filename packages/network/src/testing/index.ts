@@ -1,7 +1,8 @@
 /**
  * Builders for tests of code that uses `@sluice/network`: pipelined partitions, input gates and
  * input channels with the defaults a test does not care about (Flink's ResultPartitionBuilder,
- * SingleInputGateBuilder and InputChannelBuilder). Not for production code.
+ * SingleInputGateBuilder and InputChannelBuilder), and the NetworkBufferPools they draw from.
+ * Not for production code.
  *
  * @packageDocumentation
  */
@@ -19,3 +20,4 @@ export {
   buildSingleInputGate,
   type SingleInputGateBuilderOptions,
 } from "./single-input-gate-builder.js";
+export { TestNetworkBufferPools } from "./test-network-buffer-pools.js";
