@@ -120,6 +120,10 @@ export {
   type IndexEntry,
   PartitionedFile,
 } from "./partition/partitioned-file.js";
+export {
+  PipelinedResultPartition,
+  type PipelinedResultPartitionOptions,
+} from "./partition/pipelined-result-partition.js";
 export { PipelinedSubpartition } from "./partition/pipelined-subpartition.js";
 export { PipelinedSubpartitionView } from "./partition/pipelined-subpartition-view.js";
 export { ResultPartition, type ResultPartitionOptions } from "./partition/result-partition.js";

@@ -1,5 +1,5 @@
 import { createConnection, createServer, type Server, type Socket } from "node:net";
-import { CheckpointBarrier, EndOfPartitionEvent } from "@sluice/core";
+import { CheckpointBarrier, EndOfPartitionEvent, frameRecord } from "@sluice/core";
 import type { RemoteInputChannel, SingleInputGate } from "@sluice/network";
 import { InProcessCluster } from "@sluice/shuffle-tck/transport";
 import { afterEach, describe, expect, it } from "vitest";
@@ -116,9 +116,9 @@ describe("aligned barriers with buffers-per-channel = 0 over TCP", () => {
 
     // The early producer queues data, its barrier and data behind the barrier: the consumer
     // asks for floating buffers for a backlog it cannot receive before it is resumed.
-    early.emitRecord(RECORD, 0);
+    early.emitRecord(frameRecord(RECORD), 0);
     early.broadcastEvent(barrier);
-    early.emitRecord(RECORD, 0);
+    early.emitRecord(frameRecord(RECORD), 0);
     early.flushAll();
 
     const barrierFrom = new Set<number>();
@@ -169,7 +169,7 @@ describe("aligned barriers with buffers-per-channel = 0 over TCP", () => {
     proxy.open();
 
     // Only now the late producer sends: its data needs the gate's one floating buffer.
-    late.emitRecord(RECORD, 0);
+    late.emitRecord(frameRecord(RECORD), 0);
     late.broadcastEvent(barrier);
     late.flushAll();
     await until(() => barrierFrom.size === 2, "the late barrier (the alignment)", false);

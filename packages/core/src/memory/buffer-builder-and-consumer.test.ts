@@ -282,32 +282,29 @@ describe("BufferBuilder copy paths", () => {
     builder.close();
   });
 
-  it("appends a record with its big-endian length prefix and commits it, or nothing when it does not fit", () => {
+  it("appends and commits all of the bytes, or nothing when they do not fit", () => {
     const size = 1024;
     const builder = new BufferBuilder(MemorySegment.allocateUnpooled(size), { recycle: () => {} });
     const consumer = builder.createBufferConsumer();
     const record = Uint8Array.from({ length: 0x0103 }, (_, i) => i & 0xff); // copied with set()
     const short = Uint8Array.of(9, 8, 7); // copied byte by byte
-    expect(builder.appendRecordAndCommit(record)).toBe(true);
-    expect(builder.appendRecordAndCommit(short)).toBe(true);
-    expect(builder.getCommittedBytes()).toBe(8 + record.length + short.length);
+    expect(builder.appendFullyAndCommit(record)).toBe(true);
+    expect(builder.appendFullyAndCommit(short)).toBe(true);
+    expect(builder.getCommittedBytes()).toBe(record.length + short.length);
     const built = consumer.build();
-    expect(Array.from(built.view())).toEqual([
-      ...[0, 0, 1, 3, ...Array.from(record)],
-      ...[0, 0, 0, 3, 9, 8, 7],
-    ]);
+    expect(Array.from(built.view())).toEqual([...Array.from(record), 9, 8, 7]);
     built.recycleBuffer();
-    // Room for the prefix and all but one byte of the record: nothing is written.
-    builder.append(new Uint8Array(builder.getWritableBytes() - (4 + record.length - 1)));
+    // Room for all but one byte of the record: nothing is written.
+    builder.append(new Uint8Array(builder.getWritableBytes() - (record.length - 1)));
     builder.commit();
     const committed = builder.getCommittedBytes();
-    expect(builder.appendRecordAndCommit(record)).toBe(false);
+    expect(builder.appendFullyAndCommit(record)).toBe(false);
     expect(builder.getCommittedBytes()).toBe(committed);
-    expect(builder.getWritableBytes()).toBe(4 + record.length - 1);
+    expect(builder.getWritableBytes()).toBe(record.length - 1);
     consumer.close();
     builder.close();
     expectError(
-      () => builder.appendRecordAndCommit(record),
+      () => builder.appendFullyAndCommit(record),
       IllegalStateError,
       ErrorCodes.ILLEGAL_STATE,
     );

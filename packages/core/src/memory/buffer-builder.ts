@@ -97,30 +97,24 @@ export class BufferBuilder {
   }
 
   /**
-   * Appends a record with its 4-byte big-endian length prefix and commits both, when the whole
-   * framed record fits; returns false, writing nothing, when it does not (the caller then spans
-   * the record over buffers). One state check and one commit per record: this is the path of
-   * almost every small record, so it avoids the per-call checks of `append` run twice.
+   * Appends all of `bytes` and commits them when they fit; returns false, writing nothing, when
+   * they do not (the caller then spans them over buffers). One state check and one commit per
+   * call: this is the path of almost every small framed record, so it avoids the per-call checks
+   * of `append` followed by `commit`.
    */
-  appendRecordAndCommit(record: Uint8Array): boolean {
+  appendFullyAndCommit(bytes: Uint8Array): boolean {
     if (this.closed || this.marker.finished) this.throwNotWritable();
-    const length = record.length;
+    const length = bytes.length;
     const position = this.writerPosition;
-    if (this.maxCapacity - position < 4 + length) return false;
+    if (this.maxCapacity - position < length) return false;
     const memory = this.memory;
-    // Byte stores: Buffer.writeInt32BE re-validates its arguments on every call.
-    memory[position] = length >>> 24;
-    memory[position + 1] = length >>> 16;
-    memory[position + 2] = length >>> 8;
-    memory[position + 3] = length;
-    const start = position + 4;
-    // TypedArray.set costs more than a short byte loop (12 B records: an int64 and its length).
+    // TypedArray.set costs more than a short byte loop (16 B framed records: an int64 and its length).
     if (length <= SHORT_COPY) {
-      for (let i = 0; i < length; i++) memory[start + i] = record[i] as number;
+      for (let i = 0; i < length; i++) memory[position + i] = bytes[i] as number;
     } else {
-      memory.set(record, start);
+      memory.set(bytes, position);
     }
-    this.writerPosition = this.marker.position = position + 4 + length;
+    this.writerPosition = this.marker.position = position + length;
     return true;
   }
 

@@ -13,6 +13,7 @@ export { JsonSerializer } from "./json-serializer.js";
 export { type FieldSerializers, ObjectSerializer } from "./object-serializer.js";
 export {
   DEFAULT_MAX_RECORD_SIZE,
+  frameRecord,
   MAX_RECORD_SIZE_KEY,
   RECORD_LENGTH_BYTES,
   serializeRecord,

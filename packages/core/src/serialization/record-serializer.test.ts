@@ -4,7 +4,7 @@ import { expectError } from "../testing/index.js";
 import { BytesSerializer } from "./bytes-serializer.js";
 import { DataOutputSerializer } from "./data-output-serializer.js";
 import { Int32Serializer } from "./int32-serializer.js";
-import { MAX_RECORD_SIZE_KEY, serializeRecord } from "./record-serializer.js";
+import { frameRecord, MAX_RECORD_SIZE_KEY, serializeRecord } from "./record-serializer.js";
 import { StringSerializer } from "./string-serializer.js";
 
 describe("serializeRecord", () => {
@@ -66,5 +66,17 @@ describe("serializeRecord", () => {
     expect(() =>
       serializeRecord(1, Int32Serializer.INSTANCE, new DataOutputSerializer(), 2 ** 31),
     ).toThrow(expect.objectContaining({ code: ErrorCodes.INVALID_ARGUMENT }));
+  });
+});
+
+describe("frameRecord", () => {
+  it("frames serialized bytes exactly as serializeRecord frames the value", () => {
+    const payload = Uint8Array.of(0, 0, 0, 3, 0x61, 0x62, 0x63);
+    const framed = frameRecord(payload);
+    expect(Buffer.from(framed).toString("hex")).toBe("00000007" + "00000003616263");
+    expect(framed).toEqual(
+      serializeRecord("abc", StringSerializer.INSTANCE, new DataOutputSerializer()),
+    );
+    expect(Array.from(frameRecord(new Uint8Array(0)))).toEqual([0, 0, 0, 0]);
   });
 });

@@ -33,10 +33,11 @@ export function checkMaxRecordSize(maxRecordSize: number): number {
  * Frames one record in Flink's format: a big-endian int32 payload length (the 4
  * length bytes excluded), then the payload `serializer` writes. `out` is cleared first; the
  * length is reserved and patched afterwards, so the value is serialized once, with no copy.
+ * The task's RecordWriter frames every record this way before it hands the bytes to the
+ * partition, which copies them into its buffers as they are.
  *
  * Returns a view of `out`'s buffer holding the framed record: valid until `out` is used again.
- * Records are then appended to the subpartition's BufferBuilders as plain bytes — the frame may
- * be split across any number of buffers.
+ * The frame may be split across any number of buffers; the reader's deserializer decodes it.
  *
  * @throws RecordTooLargeError when the payload exceeds `maxRecordSize` (naming the size, the
  *   limit and {@link MAX_RECORD_SIZE_KEY}).
@@ -60,4 +61,17 @@ export function serializeRecord<T>(
   }
   out.writeIntAt(0, payloadLength);
   return out.getSharedBuffer();
+}
+
+/**
+ * Frames bytes that are already serialized: a new array holding the big-endian int32 length of
+ * `payload`, then a copy of `payload`. For code that has the payload's bytes rather than a value
+ * and a serializer (tests, tools); the task's writer uses {@link serializeRecord}, which frames
+ * without the copy.
+ */
+export function frameRecord(payload: Uint8Array): Buffer {
+  const framed = Buffer.allocUnsafe(RECORD_LENGTH_BYTES + payload.length);
+  framed.writeInt32BE(payload.length, 0);
+  framed.set(payload, RECORD_LENGTH_BYTES);
+  return framed;
 }

@@ -1,28 +1,31 @@
 import {
   CancelledError,
   ErrorCodes,
-  IntermediateDataSetID,
+  frameRecord,
   NetworkBufferPool,
   PartitionNotFoundError,
-  ResultPartitionID,
   TaskEvent,
 } from "@sluice/core";
 import { expectSluiceError } from "@sluice/core/testing";
-import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { ResultPartition } from "../partition/result-partition.js";
+import type { PipelinedResultPartition } from "../partition/pipelined-result-partition.js";
 import { ResultPartitionManager } from "../partition/result-partition-manager.js";
 import { TaskEventDispatcher } from "../partition/task-event-publisher.js";
+import {
+  buildLocalInputChannel,
+  buildPipelinedResultPartition,
+  buildSingleInputGate,
+} from "../testing/index.js";
 import type { Backoff } from "./input-channel.js";
-import { LocalInputChannel } from "./local-input-channel.js";
-import { SingleInputGate } from "./single-input-gate.js";
+import type { LocalInputChannel } from "./local-input-channel.js";
+import type { SingleInputGate } from "./single-input-gate.js";
 
 const SEGMENT = 64;
 
 interface Setup {
   readonly global: NetworkBufferPool;
   readonly manager: ResultPartitionManager;
-  readonly partition: ResultPartition;
+  readonly partition: PipelinedResultPartition;
   readonly gate: SingleInputGate;
   readonly channel: LocalInputChannel;
   readonly requests: () => number;
@@ -45,32 +48,20 @@ function setUp(backoff: Backoff, events?: TaskEventDispatcher): Setup {
   const pool = global;
   const manager = new ResultPartitionManager();
   const spy = vi.spyOn(manager, "createSubpartitionView");
-  const partition = new ResultPartition({
-    owningTaskName: "producer",
-    partitionIndex: 0,
-    partitionId: new ResultPartitionID(),
-    partitionType: ResultPartitionType.PIPELINED_BOUNDED,
-    numberOfSubpartitions: 1,
+  const partition = buildPipelinedResultPartition({
+    networkBufferPool: pool,
     partitionManager: manager,
-    bufferPoolFactory: () => pool.createBufferPool(2, 8, { numberOfSubpartitions: 1 }),
+    maxBuffers: 8,
+    setup: false,
   });
-  const gate = new SingleInputGate({
-    owningTaskName: "consumer",
-    gateIndex: 0,
-    consumedResultId: new IntermediateDataSetID(),
-    consumedPartitionType: ResultPartitionType.PIPELINED_BOUNDED,
-    numberOfInputChannels: 1,
-    bufferPoolFactory: () => pool.createBufferPool(1, 8),
-  });
-  const channel = new LocalInputChannel(
+  const gate = buildSingleInputGate({ networkBufferPool: pool, maxBuffers: 8 });
+  const channel = buildLocalInputChannel({
     gate,
-    0,
-    partition.partitionId,
-    0,
-    manager,
+    partitionId: partition.partitionId,
+    partitionManager: manager,
     backoff,
-    events,
-  );
+    ...(events === undefined ? {} : { taskEventPublisher: events }),
+  });
   gate.setInputChannel(channel);
   gate.setup();
   return { global, manager, partition, gate, channel, requests: () => spy.mock.calls.length };
@@ -153,7 +144,7 @@ describe("LocalInputChannel partition requests", () => {
     s.gate.requestPartitions();
     vi.advanceTimersByTime(100); // second attempt, still missing
     s.partition.setup();
-    s.partition.emitRecord(new Uint8Array(SEGMENT - 4), 0);
+    s.partition.emitRecord(frameRecord(new Uint8Array(SEGMENT - 4)), 0);
     expect(s.gate.pollNext()).toBeUndefined();
     vi.advanceTimersByTime(199);
     expect(s.gate.pollNext()).toBeUndefined();

@@ -5,20 +5,26 @@ import {
   DEFAULT_CHECKPOINT_OPTIONS,
   EndOfPartitionEvent,
   ErrorCodes,
-  IntermediateDataSetID,
+  frameRecord,
   NetworkBufferPool,
   ProducerFailedError,
   ResultPartitionID,
 } from "@sluice/core";
 import { expectError } from "@sluice/core/testing";
-import { type BufferOrEvent, ResultPartitionType } from "@sluice/runtime-api";
+import type { BufferOrEvent } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
-import { ResultPartition } from "../partition/result-partition.js";
+import type { PipelinedResultPartition } from "../partition/pipelined-result-partition.js";
 import { ResultPartitionManager } from "../partition/result-partition-manager.js";
+import {
+  buildLocalInputChannel,
+  buildPipelinedResultPartition,
+  buildSingleInputGate,
+  buildUnknownInputChannel,
+} from "../testing/index.js";
 import { BufferDebloater } from "./buffer-debloater.js";
 import type { Backoff } from "./input-channel.js";
 import { LocalInputChannel } from "./local-input-channel.js";
-import { SingleInputGate, type SingleInputGateOptions } from "./single-input-gate.js";
+import type { SingleInputGate, SingleInputGateOptions } from "./single-input-gate.js";
 import { UnknownInputChannel } from "./unknown-input-channel.js";
 
 const SEGMENT = 64;
@@ -29,7 +35,7 @@ const BACKOFF: Backoff = { initialMs: 100, maxMs: 1_000 };
 interface LocalJob {
   readonly global: NetworkBufferPool;
   readonly manager: ResultPartitionManager;
-  readonly partitions: ResultPartition[];
+  readonly partitions: PipelinedResultPartition[];
   readonly gate: SingleInputGate;
 }
 
@@ -48,33 +54,27 @@ function localJob(
   const global = new NetworkBufferPool(256, SEGMENT);
   globals.push(global);
   const manager = new ResultPartitionManager();
-  const partitions = Array.from(
-    { length: channels },
-    (_, i) =>
-      new ResultPartition({
-        owningTaskName: `producer ${i}`,
-        partitionIndex: 0,
-        partitionId: new ResultPartitionID(),
-        partitionType: ResultPartitionType.PIPELINED_BOUNDED,
-        numberOfSubpartitions: 1,
-        partitionManager: manager,
-        bufferPoolFactory: () => global.createBufferPool(2, 20, { numberOfSubpartitions: 1 }),
-      }),
+  const partitions = Array.from({ length: channels }, (_, i) =>
+    buildPipelinedResultPartition({
+      networkBufferPool: global,
+      partitionManager: manager,
+      owningTaskName: `producer ${i}`,
+      maxBuffers: 20,
+      setup: false,
+    }),
   );
-  const gate = new SingleInputGate({
-    owningTaskName: "consumer",
-    gateIndex: 0,
-    consumedResultId: new IntermediateDataSetID(),
-    consumedPartitionType: ResultPartitionType.PIPELINED_BOUNDED,
+  const gate = buildSingleInputGate({
+    networkBufferPool: global,
+    maxBuffers: 8,
     numberOfInputChannels: channels,
-    bufferPoolFactory: () => global.createBufferPool(1, 8),
     ...gateOptions,
   });
   partitions.forEach((partition, i) => {
+    const channel = { gate, channelIndex: i, partitionId: partition.partitionId, backoff: BACKOFF };
     gate.setInputChannel(
       unknown.includes(i)
-        ? new UnknownInputChannel(gate, i, partition.partitionId, 0, BACKOFF)
-        : new LocalInputChannel(gate, i, partition.partitionId, 0, manager, BACKOFF),
+        ? buildUnknownInputChannel(channel)
+        : buildLocalInputChannel({ ...channel, partitionManager: manager }),
     );
   });
   return { global, manager, partitions, gate };
@@ -109,7 +109,7 @@ describe("SingleInputGate with local channels", () => {
     job.partitions.forEach((partition, i) => {
       partition.setup();
       for (let b = 0; b < (buffersPerChannel[i] as number); b++) {
-        partition.emitRecord(new Uint8Array(FULL), 0);
+        partition.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
       }
     });
     job.gate.setup();
@@ -144,12 +144,12 @@ describe("SingleInputGate with local channels", () => {
     job.gate.setup();
     job.gate.requestPartitions();
     expect(job.gate.pollNext()).toBeUndefined();
-    const [p0, p1] = job.partitions as [ResultPartition, ResultPartition];
-    for (let i = 0; i < 4; i++) p0.emitRecord(new Uint8Array(FULL), 0);
+    const [p0, p1] = job.partitions as [PipelinedResultPartition, PipelinedResultPartition];
+    for (let i = 0; i < 4; i++) p0.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
     const first = job.gate.pollNext();
     expect(first?.channelIndex).toBe(0);
     first?.buffer?.recycleBuffer();
-    for (let i = 0; i < 4; i++) p1.emitRecord(new Uint8Array(FULL), 0);
+    for (let i = 0; i < 4; i++) p1.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
     // Channel 0 was re-queued after its first buffer; channel 1 queues behind it.
     expect(pollAll(job.gate).map((b) => b.channelIndex)).toEqual([0, 1, 0, 1, 0, 1, 1]);
     await closeAll(job);
@@ -168,8 +168,8 @@ describe("SingleInputGate with local channels", () => {
       woken = true;
     });
 
-    const [p0, p1] = job.partitions as [ResultPartition, ResultPartition];
-    p0.emitRecord(new Uint8Array(10), 0);
+    const [p0, p1] = job.partitions as [PipelinedResultPartition, PipelinedResultPartition];
+    p0.emitRecord(frameRecord(new Uint8Array(10)), 0);
     p0.finish();
     await waiting;
     expect(woken).toBe(true);
@@ -207,8 +207,8 @@ describe("SingleInputGate with local channels", () => {
     const job = localJob(2);
     for (const partition of job.partitions) {
       partition.setup();
-      for (let i = 0; i < 3; i++) partition.emitRecord(new Uint8Array(FULL), 0);
-      partition.emitRecord(new Uint8Array(10), 0);
+      for (let i = 0; i < 3; i++) partition.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
+      partition.emitRecord(frameRecord(new Uint8Array(10)), 0);
     }
     job.gate.setup();
     job.gate.requestPartitions();
@@ -234,8 +234,8 @@ describe("SingleInputGate with local channels", () => {
     for (const partition of job.partitions) partition.setup();
     job.gate.setup();
     job.gate.requestPartitions();
-    const [p0, p1] = job.partitions as [ResultPartition, ResultPartition];
-    p1.emitRecord(new Uint8Array(FULL), 0);
+    const [p0, p1] = job.partitions as [PipelinedResultPartition, PipelinedResultPartition];
+    p1.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
     const cause = new Error("disk on fire");
     p0.fail(cause);
     const polled: BufferOrEvent[] = [];
@@ -264,9 +264,9 @@ describe("SingleInputGate with local channels", () => {
     for (const partition of job.partitions) partition.setup();
     job.gate.setup();
     job.gate.requestPartitions();
-    const [p0, p1] = job.partitions as [ResultPartition, ResultPartition];
-    p1.emitRecord(new Uint8Array(FULL), 0);
-    p0.emitRecord(new Uint8Array(FULL), 0);
+    const [p0, p1] = job.partitions as [PipelinedResultPartition, PipelinedResultPartition];
+    p1.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
+    p0.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
     expect(pollAll(job.gate).map((b) => b.channelIndex)).toEqual([0]);
     expect(job.gate.getChannel(1)).toBeInstanceOf(UnknownInputChannel);
 
@@ -308,17 +308,19 @@ describe("SingleInputGate inPoolUsage", () => {
   it("counts remote channels' exclusive buffers together with the floating pool, as Flink does", async () => {
     const global = new NetworkBufferPool(64, SEGMENT);
     globals.push(global);
-    const gate = new SingleInputGate({
-      owningTaskName: "consumer",
-      gateIndex: 0,
-      consumedResultId: new IntermediateDataSetID(),
-      consumedPartitionType: ResultPartitionType.PIPELINED_BOUNDED,
+    const gate = buildSingleInputGate({
+      networkBufferPool: global,
+      maxBuffers: 4,
       numberOfInputChannels: 2,
-      bufferPoolFactory: () => global.createBufferPool(1, 4),
     });
     // Two channels, each with 4 exclusive buffers of which 3 hold data.
     for (let i = 0; i < 2; i++) {
-      const channel = new UnknownInputChannel(gate, i, new ResultPartitionID(), 0, BACKOFF);
+      const channel = buildUnknownInputChannel({
+        gate,
+        channelIndex: i,
+        partitionId: new ResultPartitionID(),
+        backoff: BACKOFF,
+      });
       Object.assign(channel, { getExclusiveBufferUsage: () => ({ used: 3, total: 4 }) });
       gate.setInputChannel(channel);
     }
@@ -337,15 +339,12 @@ describe("SingleInputGate inPoolUsage", () => {
   it("counts floating buffers a channel borrowed but has not filled yet as free", async () => {
     const global = new NetworkBufferPool(64, SEGMENT);
     globals.push(global);
-    const gate = new SingleInputGate({
-      owningTaskName: "consumer",
-      gateIndex: 0,
-      consumedResultId: new IntermediateDataSetID(),
-      consumedPartitionType: ResultPartitionType.PIPELINED_BOUNDED,
-      numberOfInputChannels: 1,
-      bufferPoolFactory: () => global.createBufferPool(1, 4),
+    const gate = buildSingleInputGate({ networkBufferPool: global, maxBuffers: 4 });
+    const channel = buildUnknownInputChannel({
+      gate,
+      partitionId: new ResultPartitionID(),
+      backoff: BACKOFF,
     });
-    const channel = new UnknownInputChannel(gate, 0, new ResultPartitionID(), 0, BACKOFF);
     // The channel holds two borrowed floating buffers, one of them still empty (credit).
     Object.assign(channel, {
       getExclusiveBufferUsage: () => ({ used: 1, total: 2 }),
@@ -379,10 +378,14 @@ describe("SingleInputGate priority and buffer debloating", () => {
     for (const partition of job.partitions) partition.setup();
     job.gate.setup();
     job.gate.requestPartitions();
-    const [p0, p1, p2] = job.partitions as [ResultPartition, ResultPartition, ResultPartition];
+    const [p0, p1, p2] = job.partitions as [
+      PipelinedResultPartition,
+      PipelinedResultPartition,
+      PipelinedResultPartition,
+    ];
     for (const partition of [p0, p1, p2]) {
-      partition.emitRecord(new Uint8Array(FULL), 0);
-      partition.emitRecord(new Uint8Array(FULL), 0);
+      partition.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
+      partition.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
     }
     expect(job.gate.hasPriorityEvent()).toBe(false);
     const priority = job.gate.getPriorityEventAvailableFuture();
@@ -412,9 +415,9 @@ describe("SingleInputGate priority and buffer debloating", () => {
     for (const partition of job.partitions) partition.setup();
     job.gate.setup();
     job.gate.requestPartitions();
-    const [p0, p1] = job.partitions as [ResultPartition, ResultPartition];
-    p0.emitRecord(new Uint8Array(FULL), 0);
-    p1.emitRecord(new Uint8Array(FULL), 0);
+    const [p0, p1] = job.partitions as [PipelinedResultPartition, PipelinedResultPartition];
+    p0.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
+    p1.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
     // Two full buffers (2 × 64 bytes) take 4 s to consume: 32 bytes/s, so 1 s of data is 32
     // bytes, spread over the buffers in use (at least one): 32 bytes per buffer.
     now += 4_000;
@@ -426,7 +429,7 @@ describe("SingleInputGate priority and buffer debloating", () => {
     expect(p0.getSubpartition(0).bufferSizeHint()).toBe(32);
     expect(p1.getSubpartition(0).bufferSizeHint()).toBe(32);
     // Slower still: the size goes to the minimum, never below.
-    p0.emitRecord(new Uint8Array(4), 0);
+    p0.emitRecord(frameRecord(new Uint8Array(4)), 0);
     p0.flushAll();
     now += 10_000;
     expect(pollAll(job.gate)).toHaveLength(1);

@@ -5,6 +5,17 @@ import { createGateBuffersSpec, outputPoolSize } from "./gate-buffers-spec.js";
 const BUFFERS_PER_CHANNEL = 2;
 const FLOATING_PER_GATE = 8;
 
+/** The spec of a BLOCKING gate of `channels` channels, with no maximum of required buffers. */
+function batchGateSpec(channels: number) {
+  return createGateBuffersSpec(
+    undefined,
+    BUFFERS_PER_CHANNEL,
+    FLOATING_PER_GATE,
+    ResultPartitionType.BLOCKING,
+    channels,
+  );
+}
+
 describe("createGateBuffersSpec (GateBuffersSpecTest)", () => {
   it.each([1, 2, 100, 1000, 5000])(
     "gives a streaming gate of %i channels 2 exclusive buffers each and a floating pool of [1, 8]",
@@ -22,15 +33,7 @@ describe("createGateBuffersSpec (GateBuffersSpecTest)", () => {
   );
 
   it("gives a batch gate of 1000 channels no exclusive buffers and a floating pool of [1000, 2008]", () => {
-    expect(
-      createGateBuffersSpec(
-        undefined,
-        BUFFERS_PER_CHANNEL,
-        FLOATING_PER_GATE,
-        ResultPartitionType.BLOCKING,
-        1000,
-      ),
-    ).toEqual({
+    expect(batchGateSpec(1000)).toEqual({
       exclusiveBuffersPerChannel: 0,
       requiredFloatingBuffers: 1000,
       totalFloatingBuffers: 2008,
@@ -39,15 +42,7 @@ describe("createGateBuffersSpec (GateBuffersSpecTest)", () => {
 
   it("keeps 2 exclusive buffers per channel for a small batch gate", () => {
     // 100 channels need 201 < 1000 buffers: nothing has to shrink.
-    expect(
-      createGateBuffersSpec(
-        undefined,
-        BUFFERS_PER_CHANNEL,
-        FLOATING_PER_GATE,
-        ResultPartitionType.BLOCKING,
-        100,
-      ),
-    ).toEqual({
+    expect(batchGateSpec(100)).toEqual({
       exclusiveBuffersPerChannel: 2,
       requiredFloatingBuffers: 1,
       totalFloatingBuffers: 8,

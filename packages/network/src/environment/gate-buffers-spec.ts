@@ -1,4 +1,5 @@
 import type { ResultPartitionType } from "@sluice/runtime-api";
+import type { NetworkShuffleEnvironmentConfiguration } from "./network-shuffle-environment-configuration.js";
 
 /** How an input gate's buffers are split (Flink's GateBuffersSpec). */
 export interface GateBuffersSpec {
@@ -81,6 +82,30 @@ export interface SortShuffleSettings {
   readonly minBuffers: number;
   /** `taskmanager.network.sort-shuffle.min-parallelism`. */
   readonly minParallelism: number;
+}
+
+/** The sizes of an output pool as a worker's settings give them (see {@link outputPoolSize}). */
+export function configuredOutputPoolSize(
+  settings: Pick<
+    NetworkShuffleEnvironmentConfiguration,
+    | "buffersPerChannel"
+    | "floatingBuffersPerGate"
+    | "sortShuffleMinBuffers"
+    | "sortShuffleMinParallelism"
+  >,
+  numberOfSubpartitions: number,
+  partitionType: ResultPartitionType,
+): { readonly min: number; readonly max: number } {
+  return outputPoolSize(
+    numberOfSubpartitions,
+    settings.buffersPerChannel,
+    settings.floatingBuffersPerGate,
+    partitionType,
+    {
+      minBuffers: settings.sortShuffleMinBuffers,
+      minParallelism: settings.sortShuffleMinParallelism,
+    },
+  );
 }
 
 /**

@@ -1,5 +1,6 @@
 import {
   ExecutionAttemptID,
+  frameRecord,
   IntermediateDataSetID,
   IntermediateResultPartitionID,
   JobID,
@@ -22,8 +23,9 @@ import type { SingleInputGate } from "../consumer/single-input-gate.js";
 import { UnknownInputChannel } from "../consumer/unknown-input-channel.js";
 import type { ListenOptions, Transport } from "../netty/transport/transport.js";
 import { TRANSPORT_WARNING_TYPE } from "../netty/transport/transport-warning.js";
-import type { ResultPartition } from "../partition/result-partition.js";
+import type { PipelinedResultPartition } from "../partition/pipelined-result-partition.js";
 import {
+  consume,
   deployAllToAll,
   environmentContext,
   makeRecord,
@@ -43,6 +45,70 @@ const config = {
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/**
+ * Registers one pipelined partition (of one subpartition unless told), produced on `env` by
+ * `producerAttempt`, with a shuffle master: what a job master does before it deploys the
+ * producer.
+ */
+async function registerOnePartition(
+  env: NetworkShuffleEnvironment,
+  {
+    numberOfSubpartitions = 1,
+    producerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0),
+  } = {},
+) {
+  const master = new NetworkShuffleMaster({
+    configuration: readableConfigOf(config),
+    onFatalError: (error) => {
+      throw error;
+    },
+  });
+  const type = ResultPartitionType.PIPELINED_BOUNDED;
+  const resultId = new IntermediateDataSetID();
+  const partitionDescriptor: PartitionDescriptor = {
+    resultId,
+    totalNumberOfPartitions: 1,
+    partitionId: new IntermediateResultPartitionID(resultId, 0),
+    partitionType: type,
+    numberOfSubpartitions,
+    connectionIndex: 0,
+    isBroadcast: false,
+    isAllToAllDistribution: true,
+  };
+  const descriptor = await master.registerPartitionWithProducer(new JobID(), partitionDescriptor, {
+    producerLocation: env.resourceId,
+    producerExecutionId: producerAttempt,
+    address: "127.0.0.1",
+    dataPort: env.getDataPort(),
+  });
+  return { type, resultId, partitionDescriptor, producerAttempt, descriptor };
+}
+
+/**
+ * Deploys a consumer of `partitionId` on `env` whose one channel does not know the producer's
+ * location yet (an unknown channel), set up and requesting.
+ */
+function deployConsumerOfUnknownProducer(
+  env: NetworkShuffleEnvironment,
+  resultId: IntermediateDataSetID,
+  type: ResultPartitionType,
+  partitionId: ResultPartitionID,
+) {
+  const consumerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
+  const [gate] = env.createInputGates(
+    env.createShuffleIOOwnerContext("consumer", consumerAttempt),
+    RUNNING_PRODUCER,
+    [
+      createInputGateDeploymentDescriptor(resultId, type, { start: 0, end: 0 }, [
+        createUnknownShuffleDescriptor(partitionId),
+      ]),
+    ],
+  ) as [SingleInputGate];
+  gate.setup();
+  gate.requestPartitions();
+  return { consumerAttempt, gate };
+}
+
 describe("NetworkShuffleEnvironment in one process", () => {
   let env: NetworkShuffleEnvironment | undefined;
 
@@ -54,58 +120,25 @@ describe("NetworkShuffleEnvironment in one process", () => {
   it("replaces an unknown channel through updatePartitionInfo with a real descriptor, then data flows", async () => {
     env = new LocalShuffleServiceFactory().createShuffleEnvironment(environmentContext(config));
     expect(await env.start()).toBe(-1);
-    const master = new NetworkShuffleMaster({
-      configuration: readableConfigOf(config),
-      onFatalError: (error) => {
-        throw error;
-      },
-    });
-    const type = ResultPartitionType.PIPELINED_BOUNDED;
-    const resultId = new IntermediateDataSetID();
-    const partitionDescriptor: PartitionDescriptor = {
-      resultId,
-      totalNumberOfPartitions: 1,
-      partitionId: new IntermediateResultPartitionID(resultId, 0),
-      partitionType: type,
-      numberOfSubpartitions: 1,
-      connectionIndex: 0,
-      isBroadcast: false,
-      isAllToAllDistribution: true,
-    };
-    const producerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
-    const descriptor = await master.registerPartitionWithProducer(
-      new JobID(),
-      partitionDescriptor,
-      {
-        producerLocation: env.resourceId,
-        producerExecutionId: producerAttempt,
-        address: "127.0.0.1",
-        dataPort: env.getDataPort(),
-      },
-    );
+    const { type, resultId, partitionDescriptor, producerAttempt, descriptor } =
+      await registerOnePartition(env);
 
     // The consumer is deployed first: its producer's location is unknown.
-    const consumerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
-    const [gate] = env.createInputGates(
-      env.createShuffleIOOwnerContext("consumer", consumerAttempt),
-      RUNNING_PRODUCER,
-      [
-        createInputGateDeploymentDescriptor(resultId, type, { start: 0, end: 0 }, [
-          createUnknownShuffleDescriptor(descriptor.resultPartitionId),
-        ]),
-      ],
-    ) as [SingleInputGate];
-    gate.setup();
-    gate.requestPartitions();
+    const { consumerAttempt, gate } = deployConsumerOfUnknownProducer(
+      env,
+      resultId,
+      type,
+      descriptor.resultPartitionId,
+    );
     expect(gate.getChannel(0)).toBeInstanceOf(UnknownInputChannel);
     expect(gate.pollNext()).toBeUndefined();
 
     const [writer] = env.createResultPartitionWriters(
       env.createShuffleIOOwnerContext("producer", producerAttempt),
       [createResultPartitionDeploymentDescriptor(partitionDescriptor, descriptor, 128)],
-    ) as [ResultPartition];
+    ) as [PipelinedResultPartition];
     writer.setup();
-    for (let seq = 0; seq < 3; seq++) writer.emitRecord(makeRecord(0, 0, seq, 10), 0);
+    for (let seq = 0; seq < 3; seq++) writer.emitRecord(frameRecord(makeRecord(0, 0, seq, 10)), 0);
     writer.flushAll();
     expect(gate.pollNext()).toBeUndefined();
 
@@ -123,14 +156,7 @@ describe("NetworkShuffleEnvironment in one process", () => {
 
     const checker = new RecordChecker(0, 1);
     writer.finish();
-    while (!gate.isFinished()) {
-      const next = gate.pollNext();
-      if (next === undefined) {
-        await gate.getAvailableFuture();
-        continue;
-      }
-      if (next.buffer !== undefined) checker.accept(next.channelIndex, next.buffer);
-    }
+    await consume(gate, checker);
     expect(checker.nextSeq).toEqual([3]);
     await gate.close();
     writer.close();
@@ -144,7 +170,7 @@ describe("NetworkShuffleEnvironment in one process", () => {
     await env.start();
     const global = env.networkBufferPool;
     const job = await deployAllToAll(env, env, 1, 1, config);
-    const writer = job.writers[0] as ResultPartition;
+    const writer = job.writers[0] as PipelinedResultPartition;
     const gate = job.gates[0] as SingleInputGate;
     writer.setup();
     gate.setup();
@@ -165,7 +191,7 @@ describe("NetworkShuffleEnvironment in one process", () => {
     // Phase 1: the consumer does not read. The producer writes only while available.
     let emitted = 0;
     while (writer.isAvailable()) {
-      writer.emitRecord(makeRecord(0, 0, emitted++, padding), 0);
+      writer.emitRecord(frameRecord(makeRecord(0, 0, emitted++, padding)), 0);
       sample();
       expect(emitted).toBeLessThan(1_000); // it must stop on its own
     }
@@ -188,7 +214,7 @@ describe("NetworkShuffleEnvironment in one process", () => {
     const produce = async () => {
       while (emitted < total) {
         if (!writer.isAvailable()) await writer.getAvailableFuture();
-        writer.emitRecord(makeRecord(0, 0, emitted++, padding), 0);
+        writer.emitRecord(frameRecord(makeRecord(0, 0, emitted++, padding)), 0);
         sample();
       }
       if (!writer.isAvailable()) await writer.getAvailableFuture();
@@ -220,38 +246,14 @@ describe("NetworkShuffleEnvironment in one process", () => {
   it("replaces every unknown channel of a gate reading a range of subpartitions, matched by partition id, then the gate finishes", async () => {
     env = new LocalShuffleServiceFactory().createShuffleEnvironment(environmentContext(config));
     await env.start();
-    const master = new NetworkShuffleMaster({
-      configuration: readableConfigOf(config),
-      onFatalError: (error) => {
-        throw error;
-      },
-    });
-    const type = ResultPartitionType.PIPELINED_BOUNDED;
-    const resultId = new IntermediateDataSetID();
-    const partitionDescriptor: PartitionDescriptor = {
-      resultId,
-      totalNumberOfPartitions: 1,
-      partitionId: new IntermediateResultPartitionID(resultId, 0),
-      partitionType: type,
-      numberOfSubpartitions: 3,
-      connectionIndex: 0,
-      isBroadcast: false,
-      isAllToAllDistribution: true,
-    };
     // The consumer was deployed against a first attempt of the producer; the attempt that
     // actually runs (and is announced through updatePartitionInfo) is a later one.
     const firstAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
     const runningAttempt = new ExecutionAttemptID(undefined, undefined, 0, 1);
-    const descriptor = await master.registerPartitionWithProducer(
-      new JobID(),
-      partitionDescriptor,
-      {
-        producerLocation: env.resourceId,
-        producerExecutionId: runningAttempt,
-        address: "127.0.0.1",
-        dataPort: env.getDataPort(),
-      },
-    );
+    const { type, resultId, partitionDescriptor, descriptor } = await registerOnePartition(env, {
+      numberOfSubpartitions: 3,
+      producerAttempt: runningAttempt,
+    });
     const consumerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
     const [gate] = env.createInputGates(
       env.createShuffleIOOwnerContext("consumer", consumerAttempt),
@@ -276,9 +278,10 @@ describe("NetworkShuffleEnvironment in one process", () => {
     const [writer] = env.createResultPartitionWriters(
       env.createShuffleIOOwnerContext("producer", runningAttempt),
       [createResultPartitionDeploymentDescriptor(partitionDescriptor, descriptor, 128)],
-    ) as [ResultPartition];
+    ) as [PipelinedResultPartition];
     writer.setup();
-    for (let sub = 0; sub < 3; sub++) writer.emitRecord(makeRecord(sub, 0, 0, 10), sub);
+    for (let sub = 0; sub < 3; sub++)
+      writer.emitRecord(frameRecord(makeRecord(sub, 0, 0, 10)), sub);
     writer.finish();
     let records = 0;
     while (!gate.isFinished()) {
@@ -302,58 +305,25 @@ describe("NetworkShuffleEnvironment in one process", () => {
   it("keeps the task events sent while a channel is unknown and replays them once it is known", async () => {
     env = new LocalShuffleServiceFactory().createShuffleEnvironment(environmentContext(config));
     await env.start();
-    const master = new NetworkShuffleMaster({
-      configuration: readableConfigOf(config),
-      onFatalError: (error) => {
-        throw error;
-      },
-    });
-    const type = ResultPartitionType.PIPELINED_BOUNDED;
-    const resultId = new IntermediateDataSetID();
-    const partitionDescriptor: PartitionDescriptor = {
-      resultId,
-      totalNumberOfPartitions: 1,
-      partitionId: new IntermediateResultPartitionID(resultId, 0),
-      partitionType: type,
-      numberOfSubpartitions: 1,
-      connectionIndex: 0,
-      isBroadcast: false,
-      isAllToAllDistribution: true,
-    };
-    const producerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
-    const descriptor = await master.registerPartitionWithProducer(
-      new JobID(),
-      partitionDescriptor,
-      {
-        producerLocation: env.resourceId,
-        producerExecutionId: producerAttempt,
-        address: "127.0.0.1",
-        dataPort: env.getDataPort(),
-      },
-    );
+    const { type, resultId, partitionDescriptor, producerAttempt, descriptor } =
+      await registerOnePartition(env);
     const received: string[] = [];
     env.taskEventDispatcher.subscribe(descriptor.resultPartitionId, (event) =>
       received.push(event.typeName),
     );
-    const consumerAttempt = new ExecutionAttemptID(undefined, undefined, 0, 0);
-    const [gate] = env.createInputGates(
-      env.createShuffleIOOwnerContext("consumer", consumerAttempt),
-      RUNNING_PRODUCER,
-      [
-        createInputGateDeploymentDescriptor(resultId, type, { start: 0, end: 0 }, [
-          createUnknownShuffleDescriptor(descriptor.resultPartitionId),
-        ]),
-      ],
-    ) as [SingleInputGate];
-    gate.setup();
-    gate.requestPartitions();
+    const { consumerAttempt, gate } = deployConsumerOfUnknownProducer(
+      env,
+      resultId,
+      type,
+      descriptor.resultPartitionId,
+    );
     gate.sendTaskEvent(new TaskEvent("first", new Uint8Array(0)));
     gate.sendTaskEvent(new TaskEvent("second", new Uint8Array(0)));
     expect(received).toEqual([]);
     const [writer] = env.createResultPartitionWriters(
       env.createShuffleIOOwnerContext("producer", producerAttempt),
       [createResultPartitionDeploymentDescriptor(partitionDescriptor, descriptor, 128)],
-    ) as [ResultPartition];
+    ) as [PipelinedResultPartition];
     writer.setup();
     env.updatePartitionInfo(consumerAttempt, createPartitionInfo(resultId, descriptor));
     expect(received).toEqual(["first", "second"]);

@@ -15,7 +15,6 @@ import {
   type PartitionInfo,
   type PartitionProducerStateProvider,
   type ResultPartitionDeploymentDescriptor,
-  type ResultPartitionType,
   type ShuffleDescriptor,
   type ShuffleEnvironment,
   type ShuffleEnvironmentContext,
@@ -34,7 +33,7 @@ import { ConnectionID } from "../consumer/connection-id.js";
 import type { Backoff, InputChannel } from "../consumer/input-channel.js";
 import { LocalInputChannel } from "../consumer/local-input-channel.js";
 import { RemoteInputChannel } from "../consumer/remote-input-channel.js";
-import { type ExclusiveBuffersFallback, SingleInputGate } from "../consumer/single-input-gate.js";
+import { SingleInputGate } from "../consumer/single-input-gate.js";
 import { UnknownInputChannel } from "../consumer/unknown-input-channel.js";
 import {
   registerBatchShuffleMetrics,
@@ -49,32 +48,21 @@ import { emitTransportWarning } from "../netty/transport/transport-warning.js";
 import { BatchShuffleCounters } from "../partition/batch-shuffle-counters.js";
 import { BatchShuffleReadBufferPool } from "../partition/batch-shuffle-read-buffer-pool.js";
 import { FileChannelManager } from "../partition/file-channel-manager.js";
-import { ResultPartition } from "../partition/result-partition.js";
+import { PipelinedResultPartition } from "../partition/pipelined-result-partition.js";
+import type { ResultPartitionOptions } from "../partition/result-partition.js";
 import { ResultPartitionManager } from "../partition/result-partition-manager.js";
 import { SortMergeResultPartition } from "../partition/sort-merge-result-partition.js";
 import { TaskEventDispatcher } from "../partition/task-event-publisher.js";
-import { emitBuffersFallbackWarning } from "./buffers-fallback-warning.js";
-import {
-  createGateBuffersSpec,
-  FALLBACK_OUTPUT_POOL_MIN_BUFFERS,
-  floatingOnlyGateBuffersSpec,
-  type GateBuffersSpec,
-  outputPoolSize,
-} from "./gate-buffers-spec.js";
+import { BuffersFallback } from "./buffers-fallback.js";
+import { configuredOutputPoolSize, createGateBuffersSpec } from "./gate-buffers-spec.js";
 import {
   type NetworkShuffleEnvironmentConfiguration,
   readNetworkShuffleEnvironmentConfiguration,
 } from "./network-shuffle-environment-configuration.js";
 import { validateNetworkShuffleConfiguration } from "./validate-network-shuffle-configuration.js";
 
-/** The share of a worker's network buffers that full guarantees leave for fallen-back pools. */
-const FALLBACK_RESERVE_FRACTION = 0.5;
-
-/** A pool that falls back is guaranteed at most this fraction (1/n) of the unguaranteed buffers. */
-const FALLBACK_SHARE_DIVISOR = 16;
-
 /** A writer of the network shuffle: pipelined in memory, or blocking (sort-merge) on disk. */
-export type NetworkResultPartition = ResultPartition | SortMergeResultPartition;
+export type NetworkResultPartition = PipelinedResultPartition | SortMergeResultPartition;
 
 /**
  * One worker's shuffle (Flink's NettyShuffleEnvironment): its NetworkBufferPool, the registry of
@@ -83,7 +71,7 @@ export type NetworkResultPartition = ResultPartition | SortMergeResultPartition;
  * created here from deployment descriptors. With no transport it runs local-only (`start()`
  * returns -1).
  *
- * Pipelined types get a `ResultPartition`, BLOCKING and BLOCKING_PERSISTENT a
+ * Pipelined types get a `PipelinedResultPartition`, BLOCKING and BLOCKING_PERSISTENT a
  * `SortMergeResultPartition` whose files go to the worker's folders (`tmpDirPaths` of the
  * context, else `io.tmp.dirs`, else the system's) and live until `releasePartitionsLocally` or
  * `close()`. Blocking partitions compress their data buffers, and gates that consume them
@@ -116,6 +104,7 @@ export class NetworkShuffleEnvironment
   /** What this worker's blocking partitions wrote, compressed and deleted (its metrics). */
   readonly batchShuffleCounters = new BatchShuffleCounters();
   private compressionFactory: BlockCompressionFactory | undefined;
+  private readonly buffersFallback: BuffersFallback;
   private started = false;
   private closed = false;
 
@@ -140,6 +129,7 @@ export class NetworkShuffleEnvironment
       this.settings.networkMemoryBytes,
       this.settings.segmentSize,
     );
+    this.buffersFallback = new BuffersFallback(this.networkBufferPool, this.settings);
     this.transport = context.localCommunicationOnly ? undefined : transport;
     this.taskEventPublisher = context.taskEventPublisher ?? this.taskEventDispatcher;
     this.fileChannelManager = new FileChannelManager(
@@ -252,10 +242,19 @@ export class NetworkShuffleEnvironment
     const partitions = descriptors.map((descriptor, index) =>
       this.createResultPartition(ownerContext, index, descriptor),
     );
+    return this.registeringMetrics(ownerContext, partitions, registerOutputMetrics);
+  }
+
+  /** Registers the metrics of what was just created for a task, when it reports metrics. */
+  private registeringMetrics<T>(
+    ownerContext: ShuffleIOOwnerContext,
+    created: T[],
+    register: (metrics: ShuffleMetricSink, created: readonly T[], detailed: boolean) => void,
+  ): T[] {
     if (ownerContext.metrics !== undefined) {
-      registerOutputMetrics(ownerContext.metrics, partitions, this.settings.detailedMetrics);
+      register(ownerContext.metrics, created, this.settings.detailedMetrics);
     }
-    return partitions;
+    return created;
   }
 
   private createResultPartition(
@@ -279,34 +278,35 @@ export class NetworkShuffleEnvironment
           "sort-merge blocking shuffle (no hash-based one), so set that key to 1",
       );
     }
-    const { min, max } = outputPoolSize(
-      numberOfSubpartitions,
-      s.buffersPerChannel,
-      s.floatingBuffersPerGate,
-      type,
-      { minBuffers: s.sortShuffleMinBuffers, minParallelism: s.sortShuffleMinParallelism },
-    );
+    const { min, max } = configuredOutputPoolSize(s, numberOfSubpartitions, type);
     const partitionId = shuffleDescriptor.resultPartitionId;
     const name = `output pool of ${partitionId} [${ownerContext.ownerName}]`;
     const bufferPoolFactory = () =>
-      this.networkBufferPool.createBufferPool(this.outputPoolGuarantee(type, min, name), max, {
-        numberOfSubpartitions,
-        maxBuffersPerChannel: s.maxBuffersPerChannel,
-        // Flink lends overdraft buffers to pipelined partitions only: a blocking one spills instead.
-        maxOverdraftBuffersPerGate: type.isPipelined ? s.maxOverdraftBuffersPerGate : 0,
-        name,
-      });
+      this.networkBufferPool.createBufferPool(
+        this.buffersFallback.outputPoolGuarantee(type, min, name),
+        max,
+        {
+          numberOfSubpartitions,
+          maxBuffersPerChannel: s.maxBuffersPerChannel,
+          // Flink lends overdraft buffers to pipelined partitions only: a blocking one spills instead.
+          maxOverdraftBuffersPerGate: type.isPipelined ? s.maxOverdraftBuffersPerGate : 0,
+          name,
+        },
+      );
+    const options: ResultPartitionOptions = {
+      owningTaskName: ownerContext.ownerName,
+      partitionIndex: index,
+      partitionId,
+      partitionType: type,
+      numberOfSubpartitions,
+      partitionManager: this.resultPartitionManager,
+      maxRecordSize: s.maxRecordSize,
+      bufferPoolFactory,
+    };
     if (type.isBlocking) {
       const factory = type.supportsCompression ? this.getCompressionFactory() : undefined;
       return new SortMergeResultPartition({
-        owningTaskName: ownerContext.ownerName,
-        partitionIndex: index,
-        partitionId,
-        partitionType: type,
-        numberOfSubpartitions,
-        partitionManager: this.resultPartitionManager,
-        maxRecordSize: s.maxRecordSize,
-        bufferPoolFactory,
+        ...options,
         segmentSize: s.segmentSize,
         fileChannelManager: this.fileChannelManager,
         readBufferPool: this.getReadBufferPool(),
@@ -315,122 +315,11 @@ export class NetworkShuffleEnvironment
         initialSequenceNumber: s.initialSequenceNumber,
       });
     }
-    return new ResultPartition({
-      owningTaskName: ownerContext.ownerName,
-      partitionIndex: index,
-      partitionId,
-      partitionType: type,
-      numberOfSubpartitions,
-      partitionManager: this.resultPartitionManager,
-      maxRecordSize: s.maxRecordSize,
+    return new PipelinedResultPartition({
+      ...options,
       minBufferSize: s.minSegmentSize,
       initialSequenceNumber: s.initialSequenceNumber,
-      bufferPoolFactory,
     });
-  }
-
-  /**
-   * The guarantee of an output pool: its minimum, or — when the network memory cannot guarantee
-   * that and the fallback is on — min(8, minimum) for a pipelined partition, whose writer then
-   * finishes partly filled buffers when the pool runs dry so that buffers keep coming back. A
-   * blocking partition's sort buffers cannot shrink that way: it keeps Flink's failure.
-   */
-  private outputPoolGuarantee(type: ResultPartitionType, min: number, name: string): number {
-    const unreserved = this.networkBufferPool.getNumberOfUnreservedSegments();
-    if (!this.settings.exclusiveBuffersFallback || !type.isPipelined || this.fitsInFull(min)) {
-      return min;
-    }
-    // Even one buffer lets the writer progress: it finishes that buffer whenever a record goes
-    // to another subpartition.
-    const reduced = this.fallbackGuarantee(Math.min(min, FALLBACK_OUTPUT_POOL_MIN_BUFFERS));
-    if (reduced < 1) return min; // cannot help: fail naming the real minimum
-    emitBuffersFallbackWarning(
-      `${name} is guaranteed ${reduced} network buffers instead of ${min} (one per subpartition ` +
-        `plus one): only ${unreserved} of ${this.networkBufferPool.totalNumberOfMemorySegments} ` +
-        `are not yet guaranteed to other pools (${this.fallbackReserve()} of them kept for the ` +
-        `pools deployed later). It finishes partly filled buffers when it runs ` +
-        `dry, which costs throughput. Give the worker more network memory ` +
-        `('taskmanager.memory.network.min', 'taskmanager.memory.network.max') or lower the ` +
-        `parallelism; 'taskmanager.network.memory.exclusive-buffers-fallback: false' fails instead.`,
-    );
-    return reduced;
-  }
-
-  /**
-   * Whether a pool may take its full guarantee of `count` buffers. With the fallback on, half
-   * of the worker's buffers is kept from full guarantees: pools deploy one after
-   * another, and without such a reserve the first few would take everything and leave the
-   * later ones nothing to fall back on. The reserve is still lent to every pool as excess
-   * until it is guaranteed to fallen-back pools.
-   */
-  private fitsInFull(count: number): boolean {
-    return count <= this.networkBufferPool.getNumberOfUnreservedSegments() - this.fallbackReserve();
-  }
-
-  /**
-   * The guarantee of a pool that falls back and would like `wanted` buffers: at most a
-   * sixteenth of what is not yet guaranteed (at least 1 while anything is), so that each later
-   * pool still finds buffers and the guarantees shrink gently instead of running out; 0 when
-   * nothing is left.
-   */
-  private fallbackGuarantee(wanted: number): number {
-    const unreserved = this.networkBufferPool.getNumberOfUnreservedSegments();
-    if (unreserved < 1) return 0;
-    return Math.max(1, Math.min(wanted, Math.floor(unreserved / FALLBACK_SHARE_DIVISOR)));
-  }
-
-  /** Buffers kept from full guarantees while the fallback is on (half of them). */
-  private fallbackReserve(): number {
-    return Math.floor(
-      this.networkBufferPool.totalNumberOfMemorySegments * FALLBACK_RESERVE_FRACTION,
-    );
-  }
-
-  /**
-   * The gate's way out when its remote channels' exclusive buffers cannot be guaranteed:
-   * floating-only mode, reported once. `undefined` when the fallback is off (Flink's failure).
-   */
-  private createExclusiveBuffersFallback(
-    spec: GateBuffersSpec,
-    poolName: string,
-  ): ExclusiveBuffersFallback | undefined {
-    if (!this.settings.exclusiveBuffersFallback) return undefined;
-    const pool = this.networkBufferPool;
-    return {
-      reasonToFallBack: (exclusiveBuffers) => {
-        const needed = exclusiveBuffers + spec.requiredFloatingBuffers;
-        const unreserved = pool.getNumberOfUnreservedSegments();
-        if (this.fitsInFull(needed)) return undefined;
-        return (
-          `its ${exclusiveBuffers} exclusive buffers ('taskmanager.network.memory.buffers-per-channel' = ` +
-          `${spec.exclusiveBuffersPerChannel} per remote channel) and ${spec.requiredFloatingBuffers} ` +
-          `floating ones need ${needed} network buffers, but only ${unreserved} of ` +
-          `${pool.totalNumberOfMemorySegments} are not yet guaranteed to other pools ` +
-          `(${this.fallbackReserve()} of them kept for the pools deployed later)`
-        );
-      },
-      createFloatingOnlyBufferPool: () => {
-        // Floating-only channels get credit only by backlog, one round trip per buffer: the
-        // gate is guaranteed up to 'floating-buffers-per-gate' of them (at least 1), as far as
-        // the memory not yet guaranteed allows, or it would crawl at one buffer per round trip.
-        const floatingOnly = floatingOnlyGateBuffersSpec(
-          spec,
-          this.fallbackGuarantee(this.settings.floatingBuffersPerGate),
-        );
-        return pool.createBufferPool(
-          floatingOnly.requiredFloatingBuffers,
-          floatingOnly.totalFloatingBuffers,
-          { name: poolName },
-        );
-      },
-      onFallback: (gate, reason) =>
-        emitBuffersFallbackWarning(
-          `${gate} reads with floating buffers only: ${reason}. It deploys, at some cost in ` +
-            `throughput. Give the worker more network memory ('taskmanager.memory.network.min', ` +
-            `'taskmanager.memory.network.max') or lower the parallelism; ` +
-            `'taskmanager.network.memory.exclusive-buffers-fallback: false' fails instead.`,
-        ),
-    };
   }
 
   /** The codec of this worker, loaded on first use; `undefined` when compression is off. */
@@ -468,10 +357,7 @@ export class NetworkShuffleEnvironment
     );
     const key = ownerContext.executionAttemptId.toString();
     this.gatesByConsumer.set(key, [...(this.gatesByConsumer.get(key) ?? []), ...gates]);
-    if (ownerContext.metrics !== undefined) {
-      registerInputMetrics(ownerContext.metrics, gates, this.settings.detailedMetrics);
-    }
-    return gates;
+    return this.registeringMetrics(ownerContext, gates, registerInputMetrics);
   }
 
   private createInputGate(
@@ -495,7 +381,7 @@ export class NetworkShuffleEnvironment
       ? this.getCompressionFactory()
       : undefined;
     const poolName = `floating pool of gate ${gateIndex} [${ownerContext.ownerName}]`;
-    const fallback = this.createExclusiveBuffersFallback(spec, poolName);
+    const fallback = this.buffersFallback.createExclusiveBuffersFallback(spec, poolName);
     const gate = new SingleInputGate({
       owningTaskName: ownerContext.ownerName,
       gateIndex,

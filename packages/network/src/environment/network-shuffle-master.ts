@@ -10,8 +10,8 @@ import {
   type TaskInputsOutputsDescriptor,
 } from "@sluice/runtime-api";
 import {
+  configuredOutputPoolSize,
   createGateBuffersSpec,
-  outputPoolSize,
   targetBuffersPerGate,
 } from "./gate-buffers-spec.js";
 import {
@@ -110,13 +110,7 @@ export class NetworkShuffleMaster implements ShuffleMaster<NetworkShuffleDescrip
     for (const [resultId, subpartitions] of Object.entries(descriptor.subpartitionNums)) {
       const type = descriptor.partitionTypes[resultId];
       if (type === undefined) continue;
-      const { min, max } = outputPoolSize(
-        subpartitions,
-        s.buffersPerChannel,
-        s.floatingBuffersPerGate,
-        type,
-        { minBuffers: s.sortShuffleMinBuffers, minParallelism: s.sortShuffleMinParallelism },
-      );
+      const { min, max } = configuredOutputPoolSize(s, subpartitions, type);
       buffers += type.isPipelined && type.isBounded ? max : min;
     }
     return buffers * s.segmentSize;

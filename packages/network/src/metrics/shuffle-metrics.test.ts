@@ -1,7 +1,12 @@
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { EndOfPartitionEvent, EventSerializer, type ExecutionAttemptID } from "@sluice/core";
+import {
+  EndOfPartitionEvent,
+  EventSerializer,
+  type ExecutionAttemptID,
+  frameRecord,
+} from "@sluice/core";
 import { ResultPartitionType, type ShuffleMetricSink } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
 import type { InputBufferUsage, SingleInputGate } from "../consumer/single-input-gate.js";
@@ -132,7 +137,7 @@ describe("shuffle metrics with Flink's names and kinds", () => {
     gate.requestPartitions();
 
     // 30 records of 416 bytes fill 3 buffers of 4 kb (9 records each) and start a fourth.
-    for (let i = 0; i < 30; i++) writer.emitRecord(makeRecord(0, 0, i, 400), 0);
+    for (let i = 0; i < 30; i++) writer.emitRecord(frameRecord(makeRecord(0, 0, i, 400)), 0);
     writer.flushAll();
     const queued = producerSink.read("Shuffle.Netty.Output.Buffers.outputQueueLength");
     expect(queued).toBe(4);
@@ -212,8 +217,8 @@ describe("shuffle metrics with Flink's names and kinds", () => {
     if (writer === undefined) throw new Error("no writer");
     writer.setup();
     // Subpartition 0 gets three full buffers and a started one, subpartition 1 one started one.
-    for (let i = 0; i < 30; i++) writer.emitRecord(makeRecord(0, 0, i, 400), 0);
-    writer.emitRecord(makeRecord(0, 1, 0, 400), 1);
+    for (let i = 0; i < 30; i++) writer.emitRecord(frameRecord(makeRecord(0, 0, i, 400)), 0);
+    writer.emitRecord(frameRecord(makeRecord(0, 1, 0, 400)), 1);
     const output = "Shuffle.Netty.Output.0";
     expect(producerSink.read(`${output}.totalQueueLen`)).toBe(5);
     expect(producerSink.read(`${output}.minQueueLen`)).toBe(1);

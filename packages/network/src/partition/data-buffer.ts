@@ -9,8 +9,9 @@ export interface DataBufferOutput {
 }
 
 /**
- * The in-memory stage of a sort-merge partition (Flink's DataBuffer): records are appended with
- * their 4-byte length prefix and, once the buffer is full, read back as one run of buffers per
+ * The in-memory stage of a sort-merge partition (Flink's DataBuffer): framed records (their
+ * 4-byte length, then the payload, as the writer framed them) are copied in and, once the buffer
+ * is full, read back as one run of buffers per
  * subpartition, in the buffer's subpartition order, each run in arrival order. A record may span
  * buffers of its run.
  *
@@ -27,15 +28,15 @@ export interface DataBuffer {
    */
   readonly copiesIntoWriteBuffers: boolean;
   /**
-   * Appends `record` (the payload; its length prefix is added here) for `subpartition`. Returns
-   * false, writing nothing, when it does not fit what is left.
+   * Appends the framed `record` for `subpartition`, copying its bytes. Returns false, writing
+   * nothing, when it does not fit what is left.
    */
   append(record: Uint8Array, subpartition: number): boolean;
   /** True when no record was appended since the last reset. */
   isEmpty(): boolean;
   /** Records appended since the last reset. */
   getNumberOfRecords(): number;
-  /** True when a record of `length` bytes fits this buffer when it is empty. */
+  /** True when a framed record of `length` bytes fits this buffer when it is empty. */
   canEverHold(length: number): boolean;
   /** Ends appending and prepares reading the runs. */
   finish(): void;

@@ -1,11 +1,8 @@
-import { MemorySegment } from "@sluice/core";
+import { frameRecord, type MemorySegment } from "@sluice/core";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { splitFramedRecords, unpooledSegments } from "../test-support/framed-records.js";
 import { HashBasedDataBuffer } from "./hash-based-data-buffer.js";
-
-function segments(count: number, size: number): MemorySegment[] {
-  return Array.from({ length: count }, () => MemorySegment.allocateUnpooled(size));
-}
 
 /** Reads every run out and returns the run order, each run's buffers and their segments. */
 function drain(buffer: HashBasedDataBuffer): {
@@ -31,28 +28,16 @@ function drain(buffer: HashBasedDataBuffer): {
   return { order, bytes, handedOut };
 }
 
-/** Splits length-prefixed records. */
-function records(chunks: Buffer[]): Buffer[] {
-  const all = Buffer.concat(chunks);
-  const result: Buffer[] = [];
-  for (let at = 0; at < all.length; ) {
-    const length = all.readInt32BE(at);
-    result.push(all.subarray(at + 4, at + 4 + length));
-    at += 4 + length;
-  }
-  return result;
-}
-
 describe("HashBasedDataBuffer", () => {
   it("hands out its own segments, one run per subpartition in the given order, each in arrival order", () => {
-    const memory = segments(8, 64);
+    const memory = unpooledSegments(8, 64);
     const buffer = new HashBasedDataBuffer(memory, 3, [2, 0, 1]);
     expect(buffer.copiesIntoWriteBuffers).toBe(false);
     const written = new Map<number, Buffer[]>();
     for (let i = 0; i < 20; i++) {
       const target = (i * 7) % 3;
       const record = Buffer.from(`record ${i} for ${target}`);
-      expect(buffer.append(record, target)).toBe(true);
+      expect(buffer.append(frameRecord(record), target)).toBe(true);
       written.set(target, [...(written.get(target) ?? []), record]);
     }
     expect(buffer.getNumberOfRecords()).toBe(20);
@@ -61,33 +46,33 @@ describe("HashBasedDataBuffer", () => {
     for (const segment of handedOut) expect(memory).toContain(segment);
     expect(new Set(handedOut).size).toBe(handedOut.length);
     for (const [target, expected] of written) {
-      expect(records(bytes.get(target) ?? [])).toEqual(expected);
+      expect(splitFramedRecords(bytes.get(target) ?? [])).toEqual(expected);
       // Every buffer but the last of a run is full: records are packed across segments.
       for (const chunk of (bytes.get(target) ?? []).slice(0, -1)) expect(chunk.length).toBe(64);
     }
   });
 
   it("skips subpartitions without records", () => {
-    const buffer = new HashBasedDataBuffer(segments(4, 128), 4, [0, 1, 2, 3]);
-    buffer.append(Buffer.from("only three"), 3);
-    buffer.append(Buffer.from("and one"), 1);
+    const buffer = new HashBasedDataBuffer(unpooledSegments(4, 128), 4, [0, 1, 2, 3]);
+    buffer.append(frameRecord(Buffer.from("only three")), 3);
+    buffer.append(frameRecord(Buffer.from("and one")), 1);
     expect(drain(buffer).order).toEqual([1, 3]);
   });
 
   it("refuses a record that needs more segments than are free, writing nothing", () => {
-    const buffer = new HashBasedDataBuffer(segments(2, 64), 2, [0, 1]);
+    const buffer = new HashBasedDataBuffer(unpooledSegments(2, 64), 2, [0, 1]);
     const record = Buffer.alloc(40, 7);
-    expect(buffer.append(record, 0)).toBe(true);
-    expect(buffer.append(record, 1)).toBe(true);
+    expect(buffer.append(frameRecord(record), 0)).toBe(true);
+    expect(buffer.append(frameRecord(record), 1)).toBe(true);
     // Each subpartition holds one segment with 20 bytes left: the next record needs a third.
-    expect(buffer.append(record, 0)).toBe(false);
-    expect(buffer.append(Buffer.alloc(16, 1), 0)).toBe(true);
+    expect(buffer.append(frameRecord(record), 0)).toBe(false);
+    expect(buffer.append(frameRecord(Buffer.alloc(16, 1)), 0)).toBe(true);
     expect(buffer.getNumberOfRecords()).toBe(3);
-    expect(buffer.canEverHold(128 - 4)).toBe(true);
-    expect(buffer.canEverHold(128 - 4 + 1)).toBe(false);
+    expect(buffer.canEverHold(128)).toBe(true);
+    expect(buffer.canEverHold(128 + 1)).toBe(false);
     const { bytes } = drain(buffer);
-    expect(records(bytes.get(0) ?? [])).toEqual([record, Buffer.alloc(16, 1)]);
-    expect(records(bytes.get(1) ?? [])).toEqual([record]);
+    expect(splitFramedRecords(bytes.get(0) ?? [])).toEqual([record, Buffer.alloc(16, 1)]);
+    expect(splitFramedRecords(bytes.get(1) ?? [])).toEqual([record]);
   });
 
   it("keeps records intact that span segments, length prefixes included, for any record and segment sizes", () => {
@@ -97,11 +82,15 @@ describe("HashBasedDataBuffer", () => {
         fc.integer({ min: 5, max: 97 }),
         fc.integer({ min: 1, max: 200 }),
         (input, segmentSize, count) => {
-          const buffer = new HashBasedDataBuffer(segments(count, segmentSize), 4, [3, 1, 0, 2]);
+          const buffer = new HashBasedDataBuffer(
+            unpooledSegments(count, segmentSize),
+            4,
+            [3, 1, 0, 2],
+          );
           const expected = new Map<number, Buffer[]>();
           let full = false;
           for (const [target, bytes] of input) {
-            if (!buffer.append(bytes, target)) {
+            if (!buffer.append(frameRecord(bytes), target)) {
               full = true;
               continue; // a later, smaller record may still fit
             }
@@ -111,7 +100,7 @@ describe("HashBasedDataBuffer", () => {
           expect(handedOut.length).toBeLessThanOrEqual(count);
           if (!full) expect(buffer.isEmpty()).toBe(input.length === 0);
           for (let s = 0; s < 4; s++) {
-            expect(records(bytes.get(s) ?? [])).toEqual(expected.get(s) ?? []);
+            expect(splitFramedRecords(bytes.get(s) ?? [])).toEqual(expected.get(s) ?? []);
           }
         },
       ),

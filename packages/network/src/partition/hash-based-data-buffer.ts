@@ -1,9 +1,6 @@
 import { IllegalArgumentError, IllegalStateError, type MemorySegment } from "@sluice/core";
 import type { DataBuffer, DataBufferOutput } from "./data-buffer.js";
 
-/** Size of the record length prefix (int32 big-endian), stored with every record. */
-const LENGTH_BYTES = 4;
-
 /**
  * The data buffer a sort-merge partition uses when it has segments to spare for every
  * subpartition (Flink's HashBasedDataBuffer): each subpartition fills segments of its own as its
@@ -67,18 +64,12 @@ export class HashBasedDataBuffer implements DataBuffer {
       );
     }
     const size = this.segmentSize;
-    const length = record.length;
-    const bytes = LENGTH_BYTES + length;
+    const bytes = record.length;
     let fill = this.lastFill[subpartition] as number;
     const memory = this.current[subpartition];
     if (memory !== undefined && bytes <= size - fill) {
-      // The common case: the record fits the run's current segment. The length is stored byte
-      // by byte (big-endian): cheaper than writeInt32BE's checks, once per record.
-      memory[fill] = length >>> 24;
-      memory[fill + 1] = length >>> 16;
-      memory[fill + 2] = length >>> 8;
-      memory[fill + 3] = length;
-      memory.set(record, fill + LENGTH_BYTES);
+      // The common case: the record fits the run's current segment.
+      memory.set(record, fill);
       this.lastFill[subpartition] = fill + bytes;
       this.numberOfRecords++;
       return true;
@@ -86,25 +77,21 @@ export class HashBasedDataBuffer implements DataBuffer {
     const run = this.runs[subpartition] as MemorySegment[];
     const room = run.length === 0 ? 0 : size - fill;
     if (Math.ceil((bytes - room) / size) > this.free.length) return false;
-    const prefix = Buffer.allocUnsafe(LENGTH_BYTES);
-    prefix.writeInt32BE(length, 0);
     let segment = run.length === 0 ? undefined : (run[run.length - 1] as MemorySegment);
-    for (const source of [prefix, record]) {
-      for (let copied = 0; copied < source.length; ) {
-        if (segment === undefined || fill === size) {
-          segment = this.free.pop() as MemorySegment;
-          run.push(segment);
-          this.current[subpartition] = segment.memory;
-          fill = 0;
-        }
-        const n = Math.min(source.length - copied, size - fill);
-        segment.memory.set(
-          copied === 0 && n === source.length ? source : source.subarray(copied, copied + n),
-          fill,
-        );
-        copied += n;
-        fill += n;
+    for (let copied = 0; copied < bytes; ) {
+      if (segment === undefined || fill === size) {
+        segment = this.free.pop() as MemorySegment;
+        run.push(segment);
+        this.current[subpartition] = segment.memory;
+        fill = 0;
       }
+      const n = Math.min(bytes - copied, size - fill);
+      segment.memory.set(
+        copied === 0 && n === bytes ? record : record.subarray(copied, copied + n),
+        fill,
+      );
+      copied += n;
+      fill += n;
     }
     this.lastFill[subpartition] = fill;
     this.numberOfRecords++;
@@ -120,7 +107,7 @@ export class HashBasedDataBuffer implements DataBuffer {
   }
 
   canEverHold(length: number): boolean {
-    return Math.ceil((LENGTH_BYTES + length) / this.segmentSize) <= this.numberOfSegments;
+    return Math.ceil(length / this.segmentSize) <= this.numberOfSegments;
   }
 
   finish(): void {

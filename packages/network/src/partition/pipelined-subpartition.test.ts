@@ -9,18 +9,18 @@ import {
   EndOfPartitionEvent,
   ErrorCodes,
   EventSerializer,
+  frameRecord,
   IllegalStateError,
   type NetworkBuffer,
-  NetworkBufferPool,
-  ResultPartitionID,
+  type NetworkBufferPool,
 } from "@sluice/core";
 import { expectError, must } from "@sluice/core/testing";
-import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
 import { RecordingChannelStateWriter } from "../test-support/recording-channel-state-writer.js";
+import { buildPipelinedResultPartition, TestNetworkBufferPools } from "../testing/index.js";
 import type { BufferAndBacklog } from "./buffer-and-backlog.js";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
-import { ResultPartition } from "./result-partition.js";
+import type { PipelinedResultPartition } from "./pipelined-result-partition.js";
 import { ResultPartitionManager } from "./result-partition-manager.js";
 import type { ResultSubpartitionView } from "./result-subpartition-view.js";
 
@@ -41,15 +41,15 @@ class RecordingListener implements BufferAvailabilityListener {
 interface Harness {
   readonly global: NetworkBufferPool;
   readonly manager: ResultPartitionManager;
-  readonly partition: ResultPartition;
+  readonly partition: PipelinedResultPartition;
   readonly listener: RecordingListener;
   readonly view: ResultSubpartitionView;
 }
 
-const globals: NetworkBufferPool[] = [];
+const pools = new TestNetworkBufferPools();
 
 afterEach(() => {
-  for (const global of globals.splice(0)) global.destroy();
+  pools.destroyAll();
 });
 
 function setUp(
@@ -57,21 +57,15 @@ function setUp(
   initialSequenceNumber?: number,
   listener = new RecordingListener(),
 ): Harness {
-  const global = new NetworkBufferPool(64, SEGMENT);
-  globals.push(global);
+  const global = pools.create(64, SEGMENT);
   const manager = new ResultPartitionManager();
-  const partition = new ResultPartition({
-    owningTaskName: "producer",
-    partitionIndex: 0,
-    partitionId: new ResultPartitionID(),
-    partitionType: ResultPartitionType.PIPELINED_BOUNDED,
-    numberOfSubpartitions: subpartitions,
+  const partition = buildPipelinedResultPartition({
+    networkBufferPool: global,
     partitionManager: manager,
-    bufferPoolFactory: () =>
-      global.createBufferPool(subpartitions + 1, 32, { numberOfSubpartitions: subpartitions }),
+    numberOfSubpartitions: subpartitions,
+    maxBuffers: 32,
     ...(initialSequenceNumber === undefined ? {} : { initialSequenceNumber }),
   });
-  partition.setup();
   const view = manager.createSubpartitionView(partition.partitionId, 0, listener);
   return { global, manager, partition, listener, view };
 }
@@ -106,8 +100,8 @@ function expectAllSegmentsBack(global: NetworkBufferPool): void {
 describe("PipelinedSubpartition notifications", () => {
   it("does not notify the reader for a single unfinished buffer, however much it holds", () => {
     const { global, partition, listener, view } = setUp();
-    partition.emitRecord(record(10), 0);
-    partition.emitRecord(record(20), 0);
+    partition.emitRecord(frameRecord(record(10)), 0);
+    partition.emitRecord(frameRecord(record(20)), 0);
     expect(listener.notifications).toBe(0);
     expect(view.getAvailabilityAndBacklog(1)).toEqual({ isAvailable: false, backlog: 0 });
     expect(partition.getSubpartition(0).getNumberOfQueuedBuffers()).toBe(1);
@@ -118,10 +112,10 @@ describe("PipelinedSubpartition notifications", () => {
   it("notifies the reader as soon as the first finished buffer is queued", () => {
     const { global, partition, listener, view } = setUp();
     // 4 × 14 bytes = 56 bytes: still one unfinished buffer.
-    for (let i = 0; i < 4; i++) partition.emitRecord(record(10, i), 0);
+    for (let i = 0; i < 4; i++) partition.emitRecord(frameRecord(record(10, i)), 0);
     expect(listener.notifications).toBe(0);
     // The fifth record spills into a second buffer: the first one is finished.
-    partition.emitRecord(record(10, 4), 0);
+    partition.emitRecord(frameRecord(record(10, 4)), 0);
     expect(listener.notifications).toBeGreaterThan(0);
     expect(view.getAvailabilityAndBacklog(1)).toEqual({ isAvailable: true, backlog: 1 });
 
@@ -137,7 +131,7 @@ describe("PipelinedSubpartition notifications", () => {
 
   it("notifies when a record fills a buffer exactly, without waiting for the next record", () => {
     const { global, partition, listener, view } = setUp();
-    partition.emitRecord(record(SEGMENT - 4), 0);
+    partition.emitRecord(frameRecord(record(SEGMENT - 4)), 0);
     expect(listener.notifications).toBeGreaterThan(0);
     const items = drain(view);
     expect(items.map((i) => i.buffer.getSize())).toEqual([SEGMENT]);
@@ -151,14 +145,14 @@ describe("PipelinedSubpartition notifications", () => {
     partition.flushAll(); // empty subpartition
     expect(listener.notifications).toBe(0);
 
-    partition.emitRecord(record(10), 0);
+    partition.emitRecord(frameRecord(record(10)), 0);
     partition.flush(0);
     expect(listener.notifications).toBe(1);
     expect(view.getAvailabilityAndBacklog(1)).toEqual({ isAvailable: true, backlog: 1 });
 
     // More flushes and more data before the reader drained: no further notification.
     partition.flush(0);
-    partition.emitRecord(record(10, 1), 0);
+    partition.emitRecord(frameRecord(record(10, 1)), 0);
     partition.flushAll();
     expect(listener.notifications).toBe(1);
 
@@ -174,7 +168,7 @@ describe("PipelinedSubpartition notifications", () => {
     expect(view.getAvailabilityAndBacklog(1).isAvailable).toBe(false);
 
     // New data after the drain: the next flush notifies again.
-    partition.emitRecord(record(10, 2), 0);
+    partition.emitRecord(frameRecord(record(10, 2)), 0);
     partition.flush(0);
     expect(listener.notifications).toBe(2);
     const rest = drain(view);
@@ -185,20 +179,14 @@ describe("PipelinedSubpartition notifications", () => {
   });
 
   it("notifies a reader that attaches after flushed data was queued", () => {
-    const global = new NetworkBufferPool(16, SEGMENT);
-    globals.push(global);
+    const global = pools.create(16, SEGMENT);
     const manager = new ResultPartitionManager();
-    const partition = new ResultPartition({
-      owningTaskName: "producer",
-      partitionIndex: 0,
-      partitionId: new ResultPartitionID(),
-      partitionType: ResultPartitionType.PIPELINED_BOUNDED,
-      numberOfSubpartitions: 1,
+    const partition = buildPipelinedResultPartition({
+      networkBufferPool: global,
       partitionManager: manager,
-      bufferPoolFactory: () => global.createBufferPool(2, 8, { numberOfSubpartitions: 1 }),
+      maxBuffers: 8,
     });
-    partition.setup();
-    partition.emitRecord(record(10), 0);
+    partition.emitRecord(frameRecord(record(10)), 0);
     partition.flushAll();
     const listener = new RecordingListener();
     const view = manager.createSubpartitionView(partition.partitionId, 0, listener);
@@ -212,9 +200,9 @@ describe("PipelinedSubpartition notifications", () => {
 describe("PipelinedSubpartition backlog", () => {
   it("counts finished data buffers only; the unfinished one once flushed", () => {
     const { global, partition, view } = setUp();
-    partition.emitRecord(record(SEGMENT - 4, 1), 0); // buffer 1, finished
-    partition.emitRecord(record(SEGMENT - 4, 2), 0); // buffer 2, finished
-    partition.emitRecord(record(10, 3), 0); // buffer 3, unfinished
+    partition.emitRecord(frameRecord(record(SEGMENT - 4, 1)), 0); // buffer 1, finished
+    partition.emitRecord(frameRecord(record(SEGMENT - 4, 2)), 0); // buffer 2, finished
+    partition.emitRecord(frameRecord(record(10, 3)), 0); // buffer 3, unfinished
     expect(view.getAvailabilityAndBacklog(1).backlog).toBe(2);
     expect(view.getAvailabilityAndBacklog(0).backlog).toBe(2);
 
@@ -231,7 +219,7 @@ describe("PipelinedSubpartition backlog", () => {
 
   it("counts a last buffer that a record filled exactly: it is finished, not open", () => {
     const { global, partition, listener, view } = setUp();
-    for (let i = 0; i < 3; i++) partition.emitRecord(record(SEGMENT - 4, i), 0);
+    for (let i = 0; i < 3; i++) partition.emitRecord(frameRecord(record(SEGMENT - 4, i)), 0);
     // No open buffer follows: all three are finished and waiting.
     expect(partition.getSubpartition(0).getNumberOfQueuedBuffers()).toBe(3);
     expect(view.getAvailabilityAndBacklog(0)).toEqual({ isAvailable: false, backlog: 3 });
@@ -245,8 +233,8 @@ describe("PipelinedSubpartition backlog", () => {
 
   it("excludes events from the backlog", () => {
     const { global, partition, view } = setUp();
-    partition.emitRecord(record(SEGMENT - 4, 1), 0);
-    partition.emitRecord(record(10, 2), 0);
+    partition.emitRecord(frameRecord(record(SEGMENT - 4, 1)), 0);
+    partition.emitRecord(frameRecord(record(10, 2)), 0);
     // An event finishes the open buffer and is queued after it.
     partition.broadcastEvent(new EndOfData());
     expect(view.getAvailabilityAndBacklog(1).backlog).toBe(2);
@@ -269,8 +257,8 @@ describe("PipelinedSubpartition backlog", () => {
 
   it("counts the last unfinished buffer once the subpartition is finished", () => {
     const { global, partition, view } = setUp();
-    partition.emitRecord(record(SEGMENT - 4, 1), 0);
-    partition.emitRecord(record(10, 2), 0);
+    partition.emitRecord(frameRecord(record(SEGMENT - 4, 1)), 0);
+    partition.emitRecord(frameRecord(record(10, 2)), 0);
     expect(view.getAvailabilityAndBacklog(1).backlog).toBe(1);
     partition.finish();
     expect(view.getAvailabilityAndBacklog(1).backlog).toBe(2);
@@ -286,8 +274,8 @@ describe("PipelinedSubpartition backlog", () => {
 describe("PipelinedSubpartition priority events", () => {
   it("puts priority events at the head, ahead of queued data, in order among themselves, and notifies the first", () => {
     const { global, partition, listener, view } = setUp();
-    partition.emitRecord(record(SEGMENT - 4, 1), 0);
-    partition.emitRecord(record(10, 2), 0);
+    partition.emitRecord(frameRecord(record(SEGMENT - 4, 1)), 0);
+    partition.emitRecord(frameRecord(record(10, 2)), 0);
     const before = listener.notifications;
     partition.broadcastEvent(new CancelCheckpointMarker(1n), true);
     partition.broadcastEvent(new CancelCheckpointMarker(2n), true);
@@ -312,7 +300,7 @@ describe("PipelinedSubpartition priority events", () => {
 
   it("notifies a priority event even when only an unfinished buffer is queued", () => {
     const { global, partition, listener, view } = setUp();
-    partition.emitRecord(record(10), 0);
+    partition.emitRecord(frameRecord(record(10)), 0);
     expect(listener.notifications).toBe(0);
     partition.broadcastEvent(new CancelCheckpointMarker(3n), true);
     expect(listener.notifications).toBeGreaterThan(0);
@@ -327,9 +315,12 @@ describe("PipelinedSubpartition priority events", () => {
 });
 
 /** Queues an aligned barrier and a full buffer, and lets the reader take the barrier. */
-function blockWithAlignedBarrier(partition: ResultPartition, view: ResultSubpartitionView): void {
+function blockWithAlignedBarrier(
+  partition: PipelinedResultPartition,
+  view: ResultSubpartitionView,
+): void {
   partition.broadcastEvent(new CheckpointBarrier(1n, 0n));
-  partition.emitRecord(record(SEGMENT - 4), 0);
+  partition.emitRecord(frameRecord(record(SEGMENT - 4)), 0);
   const barrier = must(view.getNextBuffer());
   expect(barrier.buffer.getDataType()).toBe(DataType.ALIGNED_CHECKPOINT_BARRIER);
   barrier.buffer.recycleBuffer();
@@ -391,7 +382,7 @@ describe("PipelinedSubpartition priority events while blocked", () => {
 describe("PipelinedSubpartition sequence numbers", () => {
   it("wraps from 2^31 - 1 to -2^31 and counts on, as Flink's int does", () => {
     const { global, partition, view } = setUp(1, 2 ** 31 - 2);
-    for (let i = 0; i < 4; i++) partition.emitRecord(record(SEGMENT - 4, i), 0);
+    for (let i = 0; i < 4; i++) partition.emitRecord(frameRecord(record(SEGMENT - 4, i)), 0);
     partition.flushAll();
     const items = drain(view);
     expect(items.map((i) => i.sequenceNumber)).toEqual([
@@ -409,16 +400,16 @@ describe("PipelinedSubpartition sequence numbers", () => {
 describe("PipelinedSubpartition finish and release", () => {
   it("accepts nothing after finish", () => {
     const { global, partition, view } = setUp();
-    partition.emitRecord(record(10), 0);
+    partition.emitRecord(frameRecord(record(10)), 0);
     partition.finish();
     expect(partition.isFinished()).toBe(true);
     expectError(
-      () => partition.emitRecord(record(10), 0),
+      () => partition.emitRecord(frameRecord(record(10)), 0),
       IllegalStateError,
       ErrorCodes.ILLEGAL_STATE,
     );
     expectError(
-      () => partition.broadcastRecord(record(10)),
+      () => partition.broadcastRecord(frameRecord(record(10))),
       IllegalStateError,
       ErrorCodes.ILLEGAL_STATE,
     );
@@ -451,8 +442,8 @@ describe("PipelinedSubpartition finish and release", () => {
 
   it("recycles every queued buffer on release and the view reports the release with its cause", () => {
     const { global, partition, listener, view } = setUp(2);
-    for (let i = 0; i < 5; i++) partition.emitRecord(record(SEGMENT - 4, i), i % 2);
-    partition.emitRecord(record(10), 0);
+    for (let i = 0; i < 5; i++) partition.emitRecord(frameRecord(record(SEGMENT - 4, i)), i % 2);
+    partition.emitRecord(frameRecord(record(10)), 0);
     const held = must(view.getNextBuffer());
     expect(global.getNumberOfUsedMemorySegments()).toBe(6);
 
@@ -469,7 +460,7 @@ describe("PipelinedSubpartition finish and release", () => {
     expectAllSegmentsBack(global);
 
     const error = expectError(
-      () => partition.emitRecord(record(1), 0),
+      () => partition.emitRecord(frameRecord(record(1)), 0),
       CancelledError,
       ErrorCodes.CANCELLED,
     );
@@ -491,8 +482,8 @@ describe("PipelinedSubpartition unaligned barriers (output channel state)", () =
     h.partition.setChannelStateWriter(writer);
     const first = new Uint8Array(60).fill(1);
     const second = new Uint8Array(20).fill(2);
-    h.partition.emitRecord(first, 0);
-    h.partition.emitRecord(second, 0);
+    h.partition.emitRecord(frameRecord(first), 0);
+    h.partition.emitRecord(frameRecord(second), 0);
     expect(h.partition.getNumberOfQueuedBytes()).toBe(64 + 24);
     // The reader already took the first buffer: only the second is in flight.
     must(h.view.getNextBuffer()).buffer.recycleBuffer();
@@ -517,10 +508,10 @@ describe("PipelinedSubpartition unaligned barriers (output channel state)", () =
   it("hands nothing over for an aligned barrier or without a writer", () => {
     const h = setUp();
     const writer = new RecordingChannelStateWriter();
-    h.partition.emitRecord(new Uint8Array(8), 0);
+    h.partition.emitRecord(frameRecord(new Uint8Array(8)), 0);
     h.partition.broadcastEvent(unaligned, true);
     h.partition.setChannelStateWriter(writer);
-    h.partition.emitRecord(new Uint8Array(8), 0);
+    h.partition.emitRecord(frameRecord(new Uint8Array(8)), 0);
     h.partition.broadcastEvent(new CheckpointBarrier(5n, 0n));
     expect(writer.calls).toEqual([]);
     h.partition.release();
@@ -550,7 +541,7 @@ describe("an empty finished buffer", () => {
   /** Writes a partial record, lets the reader take it (a flush), then finishes the buffer. */
   function emptyFinishedBuffer(reader: RecordingListener): ResultSubpartitionView {
     const { partition, view } = setUp(1, undefined, reader);
-    partition.emitRecord(record(20), 0);
+    partition.emitRecord(frameRecord(record(20)), 0);
     partition.flushAll();
     expect(drain(view)).toEqual(["DATA_BUFFER:24"]);
     // The buffer's bytes were all taken; finishing it leaves an empty finished buffer queued

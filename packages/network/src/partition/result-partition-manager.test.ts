@@ -1,15 +1,16 @@
 import {
   CancelledError,
   ErrorCodes,
-  NetworkBufferPool,
+  frameRecord,
+  type NetworkBufferPool,
   PartitionNotFoundError,
   ResultPartitionID,
 } from "@sluice/core";
 import { expectError, expectSluiceError } from "@sluice/core/testing";
-import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { buildPipelinedResultPartition, TestNetworkBufferPools } from "../testing/index.js";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
-import { ResultPartition } from "./result-partition.js";
+import type { PipelinedResultPartition } from "./pipelined-result-partition.js";
 import type { PartitionRequestListener } from "./result-partition-manager.js";
 import { ResultPartitionManager } from "./result-partition-manager.js";
 import type { ResultSubpartitionView } from "./result-subpartition-view.js";
@@ -34,33 +35,28 @@ class RecordingRequestListener implements PartitionRequestListener {
   }
 }
 
-const globals: NetworkBufferPool[] = [];
+const pools = new TestNetworkBufferPools();
 
 afterEach(() => {
   vi.useRealTimers();
-  for (const global of globals.splice(0)) global.destroy();
+  pools.destroyAll();
 });
 
 function newGlobal(): NetworkBufferPool {
-  const global = new NetworkBufferPool(32, SEGMENT);
-  globals.push(global);
-  return global;
+  return pools.create(32, SEGMENT);
 }
 
 function newPartition(
   global: NetworkBufferPool,
   manager: ResultPartitionManager,
   subpartitions = 1,
-): ResultPartition {
-  return new ResultPartition({
-    owningTaskName: "producer",
-    partitionIndex: 0,
-    partitionId: new ResultPartitionID(),
-    partitionType: ResultPartitionType.PIPELINED_BOUNDED,
-    numberOfSubpartitions: subpartitions,
+): PipelinedResultPartition {
+  return buildPipelinedResultPartition({
+    networkBufferPool: global,
     partitionManager: manager,
-    bufferPoolFactory: () =>
-      global.createBufferPool(subpartitions + 1, 8, { numberOfSubpartitions: subpartitions }),
+    numberOfSubpartitions: subpartitions,
+    maxBuffers: 8,
+    setup: false,
   });
 }
 
@@ -120,7 +116,7 @@ describe("ResultPartitionManager", () => {
     expect(vi.getTimerCount()).toBe(0); // the timeout was cancelled
 
     // The view works: data written now reaches the listener.
-    partition.emitRecord(new Uint8Array(60), 0);
+    partition.emitRecord(frameRecord(new Uint8Array(60)), 0);
     expect(listener.notifications).toBeGreaterThan(0);
     const view = requester.views[0] as ResultSubpartitionView;
     const next = view.getNextBuffer();
@@ -184,7 +180,7 @@ describe("ResultPartitionManager", () => {
     const views = [0, 1, 2].map((i) =>
       manager.createSubpartitionView(partition.partitionId, i, new CountingListener()),
     );
-    for (let i = 0; i < 3; i++) partition.emitRecord(new Uint8Array(60), i);
+    for (let i = 0; i < 3; i++) partition.emitRecord(frameRecord(new Uint8Array(60)), i);
     partition.finish();
     for (const view of views) {
       for (let next = view.getNextBuffer(); next !== undefined; next = view.getNextBuffer()) {
@@ -222,13 +218,13 @@ describe("ResultPartitionManager", () => {
     const views = [0, 1].map((i) =>
       manager.createSubpartitionView(partition.partitionId, i, new CountingListener()),
     );
-    partition.emitRecord(new Uint8Array(10), 0);
+    partition.emitRecord(frameRecord(new Uint8Array(10)), 0);
     (views[0] as ResultSubpartitionView).releaseAllResources();
     expect(partition.isReleased()).toBe(false); // one consumer is still reading
     (views[1] as ResultSubpartitionView).releaseAllResources();
     expect(partition.isReleased()).toBe(true);
     expectError(
-      () => partition.emitRecord(new Uint8Array(10), 0),
+      () => partition.emitRecord(frameRecord(new Uint8Array(10)), 0),
       CancelledError,
       ErrorCodes.CANCELLED,
     );
@@ -270,9 +266,9 @@ describe("ResultPartitionManager", () => {
     partition.setup();
     const gone = manager.createSubpartitionView(partition.partitionId, 0, new CountingListener());
     const stays = manager.createSubpartitionView(partition.partitionId, 1, new CountingListener());
-    partition.emitRecord(new Uint8Array(60), 0);
-    partition.emitRecord(new Uint8Array(60), 0);
-    partition.emitRecord(new Uint8Array(60), 1);
+    partition.emitRecord(frameRecord(new Uint8Array(60)), 0);
+    partition.emitRecord(frameRecord(new Uint8Array(60)), 0);
+    partition.emitRecord(frameRecord(new Uint8Array(60)), 1);
     const pool = partition.getBufferPool();
     expect(pool?.bestEffortGetNumOfUsedBuffers()).toBe(3);
     gone.releaseAllResources();
@@ -304,7 +300,7 @@ describe("ResultPartitionManager", () => {
     const manager = new ResultPartitionManager();
     const registered = newPartition(global, manager);
     registered.setup();
-    registered.emitRecord(new Uint8Array(10), 0);
+    registered.emitRecord(frameRecord(new Uint8Array(10)), 0);
     const requester = new RecordingRequestListener();
     const missing = new ResultPartitionID();
     manager.createSubpartitionViewOrRegisterListener(

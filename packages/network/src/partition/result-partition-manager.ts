@@ -93,13 +93,7 @@ export class ResultPartitionManager implements PartitionRegistry {
   }
 
   private serveWaitingRequests(partition: ManagedResultPartition): void {
-    const key = partition.partitionId.toString();
-    const requests = this.waiting.get(key);
-    if (requests === undefined) return;
-    this.waiting.delete(key);
-    this.numberOfWaitingRequests -= requests.size;
-    for (const request of requests.values()) {
-      clearTimeout(request.timer);
+    for (const request of this.takeWaitingRequests(partition.partitionId.toString())) {
       try {
         const view = partition.createSubpartitionView(
           request.subpartitionIndex,
@@ -236,18 +230,24 @@ export class ResultPartitionManager implements PartitionRegistry {
       this.released.delete(this.released.keys().next().value as string);
     }
     // Requests that waited for a blocking partition to finish learn why it never will.
-    const requests = this.waiting.get(key);
-    if (requests === undefined) return;
-    this.waiting.delete(key);
-    this.numberOfWaitingRequests -= requests.size;
-    for (const request of requests.values()) {
-      clearTimeout(request.timer);
+    for (const request of this.takeWaitingRequests(key)) {
       try {
         this.throwIfReleased(partition.partitionId);
       } catch (error) {
         request.requestListener.notifyPartitionCreateFailed(error as Error);
       }
     }
+  }
+
+  /** Removes the requests waiting for partition `key`, their timeouts cancelled. */
+  private takeWaitingRequests(key: string): WaitingRequest[] {
+    const requests = this.waiting.get(key);
+    if (requests === undefined) return [];
+    this.waiting.delete(key);
+    this.numberOfWaitingRequests -= requests.size;
+    const taken = [...requests.values()];
+    for (const request of taken) clearTimeout(request.timer);
+    return taken;
   }
 
   /** A request for a partition released earlier fails at once, naming why it was released. */

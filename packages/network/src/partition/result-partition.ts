@@ -1,13 +1,7 @@
 import {
-  AVAILABLE,
-  AvailabilityHelper,
-  type BufferBuilder,
   CancelledError,
-  EndOfPartitionEvent,
-  EventSerializer,
   IllegalArgumentError,
   IllegalStateError,
-  isUnalignedCheckpoint,
   type LocalBufferPool,
   RECORD_LENGTH_BYTES,
   RecordTooLargeError,
@@ -15,18 +9,16 @@ import {
   type RuntimeEvent,
 } from "@sluice/core";
 import type {
-  ChannelStateWriter,
   ResultPartitionMetrics,
   ResultPartitionType,
   ResultPartitionWriter,
 } from "@sluice/runtime-api";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
 import type { ManagedResultPartition, PartitionRegistry } from "./managed-result-partition.js";
-import { PipelinedSubpartition, type SubpartitionParent } from "./pipelined-subpartition.js";
 import { ResultPartitionCounters } from "./result-partition-counters.js";
 import type { ResultSubpartitionView } from "./result-subpartition-view.js";
 
-/** Construction parameters of a ResultPartition. */
+/** Construction parameters every result partition takes. */
 export interface ResultPartitionOptions {
   readonly owningTaskName: string;
   readonly partitionIndex: number;
@@ -34,92 +26,47 @@ export interface ResultPartitionOptions {
   readonly partitionType: ResultPartitionType;
   readonly numberOfSubpartitions: number;
   readonly partitionManager: PartitionRegistry;
-  /** Creates the output LocalBufferPool at `setup()` (sized per Flink's NettyShuffleUtils). */
+  /** Creates the partition's LocalBufferPool at `setup()`. */
   readonly bufferPoolFactory: () => LocalBufferPool;
-  /** Records larger than this fail with RecordTooLargeError (`taskmanager.network.max-record-size`). */
+  /**
+   * Records whose payload is larger than this fail with RecordTooLargeError
+   * (`taskmanager.network.max-record-size`).
+   */
   readonly maxRecordSize?: number;
-  /**
-   * The smallest buffer size a consumer may ask for with NewBufferSize
-   * (`taskmanager.memory.min-segment-size`); smaller requests are raised to it. Default 1.
-   */
-  readonly minBufferSize?: number;
-  /**
-   * The sequence number each subpartition's first buffer gets (default 0, as in Flink): tests
-   * start near 2³¹ to cross the int32 wrap-around without sending 2³¹ buffers.
-   */
-  readonly initialSequenceNumber?: number;
 }
 
 /**
- * Size of the record length prefix: core's RECORD_LENGTH_BYTES, copied into a module constant
- * because it is read for every record and, on Node 20, an imported binding is measurably slower
- * to read than a module constant.
- */
-const LENGTH_BYTES = RECORD_LENGTH_BYTES;
-
-/** A record whose remaining bytes wait for a buffer (the partition ran out mid-record). */
-interface PendingRecord {
-  /** Subpartition index, or -1 for a broadcast record. */
-  readonly target: number;
-  readonly bytes: Uint8Array;
-  offset: number;
-}
-
-/**
- * A pipelined result partition (Flink's BufferWritingResultPartition + PipelinedResultPartition):
- * one PipelinedSubpartition per consumer subtask, one output LocalBufferPool, and the record
- * writing that packs length-prefixed records into BufferBuilders, spanning buffers as needed.
+ * The base of every result partition (Flink's abstract ResultPartition): identity, the output
+ * pool created at `setup()`, the produce-state checks, the released/failed state, the counters
+ * behind the metrics and the subpartition range. The pipelined and the sort-merge partition
+ * differ in how they hold data, which is what their subclasses implement.
  *
- * Writing never blocks the event loop. `isAvailable()` turns false when the pool is exhausted (or
- * one subpartition holds max-buffers-per-channel, or overdraft is in use) and producers await
- * `getAvailableFuture()`. A record that runs out of buffers half-way keeps its remaining bytes
- * and completes as soon as a buffer is recycled; emitting another record before that is a
- * contract violation (IllegalStateError), the analogue of Flink's task thread being blocked.
+ * Records arrive framed by the task's RecordWriter (a 4-byte length, then the payload): a
+ * partition copies the bytes as they are and never reads the frame, only its size.
  */
-export class ResultPartition
-  implements ResultPartitionWriter, SubpartitionParent, ManagedResultPartition
-{
+export abstract class ResultPartition implements ResultPartitionWriter, ManagedResultPartition {
   readonly owningTaskName: string;
   readonly partitionIndex: number;
   readonly partitionId: ResultPartitionID;
   readonly partitionType: ResultPartitionType;
   readonly numberOfSubpartitions: number;
+  /** The partition's kind, id and task, the prefix of its messages. */
   readonly description: string;
-  private readonly subpartitions: PipelinedSubpartition[];
-  private readonly partitionManager: PartitionRegistry;
-  private readonly bufferPoolFactory: () => LocalBufferPool;
-  private readonly maxRecordSize: number;
-  private bufferPool: LocalBufferPool | undefined;
-  /**
-   * The pool is guaranteed fewer buffers than one per subpartition plus one (the network memory
-   * was short): when it runs dry, the partly filled buffers of the other subpartitions are
-   * finished, or every buffer could sit in an unfinished builder that no reader ever recycles.
-   */
-  private finishPartialBuffersWhenDry = false;
-  private readonly unicastBuilders: (BufferBuilder | undefined)[];
-  private broadcastBuilder: BufferBuilder | undefined;
-  private pending: PendingRecord | undefined;
-  private channelStateWriter: ChannelStateWriter | undefined;
-  private readonly pendingAvailability = new AvailabilityHelper();
-  private readonly lengthScratch = Buffer.alloc(LENGTH_BYTES);
-  /**
-   * Flink's n + 1 users: one per subpartition (dropped when its view is released) plus the
-   * producer itself (dropped on `close()`), so a pipelined partition is never released under a
-   * producer that is still open.
-   */
-  private numberOfUsers: number;
-  private producerClosed = false;
-  private finished = false;
-  private released = false;
-  private failureCause: Error | undefined;
-  private resolveReleaseFuture!: () => void;
-  private readonly releaseFuture = new Promise<void>((resolve) => {
-    this.resolveReleaseFuture = resolve;
-  });
-  private readonly counters = new ResultPartitionCounters();
   readonly metrics: ResultPartitionMetrics;
+  protected readonly partitionManager: PartitionRegistry;
+  /**
+   * The largest framed record accepted: the maximum record size plus the length in front. One
+   * comparison per record, against the bytes the writer hands over.
+   */
+  protected readonly maxFramedRecordSize: number;
+  protected readonly counters = new ResultPartitionCounters();
+  protected bufferPool: LocalBufferPool | undefined;
+  protected finished = false;
+  protected released = false;
+  protected failureCause: Error | undefined;
+  private readonly bufferPoolFactory: () => LocalBufferPool;
 
-  constructor(options: ResultPartitionOptions) {
+  protected constructor(kind: string, options: ResultPartitionOptions) {
     if (!Number.isInteger(options.numberOfSubpartitions) || options.numberOfSubpartitions < 1) {
       throw new IllegalArgumentError(
         `numberOfSubpartitions must be >= 1, got ${options.numberOfSubpartitions}`,
@@ -132,53 +79,30 @@ export class ResultPartition
     this.numberOfSubpartitions = options.numberOfSubpartitions;
     this.partitionManager = options.partitionManager;
     this.bufferPoolFactory = options.bufferPoolFactory;
-    this.maxRecordSize = options.maxRecordSize ?? Number.MAX_SAFE_INTEGER;
-    this.description = `ResultPartition ${options.partitionId} [${options.owningTaskName}]`;
-    this.subpartitions = Array.from(
-      { length: this.numberOfSubpartitions },
-      (_, i) =>
-        new PipelinedSubpartition(i, this, options.minBufferSize, options.initialSequenceNumber),
-    );
-    this.unicastBuilders = new Array<BufferBuilder | undefined>(this.numberOfSubpartitions);
-    this.numberOfUsers = this.numberOfSubpartitions + 1;
+    this.maxFramedRecordSize =
+      (options.maxRecordSize ?? Number.MAX_SAFE_INTEGER) + RECORD_LENGTH_BYTES;
+    this.description = `${kind} ${options.partitionId} [${options.owningTaskName}]`;
     this.metrics = this.counters.metricsView(() => this.bufferPool?.getUsage() ?? 0);
   }
 
   // ------------------------------------------------------------------------------- lifecycle
 
-  /** Creates the output pool and registers with the partition manager. Call once. */
+  /** Creates the pool, then sets the partition up around it (registering it). Call once. */
   setup(): void {
     if (this.bufferPool !== undefined) {
       throw new IllegalStateError(`${this.description}: setup() was already called`);
     }
-    this.bufferPool = this.bufferPoolFactory();
-    this.finishPartialBuffersWhenDry =
-      this.bufferPool.getNumberOfRequiredMemorySegments() <= this.numberOfSubpartitions;
-    this.partitionManager.registerResultPartition(this);
+    const pool = this.bufferPoolFactory();
+    this.bufferPool = pool;
+    this.setupInternal(pool);
   }
 
-  /** Flushes and appends EndOfPartition to every subpartition; no record is accepted after. */
-  finish(): void {
-    this.checkInProduceState();
-    if (this.pending !== undefined) {
-      throw new IllegalStateError(
-        `${this.description}: finish() while a record is still waiting for buffers; await getAvailableFuture() first`,
-      );
-    }
-    this.finishBuilders();
-    for (const subpartition of this.subpartitions) {
-      subpartition.finish(EventSerializer.toBufferConsumer(EndOfPartitionEvent.INSTANCE, false));
-    }
-    this.finished = true;
-  }
+  /** The kind's own set-up once the pool exists; it registers with the partition manager. */
+  protected abstract setupInternal(pool: LocalBufferPool): void;
 
+  /** True once `finish()` was called. */
   isFinished(): boolean {
     return this.finished;
-  }
-
-  /** Pipelined data is read while it is produced: consumable from registration on. */
-  isConsumable(): boolean {
-    return !this.released;
   }
 
   /** Fails the partition: released with `cause`, which consumers receive as the producer's error. */
@@ -187,58 +111,36 @@ export class ResultPartition
   }
 
   /**
-   * Releases every buffer (queued data included) and the output pool. Readers observe the
-   * release, and `cause` if given. Idempotent.
+   * Releases the partition: what it holds is freed by {@link releaseInternal}, and the partition
+   * manager forgets it. Readers observe the release, and `cause` if given. Idempotent.
    */
   release(cause?: Error): void {
     if (this.released) return;
     this.released = true;
     this.failureCause = cause;
-    this.closeBuilders();
-    this.pending = undefined;
-    for (const subpartition of this.subpartitions) subpartition.release();
-    this.bufferPool?.destroy();
-    this.pendingAvailability.resetAvailable();
+    this.releaseInternal(cause);
     this.partitionManager.onPartitionReleased(this);
-    this.resolveReleaseFuture();
   }
+
+  /** Frees the kind's memory or files on release (called once). */
+  protected abstract releaseInternal(cause: Error | undefined): void;
 
   isReleased(): boolean {
     return this.released;
   }
 
-  getReleaseFuture(): Promise<void> {
-    return this.releaseFuture;
-  }
-
-  /**
-   * Closes the writer side: the pool is destroyed lazily (queued buffers still reach readers and
-   * return their segments when recycled).
-   */
-  close(): void {
-    this.closeBuilders();
-    this.bufferPool?.destroy();
-    // A record still waiting for buffers can never complete now: drop it (resuming it would
-    // request from the destroyed pool in a promise callback) and wake its writer.
-    this.pending = undefined;
-    this.pendingAvailability.resetAvailable();
-    if (this.producerClosed) return;
-    this.producerClosed = true;
-    this.dropUser();
-  }
-
+  /** The failure given to `fail()` or `release()`, if any. */
   getFailureCause(): Error | undefined {
     return this.failureCause;
   }
 
+  abstract finish(): void;
+  abstract close(): void;
+  abstract isConsumable(): boolean;
+
   // ------------------------------------------------------------------------------ availability
 
-  isAvailable(): boolean {
-    const available =
-      this.pending === undefined &&
-      (this.bufferPool === undefined || this.bufferPool.isAvailable());
-    return available || this.released;
-  }
+  abstract isAvailable(): boolean;
 
   getAvailableFuture(): Promise<void> {
     const future = this.currentAvailabilityFuture();
@@ -251,11 +153,8 @@ export class ResultPartition
     return future;
   }
 
-  private currentAvailabilityFuture(): Promise<void> {
-    if (this.pending !== undefined) return this.pendingAvailability.getAvailableFuture();
-    if (this.bufferPool === undefined || this.released) return AVAILABLE;
-    return this.bufferPool.getAvailableFuture();
-  }
+  /** The future of what the partition waits for now (buffers, a record, a file operation). */
+  protected abstract currentAvailabilityFuture(): Promise<void>;
 
   private onAvailabilityFutureDone(): void {
     if (!this.isAvailable()) {
@@ -269,383 +168,38 @@ export class ResultPartition
 
   // ---------------------------------------------------------------------------------- writing
 
-  /**
-   * Appends one record (its serialized payload; the 4-byte length is added here) to subpartition
-   * `targetSubpartition`. The record may span any number of buffers.
-   */
-  emitRecord(record: Uint8Array, targetSubpartition: number): void {
-    // Every check in one condition, the throwing out of line: this runs once per record, and a
-    // small body is what lets the JIT inline it into the writer.
-    if (
-      this.released ||
-      this.finished ||
-      this.pending !== undefined ||
-      record.length > this.maxRecordSize ||
-      !(targetSubpartition >= 0 && targetSubpartition < this.numberOfSubpartitions)
-    ) {
-      this.throwEmitRejected(record, targetSubpartition);
-    }
-    if (this.broadcastBuilder !== undefined) this.finishBroadcastBuilder();
-    // Fast path: the whole record, length prefix included, fits the current buffer.
-    const current = this.unicastBuilders[targetSubpartition];
-    if (current?.appendRecordAndCommit(record)) {
-      if (current.isFull()) this.finishUnicastBuilder(targetSubpartition);
-      return;
-    }
-    this.emitSpanningRecord(record, targetSubpartition);
-  }
+  abstract emitRecord(record: Uint8Array, targetSubpartition: number): void;
+  abstract broadcastRecord(record: Uint8Array): void;
+  abstract broadcastEvent(event: RuntimeEvent, isPriority?: boolean): void;
+  abstract flush(targetSubpartition: number): void;
+  abstract flushAll(): void;
 
   /**
-   * The rest of {@link emitRecord}, out of line so that the fast path stays small enough to
-   * inline: the record starts a new buffer, spans buffers, or waits for buffers.
+   * Why a record cannot be emitted now because an earlier one still waits (for example "is
+   * back-pressured: a record still waits for buffers"), or undefined when none waits.
    */
-  private emitSpanningRecord(record: Uint8Array, targetSubpartition: number): void {
-    this.lengthScratch.writeInt32BE(record.length, 0);
-    // The length prefix is tiny; copying it next to the payload would cost a full record copy.
-    // Part of it may already sit in the last buffer when the pool runs dry: keep only the rest.
-    const lengthWritten = this.appendUnicastFrom(
-      targetSubpartition,
-      this.lengthScratch,
-      0,
-      record.length,
-    );
-    if (lengthWritten < LENGTH_BYTES) {
-      this.startPending(targetSubpartition, this.lengthScratch, lengthWritten, record);
-      return;
-    }
-    const written = this.appendUnicastFrom(targetSubpartition, record, 0);
-    if (written < record.length) this.startPending(targetSubpartition, record, written);
-  }
+  protected abstract pendingRecordState(): string | undefined;
 
-  /** Appends one record to every subpartition, serialized once into shared buffers. */
-  broadcastRecord(record: Uint8Array): void {
-    this.checkEmit(record);
-    this.finishUnicastBuilders();
-    this.lengthScratch.writeInt32BE(record.length, 0);
-    const lengthWritten = this.appendBroadcastFrom(this.lengthScratch, 0, record.length);
-    if (lengthWritten < LENGTH_BYTES) {
-      this.startPending(-1, this.lengthScratch, lengthWritten, record);
-      return;
-    }
-    const written = this.appendBroadcastFrom(record, 0);
-    if (written < record.length) this.startPending(-1, record, written);
-  }
-
-  /**
-   * Sends `event` to every subpartition after the data written so far (or ahead of it when
-   * `isPriority`). Events take no buffer from the pool and need no credit downstream. A
-   * priority barrier of an unaligned checkpoint hands the data it overtakes in each
-   * subpartition to the channel state writer.
-   */
-  broadcastEvent(event: RuntimeEvent, isPriority = false): void {
+  /** Throws when the partition takes no record now, or `record` is too large. */
+  protected checkEmit(record: Uint8Array): void {
     this.checkInProduceState();
-    if (this.pending !== undefined) {
+    const pending = this.pendingRecordState();
+    if (pending !== undefined) {
       throw new IllegalStateError(
-        `${this.description}: broadcastEvent() while a record waits for buffers; await getAvailableFuture() first`,
+        `${this.description} ${pending}; await getAvailableFuture() before emitting the next one`,
       );
     }
-    this.finishBuilders();
-    const consumer = EventSerializer.toBufferConsumer(event, isPriority);
-    const unalignedCheckpointId =
-      isPriority && event.kind === "CheckpointBarrier" && isUnalignedCheckpoint(event.options)
-        ? event.id
-        : undefined;
-    try {
-      for (const subpartition of this.subpartitions) {
-        subpartition.add(consumer.copy(), 0, false, unalignedCheckpointId);
-      }
-    } finally {
-      consumer.close();
-    }
-  }
-
-  /** True while a record waits for buffers: no event can be sent until it completes. */
-  hasPendingRecord(): boolean {
-    return this.pending !== undefined;
-  }
-
-  /** Where the data unaligned barriers overtake goes (see {@link broadcastEvent}). */
-  setChannelStateWriter(writer: ChannelStateWriter): void {
-    this.channelStateWriter = writer;
-  }
-
-  /** The writer set with {@link setChannelStateWriter}, asked by the subpartitions. */
-  getChannelStateWriter(): ChannelStateWriter | undefined {
-    return this.channelStateWriter;
-  }
-
-  /**
-   * Re-emits recovered output channel state: `data` are raw bytes of subpartition
-   * `targetSubpartition`'s record stream (they may start or end inside a record), written as
-   * they are, before any new record. Bytes that find no buffer wait as a pending record does.
-   */
-  addRecoveredState(targetSubpartition: number, data: Uint8Array): void {
-    this.checkInProduceState();
-    if (this.pending !== undefined) {
-      throw new IllegalStateError(
-        `${this.description}: recovered state added while a record waits for buffers; await getAvailableFuture() first`,
-      );
-    }
-    if (targetSubpartition < 0 || targetSubpartition >= this.numberOfSubpartitions) {
-      throw new IllegalArgumentError(
-        `${this.description}: recovered state for subpartition ${targetSubpartition} out of [0, ${this.numberOfSubpartitions})`,
-      );
-    }
-    if (data.length === 0) return;
-    if (this.broadcastBuilder !== undefined) this.finishBroadcastBuilder();
-    const written = this.appendUnicastFrom(targetSubpartition, data, 0);
-    if (written < data.length) this.startPending(targetSubpartition, data, written);
-  }
-
-  flush(targetSubpartition: number): void {
-    const subpartition = this.subpartitions[targetSubpartition];
-    if (subpartition === undefined) {
-      throw new IllegalArgumentError(
-        `${this.description}: subpartition ${targetSubpartition} out of [0, ${this.numberOfSubpartitions})`,
-      );
-    }
-    subpartition.flush();
-  }
-
-  flushAll(): void {
-    for (const subpartition of this.subpartitions) subpartition.flush();
-  }
-
-  /** Throws what {@link emitRecord}'s combined check found wrong. */
-  private throwEmitRejected(record: Uint8Array, targetSubpartition: number): never {
-    this.checkEmit(record);
-    throw new IllegalArgumentError(
-      `${this.description}: target subpartition ${targetSubpartition} out of [0, ${this.numberOfSubpartitions})`,
-    );
-  }
-
-  private checkEmit(record: Uint8Array): void {
-    this.checkInProduceState();
-    if (this.pending !== undefined) {
-      throw new IllegalStateError(
-        `${this.description} is back-pressured: a record still waits for buffers; ` +
-          "await getAvailableFuture() before emitting the next one",
-      );
-    }
-    if (record.length > this.maxRecordSize) {
+    if (record.length > this.maxFramedRecordSize) {
+      const maxRecordSize = this.maxFramedRecordSize - RECORD_LENGTH_BYTES;
       throw new RecordTooLargeError(
-        `${this.description}: record of ${record.length} bytes exceeds the maximum record size ` +
-          `of ${this.maxRecordSize} bytes ('taskmanager.network.max-record-size')`,
+        `${this.description}: record of ${record.length - RECORD_LENGTH_BYTES} bytes exceeds the ` +
+          `maximum record size of ${maxRecordSize} bytes ('taskmanager.network.max-record-size')`,
       );
     }
   }
 
-  /**
-   * Writes as much of `source[offset..]` as buffers allow; returns the new offset. `following`
-   * bytes of the same record come after `source` (the payload after its length prefix): a new
-   * buffer is trimmed to no less than what is left of the record.
-   */
-  private appendUnicastFrom(
-    target: number,
-    source: Uint8Array,
-    offset: number,
-    following = 0,
-  ): number {
-    let position = offset;
-    let builder = this.unicastBuilders[target];
-    while (position < source.length) {
-      if (builder === undefined || builder.isFull()) {
-        if (builder !== undefined) {
-          if (this.growWhenPoolIsDry(builder)) continue;
-          this.finishUnicastBuilder(target);
-        }
-        builder = this.requestNewUnicastBuilder(
-          target,
-          position > 0 ? source.length - position : 0,
-          source.length - position + following,
-        );
-        if (builder === undefined) return position;
-      }
-      position += builder.appendAndCommit(source, position, source.length - position);
-    }
-    if (builder?.isFull()) this.finishUnicastBuilder(target);
-    return position;
-  }
-
-  private appendBroadcastFrom(source: Uint8Array, offset: number, following = 0): number {
-    let position = offset;
-    let builder = this.broadcastBuilder;
-    while (position < source.length) {
-      if (builder === undefined || builder.isFull()) {
-        if (builder !== undefined) {
-          if (this.growWhenPoolIsDry(builder)) continue;
-          this.finishBroadcastBuilder();
-        }
-        builder = this.requestNewBroadcastBuilder(
-          position > 0 ? source.length - position : 0,
-          source.length - position + following,
-        );
-        if (builder === undefined) return position;
-      }
-      position += builder.appendAndCommit(source, position, source.length - position);
-    }
-    if (builder?.isFull()) this.finishBroadcastBuilder();
-    return position;
-  }
-
-  /**
-   * A debloated builder that is full while the pool has no buffer to give grows back towards its
-   * segment's size (Flink's answer to hard back-pressure with debloating): the record goes on
-   * in memory the builder already holds instead of waiting. True when it grew.
-   */
-  private growWhenPoolIsDry(builder: BufferBuilder): boolean {
-    if ((this.bufferPool as LocalBufferPool).isAvailable()) return false;
-    const capacity = builder.getMaxCapacity();
-    builder.trim(Number.MAX_SAFE_INTEGER);
-    return builder.getMaxCapacity() > capacity;
-  }
-
-  /**
-   * A new builder for subpartition `target`, trimmed to the consumer's debloated size but never
-   * below `recordBytes`, what is left of the record to write: a record that fits a segment is
-   * never split over small buffers (Flink keeps a record whole in its first buffer).
-   */
-  private requestNewUnicastBuilder(
-    target: number,
-    partialRecordLength: number,
-    recordBytes: number,
-  ): BufferBuilder | undefined {
-    const pool = this.bufferPool;
-    if (pool === undefined) {
-      throw new IllegalStateError(`${this.description}: setup() must be called before writing`);
-    }
-    const builder = pool.requestBufferBuilder(target);
-    if (this.finishPartialBuffersWhenDry && !pool.isAvailable()) this.finishOtherBuilders(target);
-    if (builder === undefined) return undefined;
-    const subpartition = this.subpartitions[target] as PipelinedSubpartition;
-    builder.trim(Math.max(subpartition.bufferSizeHint(), recordBytes));
-    this.unicastBuilders[target] = builder;
-    // The consumer is queued before any byte is written (the seeds: queued on request, not when full).
-    subpartition.add(builder.createBufferConsumerFromBeginning(), partialRecordLength);
-    return builder;
-  }
-
-  /**
-   * A new broadcast builder, shared by every subpartition: trimmed to the smallest debloated size
-   * any consumer asked for (the buffer goes to all of them), never below `recordBytes`.
-   */
-  private requestNewBroadcastBuilder(
-    partialRecordLength: number,
-    recordBytes: number,
-  ): BufferBuilder | undefined {
-    const pool = this.bufferPool;
-    if (pool === undefined) {
-      throw new IllegalStateError(`${this.description}: setup() must be called before writing`);
-    }
-    const builder = pool.requestBufferBuilder();
-    if (builder === undefined) return undefined;
-    let hint = Number.MAX_SAFE_INTEGER;
-    for (const subpartition of this.subpartitions) {
-      hint = Math.min(hint, subpartition.bufferSizeHint());
-    }
-    builder.trim(Math.max(hint, recordBytes));
-    this.broadcastBuilder = builder;
-    const consumer = builder.createBufferConsumerFromBeginning();
-    try {
-      for (const subpartition of this.subpartitions) {
-        subpartition.add(consumer.copy(), partialRecordLength);
-      }
-    } finally {
-      consumer.close();
-    }
-    return builder;
-  }
-
-  private startPending(target: number, first: Uint8Array, offset: number, rest?: Uint8Array): void {
-    // Keep a private copy: the caller reuses its serialization buffer for the next record.
-    const remainingFirst = first.subarray(offset);
-    const bytes = new Uint8Array(remainingFirst.length + (rest?.length ?? 0));
-    bytes.set(remainingFirst, 0);
-    if (rest !== undefined) bytes.set(rest, remainingFirst.length);
-    this.pending = { target, bytes, offset: 0 };
-    this.pendingAvailability.resetUnavailable();
-    this.waitAndResumePending();
-  }
-
-  private waitAndResumePending(): void {
-    const pool = this.bufferPool as LocalBufferPool;
-    void pool.getAvailableFuture().then(() => this.resumePending());
-  }
-
-  private resumePending(): void {
-    const pending = this.pending;
-    if (pending === undefined || this.released) return;
-    const position =
-      pending.target >= 0
-        ? this.appendUnicastFrom(pending.target, pending.bytes, pending.offset)
-        : this.appendBroadcastFrom(pending.bytes, pending.offset);
-    pending.offset = position;
-    if (position < pending.bytes.length) {
-      // The pool turned available but another request took the buffer first; wait again. The
-      // pool reports unavailable while it has nothing to give, so this does not spin.
-      if ((this.bufferPool as LocalBufferPool).isAvailable()) {
-        setImmediate(() => this.resumePending());
-      } else {
-        this.waitAndResumePending();
-      }
-      return;
-    }
-    this.pending = undefined;
-    this.pendingAvailability.resetAvailable();
-  }
-
-  private finishUnicastBuilder(target: number): void {
-    const builder = this.unicastBuilders[target];
-    if (builder === undefined) return;
-    this.counters.numBytesOut += builder.finish();
-    this.counters.numBuffersOut++;
-    builder.close();
-    this.unicastBuilders[target] = undefined;
-    // A finished buffer may now be the first one: let the subpartition decide to notify.
-    (this.subpartitions[target] as PipelinedSubpartition).onBuilderFinished();
-  }
-
-  /**
-   * The pool ran dry: finishes every partly filled unicast buffer but `target`'s, so readers can
-   * send and recycle them. Finishing only some is not enough: the pool may shrink meanwhile
-   * (another pool was created), and buffers coming back then go to the NetworkBufferPool, so a
-   * writer waiting for one would never be woken while its pool sits in unfinished builders.
-   */
-  private finishOtherBuilders(target: number): void {
-    for (let i = 0; i < this.numberOfSubpartitions; i++) {
-      if (i !== target) this.finishUnicastBuilder(i);
-    }
-  }
-
-  private finishUnicastBuilders(): void {
-    for (let i = 0; i < this.numberOfSubpartitions; i++) this.finishUnicastBuilder(i);
-  }
-
-  private finishBroadcastBuilder(): void {
-    const builder = this.broadcastBuilder;
-    if (builder === undefined) return;
-    this.counters.numBytesOut += builder.finish() * this.numberOfSubpartitions;
-    this.counters.numBuffersOut += this.numberOfSubpartitions;
-    builder.close();
-    this.broadcastBuilder = undefined;
-    for (const subpartition of this.subpartitions) subpartition.onBuilderFinished();
-  }
-
-  private finishBuilders(): void {
-    this.finishBroadcastBuilder();
-    this.finishUnicastBuilders();
-  }
-
-  private closeBuilders(): void {
-    for (let i = 0; i < this.numberOfSubpartitions; i++) {
-      this.unicastBuilders[i]?.close();
-      this.unicastBuilders[i] = undefined;
-    }
-    this.broadcastBuilder?.close();
-    this.broadcastBuilder = undefined;
-  }
-
-  private checkInProduceState(): void {
+  /** Throws when the partition was released or finished. */
+  protected checkInProduceState(): void {
     if (this.released) {
       throw new CancelledError(`${this.description} has been released`, {
         cause: this.failureCause,
@@ -656,52 +210,48 @@ export class ResultPartition
     }
   }
 
+  /** The pool, or IllegalStateError when the partition is written to before `setup()`. */
+  protected setUpPool(): LocalBufferPool {
+    const pool = this.bufferPool;
+    if (pool === undefined) {
+      throw new IllegalStateError(`${this.description}: setup() must be called before writing`);
+    }
+    return pool;
+  }
+
+  /** Throws IllegalArgumentError unless `index` names a subpartition (`what` names the use). */
+  protected checkSubpartitionIndex(index: number, what = "subpartition"): void {
+    if (!(index >= 0 && index < this.numberOfSubpartitions)) {
+      throw new IllegalArgumentError(
+        `${this.description}: ${what} ${index} out of [0, ${this.numberOfSubpartitions})`,
+      );
+    }
+  }
+
   // -------------------------------------------------------------------------- reader side
 
-  /** Creates the read view of one subpartition (called by the ResultPartitionManager). */
+  /**
+   * A read view of subpartition `index` (called by the ResultPartitionManager); throws when the
+   * index is out of range or the partition was released.
+   */
   createSubpartitionView(
     index: number,
     listener: BufferAvailabilityListener,
   ): ResultSubpartitionView {
-    const subpartition = this.subpartitions[index];
-    if (subpartition === undefined) {
-      throw new IllegalArgumentError(
-        `${this.description}: subpartition ${index} out of [0, ${this.numberOfSubpartitions})`,
-      );
-    }
+    this.checkSubpartitionIndex(index);
     if (this.released) {
       throw new CancelledError(`${this.description} has been released`, {
         cause: this.failureCause,
       });
     }
-    return subpartition.createReadView(listener);
+    return this.createSubpartitionViewInternal(index, listener);
   }
 
-  /**
-   * A view was released. Before the subpartition was fully read (the consumer went away), its
-   * queued data is dropped so the producer's memory comes back and its other consumers keep
-   * flowing. Once every subpartition was consumed and the producer closed, the partition is
-   * released (pipelined partitions are read once).
-   */
-  onConsumedSubpartition(index: number): void {
-    if (this.released) return;
-    const subpartition = this.subpartitions[index] as PipelinedSubpartition;
-    if (!subpartition.isReleased()) subpartition.release();
-    this.dropUser();
-    if (this.numberOfUsers === 1 && !this.producerClosed && !this.finished) {
-      // Every consumer went away before the end of the data (cancelled): nothing the producer
-      // writes can reach anyone. Release now so it learns (its next emit fails with
-      // CancelledError) instead of writing into dropped subpartitions; Flink's producer would
-      // sit back-pressured until the scheduler cancels it.
-      this.partitionManager.onConsumedPartition(this);
-    }
-  }
-
-  private dropUser(): void {
-    if (this.released) return;
-    this.numberOfUsers--;
-    if (this.numberOfUsers === 0) this.partitionManager.onConsumedPartition(this);
-  }
+  /** The kind's view of a valid subpartition of a partition not released. */
+  protected abstract createSubpartitionViewInternal(
+    index: number,
+    listener: BufferAvailabilityListener,
+  ): ResultSubpartitionView;
 
   /** The pool, for tests and metrics. */
   getBufferPool(): LocalBufferPool | undefined {
@@ -712,28 +262,10 @@ export class ResultPartition
    * Buffers queued in all subpartitions (Flink's outputQueueLength), or in subpartition
    * `subpartition` when given (the detailed queue metrics).
    */
-  getNumberOfQueuedBuffers(subpartition?: number): number {
-    if (subpartition !== undefined) {
-      return this.subpartitions[subpartition]?.getNumberOfQueuedBuffers() ?? 0;
-    }
-    let queued = 0;
-    for (const subpartition of this.subpartitions)
-      queued += subpartition.getNumberOfQueuedBuffers();
-    return queued;
-  }
+  abstract getNumberOfQueuedBuffers(subpartition?: number): number;
 
   /** Data bytes queued in all subpartitions and not read yet: the in-flight output. */
-  getNumberOfQueuedBytes(): number {
-    let bytes = 0;
-    for (const subpartition of this.subpartitions) bytes += subpartition.getNumberOfQueuedBytes();
-    return bytes;
-  }
-
-  getSubpartition(index: number): PipelinedSubpartition {
-    const subpartition = this.subpartitions[index];
-    if (subpartition === undefined) throw new IllegalArgumentError(`no subpartition ${index}`);
-    return subpartition;
-  }
+  abstract getNumberOfQueuedBytes(): number;
 
   toString(): string {
     return this.description;

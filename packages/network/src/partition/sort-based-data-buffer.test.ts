@@ -1,11 +1,8 @@
-import { MemorySegment } from "@sluice/core";
+import { frameRecord, MemorySegment } from "@sluice/core";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { splitFramedRecords, unpooledSegments } from "../test-support/framed-records.js";
 import { INDEX_ENTRY_BYTES, SortBasedDataBuffer } from "./sort-based-data-buffer.js";
-
-function segments(count: number, size: number): MemorySegment[] {
-  return Array.from({ length: count }, () => MemorySegment.allocateUnpooled(size));
-}
 
 /** Copies every run out into buffers of `bufferSize` and returns each subpartition's bytes. */
 function drain(
@@ -30,32 +27,20 @@ function drain(
   return { order, bytes };
 }
 
-/** Splits length-prefixed records. */
-function records(chunks: Buffer[]): Buffer[] {
-  const all = Buffer.concat(chunks);
-  const result: Buffer[] = [];
-  for (let at = 0; at < all.length; ) {
-    const length = all.readInt32BE(at);
-    result.push(all.subarray(at + 4, at + 4 + length));
-    at += 4 + length;
-  }
-  return result;
-}
-
 describe("SortBasedDataBuffer", () => {
   it("copies out one run per subpartition, in the given subpartition order, each in arrival order", () => {
-    const buffer = new SortBasedDataBuffer(segments(4, 256), 3, [2, 0, 1]);
+    const buffer = new SortBasedDataBuffer(unpooledSegments(4, 256), 3, [2, 0, 1]);
     const written = new Map<number, Buffer[]>();
     for (let i = 0; i < 30; i++) {
       const target = (i * 7) % 3;
       const record = Buffer.from(`record ${i} for ${target}`);
-      expect(buffer.append(record, target)).toBe(true);
+      expect(buffer.append(frameRecord(record), target)).toBe(true);
       written.set(target, [...(written.get(target) ?? []), record]);
     }
     const { order, bytes } = drain(buffer, 64);
     expect(order).toEqual([2, 0, 1]);
     for (const [target, expected] of written) {
-      expect(records(bytes.get(target) ?? [])).toEqual(expected);
+      expect(splitFramedRecords(bytes.get(target) ?? [])).toEqual(expected);
       // Every output buffer but the last of a run is full: records are packed across buffers.
       const chunks = bytes.get(target) ?? [];
       for (const chunk of chunks.slice(0, -1)) expect(chunk.length).toBe(64);
@@ -64,26 +49,26 @@ describe("SortBasedDataBuffer", () => {
   });
 
   it("skips subpartitions without records", () => {
-    const buffer = new SortBasedDataBuffer(segments(1, 128), 4, [0, 1, 2, 3]);
-    buffer.append(Buffer.from("only three"), 3);
-    buffer.append(Buffer.from("and one"), 1);
+    const buffer = new SortBasedDataBuffer(unpooledSegments(1, 128), 4, [0, 1, 2, 3]);
+    buffer.append(frameRecord(Buffer.from("only three")), 3);
+    buffer.append(frameRecord(Buffer.from("and one")), 1);
     expect(drain(buffer, 128).order).toEqual([1, 3]);
   });
 
   it("refuses a record that does not fit what is left, and takes it again after reset", () => {
-    const buffer = new SortBasedDataBuffer(segments(2, 64), 1, [0]);
+    const buffer = new SortBasedDataBuffer(unpooledSegments(2, 64), 1, [0]);
     const record = Buffer.alloc(40, 7);
-    expect(buffer.append(record, 0)).toBe(true);
-    expect(buffer.append(record, 0)).toBe(true);
+    expect(buffer.append(frameRecord(record), 0)).toBe(true);
+    expect(buffer.append(frameRecord(record), 0)).toBe(true);
     // 2 × (4 + 40 + index entry) = 104 of 128 bytes used: a third does not fit.
-    expect(buffer.append(record, 0)).toBe(false);
+    expect(buffer.append(frameRecord(record), 0)).toBe(false);
     expect(buffer.getNumberOfRecords()).toBe(2);
-    expect(buffer.canEverHold(128 - 4 - INDEX_ENTRY_BYTES)).toBe(true);
-    expect(buffer.canEverHold(128 - 4 - INDEX_ENTRY_BYTES + 1)).toBe(false);
-    expect(records(drain(buffer, 64).bytes.get(0) ?? [])).toEqual([record, record]);
+    expect(buffer.canEverHold(128 - INDEX_ENTRY_BYTES)).toBe(true);
+    expect(buffer.canEverHold(128 - INDEX_ENTRY_BYTES + 1)).toBe(false);
+    expect(splitFramedRecords(drain(buffer, 64).bytes.get(0) ?? [])).toEqual([record, record]);
     buffer.reset();
     expect(buffer.isEmpty()).toBe(true);
-    expect(buffer.append(record, 0)).toBe(true);
+    expect(buffer.append(frameRecord(record), 0)).toBe(true);
   });
 
   it("keeps records intact that span segments, length prefixes included, for any record sizes and buffer sizes", () => {
@@ -93,15 +78,19 @@ describe("SortBasedDataBuffer", () => {
         fc.integer({ min: 5, max: 97 }),
         fc.integer({ min: 8, max: 200 }),
         (input, segmentSize, bufferSize) => {
-          const buffer = new SortBasedDataBuffer(segments(200, segmentSize), 4, [3, 1, 0, 2]);
+          const buffer = new SortBasedDataBuffer(
+            unpooledSegments(200, segmentSize),
+            4,
+            [3, 1, 0, 2],
+          );
           const expected = new Map<number, Buffer[]>();
           for (const [target, bytes] of input) {
-            if (!buffer.append(bytes, target)) return; // full: covered by the case above
+            if (!buffer.append(frameRecord(bytes), target)) return; // full: covered by the case above
             expected.set(target, [...(expected.get(target) ?? []), Buffer.from(bytes)]);
           }
           const { bytes } = drain(buffer, bufferSize);
           for (let s = 0; s < 4; s++) {
-            expect(records(bytes.get(s) ?? [])).toEqual(expected.get(s) ?? []);
+            expect(splitFramedRecords(bytes.get(s) ?? [])).toEqual(expected.get(s) ?? []);
           }
         },
       ),

@@ -1,9 +1,6 @@
 import { IllegalArgumentError, IllegalStateError, type MemorySegment } from "@sluice/core";
 import type { DataBuffer, DataBufferOutput } from "./data-buffer.js";
 
-/** Size of the record length prefix (int32 big-endian), stored with every record. */
-const LENGTH_BYTES = 4;
-
 /**
  * Bytes of the sort buffer charged per record for its index entry (file offset and target, kept
  * in typed arrays). Flink keeps a 16-byte entry inside the segments; charging it here keeps the
@@ -16,7 +13,8 @@ const MAX_CAPACITY = 0x7fff_ffff;
 
 /**
  * The sort buffer of a sort-merge partition (Flink's SortBasedDataBuffer). Records are appended
- * in arrival order into the partition's network segments, each with its 4-byte length; a small
+ * in arrival order into the partition's network segments, framed as they came (their 4-byte
+ * length, then the payload); a small
  * index remembers where each starts and which subpartition it is for. When the buffer is full
  * (or the partition finishes), `finish()` groups the records by subpartition — a stable counting
  * sort of the index, the records themselves are not moved — and `copyInto` copies them out run by
@@ -30,11 +28,11 @@ export class SortBasedDataBuffer implements DataBuffer {
   private readonly segmentSize: number;
   private readonly capacity: number;
   private readonly subpartitionOrder: readonly number[];
-  /** Where each record (length prefix included) starts in the sort buffer. */
+  /** Where each framed record starts in the sort buffer. */
   private offsets = new Int32Array(1024);
   private targets = new Int32Array(1024);
   private numberOfRecords = 0;
-  /** Bytes written (records with their length prefixes). */
+  /** Bytes written (framed records). */
   private writePosition = 0;
   private readonly bytesPerSubpartition: number[];
   private finished = false;
@@ -71,14 +69,14 @@ export class SortBasedDataBuffer implements DataBuffer {
     this.runStart = new Array<number>(numberOfSubpartitions + 1).fill(0);
   }
 
-  /** Bytes a record of `length` bytes takes in a sort buffer: prefix, payload, index entry. */
+  /** Bytes a framed record of `length` bytes takes in a sort buffer: the record, its index entry. */
   static footprint(length: number): number {
-    return LENGTH_BYTES + length + INDEX_ENTRY_BYTES;
+    return length + INDEX_ENTRY_BYTES;
   }
 
   /**
-   * Appends `record` (the payload; its length prefix is added here) for `subpartition`. Returns
-   * false, writing nothing, when it does not fit what is left.
+   * Appends the framed `record` for `subpartition`, copying its bytes. Returns false, writing
+   * nothing, when it does not fit what is left.
    */
   append(record: Uint8Array, subpartition: number): boolean {
     if (this.finished) throw new IllegalStateError("sort buffer is finished; reset() it first");
@@ -94,10 +92,9 @@ export class SortBasedDataBuffer implements DataBuffer {
     this.offsets[index] = this.writePosition;
     this.targets[index] = subpartition;
     this.numberOfRecords = index + 1;
-    this.writeLength(record.length);
     this.writeBytes(record);
     this.bytesPerSubpartition[subpartition] =
-      (this.bytesPerSubpartition[subpartition] as number) + LENGTH_BYTES + record.length;
+      (this.bytesPerSubpartition[subpartition] as number) + record.length;
     return true;
   }
 
@@ -111,12 +108,12 @@ export class SortBasedDataBuffer implements DataBuffer {
     return this.numberOfRecords;
   }
 
-  /** Record bytes (length prefixes included) of `subpartition` since the last reset. */
+  /** Bytes of the framed records of `subpartition` since the last reset. */
   getBytes(subpartition: number): number {
     return this.bytesPerSubpartition[subpartition] ?? 0;
   }
 
-  /** True when a record of `length` bytes fits this buffer when it is empty. */
+  /** True when a framed record of `length` bytes fits this buffer when it is empty. */
   canEverHold(length: number): boolean {
     return SortBasedDataBuffer.footprint(length) <= this.capacity;
   }
@@ -265,20 +262,6 @@ export class SortBasedDataBuffer implements DataBuffer {
     const targets = new Int32Array(this.targets.length * 2);
     targets.set(this.targets);
     this.targets = targets;
-  }
-
-  private writeLength(length: number): void {
-    const position = this.writePosition;
-    const segment = this.segments[Math.floor(position / this.segmentSize)] as MemorySegment;
-    const offset = position % this.segmentSize;
-    if (offset + LENGTH_BYTES <= this.segmentSize) {
-      segment.memory.writeInt32BE(length, offset);
-      this.writePosition = position + LENGTH_BYTES;
-      return;
-    }
-    const bytes = Buffer.allocUnsafe(LENGTH_BYTES);
-    bytes.writeInt32BE(length, 0);
-    this.writeBytes(bytes);
   }
 
   private writeBytes(source: Uint8Array): void {

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   ErrorCodes,
+  frameRecord,
   isSluiceError,
   type RecordHolder,
   SpillingAdaptiveSpanningRecordDeserializer,
@@ -293,8 +294,8 @@ describe("SortMergeResultPartition in one worker (local channels)", () => {
     for (const [text, target] of sequence) {
       if (!writer.isAvailable()) await writer.getAvailableFuture();
       const bytes = text === "big" ? big : Buffer.from(text);
-      if (target < 0) writer.broadcastRecord(bytes);
-      else writer.emitRecord(bytes, target);
+      if (target < 0) writer.broadcastRecord(frameRecord(bytes));
+      else writer.emitRecord(frameRecord(bytes), target);
     }
     if (!writer.isAvailable()) await writer.getAvailableFuture();
     writer.finish();

@@ -5,20 +5,12 @@ import {
   EndOfPartitionEvent,
   EventSerializer,
   FreeingBufferRecycler,
-  IllegalArgumentError,
   IllegalStateError,
   type LocalBufferPool,
   type MemorySegment,
   NetworkBuffer,
-  RecordTooLargeError,
-  type ResultPartitionID,
   type RuntimeEvent,
 } from "@sluice/core";
-import type {
-  ResultPartitionMetrics,
-  ResultPartitionType,
-  ResultPartitionWriter,
-} from "@sluice/runtime-api";
 import type { BufferCompressor } from "../compression/buffer-compressor.js";
 import type { BatchShuffleCounters } from "./batch-shuffle-counters.js";
 import type { BatchShuffleReadBufferPool } from "./batch-shuffle-read-buffer-pool.js";
@@ -26,11 +18,10 @@ import type { BufferAvailabilityListener } from "./buffer-availability-listener.
 import type { DataBuffer } from "./data-buffer.js";
 import type { FileChannelManager } from "./file-channel-manager.js";
 import { HashBasedDataBuffer } from "./hash-based-data-buffer.js";
-import type { ManagedResultPartition, PartitionRegistry } from "./managed-result-partition.js";
 import type { PartitionedFile } from "./partitioned-file.js";
 import { DATA_FILE_SUFFIX, INDEX_FILE_SUFFIX } from "./partitioned-file.js";
 import { PartitionedFileWriter } from "./partitioned-file-writer.js";
-import { ResultPartitionCounters } from "./result-partition-counters.js";
+import { ResultPartition, type ResultPartitionOptions } from "./result-partition.js";
 import type { ResultSubpartitionView } from "./result-subpartition-view.js";
 import { SortBasedDataBuffer } from "./sort-based-data-buffer.js";
 import { SortMergeResultPartitionReadScheduler } from "./sort-merge-result-partition-read-scheduler.js";
@@ -48,18 +39,12 @@ const MIN_SEGMENTS = 2;
  * (min-buffers 512) that holds up to 64 subpartitions; wider partitions sort.
  */
 const HASH_BUFFER_SEGMENTS_PER_SUBPARTITION = 8;
-const LENGTH_BYTES = 4;
 
-/** Construction parameters of a SortMergeResultPartition. */
-export interface SortMergeResultPartitionOptions {
-  readonly owningTaskName: string;
-  readonly partitionIndex: number;
-  readonly partitionId: ResultPartitionID;
-  readonly partitionType: ResultPartitionType;
-  readonly numberOfSubpartitions: number;
-  readonly partitionManager: PartitionRegistry;
-  /** Creates the partition's pool of network segments at `setup()` (sort and write buffers). */
-  readonly bufferPoolFactory: () => LocalBufferPool;
+/**
+ * Construction parameters of a SortMergeResultPartition; its pool holds the network segments it
+ * sorts in and writes from.
+ */
+export interface SortMergeResultPartitionOptions extends ResultPartitionOptions {
   /** Bytes of one network segment (the largest buffer in the file). */
   readonly segmentSize: number;
   /** Where the partition's files go. */
@@ -68,8 +53,6 @@ export interface SortMergeResultPartitionOptions {
   readonly readBufferPool: BatchShuffleReadBufferPool;
   /** Compresses data buffers before they are written, when compression is enabled. */
   readonly bufferCompressor?: BufferCompressor | undefined;
-  /** Records larger than this fail with RecordTooLargeError. */
-  readonly maxRecordSize?: number;
   /** The worker's batch-shuffle counters (its `BatchShuffle` metrics), counted into. */
   readonly counters?: BatchShuffleCounters | undefined;
   /**
@@ -91,7 +74,7 @@ interface PendingRecord {
 export interface SortMergePartitionStatistics {
   readonly numberOfRegions: number;
   readonly dataFileBytes: number;
-  /** Data bytes before compression (records with their length prefixes). */
+  /** Data bytes before compression (framed records: their lengths and payloads). */
   readonly bytesBeforeCompression: number;
   /** The same data as written (compressed buffers at their compressed size). */
   readonly bytesAfterCompression: number;
@@ -119,27 +102,16 @@ export interface SortMergePartitionStatistics {
  * running dry. `finish()` returns at once; `getAvailableFuture()` resolves when the files are
  * complete (check `getFailureCause()` then). I/O errors release the partition with that cause.
  */
-export class SortMergeResultPartition implements ResultPartitionWriter, ManagedResultPartition {
-  readonly owningTaskName: string;
-  readonly partitionIndex: number;
-  readonly partitionId: ResultPartitionID;
-  readonly partitionType: ResultPartitionType;
-  readonly numberOfSubpartitions: number;
-  readonly description: string;
-  readonly metrics: ResultPartitionMetrics;
-  private readonly partitionManager: PartitionRegistry;
-  private readonly bufferPoolFactory: () => LocalBufferPool;
+export class SortMergeResultPartition extends ResultPartition {
   private readonly segmentSize: number;
   private readonly fileChannelManager: FileChannelManager;
   private readonly readBufferPool: BatchShuffleReadBufferPool;
   private readonly compressor: BufferCompressor | undefined;
-  private readonly maxRecordSize: number;
   private readonly shuffleCounters: BatchShuffleCounters | undefined;
   private readonly initialSequenceNumber: number;
   /** Runs are written in this order, a random rotation per partition as in Flink, so that
    * consumers reading in file-offset order do not all start with the same producer's data. */
   private readonly subpartitionOrder: number[];
-  private bufferPool: LocalBufferPool | undefined;
   private readonly segments: MemorySegment[] = [];
   private writeSegments: MemorySegment[] = [];
   private dataBuffer: DataBuffer | undefined;
@@ -152,52 +124,29 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
   private queuedOperations = 0;
   private pending: PendingRecord | undefined;
   private readonly availability = new AvailabilityHelper();
-  private finished = false;
   private consumable = false;
-  private released = false;
   private closed = false;
-  private failureCause: Error | undefined;
-  private readonly counters = new ResultPartitionCounters();
 
   constructor(options: SortMergeResultPartitionOptions) {
-    if (!Number.isInteger(options.numberOfSubpartitions) || options.numberOfSubpartitions < 1) {
-      throw new IllegalArgumentError(
-        `numberOfSubpartitions must be >= 1, got ${options.numberOfSubpartitions}`,
-      );
-    }
-    this.owningTaskName = options.owningTaskName;
-    this.partitionIndex = options.partitionIndex;
-    this.partitionId = options.partitionId;
-    this.partitionType = options.partitionType;
-    this.numberOfSubpartitions = options.numberOfSubpartitions;
-    this.partitionManager = options.partitionManager;
-    this.bufferPoolFactory = options.bufferPoolFactory;
+    super("SortMergeResultPartition", options);
     this.segmentSize = options.segmentSize;
     this.fileChannelManager = options.fileChannelManager;
     this.readBufferPool = options.readBufferPool;
     this.compressor = options.bufferCompressor;
-    this.maxRecordSize = options.maxRecordSize ?? Number.MAX_SAFE_INTEGER;
     this.shuffleCounters = options.counters;
     this.initialSequenceNumber = options.initialSequenceNumber ?? 0;
-    this.description = `SortMergeResultPartition ${options.partitionId} [${options.owningTaskName}]`;
     const n = this.numberOfSubpartitions;
     const shift = Math.floor(Math.random() * n);
     this.subpartitionOrder = Array.from({ length: n }, (_, i) => (i + shift) % n);
-    this.metrics = this.counters.metricsView(() => this.bufferPool?.getUsage() ?? 0);
   }
 
   // ------------------------------------------------------------------------------- lifecycle
 
   /**
-   * Creates the pool and the files' writer, takes the guaranteed segments and registers the
-   * partition (not yet consumable). Call once.
+   * Creates the files' writer, takes the guaranteed segments and registers the partition (not
+   * yet consumable).
    */
-  setup(): void {
-    if (this.bufferPool !== undefined) {
-      throw new IllegalStateError(`${this.description}: setup() was already called`);
-    }
-    const pool = this.bufferPoolFactory();
-    this.bufferPool = pool;
+  protected setupInternal(pool: LocalBufferPool): void {
     if (pool.getNumberOfRequiredMemorySegments() < MIN_SEGMENTS) {
       throw new IllegalStateError(
         `${this.description}: too few sort buffers (${pool.getNumberOfRequiredMemorySegments()}); raise 'taskmanager.network.sort-shuffle.min-buffers'`,
@@ -248,34 +197,19 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
     });
   }
 
-  /** True once `finish()` was called (the files may still be being completed). */
-  isFinished(): boolean {
-    return this.finished;
-  }
-
   /** True once the files are complete and until the partition is released. */
   isConsumable(): boolean {
     return this.consumable && !this.released;
   }
 
-  /** The producer failed: releases the partition with `cause`, which its readers receive. */
-  fail(cause: Error | undefined): void {
-    this.release(cause ?? new CancelledError(`${this.description} failed`));
-  }
-
   /**
-   * Releases the partition: readers fail with `cause` (or a cancellation), and once the running
-   * file operation and every in-flight read settled, the files are closed and deleted. The
-   * worker's FileChannelManager tracks the deletion, so closing the environment waits for it.
-   * Idempotent.
+   * Readers fail with `cause` (or a cancellation), and once the running file operation and every
+   * in-flight read settled, the files are closed and deleted. The worker's FileChannelManager
+   * tracks the deletion, so closing the environment waits for it.
    */
-  release(cause?: Error): void {
-    if (this.released) return;
-    this.released = true;
-    this.failureCause = cause;
+  protected releaseInternal(cause: Error | undefined): void {
     this.pending = undefined;
     this.availability.resetAvailable();
-    this.partitionManager.onPartitionReleased(this);
     const readerCause =
       cause ?? new CancelledError(`${this.description} was released; its files are deleted`);
     this.fileChannelManager.track(this.deleteFiles(readerCause));
@@ -289,11 +223,6 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
     else await this.fileWriter?.abort();
   }
 
-  /** True once released (by the scheduler, a failure or the environment closing). */
-  isReleased(): boolean {
-    return this.released;
-  }
-
   /**
    * The writer is done: the segments go back to the pool, which is destroyed, once the running
    * file operation finished (at once when none runs). The files stay until released.
@@ -305,11 +234,6 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
     void this.work.then(() => this.returnSegments());
   }
 
-  /** Why the partition was released, when it failed (an I/O error, the producer's failure). */
-  getFailureCause(): Error | undefined {
-    return this.failureCause;
-  }
-
   // ------------------------------------------------------------------------------ availability
 
   /** False while a file operation runs or a record waits for the data buffer. */
@@ -318,16 +242,8 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
   }
 
   /** Resolves when the partition is available again (a spill or `finish()` completed). */
-  getAvailableFuture(): Promise<void> {
-    const future = this.availability.getAvailableFuture();
-    if (this.counters.backPressureStart < 0 && !this.isAvailable()) {
-      this.counters.backPressureStart = Date.now();
-      void future.then(() => {
-        this.counters.backPressuredTimeMs += Date.now() - this.counters.backPressureStart;
-        this.counters.backPressureStart = -1;
-      });
-    }
-    return future;
+  protected currentAvailabilityFuture(): Promise<void> {
+    return this.availability.getAvailableFuture();
   }
 
   // ---------------------------------------------------------------------------------- writing
@@ -335,11 +251,7 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
   /** Appends one record for `targetSubpartition` to the sort buffer (see the class comment). */
   emitRecord(record: Uint8Array, targetSubpartition: number): void {
     this.checkEmit(record);
-    if (targetSubpartition < 0 || targetSubpartition >= this.numberOfSubpartitions) {
-      throw new IllegalArgumentError(
-        `${this.description}: target subpartition ${targetSubpartition} out of [0, ${this.numberOfSubpartitions})`,
-      );
-    }
+    this.checkSubpartitionIndex(targetSubpartition, "target subpartition");
     if (!this.tryAppend(record, targetSubpartition, false)) {
       this.appendLater(record, targetSubpartition, false);
     }
@@ -371,34 +283,16 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
 
   flushAll(): void {}
 
-  private checkEmit(record: Uint8Array): void {
-    this.checkInProduceState();
-    if (this.pending !== undefined) {
-      throw new IllegalStateError(
-        `${this.description} is spilling: a record still waits for the sort buffer; ` +
-          "await getAvailableFuture() before emitting the next one",
-      );
-    }
-    if (record.length > this.maxRecordSize) {
-      throw new RecordTooLargeError(
-        `${this.description}: record of ${record.length} bytes exceeds the maximum record size ` +
-          `of ${this.maxRecordSize} bytes ('taskmanager.network.max-record-size')`,
-      );
-    }
+  protected pendingRecordState(): string | undefined {
+    return this.pending === undefined
+      ? undefined
+      : "is spilling: a record still waits for the sort buffer";
   }
 
-  private checkInProduceState(): void {
-    if (this.released) {
-      throw new CancelledError(`${this.description} has been released`, {
-        cause: this.failureCause,
-      });
-    }
-    if (this.finished) {
-      throw new IllegalStateError(`${this.description} is finished; no more data is accepted`);
-    }
-    if (this.bufferPool === undefined) {
-      throw new IllegalStateError(`${this.description}: setup() must be called before writing`);
-    }
+  /** Also throws before `setup()`: the data buffer is made of the pool's segments. */
+  protected override checkInProduceState(): void {
+    super.checkInProduceState();
+    this.setUpPool();
   }
 
   /** The synchronous fast path: append to the sort buffer when nothing is queued before. */
@@ -584,29 +478,20 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
   private async writeLargeRecord(record: PendingRecord): Promise<void> {
     const writer = this.fileWriter as PartitionedFileWriter;
     const bytes = record.bytes;
-    const total = LENGTH_BYTES + bytes.length;
-    const prefix = Buffer.allocUnsafe(LENGTH_BYTES);
-    prefix.writeInt32BE(bytes.length, 0);
     writer.startRegion(record.isBroadcast);
     writer.startRun(record.target);
     this.isBroadcastMode = record.isBroadcast;
     let free = [...this.segments];
     let position = 0;
-    while (position < total) {
+    while (position < bytes.length) {
       if (free.length === 0) {
         await writer.flush();
         this.checkNotReleased();
         free = [...this.segments];
       }
       const segment = free.pop() as MemorySegment;
-      const length = Math.min(this.segmentSize, total - position);
-      for (let written = 0; written < length; ) {
-        const at = position + written;
-        const source = at < LENGTH_BYTES ? prefix.subarray(at) : bytes.subarray(at - LENGTH_BYTES);
-        const n = Math.min(source.length, length - written);
-        segment.memory.set(source.subarray(0, n), written);
-        written += n;
-      }
+      const length = Math.min(this.segmentSize, bytes.length - position);
+      segment.memory.set(bytes.subarray(position, position + length), 0);
       this.appendDataBuffer(writer, segment, length);
       position += length;
     }
@@ -655,20 +540,10 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
    * A new view of subpartition `index`, reading the finished file from its start. Any number of
    * views may exist at once.
    */
-  createSubpartitionView(
+  protected createSubpartitionViewInternal(
     index: number,
     listener: BufferAvailabilityListener,
   ): ResultSubpartitionView {
-    if (index < 0 || index >= this.numberOfSubpartitions) {
-      throw new IllegalArgumentError(
-        `${this.description}: subpartition ${index} out of [0, ${this.numberOfSubpartitions})`,
-      );
-    }
-    if (this.released) {
-      throw new CancelledError(`${this.description} has been released`, {
-        cause: this.failureCause,
-      });
-    }
     const scheduler = this.readScheduler;
     if (!this.consumable || scheduler === undefined) {
       throw new IllegalStateError(
@@ -676,11 +551,6 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
       );
     }
     return scheduler.createSubpartitionReader(listener, index);
-  }
-
-  /** The pool of network segments, for tests and metrics. */
-  getBufferPool(): LocalBufferPool | undefined {
-    return this.bufferPool;
   }
 
   /** Blocking partitions queue nothing in memory (Flink reports 0), in any subpartition. */
@@ -713,9 +583,5 @@ export class SortMergeResultPartition implements ResultPartitionWriter, ManagedR
       bytesBeforeCompression: before ?? this.counters.numBytesOut,
       bytesAfterCompression: after ?? this.counters.numBytesOut,
     };
-  }
-
-  toString(): string {
-    return this.description;
   }
 }

@@ -6,6 +6,7 @@
  */
 import {
   ExecutionAttemptID,
+  frameRecord,
   IntermediateDataSetID,
   IntermediateResultPartitionID,
   JobID,
@@ -246,7 +247,7 @@ export async function produce(
   for (let seq = 0; seq < recordsPerChannel; seq++) {
     for (let c = 0; c < consumers; c++) {
       if (!writer.isAvailable()) await writer.getAvailableFuture();
-      writer.emitRecord(makeRecord(p, c, seq, padding), c);
+      writer.emitRecord(frameRecord(makeRecord(p, c, seq, padding)), c);
     }
     if (options.flushEvery !== undefined && seq % options.flushEvery === 0) writer.flushAll();
     if (seq % 512 === 0) await new Promise((r) => setImmediate(r));

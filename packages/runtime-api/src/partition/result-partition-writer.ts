@@ -23,7 +23,7 @@ export interface ResultPartitionMetrics {
 /**
  * The producer side of one result partition, as a `ShuffleEnvironment` hands it to a task
  * (`createResultPartitionWriters`; Flink's `ResultPartitionWriter`). Implemented by the plugin
- * (e.g. `@sluice/network`'s `ResultPartition`); called by the task's `RecordWriter` on the event
+ * (e.g. `@sluice/network`'s `PipelinedResultPartition`); called by the task's `RecordWriter` on the event
  * loop only. All methods are synchronous: a writer never blocks, it reports back-pressure through
  * availability ({@link AvailabilityProvider}), and the task awaits `getAvailableFuture()` before it
  * emits again while `isAvailable()` is false.
@@ -45,20 +45,23 @@ export interface ResultPartitionWriter extends AvailabilityProvider {
   setup(): void;
 
   /**
-   * Appends one serialized record to a subpartition. `record` is the raw serialized record; the
-   * partition writes the 4-byte big-endian length before it, and a record may span buffers.
-   * The bytes are copied before the call returns, so the caller may reuse `record`.
+   * Appends one framed record to a subpartition. `record` is framed by the task's RecordWriter:
+   * the 4-byte big-endian payload length, then the payload (`serializeRecord` in `@sluice/core`).
+   * The partition treats it as opaque bytes: it copies them as they are (a record may span
+   * buffers) and writes no length of its own; the consumer's record deserializer decodes the
+   * frame. The bytes are copied before the call returns, so the caller may reuse `record`.
    * May be called while unavailable, as long as the previous record is complete: the partition
    * then uses overdraft buffers and, when even those run out, keeps the rest of this one record
    * and completes it as buffers come back. Emitting again before that throws IllegalStateError
    * (`SLUICE_ERR_ILLEGAL_STATE`): callers check `isAvailable()` between records and await
    * `getAvailableFuture()` when it is false (Flink's task thread would block there).
    *
-   * @throws RecordTooLargeError when the record exceeds `taskmanager.network.max-record-size`.
+   * @throws RecordTooLargeError when the payload (the record without its length) exceeds
+   *   `taskmanager.network.max-record-size`.
    */
   emitRecord(record: Uint8Array, targetSubpartition: number): void;
 
-  /** Appends one serialized record to every subpartition (copied once per subpartition). */
+  /** Appends one framed record (see {@link ResultPartitionWriter.emitRecord}) to every subpartition. */
   broadcastRecord(record: Uint8Array): void;
 
   /**

@@ -2,6 +2,7 @@ import {
   CheckpointAlignment,
   CheckpointBarrier,
   DEFAULT_CHECKPOINT_OPTIONS,
+  frameRecord,
   IntermediateDataSetID,
   NetworkBufferPool,
   ResultPartitionID,
@@ -9,7 +10,7 @@ import {
 } from "@sluice/core";
 import {
   LocalInputChannel,
-  ResultPartition,
+  PipelinedResultPartition,
   ResultPartitionManager,
   SingleInputGate,
 } from "@sluice/network";
@@ -45,11 +46,11 @@ function gateOverProducers(
   manager: ResultPartitionManager,
   gateIndex: number,
   producers: number,
-): { gate: SingleInputGate; writers: ResultPartition[] } {
+): { gate: SingleInputGate; writers: PipelinedResultPartition[] } {
   const writers = Array.from(
     { length: producers },
     (_, p) =>
-      new ResultPartition({
+      new PipelinedResultPartition({
         owningTaskName: `producer ${gateIndex}.${p}`,
         partitionIndex: 0,
         partitionId: new ResultPartitionID(),
@@ -78,8 +79,8 @@ function gateOverProducers(
   return { gate, writers };
 }
 
-function emit(writer: ResultPartition, values: string[]): void {
-  for (const value of values) writer.emitRecord(encode(value), 0);
+function emit(writer: PipelinedResultPartition, values: string[]): void {
+  for (const value of values) writer.emitRecord(frameRecord(encode(value)), 0);
   writer.flushAll();
 }
 
@@ -126,8 +127,8 @@ describe("CheckpointedInputGate", () => {
         for (const reader of readers) reader.pollRecords((r) => seen.push(r));
       }
     };
-    const [l0, l1] = left.writers as [ResultPartition, ResultPartition];
-    const [r0] = right.writers as [ResultPartition];
+    const [l0, l1] = left.writers as [PipelinedResultPartition, PipelinedResultPartition];
+    const [r0] = right.writers as [PipelinedResultPartition];
     emit(l0, ["l0-before"]);
     l0.broadcastEvent(new CheckpointBarrier(1n, 0n));
     emit(l0, ["l0-after"]);
@@ -199,8 +200,8 @@ describe("CheckpointedInputGate", () => {
       ...DEFAULT_CHECKPOINT_OPTIONS,
       alignment: CheckpointAlignment.AT_LEAST_ONCE,
     });
-    const [l0] = left.writers as [ResultPartition];
-    const [r0] = right.writers as [ResultPartition];
+    const [l0] = left.writers as [PipelinedResultPartition];
+    const [r0] = right.writers as [PipelinedResultPartition];
     l0.broadcastEvent(atLeastOnce);
     emit(l0, ["l0-after"]);
     await drain();

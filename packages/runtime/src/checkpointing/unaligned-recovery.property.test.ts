@@ -12,7 +12,7 @@ import {
 import "@sluice/core/testing";
 import {
   LocalInputChannel,
-  ResultPartition,
+  PipelinedResultPartition,
   ResultPartitionManager,
   SingleInputGate,
 } from "@sluice/network";
@@ -80,7 +80,7 @@ function record(index: number, size: number): string {
 class Attempt {
   readonly pool = new NetworkBufferPool(64, SEGMENT);
   readonly manager = new ResultPartitionManager();
-  readonly partition: ResultPartition;
+  readonly partition: PipelinedResultPartition;
   readonly writer: RecordWriter<string>;
   readonly gate: SingleInputGate;
   readonly input: CheckpointedInputGate;
@@ -95,7 +95,7 @@ class Attempt {
 
   constructor(restoredInput: TaskChannelState = EMPTY_CHANNEL_STATE) {
     pools.push(this.pool);
-    this.partition = new ResultPartition({
+    this.partition = new PipelinedResultPartition({
       owningTaskName: "Source",
       partitionIndex: 0,
       partitionId: new ResultPartitionID(),

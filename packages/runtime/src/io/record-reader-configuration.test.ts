@@ -4,6 +4,7 @@ import path from "node:path";
 import {
   ConfigurationError,
   ErrorCodes,
+  frameRecord,
   IntermediateDataSetID,
   NetworkBufferPool,
   RecordTooLargeError,
@@ -13,7 +14,7 @@ import {
 } from "@sluice/core";
 import {
   LocalInputChannel,
-  ResultPartition,
+  PipelinedResultPartition,
   ResultPartitionManager,
   SingleInputGate,
 } from "@sluice/network";
@@ -77,7 +78,7 @@ describe("readRecordReaderConfiguration", () => {
     const global = new NetworkBufferPool(64, 4 * KB);
     pool = global;
     const manager = new ResultPartitionManager();
-    const partition = new ResultPartition({
+    const partition = new PipelinedResultPartition({
       owningTaskName: "producer",
       partitionIndex: 0,
       partitionId: new ResultPartitionID(),
@@ -132,7 +133,7 @@ describe("readRecordReaderConfiguration", () => {
     const reader = new RecordReader(gate, new StringSerializer(), spillConfig(dir));
     const large = "s".repeat(150 * KB);
     const producing = (async () => {
-      partition.emitRecord(encode(large), 0); // far more than the pool: completes as read
+      partition.emitRecord(frameRecord(encode(large)), 0); // far more than the pool: completes as read
       while (!partition.isAvailable()) await partition.getAvailableFuture();
       partition.finish();
     })();
@@ -158,7 +159,7 @@ describe("readRecordReaderConfiguration", () => {
     dirs.push(dir);
     const { partition, gate } = wireOneChannel();
     const reader = new RecordReader(gate, new StringSerializer(), spillConfig(dir));
-    partition.emitRecord(encode("t".repeat(250 * KB)), 0);
+    partition.emitRecord(frameRecord(encode("t".repeat(250 * KB))), 0);
     let caught: unknown;
     for (let i = 0; i < 100 && caught === undefined; i++) {
       try {

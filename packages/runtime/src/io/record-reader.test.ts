@@ -4,6 +4,7 @@ import {
   EndOfData,
   EndOfPartitionEvent,
   ErrorCodes,
+  frameRecord,
   IntermediateDataSetID,
   NetworkBufferPool,
   ResultPartitionID,
@@ -12,7 +13,7 @@ import {
 } from "@sluice/core";
 import {
   LocalInputChannel,
-  ResultPartition,
+  PipelinedResultPartition,
   ResultPartitionManager,
   SingleInputGate,
 } from "@sluice/network";
@@ -31,7 +32,7 @@ function must<T>(value: T | undefined): T {
 /** One producer partition with `channels` subpartitions, all read by one gate in this process. */
 function wire(pool: NetworkBufferPool, segmentRecords: number) {
   const manager = new ResultPartitionManager();
-  const partition = new ResultPartition({
+  const partition = new PipelinedResultPartition({
     owningTaskName: "producer",
     partitionIndex: 0,
     partitionId: new ResultPartitionID(),
@@ -94,7 +95,7 @@ describe("RecordReader", () => {
     const producer = (async () => {
       for (const [i, value] of produced.entries()) {
         while (!partition.isAvailable()) await partition.getAvailableFuture();
-        partition.emitRecord(encode(value), i % 2);
+        partition.emitRecord(frameRecord(encode(value)), i % 2);
       }
       partition.broadcastEvent(new CheckpointBarrier(7n, 1n));
       partition.broadcastEvent(new EndOfData());
@@ -131,9 +132,9 @@ describe("RecordReader", () => {
     });
     // One channel carries records, the barrier and more records, all ready before the first
     // read: a reader that decodes past the barrier before the loop sees a record shows here.
-    for (const value of ["a", "b", "c"]) partition.emitRecord(encode(value), 0);
+    for (const value of ["a", "b", "c"]) partition.emitRecord(frameRecord(encode(value)), 0);
     partition.broadcastEvent(new CheckpointBarrier(1n, 1n));
-    for (const value of ["d", "e"]) partition.emitRecord(encode(value), 0);
+    for (const value of ["d", "e"]) partition.emitRecord(frameRecord(encode(value)), 0);
     partition.finish();
     for await (const record of reader) {
       await new Promise((resolve) => setImmediate(resolve));
@@ -152,8 +153,8 @@ describe("RecordReader", () => {
     const reader = new RecordReader(gate, serializer);
     const seen: string[] = [];
     expect(reader.pollRecords((r) => seen.push(r))).toBe(PollStatus.NOTHING_AVAILABLE);
-    partition.emitRecord(encode("one"), 0);
-    partition.emitRecord(encode("two"), 1);
+    partition.emitRecord(frameRecord(encode("one")), 0);
+    partition.emitRecord(frameRecord(encode("two")), 1);
     partition.finish();
     let status: PollStatus = PollStatus.NOTHING_AVAILABLE;
     for (let i = 0; i < 20 && status !== PollStatus.END_OF_INPUT; i++) {
@@ -221,7 +222,7 @@ describe("RecordReader", () => {
       const producer = (async () => {
         for (const [i, value] of produced.entries()) {
           while (!partition.isAvailable()) await partition.getAvailableFuture();
-          partition.emitRecord(Buffer.from(value), i % 2);
+          partition.emitRecord(frameRecord(Buffer.from(value)), i % 2);
         }
         partition.finish();
       })();

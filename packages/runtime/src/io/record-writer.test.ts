@@ -6,7 +6,7 @@ import {
   StringSerializer,
 } from "@sluice/core";
 import { expectError } from "@sluice/core/testing";
-import { ResultPartition, ResultPartitionManager } from "@sluice/network";
+import { PipelinedResultPartition, ResultPartitionManager } from "@sluice/network";
 import { ResultPartitionType, type ResultPartitionWriter } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ManualClock } from "../checkpointing/test-support/manual-clock.js";
@@ -21,8 +21,8 @@ import {
   createRecordWriter,
 } from "./record-writer.js";
 
-function partition(pool: NetworkBufferPool, subpartitions = 1): ResultPartition {
-  const result = new ResultPartition({
+function partition(pool: NetworkBufferPool, subpartitions = 1): PipelinedResultPartition {
+  const result = new PipelinedResultPartition({
     owningTaskName: "test",
     partitionIndex: 0,
     partitionId: new ResultPartitionID(),
@@ -37,7 +37,7 @@ function partition(pool: NetworkBufferPool, subpartitions = 1): ResultPartition 
 }
 
 /** A string writer sending everything to subpartition 0 of `target`. */
-function forwardWriter(target: ResultPartition, bufferTimeout: BufferTimeout) {
+function forwardWriter(target: PipelinedResultPartition, bufferTimeout: BufferTimeout) {
   return createRecordWriter(target, new StringSerializer(), new ForwardPartitioner<string>(), {
     taskName: "t",
     bufferTimeout,
@@ -90,6 +90,32 @@ describe("RecordWriter buffer timeout", () => {
     expect(target.getSubpartition(0).isDataAvailable()).toBe(true);
     writer.close();
     target.release();
+  });
+
+  it("hands the partition each record framed once: its 4-byte length, then the payload", () => {
+    const seen: string[] = [];
+    const recording = {
+      numberOfSubpartitions: 2,
+      emitRecord: (record: Uint8Array, target: number) =>
+        seen.push(`${target}:${Buffer.from(record).toString("hex")}`),
+      broadcastRecord: (record: Uint8Array) =>
+        seen.push(`*:${Buffer.from(record).toString("hex")}`),
+      flush: () => {},
+      flushAll: () => {},
+      isAvailable: () => true,
+    } as unknown as ResultPartitionWriter;
+    const options = { taskName: "t", bufferTimeout: bufferTimeoutOf(false, 0) };
+    const writer = new ChannelSelectorRecordWriter(
+      recording,
+      new StringSerializer(),
+      new ForwardPartitioner<string>(),
+      options,
+    );
+    writer.emit("ab");
+    writer.broadcastEmit("c");
+    writer.close();
+    // StringSerializer writes a 4-byte count, then the bytes: "ab" is a payload of 6 bytes.
+    expect(seen).toEqual(["0:00000006" + "000000026162", "*:00000005" + "0000000163"]);
   });
 
   it("rethrows an OutputFlusher failure on the next emit", () => {

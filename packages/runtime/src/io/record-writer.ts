@@ -2,6 +2,7 @@ import {
   DataOutputSerializer,
   IllegalStateError,
   type RuntimeEvent,
+  serializeRecord,
   type TypeSerializer,
 } from "@sluice/core";
 import type { ResultPartitionWriter } from "@sluice/runtime-api";
@@ -50,9 +51,10 @@ export interface RecordWriterOptions {
 }
 
 /**
- * Serializes records and hands them to a ResultPartitionWriter (Flink's RecordWriter). Records are
- * serialized into one reusable output; the partition adds the length prefix and copies the bytes
- * into its buffers. Emitting is synchronous: a producer loop checks `isAvailable()` and awaits
+ * Serializes records and hands them to a ResultPartitionWriter (Flink's RecordWriter). The writer
+ * owns the record frame: each record is serialized once into one reusable output, behind its
+ * 4-byte length ({@link serializeRecord}), and the partition copies those bytes into its buffers
+ * as they are. Emitting is synchronous: a producer loop checks `isAvailable()` and awaits
  * `getAvailableFuture()` only when the partition is back-pressured, so steady state allocates no
  * promise per record.
  */
@@ -158,11 +160,9 @@ export abstract class RecordWriter<T> {
     if (this.flushAlways) this.target.flush(channel);
   }
 
+  /** The framed record: its length, then its payload; a view of the reused output. */
   protected serialize(record: T): Uint8Array {
-    const output = this.output;
-    output.clear();
-    this.serializer.serialize(record, output);
-    return output.getSharedBuffer();
+    return serializeRecord(record, this.serializer, this.output);
   }
 
   /** Whether {@link checkErroneous} would throw: the per-record test, kept small to inline. */

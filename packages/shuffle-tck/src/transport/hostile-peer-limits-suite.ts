@@ -3,6 +3,7 @@ import {
   DataType,
   ErrorCodes,
   EventSerializer,
+  frameRecord,
   InputChannelID,
   ResultPartitionID,
   type SluiceError,
@@ -17,8 +18,8 @@ import {
   type NettyMessage,
   NettyMessageDecoder,
   type NonBufferMessage,
+  type PipelinedResultPartition,
   type PipelinedSubpartition,
-  type ResultPartition,
 } from "@sluice/network";
 import type { Task, TaskExecutor } from "@sluice/runtime";
 import { afterEach, describe, expect, it } from "vitest";
@@ -369,7 +370,7 @@ export function describeHostilePeerLimitsSuite(
         gatewayOf(executor, { deployOnlyInto: producers }),
         gatewayOf(consumerSide, { neverDeploy: true }),
       );
-      const writer = producers[0]?.partitions[0] as ResultPartition;
+      const writer = producers[0]?.partitions[0] as PipelinedResultPartition;
       const peer = await connect(executor.location.dataPort);
       const receiverId = new InputChannelID();
       await peer.send(
@@ -386,7 +387,7 @@ export function describeHostilePeerLimitsSuite(
       // limit under test here.
       for (let seq = 0; seq < 200; seq++) {
         if (!writer.isAvailable()) await writer.getAvailableFuture();
-        writer.emitRecord(record, 0);
+        writer.emitRecord(frameRecord(record), 0);
       }
       writer.finish();
       const dataSizes = () =>

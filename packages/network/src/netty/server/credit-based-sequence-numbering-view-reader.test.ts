@@ -2,6 +2,7 @@ import {
   CancelCheckpointMarker,
   DataType,
   ErrorCodes,
+  frameRecord,
   IllegalStateError,
   InputChannelID,
   NetworkBufferPool,
@@ -10,10 +11,10 @@ import {
   type SluiceError,
 } from "@sluice/core";
 import { expectError } from "@sluice/core/testing";
-import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ResultPartition } from "../../partition/result-partition.js";
+import type { PipelinedResultPartition } from "../../partition/pipelined-result-partition.js";
 import { ResultPartitionManager } from "../../partition/result-partition-manager.js";
+import { buildPipelinedResultPartition } from "../../testing/index.js";
 import {
   CreditBasedSequenceNumberingViewReader,
   type ReaderBuffer,
@@ -37,7 +38,7 @@ class RecordingQueue implements ReaderQueue {
 interface Setup {
   readonly global: NetworkBufferPool;
   readonly manager: ResultPartitionManager;
-  readonly partition: ResultPartition;
+  readonly partition: PipelinedResultPartition;
   readonly queue: RecordingQueue;
 }
 
@@ -53,14 +54,11 @@ function setUp(): Setup {
   global = new NetworkBufferPool(32, SEGMENT);
   const pool = global;
   const manager = new ResultPartitionManager();
-  const partition = new ResultPartition({
-    owningTaskName: "producer",
-    partitionIndex: 0,
-    partitionId: new ResultPartitionID(),
-    partitionType: ResultPartitionType.PIPELINED_BOUNDED,
-    numberOfSubpartitions: 1,
+  const partition = buildPipelinedResultPartition({
+    networkBufferPool: pool,
     partitionManager: manager,
-    bufferPoolFactory: () => pool.createBufferPool(2, 16, { numberOfSubpartitions: 1 }),
+    maxBuffers: 16,
+    setup: false,
   });
   return { global, manager, partition, queue: new RecordingQueue() };
 }
@@ -91,9 +89,9 @@ describe("CreditBasedSequenceNumberingViewReader", () => {
     const s = setUp();
     s.partition.setup();
     const r = reader(s, 0);
-    s.partition.emitRecord(new Uint8Array(FULL), 0);
-    s.partition.emitRecord(new Uint8Array(FULL), 0);
-    s.partition.emitRecord(new Uint8Array(10), 0); // a third, unfinished buffer
+    s.partition.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
+    s.partition.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
+    s.partition.emitRecord(frameRecord(new Uint8Array(10)), 0); // a third, unfinished buffer
     expect(s.queue.nonEmpty).toBeGreaterThan(0);
     expect(r.isAvailable()).toBe(false); // data, but no credit
     expect(r.needAnnounceBacklog()).toBe(true);
@@ -137,7 +135,7 @@ describe("CreditBasedSequenceNumberingViewReader", () => {
     const s = setUp();
     s.partition.setup();
     const r = reader(s, 2);
-    for (let i = 0; i < 3; i++) s.partition.emitRecord(new Uint8Array(FULL), 0);
+    for (let i = 0; i < 3; i++) s.partition.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
     expect(r.getNumCreditsAvailable()).toBe(2);
     expect(r.needAnnounceBacklog()).toBe(false);
     expect(next(r).moreAvailable).toBe(true);

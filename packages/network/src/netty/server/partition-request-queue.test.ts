@@ -1,14 +1,14 @@
 import {
   ErrorCodes,
+  frameRecord,
   InputChannelID,
   NetworkBufferPool,
   PartitionNotFoundError,
   ProducerFailedError,
   ResultPartitionID,
 } from "@sluice/core";
-import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ResultPartition } from "../../partition/result-partition.js";
+import type { PipelinedResultPartition } from "../../partition/pipelined-result-partition.js";
 import { ResultPartitionManager } from "../../partition/result-partition-manager.js";
 import {
   type BacklogAnnouncement,
@@ -20,6 +20,7 @@ import {
   NettyMessageDecoder,
 } from "../../protocol/index.js";
 import { FakeConnection } from "../../test-support/fake-connection.js";
+import { buildPipelinedResultPartition } from "../../testing/index.js";
 import { CreditBasedSequenceNumberingViewReader } from "./credit-based-sequence-numbering-view-reader.js";
 import { PartitionRequestQueue } from "./partition-request-queue.js";
 import "@sluice/core/testing";
@@ -53,20 +54,13 @@ function setUp(): Setup {
   };
 }
 
-function newPartition(s: Setup, subpartitions = 1): ResultPartition {
-  const pool = s.global;
-  const partition = new ResultPartition({
-    owningTaskName: "producer",
-    partitionIndex: 0,
-    partitionId: new ResultPartitionID(),
-    partitionType: ResultPartitionType.PIPELINED_BOUNDED,
-    numberOfSubpartitions: subpartitions,
+function newPartition(s: Setup, subpartitions = 1): PipelinedResultPartition {
+  return buildPipelinedResultPartition({
+    networkBufferPool: s.global,
     partitionManager: s.manager,
-    bufferPoolFactory: () =>
-      pool.createBufferPool(subpartitions + 1, 40, { numberOfSubpartitions: subpartitions }),
+    numberOfSubpartitions: subpartitions,
+    maxBuffers: 40,
   });
-  partition.setup();
-  return partition;
 }
 
 /** What the server handler does on a PartitionRequest. */
@@ -122,7 +116,7 @@ describe("PartitionRequestQueue", () => {
     const s = setUp();
     const partition = newPartition(s, 3);
     for (let sub = 0; sub < 3; sub++) {
-      for (let i = 0; i < 2; i++) partition.emitRecord(new Uint8Array(FULL), sub);
+      for (let i = 0; i < 2; i++) partition.emitRecord(frameRecord(new Uint8Array(FULL)), sub);
     }
     const partitionId = partition.partitionId;
     for (let sub = 0; sub < 3; sub++) request(s, partitionId, sub, 10);
@@ -136,7 +130,7 @@ describe("PartitionRequestQueue", () => {
   it("writes only while the connection is writable and resumes on drain", async () => {
     const s = setUp();
     const partition = newPartition(s);
-    for (let i = 0; i < 5; i++) partition.emitRecord(new Uint8Array(FULL), 0);
+    for (let i = 0; i < 5; i++) partition.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
     s.connection.writesUntilFull = 2;
     const reader = request(s, partition.partitionId, 0, 10);
     await turn();
@@ -163,7 +157,7 @@ describe("PartitionRequestQueue", () => {
   it("keeps the payload until the transport wrote it", async () => {
     const s = setUp();
     const partition = newPartition(s);
-    partition.emitRecord(new Uint8Array(FULL).fill(7), 0);
+    partition.emitRecord(frameRecord(new Uint8Array(FULL).fill(7)), 0);
     request(s, partition.partitionId, 0, 2);
     await turn();
     const pool = partition.getBufferPool();
@@ -178,8 +172,8 @@ describe("PartitionRequestQueue", () => {
   it("tells when every write has called back, with the written buffers recycled by then", async () => {
     const s = setUp();
     const partition = newPartition(s);
-    partition.emitRecord(new Uint8Array(FULL), 0);
-    partition.emitRecord(new Uint8Array(FULL), 0);
+    partition.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
+    partition.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
     request(s, partition.partitionId, 0, 2);
     await turn();
     expect(bufferResponses(written(s))).toHaveLength(2);
@@ -202,7 +196,7 @@ describe("PartitionRequestQueue", () => {
     const s = setUp();
     const partition = newPartition(s, 3);
     for (let sub = 0; sub < 3; sub++) {
-      for (let i = 0; i < 3; i++) partition.emitRecord(new Uint8Array(FULL), sub);
+      for (let i = 0; i < 3; i++) partition.emitRecord(frameRecord(new Uint8Array(FULL)), sub);
     }
     const readers = [0, 1, 2].map((sub) => request(s, partition.partitionId, sub, 10));
     await turn();
@@ -216,7 +210,7 @@ describe("PartitionRequestQueue", () => {
   it("sends data only against credit and resumes on AddCredit; events need no credit", async () => {
     const s = setUp();
     const partition = newPartition(s);
-    for (let i = 0; i < 3; i++) partition.emitRecord(new Uint8Array(FULL), 0);
+    for (let i = 0; i < 3; i++) partition.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
     const reader = request(s, partition.partitionId, 0, 1);
     await turns(3);
     expect(bufferResponses(written(s)).map((m) => m.sequenceNumber)).toEqual([0]);
@@ -240,9 +234,9 @@ describe("PartitionRequestQueue", () => {
   it("announces the backlog when the consumer has no exclusive buffers and no credit", async () => {
     const s = setUp();
     const partition = newPartition(s, 2);
-    partition.emitRecord(new Uint8Array(FULL), 0);
-    partition.emitRecord(new Uint8Array(FULL), 0);
-    partition.emitRecord(new Uint8Array(10), 0); // unfinished: not in the backlog yet
+    partition.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
+    partition.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
+    partition.emitRecord(frameRecord(new Uint8Array(10)), 0); // unfinished: not in the backlog yet
     const reader = request(s, partition.partitionId, 0, 0);
     await turn(); // control messages go out with the next write turn
     const announced = written(s);
@@ -271,7 +265,7 @@ describe("PartitionRequestQueue", () => {
     expect((again[0] as BacklogAnnouncement).backlog).toBe(1);
 
     // A consumer with exclusive buffers gets its credit back by recycling: no announcement.
-    for (let i = 0; i < 3; i++) partition.emitRecord(new Uint8Array(FULL), 1);
+    for (let i = 0; i < 3; i++) partition.emitRecord(frameRecord(new Uint8Array(FULL)), 1);
     request(s, partition.partitionId, 1, 1);
     await turns(3);
     const other = written(s);
@@ -285,7 +279,7 @@ describe("PartitionRequestQueue", () => {
     const reader = request(s, partition.partitionId, 0, 0);
     await turn();
     expect(written(s)).toEqual([]);
-    partition.emitRecord(new Uint8Array(FULL), 0); // finished at once, nothing open after it
+    partition.emitRecord(frameRecord(new Uint8Array(FULL)), 0); // finished at once, nothing open after it
     await turn();
     const [announcement] = written(s) as BacklogAnnouncement[];
     expect(announcement?.id).toBe(MessageId.BACKLOG_ANNOUNCEMENT);
@@ -299,7 +293,7 @@ describe("PartitionRequestQueue", () => {
     const partition = newPartition(s);
     s.connection.writable = false;
     const reader = request(s, partition.partitionId, 0, 0);
-    for (let i = 0; i < 5; i++) partition.emitRecord(new Uint8Array(FULL), 0);
+    for (let i = 0; i < 5; i++) partition.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
     await turns(2);
     expect(s.connection.writes).toEqual([]);
     expect(s.queue.getQueuedOutboundBytes()).toBe(29); // one BacklogAnnouncement frame
@@ -340,14 +334,11 @@ describe("PartitionRequestQueue", () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     const s = setUp();
     const pool = s.global;
-    const late = new ResultPartition({
-      owningTaskName: "producer",
-      partitionIndex: 0,
-      partitionId: new ResultPartitionID(),
-      partitionType: ResultPartitionType.PIPELINED_BOUNDED,
-      numberOfSubpartitions: 1,
+    const late = buildPipelinedResultPartition({
+      networkBufferPool: pool,
       partitionManager: s.manager,
-      bufferPoolFactory: () => pool.createBufferPool(2, 8, { numberOfSubpartitions: 1 }),
+      maxBuffers: 8,
+      setup: false,
     });
     const cancelled = request(s, late.partitionId, 0, 2, 5_000);
     s.queue.cancel(cancelled.receiverId);
@@ -369,7 +360,7 @@ describe("PartitionRequestQueue", () => {
     const s = setUp();
     const partition = newPartition(s);
     const reader = request(s, partition.partitionId, 0, 2);
-    partition.emitRecord(new Uint8Array(10), 0);
+    partition.emitRecord(frameRecord(new Uint8Array(10)), 0);
     partition.fail(new ProducerFailedError("task 'map (1/2)' failed: out of cheese"));
     await turns(2);
     const [message] = written(s) as ErrorResponse[];
@@ -395,7 +386,7 @@ describe("PartitionRequestQueue", () => {
   it("releases the view of a cancelled request and of every reader on close", async () => {
     const s = setUp();
     const partition = newPartition(s, 2);
-    for (let i = 0; i < 3; i++) partition.emitRecord(new Uint8Array(FULL), 0);
+    for (let i = 0; i < 3; i++) partition.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
     const cancelled = request(s, partition.partitionId, 0, 0);
     const kept = request(s, partition.partitionId, 1, 2);
     written(s);
@@ -416,8 +407,8 @@ describe("PartitionRequestQueue write turn failures", () => {
   it("fails only the channel whose BufferResponse the encoder rejects, recycling its buffer, and serves the others", async () => {
     const s = setUp();
     const partition = newPartition(s, 2);
-    partition.emitRecord(new Uint8Array(FULL), 0);
-    partition.emitRecord(new Uint8Array(FULL), 1);
+    partition.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
+    partition.emitRecord(frameRecord(new Uint8Array(FULL)), 1);
     const broken = request(s, partition.partitionId, 0, 2);
     const healthy = request(s, partition.partitionId, 1, 2);
     // A sequence number beyond int32 (what a counter that never wraps reaches after 2^31
@@ -449,8 +440,8 @@ describe("PartitionRequestQueue write turn failures", () => {
   it("fails the connection, not the process, when a write turn throws outside any reader", async () => {
     const s = setUp();
     const partition = newPartition(s, 1);
-    partition.emitRecord(new Uint8Array(FULL), 0);
-    partition.emitRecord(new Uint8Array(FULL), 0);
+    partition.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
+    partition.emitRecord(frameRecord(new Uint8Array(FULL)), 0);
     const reader = request(s, partition.partitionId, 0, 0);
     vi.spyOn(reader, "getBacklog").mockImplementation(() => {
       throw new Error("backlog broke on purpose");

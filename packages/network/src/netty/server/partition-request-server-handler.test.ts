@@ -2,6 +2,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import {
   ErrorCodes,
   EventSerializer,
+  frameRecord,
   IllegalArgumentError,
   InputChannelID,
   LimitExceededError,
@@ -13,9 +14,7 @@ import {
   TimeoutError,
 } from "@sluice/core";
 import { expectSluiceError } from "@sluice/core/testing";
-import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ResultPartition } from "../../partition/result-partition.js";
 import { ResultPartitionManager } from "../../partition/result-partition-manager.js";
 import {
   type ErrorResponse,
@@ -27,6 +26,7 @@ import {
   type NonBufferMessage,
 } from "../../protocol/index.js";
 import { FakeConnection } from "../../test-support/fake-connection.js";
+import { buildPipelinedResultPartition } from "../../testing/index.js";
 import { CreditBasedSequenceNumberingViewReader } from "./credit-based-sequence-numbering-view-reader.js";
 import {
   PartitionRequestServerHandler,
@@ -330,17 +330,12 @@ describe("PartitionRequestServerHandler", () => {
   it("answers a write turn that throws with a fatal ErrorResponse and closes only that connection", async () => {
     const manager = newManager();
     const global = new NetworkBufferPool(8, 64);
-    const partition = new ResultPartition({
-      owningTaskName: "producer",
-      partitionIndex: 0,
-      partitionId: new ResultPartitionID(),
-      partitionType: ResultPartitionType.PIPELINED_BOUNDED,
-      numberOfSubpartitions: 1,
+    const partition = buildPipelinedResultPartition({
+      networkBufferPool: global,
       partitionManager: manager,
-      bufferPoolFactory: () => global.createBufferPool(2, 4, { numberOfSubpartitions: 1 }),
+      maxBuffers: 4,
     });
-    partition.setup();
-    partition.emitRecord(new Uint8Array(60), 0);
+    partition.emitRecord(frameRecord(new Uint8Array(60)), 0);
     const broken = new FakeConnection("peer-a:1");
     const healthy = new FakeConnection("peer-b:2");
     const handler = handlerOn(broken, {}, manager);

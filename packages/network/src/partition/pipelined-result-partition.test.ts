@@ -1,20 +1,19 @@
 import {
   ErrorCodes,
+  frameRecord,
   IllegalArgumentError,
   IllegalStateError,
   type LocalBufferPool,
-  type LocalBufferPoolOptions,
-  NetworkBufferPool,
+  type NetworkBufferPool,
   RECORD_LENGTH_BYTES,
   RecordTooLargeError,
-  ResultPartitionID,
 } from "@sluice/core";
 import { expectError } from "@sluice/core/testing";
-import { ResultPartitionType } from "@sluice/runtime-api";
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { buildPipelinedResultPartition, TestNetworkBufferPools } from "../testing/index.js";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
-import { ResultPartition } from "./result-partition.js";
+import type { PipelinedResultPartition } from "./pipelined-result-partition.js";
 import { ResultPartitionManager } from "./result-partition-manager.js";
 import type { ResultSubpartitionView } from "./result-subpartition-view.js";
 
@@ -35,47 +34,37 @@ interface PartitionOptions {
 
 interface Harness {
   readonly global: NetworkBufferPool;
-  readonly partition: ResultPartition;
+  readonly partition: PipelinedResultPartition;
   readonly pool: LocalBufferPool;
   readonly views: ResultSubpartitionView[];
 }
 
-const globals: NetworkBufferPool[] = [];
+const pools = new TestNetworkBufferPools();
 
 afterEach(() => {
   vi.useRealTimers();
-  for (const global of globals.splice(0)) global.destroy();
+  pools.destroyAll();
 });
 
 function setUp(options: PartitionOptions = {}): Harness {
   const subpartitions = options.subpartitions ?? 1;
-  const global = new NetworkBufferPool(options.segments ?? 256, SEGMENT);
-  globals.push(global);
+  const global = pools.create(options.segments ?? 256, SEGMENT);
   const manager = new ResultPartitionManager();
-  const poolOptions: LocalBufferPoolOptions = {
-    numberOfSubpartitions: subpartitions,
-    maxOverdraftBuffersPerGate: options.overdraft ?? 0,
-    ...(options.maxBuffersPerChannel === undefined
-      ? {}
-      : { maxBuffersPerChannel: options.maxBuffersPerChannel }),
-  };
-  const partition = new ResultPartition({
-    owningTaskName: "producer",
-    partitionIndex: 0,
-    partitionId: new ResultPartitionID(),
-    partitionType: ResultPartitionType.PIPELINED_BOUNDED,
-    numberOfSubpartitions: subpartitions,
+  const partition = buildPipelinedResultPartition({
+    networkBufferPool: global,
     partitionManager: manager,
-    bufferPoolFactory: () =>
-      global.createBufferPool(
-        options.required ?? subpartitions + 1,
-        options.max ?? 200,
-        poolOptions,
-      ),
+    numberOfSubpartitions: subpartitions,
+    ...(options.required === undefined ? {} : { requiredBuffers: options.required }),
+    maxBuffers: options.max ?? 200,
+    poolOptions: {
+      maxOverdraftBuffersPerGate: options.overdraft ?? 0,
+      ...(options.maxBuffersPerChannel === undefined
+        ? {}
+        : { maxBuffersPerChannel: options.maxBuffersPerChannel }),
+    },
     ...(options.maxRecordSize === undefined ? {} : { maxRecordSize: options.maxRecordSize }),
     ...(options.minBufferSize === undefined ? {} : { minBufferSize: options.minBufferSize }),
   });
-  partition.setup();
   const pool = partition.getBufferPool() as LocalBufferPool;
   const views = Array.from({ length: subpartitions }, (_, i) =>
     manager.createSubpartitionView(partition.partitionId, i, NO_OP_LISTENER),
@@ -163,7 +152,7 @@ describe("ResultPartition records", () => {
           const expected: Uint8Array[][] = [[], [], []];
           plan.forEach(([size, target], i) => {
             const bytes = record(size, i);
-            h.partition.emitRecord(bytes, target);
+            h.partition.emitRecord(frameRecord(bytes), target);
             expected[target]?.push(bytes);
           });
           const sinks = [new Sink(), new Sink(), new Sink()];
@@ -192,10 +181,10 @@ describe("ResultPartition records", () => {
           plan.forEach(([size, target], i) => {
             const bytes = record(size, i);
             if (target < 0) {
-              h.partition.broadcastRecord(bytes);
+              h.partition.broadcastRecord(frameRecord(bytes));
               for (const list of expected) list.push(bytes);
             } else {
-              h.partition.emitRecord(bytes, target);
+              h.partition.emitRecord(frameRecord(bytes), target);
               expected[target]?.push(bytes);
             }
           });
@@ -213,7 +202,7 @@ describe("ResultPartition records", () => {
 
   it("writes a broadcast record once: every subpartition reads the same segment", () => {
     const h = setUp({ subpartitions: 4 });
-    h.partition.broadcastRecord(record(20));
+    h.partition.broadcastRecord(frameRecord(record(20)));
     expect(h.pool.bestEffortGetNumOfUsedBuffers()).toBe(1);
     expect(h.global.getNumberOfUsedMemorySegments()).toBe(1);
     h.partition.flushAll();
@@ -226,7 +215,7 @@ describe("ResultPartition records", () => {
     }
 
     // The same record sent to each subpartition on its own takes one buffer per subpartition.
-    for (let i = 0; i < 4; i++) h.partition.emitRecord(record(20), i);
+    for (let i = 0; i < 4; i++) h.partition.emitRecord(frameRecord(record(20)), i);
     expect(h.global.getNumberOfUsedMemorySegments()).toBe(5); // 4 unicast + the open broadcast one
     h.partition.release();
     expectAllSegmentsBack(h.global);
@@ -235,15 +224,15 @@ describe("ResultPartition records", () => {
   it("completes a record that ran out of buffers once buffers are recycled; emitting before that throws", async () => {
     const h = setUp({ required: 2, max: 2 });
     const big = record(200); // 204 bytes: four 64-byte buffers
-    h.partition.emitRecord(big, 0);
+    h.partition.emitRecord(frameRecord(big), 0);
     expect(h.partition.isAvailable()).toBe(false);
     expectError(
-      () => h.partition.emitRecord(record(1), 0),
+      () => h.partition.emitRecord(frameRecord(record(1)), 0),
       IllegalStateError,
       ErrorCodes.ILLEGAL_STATE,
     );
     expectError(
-      () => h.partition.broadcastRecord(record(1)),
+      () => h.partition.broadcastRecord(frameRecord(record(1))),
       IllegalStateError,
       ErrorCodes.ILLEGAL_STATE,
     );
@@ -256,7 +245,7 @@ describe("ResultPartition records", () => {
     expect(h.pool.bestEffortGetNumOfUsedBuffers()).toBe(2);
     sink.drain(h.views[0] as ResultSubpartitionView);
     expect(h.partition.isAvailable()).toBe(true);
-    h.partition.emitRecord(record(5), 0);
+    h.partition.emitRecord(frameRecord(record(5)), 0);
     finishAndDrain(h, [sink]);
     expectRecords(sink.records(), [big, record(5)]);
     expectAllSegmentsBack(h.global);
@@ -269,7 +258,7 @@ describe("ResultPartition records", () => {
       const onUnhandled = (reason: unknown) => unhandled.push(reason);
       process.on("unhandledRejection", onUnhandled);
       try {
-        h.partition.emitRecord(record(200), 0);
+        h.partition.emitRecord(frameRecord(record(200)), 0);
         expect(h.partition.isAvailable()).toBe(false);
         const waiting = h.partition.getAvailableFuture();
         if (end === "fail") h.partition.fail(new Error("cancelled"));
@@ -291,11 +280,11 @@ describe("ResultPartition records", () => {
     const first = record(SEGMENT - 4, 1); // fills buffer 1 exactly
     const second = record(SEGMENT - 6, 2); // buffer 2 keeps 2 free bytes
     const third = record(20, 3); // its length prefix straddles buffers 2 and 3
-    h.partition.emitRecord(first, 0);
-    h.partition.emitRecord(second, 0);
+    h.partition.emitRecord(frameRecord(first), 0);
+    h.partition.emitRecord(frameRecord(second), 0);
     // The pool is exhausted now; a writer may still emit (the record waits for buffers).
     expect(h.partition.isAvailable()).toBe(false);
-    h.partition.emitRecord(third, 0);
+    h.partition.emitRecord(frameRecord(third), 0);
 
     const sink = new Sink();
     sink.drain(h.views[0] as ResultSubpartitionView);
@@ -310,9 +299,9 @@ describe("ResultPartition records", () => {
     const first = record(SEGMENT - 4, 1);
     const second = record(SEGMENT - 7, 2); // 3 bytes left in buffer 2
     const third = record(30, 3);
-    h.partition.broadcastRecord(first);
-    h.partition.broadcastRecord(second);
-    h.partition.broadcastRecord(third);
+    h.partition.broadcastRecord(frameRecord(first));
+    h.partition.broadcastRecord(frameRecord(second));
+    h.partition.broadcastRecord(frameRecord(third));
     const sinks = [new Sink(), new Sink()];
     h.views.forEach((view, i) => {
       (sinks[i] as Sink).drain(view);
@@ -344,7 +333,7 @@ describe("ResultPartition records", () => {
             await waitUntilAvailable();
             const bytes = record(size, i);
             expected.push(bytes);
-            h.partition.emitRecord(bytes, 0);
+            h.partition.emitRecord(frameRecord(bytes), 0);
             expect(h.pool.bestEffortGetNumOfUsedBuffers()).toBeLessThanOrEqual(poolSize);
           }
           await waitUntilAvailable();
@@ -392,8 +381,8 @@ describe("ResultPartition writers that ignore availability", () => {
             // that still waits for buffers makes the next emit throw.
             for (;;) {
               try {
-                if (broadcast) h.partition.broadcastRecord(bytes);
-                else h.partition.emitRecord(bytes, target);
+                if (broadcast) h.partition.broadcastRecord(frameRecord(bytes));
+                else h.partition.emitRecord(frameRecord(bytes), target);
                 break;
               } catch (error) {
                 expect(error).toBeInstanceOf(IllegalStateError);
@@ -423,11 +412,11 @@ describe("ResultPartition writers that ignore availability", () => {
 describe("ResultPartition availability", () => {
   it("becomes unavailable once one subpartition holds max-buffers-per-channel buffers", async () => {
     const h = setUp({ subpartitions: 2, maxBuffersPerChannel: 3, max: 50 });
-    h.partition.emitRecord(record(SEGMENT - 4, 1), 0);
-    h.partition.emitRecord(record(SEGMENT - 4, 2), 0);
-    h.partition.emitRecord(record(SEGMENT - 4, 3), 1);
+    h.partition.emitRecord(frameRecord(record(SEGMENT - 4, 1)), 0);
+    h.partition.emitRecord(frameRecord(record(SEGMENT - 4, 2)), 0);
+    h.partition.emitRecord(frameRecord(record(SEGMENT - 4, 3)), 1);
     expect(h.partition.isAvailable()).toBe(true);
-    h.partition.emitRecord(record(SEGMENT - 4, 4), 0);
+    h.partition.emitRecord(frameRecord(record(SEGMENT - 4, 4)), 0);
     expect(h.pool.getNumberOfBuffersOfChannel(0)).toBe(3);
     expect(h.partition.isAvailable()).toBe(false);
     let resolved = false;
@@ -454,7 +443,7 @@ describe("ResultPartition availability", () => {
   it("lets a big record finish in overdraft buffers and stays unavailable until they return", () => {
     const h = setUp({ required: 2, max: 2, overdraft: 3 });
     const big = record(200); // four buffers: two normal, two overdraft
-    h.partition.emitRecord(big, 0);
+    h.partition.emitRecord(frameRecord(big), 0);
     expect(h.pool.getNumberOfRequestedOverdraftMemorySegments()).toBe(2);
     expect(h.partition.isAvailable()).toBe(false);
     const sink = new Sink();
@@ -471,7 +460,7 @@ describe("ResultPartition availability", () => {
     // A consumer (or a hostile peer) asks for one-byte buffers.
     (h.views[0] as ResultSubpartitionView).notifyNewBufferSize(1);
     const records = Array.from({ length: 10 }, (_, i) => record(4, i)); // 8 bytes each on the wire
-    for (const r of records) h.partition.emitRecord(r, 0);
+    for (const r of records) h.partition.emitRecord(frameRecord(r), 0);
     const sink = new Sink();
     finishAndDrain(h, [sink]);
     expect(sink.chunks.map((c) => c.length)).toEqual([32, 32, 16]);
@@ -482,18 +471,18 @@ describe("ResultPartition availability", () => {
   it("rejects a record above the maximum record size with RecordTooLargeError, writing nothing", () => {
     const h = setUp({ maxRecordSize: 100 });
     const error = expectError(
-      () => h.partition.emitRecord(record(101), 0),
+      () => h.partition.emitRecord(frameRecord(record(101)), 0),
       RecordTooLargeError,
       ErrorCodes.RECORD_TOO_LARGE,
     );
     expect(error.message).toContain("101");
     expectError(
-      () => h.partition.broadcastRecord(record(101)),
+      () => h.partition.broadcastRecord(frameRecord(record(101))),
       RecordTooLargeError,
       ErrorCodes.RECORD_TOO_LARGE,
     );
     expect(h.global.getNumberOfUsedMemorySegments()).toBe(0);
-    h.partition.emitRecord(record(100), 0); // the limit itself is fine
+    h.partition.emitRecord(frameRecord(record(100)), 0); // the limit itself is fine
     const sink = new Sink();
     finishAndDrain(h, [sink]);
     expectRecords(sink.records(), [record(100)]);
@@ -513,8 +502,8 @@ describe("ResultPartition buffer debloating", () => {
     view(h).notifyNewBufferSize(16);
     const first = record(40); // 44 bytes on the wire: more than 16, less than a segment
     const second = record(4); // 8 bytes: the debloated size applies again
-    h.partition.emitRecord(first, 0);
-    h.partition.emitRecord(second, 0);
+    h.partition.emitRecord(frameRecord(first), 0);
+    h.partition.emitRecord(frameRecord(second), 0);
     const sink = new Sink();
     finishAndDrain(h, [sink]);
     expect(sink.chunks.map((c) => c.length)).toEqual([44, 8]);
@@ -526,7 +515,7 @@ describe("ResultPartition buffer debloating", () => {
     const h = setUp();
     view(h).notifyNewBufferSize(16);
     const big = record(150); // 154 bytes: two full segments and 26 bytes
-    h.partition.emitRecord(big, 0);
+    h.partition.emitRecord(frameRecord(big), 0);
     const sink = new Sink();
     finishAndDrain(h, [sink]);
     expect(sink.chunks.map((c) => c.length)).toEqual([SEGMENT, SEGMENT, 26]);
@@ -540,8 +529,8 @@ describe("ResultPartition buffer debloating", () => {
     view(h, 1).notifyNewBufferSize(32);
     const small = [record(4, 1), record(4, 2), record(4, 3)]; // 8 bytes each
     const large = record(40); // 44 bytes: 8 of them in the second buffer, 36 in a third
-    for (const r of small) h.partition.broadcastRecord(r);
-    h.partition.broadcastRecord(large);
+    for (const r of small) h.partition.broadcastRecord(frameRecord(r));
+    h.partition.broadcastRecord(frameRecord(large));
     const sinks = [new Sink(), new Sink()];
     finishAndDrain(h, sinks);
     for (const sink of sinks) {
@@ -557,8 +546,8 @@ describe("ResultPartition buffer debloating", () => {
     view(h).notifyNewBufferSize(16);
     const first = record(4); // 8 bytes in a buffer trimmed to 16
     const second = record(20); // 24 bytes: 8 fit, the rest would need another buffer
-    h.partition.emitRecord(first, 0);
-    h.partition.emitRecord(second, 0);
+    h.partition.emitRecord(frameRecord(first), 0);
+    h.partition.emitRecord(frameRecord(second), 0);
     expect(h.partition.hasPendingRecord()).toBe(false);
     expect(h.pool.bestEffortGetNumOfUsedBuffers()).toBe(1);
     const sink = new Sink();
@@ -573,13 +562,13 @@ describe("ResultPartition metrics", () => {
   it("counts bytes and buffers of finished buffers (broadcast once per subpartition)", () => {
     const h = setUp({ subpartitions: 2 });
     const m = h.partition.metrics;
-    h.partition.emitRecord(record(SEGMENT - 4), 0);
-    h.partition.emitRecord(record(SEGMENT - 4), 1);
+    h.partition.emitRecord(frameRecord(record(SEGMENT - 4)), 0);
+    h.partition.emitRecord(frameRecord(record(SEGMENT - 4)), 1);
     expect([m.numBuffersOut, m.numBytesOut]).toEqual([2, 2 * SEGMENT]);
-    h.partition.emitRecord(record(10), 0);
+    h.partition.emitRecord(frameRecord(record(10)), 0);
     h.partition.flushAll(); // a flushed, unfinished buffer is not counted yet
     expect([m.numBuffersOut, m.numBytesOut]).toEqual([2, 2 * SEGMENT]);
-    h.partition.broadcastRecord(record(20)); // finishes the open unicast buffer first
+    h.partition.broadcastRecord(frameRecord(record(20))); // finishes the open unicast buffer first
     expect([m.numBuffersOut, m.numBytesOut]).toEqual([3, 2 * SEGMENT + 14]);
     h.partition.finish();
     expect([m.numBuffersOut, m.numBytesOut]).toEqual([5, 2 * SEGMENT + 14 + 2 * 24]);
@@ -598,10 +587,10 @@ describe("ResultPartition metrics", () => {
     vi.useFakeTimers({ toFake: ["Date", "setTimeout", "setImmediate"] });
     const h = setUp({ required: 2, max: 2 });
     const m = h.partition.metrics;
-    h.partition.emitRecord(record(SEGMENT - 4, 1), 0);
+    h.partition.emitRecord(frameRecord(record(SEGMENT - 4, 1)), 0);
     vi.advanceTimersByTime(1000); // available: no back-pressure yet
     expect(m.backPressuredTimeMs).toBe(0);
-    h.partition.emitRecord(record(SEGMENT - 4, 2), 0);
+    h.partition.emitRecord(frameRecord(record(SEGMENT - 4, 2)), 0);
     expect(h.partition.isAvailable()).toBe(false);
     const future = h.partition.getAvailableFuture();
     vi.advanceTimersByTime(250);
@@ -618,8 +607,8 @@ describe("ResultPartition metrics", () => {
     expect(m.backPressuredTimeMs).toBe(500);
 
     // A second episode adds up.
-    h.partition.emitRecord(record(SEGMENT - 4, 3), 0);
-    h.partition.emitRecord(record(SEGMENT - 4, 4), 0);
+    h.partition.emitRecord(frameRecord(record(SEGMENT - 4, 3)), 0);
+    h.partition.emitRecord(frameRecord(record(SEGMENT - 4, 4)), 0);
     const again = h.partition.getAvailableFuture();
     vi.advanceTimersByTime(100);
     sink.drain(h.views[0] as ResultSubpartitionView);
@@ -662,7 +651,7 @@ describe("ResultPartition recovered output state", () => {
       sink.drain(h.views[0] as ResultSubpartitionView);
       await h.partition.getAvailableFuture();
     }
-    h.partition.emitRecord(record(5, 3), 0);
+    h.partition.emitRecord(frameRecord(record(5, 3)), 0);
     h.partition.finish();
     sink.drain(h.views[0] as ResultSubpartitionView);
     const stream = Buffer.concat(sink.chunks);
