@@ -1,9 +1,9 @@
 import { CheckpointBarrier } from "@sluice/core";
 import { describe, expect, it } from "vitest";
+import { ManualClock } from "../clock/test-support/manual-clock.js";
+import { CheckpointFailureReason } from "../messages/checkpoint-failure-reason.js";
 import { CheckpointBarrierTracker } from "./checkpoint-barrier-tracker.js";
-import { CheckpointFailureReason } from "./checkpoint-failure-reason.js";
 import { type HandlerFixture, useHandlerFixture } from "./test-support/handler-fixture.js";
-import { ManualClock } from "./test-support/manual-clock.js";
 import {
   buffer,
   cancel,

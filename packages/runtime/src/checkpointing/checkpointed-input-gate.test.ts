@@ -16,9 +16,9 @@ import {
 import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
 import { RecordReader } from "../io/record-reader.js";
-import type { CheckpointMetrics } from "./checkpoint-metrics.js";
+import type { CheckpointMetrics } from "../messages/checkpoint-metrics.js";
+import { CheckpointingMode } from "../messages/checkpointing-mode.js";
 import { CheckpointedInputGate } from "./checkpointed-input-gate.js";
-import { CheckpointingMode } from "./checkpointing-mode.js";
 import { createCheckpointBarrierHandler } from "./create-checkpoint-barrier-handler.js";
 import { SingleCheckpointBarrierHandler } from "./single-checkpoint-barrier-handler.js";
 import {

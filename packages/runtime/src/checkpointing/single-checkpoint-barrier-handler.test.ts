@@ -1,10 +1,10 @@
 import { CheckpointAlignment, CheckpointBarrier, DEFAULT_CHECKPOINT_OPTIONS } from "@sluice/core";
 import { describe, expect, it } from "vitest";
-import { CheckpointFailureReason } from "./checkpoint-failure-reason.js";
+import { ManualClock } from "../clock/test-support/manual-clock.js";
+import { CheckpointFailureReason } from "../messages/checkpoint-failure-reason.js";
 import { CheckpointedInputGate } from "./checkpointed-input-gate.js";
 import { SingleCheckpointBarrierHandler } from "./single-checkpoint-barrier-handler.js";
 import { type HandlerFixture, useHandlerFixture } from "./test-support/handler-fixture.js";
-import { ManualClock } from "./test-support/manual-clock.js";
 import {
   barrier,
   buffer,

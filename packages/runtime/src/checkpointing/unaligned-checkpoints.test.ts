@@ -1,6 +1,6 @@
 import { CheckpointAlignment } from "@sluice/core";
 import { describe, expect, it } from "vitest";
-import { CheckpointFailureReason } from "./checkpoint-failure-reason.js";
+import { CheckpointFailureReason } from "../messages/checkpoint-failure-reason.js";
 import { SingleCheckpointBarrierHandler } from "./single-checkpoint-barrier-handler.js";
 import { type HandlerFixture, useHandlerFixture } from "./test-support/handler-fixture.js";
 import {

@@ -1,9 +1,4 @@
-export {
-  type CheckpointStatsGroup,
-  type CheckpointStatsSnapshot,
-  type CheckpointStatsSource,
-  CheckpointStatsTracker,
-} from "./checkpoint-stats-tracker.js";
+export * from "./checkpoints/index.js";
 export {
   type DeployOptions,
   JobDeployer,
@@ -35,7 +30,6 @@ export {
   numberOfSubpartitions,
   partitionIdOf,
 } from "./job-graph.js";
-export type { JobMasterGateway } from "./job-master-gateway.js";
 export {
   createRestartBackoffTimeStrategy,
   type RestartBackoffTimeStrategy,

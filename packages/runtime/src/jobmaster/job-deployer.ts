@@ -1,7 +1,6 @@
 import { hostname } from "node:os";
 import { IllegalStateError } from "@sluice/core";
 import type { ReadableConfig, ShuffleMaster } from "@sluice/runtime-api";
-import { checkpointCoordinatorConfigurationOf } from "../checkpointing/checkpoint-coordinator-configuration.js";
 import { createShuffleMaster } from "../loader/plugin-contract.js";
 import {
   type LoadedShuffleServiceFactory,
@@ -9,11 +8,12 @@ import {
   loadShuffleServiceFactoryWithInfo,
   type ShuffleServiceLoaderOptions,
 } from "../loader/shuffle-service-loader.js";
+import type { TaskExecutorGateway } from "../messages/task-executor-gateway.js";
 import { JobManagerMetricGroup } from "../metrics/groups/job-manager-metric-group.js";
 import { MetricNames } from "../metrics/metric-names.js";
 import { MetricRegistry } from "../metrics/metric-registry.js";
-import type { TaskExecutorGateway } from "../taskexecutor/task-executor-gateway.js";
-import { CheckpointStatsTracker } from "./checkpoint-stats-tracker.js";
+import { checkpointCoordinatorConfigurationOf } from "./checkpoints/checkpoint-coordinator-configuration.js";
+import { CheckpointStatsTracker } from "./checkpoints/checkpoint-stats-tracker.js";
 import { type DeploymentOrder, JobExecution } from "./job-execution.js";
 import type { JobGraph, JobVertex } from "./job-graph.js";
 import { createRestartBackoffTimeStrategy } from "./restart-backoff-time-strategy.js";

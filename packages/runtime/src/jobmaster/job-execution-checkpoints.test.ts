@@ -3,19 +3,16 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { ErrorCodes } from "@sluice/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { CheckpointFailureReason } from "../checkpointing/checkpoint-failure-reason.js";
-import {
-  type FileStateHandle,
-  FsCheckpointStorage,
-  METADATA_FILE_NAME,
-} from "../checkpointing/fs-checkpoint-storage.js";
+import { FsCheckpointStorage, METADATA_FILE_NAME } from "../checkpointing/fs-checkpoint-storage.js";
 import { PollStatus } from "../io/record-reader.js";
+import { CheckpointFailureReason } from "../messages/checkpoint-failure-reason.js";
+import type { FileStateHandle } from "../messages/file-state-handle.js";
 import type { Task } from "../taskexecutor/task.js";
 import type { TaskExecutor } from "../taskexecutor/task-executor.js";
 import { LocalCluster, localConfiguration } from "../taskexecutor/test-support/local-cluster.js";
 import { expectedCounts, totals, wordOf } from "../taskexecutor/test-support/word-count.js";
 import type { TaskInvokable } from "../taskexecutor/user-code-registry.js";
-import { CheckpointStatsTracker } from "./checkpoint-stats-tracker.js";
+import { CheckpointStatsTracker } from "./checkpoints/checkpoint-stats-tracker.js";
 import type { JobExecution } from "./job-execution.js";
 import { JobGraph } from "./job-graph.js";
 

@@ -5,17 +5,17 @@ import { ErrorCodes, type ExecutionAttemptID, type ResultPartitionID } from "@sl
 import { type PartitionInfo, ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PollStatus } from "../io/record-reader.js";
-import type { Task } from "../taskexecutor/task.js";
+import type { JobMasterGateway } from "../messages/job-master-gateway.js";
 import {
   type TaskDeploymentDescriptor,
   taskNameWithSubtask,
-} from "../taskexecutor/task-deployment-descriptor.js";
+} from "../messages/task-deployment-descriptor.js";
+import type { TaskExecutorGateway } from "../messages/task-executor-gateway.js";
+import type { Task } from "../taskexecutor/task.js";
 import type { TaskExecutor } from "../taskexecutor/task-executor.js";
-import type { TaskExecutorGateway } from "../taskexecutor/task-executor-gateway.js";
 import { LocalCluster, localConfiguration } from "../taskexecutor/test-support/local-cluster.js";
 import type { JobDeployer } from "./job-deployer.js";
 import { JobGraph } from "./job-graph.js";
-import type { JobMasterGateway } from "./job-master-gateway.js";
 
 const BLOCKING = ResultPartitionType.BLOCKING;
 const REBALANCE = { partitioner: { name: "REBALANCE" as const }, serializer: "int32" };

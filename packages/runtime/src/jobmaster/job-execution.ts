@@ -23,27 +23,28 @@ import {
   type ShuffleDescriptor,
   type ShuffleMaster,
 } from "@sluice/runtime-api";
-import type { AcknowledgeCheckpoint } from "../checkpointing/acknowledge-checkpoint.js";
-import {
-  CheckpointCoordinator,
-  type CheckpointPlan,
-} from "../checkpointing/checkpoint-coordinator.js";
-import type { CheckpointCoordinatorConfiguration } from "../checkpointing/checkpoint-coordinator-configuration.js";
 import { CheckpointError } from "../checkpointing/checkpoint-error.js";
-import { CheckpointFailureReason } from "../checkpointing/checkpoint-failure-reason.js";
-import { CheckpointingMode } from "../checkpointing/checkpointing-mode.js";
-import type { CompletedCheckpoint } from "../checkpointing/completed-checkpoint.js";
-import type { DeclineCheckpoint } from "../checkpointing/decline-checkpoint.js";
-import { deserializeThrowable } from "../taskexecutor/serialized-throwable.js";
+import type { AcknowledgeCheckpoint } from "../messages/acknowledge-checkpoint.js";
+import { CheckpointFailureReason } from "../messages/checkpoint-failure-reason.js";
+import { CheckpointingMode } from "../messages/checkpointing-mode.js";
+import type { DeclineCheckpoint } from "../messages/decline-checkpoint.js";
+import type { JobMasterGateway } from "../messages/job-master-gateway.js";
+import { deserializeThrowable } from "../messages/serialized-throwable.js";
 import {
   createTaskDeploymentDescriptor,
   type TaskDeploymentDescriptor,
-} from "../taskexecutor/task-deployment-descriptor.js";
-import type { TaskExecutionState, TaskSerializers } from "../taskexecutor/task-execution-state.js";
+} from "../messages/task-deployment-descriptor.js";
+import type { TaskExecutionState, TaskSerializers } from "../messages/task-execution-state.js";
 import type {
   TaskExecutorGateway,
   TaskManagerLocation,
-} from "../taskexecutor/task-executor-gateway.js";
+} from "../messages/task-executor-gateway.js";
+import {
+  CheckpointCoordinator,
+  type CheckpointPlan,
+} from "./checkpoints/checkpoint-coordinator.js";
+import type { CheckpointCoordinatorConfiguration } from "./checkpoints/checkpoint-coordinator-configuration.js";
+import type { CompletedCheckpoint } from "./checkpoints/completed-checkpoint.js";
 import type { Placement, PlacementContext } from "./job-deployer.js";
 import {
   consumedPartitionsOf,
@@ -54,7 +55,6 @@ import {
   numberOfSubpartitions,
   partitionIdOf,
 } from "./job-graph.js";
-import type { JobMasterGateway } from "./job-master-gateway.js";
 import type { RestartBackoffTimeStrategy } from "./restart-backoff-time-strategy.js";
 
 /** Whether producers or consumers of a pipelined edge are deployed first. */

@@ -1,6 +1,6 @@
 import type { Metric } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
-import { ManualClock } from "../checkpointing/test-support/manual-clock.js";
+import { ManualClock } from "../clock/test-support/manual-clock.js";
 import { PollStatus } from "../io/record-reader.js";
 import { JobGraph } from "../jobmaster/job-graph.js";
 import { TaskManagerMetricGroup } from "../metrics/groups/task-manager-metric-group.js";

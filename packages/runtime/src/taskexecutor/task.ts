@@ -16,10 +16,8 @@ import type {
 } from "@sluice/runtime-api";
 import type { CheckpointBarrierHandler } from "../checkpointing/checkpoint-barrier-handler.js";
 import { CheckpointError } from "../checkpointing/checkpoint-error.js";
-import { CheckpointFailureReason } from "../checkpointing/checkpoint-failure-reason.js";
 import type { CheckpointHandler } from "../checkpointing/checkpoint-handler.js";
 import { CheckpointedInputGate } from "../checkpointing/checkpointed-input-gate.js";
-import type { CheckpointingMode } from "../checkpointing/checkpointing-mode.js";
 import { createCheckpointBarrierHandler } from "../checkpointing/create-checkpoint-barrier-handler.js";
 import type {
   SubtaskCheckpointCoordinator,
@@ -36,12 +34,14 @@ import {
   type RecordReaderOptions,
 } from "../io/record-reader.js";
 import { type BufferTimeout, createRecordWriter, type RecordWriter } from "../io/record-writer.js";
+import { CheckpointFailureReason } from "../messages/checkpoint-failure-reason.js";
+import type { CheckpointingMode } from "../messages/checkpointing-mode.js";
+import { serializeThrowable } from "../messages/serialized-throwable.js";
+import type { TaskDeploymentDescriptor } from "../messages/task-deployment-descriptor.js";
+import { taskNameWithSubtask } from "../messages/task-deployment-descriptor.js";
+import type { TaskExecutionState } from "../messages/task-execution-state.js";
 import type { TaskMetricGroup } from "../metrics/groups/task-metric-group.js";
 import type { ChannelSelector } from "../partitioner/channel-selector.js";
-import { serializeThrowable } from "./serialized-throwable.js";
-import type { TaskDeploymentDescriptor } from "./task-deployment-descriptor.js";
-import { taskNameWithSubtask } from "./task-deployment-descriptor.js";
-import type { TaskExecutionState } from "./task-execution-state.js";
 import { TaskMailbox } from "./task-mailbox.js";
 import type { TaskInvokable } from "./user-code-registry.js";
 

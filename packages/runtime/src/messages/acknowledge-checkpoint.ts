@@ -1,7 +1,7 @@
 import { ExecutionAttemptID, JobID } from "@sluice/core";
 import { type DescriptorCodec, defineCodec, type JsonFields } from "@sluice/runtime-api";
 import type { TaskCheckpointMetrics } from "./checkpoint-metrics.js";
-import type { FileStateHandle } from "./fs-checkpoint-storage.js";
+import type { FileStateHandle } from "./file-state-handle.js";
 
 /**
  * A task's acknowledgement of a checkpoint, sent by its TaskExecutor to the job side (Flink's
