@@ -1,13 +1,13 @@
 // Layers of @sluice/runtime (docs/architecture.md draws them): a folder may import its own
 // layer and the layers below it, never one above. Lower to higher:
-//   ground (config, loader, metrics, clock) < partitioner, io < messages < checkpointing
+//   ground (config, loader, metrics, clock, util) < partitioner, io < messages < checkpointing
 //   < taskexecutor < jobmaster (jobmaster/checkpoints is part of the job master).
 // The package's index.ts and tools/ (the docs generator) may import anything. Tests and their
 // test-support/ helpers are outside the rule: an integration test of a lower folder may start
 // a whole local cluster.
 const SRC = "^packages/runtime/src/";
 const LAYERS = [
-  { name: "ground", folders: ["config", "loader", "metrics", "clock"] },
+  { name: "ground", folders: ["config", "loader", "metrics", "clock", "util"] },
   { name: "partitioner-io", folders: ["partitioner", "io"] },
   { name: "messages", folders: ["messages"] },
   { name: "checkpointing", folders: ["checkpointing"] },

@@ -42,6 +42,7 @@ import { taskNameWithSubtask } from "../messages/task-deployment-descriptor.js";
 import type { TaskExecutionState } from "../messages/task-execution-state.js";
 import type { TaskMetricGroup } from "../metrics/groups/task-metric-group.js";
 import type { ChannelSelector } from "../partitioner/channel-selector.js";
+import { asError } from "../util/as-error.js";
 import { TaskMailbox } from "./task-mailbox.js";
 import type { TaskInvokable } from "./user-code-registry.js";
 
@@ -754,8 +755,4 @@ export class Task {
   toString(): string {
     return `Task ${this.name} (${this.executionAttemptId}) ${this.currentState}`;
   }
-}
-
-function asError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(String(error));
 }

@@ -10,6 +10,7 @@ import {
 import type { DeclineCheckpoint } from "../../messages/decline-checkpoint.js";
 import { deserializeThrowable } from "../../messages/serialized-throwable.js";
 import type { TaskExecutorGateway } from "../../messages/task-executor-gateway.js";
+import { asError } from "../../util/as-error.js";
 import type { CheckpointCoordinatorConfiguration } from "./checkpoint-coordinator-configuration.js";
 import type { CompletedCheckpoint } from "./completed-checkpoint.js";
 import { PendingCheckpoint, type TaskToWaitFor } from "./pending-checkpoint.js";
@@ -435,7 +436,7 @@ export class CheckpointCoordinator {
   /** Runs a file operation in the background; its failure is kept for the job's result. */
   private track(operation: Promise<void>): void {
     const tracked = operation.catch((error: unknown) => {
-      this.discardFailures.push(error instanceof Error ? error : new Error(String(error)));
+      this.discardFailures.push(asError(error));
     });
     this.fileOperations.add(tracked);
     void tracked.then(() => this.fileOperations.delete(tracked));
