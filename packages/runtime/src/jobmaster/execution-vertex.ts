@@ -26,10 +26,3 @@ export interface ExecutionVertex {
   /** The serializers the current attempt resolved, once it reported them. */
   serializers?: TaskSerializers;
 }
-
-const TERMINAL: ReadonlySet<ExecutionState> = new Set(["FINISHED", "FAILED", "CANCELED"]);
-
-/** Whether an execution state is final (Flink's `ExecutionState.isTerminal`). */
-export function isTerminal(state: ExecutionState): boolean {
-  return TERMINAL.has(state);
-}

@@ -16,6 +16,7 @@ import type { DeclineCheckpoint } from "../messages/decline-checkpoint.js";
 import type { JobMasterGateway } from "../messages/job-master-gateway.js";
 import { deserializeThrowable } from "../messages/serialized-throwable.js";
 import type { TaskExecutionState } from "../messages/task-execution-state.js";
+import { isTerminal } from "../messages/task-execution-state.js";
 import type {
   TaskExecutorGateway,
   TaskManagerLocation,
@@ -26,7 +27,7 @@ import type { CheckpointCoordinatorConfiguration } from "./checkpoints/checkpoin
 import { calculateCheckpointPlan } from "./checkpoints/checkpoint-plan-calculator.js";
 import type { CompletedCheckpoint } from "./checkpoints/completed-checkpoint.js";
 import { ExecutionGraph } from "./execution-graph.js";
-import { type ExecutionVertex, isTerminal } from "./execution-vertex.js";
+import type { ExecutionVertex } from "./execution-vertex.js";
 import type { JobGraph, JobVertex } from "./job-graph.js";
 import { JobMasterPartitionTracker } from "./job-master-partition-tracker.js";
 import { type JobResult, jobResultOf } from "./job-result.js";

@@ -6,8 +6,9 @@ import {
   type ShuffleMaster,
 } from "@sluice/runtime-api";
 import type { ProducedPartitionSpec } from "../messages/task-deployment-descriptor.js";
+import { isTerminal } from "../messages/task-execution-state.js";
 import type { TaskExecutorGateway } from "../messages/task-executor-gateway.js";
-import { type ExecutionVertex, isTerminal } from "./execution-vertex.js";
+import type { ExecutionVertex } from "./execution-vertex.js";
 import { type IntermediateDataSet, type JobEdge, partitionIdOf } from "./job-graph.js";
 import type { TaskDeploymentDescriptorFactory } from "./task-deployment-descriptor-factory.js";
 

@@ -58,13 +58,8 @@ import { MetricRegistry } from "../metrics/metric-registry.js";
 import { TaskDeploymentError, TaskNotFoundError } from "./errors.js";
 import { listenError } from "./listen-error.js";
 import { deriveNetworkMemorySize, type NetworkMemorySize } from "./network-memory.js";
-import {
-  Task,
-  type TaskCheckpointing,
-  type TaskInput,
-  type TaskOutput,
-  type TaskRestore,
-} from "./task.js";
+import { Task } from "./task.js";
+import type { TaskCheckpointing, TaskInput, TaskOutput, TaskRestore } from "./task-resources.js";
 import { type UserCode, UserCodeRegistry } from "./user-code-registry.js";
 
 /** Options of {@link TaskExecutor.start}: the worker's identity, resources and code. */
