@@ -16,6 +16,7 @@ import {
 import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
 import { RecordReader } from "../io/record-reader.js";
+import { encodeString } from "../io/test-support/local-wiring.js";
 import type { CheckpointMetrics } from "../messages/checkpoint-metrics.js";
 import { CheckpointingMode } from "../messages/checkpointing-mode.js";
 import { CheckpointedInputGate } from "./checkpointed-input-gate.js";
@@ -30,14 +31,6 @@ import {
 import { ValidatingCheckpointableTask } from "./test-support/validating-checkpointable-task.js";
 
 const serializer = new StringSerializer();
-
-function encode(value: string): Uint8Array {
-  const bytes = Buffer.from(value, "utf8");
-  const framed = Buffer.alloc(4 + bytes.length);
-  framed.writeInt32BE(bytes.length, 0);
-  bytes.copy(framed, 4);
-  return framed;
-}
 
 /** `producers` producers of one subpartition each, read by one gate through local channels. */
 function gateOverProducers(
@@ -79,7 +72,7 @@ function gateOverProducers(
 }
 
 function emit(writer: ResultPartition, values: string[]): void {
-  for (const value of values) writer.emitRecord(encode(value), 0);
+  for (const value of values) writer.emitRecord(encodeString(value), 0);
   writer.flushAll();
 }
 
