@@ -10,11 +10,16 @@ import type { FileStateHandle } from "../messages/file-state-handle.js";
 import type { Task } from "../taskexecutor/task.js";
 import type { TaskExecutor } from "../taskexecutor/task-executor.js";
 import { LocalCluster, localConfiguration } from "../taskexecutor/test-support/local-cluster.js";
-import { expectedCounts, totals, wordOf } from "../taskexecutor/test-support/word-count.js";
+import {
+  expectedCounts,
+  wordCountGraph as sharedWordCountGraph,
+  totals,
+  wordOf,
+} from "../taskexecutor/test-support/word-count.js";
 import type { TaskInvokable } from "../taskexecutor/user-code-registry.js";
 import { CheckpointStatsTracker } from "./checkpoints/checkpoint-stats-tracker.js";
 import type { JobExecution } from "./job-execution.js";
-import { JobGraph } from "./job-graph.js";
+import type { JobGraph } from "./job-graph.js";
 
 const cluster = new LocalCluster();
 let checkpointsDir: string;
@@ -143,24 +148,11 @@ function wordCountGraph(
   countConfig: Record<string, number | number[] | boolean> = {},
   sourceConfig: Record<string, boolean> = {},
 ) {
-  const graph = new JobGraph("checkpointed word count");
-  const source = graph.addVertex({
-    name: "Source",
-    parallelism: 2,
-    invokable: "source",
-    configuration: { words, pace: [150, 90], mailEvery: [1, 10], ...sourceConfig },
-  });
-  const count = graph.addVertex({
-    name: "Count",
-    parallelism: 2,
-    invokable: "count",
-    configuration: countConfig,
-  });
-  graph.connect(source, count, {
-    partitioner: { name: "HASH", keySelector: "value" },
-    serializer: "string",
-  });
-  return graph;
+  return sharedWordCountGraph(
+    "checkpointed word count",
+    { words, pace: [150, 90], mailEvery: [1, 10], ...sourceConfig },
+    countConfig,
+  );
 }
 
 async function runOn(
