@@ -37,18 +37,7 @@ function setUp(
   options: { checkpointsAfterTasksFinish?: boolean } = {},
 ): Fixture {
   const clock = new ManualClock();
-  const fixture = fixtures.setUp(
-    channels,
-    sequence,
-    (gate, task) =>
-      new SingleCheckpointBarrierHandler({
-        taskName: "test",
-        inputs: [gate],
-        task,
-        clock,
-        ...options,
-      }),
-  );
+  const fixture = fixtures.setUpSingle(channels, sequence, { clock, ...options });
   return { ...fixture, clock };
 }
 

@@ -1,7 +1,7 @@
 import { CheckpointAlignment } from "@sluice/core";
 import { describe, expect, it } from "vitest";
 import { CheckpointFailureReason } from "../messages/checkpoint-failure-reason.js";
-import { SingleCheckpointBarrierHandler } from "./single-checkpoint-barrier-handler.js";
+import type { SingleCheckpointBarrierHandler } from "./single-checkpoint-barrier-handler.js";
 import { type HandlerFixture, useHandlerFixture } from "./test-support/handler-fixture.js";
 import {
   barrier,
@@ -26,12 +26,7 @@ function setUp(
   sequence: readonly ScriptedItem[],
   options: { checkpointsAfterTasksFinish?: boolean } = {},
 ): Fixture {
-  return fixtures.setUp(
-    channels,
-    sequence,
-    (gate, task) =>
-      new SingleCheckpointBarrierHandler({ taskName: "test", inputs: [gate], task, ...options }),
-  );
+  return fixtures.setUpSingle(channels, sequence, options);
 }
 
 /** Polls everything; returns the channel of each data buffer and the kind of each event. */

@@ -1,6 +1,10 @@
 import { afterEach, expect } from "vitest";
-import type { CheckpointBarrierHandler } from "../checkpoint-barrier-handler.js";
+import type {
+  CheckpointBarrierHandler,
+  CheckpointBarrierHandlerOptions,
+} from "../checkpoint-barrier-handler.js";
 import { CheckpointedInputGate } from "../checkpointed-input-gate.js";
+import { SingleCheckpointBarrierHandler } from "../single-checkpoint-barrier-handler.js";
 import { ScriptedInputGate, type ScriptedItem } from "./scripted-input-gate.js";
 import { ValidatingCheckpointableTask } from "./validating-checkpointable-task.js";
 
@@ -17,7 +21,8 @@ export interface HandlerFixture<H extends CheckpointBarrierHandler> {
  * The set-up the handler tests share: `setUp(channels, sequence, create)` scripts a gate, builds
  * the handler over it (`create`, with the gate and a task that validates the checkpoint calls)
  * and reads it through a CheckpointedInputGate. After each test, the fixture set up last must
- * have nothing left to poll, and its gate is closed.
+ * have nothing left to poll, and its gate is closed. `setUpSingle` does it for a
+ * SingleCheckpointBarrierHandler (task name `test`) with the given clock and options.
  */
 export function useHandlerFixture() {
   let current: HandlerFixture<CheckpointBarrierHandler> | undefined;
@@ -46,6 +51,23 @@ export function useHandlerFixture() {
       };
       current = fixture;
       return fixture;
+    },
+    setUpSingle(
+      channels: number,
+      sequence: readonly ScriptedItem[],
+      options: Pick<CheckpointBarrierHandlerOptions, "clock" | "checkpointsAfterTasksFinish">,
+    ): HandlerFixture<SingleCheckpointBarrierHandler> {
+      return this.setUp(
+        channels,
+        sequence,
+        (gate, task) =>
+          new SingleCheckpointBarrierHandler({
+            taskName: "test",
+            inputs: [gate],
+            task,
+            ...options,
+          }),
+      );
     },
   };
 }
