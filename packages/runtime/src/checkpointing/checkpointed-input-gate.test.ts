@@ -19,6 +19,7 @@ import { RecordReader } from "../io/record-reader.js";
 import { encodeString } from "../io/test-support/local-wiring.js";
 import type { CheckpointMetrics } from "../messages/checkpoint-metrics.js";
 import { CheckpointingMode } from "../messages/checkpointing-mode.js";
+import type { CheckpointBarrierHandler } from "./checkpoint-barrier-handler.js";
 import { CheckpointedInputGate } from "./checkpointed-input-gate.js";
 import { createCheckpointBarrierHandler } from "./create-checkpoint-barrier-handler.js";
 import { SingleCheckpointBarrierHandler } from "./single-checkpoint-barrier-handler.js";
@@ -78,6 +79,32 @@ function emit(writer: ResultPartition, values: string[]): void {
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** A task's abort that fails the test: these checkpoints must complete. */
+function mustNotAbort(id: bigint): never {
+  throw new Error(`checkpoint ${id} must not abort`);
+}
+
+/**
+ * A reader per gate, each through its own CheckpointedInputGate over the one `handler`, and
+ * `drain`, which polls them all for ten event-loop turns, collecting the records in `seen`.
+ */
+function readersOver(
+  handler: CheckpointBarrierHandler,
+  gates: readonly SingleInputGate[],
+  seen: string[],
+): { readers: RecordReader<string>[]; drain: () => Promise<void> } {
+  const readers = gates.map(
+    (gate) => new RecordReader(new CheckpointedInputGate([gate], handler), serializer),
+  );
+  const drain = async () => {
+    for (let round = 0; round < 10; round++) {
+      await turn();
+      for (const reader of readers) reader.pollRecords((r) => seen.push(r));
+    }
+  };
+  return { readers, drain };
+}
+
 describe("CheckpointedInputGate", () => {
   let pool: NetworkBufferPool | undefined;
 
@@ -105,20 +132,10 @@ describe("CheckpointedInputGate", () => {
           snapshots.push([...seen].sort());
           metrics.push(m);
         },
-        abortCheckpointOnBarrier: (id) => {
-          throw new Error(`checkpoint ${id} must not abort`);
-        },
+        abortCheckpointOnBarrier: mustNotAbort,
       },
     });
-    const readers = [left.gate, right.gate].map(
-      (gate) => new RecordReader(new CheckpointedInputGate([gate], handler), serializer),
-    );
-    const drain = async () => {
-      for (let round = 0; round < 10; round++) {
-        await turn();
-        for (const reader of readers) reader.pollRecords((r) => seen.push(r));
-      }
-    };
+    const { readers, drain } = readersOver(handler, [left.gate, right.gate], seen);
     const [l0, l1] = left.writers as [ResultPartition, ResultPartition];
     const [r0] = right.writers as [ResultPartition];
     emit(l0, ["l0-before"]);
@@ -174,20 +191,10 @@ describe("CheckpointedInputGate", () => {
       inputs: [left.gate, right.gate],
       task: {
         triggerCheckpointOnBarrier: (barrier) => triggered.push(barrier.id),
-        abortCheckpointOnBarrier: (id) => {
-          throw new Error(`checkpoint ${id} must not abort`);
-        },
+        abortCheckpointOnBarrier: mustNotAbort,
       },
     });
-    const readers = [left.gate, right.gate].map(
-      (gate) => new RecordReader(new CheckpointedInputGate([gate], handler), serializer),
-    );
-    const drain = async () => {
-      for (let round = 0; round < 10; round++) {
-        await turn();
-        for (const reader of readers) reader.pollRecords((r) => seen.push(r));
-      }
-    };
+    const { readers, drain } = readersOver(handler, [left.gate, right.gate], seen);
     const atLeastOnce = new CheckpointBarrier(1n, 0n, {
       ...DEFAULT_CHECKPOINT_OPTIONS,
       alignment: CheckpointAlignment.AT_LEAST_ONCE,

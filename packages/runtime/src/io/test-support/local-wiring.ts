@@ -22,6 +22,11 @@ export interface LocalWiringOptions {
   readonly channels: number;
   readonly partitionBuffers: readonly [min: number, max: number];
   readonly gateBuffers: readonly [min: number, max: number];
+  /** The producing and the consuming task's names (default `producer`, `consumer`). */
+  readonly producerName?: string;
+  readonly consumerName?: string;
+  /** The channels' partition request backoff in ms (default 10 to 100). */
+  readonly backoff?: { readonly initialMs: number; readonly maxMs: number };
 }
 
 /**
@@ -34,9 +39,10 @@ export function wireLocalPartition(
   options: LocalWiringOptions,
 ): { partition: ResultPartition; gate: SingleInputGate } {
   const { channels, partitionBuffers, gateBuffers } = options;
+  const backoff = options.backoff ?? { initialMs: 10, maxMs: 100 };
   const manager = new ResultPartitionManager();
   const partition = new ResultPartition({
-    owningTaskName: "producer",
+    owningTaskName: options.producerName ?? "producer",
     partitionIndex: 0,
     partitionId: new ResultPartitionID(),
     partitionType: ResultPartitionType.PIPELINED_BOUNDED,
@@ -48,7 +54,7 @@ export function wireLocalPartition(
       }),
   });
   const gate = new SingleInputGate({
-    owningTaskName: "consumer",
+    owningTaskName: options.consumerName ?? "consumer",
     gateIndex: 0,
     consumedResultId: new IntermediateDataSetID(),
     consumedPartitionType: ResultPartitionType.PIPELINED_BOUNDED,
@@ -57,10 +63,7 @@ export function wireLocalPartition(
   });
   for (let i = 0; i < channels; i++) {
     gate.setInputChannel(
-      new LocalInputChannel(gate, i, partition.partitionId, i, manager, {
-        initialMs: 10,
-        maxMs: 100,
-      }),
+      new LocalInputChannel(gate, i, partition.partitionId, i, manager, backoff),
     );
   }
   partition.setup();
