@@ -20,6 +20,7 @@ import type { TaskInvokable } from "../taskexecutor/user-code-registry.js";
 import { CheckpointStatsTracker } from "./checkpoints/checkpoint-stats-tracker.js";
 import type { JobExecution } from "./job-execution.js";
 import type { JobGraph } from "./job-graph.js";
+import type { JobResult } from "./job-result.js";
 
 const cluster = new LocalCluster();
 let checkpointsDir: string;
@@ -155,6 +156,15 @@ function wordCountGraph(
   );
 }
 
+/** The job finished after one restart from a checkpoint and counted each of `words` words once. */
+function expectRecoveredOnce(result: JobResult, words: number): void {
+  expect(result.error).toBeUndefined();
+  expect(result.status).toBe("FINISHED");
+  expect(result.restarts).toBe(1);
+  expect(result.checkpoints.restoredFrom).toBeGreaterThanOrEqual(1n);
+  expect(totals(result.results)).toEqual(expectedCounts(words, 2));
+}
+
 async function runOn(
   executor: TaskExecutor,
   graph: JobGraph,
@@ -263,11 +273,7 @@ describe("recovery from the last completed checkpoint", () => {
     const graph = wordCountGraph(60_000, { failOnAttempts: [0], failAfterSnapshots: 2 });
     const execution = await runOn(executor, graph);
     const result = await execution.terminated;
-    expect(result.error).toBeUndefined();
-    expect(result.status).toBe("FINISHED");
-    expect(result.restarts).toBe(1);
-    expect(result.checkpoints.restoredFrom).toBeGreaterThanOrEqual(1n);
-    expect(totals(result.results)).toEqual(expectedCounts(60_000, 2));
+    expectRecoveredOnce(result, 60_000);
     expect(execution.executionVertices.map((e) => e.name)).toContain("Count (1/2)#1");
     expect(await readdir(checkpointsDir)).toEqual([]);
   });
@@ -362,11 +368,7 @@ describe("recovery from the last completed checkpoint", () => {
     execution.notifyTaskExecutorLost(lost, new Error("its process died"));
     await lost.close();
     const result = await execution.terminated;
-    expect(result.error).toBeUndefined();
-    expect(result.status).toBe("FINISHED");
-    expect(result.restarts).toBe(1);
-    expect(result.checkpoints.restoredFrom).toBeGreaterThanOrEqual(1n);
-    expect(totals(result.results)).toEqual(expectedCounts(60_000, 2));
+    expectRecoveredOnce(result, 60_000);
     const placedOn = await replacement;
     for (const vertex of execution.executionVertices) expect(vertex.gateway).toBe(placedOn);
   });
