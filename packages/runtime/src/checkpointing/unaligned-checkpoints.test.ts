@@ -8,7 +8,6 @@ import {
   buffer,
   cancel,
   endOfPartition,
-  type ScriptedItem,
   unalignedBarrier,
 } from "./test-support/scripted-input-gate.js";
 
@@ -19,15 +18,7 @@ import {
 
 type Fixture = HandlerFixture<SingleCheckpointBarrierHandler>;
 
-const fixtures = useHandlerFixture();
-
-function setUp(
-  channels: number,
-  sequence: readonly ScriptedItem[],
-  options: { checkpointsAfterTasksFinish?: boolean } = {},
-): Fixture {
-  return fixtures.setUpSingle(channels, sequence, options);
-}
+const { setUpSingle: setUp } = useHandlerFixture();
 
 /** Polls everything; returns the channel of each data buffer and the kind of each event. */
 function pollAll(f: Fixture): string[] {

@@ -33,41 +33,35 @@ export function useHandlerFixture() {
     expect(fixture.input.pollNext()).toBeUndefined();
     await fixture.gate.close();
   });
-  return {
-    setUp<H extends CheckpointBarrierHandler>(
-      channels: number,
-      sequence: readonly ScriptedItem[],
-      create: (gate: ScriptedInputGate, task: ValidatingCheckpointableTask) => H,
-    ): HandlerFixture<H> {
-      const gate = new ScriptedInputGate(channels, sequence);
-      const task = new ValidatingCheckpointableTask();
-      const handler = create(gate, task);
-      const fixture = {
-        gate,
-        task,
-        handler,
-        input: new CheckpointedInputGate([gate], handler),
-        sequence,
-      };
-      current = fixture;
-      return fixture;
-    },
-    setUpSingle(
-      channels: number,
-      sequence: readonly ScriptedItem[],
-      options: Pick<CheckpointBarrierHandlerOptions, "clock" | "checkpointsAfterTasksFinish">,
-    ): HandlerFixture<SingleCheckpointBarrierHandler> {
-      return this.setUp(
-        channels,
-        sequence,
-        (gate, task) =>
-          new SingleCheckpointBarrierHandler({
-            taskName: "test",
-            inputs: [gate],
-            task,
-            ...options,
-          }),
-      );
-    },
-  };
+  function setUp<H extends CheckpointBarrierHandler>(
+    channels: number,
+    sequence: readonly ScriptedItem[],
+    create: (gate: ScriptedInputGate, task: ValidatingCheckpointableTask) => H,
+  ): HandlerFixture<H> {
+    const gate = new ScriptedInputGate(channels, sequence);
+    const task = new ValidatingCheckpointableTask();
+    const handler = create(gate, task);
+    const fixture = {
+      gate,
+      task,
+      handler,
+      input: new CheckpointedInputGate([gate], handler),
+      sequence,
+    };
+    current = fixture;
+    return fixture;
+  }
+  function setUpSingle(
+    channels: number,
+    sequence: readonly ScriptedItem[],
+    options: Pick<CheckpointBarrierHandlerOptions, "clock" | "checkpointsAfterTasksFinish"> = {},
+  ): HandlerFixture<SingleCheckpointBarrierHandler> {
+    return setUp(
+      channels,
+      sequence,
+      (gate, task) =>
+        new SingleCheckpointBarrierHandler({ taskName: "test", inputs: [gate], task, ...options }),
+    );
+  }
+  return { setUp, setUpSingle };
 }
