@@ -619,21 +619,18 @@ export class JobExecution implements JobMasterGateway {
 
   private result(): JobResult {
     const coordinator = this.checkpointCoordinator;
-    const latest = coordinator?.latestCompletedCheckpoint;
     return jobResultOf({
       jobId: this.jobId,
       status: this.currentStatus as JobResult["status"],
-      ...(this.rootCause === undefined ? {} : { rootCause: this.rootCause }),
-      ...(this.failedTaskName === undefined ? {} : { failedTaskName: this.failedTaskName }),
-      ...(this.failedTaskLocation === undefined
-        ? {}
-        : { failedTaskLocation: this.failedTaskLocation }),
+      rootCause: this.rootCause,
+      failedTaskName: this.failedTaskName,
+      failedTaskLocation: this.failedTaskLocation,
       vertices: this.executions.executionsByVertex,
       releaseErrors: this.releaseErrors,
       completedCheckpoints: coordinator?.numberOfCompletedCheckpoints ?? 0,
       abortedCheckpoints: coordinator?.numberOfAbortedCheckpoints ?? 0,
-      ...(this.restoredFrom === undefined ? {} : { restoredFrom: this.restoredFrom }),
-      ...(latest === undefined ? {} : { latestCheckpoint: latest }),
+      restoredFrom: this.restoredFrom,
+      latestCheckpoint: coordinator?.latestCompletedCheckpoint,
       restarts: this.attemptNumber,
     });
   }

@@ -56,17 +56,17 @@ export interface JobOutcome {
   readonly jobId: JobID;
   readonly status: JobResult["status"];
   /** The root cause, and its task's name and location when it failed. */
-  readonly rootCause?: Error;
-  readonly failedTaskName?: string;
-  readonly failedTaskLocation?: TaskManagerLocation;
+  readonly rootCause: Error | undefined;
+  readonly failedTaskName: string | undefined;
+  readonly failedTaskLocation: TaskManagerLocation | undefined;
   /** Every vertex's subtasks, in subtask order. */
   readonly vertices: ReadonlyMap<JobVertex, readonly ExecutionVertex[]>;
   readonly releaseErrors: readonly Error[];
   readonly completedCheckpoints: number;
   readonly abortedCheckpoints: number;
   /** The checkpoint the last restart restored. */
-  readonly restoredFrom?: CompletedCheckpoint;
-  readonly latestCheckpoint?: CompletedCheckpoint;
+  readonly restoredFrom: CompletedCheckpoint | undefined;
+  readonly latestCheckpoint: CompletedCheckpoint | undefined;
   readonly restarts: number;
 }
 
