@@ -1,6 +1,6 @@
 import { CheckpointAlignment } from "@sluice/core";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { CheckpointFailureReason } from "./checkpoint-failure-reason.js";
+import { CheckpointFailureReason } from "../messages/checkpoint-failure-reason.js";
 import { CheckpointedInputGate } from "./checkpointed-input-gate.js";
 import { SingleCheckpointBarrierHandler } from "./single-checkpoint-barrier-handler.js";
 import {

@@ -464,6 +464,43 @@ function offsetsOf(gates: number[]): number[] {
   });
 }
 
+/**
+ * Drives `scenario` through the handler `create` makes (over the scenario's gates) and checks
+ * each of its steps against the model `modelOf` makes for the scenario's channel count,
+ * replayed in the order the handler saw the items.
+ */
+function driveAgainstModel(
+  scenario: Scenario,
+  create: (options: {
+    taskName: string;
+    inputs: Parameters<Parameters<typeof drive>[1]>[0];
+    task: CheckpointableTask;
+    checkpointsAfterTasksFinish: boolean;
+  }) => CheckpointBarrierHandler,
+  blocking: boolean,
+  modelOf: (channels: number) => { apply(item: Item, channel: number): Step },
+): Outcome {
+  const order: { item: Item; channel: number }[] = [];
+  const outcome = drive(
+    scenario,
+    (inputs, task) =>
+      recording(
+        create({
+          taskName: "property",
+          inputs,
+          task,
+          checkpointsAfterTasksFinish: scenario.checkpointsAfterTasksFinish,
+        }),
+        order,
+        offsetsOf(scenario.gates),
+      ),
+    blocking,
+  );
+  const expected = replay(modelOf(scenario.scripts.length), order);
+  expect(outcome.steps).toEqual(expected);
+  return outcome;
+}
+
 function isIncreasing(ids: number[]): boolean {
   return ids.every((id, i) => i === 0 || id > (ids[i - 1] as number));
 }
@@ -472,28 +509,12 @@ describe("barrier handling against a model of Flink's rules", () => {
   it("aligns exactly as the model says for any interleaving over any gates, never deadlocking", () => {
     fc.assert(
       fc.property(scenarioArb, (scenario) => {
-        const order: { item: Item; channel: number }[] = [];
-        const outcome = drive(
+        const outcome = driveAgainstModel(
           scenario,
-          (inputs, task) =>
-            recording(
-              new SingleCheckpointBarrierHandler({
-                taskName: "property",
-                inputs,
-                task,
-                checkpointsAfterTasksFinish: scenario.checkpointsAfterTasksFinish,
-              }),
-              order,
-              offsetsOf(scenario.gates),
-            ),
+          (options) => new SingleCheckpointBarrierHandler(options),
           true,
+          (channels) => new AlignedModel(channels, scenario.checkpointsAfterTasksFinish),
         );
-        const channels = scenario.scripts.length;
-        const expected = replay(
-          new AlignedModel(channels, scenario.checkpointsAfterTasksFinish),
-          order,
-        );
-        expect(outcome.steps).toEqual(expected);
         // Exactly-once safety, whatever the order of events.
         expect(isIncreasing(outcome.triggered)).toBe(true);
         expect(outcome.triggered.filter((id) => outcome.aborted.includes(id))).toEqual([]);
@@ -506,28 +527,12 @@ describe("barrier handling against a model of Flink's rules", () => {
   it("tracks at-least-once checkpoints exactly as the model says for any interleaving over any gates", () => {
     fc.assert(
       fc.property(scenarioArb, (scenario) => {
-        const order: { item: Item; channel: number }[] = [];
-        const outcome = drive(
+        const outcome = driveAgainstModel(
           scenario,
-          (inputs, task) =>
-            recording(
-              new CheckpointBarrierTracker({
-                taskName: "property",
-                inputs,
-                task,
-                checkpointsAfterTasksFinish: scenario.checkpointsAfterTasksFinish,
-              }),
-              order,
-              offsetsOf(scenario.gates),
-            ),
+          (options) => new CheckpointBarrierTracker(options),
           false,
+          (channels) => new TrackerModel(channels, scenario.checkpointsAfterTasksFinish),
         );
-        const channels = scenario.scripts.length;
-        const expected = replay(
-          new TrackerModel(channels, scenario.checkpointsAfterTasksFinish),
-          order,
-        );
-        expect(outcome.steps).toEqual(expected);
         if (scenario.ordered) {
           // With upstreams that send each checkpoint once and in order: each checkpoint is
           // triggered at most once, and never both triggered and aborted. (Not necessarily in

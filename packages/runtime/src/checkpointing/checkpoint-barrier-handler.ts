@@ -5,11 +5,11 @@ import {
   IllegalStateError,
 } from "@sluice/core";
 import type { InputChannelInfo } from "@sluice/runtime-api";
-import type { CheckpointFailureReason } from "./checkpoint-failure-reason.js";
-import { type CheckpointMetrics, NO_CHECKPOINT_METRICS } from "./checkpoint-metrics.js";
+import { type Clock, SystemClock } from "../clock/clock.js";
+import type { CheckpointFailureReason } from "../messages/checkpoint-failure-reason.js";
+import { type CheckpointMetrics, NO_CHECKPOINT_METRICS } from "../messages/checkpoint-metrics.js";
 import type { CheckpointableInput } from "./checkpointable-input.js";
 import type { CheckpointableTask } from "./checkpointable-task.js";
-import { type Clock, SystemClock } from "./clock.js";
 
 /** A promise that never settles: no alignment timeout will ever come. */
 const NEVER: Promise<void> = new Promise<void>(() => {});

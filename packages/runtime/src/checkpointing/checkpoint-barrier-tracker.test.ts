@@ -1,9 +1,16 @@
 import { CheckpointBarrier } from "@sluice/core";
 import { describe, expect, it } from "vitest";
+import { ManualClock } from "../clock/test-support/manual-clock.js";
+import { CheckpointFailureReason } from "../messages/checkpoint-failure-reason.js";
 import { CheckpointBarrierTracker } from "./checkpoint-barrier-tracker.js";
-import { CheckpointFailureReason } from "./checkpoint-failure-reason.js";
+import {
+  alignmentEnd,
+  alignmentStart,
+  firstCheckpointOfThreeChannels,
+  secondCheckpointOfThreeChannels,
+  singleChannelBarriers,
+} from "./test-support/barrier-scripts.js";
 import { type HandlerFixture, useHandlerFixture } from "./test-support/handler-fixture.js";
-import { ManualClock } from "./test-support/manual-clock.js";
 import {
   buffer,
   cancel,
@@ -72,24 +79,7 @@ describe("CheckpointBarrierTracker (at-least-once)", () => {
   });
 
   it("triggers every barrier of a single channel at once", () => {
-    const f = run(1, [
-      buffer(0),
-      buffer(0),
-      buffer(0),
-      barrier(1, 0),
-      buffer(0),
-      buffer(0),
-      buffer(0),
-      buffer(0),
-      barrier(2, 0),
-      barrier(3, 0),
-      buffer(0),
-      buffer(0),
-      barrier(4, 0),
-      barrier(5, 0),
-      barrier(6, 0),
-      buffer(0),
-    ]);
+    const f = run(1, singleChannelBarriers(barrier));
     expect(f.task.sequence).toEqual([1, 2, 3, 4, 5, 6]);
   });
 
@@ -114,22 +104,8 @@ describe("CheckpointBarrierTracker (at-least-once)", () => {
 
   it("triggers a checkpoint once every channel delivered its barrier, without blocking any", () => {
     const f = run(3, [
-      buffer(0),
-      buffer(2),
-      buffer(0),
-      barrier(1, 1),
-      barrier(1, 2),
-      buffer(2),
-      buffer(1),
-      barrier(1, 0),
-      buffer(0),
-      buffer(0),
-      buffer(1),
-      buffer(1),
-      buffer(2),
-      barrier(2, 0),
-      barrier(2, 1),
-      barrier(2, 2),
+      ...firstCheckpointOfThreeChannels(barrier),
+      ...secondCheckpointOfThreeChannels(barrier),
       buffer(2),
       buffer(2),
       barrier(3, 2),
@@ -148,22 +124,8 @@ describe("CheckpointBarrierTracker (at-least-once)", () => {
 
   it("drops an incomplete checkpoint silently when a later one completes", () => {
     const f = run(3, [
-      buffer(0),
-      buffer(2),
-      buffer(0),
-      barrier(1, 1),
-      barrier(1, 2),
-      buffer(2),
-      buffer(1),
-      barrier(1, 0),
-      buffer(0),
-      buffer(0),
-      buffer(1),
-      buffer(1),
-      buffer(2),
-      barrier(2, 0),
-      barrier(2, 1),
-      barrier(2, 2),
+      ...firstCheckpointOfThreeChannels(barrier),
+      ...secondCheckpointOfThreeChannels(barrier),
       buffer(2),
       buffer(2),
       barrier(3, 2),
@@ -281,14 +243,7 @@ describe("CheckpointBarrierTracker (at-least-once)", () => {
   it("aborts on cancellation markers of many channels: on the last barrier, on the first, and before any", () => {
     const f = run(3, [
       // some buffers and a successful checkpoint
-      buffer(0),
-      buffer(2),
-      buffer(0),
-      barrier(1, 1),
-      barrier(1, 2),
-      buffer(2),
-      buffer(1),
-      barrier(1, 0),
+      ...firstCheckpointOfThreeChannels(barrier),
       // aborted on last barrier
       buffer(0),
       buffer(2),
@@ -352,27 +307,10 @@ describe("CheckpointBarrierTracker (at-least-once)", () => {
     const f = setUp(3);
     const created = BigInt(f.clock.absoluteTimeMillis());
     f.clock.advanceMillis(10);
-    f.gate.add(
-      buffer(0, size),
-      buffer(1, size),
-      buffer(2, size),
-      barrier(1, 1, created),
-      buffer(0, size),
-      buffer(2, size),
-      barrier(1, 0, created),
-      buffer(2, size),
-    );
+    f.gate.add(...alignmentStart(barrier, size, created));
     while (f.input.pollNext() !== undefined) {}
     f.clock.advanceMillis(10);
-    f.gate.add(
-      barrier(1, 2, created),
-      buffer(0, size),
-      buffer(1, size),
-      buffer(2, size),
-      endOfPartition(0),
-      endOfPartition(1),
-      endOfPartition(2),
-    );
+    f.gate.add(...alignmentEnd(barrier, size, created));
     while (f.input.pollNext() !== undefined) {}
     expect(f.task.metrics).toEqual([
       {

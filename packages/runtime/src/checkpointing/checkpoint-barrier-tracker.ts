@@ -5,11 +5,11 @@ import {
   needsAlignment,
 } from "@sluice/core";
 import type { InputChannelInfo } from "@sluice/runtime-api";
+import { CheckpointFailureReason } from "../messages/checkpoint-failure-reason.js";
 import {
   CheckpointBarrierHandler,
   type CheckpointBarrierHandlerOptions,
 } from "./checkpoint-barrier-handler.js";
-import { CheckpointFailureReason } from "./checkpoint-failure-reason.js";
 
 /** The barriers seen so far of one checkpoint that is not complete yet. */
 class CheckpointBarrierCount {

@@ -2,24 +2,26 @@ import {
   CheckpointAlignment,
   CheckpointBarrier,
   DEFAULT_CHECKPOINT_OPTIONS,
-  frameRecord,
-  IntermediateDataSetID,
   NetworkBufferPool,
-  ResultPartitionID,
   StringSerializer,
 } from "@sluice/core";
 import {
-  LocalInputChannel,
-  PipelinedResultPartition,
+  type PipelinedResultPartition,
   ResultPartitionManager,
-  SingleInputGate,
+  type SingleInputGate,
 } from "@sluice/network";
-import { ResultPartitionType } from "@sluice/runtime-api";
+import {
+  buildLocalInputChannel,
+  buildPipelinedResultPartition,
+  buildSingleInputGate,
+} from "@sluice/network/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { RecordReader } from "../io/record-reader.js";
-import type { CheckpointMetrics } from "./checkpoint-metrics.js";
+import { encodeString } from "../io/test-support/local-wiring.js";
+import type { CheckpointMetrics } from "../messages/checkpoint-metrics.js";
+import { CheckpointingMode } from "../messages/checkpointing-mode.js";
+import type { CheckpointBarrierHandler } from "./checkpoint-barrier-handler.js";
 import { CheckpointedInputGate } from "./checkpointed-input-gate.js";
-import { CheckpointingMode } from "./checkpointing-mode.js";
 import { createCheckpointBarrierHandler } from "./create-checkpoint-barrier-handler.js";
 import { SingleCheckpointBarrierHandler } from "./single-checkpoint-barrier-handler.js";
 import {
@@ -32,47 +34,39 @@ import { ValidatingCheckpointableTask } from "./test-support/validating-checkpoi
 
 const serializer = new StringSerializer();
 
-function encode(value: string): Uint8Array {
-  const bytes = Buffer.from(value, "utf8");
-  const framed = Buffer.alloc(4 + bytes.length);
-  framed.writeInt32BE(bytes.length, 0);
-  bytes.copy(framed, 4);
-  return framed;
-}
-
 /** `producers` producers of one subpartition each, read by one gate through local channels. */
 function gateOverProducers(
   pool: NetworkBufferPool,
-  manager: ResultPartitionManager,
+  partitionManager: ResultPartitionManager,
   gateIndex: number,
   producers: number,
 ): { gate: SingleInputGate; writers: PipelinedResultPartition[] } {
-  const writers = Array.from(
-    { length: producers },
-    (_, p) =>
-      new PipelinedResultPartition({
-        owningTaskName: `producer ${gateIndex}.${p}`,
-        partitionIndex: 0,
-        partitionId: new ResultPartitionID(),
-        partitionType: ResultPartitionType.PIPELINED_BOUNDED,
-        numberOfSubpartitions: 1,
-        partitionManager: manager,
-        bufferPoolFactory: () => pool.createBufferPool(2, 8, { numberOfSubpartitions: 1 }),
-      }),
+  const writers = Array.from({ length: producers }, (_, p) =>
+    buildPipelinedResultPartition({
+      networkBufferPool: pool,
+      partitionManager,
+      requiredBuffers: 2,
+      maxBuffers: 8,
+      owningTaskName: `producer ${gateIndex}.${p}`,
+    }),
   );
-  const gate = new SingleInputGate({
+  const gate = buildSingleInputGate({
+    networkBufferPool: pool,
+    maxBuffers: 4,
     owningTaskName: "two-input task",
     gateIndex,
-    consumedResultId: new IntermediateDataSetID(),
-    consumedPartitionType: ResultPartitionType.PIPELINED_BOUNDED,
     numberOfInputChannels: producers,
-    bufferPoolFactory: () => pool.createBufferPool(1, 4),
   });
   writers.forEach((writer, i) => {
     gate.setInputChannel(
-      new LocalInputChannel(gate, i, writer.partitionId, 0, manager, { initialMs: 10, maxMs: 100 }),
+      buildLocalInputChannel({
+        gate,
+        partitionId: writer.partitionId,
+        channelIndex: i,
+        partitionManager,
+        backoff: { initialMs: 10, maxMs: 100 },
+      }),
     );
-    writer.setup();
   });
   gate.setup();
   gate.requestPartitions();
@@ -80,11 +74,37 @@ function gateOverProducers(
 }
 
 function emit(writer: PipelinedResultPartition, values: string[]): void {
-  for (const value of values) writer.emitRecord(frameRecord(encode(value)), 0);
+  for (const value of values) writer.emitRecord(encodeString(value), 0);
   writer.flushAll();
 }
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** A task's abort that fails the test: these checkpoints must complete. */
+function mustNotAbort(id: bigint): never {
+  throw new Error(`checkpoint ${id} must not abort`);
+}
+
+/**
+ * A reader per gate, each through its own CheckpointedInputGate over the one `handler`, and
+ * `drain`, which polls them all for ten event-loop turns, collecting the records in `seen`.
+ */
+function readersOver(
+  handler: CheckpointBarrierHandler,
+  gates: readonly SingleInputGate[],
+  seen: string[],
+): { readers: RecordReader<string>[]; drain: () => Promise<void> } {
+  const readers = gates.map(
+    (gate) => new RecordReader(new CheckpointedInputGate([gate], handler), serializer),
+  );
+  const drain = async () => {
+    for (let round = 0; round < 10; round++) {
+      await turn();
+      for (const reader of readers) reader.pollRecords((r) => seen.push(r));
+    }
+  };
+  return { readers, drain };
+}
 
 describe("CheckpointedInputGate", () => {
   let pool: NetworkBufferPool | undefined;
@@ -113,20 +133,10 @@ describe("CheckpointedInputGate", () => {
           snapshots.push([...seen].sort());
           metrics.push(m);
         },
-        abortCheckpointOnBarrier: (id) => {
-          throw new Error(`checkpoint ${id} must not abort`);
-        },
+        abortCheckpointOnBarrier: mustNotAbort,
       },
     });
-    const readers = [left.gate, right.gate].map(
-      (gate) => new RecordReader(new CheckpointedInputGate([gate], handler), serializer),
-    );
-    const drain = async () => {
-      for (let round = 0; round < 10; round++) {
-        await turn();
-        for (const reader of readers) reader.pollRecords((r) => seen.push(r));
-      }
-    };
+    const { readers, drain } = readersOver(handler, [left.gate, right.gate], seen);
     const [l0, l1] = left.writers as [PipelinedResultPartition, PipelinedResultPartition];
     const [r0] = right.writers as [PipelinedResultPartition];
     emit(l0, ["l0-before"]);
@@ -182,20 +192,10 @@ describe("CheckpointedInputGate", () => {
       inputs: [left.gate, right.gate],
       task: {
         triggerCheckpointOnBarrier: (barrier) => triggered.push(barrier.id),
-        abortCheckpointOnBarrier: (id) => {
-          throw new Error(`checkpoint ${id} must not abort`);
-        },
+        abortCheckpointOnBarrier: mustNotAbort,
       },
     });
-    const readers = [left.gate, right.gate].map(
-      (gate) => new RecordReader(new CheckpointedInputGate([gate], handler), serializer),
-    );
-    const drain = async () => {
-      for (let round = 0; round < 10; round++) {
-        await turn();
-        for (const reader of readers) reader.pollRecords((r) => seen.push(r));
-      }
-    };
+    const { readers, drain } = readersOver(handler, [left.gate, right.gate], seen);
     const atLeastOnce = new CheckpointBarrier(1n, 0n, {
       ...DEFAULT_CHECKPOINT_OPTIONS,
       alignment: CheckpointAlignment.AT_LEAST_ONCE,

@@ -1,9 +1,9 @@
+import { CheckpointingMode } from "../messages/checkpointing-mode.js";
 import type {
   CheckpointBarrierHandler,
   CheckpointBarrierHandlerOptions,
 } from "./checkpoint-barrier-handler.js";
 import { CheckpointBarrierTracker } from "./checkpoint-barrier-tracker.js";
-import { CheckpointingMode } from "./checkpointing-mode.js";
 import { SingleCheckpointBarrierHandler } from "./single-checkpoint-barrier-handler.js";
 
 /** Options of {@link createCheckpointBarrierHandler}. */

@@ -9,6 +9,7 @@ import {
   type ReadableConfig,
 } from "@sluice/runtime-api";
 import writeFileAtomic from "write-file-atomic";
+import type { FileStateHandle } from "../messages/file-state-handle.js";
 import { ChannelStateSerializer } from "./channel-state-serializer.js";
 import {
   CHECKED_FILE_VERSION,
@@ -22,18 +23,6 @@ import {
   EMPTY_CHANNEL_STATE,
   type TaskChannelState,
 } from "./task-channel-state.js";
-
-/**
- * Where one task's snapshot of one checkpoint is stored (Flink's FileStateHandle): an absolute
- * path under `state.checkpoints.dir` and the file's size. It travels in the task's
- * acknowledgement to the job side and, on a restore, in the task's deployment descriptor.
- */
-export interface FileStateHandle {
-  /** Absolute path of the snapshot file. */
-  readonly path: string;
-  /** The file's size in bytes. */
-  readonly size: number;
-}
 
 /** What a restored task checks its snapshot file against. */
 export interface TaskStateIdentity {

@@ -1,10 +1,16 @@
 import { CheckpointAlignment, CheckpointBarrier, DEFAULT_CHECKPOINT_OPTIONS } from "@sluice/core";
 import { describe, expect, it } from "vitest";
-import { CheckpointFailureReason } from "./checkpoint-failure-reason.js";
+import { ManualClock } from "../clock/test-support/manual-clock.js";
+import { CheckpointFailureReason } from "../messages/checkpoint-failure-reason.js";
 import { CheckpointedInputGate } from "./checkpointed-input-gate.js";
 import { SingleCheckpointBarrierHandler } from "./single-checkpoint-barrier-handler.js";
+import {
+  alignmentEnd,
+  alignmentStart,
+  secondCheckpointOfThreeChannels,
+  singleChannelBarriers,
+} from "./test-support/barrier-scripts.js";
 import { type HandlerFixture, useHandlerFixture } from "./test-support/handler-fixture.js";
-import { ManualClock } from "./test-support/manual-clock.js";
 import {
   barrier,
   buffer,
@@ -31,18 +37,7 @@ function setUp(
   options: { checkpointsAfterTasksFinish?: boolean } = {},
 ): Fixture {
   const clock = new ManualClock();
-  const fixture = fixtures.setUp(
-    channels,
-    sequence,
-    (gate, task) =>
-      new SingleCheckpointBarrierHandler({
-        taskName: "test",
-        inputs: [gate],
-        task,
-        clock,
-        ...options,
-      }),
-  );
+  const fixture = fixtures.setUpSingle(channels, sequence, { clock, ...options });
   return { ...fixture, clock };
 }
 
@@ -91,25 +86,7 @@ describe("SingleCheckpointBarrierHandler (aligned)", () => {
   });
 
   it("triggers every barrier of a single channel at once, in order", () => {
-    const f = setUp(1, [
-      buffer(0),
-      buffer(0),
-      buffer(0),
-      barrier(1, 0),
-      buffer(0),
-      buffer(0),
-      buffer(0),
-      buffer(0),
-      barrier(2, 0),
-      barrier(3, 0),
-      buffer(0),
-      buffer(0),
-      barrier(4, 0),
-      barrier(5, 0),
-      barrier(6, 0),
-      buffer(0),
-      endOfPartition(0),
-    ]);
+    const f = setUp(1, [...singleChannelBarriers(barrier), endOfPartition(0)]);
     f.task.nextExpectedCheckpointId = 1n;
     checkAll(f);
     expect(f.task.triggered).toEqual([1n, 2n, 3n, 4n, 5n, 6n]);
@@ -127,14 +104,7 @@ describe("SingleCheckpointBarrierHandler (aligned)", () => {
       buffer(0),
       barrier(1, 0),
       // another checkpoint
-      buffer(0),
-      buffer(0),
-      buffer(1),
-      buffer(1),
-      buffer(2),
-      barrier(2, 0),
-      barrier(2, 1),
-      barrier(2, 2),
+      ...secondCheckpointOfThreeChannels(barrier),
       // checkpoint with data only from one channel
       buffer(2),
       buffer(2),
@@ -254,30 +224,13 @@ describe("SingleCheckpointBarrierHandler (aligned)", () => {
     const handlerClock = f.clock;
     const created = BigInt(handlerClock.absoluteTimeMillis());
     handlerClock.advanceMillis(10); // the barrier travels 10 ms before it arrives
-    f.gate.add(
-      buffer(0, size),
-      buffer(1, size),
-      buffer(2, size),
-      barrier(1, 1, created),
-      buffer(0, size),
-      buffer(2, size),
-      barrier(1, 0, created),
-      buffer(2, size),
-    );
+    f.gate.add(...alignmentStart(barrier, size, created));
     while (f.input.pollNext() !== undefined) {}
     expect(f.handler.getCheckpointStartDelayNanos()).toBe(10_000_000);
     handlerClock.advanceMillis(10);
     expect(f.handler.getAlignmentDurationNanos()).toBe(10_000_000);
     expect(f.handler.getBytesProcessedDuringAlignment()).toBe(3 * size);
-    f.gate.add(
-      barrier(1, 2, created),
-      buffer(0, size),
-      buffer(1, size),
-      buffer(2, size),
-      endOfPartition(0),
-      endOfPartition(1),
-      endOfPartition(2),
-    );
+    f.gate.add(...alignmentEnd(barrier, size, created));
     while (f.input.pollNext() !== undefined) {}
     expect(f.handler.getLatestCheckpointId()).toBe(1n);
     expect(f.task.metrics).toEqual([

@@ -8,11 +8,11 @@ import {
   needsAlignment,
 } from "@sluice/core";
 import type { InputChannelInfo } from "@sluice/runtime-api";
+import { CheckpointFailureReason } from "../messages/checkpoint-failure-reason.js";
 import {
   CheckpointBarrierHandler,
   type CheckpointBarrierHandlerOptions,
 } from "./checkpoint-barrier-handler.js";
-import { CheckpointFailureReason } from "./checkpoint-failure-reason.js";
 
 /**
  * Exactly-once barrier alignment over all input channels of a task (Flink's

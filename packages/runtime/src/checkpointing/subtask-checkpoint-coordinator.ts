@@ -8,38 +8,29 @@ import {
   type JobID,
 } from "@sluice/core";
 import type { InputGate } from "@sluice/runtime-api";
-import type { RecordWriter } from "../io/record-writer.js";
-import { serializeThrowable } from "../taskexecutor/serialized-throwable.js";
-import type { AcknowledgeCheckpoint } from "./acknowledge-checkpoint.js";
-import { ChannelStateWriterImpl } from "./channel-state-writer-impl.js";
-import { CheckpointError } from "./checkpoint-error.js";
-import { CheckpointFailureReason } from "./checkpoint-failure-reason.js";
-import type { CheckpointHandler } from "./checkpoint-handler.js";
+import type { AcknowledgeCheckpoint } from "../messages/acknowledge-checkpoint.js";
+import { CheckpointFailureReason } from "../messages/checkpoint-failure-reason.js";
 import {
   type CheckpointMetrics,
   NO_CHECKPOINT_METRICS,
   type TaskCheckpointMetrics,
-} from "./checkpoint-metrics.js";
+} from "../messages/checkpoint-metrics.js";
+import { CheckpointingMode } from "../messages/checkpointing-mode.js";
+import type { DeclineCheckpoint } from "../messages/decline-checkpoint.js";
+import type { FileStateHandle } from "../messages/file-state-handle.js";
+import { serializeThrowable } from "../messages/serialized-throwable.js";
+import type { UnalignedCheckpointsSettings } from "../messages/unaligned-checkpoints-settings.js";
+import { ChannelStateWriterImpl } from "./channel-state-writer-impl.js";
+import { CheckpointError } from "./checkpoint-error.js";
+import type { CheckpointEventEmitter } from "./checkpoint-event-emitter.js";
+import type { CheckpointHandler } from "./checkpoint-handler.js";
 import { emitCheckpointWarning } from "./checkpoint-warning.js";
 import type { CheckpointableTask } from "./checkpointable-task.js";
-import { CheckpointingMode } from "./checkpointing-mode.js";
-import type { DeclineCheckpoint } from "./decline-checkpoint.js";
-import type { FileStateHandle } from "./fs-checkpoint-storage.js";
 import {
   channelStateSize,
   EMPTY_CHANNEL_STATE,
   type TaskChannelState,
 } from "./task-channel-state.js";
-
-/** How a job's exactly-once checkpoints may be unaligned (`execution.checkpointing.unaligned.*`). */
-export interface UnalignedCheckpointsSettings {
-  /**
-   * `execution.checkpointing.aligned-checkpoint-timeout` in ms: 0 makes every checkpoint
-   * unaligned from the start; more makes a source's barrier a timeoutable aligned one that
-   * turns unaligned at a task whose alignment takes longer.
-   */
-  readonly alignedCheckpointTimeoutMs: number;
-}
 
 /** What a task's checkpoint coordinator needs from its TaskExecutor. */
 export interface SubtaskCheckpointCoordinatorOptions {
@@ -104,7 +95,7 @@ export interface TaskCheckpointStats {
 export class SubtaskCheckpointCoordinator implements CheckpointableTask {
   private readonly options: SubtaskCheckpointCoordinatorOptions;
   private readonly pending = new Set<Promise<void>>();
-  private outputs: readonly RecordWriter<unknown>[] = [];
+  private outputs: readonly CheckpointEventEmitter[] = [];
   private inputs: readonly InputGate[] = [];
   private prepareInputSnapshot: ((checkpointId: bigint) => void) | undefined;
   /** Unaligned checkpoints aborted here whose asynchronous part has not ended yet. */
@@ -150,8 +141,8 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
     for (const gate of this.inputs) gate.checkpointStopped?.(checkpointId);
   }
 
-  /** The writers barriers and markers go to (set when the task starts running). */
-  setOutputs(outputs: readonly RecordWriter<unknown>[]): void {
+  /** The outputs barriers and markers go to: the task's writers (set when it starts running). */
+  setOutputs(outputs: readonly CheckpointEventEmitter[]): void {
     this.outputs = outputs;
   }
 

@@ -1,14 +1,13 @@
 import { CheckpointAlignment } from "@sluice/core";
 import { describe, expect, it } from "vitest";
-import { CheckpointFailureReason } from "./checkpoint-failure-reason.js";
-import { SingleCheckpointBarrierHandler } from "./single-checkpoint-barrier-handler.js";
+import { CheckpointFailureReason } from "../messages/checkpoint-failure-reason.js";
+import type { SingleCheckpointBarrierHandler } from "./single-checkpoint-barrier-handler.js";
 import { type HandlerFixture, useHandlerFixture } from "./test-support/handler-fixture.js";
 import {
   barrier,
   buffer,
   cancel,
   endOfPartition,
-  type ScriptedItem,
   unalignedBarrier,
 } from "./test-support/scripted-input-gate.js";
 
@@ -19,20 +18,7 @@ import {
 
 type Fixture = HandlerFixture<SingleCheckpointBarrierHandler>;
 
-const fixtures = useHandlerFixture();
-
-function setUp(
-  channels: number,
-  sequence: readonly ScriptedItem[],
-  options: { checkpointsAfterTasksFinish?: boolean } = {},
-): Fixture {
-  return fixtures.setUp(
-    channels,
-    sequence,
-    (gate, task) =>
-      new SingleCheckpointBarrierHandler({ taskName: "test", inputs: [gate], task, ...options }),
-  );
-}
+const { setUpSingle: setUp } = useHandlerFixture();
 
 /** Polls everything; returns the channel of each data buffer and the kind of each event. */
 function pollAll(f: Fixture): string[] {

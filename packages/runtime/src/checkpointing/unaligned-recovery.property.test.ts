@@ -3,29 +3,22 @@ import {
   CheckpointBarrier,
   DEFAULT_CHECKPOINT_OPTIONS,
   ExecutionAttemptID,
-  IntermediateDataSetID,
   JobID,
   NetworkBufferPool,
-  ResultPartitionID,
   StringSerializer,
 } from "@sluice/core";
 import "@sluice/core/testing";
-import {
-  LocalInputChannel,
-  PipelinedResultPartition,
-  ResultPartitionManager,
-  SingleInputGate,
-} from "@sluice/network";
-import { ResultPartitionType } from "@sluice/runtime-api";
+import type { PipelinedResultPartition, SingleInputGate } from "@sluice/network";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { PollStatus, RecordReader } from "../io/record-reader.js";
 import { createRecordWriter, type RecordWriter } from "../io/record-writer.js";
+import { wireLocalPartition } from "../io/test-support/local-wiring.js";
+import { CheckpointingMode } from "../messages/checkpointing-mode.js";
+import type { FileStateHandle } from "../messages/file-state-handle.js";
 import { ForwardPartitioner } from "../partitioner/forward-partitioner.js";
 import { ChannelStateSerializer } from "./channel-state-serializer.js";
 import { CheckpointedInputGate } from "./checkpointed-input-gate.js";
-import { CheckpointingMode } from "./checkpointing-mode.js";
-import type { FileStateHandle } from "./fs-checkpoint-storage.js";
 import { SingleCheckpointBarrierHandler } from "./single-checkpoint-barrier-handler.js";
 import { SubtaskCheckpointCoordinator } from "./subtask-checkpoint-coordinator.js";
 import { EMPTY_CHANNEL_STATE, type TaskChannelState } from "./task-channel-state.js";
@@ -79,7 +72,6 @@ function record(index: number, size: number): string {
 /** One attempt of the two tasks over a local channel. */
 class Attempt {
   readonly pool = new NetworkBufferPool(64, SEGMENT);
-  readonly manager = new ResultPartitionManager();
   readonly partition: PipelinedResultPartition;
   readonly writer: RecordWriter<string>;
   readonly gate: SingleInputGate;
@@ -95,33 +87,15 @@ class Attempt {
 
   constructor(restoredInput: TaskChannelState = EMPTY_CHANNEL_STATE) {
     pools.push(this.pool);
-    this.partition = new PipelinedResultPartition({
-      owningTaskName: "Source",
-      partitionIndex: 0,
-      partitionId: new ResultPartitionID(),
-      partitionType: ResultPartitionType.PIPELINED_BOUNDED,
-      numberOfSubpartitions: 1,
-      partitionManager: this.manager,
-      // Few buffers: the producer is back-pressured and its queue holds in-flight data.
-      bufferPoolFactory: () => this.pool.createBufferPool(3, 3, { numberOfSubpartitions: 1 }),
-    });
-    this.partition.setup();
-    this.gate = new SingleInputGate({
-      owningTaskName: "Sink",
-      gateIndex: 0,
-      consumedResultId: new IntermediateDataSetID(),
-      consumedPartitionType: ResultPartitionType.PIPELINED_BOUNDED,
-      numberOfInputChannels: 1,
-      bufferPoolFactory: () => this.pool.createBufferPool(1, 2),
-    });
-    this.gate.setInputChannel(
-      new LocalInputChannel(this.gate, 0, this.partition.partitionId, 0, this.manager, {
-        initialMs: 1,
-        maxMs: 1,
-      }),
-    );
-    this.gate.setup();
-    this.gate.requestPartitions();
+    // Few buffers: the producer is back-pressured and its queue holds in-flight data.
+    ({ partition: this.partition, gate: this.gate } = wireLocalPartition(this.pool, {
+      channels: 1,
+      partitionBuffers: [3, 3],
+      gateBuffers: [1, 2],
+      producerName: "Source",
+      consumerName: "Sink",
+      backoff: { initialMs: 1, maxMs: 1 },
+    }));
     this.writer = createRecordWriter(
       this.partition,
       StringSerializer.INSTANCE,

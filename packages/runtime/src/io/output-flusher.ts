@@ -1,3 +1,5 @@
+import { asError } from "../util/as-error.js";
+
 /**
  * Flushes a writer's partition every `timeoutMs` (Flink's OutputFlusher, `execution.buffer-timeout`),
  * so a slow source still delivers partly filled buffers within the timeout. It runs on the event
@@ -19,7 +21,7 @@ export class OutputFlusher {
       try {
         flush();
       } catch (error) {
-        this.error = error instanceof Error ? error : new Error(String(error));
+        this.error = asError(error);
       }
     }, timeoutMs);
     this.timer.unref();

@@ -4,27 +4,19 @@ import path from "node:path";
 import {
   ConfigurationError,
   ErrorCodes,
-  frameRecord,
-  IntermediateDataSetID,
   NetworkBufferPool,
   RecordTooLargeError,
-  ResultPartitionID,
   SPILL_FILE_SUFFIX,
   StringSerializer,
 } from "@sluice/core";
-import {
-  LocalInputChannel,
-  PipelinedResultPartition,
-  ResultPartitionManager,
-  SingleInputGate,
-} from "@sluice/network";
-import { ResultPartitionType, readableConfigOf } from "@sluice/runtime-api";
+import { readableConfigOf } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
 import { PollStatus, RecordReader } from "./record-reader.js";
 import {
   readRecordReaderConfiguration,
   readTmpDirectories,
 } from "./record-reader-configuration.js";
+import { encodeString, wireLocalPartition } from "./test-support/local-wiring.js";
 
 const KB = 1024;
 
@@ -75,45 +67,8 @@ describe("readRecordReaderConfiguration", () => {
 
   /** One producer subpartition read through a gate in this process, with 4 kb buffers. */
   function wireOneChannel() {
-    const global = new NetworkBufferPool(64, 4 * KB);
-    pool = global;
-    const manager = new ResultPartitionManager();
-    const partition = new PipelinedResultPartition({
-      owningTaskName: "producer",
-      partitionIndex: 0,
-      partitionId: new ResultPartitionID(),
-      partitionType: ResultPartitionType.PIPELINED_BOUNDED,
-      numberOfSubpartitions: 1,
-      partitionManager: manager,
-      bufferPoolFactory: () => global.createBufferPool(2, 8, { numberOfSubpartitions: 1 }),
-    });
-    const gate = new SingleInputGate({
-      owningTaskName: "consumer",
-      gateIndex: 0,
-      consumedResultId: new IntermediateDataSetID(),
-      consumedPartitionType: ResultPartitionType.PIPELINED_BOUNDED,
-      numberOfInputChannels: 1,
-      bufferPoolFactory: () => global.createBufferPool(1, 2),
-    });
-    gate.setInputChannel(
-      new LocalInputChannel(gate, 0, partition.partitionId, 0, manager, {
-        initialMs: 10,
-        maxMs: 100,
-      }),
-    );
-    partition.setup();
-    gate.setup();
-    gate.requestPartitions();
-    return { partition, gate };
-  }
-
-  /** A StringSerializer record: int32 length, then the UTF-8 bytes. */
-  function encode(value: string): Uint8Array {
-    const bytes = Buffer.from(value, "utf8");
-    const framed = Buffer.alloc(4 + bytes.length);
-    framed.writeInt32BE(bytes.length, 0);
-    bytes.copy(framed, 4);
-    return framed;
+    pool = new NetworkBufferPool(64, 4 * KB);
+    return wireLocalPartition(pool, { channels: 1, partitionBuffers: [2, 8], gateBuffers: [1, 2] });
   }
 
   function spillConfig(dir: string) {
@@ -133,7 +88,7 @@ describe("readRecordReaderConfiguration", () => {
     const reader = new RecordReader(gate, new StringSerializer(), spillConfig(dir));
     const large = "s".repeat(150 * KB);
     const producing = (async () => {
-      partition.emitRecord(frameRecord(encode(large)), 0); // far more than the pool: completes as read
+      partition.emitRecord(encodeString(large), 0); // far more than the pool: completes as read
       while (!partition.isAvailable()) await partition.getAvailableFuture();
       partition.finish();
     })();
@@ -159,7 +114,7 @@ describe("readRecordReaderConfiguration", () => {
     dirs.push(dir);
     const { partition, gate } = wireOneChannel();
     const reader = new RecordReader(gate, new StringSerializer(), spillConfig(dir));
-    partition.emitRecord(frameRecord(encode("t".repeat(250 * KB))), 0);
+    partition.emitRecord(encodeString("t".repeat(250 * KB)), 0);
     let caught: unknown;
     for (let i = 0; i < 100 && caught === undefined; i++) {
       try {

@@ -5,21 +5,14 @@ import {
   EndOfPartitionEvent,
   ErrorCodes,
   frameRecord,
-  IntermediateDataSetID,
   NetworkBufferPool,
-  ResultPartitionID,
   StringSerializer,
   type TypeSerializer,
 } from "@sluice/core";
-import {
-  LocalInputChannel,
-  PipelinedResultPartition,
-  ResultPartitionManager,
-  SingleInputGate,
-} from "@sluice/network";
-import { type BufferOrEvent, type InputGate, ResultPartitionType } from "@sluice/runtime-api";
+import type { BufferOrEvent, InputGate } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
 import { PollStatus, RecordReader } from "./record-reader.js";
+import { encodeString, wireLocalPartition } from "./test-support/local-wiring.js";
 import "@sluice/core/testing";
 
 const serializer = new StringSerializer();
@@ -29,46 +22,13 @@ function must<T>(value: T | undefined): T {
   return value;
 }
 
-/** One producer partition with `channels` subpartitions, all read by one gate in this process. */
+/** One producer partition with two subpartitions, both read by one gate in this process. */
 function wire(pool: NetworkBufferPool, segmentRecords: number) {
-  const manager = new ResultPartitionManager();
-  const partition = new PipelinedResultPartition({
-    owningTaskName: "producer",
-    partitionIndex: 0,
-    partitionId: new ResultPartitionID(),
-    partitionType: ResultPartitionType.PIPELINED_BOUNDED,
-    numberOfSubpartitions: 2,
-    partitionManager: manager,
-    bufferPoolFactory: () => pool.createBufferPool(3, segmentRecords, { numberOfSubpartitions: 2 }),
+  return wireLocalPartition(pool, {
+    channels: 2,
+    partitionBuffers: [3, segmentRecords],
+    gateBuffers: [1, 4],
   });
-  const gate = new SingleInputGate({
-    owningTaskName: "consumer",
-    gateIndex: 0,
-    consumedResultId: new IntermediateDataSetID(),
-    consumedPartitionType: ResultPartitionType.PIPELINED_BOUNDED,
-    numberOfInputChannels: 2,
-    bufferPoolFactory: () => pool.createBufferPool(1, 4),
-  });
-  for (let i = 0; i < 2; i++) {
-    gate.setInputChannel(
-      new LocalInputChannel(gate, i, partition.partitionId, i, manager, {
-        initialMs: 10,
-        maxMs: 100,
-      }),
-    );
-  }
-  partition.setup();
-  gate.setup();
-  gate.requestPartitions();
-  return { partition, gate };
-}
-
-function encode(value: string): Uint8Array {
-  const bytes = Buffer.from(value, "utf8");
-  const framed = Buffer.alloc(4 + bytes.length);
-  framed.writeInt32BE(bytes.length, 0);
-  bytes.copy(framed, 4);
-  return framed;
 }
 
 describe("RecordReader", () => {
@@ -95,7 +55,7 @@ describe("RecordReader", () => {
     const producer = (async () => {
       for (const [i, value] of produced.entries()) {
         while (!partition.isAvailable()) await partition.getAvailableFuture();
-        partition.emitRecord(frameRecord(encode(value)), i % 2);
+        partition.emitRecord(encodeString(value), i % 2);
       }
       partition.broadcastEvent(new CheckpointBarrier(7n, 1n));
       partition.broadcastEvent(new EndOfData());
@@ -132,9 +92,9 @@ describe("RecordReader", () => {
     });
     // One channel carries records, the barrier and more records, all ready before the first
     // read: a reader that decodes past the barrier before the loop sees a record shows here.
-    for (const value of ["a", "b", "c"]) partition.emitRecord(frameRecord(encode(value)), 0);
+    for (const value of ["a", "b", "c"]) partition.emitRecord(encodeString(value), 0);
     partition.broadcastEvent(new CheckpointBarrier(1n, 1n));
-    for (const value of ["d", "e"]) partition.emitRecord(frameRecord(encode(value)), 0);
+    for (const value of ["d", "e"]) partition.emitRecord(encodeString(value), 0);
     partition.finish();
     for await (const record of reader) {
       await new Promise((resolve) => setImmediate(resolve));
@@ -153,8 +113,8 @@ describe("RecordReader", () => {
     const reader = new RecordReader(gate, serializer);
     const seen: string[] = [];
     expect(reader.pollRecords((r) => seen.push(r))).toBe(PollStatus.NOTHING_AVAILABLE);
-    partition.emitRecord(frameRecord(encode("one")), 0);
-    partition.emitRecord(frameRecord(encode("two")), 1);
+    partition.emitRecord(encodeString("one"), 0);
+    partition.emitRecord(encodeString("two"), 1);
     partition.finish();
     let status: PollStatus = PollStatus.NOTHING_AVAILABLE;
     for (let i = 0; i < 20 && status !== PollStatus.END_OF_INPUT; i++) {

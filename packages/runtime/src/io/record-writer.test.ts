@@ -9,7 +9,7 @@ import { expectError } from "@sluice/core/testing";
 import { PipelinedResultPartition, ResultPartitionManager } from "@sluice/network";
 import { ResultPartitionType, type ResultPartitionWriter } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ManualClock } from "../checkpointing/test-support/manual-clock.js";
+import { ManualClock } from "../clock/test-support/manual-clock.js";
 import { TimerGauge } from "../metrics/timer-gauge.js";
 import { BroadcastPartitioner } from "../partitioner/broadcast-partitioner.js";
 import { ForwardPartitioner } from "../partitioner/forward-partitioner.js";

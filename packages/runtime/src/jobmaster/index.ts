@@ -1,25 +1,7 @@
-export {
-  type CheckpointStatsGroup,
-  type CheckpointStatsSnapshot,
-  type CheckpointStatsSource,
-  CheckpointStatsTracker,
-} from "./checkpoint-stats-tracker.js";
-export {
-  type DeployOptions,
-  JobDeployer,
-  type JobDeployerOptions,
-  type Placement,
-  type PlacementContext,
-} from "./job-deployer.js";
-export {
-  type DeploymentOrder,
-  type ExecutionVertex,
-  type JobCheckpointsSummary,
-  JobExecution,
-  type JobExecutionOptions,
-  type JobResult,
-  type JobStatus,
-} from "./job-execution.js";
+export * from "./checkpoints/index.js";
+export type { ExecutionVertex } from "./execution-vertex.js";
+export { type DeployOptions, JobDeployer, type JobDeployerOptions } from "./job-deployer.js";
+export { JobExecution, type JobExecutionOptions, type JobStatus } from "./job-execution.js";
 export {
   type ConsumedPartitions,
   consumedPartitionsOf,
@@ -35,7 +17,9 @@ export {
   numberOfSubpartitions,
   partitionIdOf,
 } from "./job-graph.js";
-export type { JobMasterGateway } from "./job-master-gateway.js";
+export type { JobCheckpointsSummary, JobResult } from "./job-result.js";
+export type { DeploymentOrder } from "./pipelined-region-scheduling-strategy.js";
+export type { Placement, PlacementContext } from "./placement.js";
 export {
   createRestartBackoffTimeStrategy,
   type RestartBackoffTimeStrategy,

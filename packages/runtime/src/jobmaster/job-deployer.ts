@@ -1,7 +1,6 @@
 import { hostname } from "node:os";
 import { IllegalStateError } from "@sluice/core";
 import type { ReadableConfig, ShuffleMaster } from "@sluice/runtime-api";
-import { checkpointCoordinatorConfigurationOf } from "../checkpointing/checkpoint-coordinator-configuration.js";
 import { createShuffleMaster } from "../loader/plugin-contract.js";
 import {
   type LoadedShuffleServiceFactory,
@@ -12,10 +11,12 @@ import {
 import { JobManagerMetricGroup } from "../metrics/groups/job-manager-metric-group.js";
 import { MetricNames } from "../metrics/metric-names.js";
 import { MetricRegistry } from "../metrics/metric-registry.js";
-import type { TaskExecutorGateway } from "../taskexecutor/task-executor-gateway.js";
-import { CheckpointStatsTracker } from "./checkpoint-stats-tracker.js";
-import { type DeploymentOrder, JobExecution } from "./job-execution.js";
-import type { JobGraph, JobVertex } from "./job-graph.js";
+import { checkpointCoordinatorConfigurationOf } from "./checkpoints/checkpoint-coordinator-configuration.js";
+import { CheckpointStatsTracker } from "./checkpoints/checkpoint-stats-tracker.js";
+import { JobExecution } from "./job-execution.js";
+import type { JobGraph } from "./job-graph.js";
+import type { DeploymentOrder } from "./pipelined-region-scheduling-strategy.js";
+import type { Placement } from "./placement.js";
 import { createRestartBackoffTimeStrategy } from "./restart-backoff-time-strategy.js";
 
 /** Options of {@link JobDeployer.start}. */
@@ -54,39 +55,6 @@ export interface DeployOptions {
    */
   readonly configuration?: ReadableConfig;
 }
-
-/** What a {@link Placement} knows when it is asked. */
-export interface PlacementContext {
-  /** 0 for the job's first deployment, n for the n-th restart. */
-  readonly attemptNumber: number;
-  /** Where the subtask's previous attempt ran (absent for the first deployment). */
-  readonly previous?: TaskExecutorGateway;
-  /**
-   * True for a TaskExecutor the job was told is lost (`JobExecution.notifyTaskExecutorLost`):
-   * it must not be returned again.
-   */
-  isLost(gateway: TaskExecutorGateway): boolean;
-}
-
-/**
- * Picks the TaskExecutor each subtask runs on (Flink's slot assignment). Called for every
- * subtask before anything is deployed, and again for every subtask before each restart — where
- * it may wait (return a Promise) until a replacement for a lost TaskExecutor has registered:
- *
- * ```ts
- * const placement: Placement = async (vertex, i, { isLost }) => {
- *   const executor = executors[i % executors.length];
- *   return isLost(executor) ? await cluster.replacementFor(executor) : executor;
- * };
- * ```
- *
- * Returning a lost TaskExecutor fails the job (IllegalStateError).
- */
-export type Placement = (
-  vertex: JobVertex,
-  subtaskIndex: number,
-  context: PlacementContext,
-) => TaskExecutorGateway | Promise<TaskExecutorGateway>;
 
 /**
  * The job side of the shuffle (Flink's scheduler with the cluster's ShuffleMaster): it loads the

@@ -3,21 +3,24 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { ErrorCodes } from "@sluice/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { CheckpointFailureReason } from "../checkpointing/checkpoint-failure-reason.js";
-import {
-  type FileStateHandle,
-  FsCheckpointStorage,
-  METADATA_FILE_NAME,
-} from "../checkpointing/fs-checkpoint-storage.js";
+import { FsCheckpointStorage, METADATA_FILE_NAME } from "../checkpointing/fs-checkpoint-storage.js";
 import { PollStatus } from "../io/record-reader.js";
+import { CheckpointFailureReason } from "../messages/checkpoint-failure-reason.js";
+import type { FileStateHandle } from "../messages/file-state-handle.js";
 import type { Task } from "../taskexecutor/task.js";
 import type { TaskExecutor } from "../taskexecutor/task-executor.js";
 import { LocalCluster, localConfiguration } from "../taskexecutor/test-support/local-cluster.js";
-import { expectedCounts, totals, wordOf } from "../taskexecutor/test-support/word-count.js";
+import {
+  expectedCounts,
+  wordCountGraph as sharedWordCountGraph,
+  totals,
+  wordOf,
+} from "../taskexecutor/test-support/word-count.js";
 import type { TaskInvokable } from "../taskexecutor/user-code-registry.js";
-import { CheckpointStatsTracker } from "./checkpoint-stats-tracker.js";
+import { CheckpointStatsTracker } from "./checkpoints/checkpoint-stats-tracker.js";
 import type { JobExecution } from "./job-execution.js";
-import { JobGraph } from "./job-graph.js";
+import type { JobGraph } from "./job-graph.js";
+import type { JobResult } from "./job-result.js";
 
 const cluster = new LocalCluster();
 let checkpointsDir: string;
@@ -146,24 +149,20 @@ function wordCountGraph(
   countConfig: Record<string, number | number[] | boolean> = {},
   sourceConfig: Record<string, boolean> = {},
 ) {
-  const graph = new JobGraph("checkpointed word count");
-  const source = graph.addVertex({
-    name: "Source",
-    parallelism: 2,
-    invokable: "source",
-    configuration: { words, pace: [150, 90], mailEvery: [1, 10], ...sourceConfig },
-  });
-  const count = graph.addVertex({
-    name: "Count",
-    parallelism: 2,
-    invokable: "count",
-    configuration: countConfig,
-  });
-  graph.connect(source, count, {
-    partitioner: { name: "HASH", keySelector: "value" },
-    serializer: "string",
-  });
-  return graph;
+  return sharedWordCountGraph(
+    "checkpointed word count",
+    { words, pace: [150, 90], mailEvery: [1, 10], ...sourceConfig },
+    countConfig,
+  );
+}
+
+/** The job finished after one restart from a checkpoint and counted each of `words` words once. */
+function expectRecoveredOnce(result: JobResult, words: number): void {
+  expect(result.error).toBeUndefined();
+  expect(result.status).toBe("FINISHED");
+  expect(result.restarts).toBe(1);
+  expect(result.checkpoints.restoredFrom).toBeGreaterThanOrEqual(1n);
+  expect(totals(result.results)).toEqual(expectedCounts(words, 2));
 }
 
 async function runOn(
@@ -274,11 +273,7 @@ describe("recovery from the last completed checkpoint", () => {
     const graph = wordCountGraph(60_000, { failOnAttempts: [0], failAfterSnapshots: 2 });
     const execution = await runOn(executor, graph);
     const result = await execution.terminated;
-    expect(result.error).toBeUndefined();
-    expect(result.status).toBe("FINISHED");
-    expect(result.restarts).toBe(1);
-    expect(result.checkpoints.restoredFrom).toBeGreaterThanOrEqual(1n);
-    expect(totals(result.results)).toEqual(expectedCounts(60_000, 2));
+    expectRecoveredOnce(result, 60_000);
     expect(execution.executionVertices.map((e) => e.name)).toContain("Count (1/2)#1");
     expect(await readdir(checkpointsDir)).toEqual([]);
   });
@@ -373,11 +368,7 @@ describe("recovery from the last completed checkpoint", () => {
     execution.notifyTaskExecutorLost(lost, new Error("its process died"));
     await lost.close();
     const result = await execution.terminated;
-    expect(result.error).toBeUndefined();
-    expect(result.status).toBe("FINISHED");
-    expect(result.restarts).toBe(1);
-    expect(result.checkpoints.restoredFrom).toBeGreaterThanOrEqual(1n);
-    expect(totals(result.results)).toEqual(expectedCounts(60_000, 2));
+    expectRecoveredOnce(result, 60_000);
     const placedOn = await replacement;
     for (const vertex of execution.executionVertices) expect(vertex.gateway).toBe(placedOn);
   });

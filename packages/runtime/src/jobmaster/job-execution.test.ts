@@ -5,17 +5,18 @@ import { ErrorCodes, type ExecutionAttemptID, type ResultPartitionID } from "@sl
 import { type PartitionInfo, ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PollStatus } from "../io/record-reader.js";
-import type { Task } from "../taskexecutor/task.js";
+import type { JobMasterGateway } from "../messages/job-master-gateway.js";
 import {
   type TaskDeploymentDescriptor,
   taskNameWithSubtask,
-} from "../taskexecutor/task-deployment-descriptor.js";
+} from "../messages/task-deployment-descriptor.js";
+import type { TaskExecutorGateway } from "../messages/task-executor-gateway.js";
+import type { Task } from "../taskexecutor/task.js";
 import type { TaskExecutor } from "../taskexecutor/task-executor.js";
-import type { TaskExecutorGateway } from "../taskexecutor/task-executor-gateway.js";
 import { LocalCluster, localConfiguration } from "../taskexecutor/test-support/local-cluster.js";
 import type { JobDeployer } from "./job-deployer.js";
 import { JobGraph } from "./job-graph.js";
-import type { JobMasterGateway } from "./job-master-gateway.js";
+import { addSource } from "./test-support/source-vertex.js";
 
 const BLOCKING = ResultPartitionType.BLOCKING;
 const REBALANCE = { partitioner: { name: "REBALANCE" as const }, serializer: "int32" };
@@ -189,12 +190,7 @@ describe("JobExecution with blocking data sets", () => {
     const descriptors: TaskDeploymentDescriptor[] = [];
     const gateway = observed(executor, log);
     const graph = new JobGraph("two readers");
-    const source = graph.addVertex({
-      name: "Source",
-      parallelism: 2,
-      invokable: "source",
-      configuration: { records: 3_000 },
-    });
+    const source = addSource(graph, { parallelism: 2, configuration: { records: 3_000 } });
     const count = graph.addVertex({ name: "Count", parallelism: 2, invokable: "read" });
     const audit = graph.addVertex({ name: "Audit", parallelism: 2, invokable: "read" });
     const numbers = graph.createDataSet(source, { ...REBALANCE, partitionType: BLOCKING });
@@ -242,16 +238,14 @@ describe("JobExecution with blocking data sets", () => {
     const executor = await startExecutor();
     const log: string[] = [];
     const graph = new JobGraph("mixed");
-    const batch = graph.addVertex({
+    const batch = addSource(graph, {
       name: "Batch",
       parallelism: 1,
-      invokable: "source",
       configuration: { records: 2_000 },
     });
-    const stream = graph.addVertex({
+    const stream = addSource(graph, {
       name: "Stream",
       parallelism: 1,
-      invokable: "source",
       configuration: { records: 2_000 },
     });
     const join_ = graph.addVertex({ name: "Join", parallelism: 1, invokable: "read" });
@@ -270,8 +264,7 @@ describe("JobExecution with blocking data sets", () => {
     const executor = await startExecutor();
     const log: string[] = [];
     const graph = new JobGraph("one region");
-    const source = graph.addVertex({
-      name: "Source",
+    const source = addSource(graph, {
       parallelism: 1,
       invokable: "awaitGo",
       configuration: { records: 5_000 },
@@ -296,12 +289,7 @@ describe("JobExecution with blocking data sets", () => {
     const readersMayStart = deferred();
     const gateway = observed(executor, log, { vertex: "Count", until: readersMayStart.promise });
     const graph = new JobGraph("release");
-    const source = graph.addVertex({
-      name: "Source",
-      parallelism: 2,
-      invokable: "source",
-      configuration: { records: 2_000 },
-    });
+    const source = addSource(graph, { parallelism: 2, configuration: { records: 2_000 } });
     const count = graph.addVertex({ name: "Count", parallelism: 1, invokable: "read" });
     graph.connect(source, count, { ...REBALANCE, partitionType: BLOCKING });
     const execution = await deployer.deploy(graph, () => gateway);
@@ -352,8 +340,7 @@ describe("JobExecution with blocking data sets", () => {
     const executor = await startExecutor();
     const gateway = observed(executor, []);
     const graph = new JobGraph("lost task");
-    const source = graph.addVertex({
-      name: "Source",
+    const source = addSource(graph, {
       parallelism: 1,
       invokable: "awaitGo",
       configuration: { records: 10 },
@@ -435,12 +422,7 @@ describe("the root cause of a failed job", () => {
         }),
     });
     const graph = new JobGraph("late report");
-    const source = graph.addVertex({
-      name: "Source",
-      parallelism: 1,
-      invokable: "source",
-      configuration: { records: 1_000_000 },
-    });
+    const source = addSource(graph, { parallelism: 1, configuration: { records: 1_000_000 } });
     const sink = graph.addVertex({ name: "Sink", parallelism: 1, invokable: "rejectFirst" });
     graph.connect(source, sink, REBALANCE);
     const execution = await deployer.deploy(graph, (v) => gateway(v === sink));

@@ -12,8 +12,8 @@ import {
   type TaskInputsOutputsDescriptor,
   UPPER_BOUND_MAX_PARALLELISM,
 } from "@sluice/runtime-api";
+import type { PartitionerSpec } from "../messages/task-deployment-descriptor.js";
 import { computeDefaultMaxParallelism } from "../partitioner/key-group-range-assignment.js";
-import type { PartitionerSpec } from "../taskexecutor/task-deployment-descriptor.js";
 
 /** One operator of a job, run as `parallelism` subtasks (Flink's `JobVertex`). */
 export interface JobVertex {

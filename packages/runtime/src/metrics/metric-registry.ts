@@ -1,5 +1,5 @@
 import { currentValueOf, type Metric, type MetricGroup, MetricOptions } from "@sluice/runtime-api";
-import { type Clock, SystemClock } from "../checkpointing/clock.js";
+import { type Clock, SystemClock } from "../clock/clock.js";
 import type { LoaderConfiguration, PluginLoaderOptions } from "../loader/plugin-loader.js";
 import type { MetricDump } from "./metric-dump.js";
 import { emitMetricWarning } from "./metric-warning.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ManualClock } from "../checkpointing/test-support/manual-clock.js";
+import { ManualClock } from "../clock/test-support/manual-clock.js";
 import { TimerGauge } from "./timer-gauge.js";
 
 describe("TimerGauge", () => {

@@ -1,5 +1,5 @@
 import type { Gauge } from "@sluice/runtime-api";
-import { type Clock, SystemClock } from "../checkpointing/clock.js";
+import { type Clock, SystemClock } from "../clock/clock.js";
 import { UPDATE_INTERVAL_SECONDS, type View } from "./view.js";
 
 /** Flink's default window of a timer gauge: the last 60 seconds. */

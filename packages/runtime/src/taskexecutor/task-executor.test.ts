@@ -4,13 +4,19 @@ import { PollStatus } from "../io/record-reader.js";
 import type { JobDeployer } from "../jobmaster/job-deployer.js";
 import type { JobExecution } from "../jobmaster/job-execution.js";
 import { JobGraph } from "../jobmaster/job-graph.js";
+import { addSource } from "../jobmaster/test-support/source-vertex.js";
+import { TaskDeploymentDescriptorCodec } from "../messages/task-deployment-descriptor.js";
+import type { TaskExecutorGateway } from "../messages/task-executor-gateway.js";
 import { TaskNotFoundError } from "./errors.js";
 import type { Task } from "./task.js";
-import { TaskDeploymentDescriptorCodec } from "./task-deployment-descriptor.js";
 import type { TaskExecutor, TaskExecutorOptions } from "./task-executor.js";
-import type { TaskExecutorGateway } from "./task-executor-gateway.js";
 import { LocalCluster, localConfiguration, segments } from "./test-support/local-cluster.js";
-import { expectedCounts, totals, wordOf } from "./test-support/word-count.js";
+import {
+  expectedCounts,
+  wordCountGraph as sharedWordCountGraph,
+  totals,
+  wordOf,
+} from "./test-support/word-count.js";
 import type { TaskInvokable } from "./user-code-registry.js";
 
 const cluster = new LocalCluster();
@@ -68,19 +74,7 @@ function startDeployer(config = configuration()): Promise<JobDeployer> {
 
 /** A job `Source` (parallelism 2) → HASH by word → `Count` (parallelism 2). */
 function wordCountGraph(words: number, sourceConfig: Record<string, number> = {}): JobGraph {
-  const graph = new JobGraph("word count");
-  const source = graph.addVertex({
-    name: "Source",
-    parallelism: 2,
-    invokable: "source",
-    configuration: { words, ...sourceConfig },
-  });
-  const count = graph.addVertex({ name: "Count", parallelism: 2, invokable: "count" });
-  graph.connect(source, count, {
-    partitioner: { name: "HASH", keySelector: "value" },
-    serializer: "string",
-  });
-  return graph;
+  return sharedWordCountGraph("word count", { words, ...sourceConfig });
 }
 
 /** Deploys `graph` with subtask i of every vertex on executor i mod n. */
@@ -113,12 +107,7 @@ describe("TaskExecutor with the job-side deployer", () => {
     const deployer = await startDeployer();
     const a = await startExecutor();
     const graph = new JobGraph("one counter");
-    const source = graph.addVertex({
-      name: "Source",
-      parallelism: 2,
-      invokable: "source",
-      configuration: { words: 5_000 },
-    });
+    const source = addSource(graph, { parallelism: 2, configuration: { words: 5_000 } });
     const count = graph.addVertex({ name: "Count", parallelism: 1, invokable: "count" });
     graph.connect(source, count, {
       partitioner: { name: "HASH", keySelector: "value" },

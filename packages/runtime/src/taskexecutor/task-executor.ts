@@ -27,7 +27,6 @@ import {
   readTmpDirectories,
 } from "../io/record-reader-configuration.js";
 import { bufferTimeoutOf } from "../io/record-writer.js";
-import type { JobMasterGateway } from "../jobmaster/job-master-gateway.js";
 import {
   checkInputGates,
   checkResultPartitionWriters,
@@ -40,6 +39,17 @@ import {
   loadShuffleServiceFactoryWithInfo,
   type ShuffleServiceLoaderOptions,
 } from "../loader/shuffle-service-loader.js";
+import type { JobMasterGateway } from "../messages/job-master-gateway.js";
+import {
+  type TaskDeploymentDescriptor,
+  TaskDeploymentDescriptorCodec,
+  taskNameWithSubtask,
+} from "../messages/task-deployment-descriptor.js";
+import type { TaskExecutionState } from "../messages/task-execution-state.js";
+import type {
+  TaskExecutorGateway,
+  TaskManagerLocation,
+} from "../messages/task-executor-gateway.js";
 import { GroupMetricSink } from "../metrics/group-metric-sink.js";
 import { TaskManagerMetricGroup } from "../metrics/groups/task-manager-metric-group.js";
 import type { TaskMetricGroup } from "../metrics/groups/task-metric-group.js";
@@ -48,20 +58,8 @@ import { MetricRegistry } from "../metrics/metric-registry.js";
 import { TaskDeploymentError, TaskNotFoundError } from "./errors.js";
 import { listenError } from "./listen-error.js";
 import { deriveNetworkMemorySize, type NetworkMemorySize } from "./network-memory.js";
-import {
-  Task,
-  type TaskCheckpointing,
-  type TaskInput,
-  type TaskOutput,
-  type TaskRestore,
-} from "./task.js";
-import {
-  type TaskDeploymentDescriptor,
-  TaskDeploymentDescriptorCodec,
-  taskNameWithSubtask,
-} from "./task-deployment-descriptor.js";
-import type { TaskExecutionState } from "./task-execution-state.js";
-import type { TaskExecutorGateway, TaskManagerLocation } from "./task-executor-gateway.js";
+import { Task } from "./task.js";
+import type { TaskCheckpointing, TaskInput, TaskOutput, TaskRestore } from "./task-resources.js";
 import { type UserCode, UserCodeRegistry } from "./user-code-registry.js";
 
 /** Options of {@link TaskExecutor.start}: the worker's identity, resources and code. */

@@ -1,8 +1,9 @@
 import type { Metric } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
-import { ManualClock } from "../checkpointing/test-support/manual-clock.js";
+import { ManualClock } from "../clock/test-support/manual-clock.js";
 import { PollStatus } from "../io/record-reader.js";
 import { JobGraph } from "../jobmaster/job-graph.js";
+import { addSource } from "../jobmaster/test-support/source-vertex.js";
 import { TaskManagerMetricGroup } from "../metrics/groups/task-manager-metric-group.js";
 import { MetricRegistry } from "../metrics/metric-registry.js";
 import { RecordingReporter } from "../metrics/test-support/recording-reporter.js";
@@ -121,12 +122,7 @@ async function pollUntil(condition: () => boolean, what: string): Promise<void> 
 
 function pipeline(sourceParallelism: number, sinkParallelism: number, records: number): JobGraph {
   const graph = new JobGraph("metrics job");
-  const source = graph.addVertex({
-    name: "Source",
-    parallelism: sourceParallelism,
-    invokable: "source",
-    configuration: { records },
-  });
+  const source = addSource(graph, { parallelism: sourceParallelism, configuration: { records } });
   const sink = graph.addVertex({ name: "Sink", parallelism: sinkParallelism, invokable: "sink" });
   graph.connect(source, sink, {
     partitioner: { name: "HASH", keySelector: "value" },

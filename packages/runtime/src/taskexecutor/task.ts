@@ -5,7 +5,6 @@ import {
   IllegalArgumentError,
   IllegalStateError,
   type JobID,
-  type TypeSerializer,
 } from "@sluice/core";
 import type {
   ExecutionState,
@@ -15,92 +14,26 @@ import type {
   ResultPartitionWriter,
 } from "@sluice/runtime-api";
 import type { CheckpointBarrierHandler } from "../checkpointing/checkpoint-barrier-handler.js";
-import { CheckpointError } from "../checkpointing/checkpoint-error.js";
-import { CheckpointFailureReason } from "../checkpointing/checkpoint-failure-reason.js";
 import type { CheckpointHandler } from "../checkpointing/checkpoint-handler.js";
 import { CheckpointedInputGate } from "../checkpointing/checkpointed-input-gate.js";
-import type { CheckpointingMode } from "../checkpointing/checkpointing-mode.js";
 import { createCheckpointBarrierHandler } from "../checkpointing/create-checkpoint-barrier-handler.js";
-import type {
-  SubtaskCheckpointCoordinator,
-  TaskCheckpointStats,
-} from "../checkpointing/subtask-checkpoint-coordinator.js";
-import {
-  channelStateSize,
-  EMPTY_CHANNEL_STATE,
-  type TaskChannelState,
-} from "../checkpointing/task-channel-state.js";
-import {
-  RecordReader,
-  type RecordReaderInput,
-  type RecordReaderOptions,
-} from "../io/record-reader.js";
-import { type BufferTimeout, createRecordWriter, type RecordWriter } from "../io/record-writer.js";
+import type { TaskCheckpointStats } from "../checkpointing/subtask-checkpoint-coordinator.js";
+import { channelStateSize, EMPTY_CHANNEL_STATE } from "../checkpointing/task-channel-state.js";
+import { RecordReader, type RecordReaderInput } from "../io/record-reader.js";
+import { createRecordWriter, type RecordWriter } from "../io/record-writer.js";
+import { CheckpointFailureReason } from "../messages/checkpoint-failure-reason.js";
+import type { CheckpointingMode } from "../messages/checkpointing-mode.js";
+import { serializeThrowable } from "../messages/serialized-throwable.js";
+import { taskNameWithSubtask } from "../messages/task-deployment-descriptor.js";
+import type { TaskExecutionState } from "../messages/task-execution-state.js";
+import { isTerminal } from "../messages/task-execution-state.js";
 import type { TaskMetricGroup } from "../metrics/groups/task-metric-group.js";
-import type { ChannelSelector } from "../partitioner/channel-selector.js";
-import { serializeThrowable } from "./serialized-throwable.js";
-import type { TaskDeploymentDescriptor } from "./task-deployment-descriptor.js";
-import { taskNameWithSubtask } from "./task-deployment-descriptor.js";
-import type { TaskExecutionState } from "./task-execution-state.js";
+import { asError } from "../util/as-error.js";
+import { startBufferDebloating } from "./buffer-debloating.js";
 import { TaskMailbox } from "./task-mailbox.js";
+import type { TaskResources } from "./task-resources.js";
+import { restoreOutputChannelState, setUpChannelStateWriter } from "./unaligned-channel-state.js";
 import type { TaskInvokable } from "./user-code-registry.js";
-
-/** The terminal states of a task. */
-const TERMINAL: ReadonlySet<ExecutionState> = new Set(["FINISHED", "FAILED", "CANCELED"]);
-
-/** How one output of a task is written: its writer from the plugin and the record format. */
-export interface TaskOutput {
-  readonly partition: ResultPartitionWriter;
-  readonly serializer: TypeSerializer<unknown>;
-  readonly selector: ChannelSelector<unknown>;
-}
-
-/** How one input of a task is read: its gate from the plugin and the record format. */
-export interface TaskInput {
-  readonly gate: InputGate;
-  readonly serializer: TypeSerializer<unknown>;
-}
-
-/** What the TaskExecutor hands a Task it deployed. Internal to the runtime. */
-export interface TaskResources {
-  readonly descriptor: TaskDeploymentDescriptor;
-  readonly outputs: readonly TaskOutput[];
-  readonly inputs: readonly TaskInput[];
-  readonly bufferTimeout: BufferTimeout;
-  readonly readerOptions: RecordReaderOptions;
-  /** The task's metric group: its readers and writers count records and time into `io`. */
-  readonly metricGroup: TaskMetricGroup;
-  /** Receives every state change; must not throw. */
-  readonly onStateChange: (update: TaskExecutionState) => void;
-  /** Present when the job checkpoints: the mode and the task's side of checkpointing. */
-  readonly checkpointing?: TaskCheckpointing;
-  /** Present when the task is restored from a checkpoint. */
-  readonly restore?: TaskRestore;
-  /**
-   * `taskmanager.network.memory.buffer-debloat.period` when buffer debloating is on: how often
-   * the task's gates recalculate and announce their buffer size. Absent: never.
-   */
-  readonly bufferDebloatPeriodMs?: number;
-}
-
-/** How a task of a checkpointing job takes part in checkpoints. Internal to the runtime. */
-export interface TaskCheckpointing {
-  readonly mode: CheckpointingMode;
-  readonly coordinator: SubtaskCheckpointCoordinator;
-}
-
-/** What a restored task starts from (Flink's JobManagerTaskRestore, read from its file). */
-export interface TaskRestore {
-  /** The checkpoint the task is restored from. */
-  readonly checkpointId: bigint;
-  /** The state the task stored in it; `undefined` when it stored none. */
-  readonly state: JsonValue | undefined;
-  /**
-   * The in-flight data of an unaligned checkpoint: replayed before new input (input channels)
-   * and before new records (output subpartitions). Absent or empty for an aligned checkpoint.
-   */
-  readonly channelState?: TaskChannelState;
-}
 
 /**
  * One deployed execution attempt of a subtask on a TaskExecutor (Flink's `Task`): it owns the
@@ -185,7 +118,8 @@ export class Task {
   private recordWriters: RecordWriter<unknown>[] = [];
   private recordReaders: RecordReader<unknown>[] = [];
   private checkpointedInputs: CheckpointedInputGate[] = [];
-  private debloatTimer: NodeJS.Timeout | undefined;
+  /** Stops the buffer debloating timer while it runs. */
+  private stopDebloating: (() => void) | undefined;
   private resolveTerminated!: (state: TaskExecutionState) => void;
   private released = false;
 
@@ -390,14 +324,24 @@ export class Task {
     this.createRecordWritersAndReaders();
     this.metricGroup.io.markTaskStart();
     this.transition("RUNNING");
-    this.startBufferDebloating();
+    this.stopDebloating = startBufferDebloating(this.gates, this.resources.bufferDebloatPeriodMs);
     let result: JsonValue | undefined;
     try {
       const coordinator = this.resources.checkpointing?.coordinator;
       if (coordinator?.unalignedCheckpointsEnabled === true) {
-        this.setUpChannelStateWriter(coordinator);
+        setUpChannelStateWriter(
+          this.name,
+          this.partitions,
+          this.gates,
+          coordinator.channelStateWriter,
+        );
       }
-      await this.restoreOutputChannelState();
+      await restoreOutputChannelState(
+        this.name,
+        this.partitions,
+        this.resources.restore?.channelState ?? EMPTY_CHANNEL_STATE,
+        () => this.checkNotAborted(),
+      );
       result = (await invokable(this)) ?? undefined;
       this.checkNotAborted();
       await this.runRemainingMail();
@@ -442,7 +386,7 @@ export class Task {
   }
 
   private stop(next: "CANCELING" | "FAILED", cause: Error): void {
-    if (TERMINAL.has(this.currentState) || this.currentState === "CANCELING") return;
+    if (isTerminal(this.currentState) || this.currentState === "CANCELING") return;
     if (this.failure !== undefined) return;
     this.failure = cause;
     const wasRunning = this.currentState === "RUNNING";
@@ -455,49 +399,6 @@ export class Task {
       // Nothing runs the task's code: end it here.
       void released.then(() => this.terminate(next === "CANCELING" ? "CANCELED" : "FAILED", cause));
     }
-  }
-
-  /**
-   * Buffer debloating: every period, each gate measures its throughput and announces the buffer
-   * size that holds the target of in-flight data (Flink's StreamTask debloating timer).
-   */
-  private startBufferDebloating(): void {
-    const period = this.resources.bufferDebloatPeriodMs;
-    if (period === undefined || this.gates.length === 0) return;
-    this.debloatTimer = setInterval(() => {
-      for (const gate of this.gates) gate.triggerDebloating?.();
-    }, period);
-    this.debloatTimer.unref?.();
-  }
-
-  private stopBufferDebloating(): void {
-    if (this.debloatTimer !== undefined) clearInterval(this.debloatTimer);
-    this.debloatTimer = undefined;
-  }
-
-  /**
-   * A restore from an unaligned checkpoint: the output the checkpoint's barriers overtook is
-   * written again, as raw bytes of each subpartition's stream, before any new record (Flink's
-   * recovered output channel state). Back-pressure applies as to any output.
-   */
-  private async restoreOutputChannelState(): Promise<void> {
-    const state = this.resources.restore?.channelState ?? EMPTY_CHANNEL_STATE;
-    for (const { info, data } of state.resultSubpartitionState) {
-      const partition = this.partitions[info.partitionIndex];
-      if (partition?.addRecoveredState === undefined) {
-        throw new CheckpointError(
-          `${this.name}: the restored checkpoint holds output channel state for partition ${info.partitionIndex}, which ${partition === undefined ? "this task does not produce" : "cannot re-emit it (its shuffle plugin has no addRecoveredState)"}`,
-        );
-      }
-      while (!partition.isAvailable()) await partition.getAvailableFuture();
-      this.checkNotAborted();
-      partition.addRecoveredState(info.subpartitionIndex, data);
-    }
-    for (const partition of this.partitions) {
-      partition.flushAll();
-      while (!partition.isAvailable()) await partition.getAvailableFuture();
-    }
-    this.checkNotAborted();
   }
 
   private createRecordWritersAndReaders(): void {
@@ -550,31 +451,6 @@ export class Task {
     checkpointing.coordinator.setInputs(this.gates, (checkpointId) =>
       this.prepareInputSnapshot(checkpointId),
     );
-  }
-
-  /**
-   * Unaligned checkpoints: the task's partitions and gates hand their in-flight data to the
-   * coordinator's channel state writer. A plugin that cannot is refused here, at the start,
-   * rather than taking checkpoints that would lose that data.
-   */
-  private setUpChannelStateWriter(coordinator: SubtaskCheckpointCoordinator): void {
-    const writer = coordinator.channelStateWriter;
-    for (const partition of this.partitions) {
-      if (partition.setChannelStateWriter === undefined) {
-        throw new CheckpointError(
-          `${this.name}: unaligned checkpoints are enabled, but a result partition of the shuffle plugin cannot persist in-flight output (no setChannelStateWriter)`,
-        );
-      }
-      partition.setChannelStateWriter(writer);
-    }
-    for (const gate of this.gates) {
-      if (gate.setChannelStateWriter === undefined || gate.checkpointStarted === undefined) {
-        throw new CheckpointError(
-          `${this.name}: unaligned checkpoints are enabled, but an input gate of the shuffle plugin cannot persist in-flight input (no setChannelStateWriter/checkpointStarted)`,
-        );
-      }
-      gate.setChannelStateWriter(writer);
-    }
   }
 
   /** The partial records the readers hold go first into a starting unaligned checkpoint. */
@@ -678,7 +554,8 @@ export class Task {
   }
 
   private async closeInputs(): Promise<void> {
-    this.stopBufferDebloating();
+    this.stopDebloating?.();
+    this.stopDebloating = undefined;
     this.barrierHandler?.close();
     for (const reader of this.recordReaders) reader.close();
     await Promise.all(this.gates.map((gate) => gate.close()));
@@ -729,7 +606,7 @@ export class Task {
     cause: Error | undefined,
     result?: JsonValue,
   ): void {
-    if (TERMINAL.has(this.currentState)) return;
+    if (isTerminal(this.currentState)) return;
     this.currentState = state;
     const update = this.report({
       ...(cause === undefined ? {} : { error: serializeThrowable(cause) }),
@@ -754,8 +631,4 @@ export class Task {
   toString(): string {
     return `Task ${this.name} (${this.executionAttemptId}) ${this.currentState}`;
   }
-}
-
-function asError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(String(error));
 }

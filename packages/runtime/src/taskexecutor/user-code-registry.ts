@@ -9,12 +9,12 @@ import {
   type TypeSerializer,
 } from "@sluice/core";
 import type { JsonValue } from "@sluice/runtime-api";
+import type { PartitionerSpec } from "../messages/task-deployment-descriptor.js";
 import type { ChannelSelector } from "../partitioner/channel-selector.js";
 import type { Partitioner } from "../partitioner/custom-partitioner-wrapper.js";
 import type { KeySelector } from "../partitioner/key-selector.js";
 import { createChannelSelector } from "../partitioner/partitioners.js";
 import { TaskDeploymentError } from "./errors.js";
-import type { PartitionerSpec } from "./task-deployment-descriptor.js";
 
 /**
  * The code a task runs once deployed (Flink's `AbstractInvokable`), registered with the

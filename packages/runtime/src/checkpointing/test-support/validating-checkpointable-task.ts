@@ -1,6 +1,6 @@
 import type { CheckpointBarrier } from "@sluice/core";
-import type { CheckpointFailureReason } from "../checkpoint-failure-reason.js";
-import type { CheckpointMetrics } from "../checkpoint-metrics.js";
+import type { CheckpointFailureReason } from "../../messages/checkpoint-failure-reason.js";
+import type { CheckpointMetrics } from "../../messages/checkpoint-metrics.js";
 import type { CheckpointableTask } from "../checkpointable-task.js";
 
 /**

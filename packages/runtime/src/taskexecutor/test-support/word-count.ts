@@ -1,4 +1,7 @@
+import type { JsonObject } from "@sluice/runtime-api";
 import { expect } from "vitest";
+import { JobGraph } from "../../jobmaster/job-graph.js";
+import { addSource } from "../../jobmaster/test-support/source-vertex.js";
 
 /** Word `i` of source subtask `subtask`: 97 distinct words, spread over both sources. */
 export function wordOf(i: number, subtask: number): string {
@@ -33,4 +36,24 @@ export function totals(
     }
   }
   return total;
+}
+
+/**
+ * A job `name`: `Source` (2 subtasks, each emitting the words its `source` configuration says)
+ * → HASH by word → `Count` (2 subtasks, with the `count` configuration).
+ */
+export function wordCountGraph(name: string, source: JsonObject, count: JsonObject = {}): JobGraph {
+  const graph = new JobGraph(name);
+  const sources = addSource(graph, { parallelism: 2, configuration: source });
+  const counts = graph.addVertex({
+    name: "Count",
+    parallelism: 2,
+    invokable: "count",
+    configuration: count,
+  });
+  graph.connect(sources, counts, {
+    partitioner: { name: "HASH", keySelector: "value" },
+    serializer: "string",
+  });
+  return graph;
 }

@@ -1,6 +1,6 @@
 import type { ExecutionAttemptID, JobVertexID } from "@sluice/core";
-import type { TaskCheckpointMetrics } from "./checkpoint-metrics.js";
-import type { FileStateHandle } from "./fs-checkpoint-storage.js";
+import type { TaskCheckpointMetrics } from "../../messages/checkpoint-metrics.js";
+import type { FileStateHandle } from "../../messages/file-state-handle.js";
 
 /** One subtask's part of a checkpoint, as its acknowledgement reported it. */
 export interface SubtaskCheckpointState {

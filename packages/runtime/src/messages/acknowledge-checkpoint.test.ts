@@ -1,9 +1,9 @@
 import { ErrorCodes, ExecutionAttemptID, JobID } from "@sluice/core";
 import { describe, expect, it } from "vitest";
-import { serializeThrowable } from "../taskexecutor/serialized-throwable.js";
 import { AcknowledgeCheckpointCodec } from "./acknowledge-checkpoint.js";
 import { CheckpointFailureReason } from "./checkpoint-failure-reason.js";
 import { DeclineCheckpointCodec } from "./decline-checkpoint.js";
+import { serializeThrowable } from "./serialized-throwable.js";
 
 const ack = {
   jobId: new JobID(),

@@ -1,6 +1,6 @@
-import type { CheckpointCoordinator } from "../checkpointing/checkpoint-coordinator.js";
-import type { CompletedCheckpoint } from "../checkpointing/completed-checkpoint.js";
-import { MetricNames } from "../metrics/metric-names.js";
+import { MetricNames } from "../../metrics/metric-names.js";
+import type { CheckpointCoordinator } from "./checkpoint-coordinator.js";
+import type { CompletedCheckpoint } from "./completed-checkpoint.js";
 
 /** What the checkpoint statistics read of a job: its coordinator and its last restore. */
 export interface CheckpointStatsSource {

@@ -14,11 +14,11 @@ import {
   ResultPartitionDeploymentDescriptorCodec,
   type ResultPartitionDeploymentDescriptorJSON,
 } from "@sluice/runtime-api";
-import { parseCheckpointId } from "../checkpointing/acknowledge-checkpoint.js";
-import type { CheckpointingMode } from "../checkpointing/checkpointing-mode.js";
-import type { FileStateHandle } from "../checkpointing/fs-checkpoint-storage.js";
-import type { UnalignedCheckpointsSettings } from "../checkpointing/subtask-checkpoint-coordinator.js";
 import { PARTITIONER_NAMES, type PartitionerName } from "../partitioner/partitioners.js";
+import { parseCheckpointId } from "./acknowledge-checkpoint.js";
+import type { CheckpointingMode } from "./checkpointing-mode.js";
+import type { FileStateHandle } from "./file-state-handle.js";
+import type { UnalignedCheckpointsSettings } from "./unaligned-checkpoints-settings.js";
 
 const TYPE_NAME = "TaskDeploymentDescriptor";
 

@@ -3,13 +3,13 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { ErrorCodes, ExecutionAttemptID, JobID, JobVertexID } from "@sluice/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { serializeThrowable } from "../taskexecutor/serialized-throwable.js";
-import type { AcknowledgeCheckpoint } from "./acknowledge-checkpoint.js";
+import { FsCheckpointStorage } from "../../checkpointing/fs-checkpoint-storage.js";
+import type { AcknowledgeCheckpoint } from "../../messages/acknowledge-checkpoint.js";
+import { CheckpointFailureReason } from "../../messages/checkpoint-failure-reason.js";
+import { CheckpointingMode } from "../../messages/checkpointing-mode.js";
+import { serializeThrowable } from "../../messages/serialized-throwable.js";
 import { CheckpointCoordinator, type CheckpointPlan } from "./checkpoint-coordinator.js";
 import type { CheckpointCoordinatorConfiguration } from "./checkpoint-coordinator-configuration.js";
-import { CheckpointFailureReason } from "./checkpoint-failure-reason.js";
-import { CheckpointingMode } from "./checkpointing-mode.js";
-import { FsCheckpointStorage } from "./fs-checkpoint-storage.js";
 import type { TaskToWaitFor } from "./pending-checkpoint.js";
 
 let base: string;

@@ -1,6 +1,6 @@
 import type { ExecutionAttemptID, JobID, ResourceID, ResultPartitionID } from "@sluice/core";
 import type { PartitionInfo } from "@sluice/runtime-api";
-import type { JobMasterGateway } from "../jobmaster/job-master-gateway.js";
+import type { JobMasterGateway } from "./job-master-gateway.js";
 import type { TaskDeploymentDescriptor } from "./task-deployment-descriptor.js";
 
 /** Where a TaskExecutor runs and where its data server listens (Flink's `TaskManagerLocation`). */

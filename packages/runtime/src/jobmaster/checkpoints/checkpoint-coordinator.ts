@@ -1,17 +1,18 @@
 import type { ExecutionAttemptID, JobID } from "@sluice/core";
-import { deserializeThrowable } from "../taskexecutor/serialized-throwable.js";
-import type { TaskExecutorGateway } from "../taskexecutor/task-executor-gateway.js";
-import type { AcknowledgeCheckpoint } from "./acknowledge-checkpoint.js";
-import type { CheckpointCoordinatorConfiguration } from "./checkpoint-coordinator-configuration.js";
-import { CheckpointError } from "./checkpoint-error.js";
+import { CheckpointError } from "../../checkpointing/checkpoint-error.js";
+import { emitCheckpointWarning } from "../../checkpointing/checkpoint-warning.js";
+import { FsCheckpointStorage } from "../../checkpointing/fs-checkpoint-storage.js";
+import type { AcknowledgeCheckpoint } from "../../messages/acknowledge-checkpoint.js";
 import {
   CheckpointFailureReason,
   isCountedCheckpointFailure,
-} from "./checkpoint-failure-reason.js";
-import { emitCheckpointWarning } from "./checkpoint-warning.js";
+} from "../../messages/checkpoint-failure-reason.js";
+import type { DeclineCheckpoint } from "../../messages/decline-checkpoint.js";
+import { deserializeThrowable } from "../../messages/serialized-throwable.js";
+import type { TaskExecutorGateway } from "../../messages/task-executor-gateway.js";
+import { asError } from "../../util/as-error.js";
+import type { CheckpointCoordinatorConfiguration } from "./checkpoint-coordinator-configuration.js";
 import type { CompletedCheckpoint } from "./completed-checkpoint.js";
-import type { DeclineCheckpoint } from "./decline-checkpoint.js";
-import { FsCheckpointStorage } from "./fs-checkpoint-storage.js";
 import { PendingCheckpoint, type TaskToWaitFor } from "./pending-checkpoint.js";
 
 /** A source task a checkpoint is triggered at. */
@@ -435,7 +436,7 @@ export class CheckpointCoordinator {
   /** Runs a file operation in the background; its failure is kept for the job's result. */
   private track(operation: Promise<void>): void {
     const tracked = operation.catch((error: unknown) => {
-      this.discardFailures.push(error instanceof Error ? error : new Error(String(error)));
+      this.discardFailures.push(asError(error));
     });
     this.fileOperations.add(tracked);
     void tracked.then(() => this.fileOperations.delete(tracked));

@@ -1,7 +1,7 @@
 import { ExecutionAttemptID, JobID } from "@sluice/core";
 import { type DescriptorCodec, defineCodec, type JsonFields } from "@sluice/runtime-api";
 import type { TaskCheckpointMetrics } from "./checkpoint-metrics.js";
-import type { FileStateHandle } from "./fs-checkpoint-storage.js";
+import type { FileStateHandle } from "./file-state-handle.js";
 
 /**
  * A task's acknowledgement of a checkpoint, sent by its TaskExecutor to the job side (Flink's
@@ -43,6 +43,24 @@ export function parseCheckpointId(text: string): bigint {
   return BigInt(text);
 }
 
+/**
+ * The ids every checkpoint message of a task carries (its job, its attempt, the checkpoint),
+ * read and checked from the message's JSON fields.
+ */
+export function checkpointMessageIdsOf(
+  fields: JsonFields,
+): Pick<AcknowledgeCheckpoint, "jobId" | "executionAttemptId" | "checkpointId"> {
+  return {
+    jobId: fields.id("jobId", "a JobID (32 hex digits)", JobID.fromHex),
+    executionAttemptId: fields.id(
+      "executionAttemptId",
+      "an ExecutionAttemptID (<hex>_<hex>_<subtask>_<attempt>)",
+      ExecutionAttemptID.parse,
+    ),
+    checkpointId: fields.id("checkpointId", "a decimal checkpoint id", parseCheckpointId),
+  };
+}
+
 function toJSON(ack: AcknowledgeCheckpoint): AcknowledgeCheckpointJSON {
   return {
     version: 1,
@@ -58,13 +76,7 @@ function fromFields(fields: JsonFields): AcknowledgeCheckpoint {
   const metrics = fields.object("metrics");
   const stateHandle = fields.has("stateHandle") ? fields.object("stateHandle") : undefined;
   return {
-    jobId: fields.id("jobId", "a JobID (32 hex digits)", JobID.fromHex),
-    executionAttemptId: fields.id(
-      "executionAttemptId",
-      "an ExecutionAttemptID (<hex>_<hex>_<subtask>_<attempt>)",
-      ExecutionAttemptID.parse,
-    ),
-    checkpointId: fields.id("checkpointId", "a decimal checkpoint id", parseCheckpointId),
+    ...checkpointMessageIdsOf(fields),
     metrics: {
       alignmentDurationNanos: metrics.integer("alignmentDurationNanos", 0),
       bytesProcessedDuringAlignment: metrics.integer("bytesProcessedDuringAlignment", 0),

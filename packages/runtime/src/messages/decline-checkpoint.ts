@@ -1,11 +1,11 @@
-import { ExecutionAttemptID, JobID } from "@sluice/core";
+import type { ExecutionAttemptID, JobID } from "@sluice/core";
 import { type DescriptorCodec, defineCodec, type JsonFields } from "@sluice/runtime-api";
-import type { SerializedThrowable } from "../taskexecutor/serialized-throwable.js";
-import { parseCheckpointId } from "./acknowledge-checkpoint.js";
+import { checkpointMessageIdsOf } from "./acknowledge-checkpoint.js";
 import {
   CHECKPOINT_FAILURE_REASONS,
   type CheckpointFailureReason,
 } from "./checkpoint-failure-reason.js";
+import type { SerializedThrowable } from "./serialized-throwable.js";
 
 /**
  * A task's refusal of a checkpoint, sent by its TaskExecutor to the job side (Flink's
@@ -65,13 +65,7 @@ function fromFields(fields: JsonFields): DeclineCheckpoint {
     };
   }
   return {
-    jobId: fields.id("jobId", "a JobID (32 hex digits)", JobID.fromHex),
-    executionAttemptId: fields.id(
-      "executionAttemptId",
-      "an ExecutionAttemptID (<hex>_<hex>_<subtask>_<attempt>)",
-      ExecutionAttemptID.parse,
-    ),
-    checkpointId: fields.id("checkpointId", "a decimal checkpoint id", parseCheckpointId),
+    ...checkpointMessageIdsOf(fields),
     reason: reason as CheckpointFailureReason,
     ...(error === undefined ? {} : { error }),
   };

@@ -4,8 +4,8 @@ import {
   type ExternalizedCheckpointRetention,
   type ReadableConfig,
 } from "@sluice/runtime-api";
-import type { CheckpointingMode } from "./checkpointing-mode.js";
-import { FsCheckpointStorage } from "./fs-checkpoint-storage.js";
+import { FsCheckpointStorage } from "../../checkpointing/fs-checkpoint-storage.js";
+import type { CheckpointingMode } from "../../messages/checkpointing-mode.js";
 
 /**
  * How a job's checkpoint coordinator works (Flink's CheckpointCoordinatorConfiguration), read

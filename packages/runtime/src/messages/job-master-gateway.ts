@@ -1,8 +1,8 @@
 import type { IntermediateDataSetID, JobID, ResultPartitionID } from "@sluice/core";
 import type { ExecutionState } from "@sluice/runtime-api";
-import type { AcknowledgeCheckpoint } from "../checkpointing/acknowledge-checkpoint.js";
-import type { DeclineCheckpoint } from "../checkpointing/decline-checkpoint.js";
-import type { TaskExecutionState } from "../taskexecutor/task-execution-state.js";
+import type { AcknowledgeCheckpoint } from "./acknowledge-checkpoint.js";
+import type { DeclineCheckpoint } from "./decline-checkpoint.js";
+import type { TaskExecutionState } from "./task-execution-state.js";
 
 /**
  * What a TaskExecutor calls on the job side for the tasks of one job (Flink's `JobMasterGateway`,

@@ -73,3 +73,10 @@ export function taskExecutionStateFromJSON(json: TaskExecutionStateJSON): TaskEx
 export function failureOf(update: TaskExecutionState): Error | undefined {
   return update.error === undefined ? undefined : deserializeThrowable(update.error);
 }
+
+const TERMINAL: ReadonlySet<ExecutionState> = new Set(["FINISHED", "FAILED", "CANCELED"]);
+
+/** Whether a task in `state` has ended for good (Flink's `ExecutionState.isTerminal`). */
+export function isTerminal(state: ExecutionState): boolean {
+  return TERMINAL.has(state);
+}

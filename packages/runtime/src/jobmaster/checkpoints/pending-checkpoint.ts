@@ -1,8 +1,8 @@
 import type { ExecutionAttemptID, JobVertexID } from "@sluice/core";
 import type { JsonObject } from "@sluice/runtime-api";
-import type { AcknowledgeCheckpoint } from "./acknowledge-checkpoint.js";
+import type { AcknowledgeCheckpoint } from "../../messages/acknowledge-checkpoint.js";
+import type { FileStateHandle } from "../../messages/file-state-handle.js";
 import { CompletedCheckpoint, type SubtaskCheckpointState } from "./completed-checkpoint.js";
-import type { FileStateHandle } from "./fs-checkpoint-storage.js";
 
 /** A subtask a checkpoint waits for: its current attempt and where it belongs in the job. */
 export interface TaskToWaitFor {

@@ -1,0 +1,1 @@
+export { type Clock, SystemClock } from "./clock.js";

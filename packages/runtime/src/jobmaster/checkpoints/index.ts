@@ -1,0 +1,24 @@
+export {
+  CheckpointCoordinator,
+  type CheckpointCoordinatorOptions,
+  type CheckpointCoordinatorShutdownStatus,
+  type CheckpointFailure,
+  type CheckpointPlan,
+  type CheckpointTriggerTarget,
+} from "./checkpoint-coordinator.js";
+export {
+  type CheckpointCoordinatorConfiguration,
+  checkpointCoordinatorConfigurationOf,
+} from "./checkpoint-coordinator-configuration.js";
+export {
+  type CheckpointStatsGroup,
+  type CheckpointStatsSnapshot,
+  type CheckpointStatsSource,
+  CheckpointStatsTracker,
+} from "./checkpoint-stats-tracker.js";
+export { CompletedCheckpoint, type SubtaskCheckpointState } from "./completed-checkpoint.js";
+export {
+  PendingCheckpoint,
+  type TaskAcknowledgeResult,
+  type TaskToWaitFor,
+} from "./pending-checkpoint.js";
