@@ -1,3 +1,4 @@
+// Import rules checked in CI (`pnpm deps:check`).
 // Layers of @sluice/runtime (docs/architecture.md draws them): a folder may import its own
 // layer and the layers below it, never one above. Lower to higher:
 //   ground (config, loader, metrics, clock, util) < partitioner, io < messages < checkpointing
@@ -25,9 +26,58 @@ const upward = LAYERS.slice(0, -1).map((layer, i) => ({
   to: { path: inFolders(LAYERS.slice(i + 1).flatMap((l) => l.folders)) },
 }));
 
+// @sluice/network: the consumer side (channels, gates) is used by the connection code, never the
+// other way; the wire protocol knows neither; server and client share only the transport seam.
+const NET = "^packages/network/src/";
+const network = [
+  [
+    "consumer-not-to-netty",
+    "consumer",
+    "netty",
+    "the consumer side reaches netty/ only through its own interfaces",
+  ],
+  [
+    "protocol-alone",
+    "protocol",
+    "(consumer|netty|partition|environment)",
+    "the wire protocol knows no other part",
+  ],
+  [
+    "server-not-to-client",
+    "netty/server",
+    "netty/client",
+    "the data server and client share only transport/",
+  ],
+  [
+    "client-not-to-server",
+    "netty/client",
+    "netty/server",
+    "the data client and server share only transport/",
+  ],
+  [
+    "transport-alone",
+    "netty/transport",
+    "(netty/(server|client)|consumer|partition|protocol|environment)",
+    "the transport seam depends on nothing of the network stack",
+  ],
+  [
+    "environment-on-top",
+    "(consumer|netty|protocol)",
+    "environment",
+    "only the environment wires the parts together",
+  ],
+].map(([name, from, to, comment]) => ({
+  name: `network-${name}`,
+  comment,
+  severity: "error",
+  from: { path: `${NET}${from}/`, pathNot: NOT_RULED },
+  to: { path: `${NET}${to}/` },
+}));
+
 module.exports = {
   forbidden: [
     ...upward,
+    ...network,
     {
       name: "runtime-checkpointing-not-through-record-writer",
       comment:
@@ -37,10 +87,10 @@ module.exports = {
       to: { path: `${SRC}io/` },
     },
     {
-      name: "runtime-not-unresolvable",
+      name: "not-unresolvable",
       comment: "an import the checker cannot resolve would slip past the layer rules",
       severity: "error",
-      from: { path: SRC },
+      from: { path: [SRC, NET] },
       to: { couldNotResolve: true },
     },
   ],
