@@ -265,6 +265,33 @@ describe("SortMergeResultPartition in one worker (local channels)", () => {
     await expectPoolsFull(env);
   });
 
+  it("fails its writer with the file error itself, SLUICE_ERR_PARTITION_FILE_WRITE naming the file, when its io.tmp.dirs folder cannot be written", async () => {
+    const env = await start();
+    const first = await deploy(env, 1, 1);
+    // The worker's folders (made for the first partition) are gone, as with a disk unmounted
+    // under it: creating the next partition's files fails.
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    const job = await deploy(env, 1, 1);
+    const partition = sortMerge(job);
+    while (!partition.isAvailable()) await partition.getAvailableFuture();
+    expect(partition.isReleased()).toBe(true);
+    let error: unknown;
+    try {
+      partition.emitRecord(frameRecord(Buffer.from("word")), 0);
+    } catch (e) {
+      error = e;
+    }
+    // The task's root cause is the write error, not a cancellation of the released partition.
+    expect(isSluiceError(error, ErrorCodes.PARTITION_FILE_WRITE)).toBe(true);
+    expect(dirs.some((dir) => (error as Error).message.includes(dir))).toBe(true);
+    expect((error as Error).message).toMatch(/ENOENT/);
+    expect(partition.getFailureCause()).toBe(error);
+    partition.close();
+    sortMerge(first).release();
+    await closeGates([...first.gates, ...job.gates]);
+    await expectPoolsFull(env);
+  });
+
   it("fails a consumer with SLUICE_ERR_PARTITION_FILE_CORRUPTED when its data file was truncated", async () => {
     const env = await start();
     const job = await deploy(env, 1, 2);

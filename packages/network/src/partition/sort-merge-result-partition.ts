@@ -122,6 +122,8 @@ export class SortMergeResultPartition extends ResultPartition {
   /** The chain of asynchronous operations (spills, file writes); never rejects. */
   private work: Promise<void> = Promise.resolve();
   private queuedOperations = 0;
+  /** The error of the file operation that failed and released the partition, if one did. */
+  private writeFailure: Error | undefined;
   private pending: PendingRecord | undefined;
   private readonly availability = new AvailabilityHelper();
   private consumable = false;
@@ -289,8 +291,13 @@ export class SortMergeResultPartition extends ResultPartition {
       : "is spilling: a record still waits for the sort buffer";
   }
 
-  /** Also throws before `setup()`: the data buffer is made of the pool's segments. */
+  /**
+   * Also throws before `setup()`: the data buffer is made of the pool's segments. A file
+   * operation that failed released the partition: the writer's next call throws that failure (a
+   * full disk, say), the task's root cause, rather than a cancellation wrapping it.
+   */
   protected override checkInProduceState(): void {
+    if (this.writeFailure !== undefined) throw this.writeFailure;
     super.checkInProduceState();
     this.setUpPool();
   }
@@ -340,7 +347,9 @@ export class SortMergeResultPartition extends ResultPartition {
       })
       .catch((error: unknown) => {
         // After a release, operations stop with the cancellation below: nothing to report.
-        if (!this.released) this.release(error as Error);
+        if (this.released) return;
+        this.writeFailure = error as Error;
+        this.release(this.writeFailure);
       })
       .finally(() => {
         this.queuedOperations--;
