@@ -26,7 +26,7 @@ import {
   reporterEndpoints,
   THROTTLE_MESSAGE,
 } from "./control-messages.js";
-import { referenceCounts } from "./corpus.js";
+import { referenceCounts } from "@sluice/corpus";
 import { MetricFetcher } from "./dashboard/metric-fetcher.js";
 import { startDashboard } from "./dashboard/start-dashboard.js";
 import type { WebMonitorEndpoint } from "./dashboard/web-monitor-endpoint.js";

@@ -1,0 +1,16 @@
+export {
+  Corpus,
+  CorpusPartition,
+  type CorpusSpec,
+  DEFAULT_VOCABULARY_SIZE,
+  DEFAULT_ZIPF_EXPONENT,
+  deriveSeed,
+  generateVocabulary,
+  mulberry32,
+  type Random,
+  referenceCounts,
+  sampleRank,
+  sharesOf,
+  tokenize,
+  zipfCdf,
+} from "./corpus.js";
