@@ -8,6 +8,7 @@
  * The library's message streams use `Promise.withResolvers` (Node 22); on Node 20 this module
  * installs the standard three-line equivalent before the library runs.
  */
+import { once } from "node:events";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { yamux } from "@chainsafe/libp2p-yamux";
 import type { Logger, MessageStreamDirection, Stream, StreamMuxer } from "@libp2p/interface";
@@ -90,16 +91,20 @@ function muxerOver(socket: Socket, direction: MessageStreamDirection): StreamMux
 /** How long the producer waits for its stream to close after a run. */
 const CLOSE_TIMEOUT_MS = 5_000;
 
-/** Whether `stream` drained within `ms`. */
-async function drainedWithin(stream: Stream, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
+/**
+ * Whether `wait` (given `deadline`) completed before the deadline aborted it: false once it
+ * aborted, its own error otherwise.
+ */
+async function beforeDeadline(
+  wait: (options: { signal: AbortSignal }) => Promise<void>,
+  deadline: AbortSignal,
+): Promise<boolean> {
   try {
-    return await Promise.race([stream.onDrain().then(() => true), timeout]);
-  } finally {
-    clearTimeout(timer);
+    await wait({ signal: deadline });
+    return true;
+  } catch (error) {
+    if (deadline.aborted) return false;
+    throw error;
   }
 }
 
@@ -121,15 +126,13 @@ export class YamuxThroughputProducer implements ThroughputProducer {
   async prepare(): Promise<unknown> {
     const server = createServer({ noDelay: true, highWaterMark: SOCKET_HIGH_WATER_MARK });
     this.server = server;
-    this.socket = new Promise((resolve) => server.once("connection", resolve));
-    const port = await new Promise<number>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(0, "127.0.0.1", () => {
-        const address = server.address();
-        resolve(typeof address === "object" && address !== null ? address.port : 0);
-      });
-    });
-    return { port };
+    this.socket = once(server, "connection").then(([socket]) => socket as Socket);
+    // Awaited by produce(); until then a server error must not be an unhandled rejection.
+    this.socket.catch(() => {});
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const address = server.address();
+    return { port: typeof address === "object" && address !== null ? address.port : 0 };
   }
 
   async produce({ durationMs }: { durationMs: number }): Promise<ProduceResult> {
@@ -140,6 +143,9 @@ export class YamuxThroughputProducer implements ThroughputProducer {
     const mask = framed.length - 1;
     const start = performance.now();
     const end = start + durationMs;
+    // Bounds every drain wait: a drain that never comes ends the run (the consumer's count then
+    // tells what arrived) instead of hanging the bench.
+    const runEnd = AbortSignal.timeout(durationMs);
     let sent = 0;
     let keySum = 0;
     let waits = 0;
@@ -151,10 +157,8 @@ export class YamuxThroughputProducer implements ThroughputProducer {
         sent++;
         if (!ok) {
           waits++;
-          // Bounded by the run's end: a drain that never comes ends the run (the consumer's
-          // count then tells what arrived) instead of hanging the bench.
           const left = end - performance.now();
-          if (left <= 0 || !(await drainedWithin(stream, left))) {
+          if (left <= 0 || !(await beforeDeadline((o) => stream.onDrain(o), runEnd))) {
             stalled = true;
             break;
           }
@@ -166,14 +170,10 @@ export class YamuxThroughputProducer implements ThroughputProducer {
     // since closing it here can cut off messages still waiting for the peer's window update.
     // Bounded like the drain waits: a close that never completes aborts the stream (the
     // consumer then reports what arrived) instead of hanging the bench.
-    let closeTimer: NodeJS.Timeout | undefined;
-    const closed = await Promise.race([
-      stream.close().then(() => true),
-      new Promise<boolean>((resolve) => {
-        closeTimer = setTimeout(() => resolve(false), CLOSE_TIMEOUT_MS);
-      }),
-    ]);
-    clearTimeout(closeTimer);
+    const closed = await beforeDeadline(
+      (o) => stream.close(o),
+      AbortSignal.timeout(CLOSE_TIMEOUT_MS),
+    );
     if (!closed) {
       stalled = true;
       stream.abort(new Error("yamux stream did not close in time"));
@@ -206,11 +206,8 @@ export class YamuxThroughputConsumer implements ThroughputConsumer {
 
   async connect(endpoint: unknown): Promise<void> {
     const { port } = endpoint as { port: number };
-    const socket = await new Promise<Socket>((resolve, reject) => {
-      const s = createConnection({ host: "127.0.0.1", port, noDelay: true });
-      s.once("connect", () => resolve(s));
-      s.once("error", reject);
-    });
+    const socket = createConnection({ host: "127.0.0.1", port, noDelay: true });
+    await once(socket, "connect");
     this.socket = socket;
     const muxer = muxerOver(socket, "outbound");
     const parser = new FramedRecordParser();
