@@ -18,6 +18,8 @@ import type {
   ThroughputProducer,
 } from "../roles.js";
 import { ByteThrottle } from "../throttle.js";
+import { ArrivalClock } from "./arrival-clock.js";
+import { RoundTrips } from "./round-trips.js";
 
 const BATCH_BYTES = 32 * 1024;
 /** The server (producer) socket's buffer size, as Sluice's TCP transport sets it. */
@@ -168,20 +170,13 @@ export class NetThroughputConsumer implements ThroughputConsumer {
             () => socket.resume(),
           )
         : undefined;
-    let first = -1;
-    let firstCount = 0;
-    let last = -1;
+    const clock = new ArrivalClock();
     let chunks = 0;
     this.done = new Promise((resolve, reject) => {
       socket.on("data", (chunk: Buffer) => {
         chunks++;
         parser.push(chunk);
-        const now = performance.now();
-        if (first < 0) {
-          first = now;
-          firstCount = parser.count;
-        }
-        last = now;
+        clock.arrived(parser.count);
         throttle?.consumed(chunk.length);
       });
       socket.once("error", reject);
@@ -190,8 +185,7 @@ export class NetThroughputConsumer implements ThroughputConsumer {
         resolve({
           received: parser.count,
           keySum: parser.keySum,
-          timedRecords: parser.count - firstCount,
-          timedMs: last - first,
+          ...clock.timed(parser.count),
           extra: { bytes: parser.bytes, chunks },
         });
       });
@@ -271,27 +265,16 @@ export class NetLatencyPeer implements LatencyPeer {
   async ping({ count }: { count: number }): Promise<PingResult> {
     const socket = this.socket as Socket;
     const frameLength = this.record.length;
-    const samples: number[] = new Array(count);
+    const trips = new RoundTrips();
     let received = 0;
-    let waiting: (() => void) | undefined;
     socket.on("data", (chunk: Buffer) => {
       received += chunk.length;
-      if (received >= frameLength && waiting !== undefined) {
+      if (received >= frameLength && trips.awaiting) {
         received -= frameLength;
-        const w = waiting;
-        waiting = undefined;
-        w();
+        trips.replied();
       }
     });
-    for (let i = 0; i < count; i++) {
-      const start = performance.now();
-      const back = new Promise<void>((resolve) => {
-        waiting = resolve;
-      });
-      socket.write(this.record);
-      await back;
-      samples[i] = (performance.now() - start) * 1000;
-    }
+    const samples = await trips.time(count, () => socket.write(this.record));
     socket.end();
     return { samplesUs: samples };
   }

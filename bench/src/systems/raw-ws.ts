@@ -19,6 +19,8 @@ import type {
   ThroughputProducer,
 } from "../roles.js";
 import { ByteThrottle } from "../throttle.js";
+import { ArrivalClock } from "./arrival-clock.js";
+import { RoundTrips } from "./round-trips.js";
 
 const BATCH_BYTES = 32 * 1024;
 /** The WS plugin's default high-water mark (`taskmanager.network.websocket.high-water-mark`). */
@@ -190,9 +192,7 @@ export class WsThroughputConsumer implements ThroughputConsumer {
     let count = 0;
     let keySum = 0;
     let bytes = 0;
-    let first = -1;
-    let firstCount = 0;
-    let last = -1;
+    const clock = new ArrivalClock();
     this.done = new Promise((resolve, reject) => {
       ws.on("message", (data: Buffer) => {
         if (batched) {
@@ -203,12 +203,7 @@ export class WsThroughputConsumer implements ThroughputConsumer {
           bytes += data.length;
           keySum = (keySum + data.readInt32BE(0)) | 0;
         }
-        const now = performance.now();
-        if (first < 0) {
-          first = now;
-          firstCount = count;
-        }
-        last = now;
+        clock.arrived(count);
         throttle?.consumed(data.length);
       });
       ws.once("error", reject);
@@ -217,8 +212,7 @@ export class WsThroughputConsumer implements ThroughputConsumer {
         resolve({
           received: count,
           keySum: batched ? parser.keySum : keySum,
-          timedRecords: count - firstCount,
-          timedMs: last - first,
+          ...clock.timed(count),
           extra: { bytes: batched ? parser.bytes : bytes },
         });
       });
@@ -281,22 +275,9 @@ export class WsLatencyPeer implements LatencyPeer {
 
   async ping({ count }: { count: number }): Promise<PingResult> {
     const ws = this.ws as WebSocket;
-    const samples: number[] = new Array(count);
-    let waiting: (() => void) | undefined;
-    ws.on("message", () => {
-      const w = waiting;
-      waiting = undefined;
-      w?.();
-    });
-    for (let i = 0; i < count; i++) {
-      const start = performance.now();
-      const back = new Promise<void>((resolve) => {
-        waiting = resolve;
-      });
-      ws.send(this.record, { binary: true });
-      await back;
-      samples[i] = (performance.now() - start) * 1000;
-    }
+    const trips = new RoundTrips();
+    ws.on("message", () => trips.replied());
+    const samples = await trips.time(count, () => ws.send(this.record, { binary: true }));
     await new Promise<void>((resolve) => {
       ws.once("close", () => resolve());
       ws.close(1000);

@@ -21,6 +21,7 @@ import type {
   ThroughputParams,
   ThroughputProducer,
 } from "../roles.js";
+import { ArrivalClock } from "./arrival-clock.js";
 import { SOCKET_HIGH_WATER_MARK } from "./raw-net.js";
 
 if (typeof (Promise as { withResolvers?: unknown }).withResolvers !== "function") {
@@ -211,9 +212,7 @@ export class YamuxThroughputConsumer implements ThroughputConsumer {
     this.socket = socket;
     const muxer = muxerOver(socket, "outbound");
     const parser = new FramedRecordParser();
-    let first = -1;
-    let firstCount = 0;
-    let last = -1;
+    const clock = new ArrivalClock();
     let messages = 0;
     this.done = new Promise((resolve, reject) => {
       socket.once("error", reject);
@@ -222,12 +221,7 @@ export class YamuxThroughputConsumer implements ThroughputConsumer {
         stream.addEventListener("message", (message) => {
           messages++;
           parser.push(message.data.subarray());
-          const now = performance.now();
-          if (first < 0) {
-            first = now;
-            firstCount = parser.count;
-          }
-          last = now;
+          clock.arrived(parser.count);
         });
         stream.addEventListener("close", (closed) => {
           if (closed.error !== undefined) reject(closed.error);
@@ -236,8 +230,7 @@ export class YamuxThroughputConsumer implements ThroughputConsumer {
           resolve({
             received: parser.count,
             keySum: parser.keySum,
-            timedRecords: parser.count - firstCount,
-            timedMs: last - first,
+            ...clock.timed(parser.count),
             extra: { bytes: parser.bytes, messages },
           }),
         );
