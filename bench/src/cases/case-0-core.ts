@@ -5,15 +5,15 @@
 import { Child, median, profileArgs } from "../harness.js";
 import { READER_MODES } from "../roles.js";
 import { type CaseDefinition, firstLine, log } from "./case-definition.js";
+import { CaseRows } from "./case-rows.js";
 import type { CoreResult } from "./core-bench.js";
-import { goal } from "./goal.js";
-import { findRow, row, skipped, withRatios } from "./result-rows.js";
+import { findRow, withRatios } from "./result-rows.js";
 
 export const case0: CaseDefinition = {
   id: 0,
   name: "core: serialize+deserialize vs memcpy; in-process 4 local channels (100 B records)",
   async run(ctx) {
-    const name = this.name;
+    const report = new CaseRows(ctx, this);
     const o = ctx.options;
     log("case 0 core (memcpy, serde, in-process) in one child");
     const child = new Child("core", profileArgs(o, "core", "core"), 0);
@@ -28,13 +28,11 @@ export const case0: CaseDefinition = {
       const note = `failed: ${firstLine(error)}`;
       return {
         rows: [
-          skipped(ctx, 0, name, "memcpy 32 KiB", "records/s", note),
-          skipped(ctx, 0, name, "core serde", "records/s", note),
-          skipped(ctx, 0, name, "in-process 4 ch", "records/s", note),
-          skipped(ctx, 0, name, "in-process 1 ch", "records/s", note),
-          ...READER_MODES.map((mode) =>
-            skipped(ctx, 0, name, `reader: ${mode}`, "records/s", note),
-          ),
+          report.skipped("memcpy 32 KiB", "records/s", note),
+          report.skipped("core serde", "records/s", note),
+          report.skipped("in-process 4 ch", "records/s", note),
+          report.skipped("in-process 1 ch", "records/s", note),
+          ...READER_MODES.map((mode) => report.skipped(`reader: ${mode}`, "records/s", note)),
         ],
         goals: [],
       };
@@ -45,9 +43,7 @@ export const case0: CaseDefinition = {
     const note = result.checks.length > 0 ? `INVALID: ${result.checks.join("; ")}` : undefined;
     const rows = withRatios(
       [
-        row(ctx, {
-          caseId: 0,
-          caseName: name,
+        report.row({
           system: "memcpy 32 KiB",
           metric: "records/s",
           higherIsBetter: true,
@@ -57,9 +53,7 @@ export const case0: CaseDefinition = {
             note: "32 KiB Buffer.set loop; records/s = bytes/s ÷ 104 (a framed 100-byte record)",
           },
         }),
-        row(ctx, {
-          caseId: 0,
-          caseName: name,
+        report.row({
           system: "core serde",
           metric: "records/s",
           higherIsBetter: true,
@@ -67,9 +61,7 @@ export const case0: CaseDefinition = {
           extra: { GBps: (median(result.serdeRecordsPerSecond) * framed) / 1e9 },
           ...(note !== undefined ? { note } : {}),
         }),
-        row(ctx, {
-          caseId: 0,
-          caseName: name,
+        report.row({
           system: "in-process 4 ch",
           metric: "records/s",
           higherIsBetter: true,
@@ -82,9 +74,7 @@ export const case0: CaseDefinition = {
           },
           ...(note !== undefined ? { note } : {}),
         }),
-        row(ctx, {
-          caseId: 0,
-          caseName: name,
+        report.row({
           system: "in-process 1 ch",
           metric: "records/s",
           higherIsBetter: true,
@@ -99,9 +89,7 @@ export const case0: CaseDefinition = {
           ...(note !== undefined ? { note } : {}),
         }),
         ...READER_MODES.map((mode) =>
-          row(ctx, {
-            caseId: 0,
-            caseName: name,
+          report.row({
             system: `reader: ${mode}`,
             metric: "records/s",
             higherIsBetter: true,
@@ -129,8 +117,7 @@ export const case0: CaseDefinition = {
               : undefined,
     );
     const goals = [
-      goal(ctx, {
-        caseId: 0,
+      report.goal({
         text: "in-process 4 channels ≥ 80% of core serde",
         measured: findRow(rows, "in-process 4 ch")?.ratio,
         comparison: "≥",

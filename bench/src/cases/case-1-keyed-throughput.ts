@@ -4,8 +4,8 @@
  * the metrics to Prometheus.
  */
 import type { CaseDefinition } from "./case-definition.js";
-import { goal } from "./goal.js";
-import { findRow, withRatios } from "./result-rows.js";
+import { CaseRows } from "./case-rows.js";
+import { findRow } from "./result-rows.js";
 import { baseParams, sluiceConfig } from "./sluice-params.js";
 import { type SystemSpec, throughputRows } from "./throughput-rows.js";
 
@@ -20,7 +20,7 @@ export const case1: CaseDefinition = {
   id: 1,
   name: "100 B records, keyed over 4 channels, buffer timeout 100 ms, two processes",
   async run(ctx) {
-    const name = this.name;
+    const report = new CaseRows(ctx, this);
     const sluice = baseParams({ config: sluiceConfig(100) });
     // Metrics exported: each process also serves its metrics for Prometheus and is scraped every
     // second (15× Prometheus's default interval). The task metrics themselves are counted in
@@ -47,27 +47,24 @@ export const case1: CaseDefinition = {
       ["libp2p-yamux", "yamux", baseParams({ batching: "per-record" })],
     ];
     const rows = await throughputRows(
-      ctx,
-      { caseId: 1, caseName: name, metric: "records/s" },
+      report,
+      { metric: "records/s", baseline: () => "raw net batched" },
       systems,
     );
-    const withRatio = withRatios(rows, () => "raw net batched");
-    const tcp = findRow(withRatio, "sluice-tcp");
-    const tcpExported = findRow(withRatio, METRICS_EXPORTED);
-    const tcpRepeat = findRow(withRatio, TCP_REPEAT);
-    const grpc = findRow(withRatio, "grpc-js");
-    const grpcRaised = findRow(withRatio, "grpc-js 8 MiB window");
+    const tcp = findRow(rows, "sluice-tcp");
+    const tcpExported = findRow(rows, METRICS_EXPORTED);
+    const tcpRepeat = findRow(rows, TCP_REPEAT);
+    const grpc = findRow(rows, "grpc-js");
+    const grpcRaised = findRow(rows, "grpc-js 8 MiB window");
     const goals = [
-      goal(ctx, {
-        caseId: 1,
+      report.goal({
         text: "Sluice TCP ≥ 50% of hand-batched raw net",
         measured: tcp?.ratio,
         comparison: "≥",
         target: 0.5,
         unit: "× baseline",
       }),
-      goal(ctx, {
-        caseId: 1,
+      report.goal({
         text: "Sluice TCP with metrics exported (Prometheus, scraped every 1 s) ≥ 90% of Sluice TCP (mean of its two rows)",
         measured:
           tcp !== undefined && tcpExported !== undefined && tcpRepeat !== undefined
@@ -81,8 +78,7 @@ export const case1: CaseDefinition = {
             ? `noise: the repeat of Sluice TCP measured ${(tcpRepeat.median / tcp.median).toFixed(2)}× the first`
             : undefined,
       }),
-      goal(ctx, {
-        caseId: 1,
+      report.goal({
         text: "Sluice TCP ≥ 50× grpc-js one message per record (default window)",
         measured: tcp !== undefined && grpc !== undefined ? tcp.median / grpc.median : undefined,
         comparison: "≥",
@@ -94,6 +90,6 @@ export const case1: CaseDefinition = {
             : undefined,
       }),
     ];
-    return { rows: withRatio, goals };
+    return { rows, goals };
   },
 };

@@ -3,8 +3,8 @@
  * over 100 and 1000 channels, one producer process, Sluice TCP.
  */
 import type { CaseDefinition } from "./case-definition.js";
-import { goal } from "./goal.js";
-import { findRow, withRatios } from "./result-rows.js";
+import { CaseRows } from "./case-rows.js";
+import { findRow } from "./result-rows.js";
 import { baseParams, networkMemory, sluiceConfig } from "./sluice-params.js";
 import { type SystemSpec, throughputRows } from "./throughput-rows.js";
 
@@ -12,7 +12,7 @@ export const case2: CaseDefinition = {
   id: 2,
   name: "Flink's shape: 12 B records (int64 + length), round-robin, one producer process, Sluice TCP",
   async run(ctx) {
-    const name = this.name;
+    const report = new CaseRows(ctx, this);
     const specs: SystemSpec[] = [];
     for (const [channels, flushMs] of [
       [100, 100],
@@ -35,26 +35,23 @@ export const case2: CaseDefinition = {
       specs.push([`sluice-tcp ${channels} ch ${flushMs} ms`, "sluice-tcp", params]);
     }
     const rows = await throughputRows(
-      ctx,
-      { caseId: 2, caseName: name, metric: "records/s" },
+      report,
+      { metric: "records/s", baseline: () => "sluice-tcp 100 ch 100 ms" },
       specs,
     );
-    const withRatio = withRatios(rows, () => "sluice-tcp 100 ch 100 ms");
-    const r100 = findRow(withRatio, "sluice-tcp 100 ch 100 ms");
-    const r1000 = findRow(withRatio, "sluice-tcp 1000 ch 100 ms");
-    const r1000f = findRow(withRatio, "sluice-tcp 1000 ch 1 ms");
-    const r100f = findRow(withRatio, "sluice-tcp 100 ch 1 ms");
+    const r100 = findRow(rows, "sluice-tcp 100 ch 100 ms");
+    const r1000 = findRow(rows, "sluice-tcp 1000 ch 100 ms");
+    const r1000f = findRow(rows, "sluice-tcp 1000 ch 1 ms");
+    const r100f = findRow(rows, "sluice-tcp 100 ch 1 ms");
     const goals = [
-      goal(ctx, {
-        caseId: 2,
+      report.goal({
         text: "≥ 10 M records/s from one producer process (100 ch, 100 ms)",
         measured: r100?.median,
         comparison: "≥",
         target: 10e6,
         unit: "records/s",
       }),
-      goal(ctx, {
-        caseId: 2,
+      report.goal({
         text: "1000 channels ≥ 80% of 100 channels (100 ms flush)",
         measured:
           r1000 !== undefined && r100 !== undefined ? r1000.median / r100.median : undefined,
@@ -67,6 +64,6 @@ export const case2: CaseDefinition = {
             : undefined,
       }),
     ];
-    return { rows: withRatio, goals };
+    return { rows, goals };
   },
 };

@@ -4,15 +4,15 @@
 import { median, quantile, type ResultRow, selected } from "../harness.js";
 import { runLatency } from "../runner.js";
 import { type CaseDefinition, firstLine, log } from "./case-definition.js";
-import { goal } from "./goal.js";
-import { findRow, row, skipped, withRatios } from "./result-rows.js";
+import { CaseRows } from "./case-rows.js";
+import { findRow, withRatios } from "./result-rows.js";
 import { sluiceConfig } from "./sluice-params.js";
 
 export const case4: CaseDefinition = {
   id: 4,
   name: "latency: ping-pong of one 100 B record, buffer timeout 0 (RTT µs)",
   async run(ctx) {
-    const name = this.name;
+    const report = new CaseRows(ctx, this);
     const o = ctx.options;
     const perRun = o.full ? 5000 : 1000;
     const warmup = o.full ? 2000 : 500;
@@ -27,7 +27,7 @@ export const case4: CaseDefinition = {
     ] as const) {
       if (!selected(o, system)) continue;
       if (impl === "sluice-ws" && ctx.wsUnavailable !== undefined) {
-        rows.push(skipped(ctx, 4, name, system, "p50 RTT µs", `not run: ${ctx.wsUnavailable}`));
+        rows.push(report.skipped(system, "p50 RTT µs", `not run: ${ctx.wsUnavailable}`));
         continue;
       }
       log(`case 4 ${system}`);
@@ -36,9 +36,7 @@ export const case4: CaseDefinition = {
         const per = batches.map((b) => Float64Array.from(b).sort());
         const p = (q: number) => per.map((s) => quantile(s, q));
         rows.push({
-          ...row(ctx, {
-            caseId: 4,
-            caseName: name,
+          ...report.row({
             system,
             metric: "p50 RTT µs",
             higherIsBetter: false,
@@ -53,15 +51,14 @@ export const case4: CaseDefinition = {
           }),
         });
       } catch (error) {
-        rows.push(skipped(ctx, 4, name, system, "p50 RTT µs", `failed: ${firstLine(error)}`));
+        rows.push(report.skipped(system, "p50 RTT µs", `failed: ${firstLine(error)}`));
       }
     }
     const withRatio = withRatios(rows, () => "raw net");
     return {
       rows: withRatio,
       goals: [
-        goal(ctx, {
-          caseId: 4,
+        report.goal({
           text: "Sluice TCP p50 RTT ≤ 1.5× raw net",
           measured: findRow(withRatio, "sluice-tcp")?.ratio,
           comparison: "≤",

@@ -7,8 +7,8 @@ import type { ThroughputParams } from "../roles.js";
 import { runSlowConsumer } from "../runner.js";
 import type { Impl } from "../worker.js";
 import { type CaseDefinition, firstLine, log } from "./case-definition.js";
-import { goal } from "./goal.js";
-import { findRow, row, skipped } from "./result-rows.js";
+import { CaseRows } from "./case-rows.js";
+import { findRow } from "./result-rows.js";
 import {
   baseParams,
   DEFAULT_NETWORK_MEMORY_MB,
@@ -24,7 +24,7 @@ export const case5: CaseDefinition = {
   id: 5,
   name: "slow consumer (≈1 MB/s): peak RSS growth of each process",
   async run(ctx) {
-    const name = this.name;
+    const report = new CaseRows(ctx, this);
     const o = ctx.options;
     const durationMs = o.full ? 10_000 : 3_000;
     const runs = o.full ? 2 : 1;
@@ -58,24 +58,10 @@ export const case5: CaseDefinition = {
     for (const [system, impl, params] of systems) {
       if (impl === "sluice-ws" && ctx.wsUnavailable !== undefined) {
         rows.push(
-          skipped(
-            ctx,
-            5,
-            name,
-            `${system} producer`,
-            "RSS growth MiB",
-            `not run: ${ctx.wsUnavailable}`,
-          ),
+          report.skipped(`${system} producer`, "RSS growth MiB", `not run: ${ctx.wsUnavailable}`),
         );
         rows.push(
-          skipped(
-            ctx,
-            5,
-            name,
-            `${system} consumer`,
-            "RSS growth MiB",
-            `not run: ${ctx.wsUnavailable}`,
-          ),
+          report.skipped(`${system} consumer`, "RSS growth MiB", `not run: ${ctx.wsUnavailable}`),
         );
         continue;
       }
@@ -113,9 +99,7 @@ export const case5: CaseDefinition = {
         ["consumer", consumer],
       ] as const) {
         rows.push(
-          row(ctx, {
-            caseId: 5,
-            caseName: name,
+          report.row({
             system: `${system} ${side}`,
             metric: "RSS growth MiB",
             higherIsBetter: false,
@@ -133,8 +117,7 @@ export const case5: CaseDefinition = {
         findRow(rows, `${system} consumer`)?.max ?? Number.NaN,
       );
       goals.push(
-        goal(ctx, {
-          caseId: 5,
+        report.goal({
           text: `${system}: RSS growth of each process ≤ network memory (${DEFAULT_NETWORK_MEMORY_MB} MiB) + 16 MiB`,
           measured: worst,
           comparison: "≤",

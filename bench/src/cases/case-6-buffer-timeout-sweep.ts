@@ -3,8 +3,8 @@
  * and 100 ms.
  */
 import type { CaseDefinition } from "./case-definition.js";
-import { goal } from "./goal.js";
-import { findRow, withRatios } from "./result-rows.js";
+import { CaseRows } from "./case-rows.js";
+import { findRow } from "./result-rows.js";
 import { baseParams, sluiceConfig } from "./sluice-params.js";
 import { type SystemSpec, throughputRows } from "./throughput-rows.js";
 
@@ -12,10 +12,10 @@ export const case6: CaseDefinition = {
   id: 6,
   name: "buffer-timeout sweep: 100 B records, keyed over 4 channels, Sluice TCP",
   async run(ctx) {
-    const name = this.name;
+    const report = new CaseRows(ctx, this);
     const rows = await throughputRows(
-      ctx,
-      { caseId: 6, caseName: name, metric: "records/s" },
+      report,
+      { metric: "records/s", baseline: () => "sluice-tcp 100 ms" },
       [0, 1, 5, 100].map(
         (timeout): SystemSpec => [
           `sluice-tcp ${timeout} ms`,
@@ -24,14 +24,12 @@ export const case6: CaseDefinition = {
         ],
       ),
     );
-    const withRatio = withRatios(rows, () => "sluice-tcp 100 ms");
     return {
-      rows: withRatio,
+      rows,
       goals: [
-        goal(ctx, {
-          caseId: 6,
+        report.goal({
           text: "1 ms ≥ 75% of 100 ms",
-          measured: findRow(withRatio, "sluice-tcp 1 ms")?.ratio,
+          measured: findRow(rows, "sluice-tcp 1 ms")?.ratio,
           comparison: "≥",
           target: 0.75,
           unit: "× 100 ms",

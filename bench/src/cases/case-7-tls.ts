@@ -3,8 +3,8 @@
  */
 import { createTestPki } from "@sluice/shuffle-tck/certificates";
 import type { CaseDefinition } from "./case-definition.js";
-import { goal } from "./goal.js";
-import { findRow, withRatios } from "./result-rows.js";
+import { CaseRows } from "./case-rows.js";
+import { findRow } from "./result-rows.js";
 import { baseParams, sluiceConfig } from "./sluice-params.js";
 import { throughputRows } from "./throughput-rows.js";
 
@@ -35,34 +35,36 @@ export const case7: CaseDefinition = {
   id: 7,
   name: "TLS on the data port: 100 B keyed records over 4 channels, Sluice TCP and WS, plaintext vs mutual TLS",
   async run(ctx) {
-    const name = this.name;
+    const report = new CaseRows(ctx, this);
     const tls = makeTlsMaterial();
     try {
       const small = (extra: Record<string, unknown>) =>
         baseParams({ config: sluiceConfig(100, extra) });
-      const rows = await throughputRows(ctx, { caseId: 7, caseName: name, metric: "records/s" }, [
-        ["sluice-tcp 100 B", "sluice-tcp", small({})],
-        ["sluice-tcp+tls 100 B", "sluice-tcp", small(tls.config)],
-        ["sluice-ws 100 B", "sluice-ws", small({})],
-        ["sluice-wss 100 B", "sluice-ws", small(tls.config)],
-      ]);
-      const withRatio = withRatios(rows, (row) =>
-        row.system.replace("+tls", "").replace("wss", "ws"),
+      const rows = await throughputRows(
+        report,
+        {
+          metric: "records/s",
+          baseline: (row) => row.system.replace("+tls", "").replace("wss", "ws"),
+        },
+        [
+          ["sluice-tcp 100 B", "sluice-tcp", small({})],
+          ["sluice-tcp+tls 100 B", "sluice-tcp", small(tls.config)],
+          ["sluice-ws 100 B", "sluice-ws", small({})],
+          ["sluice-wss 100 B", "sluice-ws", small(tls.config)],
+        ],
       );
-      const ratio = (system: string) => findRow(withRatio, system)?.ratio;
+      const ratio = (system: string) => findRow(rows, system)?.ratio;
       return {
-        rows: withRatio,
+        rows,
         goals: [
-          goal(ctx, {
-            caseId: 7,
+          report.goal({
             text: "Sluice TCP with TLS ≥ 40% of plaintext (100 B records)",
             measured: ratio("sluice-tcp+tls 100 B"),
             comparison: "≥",
             target: 0.4,
             unit: "× plaintext",
           }),
-          goal(ctx, {
-            caseId: 7,
+          report.goal({
             text: "Sluice WS with wss ≥ 40% of plaintext (100 B records)",
             measured: ratio("sluice-wss 100 B"),
             comparison: "≥",

@@ -7,10 +7,10 @@ import type { BatchParams } from "../batch-roles.js";
 import { median, type ResultRow, selected } from "../harness.js";
 import type { Impl } from "../worker.js";
 import { type BatchRun, BatchSession, runLz4 } from "./batch-shuffle.js";
-import { type CaseContext, type CaseDefinition, firstLine, log } from "./case-definition.js";
-import { goal } from "./goal.js";
+import { type CaseDefinition, firstLine, log } from "./case-definition.js";
+import { CaseRows } from "./case-rows.js";
 import { interleavedRuns } from "./interleaved-runs.js";
-import { findRow, row, skipped, withRatios } from "./result-rows.js";
+import { findRow, withRatios } from "./result-rows.js";
 import { MB, networkMemory, sluiceConfig } from "./sluice-params.js";
 
 /** Network memory of the batch case's writer: its data is 4× this. */
@@ -22,7 +22,7 @@ export const case8: CaseDefinition = {
   id: 8,
   name: "batch shuffle: 100 B records, BLOCKING partition written then read, two processes",
   async run(ctx) {
-    const name = this.name;
+    const report = new CaseRows(ctx, this);
     const o = ctx.options;
     const recordSize = 100;
     // 4× the network memory in framed bytes (each record with its 4-byte length).
@@ -69,13 +69,11 @@ export const case8: CaseDefinition = {
     const rows: ResultRow[] = systems.map(([system, impl, p]) => {
       const session = sessions.get(system);
       if (session === undefined) {
-        return skipped(ctx, 8, name, system, "GB/s", failures.get(system) ?? "not run");
+        return report.skipped(system, "GB/s", failures.get(system) ?? "not run");
       }
       const runs: readonly BatchRun[] = session.runs;
       const last = runs[runs.length - 1];
-      return row(ctx, {
-        caseId: 8,
-        caseName: name,
+      return report.row({
         system,
         metric: "GB/s",
         higherIsBetter: true,
@@ -102,7 +100,7 @@ export const case8: CaseDefinition = {
         ...(session.problems.length > 0 ? { note: `INVALID: ${session.problems.join("; ")}` } : {}),
       });
     });
-    rows.push(...(await lz4Rows(ctx, name)));
+    rows.push(...(await lz4Rows(report)));
     const withRatio = withRatios(rows, (r) =>
       r.metric === "LZ4 GB/s" ? "lz4-napi direct" : "fs streams",
     );
@@ -113,16 +111,14 @@ export const case8: CaseDefinition = {
       ),
     );
     const goals = [
-      goal(ctx, {
-        caseId: 8,
+      report.goal({
         text: "Sluice TCP blocking write+read ≥ 60% of plain fs streams",
         measured: findRow(withRatio, "sluice-tcp blocking")?.ratio,
         comparison: "≥",
         target: 0.6,
         unit: "× baseline",
       }),
-      goal(ctx, {
-        caseId: 8,
+      report.goal({
         text: `Sluice writer's RSS growth ≤ network memory (${BATCH_NETWORK_MEMORY_MB} MiB) + batch-read memory (${BATCH_READ_MEMORY_MB} MiB) + 16 MiB at 4× data`,
         measured: growth,
         comparison: "≤",
@@ -135,8 +131,8 @@ export const case8: CaseDefinition = {
 };
 
 /** LZ4 over the demo's words: Sluice's BufferCompressor beside lz4-napi called directly. */
-async function lz4Rows(ctx: CaseContext, name: string): Promise<ResultRow[]> {
-  const o = ctx.options;
+async function lz4Rows(report: CaseRows): Promise<ResultRow[]> {
+  const o = report.ctx.options;
   const systems = ["lz4 via BufferCompressor", "lz4-napi direct"];
   log("case 8 LZ4 on the demo's words, in one child");
   try {
@@ -148,18 +144,14 @@ async function lz4Rows(ctx: CaseContext, name: string): Promise<ResultRow[]> {
     });
     const extra = { inputMB: result.inputBytes / MB, buffers: result.buffers, bufferKiB: 32 };
     return [
-      row(ctx, {
-        caseId: 8,
-        caseName: name,
+      report.row({
         system: systems[0] as string,
         metric: "LZ4 GB/s",
         higherIsBetter: true,
         values: result.sluice.bytesPerSecond.map((b) => b / 1e9),
         extra: { ...extra, compressionRatio: result.sluice.ratio },
       }),
-      row(ctx, {
-        caseId: 8,
-        caseName: name,
+      report.row({
         system: systems[1] as string,
         metric: "LZ4 GB/s",
         higherIsBetter: true,
@@ -169,7 +161,7 @@ async function lz4Rows(ctx: CaseContext, name: string): Promise<ResultRow[]> {
     ];
   } catch (error) {
     const note = `failed: ${firstLine(error)}`;
-    return systems.map((system) => skipped(ctx, 8, name, system, "LZ4 GB/s", note));
+    return systems.map((system) => report.skipped(system, "LZ4 GB/s", note));
   }
 }
 

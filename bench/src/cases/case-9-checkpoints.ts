@@ -4,15 +4,15 @@
  */
 import { Child, median, profileArgs } from "../harness.js";
 import { type CaseDefinition, firstLine, log } from "./case-definition.js";
+import { CaseRows } from "./case-rows.js";
 import type { CheckpointModeResult } from "./checkpoint-bench.js";
-import { goal } from "./goal.js";
-import { findRow, row, skipped, withRatios } from "./result-rows.js";
+import { findRow, withRatios } from "./result-rows.js";
 
 export const case9: CaseDefinition = {
   id: 9,
   name: "checkpoints under back-pressure (sink at 10% of the source): aligned, unaligned, aligned + debloating",
   async run(ctx) {
-    const name = this.name;
+    const report = new CaseRows(ctx, this);
     const o = ctx.options;
     const durationMs = o.full ? 12_000 : 5_000;
     const args = {
@@ -35,7 +35,7 @@ export const case9: CaseDefinition = {
       const note = `failed: ${firstLine(error)}`;
       return {
         rows: ["aligned", "unaligned", "aligned+debloat"].map((system) =>
-          skipped(ctx, 9, name, system, "checkpoint ms", note),
+          report.skipped(system, "checkpoint ms", note),
         ),
         goals: [],
       };
@@ -44,9 +44,7 @@ export const case9: CaseDefinition = {
     }
     const checkpointRows = withRatios(
       results.map((r) =>
-        row(ctx, {
-          caseId: 9,
-          caseName: name,
+        report.row({
           system: r.mode,
           metric: "checkpoint ms",
           higherIsBetter: false,
@@ -70,9 +68,7 @@ export const case9: CaseDefinition = {
       results
         .filter((r) => r.mode !== "unaligned")
         .map((r) =>
-          row(ctx, {
-            caseId: 9,
-            caseName: name,
+          report.row({
             system: `${r.mode} in-flight`,
             metric: "in-flight KiB",
             higherIsBetter: false,
@@ -84,24 +80,21 @@ export const case9: CaseDefinition = {
     const rows = [...checkpointRows, ...inFlightRows];
     const ratio = (system: string) => findRow(rows, system)?.ratio;
     const goals = [
-      goal(ctx, {
-        caseId: 9,
+      report.goal({
         text: "unaligned checkpoint duration ≤ 10% of aligned",
         measured: ratio("unaligned"),
         comparison: "≤",
         target: 0.1,
         unit: "×",
       }),
-      goal(ctx, {
-        caseId: 9,
+      report.goal({
         text: "aligned + debloating checkpoint duration ≤ 25% of aligned",
         measured: ratio("aligned+debloat"),
         comparison: "≤",
         target: 0.25,
         unit: "×",
       }),
-      goal(ctx, {
-        caseId: 9,
+      report.goal({
         text: "in-flight bytes with debloating ≤ 25% of without",
         measured: ratio("aligned+debloat in-flight"),
         comparison: "≤",

@@ -1,10 +1,8 @@
 /** A case's goal row: a measured value against its target, met or not (or not measured). */
 import type { GoalRow } from "../harness.js";
-import type { CaseContext } from "./case-definition.js";
 
 /** What one goal says. */
 export interface GoalSpec {
-  readonly caseId: number;
   /** The goal as the table prints it. */
   readonly text: string;
   /** The measured value; undefined or not finite when it could not be measured. */
@@ -16,14 +14,14 @@ export interface GoalSpec {
   readonly note?: string | undefined;
 }
 
-/** The goal row of `spec`: `met` is null when the value could not be measured. */
-export function goal(ctx: CaseContext, spec: GoalSpec): GoalRow {
-  const { caseId, text, measured, comparison, target, unit, note } = spec;
+/** The goal row of `spec` for case `caseId` of run `runId`: `met` is null when not measured. */
+export function goal(runId: string, caseId: number, spec: GoalSpec): GoalRow {
+  const { text, measured, comparison, target, unit, note } = spec;
   const value = measured !== undefined && Number.isFinite(measured) ? measured : null;
   const met = value === null ? null : comparison === "≥" ? value >= target : value <= target;
   return {
     type: "goal",
-    runId: ctx.runId,
+    runId,
     case: caseId,
     goal: text,
     measured: value,

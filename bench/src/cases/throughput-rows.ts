@@ -6,38 +6,38 @@ import { median, type ResultRow, selected } from "../harness.js";
 import type { ThroughputParams } from "../roles.js";
 import { ThroughputSession } from "../runner.js";
 import type { Impl } from "../worker.js";
-import type { CaseContext } from "./case-definition.js";
+import type { CaseRows } from "./case-rows.js";
 import { interleavedRuns } from "./interleaved-runs.js";
-import { row, skipped } from "./result-rows.js";
+import { withRatios } from "./result-rows.js";
 import { MB } from "./sluice-params.js";
 
 /** A throughput system of a case: its row name, implementation and settings. */
 export type SystemSpec = readonly [system: string, impl: Impl, params: ThroughputParams];
 
-/** The row name and the metric of a case's throughput rows. */
-export interface ThroughputCase {
-  readonly caseId: number;
-  readonly caseName: string;
+/** The metric of a case's throughput rows, and the system each row is compared with. */
+export interface ThroughputRowsSpec {
   readonly metric: "records/s" | "GB/s";
+  /** The system whose median a row's ratio divides by (undefined: no ratio). */
+  readonly baseline: (row: ResultRow) => string | undefined;
 }
 
 /**
  * Runs the selected systems of `allSpecs` interleaved; returns one row per system (a skipped
- * row, with the reason, for one that did not run or failed).
+ * row, with the reason, for one that did not run or failed), with its ratio to its baseline.
  */
 export async function throughputRows(
-  ctx: CaseContext,
-  of: ThroughputCase,
+  report: CaseRows,
+  { metric, baseline }: ThroughputRowsSpec,
   allSpecs: readonly SystemSpec[],
 ): Promise<ResultRow[]> {
+  const { ctx } = report;
   const o = ctx.options;
-  const { caseId, caseName, metric } = of;
   const specs = allSpecs.filter(([system]) => selected(o, system));
   const bySystem = new Map(specs.map((spec) => [spec[0], spec]));
   const specOf = (system: string) => bySystem.get(system) as SystemSpec;
   return interleavedRuns({
     options: o,
-    caseId,
+    caseId: report.caseId,
     systems: specs.map(([system]) => system),
     notRunBecause: (system) =>
       specOf(system)[1] === "sluice-ws" && ctx.wsUnavailable !== undefined
@@ -52,16 +52,16 @@ export async function throughputRows(
       specs.map(([system, impl, params]) => {
         const session = sessions.get(system);
         if (session === undefined) {
-          return skipped(ctx, caseId, caseName, system, metric, failures.get(system) ?? "not run");
+          return report.skipped(system, metric, failures.get(system) ?? "not run");
         }
-        return sessionRow(ctx, of, session, impl, params);
+        return sessionRow(report, metric, session, impl, params);
       }),
-  });
+  }).then((rows) => withRatios(rows, baseline));
 }
 
 function sessionRow(
-  ctx: CaseContext,
-  { caseId, caseName, metric }: ThroughputCase,
+  report: CaseRows,
+  metric: ThroughputRowsSpec["metric"],
   session: ThroughputSession,
   impl: Impl,
   params: ThroughputParams,
@@ -69,9 +69,7 @@ function sessionRow(
   const runs = session.runs;
   const values = runs.map((r) => (metric === "GB/s" ? r.bytesPerSecond / 1e9 : r.recordsPerSecond));
   const last = runs[runs.length - 1];
-  return row(ctx, {
-    caseId,
-    caseName,
+  return report.row({
     system: session.system,
     metric,
     higherIsBetter: true,
