@@ -1,3 +1,5 @@
+import type { DrainResult } from "../roles.js";
+
 /**
  * How a receiver times its throughput: from the first arrival to the last. The records of the
  * first arrival are not timed, since they queued while the clock was not yet running.
@@ -20,5 +22,10 @@ export class ArrivalClock {
   /** Of `received` records: those after the first arrival, and the time from it to the last. */
   timed(received: number): { timedRecords: number; timedMs: number } {
     return { timedRecords: received - this.firstCount, timedMs: this.last - this.first };
+  }
+
+  /** A consumer's result: `received` records whose keys sum to `keySum`, timed by this clock. */
+  drained(received: number, keySum: number, extra: Record<string, unknown>): DrainResult {
+    return { received, keySum, ...this.timed(received), extra };
   }
 }

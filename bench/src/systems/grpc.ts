@@ -171,12 +171,7 @@ export class GrpcThroughputConsumer implements ThroughputConsumer {
       call.once("error", reject);
       call.once("end", () => {
         call.end();
-        resolve({
-          received: count,
-          keySum,
-          ...clock.timed(count),
-          extra: { bytes },
-        });
+        resolve(clock.drained(count, keySum, { bytes }));
       });
     });
     // Opens the HTTP/2 stream at once, so the server sees the call before the run starts.

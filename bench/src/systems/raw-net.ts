@@ -8,17 +8,16 @@
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { FramedRecordParser, makeFramedRecords } from "../records.js";
 import type {
-  DrainResult,
   LatencyParams,
   LatencyPeer,
   PingResult,
   ProduceResult,
-  ThroughputConsumer,
   ThroughputParams,
   ThroughputProducer,
 } from "../roles.js";
 import { ByteThrottle } from "../throttle.js";
 import { ArrivalClock } from "./arrival-clock.js";
+import { ConnectionConsumer } from "./connection-consumer.js";
 import { RoundTrips } from "./round-trips.js";
 
 const BATCH_BYTES = 32 * 1024;
@@ -151,16 +150,19 @@ export class NetThroughputProducer implements ThroughputProducer {
   }
 }
 
-export class NetThroughputConsumer implements ThroughputConsumer {
-  private socket: Socket | undefined;
-  private done: Promise<DrainResult> | undefined;
+export class NetThroughputConsumer extends ConnectionConsumer<Socket> {
+  constructor(private readonly params: ThroughputParams) {
+    super();
+  }
 
-  constructor(private readonly params: ThroughputParams) {}
+  protected destroy(socket: Socket): void {
+    socket.destroy();
+  }
 
   async connect(endpoint: unknown): Promise<void> {
     const { port } = endpoint as { port: number };
     const socket = await connect(port);
-    this.socket = socket;
+    this.connection = socket;
     const parser = new FramedRecordParser();
     const throttle =
       this.params.consumerBytesPerSecond !== undefined
@@ -182,27 +184,9 @@ export class NetThroughputConsumer implements ThroughputConsumer {
       socket.once("error", reject);
       socket.once("end", () => {
         throttle?.stop();
-        resolve({
-          received: parser.count,
-          keySum: parser.keySum,
-          ...clock.timed(parser.count),
-          extra: { bytes: parser.bytes, chunks },
-        });
+        resolve(clock.drained(parser.count, parser.keySum, { bytes: parser.bytes, chunks }));
       });
     });
-  }
-
-  drain(): Promise<DrainResult> {
-    return this.done as Promise<DrainResult>;
-  }
-
-  async cleanup(): Promise<void> {
-    this.socket?.destroy();
-    this.socket = undefined;
-  }
-
-  async close(): Promise<void> {
-    await this.cleanup();
   }
 }
 

@@ -9,17 +9,16 @@
 import { WebSocket, WebSocketServer } from "ws";
 import { FramedRecordParser, makeFramedRecords, makeKeyedRecords } from "../records.js";
 import type {
-  DrainResult,
   LatencyParams,
   LatencyPeer,
   PingResult,
   ProduceResult,
-  ThroughputConsumer,
   ThroughputParams,
   ThroughputProducer,
 } from "../roles.js";
 import { ByteThrottle } from "../throttle.js";
 import { ArrivalClock } from "./arrival-clock.js";
+import { ConnectionConsumer } from "./connection-consumer.js";
 import { RoundTrips } from "./round-trips.js";
 
 const BATCH_BYTES = 32 * 1024;
@@ -170,15 +169,18 @@ export class WsThroughputProducer implements ThroughputProducer {
   }
 }
 
-export class WsThroughputConsumer implements ThroughputConsumer {
-  private ws: WebSocket | undefined;
-  private done: Promise<DrainResult> | undefined;
+export class WsThroughputConsumer extends ConnectionConsumer<WebSocket> {
+  constructor(private readonly params: ThroughputParams) {
+    super();
+  }
 
-  constructor(private readonly params: ThroughputParams) {}
+  protected destroy(ws: WebSocket): void {
+    ws.terminate();
+  }
 
   async connect(endpoint: unknown): Promise<void> {
     const ws = await connectClient((endpoint as { port: number }).port);
-    this.ws = ws;
+    this.connection = ws;
     const batched = this.params.batching === "batched";
     const parser = new FramedRecordParser();
     const throttle =
@@ -209,27 +211,13 @@ export class WsThroughputConsumer implements ThroughputConsumer {
       ws.once("error", reject);
       ws.once("close", () => {
         throttle?.stop();
-        resolve({
-          received: count,
-          keySum: batched ? parser.keySum : keySum,
-          ...clock.timed(count),
-          extra: { bytes: batched ? parser.bytes : bytes },
-        });
+        resolve(
+          clock.drained(count, batched ? parser.keySum : keySum, {
+            bytes: batched ? parser.bytes : bytes,
+          }),
+        );
       });
     });
-  }
-
-  drain(): Promise<DrainResult> {
-    return this.done as Promise<DrainResult>;
-  }
-
-  async cleanup(): Promise<void> {
-    this.ws?.terminate();
-    this.ws = undefined;
-  }
-
-  async close(): Promise<void> {
-    await this.cleanup();
   }
 }
 

@@ -14,14 +14,9 @@ import { yamux } from "@chainsafe/libp2p-yamux";
 import type { Logger, MessageStreamDirection, Stream, StreamMuxer } from "@libp2p/interface";
 import { AbstractMessageStream, type SendResult } from "@libp2p/utils";
 import { FramedRecordParser, makeFramedRecords } from "../records.js";
-import type {
-  DrainResult,
-  ProduceResult,
-  ThroughputConsumer,
-  ThroughputParams,
-  ThroughputProducer,
-} from "../roles.js";
+import type { ProduceResult, ThroughputParams, ThroughputProducer } from "../roles.js";
 import { ArrivalClock } from "./arrival-clock.js";
+import { ConnectionConsumer } from "./connection-consumer.js";
 import { SOCKET_HIGH_WATER_MARK } from "./raw-net.js";
 
 if (typeof (Promise as { withResolvers?: unknown }).withResolvers !== "function") {
@@ -201,15 +196,16 @@ export class YamuxThroughputProducer implements ThroughputProducer {
   }
 }
 
-export class YamuxThroughputConsumer implements ThroughputConsumer {
-  private done: Promise<DrainResult> | undefined;
-  private socket: Socket | undefined;
+export class YamuxThroughputConsumer extends ConnectionConsumer<Socket> {
+  protected destroy(socket: Socket): void {
+    socket.destroy();
+  }
 
   async connect(endpoint: unknown): Promise<void> {
     const { port } = endpoint as { port: number };
     const socket = createConnection({ host: "127.0.0.1", port, noDelay: true });
     await once(socket, "connect");
-    this.socket = socket;
+    this.connection = socket;
     const muxer = muxerOver(socket, "outbound");
     const parser = new FramedRecordParser();
     const clock = new ArrivalClock();
@@ -227,27 +223,9 @@ export class YamuxThroughputConsumer implements ThroughputConsumer {
           if (closed.error !== undefined) reject(closed.error);
         });
         stream.addEventListener("remoteCloseWrite", () =>
-          resolve({
-            received: parser.count,
-            keySum: parser.keySum,
-            ...clock.timed(parser.count),
-            extra: { bytes: parser.bytes, messages },
-          }),
+          resolve(clock.drained(parser.count, parser.keySum, { bytes: parser.bytes, messages })),
         );
       });
     });
-  }
-
-  drain(): Promise<DrainResult> {
-    return this.done as Promise<DrainResult>;
-  }
-
-  async cleanup(): Promise<void> {
-    this.socket?.destroy();
-    this.socket = undefined;
-  }
-
-  async close(): Promise<void> {
-    await this.cleanup();
   }
 }
