@@ -15,7 +15,6 @@ import type {
   ThroughputParams,
   ThroughputProducer,
 } from "../roles.js";
-import { ByteThrottle } from "../throttle.js";
 import { ArrivalClock } from "./arrival-clock.js";
 import { ConnectionConsumer } from "./connection-consumer.js";
 import { RoundTrips } from "./round-trips.js";
@@ -151,10 +150,6 @@ export class NetThroughputProducer implements ThroughputProducer {
 }
 
 export class NetThroughputConsumer extends ConnectionConsumer<Socket> {
-  constructor(private readonly params: ThroughputParams) {
-    super();
-  }
-
   protected destroy(socket: Socket): void {
     socket.destroy();
   }
@@ -164,14 +159,7 @@ export class NetThroughputConsumer extends ConnectionConsumer<Socket> {
     const socket = await connect(port);
     this.connection = socket;
     const parser = new FramedRecordParser();
-    const throttle =
-      this.params.consumerBytesPerSecond !== undefined
-        ? new ByteThrottle(
-            this.params.consumerBytesPerSecond,
-            () => socket.pause(),
-            () => socket.resume(),
-          )
-        : undefined;
+    const throttle = this.throttle(socket);
     const clock = new ArrivalClock();
     let chunks = 0;
     this.done = new Promise((resolve, reject) => {

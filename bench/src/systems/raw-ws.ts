@@ -16,7 +16,6 @@ import type {
   ThroughputParams,
   ThroughputProducer,
 } from "../roles.js";
-import { ByteThrottle } from "../throttle.js";
 import { ArrivalClock } from "./arrival-clock.js";
 import { ConnectionConsumer } from "./connection-consumer.js";
 import { RoundTrips } from "./round-trips.js";
@@ -170,10 +169,6 @@ export class WsThroughputProducer implements ThroughputProducer {
 }
 
 export class WsThroughputConsumer extends ConnectionConsumer<WebSocket> {
-  constructor(private readonly params: ThroughputParams) {
-    super();
-  }
-
   protected destroy(ws: WebSocket): void {
     ws.terminate();
   }
@@ -183,14 +178,7 @@ export class WsThroughputConsumer extends ConnectionConsumer<WebSocket> {
     this.connection = ws;
     const batched = this.params.batching === "batched";
     const parser = new FramedRecordParser();
-    const throttle =
-      this.params.consumerBytesPerSecond !== undefined
-        ? new ByteThrottle(
-            this.params.consumerBytesPerSecond,
-            () => ws.pause(),
-            () => ws.resume(),
-          )
-        : undefined;
+    const throttle = this.throttle(ws);
     let count = 0;
     let keySum = 0;
     let bytes = 0;
