@@ -5,19 +5,17 @@
  */
 
 import { createTestPki, type TestPki } from "@sluice/shuffle-tck/transport";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import {
-  buildDemoIfStale,
   type DemoProcess,
   isAlive,
-  killDemoProcesses,
   lastJsonLine,
   startDemo,
   until,
+  useDemoProcesses,
 } from "./test-support/demo-process.js";
 
-beforeAll(buildDemoIfStale, 300_000);
-afterEach(killDemoProcesses);
+useDemoProcesses();
 
 /** Starts a job manager on a free port of 127.0.0.1 and resolves with it and its port. */
 async function startJobManager(

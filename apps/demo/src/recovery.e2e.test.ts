@@ -5,14 +5,13 @@
  * the barriers were aligned: a counter that snapshots records from after the barrier on one
  * channel counts them twice once the sources replay from their offsets.
  */
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
-  buildDemoIfStale,
   isAlive,
-  killDemoProcesses,
   lastJsonLine,
   startDemo,
   until,
+  useDemoProcesses,
 } from "./test-support/demo-process.js";
 
 /** Up to two restarts, 100 ms apart: every recovery below needs one. */
@@ -25,8 +24,7 @@ const TWO_RESTARTS = [
   "restart-strategy.fixed-delay.delay=100ms",
 ];
 
-beforeAll(buildDemoIfStale, 300_000);
-afterEach(killDemoProcesses);
+useDemoProcesses();
 
 interface RecoverySummary {
   verified: boolean;
