@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import {
   isAlive,
   lastJsonLine,
+  type Run,
   startDemo,
   until,
   useDemoProcesses,
@@ -42,6 +43,14 @@ interface RecoverySummary {
   processes: { role: string; pid: number; lost?: boolean }[];
 }
 
+/** The run's JSON summary, once it is checked to have no differences and the run exited 0. */
+function verifiedSummary(run: Run): RecoverySummary {
+  const summary = lastJsonLine(run.stdout) as unknown as RecoverySummary;
+  expect(summary.differences ?? [], run.stderr).toEqual([]);
+  expect(run.code, run.stderr).toBe(0);
+  return summary;
+}
+
 describe("demo recovery from a killed task manager", () => {
   it.each(["tcp", "ws"])(
     "restores every task from the latest checkpoint and still verifies exactly once over --shuffle %s",
@@ -60,9 +69,7 @@ describe("demo recovery from a killed task manager", () => {
         ...TWO_RESTARTS,
         "--json",
       ]).done;
-      const summary = lastJsonLine(run.stdout) as unknown as RecoverySummary;
-      expect(summary.differences ?? [], run.stderr).toEqual([]);
-      expect(run.code, run.stderr).toBe(0);
+      const summary = verifiedSummary(run);
       expect(run.stderr).toContain(
         "verified: the counts of all 4,000,000 words equal the reference",
       );
@@ -155,9 +162,7 @@ describe("demo recovery from a killed task manager", () => {
         ...TWO_RESTARTS,
         "--json",
       ]).done;
-      const summary = lastJsonLine(run.stdout) as unknown as RecoverySummary;
-      expect(summary.differences ?? [], run.stderr).toEqual([]);
-      expect(run.code, run.stderr).toBe(0);
+      const summary = verifiedSummary(run);
       expect(summary).toMatchObject({ verified: true, records: 1_000_000, restarts: 1 });
       const latest = summary.killedTaskManager?.latestCheckpoint;
       expect(latest, "no checkpoint completed before the kill").toBeGreaterThanOrEqual(1);
