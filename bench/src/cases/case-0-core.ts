@@ -5,16 +5,14 @@
 import { Child, median, profileArgs } from "../harness.js";
 import { READER_MODES } from "../roles.js";
 import { type CaseDefinition, firstLine, log } from "./case-definition.js";
-import { CaseRows } from "./case-rows.js";
 import type { CoreResult } from "./core-bench.js";
 import { findRow, withRatios } from "./result-rows.js";
 
 export const case0: CaseDefinition = {
   id: 0,
   name: "core: serialize+deserialize vs memcpy; in-process 4 local channels (100 B records)",
-  async run(ctx) {
-    const report = new CaseRows(ctx, this);
-    const o = ctx.options;
+  async run(report) {
+    const o = report.options;
     log("case 0 core (memcpy, serde, in-process) in one child");
     const child = new Child("core", profileArgs(o, "core", "core"), 0);
     let result: CoreResult;

@@ -4,7 +4,6 @@
  * the metrics to Prometheus.
  */
 import type { CaseDefinition } from "./case-definition.js";
-import { CaseRows } from "./case-rows.js";
 import { findRow } from "./result-rows.js";
 import { baseParams, sluiceConfig } from "./sluice-params.js";
 import { type SystemSpec, throughputRows } from "./throughput-rows.js";
@@ -19,8 +18,7 @@ const TCP_REPEAT = "sluice-tcp (repeat)";
 export const case1: CaseDefinition = {
   id: 1,
   name: "100 B records, keyed over 4 channels, buffer timeout 100 ms, two processes",
-  async run(ctx) {
-    const report = new CaseRows(ctx, this);
+  async run(report) {
     const sluice = baseParams({ config: sluiceConfig(100) });
     // Metrics exported: each process also serves its metrics for Prometheus and is scraped every
     // second (15× Prometheus's default interval). The task metrics themselves are counted in

@@ -3,7 +3,6 @@
  * over 100 and 1000 channels, one producer process, Sluice TCP.
  */
 import type { CaseDefinition } from "./case-definition.js";
-import { CaseRows } from "./case-rows.js";
 import { findRow } from "./result-rows.js";
 import { baseParams, networkMemory, sluiceConfig } from "./sluice-params.js";
 import { type SystemSpec, throughputRows } from "./throughput-rows.js";
@@ -11,8 +10,7 @@ import { type SystemSpec, throughputRows } from "./throughput-rows.js";
 export const case2: CaseDefinition = {
   id: 2,
   name: "Flink's shape: 12 B records (int64 + length), round-robin, one producer process, Sluice TCP",
-  async run(ctx) {
-    const report = new CaseRows(ctx, this);
+  async run(report) {
     const specs: SystemSpec[] = [];
     for (const [channels, flushMs] of [
       [100, 100],

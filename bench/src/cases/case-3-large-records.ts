@@ -3,7 +3,6 @@
  * net and raw ws (GB/s).
  */
 import type { CaseDefinition } from "./case-definition.js";
-import { CaseRows } from "./case-rows.js";
 import { findRow } from "./result-rows.js";
 import { baseParams, KiB, sluiceConfig } from "./sluice-params.js";
 import { throughputRows } from "./throughput-rows.js";
@@ -11,8 +10,7 @@ import { throughputRows } from "./throughput-rows.js";
 export const case3: CaseDefinition = {
   id: 3,
   name: "32 KiB records, two processes, server → client",
-  async run(ctx) {
-    const report = new CaseRows(ctx, this);
+  async run(report) {
     const size = 32 * KiB;
     const sluice = baseParams({
       recordSize: size,
@@ -58,7 +56,7 @@ export const case3: CaseDefinition = {
           comparison: "≥",
           target: 0.7,
           unit: "× raw ws",
-          note: ctx.wsUnavailable,
+          note: report.wsUnavailable,
         }),
       ],
     };

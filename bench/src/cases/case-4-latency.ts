@@ -4,16 +4,14 @@
 import { median, quantile, type ResultRow, selected } from "../harness.js";
 import { runLatency } from "../runner.js";
 import { type CaseDefinition, firstLine, log } from "./case-definition.js";
-import { CaseRows } from "./case-rows.js";
 import { findRow, withRatios } from "./result-rows.js";
 import { sluiceConfig } from "./sluice-params.js";
 
 export const case4: CaseDefinition = {
   id: 4,
   name: "latency: ping-pong of one 100 B record, buffer timeout 0 (RTT µs)",
-  async run(ctx) {
-    const report = new CaseRows(ctx, this);
-    const o = ctx.options;
+  async run(report) {
+    const o = report.options;
     const perRun = o.full ? 5000 : 1000;
     const warmup = o.full ? 2000 : 500;
     const params = { recordSize: 100, config: sluiceConfig(0) };
@@ -26,8 +24,8 @@ export const case4: CaseDefinition = {
       ["grpc-js", "grpc"],
     ] as const) {
       if (!selected(o, system)) continue;
-      if (impl === "sluice-ws" && ctx.wsUnavailable !== undefined) {
-        rows.push(report.skipped(system, "p50 RTT µs", `not run: ${ctx.wsUnavailable}`));
+      if (impl === "sluice-ws" && report.wsUnavailable !== undefined) {
+        rows.push(report.skipped(system, "p50 RTT µs", `not run: ${report.wsUnavailable}`));
         continue;
       }
       log(`case 4 ${system}`);

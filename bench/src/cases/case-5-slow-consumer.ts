@@ -7,7 +7,6 @@ import type { ThroughputParams } from "../roles.js";
 import { runSlowConsumer } from "../runner.js";
 import type { Impl } from "../worker.js";
 import { type CaseDefinition, firstLine, log } from "./case-definition.js";
-import { CaseRows } from "./case-rows.js";
 import { findRow } from "./result-rows.js";
 import {
   baseParams,
@@ -23,9 +22,8 @@ const QUEUE_CAP_BYTES = 1024 * 1024 * 1024;
 export const case5: CaseDefinition = {
   id: 5,
   name: "slow consumer (≈1 MB/s): peak RSS growth of each process",
-  async run(ctx) {
-    const report = new CaseRows(ctx, this);
-    const o = ctx.options;
+  async run(report) {
+    const o = report.options;
     const durationMs = o.full ? 10_000 : 3_000;
     const runs = o.full ? 2 : 1;
     const rate = 1_000_000;
@@ -56,12 +54,20 @@ export const case5: CaseDefinition = {
       ],
     ];
     for (const [system, impl, params] of systems) {
-      if (impl === "sluice-ws" && ctx.wsUnavailable !== undefined) {
+      if (impl === "sluice-ws" && report.wsUnavailable !== undefined) {
         rows.push(
-          report.skipped(`${system} producer`, "RSS growth MiB", `not run: ${ctx.wsUnavailable}`),
+          report.skipped(
+            `${system} producer`,
+            "RSS growth MiB",
+            `not run: ${report.wsUnavailable}`,
+          ),
         );
         rows.push(
-          report.skipped(`${system} consumer`, "RSS growth MiB", `not run: ${ctx.wsUnavailable}`),
+          report.skipped(
+            `${system} consumer`,
+            "RSS growth MiB",
+            `not run: ${report.wsUnavailable}`,
+          ),
         );
         continue;
       }
@@ -123,7 +129,7 @@ export const case5: CaseDefinition = {
           comparison: "≤",
           target: limitMB,
           unit: "MiB",
-          note: system === "sluice-ws" ? ctx.wsUnavailable : undefined,
+          note: system === "sluice-ws" ? report.wsUnavailable : undefined,
         }),
       );
     }

@@ -3,7 +3,6 @@
  * and 100 ms.
  */
 import type { CaseDefinition } from "./case-definition.js";
-import { CaseRows } from "./case-rows.js";
 import { findRow } from "./result-rows.js";
 import { baseParams, sluiceConfig } from "./sluice-params.js";
 import { type SystemSpec, throughputRows } from "./throughput-rows.js";
@@ -11,8 +10,7 @@ import { type SystemSpec, throughputRows } from "./throughput-rows.js";
 export const case6: CaseDefinition = {
   id: 6,
   name: "buffer-timeout sweep: 100 B records, keyed over 4 channels, Sluice TCP",
-  async run(ctx) {
-    const report = new CaseRows(ctx, this);
+  async run(report) {
     const rows = await throughputRows(
       report,
       { metric: "records/s", baseline: () => "sluice-tcp 100 ms" },

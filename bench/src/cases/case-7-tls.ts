@@ -3,7 +3,6 @@
  */
 import { createTestPki } from "@sluice/shuffle-tck/certificates";
 import type { CaseDefinition } from "./case-definition.js";
-import { CaseRows } from "./case-rows.js";
 import { findRow } from "./result-rows.js";
 import { baseParams, sluiceConfig } from "./sluice-params.js";
 import { throughputRows } from "./throughput-rows.js";
@@ -34,8 +33,7 @@ function makeTlsMaterial(): { config: Record<string, unknown>; remove(): void } 
 export const case7: CaseDefinition = {
   id: 7,
   name: "TLS on the data port: 100 B keyed records over 4 channels, Sluice TCP and WS, plaintext vs mutual TLS",
-  async run(ctx) {
-    const report = new CaseRows(ctx, this);
+  async run(report) {
     const tls = makeTlsMaterial();
     try {
       const small = (extra: Record<string, unknown>) =>

@@ -8,7 +8,7 @@ import { median, type ResultRow, selected } from "../harness.js";
 import type { Impl } from "../worker.js";
 import { type BatchRun, BatchSession, runLz4 } from "./batch-shuffle.js";
 import { type CaseDefinition, firstLine, log } from "./case-definition.js";
-import { CaseRows } from "./case-rows.js";
+import type { CaseReport } from "./case-report.js";
 import { interleavedRuns } from "./interleaved-runs.js";
 import { findRow, withRatios } from "./result-rows.js";
 import { MB, networkMemory, sluiceConfig } from "./sluice-params.js";
@@ -21,9 +21,8 @@ const BATCH_READ_MEMORY_MB = 64;
 export const case8: CaseDefinition = {
   id: 8,
   name: "batch shuffle: 100 B records, BLOCKING partition written then read, two processes",
-  async run(ctx) {
-    const report = new CaseRows(ctx, this);
-    const o = ctx.options;
+  async run(report) {
+    const o = report.options;
     const recordSize = 100;
     // 4× the network memory in framed bytes (each record with its 4-byte length).
     const records = Math.ceil((4 * BATCH_NETWORK_MEMORY_MB * 2 ** 20) / (recordSize + 4));
@@ -131,8 +130,8 @@ export const case8: CaseDefinition = {
 };
 
 /** LZ4 over the demo's words: Sluice's BufferCompressor beside lz4-napi called directly. */
-async function lz4Rows(report: CaseRows): Promise<ResultRow[]> {
-  const o = report.ctx.options;
+async function lz4Rows(report: CaseReport): Promise<ResultRow[]> {
+  const o = report.options;
   const systems = ["lz4 via BufferCompressor", "lz4-napi direct"];
   log("case 8 LZ4 on the demo's words, in one child");
   try {

@@ -4,16 +4,14 @@
  */
 import { Child, median, profileArgs } from "../harness.js";
 import { type CaseDefinition, firstLine, log } from "./case-definition.js";
-import { CaseRows } from "./case-rows.js";
 import type { CheckpointModeResult } from "./checkpoint-bench.js";
 import { findRow, withRatios } from "./result-rows.js";
 
 export const case9: CaseDefinition = {
   id: 9,
   name: "checkpoints under back-pressure (sink at 10% of the source): aligned, unaligned, aligned + debloating",
-  async run(ctx) {
-    const report = new CaseRows(ctx, this);
-    const o = ctx.options;
+  async run(report) {
+    const o = report.options;
     const durationMs = o.full ? 12_000 : 5_000;
     const args = {
       durationMs,

@@ -4,6 +4,7 @@
  * goal rows computed from them.
  */
 import type { BenchOptions, GoalRow, ResultRow } from "../harness.js";
+import type { CaseReport } from "./case-report.js";
 
 /** What a case runs with: the command line's options and facts about this run. */
 export interface CaseContext {
@@ -23,7 +24,8 @@ export interface CaseResult {
 export interface CaseDefinition {
   readonly id: number;
   readonly name: string;
-  run(ctx: CaseContext): Promise<CaseResult>;
+  /** Runs the case; `report` makes its rows and carries the run's context. */
+  run(report: CaseReport): Promise<CaseResult>;
 }
 
 /** A progress line on stdout while a case runs. */

@@ -6,7 +6,7 @@ import { median, type ResultRow, selected } from "../harness.js";
 import type { ThroughputParams } from "../roles.js";
 import { ThroughputSession } from "../runner.js";
 import type { Impl } from "../worker.js";
-import type { CaseRows } from "./case-rows.js";
+import type { CaseReport } from "./case-report.js";
 import { interleavedRuns } from "./interleaved-runs.js";
 import { withRatios } from "./result-rows.js";
 import { MB } from "./sluice-params.js";
@@ -26,7 +26,7 @@ export interface ThroughputRowsSpec {
  * row, with the reason, for one that did not run or failed), with its ratio to its baseline.
  */
 export async function throughputRows(
-  report: CaseRows,
+  report: CaseReport,
   { metric, baseline }: ThroughputRowsSpec,
   allSpecs: readonly SystemSpec[],
 ): Promise<ResultRow[]> {
@@ -60,7 +60,7 @@ export async function throughputRows(
 }
 
 function sessionRow(
-  report: CaseRows,
+  report: CaseReport,
   metric: ThroughputRowsSpec["metric"],
   session: ThroughputSession,
   impl: Impl,

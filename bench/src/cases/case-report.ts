@@ -1,8 +1,9 @@
 /**
- * The rows one case reports: its result rows (one per system and metric, with its medians and
- * spread, or a note when it did not run) and its goal rows, each stamped with the run and the case.
+ * What one case reports in one run: its result rows (one per system and metric, with its medians
+ * and spread, or a note when it did not run) and its goal rows, each stamped with the run and the
+ * case; and the run's context the case runs with.
  */
-import { type GoalRow, type ResultRow, stats } from "../harness.js";
+import { type BenchOptions, type GoalRow, type ResultRow, stats } from "../harness.js";
 import type { CaseContext } from "./case-definition.js";
 import { type GoalSpec, goal } from "./goal.js";
 
@@ -16,13 +17,23 @@ export interface RowSpec {
   readonly note?: string;
 }
 
-/** Makes the rows of one case in one run. */
-export class CaseRows {
+/** One case in one run: what it runs with, and how it makes its rows. */
+export class CaseReport {
   constructor(
     /** The run the case is part of. */
     readonly ctx: CaseContext,
     private readonly of: { readonly id: number; readonly name: string },
   ) {}
+
+  /** The command line's options. */
+  get options(): BenchOptions {
+    return this.ctx.options;
+  }
+
+  /** Why the WS plugin cannot run, or undefined when it can. */
+  get wsUnavailable(): string | undefined {
+    return this.ctx.wsUnavailable;
+  }
 
   /** The case's id. */
   get caseId(): number {
