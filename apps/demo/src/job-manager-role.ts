@@ -40,7 +40,7 @@ import {
 import { JobReportBuilder } from "./job-report-builder.js";
 import { type LocalTaskManager, LocalTaskManagers } from "./local-task-managers.js";
 import { checkParallelismFitsNetworkMemory } from "./parallelism-memory.js";
-import { createProgressView, type ProgressSnapshot, type ProgressView } from "./progress.js";
+import { ProgressLoop } from "./progress-loop.js";
 import { Recovery } from "./recovery.js";
 import { StageTimeline } from "./stage-timeline.js";
 import { formatSummary, type JobReport, summaryJson } from "./summary.js";
@@ -53,9 +53,6 @@ const STARTUP_TIMEOUT_MS = 30_000;
 const SHUTDOWN_TIMEOUT_MS = 10_000;
 /** After a failure: how long the job's tasks and the task managers get before they are killed. */
 const CANCEL_GRACE_MS = 3_000;
-const PROGRESS_RENDER_MS = 500;
-/** How often the task managers' metrics are fetched (progress line and dashboard). */
-const METRICS_FETCH_MS = 500;
 
 /** The streams the demo writes to. */
 export interface DemoIO {
@@ -106,8 +103,8 @@ export class JobManagerRole {
   private local: LocalTaskManagers | undefined;
   private recovery: Recovery | undefined;
   private startedAt = 0;
-  private view: ProgressView | undefined;
-  private renderTimer: NodeJS.Timeout | undefined;
+  /** The progress line, from the fetched metrics. */
+  private readonly progress: ProgressLoop;
   private interruptedBy: NodeJS.Signals | undefined;
   /** Batch mode: the codec of the blocking partitions, and when each stage ran. */
   private batch: { codec: string; timeline?: StageTimeline } | undefined;
@@ -119,6 +116,11 @@ export class JobManagerRole {
     private readonly io: DemoIO,
   ) {
     this.throttle = options.throttle ?? null;
+    this.progress = new ProgressLoop(this.fetcher, io.human, () => ({
+      elapsedMs: performance.now() - this.startedAt,
+      totalRecords: this.options.records,
+      tasks: this.report.tasks(),
+    }));
   }
 
   /** Runs the job; resolves with the process exit code. */
@@ -190,7 +192,7 @@ export class JobManagerRole {
       return await this.reportFailure(shuffle);
     } finally {
       this.recovery?.stop();
-      this.stopProgress();
+      this.progress.stop();
       this.batch?.timeline?.stop();
       await this.dashboard?.close();
       await jobManager.close({ failed: true, timeoutMs: CANCEL_GRACE_MS });
@@ -303,7 +305,7 @@ export class JobManagerRole {
     if (this.batch !== undefined) {
       this.batch.timeline = new StageTimeline(() => execution.executionVertices, this.startedAt);
     }
-    this.startProgress();
+    this.progress.start();
     const result = await this.failures.phase(execution.terminated);
     this.jobState = result.status;
     this.endedAt = performance.now();
@@ -345,8 +347,7 @@ export class JobManagerRole {
       this.execution?.executionVertices ?? [],
       differences,
     );
-    this.view?.update(this.snapshot(), true);
-    this.stopProgress();
+    this.progress.finish();
     const taskManagers = jobManager.taskManagers;
     const batch = await this.batchSummary(taskManagers);
     if (batch !== undefined) differences.push(...batchDifferences(batch, COUNT_VERTEX));
@@ -502,7 +503,7 @@ export class JobManagerRole {
    * (they exit non-zero), kills local ones that do not exit in time, and reports the failure.
    */
   private async reportFailure(shuffle: string): Promise<number> {
-    this.stopProgress();
+    this.progress.stop();
     const [failure] = this.failures.byRank() as [Failure];
     const execution = this.execution;
     if (execution !== undefined) {
@@ -537,30 +538,6 @@ export class JobManagerRole {
       );
     }
     return root.exitCode;
-  }
-
-  // ----------------------------------------------------------------------------- progress
-
-  private startProgress(): void {
-    this.fetcher.start(METRICS_FETCH_MS);
-    this.view = createProgressView(this.io.human);
-    this.renderTimer = setInterval(() => this.view?.update(this.snapshot()), PROGRESS_RENDER_MS);
-  }
-
-  private snapshot(): ProgressSnapshot {
-    return {
-      elapsedMs: performance.now() - this.startedAt,
-      totalRecords: this.options.records,
-      tasks: this.report.tasks(),
-    };
-  }
-
-  private stopProgress(): void {
-    this.fetcher.stop();
-    clearInterval(this.renderTimer);
-    this.renderTimer = undefined;
-    this.view?.stop();
-    this.view = undefined;
   }
 
   private say(text: string): void {
