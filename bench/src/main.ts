@@ -16,6 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { parseDynamicProperties } from "@sluice/runtime";
+import { CaseReport } from "./cases/case-report.js";
 import { CASES, type CaseContext, setConfigOverrides } from "./cases/cases.js";
 import {
   type BenchOptions,
@@ -194,7 +195,7 @@ async function main(): Promise<void> {
     if (definition === undefined) continue;
     const caseStart = performance.now();
     console.log(`\ncase ${id}: ${definition.name}`);
-    const { rows, goals } = await definition.run(ctx);
+    const { rows, goals } = await definition.run(new CaseReport(ctx, definition));
     for (const r of rows) file.append(r);
     for (const g of goals) file.append(g);
     allRows.push(...rows);

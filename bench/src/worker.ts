@@ -89,7 +89,7 @@ async function create(
     case "yamux": {
       const m = await import("./systems/yamux.js");
       if (role === "producer") return new m.YamuxThroughputProducer(params);
-      if (role === "consumer") return new m.YamuxThroughputConsumer();
+      if (role === "consumer") return new m.YamuxThroughputConsumer(params);
       throw new Error("libp2p-yamux runs only in throughput cases");
     }
   }

@@ -6,17 +6,10 @@
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import {
-  buildDemoIfStale,
-  isAlive,
-  killDemoProcesses,
-  lastJsonLine,
-  startDemo,
-} from "./test-support/demo-process.js";
+import { afterAll, describe, expect, it } from "vitest";
+import { isAlive, lastJsonLine, startDemo, useDemoProcesses } from "./test-support/demo-process.js";
 
-beforeAll(buildDemoIfStale, 300_000);
-afterEach(killDemoProcesses);
+useDemoProcesses();
 
 const tmp = mkdtempSync(path.join(tmpdir(), "sluice-batch-demo-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));

@@ -5,19 +5,17 @@
  */
 
 import { createTestPki, type TestPki } from "@sluice/shuffle-tck/transport";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import {
-  buildDemoIfStale,
   type DemoProcess,
   isAlive,
-  killDemoProcesses,
   lastJsonLine,
   startDemo,
   until,
+  useDemoProcesses,
 } from "./test-support/demo-process.js";
 
-beforeAll(buildDemoIfStale, 300_000);
-afterEach(killDemoProcesses);
+useDemoProcesses();
 
 /** Starts a job manager on a free port of 127.0.0.1 and resolves with it and its port. */
 async function startJobManager(
@@ -41,6 +39,26 @@ async function startJobManager(
 
 function taskManager(port: number, args: readonly string[] = []): DemoProcess {
   return startDemo(["taskmanager", "--jobmanager", `127.0.0.1:${port}`, ...args]);
+}
+
+/** Heartbeats fast enough that a silent peer is noticed within seconds. */
+const FAST_HEARTBEATS = ["-D", "heartbeat.interval=200ms", "-D", "heartbeat.timeout=1500ms"];
+
+/**
+ * A job manager with a 200 M-word job (far longer than any test waits) on two task managers,
+ * once the job's progress line shows words moving.
+ */
+async function runningJob(
+  args: readonly string[],
+): Promise<{ jm: DemoProcess; tms: DemoProcess[] }> {
+  const { jm, port } = await startJobManager(["--records", "200m", ...args]);
+  const tms = [taskManager(port), taskManager(port)];
+  await until(
+    () => /\] [1-9][\d,]*\/200,000,000 words/.test(jm.output().stdout),
+    30_000,
+    "the job to run",
+  );
+  return { jm, tms };
 }
 
 describe("standalone cluster on 127.0.0.1", () => {
@@ -116,13 +134,7 @@ describe("standalone cluster on 127.0.0.1", () => {
   }, 60_000);
 
   it("makes every task manager exit non-zero within seconds when the job manager is killed mid-job", async () => {
-    const { jm, port } = await startJobManager(["--records", "200m"]);
-    const tms = [taskManager(port), taskManager(port)];
-    await until(
-      () => /\] [1-9][\d,]*\/200,000,000 words/.test(jm.output().stdout),
-      30_000,
-      "the job to run",
-    );
+    const { jm, tms } = await runningJob([]);
     const killedAt = Date.now();
     jm.child.kill("SIGKILL");
     const runs = await Promise.all(tms.map((tm) => tm.done));
@@ -134,14 +146,7 @@ describe("standalone cluster on 127.0.0.1", () => {
   }, 60_000);
 
   it("makes every task manager exit non-zero when the job manager stops requesting heartbeats", async () => {
-    const heartbeat = ["-D", "heartbeat.interval=200ms", "-D", "heartbeat.timeout=1500ms"];
-    const { jm, port } = await startJobManager(["--records", "200m", ...heartbeat]);
-    const tms = [taskManager(port), taskManager(port)];
-    await until(
-      () => /\] [1-9][\d,]*\/200,000,000 words/.test(jm.output().stdout),
-      30_000,
-      "the job to run",
-    );
+    const { jm, tms } = await runningJob(FAST_HEARTBEATS);
     // Frozen, its connections stay open: the task managers learn it only from the silence.
     jm.child.kill("SIGSTOP");
     const runs = await Promise.all(tms.map((tm) => tm.done));
@@ -155,14 +160,7 @@ describe("standalone cluster on 127.0.0.1", () => {
   }, 60_000);
 
   it("fails the job when a task manager stops answering heartbeats, naming it and its address, and every process exits non-zero", async () => {
-    const heartbeat = ["-D", "heartbeat.interval=200ms", "-D", "heartbeat.timeout=1500ms"];
-    const { jm, port } = await startJobManager(["--records", "200m", ...heartbeat]);
-    const tms = [taskManager(port), taskManager(port)];
-    await until(
-      () => /\] [1-9][\d,]*\/200,000,000 words/.test(jm.output().stdout),
-      30_000,
-      "the job to run",
-    );
+    const { jm, tms } = await runningJob(FAST_HEARTBEATS);
     const frozen = /task manager 1 \(pid (\d+)\) ready/.exec(jm.output().stdout);
     const pid = Number(frozen?.[1]);
     // A frozen process keeps its sockets open: only the missing heartbeats reveal it.

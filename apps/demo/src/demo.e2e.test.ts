@@ -7,19 +7,17 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import {
-  buildDemoIfStale,
   isAlive,
-  killDemoProcesses,
   lastJsonLine,
   REPO,
   startDemo as start,
   until,
+  useDemoProcesses,
 } from "./test-support/demo-process.js";
 
-beforeAll(buildDemoIfStale, 300_000);
-afterEach(killDemoProcesses);
+useDemoProcesses();
 
 const tmp = mkdtempSync(path.join(tmpdir(), "sluice-demo-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));

@@ -1,4 +1,4 @@
-import { JobManager, type RegisteredTaskManager, type ShutdownReport } from "@sluice/cluster";
+import { JobManager, type RegisteredTaskManager } from "@sluice/cluster";
 import { ConfigurationError, ErrorCodes, isSluiceError } from "@sluice/core";
 import {
   type Configuration,
@@ -15,7 +15,6 @@ import {
   BatchShuffleReportSchema,
   type BatchSummary,
   batchDifferences,
-  batchTotals,
   compressionCodecOf,
 } from "./batch-mode.js";
 import { applyCheckpointingFlags, recoverySettingsOf } from "./checkpointing-options.js";
@@ -26,21 +25,26 @@ import {
   reporterEndpoints,
   THROTTLE_MESSAGE,
 } from "./control-messages.js";
-import { referenceCounts } from "./corpus.js";
 import { MetricFetcher } from "./dashboard/metric-fetcher.js";
 import { startDashboard } from "./dashboard/start-dashboard.js";
 import type { WebMonitorEndpoint } from "./dashboard/web-monitor-endpoint.js";
 import { APP_DIR, APP_VERSION, isUsageError, SHUFFLE_KEY } from "./demo-application.js";
 import { formatInteger } from "./format.js";
+import {
+  type Failure,
+  failureLines,
+  JobFailedError,
+  JobFailures,
+  settlesWithin,
+} from "./job-failures.js";
+import { JobReportBuilder } from "./job-report-builder.js";
 import { type LocalTaskManager, LocalTaskManagers } from "./local-task-managers.js";
 import { checkParallelismFitsNetworkMemory } from "./parallelism-memory.js";
-import { createProgressView, type ProgressSnapshot, type ProgressView } from "./progress.js";
+import { ProgressLoop } from "./progress-loop.js";
 import { Recovery } from "./recovery.js";
 import { StageTimeline } from "./stage-timeline.js";
-import { formatSummary, type JobReport, type ProcessReport, summaryJson } from "./summary.js";
+import { formatSummary, type JobReport, summaryJson } from "./summary.js";
 import { subtaskName, taskProgressOf } from "./task-metrics.js";
-import { ShutdownExtrasSchema, type TaskProgress, TaskProgressSchema } from "./task-progress.js";
-import { verifyAtLeastOnce, verifyCounts } from "./verification.js";
 import { COUNT_VERTEX, type WordCountJob, wordCountJob } from "./word-count-job.js";
 
 /** How long local task managers may take to start and register. */
@@ -49,9 +53,6 @@ const STARTUP_TIMEOUT_MS = 30_000;
 const SHUTDOWN_TIMEOUT_MS = 10_000;
 /** After a failure: how long the job's tasks and the task managers get before they are killed. */
 const CANCEL_GRACE_MS = 3_000;
-const PROGRESS_RENDER_MS = 500;
-/** How often the task managers' metrics are fetched (progress line and dashboard). */
-const METRICS_FETCH_MS = 500;
 
 /** The streams the demo writes to. */
 export interface DemoIO {
@@ -63,35 +64,6 @@ export interface DemoIO {
 }
 
 /**
- * Why the job failed. `rank` orders the report: the root cause (a task manager killed by a
- * signal, one that was lost) comes before its consequences (tasks failing because a peer
- * vanished).
- */
-interface Failure {
-  readonly rank: number;
-  readonly message: string;
-  readonly exitCode: number;
-}
-
-class JobFailedError extends Error {
-  constructor() {
-    super("job failed");
-  }
-}
-
-class Deferred<T> {
-  readonly promise: Promise<T>;
-  resolve!: (value: T) => void;
-  reject!: (error: unknown) => void;
-  constructor() {
-    this.promise = new Promise<T>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
-  }
-}
-
-/**
  * The demo's job manager role (`main.js jobmanager`, and the job manager of the one-command demo):
  * a `JobManager` of @sluice/cluster that waits for its task managers (started here as child
  * processes in the one-command mode, anywhere in the standalone mode), deploys the word count onto
@@ -99,9 +71,9 @@ class Deferred<T> {
  * verifies the counts and shuts every task manager down, on every path.
  */
 export class JobManagerRole {
-  private readonly failures: Failure[] = [];
-  private readonly failed = new Deferred<never>();
-  private readonly progress = new Map<string, TaskProgress & { taskManager: number }>();
+  private readonly failures = new JobFailures();
+  /** The tasks' counters, the task managers' shutdown reports and losses: the job's report. */
+  private readonly report = new JobReportBuilder();
   /** The task managers' metrics: the source of the progress line, the table and the dashboard. */
   private readonly fetcher = new MetricFetcher(
     () => this.jobManager?.taskManagers ?? [],
@@ -110,7 +82,7 @@ export class JobManagerRole {
       const byAttempt = [...subtasks].sort((a, b) => a.attemptNumber - b.attemptNumber);
       for (const subtask of byAttempt) {
         const name = subtaskName(subtask, this.options.parallelism);
-        this.setProgress(taskProgressOf(subtask, name, false), subtask.taskManager);
+        this.report.setProgress(taskProgressOf(subtask, name, false), subtask.taskManager);
       }
     },
   );
@@ -122,10 +94,8 @@ export class JobManagerRole {
   private jobRootCause: string | null = null;
   /** When the job ended (`performance.now()`), so the dashboard's clock stops with it. */
   private endedAt: number | undefined;
-  private readonly lost = new Set<RegisteredTaskManager>();
   /** Lost task managers the job went on without (dropped from the pool, or recovered from). */
   private readonly survived = new Set<RegisteredTaskManager>();
-  private readonly shutdownReports = new Map<RegisteredTaskManager, ShutdownReport>();
   /** Exit codes the local children should end with, once told to shut down. */
   private readonly expectedExit = new Map<number, number>();
   private jobManager: JobManager | undefined;
@@ -133,8 +103,8 @@ export class JobManagerRole {
   private local: LocalTaskManagers | undefined;
   private recovery: Recovery | undefined;
   private startedAt = 0;
-  private view: ProgressView | undefined;
-  private renderTimer: NodeJS.Timeout | undefined;
+  /** The progress line, from the fetched metrics. */
+  private readonly progress: ProgressLoop;
   private interruptedBy: NodeJS.Signals | undefined;
   /** Batch mode: the codec of the blocking partitions, and when each stage ran. */
   private batch: { codec: string; timeline?: StageTimeline } | undefined;
@@ -145,9 +115,12 @@ export class JobManagerRole {
     private readonly options: DemoOptions,
     private readonly io: DemoIO,
   ) {
-    // Attach a handler so a rejection before anyone awaits `failed` is never "unhandled".
-    this.failed.promise.catch(() => {});
     this.throttle = options.throttle ?? null;
+    this.progress = new ProgressLoop(this.fetcher, io.human, () => ({
+      elapsedMs: performance.now() - this.startedAt,
+      totalRecords: this.options.records,
+      tasks: this.report.tasks(),
+    }));
   }
 
   /** Runs the job; resolves with the process exit code. */
@@ -208,7 +181,7 @@ export class JobManagerRole {
     } catch (error) {
       if (!(error instanceof JobFailedError)) {
         const isConfig = error instanceof ConfigurationError;
-        this.recordFailure(
+        this.failures.record(
           0,
           isConfig
             ? (error as Error).message
@@ -219,7 +192,7 @@ export class JobManagerRole {
       return await this.reportFailure(shuffle);
     } finally {
       this.recovery?.stop();
-      this.stopProgress();
+      this.progress.stop();
       this.batch?.timeline?.stop();
       await this.dashboard?.close();
       await jobManager.close({ failed: true, timeoutMs: CANCEL_GRACE_MS });
@@ -241,7 +214,8 @@ export class JobManagerRole {
       loader: { applicationDirs: [APP_DIR] },
       applicationVersion: APP_VERSION,
       maxTaskManagers: options.taskManagers,
-      onFatalError: (error) => this.recordFailure(1, `the shuffle master failed: ${error.message}`),
+      onFatalError: (error) =>
+        this.failures.record(1, `the shuffle master failed: ${error.message}`),
       onTaskManagerRegistered: (tm) => {
         const { host, dataPort, resourceId } = tm.location;
         this.say(`${tm.label} ready: data port ${host}:${dataPort}, resource ${resourceId}\n`);
@@ -251,7 +225,7 @@ export class JobManagerRole {
         }
       },
       onTaskManagerLost: (tm, cause) => {
-        this.lost.add(tm);
+        this.report.lost.add(tm);
         // One that runs no task of the job (it registered and dropped before the job started)
         // only leaves the pool: the job waits for, or runs on, the others.
         if (!this.execution?.executionVertices.some((v) => v.gateway === tm)) {
@@ -263,7 +237,7 @@ export class JobManagerRole {
         }
         // A job that restarts without it (from its latest checkpoint) has not failed.
         if (this.recovery?.taskManagerLost(tm)) this.survived.add(tm);
-        else this.recordFailure(1, cause.message);
+        else this.failures.record(1, cause.message);
       },
       onApplicationMessage: (tm, name, payload) => {
         if (name !== METRIC_ENDPOINTS_MESSAGE) {
@@ -304,7 +278,7 @@ export class JobManagerRole {
     }
     // A standalone job manager waits `slot.request.timeout`; the timeout's error names the task
     // managers it refused, and why (another plugin or version), which is a configuration error.
-    await this.phase(
+    await this.failures.phase(
       jobManager
         .waitForTaskManagers(
           options.taskManagers,
@@ -312,7 +286,7 @@ export class JobManagerRole {
         )
         .catch((error: unknown) => {
           if (!isSluiceError(error, ErrorCodes.TIMEOUT)) throw error;
-          this.recordFailure(2, error.message);
+          this.failures.record(2, error.message);
           throw new JobFailedError();
         }),
     );
@@ -331,8 +305,8 @@ export class JobManagerRole {
     if (this.batch !== undefined) {
       this.batch.timeline = new StageTimeline(() => execution.executionVertices, this.startedAt);
     }
-    this.startProgress();
-    const result = await this.phase(execution.terminated);
+    this.progress.start();
+    const result = await this.failures.phase(execution.terminated);
     this.jobState = result.status;
     this.endedAt = performance.now();
     if (result.error !== undefined) {
@@ -352,7 +326,7 @@ export class JobManagerRole {
           ? ""
           : ` on ${jobManager.taskManagers.find((tm) => tm.location.resourceId.equals(where))?.label ?? `TaskExecutor ${where}`}`;
       const task = result.failedTask === undefined ? "" : `task ${result.failedTask}${on} failed: `;
-      this.recordFailure(3, `${task}${cause}`);
+      this.failures.record(3, `${task}${cause}`);
       throw new JobFailedError();
     }
     return result;
@@ -367,98 +341,40 @@ export class JobManagerRole {
   ): Promise<JobReport> {
     const durationMs = performance.now() - this.startedAt;
     const differences: string[] = [];
-    const counts: Map<string, number>[] = [];
     this.fetcher.stop();
     // Every task returned its final counters (and a count task its counts) with its result.
-    for (const vertex of this.execution?.executionVertices ?? []) {
-      const returned = vertex.result as { progress?: unknown; counts?: [string, number][] };
-      const progress = TaskProgressSchema.safeParse(returned?.progress);
-      if (!progress.success) {
-        differences.push(`${vertex.name} returned no final counters`);
-        continue;
-      }
-      this.setProgress(progress.data, (vertex.gateway as RegisteredTaskManager).index);
-      if (vertex.vertex.name === COUNT_VERTEX) counts.push(new Map(returned.counts ?? []));
-    }
-    this.view?.update(this.snapshot(), true);
-    this.stopProgress();
+    const counts = this.report.takeFinalCounters(
+      this.execution?.executionVertices ?? [],
+      differences,
+    );
+    this.progress.finish();
     const taskManagers = jobManager.taskManagers;
     const batch = await this.batchSummary(taskManagers);
     if (batch !== undefined) differences.push(...batchDifferences(batch, COUNT_VERTEX));
-    await this.phase(
-      this.shutDownTaskManagers("the job finished", false),
-      SHUTDOWN_TIMEOUT_MS,
-      "the task managers to shut down",
-    );
+    await this.failures.phase(this.shutDownTaskManagers("the job finished", false), {
+      ms: SHUTDOWN_TIMEOUT_MS,
+      what: "the task managers to shut down",
+    });
     if (this.local !== undefined) {
-      await this.phase(this.local.allExited(), SHUTDOWN_TIMEOUT_MS, "the task managers to exit");
+      await this.failures.phase(this.local.allExited(), {
+        ms: SHUTDOWN_TIMEOUT_MS,
+        what: "the task managers to exit",
+      });
     }
 
-    const atLeastOnce = this.recovery?.settings.mode === "AT_LEAST_ONCE";
-    const reference = referenceCounts(job.corpus);
-    const verification = atLeastOnce
-      ? verifyAtLeastOnce(reference, counts, job.maxParallelism)
-      : { ...verifyCounts(reference, counts, job.maxParallelism), duplicates: 0 };
-    const { duplicates } = verification;
-    const tasks = [...this.progress.values()];
-    const records = tasks.filter((t) => t.kind === "count").reduce((sum, t) => sum + t.records, 0);
-    const emitted = tasks.filter((t) => t.kind === "source").reduce((sum, t) => sum + t.records, 0);
-    differences.push(...verification.differences);
-    if (emitted !== job.corpus.records || records !== job.corpus.records + duplicates) {
-      differences.unshift(
-        `the sources emitted ${formatInteger(emitted)} and the counters received ${formatInteger(records)} words; the corpus has ${formatInteger(job.corpus.records)}`,
-      );
-    }
-    for (const error of result.releaseErrors) {
-      differences.push(`releasing the job's partitions failed: ${error.message}`);
-    }
-    const processes: ProcessReport[] = [
-      { role: "jobmanager", pid: process.pid, peakRssMb: process.resourceUsage().maxRSS / 1024 },
-      ...taskManagers.map((tm) => {
-        const closed = this.shutdownReports.get(tm);
-        const lost = this.lost.has(tm);
-        if (closed === undefined && !lost) {
-          differences.push(`${tm.label} did not report its shutdown`);
-        }
-        return {
-          role: "taskmanager" as const,
-          index: tm.index,
-          pid: tm.pid,
-          ...(lost ? { lost } : {}),
-          peakRssMb: this.peakRssMbOf(tm),
-          ...(closed?.networkBuffers == null ? {} : { bufferPool: closed.networkBuffers }),
-          unreleasedPartitions: closed?.unreleasedPartitions ?? 0,
-        };
-      }),
-    ];
-    return {
+    return this.report.build({
       shuffle,
       shuffleModule: jobManager.deployer.plugin.file,
-      verified: differences.length === 0,
+      job,
+      result,
+      taskManagers,
+      counts,
       differences,
-      records,
-      // A blocking partition writes its last sort buffer after its task returned its counters.
-      bytes:
-        batch === undefined
-          ? tasks.filter((t) => t.kind === "source").reduce((sum, t) => sum + t.bytes, 0)
-          : batchTotals(batch).partitionBytes,
       durationMs,
       parallelism: this.options.parallelism,
-      taskManagers: taskManagers.length,
-      distinctWords: verification.distinctWords,
-      tasks,
-      processes,
-      ...recoveryReport(result, this.recovery, duplicates),
-      ...(batch === undefined ? {} : { batch }),
-    };
-  }
-
-  /**
-   * Records a task's counters. Keyed by operator and subtask, so that a restarted attempt's
-   * counters replace those of the attempt before it.
-   */
-  private setProgress(task: TaskProgress, taskManager: number): void {
-    this.progress.set(`${task.kind} ${task.subtaskIndex}`, { ...task, taskManager });
+      recovery: this.recovery,
+      batch,
+    });
   }
 
   /**
@@ -473,11 +389,10 @@ export class JobManagerRole {
     const stages = batch.timeline?.stop() ?? [];
     const reports: BatchShuffleReport[] = [];
     for (const tm of taskManagers) {
-      const reply = await this.phase(
-        tm.call(BATCH_SHUFFLE_MESSAGE, null),
-        SHUTDOWN_TIMEOUT_MS * 2,
-        `${tm.label}'s batch shuffle report`,
-      );
+      const reply = await this.failures.phase(tm.call(BATCH_SHUFFLE_MESSAGE, null), {
+        ms: SHUTDOWN_TIMEOUT_MS * 2,
+        what: `${tm.label}'s batch shuffle report`,
+      });
       if (reply === null) {
         throw new ConfigurationError(
           `the shuffle plugin of ${tm.label} registers no Status.Shuffle.Netty.BatchShuffle metrics; batch mode reports them`,
@@ -486,12 +401,6 @@ export class JobManagerRole {
       reports.push(BatchShuffleReportSchema.parse(reply));
     }
     return { codec: batch.codec, taskManagers: reports, stages };
-  }
-
-  /** A task manager's peak RSS from its shutdown report (0 without one). */
-  private peakRssMbOf(tm: RegisteredTaskManager): number {
-    const extras = ShutdownExtrasSchema.safeParse(this.shutdownReports.get(tm)?.application);
-    return extras.success ? extras.data.peakRssMb : 0;
   }
 
   // ---------------------------------------------------------------------------- dashboard
@@ -510,9 +419,7 @@ export class JobManagerRole {
             ? 0
             : ((this.endedAt ?? performance.now()) - this.startedAt) / 1000,
         totalRecords: this.options.records,
-        records: [...this.progress.values()]
-          .filter((task) => task.kind === "count")
-          .reduce((sum, task) => sum + task.records, 0),
+        records: this.report.countedRecords(),
         throttle: this.throttle,
         shuffle: jobManager.plugin.reference,
       }),
@@ -543,9 +450,9 @@ export class JobManagerRole {
       timeoutMs: failed ? CANCEL_GRACE_MS : SHUTDOWN_TIMEOUT_MS,
     });
     for (const [tm, outcome] of outcomes) {
-      if (!(outcome instanceof Error)) this.shutdownReports.set(tm, outcome);
+      if (!(outcome instanceof Error)) this.report.shutdownReports.set(tm, outcome);
       else if (!failed) {
-        this.recordFailure(2, `${tm.label} failed to shut down: ${outcome.message}`);
+        this.failures.record(2, `${tm.label} failed to shut down: ${outcome.message}`);
       }
     }
   }
@@ -562,7 +469,7 @@ export class JobManagerRole {
     const registered = this.jobManager?.taskManagers.find((tm) => tm.pid === child.pid);
     const label = registered?.label ?? `task manager (pid ${child.pid})`;
     if (error !== undefined) {
-      this.recordFailure(0, `${label} could not be started or signalled: ${error.message}`);
+      this.failures.record(0, `${label} could not be started or signalled: ${error.message}`);
       return;
     }
     // One the job went on without was judged when it was lost: its exit, say on waking from a
@@ -570,45 +477,16 @@ export class JobManagerRole {
     // ended (a signal says more than the closed connection that was noticed first).
     if (registered !== undefined && this.survived.has(registered)) return;
     const expected = this.expectedExit.get(child.pid);
-    if (signal !== null) this.recordFailure(0, `${label} was killed by signal ${signal}`);
+    if (signal !== null) this.failures.record(0, `${label} was killed by signal ${signal}`);
     else if (expected === undefined) {
       // A task manager exits 2 for a bad configuration or plugin: so does the demo.
-      this.recordFailure(2, `${label} exited unexpectedly with code ${code}`, code === 2 ? 2 : 1);
+      this.failures.record(2, `${label} exited unexpectedly with code ${code}`, code === 2 ? 2 : 1);
     } else if (code !== expected && code !== 0) {
-      this.recordFailure(2, `${label} exited with code ${code} while shutting down`);
+      this.failures.record(2, `${label} exited with code ${code} while shutting down`);
     }
   }
 
   // ---------------------------------------------------------------------------- failures
-
-  private recordFailure(rank: number, message: string, exitCode = 1): void {
-    if (this.failures.some((f) => f.message === message)) return;
-    this.failures.push({ rank, message, exitCode });
-    if (this.failures.length === 1) this.failed.reject(new JobFailedError());
-  }
-
-  /** Awaits `promise`, failing fast when the job fails, and after `timeoutMs` if given. */
-  private async phase<T>(promise: Promise<T>, timeoutMs?: number, what?: string): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout =
-      timeoutMs === undefined
-        ? undefined
-        : new Promise<never>((_, reject) => {
-            timer = setTimeout(() => {
-              this.recordFailure(2, `timed out after ${timeoutMs / 1000} s waiting for ${what}`);
-              reject(new JobFailedError());
-            }, timeoutMs);
-          });
-    try {
-      return await Promise.race([
-        promise,
-        this.failed.promise,
-        ...(timeout === undefined ? [] : [timeout]),
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
 
   private interrupted(signal: NodeJS.Signals): void {
     if (this.interruptedBy !== undefined) {
@@ -617,7 +495,7 @@ export class JobManagerRole {
       process.exit(signal === "SIGINT" ? 130 : 143);
     }
     this.interruptedBy = signal;
-    this.recordFailure(-1, `interrupted by ${signal}`, signal === "SIGINT" ? 130 : 143);
+    this.failures.record(-1, `interrupted by ${signal}`, signal === "SIGINT" ? 130 : 143);
   }
 
   /**
@@ -625,9 +503,8 @@ export class JobManagerRole {
    * (they exit non-zero), kills local ones that do not exit in time, and reports the failure.
    */
   private async reportFailure(shuffle: string): Promise<number> {
-    this.stopProgress();
-    const [first, ...rest] = [...this.failures].sort((a, b) => a.rank - b.rank);
-    const failure = first as Failure;
+    this.progress.stop();
+    const [failure] = this.failures.byRank() as [Failure];
     const execution = this.execution;
     if (execution !== undefined) {
       // No-op when the job already failed; otherwise (interrupted, timed out) its tasks stop.
@@ -641,114 +518,31 @@ export class JobManagerRole {
       await settlesWithin(local.allExited(), CANCEL_GRACE_MS);
     }
     // Failures recorded while stopping (a child's exit code) belong to the report too.
-    const [head, ...others] = [...this.failures].sort((a, b) => a.rank - b.rank);
-    const root = head ?? failure;
-    const lines = [
-      `error: the job failed: ${root.message}`,
-      ...(others.length > 0 ? others : rest).map((f) => `  also: ${f.message}`),
-    ];
-    if (local !== undefined) {
-      const alive = local.processes.filter((p) => !p.exited);
-      lines.push(
-        alive.length === 0
-          ? `all ${local.processes.length} task manager processes have exited`
-          : `could not stop task managers with pids ${alive.map((p) => p.pid).join(", ")}`,
-      );
-    } else {
-      const registered = this.jobManager?.taskManagers ?? [];
-      const stopped = registered.filter((tm) => this.shutdownReports.has(tm)).length;
-      lines.push(
-        `${stopped} of ${registered.length} registered task managers shut down on request; ${this.lost.size} were lost`,
-      );
-    }
+    const failures = this.failures.byRank() as [Failure, ...Failure[]];
+    const root = failures[0];
+    const registered = this.jobManager?.taskManagers ?? [];
+    const lines = failureLines(
+      failures,
+      local !== undefined
+        ? { local: local.processes }
+        : {
+            registered: registered.length,
+            stopped: registered.filter((tm) => this.report.shutdownReports.has(tm)).length,
+            lost: this.report.lost.size,
+          },
+    );
     this.io.stderr.write(`${lines.join("\n")}\n`);
     if (this.options.json) {
       this.io.stdout.write(
-        `${JSON.stringify({
-          verified: false,
-          error: root.message,
-          shuffle,
-          processes: [
-            {
-              role: "jobmanager",
-              pid: process.pid,
-              peakRssMb: round1(process.resourceUsage().maxRSS / 1024),
-            },
-            ...(this.jobManager?.taskManagers ?? []).map((tm) => ({
-              role: "taskmanager",
-              index: tm.index,
-              pid: tm.pid,
-              peakRssMb: round1(this.peakRssMbOf(tm)),
-            })),
-          ],
-        })}\n`,
+        `${JSON.stringify(this.report.failureJson(root.message, shuffle, registered))}\n`,
       );
     }
     return root.exitCode;
   }
 
-  // ----------------------------------------------------------------------------- progress
-
-  private startProgress(): void {
-    this.fetcher.start(METRICS_FETCH_MS);
-    this.view = createProgressView(this.io.human);
-    this.renderTimer = setInterval(() => this.view?.update(this.snapshot()), PROGRESS_RENDER_MS);
-  }
-
-  private snapshot(): ProgressSnapshot {
-    return {
-      elapsedMs: performance.now() - this.startedAt,
-      totalRecords: this.options.records,
-      tasks: [...this.progress.values()],
-    };
-  }
-
-  private stopProgress(): void {
-    this.fetcher.stop();
-    clearInterval(this.renderTimer);
-    this.renderTimer = undefined;
-    this.view?.stop();
-    this.view = undefined;
-  }
-
   private say(text: string): void {
     this.io.human.write(text);
   }
-}
-
-/** What the summary reports about checkpoints and the restart. */
-function recoveryReport(
-  result: JobResult,
-  recovery: Recovery | undefined,
-  duplicates: number,
-): Pick<JobReport, "checkpointing" | "restarts" | "killedTaskManager"> {
-  const mode = recovery?.settings.mode;
-  const killed = recovery?.killedTaskManager;
-  const { completed, aborted, restoredFrom, restoredPersistedDataBytes, latest } =
-    result.checkpoints;
-  return {
-    restarts: result.restarts,
-    ...(mode === undefined
-      ? {}
-      : {
-          checkpointing: {
-            mode,
-            completed,
-            aborted,
-            ...(restoredFrom === undefined
-              ? {}
-              : {
-                  restoredFrom: Number(restoredFrom),
-                  restoredChannelStateBytes: restoredPersistedDataBytes ?? 0,
-                }),
-            ...(latest === undefined
-              ? {}
-              : { lastAlignmentMs: latest.alignmentDurationNanos / 1e6 }),
-            ...(mode === "AT_LEAST_ONCE" ? { duplicates } : {}),
-          },
-        }),
-    ...(killed === undefined ? {} : { killedTaskManager: killed }),
-  };
 }
 
 /** The configuration arguments local task managers get: the same sources as this process. */
@@ -758,27 +552,4 @@ function configArguments(options: DemoOptions): string[] {
     ...options.dynamicProperties,
     ...(options.shuffle === undefined ? [] : ["--shuffle", options.shuffle]),
   ];
-}
-
-function round1(value: number): number {
-  return Math.round(value * 10) / 10;
-}
-
-/** True if `promise` settles within `ms`. */
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([
-      promise.then(
-        () => true,
-        () => true,
-      ),
-      timeout,
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

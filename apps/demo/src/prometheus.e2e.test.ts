@@ -7,16 +7,10 @@ import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import path from "node:path";
 import { waitFor } from "@sluice/core/testing";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import {
-  buildDemoIfStale,
-  killDemoProcesses,
-  REPO,
-  startDemo,
-} from "./test-support/demo-process.js";
+import { describe, expect, it } from "vitest";
+import { REPO, startDemo, useDemoProcesses } from "./test-support/demo-process.js";
 
-beforeAll(buildDemoIfStale, 300_000);
-afterEach(killDemoProcesses);
+useDemoProcesses();
 
 const RANGE_SIZE = 8;
 

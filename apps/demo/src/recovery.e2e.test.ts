@@ -5,14 +5,14 @@
  * the barriers were aligned: a counter that snapshots records from after the barrier on one
  * channel counts them twice once the sources replay from their offsets.
  */
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
-  buildDemoIfStale,
   isAlive,
-  killDemoProcesses,
   lastJsonLine,
+  type Run,
   startDemo,
   until,
+  useDemoProcesses,
 } from "./test-support/demo-process.js";
 
 /** Up to two restarts, 100 ms apart: every recovery below needs one. */
@@ -25,8 +25,7 @@ const TWO_RESTARTS = [
   "restart-strategy.fixed-delay.delay=100ms",
 ];
 
-beforeAll(buildDemoIfStale, 300_000);
-afterEach(killDemoProcesses);
+useDemoProcesses();
 
 interface RecoverySummary {
   verified: boolean;
@@ -42,6 +41,14 @@ interface RecoverySummary {
   restarts: number;
   killedTaskManager?: { index: number; pid: number; afterMs: number; latestCheckpoint?: number };
   processes: { role: string; pid: number; lost?: boolean }[];
+}
+
+/** The run's JSON summary, once it is checked to have no differences and the run exited 0. */
+function verifiedSummary(run: Run): RecoverySummary {
+  const summary = lastJsonLine(run.stdout) as unknown as RecoverySummary;
+  expect(summary.differences ?? [], run.stderr).toEqual([]);
+  expect(run.code, run.stderr).toBe(0);
+  return summary;
 }
 
 describe("demo recovery from a killed task manager", () => {
@@ -62,9 +69,7 @@ describe("demo recovery from a killed task manager", () => {
         ...TWO_RESTARTS,
         "--json",
       ]).done;
-      const summary = lastJsonLine(run.stdout) as unknown as RecoverySummary;
-      expect(summary.differences ?? [], run.stderr).toEqual([]);
-      expect(run.code, run.stderr).toBe(0);
+      const summary = verifiedSummary(run);
       expect(run.stderr).toContain(
         "verified: the counts of all 4,000,000 words equal the reference",
       );
@@ -157,9 +162,7 @@ describe("demo recovery from a killed task manager", () => {
         ...TWO_RESTARTS,
         "--json",
       ]).done;
-      const summary = lastJsonLine(run.stdout) as unknown as RecoverySummary;
-      expect(summary.differences ?? [], run.stderr).toEqual([]);
-      expect(run.code, run.stderr).toBe(0);
+      const summary = verifiedSummary(run);
       expect(summary).toMatchObject({ verified: true, records: 1_000_000, restarts: 1 });
       const latest = summary.killedTaskManager?.latestCheckpoint;
       expect(latest, "no checkpoint completed before the kill").toBeGreaterThanOrEqual(1);

@@ -7,16 +7,10 @@ import {
   SMALLEST_BUFFER_SETTINGS,
   SMALLEST_BUFFER_SETTINGS_BASE,
 } from "@sluice/shuffle-tck/transport";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import {
-  buildDemoIfStale,
-  killDemoProcesses,
-  lastJsonLine,
-  startDemo,
-} from "./test-support/demo-process.js";
+import { describe, expect, it } from "vitest";
+import { lastJsonLine, startDemo, useDemoProcesses } from "./test-support/demo-process.js";
 
-beforeAll(buildDemoIfStale, 300_000);
-afterEach(killDemoProcesses);
+useDemoProcesses();
 
 function dynamicProperties(settings: Readonly<Record<string, unknown>>): string[] {
   return Object.entries(settings).flatMap(([key, value]) => ["-D", `${key}=${String(value)}`]);

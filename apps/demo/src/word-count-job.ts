@@ -1,8 +1,8 @@
+import { Corpus, type CorpusSpec } from "@sluice/corpus";
 import type { JobGraph as JobGraphType, Task, TaskInvokable } from "@sluice/runtime";
 import { JobGraph } from "@sluice/runtime";
 import { type JsonValue, ResultPartitionType } from "@sluice/runtime-api";
 import type { DemoMode } from "./batch-mode.js";
-import { Corpus, type CorpusSpec } from "./corpus.js";
 import type { TaskProgress } from "./task-progress.js";
 import { CountTask } from "./tasks/count-task.js";
 import { SourceTask } from "./tasks/source-task.js";

@@ -6,7 +6,7 @@
  */
 import { createRequire } from "node:module";
 import { DataType, FreeingBufferRecycler, MemorySegment, NetworkBuffer } from "@sluice/core";
-import { Corpus, tokenize } from "@sluice/demo/dist/corpus.js";
+import { Corpus, tokenize } from "@sluice/corpus";
 import {
   type BlockCompressionFactory,
   BufferCompressor,

@@ -16,6 +16,8 @@ import type {
   ThroughputParams,
   ThroughputProducer,
 } from "../roles.js";
+import { ArrivalClock } from "./arrival-clock.js";
+import { RoundTrips } from "./round-trips.js";
 
 const identity = (value: Buffer): Buffer => value;
 
@@ -158,31 +160,18 @@ export class GrpcThroughputConsumer implements ThroughputConsumer {
     let count = 0;
     let keySum = 0;
     let bytes = 0;
-    let first = -1;
-    let firstCount = 0;
-    let last = -1;
+    const clock = new ArrivalClock();
     this.done = new Promise((resolve, reject) => {
       call.on("data", (data: Buffer) => {
         count++;
         bytes += data.length;
         keySum = (keySum + data.readInt32BE(0)) | 0;
-        const now = performance.now();
-        if (first < 0) {
-          first = now;
-          firstCount = count;
-        }
-        last = now;
+        clock.arrived(count);
       });
       call.once("error", reject);
       call.once("end", () => {
         call.end();
-        resolve({
-          received: count,
-          keySum,
-          timedRecords: count - firstCount,
-          timedMs: last - first,
-          extra: { bytes },
-        });
+        resolve(clock.drained(count, keySum, { bytes }));
       });
     });
     // Opens the HTTP/2 stream at once, so the server sees the call before the run starts.
@@ -255,22 +244,9 @@ export class GrpcLatencyPeer implements LatencyPeer {
 
   async ping({ count }: { count: number }): Promise<PingResult> {
     const call = this.call as grpc.ClientDuplexStream<Buffer, Buffer>;
-    const samples: number[] = new Array(count);
-    let waiting: (() => void) | undefined;
-    call.on("data", () => {
-      const w = waiting;
-      waiting = undefined;
-      w?.();
-    });
-    for (let i = 0; i < count; i++) {
-      const start = performance.now();
-      const back = new Promise<void>((resolve) => {
-        waiting = resolve;
-      });
-      call.write(this.record);
-      await back;
-      samples[i] = (performance.now() - start) * 1000;
-    }
+    const trips = new RoundTrips();
+    call.on("data", () => trips.replied());
+    const samples = await trips.time(count, () => call.write(this.record));
     await new Promise<void>((resolve) => {
       call.once("end", () => resolve());
       call.once("error", () => resolve());

@@ -8,16 +8,16 @@
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { FramedRecordParser, makeFramedRecords } from "../records.js";
 import type {
-  DrainResult,
   LatencyParams,
   LatencyPeer,
   PingResult,
   ProduceResult,
-  ThroughputConsumer,
   ThroughputParams,
   ThroughputProducer,
 } from "../roles.js";
-import { ByteThrottle } from "../throttle.js";
+import { ArrivalClock } from "./arrival-clock.js";
+import { ConnectionConsumer } from "./connection-consumer.js";
+import { RoundTrips } from "./round-trips.js";
 
 const BATCH_BYTES = 32 * 1024;
 /** The server (producer) socket's buffer size, as Sluice's TCP transport sets it. */
@@ -149,66 +149,32 @@ export class NetThroughputProducer implements ThroughputProducer {
   }
 }
 
-export class NetThroughputConsumer implements ThroughputConsumer {
-  private socket: Socket | undefined;
-  private done: Promise<DrainResult> | undefined;
-
-  constructor(private readonly params: ThroughputParams) {}
+export class NetThroughputConsumer extends ConnectionConsumer<Socket> {
+  protected destroy(socket: Socket): void {
+    socket.destroy();
+  }
 
   async connect(endpoint: unknown): Promise<void> {
     const { port } = endpoint as { port: number };
     const socket = await connect(port);
-    this.socket = socket;
+    this.connection = socket;
     const parser = new FramedRecordParser();
-    const throttle =
-      this.params.consumerBytesPerSecond !== undefined
-        ? new ByteThrottle(
-            this.params.consumerBytesPerSecond,
-            () => socket.pause(),
-            () => socket.resume(),
-          )
-        : undefined;
-    let first = -1;
-    let firstCount = 0;
-    let last = -1;
+    const throttle = this.throttle(socket);
+    const clock = new ArrivalClock();
     let chunks = 0;
     this.done = new Promise((resolve, reject) => {
       socket.on("data", (chunk: Buffer) => {
         chunks++;
         parser.push(chunk);
-        const now = performance.now();
-        if (first < 0) {
-          first = now;
-          firstCount = parser.count;
-        }
-        last = now;
+        clock.arrived(parser.count);
         throttle?.consumed(chunk.length);
       });
       socket.once("error", reject);
       socket.once("end", () => {
         throttle?.stop();
-        resolve({
-          received: parser.count,
-          keySum: parser.keySum,
-          timedRecords: parser.count - firstCount,
-          timedMs: last - first,
-          extra: { bytes: parser.bytes, chunks },
-        });
+        resolve(clock.drained(parser.count, parser.keySum, { bytes: parser.bytes, chunks }));
       });
     });
-  }
-
-  drain(): Promise<DrainResult> {
-    return this.done as Promise<DrainResult>;
-  }
-
-  async cleanup(): Promise<void> {
-    this.socket?.destroy();
-    this.socket = undefined;
-  }
-
-  async close(): Promise<void> {
-    await this.cleanup();
   }
 }
 
@@ -271,27 +237,16 @@ export class NetLatencyPeer implements LatencyPeer {
   async ping({ count }: { count: number }): Promise<PingResult> {
     const socket = this.socket as Socket;
     const frameLength = this.record.length;
-    const samples: number[] = new Array(count);
+    const trips = new RoundTrips();
     let received = 0;
-    let waiting: (() => void) | undefined;
     socket.on("data", (chunk: Buffer) => {
       received += chunk.length;
-      if (received >= frameLength && waiting !== undefined) {
+      if (received >= frameLength && trips.awaiting) {
         received -= frameLength;
-        const w = waiting;
-        waiting = undefined;
-        w();
+        trips.replied();
       }
     });
-    for (let i = 0; i < count; i++) {
-      const start = performance.now();
-      const back = new Promise<void>((resolve) => {
-        waiting = resolve;
-      });
-      socket.write(this.record);
-      await back;
-      samples[i] = (performance.now() - start) * 1000;
-    }
+    const samples = await trips.time(count, () => socket.write(this.record));
     socket.end();
     return { samplesUs: samples };
   }

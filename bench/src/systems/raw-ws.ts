@@ -9,16 +9,16 @@
 import { WebSocket, WebSocketServer } from "ws";
 import { FramedRecordParser, makeFramedRecords, makeKeyedRecords } from "../records.js";
 import type {
-  DrainResult,
   LatencyParams,
   LatencyPeer,
   PingResult,
   ProduceResult,
-  ThroughputConsumer,
   ThroughputParams,
   ThroughputProducer,
 } from "../roles.js";
-import { ByteThrottle } from "../throttle.js";
+import { ArrivalClock } from "./arrival-clock.js";
+import { ConnectionConsumer } from "./connection-consumer.js";
+import { RoundTrips } from "./round-trips.js";
 
 const BATCH_BYTES = 32 * 1024;
 /** The WS plugin's default high-water mark (`taskmanager.network.websocket.high-water-mark`). */
@@ -168,31 +168,21 @@ export class WsThroughputProducer implements ThroughputProducer {
   }
 }
 
-export class WsThroughputConsumer implements ThroughputConsumer {
-  private ws: WebSocket | undefined;
-  private done: Promise<DrainResult> | undefined;
-
-  constructor(private readonly params: ThroughputParams) {}
+export class WsThroughputConsumer extends ConnectionConsumer<WebSocket> {
+  protected destroy(ws: WebSocket): void {
+    ws.terminate();
+  }
 
   async connect(endpoint: unknown): Promise<void> {
     const ws = await connectClient((endpoint as { port: number }).port);
-    this.ws = ws;
+    this.connection = ws;
     const batched = this.params.batching === "batched";
     const parser = new FramedRecordParser();
-    const throttle =
-      this.params.consumerBytesPerSecond !== undefined
-        ? new ByteThrottle(
-            this.params.consumerBytesPerSecond,
-            () => ws.pause(),
-            () => ws.resume(),
-          )
-        : undefined;
+    const throttle = this.throttle(ws);
     let count = 0;
     let keySum = 0;
     let bytes = 0;
-    let first = -1;
-    let firstCount = 0;
-    let last = -1;
+    const clock = new ArrivalClock();
     this.done = new Promise((resolve, reject) => {
       ws.on("message", (data: Buffer) => {
         if (batched) {
@@ -203,39 +193,19 @@ export class WsThroughputConsumer implements ThroughputConsumer {
           bytes += data.length;
           keySum = (keySum + data.readInt32BE(0)) | 0;
         }
-        const now = performance.now();
-        if (first < 0) {
-          first = now;
-          firstCount = count;
-        }
-        last = now;
+        clock.arrived(count);
         throttle?.consumed(data.length);
       });
       ws.once("error", reject);
       ws.once("close", () => {
         throttle?.stop();
-        resolve({
-          received: count,
-          keySum: batched ? parser.keySum : keySum,
-          timedRecords: count - firstCount,
-          timedMs: last - first,
-          extra: { bytes: batched ? parser.bytes : bytes },
-        });
+        resolve(
+          clock.drained(count, batched ? parser.keySum : keySum, {
+            bytes: batched ? parser.bytes : bytes,
+          }),
+        );
       });
     });
-  }
-
-  drain(): Promise<DrainResult> {
-    return this.done as Promise<DrainResult>;
-  }
-
-  async cleanup(): Promise<void> {
-    this.ws?.terminate();
-    this.ws = undefined;
-  }
-
-  async close(): Promise<void> {
-    await this.cleanup();
   }
 }
 
@@ -281,22 +251,9 @@ export class WsLatencyPeer implements LatencyPeer {
 
   async ping({ count }: { count: number }): Promise<PingResult> {
     const ws = this.ws as WebSocket;
-    const samples: number[] = new Array(count);
-    let waiting: (() => void) | undefined;
-    ws.on("message", () => {
-      const w = waiting;
-      waiting = undefined;
-      w?.();
-    });
-    for (let i = 0; i < count; i++) {
-      const start = performance.now();
-      const back = new Promise<void>((resolve) => {
-        waiting = resolve;
-      });
-      ws.send(this.record, { binary: true });
-      await back;
-      samples[i] = (performance.now() - start) * 1000;
-    }
+    const trips = new RoundTrips();
+    ws.on("message", () => trips.replied());
+    const samples = await trips.time(count, () => ws.send(this.record, { binary: true }));
     await new Promise<void>((resolve) => {
       ws.once("close", () => resolve());
       ws.close(1000);

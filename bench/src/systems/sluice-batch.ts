@@ -17,11 +17,11 @@ import {
   type BlockingExchange,
   runConsumerLoop,
   runTask,
-  SluiceProcess,
   type SluiceTransport,
   yieldToEventLoop,
 } from "./sluice.js";
-import { benchCode, exchangeOf } from "./sluice-roles.js";
+import { exchangeOf, sideParams } from "./sluice-roles.js";
+import { cancelTask, retireExchange, SluiceSide } from "./sluice-side.js";
 
 /** What the writer reports of its worker's `Status.Shuffle.Netty.BatchShuffle` metrics. */
 const BATCH_METRICS = [
@@ -37,25 +37,24 @@ function keyedExchange(params: BatchParams) {
 }
 
 export class SluiceBatchWriter implements BatchWriter {
-  private sluice: SluiceProcess | undefined;
-  private exchange: BlockingExchange | undefined;
+  private readonly side: SluiceSide<BlockingExchange>;
 
   constructor(
-    private readonly transport: SluiceTransport,
+    transport: SluiceTransport,
     private readonly params: BatchParams,
-  ) {}
+  ) {
+    this.side = new SluiceSide<BlockingExchange>(transport, sideParams(params), retireExchange);
+  }
 
   async prepare(): Promise<void> {
-    const p = this.params;
-    this.sluice ??= await SluiceProcess.start(this.transport, p.config, benchCode(p.recordSize));
+    await this.side.process();
   }
 
   async write(): Promise<BatchWriteResult> {
-    await this.prepare();
-    const sluice = this.sluice as SluiceProcess;
+    const sluice = await this.side.process();
     const p = this.params;
     const exchange = await sluice.deployBlockingExchange(keyedExchange(p));
-    this.exchange = exchange;
+    this.side.deployed = exchange;
     const records = makeKeyedRecords(p.recordSize);
     const mask = records.length - 1;
     const start = performance.now();
@@ -78,16 +77,12 @@ export class SluiceBatchWriter implements BatchWriter {
     return { sent, keySum, writeMs, endpoint, extra: { numBytesOut, batchShuffle: batch } };
   }
 
-  async cleanup(): Promise<void> {
-    const exchange = this.exchange;
-    this.exchange = undefined;
-    await exchange?.retire();
+  cleanup(): Promise<void> {
+    return this.side.cleanup();
   }
 
-  async close(): Promise<void> {
-    await this.cleanup();
-    await this.sluice?.close();
-    this.sluice = undefined;
+  close(): Promise<void> {
+    return this.side.close();
   }
 }
 
@@ -110,20 +105,21 @@ async function emitCount(
 }
 
 export class SluiceBatchReader implements BatchReader {
-  private sluice: SluiceProcess | undefined;
-  private task: Task | undefined;
+  private readonly side: SluiceSide<Task>;
 
   constructor(
-    private readonly transport: SluiceTransport,
+    transport: SluiceTransport,
     private readonly params: BatchParams,
-  ) {}
+  ) {
+    this.side = new SluiceSide(transport, sideParams(params), cancelTask);
+  }
 
   async read(endpoint: unknown): Promise<BatchReadResult> {
     const p = this.params;
-    this.sluice ??= await SluiceProcess.start(this.transport, p.config, benchCode(p.recordSize));
+    const sluice = await this.side.process();
     const start = performance.now();
-    const task = await this.sluice.executor.deployTask(endpoint);
-    this.task = task;
+    const task = await sluice.executor.deployTask(endpoint);
+    this.side.deployed = task;
     let keySum = 0;
     const result = await runTask(task, (t) =>
       runConsumerLoop(
@@ -139,16 +135,11 @@ export class SluiceBatchReader implements BatchReader {
     return { received: result.received, keySum, readMs, extra: { numBytesIn, numBuffersIn } };
   }
 
-  async cleanup(): Promise<void> {
-    const task = this.task;
-    this.task = undefined;
-    task?.cancel();
-    await task?.terminated;
+  cleanup(): Promise<void> {
+    return this.side.cleanup();
   }
 
-  async close(): Promise<void> {
-    await this.cleanup();
-    await this.sluice?.close();
-    this.sluice = undefined;
+  close(): Promise<void> {
+    return this.side.close();
   }
 }

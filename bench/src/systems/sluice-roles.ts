@@ -25,6 +25,7 @@ import { ByteThrottle } from "../throttle.js";
 import {
   type Exchange,
   type ExchangeSpec,
+  type RawConfig,
   runConsumerLoop,
   runProducerLoop,
   runTask,
@@ -33,6 +34,7 @@ import {
   type SluiceTransport,
   yieldToEventLoop,
 } from "./sluice.js";
+import { cancelTask, retireExchange, SluiceSide, type SluiceSideParams } from "./sluice-side.js";
 
 /** The serializer name of keyed records in task deployment descriptors. */
 const KEYED = "keyed-record";
@@ -82,29 +84,38 @@ export function exchangeOf(
   };
 }
 
+/** What a side of a throughput or batch system starts its process with. */
+export function sideParams(params: {
+  readonly config: RawConfig;
+  readonly recordSize: number;
+  readonly metricsScrapeIntervalMs?: number;
+}): SluiceSideParams {
+  return {
+    config: params.config,
+    code: benchCode(params.recordSize),
+    metricsScrapeIntervalMs: params.metricsScrapeIntervalMs,
+  };
+}
+
 export class SluiceThroughputProducer implements ThroughputProducer {
-  private sluice: SluiceProcess | undefined;
-  private exchange: Exchange | undefined;
+  private readonly side: SluiceSide<Exchange>;
 
   constructor(
-    private readonly transport: SluiceTransport,
+    transport: SluiceTransport,
     private readonly params: ThroughputParams,
-  ) {}
+  ) {
+    this.side = new SluiceSide<Exchange>(transport, sideParams(params), retireExchange);
+  }
 
   async prepare(): Promise<unknown> {
-    const p = this.params;
-    this.sluice ??= await SluiceProcess.start(
-      this.transport,
-      p.config,
-      benchCode(p.recordSize),
-      p.metricsScrapeIntervalMs,
-    );
-    this.exchange = await this.sluice.deployExchange(exchangeOf(p));
-    return this.exchange.consumer;
+    const sluice = await this.side.process();
+    const exchange = await sluice.deployExchange(exchangeOf(this.params));
+    this.side.deployed = exchange;
+    return exchange.consumer;
   }
 
   async produce({ durationMs }: { durationMs: number }): Promise<ProduceResult> {
-    const task = (this.exchange as Exchange).producer;
+    const task = (this.side.deployed as Exchange).producer;
     const p = this.params;
     const int64 = p.recordKind === "int64";
     const records = makeKeyedRecords(p.recordSize);
@@ -122,41 +133,32 @@ export class SluiceThroughputProducer implements ThroughputProducer {
     return { sent, keySum, elapsedMs, extra: { numBuffersOut, numBytesOut, backPressuredTimeMs } };
   }
 
-  async cleanup(): Promise<void> {
-    const exchange = this.exchange;
-    this.exchange = undefined;
-    await exchange?.retire();
+  cleanup(): Promise<void> {
+    return this.side.cleanup();
   }
 
-  async close(): Promise<void> {
-    await this.cleanup();
-    await this.sluice?.close();
-    this.sluice = undefined;
+  close(): Promise<void> {
+    return this.side.close();
   }
 }
 
 export class SluiceThroughputConsumer implements ThroughputConsumer {
-  private sluice: SluiceProcess | undefined;
-  private task: Task | undefined;
+  private readonly side: SluiceSide<Task>;
 
   constructor(
-    private readonly transport: SluiceTransport,
+    transport: SluiceTransport,
     private readonly params: ThroughputParams,
-  ) {}
+  ) {
+    this.side = new SluiceSide(transport, sideParams(params), cancelTask);
+  }
 
   async connect(endpoint: unknown): Promise<void> {
-    const p = this.params;
-    this.sluice ??= await SluiceProcess.start(
-      this.transport,
-      p.config,
-      benchCode(p.recordSize),
-      p.metricsScrapeIntervalMs,
-    );
-    this.task = await this.sluice.executor.deployTask(endpoint);
+    const sluice = await this.side.process();
+    this.side.deployed = await sluice.executor.deployTask(endpoint);
   }
 
   async drain(): Promise<DrainResult> {
-    const task = this.task as Task;
+    const task = this.side.deployed as Task;
     const p = this.params;
     let keySum = 0;
     // int64 records (bigint) are only counted; keyed ones arrive as their key.
@@ -176,18 +178,12 @@ export class SluiceThroughputConsumer implements ThroughputConsumer {
     return { ...result, keySum, extra: { numBytesIn, numBuffersIn } };
   }
 
-  async cleanup(): Promise<void> {
-    const task = this.task;
-    this.task = undefined;
-    // A task that ran has ended; one that did not is canceled (its gate closed).
-    task?.cancel();
-    await task?.terminated;
+  cleanup(): Promise<void> {
+    return this.side.cleanup();
   }
 
-  async close(): Promise<void> {
-    await this.cleanup();
-    await this.sluice?.close();
-    this.sluice = undefined;
+  close(): Promise<void> {
+    return this.side.close();
   }
 }
 

@@ -27,6 +27,7 @@ import {
   TaskNotFoundError,
 } from "@sluice/runtime";
 import { ResultPartitionType } from "@sluice/runtime-api";
+import { ArrivalClock } from "./arrival-clock.js";
 
 export type SluiceTransport = "tcp" | "ws" | "local";
 export type RawConfig = Record<string, unknown>;
@@ -325,9 +326,7 @@ export async function runConsumerLoop<T>(
   onRecord: (record: T) => void,
   batch: number,
 ): Promise<ConsumeResult> {
-  let first = -1;
-  let firstCount = 0;
-  let last = -1;
+  const clock = new ArrivalClock();
   let count = 0;
   const counting = (record: T) => {
     count++;
@@ -336,17 +335,10 @@ export async function runConsumerLoop<T>(
   for (;;) {
     const before = count;
     const status = reader.pollRecords(counting, batch);
-    if (count > before) {
-      const now = performance.now();
-      if (first < 0) {
-        first = now;
-        firstCount = count;
-      }
-      last = now;
-    }
+    if (count > before) clock.arrived(count);
     if (status === PollStatus.END_OF_INPUT) break;
     if (status === PollStatus.NOTHING_AVAILABLE) await reader.getAvailableFuture();
     else await yieldToEventLoop();
   }
-  return { received: count, timedRecords: count - firstCount, timedMs: last - first };
+  return { received: count, ...clock.timed(count) };
 }

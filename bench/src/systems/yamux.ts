@@ -8,18 +8,15 @@
  * The library's message streams use `Promise.withResolvers` (Node 22); on Node 20 this module
  * installs the standard three-line equivalent before the library runs.
  */
+import { once } from "node:events";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { yamux } from "@chainsafe/libp2p-yamux";
 import type { Logger, MessageStreamDirection, Stream, StreamMuxer } from "@libp2p/interface";
 import { AbstractMessageStream, type SendResult } from "@libp2p/utils";
 import { FramedRecordParser, makeFramedRecords } from "../records.js";
-import type {
-  DrainResult,
-  ProduceResult,
-  ThroughputConsumer,
-  ThroughputParams,
-  ThroughputProducer,
-} from "../roles.js";
+import type { ProduceResult, ThroughputParams, ThroughputProducer } from "../roles.js";
+import { ArrivalClock } from "./arrival-clock.js";
+import { ConnectionConsumer } from "./connection-consumer.js";
 import { SOCKET_HIGH_WATER_MARK } from "./raw-net.js";
 
 if (typeof (Promise as { withResolvers?: unknown }).withResolvers !== "function") {
@@ -90,16 +87,20 @@ function muxerOver(socket: Socket, direction: MessageStreamDirection): StreamMux
 /** How long the producer waits for its stream to close after a run. */
 const CLOSE_TIMEOUT_MS = 5_000;
 
-/** Whether `stream` drained within `ms`. */
-async function drainedWithin(stream: Stream, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
+/**
+ * Whether `wait` (given `deadline`) completed before the deadline aborted it: false once it
+ * aborted, its own error otherwise.
+ */
+async function beforeDeadline(
+  wait: (options: { signal: AbortSignal }) => Promise<void>,
+  deadline: AbortSignal,
+): Promise<boolean> {
   try {
-    return await Promise.race([stream.onDrain().then(() => true), timeout]);
-  } finally {
-    clearTimeout(timer);
+    await wait({ signal: deadline });
+    return true;
+  } catch (error) {
+    if (deadline.aborted) return false;
+    throw error;
   }
 }
 
@@ -121,15 +122,13 @@ export class YamuxThroughputProducer implements ThroughputProducer {
   async prepare(): Promise<unknown> {
     const server = createServer({ noDelay: true, highWaterMark: SOCKET_HIGH_WATER_MARK });
     this.server = server;
-    this.socket = new Promise((resolve) => server.once("connection", resolve));
-    const port = await new Promise<number>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(0, "127.0.0.1", () => {
-        const address = server.address();
-        resolve(typeof address === "object" && address !== null ? address.port : 0);
-      });
-    });
-    return { port };
+    this.socket = once(server, "connection").then(([socket]) => socket as Socket);
+    // Awaited by produce(); until then a server error must not be an unhandled rejection.
+    this.socket.catch(() => {});
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const address = server.address();
+    return { port: typeof address === "object" && address !== null ? address.port : 0 };
   }
 
   async produce({ durationMs }: { durationMs: number }): Promise<ProduceResult> {
@@ -140,6 +139,9 @@ export class YamuxThroughputProducer implements ThroughputProducer {
     const mask = framed.length - 1;
     const start = performance.now();
     const end = start + durationMs;
+    // Bounds every drain wait: a drain that never comes ends the run (the consumer's count then
+    // tells what arrived) instead of hanging the bench.
+    const runEnd = AbortSignal.timeout(durationMs);
     let sent = 0;
     let keySum = 0;
     let waits = 0;
@@ -151,10 +153,8 @@ export class YamuxThroughputProducer implements ThroughputProducer {
         sent++;
         if (!ok) {
           waits++;
-          // Bounded by the run's end: a drain that never comes ends the run (the consumer's
-          // count then tells what arrived) instead of hanging the bench.
           const left = end - performance.now();
-          if (left <= 0 || !(await drainedWithin(stream, left))) {
+          if (left <= 0 || !(await beforeDeadline((o) => stream.onDrain(o), runEnd))) {
             stalled = true;
             break;
           }
@@ -166,14 +166,10 @@ export class YamuxThroughputProducer implements ThroughputProducer {
     // since closing it here can cut off messages still waiting for the peer's window update.
     // Bounded like the drain waits: a close that never completes aborts the stream (the
     // consumer then reports what arrived) instead of hanging the bench.
-    let closeTimer: NodeJS.Timeout | undefined;
-    const closed = await Promise.race([
-      stream.close().then(() => true),
-      new Promise<boolean>((resolve) => {
-        closeTimer = setTimeout(() => resolve(false), CLOSE_TIMEOUT_MS);
-      }),
-    ]);
-    clearTimeout(closeTimer);
+    const closed = await beforeDeadline(
+      (o) => stream.close(o),
+      AbortSignal.timeout(CLOSE_TIMEOUT_MS),
+    );
     if (!closed) {
       stalled = true;
       stream.abort(new Error("yamux stream did not close in time"));
@@ -200,23 +196,19 @@ export class YamuxThroughputProducer implements ThroughputProducer {
   }
 }
 
-export class YamuxThroughputConsumer implements ThroughputConsumer {
-  private done: Promise<DrainResult> | undefined;
-  private socket: Socket | undefined;
+export class YamuxThroughputConsumer extends ConnectionConsumer<Socket> {
+  protected destroy(socket: Socket): void {
+    socket.destroy();
+  }
 
   async connect(endpoint: unknown): Promise<void> {
     const { port } = endpoint as { port: number };
-    const socket = await new Promise<Socket>((resolve, reject) => {
-      const s = createConnection({ host: "127.0.0.1", port, noDelay: true });
-      s.once("connect", () => resolve(s));
-      s.once("error", reject);
-    });
-    this.socket = socket;
+    const socket = createConnection({ host: "127.0.0.1", port, noDelay: true });
+    await once(socket, "connect");
+    this.connection = socket;
     const muxer = muxerOver(socket, "outbound");
     const parser = new FramedRecordParser();
-    let first = -1;
-    let firstCount = 0;
-    let last = -1;
+    const clock = new ArrivalClock();
     let messages = 0;
     this.done = new Promise((resolve, reject) => {
       socket.once("error", reject);
@@ -225,39 +217,15 @@ export class YamuxThroughputConsumer implements ThroughputConsumer {
         stream.addEventListener("message", (message) => {
           messages++;
           parser.push(message.data.subarray());
-          const now = performance.now();
-          if (first < 0) {
-            first = now;
-            firstCount = parser.count;
-          }
-          last = now;
+          clock.arrived(parser.count);
         });
         stream.addEventListener("close", (closed) => {
           if (closed.error !== undefined) reject(closed.error);
         });
         stream.addEventListener("remoteCloseWrite", () =>
-          resolve({
-            received: parser.count,
-            keySum: parser.keySum,
-            timedRecords: parser.count - firstCount,
-            timedMs: last - first,
-            extra: { bytes: parser.bytes, messages },
-          }),
+          resolve(clock.drained(parser.count, parser.keySum, { bytes: parser.bytes, messages })),
         );
       });
     });
-  }
-
-  drain(): Promise<DrainResult> {
-    return this.done as Promise<DrainResult>;
-  }
-
-  async cleanup(): Promise<void> {
-    this.socket?.destroy();
-    this.socket = undefined;
-  }
-
-  async close(): Promise<void> {
-    await this.cleanup();
   }
 }

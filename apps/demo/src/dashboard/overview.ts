@@ -5,21 +5,14 @@ import type { JobOverview, SubtaskOverview, SubtaskRates, VertexOverview } from 
 import type { MetricFetcher } from "./metric-fetcher.js";
 import { vertexColour } from "./vertex-colour.js";
 
-/** What the job manager role knows about its job, for {@link buildJobOverview}. */
-export interface JobStatus {
+/**
+ * What the job manager role knows about its job, for {@link buildJobOverview}: the overview's job
+ * fields but its name (the graph's), and the graph and execution the vertices come from.
+ */
+export interface JobStatus extends Omit<JobOverview["job"], "name"> {
   readonly graph: JobGraph;
   /** The running job, once deployed. */
   readonly execution: JobExecution | undefined;
-  /** `CREATED`, `RUNNING`, `FINISHED`, `FAILED`, ... */
-  readonly state: string;
-  /** Why the job failed or was canceled; `null` while it runs or when it finished. */
-  readonly rootCause: string | null;
-  readonly elapsedSeconds: number;
-  readonly totalRecords: number;
-  /** Words the counters received so far (the progress line's number). */
-  readonly records: number;
-  readonly throttle: number | null;
-  readonly shuffle: string;
 }
 
 /** The rates of a subtask that is not running (or has not reported metrics yet). */

@@ -1,7 +1,7 @@
 import { IllegalStateError } from "@sluice/core";
+import { type CorpusPartition, tokenize } from "@sluice/corpus";
 import type { Task } from "@sluice/runtime";
 import * as z from "zod";
-import { type CorpusPartition, tokenize } from "../corpus.js";
 import { taskProgressOfTask } from "../task-metrics.js";
 import type { TaskProgress } from "../task-progress.js";
 import { RatePacer } from "../throttle.js";

@@ -7,21 +7,23 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { afterEach, beforeAll } from "vitest";
 
 export const APP_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const REPO = path.resolve(APP_DIR, "../..");
 export const MAIN = path.join(APP_DIR, "dist/main.js");
+/** The workspace packages the demo imports, by folder: each must have been built. */
 const WORKSPACE_DEPS = [
-  "core",
-  "runtime-api",
-  "runtime",
-  "network",
-  "cluster",
-  "metrics-prometheus",
-  "shuffle-tcp",
-  "shuffle-ws",
+  "packages/core",
+  "packages/runtime-api",
+  "packages/runtime",
+  "packages/network",
+  "packages/cluster",
+  "packages/metrics-prometheus",
+  "packages/shuffle-tcp",
+  "packages/shuffle-ws",
+  "apps/corpus",
 ];
-
 /** The dashboard page's sources: esbuild bundles them into one file, not one per source. */
 const PAGE_SOURCES = path.join(APP_DIR, "src/dashboard/page");
 const PAGE_BUNDLE = path.join(APP_DIR, "dist/dashboard/static/app.js");
@@ -52,8 +54,7 @@ function staleOutput(src: string, dist: string): boolean {
 }
 
 function needsBuild(): boolean {
-  if (WORKSPACE_DEPS.some((dep) => !existsSync(path.join(REPO, "packages", dep, "dist/index.js"))))
-    return true;
+  if (WORKSPACE_DEPS.some((dep) => !existsSync(path.join(REPO, dep, "dist/index.js")))) return true;
   return staleOutput(path.join(APP_DIR, "src"), path.join(APP_DIR, "dist"));
 }
 
@@ -118,6 +119,15 @@ export function startDemo(
     });
   });
   return { child, output, done };
+}
+
+/**
+ * The hooks of a test file that starts the demo: build it first if stale, and kill what a test
+ * left running after each test.
+ */
+export function useDemoProcesses(): void {
+  beforeAll(buildDemoIfStale, 300_000);
+  afterEach(killDemoProcesses);
 }
 
 /** Kills every demo process still running (for an `afterEach`). */

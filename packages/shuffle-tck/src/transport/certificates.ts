@@ -1,3 +1,8 @@
+/**
+ * @sluice/shuffle-tck/certificates: a throw-away certificate authority for tests and benchmarks
+ * of TLS, made with the openssl CLI. Free of any test runner, so that a plain script can import
+ * it (the transport suites re-export it).
+ */
 import { execFileSync } from "node:child_process";
 import { X509Certificate } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -6,10 +11,13 @@ import path from "node:path";
 
 /** PEM files of one certificate authority and the certificates it signed, in a temp folder. */
 export interface TestPki {
+  /** The temp folder that holds every file. */
   readonly dir: string;
+  /** The CA's certificate (PEM): what `security.ssl.internal.ca` names. */
   readonly caCert: string;
   /** Issues a key + certificate signed by this CA; returns the two file paths and the SHA-256 fingerprint. */
   issue(name: string): { key: string; cert: string; fingerprint256: string };
+  /** Deletes the folder and every key and certificate in it. */
   remove(): void;
 }
 
