@@ -292,7 +292,16 @@ export class JobManagerRole {
     );
 
     // Subtask i of each vertex runs on task manager i mod N.
-    const execution = await jobManager.deploy(job.graph);
+    // Every failover is printed with its cause: a job that restarts again and again (a full
+    // disk, a bad checkpoint folder) must not loop silently.
+    let failovers = 0;
+    const execution = await jobManager.deploy(job.graph, undefined, {
+      statusListener: (status, cause) => {
+        if (status !== "RESTARTING") return;
+        const why = cause === undefined ? "" : `: ${describeThrowable(serializeThrowable(cause))}`;
+        this.say(`the job fails over (restart ${++failovers})${why}\n`);
+      },
+    });
     this.execution = execution;
     this.jobState = "RUNNING";
     this.startedAt = performance.now();

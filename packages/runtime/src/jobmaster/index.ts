@@ -2,6 +2,7 @@ export * from "./checkpoints/index.js";
 export type { ExecutionVertex } from "./execution-vertex.js";
 export { type DeployOptions, JobDeployer, type JobDeployerOptions } from "./job-deployer.js";
 export { JobExecution, type JobExecutionOptions, type JobStatus } from "./job-execution.js";
+export type { JobStatusListener } from "./job-status-listener.js";
 export {
   type ConsumedPartitions,
   consumedPartitionsOf,

@@ -16,6 +16,7 @@ import { CheckpointStatsTracker } from "./checkpoints/checkpoint-stats-tracker.j
 import { JobExecution } from "./job-execution.js";
 import type { JobGraph } from "./job-graph.js";
 import type { DeploymentOrder } from "./pipelined-region-scheduling-strategy.js";
+import type { JobStatusListener } from "./job-status-listener.js";
 import type { Placement } from "./placement.js";
 import { createRestartBackoffTimeStrategy } from "./restart-backoff-time-strategy.js";
 
@@ -54,6 +55,11 @@ export interface DeployOptions {
    * `restart-strategy.*` are read from it. Default: the deployer's configuration.
    */
   readonly configuration?: ReadableConfig;
+  /**
+   * Told of each status change of the job as it happens, with the failure behind FAILING and
+   * RESTARTING (Flink's JobStatusListener): how an application reports every failover.
+   */
+  readonly statusListener?: JobStatusListener;
 }
 
 /**
@@ -165,6 +171,7 @@ export class JobDeployer {
       options.order ?? "producers-first",
       {
         ...(checkpointing === undefined ? {} : { checkpointing }),
+        ...(options.statusListener === undefined ? {} : { statusListener: options.statusListener }),
         restartStrategy: createRestartBackoffTimeStrategy(configuration),
       },
     );

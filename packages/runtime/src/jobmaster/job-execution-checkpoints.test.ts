@@ -329,12 +329,23 @@ describe("recovery from the last completed checkpoint", () => {
     }
   });
 
-  it("fails the job once the restart attempts are used up, naming the last failure", async () => {
+  it("fails the job once the restart attempts are used up, naming the last failure, and tells its status listener of each step with its cause", async () => {
     const config = configuration({ "restart-strategy.fixed-delay.attempts": 1 });
     const executor = await startExecutor(config);
     const graph = wordCountGraph(60_000, { failOnAttempts: [0, 1], failAfterSnapshots: 0 });
-    const execution = await runOn(executor, graph, config);
+    const deployer = await cluster.startDeployer(config);
+    const changes: string[] = [];
+    const execution = await deployer.deploy(graph, () => executor, {
+      statusListener: (status, cause) => changes.push(`${status}: ${cause?.message ?? "-"}`),
+    });
     const result = await execution.terminated;
+    expect(changes).toEqual([
+      "RUNNING: -",
+      expect.stringMatching(/^RESTARTING: .*Count \(1\/2\)#0 broke on purpose/),
+      "RUNNING: -",
+      expect.stringMatching(/^FAILING: .*Count \(1\/2\)#1 broke on purpose/),
+      expect.stringMatching(/^FAILED: .*Count \(1\/2\)#1 broke on purpose/),
+    ]);
     expect(result.status).toBe("FAILED");
     expect(result.restarts).toBe(1);
     expect(result.failedTask).toBe("Count (1/2)#1");

@@ -38,6 +38,7 @@ import {
 import type { Placement, PlacementContext } from "./placement.js";
 import type { RestartBackoffTimeStrategy } from "./restart-backoff-time-strategy.js";
 import { serializerMismatchOf } from "./serializer-compatibility.js";
+import type { JobStatusListener } from "./job-status-listener.js";
 import { TaskDeploymentDescriptorFactory } from "./task-deployment-descriptor-factory.js";
 
 /** The states of a job (Flink's `JobStatus`, the ones this runtime reaches). */
@@ -57,6 +58,8 @@ export interface JobExecutionOptions {
   readonly checkpointing?: CheckpointCoordinatorConfiguration;
   /** Whether and when a failed job restarts (`restart-strategy.*`). */
   readonly restartStrategy: RestartBackoffTimeStrategy;
+  /** Told of each status change of the job, with the failure behind FAILING or RESTARTING. */
+  readonly statusListener?: JobStatusListener;
 }
 
 /**
@@ -92,6 +95,7 @@ export class JobExecution implements JobMasterGateway {
   private readonly placement: Placement;
   private readonly checkpointing: CheckpointCoordinatorConfiguration | undefined;
   private readonly restartStrategy: RestartBackoffTimeStrategy;
+  private readonly statusListener: JobStatusListener | undefined;
   private readonly executions: ExecutionGraph;
   private readonly scheduler: PipelinedRegionSchedulingStrategy;
   private readonly descriptors: TaskDeploymentDescriptorFactory;
@@ -136,6 +140,7 @@ export class JobExecution implements JobMasterGateway {
     this.partitions = new JobMasterPartitionTracker(graph.jobId, master);
     this.checkpointing = options.checkpointing;
     this.restartStrategy = options.restartStrategy;
+    this.statusListener = options.statusListener;
     this.terminated = new Promise((resolve) => {
       this.resolveTerminated = resolve;
     });
@@ -154,6 +159,12 @@ export class JobExecution implements JobMasterGateway {
   /** The job's state. */
   get status(): JobStatus {
     return this.currentStatus;
+  }
+
+  /** Sets the status and tells the listener (which reports, and must not throw). */
+  private transitionTo(status: JobStatus, cause?: Error): void {
+    this.currentStatus = status;
+    this.statusListener?.(status, cause);
   }
 
   /**
@@ -193,7 +204,7 @@ export class JobExecution implements JobMasterGateway {
       return;
     }
     if (this.currentStatus !== "CREATED") return;
-    this.currentStatus = "RUNNING";
+    this.transitionTo("RUNNING");
     this.checkpointCoordinator?.startCheckpointScheduler();
     await this.schedule();
   }
@@ -481,8 +492,8 @@ export class JobExecution implements JobMasterGateway {
    * attempt, restored from the newest completed checkpoint.
    */
   private async restart(cause: Error): Promise<void> {
-    this.currentStatus = "RESTARTING";
     this.rootCause = cause;
+    this.transitionTo("RESTARTING", cause);
     this.checkpointCoordinator?.stopCheckpointScheduler();
     this.checkpointCoordinator?.abortPendingCheckpoints(
       CheckpointFailureReason.JOB_FAILOVER_REGION,
@@ -528,7 +539,7 @@ export class JobExecution implements JobMasterGateway {
     this.failedTaskName = undefined;
     this.failedTaskLocation = undefined;
     this.rootCause = undefined;
-    this.currentStatus = "RUNNING";
+    this.transitionTo("RUNNING");
     this.checkpointCoordinator?.startCheckpointScheduler();
     await this.schedule();
   }
@@ -538,8 +549,8 @@ export class JobExecution implements JobMasterGateway {
     if (this.currentStatus !== "RUNNING" && this.currentStatus !== "CREATED" && !restarting) {
       return;
     }
-    this.currentStatus = status;
     this.rootCause = cause;
+    this.transitionTo(status, cause);
     this.checkpointCoordinator?.stopCheckpointScheduler();
     clearTimeout(this.restartDelay);
     this.cancelExecutions();
@@ -585,10 +596,10 @@ export class JobExecution implements JobMasterGateway {
     }
     if (this.currentStatus === "RUNNING") {
       if (!all.every((execution) => execution.state === "FINISHED")) return;
-      this.currentStatus = "FINISHED";
+      this.transitionTo("FINISHED");
     } else if (this.currentStatus === "FAILING" || this.currentStatus === "CANCELLING") {
       if (!all.every((execution) => isTerminal(execution.state))) return;
-      this.currentStatus = this.currentStatus === "FAILING" ? "FAILED" : "CANCELED";
+      this.transitionTo(this.currentStatus === "FAILING" ? "FAILED" : "CANCELED", this.rootCause);
     } else {
       return;
     }
