@@ -8,12 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import {
-  isAlive,
-  lastJsonLine,
-  startDemo,
-  useDemoProcesses,
-} from "./test-support/demo-process.js";
+import { isAlive, lastJsonLine, startDemo, useDemoProcesses } from "./test-support/demo-process.js";
 
 /** Mounts a 64 KiB tmpfs; returns why it cannot, or undefined. */
 function mountSmallDisk(at: string): string | undefined {

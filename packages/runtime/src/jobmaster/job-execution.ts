@@ -31,6 +31,7 @@ import type { ExecutionVertex } from "./execution-vertex.js";
 import type { JobGraph, JobVertex } from "./job-graph.js";
 import { JobMasterPartitionTracker } from "./job-master-partition-tracker.js";
 import { type JobResult, jobResultOf } from "./job-result.js";
+import type { JobStatusListener } from "./job-status-listener.js";
 import {
   type DeploymentOrder,
   PipelinedRegionSchedulingStrategy,
@@ -38,7 +39,6 @@ import {
 import type { Placement, PlacementContext } from "./placement.js";
 import type { RestartBackoffTimeStrategy } from "./restart-backoff-time-strategy.js";
 import { serializerMismatchOf } from "./serializer-compatibility.js";
-import type { JobStatusListener } from "./job-status-listener.js";
 import { TaskDeploymentDescriptorFactory } from "./task-deployment-descriptor-factory.js";
 
 /** The states of a job (Flink's `JobStatus`, the ones this runtime reaches). */
