@@ -1,7 +1,7 @@
 export * from "./checkpoints/index.js";
 export type { ExecutionVertex } from "./execution-vertex.js";
 export { type DeployOptions, JobDeployer, type JobDeployerOptions } from "./job-deployer.js";
-export { JobExecution, type JobExecutionOptions, type JobStatus } from "./job-execution.js";
+export { JobExecution, type JobExecutionOptions } from "./job-execution.js";
 export {
   type ConsumedPartitions,
   consumedPartitionsOf,
@@ -18,7 +18,7 @@ export {
   partitionIdOf,
 } from "./job-graph.js";
 export type { JobCheckpointsSummary, JobResult } from "./job-result.js";
-export type { JobStatusListener } from "./job-status-listener.js";
+export type { JobStatus, JobStatusListener } from "./job-status.js";
 export type { DeploymentOrder } from "./pipelined-region-scheduling-strategy.js";
 export type { Placement, PlacementContext } from "./placement.js";
 export {

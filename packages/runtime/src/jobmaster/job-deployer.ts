@@ -15,7 +15,7 @@ import { checkpointCoordinatorConfigurationOf } from "./checkpoints/checkpoint-c
 import { CheckpointStatsTracker } from "./checkpoints/checkpoint-stats-tracker.js";
 import { JobExecution } from "./job-execution.js";
 import type { JobGraph } from "./job-graph.js";
-import type { JobStatusListener } from "./job-status-listener.js";
+import type { JobStatusListener } from "./job-status.js";
 import type { DeploymentOrder } from "./pipelined-region-scheduling-strategy.js";
 import type { Placement } from "./placement.js";
 import { createRestartBackoffTimeStrategy } from "./restart-backoff-time-strategy.js";

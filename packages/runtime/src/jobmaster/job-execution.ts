@@ -31,7 +31,7 @@ import type { ExecutionVertex } from "./execution-vertex.js";
 import type { JobGraph, JobVertex } from "./job-graph.js";
 import { JobMasterPartitionTracker } from "./job-master-partition-tracker.js";
 import { type JobResult, jobResultOf } from "./job-result.js";
-import type { JobStatusListener } from "./job-status-listener.js";
+import type { JobStatus, JobStatusListener } from "./job-status.js";
 import {
   type DeploymentOrder,
   PipelinedRegionSchedulingStrategy,
@@ -40,17 +40,6 @@ import type { Placement, PlacementContext } from "./placement.js";
 import type { RestartBackoffTimeStrategy } from "./restart-backoff-time-strategy.js";
 import { serializerMismatchOf } from "./serializer-compatibility.js";
 import { TaskDeploymentDescriptorFactory } from "./task-deployment-descriptor-factory.js";
-
-/** The states of a job (Flink's `JobStatus`, the ones this runtime reaches). */
-export type JobStatus =
-  | "CREATED"
-  | "RUNNING"
-  | "RESTARTING"
-  | "FAILING"
-  | "CANCELLING"
-  | "FINISHED"
-  | "FAILED"
-  | "CANCELED";
 
 /** How a job checkpoints and recovers; what {@link JobDeployer} reads from the configuration. */
 export interface JobExecutionOptions {

@@ -1,4 +1,13 @@
-import type { JobStatus } from "./job-execution.js";
+/** The states of a job (Flink's `JobStatus`, the ones this runtime reaches). */
+export type JobStatus =
+  | "CREATED"
+  | "RUNNING"
+  | "RESTARTING"
+  | "FAILING"
+  | "CANCELLING"
+  | "FINISHED"
+  | "FAILED"
+  | "CANCELED";
 
 /**
  * Told of every change of a job's status, as it happens (Flink's `JobStatusListener`). For
