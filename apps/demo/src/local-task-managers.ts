@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { deferred } from "@sluice/core";
 
 /** One task-manager child process of the one-command demo. */
 export interface LocalTaskManager {
@@ -84,22 +85,18 @@ export class LocalTaskManagers {
         detached: true,
       },
     );
-    let resolveExit!: LocalTaskManager["exit"] extends Promise<infer T>
-      ? (value: T) => void
-      : never;
+    const exit = deferred<{ code: number | null; signal: NodeJS.Signals | null }>();
     const handle: LocalTaskManager = {
       child,
       pid: child.pid ?? -1,
       killSignal: undefined,
       exited: false,
-      exit: new Promise((resolve) => {
-        resolveExit = resolve;
-      }),
+      exit: exit.promise,
     };
     const exited = (code: number | null, signal: NodeJS.Signals | null, error?: Error) => {
       if (handle.exited) return;
       handle.exited = true;
-      resolveExit({ code, signal });
+      exit.resolve({ code, signal });
       this.onExit(handle, code, signal, error);
     };
     // The process could not be started (or signalled): it counts as exited, with the reason.

@@ -4,7 +4,9 @@
  * receive window is HTTP/2's default 64 KiB unless `grpc-node.flow_control_window` is raised.
  * The producer honours backpressure (`write()` false → 'drain').
  */
+
 import * as grpc from "@grpc/grpc-js";
+import { deferred } from "@sluice/core";
 import { makeKeyedRecords } from "../records.js";
 import type {
   DrainResult,
@@ -207,11 +209,9 @@ export class GrpcLatencyPeer implements LatencyPeer {
 
   async prepare(): Promise<unknown> {
     if (this.role === "pinger") return null;
-    let accept: ((call: Duplex) => void) | undefined;
-    this.accepted = new Promise((resolve) => {
-      accept = resolve;
-    });
-    const { server, port } = await startServer((call) => accept?.(call));
+    const accepted = deferred<Duplex>();
+    this.accepted = accepted.promise;
+    const { server, port } = await startServer((call) => accepted.resolve(call));
     this.server = server;
     return { port };
   }

@@ -2,6 +2,7 @@ import {
   AVAILABLE,
   AvailabilityHelper,
   type BufferBuilder,
+  deferred,
   EndOfPartitionEvent,
   EventSerializer,
   IllegalArgumentError,
@@ -72,10 +73,7 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
    */
   private numberOfUsers: number;
   private producerClosed = false;
-  private resolveReleaseFuture!: () => void;
-  private readonly releaseFuture = new Promise<void>((resolve) => {
-    this.resolveReleaseFuture = resolve;
-  });
+  private readonly releaseFuture = deferred();
 
   constructor(options: PipelinedResultPartitionOptions) {
     super("ResultPartition", options);
@@ -124,11 +122,11 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
     for (const subpartition of this.subpartitions) subpartition.release();
     this.bufferPool?.destroy();
     this.pendingAvailability.resetAvailable();
-    this.resolveReleaseFuture();
+    this.releaseFuture.resolve();
   }
 
   getReleaseFuture(): Promise<void> {
-    return this.releaseFuture;
+    return this.releaseFuture.promise;
   }
 
   /**

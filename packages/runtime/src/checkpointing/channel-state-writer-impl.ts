@@ -1,4 +1,4 @@
-import type { NetworkBuffer } from "@sluice/core";
+import { type Deferred, deferred, type NetworkBuffer } from "@sluice/core";
 import type {
   ChannelStateWriter,
   InputChannelInfo,
@@ -14,9 +14,8 @@ interface PendingChannelState {
   readonly outputs: Map<string, { info: ResultSubpartitionInfo; chunks: Uint8Array[] }>;
   inputFinished: boolean;
   outputFinished: boolean;
-  readonly result: Promise<TaskChannelState>;
-  resolve(state: TaskChannelState): void;
-  reject(error: Error): void;
+  /** Settled with the checkpoint's whole channel state, or rejected when it is aborted. */
+  readonly result: Deferred<TaskChannelState>;
 }
 
 /**
@@ -41,22 +40,15 @@ export class ChannelStateWriterImpl implements ChannelStateWriter {
   /** Opens checkpoint `checkpointId`; data added for it from now on is kept. Idempotent. */
   start(checkpointId: bigint): void {
     if (this.pending.has(checkpointId)) return;
-    let resolve!: (state: TaskChannelState) => void;
-    let reject!: (error: Error) => void;
-    const result = new Promise<TaskChannelState>((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
+    const result = deferred<TaskChannelState>();
     // A checkpoint aborted before anyone waits for its result must not be an unhandled rejection.
-    result.catch(() => {});
+    result.promise.catch(() => {});
     this.pending.set(checkpointId, {
       inputs: new Map(),
       outputs: new Map(),
       inputFinished: false,
       outputFinished: false,
       result,
-      resolve,
-      reject,
     });
   }
 
@@ -140,7 +132,7 @@ export class ChannelStateWriterImpl implements ChannelStateWriter {
         `${this.taskName}: no channel state is collected for checkpoint ${checkpointId}`,
       );
     }
-    return state.result;
+    return state.result.promise;
   }
 
   /** Drops the data of `checkpointId` and fails its result with `cause`. */
@@ -148,7 +140,7 @@ export class ChannelStateWriterImpl implements ChannelStateWriter {
     const state = this.pending.get(checkpointId);
     if (state === undefined) return;
     this.pending.delete(checkpointId);
-    state.reject(cause);
+    state.result.reject(cause);
   }
 
   /** Aborts every checkpoint still collecting (the task ends). */
@@ -159,7 +151,7 @@ export class ChannelStateWriterImpl implements ChannelStateWriter {
   private completeIfDone(checkpointId: bigint, state: PendingChannelState): void {
     if (!state.inputFinished || !state.outputFinished) return;
     this.pending.delete(checkpointId);
-    state.resolve({
+    state.result.resolve({
       inputChannelState: [...state.inputs.values()].map(({ info, chunks }) => ({
         info,
         data: concat(chunks),

@@ -1,5 +1,6 @@
 import {
   CancelledError,
+  deferred,
   ErrorCodes,
   IllegalStateError,
   type IntermediateDataSetID,
@@ -99,7 +100,7 @@ export class JobExecution implements JobMasterGateway {
   private failedTaskName: string | undefined;
   private failedTaskLocation: TaskManagerLocation | undefined;
   private scheduling: Promise<void> = Promise.resolve();
-  private resolveTerminated!: (result: JobResult) => void;
+  private readonly termination = deferred<JobResult>();
   /** The attempt number of every current execution (the number of restarts so far). */
   private attemptNumber = 0;
   private restoredFrom: CompletedCheckpoint | undefined;
@@ -130,9 +131,7 @@ export class JobExecution implements JobMasterGateway {
     this.checkpointing = options.checkpointing;
     this.restartStrategy = options.restartStrategy;
     this.statusListener = options.statusListener;
-    this.terminated = new Promise((resolve) => {
-      this.resolveTerminated = resolve;
-    });
+    this.terminated = this.termination.promise;
     this.checkpointCoordinator =
       options.checkpointing === undefined
         ? undefined
@@ -596,7 +595,7 @@ export class JobExecution implements JobMasterGateway {
     this.terminating = true;
     // A restart waiting for its delay or for tasks gives up (it sees the new status).
     this.wakeRestart?.();
-    void this.release().then(() => this.resolveTerminated(this.result()));
+    void this.release().then(() => this.termination.resolve(this.result()));
   }
 
   /**

@@ -1,3 +1,5 @@
+import { type Deferred, deferred } from "@sluice/core";
+
 /** A promise that never settles: no mail arrives at a closed mailbox. */
 const NEVER: Promise<void> = new Promise(() => {});
 
@@ -18,7 +20,7 @@ export interface Mail {
  */
 export class TaskMailbox {
   private readonly queue: Mail[] = [];
-  private arrival: { promise: Promise<void>; resolve: () => void } | undefined;
+  private arrival: Deferred<void> | undefined;
   private closed = false;
 
   /** Queues `mail`; after {@link close}, drops it at once. */
@@ -49,13 +51,7 @@ export class TaskMailbox {
   mailArrived(): Promise<void> {
     if (this.closed) return NEVER;
     if (this.queue.length > 0) return Promise.resolve();
-    if (this.arrival === undefined) {
-      let resolve!: () => void;
-      const promise = new Promise<void>((r) => {
-        resolve = r;
-      });
-      this.arrival = { promise, resolve };
-    }
+    this.arrival ??= deferred();
     return this.arrival.promise;
   }
 

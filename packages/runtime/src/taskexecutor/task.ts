@@ -1,6 +1,7 @@
 import {
   anyOf,
   CancelledError,
+  deferred,
   type ExecutionAttemptID,
   IllegalArgumentError,
   IllegalStateError,
@@ -120,7 +121,7 @@ export class Task {
   private checkpointedInputs: CheckpointedInputGate[] = [];
   /** Stops the buffer debloating timer while it runs. */
   private stopDebloating: (() => void) | undefined;
-  private resolveTerminated!: (state: TaskExecutionState) => void;
+  private readonly termination = deferred<TaskExecutionState>();
   private released = false;
 
   constructor(resources: TaskResources) {
@@ -137,9 +138,7 @@ export class Task {
     this.partitions = Object.freeze(resources.outputs.map((output) => output.partition));
     this.gates = Object.freeze(resources.inputs.map((input) => input.gate));
     this.metricGroup = resources.metricGroup;
-    this.terminated = new Promise((resolve) => {
-      this.resolveTerminated = resolve;
-    });
+    this.terminated = this.termination.promise;
     const consumed = this.partitions.map(
       (partition) => partition.getReleaseFuture?.() ?? this.terminated.then(() => undefined),
     );
@@ -612,7 +611,7 @@ export class Task {
       ...(cause === undefined ? {} : { error: serializeThrowable(cause) }),
       ...(result === undefined ? {} : { result }),
     });
-    this.resolveTerminated(update);
+    this.termination.resolve(update);
   }
 
   private report(
