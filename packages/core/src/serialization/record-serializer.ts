@@ -50,7 +50,10 @@ export function serializeRecord<T>(
 ): Buffer {
   if (maxRecordSize !== DEFAULT_MAX_RECORD_SIZE) checkMaxRecordSize(maxRecordSize);
   out.clear();
-  out.skipBytesToWrite(RECORD_LENGTH_BYTES);
+  // This runs once per record of every task: the length is reserved and patched with plain byte
+  // stores, not with the argument-checking skipBytesToWrite/writeIntAt (12 B records lost a fifth
+  // of their rate to those checks).
+  out.writeInt(0);
   serializer.serialize(value, out);
   const payloadLength = out.length - RECORD_LENGTH_BYTES;
   if (payloadLength > maxRecordSize) {
@@ -59,8 +62,12 @@ export function serializeRecord<T>(
         `record size of ${maxRecordSize} bytes; raise '${MAX_RECORD_SIZE_KEY}'`,
     );
   }
-  out.writeIntAt(0, payloadLength);
-  return out.getSharedBuffer();
+  const framed = out.getSharedBuffer();
+  framed[0] = payloadLength >>> 24;
+  framed[1] = payloadLength >>> 16;
+  framed[2] = payloadLength >>> 8;
+  framed[3] = payloadLength;
+  return framed;
 }
 
 /**

@@ -58,6 +58,8 @@ export interface NetworkShuffleEnvironmentConfiguration {
   readonly sortShuffleMinParallelism: number;
   /** Bytes of the worker's batch-shuffle read buffer pool. */
   readonly batchShuffleReadMemoryBytes: number;
+  /** How long readers wait for a free read buffer before they fail (ms). */
+  readonly readBufferRequestTimeoutMs: number;
   /** `io.tmp.dirs` split at `,` (empty when unset). */
   readonly tmpDirs: readonly string[];
   /** Buffer debloating of input gates; undefined when it is off. */
@@ -123,6 +125,7 @@ export function readNetworkShuffleEnvironmentConfiguration(
     sortShuffleMinBuffers: config.get(B.SORT_SHUFFLE_MIN_BUFFERS),
     sortShuffleMinParallelism: config.get(B.SORT_SHUFFLE_MIN_PARALLELISM),
     batchShuffleReadMemoryBytes: config.get(B.BATCH_SHUFFLE_READ_MEMORY),
+    readBufferRequestTimeoutMs: config.get(B.READ_BUFFER_REQUEST_TIMEOUT),
     tmpDirs: (config.getOptional(TaskManagerOptions.TMP_DIRS) ?? "")
       .split(",")
       .map((dir) => dir.trim())

@@ -334,6 +334,7 @@ export class NetworkShuffleEnvironment
     this.readBufferPool ??= new BatchShuffleReadBufferPool(
       this.settings.batchShuffleReadMemoryBytes,
       this.settings.segmentSize,
+      this.settings.readBufferRequestTimeoutMs,
     );
     return this.readBufferPool;
   }

@@ -7,6 +7,12 @@ import {
   MemorySegment,
 } from "@sluice/core";
 
+/** The bytes of read memory one request takes at most (Flink's request unit of 4 MiB). */
+const BYTES_PER_REQUEST = 4 * 1024 * 1024;
+
+/** The default of `taskmanager.network.batch-shuffle.read-buffer-request-timeout`: 5 minutes. */
+const DEFAULT_REQUEST_TIMEOUT_MS = 5 * 60 * 1000;
+
 /**
  * The worker's memory for reading blocking partitions back from disk (Flink's
  * BatchShuffleReadBufferPool): `taskmanager.memory.framework.off-heap.batch-shuffle.size` cut into
@@ -14,19 +20,34 @@ import {
  * finished partitions never competes with running pipelines. Allocated at the first request.
  * Requests never block: they return what is free now, and `getAvailableFuture()` resolves when a
  * buffer comes back.
+ *
+ * The pool is shared fairly: one partition's readers hold at most `maxBuffersPerPartition`
+ * (two request units), so the partitions read at once each get a share, and a reader that finds
+ * no buffer free for `requestTimeoutMs` fails instead of waiting without end.
  */
 export class BatchShuffleReadBufferPool implements BufferRecycler, AvailabilityProvider {
   readonly totalBytes: number;
   readonly bufferSize: number;
   readonly numberOfBuffers: number;
+  /** Buffers in one request unit (4 MiB, or the whole pool when smaller). */
+  readonly numberOfBuffersPerRequest: number;
+  /** The most buffers the readers of one partition hold at once: two request units. */
+  readonly maxBuffersPerPartition: number;
+  /** `taskmanager.network.batch-shuffle.read-buffer-request-timeout` in ms. */
+  readonly requestTimeoutMs: number;
   private readonly free: MemorySegment[] = [];
   private readonly availability = new AvailabilityHelper();
   private initialized = false;
   private destroyed = false;
 
-  constructor(totalBytes: number, bufferSize: number) {
+  constructor(
+    totalBytes: number,
+    bufferSize: number,
+    requestTimeoutMs: number = DEFAULT_REQUEST_TIMEOUT_MS,
+  ) {
     this.totalBytes = totalBytes;
     this.bufferSize = bufferSize;
+    this.requestTimeoutMs = requestTimeoutMs;
     this.numberOfBuffers = Math.floor(totalBytes / bufferSize);
     if (this.numberOfBuffers < 1) {
       throw new ConfigurationError(
@@ -34,6 +55,14 @@ export class BatchShuffleReadBufferPool implements BufferRecycler, AvailabilityP
           `hold at least one buffer of ${bufferSize} bytes ('taskmanager.memory.segment-size')`,
       );
     }
+    this.numberOfBuffersPerRequest = Math.max(
+      1,
+      Math.min(this.numberOfBuffers, Math.floor(BYTES_PER_REQUEST / bufferSize)),
+    );
+    this.maxBuffersPerPartition = Math.min(
+      this.numberOfBuffers,
+      2 * this.numberOfBuffersPerRequest,
+    );
   }
 
   /** Allocates the memory (one block) if not done yet. */

@@ -77,4 +77,19 @@ export const BatchShuffleOptions = {
         "sort-merge partition of the worker. Allocated when the first blocking partition is " +
         "created; must hold at least one buffer.",
     ),
+
+  /** How long a blocking partition's readers wait for a free read buffer (Sluice). */
+  READ_BUFFER_REQUEST_TIMEOUT: ConfigOptions.key(
+    "taskmanager.network.batch-shuffle.read-buffer-request-timeout",
+  )
+    .durationType()
+    .defaultValue("5min")
+    .withValidator(atLeast(1, "a duration (ms)"))
+    .withDescription(
+      "Sluice: how long the readers of a blocking partition wait for a buffer of the batch-shuffle " +
+        "read memory while none is free. Beyond it they fail with `SLUICE_ERR_TIMEOUT` naming " +
+        "`taskmanager.memory.framework.off-heap.batch-shuffle.size`, instead of waiting without " +
+        "end when too many partitions are read at once. Flink's read scheduler waits the same " +
+        "5 minutes, a constant there.",
+    ),
 } as const;
