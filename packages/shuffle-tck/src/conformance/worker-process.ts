@@ -78,6 +78,8 @@ export class WorkerProcess implements TaskExecutorGateway {
   private readonly jobMasters = new Map<string, JobMasterGateway>();
   private nextId = 1;
   private hasExited = false;
+  /** True once close() was called: the worker disconnects, then exits by itself. */
+  private closing = false;
   private currentLocation: TaskManagerLocation | undefined;
 
   constructor(readonly label: string) {
@@ -213,6 +215,7 @@ export class WorkerProcess implements TaskExecutorGateway {
     if (this.hasExited) {
       return { code: this.child.exitCode, signal: this.child.signalCode, exitedByItself: true };
     }
+    this.closing = true;
     await this.request({ cmd: "close" });
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<"timeout">((resolve) => {
@@ -246,8 +249,10 @@ export class WorkerProcess implements TaskExecutorGateway {
     this.child.send(message, (error) => {
       // A send fails when the worker died while the message was on its way (EPIPE). Its exit
       // handler rejects every pending request, which is how the suite learns of it; the kill
-      // makes sure the exit comes.
-      if (error !== null && error !== undefined) this.kill();
+      // makes sure the exit comes. A worker being closed disconnects before it exits, so a
+      // message sent meanwhile (a cancel from the job side) fails too: that one must not kill a
+      // worker whose own exit the suite is waiting for (close() times out if it never comes).
+      if (error !== null && error !== undefined && !this.closing) this.kill();
     });
   }
 
