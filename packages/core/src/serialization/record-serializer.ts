@@ -56,18 +56,29 @@ export function serializeRecord<T>(
   out.writeInt(0);
   serializer.serialize(value, out);
   const payloadLength = out.length - RECORD_LENGTH_BYTES;
-  if (payloadLength > maxRecordSize) {
-    throw new RecordTooLargeError(
-      `record of ${payloadLength} bytes (serializer '${serializer.name}') exceeds the maximum ` +
-        `record size of ${maxRecordSize} bytes; raise '${MAX_RECORD_SIZE_KEY}'`,
-    );
-  }
+  if (payloadLength > maxRecordSize) throwRecordTooLarge(payloadLength, serializer, maxRecordSize);
   const framed = out.getSharedBuffer();
   framed[0] = payloadLength >>> 24;
   framed[1] = payloadLength >>> 16;
   framed[2] = payloadLength >>> 8;
   framed[3] = payloadLength;
   return framed;
+}
+
+/**
+ * Out of line: the message's template would otherwise count towards {@link serializeRecord}'s
+ * bytecode size, and V8 stops inlining the writer's per-record calls once the inlined total
+ * exceeds its budget.
+ */
+function throwRecordTooLarge(
+  payloadLength: number,
+  serializer: TypeSerializer<unknown>,
+  maxRecordSize: number,
+): never {
+  throw new RecordTooLargeError(
+    `record of ${payloadLength} bytes (serializer '${serializer.name}') exceeds the maximum ` +
+      `record size of ${maxRecordSize} bytes; raise '${MAX_RECORD_SIZE_KEY}'`,
+  );
 }
 
 /**
