@@ -97,7 +97,16 @@ describe("demo --sink files", () => {
 
   it("refuses an output folder that is not empty, with exit code 2", async () => {
     const output = path.join(base, "used");
-    await startDemo(["--records", "1000", "--checkpoint-interval", "200", "--sink", "files", "--output", output]).done;
+    await startDemo([
+      "--records",
+      "1000",
+      "--checkpoint-interval",
+      "200",
+      "--sink",
+      "files",
+      "--output",
+      output,
+    ]).done;
     await writeFile(path.join(output, "part-0-0-99"), "w\t1\n");
     const run = await startDemo([
       "--records",

@@ -34,9 +34,9 @@ describe("--sink files --output <dir>", () => {
     expect(usageError(["--output", "out"])).toBe(
       "--output applies to --sink files only (see --help)",
     );
-    expect(
-      usageError(["--mode", "batch", "--sink", "files", "--output", "out"]),
-    ).toMatch(/^--sink files applies to --mode streaming only/);
+    expect(usageError(["--mode", "batch", "--sink", "files", "--output", "out"])).toMatch(
+      /^--sink files applies to --mode streaming only/,
+    );
   });
 });
 

@@ -40,17 +40,22 @@ export function parseSinkFlags(
 ): SinkFlags {
   const sink = values.sink?.trim().toLowerCase();
   if (sink !== undefined && !(SINK_FLAG_VALUES as readonly string[]).includes(sink)) {
-    throw usage(`--sink expects ${SINK_FLAG_VALUES.join(" or ")}, got ${JSON.stringify(values.sink)}`);
+    throw usage(
+      `--sink expects ${SINK_FLAG_VALUES.join(" or ")}, got ${JSON.stringify(values.sink)}`,
+    );
   }
   if (sink === undefined) {
-    if (values.output !== undefined) throw usage("--output applies to --sink files only (see --help)");
+    if (values.output !== undefined)
+      throw usage("--output applies to --sink files only (see --help)");
     return { sink: undefined, output: undefined };
   }
   if (values.output === undefined || values.output.trim() === "") {
     throw usage("--sink files needs --output <dir>: the folder the part files go to (see --help)");
   }
   if (context.mode !== "streaming") {
-    throw usage("--sink files applies to --mode streaming only: it commits at checkpoints (see --help)");
+    throw usage(
+      "--sink files applies to --mode streaming only: it commits at checkpoints (see --help)",
+    );
   }
   if (context.checkpointInterval === undefined) {
     throw usage(
@@ -123,7 +128,9 @@ export async function readCommittedOutput(
       if (line === "") continue;
       const match = /^([^\t]+)\t(\d+)$/.exec(line);
       if (match === null) {
-        differences.push(`${name}: not a "word<TAB>count" line: ${JSON.stringify(line.slice(0, 80))}`);
+        differences.push(
+          `${name}: not a "word<TAB>count" line: ${JSON.stringify(line.slice(0, 80))}`,
+        );
         continue;
       }
       const word = match[1] as string;

@@ -262,7 +262,9 @@ function toJSON(descriptor: TaskDeploymentDescriptor): TaskDeploymentDescriptorJ
             alignedCheckpointTimeoutMs: descriptor.unalignedCheckpoints.alignedCheckpointTimeoutMs,
           },
         }),
-    ...(descriptor.checkpointsAfterTasksFinish === true ? { checkpointsAfterTasksFinish: true } : {}),
+    ...(descriptor.checkpointsAfterTasksFinish === true
+      ? { checkpointsAfterTasksFinish: true }
+      : {}),
     ...(descriptor.taskRestore === undefined
       ? {}
       : { taskRestore: taskRestoreToJSON(descriptor.taskRestore) }),

@@ -14,11 +14,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PollStatus } from "../io/record-reader.js";
 import type { Task } from "../taskexecutor/task.js";
 import { LocalCluster, localConfiguration } from "../taskexecutor/test-support/local-cluster.js";
-import {
-  expectedCounts,
-  wordCountGraph,
-  wordOf,
-} from "../taskexecutor/test-support/word-count.js";
+import { expectedCounts, wordCountGraph, wordOf } from "../taskexecutor/test-support/word-count.js";
 import type { TaskInvokable } from "../taskexecutor/user-code-registry.js";
 import { TransactionalFileSink } from "./transactional-file-sink.js";
 

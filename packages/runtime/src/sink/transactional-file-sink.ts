@@ -219,7 +219,14 @@ export class TransactionalFileSink extends TwoPhaseCommitSink<FileTransaction> {
   }
 
   private transaction(name: string, bytes: number): FileTransaction {
-    return { name, bytes, buffered: [], bufferedBytes: 0, handle: undefined, writes: Promise.resolve() };
+    return {
+      name,
+      bytes,
+      buffered: [],
+      bufferedBytes: 0,
+      handle: undefined,
+      writes: Promise.resolve(),
+    };
   }
 
   /** Appends what `transaction` buffered to its in-progress file, after earlier appends. */

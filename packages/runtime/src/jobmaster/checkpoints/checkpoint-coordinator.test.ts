@@ -452,7 +452,11 @@ describe("CheckpointCoordinator notifications (notifyCheckpointComplete / notify
       },
       calculateCheckpointPlan: () => ({
         tasksToTrigger: [
-          { executionAttemptId: task.executionAttemptId, name: "Sink", gateway: { triggerCheckpoint: async () => {} } },
+          {
+            executionAttemptId: task.executionAttemptId,
+            name: "Sink",
+            gateway: { triggerCheckpoint: async () => {} },
+          },
         ],
         tasksToWaitFor: [task],
         tasksToCommitTo: [

@@ -28,7 +28,10 @@ export interface CheckpointTriggerTarget {
 export interface CheckpointNotificationTarget {
   readonly executionAttemptId: ExecutionAttemptID;
   /** The TaskExecutor the task runs on; a gateway without the methods gets no notifications. */
-  readonly gateway: Pick<TaskExecutorGateway, "notifyCheckpointComplete" | "notifyCheckpointAborted">;
+  readonly gateway: Pick<
+    TaskExecutorGateway,
+    "notifyCheckpointComplete" | "notifyCheckpointAborted"
+  >;
   /** The task's name, for messages. */
   readonly name: string;
 }

@@ -37,7 +37,9 @@ export function calculateCheckpointPlan(
   const toTrigger = running.filter((execution) =>
     graph.inputsOf(execution.vertex).every((edge) => vertexFinished(edge.source)),
   );
-  const withoutTrigger = toTrigger.find((execution) => execution.gateway.triggerCheckpoint === undefined);
+  const withoutTrigger = toTrigger.find(
+    (execution) => execution.gateway.triggerCheckpoint === undefined,
+  );
   if (withoutTrigger !== undefined) {
     // Only a task with inputs can lack it (sources are checked when deployed).
     return `${withoutTrigger.name} cannot be triggered: the TaskExecutorGateway of its task manager does not forward triggerCheckpoint`;

@@ -191,7 +191,10 @@ describe("checkpoints after tasks finish (FLIP-147)", () => {
   it("testCheckpointsAfterTasksFinish: a job whose bounded branch finished keeps completing checkpoints", async () => {
     const execution = await start(twoBranchGraph(300));
     const coordinator = execution.checkpointCoordinator;
-    await eventually("the bounded source finished", () => stateOf(execution, "Bounded") === "FINISHED");
+    await eventually(
+      "the bounded source finished",
+      () => stateOf(execution, "Bounded") === "FINISHED",
+    );
     const atEnd = coordinator?.numberOfCompletedCheckpoints ?? 0;
     await eventually(
       "3 more checkpoints completed",
@@ -219,9 +222,15 @@ describe("checkpoints after tasks finish (FLIP-147)", () => {
     });
     const execution = await start(twoBranchGraph(300), config);
     const coordinator = execution.checkpointCoordinator;
-    await eventually("the bounded source finished", () => stateOf(execution, "Bounded") === "FINISHED");
+    await eventually(
+      "the bounded source finished",
+      () => stateOf(execution, "Bounded") === "FINISHED",
+    );
     // A checkpoint triggered before the end may still complete; none is triggered after it.
-    await eventually("no checkpoint is pending", () => coordinator?.numberOfPendingCheckpoints === 0);
+    await eventually(
+      "no checkpoint is pending",
+      () => coordinator?.numberOfPendingCheckpoints === 0,
+    );
     const atEnd = coordinator?.numberOfCompletedCheckpoints ?? 0;
     // Ten intervals without a new checkpoint: the trigger is refused each time.
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -233,7 +242,10 @@ describe("checkpoints after tasks finish (FLIP-147)", () => {
   it("a restore from a checkpoint taken after a subtask finished deploys it finished: it does not run again", async () => {
     world.failCounterAt = 2;
     const execution = await start(twoBranchGraph(300));
-    await eventually("the bounded source finished", () => stateOf(execution, "Bounded") === "FINISHED");
+    await eventually(
+      "the bounded source finished",
+      () => stateOf(execution, "Bounded") === "FINISHED",
+    );
     world.countAtBoundedEnd = execution.checkpointCoordinator?.numberOfCompletedCheckpoints ?? 0;
     await eventually("the job restarted", () =>
       execution.executionVertices.some(
