@@ -85,7 +85,7 @@ export interface TaskExecutorGateway {
    * newer one, failed over; Flink's `abortCheckpoint`, which reaches the task's
    * `notifyCheckpointAborted`): what the task prepared for it will never be committed by this
    * checkpoint. Resolves once the notification is queued at the task. Optional, as
-   * {@link notifyCheckpointComplete}.
+   * `notifyCheckpointComplete`.
    *
    * @param latestCompletedCheckpointId the newest checkpoint completed so far (0 for none).
    * @throws TaskNotFoundError when no such task runs there.
