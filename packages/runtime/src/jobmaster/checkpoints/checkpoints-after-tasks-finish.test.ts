@@ -32,6 +32,8 @@ const world = {
   /** The counter's attempt 0 fails once this many checkpoints completed after the bounded end. */
   failCounterAt: undefined as number | undefined,
   countAtBoundedEnd: 0,
+  /** The counter's first attempt throws in its first completion notification. */
+  throwInListener: false,
   execution: undefined as JobExecution | undefined,
 };
 
@@ -43,6 +45,7 @@ beforeEach(async () => {
   world.snapshotsAfterEnd = [];
   world.failCounterAt = undefined;
   world.countAtBoundedEnd = Number.POSITIVE_INFINITY;
+  world.throwInListener = false;
   world.execution = undefined;
 });
 afterEach(async () => {
@@ -103,7 +106,10 @@ async function counter(task: Task): Promise<Record<string, number>> {
   });
   if (task.configuration.listen === true) {
     task.setCheckpointListener({
-      notifyCheckpointComplete: (id) => {
+      notifyCheckpointComplete: async (id) => {
+        if (world.throwInListener && task.attemptNumber === 0) {
+          throw new Error("the commit broke on purpose");
+        }
         world.completed.push(id);
       },
     });
@@ -284,5 +290,19 @@ describe("checkpoint notifications and the final checkpoint (StreamTaskFinalChec
     const final = world.snapshotsAfterEnd[0] as bigint;
     expect(world.completed.some((id) => id >= final)).toBe(true);
     expect(coordinator?.numberOfPendingCheckpoints).toBe(0);
+  });
+
+  it("a listener that throws fails the task, and the job fails over", async () => {
+    world.throwInListener = true;
+    const execution = await start(twoBranchGraph(200, true));
+    await eventually(
+      "the restarted counter was told of a checkpoint",
+      () => world.completed.length >= 1,
+    );
+    world.releaseLongSource = true;
+    const result = await execution.terminated;
+    expect(result.status).toBe("FINISHED");
+    expect(result.restarts).toBe(1);
+    expect(result.checkpoints.restoredFrom).toBeGreaterThanOrEqual(1n);
   });
 });
