@@ -28,6 +28,26 @@ const METRICS = {
   asyncDurationMillis: 1,
 };
 
+/** A coordinator configuration writing into this test's folder, one checkpoint at a time. */
+function testConfiguration(
+  overrides: Partial<CheckpointCoordinatorConfiguration> = {},
+): CheckpointCoordinatorConfiguration {
+  return {
+    interval: 60_000,
+    mode: CheckpointingMode.EXACTLY_ONCE,
+    timeout: 60_000,
+    maxConcurrentCheckpoints: 1,
+    tolerableCheckpointFailureNumber: 0,
+    maxRetainedCheckpoints: 1,
+    retention: "NO_EXTERNALIZED_CHECKPOINTS",
+    checkpointsDirectory: base,
+    unalignedCheckpointsEnabled: false,
+    alignedCheckpointTimeout: 0,
+    checkpointsAfterTasksFinish: true,
+    ...overrides,
+  };
+}
+
 /**
  * A coordinator of a two-task job (a source and a sink) whose source runs behind a gateway that
  * records the triggers; tests play the tasks by writing snapshots and acknowledging.
@@ -48,20 +68,7 @@ function harness(
   const failovers: Error[] = [];
   /** The notifications each task got, as `complete N` / `aborted N (latest L)`. */
   const notified: string[][] = [[], []];
-  const configuration: CheckpointCoordinatorConfiguration = {
-    interval: 60_000,
-    mode: CheckpointingMode.EXACTLY_ONCE,
-    timeout: 60_000,
-    maxConcurrentCheckpoints: 1,
-    tolerableCheckpointFailureNumber: 100,
-    maxRetainedCheckpoints: 1,
-    retention: "NO_EXTERNALIZED_CHECKPOINTS",
-    checkpointsDirectory: base,
-    unalignedCheckpointsEnabled: false,
-    alignedCheckpointTimeout: 0,
-    checkpointsAfterTasksFinish: true,
-    ...overrides,
-  };
+  const configuration = testConfiguration({ tolerableCheckpointFailureNumber: 100, ...overrides });
   const plan: CheckpointPlan = {
     tasksToTrigger: [
       {
@@ -437,19 +444,7 @@ describe("CheckpointCoordinator notifications (notifyCheckpointComplete / notify
     let attempts = 0;
     const coordinator = new CheckpointCoordinator({
       jobId,
-      configuration: {
-        interval: 60_000,
-        mode: CheckpointingMode.EXACTLY_ONCE,
-        timeout: 60_000,
-        maxConcurrentCheckpoints: 1,
-        tolerableCheckpointFailureNumber: 0,
-        maxRetainedCheckpoints: 1,
-        retention: "NO_EXTERNALIZED_CHECKPOINTS",
-        checkpointsDirectory: base,
-        unalignedCheckpointsEnabled: false,
-        alignedCheckpointTimeout: 0,
-        checkpointsAfterTasksFinish: true,
-      },
+      configuration: testConfiguration(),
       calculateCheckpointPlan: () => ({
         tasksToTrigger: [
           {
