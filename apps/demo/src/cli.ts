@@ -6,6 +6,7 @@ import {
   CHECKPOINTING_HELP,
   type CheckpointingFlags,
 } from "./checkpointing-options.js";
+import { parseSinkFlags, SINK_HELP, type SinkFlags } from "./sink-options.js";
 
 /** The demo's defaults. */
 export const DEFAULTS = {
@@ -26,7 +27,7 @@ export interface HostPort {
 }
 
 /** The parsed command line of a run of the job: one command (local) or the job manager role. */
-export interface DemoOptions extends CheckpointingFlags {
+export interface DemoOptions extends CheckpointingFlags, SinkFlags {
   /** `local`: the one-command demo; `jobmanager`: the job manager of a standalone cluster. */
   readonly command: "local" | "jobmanager";
   /** `--bind` (jobmanager only): where the control plane listens. */
@@ -122,6 +123,8 @@ Options:
   -h, --help               show this help
 
 ${CHECKPOINTING_HELP}
+
+${SINK_HELP}
 
 jobmanager:
   --bind <host:port>       where task managers connect (default jobmanager.rpc.address, else
@@ -320,6 +323,15 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
       `--${streamingOnly[0]} applies to --mode streaming only: a batch job takes no checkpoints (see --help)`,
     );
   }
+  const checkpointInterval =
+    values["checkpoint-interval"] === undefined
+      ? undefined
+      : parseCount("--checkpoint-interval", values["checkpoint-interval"], 10, 86_400_000);
+  const sinkFlags = parseSinkFlags(
+    values,
+    { mode, checkpointInterval },
+    (message) => new UsageError(message),
+  );
   return {
     command,
     bind: values.bind === undefined ? undefined : parseHostPort("--bind", values.bind),
@@ -333,10 +345,8 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
     seed,
     durationSeconds,
     throttle,
-    checkpointInterval:
-      values["checkpoint-interval"] === undefined
-        ? undefined
-        : parseCount("--checkpoint-interval", values["checkpoint-interval"], 10, 86_400_000),
+    checkpointInterval,
+    ...sinkFlags,
     checkpointing: checkpointing as CheckpointingFlags["checkpointing"],
     killTaskManagerAfterMs:
       values["kill-task-manager-after"] === undefined
@@ -401,6 +411,8 @@ function parseOptions(args: readonly string[]) {
       "checkpoint-interval": { type: "string" },
       checkpointing: { type: "string" },
       "kill-task-manager-after": { type: "string" },
+      sink: { type: "string" },
+      output: { type: "string" },
       json: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },

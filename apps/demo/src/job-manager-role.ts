@@ -42,8 +42,9 @@ import { type LocalTaskManager, LocalTaskManagers } from "./local-task-managers.
 import { checkParallelismFitsNetworkMemory } from "./parallelism-memory.js";
 import { ProgressLoop } from "./progress-loop.js";
 import { Recovery } from "./recovery.js";
+import { checkOutputDirectory, readCommittedOutput } from "./sink-options.js";
 import { StageTimeline } from "./stage-timeline.js";
-import { formatSummary, type JobReport, summaryJson } from "./summary.js";
+import { formatSummary, type JobReport, type SinkReport, summaryJson } from "./summary.js";
 import { subtaskName, taskProgressOf } from "./task-metrics.js";
 import { COUNT_VERTEX, type WordCountJob, wordCountJob } from "./word-count-job.js";
 
@@ -143,6 +144,9 @@ export class JobManagerRole {
         recoverySettingsOf(configuration),
         options.killTaskManagerAfterMs,
       );
+      if (options.output !== undefined) {
+        await checkOutputDirectory(options.output, (message) => new ConfigurationError(message));
+      }
       if (options.mode === "batch") {
         applyBatchDefaults(configuration);
         this.batch = { codec: compressionCodecOf(configuration) };
@@ -163,7 +167,7 @@ export class JobManagerRole {
     this.jobManager = jobManager;
 
     const shuffle = jobManager.plugin.reference;
-    const job = wordCountJob(options);
+    const job = wordCountJob({ ...options, sinkDirectory: options.output });
     this.say(
       `Sluice demo: word count of ${formatInteger(options.records)} words, parallelism ${options.parallelism}, ` +
         `${options.taskManagers} task managers, shuffle ${shuffle}` +
@@ -371,18 +375,39 @@ export class JobManagerRole {
       });
     }
 
+    // With the file sink, what left the job is verified: the committed part files.
+    const output = this.options.output;
+    let sink: SinkReport | undefined;
+    let verifiedCounts = counts;
+    if (output !== undefined) {
+      const committed = await readCommittedOutput(output, this.options.parallelism);
+      differences.push(...committed.differences);
+      verifiedCounts = committed.countsBySubtask;
+      sink = {
+        directory: output,
+        committedFiles: committed.committedFiles,
+        committedBytes: committed.committedBytes,
+        abortedTransactions: (this.execution?.executionVertices ?? []).reduce(
+          (sum, vertex) =>
+            sum + ((vertex.result as { abortedTransactions?: number })?.abortedTransactions ?? 0),
+          0,
+        ),
+      };
+    }
+
     return this.report.build({
       shuffle,
       shuffleModule: jobManager.deployer.plugin.file,
       job,
       result,
       taskManagers,
-      counts,
+      counts: verifiedCounts,
       differences,
       durationMs,
       parallelism: this.options.parallelism,
       recovery: this.recovery,
       batch,
+      sink,
     });
   }
 

@@ -10,7 +10,7 @@ import type { JobExecution, JobResult } from "@sluice/runtime";
 import { type BatchSummary, batchTotals } from "./batch-mode.js";
 import { formatInteger } from "./format.js";
 import type { Recovery } from "./recovery.js";
-import type { JobReport, ProcessReport } from "./summary.js";
+import type { JobReport, ProcessReport, SinkReport } from "./summary.js";
 import { ShutdownExtrasSchema, type TaskProgress, TaskProgressSchema } from "./task-progress.js";
 import { verifyAtLeastOnce, verifyCounts } from "./verification.js";
 import { COUNT_VERTEX, type WordCountJob } from "./word-count-job.js";
@@ -34,6 +34,8 @@ export interface FinishedJob {
   readonly parallelism: number;
   readonly recovery: Recovery | undefined;
   readonly batch: BatchSummary | undefined;
+  /** With `--sink files`: what the committed part files hold (the counts are theirs then). */
+  readonly sink?: SinkReport | undefined;
 }
 
 /** Collects what the job's report needs while it runs, and builds the report at its end. */
@@ -152,6 +154,7 @@ export class JobReportBuilder {
       processes,
       ...recoveryReport(result, recovery, duplicates),
       ...(batch === undefined ? {} : { batch }),
+      ...(finished.sink === undefined ? {} : { sink: finished.sink }),
     };
   }
 

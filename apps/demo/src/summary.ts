@@ -71,6 +71,20 @@ export interface JobReport {
   readonly killedTaskManager?: KilledTaskManager;
   /** Batch mode: the stages and what the blocking partitions put on disk. */
   readonly batch?: BatchSummary;
+  /** `--sink files`: the committed part files the counts were verified from. */
+  readonly sink?: SinkReport;
+}
+
+/** What the exactly-once file sink (`--sink files`) committed. */
+export interface SinkReport {
+  /** The `--output` folder. */
+  readonly directory: string;
+  /** Committed part files in it. */
+  readonly committedFiles: number;
+  /** Their bytes. */
+  readonly committedBytes: number;
+  /** Transactions the final attempts' sinks aborted (the open ones of a restored checkpoint, lingering ones). */
+  readonly abortedTransactions: number;
 }
 
 /** True when every task manager returned all its network buffers and released its partitions. */
@@ -138,7 +152,9 @@ export function formatSummary(report: JobReport): string {
     );
   } else if (report.verified) {
     lines.push(
-      `verified: the counts of all ${formatInteger(report.records)} words equal the reference`,
+      report.sink === undefined
+        ? `verified: the counts of all ${formatInteger(report.records)} words equal the reference`
+        : `verified: the committed part files hold the counts of all ${formatInteger(report.records)} words exactly once`,
     );
   } else {
     lines.push(
@@ -199,6 +215,15 @@ export function summaryJson(report: JobReport): Record<string, unknown> {
           },
         }),
     ...(report.batch === undefined ? {} : { batch: batchJson(report.batch) }),
+    ...(report.sink === undefined
+      ? {}
+      : {
+          sink: {
+            committedFiles: report.sink.committedFiles,
+            committedBytes: report.sink.committedBytes,
+            abortedTransactions: report.sink.abortedTransactions,
+          },
+        }),
     ...(report.verified ? {} : { differences: report.differences }),
   };
 }
@@ -234,6 +259,12 @@ function recoveryLines(report: JobReport): string[] {
       checkpoints?.restoredFrom === undefined ? "" : ` from checkpoint ${checkpoints.restoredFrom}`;
     lines.push(
       `  recovery       ${kill}${report.restarts} restart${report.restarts === 1 ? "" : "s"}${from}`,
+    );
+  }
+  const sink = report.sink;
+  if (sink !== undefined) {
+    lines.push(
+      `  file sink      ${sink.committedFiles.toLocaleString("en-US")} committed part files, ${sink.committedBytes.toLocaleString("en-US")} bytes in ${sink.directory}; ${sink.abortedTransactions} transaction(s) aborted`,
     );
   }
   return lines;

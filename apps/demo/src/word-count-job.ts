@@ -24,6 +24,8 @@ export interface WordCountOptions {
   readonly durationSeconds?: number | undefined;
   /** `batch`: the exchange is BLOCKING, so the job runs stage by stage (default `streaming`). */
   readonly mode?: DemoMode;
+  /** `--sink files --output <dir>`: the counters write their counts to part files there. */
+  readonly sinkDirectory?: string | undefined;
 }
 
 /** The word count's graph and its two vertices. */
@@ -62,6 +64,8 @@ export function wordCountJob(options: WordCountOptions): WordCountJob {
     name: COUNT_VERTEX,
     parallelism: options.parallelism,
     invokable: "count",
+    configuration:
+      options.sinkDirectory === undefined ? {} : { sink: { directory: options.sinkDirectory } },
   });
   graph.connect(source, count, {
     partitioner: { name: "HASH", keySelector: "value" },
@@ -83,6 +87,8 @@ export interface SourceResult {
 export interface CountResult {
   readonly counts: readonly (readonly [string, number])[];
   readonly progress: TaskProgress;
+  /** With `--sink files`: the transactions its file sink aborted (this attempt). */
+  readonly abortedTransactions?: number;
 }
 
 /**
@@ -111,7 +117,13 @@ export function wordCountInvokables(
     count: async (task) => {
       const count = new CountTask(task, () => throttle.recordsPerSecond);
       await count.run();
-      const result: CountResult = { counts: [...count.counts], progress: count.progress() };
+      const result: CountResult = {
+        counts: [...count.counts],
+        progress: count.progress(),
+        ...(task.configuration.sink === undefined
+          ? {}
+          : { abortedTransactions: count.abortedTransactions }),
+      };
       return result as unknown as JsonValue;
     },
   };

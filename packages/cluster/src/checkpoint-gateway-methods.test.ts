@@ -51,6 +51,12 @@ function recordingExecutor(triggered: unknown[][]): GatewayMethods<TaskExecutorG
     triggerCheckpoint: async (...args) => {
       triggered.push(args);
     },
+    notifyCheckpointComplete: async (...args) => {
+      triggered.push(["complete", ...args]);
+    },
+    notifyCheckpointAborted: async (...args) => {
+      triggered.push(["aborted", ...args]);
+    },
   };
 }
 
@@ -132,6 +138,44 @@ describe("checkpoint triggers over the control plane", () => {
       ErrorCodes.ILLEGAL_STATE,
       "is not a source",
     );
+  });
+});
+
+describe("checkpoint notifications over the control plane", () => {
+  it("reach the task manager's TaskExecutor with 64-bit ids intact, completion and abort alike", async () => {
+    const received: unknown[][] = [];
+    const { remote } = forwardTaskExecutor(received);
+    const attempt = new ExecutionAttemptID(undefined, undefined, 1, 0);
+    await remote.notifyCheckpointComplete(attempt, MAX_ID, 1_733_000_000_123n);
+    await remote.notifyCheckpointAborted(attempt, 7n, 0n);
+    expect(received).toHaveLength(2);
+    const [kind, id, checkpointId, timestamp] = must(received[0]);
+    expect(kind).toBe("complete");
+    expect((id as ExecutionAttemptID).equals(attempt)).toBe(true);
+    expect([checkpointId, timestamp]).toEqual([MAX_ID, 1_733_000_000_123n]);
+    const [abortKind, , abortedId, latest] = must(received[1]);
+    expect([abortKind, abortedId, latest]).toEqual(["aborted", 7n, 0n]);
+  });
+
+  it("are refused on receipt when an id is not a decimal 64-bit integer", async () => {
+    const received: unknown[][] = [];
+    const { forwarder } = forwardTaskExecutor(received);
+    const attempt = new ExecutionAttemptID().toString();
+    await expect(
+      forwarder.request("notifyCheckpointComplete", {
+        executionAttemptId: attempt,
+        checkpointId: "-1",
+        timestamp: "1",
+      }),
+    ).rejects.toThrow(/checkpointId/);
+    await expect(
+      forwarder.request("notifyCheckpointAborted", {
+        executionAttemptId: attempt,
+        checkpointId: "2",
+        latestCompletedCheckpointId: "x",
+      }),
+    ).rejects.toThrow(/latestCompletedCheckpointId/);
+    expect(received).toEqual([]);
   });
 });
 

@@ -27,7 +27,10 @@ export interface TaskExecutorGatewayCaller {
 
 /** What a task manager acts on when the job manager calls its TaskExecutorGateway. */
 export interface TaskExecutorGatewayReceiver {
-  /** The task manager's TaskExecutor (every method, `triggerCheckpoint` included). */
+  /**
+   * The task manager's TaskExecutor (every method, `triggerCheckpoint` and the checkpoint
+   * notifications included).
+   */
   readonly executor: GatewayMethods<TaskExecutorGateway>;
   /** Where its tasks report: the job manager, over the same connection. */
   readonly jobMaster: JobMasterGateway;
@@ -112,6 +115,46 @@ export const TaskExecutorGatewayMethods = {
         ExecutionAttemptID.parse(params.executionAttemptId),
         parseCheckpointId(params.checkpointId),
         BigInt(params.timestamp),
+      ),
+  }),
+  /** Tells a task that a checkpoint completed: resolves once the notification is queued. */
+  notifyCheckpointComplete: method("notifyCheckpointComplete", {
+    params: z.object({
+      executionAttemptId: text(256),
+      checkpointId: uint64,
+      timestamp: uint64,
+    }),
+    result: z.null(),
+    encode: ([executionAttemptId, id, timestamp]) => ({
+      executionAttemptId: executionAttemptId.toString(),
+      checkpointId: id.toString(),
+      timestamp: timestamp.toString(),
+    }),
+    invoke: ({ executor }, params) =>
+      executor.notifyCheckpointComplete(
+        ExecutionAttemptID.parse(params.executionAttemptId),
+        parseCheckpointId(params.checkpointId),
+        BigInt(params.timestamp),
+      ),
+  }),
+  /** Tells a task that a checkpoint was aborted: resolves once the notification is queued. */
+  notifyCheckpointAborted: method("notifyCheckpointAborted", {
+    params: z.object({
+      executionAttemptId: text(256),
+      checkpointId: uint64,
+      latestCompletedCheckpointId: uint64,
+    }),
+    result: z.null(),
+    encode: ([executionAttemptId, id, latest]) => ({
+      executionAttemptId: executionAttemptId.toString(),
+      checkpointId: id.toString(),
+      latestCompletedCheckpointId: latest.toString(),
+    }),
+    invoke: ({ executor }, params) =>
+      executor.notifyCheckpointAborted(
+        ExecutionAttemptID.parse(params.executionAttemptId),
+        parseCheckpointId(params.checkpointId),
+        parseCheckpointId(params.latestCompletedCheckpointId),
       ),
   }),
 } as const satisfies ForwardingTable<

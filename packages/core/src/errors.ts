@@ -79,6 +79,8 @@ export const ErrorCodes = {
   METRIC_REPORTER: "SLUICE_ERR_METRIC_REPORTER",
   /** The conformance kit's worker script is missing from its package (not built, or cut down). */
   TCK_WORKER_NOT_FOUND: "SLUICE_ERR_TCK_WORKER_NOT_FOUND",
+  /** A two-phase-commit sink could not pre-commit, commit or abort a transaction. */
+  SINK_TRANSACTION: "SLUICE_ERR_SINK_TRANSACTION",
 } as const;
 
 /** A stable Sluice error code. */

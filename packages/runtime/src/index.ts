@@ -41,4 +41,5 @@ export * from "./loader/index.js";
 export * from "./messages/index.js";
 export * from "./metrics/index.js";
 export * from "./partitioner/index.js";
+export * from "./sink/index.js";
 export * from "./taskexecutor/index.js";

@@ -102,6 +102,7 @@ const CLASS_OF: Record<ErrorCode, SluiceErrorClass | undefined> = {
     "ConformanceWorkerNotFoundError",
     ErrorCodes.TCK_WORKER_NOT_FOUND,
   ),
+  [ErrorCodes.SINK_TRANSACTION]: defineError("SinkTransactionError", ErrorCodes.SINK_TRANSACTION),
 };
 
 describe("error wire ids", () => {

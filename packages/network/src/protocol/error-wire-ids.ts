@@ -40,6 +40,7 @@ export const ERROR_WIRE_IDS = {
   [ErrorCodes.METRIC_REPORTER]: 30,
   [ErrorCodes.TCK_WORKER_NOT_FOUND]: 31,
   [ErrorCodes.PARTITION_FILE_WRITE]: 32,
+  [ErrorCodes.SINK_TRANSACTION]: 47,
 } as const satisfies Record<ErrorCode, number>;
 
 /** The wire id written for errors that carry no Sluice code (plain `Error`s, non-errors). */

@@ -28,4 +28,13 @@ export interface CheckpointHandler {
    * A throw (or a value that is not JSON, e.g. a bigint) declines the checkpoint.
    */
   snapshotState(checkpointId: bigint): JsonValue | undefined;
+
+  /**
+   * The asynchronous part of the snapshot of checkpoint `checkpointId`, started right after
+   * {@link snapshotState} returned (Flink's asynchronous snapshot phase): the task acknowledges
+   * the checkpoint only once the promise resolved, so the checkpoint cannot complete before, and
+   * a rejection declines it. A two-phase-commit sink writes and syncs its pre-committed
+   * transaction here. Optional.
+   */
+  persistSnapshot?(checkpointId: bigint): Promise<void>;
 }

@@ -9,6 +9,7 @@ export { CheckpointBarrierTracker } from "./checkpoint-barrier-tracker.js";
 export { CheckpointError } from "./checkpoint-error.js";
 export type { CheckpointEventEmitter } from "./checkpoint-event-emitter.js";
 export type { CheckpointHandler } from "./checkpoint-handler.js";
+export type { CheckpointListener } from "./checkpoint-listener.js";
 export type { CheckpointableInput } from "./checkpointable-input.js";
 export type { CheckpointableTask } from "./checkpointable-task.js";
 export { CheckpointedInputGate } from "./checkpointed-input-gate.js";

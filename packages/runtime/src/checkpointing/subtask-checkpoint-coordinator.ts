@@ -157,11 +157,17 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
   }
 
   /**
-   * A source's trigger (from the job side, run as mail): performs checkpoint `checkpointId`
+   * A trigger from the job side, run as mail, at a source or at a task whose inputs all ended:
+   * performs checkpoint `checkpointId`
    * with a barrier of the job's mode, created at `timestamp` (ms since the epoch).
    */
   triggerCheckpoint(checkpointId: bigint, timestamp: bigint): void {
-    const unaligned = this.unalignedCheckpointsEnabled ? this.options.unaligned : undefined;
+    // A task with inputs is triggered only once they all ended (FLIP-147): nothing is in flight
+    // towards it, so its barrier is aligned.
+    const unaligned =
+      this.unalignedCheckpointsEnabled && this.inputs.length === 0
+        ? this.options.unaligned
+        : undefined;
     const timeout = BigInt(unaligned?.alignedCheckpointTimeoutMs ?? 0);
     const alignment =
       this.options.mode !== CheckpointingMode.EXACTLY_ONCE
@@ -232,9 +238,11 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
     const unaligned = isUnalignedCheckpoint(barrier.options);
     let stateJson: string | undefined;
     let channelState: Promise<TaskChannelState> | undefined;
+    let persisted: Promise<void> | undefined;
     try {
       if (unaligned) channelState = this.startChannelState(barrier);
       stateJson = this.takeSnapshot(checkpointId);
+      persisted = this.startPersistSnapshot(checkpointId);
     } catch (error) {
       // Downstream tasks must not wait for a barrier that will never come.
       this.abortCheckpoint(
@@ -255,6 +263,7 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
       checkpointId,
       stateJson,
       channelState,
+      persisted,
       metrics,
       syncDurationMillis,
     );
@@ -305,14 +314,42 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
     return json;
   }
 
+  /** Starts the handler's asynchronous part; its rejection is handled where it is awaited. */
+  private startPersistSnapshot(checkpointId: bigint): Promise<void> | undefined {
+    const persist = this.handler?.persistSnapshot;
+    if (persist === undefined) return undefined;
+    const started = Promise.resolve()
+      .then(() => persist.call(this.handler, checkpointId))
+      .then(() => undefined);
+    started.catch(() => {});
+    return started;
+  }
+
   private async writeAndAcknowledge(
     checkpointId: bigint,
     stateJson: string | undefined,
     pendingChannelState: Promise<TaskChannelState> | undefined,
+    persisted: Promise<void> | undefined,
     alignment: CheckpointMetrics,
     syncDurationMillis: number,
   ): Promise<void> {
     const start = performance.now();
+    if (persisted !== undefined) {
+      try {
+        await persisted;
+      } catch (error) {
+        const cause = new CheckpointError(
+          `${this.options.taskName}: persistSnapshot of checkpoint ${checkpointId} failed: ${(error as Error).message}`,
+          { cause: error },
+        );
+        // The channel state still being collected for it is of no use any more.
+        if (pendingChannelState !== undefined) await pendingChannelState.catch(() => {});
+        if (!this.discarding) {
+          this.decline(checkpointId, CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION, cause);
+        }
+        return;
+      }
+    }
     let channelState = EMPTY_CHANNEL_STATE;
     if (pendingChannelState !== undefined) {
       try {

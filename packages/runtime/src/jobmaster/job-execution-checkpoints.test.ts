@@ -195,12 +195,15 @@ describe("a checkpointing job", () => {
     expect(result.checkpoints.restoredFrom).toBeUndefined();
     expect(result.checkpoints.completed).toBeGreaterThanOrEqual(2);
     const latest = result.checkpoints.latest;
-    expect(latest?.subtaskStates.map((s) => `${s.vertexName}/${s.subtaskIndex}`).sort()).toEqual([
-      "Count/0",
-      "Count/1",
-      "Source/0",
-      "Source/1",
-    ]);
+    // Every subtask is in it: with a snapshot, or (checkpoints go on after tasks finish) as a
+    // source that had finished when it was triggered.
+    const finished = (latest?.finishedSubtasks ?? []).map((s) => `Source/${s.subtaskIndex}`);
+    expect(
+      [
+        ...(latest?.subtaskStates.map((s) => `${s.vertexName}/${s.subtaskIndex}`) ?? []),
+        ...finished,
+      ].sort(),
+    ).toEqual(["Count/0", "Count/1", "Source/0", "Source/1"]);
     for (const state of latest?.subtaskStates ?? []) {
       expect(state.stateHandle?.size).toBeGreaterThan(0);
       expect(state.metrics.alignmentDurationNanos).toBeGreaterThanOrEqual(0);
@@ -224,7 +227,10 @@ describe("a checkpointing job", () => {
     // state.checkpoints.num-retained 1: only the newest checkpoint's folder is left.
     expect(await readdir(jobDir)).toEqual([`chk-${latest?.checkpointId}`]);
     const files = (await readdir(path.join(jobDir, `chk-${latest?.checkpointId}`))).sort();
-    expect(files).toHaveLength(5);
+    // A snapshot of each subtask that had not finished when it was triggered, and _metadata.
+    const snapshots = latest?.subtaskStates.length ?? 0;
+    expect(snapshots + (latest?.finishedSubtasks.length ?? 0)).toBe(4);
+    expect(files).toHaveLength(snapshots + 1);
     expect(files).toContain(METADATA_FILE_NAME);
     const metadata = await FsCheckpointStorage.readMetadata(latest?.metadataPath as string);
     expect(metadata).toMatchObject({
@@ -232,7 +238,8 @@ describe("a checkpointing job", () => {
       jobId: result.jobId.toString(),
       checkpointId: String(latest?.checkpointId),
     });
-    expect(metadata.tasks).toHaveLength(4);
+    expect(metadata.tasks).toHaveLength(snapshots);
+    expect(metadata.finishedTasks).toHaveLength(4 - snapshots);
     for (const task of metadata.tasks as unknown as {
       vertexName: string;
       stateHandle: FileStateHandle;

@@ -139,7 +139,12 @@ export class JobExecution implements JobMasterGateway {
             jobId: this.jobId,
             configuration: options.checkpointing,
             calculateCheckpointPlan: () =>
-              calculateCheckpointPlan(this.graph, this.currentStatus, this.executionVertices),
+              calculateCheckpointPlan(
+                this.graph,
+                this.currentStatus,
+                this.executionVertices,
+                options.checkpointing?.checkpointsAfterTasksFinish,
+              ),
             onTolerableFailuresExceeded: (cause) => this.failGlobally(cause),
           });
   }

@@ -125,6 +125,9 @@ export class TaskDeploymentDescriptorFactory {
             },
           }
         : {}),
+      ...(checkpointing?.checkpointsAfterTasksFinish === true
+        ? { checkpointsAfterTasksFinish: true }
+        : {}),
       ...taskRestoreOf(execution, restoredFrom),
     });
   }
@@ -141,6 +144,9 @@ function taskRestoreOf(
     taskRestore: {
       checkpointId: checkpoint.checkpointId,
       ...(state?.stateHandle === undefined ? {} : { stateHandle: state.stateHandle }),
+      ...(checkpoint.isFinished(execution.vertex.id, execution.subtaskIndex)
+        ? { finished: true }
+        : {}),
     },
   };
 }

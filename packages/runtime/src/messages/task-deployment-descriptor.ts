@@ -64,6 +64,11 @@ export interface TaskRestoreSpec {
   readonly checkpointId: bigint;
   /** The subtask's snapshot file; absent when it stored no state in that checkpoint. */
   readonly stateHandle?: FileStateHandle;
+  /**
+   * True when the subtask had finished before the checkpoint was taken (FLIP-147): the restored
+   * task does not run its code again, it finishes its partitions at once. Absent: false.
+   */
+  readonly finished?: boolean;
 }
 
 /**
@@ -108,6 +113,13 @@ export interface TaskDeploymentDescriptor {
    * (`execution.checkpointing.unaligned.enabled`), with the aligned checkpoint timeout.
    */
   readonly unalignedCheckpoints?: UnalignedCheckpointsSettings;
+  /**
+   * `execution.checkpointing.checkpoints-after-tasks-finish` of a checkpointing job (FLIP-147):
+   * true when checkpoints go on after some tasks finished, so a task whose inputs ended may be
+   * triggered, and a task with a checkpoint listener waits for a checkpoint of its final state
+   * before it finishes. Absent: false.
+   */
+  readonly checkpointsAfterTasksFinish?: boolean;
   /** Present when the task is restored from a completed checkpoint. */
   readonly taskRestore?: TaskRestoreSpec;
 }
@@ -133,6 +145,7 @@ export interface TaskDeploymentDescriptorJSON {
   readonly taskConfiguration: JsonObject;
   readonly checkpointingMode?: CheckpointingMode;
   readonly unalignedCheckpoints?: { readonly alignedCheckpointTimeoutMs: number };
+  readonly checkpointsAfterTasksFinish?: boolean;
   readonly taskRestore?: TaskRestoreSpecJSON;
 }
 
@@ -141,6 +154,7 @@ export interface TaskRestoreSpecJSON {
   /** Decimal. */
   readonly checkpointId: string;
   readonly stateHandle?: FileStateHandle;
+  readonly finished?: boolean;
 }
 
 /** `Name (i/n)#attempt`, the task name Flink prints (with a 1-based subtask index). */
@@ -248,6 +262,9 @@ function toJSON(descriptor: TaskDeploymentDescriptor): TaskDeploymentDescriptorJ
             alignedCheckpointTimeoutMs: descriptor.unalignedCheckpoints.alignedCheckpointTimeoutMs,
           },
         }),
+    ...(descriptor.checkpointsAfterTasksFinish === true
+      ? { checkpointsAfterTasksFinish: true }
+      : {}),
     ...(descriptor.taskRestore === undefined
       ? {}
       : { taskRestore: taskRestoreToJSON(descriptor.taskRestore) }),
@@ -258,6 +275,7 @@ function taskRestoreToJSON(restore: TaskRestoreSpec): TaskRestoreSpecJSON {
   const { checkpointId, stateHandle } = restore;
   return {
     checkpointId: convert("taskRestore.checkpointId", () => checkpointId.toString()),
+    ...(restore.finished === true ? { finished: true } : {}),
     ...(stateHandle === undefined
       ? {}
       : { stateHandle: { path: stateHandle.path, size: stateHandle.size } }),
@@ -266,11 +284,13 @@ function taskRestoreToJSON(restore: TaskRestoreSpec): TaskRestoreSpecJSON {
 
 function readTaskRestore(fields: JsonFields): TaskRestoreSpec {
   const checkpointId = fields.id("checkpointId", "a decimal checkpoint id", parseCheckpointId);
-  if (!fields.has("stateHandle")) return { checkpointId };
+  const finished = fields.optionalBoolean("finished", false) ? { finished: true } : {};
+  if (!fields.has("stateHandle")) return { checkpointId, ...finished };
   const handle = fields.object("stateHandle");
   return {
     checkpointId,
     stateHandle: { path: handle.string("path"), size: handle.integer("size", 0) },
+    ...finished,
   };
 }
 
@@ -355,6 +375,9 @@ function fromFields(fields: JsonFields): TaskDeploymentDescriptor {
       ? {}
       : { checkpointingMode: checkpointingMode as CheckpointingMode }),
     ...(unalignedCheckpoints === undefined ? {} : { unalignedCheckpoints }),
+    ...(fields.optionalBoolean("checkpointsAfterTasksFinish", false)
+      ? { checkpointsAfterTasksFinish: true }
+      : {}),
     ...(taskRestore === undefined ? {} : { taskRestore }),
   });
 }

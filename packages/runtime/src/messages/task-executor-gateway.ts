@@ -60,4 +60,39 @@ export interface TaskExecutorGateway {
     checkpointId: bigint,
     timestamp: bigint,
   ): Promise<void>;
+
+  /**
+   * Tells a task that checkpoint `checkpointId` completed (Flink's `confirmCheckpoint`, which
+   * reaches the task's `notifyCheckpointComplete`): every task of the checkpoint acknowledged it
+   * and its `_metadata` is written, so what the task prepared for it (a pre-committed
+   * transaction) may now be made visible. It also says that every older checkpoint is done with
+   * (completed or subsumed). Resolves once the notification is queued at the task.
+   *
+   * Optional: gateways of jobs without checkpoints, or whose tasks need no notifications, may
+   * leave it out; the job side then sends none.
+   *
+   * @param timestamp when the checkpoint was triggered, in ms since the epoch.
+   * @throws TaskNotFoundError when no such task runs there.
+   */
+  notifyCheckpointComplete?(
+    executionAttemptId: ExecutionAttemptID,
+    checkpointId: bigint,
+    timestamp: bigint,
+  ): Promise<void>;
+
+  /**
+   * Tells a task that checkpoint `checkpointId` was aborted (declined, expired, subsumed by a
+   * newer one, failed over; Flink's `abortCheckpoint`, which reaches the task's
+   * `notifyCheckpointAborted`): what the task prepared for it will never be committed by this
+   * checkpoint. Resolves once the notification is queued at the task. Optional, as
+   * `notifyCheckpointComplete`.
+   *
+   * @param latestCompletedCheckpointId the newest checkpoint completed so far (0 for none).
+   * @throws TaskNotFoundError when no such task runs there.
+   */
+  notifyCheckpointAborted?(
+    executionAttemptId: ExecutionAttemptID,
+    checkpointId: bigint,
+    latestCompletedCheckpointId: bigint,
+  ): Promise<void>;
 }

@@ -491,6 +491,36 @@ export class TaskExecutor implements TaskExecutorGateway {
   }
 
   /**
+   * Tells a task running here that checkpoint `checkpointId` completed (see
+   * `TaskExecutorGateway.notifyCheckpointComplete`).
+   *
+   * @throws TaskNotFoundError when no such task runs here; IllegalStateError when its job takes
+   *   no checkpoints.
+   */
+  async notifyCheckpointComplete(
+    executionAttemptId: ExecutionAttemptID,
+    checkpointId: bigint,
+    _timestamp: bigint,
+  ): Promise<void> {
+    this.requireTask(executionAttemptId).notifyCheckpointComplete(checkpointId);
+  }
+
+  /**
+   * Tells a task running here that checkpoint `checkpointId` was aborted (see
+   * `TaskExecutorGateway.notifyCheckpointAborted`).
+   *
+   * @throws TaskNotFoundError when no such task runs here; IllegalStateError when its job takes
+   *   no checkpoints.
+   */
+  async notifyCheckpointAborted(
+    executionAttemptId: ExecutionAttemptID,
+    checkpointId: bigint,
+    _latestCompletedCheckpointId: bigint,
+  ): Promise<void> {
+    this.requireTask(executionAttemptId).notifyCheckpointAborted(checkpointId);
+  }
+
+  /**
    * Frees the local resources of these partitions (`releasePartitionsLocally`); the job side
    * calls it when the job ends. Files of blocking partitions are deleted in the background:
    * readers still on them fail first, and {@link close} waits for every deletion.
@@ -541,13 +571,14 @@ export class TaskExecutor implements TaskExecutorGateway {
     const spec = tdd.taskRestore;
     if (spec === undefined) return undefined;
     const { checkpointId, stateHandle } = spec;
-    if (stateHandle === undefined) return { checkpointId, state: undefined };
+    const finished = spec.finished === true ? { finished: true } : {};
+    if (stateHandle === undefined) return { checkpointId, state: undefined, ...finished };
     const { state, channelState } = await FsCheckpointStorage.readTaskSnapshot(stateHandle, {
       jobId: tdd.jobId,
       checkpointId,
       taskName: name,
     });
-    return { checkpointId, state, channelState };
+    return { checkpointId, state, channelState, ...finished };
   }
 
   /** The task's side of checkpointing: snapshots to this worker's folder, reports to the job. */

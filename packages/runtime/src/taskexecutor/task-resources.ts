@@ -62,4 +62,6 @@ export interface TaskRestore {
    * and before new records (output subpartitions). Absent or empty for an aligned checkpoint.
    */
   readonly channelState?: TaskChannelState;
+  /** True when the subtask had finished before that checkpoint: it does not run again. */
+  readonly finished?: boolean;
 }

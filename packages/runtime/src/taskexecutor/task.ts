@@ -15,7 +15,9 @@ import type {
   ResultPartitionWriter,
 } from "@sluice/runtime-api";
 import type { CheckpointBarrierHandler } from "../checkpointing/checkpoint-barrier-handler.js";
+import { CheckpointError } from "../checkpointing/checkpoint-error.js";
 import type { CheckpointHandler } from "../checkpointing/checkpoint-handler.js";
+import type { CheckpointListener } from "../checkpointing/checkpoint-listener.js";
 import { CheckpointedInputGate } from "../checkpointing/checkpointed-input-gate.js";
 import { createCheckpointBarrierHandler } from "../checkpointing/create-checkpoint-barrier-handler.js";
 import type { TaskCheckpointStats } from "../checkpointing/subtask-checkpoint-coordinator.js";
@@ -123,6 +125,17 @@ export class Task {
   private stopDebloating: (() => void) | undefined;
   private readonly termination = deferred<TaskExecutionState>();
   private released = false;
+  private checkpointListener: CheckpointListener | undefined;
+  /** The notifications to the listener, one after the other; never rejects. */
+  private notifications: Promise<void> = Promise.resolve();
+  /** Resolved (and replaced) whenever a notification was handled. */
+  private notified = deferred<void>();
+  /** The newest checkpoint whose completion the listener handled (0: none). */
+  private lastCompletedCheckpointId = 0n;
+  /** True once the invokable returned: its input ended or it emitted everything. */
+  private endOfInput = false;
+  /** The first checkpoint this task performed after {@link endOfInput}: its final state. */
+  private finalCheckpointId: bigint | undefined;
 
   constructor(resources: TaskResources) {
     const { descriptor } = resources;
@@ -197,6 +210,77 @@ export class Task {
   }
 
   /**
+   * Registers what the task's code is told when a checkpoint completed or was aborted (see
+   * {@link CheckpointListener}); call it once, at the start of the invokable, next to
+   * {@link setCheckpointHandler}. Ignored when the job takes no checkpoints.
+   *
+   * With `execution.checkpointing.checkpoints-after-tasks-finish` (the default), a task with a
+   * listener does not finish as soon as its invokable returns: it waits until a checkpoint taken
+   * after that point, of its final state, completed and its listener handled the notification
+   * (FLIP-147's final checkpoint), so an exactly-once sink commits its last output before the
+   * job ends. The job side triggers that checkpoint at the task once its producers finished.
+   */
+  setCheckpointListener(listener: CheckpointListener): void {
+    if (this.resources.checkpointing === undefined) return;
+    this.checkpointListener = listener;
+  }
+
+  /**
+   * Checkpoint `checkpointId` completed (Flink's `notifyCheckpointCompleteAsync`); called by the
+   * TaskExecutor when the job side says so. The task's {@link CheckpointListener} is told after
+   * the notifications before it were handled. Ignored once the task ended.
+   *
+   * @throws IllegalStateError when the job takes no checkpoints.
+   */
+  notifyCheckpointComplete(checkpointId: bigint): void {
+    this.enqueueNotification(checkpointId, true);
+  }
+
+  /**
+   * Checkpoint `checkpointId` was aborted (Flink's `notifyCheckpointAbortAsync`): the task's
+   * {@link CheckpointListener} is told, in order with the other notifications. Ignored once the
+   * task ended.
+   *
+   * @throws IllegalStateError when the job takes no checkpoints.
+   */
+  notifyCheckpointAborted(checkpointId: bigint): void {
+    this.enqueueNotification(checkpointId, false);
+  }
+
+  private enqueueNotification(checkpointId: bigint, completed: boolean): void {
+    const what = completed ? "notifyCheckpointComplete" : "notifyCheckpointAborted";
+    if (this.resources.checkpointing === undefined) {
+      throw new IllegalStateError(
+        `${this.name}: cannot ${what} ${checkpointId}: the job takes no checkpoints`,
+      );
+    }
+    if (isTerminal(this.currentState)) return;
+    this.notifications = this.notifications.then(async () => {
+      if (this.failure !== undefined) return;
+      const listener = this.checkpointListener;
+      try {
+        if (completed) await listener?.notifyCheckpointComplete(checkpointId);
+        else await listener?.notifyCheckpointAborted?.(checkpointId);
+      } catch (error) {
+        // As in Flink: a listener that cannot commit fails the task (and so the job fails over).
+        this.fail(
+          new CheckpointError(
+            `${this.name}: ${what} of checkpoint ${checkpointId} failed: ${asError(error).message}`,
+            { cause: error },
+          ),
+        );
+        return;
+      }
+      if (completed && checkpointId > this.lastCompletedCheckpointId) {
+        this.lastCompletedCheckpointId = checkpointId;
+      }
+      const notified = this.notified;
+      this.notified = deferred();
+      notified.resolve();
+    });
+  }
+
+  /**
    * Runs the task's queued mail (checkpoint triggers of a source) now, synchronously. Call it
    * only between records, where the task's state reflects exactly the records emitted so far.
    * Mail waits while an output has a record waiting for buffers (half written), as Flink's
@@ -253,10 +337,13 @@ export class Task {
   /**
    * Queues checkpoint `checkpointId` (created at `timestamp`, ms since the epoch) for the task's
    * code to run as mail (Flink's `triggerCheckpointAsync`); called by the TaskExecutor when the
-   * job side triggers a checkpoint at this source. A task that is not running declines it.
+   * job side triggers a checkpoint at this source, or (with
+   * `execution.checkpointing.checkpoints-after-tasks-finish`) at a task whose producers all
+   * finished: that task runs it once its input ended. A task that is not running declines it.
    *
-   * @throws IllegalStateError when the job takes no checkpoints or the task has inputs (tasks
-   *   with inputs checkpoint when their barriers align).
+   * @throws IllegalStateError when the job takes no checkpoints, or the task has inputs and
+   *   checkpoints do not go on after tasks finish (tasks with inputs checkpoint when their
+   *   barriers align).
    */
   triggerCheckpoint(checkpointId: bigint, timestamp: bigint): void {
     const checkpointing = this.resources.checkpointing;
@@ -265,7 +352,7 @@ export class Task {
         `${this.name}: cannot trigger checkpoint ${checkpointId}: the job takes no checkpoints`,
       );
     }
-    if (this.gates.length > 0) {
+    if (this.gates.length > 0 && this.resources.descriptor.checkpointsAfterTasksFinish !== true) {
       throw new IllegalStateError(
         `${this.name}: cannot trigger checkpoint ${checkpointId}: only sources are triggered; a task with inputs checkpoints when the barriers of its inputs align`,
       );
@@ -280,7 +367,10 @@ export class Task {
       return;
     }
     this.mailbox.put({
-      run: () => coordinator.triggerCheckpoint(checkpointId, timestamp),
+      run: () => {
+        if (this.endOfInput) this.finalCheckpointId ??= checkpointId;
+        coordinator.triggerCheckpoint(checkpointId, timestamp);
+      },
       drop: () =>
         coordinator.decline(checkpointId, CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_CLOSING),
     });
@@ -341,7 +431,13 @@ export class Task {
         this.resources.restore?.channelState ?? EMPTY_CHANNEL_STATE,
         () => this.checkNotAborted(),
       );
-      result = (await invokable(this)) ?? undefined;
+      // A subtask that had finished before the restored checkpoint does not run again (FLIP-147).
+      if (this.resources.restore?.finished !== true) {
+        result = (await invokable(this)) ?? undefined;
+      }
+      this.checkNotAborted();
+      this.endOfInput = true;
+      await this.waitForFinalCheckpoint();
       this.checkNotAborted();
       await this.runRemainingMail();
       this.checkNotAborted();
@@ -354,6 +450,7 @@ export class Task {
       this.resources.checkpointing?.coordinator.discardPendingCheckpoints();
       await this.releaseResources(cause);
       await this.resources.checkpointing?.coordinator.waitForPendingCheckpoints();
+      await this.notifications;
       this.terminate(this.state === "CANCELING" ? "CANCELED" : "FAILED", cause);
       throw cause;
     }
@@ -363,6 +460,7 @@ export class Task {
     // The job side learns of every checkpoint this task took part in before it learns that the
     // task finished, so it can abort the checkpoints a finished task will never acknowledge.
     await this.resources.checkpointing?.coordinator.waitForPendingCheckpoints();
+    await this.notifications;
     this.terminate("FINISHED", undefined, result);
     return result;
   }
@@ -505,6 +603,37 @@ export class Task {
       if (!partition.isAvailable()) return partition.getAvailableFuture();
     }
     return Promise.resolve();
+  }
+
+  /**
+   * FLIP-147's final checkpoint: a task with a checkpoint listener whose invokable returned
+   * keeps running its mail (the triggers the job side sends it now) until a checkpoint it took
+   * since then completed and its listener handled that: what it prepared for its final state is
+   * committed before it finishes.
+   */
+  private async waitForFinalCheckpoint(): Promise<void> {
+    if (
+      this.checkpointListener === undefined ||
+      this.resources.descriptor.checkpointsAfterTasksFinish !== true ||
+      this.resources.restore?.finished === true
+    ) {
+      return;
+    }
+    for (;;) {
+      this.processMail();
+      const final = this.finalCheckpointId;
+      if (final !== undefined && this.lastCompletedCheckpointId >= final) return;
+      const waits: Promise<unknown>[] = [
+        this.mailbox.mailArrived(),
+        this.notified.promise,
+        this.whenAborted(),
+      ];
+      if (this.mailbox.hasMail() && this.anyPendingRecord()) {
+        waits.push(this.outputsAvailableFuture());
+      }
+      await Promise.race(waits);
+      this.checkNotAborted();
+    }
   }
 
   /**

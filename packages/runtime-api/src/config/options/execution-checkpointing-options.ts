@@ -72,6 +72,22 @@ export const ExecutionCheckpointingOptions = {
         "longer; the task then sends it on unaligned.",
     ),
 
+  /** Whether checkpoints go on after some tasks finished (FLIP-147). */
+  CHECKPOINTS_AFTER_TASKS_FINISH: ConfigOptions.key(
+    "execution.checkpointing.checkpoints-after-tasks-finish",
+  )
+    .booleanType()
+    .defaultValue(true)
+    .withDeprecatedKeys("execution.checkpointing.checkpoints-after-tasks-finish.enabled")
+    .withDescription(
+      "Checkpoints go on after some tasks finished (FLIP-147): they are triggered at the " +
+        "running tasks none of whose producers still runs, wait for the running tasks only, " +
+        "and record the finished ones, which a restore from them deploys finished. A task " +
+        "with a checkpoint listener (an exactly-once sink) then waits, once its input ended, " +
+        "for a checkpoint of its final state to complete before it finishes, so its last " +
+        "output is committed. `false`: no checkpoint starts while a task is not running.",
+    ),
+
   /** How long a checkpoint may take before it is aborted. */
   CHECKPOINTING_TIMEOUT: ConfigOptions.key("execution.checkpointing.timeout")
     .durationType()

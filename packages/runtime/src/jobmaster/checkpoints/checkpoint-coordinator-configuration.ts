@@ -32,6 +32,8 @@ export interface CheckpointCoordinatorConfiguration {
   readonly unalignedCheckpointsEnabled: boolean;
   /** `execution.checkpointing.aligned-checkpoint-timeout` in ms (0: unaligned from the start). */
   readonly alignedCheckpointTimeout: number;
+  /** `execution.checkpointing.checkpoints-after-tasks-finish` (FLIP-147). */
+  readonly checkpointsAfterTasksFinish: boolean;
 }
 
 /**
@@ -61,6 +63,9 @@ export function checkpointCoordinatorConfigurationOf(
     unalignedCheckpointsEnabled: configuration.get(ExecutionCheckpointingOptions.ENABLE_UNALIGNED),
     alignedCheckpointTimeout: configuration.get(
       ExecutionCheckpointingOptions.ALIGNED_CHECKPOINT_TIMEOUT,
+    ),
+    checkpointsAfterTasksFinish: configuration.get(
+      ExecutionCheckpointingOptions.CHECKPOINTS_AFTER_TASKS_FINISH,
     ),
   });
 }

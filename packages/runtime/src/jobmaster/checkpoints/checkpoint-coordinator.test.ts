@@ -28,6 +28,26 @@ const METRICS = {
   asyncDurationMillis: 1,
 };
 
+/** A coordinator configuration writing into this test's folder, one checkpoint at a time. */
+function testConfiguration(
+  overrides: Partial<CheckpointCoordinatorConfiguration> = {},
+): CheckpointCoordinatorConfiguration {
+  return {
+    interval: 60_000,
+    mode: CheckpointingMode.EXACTLY_ONCE,
+    timeout: 60_000,
+    maxConcurrentCheckpoints: 1,
+    tolerableCheckpointFailureNumber: 0,
+    maxRetainedCheckpoints: 1,
+    retention: "NO_EXTERNALIZED_CHECKPOINTS",
+    checkpointsDirectory: base,
+    unalignedCheckpointsEnabled: false,
+    alignedCheckpointTimeout: 0,
+    checkpointsAfterTasksFinish: true,
+    ...overrides,
+  };
+}
+
 /**
  * A coordinator of a two-task job (a source and a sink) whose source runs behind a gateway that
  * records the triggers; tests play the tasks by writing snapshots and acknowledging.
@@ -46,19 +66,9 @@ function harness(
   }));
   const triggered: bigint[] = [];
   const failovers: Error[] = [];
-  const configuration: CheckpointCoordinatorConfiguration = {
-    interval: 60_000,
-    mode: CheckpointingMode.EXACTLY_ONCE,
-    timeout: 60_000,
-    maxConcurrentCheckpoints: 1,
-    tolerableCheckpointFailureNumber: 100,
-    maxRetainedCheckpoints: 1,
-    retention: "NO_EXTERNALIZED_CHECKPOINTS",
-    checkpointsDirectory: base,
-    unalignedCheckpointsEnabled: false,
-    alignedCheckpointTimeout: 0,
-    ...overrides,
-  };
+  /** The notifications each task got, as `complete N` / `aborted N (latest L)`. */
+  const notified: string[][] = [[], []];
+  const configuration = testConfiguration({ tolerableCheckpointFailureNumber: 100, ...overrides });
   const plan: CheckpointPlan = {
     tasksToTrigger: [
       {
@@ -73,6 +83,19 @@ function harness(
       },
     ],
     tasksToWaitFor: tasks,
+    tasksToCommitTo: tasks.map((task, i) => ({
+      executionAttemptId: task.executionAttemptId,
+      name: `task ${i}`,
+      gateway: {
+        notifyCheckpointComplete: async (attempt, checkpointId) => {
+          expect(attempt.equals(task.executionAttemptId)).toBe(true);
+          notified[i]?.push(`complete ${checkpointId}`);
+        },
+        notifyCheckpointAborted: async (_attempt, checkpointId, latest) => {
+          notified[i]?.push(`aborted ${checkpointId} (latest ${latest})`);
+        },
+      },
+    })),
   };
   const coordinator = new CheckpointCoordinator({
     jobId,
@@ -112,6 +135,7 @@ function harness(
     acknowledge,
     decline,
     jobId,
+    notified,
   };
 }
 
@@ -368,6 +392,96 @@ describe("CheckpointCoordinator", () => {
       code: ErrorCodes.CHECKPOINT,
       message: expect.stringMatching(/2 checkpoint failure\(s\) in a row exceed/),
     });
+    await coordinator.shutdown("FINISHED");
+  });
+});
+
+describe("CheckpointCoordinator notifications (notifyCheckpointComplete / notifyCheckpointAborted)", () => {
+  it("testTriggerAndConfirmSimpleCheckpoint: every task is told once the checkpoint completed", async () => {
+    const { coordinator, acknowledge, notified } = harness();
+    const completion = coordinator.triggerCheckpoint();
+    await acknowledge(0, 1n);
+    expect(notified).toEqual([[], []]);
+    await acknowledge(1, 1n);
+    await completion;
+    await eventually("both tasks were told", () => notified.every((n) => n.length === 1));
+    expect(notified).toEqual([["complete 1"], ["complete 1"]]);
+  });
+
+  it("testTriggerAndDeclineCheckpointSimple: a declined checkpoint is reported aborted to every task", async () => {
+    const { coordinator, acknowledge, decline, notified } = harness();
+    const completion = coordinator.triggerCheckpoint();
+    completion.catch(() => {});
+    await acknowledge(0, 1n);
+    decline(1, 1n, CheckpointFailureReason.CHECKPOINT_DECLINED);
+    await expect(completion).rejects.toThrow(/aborted/);
+    await eventually("both tasks were told", () => notified.every((n) => n.length === 1));
+    expect(notified).toEqual([["aborted 1 (latest 0)"], ["aborted 1 (latest 0)"]]);
+  });
+
+  it("testSuccessfulCheckpointSubsumesUnsuccessful: an older pending checkpoint is reported aborted after the newer one completed", async () => {
+    const { coordinator, acknowledge, notified } = harness({ maxConcurrentCheckpoints: 2 });
+    const first = coordinator.triggerCheckpoint();
+    first.catch(() => {});
+    const second = coordinator.triggerCheckpoint();
+    await acknowledge(0, 2n);
+    await acknowledge(1, 2n);
+    await second;
+    await expect(first).rejects.toThrow(/CHECKPOINT_SUBSUMED/);
+    await eventually("both tasks were told twice", () => notified.every((n) => n.length === 2));
+    expect(notified[0]).toEqual(["complete 2", "aborted 1 (latest 2)"]);
+    expect(notified[1]).toEqual(["complete 2", "aborted 1 (latest 2)"]);
+  });
+
+  it("a notification that cannot be delivered (the task is gone) changes nothing at the coordinator", async () => {
+    const jobId = new JobID();
+    const task: TaskToWaitFor = {
+      executionAttemptId: new ExecutionAttemptID(),
+      vertexId: new JobVertexID(),
+      vertexName: "Sink",
+      subtaskIndex: 0,
+    };
+    let attempts = 0;
+    const coordinator = new CheckpointCoordinator({
+      jobId,
+      configuration: testConfiguration(),
+      calculateCheckpointPlan: () => ({
+        tasksToTrigger: [
+          {
+            executionAttemptId: task.executionAttemptId,
+            name: "Sink",
+            gateway: { triggerCheckpoint: async () => {} },
+          },
+        ],
+        tasksToWaitFor: [task],
+        tasksToCommitTo: [
+          {
+            executionAttemptId: task.executionAttemptId,
+            name: "Sink",
+            gateway: {
+              notifyCheckpointComplete: async () => {
+                attempts++;
+                throw new Error("no such task");
+              },
+            },
+          },
+        ],
+      }),
+      onTolerableFailuresExceeded: () => {
+        throw new Error("no failover expected");
+      },
+    });
+    const completion = coordinator.triggerCheckpoint();
+    coordinator.receiveAcknowledgeMessage({
+      jobId,
+      executionAttemptId: task.executionAttemptId,
+      checkpointId: 1n,
+      metrics: METRICS,
+    });
+    await completion;
+    await eventually("the notification was attempted", () => attempts === 1);
+    expect(coordinator.numberOfCompletedCheckpoints).toBe(1);
+    expect(coordinator.numberOfAbortedCheckpoints).toBe(0);
     await coordinator.shutdown("FINISHED");
   });
 });

@@ -24,12 +24,40 @@ export interface CheckpointTriggerTarget {
   readonly name: string;
 }
 
-/** Which tasks a checkpoint is triggered at and waits for (Flink's CheckpointPlan). */
+/** A task told when a checkpoint completed or was aborted. */
+export interface CheckpointNotificationTarget {
+  readonly executionAttemptId: ExecutionAttemptID;
+  /** The TaskExecutor the task runs on; a gateway without the methods gets no notifications. */
+  readonly gateway: Pick<
+    TaskExecutorGateway,
+    "notifyCheckpointComplete" | "notifyCheckpointAborted"
+  >;
+  /** The task's name, for messages. */
+  readonly name: string;
+}
+
+/**
+ * Which tasks a checkpoint is triggered at, waits for and notifies (Flink's CheckpointPlan).
+ */
 export interface CheckpointPlan {
-  /** The running sources. */
+  /**
+   * The running tasks none of whose inputs is still running: the sources, and (with
+   * `execution.checkpointing.checkpoints-after-tasks-finish`) the tasks whose producers all
+   * finished.
+   */
   readonly tasksToTrigger: readonly CheckpointTriggerTarget[];
-  /** Every task of the job (their current attempts). */
+  /** Every running task of the job (their current attempts). */
   readonly tasksToWaitFor: readonly TaskToWaitFor[];
+  /**
+   * The tasks told when the checkpoint completed or was aborted (Flink's `tasksToCommitTo`):
+   * the running ones. None when left out.
+   */
+  readonly tasksToCommitTo?: readonly CheckpointNotificationTarget[];
+  /**
+   * The subtasks that already finished: the checkpoint records them as finished, so a restart
+   * from it deploys them finished instead of running them again (FLIP-147). None when left out.
+   */
+  readonly finishedTasks?: readonly TaskToWaitFor[];
 }
 
 /** Why a checkpoint failed, as the coordinator recorded it. */
@@ -90,6 +118,8 @@ export class CheckpointCoordinator {
   /** Completed checkpoints a restore could not read: never restored again. */
   private readonly unusable: CompletedCheckpoint[] = [];
   private readonly waiters = new Map<bigint, CompletionWaiter[]>();
+  /** The tasks each pending checkpoint notifies when it completes or is aborted. */
+  private readonly commitTargets = new Map<bigint, readonly CheckpointNotificationTarget[]>();
   private readonly fileOperations = new Set<Promise<void>>();
   private readonly finalizations = new Set<Promise<void>>();
   private readonly discardFailures: Error[] = [];
@@ -326,7 +356,13 @@ export class CheckpointCoordinator {
     if (typeof plan === "string") return plan;
     const checkpointId = this.nextCheckpointId++;
     const timestamp = Date.now();
-    const pending = new PendingCheckpoint(checkpointId, timestamp, plan.tasksToWaitFor);
+    const pending = new PendingCheckpoint(
+      checkpointId,
+      timestamp,
+      plan.tasksToWaitFor,
+      plan.finishedTasks ?? [],
+    );
+    this.commitTargets.set(checkpointId, plan.tasksToCommitTo ?? []);
     this.pendingCheckpoints.set(checkpointId, pending);
     pending.timer = setTimeout(
       () => this.abort(pending, CheckpointFailureReason.CHECKPOINT_EXPIRED),
@@ -378,6 +414,7 @@ export class CheckpointCoordinator {
       const subsumed = this.completed.shift() as CompletedCheckpoint;
       this.track(this.storage.discardCheckpoint(subsumed.checkpointId));
     }
+    this.notifyComplete(checkpoint);
     for (const older of [...this.pendingCheckpoints.values()]) {
       if (older.checkpointId < checkpoint.checkpointId) {
         this.abort(older, CheckpointFailureReason.CHECKPOINT_SUBSUMED);
@@ -393,6 +430,7 @@ export class CheckpointCoordinator {
     this.pendingCheckpoints.delete(pending.checkpointId);
     this.abortedCount++;
     this.lastFailure = { checkpointId: pending.checkpointId, reason, ...(error ? { error } : {}) };
+    this.notifyAborted(pending.checkpointId);
     const handles = pending.stateHandles();
     this.track(
       (async () => {
@@ -417,6 +455,39 @@ export class CheckpointCoordinator {
         ),
       );
     }
+  }
+
+  /**
+   * Tells every task of `checkpoint` that it completed (Flink's `sendAcknowledgeMessages`). A
+   * notification that cannot be delivered is dropped: the task is gone (finished, canceled, its
+   * TaskExecutor lost), and a restored attempt commits what the checkpoint holds on restore.
+   */
+  private notifyComplete(checkpoint: CompletedCheckpoint): void {
+    const targets = this.takeCommitTargets(checkpoint.checkpointId);
+    const timestamp = BigInt(checkpoint.timestamp);
+    for (const task of targets) {
+      task.gateway
+        .notifyCheckpointComplete?.(task.executionAttemptId, checkpoint.checkpointId, timestamp)
+        .catch(() => {});
+    }
+  }
+
+  /** Tells every task of aborted checkpoint `checkpointId` so (Flink's `sendAbortedMessages`). */
+  private notifyAborted(checkpointId: bigint): void {
+    const targets = this.takeCommitTargets(checkpointId);
+    const latest = this.latest?.checkpointId ?? 0n;
+    for (const task of targets) {
+      // Dropped when undeliverable, as in notifyComplete.
+      task.gateway
+        .notifyCheckpointAborted?.(task.executionAttemptId, checkpointId, latest)
+        .catch(() => {});
+    }
+  }
+
+  private takeCommitTargets(checkpointId: bigint): readonly CheckpointNotificationTarget[] {
+    const targets = this.commitTargets.get(checkpointId) ?? [];
+    this.commitTargets.delete(checkpointId);
+    return targets;
   }
 
   private discardLateState(ack: AcknowledgeCheckpoint): void {

@@ -18,6 +18,12 @@ export interface SubtaskCheckpointState {
   readonly metrics: TaskCheckpointMetrics;
 }
 
+/** A subtask that had finished when a checkpoint was triggered. */
+export interface FinishedSubtask {
+  readonly vertexId: JobVertexID;
+  readonly subtaskIndex: number;
+}
+
 /**
  * A checkpoint every task acknowledged and whose `_metadata` file is written (Flink's
  * CompletedCheckpoint): a consistent cut of the whole job that a restart restores from.
@@ -33,6 +39,11 @@ export class CompletedCheckpoint {
   readonly metadataPath: string;
   /** Every subtask's part, in the order they acknowledged. */
   readonly subtaskStates: readonly SubtaskCheckpointState[];
+  /**
+   * The subtasks that had finished when the checkpoint was triggered (FLIP-147's fully finished
+   * tasks): a restart from it deploys them finished, so they do not run again.
+   */
+  readonly finishedSubtasks: readonly FinishedSubtask[];
 
   constructor(
     checkpointId: bigint,
@@ -40,12 +51,21 @@ export class CompletedCheckpoint {
     completedAt: number,
     metadataPath: string,
     subtaskStates: readonly SubtaskCheckpointState[],
+    finishedSubtasks: readonly FinishedSubtask[] = [],
   ) {
     this.checkpointId = checkpointId;
     this.timestamp = timestamp;
     this.completedAt = completedAt;
     this.metadataPath = metadataPath;
     this.subtaskStates = Object.freeze([...subtaskStates]);
+    this.finishedSubtasks = Object.freeze([...finishedSubtasks]);
+  }
+
+  /** Whether subtask `subtaskIndex` of `vertexId` had finished when it was triggered. */
+  isFinished(vertexId: JobVertexID, subtaskIndex: number): boolean {
+    return this.finishedSubtasks.some(
+      (task) => task.subtaskIndex === subtaskIndex && task.vertexId.equals(vertexId),
+    );
   }
 
   /** The part of subtask `subtaskIndex` of `vertexId`, if it took part. */

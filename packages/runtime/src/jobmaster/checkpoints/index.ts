@@ -3,6 +3,7 @@ export {
   type CheckpointCoordinatorOptions,
   type CheckpointCoordinatorShutdownStatus,
   type CheckpointFailure,
+  type CheckpointNotificationTarget,
   type CheckpointPlan,
   type CheckpointTriggerTarget,
 } from "./checkpoint-coordinator.js";
@@ -16,7 +17,11 @@ export {
   type CheckpointStatsSource,
   CheckpointStatsTracker,
 } from "./checkpoint-stats-tracker.js";
-export { CompletedCheckpoint, type SubtaskCheckpointState } from "./completed-checkpoint.js";
+export {
+  CompletedCheckpoint,
+  type FinishedSubtask,
+  type SubtaskCheckpointState,
+} from "./completed-checkpoint.js";
 export {
   PendingCheckpoint,
   type TaskAcknowledgeResult,

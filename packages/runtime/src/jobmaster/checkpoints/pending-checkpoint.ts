@@ -34,10 +34,18 @@ export class PendingCheckpoint {
 
   private readonly notYetAcknowledged: Map<string, TaskToWaitFor>;
   private readonly acknowledged: SubtaskCheckpointState[] = [];
+  /** Subtasks that had finished when it was triggered (FLIP-147): restored as finished. */
+  private readonly finished: readonly TaskToWaitFor[];
 
-  constructor(checkpointId: bigint, timestamp: number, tasksToWaitFor: readonly TaskToWaitFor[]) {
+  constructor(
+    checkpointId: bigint,
+    timestamp: number,
+    tasksToWaitFor: readonly TaskToWaitFor[],
+    finishedTasks: readonly TaskToWaitFor[] = [],
+  ) {
     this.checkpointId = checkpointId;
     this.timestamp = timestamp;
+    this.finished = finishedTasks;
     this.notYetAcknowledged = new Map(
       tasksToWaitFor.map((task) => [task.executionAttemptId.toString(), task]),
     );
@@ -101,6 +109,11 @@ export class PendingCheckpoint {
             : { path: state.stateHandle.path, size: state.stateHandle.size },
         metrics: { ...state.metrics },
       })),
+      finishedTasks: this.finished.map((task) => ({
+        vertexId: task.vertexId.toString(),
+        vertexName: task.vertexName,
+        subtaskIndex: task.subtaskIndex,
+      })),
     };
   }
 
@@ -112,6 +125,7 @@ export class PendingCheckpoint {
       completedAt,
       metadataPath,
       this.acknowledged,
+      this.finished.map(({ vertexId, subtaskIndex }) => ({ vertexId, subtaskIndex })),
     );
   }
 }

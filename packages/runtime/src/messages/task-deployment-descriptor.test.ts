@@ -1,0 +1,51 @@
+import { ExecutionAttemptID, JobID } from "@sluice/core";
+import { describe, expect, it } from "vitest";
+import { TaskDeploymentDescriptorCodec } from "./task-deployment-descriptor.js";
+
+/** A descriptor of a task without partitions or gates, as JSON. */
+function descriptorJson(extra: Record<string, unknown>) {
+  return {
+    version: 1,
+    jobId: new JobID().toString(),
+    executionAttemptId: new ExecutionAttemptID().toString(),
+    taskName: "Sink",
+    numberOfSubtasks: 1,
+    producedPartitions: [],
+    inputGates: [],
+    taskConfiguration: {},
+    checkpointingMode: "EXACTLY_ONCE",
+    ...extra,
+  };
+}
+
+describe("TaskDeploymentDescriptorCodec, FLIP-147 fields", () => {
+  it("carries checkpointsAfterTasksFinish and a restore of a finished subtask through JSON", () => {
+    const json = descriptorJson({
+      checkpointsAfterTasksFinish: true,
+      taskRestore: { checkpointId: "12", finished: true },
+    });
+    const descriptor = TaskDeploymentDescriptorCodec.fromJSON(json);
+    expect(descriptor.checkpointsAfterTasksFinish).toBe(true);
+    expect(descriptor.taskRestore).toEqual({ checkpointId: 12n, finished: true });
+    expect(TaskDeploymentDescriptorCodec.toJSON(descriptor)).toMatchObject({
+      checkpointsAfterTasksFinish: true,
+      taskRestore: { checkpointId: "12", finished: true },
+    });
+  });
+
+  it("leaves both out when false, and refuses a finished flag that is not a boolean", () => {
+    const plain = TaskDeploymentDescriptorCodec.fromJSON(
+      descriptorJson({ taskRestore: { checkpointId: "3" } }),
+    );
+    expect(plain.checkpointsAfterTasksFinish).toBeUndefined();
+    expect(plain.taskRestore).toEqual({ checkpointId: 3n });
+    expect(TaskDeploymentDescriptorCodec.toJSON(plain)).not.toHaveProperty(
+      "checkpointsAfterTasksFinish",
+    );
+    expect(() =>
+      TaskDeploymentDescriptorCodec.fromJSON(
+        descriptorJson({ taskRestore: { checkpointId: "3", finished: "yes" } }),
+      ),
+    ).toThrow(/finished/);
+  });
+});

@@ -1,0 +1,7 @@
+export { SinkTransactionError } from "./sink-transaction-error.js";
+export {
+  TransactionalFileSink,
+  type TransactionalFileSinkOptions,
+  type TransactionalFileSinkStats,
+} from "./transactional-file-sink.js";
+export { TwoPhaseCommitSink, type TwoPhaseCommitSinkStats } from "./two-phase-commit-sink.js";
