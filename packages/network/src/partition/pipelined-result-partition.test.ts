@@ -677,6 +677,12 @@ describe("ResultPartition recovered output state", () => {
 });
 
 describe("a pool with fewer buffers than subpartitions (the fallback when network memory is short)", () => {
+  function drainAll(h: Harness, sinks: Sink[]): void {
+    h.views.forEach((view, s) => {
+      (sinks[s] as Sink).drain(view);
+    });
+  }
+
   /** Emits `total` small records spread over every subpartition, draining when back-pressured. */
   async function emitSpread(h: Harness, sinks: Sink[], total: number): Promise<Uint8Array[][]> {
     const expected: Uint8Array[][] = sinks.map(() => []);
@@ -686,7 +692,7 @@ describe("a pool with fewer buffers than subpartitions (the fallback when networ
       (expected[target] as Uint8Array[]).push(payload);
       h.partition.emitRecord(frameRecord(payload), target);
       if (!h.partition.isAvailable()) {
-        h.views.forEach((view, s) => (sinks[s] as Sink).drain(view));
+        drainAll(h, sinks);
         await h.partition.getAvailableFuture();
       }
     }
@@ -700,7 +706,9 @@ describe("a pool with fewer buffers than subpartitions (the fallback when networ
     const total = 20_000;
     const expected = await emitSpread(h, sinks, total);
     finishAndDrain(h, sinks);
-    sinks.forEach((sink, s) => expectRecords(sink.records(), expected[s] as Uint8Array[]));
+    sinks.forEach((sink, s) => {
+      expectRecords(sink.records(), expected[s] as Uint8Array[]);
+    });
     // Framed records of 8-12 bytes: a 4 KiB segment carries hundreds of them over its slices.
     // One buffer per subpartition being written would finish buffers of one or two records.
     expect(h.partition.metrics.numBuffersOut).toBeLessThan(total / 5);
@@ -718,7 +726,7 @@ describe("a pool with fewer buffers than subpartitions (the fallback when networ
     const large = record(1000, 2);
     h.partition.emitRecord(frameRecord(large), 5);
     while (!h.partition.isAvailable()) {
-      h.views.forEach((view, s) => (sinks[s] as Sink).drain(view));
+      drainAll(h, sinks);
       await h.partition.getAvailableFuture();
     }
     finishAndDrain(h, sinks);
