@@ -740,7 +740,7 @@ describe("a pool with fewer buffers than subpartitions (the fallback when networ
     h.partition.emitRecord(frameRecord(record(10, 1)), 2);
     h.partition.release();
     h.partition.close();
-    h.views.forEach((view) => view.releaseAllResources());
+    for (const view of h.views) view.releaseAllResources();
     expectAllSegmentsBack(h.global);
   });
 });
