@@ -683,6 +683,18 @@ describe("a pool with fewer buffers than subpartitions (the fallback when networ
     });
   }
 
+  /**
+   * Drains, as readers woken by the data would, until the partition takes records again: a
+   * record resumed after waiting may fill and seal another segment and wait for that one too.
+   */
+  async function drainUntilAvailable(h: Harness, sinks: Sink[]): Promise<void> {
+    for (let turn = 0; !h.partition.isAvailable(); turn++) {
+      if (turn > 10_000) throw new Error(`the partition never turned available: ${h.pool}`);
+      drainAll(h, sinks);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
   /** Emits `total` small records spread over every subpartition, draining when back-pressured. */
   async function emitSpread(h: Harness, sinks: Sink[], total: number): Promise<Uint8Array[][]> {
     const expected: Uint8Array[][] = sinks.map(() => []);
@@ -691,10 +703,7 @@ describe("a pool with fewer buffers than subpartitions (the fallback when networ
       const payload = record(4 + (i % 5), i);
       (expected[target] as Uint8Array[]).push(payload);
       h.partition.emitRecord(frameRecord(payload), target);
-      if (!h.partition.isAvailable()) {
-        drainAll(h, sinks);
-        await h.partition.getAvailableFuture();
-      }
+      await drainUntilAvailable(h, sinks);
     }
     return expected;
   }
@@ -725,14 +734,61 @@ describe("a pool with fewer buffers than subpartitions (the fallback when networ
     expect(sinks[3]?.drain(h.views[3] as ResultSubpartitionView)).toBe(1);
     const large = record(1000, 2);
     h.partition.emitRecord(frameRecord(large), 5);
-    while (!h.partition.isAvailable()) {
-      drainAll(h, sinks);
-      await h.partition.getAvailableFuture();
-    }
+    await drainUntilAvailable(h, sinks);
     finishAndDrain(h, sinks);
     expectRecords((sinks[3] as Sink).records(), [small]);
     expectRecords((sinks[5] as Sink).records(), [large]);
     expectAllSegmentsBack(h.global);
+  });
+
+  it("delivers unicast and broadcast records intact and in order, whatever the pool and the flushes", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 2, max: 24 }),
+        fc.integer({ min: 1, max: 6 }),
+        fc.array(
+          fc.tuple(
+            fc.constantFrom("unicast", "unicast", "unicast", "broadcast", "flush"),
+            fc.integer({ min: 0, max: 600 }),
+            fc.nat(),
+          ),
+          { maxLength: 60 },
+        ),
+        async (subpartitions, buffers, plan) => {
+          const required = Math.min(buffers, subpartitions);
+          const h = setUp({
+            subpartitions,
+            segmentSize: 256,
+            segments: 16,
+            required,
+            max: required,
+          });
+          const sinks = h.views.map(() => new Sink());
+          const expected: Uint8Array[][] = sinks.map(() => []);
+          for (const [[kind, size, pick], i] of plan.map((step, i) => [step, i] as const)) {
+            const bytes = record(size, i);
+            if (kind === "flush") {
+              h.partition.flushAll();
+            } else if (kind === "broadcast") {
+              h.partition.broadcastRecord(frameRecord(bytes));
+              for (const list of expected) list.push(bytes);
+            } else {
+              const target = pick % subpartitions;
+              h.partition.emitRecord(frameRecord(bytes), target);
+              (expected[target] as Uint8Array[]).push(bytes);
+            }
+            await drainUntilAvailable(h, sinks);
+          }
+          finishAndDrain(h, sinks);
+          sinks.forEach((sink, s) => {
+            expectRecords(sink.records(), expected[s] as Uint8Array[]);
+            expect(sink.events).toBe(1); // EndOfPartition
+          });
+          expectAllSegmentsBack(h.global);
+        },
+      ),
+      { numRuns: 80 },
+    );
   });
 
   it("gives back the segment it writes when the partition is released", () => {

@@ -163,16 +163,29 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
       this.pending === undefined &&
       (this.bufferPool === undefined ||
         this.bufferPool.isAvailable() ||
-        this.sharedSegmentWriter?.hasSegment() === true);
+        this.canWriteWithoutNewBuffer());
     return available || this.released;
   }
 
   protected currentAvailabilityFuture(): Promise<void> {
     if (this.pending !== undefined) return this.pendingAvailability.getAvailableFuture();
     if (this.bufferPool === undefined || this.released) return AVAILABLE;
-    // A held shared segment takes records until it is full (then the write waits as pending).
-    if (this.sharedSegmentWriter?.hasSegment() === true) return AVAILABLE;
+    if (this.canWriteWithoutNewBuffer()) return AVAILABLE;
     return this.bufferPool.getAvailableFuture();
+  }
+
+  /**
+   * With shared segments, whether the next record may be written although the pool is dry: a
+   * held shared segment takes records until it is full, and an open broadcast buffer is
+   * finished by the next record, so readers can then take it. Waiting for the pool instead
+   * could wait for ever when that buffer is the pool's only one (a fallback guarantee can be
+   * 1): every other buffer has gone to readers, and this one is not readable before it is
+   * finished. When the write does need a buffer, the record waits as pending, with nothing left
+   * unfinished.
+   */
+  private canWriteWithoutNewBuffer(): boolean {
+    const shared = this.sharedSegmentWriter;
+    return shared !== undefined && (shared.hasSegment() || this.broadcastBuilder !== undefined);
   }
 
   // ---------------------------------------------------------------------------------- writing
