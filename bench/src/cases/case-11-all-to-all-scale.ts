@@ -2,8 +2,9 @@
  * Case 11: all-to-all at growing parallelism. The demo's word count (sources keyed to counters,
  * every source writing to every counter) at parallelism 2, 8, 16 and 32 across 4 task manager
  * processes on this machine, Sluice TCP: the words counted per CPU-second of the demo's processes
- * (records/s per busy core), and the deploy time, from the last task manager's registration to
- * every subtask RUNNING. The CPU-seconds are the difference between a run of many words and one
+ * (records/s per busy core), the deploy time, from the last task manager's registration to
+ * every subtask RUNNING, and the partition requests retried after PartitionNotFound (the tasks'
+ * `Shuffle.Netty.Input.partitionRequestRetries`, scraped from the task managers). The CPU-seconds are the difference between a run of many words and one
  * of a few at the same parallelism, so that starting the processes, deploying and shutting down
  * (which grow with the parallelism but not with the words) do not count as moving words.
  */
@@ -21,6 +22,7 @@ const RUN_TIMEOUT_MS = 180_000;
 
 const PER_CORE = "records/s per busy core";
 const DEPLOY = "deploy ms";
+const RETRIES = "PartitionNotFound retries";
 
 export const case11: CaseDefinition = {
   id: 11,
@@ -31,6 +33,7 @@ export const case11: CaseDefinition = {
     const runs = Math.min(o.runs, 3);
     const perCore = new Map<number, number[]>();
     const deploy = new Map<number, number[]>();
+    const retries = new Map<number, number[]>();
     const failures = new Map<number, string>();
     for (let run = 1; run <= runs; run++) {
       for (const parallelism of PARALLELISMS) {
@@ -58,6 +61,11 @@ export const case11: CaseDefinition = {
             values.push((many.records - few.records) / (cpuMs / 1000));
             perCore.set(parallelism, values);
           }
+          if (many.partitionRequestRetries !== undefined) {
+            const values = retries.get(parallelism) ?? [];
+            values.push(many.partitionRequestRetries);
+            retries.set(parallelism, values);
+          }
           if (many.deployMs !== undefined) {
             const values = deploy.get(parallelism) ?? [];
             values.push(many.deployMs);
@@ -72,7 +80,7 @@ export const case11: CaseDefinition = {
       const system = `sluice-tcp p=${parallelism}`;
       const failed = failures.get(parallelism);
       if (failed !== undefined) {
-        return [report.skipped(system, PER_CORE, failed), report.skipped(system, DEPLOY, failed)];
+        return [PER_CORE, DEPLOY, RETRIES].map((metric) => report.skipped(system, metric, failed));
       }
       return [
         report.row({
@@ -87,6 +95,12 @@ export const case11: CaseDefinition = {
           higherIsBetter: false,
           values: deploy.get(parallelism) ?? [],
         }),
+        report.row({
+          system,
+          metric: RETRIES,
+          higherIsBetter: false,
+          values: retries.get(parallelism) ?? [],
+        }),
       ];
     });
     const perCoreRow = (p: number) =>
@@ -94,6 +108,7 @@ export const case11: CaseDefinition = {
     const at2 = perCoreRow(2);
     const at32 = perCoreRow(32);
     const deployAt32 = rows.find((r) => r.system === "sluice-tcp p=32" && r.metric === DEPLOY);
+    const retriesAt32 = rows.find((r) => r.system === "sluice-tcp p=32" && r.metric === RETRIES);
     const goals = [
       report.goal({
         text: "records/s per busy core at parallelism 32 ≥ 0.7× of parallelism 2 (4 task managers)",
@@ -113,6 +128,17 @@ export const case11: CaseDefinition = {
         target: 2000,
         unit: "ms",
         note: deployAt32?.note,
+      }),
+      report.goal({
+        text: "0 PartitionNotFound retries at parallelism 32 (the most of any run)",
+        measured:
+          retriesAt32 === undefined || retriesAt32.runs.length === 0
+            ? undefined
+            : Math.max(...retriesAt32.runs),
+        comparison: "≤",
+        target: 0,
+        unit: "retries",
+        note: retriesAt32?.note,
       }),
     ];
     return { rows, goals };

@@ -2,7 +2,8 @@
  * The demo as a cluster to measure: `apps/demo` started as a child process (a job manager and its
  * task manager processes, the word count deployed all-to-all across them), watched from outside
  * as an operator would — its output for the task managers' registrations and the dashboard's address, the
- * dashboard's `GET /api/overview` for the subtasks' states, and the CPU time of the whole demo
+ * dashboard's `GET /api/overview` for the subtasks' states, the task managers' Prometheus
+ * endpoints for the partition requests retried after PartitionNotFound, and the CPU time of the whole demo
  * (job manager and task managers), which this process is charged with once it reaped the demo
  * (`/proc/self/stat`, the times of waited-for children: the demo waits for its task managers).
  */
@@ -17,6 +18,12 @@ const DEMO_MAIN = fileURLToPath(new URL("../../../apps/demo/dist/main.js", impor
 const USER_HZ = 100;
 /** How often the dashboard is asked while the job deploys. */
 const DEPLOY_POLL_MS = 20;
+/** How often the task managers' metrics are scraped once it runs. */
+const SCRAPE_MS = 500;
+/** The ports the demo's processes serve their metrics on (each takes the first free one). */
+const PROMETHEUS_PORTS = "9400-9499";
+/** The task-scope counter of partition requests retried after PartitionNotFound. */
+const RETRIES = "flink_taskmanager_job_task_Shuffle_Netty_Input_partitionRequestRetries";
 
 /** What one demo run measured. */
 export interface DemoClusterRun {
@@ -24,6 +31,11 @@ export interface DemoClusterRun {
   readonly verified: boolean;
   /** From the last task manager's registration to every subtask RUNNING (or already FINISHED). */
   readonly deployMs: number | undefined;
+  /**
+   * Partition requests the tasks retried after PartitionNotFound, the most each task manager's
+   * tasks reported together in a scrape (finished tasks drop out of the endpoint).
+   */
+  readonly partitionRequestRetries: number | undefined;
   /** Words counted, and the CPU time (user + system) of all of the demo's processes (ms). */
   readonly records: number;
   readonly cpuMs: number;
@@ -47,6 +59,21 @@ function childrenCpuMs(): number {
   // The fields after the command name (in parentheses, which may hold spaces) start at field 3.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return ((Number(fields[13]) + Number(fields[14])) * 1000) / USER_HZ;
+}
+
+/** The sum of the samples of `name` in a task manager's exposition, or undefined if unreachable. */
+async function scrapeSum(url: string, name: string): Promise<number | undefined> {
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(5_000) });
+    if (!response.ok) return undefined;
+    let sum = 0;
+    for (const line of (await response.text()).split("\n")) {
+      if (line.startsWith(`${name}{`)) sum += Number(line.slice(line.lastIndexOf(" ") + 1));
+    }
+    return sum;
+  } catch {
+    return undefined;
+  }
 }
 
 async function overviewOf(url: string): Promise<Overview | undefined> {
@@ -76,11 +103,20 @@ export async function runDemoCluster(
   const cpuBefore = childrenCpuMs();
   const child: ChildProcess = spawn(
     process.execPath,
-    [DEMO_MAIN, ...args, "--json", "-D", "rest.port=0"],
+    [
+      DEMO_MAIN,
+      ...args,
+      "--json",
+      "-D",
+      "rest.port=0",
+      "-D",
+      `metrics.reporter.prom.port=${PROMETHEUS_PORTS}`,
+    ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   let lastReadyAt = 0;
   let dashboard: string | undefined;
+  const metricsUrls: string[] = [];
   let stdout = "";
   let stderrTail = "";
   // With --json the demo prints its progress lines on stderr (stdout carries the JSON only).
@@ -94,6 +130,8 @@ export async function runDemoCluster(
         if (/^task manager \d+ \(pid \d+\) ready/.test(line)) lastReadyAt = performance.now();
         const url = /^dashboard: (http\S+)/.exec(line);
         if (url !== null) dashboard = url[1];
+        const metrics = /^task manager \d+ \(pid \d+\) metrics \(prom\): (http\S+)/.exec(line);
+        if (metrics?.[1] !== undefined) metricsUrls.push(metrics[1]);
       }
     };
   };
@@ -127,6 +165,17 @@ export async function runDemoCluster(
       deployedAt = performance.now();
     }
   }
+  // Retries happen while the job deploys; scraping until it ends catches the late ones.
+  const retriesByTaskManager = new Map<string, number>();
+  while (running) {
+    const scraped = await Promise.all(metricsUrls.map((url) => scrapeSum(url, RETRIES)));
+    scraped.forEach((sum, i) => {
+      const url = metricsUrls[i] as string;
+      if (sum !== undefined)
+        retriesByTaskManager.set(url, Math.max(sum, retriesByTaskManager.get(url) ?? 0));
+    });
+    await delay(SCRAPE_MS);
+  }
   const code = await exited;
   clearTimeout(timer);
   const cpuMs = childrenCpuMs() - cpuBefore;
@@ -143,6 +192,10 @@ export async function runDemoCluster(
   return {
     verified,
     deployMs: deployedAt === undefined ? undefined : deployedAt - lastReadyAt,
+    partitionRequestRetries:
+      retriesByTaskManager.size === 0
+        ? undefined
+        : [...retriesByTaskManager.values()].reduce((a, b) => a + b, 0),
     records: summary?.records ?? 0,
     cpuMs,
     recordsPerSecond: summary?.recordsPerSecond,

@@ -300,6 +300,7 @@ describe("shuffle metrics with Flink's names and kinds", () => {
       ({
         metrics: { numBytesIn: 0, numBuffersIn: 0, inPoolUsage: () => 0 },
         getBuffersMode: () => mode,
+        getPartitionRequestRetries: () => 2,
         getBufferUsage: () => usage,
         getNumberOfQueuedBuffers: () => 3,
         getSizeOfQueuedBuffers: () => 100,
@@ -328,6 +329,8 @@ describe("shuffle metrics with Flink's names and kinds", () => {
     expect(sink.read("Shuffle.Netty.Input.numBytesInRemote")).toBe(4);
     expect(sink.read("Shuffle.Netty.Input.numBuffersInLocal")).toBe(6);
     expect(sink.read("Shuffle.Netty.Input.0.floatingBuffersOnly")).toBe(1);
+    expect(sink.read("Shuffle.Netty.Input.partitionRequestRetries")).toBe(4);
+    expect(sink.kindOf("Shuffle.Netty.Input.partitionRequestRetries")).toBe("counter");
     expect(sink.read("Shuffle.Netty.Input.1.floatingBuffersOnly")).toBe(0);
     // Without debloating, Flink registers no debloating gauges.
     expect(sink.kindOf("debloatedBufferSize")).toBeUndefined();

@@ -166,7 +166,9 @@ export function registerOutputMetrics(
  * `…Remote` (counters, with their `…PerSecond` meters); `Shuffle.Netty.Input.Buffers.`
  * `inputQueueLength`, `inputQueueSize`, `inPoolUsage`, `inputExclusiveBuffersUsage`,
  * `inputFloatingBuffersUsage` (gauges); when the gates debloat their buffers,
- * `debloatedBufferSize` and `estimatedTimeToConsumeBuffersMs` (gauges); per gate,
+ * `debloatedBufferSize` and `estimatedTimeToConsumeBuffersMs` (gauges);
+ * `Shuffle.Netty.Input.partitionRequestRetries` (counter: partition requests retried after
+ * PartitionNotFound); per gate,
  * `Shuffle.Netty.Input.<gate index>.floatingBuffersOnly` (1 when the gate reads with floating
  * buffers only, 0 with exclusive ones); with `detailed`, the queue lengths of each gate's remote
  * channels under `Shuffle.Netty.Input.<gate index>`.
@@ -201,6 +203,11 @@ export function registerInputMetrics(
     return buffers;
   });
   const input = "Shuffle.Netty.Input";
+  sink.registerCounter(`${input}.partitionRequestRetries`, () => {
+    let retries = 0;
+    for (const gate of gates) retries += gate.getPartitionRequestRetries();
+    return retries;
+  });
   const split: readonly (keyof InputCounts)[] = [
     "numBytesInLocal",
     "numBytesInRemote",
