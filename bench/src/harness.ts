@@ -182,8 +182,10 @@ function jsonReplacer(_key: string, value: unknown): unknown {
 export function formatNumber(value: number | null | undefined, digits = 3): string {
   if (value === null || value === undefined || !Number.isFinite(value)) return "—";
   const abs = Math.abs(value);
-  if (abs >= 1e9) return `${(value / 1e9).toPrecision(digits)}G`;
-  if (abs >= 1e6) return `${(value / 1e6).toPrecision(digits)}M`;
+  // The unit is picked after rounding: 999,960 is "1.00M", not "1.00e+3k".
+  const rounded = (scale: number) => Math.abs(Number((value / scale).toPrecision(digits)));
+  if (abs >= 1e9 || rounded(1e6) >= 1000) return `${(value / 1e9).toPrecision(digits)}G`;
+  if (abs >= 1e6 || rounded(1e3) >= 1000) return `${(value / 1e6).toPrecision(digits)}M`;
   if (abs >= 1e4) return `${(value / 1e3).toPrecision(digits)}k`;
   if (abs >= 100) return value.toFixed(0);
   if (abs >= 1) return value.toPrecision(digits);

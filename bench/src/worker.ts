@@ -24,6 +24,7 @@ export type Impl =
   | "ws"
   | "grpc"
   | "yamux"
+  | "zeromq"
   | "sluice-tcp-blocking"
   | "fs-streams";
 export type Role = "producer" | "consumer" | "pinger" | "ponger";
@@ -91,6 +92,12 @@ async function create(
       if (role === "producer") return new m.YamuxThroughputProducer(params);
       if (role === "consumer") return new m.YamuxThroughputConsumer(params);
       throw new Error("libp2p-yamux runs only in throughput cases");
+    }
+    case "zeromq": {
+      const m = await import("./systems/zeromq.js");
+      if (role === "producer") return new m.ZeromqThroughputProducer(params);
+      if (role === "consumer") return new m.ZeromqThroughputConsumer(params);
+      throw new Error("zeromq runs only in throughput cases");
     }
   }
 }

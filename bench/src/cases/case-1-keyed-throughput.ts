@@ -1,6 +1,7 @@
 /**
  * Case 1: 100 B keyed records over 4 channels between two processes — Sluice TCP and WS against
- * hand-batched raw net, per-record raw net/ws, grpc-js and libp2p-yamux; and the cost of exporting
+ * hand-batched raw net, per-record raw net/ws, grpc-js, libp2p-yamux and zeromq.js PUSH/PULL (one
+ * message per record, and hand-batched); and the cost of exporting
  * the metrics to Prometheus.
  */
 import type { CaseDefinition } from "./case-definition.js";
@@ -43,6 +44,8 @@ export const case1: CaseDefinition = {
         baseParams({ batching: "per-record", grpcWindow: GRPC_RAISED_WINDOW }),
       ],
       ["libp2p-yamux", "yamux", baseParams({ batching: "per-record" })],
+      ["zeromq per-record", "zeromq", baseParams({ batching: "per-record" })],
+      ["zeromq batched", "zeromq", baseParams({ batching: "batched" })],
     ];
     const rows = await throughputRows(
       report,

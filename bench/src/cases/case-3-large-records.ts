@@ -1,6 +1,7 @@
 /**
  * Case 3: 32 KiB records between two processes, server → client: Sluice TCP and WS against raw
- * net and raw ws (GB/s).
+ * net and raw ws, with libp2p-yamux and zeromq.js PUSH/PULL (one message per 32 KiB record) beside
+ * them (GB/s).
  */
 import type { CaseDefinition } from "./case-definition.js";
 import { findRow } from "./result-rows.js";
@@ -28,7 +29,7 @@ export const case3: CaseDefinition = {
             ? "raw net"
             : r.system === "sluice-ws"
               ? "raw ws"
-              : r.system === "raw ws" || r.system === "libp2p-yamux"
+              : r.system === "raw ws" || r.system === "libp2p-yamux" || r.system === "zeromq"
                 ? "raw net"
                 : undefined,
       },
@@ -38,6 +39,7 @@ export const case3: CaseDefinition = {
         ["sluice-tcp", "sluice-tcp", sluice],
         ["sluice-ws", "sluice-ws", sluice],
         ["libp2p-yamux", "yamux", raw],
+        ["zeromq", "zeromq", raw],
       ],
     );
     return {

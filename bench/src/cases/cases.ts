@@ -12,6 +12,8 @@ import { case6 } from "./case-6-buffer-timeout-sweep.js";
 import { case7 } from "./case-7-tls.js";
 import { case8 } from "./case-8-batch-shuffle.js";
 import { case9 } from "./case-9-checkpoints.js";
+import { case10 } from "./case-10-memory-constrained.js";
+import { case11 } from "./case-11-all-to-all-scale.js";
 import type { CaseDefinition } from "./case-definition.js";
 
 export type { CaseContext, CaseDefinition, CaseResult } from "./case-definition.js";
@@ -28,4 +30,6 @@ export const CASES: readonly CaseDefinition[] = [
   case7,
   case8,
   case9,
+  case10,
+  case11,
 ];

@@ -60,6 +60,8 @@ export abstract class InputChannel {
   protected readonly backoff: Backoff;
   /** The backoff used so far; what it counts differs by channel (see `increaseBackoff`). */
   protected currentBackoffMs = 0;
+  /** Partition requests retried after PartitionNotFound (the partition was not registered yet). */
+  private partitionRequestRetries = 0;
   private cause: Error | undefined;
 
   protected constructor(
@@ -189,6 +191,21 @@ export abstract class InputChannel {
       `producer of ${this.partitionId} (subpartition ${this.subpartitionIndex}) failed: ${cause?.message ?? "released"}`,
       { cause },
     );
+  }
+
+  /**
+   * After a PartitionNotFound: advances the backoff (see `increaseBackoff`) and counts the retry
+   * the caller then schedules. False: give up.
+   */
+  protected backOffForRetry(): boolean {
+    if (!this.increaseBackoff()) return false;
+    this.partitionRequestRetries++;
+    return true;
+  }
+
+  /** Partition requests this channel retried after PartitionNotFound. */
+  getPartitionRequestRetries(): number {
+    return this.partitionRequestRetries;
   }
 
   /**

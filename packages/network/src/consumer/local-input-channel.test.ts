@@ -100,6 +100,8 @@ describe("LocalInputChannel partition requests", () => {
     }
     // The fourth "not found" comes after the maximum backoff was used: give up.
     expect(vi.getTimerCount()).toBe(0);
+    expect(s.channel.getPartitionRequestRetries()).toBe(3);
+    expect(s.gate.getPartitionRequestRetries()).toBe(3);
     expect(s.gate.isAvailable()).toBe(true);
     const error = expectSluiceError(
       pollError(s.gate),
@@ -154,6 +156,7 @@ describe("LocalInputChannel partition requests", () => {
     expect(next?.buffer?.getSize()).toBe(SEGMENT);
     next?.buffer?.recycleBuffer();
     expect(vi.getTimerCount()).toBe(0);
+    expect(s.gate.getPartitionRequestRetries()).toBe(2);
     await cleanUp(s);
   });
 

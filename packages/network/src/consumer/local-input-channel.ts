@@ -77,7 +77,7 @@ export class LocalInputChannel extends InputChannel implements BufferAvailabilit
       );
     } catch (error) {
       if (isSluiceError(error, ErrorCodes.PARTITION_NOT_FOUND)) {
-        if (this.increaseBackoff()) {
+        if (this.backOffForRetry()) {
           this.retryTimer = setTimeout(() => this.tryRequest(), this.getCurrentBackoffMs());
         } else {
           this.setError(

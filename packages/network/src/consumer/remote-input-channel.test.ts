@@ -551,6 +551,7 @@ describe("RemoteInputChannel after PartitionNotFound", () => {
     channel.onError(notFound());
     await vi.advanceTimersByTimeAsync(0);
     expect(client.retriggered).toBe(2);
+    expect(channel.getPartitionRequestRetries()).toBe(2);
     const error = expectError(
       () => channel.getNextBuffer(),
       PartitionNotFoundError,

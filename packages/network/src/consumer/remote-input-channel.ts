@@ -374,7 +374,7 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
           );
           return;
         }
-        if (!this.increaseBackoff()) {
+        if (!this.backOffForRetry()) {
           this.setError(this.gaveUp(cause));
           return;
         }

@@ -196,6 +196,16 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
     return bytes;
   }
 
+  /**
+   * Partition requests the gate's channels retried because the producer had not registered the
+   * partition yet (PartitionNotFound): each costs a backoff, so a deploy without them is faster.
+   */
+  getPartitionRequestRetries(): number {
+    let retries = 0;
+    for (const channel of this.channels) retries += channel?.getPartitionRequestRetries() ?? 0;
+    return retries;
+  }
+
   /** The debloater's last buffer size, or `undefined` without debloating. */
   getDebloatedBufferSize(): number | undefined {
     return this.bufferDebloater?.getLastBufferSize();

@@ -40,7 +40,7 @@ export class BuffersFallback {
   /**
    * The guarantee of an output pool: its minimum, or — when the network memory cannot guarantee
    * that and the fallback is on — min(8, minimum) for a pipelined partition, whose writer then
-   * finishes partly filled buffers when the pool runs dry so that buffers keep coming back. A
+   * puts the records of all subpartitions into shared segments (see SharedSegmentWriter). A
    * blocking partition's sort buffers cannot shrink that way: it keeps Flink's failure.
    */
   outputPoolGuarantee(type: ResultPartitionType, min: number, name: string): number {
@@ -48,16 +48,16 @@ export class BuffersFallback {
     if (!this.settings.exclusiveBuffersFallback || !type.isPipelined || this.fitsInFull(min)) {
       return min;
     }
-    // Even one buffer lets the writer progress: it finishes that buffer whenever a record goes
-    // to another subpartition.
+    // Even one buffer lets the writer progress: the segment it shares among the subpartitions
+    // is sent, sliced, whenever it is full.
     const reduced = this.fallbackGuarantee(Math.min(min, FALLBACK_OUTPUT_POOL_MIN_BUFFERS));
     if (reduced < 1) return min; // cannot help: fail naming the real minimum
     emitBuffersFallbackWarning(
       `${name} is guaranteed ${reduced} network buffers instead of ${min} (one per subpartition ` +
         `plus one): only ${unreserved} of ${this.networkBufferPool.totalNumberOfMemorySegments} ` +
         `are not yet guaranteed to other pools (${this.fallbackReserve()} of them kept for the ` +
-        `pools deployed later). It finishes partly filled buffers when it runs ` +
-        `dry, which costs throughput. Give the worker more network memory ` +
+        `pools deployed later). It writes all subpartitions into shared segments, sent as ` +
+        `smaller buffers, which costs some throughput. Give the worker more network memory ` +
         `('taskmanager.memory.network.min', 'taskmanager.memory.network.max') or lower the ` +
         `parallelism; 'taskmanager.network.memory.exclusive-buffers-fallback: false' fails instead.`,
     );

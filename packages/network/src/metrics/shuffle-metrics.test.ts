@@ -9,7 +9,11 @@ import {
 } from "@sluice/core";
 import { ResultPartitionType, type ShuffleMetricSink } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
-import type { InputBufferUsage, SingleInputGate } from "../consumer/single-input-gate.js";
+import type {
+  GateBuffersMode,
+  InputBufferUsage,
+  SingleInputGate,
+} from "../consumer/single-input-gate.js";
 import type { NetworkShuffleEnvironment } from "../environment/network-shuffle-environment.js";
 import { LocalShuffleServiceFactory } from "../environment/network-shuffle-service-factory.js";
 import type { SortMergeResultPartition } from "../partition/sort-merge-result-partition.js";
@@ -292,9 +296,11 @@ describe("shuffle metrics with Flink's names and kinds", () => {
 
   it("divides the used buffers of all gates by their total, per kind, as Flink's usage gauges do", () => {
     const sink = new RecordingSink();
-    const gateWith = (usage: InputBufferUsage) =>
+    const gateWith = (usage: InputBufferUsage, mode: GateBuffersMode = "exclusive") =>
       ({
         metrics: { numBytesIn: 0, numBuffersIn: 0, inPoolUsage: () => 0 },
+        getBuffersMode: () => mode,
+        getPartitionRequestRetries: () => 2,
         getBufferUsage: () => usage,
         getNumberOfQueuedBuffers: () => 3,
         getSizeOfQueuedBuffers: () => 100,
@@ -308,7 +314,10 @@ describe("shuffle metrics with Flink's names and kinds", () => {
         getQueueLengthsOfRemoteChannels: () => [1, 3],
       }) as unknown as SingleInputGate;
     registerInputMetrics(sink, [
-      gateWith({ exclusiveUsed: 2, exclusiveTotal: 4, floatingUsed: 1, floatingTotal: 8 }),
+      gateWith(
+        { exclusiveUsed: 2, exclusiveTotal: 4, floatingUsed: 1, floatingTotal: 8 },
+        "floating-only",
+      ),
       gateWith({ exclusiveUsed: 4, exclusiveTotal: 4, floatingUsed: 0, floatingTotal: 0 }),
     ]);
     const buffers = "Shuffle.Netty.Input.Buffers";
@@ -319,6 +328,10 @@ describe("shuffle metrics with Flink's names and kinds", () => {
     expect(sink.read(`${buffers}.inputQueueSize`)).toBe(200);
     expect(sink.read("Shuffle.Netty.Input.numBytesInRemote")).toBe(4);
     expect(sink.read("Shuffle.Netty.Input.numBuffersInLocal")).toBe(6);
+    expect(sink.read("Shuffle.Netty.Input.0.floatingBuffersOnly")).toBe(1);
+    expect(sink.read("Shuffle.Netty.Input.partitionRequestRetries")).toBe(4);
+    expect(sink.kindOf("Shuffle.Netty.Input.partitionRequestRetries")).toBe("counter");
+    expect(sink.read("Shuffle.Netty.Input.1.floatingBuffersOnly")).toBe(0);
     // Without debloating, Flink registers no debloating gauges.
     expect(sink.kindOf("debloatedBufferSize")).toBeUndefined();
   });

@@ -166,8 +166,12 @@ export function registerOutputMetrics(
  * `…Remote` (counters, with their `…PerSecond` meters); `Shuffle.Netty.Input.Buffers.`
  * `inputQueueLength`, `inputQueueSize`, `inPoolUsage`, `inputExclusiveBuffersUsage`,
  * `inputFloatingBuffersUsage` (gauges); when the gates debloat their buffers,
- * `debloatedBufferSize` and `estimatedTimeToConsumeBuffersMs` (gauges); with `detailed`, the
- * queue lengths of each gate's remote channels under `Shuffle.Netty.Input.<gate index>`.
+ * `debloatedBufferSize` and `estimatedTimeToConsumeBuffersMs` (gauges);
+ * `Shuffle.Netty.Input.partitionRequestRetries` (counter: partition requests retried after
+ * PartitionNotFound); per gate,
+ * `Shuffle.Netty.Input.<gate index>.floatingBuffersOnly` (1 when the gate reads with floating
+ * buffers only, 0 with exclusive ones); with `detailed`, the queue lengths of each gate's remote
+ * channels under `Shuffle.Netty.Input.<gate index>`.
  */
 export function registerInputMetrics(
   sink: ShuffleMetricSink,
@@ -181,6 +185,13 @@ export function registerInputMetrics(
       );
     });
   }
+  gates.forEach((gate, index) => {
+    // Whether the gate fell back to floating buffers only (the network memory could not
+    // guarantee its channels' exclusive buffers): it then needs a credit round trip per buffer.
+    sink.registerGauge(`Shuffle.Netty.Input.${index}.floatingBuffersOnly`, () =>
+      gate.getBuffersMode() === "floating-only" ? 1 : 0,
+    );
+  });
   registerCountAndRate(sink, "numBytesIn", () => {
     let bytes = 0;
     for (const gate of gates) bytes += gate.metrics.numBytesIn;
@@ -192,6 +203,11 @@ export function registerInputMetrics(
     return buffers;
   });
   const input = "Shuffle.Netty.Input";
+  sink.registerCounter(`${input}.partitionRequestRetries`, () => {
+    let retries = 0;
+    for (const gate of gates) retries += gate.getPartitionRequestRetries();
+    return retries;
+  });
   const split: readonly (keyof InputCounts)[] = [
     "numBytesInLocal",
     "numBytesInRemote",

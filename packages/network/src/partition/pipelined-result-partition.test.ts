@@ -30,6 +30,7 @@ interface PartitionOptions {
   overdraft?: number;
   maxRecordSize?: number;
   minBufferSize?: number;
+  segmentSize?: number;
 }
 
 interface Harness {
@@ -48,7 +49,7 @@ afterEach(() => {
 
 function setUp(options: PartitionOptions = {}): Harness {
   const subpartitions = options.subpartitions ?? 1;
-  const global = pools.create(options.segments ?? 256, SEGMENT);
+  const global = pools.create(options.segments ?? 256, options.segmentSize ?? SEGMENT);
   const manager = new ResultPartitionManager();
   const partition = buildPipelinedResultPartition({
     networkBufferPool: global,
@@ -672,5 +673,130 @@ describe("ResultPartition recovered output state", () => {
     );
     h.partition.release();
     h.partition.close();
+  });
+});
+
+describe("a pool with fewer buffers than subpartitions (the fallback when network memory is short)", () => {
+  function drainAll(h: Harness, sinks: Sink[]): void {
+    h.views.forEach((view, s) => {
+      (sinks[s] as Sink).drain(view);
+    });
+  }
+
+  /**
+   * Drains, as readers woken by the data would, until the partition takes records again: a
+   * record resumed after waiting may fill and seal another segment and wait for that one too.
+   */
+  async function drainUntilAvailable(h: Harness, sinks: Sink[]): Promise<void> {
+    for (let turn = 0; !h.partition.isAvailable(); turn++) {
+      if (turn > 10_000) throw new Error(`the partition never turned available: ${h.pool}`);
+      drainAll(h, sinks);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  /** Emits `total` small records spread over every subpartition, draining when back-pressured. */
+  async function emitSpread(h: Harness, sinks: Sink[], total: number): Promise<Uint8Array[][]> {
+    const expected: Uint8Array[][] = sinks.map(() => []);
+    for (let i = 0; i < total; i++) {
+      const target = (i * 7919) % sinks.length;
+      const payload = record(4 + (i % 5), i);
+      (expected[target] as Uint8Array[]).push(payload);
+      h.partition.emitRecord(frameRecord(payload), target);
+      await drainUntilAvailable(h, sinks);
+    }
+    return expected;
+  }
+
+  it("packs the records of many subpartitions into each segment instead of a record or two per buffer", async () => {
+    const subpartitions = 64;
+    const h = setUp({ subpartitions, segmentSize: 4096, segments: 8, required: 8, max: 8 });
+    const sinks = h.views.map(() => new Sink());
+    const total = 20_000;
+    const expected = await emitSpread(h, sinks, total);
+    finishAndDrain(h, sinks);
+    sinks.forEach((sink, s) => {
+      expectRecords(sink.records(), expected[s] as Uint8Array[]);
+    });
+    // Framed records of 8-12 bytes: a 4 KiB segment carries hundreds of them over its slices.
+    // One buffer per subpartition being written would finish buffers of one or two records.
+    expect(h.partition.metrics.numBuffersOut).toBeLessThan(total / 5);
+    expectAllSegmentsBack(h.global);
+  });
+
+  it("hands out what was written on flush, and records longer than a segment intact", async () => {
+    const h = setUp({ subpartitions: 16, segmentSize: 256, segments: 4, required: 4, max: 4 });
+    const sinks = h.views.map(() => new Sink());
+    const small = record(10, 1);
+    h.partition.emitRecord(frameRecord(small), 3);
+    expect(sinks[3]?.drain(h.views[3] as ResultSubpartitionView)).toBe(0);
+    h.partition.flushAll();
+    expect(sinks[3]?.drain(h.views[3] as ResultSubpartitionView)).toBe(1);
+    const large = record(1000, 2);
+    h.partition.emitRecord(frameRecord(large), 5);
+    await drainUntilAvailable(h, sinks);
+    finishAndDrain(h, sinks);
+    expectRecords((sinks[3] as Sink).records(), [small]);
+    expectRecords((sinks[5] as Sink).records(), [large]);
+    expectAllSegmentsBack(h.global);
+  });
+
+  it("delivers unicast and broadcast records intact and in order, whatever the pool and the flushes", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 2, max: 24 }),
+        fc.integer({ min: 1, max: 6 }),
+        fc.array(
+          fc.tuple(
+            fc.constantFrom("unicast", "unicast", "unicast", "broadcast", "flush"),
+            fc.integer({ min: 0, max: 600 }),
+            fc.nat(),
+          ),
+          { maxLength: 60 },
+        ),
+        async (subpartitions, buffers, plan) => {
+          const required = Math.min(buffers, subpartitions);
+          const h = setUp({
+            subpartitions,
+            segmentSize: 256,
+            segments: 16,
+            required,
+            max: required,
+          });
+          const sinks = h.views.map(() => new Sink());
+          const expected: Uint8Array[][] = sinks.map(() => []);
+          for (const [[kind, size, pick], i] of plan.map((step, i) => [step, i] as const)) {
+            const bytes = record(size, i);
+            if (kind === "flush") {
+              h.partition.flushAll();
+            } else if (kind === "broadcast") {
+              h.partition.broadcastRecord(frameRecord(bytes));
+              for (const list of expected) list.push(bytes);
+            } else {
+              const target = pick % subpartitions;
+              h.partition.emitRecord(frameRecord(bytes), target);
+              (expected[target] as Uint8Array[]).push(bytes);
+            }
+            await drainUntilAvailable(h, sinks);
+          }
+          finishAndDrain(h, sinks);
+          sinks.forEach((sink, s) => {
+            expectRecords(sink.records(), expected[s] as Uint8Array[]);
+            expect(sink.events).toBe(1); // EndOfPartition
+          });
+          expectAllSegmentsBack(h.global);
+        },
+      ),
+      { numRuns: 80 },
+    );
+  });
+
+  it("gives back the segment it writes when the partition is released", () => {
+    const h = setUp({ subpartitions: 16, segmentSize: 256, segments: 4, required: 4, max: 4 });
+    h.partition.emitRecord(frameRecord(record(10, 1)), 2);
+    h.partition.release();
+    h.partition.close();
+    for (const view of h.views) view.releaseAllResources();
+    expectAllSegmentsBack(h.global);
   });
 });

@@ -16,6 +16,7 @@ import type { BufferAvailabilityListener } from "./buffer-availability-listener.
 import { PipelinedSubpartition, type SubpartitionParent } from "./pipelined-subpartition.js";
 import { ResultPartition, type ResultPartitionOptions } from "./result-partition.js";
 import type { ResultSubpartitionView } from "./result-subpartition-view.js";
+import { SharedSegmentWriter } from "./shared-segment-writer.js";
 
 /**
  * Construction parameters of a PipelinedResultPartition; its pool is sized per Flink's
@@ -56,11 +57,11 @@ interface PendingRecord {
 export class PipelinedResultPartition extends ResultPartition implements SubpartitionParent {
   private readonly subpartitions: PipelinedSubpartition[];
   /**
-   * The pool is guaranteed fewer buffers than one per subpartition plus one (the network memory
-   * was short): when it runs dry, the partly filled buffers of the other subpartitions are
-   * finished, or every buffer could sit in an unfinished builder that no reader ever recycles.
+   * Set when the pool is guaranteed fewer buffers than one per subpartition plus one (the
+   * network memory was short): unicast records then go into segments shared by all
+   * subpartitions instead of a builder per subpartition, which such a pool cannot keep.
    */
-  private finishPartialBuffersWhenDry = false;
+  private sharedSegmentWriter: SharedSegmentWriter | undefined;
   private readonly unicastBuilders: (BufferBuilder | undefined)[];
   private broadcastBuilder: BufferBuilder | undefined;
   private pending: PendingRecord | undefined;
@@ -90,8 +91,18 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
 
   /** Registers with the partition manager: readable from now on. */
   protected setupInternal(pool: LocalBufferPool): void {
-    this.finishPartialBuffersWhenDry =
-      pool.getNumberOfRequiredMemorySegments() <= this.numberOfSubpartitions;
+    if (pool.getNumberOfRequiredMemorySegments() <= this.numberOfSubpartitions) {
+      this.sharedSegmentWriter = new SharedSegmentWriter(pool, this.numberOfSubpartitions, {
+        addSlice: (subpartition, consumer, partialRecordLength) => {
+          this.counters.numBytesOut += consumer.getWrittenBytes();
+          this.counters.numBuffersOut++;
+          (this.subpartitions[subpartition] as PipelinedSubpartition).add(
+            consumer,
+            partialRecordLength,
+          );
+        },
+      });
+    }
     this.partitionManager.registerResultPartition(this);
   }
 
@@ -150,14 +161,31 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
   isAvailable(): boolean {
     const available =
       this.pending === undefined &&
-      (this.bufferPool === undefined || this.bufferPool.isAvailable());
+      (this.bufferPool === undefined ||
+        this.bufferPool.isAvailable() ||
+        this.canWriteWithoutNewBuffer());
     return available || this.released;
   }
 
   protected currentAvailabilityFuture(): Promise<void> {
     if (this.pending !== undefined) return this.pendingAvailability.getAvailableFuture();
     if (this.bufferPool === undefined || this.released) return AVAILABLE;
+    if (this.canWriteWithoutNewBuffer()) return AVAILABLE;
     return this.bufferPool.getAvailableFuture();
+  }
+
+  /**
+   * With shared segments, whether the next record may be written although the pool is dry: a
+   * held shared segment takes records until it is full, and an open broadcast buffer is
+   * finished by the next record, so readers can then take it. Waiting for the pool instead
+   * could wait for ever when that buffer is the pool's only one (a fallback guarantee can be
+   * 1): every other buffer has gone to readers, and this one is not readable before it is
+   * finished. When the write does need a buffer, the record waits as pending, with nothing left
+   * unfinished.
+   */
+  private canWriteWithoutNewBuffer(): boolean {
+    const shared = this.sharedSegmentWriter;
+    return shared !== undefined && (shared.hasSegment() || this.broadcastBuilder !== undefined);
   }
 
   // ---------------------------------------------------------------------------------- writing
@@ -269,10 +297,13 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
 
   flush(targetSubpartition: number): void {
     this.checkSubpartitionIndex(targetSubpartition);
+    // A shared segment is sealed whole: its slices of the other subpartitions go too.
+    this.sharedSegmentWriter?.seal();
     (this.subpartitions[targetSubpartition] as PipelinedSubpartition).flush();
   }
 
   flushAll(): void {
+    this.sharedSegmentWriter?.seal();
     for (const subpartition of this.subpartitions) subpartition.flush();
   }
 
@@ -294,7 +325,15 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
    * Writes as much of `source[offset..]` as buffers allow; returns the new offset. A new buffer
    * is trimmed to no less than what is left of `source`.
    */
-  private appendUnicastFrom(target: number, source: Uint8Array, offset: number): number {
+  private appendUnicastFrom(
+    target: number,
+    source: Uint8Array,
+    offset: number,
+    continuesRecord = false,
+  ): number {
+    if (this.sharedSegmentWriter !== undefined) {
+      return this.sharedSegmentWriter.write(target, source, offset, continuesRecord);
+    }
     let position = offset;
     let builder = this.unicastBuilders[target];
     while (position < source.length) {
@@ -361,7 +400,6 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
   ): BufferBuilder | undefined {
     const pool = this.setUpPool();
     const builder = pool.requestBufferBuilder(target);
-    if (this.finishPartialBuffersWhenDry && !pool.isAvailable()) this.finishOtherBuilders(target);
     if (builder === undefined) return undefined;
     const subpartition = this.subpartitions[target] as PipelinedSubpartition;
     builder.trim(Math.max(subpartition.bufferSizeHint(), recordBytes));
@@ -417,7 +455,7 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
     if (pending === undefined || this.released) return;
     const position =
       pending.target >= 0
-        ? this.appendUnicastFrom(pending.target, pending.bytes, pending.offset)
+        ? this.appendUnicastFrom(pending.target, pending.bytes, pending.offset, true)
         : this.appendBroadcastFrom(pending.bytes, pending.offset);
     pending.offset = position;
     if (position < pending.bytes.length) {
@@ -445,19 +483,8 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
     (this.subpartitions[target] as PipelinedSubpartition).onBuilderFinished();
   }
 
-  /**
-   * The pool ran dry: finishes every partly filled unicast buffer but `target`'s, so readers can
-   * send and recycle them. Finishing only some is not enough: the pool may shrink meanwhile
-   * (another pool was created), and buffers coming back then go to the NetworkBufferPool, so a
-   * writer waiting for one would never be woken while its pool sits in unfinished builders.
-   */
-  private finishOtherBuilders(target: number): void {
-    for (let i = 0; i < this.numberOfSubpartitions; i++) {
-      if (i !== target) this.finishUnicastBuilder(i);
-    }
-  }
-
   private finishUnicastBuilders(): void {
+    this.sharedSegmentWriter?.seal();
     for (let i = 0; i < this.numberOfSubpartitions; i++) this.finishUnicastBuilder(i);
   }
 
@@ -477,6 +504,7 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
   }
 
   private closeBuilders(): void {
+    this.sharedSegmentWriter?.discard();
     for (let i = 0; i < this.numberOfSubpartitions; i++) {
       this.unicastBuilders[i]?.close();
       this.unicastBuilders[i] = undefined;

@@ -164,7 +164,8 @@ export const NetworkMemoryOptions = {
         "remote channels, the gate reads with floating buffers only (as with " +
         "`buffers-per-channel: 0`), guaranteed up to `floating-buffers-per-gate` of them; a " +
         "pipelined output pool that cannot get one buffer per subpartition plus one is " +
-        "guaranteed up to 8 and finishes partly filled buffers when it runs dry. Such a " +
+        "guaranteed up to 8 and writes the records of all its subpartitions into shared " +
+        "segments, each sent as one slice per subpartition. Such a " +
         "fallback guarantee is at most a sixteenth of the buffers not yet guaranteed (at least 1). " +
         "Half of the worker's buffers is kept from full guarantees, so the pools deployed last " +
         "still find buffers; every pool borrows the rest as excess. A warning names each pool " +
