@@ -79,6 +79,15 @@ export const ErrorCodes = {
   METRIC_REPORTER: "SLUICE_ERR_METRIC_REPORTER",
   /** The conformance kit's worker script is missing from its package (not built, or cut down). */
   TCK_WORKER_NOT_FOUND: "SLUICE_ERR_TCK_WORKER_NOT_FOUND",
+  /**
+   * A write or RPC of a job manager was refused because its leadership (fencing token) is no
+   * longer the current one: another job manager was elected meanwhile.
+   */
+  HA_FENCED: "SLUICE_ERR_HA_FENCED",
+  /** The high-availability services' coordination service (etcd) could not be reached or failed. */
+  HA_UNAVAILABLE: "SLUICE_ERR_HA_UNAVAILABLE",
+  /** High-availability state under `high-availability.storageDir` is missing or damaged. */
+  HA_STATE: "SLUICE_ERR_HA_STATE",
 } as const;
 
 /** A stable Sluice error code. */

@@ -102,6 +102,12 @@ const CLASS_OF: Record<ErrorCode, SluiceErrorClass | undefined> = {
     "ConformanceWorkerNotFoundError",
     ErrorCodes.TCK_WORKER_NOT_FOUND,
   ),
+  [ErrorCodes.HA_FENCED]: defineError("FencingTokenError", ErrorCodes.HA_FENCED),
+  [ErrorCodes.HA_UNAVAILABLE]: defineError(
+    "HighAvailabilityUnavailableError",
+    ErrorCodes.HA_UNAVAILABLE,
+  ),
+  [ErrorCodes.HA_STATE]: defineError("HighAvailabilityStateError", ErrorCodes.HA_STATE),
 };
 
 describe("error wire ids", () => {
