@@ -78,6 +78,11 @@ export const JobManagerMethods = {
       applicationVersion: text(256),
       pid: z.int().min(0),
       hostname: text(256),
+      /**
+       * With high availability: the fencing token of the leader the task manager looked up. A
+       * job manager that does not hold that leadership (a standby, or deposed) refuses it.
+       */
+      fencingToken: text(64).optional(),
     }),
     result: z.object({
       /** The job manager's configuration minus the keys that describe a host of its own. */

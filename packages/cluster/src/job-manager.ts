@@ -8,10 +8,17 @@ import {
   type JobGraph,
   type Placement,
 } from "@sluice/runtime";
-import { HeartbeatManagerOptions, JobManagerOptions, type JsonValue } from "@sluice/runtime-api";
+import {
+  HeartbeatManagerOptions,
+  type HighAvailabilityServices,
+  JobManagerOptions,
+  type JsonValue,
+} from "@sluice/runtime-api";
 import { emitClusterWarning } from "./cluster-warning.js";
 import { HOST_LOCAL_KEYS, type ShutdownReport } from "./control-plane-messages.js";
 import { readControlPlaneTls } from "./control-plane-tls.js";
+import { EmbeddedHighAvailabilityServices } from "./embedded-high-availability-services.js";
+import { loadHighAvailabilityServices } from "./high-availability-services-loader.js";
 import { JobManagerEndpoint, type RefusedTaskManager } from "./job-manager-endpoint.js";
 import type { RegisteredTaskManager } from "./registered-task-manager.js";
 import { type ShufflePluginIdentity, shufflePluginIdentity } from "./shuffle-plugin-identity.js";
@@ -65,6 +72,22 @@ export interface JobManagerStartOptions extends JobDeployerOptions {
    * (default: `process.emitWarning`).
    */
   readonly onWarning?: (message: string) => void;
+  /**
+   * The high-availability services to run under. Default: the ones `high-availability.type`
+   * names, which the job manager then closes with itself; services passed here stay open.
+   */
+  readonly highAvailability?: HighAvailabilityServices;
+  /**
+   * This job manager became the leader (`fencingToken`) and published its address: task managers
+   * register with it from now on. With `high-availability.type: none`, right after start.
+   */
+  readonly onLeadershipGranted?: (fencingToken: string) => void;
+  /**
+   * This job manager lost its leadership (its lease expired, or etcd was out of reach for too
+   * long): it dropped its task managers' connections and refuses new ones, and its store writes
+   * are refused. Default: a warning. The application decides whether to exit or stay a standby.
+   */
+  readonly onLeadershipRevoked?: () => void;
 }
 
 /** Options of {@link JobManager.close} and {@link JobManager.shutDownTaskManagers}. */
@@ -114,6 +137,8 @@ export class JobManager {
   private readonly executions = new Set<JobExecution>();
   private readonly waiters = new Set<Waiter>();
   private closing: Promise<void> | undefined;
+  private leaderToken: string | undefined;
+  private readonly leadershipWaiters = new Set<() => void>();
 
   private constructor(
     /** The configuration it was started with. */
@@ -125,6 +150,10 @@ export class JobManager {
     private readonly endpoint: JobManagerEndpoint,
     /** `slot.request.timeout`: how long a restart waits for a replacement task manager. */
     private readonly slotRequestTimeoutMs: number,
+    /** The high-availability services it runs under. */
+    readonly highAvailability: HighAvailabilityServices,
+    /** Whether {@link close} closes {@link highAvailability} (it loaded them itself). */
+    private readonly ownsHighAvailability: boolean,
   ) {
     this.url = endpoint.url;
     this.host = endpoint.host;
@@ -169,10 +198,22 @@ export class JobManager {
       if (!HOST_LOCAL_KEYS.has(key)) shipped[key] = value as JsonValue;
     }
     const warn = options.onWarning ?? emitClusterWarning;
-    const deployer = await JobDeployer.start(configuration, {
-      ...(options.loader === undefined ? {} : { loader: options.loader }),
-      ...(options.onFatalError === undefined ? {} : { onFatalError: options.onFatalError }),
-    });
+    const highAvailability =
+      options.highAvailability ??
+      (await loadHighAvailabilityServices(configuration, { onWarning: warn }, options.loader));
+    const ownsHighAvailability = options.highAvailability === undefined;
+    // With `none` there is one job manager, the leader from the start: nothing is refused.
+    const elected = !(highAvailability instanceof EmbeddedHighAvailabilityServices);
+    let deployer: JobDeployer;
+    try {
+      deployer = await JobDeployer.start(configuration, {
+        ...(options.loader === undefined ? {} : { loader: options.loader }),
+        ...(options.onFatalError === undefined ? {} : { onFatalError: options.onFatalError }),
+      });
+    } catch (error) {
+      if (ownsHighAvailability) await highAvailability.close();
+      throw error;
+    }
     let jobManager: JobManager | undefined;
     let plugin: ShufflePluginIdentity;
     let endpoint: JobManagerEndpoint;
@@ -194,6 +235,7 @@ export class JobManager {
         plugin,
         maxTaskManagers: options.maxTaskManagers ?? Number.POSITIVE_INFINITY,
         taskManagerConfiguration: shipped,
+        ...(elected ? { leadership: () => jobManager?.leaderToken } : {}),
         events: {
           onRegistered: (taskManager) => {
             callBack(warn, "onTaskManagerRegistered", () =>
@@ -220,10 +262,109 @@ export class JobManager {
       });
     } catch (error) {
       await deployer.close();
+      if (ownsHighAvailability) await highAvailability.close();
       throw error;
     }
-    jobManager = new JobManager(configuration, deployer, plugin, endpoint, slotRequestTimeoutMs);
-    return jobManager;
+    const started = new JobManager(
+      configuration,
+      deployer,
+      plugin,
+      endpoint,
+      slotRequestTimeoutMs,
+      highAvailability,
+      ownsHighAvailability,
+    );
+    jobManager = started;
+    try {
+      await started.runForLeadership(options, warn);
+    } catch (error) {
+      await started.close();
+      throw error;
+    }
+    return started;
+  }
+
+  /**
+   * The fencing token of this job manager's leadership, or `undefined` while it does not lead
+   * (a standby waiting for the leader to go, or deposed).
+   */
+  get fencingToken(): string | undefined {
+    return this.leaderToken;
+  }
+
+  /**
+   * Resolves once this job manager leads (at once when it does already).
+   *
+   * @throws TimeoutError after `timeoutMs`; IllegalStateError when it closes first.
+   */
+  waitForLeadership(timeoutMs: number): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        if (this.leaderToken !== undefined) {
+          done();
+          resolve(this.leaderToken);
+        } else if (this.closing !== undefined) {
+          done();
+          reject(new IllegalStateError("the job manager closed before it was elected"));
+        }
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(
+          new TimeoutError(
+            `the job manager at ${this.url} was not elected leader within ${timeoutMs} ms`,
+          ),
+        );
+      }, timeoutMs);
+      const done = () => {
+        clearTimeout(timer);
+        this.leadershipWaiters.delete(check);
+      };
+      this.leadershipWaiters.add(check);
+      check();
+    });
+  }
+
+  /** Joins the job managers' election; leads once granted and its address is published. */
+  private async runForLeadership(
+    options: JobManagerStartOptions,
+    warn: (message: string) => void,
+  ): Promise<void> {
+    const election = this.highAvailability.getJobManagerLeaderElection();
+    const wake = () => {
+      for (const waiter of [...this.leadershipWaiters]) waiter();
+    };
+    await election.startLeaderElection({
+      grantLeadership: (token) => {
+        // Task managers find the leader by the address it confirms, so it confirms first.
+        election.confirmLeadership(token, this.url).then(
+          () => {
+            if (!election.hasLeadership(token) || this.closing !== undefined) return;
+            this.leaderToken = token;
+            callBack(warn, "onLeadershipGranted", () => options.onLeadershipGranted?.(token));
+            wake();
+          },
+          (error: Error) =>
+            warn(`the job manager could not confirm its leadership: ${error.message}`),
+        );
+      },
+      revokeLeadership: () => {
+        const was = this.leaderToken;
+        this.leaderToken = undefined;
+        if (was === undefined || this.closing !== undefined) return;
+        // A deposed leader must stop acting at once: its task managers follow the new leader.
+        for (const taskManager of this.connectedTaskManagers()) {
+          taskManager.disconnect(`the job manager at ${this.url} lost its leadership`);
+        }
+        if (options.onLeadershipRevoked === undefined) {
+          warn(`the job manager at ${this.url} lost its leadership (fencing token ${was})`);
+        } else {
+          callBack(warn, "onLeadershipRevoked", () => options.onLeadershipRevoked?.());
+        }
+        wake();
+      },
+      handleError: (error) => warn(`the job manager's leader election failed: ${error.message}`),
+    });
   }
 
   /** Every task manager that registered, in registration order (lost ones too: see `connected`). */
@@ -388,9 +529,12 @@ export class JobManager {
         waiter.reject(new IllegalStateError("the job manager closed"));
       }
       this.waiters.clear();
+      for (const waiter of [...this.leadershipWaiters]) waiter();
       await this.shutDownTaskManagers(options);
       await this.endpoint.close();
       await this.deployer.close();
+      // Resigning lets a standby take over at once instead of a lease later.
+      if (this.ownsHighAvailability) await this.highAvailability.close();
     })();
     return this.closing;
   }

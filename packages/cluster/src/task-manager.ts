@@ -19,6 +19,7 @@ import {
   SLUICE_VERSION,
 } from "./control-plane-messages.js";
 import { readControlPlaneTls } from "./control-plane-tls.js";
+import { findJobManagerLeader } from "./find-job-manager-leader.js";
 import { serveGateway } from "./gateway-forwarding.js";
 import { HeartbeatMonitor } from "./heartbeat-monitor.js";
 import type { HostAndPort } from "./job-manager.js";
@@ -165,14 +166,28 @@ export class TaskManager {
     configuration: Configuration,
     options: TaskManagerStartOptions = {},
   ): Promise<TaskManager> {
-    const host = options.jobManager?.host ?? configuration.getOptional(JobManagerOptions.ADDRESS);
+    const warn = options.onWarning ?? emitClusterWarning;
+    // With high availability the leader's published address wins over jobmanager.rpc.address.
+    const leader =
+      options.jobManager === undefined
+        ? await findJobManagerLeader(
+            configuration,
+            options.connectRetryMs ?? DEFAULT_CONNECT_RETRY_MS,
+            warn,
+            options.loader,
+          )
+        : undefined;
+    const host =
+      leader?.host ??
+      options.jobManager?.host ??
+      configuration.getOptional(JobManagerOptions.ADDRESS);
     if (host === undefined) {
       throw new ConfigurationError(
         `a task manager needs the job manager's address: ${JobManagerOptions.ADDRESS.key} (and ${JobManagerOptions.PORT.key}), or the jobManager option`,
       );
     }
-    const port = options.jobManager?.port ?? configuration.get(JobManagerOptions.PORT);
-    const warn = options.onWarning ?? emitClusterWarning;
+    const port =
+      leader?.port ?? options.jobManager?.port ?? configuration.get(JobManagerOptions.PORT);
     const { connection, localAddress } = await connectToJobManager({
       host,
       port,
@@ -190,6 +205,7 @@ export class TaskManager {
         applicationVersion: options.applicationVersion ?? "",
         pid: process.pid,
         hostname: hostname(),
+        ...(leader === undefined ? {} : { fencingToken: leader.fencingToken }),
       });
       const effective = effectiveConfiguration(configuration, hello.configuration, localAddress);
       executor = await TaskExecutor.start(effective, options);

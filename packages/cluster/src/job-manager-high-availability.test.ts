@@ -1,0 +1,114 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { ErrorCodes } from "@sluice/core";
+import { expectRejection, waitFor } from "@sluice/core/testing";
+import { type EtcdServer, etcdUnavailableReason, startEtcd } from "@sluice/ha-etcd/testing";
+import { Configuration, PluginNotFoundError } from "@sluice/runtime";
+import { FencingTokenError } from "@sluice/runtime-api";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { JobManager } from "./job-manager.js";
+import { TaskManager } from "./task-manager.js";
+import {
+  closeTestCluster,
+  jobManagerConfiguration,
+  LOADER,
+  startJobManager,
+} from "./test-support/test-cluster.js";
+
+afterEach(async () => {
+  await closeTestCluster();
+});
+
+describe("high-availability.type", () => {
+  it("defaults to none: one job manager that leads from the start", async () => {
+    const granted: string[] = [];
+    const jobManager = await startJobManager({}, { onLeadershipGranted: (t) => granted.push(t) });
+    expect(await jobManager.waitForLeadership(5_000)).toBe("0");
+    expect(granted).toEqual(["0"]);
+  });
+
+  it("names the key when the configured services cannot be loaded", async () => {
+    await expectRejection(
+      JobManager.start(
+        jobManagerConfiguration({ "high-availability.type": "./no-such-ha.js#Factory" }),
+        { loader: LOADER },
+      ),
+      PluginNotFoundError,
+      ErrorCodes.PLUGIN_NOT_FOUND,
+      "high-availability.type",
+    );
+  });
+});
+
+const reason = etcdUnavailableReason();
+if (reason !== undefined) console.warn(`skipping the job managers' failover tests: ${reason}`);
+
+describe.skipIf(reason !== undefined)("standby job managers on a real etcd", () => {
+  let etcd: EtcdServer | undefined;
+  let storageDir = "";
+  let cluster = 0;
+  const taskManagers: TaskManager[] = [];
+  beforeAll(async () => {
+    etcd = await startEtcd();
+    storageDir = mkdtempSync(path.join(tmpdir(), "sluice-ha-jm-"));
+  }, 30_000);
+  afterEach(async () => {
+    await Promise.all(taskManagers.splice(0).map((tm) => tm.close("the test ended")));
+    cluster++;
+  });
+  afterAll(async () => {
+    await etcd?.stop();
+    rmSync(storageDir, { recursive: true, force: true });
+  });
+  const ha = () => ({
+    "high-availability.type": "etcd",
+    "high-availability.etcd.endpoints": (etcd as EtcdServer).endpoint,
+    "high-availability.storageDir": storageDir,
+    "high-availability.cluster-id": `jm-${process.pid}-${cluster}`,
+    "high-availability.etcd.lease-ttl": "2s",
+  });
+  const startTaskManager = async (jobManager?: JobManager) => {
+    const taskManager = await TaskManager.start(
+      // Only the HA keys: it finds the job manager through leader retrieval.
+      new Configuration(ha()),
+      {
+        loader: LOADER,
+        connectRetryMs: 15_000,
+        ...(jobManager === undefined ? {} : { jobManager }),
+      },
+    );
+    taskManagers.push(taskManager);
+    return taskManager;
+  };
+
+  it("registers task managers with the leader, refuses them at a standby, and fails over", async () => {
+    const revoked: string[] = [];
+    const first = await startJobManager(ha(), { onLeadershipRevoked: () => revoked.push("first") });
+    const firstToken = await first.waitForLeadership(15_000);
+    const second = await startJobManager(ha());
+    expect(second.fencingToken).toBeUndefined();
+
+    const taskManager = await startTaskManager();
+    expect(taskManager.jobManagerAddress).toBe(`127.0.0.1:${first.port}`);
+    await waitFor(() => first.taskManagers.length === 1, { what: "the registration" });
+
+    // Straight to the standby: refused, with the reason.
+    await expectRejection(
+      startTaskManager(second),
+      FencingTokenError,
+      ErrorCodes.HA_FENCED,
+      "not the leader",
+    );
+    expect(second.taskManagers).toHaveLength(0);
+
+    // The leader goes: the standby leads with a newer token, and task managers find it.
+    await first.close({ timeoutMs: 1_000 });
+    const secondToken = await second.waitForLeadership(15_000);
+    expect(BigInt(secondToken)).toBeGreaterThan(BigInt(firstToken));
+    const replacement = await startTaskManager();
+    expect(replacement.jobManagerAddress).toBe(`127.0.0.1:${second.port}`);
+    await waitFor(() => second.taskManagers.length === 1, { what: "the new registration" });
+    expect(revoked).toEqual([]);
+  }, 60_000);
+});
