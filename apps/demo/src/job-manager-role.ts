@@ -8,6 +8,7 @@ import {
   loadConfigurationAndShufflePlugin,
   serializeThrowable,
 } from "@sluice/runtime";
+import { HighAvailabilityOptions } from "@sluice/runtime-api";
 import {
   applyBatchDefaults,
   BATCH_SHUFFLE_MESSAGE,
@@ -49,6 +50,8 @@ import { COUNT_VERTEX, type WordCountJob, wordCountJob } from "./word-count-job.
 
 /** How long local task managers may take to start and register. */
 const STARTUP_TIMEOUT_MS = 30_000;
+/** How long a standby job manager waits to be elected (a standby may wait for days). */
+const LEADERSHIP_WAIT_MS = 2 ** 31 - 1;
 /** How long a clean shutdown may take. */
 const SHUTDOWN_TIMEOUT_MS = 10_000;
 /** After a failure: how long the job's tasks and the task managers get before they are killed. */
@@ -148,6 +151,7 @@ export class JobManagerRole {
         this.batch = { codec: compressionCodecOf(configuration) };
       }
       jobManager = await this.startJobManager(configuration);
+      await this.awaitLeadership(jobManager, configuration);
     } catch (error) {
       if (error instanceof ConfigurationError) {
         this.io.stderr.write(`error: ${error.message}\n`);
@@ -206,6 +210,22 @@ export class JobManagerRole {
    * Starts the cluster's job manager: the JobDeployer, and the control plane on 127.0.0.1 (one
    * command) or where `--bind` or `jobmanager.rpc.*` say.
    */
+  /**
+   * With high availability, a standby waits here until it is elected: only the leader accepts
+   * task managers and runs the job. With `none` the job manager leads from the start.
+   */
+  private async awaitLeadership(jobManager: JobManager, configuration: Configuration) {
+    const type = configuration.get(HighAvailabilityOptions.HA_MODE);
+    if (type.trim().toLowerCase() === "none") return;
+    if (jobManager.fencingToken === undefined) {
+      this.say(
+        `standby job manager at ${jobManager.url}: waiting to be elected leader (${HighAvailabilityOptions.HA_MODE.key}: ${type})\n`,
+      );
+    }
+    const token = await jobManager.waitForLeadership(LEADERSHIP_WAIT_MS);
+    this.say(`elected leader (fencing token ${token}); task managers find this job manager now\n`);
+  }
+
   private startJobManager(configuration: Configuration): Promise<JobManager> {
     const { options } = this;
     const bind = options.command === "local" ? { host: "127.0.0.1", port: 0 } : options.bind;
@@ -216,6 +236,11 @@ export class JobManagerRole {
       maxTaskManagers: options.taskManagers,
       onFatalError: (error) =>
         this.failures.record(1, `the shuffle master failed: ${error.message}`),
+      onLeadershipRevoked: () =>
+        this.failures.record(
+          1,
+          "this job manager lost its leadership (its etcd lease expired): another job manager leads now",
+        ),
       onTaskManagerRegistered: (tm) => {
         const { host, dataPort, resourceId } = tm.location;
         this.say(`${tm.label} ready: data port ${host}:${dataPort}, resource ${resourceId}\n`);

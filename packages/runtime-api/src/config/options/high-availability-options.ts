@@ -71,8 +71,8 @@ export const HighAvailabilityOptions = {
     )
     .withDescription(
       "The time to live of the leader's etcd lease, in whole seconds (Flink's Kubernetes lease " +
-        "duration, 15 s by default). The leader renews it a third of the TTL; when the leader " +
-        "dies or is cut off from etcd, a standby is elected within about this time, and the " +
+        "duration, 15 s by default). The leader renews it every third of the TTL; when the " +
+        "leader dies or is cut off from etcd, a standby is elected within about this time, and the " +
         "deposed leader's writes are refused from then on.",
     ),
 } as const;
