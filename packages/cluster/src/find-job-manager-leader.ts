@@ -20,6 +20,8 @@ export interface JobManagerLeader extends HostAndPort {
  * `high-availability.type` names (Flink's task managers retrieve the ResourceManager's leader the
  * same way); `undefined` with `none`, where `jobmanager.rpc.address` is the job manager.
  *
+ * @param lostToken - the leadership of a job manager that was just lost: it does not count, even
+ *   while etcd still shows it (its lease has not expired yet).
  * @throws TimeoutError when no leader confirmed its address within `timeoutMs`; the services'
  *   errors (ConfigurationError, HighAvailabilityUnavailableError).
  */
@@ -28,6 +30,7 @@ export async function findJobManagerLeader(
   timeoutMs: number,
   onWarning: (message: string) => void,
   loader: PluginLoaderOptions = {},
+  lostToken?: string,
 ): Promise<JobManagerLeader | undefined> {
   const services = await loadHighAvailabilityServices(configuration, { onWarning }, loader);
   if (services instanceof EmbeddedHighAvailabilityServices) {
@@ -42,7 +45,7 @@ export async function findJobManagerLeader(
         () =>
           reject(
             new TimeoutError(
-              `no job manager was elected leader within ${timeoutMs} ms (${HighAvailabilityOptions.HA_MODE.key}: ${configuration.get(HighAvailabilityOptions.HA_MODE)}, cluster ${configuration.get(HighAvailabilityOptions.HA_CLUSTER_ID)})`,
+              `no ${lostToken === undefined ? "" : "new "}job manager was elected leader within ${timeoutMs} ms (${HighAvailabilityOptions.HA_MODE.key}: ${configuration.get(HighAvailabilityOptions.HA_MODE)}, cluster ${configuration.get(HighAvailabilityOptions.HA_CLUSTER_ID)})`,
             ),
           ),
         timeoutMs,
@@ -50,7 +53,7 @@ export async function findJobManagerLeader(
       retriever
         .start({
           notifyLeaderAddress: (found) => {
-            if (found !== undefined) resolve(found);
+            if (found !== undefined && found.fencingToken !== lostToken) resolve(found);
           },
           handleError: reject,
         })

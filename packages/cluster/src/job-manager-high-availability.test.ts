@@ -1,6 +1,8 @@
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { ErrorCodes } from "@sluice/core";
 import { expectRejection, waitFor } from "@sluice/core/testing";
 import { type EtcdServer, etcdUnavailableReason, startEtcd } from "@sluice/ha-etcd/testing";
@@ -111,4 +113,80 @@ describe.skipIf(reason !== undefined)("standby job managers on a real etcd", () 
     await waitFor(() => second.taskManagers.length === 1, { what: "the new registration" });
     expect(revoked).toEqual([]);
   }, 60_000);
+
+  it("re-registers a task manager with the standby after kill -9 of the leader", async () => {
+    const leader = spawnJobManager(ha());
+    await leader.waitFor(/^leader /);
+    const standby = spawnJobManager(ha());
+    const standbyPort = Number((await standby.waitFor(/^listening /)).split(" ")[1]);
+    const warnings: string[] = [];
+    const taskManager = await TaskManager.start(new Configuration(ha()), {
+      loader: LOADER,
+      connectRetryMs: 20_000,
+      onWarning: (message) => warnings.push(message),
+    });
+    taskManagers.push(taskManager);
+    await leader.waitFor(new RegExp(`^registered ${process.pid}`));
+    const killedAt = Date.now();
+    leader.child.kill("SIGKILL");
+    await standby.waitFor(/^leader /, 20_000);
+    await standby.waitFor(new RegExp(`^registered ${process.pid}`), 30_000);
+    // The job manager logs the registration before its reply reaches the task manager.
+    await waitFor(() => taskManager.reRegistrations === 1, { what: "the registration's reply" });
+    console.log(
+      `the task manager registered with the new leader ${Date.now() - killedAt} ms after kill -9 of the old one (lease TTL 2 s)`,
+    );
+    expect(taskManager.jobManagerAddress).toBe(`127.0.0.1:${standbyPort}`);
+    expect(warnings.join("\n")).toContain("registering with the next leader");
+    // It still runs: its TaskExecutor was kept, not closed.
+    let ended = false;
+    void taskManager.terminated.then(() => {
+      ended = true;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(ended).toBe(false);
+  }, 90_000);
 });
+
+const CANDIDATE = fileURLToPath(
+  new URL("./test-support/job-manager-candidate.mjs", import.meta.url),
+);
+const children = new Set<ChildProcess>();
+afterEach(() => {
+  for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
+  children.clear();
+});
+
+/** A job manager in its own process (the built packages), to be killed with SIGKILL. */
+function spawnJobManager(keys: Readonly<Record<string, string>>) {
+  const child = spawn(
+    process.execPath,
+    [
+      CANDIDATE,
+      JSON.stringify({
+        ...jobManagerConfiguration().toObject(),
+        ...keys,
+      }),
+    ],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  children.add(child);
+  const lines: string[] = [];
+  let partial = "";
+  child.stdout?.setEncoding("utf8");
+  child.stdout?.on("data", (chunk: string) => {
+    const parts = (partial + chunk).split("\n");
+    partial = parts.pop() ?? "";
+    lines.push(...parts);
+  });
+  return {
+    child,
+    async waitFor(pattern: RegExp, timeoutMs = 20_000): Promise<string> {
+      await waitFor(() => lines.some((line) => pattern.test(line)), {
+        what: `${pattern} from job manager ${child.pid} (printed: ${lines.join(" | ")})`,
+        timeoutMs,
+      });
+      return lines.find((line) => pattern.test(line)) as string;
+    },
+  };
+}
