@@ -30,7 +30,9 @@ export {
   type HostAndPort,
   JobManager,
   type JobManagerApplicationHandler,
+  type JobManagerDeployOptions,
   type JobManagerStartOptions,
+  type RecoverableJob,
   type ShutDownOptions,
 } from "./job-manager.js";
 export type { RefusedTaskManager } from "./job-manager-endpoint.js";

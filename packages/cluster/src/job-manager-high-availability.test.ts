@@ -5,12 +5,14 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { ErrorCodes } from "@sluice/core";
 import { expectRejection, waitFor } from "@sluice/core/testing";
+import { EtcdHighAvailabilityServicesFactory } from "@sluice/ha-etcd";
 import { type EtcdServer, etcdUnavailableReason, startEtcd } from "@sluice/ha-etcd/testing";
-import { Configuration, PluginNotFoundError } from "@sluice/runtime";
+import { Configuration, PluginNotFoundError, type Task } from "@sluice/runtime";
 import { FencingTokenError } from "@sluice/runtime-api";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { JobManager } from "./job-manager.js";
 import { TaskManager } from "./task-manager.js";
+import { sum } from "./test-support/number-tasks.js";
 import {
   closeTestCluster,
   jobManagerConfiguration,
@@ -146,6 +148,71 @@ describe.skipIf(reason !== undefined)("standby job managers on a real etcd", () 
     await new Promise((resolve) => setImmediate(resolve));
     expect(ended).toBe(false);
   }, 90_000);
+
+  it("recovers a running job on the standby from the latest stored checkpoint after kill -9 of the leader, exactly once", async () => {
+    const checkpoints = mkdtempSync(path.join(tmpdir(), "sluice-ha-checkpoints-"));
+    try {
+      const keys = {
+        ...ha(),
+        "state.checkpoints.dir": checkpoints,
+        "state.checkpoints.num-retained": "3",
+        "execution.checkpointing.interval": "50ms",
+        "restart-strategy.type": "fixed-delay",
+        "restart-strategy.fixed-delay.attempts": "1",
+      };
+      const leader = spawnJobManager(keys, "numbers");
+      await leader.waitFor(/^leader /);
+      const standby = spawnJobManager(keys, "numbers");
+      await standby.waitFor(/^listening /);
+      const own = await Promise.all(
+        [0, 1].map(() =>
+          TaskManager.start(new Configuration(ha()), {
+            loader: LOADER,
+            connectRetryMs: 20_000,
+            invokables: { numbers: slowNumbers, sum },
+            onWarning: () => {},
+          }),
+        ),
+      );
+      taskManagers.push(...own);
+      const jobId = (await leader.waitFor(/^deployed /)).split(" ")[1] as string;
+      // Once the leader stored a completed checkpoint of the job in etcd, it dies.
+      const reader = await new EtcdHighAvailabilityServicesFactory().createHAServices(
+        new Configuration(ha()),
+        {},
+      );
+      try {
+        const store = reader.createCompletedCheckpointStore(jobId, 3);
+        await waitFor(async () => (await store.getLatestCheckpoint()) !== undefined, {
+          what: "a checkpoint of the job in the completed-checkpoint store",
+          timeoutMs: 20_000,
+        });
+      } finally {
+        await reader.close();
+      }
+      const killedAt = Date.now();
+      leader.child.kill("SIGKILL");
+      await standby.waitFor(/^leader /, 30_000);
+      const electedMs = Date.now() - killedAt;
+      const deployed = await standby.waitFor(/^deployed /, 30_000);
+      const [, recoveredId, restoredFrom] = deployed.split(" ");
+      console.log(
+        `kill -9 of the leader: standby elected after ${electedMs} ms, job redeployed from checkpoint ${restoredFrom} after ${Date.now() - killedAt} ms (lease TTL 2 s)`,
+      );
+      expect(recoveredId).toBe(jobId);
+      expect(restoredFrom).not.toBe("-");
+      const finished = JSON.parse(
+        (await standby.waitFor(/^finished /, 60_000)).slice("finished ".length),
+      ) as { status: string; error: string | null; sums: { count: number; sum: number }[] };
+      expect(finished.status, String(finished.error)).toBe("FINISHED");
+      // Exactly once across the failover: every number counted once.
+      expect(finished.sums.reduce((t, s) => t + s.count, 0)).toBe(2 * SLOW_NUMBERS);
+      expect(finished.sums.reduce((t, s) => t + s.sum, 0)).toBe(SLOW_NUMBERS * (SLOW_NUMBERS - 1));
+      for (const tm of own) expect(tm.reRegistrations).toBe(1);
+    } finally {
+      rmSync(checkpoints, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
 
 const CANDIDATE = fileURLToPath(
@@ -157,8 +224,26 @@ afterEach(() => {
   children.clear();
 });
 
+const SLOW_NUMBERS = 30_000;
+
+/** Numbers 0..SLOW_NUMBERS-1 with a millisecond's pause every 100, so a failover hits mid-job. */
+async function slowNumbers(task: Task): Promise<number> {
+  let offset = (task.restoredState as { offset: number } | undefined)?.offset ?? 0;
+  task.setCheckpointHandler({ snapshotState: () => ({ offset }) });
+  const writer = task.writer<number>();
+  while (offset < SLOW_NUMBERS) {
+    if (!writer.isAvailable()) await task.yieldToMailbox(writer.getAvailableFuture());
+    else if (offset % 100 === 0) {
+      await task.yieldToMailbox(new Promise((resolve) => setTimeout(resolve, 1)));
+    }
+    writer.emit(offset);
+    offset++;
+  }
+  return offset;
+}
+
 /** A job manager in its own process (the built packages), to be killed with SIGKILL. */
-function spawnJobManager(keys: Readonly<Record<string, string>>) {
+function spawnJobManager(keys: Readonly<Record<string, string>>, mode = "idle") {
   const child = spawn(
     process.execPath,
     [
@@ -167,6 +252,7 @@ function spawnJobManager(keys: Readonly<Record<string, string>>) {
         ...jobManagerConfiguration().toObject(),
         ...keys,
       }),
+      mode,
     ],
     { stdio: ["ignore", "pipe", "inherit"] },
   );

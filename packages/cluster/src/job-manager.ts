@@ -9,10 +9,13 @@ import {
   type Placement,
 } from "@sluice/runtime";
 import {
+  CheckpointingOptions,
+  type CompletedCheckpointStore,
   HeartbeatManagerOptions,
   type HighAvailabilityServices,
   JobManagerOptions,
   type JsonValue,
+  type StoredCompletedCheckpoint,
 } from "@sluice/runtime-api";
 import { emitClusterWarning } from "./cluster-warning.js";
 import { HOST_LOCAL_KEYS, type ShutdownReport } from "./control-plane-messages.js";
@@ -90,6 +93,30 @@ export interface JobManagerStartOptions extends JobDeployerOptions {
   readonly onLeadershipRevoked?: () => void;
 }
 
+/** Options of {@link JobManager.deploy}: the runtime's, and what high availability keeps. */
+export interface JobManagerDeployOptions extends DeployOptions {
+  /**
+   * What a new leader needs to rebuild this job after a failover (JSON; e.g. the application's
+   * own job description). When given, the job graph store keeps it under the job's id, every
+   * checkpoint the job completes goes into the completed-checkpoint store, and both are removed
+   * once the job ends for good. See {@link JobManager.recoverableJobs}.
+   */
+  readonly recoveryDescription?: JsonValue;
+}
+
+/** A job the previous leader ran, as the high-availability stores keep it. */
+export interface RecoverableJob {
+  /** The job's id (rebuild the graph with it: the checkpoint belongs to it). */
+  readonly jobId: string;
+  /** The `recoveryDescription` it was deployed with. */
+  readonly description: JsonValue;
+  /** Its latest completed checkpoint, if one completed: restore from its `externalPointer`. */
+  readonly latestCheckpoint: StoredCompletedCheckpoint | undefined;
+}
+
+/** How often a job's latest completed checkpoint is looked at to be stored. */
+const CHECKPOINT_STORE_POLL_MS = 25;
+
 /** Options of {@link JobManager.close} and {@link JobManager.shutDownTaskManagers}. */
 export interface ShutDownOptions {
   /** Why, as task managers report it (default "the job manager is closing"). */
@@ -154,6 +181,7 @@ export class JobManager {
     readonly highAvailability: HighAvailabilityServices,
     /** Whether {@link close} closes {@link highAvailability} (it loaded them itself). */
     private readonly ownsHighAvailability: boolean,
+    private readonly warn: (message: string) => void,
   ) {
     this.url = endpoint.url;
     this.host = endpoint.host;
@@ -273,6 +301,7 @@ export class JobManager {
       slotRequestTimeoutMs,
       highAvailability,
       ownsHighAvailability,
+      warn,
     );
     jobManager = started;
     try {
@@ -458,7 +487,7 @@ export class JobManager {
   async deploy(
     graph: JobGraph,
     placement?: Placement,
-    options: DeployOptions = {},
+    options: JobManagerDeployOptions = {},
   ): Promise<JobExecution> {
     let place = placement;
     if (place === undefined) {
@@ -470,10 +499,86 @@ export class JobManager {
       }
       place = this.replacingPlacement(taskManagers);
     }
-    const execution = await this.deployer.deploy(graph, place, options);
+    const { recoveryDescription, ...deployOptions } = options;
+    const jobId = graph.jobId.toString();
+    if (recoveryDescription !== undefined) {
+      await this.highAvailability.getJobGraphStore().putJobGraph(jobId, recoveryDescription);
+    }
+    const execution = await this.deployer.deploy(graph, place, deployOptions);
     this.executions.add(execution);
     void execution.terminated.then(() => this.executions.delete(execution));
+    if (recoveryDescription !== undefined) this.storeCheckpointsOf(execution, jobId);
     return execution;
+  }
+
+  /**
+   * The jobs the previous leader deployed with a `recoveryDescription` and that did not end: what
+   * a newly elected job manager redeploys, each from its latest completed checkpoint (read it with
+   * the runtime's `loadCompletedCheckpoint` and pass it as `restoreFrom`).
+   */
+  async recoverableJobs(): Promise<readonly RecoverableJob[]> {
+    const store = this.highAvailability.getJobGraphStore();
+    const jobs: RecoverableJob[] = [];
+    for (const jobId of await store.getJobIds()) {
+      const description = await store.recoverJobGraph(jobId);
+      if (description === undefined) continue;
+      const latestCheckpoint = await this.checkpointStoreOf(jobId).getLatestCheckpoint();
+      jobs.push({ jobId, description, latestCheckpoint });
+    }
+    return jobs;
+  }
+
+  private checkpointStoreOf(jobId: string): CompletedCheckpointStore {
+    return this.highAvailability.createCompletedCheckpointStore(
+      jobId,
+      this.configuration.get(CheckpointingOptions.MAX_RETAINED_CHECKPOINTS),
+    );
+  }
+
+  /**
+   * Puts each checkpoint the job completes into the completed-checkpoint store (a new leader
+   * restores the latest), and removes the job from the stores once it ended for good. A job
+   * manager that is closing or lost its leadership leaves them for the next leader.
+   */
+  private storeCheckpointsOf(execution: JobExecution, jobId: string): void {
+    const store = this.checkpointStoreOf(jobId);
+    let stored: bigint | undefined;
+    let writing: Promise<void> = Promise.resolve();
+    const timer = setInterval(() => {
+      const latest = execution.checkpointCoordinator?.latestCompletedCheckpoint;
+      if (latest === undefined || (stored !== undefined && latest.checkpointId <= stored)) return;
+      if (this.leaderToken === undefined) return;
+      stored = latest.checkpointId;
+      writing = writing.then(() =>
+        store
+          .addCheckpoint({
+            checkpointId: latest.checkpointId,
+            timestamp: latest.timestamp,
+            externalPointer: latest.metadataPath,
+          })
+          .then(
+            () => undefined,
+            (error: Error) =>
+              this.warn(
+                `could not store checkpoint ${latest.checkpointId} of job ${jobId}: ${error.message}`,
+              ),
+          ),
+      );
+    }, CHECKPOINT_STORE_POLL_MS);
+    timer.unref();
+    void execution.terminated.then(async () => {
+      clearInterval(timer);
+      await writing;
+      if (this.closing !== undefined || this.leaderToken === undefined) return;
+      try {
+        await this.highAvailability.getJobGraphStore().removeJobGraph(jobId);
+        await store.shutdown(true);
+      } catch (error) {
+        this.warn(
+          `could not remove job ${jobId} from the high-availability stores: ${(error as Error).message}`,
+        );
+      }
+    });
   }
 
   /**

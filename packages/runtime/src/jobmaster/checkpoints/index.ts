@@ -17,6 +17,7 @@ export {
   CheckpointStatsTracker,
 } from "./checkpoint-stats-tracker.js";
 export { CompletedCheckpoint, type SubtaskCheckpointState } from "./completed-checkpoint.js";
+export { loadCompletedCheckpoint } from "./completed-checkpoint-loader.js";
 export {
   PendingCheckpoint,
   type TaskAcknowledgeResult,
