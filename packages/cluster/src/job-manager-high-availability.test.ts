@@ -203,8 +203,15 @@ describe.skipIf(reason !== undefined)("standby job managers on a real etcd", () 
       expect(restoredFrom).not.toBe("-");
       const finished = JSON.parse(
         (await standby.waitFor(/^finished /, 60_000)).slice("finished ".length),
-      ) as { status: string; error: string | null; sums: { count: number; sum: number }[] };
+      ) as {
+        status: string;
+        error: string | null;
+        sums: { count: number; sum: number }[];
+        restoredFrom: string | null;
+      };
       expect(finished.status, String(finished.error)).toBe("FINISHED");
+      // It went on from the stored checkpoint, not from the start.
+      expect(finished.restoredFrom).toBe(restoredFrom);
       // Exactly once across the failover: every number counted once.
       expect(finished.sums.reduce((t, s) => t + s.count, 0)).toBe(2 * SLOW_NUMBERS);
       expect(finished.sums.reduce((t, s) => t + s.sum, 0)).toBe(SLOW_NUMBERS * (SLOW_NUMBERS - 1));
