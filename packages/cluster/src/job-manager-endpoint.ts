@@ -16,6 +16,7 @@ import { type ListenTarget, listenError } from "@sluice/runtime";
 import { FencingTokenError, JobManagerOptions, type JsonValue } from "@sluice/runtime-api";
 import { type WebSocket, WebSocketServer } from "ws";
 import {
+  CONTROL_PLANE_KEEP_ALIVE_DELAY_MS,
   CONTROL_PLANE_PATH,
   CONTROL_PLANE_VERSION,
   controlPlaneUrl,
@@ -261,6 +262,7 @@ export class JobManagerEndpoint {
       return;
     }
     this.connections.add(socket);
+    socket.setKeepAlive(true, CONTROL_PLANE_KEEP_ALIVE_DELAY_MS);
     const timer = setTimeout(() => {
       if (socket.destroyed || this.registeredAddresses.has(address)) return;
       events.onWarning(
