@@ -22,6 +22,7 @@ export interface JobManagerLeader extends HostAndPort {
  *
  * @param lostToken - the leadership of a job manager that was just lost: it does not count, even
  *   while etcd still shows it (its lease has not expired yet).
+ * @param signal - stops the search (the task manager is closing): it rejects with the reason.
  * @throws TimeoutError when no leader confirmed its address within `timeoutMs`; the services'
  *   errors (ConfigurationError, HighAvailabilityUnavailableError).
  */
@@ -31,6 +32,7 @@ export async function findJobManagerLeader(
   onWarning: (message: string) => void,
   loader: PluginLoaderOptions = {},
   lostToken?: string,
+  signal?: AbortSignal,
 ): Promise<JobManagerLeader | undefined> {
   const services = await loadHighAvailabilityServices(configuration, { onWarning }, loader);
   if (services instanceof EmbeddedHighAvailabilityServices) {
@@ -50,6 +52,8 @@ export async function findJobManagerLeader(
           ),
         timeoutMs,
       );
+      signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
+      if (signal?.aborted) reject(signal.reason);
       retriever
         .start({
           notifyLeaderAddress: (found) => {

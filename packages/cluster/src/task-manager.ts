@@ -121,6 +121,8 @@ export class TaskManager {
   private leaderToken: string | undefined;
   private readonly warn: (message: string) => void;
   private reRegistering = false;
+  /** Stops the search for a new leader when the task manager ends meanwhile. */
+  private readonly leaderSearch = new AbortController();
   /** How many times it registered with a new leader after losing one. */
   private reRegistrationCount = 0;
   private registeredIndex = -1;
@@ -416,6 +418,7 @@ export class TaskManager {
         warn,
         this.options.loader,
         lostToken,
+        this.leaderSearch.signal,
       );
       if (leader === undefined || this.ending !== undefined) {
         throw new IllegalStateError("high availability was turned off");
@@ -485,6 +488,7 @@ export class TaskManager {
   private end(): void {
     if (this.ended) return;
     this.ended = true;
+    this.leaderSearch.abort(new IllegalStateError("the task manager ended"));
     this.heartbeats?.stop();
     this.connection.close(this.ending?.message ?? "the task manager ended");
     const closing = this.executor.close();
