@@ -1,10 +1,12 @@
 import { JobManager, type RegisteredTaskManager } from "@sluice/cluster";
-import { ConfigurationError, ErrorCodes, isSluiceError } from "@sluice/core";
+import { ConfigurationError, ErrorCodes, isSluiceError, JobID } from "@sluice/core";
 import {
+  type CompletedCheckpoint,
   type Configuration,
   describeThrowable,
   type JobExecution,
   type JobResult,
+  loadCompletedCheckpoint,
   loadConfigurationAndShufflePlugin,
   serializeThrowable,
 } from "@sluice/runtime";
@@ -103,6 +105,10 @@ export class JobManagerRole {
   private readonly expectedExit = new Map<number, number>();
   private jobManager: JobManager | undefined;
   private execution: JobExecution | undefined;
+  /** Whether the job managers run under high availability (not `none`). */
+  private highAvailability = false;
+  /** The previous leader's checkpoint this job manager restores the job from. */
+  private restoreFrom: CompletedCheckpoint | undefined;
   private local: LocalTaskManagers | undefined;
   private recovery: Recovery | undefined;
   private startedAt = 0;
@@ -167,7 +173,14 @@ export class JobManagerRole {
     this.jobManager = jobManager;
 
     const shuffle = jobManager.plugin.reference;
-    const job = wordCountJob(options);
+    let job: WordCountJob;
+    try {
+      job = await this.recoverOrCreateJob(jobManager);
+    } catch (error) {
+      this.io.stderr.write(`error: cannot recover the job: ${(error as Error).message}\n`);
+      await jobManager.close({ failed: true, timeoutMs: CANCEL_GRACE_MS });
+      return 1;
+    }
     this.say(
       `Sluice demo: word count of ${formatInteger(options.records)} words, parallelism ${options.parallelism}, ` +
         `${options.taskManagers} task managers, shuffle ${shuffle}` +
@@ -211,12 +224,32 @@ export class JobManagerRole {
    * command) or where `--bind` or `jobmanager.rpc.*` say.
    */
   /**
+   * The word count to run: under high availability, the one the previous leader left in the
+   * stores (same job id), restored from its latest stored checkpoint; else a new one.
+   */
+  private async recoverOrCreateJob(jobManager: JobManager): Promise<WordCountJob> {
+    if (!this.highAvailability) return wordCountJob(this.options);
+    const [previous] = await jobManager.recoverableJobs();
+    if (previous === undefined) return wordCountJob(this.options);
+    const job = wordCountJob(this.options, JobID.fromHex(previous.jobId));
+    const checkpoint = previous.latestCheckpoint;
+    if (checkpoint !== undefined) {
+      this.restoreFrom = await loadCompletedCheckpoint(checkpoint.externalPointer, job.graph);
+    }
+    this.say(
+      `recovering job ${previous.jobId} left by the previous leader, ${checkpoint === undefined ? "from the start (no checkpoint was stored)" : `from checkpoint ${checkpoint.checkpointId}`}\n`,
+    );
+    return job;
+  }
+
+  /**
    * With high availability, a standby waits here until it is elected: only the leader accepts
    * task managers and runs the job. With `none` the job manager leads from the start.
    */
   private async awaitLeadership(jobManager: JobManager, configuration: Configuration) {
     const type = configuration.get(HighAvailabilityOptions.HA_MODE);
     if (type.trim().toLowerCase() === "none") return;
+    this.highAvailability = true;
     if (jobManager.fencingToken === undefined) {
       this.say(
         `standby job manager at ${jobManager.url}: waiting to be elected leader (${HighAvailabilityOptions.HA_MODE.key}: ${type})\n`,
@@ -321,6 +354,9 @@ export class JobManagerRole {
     // disk, a bad checkpoint folder) must not loop silently.
     let failovers = 0;
     const execution = await jobManager.deploy(job.graph, undefined, {
+      // Under high availability a standby that takes over finds the job and its checkpoints.
+      ...(this.highAvailability ? { recoveryDescription: { job: "word count" } } : {}),
+      ...(this.restoreFrom === undefined ? {} : { restoreFrom: this.restoreFrom }),
       statusListener: (status, cause) => {
         if (status !== "RESTARTING") return;
         const why = cause === undefined ? "" : `: ${describeThrowable(serializeThrowable(cause))}`;
