@@ -2,6 +2,7 @@ import { IllegalArgumentError, IllegalStateError } from "@sluice/core";
 import {
   type CheckpointIDCounter,
   type CompletedCheckpointStore,
+  checkMaxRetainedCheckpoints,
   FencingTokenError,
   type HighAvailabilityServices,
   type JobGraphStore,
@@ -67,11 +68,7 @@ export class EmbeddedHighAvailabilityServices implements HighAvailabilityService
     jobId: string,
     maxNumberOfRetainedCheckpoints: number,
   ): CompletedCheckpointStore {
-    if (!Number.isInteger(maxNumberOfRetainedCheckpoints) || maxNumberOfRetainedCheckpoints < 1) {
-      throw new IllegalArgumentError(
-        `the completed-checkpoint store keeps at least 1 checkpoint, got ${maxNumberOfRetainedCheckpoints}`,
-      );
-    }
+    checkMaxRetainedCheckpoints(maxNumberOfRetainedCheckpoints);
     const all = () => this.checkpoints.get(jobId) ?? [];
     return {
       maxNumberOfRetainedCheckpoints,

@@ -1,11 +1,11 @@
-import { IllegalArgumentError } from "@sluice/core";
-import type {
-  CheckpointIDCounter,
-  CompletedCheckpointStore,
-  HighAvailabilityServices,
-  JobGraphStore,
-  LeaderElection,
-  LeaderRetrievalService,
+import {
+  type CheckpointIDCounter,
+  type CompletedCheckpointStore,
+  checkMaxRetainedCheckpoints,
+  type HighAvailabilityServices,
+  type JobGraphStore,
+  type LeaderElection,
+  type LeaderRetrievalService,
 } from "@sluice/runtime-api";
 import type { Etcd3, Namespace } from "etcd3";
 import { etcdCall } from "./etcd-call.js";
@@ -84,11 +84,7 @@ export class EtcdHighAvailabilityServices implements HighAvailabilityServices {
     jobId: string,
     maxNumberOfRetainedCheckpoints: number,
   ): CompletedCheckpointStore {
-    if (!Number.isInteger(maxNumberOfRetainedCheckpoints) || maxNumberOfRetainedCheckpoints < 1) {
-      throw new IllegalArgumentError(
-        `the completed-checkpoint store keeps at least 1 checkpoint, got ${maxNumberOfRetainedCheckpoints}`,
-      );
-    }
+    checkMaxRetainedCheckpoints(maxNumberOfRetainedCheckpoints);
     return new EtcdCompletedCheckpointStore(
       this.namespace,
       this.fence,

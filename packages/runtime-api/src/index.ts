@@ -142,9 +142,10 @@ export {
 } from "./errors.js";
 // High availability of the job manager
 export type { CheckpointIDCounter } from "./high-availability/checkpoint-id-counter.js";
-export type {
-  CompletedCheckpointStore,
-  StoredCompletedCheckpoint,
+export {
+  type CompletedCheckpointStore,
+  checkMaxRetainedCheckpoints,
+  type StoredCompletedCheckpoint,
 } from "./high-availability/completed-checkpoint-store.js";
 export {
   type HighAvailabilityServices,

@@ -1,3 +1,4 @@
+import { IllegalArgumentError } from "@sluice/core";
 import type { JsonValue } from "../descriptors/json-fields.js";
 
 /**
@@ -48,4 +49,19 @@ export interface CompletedCheckpointStore {
    * @throws FencingTokenError when discarding and this job manager is not the current leader.
    */
   shutdown(discard: boolean): Promise<void>;
+}
+
+/**
+ * Checks the retained number a {@link CompletedCheckpointStore} is created with, for
+ * `HighAvailabilityServices.createCompletedCheckpointStore` implementations; returns it.
+ *
+ * @throws IllegalArgumentError when it is not an integer of at least 1.
+ */
+export function checkMaxRetainedCheckpoints(maxNumberOfRetainedCheckpoints: number): number {
+  if (!Number.isInteger(maxNumberOfRetainedCheckpoints) || maxNumberOfRetainedCheckpoints < 1) {
+    throw new IllegalArgumentError(
+      `the completed-checkpoint store keeps at least 1 checkpoint, got ${maxNumberOfRetainedCheckpoints}`,
+    );
+  }
+  return maxNumberOfRetainedCheckpoints;
 }
