@@ -1,13 +1,16 @@
 import { JobManager, type RegisteredTaskManager } from "@sluice/cluster";
-import { ConfigurationError, ErrorCodes, isSluiceError } from "@sluice/core";
+import { ConfigurationError, ErrorCodes, isSluiceError, JobID } from "@sluice/core";
 import {
+  type CompletedCheckpoint,
   type Configuration,
   describeThrowable,
   type JobExecution,
   type JobResult,
+  loadCompletedCheckpoint,
   loadConfigurationAndShufflePlugin,
   serializeThrowable,
 } from "@sluice/runtime";
+import { HighAvailabilityOptions } from "@sluice/runtime-api";
 import {
   applyBatchDefaults,
   BATCH_SHUFFLE_MESSAGE,
@@ -50,6 +53,8 @@ import { COUNT_VERTEX, type WordCountJob, wordCountJob } from "./word-count-job.
 
 /** How long local task managers may take to start and register. */
 const STARTUP_TIMEOUT_MS = 30_000;
+/** How long a standby job manager waits to be elected (a standby may wait for days). */
+const LEADERSHIP_WAIT_MS = 2 ** 31 - 1;
 /** How long a clean shutdown may take. */
 const SHUTDOWN_TIMEOUT_MS = 10_000;
 /** After a failure: how long the job's tasks and the task managers get before they are killed. */
@@ -101,6 +106,10 @@ export class JobManagerRole {
   private readonly expectedExit = new Map<number, number>();
   private jobManager: JobManager | undefined;
   private execution: JobExecution | undefined;
+  /** Whether the job managers run under high availability (not `none`). */
+  private highAvailability = false;
+  /** The previous leader's checkpoint this job manager restores the job from. */
+  private restoreFrom: CompletedCheckpoint | undefined;
   private local: LocalTaskManagers | undefined;
   private recovery: Recovery | undefined;
   private startedAt = 0;
@@ -152,6 +161,7 @@ export class JobManagerRole {
         this.batch = { codec: compressionCodecOf(configuration) };
       }
       jobManager = await this.startJobManager(configuration);
+      await this.awaitLeadership(jobManager, configuration);
     } catch (error) {
       if (error instanceof ConfigurationError) {
         this.io.stderr.write(`error: ${error.message}\n`);
@@ -167,7 +177,14 @@ export class JobManagerRole {
     this.jobManager = jobManager;
 
     const shuffle = jobManager.plugin.reference;
-    const job = wordCountJob({ ...options, sinkDirectory: options.output });
+    let job: WordCountJob;
+    try {
+      job = await this.recoverOrCreateJob(jobManager);
+    } catch (error) {
+      this.io.stderr.write(`error: cannot recover the job: ${(error as Error).message}\n`);
+      await jobManager.close({ failed: true, timeoutMs: CANCEL_GRACE_MS });
+      return 1;
+    }
     this.say(
       `Sluice demo: word count of ${formatInteger(options.records)} words, parallelism ${options.parallelism}, ` +
         `${options.taskManagers} task managers, shuffle ${shuffle}` +
@@ -206,6 +223,47 @@ export class JobManagerRole {
     }
   }
 
+  /** What the word count is built from: the demo's options, its file sink writing to `--output`. */
+  private get jobOptions(): Parameters<typeof wordCountJob>[0] {
+    return { ...this.options, sinkDirectory: this.options.output };
+  }
+
+  /**
+   * The word count to run: under high availability, the one the previous leader left in the
+   * stores (same job id), restored from its latest stored checkpoint; else a new one.
+   */
+  private async recoverOrCreateJob(jobManager: JobManager): Promise<WordCountJob> {
+    if (!this.highAvailability) return wordCountJob(this.jobOptions);
+    const [previous] = await jobManager.recoverableJobs();
+    if (previous === undefined) return wordCountJob(this.jobOptions);
+    const job = wordCountJob(this.jobOptions, JobID.fromHex(previous.jobId));
+    const checkpoint = previous.latestCheckpoint;
+    if (checkpoint !== undefined) {
+      this.restoreFrom = await loadCompletedCheckpoint(checkpoint.externalPointer, job.graph);
+    }
+    this.say(
+      `recovering job ${previous.jobId} left by the previous leader, ${checkpoint === undefined ? "from the start (no checkpoint was stored)" : `from checkpoint ${checkpoint.checkpointId}`}\n`,
+    );
+    return job;
+  }
+
+  /**
+   * With high availability, a standby waits here until it is elected: only the leader accepts
+   * task managers and runs the job. With `none` the job manager leads from the start.
+   */
+  private async awaitLeadership(jobManager: JobManager, configuration: Configuration) {
+    const type = configuration.get(HighAvailabilityOptions.HA_MODE);
+    if (type.trim().toLowerCase() === "none") return;
+    this.highAvailability = true;
+    if (jobManager.fencingToken === undefined) {
+      this.say(
+        `standby job manager at ${jobManager.url}: waiting to be elected leader (${HighAvailabilityOptions.HA_MODE.key}: ${type})\n`,
+      );
+    }
+    const token = await jobManager.waitForLeadership(LEADERSHIP_WAIT_MS);
+    this.say(`elected leader (fencing token ${token}); task managers find this job manager now\n`);
+  }
+
   /**
    * Starts the cluster's job manager: the JobDeployer, and the control plane on 127.0.0.1 (one
    * command) or where `--bind` or `jobmanager.rpc.*` say.
@@ -220,6 +278,11 @@ export class JobManagerRole {
       maxTaskManagers: options.taskManagers,
       onFatalError: (error) =>
         this.failures.record(1, `the shuffle master failed: ${error.message}`),
+      onLeadershipRevoked: () =>
+        this.failures.record(
+          1,
+          "this job manager lost its leadership (its etcd lease expired): another job manager leads now",
+        ),
       onTaskManagerRegistered: (tm) => {
         const { host, dataPort, resourceId } = tm.location;
         this.say(`${tm.label} ready: data port ${host}:${dataPort}, resource ${resourceId}\n`);
@@ -300,6 +363,9 @@ export class JobManagerRole {
     // disk, a bad checkpoint folder) must not loop silently.
     let failovers = 0;
     const execution = await jobManager.deploy(job.graph, undefined, {
+      // Under high availability a standby that takes over finds the job and its checkpoints.
+      ...(this.highAvailability ? { recoveryDescription: { job: "word count" } } : {}),
+      ...(this.restoreFrom === undefined ? {} : { restoreFrom: this.restoreFrom }),
       statusListener: (status, cause) => {
         if (status !== "RESTARTING") return;
         const why = cause === undefined ? "" : `: ${describeThrowable(serializeThrowable(cause))}`;

@@ -1,3 +1,4 @@
+import type { JobID } from "@sluice/core";
 import { Corpus, type CorpusSpec } from "@sluice/corpus";
 import type { JobGraph as JobGraphType, Task, TaskInvokable } from "@sluice/runtime";
 import { JobGraph } from "@sluice/runtime";
@@ -42,13 +43,14 @@ export interface WordCountJob {
  * (serializer `string`, key selector `value`: the word is its own key). In batch mode the exchange
  * is a BLOCKING data set: the job side deploys the counters once every source finished.
  */
-export function wordCountJob(options: WordCountOptions): WordCountJob {
+export function wordCountJob(options: WordCountOptions, jobId?: JobID): WordCountJob {
   const corpus: CorpusSpec = {
     seed: options.seed,
     records: options.records,
     parallelism: options.parallelism,
   };
-  const graph = new JobGraph("word count");
+  // A job manager that recovers the job after a failover rebuilds it with the job's own id.
+  const graph = new JobGraph("word count", jobId);
   const source = graph.addVertex({
     name: SOURCE_VERTEX,
     parallelism: options.parallelism,

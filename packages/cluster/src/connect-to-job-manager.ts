@@ -4,6 +4,7 @@ import { PartitionConnectionError } from "@sluice/core";
 import type { TlsSettings } from "@sluice/network";
 import WebSocket from "ws";
 import {
+  CONTROL_PLANE_KEEP_ALIVE_DELAY_MS,
   CONTROL_PLANE_PATH,
   controlPlaneUrl,
   JobManagerMethods,
@@ -83,6 +84,7 @@ function connectOnce(options: ConnectOptions): Promise<ConnectedJobManager> {
     socket.once("error", fail);
     socket.once("upgrade", (response) => {
       const raw = response.socket;
+      raw.setKeepAlive(true, CONTROL_PLANE_KEEP_ALIVE_DELAY_MS);
       localAddress = raw.localAddress ?? "";
       if (tls === undefined) return;
       const violation = pinViolation(tls, raw as TLSSocket);

@@ -10,6 +10,10 @@ export {
   TaskManagerMethods,
 } from "./control-plane-messages.js";
 export { readControlPlaneTls } from "./control-plane-tls.js";
+export {
+  EMBEDDED_FENCING_TOKEN,
+  EmbeddedHighAvailabilityServices,
+} from "./embedded-high-availability-services.js";
 export type {
   Delivery,
   ForwardedMethod,
@@ -19,10 +23,16 @@ export type {
 } from "./gateway-forwarding.js";
 export { HeartbeatMonitor } from "./heartbeat-monitor.js";
 export {
+  HIGH_AVAILABILITY_ALIASES,
+  loadHighAvailabilityServices,
+} from "./high-availability-services-loader.js";
+export {
   type HostAndPort,
   JobManager,
   type JobManagerApplicationHandler,
+  type JobManagerDeployOptions,
   type JobManagerStartOptions,
+  type RecoverableJob,
   type ShutDownOptions,
 } from "./job-manager.js";
 export type { RefusedTaskManager } from "./job-manager-endpoint.js";

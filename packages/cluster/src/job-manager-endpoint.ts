@@ -13,9 +13,10 @@ import {
 } from "@sluice/core";
 import type { TlsSettings } from "@sluice/network";
 import { type ListenTarget, listenError } from "@sluice/runtime";
-import { JobManagerOptions, type JsonValue } from "@sluice/runtime-api";
+import { FencingTokenError, JobManagerOptions, type JsonValue } from "@sluice/runtime-api";
 import { type WebSocket, WebSocketServer } from "ws";
 import {
+  CONTROL_PLANE_KEEP_ALIVE_DELAY_MS,
   CONTROL_PLANE_PATH,
   CONTROL_PLANE_VERSION,
   controlPlaneUrl,
@@ -100,6 +101,12 @@ export interface JobManagerEndpointOptions {
   readonly maxTaskManagers: number;
   /** The configuration task managers get at `hello`. */
   readonly taskManagerConfiguration: Readonly<Record<string, JsonValue>>;
+  /**
+   * With high availability: the fencing token of this job manager's current leadership, or
+   * `undefined` while it does not lead (a standby); task managers are refused at `hello` then.
+   * Without it (`high-availability.type: none`) every task manager is welcome.
+   */
+  readonly leadership?: () => string | undefined;
   readonly events: JobManagerEndpointEvents;
 }
 
@@ -255,6 +262,7 @@ export class JobManagerEndpoint {
       return;
     }
     this.connections.add(socket);
+    socket.setKeepAlive(true, CONTROL_PLANE_KEEP_ALIVE_DELAY_MS);
     const timer = setTimeout(() => {
       if (socket.destroyed || this.registeredAddresses.has(address)) return;
       events.onWarning(
@@ -322,6 +330,19 @@ export class JobManagerEndpoint {
             `incompatible versions: the task manager speaks control plane version ${params.version} (Sluice ${params.sluiceVersion}, application ${describeVersion(params.applicationVersion)}), the job manager version ${CONTROL_PLANE_VERSION} (Sluice ${SLUICE_VERSION}, application ${describeVersion(applicationVersion)}); run the same release everywhere`,
           ),
         );
+      }
+      const { leadership } = this.options;
+      if (leadership !== undefined) {
+        const token = leadership();
+        if (token === undefined || (params.fencingToken ?? token) !== token) {
+          refuse(
+            new FencingTokenError(
+              token === undefined
+                ? `the job manager at ${this.url} is not the leader (a standby); follow the leader through the high-availability services`
+                : `the task manager looked up leadership ${params.fencingToken}, but the job manager at ${this.url} holds leadership ${token}`,
+            ),
+          );
+        }
       }
       hello = { pid: params.pid, hostname: params.hostname };
       peer.label = `the task manager with pid ${params.pid} on ${params.hostname} (${remoteAddress})`;

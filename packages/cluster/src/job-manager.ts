@@ -8,10 +8,20 @@ import {
   type JobGraph,
   type Placement,
 } from "@sluice/runtime";
-import { HeartbeatManagerOptions, JobManagerOptions, type JsonValue } from "@sluice/runtime-api";
+import {
+  CheckpointingOptions,
+  type CompletedCheckpointStore,
+  HeartbeatManagerOptions,
+  type HighAvailabilityServices,
+  JobManagerOptions,
+  type JsonValue,
+  type StoredCompletedCheckpoint,
+} from "@sluice/runtime-api";
 import { emitClusterWarning } from "./cluster-warning.js";
 import { HOST_LOCAL_KEYS, type ShutdownReport } from "./control-plane-messages.js";
 import { readControlPlaneTls } from "./control-plane-tls.js";
+import { EmbeddedHighAvailabilityServices } from "./embedded-high-availability-services.js";
+import { loadHighAvailabilityServices } from "./high-availability-services-loader.js";
 import { JobManagerEndpoint, type RefusedTaskManager } from "./job-manager-endpoint.js";
 import type { RegisteredTaskManager } from "./registered-task-manager.js";
 import { type ShufflePluginIdentity, shufflePluginIdentity } from "./shuffle-plugin-identity.js";
@@ -65,7 +75,47 @@ export interface JobManagerStartOptions extends JobDeployerOptions {
    * (default: `process.emitWarning`).
    */
   readonly onWarning?: (message: string) => void;
+  /**
+   * The high-availability services to run under. Default: the ones `high-availability.type`
+   * names, which the job manager then closes with itself; services passed here stay open.
+   */
+  readonly highAvailability?: HighAvailabilityServices;
+  /**
+   * This job manager became the leader (`fencingToken`) and published its address: task managers
+   * register with it from now on. With `high-availability.type: none`, right after start.
+   */
+  readonly onLeadershipGranted?: (fencingToken: string) => void;
+  /**
+   * This job manager lost its leadership (its lease expired, or etcd was out of reach for too
+   * long): it dropped its task managers' connections and refuses new ones, and its store writes
+   * are refused. Default: a warning. The application decides whether to exit or stay a standby.
+   */
+  readonly onLeadershipRevoked?: () => void;
 }
+
+/** Options of {@link JobManager.deploy}: the runtime's, and what high availability keeps. */
+export interface JobManagerDeployOptions extends DeployOptions {
+  /**
+   * What a new leader needs to rebuild this job after a failover (JSON; e.g. the application's
+   * own job description). When given, the job graph store keeps it under the job's id, every
+   * checkpoint the job completes goes into the completed-checkpoint store, and both are removed
+   * once the job ends for good. See {@link JobManager.recoverableJobs}.
+   */
+  readonly recoveryDescription?: JsonValue;
+}
+
+/** A job the previous leader ran, as the high-availability stores keep it. */
+export interface RecoverableJob {
+  /** The job's id (rebuild the graph with it: the checkpoint belongs to it). */
+  readonly jobId: string;
+  /** The `recoveryDescription` it was deployed with. */
+  readonly description: JsonValue;
+  /** Its latest completed checkpoint, if one completed: restore from its `externalPointer`. */
+  readonly latestCheckpoint: StoredCompletedCheckpoint | undefined;
+}
+
+/** How often a job's latest completed checkpoint is looked at to be stored. */
+const CHECKPOINT_STORE_POLL_MS = 25;
 
 /** Options of {@link JobManager.close} and {@link JobManager.shutDownTaskManagers}. */
 export interface ShutDownOptions {
@@ -114,6 +164,8 @@ export class JobManager {
   private readonly executions = new Set<JobExecution>();
   private readonly waiters = new Set<Waiter>();
   private closing: Promise<void> | undefined;
+  private leaderToken: string | undefined;
+  private readonly leadershipWaiters = new Set<() => void>();
 
   private constructor(
     /** The configuration it was started with. */
@@ -125,6 +177,11 @@ export class JobManager {
     private readonly endpoint: JobManagerEndpoint,
     /** `slot.request.timeout`: how long a restart waits for a replacement task manager. */
     private readonly slotRequestTimeoutMs: number,
+    /** The high-availability services it runs under. */
+    readonly highAvailability: HighAvailabilityServices,
+    /** Whether {@link close} closes {@link highAvailability} (it loaded them itself). */
+    private readonly ownsHighAvailability: boolean,
+    private readonly warn: (message: string) => void,
   ) {
     this.url = endpoint.url;
     this.host = endpoint.host;
@@ -169,10 +226,22 @@ export class JobManager {
       if (!HOST_LOCAL_KEYS.has(key)) shipped[key] = value as JsonValue;
     }
     const warn = options.onWarning ?? emitClusterWarning;
-    const deployer = await JobDeployer.start(configuration, {
-      ...(options.loader === undefined ? {} : { loader: options.loader }),
-      ...(options.onFatalError === undefined ? {} : { onFatalError: options.onFatalError }),
-    });
+    const highAvailability =
+      options.highAvailability ??
+      (await loadHighAvailabilityServices(configuration, { onWarning: warn }, options.loader));
+    const ownsHighAvailability = options.highAvailability === undefined;
+    // With `none` there is one job manager, the leader from the start: nothing is refused.
+    const elected = !(highAvailability instanceof EmbeddedHighAvailabilityServices);
+    let deployer: JobDeployer;
+    try {
+      deployer = await JobDeployer.start(configuration, {
+        ...(options.loader === undefined ? {} : { loader: options.loader }),
+        ...(options.onFatalError === undefined ? {} : { onFatalError: options.onFatalError }),
+      });
+    } catch (error) {
+      if (ownsHighAvailability) await highAvailability.close();
+      throw error;
+    }
     let jobManager: JobManager | undefined;
     let plugin: ShufflePluginIdentity;
     let endpoint: JobManagerEndpoint;
@@ -194,6 +263,7 @@ export class JobManager {
         plugin,
         maxTaskManagers: options.maxTaskManagers ?? Number.POSITIVE_INFINITY,
         taskManagerConfiguration: shipped,
+        ...(elected ? { leadership: () => jobManager?.leaderToken } : {}),
         events: {
           onRegistered: (taskManager) => {
             callBack(warn, "onTaskManagerRegistered", () =>
@@ -220,10 +290,110 @@ export class JobManager {
       });
     } catch (error) {
       await deployer.close();
+      if (ownsHighAvailability) await highAvailability.close();
       throw error;
     }
-    jobManager = new JobManager(configuration, deployer, plugin, endpoint, slotRequestTimeoutMs);
-    return jobManager;
+    const started = new JobManager(
+      configuration,
+      deployer,
+      plugin,
+      endpoint,
+      slotRequestTimeoutMs,
+      highAvailability,
+      ownsHighAvailability,
+      warn,
+    );
+    jobManager = started;
+    try {
+      await started.runForLeadership(options, warn);
+    } catch (error) {
+      await started.close();
+      throw error;
+    }
+    return started;
+  }
+
+  /**
+   * The fencing token of this job manager's leadership, or `undefined` while it does not lead
+   * (a standby waiting for the leader to go, or deposed).
+   */
+  get fencingToken(): string | undefined {
+    return this.leaderToken;
+  }
+
+  /**
+   * Resolves once this job manager leads (at once when it does already).
+   *
+   * @throws TimeoutError after `timeoutMs`; IllegalStateError when it closes first.
+   */
+  waitForLeadership(timeoutMs: number): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        if (this.leaderToken !== undefined) {
+          done();
+          resolve(this.leaderToken);
+        } else if (this.closing !== undefined) {
+          done();
+          reject(new IllegalStateError("the job manager closed before it was elected"));
+        }
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(
+          new TimeoutError(
+            `the job manager at ${this.url} was not elected leader within ${timeoutMs} ms`,
+          ),
+        );
+      }, timeoutMs);
+      const done = () => {
+        clearTimeout(timer);
+        this.leadershipWaiters.delete(check);
+      };
+      this.leadershipWaiters.add(check);
+      check();
+    });
+  }
+
+  /** Joins the job managers' election; leads once granted and its address is published. */
+  private async runForLeadership(
+    options: JobManagerStartOptions,
+    warn: (message: string) => void,
+  ): Promise<void> {
+    const election = this.highAvailability.getJobManagerLeaderElection();
+    const wake = () => {
+      for (const waiter of [...this.leadershipWaiters]) waiter();
+    };
+    await election.startLeaderElection({
+      grantLeadership: (token) => {
+        // Task managers find the leader by the address it confirms, so it confirms first.
+        election.confirmLeadership(token, this.url).then(
+          () => {
+            if (!election.hasLeadership(token) || this.closing !== undefined) return;
+            this.leaderToken = token;
+            callBack(warn, "onLeadershipGranted", () => options.onLeadershipGranted?.(token));
+            wake();
+          },
+          (error: Error) =>
+            warn(`the job manager could not confirm its leadership: ${error.message}`),
+        );
+      },
+      revokeLeadership: () => {
+        const was = this.leaderToken;
+        this.leaderToken = undefined;
+        if (was === undefined || this.closing !== undefined) return;
+        // A deposed leader must stop acting at once: its task managers follow the new leader.
+        for (const taskManager of this.connectedTaskManagers()) {
+          taskManager.disconnect(`the job manager at ${this.url} lost its leadership`);
+        }
+        if (options.onLeadershipRevoked === undefined) {
+          warn(`the job manager at ${this.url} lost its leadership (fencing token ${was})`);
+        } else {
+          callBack(warn, "onLeadershipRevoked", () => options.onLeadershipRevoked?.());
+        }
+        wake();
+      },
+      handleError: (error) => warn(`the job manager's leader election failed: ${error.message}`),
+    });
   }
 
   /** Every task manager that registered, in registration order (lost ones too: see `connected`). */
@@ -317,7 +487,7 @@ export class JobManager {
   async deploy(
     graph: JobGraph,
     placement?: Placement,
-    options: DeployOptions = {},
+    options: JobManagerDeployOptions = {},
   ): Promise<JobExecution> {
     let place = placement;
     if (place === undefined) {
@@ -329,10 +499,86 @@ export class JobManager {
       }
       place = this.replacingPlacement(taskManagers);
     }
-    const execution = await this.deployer.deploy(graph, place, options);
+    const { recoveryDescription, ...deployOptions } = options;
+    const jobId = graph.jobId.toString();
+    if (recoveryDescription !== undefined) {
+      await this.highAvailability.getJobGraphStore().putJobGraph(jobId, recoveryDescription);
+    }
+    const execution = await this.deployer.deploy(graph, place, deployOptions);
     this.executions.add(execution);
     void execution.terminated.then(() => this.executions.delete(execution));
+    if (recoveryDescription !== undefined) this.storeCheckpointsOf(execution, jobId);
     return execution;
+  }
+
+  /**
+   * The jobs the previous leader deployed with a `recoveryDescription` and that did not end: what
+   * a newly elected job manager redeploys, each from its latest completed checkpoint (read it with
+   * the runtime's `loadCompletedCheckpoint` and pass it as `restoreFrom`).
+   */
+  async recoverableJobs(): Promise<readonly RecoverableJob[]> {
+    const store = this.highAvailability.getJobGraphStore();
+    const jobs: RecoverableJob[] = [];
+    for (const jobId of await store.getJobIds()) {
+      const description = await store.recoverJobGraph(jobId);
+      if (description === undefined) continue;
+      const latestCheckpoint = await this.checkpointStoreOf(jobId).getLatestCheckpoint();
+      jobs.push({ jobId, description, latestCheckpoint });
+    }
+    return jobs;
+  }
+
+  private checkpointStoreOf(jobId: string): CompletedCheckpointStore {
+    return this.highAvailability.createCompletedCheckpointStore(
+      jobId,
+      this.configuration.get(CheckpointingOptions.MAX_RETAINED_CHECKPOINTS),
+    );
+  }
+
+  /**
+   * Puts each checkpoint the job completes into the completed-checkpoint store (a new leader
+   * restores the latest), and removes the job from the stores once it ended for good. A job
+   * manager that is closing or lost its leadership leaves them for the next leader.
+   */
+  private storeCheckpointsOf(execution: JobExecution, jobId: string): void {
+    const store = this.checkpointStoreOf(jobId);
+    let stored: bigint | undefined;
+    let writing: Promise<void> = Promise.resolve();
+    const timer = setInterval(() => {
+      const latest = execution.checkpointCoordinator?.latestCompletedCheckpoint;
+      if (latest === undefined || (stored !== undefined && latest.checkpointId <= stored)) return;
+      if (this.leaderToken === undefined) return;
+      stored = latest.checkpointId;
+      writing = writing.then(() =>
+        store
+          .addCheckpoint({
+            checkpointId: latest.checkpointId,
+            timestamp: latest.timestamp,
+            externalPointer: latest.metadataPath,
+          })
+          .then(
+            () => undefined,
+            (error: Error) =>
+              this.warn(
+                `could not store checkpoint ${latest.checkpointId} of job ${jobId}: ${error.message}`,
+              ),
+          ),
+      );
+    }, CHECKPOINT_STORE_POLL_MS);
+    timer.unref();
+    void execution.terminated.then(async () => {
+      clearInterval(timer);
+      await writing;
+      if (this.closing !== undefined || this.leaderToken === undefined) return;
+      try {
+        await this.highAvailability.getJobGraphStore().removeJobGraph(jobId);
+        await store.shutdown(true);
+      } catch (error) {
+        this.warn(
+          `could not remove job ${jobId} from the high-availability stores: ${(error as Error).message}`,
+        );
+      }
+    });
   }
 
   /**
@@ -388,9 +634,12 @@ export class JobManager {
         waiter.reject(new IllegalStateError("the job manager closed"));
       }
       this.waiters.clear();
+      for (const waiter of [...this.leadershipWaiters]) waiter();
       await this.shutDownTaskManagers(options);
       await this.endpoint.close();
       await this.deployer.close();
+      // Resigning lets a standby take over at once instead of a lease later.
+      if (this.ownsHighAvailability) await this.highAvailability.close();
     })();
     return this.closing;
   }

@@ -19,6 +19,7 @@ import {
   SLUICE_VERSION,
 } from "./control-plane-messages.js";
 import { readControlPlaneTls } from "./control-plane-tls.js";
+import { findJobManagerLeader } from "./find-job-manager-leader.js";
 import { serveGateway } from "./gateway-forwarding.js";
 import { HeartbeatMonitor } from "./heartbeat-monitor.js";
 import type { HostAndPort } from "./job-manager.js";
@@ -109,14 +110,21 @@ export class TaskManager {
   readonly executor: TaskExecutor;
   /** The effective configuration: the job manager's, with this task manager's own keys on top. */
   readonly configuration: Configuration;
-  /** `host:port` of the job manager. */
-  readonly jobManagerAddress: string;
   /** Resolves once the task manager ended (its TaskExecutor is closed by then). */
   readonly terminated: Promise<TaskManagerTermination>;
 
-  private readonly connection: JobManagerConnection;
+  private connection: JobManagerConnection;
+  private address: string;
   private readonly options: TaskManagerStartOptions;
-  private readonly jobMaster: RemoteJobMaster;
+  private jobMaster: RemoteJobMaster;
+  /** With high availability: the leadership it registered under, to follow the next leader. */
+  private leaderToken: string | undefined;
+  private readonly warn: (message: string) => void;
+  private reRegistering = false;
+  /** Stops the search for a new leader when the task manager ends meanwhile. */
+  private readonly leaderSearch = new AbortController();
+  /** How many times it registered with a new leader after losing one. */
+  private reRegistrationCount = 0;
   private registeredIndex = -1;
   private heartbeats: HeartbeatMonitor | undefined;
   private ending: TaskManagerTermination | undefined;
@@ -131,22 +139,42 @@ export class TaskManager {
     jobManagerAddress: string,
     options: TaskManagerStartOptions,
     warn: (message: string) => void,
+    leaderToken: string | undefined,
   ) {
     this.connection = connection;
     this.executor = executor;
     this.configuration = configuration;
-    this.jobManagerAddress = jobManagerAddress;
+    this.address = jobManagerAddress;
     this.options = options;
+    this.warn = warn;
+    this.leaderToken = leaderToken;
     this.terminated = this.termination.promise;
-    this.jobMaster = new RemoteJobMaster(connection, (method, error) => {
+    this.jobMaster = this.remoteJobMaster(connection, jobManagerAddress);
+    this.serve(connection);
+  }
+
+  /** `host:port` of the job manager (with high availability: the leader it registered with). */
+  get jobManagerAddress(): string {
+    return this.address;
+  }
+
+  /**
+   * How many times this task manager registered with a newly elected job manager after it lost
+   * its leader (high availability only; 0 otherwise).
+   */
+  get reRegistrations(): number {
+    return this.reRegistrationCount;
+  }
+
+  private remoteJobMaster(connection: JobManagerConnection, address: string): RemoteJobMaster {
+    return new RemoteJobMaster(connection, (method, error) => {
       // Once the job manager is gone, its loss is the news; each undelivered report is not.
-      if (this.ending === undefined) {
-        warn(
-          `could not deliver ${method} to the job manager at ${jobManagerAddress}: ${(error as Error)?.message ?? String(error)}`,
+      if (this.ending === undefined && this.connection === connection) {
+        this.warn(
+          `could not deliver ${method} to the job manager at ${address}: ${(error as Error)?.message ?? String(error)}`,
         );
       }
     });
-    this.serve();
   }
 
   /**
@@ -165,14 +193,28 @@ export class TaskManager {
     configuration: Configuration,
     options: TaskManagerStartOptions = {},
   ): Promise<TaskManager> {
-    const host = options.jobManager?.host ?? configuration.getOptional(JobManagerOptions.ADDRESS);
+    const warn = options.onWarning ?? emitClusterWarning;
+    // With high availability the leader's published address wins over jobmanager.rpc.address.
+    const leader =
+      options.jobManager === undefined
+        ? await findJobManagerLeader(
+            configuration,
+            options.connectRetryMs ?? DEFAULT_CONNECT_RETRY_MS,
+            warn,
+            options.loader,
+          )
+        : undefined;
+    const host =
+      leader?.host ??
+      options.jobManager?.host ??
+      configuration.getOptional(JobManagerOptions.ADDRESS);
     if (host === undefined) {
       throw new ConfigurationError(
         `a task manager needs the job manager's address: ${JobManagerOptions.ADDRESS.key} (and ${JobManagerOptions.PORT.key}), or the jobManager option`,
       );
     }
-    const port = options.jobManager?.port ?? configuration.get(JobManagerOptions.PORT);
-    const warn = options.onWarning ?? emitClusterWarning;
+    const port =
+      leader?.port ?? options.jobManager?.port ?? configuration.get(JobManagerOptions.PORT);
     const { connection, localAddress } = await connectToJobManager({
       host,
       port,
@@ -190,6 +232,7 @@ export class TaskManager {
         applicationVersion: options.applicationVersion ?? "",
         pid: process.pid,
         hostname: hostname(),
+        ...(leader === undefined ? {} : { fencingToken: leader.fencingToken }),
       });
       const effective = effectiveConfiguration(configuration, hello.configuration, localAddress);
       executor = await TaskExecutor.start(effective, options);
@@ -197,9 +240,10 @@ export class TaskManager {
         connection,
         executor,
         effective,
-        host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`,
+        formatAddress(host, port),
         options,
         warn,
+        leader?.fencingToken,
       );
       const { index } = await connection.call("registerTaskExecutor", {
         resourceId: executor.resourceId.toString(),
@@ -254,17 +298,18 @@ export class TaskManager {
   private registered(index: number): void {
     this.registeredIndex = index;
     const timeoutMs = this.configuration.get(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT);
+    const { connection } = this;
     this.heartbeats = new HeartbeatMonitor(timeoutMs, (silentForMs) =>
       this.lost(
+        connection,
         `no heartbeat request from the job manager for ${silentForMs} ms (heartbeat.timeout ${timeoutMs} ms)`,
       ),
     );
-    void this.connection.closed.then((why) => this.lost(why));
+    void connection.closed.then((why) => this.lost(connection, why));
   }
 
-  /** Answers the job manager's requests. */
-  private serve(): void {
-    const { connection } = this;
+  /** Answers the job manager's requests on `connection`. */
+  private serve(connection: JobManagerConnection): void {
     connection.handle("heartbeat", () => {
       this.heartbeats?.received();
       return {};
@@ -333,17 +378,117 @@ export class TaskManager {
     };
   }
 
-  /** The connection closed or heartbeats stopped. */
-  private lost(why: string): void {
+  /**
+   * The connection closed or heartbeats stopped. Without high availability the task manager ends;
+   * with it, it cancels the lost leader's tasks and registers with the next leader.
+   */
+  private lost(connection: JobManagerConnection, why: string): void {
+    if (connection !== this.connection || this.reRegistering) return;
+    if (this.leaderToken !== undefined && this.ending === undefined) {
+      void this.followNextLeader(why);
+      return;
+    }
     this.ending ??= { reason: "job-manager-lost", failed: true, message: why };
     this.connection.terminate();
     this.end();
+  }
+
+  /**
+   * Flink's TaskExecutor on a lost JobManager leader: the tasks of its jobs are canceled and their
+   * partitions released (the new leader redeploys the job from its latest checkpoint), and the
+   * TaskExecutor, with its network memory and data server, registers with the next leader. It
+   * ends as `job-manager-lost` when no other leader confirms its address within
+   * `connectRetryMs`, or when it cannot register there.
+   */
+  private async followNextLeader(why: string): Promise<void> {
+    this.reRegistering = true;
+    const lostToken = this.leaderToken;
+    const warn = this.warn;
+    this.heartbeats?.stop();
+    this.connection.terminate();
+    warn(
+      `lost the job manager at ${this.address} (${why}): canceling its tasks and registering with the next leader`,
+    );
+    try {
+      await this.cancelAllTasks();
+      const timeoutMs = this.options.connectRetryMs ?? DEFAULT_CONNECT_RETRY_MS;
+      const leader = await findJobManagerLeader(
+        this.configuration,
+        timeoutMs,
+        warn,
+        this.options.loader,
+        lostToken,
+        this.leaderSearch.signal,
+      );
+      if (leader === undefined || this.ending !== undefined) {
+        throw new IllegalStateError("high availability was turned off");
+      }
+      const { connection } = await connectToJobManager({
+        host: leader.host,
+        port: leader.port,
+        tls: readControlPlaneTls(this.configuration),
+        maxMessageSize: this.configuration.get(NettyShuffleEnvironmentOptions.MAX_FRAME_SIZE),
+        requestTimeoutMs: this.configuration.get(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT),
+        retryForMs: timeoutMs,
+        onProtocolError: (error) => warn(error.message),
+      });
+      try {
+        await connection.call("hello", {
+          version: CONTROL_PLANE_VERSION,
+          sluiceVersion: SLUICE_VERSION,
+          applicationVersion: this.options.applicationVersion ?? "",
+          pid: process.pid,
+          hostname: hostname(),
+          fencingToken: leader.fencingToken,
+        });
+        const address = formatAddress(leader.host, leader.port);
+        this.connection = connection;
+        this.address = address;
+        this.leaderToken = leader.fencingToken;
+        this.jobMaster = this.remoteJobMaster(connection, address);
+        this.serve(connection);
+        const { index } = await connection.call("registerTaskExecutor", {
+          resourceId: this.executor.resourceId.toString(),
+          host: this.executor.location.host,
+          dataPort: this.executor.location.dataPort,
+          plugin: shufflePluginIdentity(this.executor.plugin),
+        });
+        if (this.ending !== undefined) throw new IllegalStateError("the task manager is closing");
+        this.reRegistrationCount++;
+        this.reRegistering = false;
+        this.registered(index);
+      } catch (error) {
+        connection.close("the task manager could not register with the new leader");
+        throw error;
+      }
+    } catch (error) {
+      this.reRegistering = false;
+      this.ending ??= {
+        reason: "job-manager-lost",
+        failed: true,
+        message: `${why}; no new leader took this task manager: ${(error as Error)?.message ?? String(error)}`,
+      };
+      this.end();
+    }
+  }
+
+  /** Cancels every task and releases every partition left (bounded by the cancellation timeout). */
+  private async cancelAllTasks(): Promise<void> {
+    for (const task of this.executor.runningTasks) {
+      await this.executor.cancelTask(task.executionAttemptId).catch(() => undefined);
+    }
+    const deadline = Date.now() + CLOSE_DEADLINE_MS;
+    while (this.executor.runningTasks.length > 0 && Date.now() < deadline) await delay(10);
+    const environment = this.executor.shuffleEnvironment;
+    const partitions = environment.getPartitionsOccupyingLocalResources();
+    if (partitions.length > 0) environment.releasePartitionsLocally(partitions);
   }
 
   /** Stops heartbeats, closes the connection and the TaskExecutor (bounded), then resolves. */
   private end(): void {
     if (this.ended) return;
     this.ended = true;
+    this.leaderSearch.abort(new IllegalStateError("the task manager ended"));
     this.heartbeats?.stop();
     this.connection.close(this.ending?.message ?? "the task manager ended");
     const closing = this.executor.close();
@@ -351,6 +496,10 @@ export class TaskManager {
       this.termination.resolve(this.ending as TaskManagerTermination),
     );
   }
+}
+
+function formatAddress(host: string, port: number): string {
+  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
 /**

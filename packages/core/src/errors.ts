@@ -81,6 +81,15 @@ export const ErrorCodes = {
   TCK_WORKER_NOT_FOUND: "SLUICE_ERR_TCK_WORKER_NOT_FOUND",
   /** A two-phase-commit sink could not pre-commit, commit or abort a transaction. */
   SINK_TRANSACTION: "SLUICE_ERR_SINK_TRANSACTION",
+  /**
+   * A write or RPC of a job manager was refused because its leadership (fencing token) is no
+   * longer the current one: another job manager was elected meanwhile.
+   */
+  HA_FENCED: "SLUICE_ERR_HA_FENCED",
+  /** The high-availability services' coordination service (etcd) could not be reached or failed. */
+  HA_UNAVAILABLE: "SLUICE_ERR_HA_UNAVAILABLE",
+  /** High-availability state under `high-availability.storageDir` is missing or damaged. */
+  HA_STATE: "SLUICE_ERR_HA_STATE",
 } as const;
 
 /** A stable Sluice error code. */

@@ -18,3 +18,35 @@ export type DescriptorError = InstanceType<typeof DescriptorError>;
  */
 export const MetricReporterError = defineError("MetricReporterError", ErrorCodes.METRIC_REPORTER);
 export type MetricReporterError = InstanceType<typeof MetricReporterError>;
+
+/**
+ * A job manager's write to the high-availability stores (or an RPC it sent) was refused because
+ * its fencing token is no longer the current leader's: another job manager was elected since. The
+ * deposed job manager must stop acting as the leader. Code: `SLUICE_ERR_HA_FENCED`.
+ */
+export const FencingTokenError = defineError("FencingTokenError", ErrorCodes.HA_FENCED);
+export type FencingTokenError = InstanceType<typeof FencingTokenError>;
+
+/**
+ * The high-availability services could not reach their coordination service (etcd at
+ * `high-availability.etcd.endpoints`) or it failed a request. The message names the endpoints and
+ * the operation; `cause` is the client's error. Code: `SLUICE_ERR_HA_UNAVAILABLE`.
+ */
+export const HighAvailabilityUnavailableError = defineError(
+  "HighAvailabilityUnavailableError",
+  ErrorCodes.HA_UNAVAILABLE,
+);
+export type HighAvailabilityUnavailableError = InstanceType<
+  typeof HighAvailabilityUnavailableError
+>;
+
+/**
+ * A pointer in the coordination service names a file under `high-availability.storageDir` that
+ * is missing, unreadable or damaged. The message names the key and the file. Code:
+ * `SLUICE_ERR_HA_STATE`.
+ */
+export const HighAvailabilityStateError = defineError(
+  "HighAvailabilityStateError",
+  ErrorCodes.HA_STATE,
+);
+export type HighAvailabilityStateError = InstanceType<typeof HighAvailabilityStateError>;

@@ -56,6 +56,7 @@ export {
   ExecutionOptions,
   type ExternalizedCheckpointRetention,
   HeartbeatManagerOptions,
+  HighAvailabilityOptions,
   JobManagerOptions,
   MetricOptions,
   MetricReporterOptions,
@@ -132,7 +133,33 @@ export {
   type TaskInputsOutputsDescriptorJSON,
 } from "./descriptors/task-inputs-outputs-descriptor.js";
 // Errors
-export { DescriptorError, MetricReporterError } from "./errors.js";
+export {
+  DescriptorError,
+  FencingTokenError,
+  HighAvailabilityStateError,
+  HighAvailabilityUnavailableError,
+  MetricReporterError,
+} from "./errors.js";
+// High availability of the job manager
+export type { CheckpointIDCounter } from "./high-availability/checkpoint-id-counter.js";
+export {
+  type CompletedCheckpointStore,
+  checkMaxRetainedCheckpoints,
+  type StoredCompletedCheckpoint,
+} from "./high-availability/completed-checkpoint-store.js";
+export {
+  type HighAvailabilityServices,
+  type HighAvailabilityServicesContext,
+  type HighAvailabilityServicesFactory,
+  isHighAvailabilityServicesFactory,
+} from "./high-availability/high-availability-services.js";
+export type { JobGraphStore } from "./high-availability/job-graph-store.js";
+export type { LeaderContender, LeaderElection } from "./high-availability/leader-election.js";
+export type {
+  LeaderInformation,
+  LeaderRetrievalListener,
+  LeaderRetrievalService,
+} from "./high-availability/leader-retrieval-service.js";
 // Metrics: what reporters see and implement
 export type { Counter } from "./metrics/counter.js";
 export type { Gauge } from "./metrics/gauge.js";

@@ -103,6 +103,12 @@ const CLASS_OF: Record<ErrorCode, SluiceErrorClass | undefined> = {
     ErrorCodes.TCK_WORKER_NOT_FOUND,
   ),
   [ErrorCodes.SINK_TRANSACTION]: defineError("SinkTransactionError", ErrorCodes.SINK_TRANSACTION),
+  [ErrorCodes.HA_FENCED]: defineError("FencingTokenError", ErrorCodes.HA_FENCED),
+  [ErrorCodes.HA_UNAVAILABLE]: defineError(
+    "HighAvailabilityUnavailableError",
+    ErrorCodes.HA_UNAVAILABLE,
+  ),
+  [ErrorCodes.HA_STATE]: defineError("HighAvailabilityStateError", ErrorCodes.HA_STATE),
 };
 
 describe("error wire ids", () => {

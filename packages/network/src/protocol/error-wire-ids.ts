@@ -41,6 +41,9 @@ export const ERROR_WIRE_IDS = {
   [ErrorCodes.TCK_WORKER_NOT_FOUND]: 31,
   [ErrorCodes.PARTITION_FILE_WRITE]: 32,
   [ErrorCodes.SINK_TRANSACTION]: 47,
+  [ErrorCodes.HA_FENCED]: 50,
+  [ErrorCodes.HA_UNAVAILABLE]: 51,
+  [ErrorCodes.HA_STATE]: 52,
 } as const satisfies Record<ErrorCode, number>;
 
 /** The wire id written for errors that carry no Sluice code (plain `Error`s, non-errors). */

@@ -13,6 +13,7 @@ import { MetricNames } from "../metrics/metric-names.js";
 import { MetricRegistry } from "../metrics/metric-registry.js";
 import { checkpointCoordinatorConfigurationOf } from "./checkpoints/checkpoint-coordinator-configuration.js";
 import { CheckpointStatsTracker } from "./checkpoints/checkpoint-stats-tracker.js";
+import type { CompletedCheckpoint } from "./checkpoints/completed-checkpoint.js";
 import { JobExecution } from "./job-execution.js";
 import type { JobGraph } from "./job-graph.js";
 import type { JobStatusListener } from "./job-status.js";
@@ -60,6 +61,12 @@ export interface DeployOptions {
    * RESTARTING (Flink's JobStatusListener): how an application reports every failover.
    */
   readonly statusListener?: JobStatusListener;
+  /**
+   * Restores the job from a checkpoint an earlier run of it completed (read with
+   * `loadCompletedCheckpoint`): a job manager that took over after a failover redeploys the
+   * job from its latest completed checkpoint this way.
+   */
+  readonly restoreFrom?: CompletedCheckpoint;
 }
 
 /**
@@ -172,6 +179,7 @@ export class JobDeployer {
       {
         ...(checkpointing === undefined ? {} : { checkpointing }),
         ...(options.statusListener === undefined ? {} : { statusListener: options.statusListener }),
+        ...(options.restoreFrom === undefined ? {} : { restoreFrom: options.restoreFrom }),
         restartStrategy: createRestartBackoffTimeStrategy(configuration),
       },
     );

@@ -50,6 +50,11 @@ export interface JobExecutionOptions {
   readonly restartStrategy: RestartBackoffTimeStrategy;
   /** Told of each status change of the job, with the failure behind FAILING or RESTARTING. */
   readonly statusListener?: JobStatusListener;
+  /**
+   * A checkpoint of an earlier run of this job (another job manager's, after a failover): the
+   * first deployment restores it, and checkpoint ids continue after it.
+   */
+  readonly restoreFrom?: CompletedCheckpoint;
 }
 
 /**
@@ -147,6 +152,11 @@ export class JobExecution implements JobMasterGateway {
               ),
             onTolerableFailuresExceeded: (cause) => this.failGlobally(cause),
           });
+    if (options.restoreFrom !== undefined) {
+      this.checkpointCoordinator?.restoreLatestCheckpoint(options.restoreFrom);
+      this.restoredFrom = options.restoreFrom;
+      this.restoredAt = Date.now();
+    }
   }
 
   /** The job's state. */

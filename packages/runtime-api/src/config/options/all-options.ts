@@ -4,6 +4,7 @@ import { CheckpointingOptions } from "./checkpointing-options.js";
 import { ExecutionCheckpointingOptions } from "./execution-checkpointing-options.js";
 import { ExecutionOptions } from "./execution-options.js";
 import { HeartbeatManagerOptions } from "./heartbeat-manager-options.js";
+import { HighAvailabilityOptions } from "./high-availability-options.js";
 import { JobManagerOptions } from "./job-manager-options.js";
 import { MetricOptions } from "./metric-options.js";
 import { NettyShuffleEnvironmentOptions } from "./netty-shuffle-options.js";
@@ -46,6 +47,13 @@ export const CONFIG_OPTION_GROUPS: readonly ConfigOptionGroup[] = [
       "Where task managers find the job manager, and how each side notices that the other is " +
       "gone.",
     options: [...Object.values(JobManagerOptions), ...Object.values(HeartbeatManagerOptions)],
+  },
+  {
+    title: "High availability",
+    description:
+      "Standby job managers: leader election, leader retrieval and the job manager's stores in " +
+      "a coordination service (etcd), their data in a shared folder.",
+    options: Object.values(HighAvailabilityOptions),
   },
   {
     title: "Web dashboard",

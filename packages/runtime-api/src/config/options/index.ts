@@ -13,6 +13,7 @@ export {
 } from "./execution-checkpointing-options.js";
 export { ExecutionOptions } from "./execution-options.js";
 export { HeartbeatManagerOptions } from "./heartbeat-manager-options.js";
+export { HighAvailabilityOptions } from "./high-availability-options.js";
 export { JobManagerOptions } from "./job-manager-options.js";
 export {
   MetricOptions,

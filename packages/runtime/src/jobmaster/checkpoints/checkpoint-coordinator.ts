@@ -164,6 +164,19 @@ export class CheckpointCoordinator {
     return this.latest;
   }
 
+  /**
+   * Starts from `checkpoint`, completed by an earlier run of the job (another job manager's): it
+   * is the latest completed checkpoint, what the first deployment restores, and the next
+   * checkpoint id follows it.
+   */
+  restoreLatestCheckpoint(checkpoint: CompletedCheckpoint): void {
+    this.completed.push(checkpoint);
+    this.latest = checkpoint;
+    if (this.nextCheckpointId <= checkpoint.checkpointId) {
+      this.nextCheckpointId = checkpoint.checkpointId + 1n;
+    }
+  }
+
   /** The retained completed checkpoints, oldest first. */
   get completedCheckpoints(): readonly CompletedCheckpoint[] {
     return [...this.completed];

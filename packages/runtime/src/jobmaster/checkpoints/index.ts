@@ -22,6 +22,7 @@ export {
   type FinishedSubtask,
   type SubtaskCheckpointState,
 } from "./completed-checkpoint.js";
+export { loadCompletedCheckpoint } from "./completed-checkpoint-loader.js";
 export {
   PendingCheckpoint,
   type TaskAcknowledgeResult,

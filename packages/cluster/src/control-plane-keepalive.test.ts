@@ -1,0 +1,36 @@
+import { Socket } from "node:net";
+import { waitFor } from "@sluice/core/testing";
+import { afterEach, expect, it, vi } from "vitest";
+import { CONTROL_PLANE_KEEP_ALIVE_DELAY_MS } from "./control-plane-messages.js";
+import {
+  closeTestCluster,
+  startJobManager,
+  startTaskManager,
+} from "./test-support/test-cluster.js";
+
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await closeTestCluster();
+});
+
+it("turns TCP keepalive on at both ends of a control connection", async () => {
+  // Node offers no getter for SO_KEEPALIVE: record the calls on real sockets instead.
+  const calls: { local: string; enable: boolean | undefined; delay: number | undefined }[] = [];
+  const original = Socket.prototype.setKeepAlive;
+  vi.spyOn(Socket.prototype, "setKeepAlive").mockImplementation(function (
+    this: Socket,
+    enable?: boolean,
+    delay?: number,
+  ) {
+    calls.push({ local: `${this.localPort}`, enable, delay });
+    return original.call(this, enable, delay);
+  });
+  const jobManager = await startJobManager();
+  await startTaskManager(jobManager);
+  await waitFor(() => jobManager.taskManagers.length === 1, { what: "the registration" });
+  const control = calls.filter((c) => c.delay === CONTROL_PLANE_KEEP_ALIVE_DELAY_MS);
+  // The job manager's accepted socket (local port = its port) and the task manager's.
+  expect(control.some((c) => c.local === `${jobManager.port}`)).toBe(true);
+  expect(control.some((c) => c.local !== `${jobManager.port}`)).toBe(true);
+  expect(control.every((c) => c.enable === true)).toBe(true);
+});

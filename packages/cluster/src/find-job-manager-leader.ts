@@ -1,0 +1,77 @@
+import { TimeoutError } from "@sluice/core";
+import type { PluginLoaderOptions } from "@sluice/runtime";
+import {
+  HighAvailabilityOptions,
+  type LeaderInformation,
+  type ReadableConfig,
+} from "@sluice/runtime-api";
+import { EmbeddedHighAvailabilityServices } from "./embedded-high-availability-services.js";
+import { loadHighAvailabilityServices } from "./high-availability-services-loader.js";
+import type { HostAndPort } from "./job-manager.js";
+
+/** The leading job manager, as leader retrieval found it. */
+export interface JobManagerLeader extends HostAndPort {
+  /** Its leadership's fencing token, sent at `hello` so that no other job manager accepts it. */
+  readonly fencingToken: string;
+}
+
+/**
+ * Looks the leading job manager up through the high-availability services that
+ * `high-availability.type` names (Flink's task managers retrieve the ResourceManager's leader the
+ * same way); `undefined` with `none`, where `jobmanager.rpc.address` is the job manager.
+ *
+ * @param lostToken - the leadership of a job manager that was just lost: it does not count, even
+ *   while etcd still shows it (its lease has not expired yet).
+ * @param signal - stops the search (the task manager is closing): it rejects with the reason.
+ * @throws TimeoutError when no leader confirmed its address within `timeoutMs`; the services'
+ *   errors (ConfigurationError, HighAvailabilityUnavailableError).
+ */
+export async function findJobManagerLeader(
+  configuration: ReadableConfig & { readonly configDir?: string | undefined },
+  timeoutMs: number,
+  onWarning: (message: string) => void,
+  loader: PluginLoaderOptions = {},
+  lostToken?: string,
+  signal?: AbortSignal,
+): Promise<JobManagerLeader | undefined> {
+  const services = await loadHighAvailabilityServices(configuration, { onWarning }, loader);
+  if (services instanceof EmbeddedHighAvailabilityServices) {
+    await services.close();
+    return undefined;
+  }
+  const retriever = services.getJobManagerLeaderRetriever();
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const leader = await new Promise<LeaderInformation>((resolve, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new TimeoutError(
+              `no ${lostToken === undefined ? "" : "new "}job manager was elected leader within ${timeoutMs} ms (${HighAvailabilityOptions.HA_MODE.key}: ${configuration.get(HighAvailabilityOptions.HA_MODE)}, cluster ${configuration.get(HighAvailabilityOptions.HA_CLUSTER_ID)})`,
+            ),
+          ),
+        timeoutMs,
+      );
+      signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
+      if (signal?.aborted) reject(signal.reason);
+      retriever
+        .start({
+          notifyLeaderAddress: (found) => {
+            if (found !== undefined && found.fencingToken !== lostToken) resolve(found);
+          },
+          handleError: reject,
+        })
+        .catch(reject);
+    });
+    const url = new URL(leader.address);
+    return {
+      host: url.hostname.replace(/^\[|\]$/g, ""),
+      port: Number(url.port),
+      fencingToken: leader.fencingToken,
+    };
+  } finally {
+    clearTimeout(timer);
+    await retriever.stop();
+    await services.close();
+  }
+}

@@ -1,0 +1,56 @@
+import { ConfigurationError } from "@sluice/core";
+import { loadPlugin, type PluginKind, type PluginLoaderOptions } from "@sluice/runtime";
+import {
+  type ConfigOption,
+  HighAvailabilityOptions,
+  type HighAvailabilityServices,
+  type HighAvailabilityServicesContext,
+  type HighAvailabilityServicesFactory,
+  isHighAvailabilityServicesFactory,
+  type ReadableConfig,
+} from "@sluice/runtime-api";
+import { EmbeddedHighAvailabilityServices } from "./embedded-high-availability-services.js";
+
+/** Short names of `high-availability.type` that name a plugin module. */
+export const HIGH_AVAILABILITY_ALIASES: Readonly<Record<string, string>> = Object.freeze({
+  etcd: "@sluice/ha-etcd#EtcdHighAvailabilityServicesFactory",
+});
+
+const KIND: PluginKind<HighAvailabilityServicesFactory> = {
+  name: "HighAvailabilityServicesFactory",
+  option: HighAvailabilityOptions.HA_MODE as ConfigOption<string | undefined>,
+  description: "none, etcd, or <module>#<export> of a HighAvailabilityServicesFactory",
+  aliases: HIGH_AVAILABILITY_ALIASES,
+  brandKey: "@sluice/high-availability-services-factory",
+  isFactory: isHighAvailabilityServicesFactory,
+  missingMembers: (value) => (isHighAvailabilityServicesFactory(value) ? [] : ["createHAServices"]),
+};
+
+/**
+ * The high-availability services `high-availability.type` names (Flink's
+ * `HighAvailabilityServicesUtils`): `none` (Flink's `NONE`; any case) is the embedded services, one
+ * job manager and nothing to install; `etcd` is `@sluice/ha-etcd`; anything else is a
+ * `HighAvailabilityServicesFactory` as `<module>#<export>`, loaded like the shuffle plugin (from
+ * the application, not from Sluice's own dependencies).
+ *
+ * @throws the loader's errors (`SLUICE_ERR_PLUGIN_*`) naming `high-availability.type`; the
+ *   factory's (ConfigurationError for a missing key, HighAvailabilityUnavailableError when its
+ *   coordination service cannot be reached).
+ */
+export async function loadHighAvailabilityServices(
+  configuration: ReadableConfig & { readonly configDir?: string | undefined },
+  context: HighAvailabilityServicesContext = {},
+  loader: PluginLoaderOptions = {},
+): Promise<HighAvailabilityServices> {
+  const type = configuration.get(HighAvailabilityOptions.HA_MODE).trim();
+  if (type.toLowerCase() === "none") {
+    return new EmbeddedHighAvailabilityServices(context.jobManagerAddress);
+  }
+  if (type === "") {
+    throw new ConfigurationError(
+      `${HighAvailabilityOptions.HA_MODE.key} is empty; expected ${KIND.description}`,
+    );
+  }
+  const { factory } = await loadPlugin(configuration, KIND, loader);
+  return factory.createHAServices(configuration, context);
+}

@@ -1,0 +1,231 @@
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { ConfigurationError, ErrorCodes, IllegalArgumentError } from "@sluice/core";
+import { expectRejection, waitFor } from "@sluice/core/testing";
+import {
+  FencingTokenError,
+  HighAvailabilityStateError,
+  HighAvailabilityUnavailableError,
+  readableConfigOf,
+} from "@sluice/runtime-api";
+import { Etcd3 } from "etcd3";
+import { expect, it } from "vitest";
+import type { EtcdHighAvailabilityServices } from "./etcd-high-availability-services.js";
+import { EtcdHighAvailabilityServicesFactory } from "./etcd-high-availability-services-factory.js";
+import {
+  describeWithEtcd,
+  type EtcdFixture,
+  RecordingContender,
+} from "./test-support/ha-fixture.js";
+
+/** Services whose election this process leads. */
+async function leader(fixture: EtcdFixture): Promise<EtcdHighAvailabilityServices> {
+  const services = await fixture.services();
+  const contender = new RecordingContender();
+  await services.getJobManagerLeaderElection().startLeaderElection(contender);
+  await waitFor(() => contender.leading, { what: "leadership", timeoutMs: 15_000 });
+  return services;
+}
+
+async function pointers(fixture: EtcdFixture, services: EtcdHighAvailabilityServices) {
+  const admin = new Etcd3({ hosts: fixture.etcd().endpoint });
+  try {
+    return await admin.namespace(services.keyPrefix).getAll().strings();
+  } finally {
+    admin.close();
+  }
+}
+
+describeWithEtcd("the etcd high-availability stores on a real etcd", (fixture) => {
+  it("keeps job graphs as files under the storage folder with their paths in etcd", async () => {
+    const services = await leader(fixture);
+    const store = services.getJobGraphStore();
+    expect(await store.recoverJobGraph("job-a")).toBeUndefined();
+    await store.putJobGraph("job-a", { name: "a", vertices: [1, 2] });
+    await store.putJobGraph("job-b", { name: "b" });
+    await store.putJobGraph("job-a", { name: "a", vertices: [1, 2, 3] });
+    expect(await store.getJobIds()).toEqual(["job-a", "job-b"]);
+    const keys = await pointers(fixture, services);
+    const file = keys["jobgraphs/job-a"] as string;
+    expect(file.startsWith(path.join(services.storageFolder, "jobgraphs"))).toBe(true);
+    // Only the replacement's file is left: the replaced one was removed.
+    expect(readdirSync(path.dirname(file)).filter((f) => f.startsWith("job-a-"))).toHaveLength(1);
+
+    // A standby, once leader, recovers what the first leader stored.
+    await services.close();
+    const next = await leader(fixture);
+    expect(await next.getJobGraphStore().recoverJobGraph("job-a")).toEqual({
+      name: "a",
+      vertices: [1, 2, 3],
+    });
+    await next.getJobGraphStore().removeJobGraph("job-a");
+    expect(await next.getJobGraphStore().getJobIds()).toEqual(["job-b"]);
+    expect(existsSync(file)).toBe(false);
+  }, 60_000);
+
+  it("refuses writes from a job manager that does not lead", async () => {
+    const first = await leader(fixture);
+    const standby = await fixture.services();
+    await standby.getJobManagerLeaderElection().startLeaderElection(new RecordingContender());
+    await expectRejection(
+      standby.getJobGraphStore().putJobGraph("job-a", {}),
+      FencingTokenError,
+      ErrorCodes.HA_FENCED,
+      "storing the job graph of job-a",
+      "not the leader",
+    );
+    await expectRejection(
+      standby.createCheckpointIDCounter("job-a").getAndIncrement(),
+      FencingTokenError,
+      ErrorCodes.HA_FENCED,
+    );
+    await expectRejection(
+      standby.createCompletedCheckpointStore("job-a", 1).addCheckpoint({
+        checkpointId: 1n,
+        timestamp: 1,
+        externalPointer: "/x/_metadata",
+      }),
+      FencingTokenError,
+      ErrorCodes.HA_FENCED,
+    );
+    // Reads are fine for anyone; nothing was written.
+    expect(await standby.getJobGraphStore().getJobIds()).toEqual([]);
+    expect(await first.getJobGraphStore().getJobIds()).toEqual([]);
+    expect(readdirSync(fixture.storageDir())).not.toContain(fixture.clusterId());
+  }, 60_000);
+
+  it("retains the newest checkpoints and hands back the subsumed ones", async () => {
+    const services = await leader(fixture);
+    const store = services.createCompletedCheckpointStore("job-a", 2);
+    const checkpoint = (id: bigint) => ({
+      checkpointId: id,
+      timestamp: Number(id) * 1000,
+      externalPointer: `/checkpoints/chk-${id}/_metadata`,
+      details: { records: Number(id) * 10 },
+    });
+    expect(await store.getLatestCheckpoint()).toBeUndefined();
+    expect(await store.addCheckpoint(checkpoint(1n))).toEqual([]);
+    expect(await store.addCheckpoint(checkpoint(2n))).toEqual([]);
+    expect(await store.addCheckpoint(checkpoint(10n))).toEqual([checkpoint(1n)]);
+    expect(await store.getAllCheckpoints()).toEqual([checkpoint(2n), checkpoint(10n)]);
+    await expectRejection(
+      store.addCheckpoint(checkpoint(9n)),
+      IllegalArgumentError,
+      ErrorCodes.INVALID_ARGUMENT,
+      "not newer than the stored checkpoint 10",
+    );
+    // Id order, not string order: 10 is newer than 2 and 9.
+    expect((await store.getLatestCheckpoint())?.checkpointId).toBe(10n);
+    const folder = path.join(services.storageFolder, "checkpoints", "job-a");
+    expect(readdirSync(folder).sort()).toHaveLength(2);
+
+    // A new leader restores from the same latest checkpoint.
+    await services.close();
+    const next = await leader(fixture);
+    const recovered = next.createCompletedCheckpointStore("job-a", 2);
+    expect(await recovered.getLatestCheckpoint()).toEqual(checkpoint(10n));
+    await recovered.shutdown(false);
+    expect(await recovered.getAllCheckpoints()).toHaveLength(2);
+    await recovered.shutdown(true);
+    expect(await recovered.getAllCheckpoints()).toEqual([]);
+    expect(existsSync(folder)).toBe(false);
+  }, 60_000);
+
+  it("names the key and file of a damaged checkpoint record", async () => {
+    const services = await leader(fixture);
+    const store = services.createCompletedCheckpointStore("job-a", 1);
+    await store.addCheckpoint({ checkpointId: 3n, timestamp: 0, externalPointer: "/m" });
+    const file = (await pointers(fixture, services))[
+      "checkpoints/job-a/00000000000000000003"
+    ] as string;
+    writeFileSync(file, "{ not json");
+    await expectRejection(
+      store.getLatestCheckpoint(),
+      HighAvailabilityStateError,
+      ErrorCodes.HA_STATE,
+      "checkpoints/job-a/00000000000000000003",
+      file,
+      "damaged",
+    );
+  }, 60_000);
+
+  it("hands out checkpoint ids once, across leaders", async () => {
+    const services = await leader(fixture);
+    const counter = services.createCheckpointIDCounter("job-a");
+    expect(await counter.get()).toBe(1n);
+    const ids = await Promise.all([1, 2, 3, 4, 5].map(() => counter.getAndIncrement()));
+    expect([...ids].sort((a, b) => Number(a - b))).toEqual([1n, 2n, 3n, 4n, 5n]);
+    await services.close();
+    const next = await leader(fixture);
+    const continued = next.createCheckpointIDCounter("job-a");
+    expect(await continued.getAndIncrement()).toBe(6n);
+    await continued.setCount(100n);
+    expect(await continued.get()).toBe(100n);
+    await continued.shutdown(true);
+    expect(await continued.get()).toBe(1n);
+  }, 60_000);
+
+  it("keeps clusters apart by high-availability.cluster-id", async () => {
+    const a = await leader(fixture);
+    const b = await fixture.services({ "high-availability.cluster-id": "/other/cluster" });
+    const contender = new RecordingContender();
+    await b.getJobManagerLeaderElection().startLeaderElection(contender);
+    // Its own election: it leads too, as the only job manager of its cluster.
+    await waitFor(() => contender.leading, {
+      what: "the other cluster's leader",
+      timeoutMs: 15_000,
+    });
+    await a.getJobGraphStore().putJobGraph("job-a", { cluster: "a" });
+    await b.getJobGraphStore().putJobGraph("job-a", { cluster: "b" });
+    expect(await a.getJobGraphStore().recoverJobGraph("job-a")).toEqual({ cluster: "a" });
+    expect(await b.getJobGraphStore().recoverJobGraph("job-a")).toEqual({ cluster: "b" });
+    expect(b.keyPrefix).toBe("/sluice/other/cluster/");
+    expect(b.storageFolder).toBe(path.join(fixture.storageDir(), "other", "cluster"));
+    await b.closeAndCleanupAllData();
+    expect(existsSync(b.storageFolder)).toBe(false);
+    expect(await a.getJobGraphStore().getJobIds()).toEqual(["job-a"]);
+  }, 60_000);
+
+  it("rejects job ids that cannot be keys or file names", async () => {
+    const services = await leader(fixture);
+    expect(() => services.createCheckpointIDCounter("../x")).toThrow(IllegalArgumentError);
+    await expectRejection(
+      services.getJobGraphStore().putJobGraph("a/b", {}),
+      IllegalArgumentError,
+      ErrorCodes.INVALID_ARGUMENT,
+      '"a/b"',
+    );
+  }, 60_000);
+});
+
+it("says which key is missing, and which etcd it cannot reach", async () => {
+  const factory = new EtcdHighAvailabilityServicesFactory();
+  await expectRejection(
+    factory.createHAServices(readableConfigOf({ "high-availability.storageDir": "/tmp" })),
+    ConfigurationError,
+    ErrorCodes.CONFIG,
+    "high-availability.etcd.endpoints",
+  );
+  await expectRejection(
+    factory.createHAServices(
+      readableConfigOf({ "high-availability.etcd.endpoints": "http://127.0.0.1:1" }),
+    ),
+    ConfigurationError,
+    ErrorCodes.CONFIG,
+    "high-availability.storageDir",
+  );
+  const started = Date.now();
+  await expectRejection(
+    factory.createHAServices(
+      readableConfigOf({
+        "high-availability.etcd.endpoints": "http://127.0.0.1:1",
+        "high-availability.storageDir": "/tmp",
+        "high-availability.etcd.lease-ttl": "1s",
+      }),
+    ),
+    HighAvailabilityUnavailableError,
+    ErrorCodes.HA_UNAVAILABLE,
+    "connecting failed against etcd at http://127.0.0.1:1",
+  );
+  expect(Date.now() - started).toBeLessThan(15_000);
+}, 30_000);

@@ -1,0 +1,11 @@
+/**
+ * `@sluice/ha-etcd/testing`: a real etcd for tests of the etcd high-availability services (and of
+ * applications that use them): started on free loopback ports with a temporary data folder.
+ */
+export {
+  type EtcdServer,
+  etcdBinary,
+  etcdUnavailableReason,
+  type StartEtcdOptions,
+  startEtcd,
+} from "./etcd-server.js";
