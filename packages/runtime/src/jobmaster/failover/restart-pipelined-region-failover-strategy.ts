@@ -59,8 +59,7 @@ export class RestartPipelinedRegionFailoverStrategy {
   private isAvailable(id: IntermediateResultPartitionID): boolean {
     const partition = this.topology.resultPartition(id);
     return (
-      partition !== undefined &&
-      partition.dataSet.partitionType.isReconsumable &&
+      partition?.dataSet.partitionType.isReconsumable === true &&
       !this.failedPartitions.has(id.toString()) &&
       this.isTracked(id)
     );
