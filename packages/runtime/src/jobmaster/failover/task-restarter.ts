@@ -88,7 +88,7 @@ export class TaskRestarter {
     return this.pendingRegionRestarts > 0;
   }
 
-  /** The subtasks that ran and were restarted, in the job's order. */
+  /** The subtasks a failover restarted, in the job's order. */
   get rerunExecutions(): ExecutionVertex[] {
     return this.context.executionVertices.filter((execution) => this.rerun.has(execution));
   }
@@ -176,12 +176,12 @@ export class TaskRestarter {
 
   /**
    * Takes `tasks` for a failover: newer than any deployment or restart of them in flight, and
-   * counted as re-run when they had been deployed.
+   * counted as re-run (each gets a new attempt).
    */
   private takeForRestart(tasks: readonly ExecutionVertex[]): void {
     for (const execution of tasks) {
       this.versions.set(execution, this.versionOf(execution) + 1);
-      if (execution.state !== "CREATED") this.rerun.add(execution);
+      this.rerun.add(execution);
       const { vertex, subtaskIndex } = execution;
       this.releaseStrategy.vertexUnfinished(this.topology.executionVertex(vertex, subtaskIndex));
     }
