@@ -438,6 +438,8 @@ describe("JobExecution failing over by pipelined region", () => {
   const cluster = new LocalCluster();
   let dir: string;
   let deployer: JobDeployer;
+  /** Generous, for a loaded machine: polls wait for tasks to run. */
+  const POLL = { timeout: 20_000 };
   /** A restart strategy that allows a few immediate restarts. */
   const configuration = localConfiguration({
     "restart-strategy.type": "fixed-delay",
@@ -550,7 +552,9 @@ describe("JobExecution failing over by pipelined region", () => {
       (_vertex, _subtask, { isLost }) => (isLost(lostGateway) ? replacementGateway : lostGateway),
       { configuration },
     );
-    await expect.poll(() => log.filter((entry) => entry.endsWith("#0 FINISHED"))).toHaveLength(2);
+    await expect
+      .poll(() => log.filter((entry) => entry.endsWith("#0 FINISHED")), POLL)
+      .toHaveLength(2);
     await lost.close();
     execution.notifyTaskExecutorLost(lostGateway, new Error("its process died"));
     expect(execution.status).toBe("RUNNING");
@@ -604,7 +608,9 @@ describe("JobExecution failing over by pipelined region", () => {
       restartStrategy: createRestartBackoffTimeStrategy(configuration),
     });
     await execution.start();
-    await expect.poll(() => log.filter((entry) => entry.endsWith("#0 FINISHED"))).toHaveLength(2);
+    await expect
+      .poll(() => log.filter((entry) => entry.endsWith("#0 FINISHED")), POLL)
+      .toHaveLength(2);
     const [first] = execution.executionVertices.filter((e) => e.vertex === source);
     const lost = new ResultPartitionID(
       partitionIdOf(graph.producedDataSetsOf(source)[0] as IntermediateDataSet, 0),
@@ -660,13 +666,15 @@ describe("JobExecution failing over by pipelined region", () => {
         .map((id) => id.partitionId.intermediateDataSetID.toString())
         .sort();
     const execution = await deployer.deploy(graph, () => gateway);
-    await expect.poll(() => log).toContain("Audit (1/1)#0 FINISHED");
-    await expect.poll(() => log).toContain("Map (1/1)#0 FINISHED");
+    await expect.poll(() => log, POLL).toContain("Audit (1/1)#0 FINISHED");
+    await expect.poll(() => log, POLL).toContain("Map (1/1)#0 FINISHED");
     // Sink (stage 3) still runs: Source's BLOCKING partition is gone, files and all.
-    await expect.poll(held).toEqual([kept.resultId.toString(), relayed.resultId.toString()].sort());
+    await expect
+      .poll(held, POLL)
+      .toEqual([kept.resultId.toString(), relayed.resultId.toString()].sort());
     expect(held()).not.toContain(numbers.resultId.toString());
     await expect
-      .poll(() => filesUnder(dir).filter((file) => file.endsWith(".shuffle.data")))
+      .poll(() => filesUnder(dir).filter((file) => file.endsWith(".shuffle.data")), POLL)
       .toHaveLength(2);
     expect(execution.status).toBe("RUNNING");
     go.resolve();
@@ -677,7 +685,7 @@ describe("JobExecution failing over by pipelined region", () => {
     expect(readThrough(result.results.get("Audit"), 0)).toEqual(written(2_000, 1));
     // The persistent partition lived until the job ended.
     expect(held()).toEqual([]);
-    await expect.poll(() => filesUnder(dir)).toEqual([]);
+    await expect.poll(() => filesUnder(dir), POLL).toEqual([]);
   });
 });
 
