@@ -112,4 +112,29 @@ export class ExecutionGraph {
       this.byAttempt.set(previous.attemptId.toString(), previous);
     }
   }
+
+  /**
+   * Asks `placement` again where `subtasks` run, keeping their attempts (they have not been
+   * deployed): a TaskExecutor they were placed on was lost before their region was scheduled.
+   */
+  async relocate(
+    placement: Placement,
+    isLost: (gateway: TaskExecutorGateway) => boolean,
+    subtasks: readonly ExecutionVertex[],
+  ): Promise<void> {
+    for (const execution of subtasks) {
+      const { vertex, subtaskIndex, attemptId } = execution;
+      const gateway = await placement(vertex, subtaskIndex, {
+        attemptNumber: attemptId.attemptNumber,
+        previous: execution.gateway,
+        isLost,
+      });
+      if (isLost(gateway)) {
+        throw new IllegalStateError(
+          `the placement put ${vertex.name} (${subtaskIndex + 1}/${vertex.parallelism}) of job ${this.graph.name} on TaskExecutor ${gateway.location.resourceId}, which was lost; it must return a replacement`,
+        );
+      }
+      execution.gateway = gateway;
+    }
+  }
 }

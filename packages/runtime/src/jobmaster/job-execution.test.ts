@@ -26,7 +26,8 @@ import type { TaskExecutor } from "../taskexecutor/task-executor.js";
 import { LocalCluster, localConfiguration } from "../taskexecutor/test-support/local-cluster.js";
 import type { JobDeployer } from "./job-deployer.js";
 import { JobExecution } from "./job-execution.js";
-import { type IntermediateDataSet, JobGraph, partitionIdOf } from "./job-graph.js";
+import { JobGraph, partitionIdOf } from "./job-graph.js";
+import type { JobResult } from "./job-result.js";
 import { createRestartBackoffTimeStrategy } from "./restart-backoff-time-strategy.js";
 import { addSource } from "./test-support/source-vertex.js";
 
@@ -576,12 +577,71 @@ describe("JobExecution failing over by pipelined region", () => {
     expect(lostGateway.released).toEqual([]);
   });
 
+  /** Source (1) and Slow (1, waits for the test) → BLOCKING → Count (1) reading both. */
+  function twoInputs() {
+    const graph = new JobGraph("two inputs");
+    const source = addSource(graph, { parallelism: 1, configuration: { records: 2_000 } });
+    const slow = addSource(graph, {
+      name: "Slow",
+      parallelism: 1,
+      invokable: "awaitGo",
+      configuration: { records: 1_000 },
+    });
+    const count = graph.addVertex({ name: "Count", parallelism: 1, invokable: "read" });
+    const numbers = graph.connect(source, count, { ...REBALANCE, partitionType: BLOCKING });
+    graph.connect(slow, count, { ...REBALANCE, partitionType: BLOCKING });
+    return { graph, source, slow, numbers };
+  }
+
+  /** What Count of {@link twoInputs} must have read: everything of both, through two gates. */
+  function expectBothRead(result: JobResult) {
+    expect(readThrough(result.results.get("Count"), 0)).toEqual(written(2_000, 1));
+    expect(readThrough(result.results.get("Count"), 1)).toEqual(written(1_000, 1));
+  }
+
+  it("re-runs at once a finished source lost with its TaskExecutor when a reader not scheduled yet needs its partition", async () => {
+    const lost = await startExecutor();
+    const replacement = await startExecutor();
+    const log: string[] = [];
+    const onReplacement: string[] = [];
+    const lostGateway = observed(lost, log);
+    const replacementGateway = observed(replacement, onReplacement);
+    const { graph, slow } = twoInputs();
+    // Slow runs on the worker that stays; Count is placed on the lost one at first.
+    const execution = await deployer.deploy(
+      graph,
+      (vertex, _subtask, { isLost }) =>
+        vertex === slow || isLost(lostGateway) ? replacementGateway : lostGateway,
+      { configuration },
+    );
+    await expect.poll(() => log, POLL).toContain("Source (1/1)#0 FINISHED");
+    // Count waits for Slow: without a re-run now, Source's partition would be missing for good.
+    execution.notifyTaskExecutorLost(lostGateway, new Error("its process died"));
+    await lost.close();
+    await expect.poll(() => onReplacement, POLL).toContain("Source (1/1)#1 FINISHED");
+    go.resolve();
+    const result = await execution.terminated;
+    expect(result.error).toBeUndefined();
+    expect(result.status).toBe("FINISHED");
+    expect(result.restarts).toBe(1);
+    expect(result.rerunTasks).toEqual(["Source (1/1)"]);
+    // Count, placed on the lost worker at the start, runs on the replacement, as its first attempt.
+    expect(onReplacement.toSorted()).toEqual([
+      "Count (1/1)#0 FINISHED",
+      "Slow (1/1)#0 FINISHED",
+      "Source (1/1)#1 FINISHED",
+      "deploy Count (1/1)#0",
+      "deploy Slow (1/1)#0",
+      "deploy Source (1/1)#1",
+    ]);
+    expectBothRead(result);
+  });
+
   it("re-runs the producer of partitions the ShuffleMaster reports lost (stopTrackingAndReleasePartitions), instead of failing the job", async () => {
     const executor = await startExecutor();
     const log: string[] = [];
-    const readersMayDeploy = deferred();
-    const gateway = observed(executor, log, { vertex: "Count", until: readersMayDeploy.promise });
-    const { graph, source } = twoStages("read");
+    const gateway = observed(executor, log);
+    const { graph, source, numbers } = twoInputs();
     const master = deployer.master;
     let context: JobShuffleContext | undefined;
     const released: string[] = [];
@@ -608,23 +668,23 @@ describe("JobExecution failing over by pipelined region", () => {
       restartStrategy: createRestartBackoffTimeStrategy(configuration),
     });
     await execution.start();
-    await expect
-      .poll(() => log.filter((entry) => entry.endsWith("#0 FINISHED")), POLL)
-      .toHaveLength(2);
-    const [first] = execution.executionVertices.filter((e) => e.vertex === source);
+    await expect.poll(() => log, POLL).toContain("Source (1/1)#0 FINISHED");
+    const [producer] = execution.executionVertices.filter((e) => e.vertex === source);
     const lost = new ResultPartitionID(
-      partitionIdOf(graph.producedDataSetsOf(source)[0] as IntermediateDataSet, 0),
-      first?.attemptId as ExecutionAttemptID,
+      partitionIdOf(numbers.dataSet, 0),
+      producer?.attemptId as ExecutionAttemptID,
     );
     await context?.stopTrackingAndReleasePartitions([lost]);
     expect(released).toContain(lost.toString());
-    readersMayDeploy.resolve();
+    expect(gateway.released.map(String)).toContain(lost.toString());
+    await expect.poll(() => log, POLL).toContain("Source (1/1)#1 FINISHED");
+    go.resolve();
     const result = await execution.terminated;
     expect(result.error).toBeUndefined();
     expect(result.status).toBe("FINISHED");
     expect(result.restarts).toBe(1);
-    expect(result.rerunTasks).toEqual(["Source (1/2)", "Count (1/2)", "Count (2/2)"]);
-    expect(readThrough(result.results.get("Count"), 0)).toEqual(written(2_000, 2));
+    expect(result.rerunTasks).toEqual(["Source (1/1)"]);
+    expectBothRead(result);
   });
 
   it("fails the job when the restart strategy allows no more restarts, naming the task", async () => {

@@ -102,6 +102,7 @@ export class JobExecution implements JobMasterGateway {
   private readonly descriptors: TaskDeploymentDescriptorFactory;
   private readonly partitions: JobMasterPartitionTracker;
   private readonly lostGateways = new Set<TaskExecutorGateway>();
+  private readonly isLost = (gateway: TaskExecutorGateway) => this.lostGateways.has(gateway);
   private readonly releaseErrors: Error[] = [];
   private currentStatus: JobStatus = "CREATED";
   private readonly rootCause = new RootCause();
@@ -206,9 +207,7 @@ export class JobExecution implements JobMasterGateway {
       stopTrackingAndReleasePartitions: (ids) => this.partitionsLost(ids),
     });
     try {
-      await this.executions.placeExecutions(this.placement, (gateway) =>
-        this.lostGateways.has(gateway),
-      );
+      await this.executions.placeExecutions(this.placement, this.isLost);
     } catch (error) {
       this.fail(asError(error));
       return;
@@ -323,7 +322,9 @@ export class JobExecution implements JobMasterGateway {
     this.partitions.releaseInBackground(lost);
     const failed: ExecutionVertex[] = [];
     for (const execution of this.executionVertices) {
+      // One not deployed yet is placed again when its region is scheduled.
       if (execution.gateway !== gateway || isTerminal(execution.state)) continue;
+      if (execution.state === "CREATED" && this.currentStatus === "RUNNING") continue;
       execution.state = "FAILED";
       execution.failureCause = cause;
       if (!this.restarter.isRestarting(execution)) failed.push(execution);
@@ -349,6 +350,12 @@ export class JobExecution implements JobMasterGateway {
       return { execution, version: this.restarter.versionOf(execution) };
     });
     try {
+      // Placed at the start, on a worker lost before their region was scheduled: placed again.
+      const stranded = ready
+        .map(({ execution }) => execution)
+        .filter((e) => this.isLost(e.gateway));
+      if (stranded.length > 0)
+        await this.executions.relocate(this.placement, this.isLost, stranded);
       for (const { execution, version } of ready) {
         if (this.currentStatus !== "RUNNING") return;
         if (this.restarter.versionOf(execution) === version)
@@ -406,11 +413,7 @@ export class JobExecution implements JobMasterGateway {
       executionOf: (vertex) => this.executionOf(vertex),
       cancelExecutions: (tasks) => this.cancelExecutions(tasks),
       placeExecutions: (tasks) =>
-        this.executions.placeExecutions(
-          this.placement,
-          (gateway) => this.lostGateways.has(gateway),
-          tasks,
-        ),
+        this.executions.placeExecutions(this.placement, this.isLost, tasks),
       partitions: this.partitions,
       releaseAllPartitions: async () => {
         await this.scheduling;
