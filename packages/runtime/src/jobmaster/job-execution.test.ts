@@ -208,33 +208,40 @@ function filesUnder(dir: string): string[] {
     .map((entry) => join(entry.parentPath, entry.name));
 }
 
-describe("JobExecution with blocking data sets", () => {
+/**
+ * A LocalCluster for one describe block: a deployer, and executors that write blocking
+ * partitions into a fresh folder per test (small sort buffers and batch read memory).
+ */
+function blockingTestCluster(prefix: string) {
   const cluster = new LocalCluster();
-  let dir: string;
-  let deployer: JobDeployer;
-
+  const env = {
+    dir: "",
+    deployer: undefined as unknown as JobDeployer,
+    startExecutor(): Promise<TaskExecutor> {
+      const config = localConfiguration({
+        "taskmanager.network.sort-shuffle.min-buffers": 8,
+        "taskmanager.memory.framework.off-heap.batch-shuffle.size": "512kb",
+        "io.tmp.dirs": env.dir,
+      });
+      return cluster.startExecutor(config, { invokables: INVOKABLES });
+    },
+  };
   beforeEach(async () => {
-    dir = mkdtempSync(join(tmpdir(), "sluice-job-execution-"));
+    env.dir = mkdtempSync(join(tmpdir(), prefix));
     go = deferred();
-    deployer = await cluster.startDeployer();
+    env.deployer = await cluster.startDeployer();
   });
-
   afterEach(async () => {
     go.resolve();
     await cluster.close();
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(env.dir, { recursive: true, force: true });
   });
+  return env;
+}
 
-  function startExecutor(): Promise<TaskExecutor> {
-    const config = localConfiguration({
-      "taskmanager.network.sort-shuffle.min-buffers": 8,
-      "taskmanager.memory.framework.off-heap.batch-shuffle.size": "512kb",
-      "io.tmp.dirs": dir,
-    });
-    return cluster.startExecutor(config, {
-      invokables: INVOKABLES,
-    });
-  }
+describe("JobExecution with blocking data sets", () => {
+  const env = blockingTestCluster("sluice-job-execution-");
+  const startExecutor = env.startExecutor;
 
   it("deploys every reader of a blocking data set after all its producer subtasks finished; they write it once, and each reader gets every record", async () => {
     const executor = await startExecutor();
@@ -250,7 +257,7 @@ describe("JobExecution with blocking data sets", () => {
     // Audit reads the data set twice: two gates on the same partitions.
     graph.connectDataSet(numbers, audit);
     graph.connectDataSet(numbers, audit);
-    const execution = await deployer.deploy(graph, () => ({
+    const execution = await env.deployer.deploy(graph, () => ({
       ...gateway,
       submitTask: (descriptor, jobMaster) => {
         descriptors.push(descriptor);
@@ -304,7 +311,7 @@ describe("JobExecution with blocking data sets", () => {
     graph.connect(batch, join_, { ...REBALANCE, partitionType: BLOCKING });
     graph.connect(stream, join_, REBALANCE);
     const gateway = observed(executor, log);
-    const result = await (await deployer.deploy(graph, () => gateway)).terminated;
+    const result = await (await env.deployer.deploy(graph, () => gateway)).terminated;
     expect(result.status).toBe("FINISHED");
     expect(at(log, "deploy Stream (1/1)#0")).toBeGreaterThan(at(log, "Batch (1/1)#0 FINISHED"));
     expect(at(log, "deploy Join (1/1)#0")).toBeGreaterThan(at(log, "Batch (1/1)#0 FINISHED"));
@@ -325,7 +332,7 @@ describe("JobExecution with blocking data sets", () => {
     graph.connect(source, sink, { ...REBALANCE, partitionType: BLOCKING });
     // Nothing is written here; the edge only makes Source and Sink one pipelined region.
     graph.connect(source, sink, REBALANCE);
-    const execution = await deployer.deploy(graph, () => observed(executor, log));
+    const execution = await env.deployer.deploy(graph, () => observed(executor, log));
     // Sink is deployed (and asks for the blocking partition) while Source has not written yet.
     expect(log).toEqual(["deploy Source (1/1)#0", "deploy Sink (1/1)#0"]);
     go.resolve();
@@ -344,19 +351,19 @@ describe("JobExecution with blocking data sets", () => {
     const source = addSource(graph, { parallelism: 2, configuration: { records: 2_000 } });
     const count = graph.addVertex({ name: "Count", parallelism: 1, invokable: "read" });
     graph.connect(source, count, { ...REBALANCE, partitionType: BLOCKING });
-    const execution = await deployer.deploy(graph, () => gateway);
+    const execution = await env.deployer.deploy(graph, () => gateway);
     await expect.poll(() => log.filter((entry) => entry.endsWith("FINISHED"))).toHaveLength(2);
     // The producers ended; their partitions live on, in files.
     expect(executor.runningTasks).toEqual([]);
     expect(executor.shuffleEnvironment.getPartitionsOccupyingLocalResources()).toHaveLength(2);
-    expect(filesUnder(dir).filter((file) => file.endsWith(".shuffle.data"))).toHaveLength(2);
+    expect(filesUnder(env.dir).filter((file) => file.endsWith(".shuffle.data"))).toHaveLength(2);
     readersMayStart.resolve();
     const result = await execution.terminated;
     expect(result.status).toBe("FINISHED");
     expect(result.releaseErrors).toEqual([]);
     expect(gateway.released).toHaveLength(2);
     expect(executor.shuffleEnvironment.getPartitionsOccupyingLocalResources()).toEqual([]);
-    await expect.poll(() => filesUnder(dir)).toEqual([]);
+    await expect.poll(() => filesUnder(env.dir)).toEqual([]);
   });
 
   it("goes on when a TaskExecutor is lost whose tasks of the job all ended and whose partitions nobody needs, and releases nothing there afterwards", async () => {
@@ -374,7 +381,7 @@ describe("JobExecution with blocking data sets", () => {
     const e = vertex("E", "read");
     graph.connect(a, vertex("B", "read"), { ...REBALANCE, partitionType: BLOCKING });
     graph.connect(d, e, { ...REBALANCE, partitionType: BLOCKING });
-    const execution = await deployer.deploy(graph, (v) =>
+    const execution = await env.deployer.deploy(graph, (v) =>
       v === d || v === e ? lostGateway : keptGateway,
     );
     await expect.poll(() => log).toContain("E (1/1)#0 FINISHED");
@@ -402,7 +409,7 @@ describe("JobExecution with blocking data sets", () => {
     });
     const sink = graph.addVertex({ name: "Sink", parallelism: 1, invokable: "read" });
     graph.connect(source, sink, REBALANCE);
-    const execution = await deployer.deploy(graph, () => gateway);
+    const execution = await env.deployer.deploy(graph, () => gateway);
     execution.notifyTaskExecutorLost(gateway, new Error("its process died"));
     const result = await execution.terminated;
     expect(result.status).toBe("FAILED");
@@ -415,7 +422,7 @@ describe("JobExecution with blocking data sets", () => {
     const graph = new JobGraph("orphan");
     const source = graph.addVertex({ name: "Source", parallelism: 1, invokable: "source" });
     graph.createDataSet(source, REBALANCE);
-    await expect(deployer.deploy(graph, () => executor)).rejects.toMatchObject({
+    await expect(env.deployer.deploy(graph, () => executor)).rejects.toMatchObject({
       code: ErrorCodes.INVALID_ARGUMENT,
       message: expect.stringMatching(/of "Source" in job orphan has no consumer/),
     });
@@ -428,7 +435,7 @@ describe("JobExecution with blocking data sets", () => {
       const join_ = graph.addVertex({ name: "Join", parallelism: 2 });
       const numbers = graph.createDataSet(source, { ...REBALANCE, partitionType: BLOCKING });
       for (let i = 0; i < gates; i++) graph.connectDataSet(numbers, join_);
-      return deployer.master.computeShuffleMemorySizeForTask(graph.inputsOutputsOf(join_));
+      return env.deployer.master.computeShuffleMemorySizeForTask(graph.inputsOutputsOf(join_));
     };
     expect(memoryOf(1)).toBeGreaterThan(0);
     expect(memoryOf(2)).toBe(2 * memoryOf(1));
@@ -436,9 +443,6 @@ describe("JobExecution with blocking data sets", () => {
 });
 
 describe("JobExecution failing over by pipelined region", () => {
-  const cluster = new LocalCluster();
-  let dir: string;
-  let deployer: JobDeployer;
   /** Generous, for a loaded machine: polls wait for tasks to run. */
   const POLL = { timeout: 20_000 };
   /** A restart strategy that allows a few immediate restarts. */
@@ -448,26 +452,8 @@ describe("JobExecution failing over by pipelined region", () => {
     "restart-strategy.fixed-delay.delay": "0ms",
   });
 
-  beforeEach(async () => {
-    dir = mkdtempSync(join(tmpdir(), "sluice-region-failover-"));
-    go = deferred();
-    deployer = await cluster.startDeployer();
-  });
-
-  afterEach(async () => {
-    go.resolve();
-    await cluster.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-
-  function startExecutor(): Promise<TaskExecutor> {
-    const config = localConfiguration({
-      "taskmanager.network.sort-shuffle.min-buffers": 8,
-      "taskmanager.memory.framework.off-heap.batch-shuffle.size": "512kb",
-      "io.tmp.dirs": dir,
-    });
-    return cluster.startExecutor(config, { invokables: INVOKABLES });
-  }
+  const env = blockingTestCluster("sluice-region-failover-");
+  const startExecutor = env.startExecutor;
 
   /** Source (2) → BLOCKING, ALL_TO_ALL → Count (2), Count running `countInvokable`. */
   function twoStages(countInvokable: string, configuration = {}) {
@@ -487,7 +473,7 @@ describe("JobExecution failing over by pipelined region", () => {
     const executor = await startExecutor();
     const log: string[] = [];
     const { graph } = twoStages("failOnce", { failSubtask: 0 });
-    const execution = await deployer.deploy(graph, () => observed(executor, log), {
+    const execution = await env.deployer.deploy(graph, () => observed(executor, log), {
       configuration,
     });
     const result = await execution.terminated;
@@ -527,7 +513,7 @@ describe("JobExecution failing over by pipelined region", () => {
         return direct.submitTask(descriptor, jobMaster);
       },
     };
-    const execution = await deployer.deploy(graph, () => gateway, { configuration });
+    const execution = await env.deployer.deploy(graph, () => gateway, { configuration });
     const result = await execution.terminated;
     expect(result.error).toBeUndefined();
     expect(result.status).toBe("FINISHED");
@@ -548,7 +534,7 @@ describe("JobExecution failing over by pipelined region", () => {
     const lostGateway = observed(lost, log, { vertex: "Count", until: readersMayDeploy.promise });
     const replacementGateway = observed(replacement, log);
     const { graph } = twoStages("read");
-    const execution = await deployer.deploy(
+    const execution = await env.deployer.deploy(
       graph,
       (_vertex, _subtask, { isLost }) => (isLost(lostGateway) ? replacementGateway : lostGateway),
       { configuration },
@@ -608,7 +594,7 @@ describe("JobExecution failing over by pipelined region", () => {
     const replacementGateway = observed(replacement, onReplacement);
     const { graph, slow } = twoInputs();
     // Slow runs on the worker that stays; Count is placed on the lost one at first.
-    const execution = await deployer.deploy(
+    const execution = await env.deployer.deploy(
       graph,
       (vertex, _subtask, { isLost }) =>
         vertex === slow || isLost(lostGateway) ? replacementGateway : lostGateway,
@@ -642,7 +628,7 @@ describe("JobExecution failing over by pipelined region", () => {
     const log: string[] = [];
     const gateway = observed(executor, log);
     const { graph, source, numbers } = twoInputs();
-    const master = deployer.master;
+    const master = env.deployer.master;
     let context: JobShuffleContext | undefined;
     const released: string[] = [];
     // The deployer's master, telling the test the job's shuffle context and each release.
@@ -690,7 +676,7 @@ describe("JobExecution failing over by pipelined region", () => {
   it("fails the job when the restart strategy allows no more restarts, naming the task", async () => {
     const executor = await startExecutor();
     const { graph } = twoStages("failOnce", { failSubtask: 1 });
-    const execution = await deployer.deploy(graph, () => observed(executor, []), {
+    const execution = await env.deployer.deploy(graph, () => observed(executor, []), {
       configuration: localConfiguration({ "restart-strategy.type": "none" }),
     });
     const result = await execution.terminated;
@@ -725,7 +711,7 @@ describe("JobExecution failing over by pipelined region", () => {
         .getPartitionsOccupyingLocalResources()
         .map((id) => id.partitionId.intermediateDataSetID.toString())
         .sort();
-    const execution = await deployer.deploy(graph, () => gateway);
+    const execution = await env.deployer.deploy(graph, () => gateway);
     await expect.poll(() => log, POLL).toContain("Audit (1/1)#0 FINISHED");
     await expect.poll(() => log, POLL).toContain("Map (1/1)#0 FINISHED");
     // Sink (stage 3) still runs: Source's BLOCKING partition is gone, files and all.
@@ -734,7 +720,7 @@ describe("JobExecution failing over by pipelined region", () => {
       .toEqual([kept.resultId.toString(), relayed.resultId.toString()].sort());
     expect(held()).not.toContain(numbers.resultId.toString());
     await expect
-      .poll(() => filesUnder(dir).filter((file) => file.endsWith(".shuffle.data")), POLL)
+      .poll(() => filesUnder(env.dir).filter((file) => file.endsWith(".shuffle.data")), POLL)
       .toHaveLength(2);
     expect(execution.status).toBe("RUNNING");
     go.resolve();
@@ -745,7 +731,7 @@ describe("JobExecution failing over by pipelined region", () => {
     expect(readThrough(result.results.get("Audit"), 0)).toEqual(written(2_000, 1));
     // The persistent partition lived until the job ended.
     expect(held()).toEqual([]);
-    await expect.poll(() => filesUnder(dir), POLL).toEqual([]);
+    await expect.poll(() => filesUnder(env.dir), POLL).toEqual([]);
   });
 });
 
