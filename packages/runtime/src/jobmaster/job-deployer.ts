@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { IllegalStateError } from "@sluice/core";
-import type { ReadableConfig, ShuffleMaster } from "@sluice/runtime-api";
+import { JobManagerOptions, type ReadableConfig, type ShuffleMaster } from "@sluice/runtime-api";
 import { createShuffleMaster } from "../loader/plugin-contract.js";
 import {
   type LoadedShuffleServiceFactory,
@@ -51,8 +51,8 @@ export interface DeployOptions {
    */
   readonly order?: DeploymentOrder;
   /**
-   * The job's configuration: `execution.checkpointing.*`, `state.checkpoints.*` and
-   * `restart-strategy.*` are read from it. Default: the deployer's configuration.
+   * The job's configuration: `execution.checkpointing.*`, `state.checkpoints.*`,
+   * `restart-strategy.*` and `jobmanager.execution.failover-strategy` are read from it. Default: the deployer's configuration.
    */
   readonly configuration?: ReadableConfig;
   /**
@@ -173,6 +173,7 @@ export class JobDeployer {
         ...(checkpointing === undefined ? {} : { checkpointing }),
         ...(options.statusListener === undefined ? {} : { statusListener: options.statusListener }),
         restartStrategy: createRestartBackoffTimeStrategy(configuration),
+        failoverStrategy: configuration.get(JobManagerOptions.EXECUTION_FAILOVER_STRATEGY),
       },
     );
     this.executions.add(execution);

@@ -491,6 +491,28 @@ describe("JobExecution failing over by pipelined region", () => {
     expect(readThrough(result.results.get("Count"), 0)).toEqual(written(2_000, 2));
   });
 
+  it("restarts every task with jobmanager.execution.failover-strategy full (RestartAllFailoverStrategy)", async () => {
+    const executor = await startExecutor();
+    const { graph } = twoStages("failOnce", { failSubtask: 0 });
+    const execution = await env.deployer.deploy(graph, () => observed(executor, []), {
+      configuration: localConfiguration({
+        "restart-strategy.type": "fixed-delay",
+        "restart-strategy.fixed-delay.delay": "0ms",
+        "jobmanager.execution.failover-strategy": "full",
+      }),
+    });
+    const result = await execution.terminated;
+    expect(result.status, String(result.error)).toBe("FINISHED");
+    expect(result.restarts).toBe(1);
+    expect(result.rerunTasks).toEqual([
+      "Source (1/2)",
+      "Source (2/2)",
+      "Count (1/2)",
+      "Count (2/2)",
+    ]);
+    expect(readThrough(result.results.get("Count"), 0)).toEqual(written(2_000, 2));
+  });
+
   it("re-runs the producer of the partition a reader could not read, with every reader of it (testRegionFailoverForDataConsumptionErrors)", async () => {
     const executor = await startExecutor();
     const log: string[] = [];

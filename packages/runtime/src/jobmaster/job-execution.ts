@@ -59,6 +59,8 @@ export interface JobExecutionOptions {
   readonly checkpointing?: CheckpointCoordinatorConfiguration;
   /** Whether and when a failed job restarts (`restart-strategy.*`). */
   readonly restartStrategy: RestartBackoffTimeStrategy;
+  /** What a failure restarts (`jobmanager.execution.failover-strategy`, default `region`). */
+  readonly failoverStrategy?: "full" | "region";
   /** Told of each status change of the job, with the failure behind FAILING or RESTARTING. */
   readonly statusListener?: JobStatusListener;
 }
@@ -134,7 +136,7 @@ export class JobExecution implements JobMasterGateway {
     this.releaseStrategy = new RegionPartitionGroupReleaseStrategy(this.topology);
     this.failureHandler = new ExecutionFailureHandler(
       this.topology,
-      options.checkpointing === undefined
+      options.checkpointing === undefined && options.failoverStrategy !== "full"
         ? new RestartPipelinedRegionFailoverStrategy(this.topology, (id) =>
             this.partitions.isTracked(id),
           )
@@ -197,10 +199,7 @@ export class JobExecution implements JobMasterGateway {
     return this.executions.executionVertices;
   }
 
-  /**
-   * Registers the job with the master, places every subtask, and deploys the vertices that are
-   * ready. A placement that throws fails the job.
-   */
+  /** Registers the job, places every subtask, deploys what is ready; a failed placement fails it. */
   async start(): Promise<void> {
     this.master.registerJob({
       jobId: this.jobId,

@@ -121,6 +121,7 @@ describe("ALL_OPTIONS", () => {
       "restart-strategy.exponential-delay.reset-backoff-threshold": 3_600_000,
       "restart-strategy.exponential-delay.jitter-factor": 0.1,
       "restart-strategy.exponential-delay.attempts-before-reset-backoff": 2_147_483_647,
+      "jobmanager.execution.failover-strategy": "region",
     });
     // Unset in Flink: no checkpoints, no configured directory, a strategy chosen by checkpointing.
     for (const key of [
