@@ -1,6 +1,7 @@
 import { hostname } from "node:os";
 import { IllegalStateError } from "@sluice/core";
-import { JobManagerOptions, type ReadableConfig, type ShuffleMaster } from "@sluice/runtime-api";
+import type { ReadableConfig, ShuffleMaster } from "@sluice/runtime-api";
+import { JobManagerOptions } from "@sluice/runtime-api";
 import { createShuffleMaster } from "../loader/plugin-contract.js";
 import {
   type LoadedShuffleServiceFactory,
