@@ -135,8 +135,9 @@ export class TaskRestarter {
       const released = context.partitions.stopTrackingPartitionsOf(tasks);
       context.cancelExecutions(tasks);
       await this.whenTerminal(tasks);
-      if (context.status !== "RUNNING") return;
+      // Released even when the job stops meanwhile: they are no longer tracked for its end.
       context.partitions.releaseInBackground(released);
+      if (context.status !== "RUNNING") return;
       if (!(await this.placeAfterBackoff(stillOurs, "RUNNING"))) return;
       const placed = stillOurs();
       for (const execution of placed) this.restarting.delete(execution);
