@@ -4,6 +4,7 @@ import { ErrorCodes, type ResultPartitionID } from "@sluice/core";
 const PARTITION_EXCEPTION_CODES: ReadonlySet<string> = new Set([
   ErrorCodes.PARTITION_NOT_FOUND,
   ErrorCodes.PARTITION_CONNECTION,
+  ErrorCodes.PARTITION_FILE_CORRUPTED,
   "SLUICE_ERR_PARTITION_CORRUPT",
 ]);
 
