@@ -1,6 +1,7 @@
 import { hostname } from "node:os";
 import { IllegalStateError } from "@sluice/core";
 import type { ReadableConfig, ShuffleMaster } from "@sluice/runtime-api";
+import { JobManagerOptions } from "@sluice/runtime-api";
 import { createShuffleMaster } from "../loader/plugin-contract.js";
 import {
   type LoadedShuffleServiceFactory,
@@ -52,8 +53,8 @@ export interface DeployOptions {
    */
   readonly order?: DeploymentOrder;
   /**
-   * The job's configuration: `execution.checkpointing.*`, `state.checkpoints.*` and
-   * `restart-strategy.*` are read from it. Default: the deployer's configuration.
+   * The job's configuration: `execution.checkpointing.*`, `state.checkpoints.*`,
+   * `restart-strategy.*` and `jobmanager.execution.failover-strategy` are read from it. Default: the deployer's configuration.
    */
   readonly configuration?: ReadableConfig;
   /**
@@ -181,6 +182,7 @@ export class JobDeployer {
         ...(options.statusListener === undefined ? {} : { statusListener: options.statusListener }),
         ...(options.restoreFrom === undefined ? {} : { restoreFrom: options.restoreFrom }),
         restartStrategy: createRestartBackoffTimeStrategy(configuration),
+        failoverStrategy: configuration.get(JobManagerOptions.EXECUTION_FAILOVER_STRATEGY),
       },
     );
     this.executions.add(execution);

@@ -40,6 +40,18 @@ export const JobManagerOptions = {
         "managers that were refused, and why.",
     ),
 
+  /** Which tasks a failure restarts (Flink's `jobmanager.execution.failover-strategy`). */
+  EXECUTION_FAILOVER_STRATEGY: ConfigOptions.key("jobmanager.execution.failover-strategy")
+    .enumType(["full", "region"] as const)
+    .defaultValue("region")
+    .withDescription(
+      "`region`: a failed task restarts only the pipelined regions that must re-run (its own, " +
+        "the readers of what they produce, and the producers of partitions that are lost); " +
+        "`full`: every task of the job restarts. A job that takes checkpoints always restarts " +
+        "every task (Sluice restores checkpoints only globally). How often a job restarts is " +
+        "`restart-strategy.*`'s.",
+    ),
+
   /** How long a deployed task may take to report RUNNING (Sluice). */
   DEPLOYMENT_TIMEOUT: ConfigOptions.key("jobmanager.deployment.timeout")
     .durationType()
