@@ -83,7 +83,7 @@ export class LocalInputChannel extends InputChannel implements BufferAvailabilit
           this.setError(
             new PartitionNotFoundError(
               `${this.gate.owningTaskName}: ${this} gave up after backoff ${this.getCurrentBackoffMs()} ms: ${(error as Error).message}`,
-              { cause: error },
+              { cause: error, partitionId: this.partitionId },
             ),
           );
         }

@@ -4,7 +4,9 @@ import { join } from "node:path";
 import {
   ErrorCodes,
   frameRecord,
+  isPartitionException,
   isSluiceError,
+  type PartitionException,
   type RecordHolder,
   SpillingAdaptiveSpanningRecordDeserializer,
 } from "@sluice/core";
@@ -301,6 +303,9 @@ describe("SortMergeResultPartition in one worker (local channels)", () => {
     const error = await consumeAll(job.gates, 1).catch((e: unknown) => e);
     expect(isSluiceError(error, ErrorCodes.PARTITION_FILE_CORRUPTED)).toBe(true);
     expect((error as Error).message).toMatch(/data file ends|outside the/);
+    // The local consumer names the partition it could not read, for the job side to re-run it.
+    expect(isPartitionException(error)).toBe(true);
+    expect((error as PartitionException).partitionId.equals(sortMerge(job).partitionId)).toBe(true);
     await closeGates(job.gates);
     await expectPoolsFull(env);
   });
