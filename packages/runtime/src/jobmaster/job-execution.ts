@@ -29,8 +29,22 @@ import { calculateCheckpointPlan } from "./checkpoints/checkpoint-plan-calculato
 import type { CompletedCheckpoint } from "./checkpoints/completed-checkpoint.js";
 import { ExecutionGraph } from "./execution-graph.js";
 import type { ExecutionVertex } from "./execution-vertex.js";
+import {
+  ExecutionFailureHandler,
+  isConsequentialFailure,
+} from "./failover/execution-failure-handler.js";
+import { RegionPartitionGroupReleaseStrategy } from "./failover/region-partition-group-release-strategy.js";
+import { RestartPipelinedRegionFailoverStrategy } from "./failover/restart-pipelined-region-failover-strategy.js";
+import type {
+  SchedulingExecutionVertex,
+  SchedulingResultPartition,
+} from "./failover/scheduling-pipelined-region.js";
+import { SchedulingTopology } from "./failover/scheduling-topology.js";
 import type { JobGraph, JobVertex } from "./job-graph.js";
-import { JobMasterPartitionTracker } from "./job-master-partition-tracker.js";
+import {
+  JobMasterPartitionTracker,
+  type TrackedPartition,
+} from "./job-master-partition-tracker.js";
 import { type JobResult, jobResultOf } from "./job-result.js";
 import type { JobStatus, JobStatusListener } from "./job-status.js";
 import {
@@ -53,23 +67,27 @@ export interface JobExecutionOptions {
 }
 
 /**
- * One running job on the job side (Flink's `JobMaster` with its scheduler, for one attempt of the
- * job): it deploys the job's subtasks onto TaskExecutors as their inputs become ready, registers
- * their partitions with the ShuffleMaster, answers their producer-state questions, follows their
- * state reports, fails the job (canceling every other task) when one fails, and releases every
- * partition when the job ends. It is the {@link JobMasterGateway} its tasks report to.
+ * One running job on the job side (Flink's `JobMaster` with its scheduler, for one job): it
+ * deploys the job's subtasks onto TaskExecutors as their inputs become ready, registers their
+ * partitions with the ShuffleMaster, answers their producer-state questions, follows their state
+ * reports, recovers from failures, and releases the partitions. It is the
+ * {@link JobMasterGateway} its tasks report to.
  *
- * It keeps the job's status and failover; which vertices are deployed when is decided by Flink's
- * pipelined-region scheduling strategy, what a subtask is deployed with by a task deployment
- * descriptor factory, and a partition tracker keeps the partitions, which live until the job
- * ends; then each worker that holds some (`storesLocalResourcesOn`) is told to release them.
+ * Which subtasks are deployed when is decided by Flink's pipelined-region scheduling strategy,
+ * what a subtask is deployed with by a task deployment descriptor factory, and a partition
+ * tracker keeps the partitions: a blocking one is released as soon as every region that reads it
+ * finished (BLOCKING_PERSISTENT ones at the job's end), on the ShuffleMaster and on the worker
+ * that holds it.
  *
- * With checkpointing on, its {@link CheckpointCoordinator} triggers checkpoints at the sources.
- * When a task fails or a TaskExecutor is lost and the restart strategy allows it, the job
- * restarts globally (Flink's full failover): it cancels every task, waits for all to end,
- * releases their partitions, waits the strategy's delay, asks the placement again for every
- * subtask, and deploys every task as the next attempt, restored from the newest completed
- * checkpoint.
+ * When a task fails or a TaskExecutor is lost and the restart strategy allows it, a job without
+ * checkpoints fails over by region (Flink's `RestartPipelinedRegionFailoverStrategy`): only the
+ * regions that must re-run are canceled, wait the strategy's delay, are placed again and
+ * deployed as their next attempts, while the rest of the job goes on; finished regions whose
+ * outputs are still available are not re-run, and the producers of partitions that were lost
+ * (with their worker, reported by a consumer or by the ShuffleMaster) are. A job with
+ * checkpoints restarts globally (Flink's full failover): it cancels every task, releases every
+ * partition, and deploys every task again, restored from the newest completed checkpoint, as a
+ * region restart cannot restore a consistent state without the checkpoint's region plan.
  */
 export class JobExecution implements JobMasterGateway {
   /** The job. */
@@ -87,13 +105,25 @@ export class JobExecution implements JobMasterGateway {
   private readonly restartStrategy: RestartBackoffTimeStrategy;
   private readonly statusListener: JobStatusListener | undefined;
   private readonly executions: ExecutionGraph;
+  private readonly topology: SchedulingTopology;
   private readonly scheduler: PipelinedRegionSchedulingStrategy;
+  private readonly failureHandler: ExecutionFailureHandler;
+  private readonly releaseStrategy: RegionPartitionGroupReleaseStrategy;
   private readonly descriptors: TaskDeploymentDescriptorFactory;
   private readonly partitions: JobMasterPartitionTracker;
   private readonly lostGateways = new Set<TaskExecutorGateway>();
   /** Executions whose `submitTask` has not answered yet. */
   private readonly submitting = new Set<ExecutionVertex>();
+  /** Bumped when a failover takes a subtask: a deployment or restart of an older one stops. */
+  private readonly versions = new Map<ExecutionVertex, number>();
+  /** The subtasks a region failover is restarting, by the version it took them at. */
+  private readonly restarting = new Map<ExecutionVertex, number>();
+  /** Subtasks that ran and were restarted at least once. */
+  private readonly rerun = new Set<ExecutionVertex>();
+  private readonly terminalWaiters: { tasks: readonly ExecutionVertex[]; wake: () => void }[] = [];
+  private readonly delays = new Map<NodeJS.Timeout, () => void>();
   private readonly releaseErrors: Error[] = [];
+  private releasing: Promise<void> = Promise.resolve();
   private currentStatus: JobStatus = "CREATED";
   private rootCause: Error | undefined;
   /** The root cause's task, by its name and location when it failed (a restart renames it). */
@@ -101,14 +131,11 @@ export class JobExecution implements JobMasterGateway {
   private failedTaskLocation: TaskManagerLocation | undefined;
   private scheduling: Promise<void> = Promise.resolve();
   private readonly termination = deferred<JobResult>();
-  /** The attempt number of every current execution (the number of restarts so far). */
-  private attemptNumber = 0;
+  private numberOfRestarts = 0;
+  private pendingRegionRestarts = 0;
   private restoredFrom: CompletedCheckpoint | undefined;
   /** When (ms since the epoch) the last restart restored {@link restoredFrom}. */
   private restoredAt: number | undefined;
-  /** Wakes the restart when every task of the failed attempt ended, or the job is stopped. */
-  private wakeRestart: (() => void) | undefined;
-  private restartDelay: NodeJS.Timeout | undefined;
   private terminating = false;
 
   constructor(
@@ -124,10 +151,21 @@ export class JobExecution implements JobMasterGateway {
     this.jobId = graph.jobId;
     this.master = master;
     this.placement = placement;
-    this.scheduler = new PipelinedRegionSchedulingStrategy(graph, order, (vertex) =>
-      this.subtasksOf(vertex).every((producer) => producer.state === "FINISHED"),
-    );
     this.partitions = new JobMasterPartitionTracker(graph.jobId, master);
+    this.topology = new SchedulingTopology(graph);
+    this.scheduler = new PipelinedRegionSchedulingStrategy(this.topology, order, (partition) =>
+      this.isAvailable(partition),
+    );
+    this.releaseStrategy = new RegionPartitionGroupReleaseStrategy(this.topology);
+    this.failureHandler = new ExecutionFailureHandler(
+      this.topology,
+      options.checkpointing === undefined
+        ? new RestartPipelinedRegionFailoverStrategy(this.topology, (id) =>
+            this.partitions.isTracked(id),
+          )
+        : undefined,
+      options.restartStrategy,
+    );
     this.checkpointing = options.checkpointing;
     this.restartStrategy = options.restartStrategy;
     this.statusListener = options.statusListener;
@@ -179,14 +217,12 @@ export class JobExecution implements JobMasterGateway {
   async start(): Promise<void> {
     this.master.registerJob({
       jobId: this.jobId,
-      stopTrackingAndReleasePartitions: async (ids) => {
-        this.fail(
-          new PartitionNotFoundError(`the shuffle master lost the partitions ${ids.join(", ")}`),
-        );
-      },
+      stopTrackingAndReleasePartitions: (ids) => this.partitionsLost(ids),
     });
     try {
-      await this.placeExecutions();
+      await this.executions.placeExecutions(this.placement, (gateway) =>
+        this.lostGateways.has(gateway),
+      );
     } catch (error) {
       this.fail(asError(error));
       return;
@@ -203,6 +239,11 @@ export class JobExecution implements JobMasterGateway {
     execution.state = update.state;
     if (update.result !== undefined) execution.result = update.result;
     if (update.error !== undefined) execution.failureCause = deserializeThrowable(update.error);
+    if (this.isRestarting(execution)) {
+      // Canceled by a region failover, which restarts it: its end is expected, not a failure.
+      this.checkTerminated();
+      return;
+    }
     if (update.serializers !== undefined) {
       execution.serializers = update.serializers;
       const mismatch = serializerMismatchOf(this.executions, execution);
@@ -223,7 +264,10 @@ export class JobExecution implements JobMasterGateway {
     switch (update.state) {
       case "FINISHED":
         this.checkpointCoordinator?.taskFinished(execution.attemptId);
-        if (this.currentStatus === "RUNNING") void this.schedule();
+        if (this.currentStatus === "RUNNING") {
+          this.releaseConsumedPartitions(execution);
+          void this.schedule();
+        }
         break;
       case "FAILED":
         this.failTask(
@@ -273,8 +317,8 @@ export class JobExecution implements JobMasterGateway {
   }
 
   /**
-   * Fails the job with `cause` (e.g. the shuffle master lost its partitions): every task is
-   * canceled and the job ends FAILED, without a restart.
+   * Fails the job with `cause` (e.g. the shuffle master failed fatally): every task is canceled
+   * and the job ends FAILED, without a restart.
    */
   fail(cause: Error): void {
     this.stop("FAILING", cause);
@@ -282,25 +326,31 @@ export class JobExecution implements JobMasterGateway {
 
   /**
    * A TaskExecutor is gone (its process died, its heartbeats stopped). Its tasks that had not
-   * ended count as failed with `cause`, and the job restarts (when its restart strategy allows)
-   * or fails. When all of the job's tasks there had ended, the job goes on, as in Flink: the
-   * partitions the worker held are lost with it, and a consumer that still reads one fails when
-   * it cannot (PartitionNotFound or a connection error naming the partition). Nothing is released
-   * on that worker at the job's end. The gateway is never used again: a restart asks the
-   * placement for every subtask, and a placement that returns this gateway fails the job; provide
-   * a replacement (see {@link PlacementContext}).
+   * ended count as failed with `cause`, and the partitions it held are lost with it. The job
+   * fails over (when its restart strategy allows) or fails: the lost tasks' regions re-run, and
+   * so do the producers of lost partitions that a task not finished yet still needs (and their
+   * readers). When nothing of the job there is needed any more, the job goes on, as in Flink.
+   * Nothing is released on that worker again. The gateway is never used again: a restart asks
+   * the placement again, and a placement that returns this gateway fails the job; provide a
+   * replacement (see {@link PlacementContext}).
    */
   notifyTaskExecutorLost(gateway: TaskExecutorGateway, cause: Error): void {
-    this.partitions.taskExecutorLost(gateway);
+    const lost = this.partitions.taskExecutorLost(gateway);
     this.lostGateways.add(gateway);
-    let first: ExecutionVertex | undefined;
+    this.releaseLater(lost);
+    const failed: ExecutionVertex[] = [];
     for (const execution of this.executionVertices) {
       if (execution.gateway !== gateway || isTerminal(execution.state)) continue;
       execution.state = "FAILED";
       execution.failureCause = cause;
-      first ??= execution;
+      if (!this.isRestarting(execution)) failed.push(execution);
     }
-    if (first !== undefined) this.failTask(first, cause);
+    const [first] = failed;
+    if (first !== undefined && this.currentStatus !== "RUNNING") {
+      this.failTask(first, cause);
+    } else {
+      this.failover([...failed, ...this.producersStillNeeded(lost)], cause);
+    }
     this.checkTerminated();
   }
 
@@ -314,14 +364,14 @@ export class JobExecution implements JobMasterGateway {
 
   private async deployReadyVertices(): Promise<void> {
     if (this.currentStatus !== "RUNNING") return;
-    const attemptNumber = this.attemptNumber;
-    const ready = this.scheduler.nextVerticesToDeploy();
+    const ready = this.scheduler.nextVerticesToDeploy().map((vertex) => {
+      const execution = this.executionOf(vertex);
+      return { execution, version: this.versionOf(execution) };
+    });
     try {
-      for (const vertex of ready) {
-        for (const execution of this.subtasksOf(vertex)) {
-          if (this.currentStatus !== "RUNNING" || this.attemptNumber !== attemptNumber) return;
-          await this.deploy(execution);
-        }
+      for (const { execution, version } of ready) {
+        if (this.currentStatus !== "RUNNING") return;
+        if (this.versionOf(execution) === version) await this.deploy(execution, version);
       }
     } catch (error) {
       this.failGlobally(asError(error));
@@ -329,10 +379,13 @@ export class JobExecution implements JobMasterGateway {
     }
   }
 
-  private async deploy(execution: ExecutionVertex): Promise<void> {
+  private async deploy(execution: ExecutionVertex, version: number): Promise<void> {
     const { vertex, gateway, attemptId } = execution;
-    // The job may stop or restart while this deployment awaits: then it must not go on.
-    const stale = () => this.currentStatus !== "RUNNING" || !execution.attemptId.equals(attemptId);
+    // The job may stop or fail over while this deployment awaits: then it must not go on.
+    const stale = () =>
+      this.currentStatus !== "RUNNING" ||
+      !execution.attemptId.equals(attemptId) ||
+      this.versionOf(execution) !== version;
     const newlyRegistered = await this.partitions.registerProducedPartitions(
       execution,
       this.graph.producedDataSetsOf(vertex),
@@ -375,7 +428,9 @@ export class JobExecution implements JobMasterGateway {
       execution.state = "FAILED";
       const cause = asError(error);
       const restored = descriptor.taskRestore?.checkpointId;
-      if (restored !== undefined && isSluiceError(cause, ErrorCodes.CHECKPOINT)) {
+      if (this.isRestarting(execution)) {
+        this.checkTerminated();
+      } else if (restored !== undefined && isSluiceError(cause, ErrorCodes.CHECKPOINT)) {
         this.restoreFailed(execution, restored, cause);
       } else {
         this.failTask(execution, cause);
@@ -397,19 +452,89 @@ export class JobExecution implements JobMasterGateway {
     return this.executions.subtasksOf(vertex);
   }
 
-  /** Asks the placement for every subtask's TaskExecutor and gives each its current attempt. */
-  private placeExecutions(): Promise<void> {
-    return this.executions.placeExecutions(this.placement, this.attemptNumber, (gateway) =>
-      this.lostGateways.has(gateway),
+  private executionOf(vertex: SchedulingExecutionVertex): ExecutionVertex {
+    return this.subtasksOf(vertex.vertex)[vertex.subtaskIndex] as ExecutionVertex;
+  }
+
+  private schedulingVertexOf(execution: ExecutionVertex): SchedulingExecutionVertex {
+    return this.topology.executionVertex(execution.vertex, execution.subtaskIndex);
+  }
+
+  private versionOf(execution: ExecutionVertex): number {
+    return this.versions.get(execution) ?? 0;
+  }
+
+  private isRestarting(execution: ExecutionVertex): boolean {
+    return this.restarting.get(execution) === this.versionOf(execution);
+  }
+
+  /** A blocking partition can be read: its producer FINISHED and it is still tracked. */
+  private isAvailable(partition: SchedulingResultPartition): boolean {
+    const producer = this.executionOf(partition.producer);
+    return producer.state === "FINISHED" && this.partitions.isTracked(partition.id);
+  }
+
+  // ------------------------------------------------------------------- partitions and release
+
+  /**
+   * `execution` FINISHED: the blocking partitions no region needs any more (every region that
+   * reads them finished) are released now; persistent ones stay until the job ends.
+   */
+  private releaseConsumedPartitions(execution: ExecutionVertex): void {
+    const releasable = this.releaseStrategy
+      .vertexFinished(this.schedulingVertexOf(execution))
+      .filter(({ dataSet }) => {
+        const type = dataSet.partitionType;
+        return type.isBlocking && type.releasedBy === "scheduler" && !type.isPersistent;
+      });
+    if (releasable.length === 0) return;
+    this.releaseLater(this.partitions.stopTrackingPartitions(releasable.map(({ id }) => id)));
+  }
+
+  /** Releases no longer tracked partitions in the background; the job's end waits for it. */
+  private releaseLater(partitions: readonly TrackedPartition[]): void {
+    if (partitions.length === 0) return;
+    this.releasing = this.releasing.then(async () => {
+      this.releaseErrors.push(...(await this.partitions.release(partitions)));
+    });
+  }
+
+  /**
+   * The ShuffleMaster lost these partitions (a remote shuffle's lost worker): they are released
+   * and no longer tracked, and their producers re-run when a task not finished yet needs them.
+   */
+  private async partitionsLost(ids: readonly ResultPartitionID[]): Promise<void> {
+    const lost = this.partitions.stopTracking(ids);
+    this.releaseLater(lost);
+    this.failover(
+      this.producersStillNeeded(lost),
+      new PartitionNotFoundError(`the shuffle master lost the partitions ${ids.join(", ")}`),
     );
+    this.checkTerminated();
+    await this.releasing;
+  }
+
+  /** The producers (current attempts) of `lost` partitions that a task not FINISHED reads. */
+  private producersStillNeeded(lost: readonly TrackedPartition[]): ExecutionVertex[] {
+    const producers = new Set<ExecutionVertex>();
+    for (const { descriptor } of lost) {
+      const partition = this.topology.resultPartition(descriptor.resultPartitionId.partitionId);
+      if (partition === undefined) continue;
+      const producer = this.executionOf(partition.producer);
+      if (!producer.attemptId.equals(descriptor.resultPartitionId.producerId)) continue;
+      const needed = partition.consumers.some(
+        (consumer) => this.executionOf(consumer).state !== "FINISHED",
+      );
+      if (needed && !this.isRestarting(producer)) producers.add(producer);
+    }
+    return [...producers];
   }
 
   // ------------------------------------------------------------------------------- failures
 
   private failTask(execution: ExecutionVertex, cause: Error): void {
     if (this.currentStatus === "RUNNING") {
-      this.setRootCause(execution, cause);
-      this.failGlobally(cause);
+      this.failover([execution], cause, execution);
       return;
     }
     // Reports race across processes: the producer whose partition a failed remote consumer
@@ -427,6 +552,30 @@ export class JobExecution implements JobMasterGateway {
     // A task of the attempt being replaced fails as it is canceled: nothing more to decide.
     if (this.currentStatus === "RESTARTING") return;
     this.stop("FAILING", cause);
+  }
+
+  /**
+   * A failure of the running job's subtasks `failed` (none: nothing to do): the failure handler
+   * decides whether to restart regions, the whole job, or to fail it. `task` is the failed task
+   * that is the root cause when the job fails.
+   */
+  private failover(failed: readonly ExecutionVertex[], cause: Error, task = failed[0]): void {
+    if (failed.length === 0 || this.currentStatus !== "RUNNING") return;
+    const result = this.failureHandler.getFailureHandlingResult(
+      failed.map((execution) => this.schedulingVertexOf(execution)),
+      cause,
+    );
+    if (task !== undefined) this.setRootCause(task, cause);
+    if (!result.canRestart) {
+      this.stop("FAILING", cause);
+    } else if (result.globalFailure) {
+      void this.restart(cause);
+    } else {
+      this.rootCause = undefined;
+      this.failedTaskName = undefined;
+      this.failedTaskLocation = undefined;
+      void this.restartRegions(result.verticesToRestart, cause);
+    }
   }
 
   /**
@@ -458,7 +607,8 @@ export class JobExecution implements JobMasterGateway {
   }
 
   /**
-   * A failure of the running job: it restarts when the restart strategy allows, else it fails.
+   * A failure of the running job as a whole: it restarts globally when the restart strategy
+   * allows, else it fails.
    */
   private failGlobally(cause: Error): void {
     if (this.currentStatus === "RESTARTING") return;
@@ -466,12 +616,65 @@ export class JobExecution implements JobMasterGateway {
       this.stop("FAILING", cause);
       return;
     }
-    this.restartStrategy.notifyFailure(cause);
-    if (!this.restartStrategy.canRestart()) {
+    if (!this.failureHandler.getGlobalFailureHandlingResult(cause).canRestart) {
       this.stop("FAILING", cause);
       return;
     }
     void this.restart(cause);
+  }
+
+  /**
+   * Takes `tasks` for a failover: newer than any deployment or restart of them in flight, and
+   * counted as re-run when they had been deployed.
+   */
+  private takeForRestart(tasks: readonly ExecutionVertex[]): void {
+    for (const execution of tasks) {
+      this.versions.set(execution, this.versionOf(execution) + 1);
+      if (execution.state !== "CREATED") this.rerun.add(execution);
+      this.releaseStrategy.vertexUnfinished(this.schedulingVertexOf(execution));
+    }
+  }
+
+  /**
+   * Flink's region failover: cancel the subtasks of the regions to restart that were scheduled
+   * and wait for them to end, release their partitions, wait the strategy's delay, then place
+   * and deploy them as their next attempts once their inputs are ready again. Regions not
+   * scheduled yet are left alone: they are deployed when their inputs are ready.
+   */
+  private async restartRegions(
+    vertices: readonly SchedulingExecutionVertex[],
+    cause: Error,
+  ): Promise<void> {
+    const tasks = vertices
+      .filter((vertex) => this.scheduler.isScheduled(this.topology.regionOf(vertex)))
+      .map((vertex) => this.executionOf(vertex));
+    if (tasks.length === 0) return;
+    this.numberOfRestarts++;
+    this.pendingRegionRestarts++;
+    try {
+      this.takeForRestart(tasks);
+      const taken = new Map(tasks.map((execution) => [execution, this.versionOf(execution)]));
+      for (const [execution, version] of taken) this.restarting.set(execution, version);
+      const stillOurs = () => tasks.filter((e) => this.versionOf(e) === taken.get(e));
+      // Not available from now on, so nothing that reads them is scheduled meanwhile.
+      const released = this.partitions.stopTrackingPartitionsOf(tasks);
+      this.cancelExecutions(tasks);
+      await this.whenTerminal(tasks);
+      if (this.currentStatus !== "RUNNING") return;
+      this.releaseLater(released);
+      if (!(await this.placeAfterBackoff(stillOurs, "RUNNING", cause))) return;
+      const placed = stillOurs();
+      for (const execution of placed) this.restarting.delete(execution);
+      this.scheduler.restartScheduling(
+        new Set(
+          placed.map((execution) => this.topology.regionOf(this.schedulingVertexOf(execution))),
+        ),
+      );
+      await this.schedule();
+    } finally {
+      this.pendingRegionRestarts--;
+      this.checkTerminated();
+    }
   }
 
   /**
@@ -480,43 +683,23 @@ export class JobExecution implements JobMasterGateway {
    * attempt, restored from the newest completed checkpoint.
    */
   private async restart(cause: Error): Promise<void> {
+    this.numberOfRestarts++;
     this.rootCause = cause;
     this.transitionTo("RESTARTING", cause);
     this.checkpointCoordinator?.stopCheckpointScheduler();
     this.checkpointCoordinator?.abortPendingCheckpoints(
       CheckpointFailureReason.JOB_FAILOVER_REGION,
     );
-    this.cancelExecutions();
-    await new Promise<void>((resolve) => {
-      this.wakeRestart = resolve;
-      this.checkTerminated();
-    });
+    const all = this.executionVertices;
+    this.takeForRestart(all);
+    this.restarting.clear();
+    this.cancelExecutions(all);
+    await this.whenTerminal(all);
     if (this.currentStatus !== "RESTARTING") return;
     await this.scheduling;
-    this.releaseErrors.push(...(await this.releasePartitions()));
-    for (;;) {
-      await new Promise<void>((resolve) => {
-        this.wakeRestart = resolve;
-        this.restartDelay = setTimeout(resolve, this.restartStrategy.getBackoffTime());
-      });
-      this.wakeRestart = undefined;
-      if (this.currentStatus !== "RESTARTING") return;
-      this.attemptNumber++;
-      try {
-        await this.placeExecutions();
-        break;
-      } catch (error) {
-        if (this.currentStatus !== "RESTARTING") return;
-        // A placement that put a task on a lost TaskExecutor is a bug of the caller: no retry.
-        const retriable = !isSluiceError(error, ErrorCodes.ILLEGAL_STATE);
-        this.restartStrategy.notifyFailure(asError(error));
-        if (!retriable || !this.restartStrategy.canRestart()) {
-          this.stop("FAILING", asError(error));
-          return;
-        }
-      }
-    }
-    if (this.currentStatus !== "RESTARTING") return;
+    await this.releasing;
+    this.releaseErrors.push(...(await this.partitions.releaseAll()));
+    if (!(await this.placeAfterBackoff(() => all, "RESTARTING", cause))) return;
     const restored = this.checkpointCoordinator?.latestCompletedCheckpoint;
     if (restored !== undefined) {
       this.restoredFrom = restored;
@@ -532,6 +715,61 @@ export class JobExecution implements JobMasterGateway {
     await this.schedule();
   }
 
+  /**
+   * Waits the restart strategy's delay, then asks the placement for the next attempts of
+   * `tasks()`; a placement that fails counts as a failure and is retried while the strategy
+   * allows. False when the job left `status` meanwhile or failed.
+   */
+  private async placeAfterBackoff(
+    tasks: () => readonly ExecutionVertex[],
+    status: JobStatus,
+    cause: Error,
+  ): Promise<boolean> {
+    for (;;) {
+      await this.delay(this.restartStrategy.getBackoffTime());
+      if (this.currentStatus !== status) return false;
+      const targets = tasks();
+      if (targets.length === 0) return false;
+      try {
+        await this.executions.placeExecutions(
+          this.placement,
+          (gateway) => this.lostGateways.has(gateway),
+          targets,
+        );
+        return this.currentStatus === status;
+      } catch (error) {
+        if (this.currentStatus !== status) return false;
+        // A placement that put a task on a lost TaskExecutor is a bug of the caller: no retry.
+        const retriable = !isSluiceError(error, ErrorCodes.ILLEGAL_STATE);
+        this.restartStrategy.notifyFailure(asError(error));
+        if (!retriable || !this.restartStrategy.canRestart()) {
+          this.rootCause ??= cause;
+          this.stop("FAILING", asError(error));
+          return false;
+        }
+      }
+    }
+  }
+
+  /** Resolves after `ms`, or at once when the job stops. */
+  private delay(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.delays.delete(timer);
+        resolve();
+      }, ms);
+      this.delays.set(timer, resolve);
+    });
+  }
+
+  /** Resolves once every one of `tasks` ended, or the job stops. */
+  private whenTerminal(tasks: readonly ExecutionVertex[]): Promise<void> {
+    return new Promise((wake) => {
+      this.terminalWaiters.push({ tasks, wake });
+      this.checkTerminated();
+    });
+  }
+
   private stop(status: "FAILING" | "CANCELLING", cause: Error): void {
     const restarting = this.currentStatus === "RESTARTING";
     if (this.currentStatus !== "RUNNING" && this.currentStatus !== "CREATED" && !restarting) {
@@ -540,14 +778,18 @@ export class JobExecution implements JobMasterGateway {
     this.rootCause = cause;
     this.transitionTo(status, cause);
     this.checkpointCoordinator?.stopCheckpointScheduler();
-    clearTimeout(this.restartDelay);
-    this.cancelExecutions();
+    for (const [timer, wake] of this.delays) {
+      clearTimeout(timer);
+      wake();
+    }
+    this.delays.clear();
+    this.cancelExecutions(this.executionVertices);
     this.checkTerminated();
   }
 
-  /** Cancels every task that has not ended (the deployment of one being deployed does it). */
-  private cancelExecutions(): void {
-    for (const execution of this.executionVertices) {
+  /** Cancels those of `tasks` that have not ended (the deployment of one being deployed does it). */
+  private cancelExecutions(tasks: readonly ExecutionVertex[]): void {
+    for (const execution of tasks) {
       if (isTerminal(execution.state)) continue;
       if (execution.state === "CREATED") {
         execution.state = "CANCELED";
@@ -574,15 +816,14 @@ export class JobExecution implements JobMasterGateway {
 
   private checkTerminated(): void {
     const all = this.executionVertices;
-    if (this.currentStatus === "RESTARTING") {
-      if (all.every((execution) => isTerminal(execution.state))) {
-        const wake = this.wakeRestart;
-        this.wakeRestart = undefined;
-        wake?.();
-      }
-      return;
+    const stopping = this.currentStatus !== "RUNNING" && this.currentStatus !== "RESTARTING";
+    for (const waiter of [...this.terminalWaiters]) {
+      if (!stopping && !waiter.tasks.every((execution) => isTerminal(execution.state))) continue;
+      this.terminalWaiters.splice(this.terminalWaiters.indexOf(waiter), 1);
+      waiter.wake();
     }
     if (this.currentStatus === "RUNNING") {
+      if (this.pendingRegionRestarts > 0) return;
       if (!all.every((execution) => execution.state === "FINISHED")) return;
       this.transitionTo("FINISHED");
     } else if (this.currentStatus === "FAILING" || this.currentStatus === "CANCELLING") {
@@ -594,7 +835,7 @@ export class JobExecution implements JobMasterGateway {
     if (this.terminating) return;
     this.terminating = true;
     // A restart waiting for its delay or for tasks gives up (it sees the new status).
-    this.wakeRestart?.();
+    for (const waiter of this.terminalWaiters.splice(0)) waiter.wake();
     void this.release().then(() => this.termination.resolve(this.result()));
   }
 
@@ -606,14 +847,10 @@ export class JobExecution implements JobMasterGateway {
     await this.scheduling;
     const status = this.currentStatus as JobResult["status"];
     await this.checkpointCoordinator?.shutdown(status);
-    this.releaseErrors.push(...(await this.releasePartitions()));
+    await this.releasing;
+    this.releaseErrors.push(...(await this.partitions.releaseAll()));
     this.releaseErrors.push(...(this.checkpointCoordinator?.discardErrors ?? []));
     this.master.unregisterJob(this.jobId);
-  }
-
-  /** Releases the partitions registered so far, on the master and on the workers holding them. */
-  private releasePartitions(): Promise<Error[]> {
-    return this.partitions.releaseAll(this.executionVertices.map((e) => e.gateway));
   }
 
   private result(): JobResult {
@@ -630,18 +867,8 @@ export class JobExecution implements JobMasterGateway {
       abortedCheckpoints: coordinator?.numberOfAbortedCheckpoints ?? 0,
       restoredFrom: this.restoredFrom,
       latestCheckpoint: coordinator?.latestCompletedCheckpoint,
-      restarts: this.attemptNumber,
+      restarts: this.numberOfRestarts,
+      rerun: this.executionVertices.filter((execution) => this.rerun.has(execution)),
     });
   }
-}
-
-/**
- * Whether a task's failure is a consequence of another failure rather than a cause: its
- * partition or channel was released or canceled, or its producer failed (the producer reports
- * its own error). Flink does not take such failures as the job's root cause either.
- */
-function isConsequentialFailure(cause: Error): boolean {
-  return (
-    isSluiceError(cause, ErrorCodes.CANCELLED) || isSluiceError(cause, ErrorCodes.PRODUCER_FAILED)
-  );
 }
