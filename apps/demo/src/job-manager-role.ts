@@ -46,12 +46,7 @@ import { Recovery } from "./recovery.js";
 import { StageTimeline } from "./stage-timeline.js";
 import { formatSummary, type JobReport, summaryJson } from "./summary.js";
 import { subtaskName, taskProgressOf } from "./task-metrics.js";
-import {
-  COUNT_VERTEX,
-  SOURCE_VERTEX,
-  type WordCountJob,
-  wordCountJob,
-} from "./word-count-job.js";
+import { COUNT_VERTEX, SOURCE_VERTEX, type WordCountJob, wordCountJob } from "./word-count-job.js";
 
 /** How long local task managers may take to start and register. */
 const STARTUP_TIMEOUT_MS = 30_000;

@@ -105,9 +105,7 @@ describe("the summary", () => {
     expect(text).toContain(
       "  recovery       task manager 1 (pid 3) killed 1.00 s into the job; 1 restart from checkpoint 4",
     );
-    expect(text).toContain(
-      "  re-ran         Source (1/2), Source (2/2), Count (1/2), Count (2/2)",
-    );
+    expect(text).toContain("  re-ran         Source (1/2), Source (2/2), Count (1/2), Count (2/2)");
     expect(text).toContain("lost during the job");
     expect(text).toContain("verified: the counts of all 1,000 words equal the reference");
   });
