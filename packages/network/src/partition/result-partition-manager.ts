@@ -275,6 +275,14 @@ export class ResultPartitionManager implements PartitionRegistry {
       : new ProducerFailedError(message, { cause });
   }
 
+  /**
+   * True when `partitionId` was registered here and has been released: it will not come back,
+   * so a reader need not ask again (only its producer's re-run makes it again).
+   */
+  wasReleased(partitionId: ResultPartitionID): boolean {
+    return this.released.has(partitionId.toString());
+  }
+
   /** Requests waiting for partitions that are not registered yet, over all partitions. */
   getNumberOfWaitingRequests(): number {
     return this.numberOfWaitingRequests;

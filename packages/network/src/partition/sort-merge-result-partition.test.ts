@@ -176,19 +176,25 @@ describe("SortMergeResultPartition in one worker (local channels)", () => {
     env.releasePartitionsLocally([sortMerge(job).partitionId]);
     expect(env.getPartitionsOccupyingLocalResources()).toEqual([]);
     await expect.poll(() => readdirSync(join(paths.dataFile, ".."))).toEqual([]);
-    // A late reader is told the partition is gone.
+    // A late reader is told at once that the partition is not found, naming it.
     const late = deployConsumers(env, job, 1);
     requestPartitions(late);
+    let failure: unknown;
     await expect
       .poll(() => {
         try {
           late[0]?.pollNext();
           return undefined;
         } catch (error) {
+          failure = error;
           return (error as { code?: string }).code;
         }
       })
-      .toBe(ErrorCodes.CANCELLED);
+      .toBe(ErrorCodes.PARTITION_NOT_FOUND);
+    expect(isPartitionException(failure)).toBe(true);
+    expect((failure as PartitionException).partitionId.equals(sortMerge(job).partitionId)).toBe(
+      true,
+    );
     await closeGates(late);
     await expectPoolsFull(env);
   });
