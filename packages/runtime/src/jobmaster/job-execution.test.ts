@@ -5,9 +5,14 @@ import {
   ErrorCodes,
   type ExecutionAttemptID,
   PartitionNotFoundError,
-  type ResultPartitionID,
+  ResultPartitionID,
 } from "@sluice/core";
-import { type PartitionInfo, ResultPartitionType } from "@sluice/runtime-api";
+import {
+  type JobShuffleContext,
+  type PartitionInfo,
+  ResultPartitionType,
+  type ShuffleDescriptor,
+} from "@sluice/runtime-api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PollStatus } from "../io/record-reader.js";
 import type { JobMasterGateway } from "../messages/job-master-gateway.js";
@@ -20,7 +25,9 @@ import type { Task } from "../taskexecutor/task.js";
 import type { TaskExecutor } from "../taskexecutor/task-executor.js";
 import { LocalCluster, localConfiguration } from "../taskexecutor/test-support/local-cluster.js";
 import type { JobDeployer } from "./job-deployer.js";
-import { JobGraph } from "./job-graph.js";
+import { JobExecution } from "./job-execution.js";
+import { type IntermediateDataSet, JobGraph, partitionIdOf } from "./job-graph.js";
+import { createRestartBackoffTimeStrategy } from "./restart-backoff-time-strategy.js";
 import { addSource } from "./test-support/source-vertex.js";
 
 const BLOCKING = ResultPartitionType.BLOCKING;
@@ -431,6 +438,8 @@ describe("JobExecution failing over by pipelined region", () => {
   const cluster = new LocalCluster();
   let dir: string;
   let deployer: JobDeployer;
+  /** Generous, for a loaded machine: polls wait for tasks to run. */
+  const POLL = { timeout: 20_000 };
   /** A restart strategy that allows a few immediate restarts. */
   const configuration = localConfiguration({
     "restart-strategy.type": "fixed-delay",
@@ -543,7 +552,9 @@ describe("JobExecution failing over by pipelined region", () => {
       (_vertex, _subtask, { isLost }) => (isLost(lostGateway) ? replacementGateway : lostGateway),
       { configuration },
     );
-    await expect.poll(() => log.filter((entry) => entry.endsWith("#0 FINISHED"))).toHaveLength(2);
+    await expect
+      .poll(() => log.filter((entry) => entry.endsWith("#0 FINISHED")), POLL)
+      .toHaveLength(2);
     await lost.close();
     execution.notifyTaskExecutorLost(lostGateway, new Error("its process died"));
     expect(execution.status).toBe("RUNNING");
@@ -563,6 +574,57 @@ describe("JobExecution failing over by pipelined region", () => {
     }
     expect(readThrough(result.results.get("Count"), 0)).toEqual(written(2_000, 2));
     expect(lostGateway.released).toEqual([]);
+  });
+
+  it("re-runs the producer of partitions the ShuffleMaster reports lost (stopTrackingAndReleasePartitions), instead of failing the job", async () => {
+    const executor = await startExecutor();
+    const log: string[] = [];
+    const readersMayDeploy = deferred();
+    const gateway = observed(executor, log, { vertex: "Count", until: readersMayDeploy.promise });
+    const { graph, source } = twoStages("read");
+    const master = deployer.master;
+    let context: JobShuffleContext | undefined;
+    const released: string[] = [];
+    // The deployer's master, telling the test the job's shuffle context and each release.
+    const observedMaster = new Proxy(master, {
+      get(target, key) {
+        if (key === "registerJob") {
+          return (job: JobShuffleContext) => {
+            context = job;
+            target.registerJob(job);
+          };
+        }
+        if (key === "releasePartitionExternally") {
+          return (descriptor: ShuffleDescriptor) => {
+            released.push(descriptor.resultPartitionId.toString());
+            target.releasePartitionExternally(descriptor);
+          };
+        }
+        const value = Reflect.get(target, key);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const execution = new JobExecution(graph, observedMaster, () => gateway, "producers-first", {
+      restartStrategy: createRestartBackoffTimeStrategy(configuration),
+    });
+    await execution.start();
+    await expect
+      .poll(() => log.filter((entry) => entry.endsWith("#0 FINISHED")), POLL)
+      .toHaveLength(2);
+    const [first] = execution.executionVertices.filter((e) => e.vertex === source);
+    const lost = new ResultPartitionID(
+      partitionIdOf(graph.producedDataSetsOf(source)[0] as IntermediateDataSet, 0),
+      first?.attemptId as ExecutionAttemptID,
+    );
+    await context?.stopTrackingAndReleasePartitions([lost]);
+    expect(released).toContain(lost.toString());
+    readersMayDeploy.resolve();
+    const result = await execution.terminated;
+    expect(result.error).toBeUndefined();
+    expect(result.status).toBe("FINISHED");
+    expect(result.restarts).toBe(1);
+    expect(result.rerunTasks).toEqual(["Source (1/2)", "Count (1/2)", "Count (2/2)"]);
+    expect(readThrough(result.results.get("Count"), 0)).toEqual(written(2_000, 2));
   });
 
   it("fails the job when the restart strategy allows no more restarts, naming the task", async () => {
@@ -604,13 +666,15 @@ describe("JobExecution failing over by pipelined region", () => {
         .map((id) => id.partitionId.intermediateDataSetID.toString())
         .sort();
     const execution = await deployer.deploy(graph, () => gateway);
-    await expect.poll(() => log).toContain("Audit (1/1)#0 FINISHED");
-    await expect.poll(() => log).toContain("Map (1/1)#0 FINISHED");
+    await expect.poll(() => log, POLL).toContain("Audit (1/1)#0 FINISHED");
+    await expect.poll(() => log, POLL).toContain("Map (1/1)#0 FINISHED");
     // Sink (stage 3) still runs: Source's BLOCKING partition is gone, files and all.
-    await expect.poll(held).toEqual([kept.resultId.toString(), relayed.resultId.toString()].sort());
+    await expect
+      .poll(held, POLL)
+      .toEqual([kept.resultId.toString(), relayed.resultId.toString()].sort());
     expect(held()).not.toContain(numbers.resultId.toString());
     await expect
-      .poll(() => filesUnder(dir).filter((file) => file.endsWith(".shuffle.data")))
+      .poll(() => filesUnder(dir).filter((file) => file.endsWith(".shuffle.data")), POLL)
       .toHaveLength(2);
     expect(execution.status).toBe("RUNNING");
     go.resolve();
@@ -621,7 +685,7 @@ describe("JobExecution failing over by pipelined region", () => {
     expect(readThrough(result.results.get("Audit"), 0)).toEqual(written(2_000, 1));
     // The persistent partition lived until the job ended.
     expect(held()).toEqual([]);
-    await expect.poll(() => filesUnder(dir)).toEqual([]);
+    await expect.poll(() => filesUnder(dir), POLL).toEqual([]);
   });
 });
 

@@ -54,6 +54,8 @@ export class JobMasterPartitionTracker {
   private readonly pendingUpdates = new Map<string, PendingUpdate[]>();
   /** Resource ids of TaskExecutors that are gone: nothing is released there. */
   private readonly lostTaskExecutors = new Set<string>();
+  private releasing: Promise<void> = Promise.resolve();
+  private readonly releaseErrors: Error[] = [];
 
   constructor(jobId: JobID, master: ShuffleMaster) {
     this.jobId = jobId;
@@ -202,9 +204,27 @@ export class JobMasterPartitionTracker {
     return errors;
   }
 
-  /** Releases every tracked partition and stops tracking them; returns the errors. */
-  releaseAll(): Promise<Error[]> {
-    return this.release(this.stopTrackingWhere(() => true));
+  /**
+   * Releases `partitions` (no longer tracked) as {@link release} does, one batch after the other
+   * in the background; {@link awaitReleases} waits for them.
+   */
+  releaseInBackground(partitions: readonly TrackedPartition[]): void {
+    if (partitions.length === 0) return;
+    this.releasing = this.releasing.then(async () => {
+      this.releaseErrors.push(...(await this.release(partitions)));
+    });
+  }
+
+  /** Waits for the background releases; returns their errors so far, once each. */
+  async awaitReleases(): Promise<Error[]> {
+    await this.releasing;
+    return this.releaseErrors.splice(0);
+  }
+
+  /** Releases every tracked partition and stops tracking them, after the background releases. */
+  async releaseAll(): Promise<Error[]> {
+    const errors = await this.awaitReleases();
+    return [...errors, ...(await this.release(this.stopTrackingWhere(() => true)))];
   }
 
   private stopTrackingWhere(matches: (tracked: TrackedPartition) => boolean): TrackedPartition[] {

@@ -33,9 +33,10 @@ export interface JobResult {
   /** How often the job failed over (restarted some regions or every task) after a failure. */
   readonly restarts: number;
   /**
-   * The tasks that ran and were restarted by a failover, as `Name (i/n)` (without the attempt),
-   * in the graph's order: after a region failover only the regions that had to re-run, after a
-   * global one every task that had been deployed.
+   * The tasks a failover restarted (gave a new attempt), as `Name (i/n)` without the attempt, in
+   * the graph's order, each once: after a region failover the subtasks of the regions that had
+   * to re-run and had been scheduled (a region not scheduled yet just runs later), after a global
+   * one every task.
    */
   readonly rerunTasks: readonly string[];
 }
@@ -74,7 +75,7 @@ export interface JobOutcome {
   readonly restoredFrom: CompletedCheckpoint | undefined;
   readonly latestCheckpoint: CompletedCheckpoint | undefined;
   readonly restarts: number;
-  /** The subtasks that ran and were restarted. */
+  /** The subtasks a failover restarted. */
   readonly rerun: readonly ExecutionVertex[];
 }
 

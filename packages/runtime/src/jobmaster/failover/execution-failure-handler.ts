@@ -1,4 +1,3 @@
-import { ErrorCodes, isSluiceError } from "@sluice/core";
 import type { RestartBackoffTimeStrategy } from "../restart-backoff-time-strategy.js";
 import type { RestartPipelinedRegionFailoverStrategy } from "./restart-pipelined-region-failover-strategy.js";
 import type { SchedulingExecutionVertex } from "./scheduling-pipelined-region.js";
@@ -65,15 +64,4 @@ export class ExecutionFailureHandler {
     if (!this.restartStrategy.canRestart()) return { canRestart: false };
     return { canRestart: true, globalFailure: true, verticesToRestart: this.topology.vertices };
   }
-}
-
-/**
- * Whether a task's failure is a consequence of another failure rather than a cause: its
- * partition or channel was released or canceled, or its producer failed (the producer reports
- * its own error). Flink does not take such failures as the job's root cause either.
- */
-export function isConsequentialFailure(cause: Error): boolean {
-  return (
-    isSluiceError(cause, ErrorCodes.CANCELLED) || isSluiceError(cause, ErrorCodes.PRODUCER_FAILED)
-  );
 }

@@ -1,3 +1,4 @@
+import type { ResultPartitionType } from "@sluice/runtime-api";
 import type {
   SchedulingExecutionVertex,
   SchedulingPipelinedRegion,
@@ -20,16 +21,18 @@ export class RegionPartitionGroupReleaseStrategy {
   }
 
   /**
-   * `vertex` FINISHED: the partitions produced elsewhere that its region read and that no region
-   * still needs (every region reading them finished), to release now. Which of them the job
-   * releases early (not a persistent one) is the caller's choice.
+   * `vertex` FINISHED: the blocking partitions produced elsewhere that its region read and that no
+   * region still needs (every region reading them finished), to release now. A persistent
+   * partition (BLOCKING_PERSISTENT) is never among them: it stays until the job releases it.
    */
   vertexFinished(vertex: SchedulingExecutionVertex): SchedulingResultPartition[] {
     this.finished.add(vertex);
     const region = this.topology.regionOf(vertex);
     if (!this.isFinished(region)) return [];
-    return region.consumedPartitions.filter((partition) =>
-      partition.consumers.every((consumer) => this.isFinished(this.topology.regionOf(consumer))),
+    return region.consumedPartitions.filter(
+      ({ dataSet, consumers }) =>
+        isReleasedEarly(dataSet.partitionType) &&
+        consumers.every((consumer) => this.isFinished(this.topology.regionOf(consumer))),
     );
   }
 
@@ -41,4 +44,9 @@ export class RegionPartitionGroupReleaseStrategy {
   private isFinished(region: SchedulingPipelinedRegion): boolean {
     return region.vertices.every((vertex) => this.finished.has(vertex));
   }
+}
+
+/** A partition the scheduler releases once consumed: blocking, and not persistent. */
+function isReleasedEarly(type: ResultPartitionType): boolean {
+  return type.isBlocking && type.releasedBy === "scheduler" && !type.isPersistent;
 }
