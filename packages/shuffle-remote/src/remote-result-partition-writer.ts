@@ -18,7 +18,11 @@ import {
   type ResultPartitionWriter,
 } from "@sluice/runtime-api";
 import { FrameConnection, FrameType, parseJsonPayload } from "./frame-connection.js";
-import { describeWorker, type ShuffleWorkerAddress, workerOf } from "./remote-shuffle-descriptor.js";
+import {
+  describeWorker,
+  type ShuffleWorkerAddress,
+  workerOf,
+} from "./remote-shuffle-descriptor.js";
 import { MAX_FRAME_SIZE } from "./shuffle-worker.js";
 import { SubpartitionChecksum } from "./subpartition-checksum.js";
 
@@ -299,7 +303,11 @@ export class RemoteResultPartitionWriter implements ResultPartitionWriter {
     head.writeUInt32BE(subpartition, 0);
     let credit = 0;
     for (const record of records) credit += record.byteLength;
-    this.enqueue({ type: FrameType.DATA, parts: [head, ...records.map((r) => Buffer.from(r))], credit });
+    this.enqueue({
+      type: FrameType.DATA,
+      parts: [head, ...records.map((r) => Buffer.from(r))],
+      credit,
+    });
   }
 
   private enqueue(frame: OutgoingFrame): void {
@@ -347,9 +355,7 @@ export class RemoteResultPartitionWriter implements ResultPartitionWriter {
       }>(payload, this.describeWorker());
       const cause = reconstructError(code, name, message);
       this.failWith(
-        code === ErrorCodes.PARTITION_NOT_FOUND
-          ? cause
-          : this.lost("was refused by", cause),
+        code === ErrorCodes.PARTITION_NOT_FOUND ? cause : this.lost("was refused by", cause),
       );
     }
   }

@@ -154,7 +154,10 @@ export class RemoteShuffleEnvironment
     return gates;
   }
 
-  updatePartitionInfo(consumerAttemptId: ExecutionAttemptID, partitionInfo: PartitionInfo): boolean {
+  updatePartitionInfo(
+    consumerAttemptId: ExecutionAttemptID,
+    partitionInfo: PartitionInfo,
+  ): boolean {
     const descriptor = partitionInfo.shuffleDescriptor;
     const worker = workerOf(descriptor);
     for (const gate of this.gatesByConsumer.get(consumerAttemptId.toString()) ?? []) {

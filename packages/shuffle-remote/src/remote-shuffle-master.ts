@@ -1,9 +1,4 @@
-import {
-  ConfigurationError,
-  type JobID,
-  ResultPartitionID,
-  TimeoutError,
-} from "@sluice/core";
+import { ConfigurationError, type JobID, ResultPartitionID, TimeoutError } from "@sluice/core";
 import { readTlsSettings, type TransportServer } from "@sluice/network";
 import type {
   JobShuffleContext,
@@ -16,13 +11,13 @@ import type {
 import { TcpTransport } from "@sluice/shuffle-tcp";
 import { type EmbeddedWorker, startEmbeddedWorkers } from "./embedded-shuffle-workers.js";
 import { FrameConnection, FrameType, parseJsonPayload } from "./frame-connection.js";
-import { checkBlocking } from "./remote-shuffle-environment.js";
 import {
   createRemoteShuffleDescriptor,
   type RemoteShuffleDescriptor,
   type ShuffleWorkerAddress,
   workerOf,
 } from "./remote-shuffle-descriptor.js";
+import { checkBlocking } from "./remote-shuffle-environment.js";
 import { RemoteShuffleOptions } from "./remote-shuffle-options.js";
 import { MAX_FRAME_SIZE, type WorkerRegistration } from "./shuffle-worker.js";
 
@@ -260,14 +255,16 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
   private reportLost(worker: TrackedWorker): void {
     clearTimeout(worker.graceTimer);
     worker.graceTimer = undefined;
-    if (this.workers.get(keyOf(worker.address)) === worker) this.workers.delete(keyOf(worker.address));
+    if (this.workers.get(keyOf(worker.address)) === worker)
+      this.workers.delete(keyOf(worker.address));
     const byJob = new Map<string, ResultPartitionID[]>();
     for (const { id, jobId } of worker.partitions.values()) {
       byJob.set(jobId, [...(byJob.get(jobId) ?? []), id]);
     }
     worker.partitions.clear();
     const all = [...byJob.values()].flat();
-    for (const listener of this.lostListeners) listener({ address: worker.address, partitions: all });
+    for (const listener of this.lostListeners)
+      listener({ address: worker.address, partitions: all });
     for (const [jobId, ids] of byJob) {
       this.jobs
         .get(jobId)

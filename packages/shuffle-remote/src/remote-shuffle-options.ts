@@ -31,7 +31,9 @@ export const RemoteShuffleOptions = {
     .withDescription(
       "Shuffle worker processes the ShuffleMaster starts next to itself (child processes, stopped with it); 0 = workers are started separately (`sluice-shuffle-worker`).",
     ),
-  WORKER_REGISTRATION_TIMEOUT: ConfigOptions.key("remote-shuffle.manager.worker-registration-timeout")
+  WORKER_REGISTRATION_TIMEOUT: ConfigOptions.key(
+    "remote-shuffle.manager.worker-registration-timeout",
+  )
     .durationType()
     .defaultValue("30s")
     .withDescription(

@@ -17,7 +17,9 @@ function parseArgs(args: readonly string[]): Record<string, unknown> {
     const pair = arg === "-D" ? args[++i] : arg.startsWith("-D") ? arg.slice(2) : undefined;
     const equals = pair?.indexOf("=") ?? -1;
     if (pair === undefined || equals <= 0) {
-      throw new ConfigurationError(`sluice-shuffle-worker: expected -D key=value, got ${JSON.stringify(arg)}`);
+      throw new ConfigurationError(
+        `sluice-shuffle-worker: expected -D key=value, got ${JSON.stringify(arg)}`,
+      );
     }
     settings[pair.slice(0, equals)] = pair.slice(equals + 1);
   }

@@ -26,12 +26,12 @@ import { TcpShuffleServiceFactory, TcpTransport } from "@sluice/shuffle-tcp";
 import { overlayConfig } from "./config-overlay.js";
 import { FrameConnection, FrameType, parseJsonPayload } from "./frame-connection.js";
 import { PushSession } from "./push-session.js";
-import { RemoteShuffleOptions } from "./remote-shuffle-options.js";
 import {
   describeWorker,
   type ShuffleWorkerAddress,
   workerOf,
 } from "./remote-shuffle-descriptor.js";
+import { RemoteShuffleOptions } from "./remote-shuffle-options.js";
 import type { SubpartitionChecksumJSON } from "./subpartition-checksum.js";
 
 /** Largest frame of the remote shuffle's own protocol (a DATA frame holds at least one record). */

@@ -63,7 +63,9 @@ export class WorkerStatClient {
     const existing = this.connections.get(key);
     if (existing !== undefined) return existing;
     if (this.closed) {
-      return Promise.reject(new PartitionConnectionError("the remote shuffle environment is closed"));
+      return Promise.reject(
+        new PartitionConnectionError("the remote shuffle environment is closed"),
+      );
     }
     const opened = this.transport
       .connect({
