@@ -4,6 +4,8 @@
  * `shuffle-service-factory.class: remote` (or `@sluice/shuffle-remote#RemoteShuffleServiceFactory`)
  * and start workers with `ShuffleWorker.start(configuration)` or `sluice-shuffle-worker`.
  */
+
+export type { EmbeddedWorker } from "./embedded-shuffle-workers.js";
 export { type RemoteChannelSlot, RemoteInputGate } from "./remote-input-gate.js";
 export {
   RemoteResultPartitionWriter,

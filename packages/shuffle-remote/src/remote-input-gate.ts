@@ -42,6 +42,7 @@ export class RemoteInputGate implements InputGate {
   private verifying = 0;
   private failure: Error | undefined;
 
+  /** @internal Created by `RemoteShuffleEnvironment.createInputGates`. */
   constructor(
     readonly inner: SingleInputGate,
     private readonly slots: readonly RemoteChannelSlot[],

@@ -20,6 +20,16 @@ import {
 
 let harness: RemoteShuffleHarness | undefined;
 
+/** The error `promise` rejects with; fails when it resolves. */
+async function rejectionOf(promise: Promise<unknown>): Promise<Error> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error("expected a rejection");
+}
+
 afterEach(async () => {
   await harness?.close();
   harness = undefined;
@@ -128,7 +138,7 @@ describe("remote shuffle", () => {
     writeFileSync(data.file, data.bytes);
     const read = readPartition(environment, partition, descriptor, 2);
     await expect(read).rejects.toMatchObject({ code: ErrorCodes.PARTITION_FILE_CORRUPTED });
-    const error = await read.catch((e: Error) => e);
+    const error = await rejectionOf(read);
     expect(error.message).toContain(descriptor.resultPartitionId.toString());
     expect(error.message).toContain(`${worker.address.host}:${worker.address.rpcPort}`);
     expect(error.message).toContain(worker.address.incarnation);
@@ -154,7 +164,7 @@ describe("remote shuffle", () => {
     // A consumer with the descriptor of the first start must not take that for the partition.
     const read = readPartition(environment, partition, descriptor, 1);
     await expect(read).rejects.toMatchObject({ code: ErrorCodes.PARTITION_NOT_FOUND });
-    const error = await read.catch((e: Error) => e);
+    const error = await rejectionOf(read);
     expect(error.message).toContain(descriptor.resultPartitionId.toString());
     expect(error.message).toContain(before.address.incarnation);
     expect(error.message).toContain(after.address.incarnation);

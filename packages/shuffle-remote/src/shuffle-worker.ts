@@ -144,7 +144,7 @@ export class ShuffleWorker {
         maxFrameSize: MAX_FRAME_SIZE,
         onConnection: (connection) => {
           if (worker === undefined || worker.closed) connection.destroy();
-          else worker.accept(new FrameConnectionSlot(worker, connection).frames);
+          else worker.wire(connection);
         },
       });
     } catch (error) {
@@ -192,13 +192,41 @@ export class ShuffleWorker {
     await this.environment.close();
   }
 
-  /** Called for each connection of the push server (frames wired by the slot). */
-  accept(connection: FrameConnection): void {
-    this.connections.add(connection);
+  /**
+   * Wires one push-server connection: its first frame makes it a push session or a checksum
+   * query connection; errors are answered with an ERROR frame naming them.
+   */
+  private wire(connection: TransportConnection): void {
+    let session: PushSession | "stat" | undefined;
+    const frames: FrameConnection = new FrameConnection(
+      connection,
+      {
+        onFrame: (type, payload) => {
+          try {
+            if (session === undefined) session = this.onFirstFrame(frames, type, payload);
+            else if (session === "stat") {
+              if (type === FrameType.STAT) this.stat(frames, payload);
+            } else session.onFrame(type, payload);
+          } catch (error) {
+            frames.sendErrorAndClose(error as Error & { code?: string });
+          }
+        },
+        onClose: (cause) => {
+          this.connections.delete(frames);
+          if (session instanceof PushSession) session.onClose(cause);
+        },
+      },
+      MAX_FRAME_SIZE,
+    );
+    this.connections.add(frames);
   }
 
   /** The first frame of a push-server connection decides what it is. */
-  onFirstFrame(connection: FrameConnection, type: number, payload: Buffer): PushSession | "stat" {
+  private onFirstFrame(
+    connection: FrameConnection,
+    type: number,
+    payload: Buffer,
+  ): PushSession | "stat" {
     if (type === FrameType.OPEN) return this.open(connection, payload);
     if (type === FrameType.STAT) {
       this.stat(connection, payload);
@@ -210,12 +238,8 @@ export class ShuffleWorker {
     );
   }
 
-  onConnectionClosed(connection: FrameConnection): void {
-    this.connections.delete(connection);
-  }
-
   /** A checksum query of a consumer: `{ id, partitionId }`. */
-  stat(connection: FrameConnection, payload: Buffer): void {
+  private stat(connection: FrameConnection, payload: Buffer): void {
     const { id, partitionId } = parseJsonPayload<{ id: number; partitionId: string }>(
       payload,
       connection.remoteAddress,
@@ -330,40 +354,5 @@ export class ShuffleWorker {
           this.configuration.get(RemoteShuffleOptions.HEARTBEAT_INTERVAL),
         );
       }, retry);
-  }
-}
-
-/**
- * Wires one push-server connection: its first frame makes it a push session or a checksum
- * query connection; errors are answered with an ERROR frame naming them.
- */
-class FrameConnectionSlot {
-  readonly frames: FrameConnection;
-  private session: PushSession | "stat" | undefined;
-
-  constructor(worker: ShuffleWorker, connection: TransportConnection) {
-    this.frames = new FrameConnection(
-      connection,
-      {
-        onFrame: (type, payload) => {
-          try {
-            if (this.session === undefined) {
-              this.session = worker.onFirstFrame(this.frames, type, payload);
-            } else if (this.session === "stat") {
-              if (type === FrameType.STAT) worker.stat(this.frames, payload);
-            } else {
-              this.session.onFrame(type, payload);
-            }
-          } catch (error) {
-            this.frames.sendErrorAndClose(error as Error & { code?: string });
-          }
-        },
-        onClose: (cause) => {
-          worker.onConnectionClosed(this.frames);
-          if (this.session instanceof PushSession) this.session.onClose(cause);
-        },
-      },
-      MAX_FRAME_SIZE,
-    );
   }
 }
