@@ -18,6 +18,10 @@ export const DEFAULTS = {
 
 export const MAX_PARALLELISM = 256;
 export const MAX_TASK_MANAGERS = 16;
+/** The most shuffle workers `--shuffle-workers` starts. */
+export const MAX_SHUFFLE_WORKERS = 16;
+/** Shuffle workers the one-command demo starts with the remote shuffle. */
+export const DEFAULT_SHUFFLE_WORKERS = 2;
 
 /** A host and a port, as `--bind` and `--jobmanager` take them. */
 export interface HostPort {
@@ -47,6 +51,12 @@ export interface DemoOptions extends CheckpointingFlags {
   readonly durationSeconds: number | undefined;
   /** `--throttle`: words per second each count subtask reads at most, until lifted. */
   readonly throttle: number | undefined;
+  /**
+   * `--shuffle-workers`: shuffle worker processes the job manager starts next to itself for the
+   * remote shuffle (`remote-shuffle.manager.embedded-workers`); unset = the configured value, or
+   * 2 without a command.
+   */
+  readonly shuffleWorkers: number | undefined;
   readonly json: boolean;
   readonly help: boolean;
 }
@@ -68,8 +78,22 @@ export interface TaskManagerCommand {
   readonly help: boolean;
 }
 
+/** The parsed command line of the shuffle worker role (`@sluice/shuffle-remote`). */
+export interface ShuffleWorkerCommand {
+  readonly command: "shuffleworker";
+  /**
+   * `--jobmanager host[:port]`: the shuffle manager of the job manager's ShuffleMaster; without a
+   * port, `remote-shuffle.manager.rpc-port`.
+   */
+  readonly jobManager: { readonly host: string; readonly port: number | undefined } | undefined;
+  readonly configFile: string | undefined;
+  readonly dynamicProperties: readonly string[];
+  readonly quiet: boolean;
+  readonly help: boolean;
+}
+
 /** Any command line of the demo. */
-export type DemoCommand = DemoOptions | TaskManagerCommand;
+export type DemoCommand = DemoOptions | TaskManagerCommand | ShuffleWorkerCommand;
 
 /** A bad command line: the message says what is wrong; the process exits with code 2. */
 export class UsageError extends Error {
@@ -83,6 +107,7 @@ export class UsageError extends Error {
 export const HELP_TEXT = `Usage: pnpm demo -- [options]
        pnpm demo -- jobmanager [--bind <host:port>] [options]
        pnpm demo -- taskmanager --jobmanager <host:port> [--config <file>] [-D <key>=<value>]
+       pnpm demo -- shuffleworker --jobmanager <host[:port]> [--config <file>] [-D <key>=<value>]
        node apps/demo/dist/main.js ...
 
 A streaming word count over real worker processes: source tasks generate a seeded corpus
@@ -105,8 +130,11 @@ configuration, runs the job and prints the summary; the task managers exit when 
 Options:
   --mode <mode>            streaming (default): the counters read while the sources write;
                            batch: stage by stage over BLOCKING partitions on disk (see above)
-  --shuffle <plugin>       tcp | ws | <module>#<Export> | <path>#<Export>
-                           (sets shuffle-service-factory.class; wins over --config and -D)
+  --shuffle <plugin>       tcp | ws | remote | <module>#<Export> | <path>#<Export>
+                           (sets shuffle-service-factory.class; wins over --config and -D);
+                           remote keeps BLOCKING partitions on shuffle workers (batch only)
+  --shuffle-workers <n>    with --shuffle remote: shuffle worker processes the job manager
+                           starts (default ${DEFAULT_SHUFFLE_WORKERS} without a command, 0 for jobmanager)
   --config <file>          a config.yaml of flat dotted keys (see apps/demo/config.yaml)
   -D <key>=<value>         a config override, repeatable (also -D<key>=<value>)
   --records <n>            words to generate (default ${DEFAULTS.records.toLocaleString("en-US")}; 200k, 2m accepted)
@@ -127,6 +155,12 @@ jobmanager:
   --bind <host:port>       where task managers connect (default jobmanager.rpc.address, else
                            127.0.0.1, and jobmanager.rpc.port, 6123)
 
+shuffleworker (with --shuffle remote on the job manager):
+  --jobmanager <host[:port]> the job manager's shuffle manager (port: remote-shuffle.manager.rpc-port,
+                           default 23123); the worker stores partitions under io.tmp.dirs
+  --config, -D             its configuration (remote-shuffle.worker.*, security.ssl.internal.*)
+  --quiet                  print errors only
+
 taskmanager:
   --jobmanager <host:port> the job manager (default jobmanager.rpc.address:jobmanager.rpc.port)
   --config, -D, --shuffle  this host's own configuration, on top of the job manager's
@@ -145,6 +179,7 @@ Examples:
   pnpm demo
   pnpm demo -- --shuffle ws --records 500k
   pnpm demo -- --mode batch
+  pnpm demo -- --mode batch --shuffle remote --shuffle-workers 2
   pnpm demo -- -D shuffle-service-factory.class=@sluice/shuffle-tcp#TcpShuffleServiceFactory --json
   pnpm demo -- --config apps/demo/config.yaml -D taskmanager.memory.segment-size=16kb
   pnpm demo -- --duration 60 --throttle 20k                         # then open the dashboard
@@ -200,6 +235,7 @@ export function parseHostPort(option: string, text: string): HostPort {
 export function parseCli(argv: readonly string[]): DemoCommand {
   const [first, ...rest] = argv;
   if (first === "taskmanager") return parseTaskManager(rest);
+  if (first === "shuffleworker") return parseShuffleWorker(rest);
   if (first === "jobmanager") return parseJob("jobmanager", rest);
   return parseJob("local", argv);
 }
@@ -248,6 +284,38 @@ function parseTaskManager(argv: readonly string[]): TaskManagerCommand {
         ? undefined
         : parseHostPort("--jobmanager", values.jobmanager),
     shuffle: values.shuffle?.trim(),
+    configFile: values.config,
+    dynamicProperties: dynamic.properties.map(([key, value]) => `-D${key}=${value}`),
+    quiet: values.quiet === true,
+    help: values.help === true,
+  };
+}
+
+function parseShuffleWorker(argv: readonly string[]): ShuffleWorkerCommand {
+  const dynamic = dynamicPropertiesOf(argv);
+  let parsed: ReturnType<typeof parseShuffleWorkerOptions>;
+  try {
+    parsed = parseShuffleWorkerOptions(dynamic.remaining);
+  } catch (error) {
+    throw new UsageError(describeParseArgsError(error as Error & { code?: string }));
+  }
+  const { values, positionals } = parsed;
+  checkPositionals(positionals);
+  checkConfigSources(values);
+  const address = values.jobmanager?.trim();
+  if (address === "") {
+    throw new UsageError('--jobmanager expects <host> or <host>:<port>, got ""');
+  }
+  // Without a port: the shuffle manager's configured one (remote-shuffle.manager.rpc-port).
+  const jobManager =
+    address === undefined
+      ? undefined
+      : /:\d+$/.test(address)
+        ? parseHostPort("--jobmanager", address)
+        : { host: address.replace(/^\[(.*)\]$/, "$1"), port: undefined };
+  return {
+    command: "shuffleworker",
+    jobManager,
     configFile: values.config,
     dynamicProperties: dynamic.properties.map(([key, value]) => `-D${key}=${value}`),
     quiet: values.quiet === true,
@@ -333,6 +401,10 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
     seed,
     durationSeconds,
     throttle,
+    shuffleWorkers:
+      values["shuffle-workers"] === undefined
+        ? undefined
+        : parseCount("--shuffle-workers", values["shuffle-workers"], 0, MAX_SHUFFLE_WORKERS),
     checkpointInterval:
       values["checkpoint-interval"] === undefined
         ? undefined
@@ -382,6 +454,20 @@ function parseTaskManagerOptions(args: readonly string[]) {
   });
 }
 
+function parseShuffleWorkerOptions(args: readonly string[]) {
+  return parseArgs({
+    args: joinNegativeValues(args),
+    strict: true,
+    allowPositionals: true,
+    options: {
+      jobmanager: { type: "string" },
+      config: { type: "string" },
+      quiet: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+}
+
 function parseOptions(args: readonly string[]) {
   return parseArgs({
     args: joinNegativeValues(args),
@@ -398,6 +484,7 @@ function parseOptions(args: readonly string[]) {
       seed: { type: "string" },
       duration: { type: "string" },
       throttle: { type: "string" },
+      "shuffle-workers": { type: "string" },
       "checkpoint-interval": { type: "string" },
       checkpointing: { type: "string" },
       "kill-task-manager-after": { type: "string" },

@@ -42,6 +42,11 @@ import { type LocalTaskManager, LocalTaskManagers } from "./local-task-managers.
 import { checkParallelismFitsNetworkMemory } from "./parallelism-memory.js";
 import { ProgressLoop } from "./progress-loop.js";
 import { Recovery } from "./recovery.js";
+import {
+  announceShuffleWorkers,
+  applyRemoteShuffleFlags,
+  shuffleWorkerReports,
+} from "./remote-shuffle-workers.js";
 import { StageTimeline } from "./stage-timeline.js";
 import { formatSummary, type JobReport, summaryJson } from "./summary.js";
 import { subtaskName, taskProgressOf } from "./task-metrics.js";
@@ -129,13 +134,14 @@ export class JobManagerRole {
     let jobManager: JobManager;
     try {
       // Loaded with the plugin, so that the keys it owns are not reported as unknown.
-      const { configuration } = await loadConfigurationAndShufflePlugin({
+      const { configuration, shuffle: plugin } = await loadConfigurationAndShufflePlugin({
         ...(options.configFile === undefined ? {} : { configFile: options.configFile }),
         args: options.dynamicProperties,
         overrides: options.shuffle === undefined ? {} : { [SHUFFLE_KEY]: options.shuffle },
         loader: { applicationDirs: [APP_DIR] },
       });
       applyCheckpointingFlags(configuration, options);
+      applyRemoteShuffleFlags(configuration, plugin, options);
       if (options.mode === "streaming") {
         checkParallelismFitsNetworkMemory(configuration, options.parallelism, options.taskManagers);
       }
@@ -169,6 +175,7 @@ export class JobManagerRole {
         `${options.taskManagers} task managers, shuffle ${shuffle}` +
         `${this.batch === undefined ? "" : ", batch mode (BLOCKING partitions, stage by stage)"}\n`,
     );
+    announceShuffleWorkers(jobManager.deployer.master, (line) => this.say(line));
     process.on("SIGINT", this.onSignal);
     process.on("SIGTERM", this.onSignal);
     process.on("exit", this.onExit);
@@ -409,7 +416,14 @@ export class JobManagerRole {
       }
       reports.push(BatchShuffleReportSchema.parse(reply));
     }
-    return { codec: batch.codec, taskManagers: reports, stages };
+    const master = this.jobManager?.deployer.master;
+    const shuffleWorkers = master === undefined ? undefined : await shuffleWorkerReports(master);
+    return {
+      codec: shuffleWorkers === undefined ? batch.codec : "NONE",
+      taskManagers: reports,
+      stages,
+      ...(shuffleWorkers === undefined ? {} : { shuffleWorkers }),
+    };
   }
 
   // ---------------------------------------------------------------------------- dashboard

@@ -19,11 +19,20 @@ export {
   workerOf,
 } from "./remote-shuffle-descriptor.js";
 export { RemoteShuffleEnvironment } from "./remote-shuffle-environment.js";
-export { type LostShuffleWorker, RemoteShuffleMaster } from "./remote-shuffle-master.js";
+export {
+  type LostShuffleWorker,
+  type RegisteredShuffleWorker,
+  RemoteShuffleMaster,
+} from "./remote-shuffle-master.js";
 export { RemoteShuffleOptions } from "./remote-shuffle-options.js";
 export {
   RemoteShuffleServiceFactory,
   RemoteShuffleServiceFactory as default,
 } from "./remote-shuffle-service-factory.js";
-export { ShuffleWorker, type StoredPartition, type WorkerRegistration } from "./shuffle-worker.js";
+export {
+  ShuffleWorker,
+  type ShuffleWorkerStorage,
+  type StoredPartition,
+  type WorkerRegistration,
+} from "./shuffle-worker.js";
 export type { SubpartitionChecksumJSON } from "./subpartition-checksum.js";

@@ -245,6 +245,29 @@ export class RemoteResultPartitionWriter implements ResultPartitionWriter {
     return this.failure;
   }
 
+  /** No buffer pool: records are collected in this writer's chunks (for metrics). */
+  getBufferPool(): undefined {
+    return undefined;
+  }
+
+  /** Frames waiting for the connection or for credit, of one subpartition or all (for metrics). */
+  getNumberOfQueuedBuffers(subpartition?: number): number {
+    if (subpartition === undefined) return this.outbox.length;
+    let queued = 0;
+    for (const frame of this.outbox) {
+      const head = frame.parts[0];
+      if (frame.type === FrameType.DATA && head !== undefined && readU32(head) === subpartition) {
+        queued++;
+      }
+    }
+    return queued;
+  }
+
+  /** Record bytes collected or waiting to be sent (for metrics). */
+  getNumberOfQueuedBytes(): number {
+    return this.bufferedBytes + this.outboxBytes;
+  }
+
   /** True once the worker confirmed that it stores the whole partition. */
   isStored(): boolean {
     return this.stored;
@@ -411,4 +434,8 @@ export class RemoteResultPartitionWriter implements ResultPartitionWriter {
       this.availability.resetAvailable();
     }
   }
+}
+
+function readU32(bytes: Uint8Array): number {
+  return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(0);
 }

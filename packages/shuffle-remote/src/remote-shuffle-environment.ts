@@ -4,7 +4,11 @@ import {
   ResourceID,
   type ResultPartitionID,
 } from "@sluice/core";
-import { type NetworkShuffleEnvironment, readTlsSettings } from "@sluice/network";
+import {
+  type NetworkShuffleEnvironment,
+  readTlsSettings,
+  registerOutputMetrics,
+} from "@sluice/network";
 import {
   createInputGateDeploymentDescriptor,
   createNetworkShuffleDescriptor,
@@ -92,7 +96,7 @@ export class RemoteShuffleEnvironment
     descriptors: readonly ResultPartitionDeploymentDescriptor[],
   ): RemoteResultPartitionWriter[] {
     const configuration = this.context.configuration;
-    return descriptors.map((deployment) => {
+    const writers = descriptors.map((deployment) => {
       checkBlocking(
         deployment.partitionDescriptor.partitionType,
         `${ownerContext.ownerName}: partition ${deployment.shuffleDescriptor.resultPartitionId}`,
@@ -107,6 +111,9 @@ export class RemoteShuffleEnvironment
         maxRecordSize: configuration.get(NettyShuffleEnvironmentOptions.MAX_RECORD_SIZE),
       });
     });
+    // Flink's names (numBytesOut, outputQueueLength, ...), so dashboards work unchanged.
+    if (ownerContext.metrics !== undefined) registerOutputMetrics(ownerContext.metrics, writers);
+    return writers;
   }
 
   createInputGates(

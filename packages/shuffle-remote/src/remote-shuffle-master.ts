@@ -19,17 +19,37 @@ import {
 } from "./remote-shuffle-descriptor.js";
 import { checkBlocking } from "./remote-shuffle-environment.js";
 import { RemoteShuffleOptions } from "./remote-shuffle-options.js";
-import { MAX_FRAME_SIZE, type WorkerRegistration } from "./shuffle-worker.js";
+import {
+  MAX_FRAME_SIZE,
+  type ShuffleWorkerStorage,
+  type WorkerRegistration,
+} from "./shuffle-worker.js";
 
 /** What the manager knows of one worker (by address; one incarnation at a time). */
 interface TrackedWorker {
   address: ShuffleWorkerAddress;
+  pid: number;
   connection: FrameConnection | undefined;
   lastHeartbeat: number;
+  /** As of its latest heartbeat. */
+  storage: ShuffleWorkerStorage | undefined;
   /** Runs when the grace window of a lost worker ends. */
   graceTimer: NodeJS.Timeout | undefined;
   /** Partitions assigned to it, by id, with their job. */
   readonly partitions: Map<string, { readonly id: ResultPartitionID; readonly jobId: string }>;
+}
+
+/** A shuffle worker as the manager knows it. */
+export interface RegisteredShuffleWorker {
+  readonly address: ShuffleWorkerAddress;
+  /** Its process id, as it registered. */
+  readonly pid: number;
+  /** False during its grace window after it was lost. */
+  readonly live: boolean;
+  /** Partitions assigned to it and not released. */
+  readonly partitions: number;
+  /** What its partitions put on disk, as of its latest heartbeat; unset before the first. */
+  readonly storage: ShuffleWorkerStorage | undefined;
 }
 
 /** A worker lost for good, and the partitions of each job it took with it. */
@@ -61,6 +81,7 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
   private heartbeatCheck: NodeJS.Timeout | undefined;
   private readonly registrationWaiters = new Set<() => void>();
   private readonly lostListeners = new Set<(lost: LostShuffleWorker) => void>();
+  private readonly registeredListeners = new Set<(worker: RegisteredShuffleWorker) => void>();
   private closed = false;
 
   constructor(private readonly context: ShuffleMasterContext) {
@@ -77,6 +98,16 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
     return [...this.workers.values()]
       .filter((worker) => worker.connection !== undefined)
       .map((worker) => worker.address);
+  }
+
+  /** Every worker the manager tracks: live, or lost and within its grace window. */
+  registeredWorkers(): RegisteredShuffleWorker[] {
+    return [...this.workers.values()].map((worker) => describeTracked(worker));
+  }
+
+  /** Calls `listener` whenever a worker registers (a new incarnation, or one that returned). */
+  onWorkerRegistered(listener: (worker: RegisteredShuffleWorker) => void): void {
+    this.registeredListeners.add(listener);
   }
 
   /** The processes of the embedded workers (tests and the demo kill them). */
@@ -112,6 +143,11 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
                 );
               } else if (type === FrameType.HEARTBEAT && tracked !== undefined) {
                 tracked.lastHeartbeat = Date.now();
+                const { storage } = parseJsonPayload<{ storage?: ShuffleWorkerStorage }>(
+                  payload,
+                  frames.remoteAddress,
+                );
+                if (storage !== undefined) tracked.storage = storage;
               }
             },
             onClose: () => {
@@ -225,6 +261,8 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
       known.connection?.destroy();
       known.connection = connection;
       known.lastHeartbeat = Date.now();
+      known.pid = registration.pid;
+      for (const listener of this.registeredListeners) listener(describeTracked(known));
       return known;
     }
     if (known !== undefined) {
@@ -234,12 +272,15 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
     }
     const tracked: TrackedWorker = {
       address,
+      pid: registration.pid,
       connection,
       lastHeartbeat: Date.now(),
+      storage: undefined,
       graceTimer: undefined,
       partitions: new Map(),
     };
     this.workers.set(key, tracked);
+    for (const listener of this.registeredListeners) listener(describeTracked(tracked));
     for (const wake of [...this.registrationWaiters]) wake();
     return tracked;
   }
@@ -318,6 +359,16 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
       });
     }
   }
+}
+
+function describeTracked(worker: TrackedWorker): RegisteredShuffleWorker {
+  return {
+    address: worker.address,
+    pid: worker.pid,
+    live: worker.connection !== undefined,
+    partitions: worker.partitions.size,
+    storage: worker.storage,
+  };
 }
 
 function keyOf(address: ShuffleWorkerAddress): string {

@@ -41,6 +41,24 @@ export const MAX_FRAME_SIZE = 512 * 1024 * 1024 + 64;
 export interface WorkerRegistration extends ShuffleWorkerAddress {
   /** The partitions the worker stores completely. */
   readonly partitions: readonly string[];
+  /** The worker's process id, for operators (the demo prints it). */
+  readonly pid: number;
+}
+
+/** What a worker's stored partitions put on disk since it started (sent with its heartbeats). */
+export interface ShuffleWorkerStorage {
+  /** Bytes appended to data and index files. */
+  readonly fileBytesWritten: number;
+  /** Data bytes before compression. */
+  readonly bytesBeforeCompression: number;
+  /** Data bytes as written. */
+  readonly bytesAfterCompression: number;
+  /** Data and index files created. */
+  readonly filesCreated: number;
+  /** Files deleted when their partition was released. */
+  readonly filesDeleted: number;
+  /** Files created and not deleted yet. */
+  readonly filesOnDisk: number;
 }
 
 /** One partition a shuffle worker stores completely. */
@@ -159,6 +177,19 @@ export class ShuffleWorker {
   /** The partitions stored completely, by id. */
   storedPartitions(): readonly StoredPartition[] {
     return [...this.stored.values()];
+  }
+
+  /** What the stored partitions put on disk since the worker started. */
+  storage(): ShuffleWorkerStorage {
+    const counters = this.environment.batchShuffleCounters;
+    return {
+      fileBytesWritten: counters.fileBytesWritten,
+      bytesBeforeCompression: counters.bytesBeforeCompression,
+      bytesAfterCompression: counters.bytesAfterCompression,
+      filesCreated: counters.filesCreated,
+      filesDeleted: counters.filesDeleted,
+      filesOnDisk: counters.filesOnDisk,
+    };
   }
 
   /** Partitions being pushed right now. */
@@ -346,11 +377,16 @@ export class ShuffleWorker {
         const registration: WorkerRegistration = {
           ...this.address,
           partitions: [...this.stored.keys()],
+          pid: process.pid,
         };
         frames.sendJson(FrameType.REGISTER, registration);
         clearInterval(this.heartbeat);
         this.heartbeat = setInterval(
-          () => frames.sendJson(FrameType.HEARTBEAT, { partitions: this.stored.size }),
+          () =>
+            frames.sendJson(FrameType.HEARTBEAT, {
+              partitions: this.stored.size,
+              storage: this.storage(),
+            }),
           this.configuration.get(RemoteShuffleOptions.HEARTBEAT_INTERVAL),
         );
       }, retry);
