@@ -8,6 +8,7 @@ import {
   loadConfigurationAndShufflePlugin,
   serializeThrowable,
 } from "@sluice/runtime";
+import { RemoteShuffleOptions } from "@sluice/shuffle-remote";
 import {
   applyBatchDefaults,
   BATCH_SHUFFLE_MESSAGE,
@@ -175,7 +176,11 @@ export class JobManagerRole {
         `${options.taskManagers} task managers, shuffle ${shuffle}` +
         `${this.batch === undefined ? "" : ", batch mode (BLOCKING partitions, stage by stage)"}\n`,
     );
-    announceShuffleWorkers(jobManager.deployer.master, (line) => this.say(line));
+    announceShuffleWorkers(
+      jobManager.deployer.master,
+      jobManager.configuration.get(RemoteShuffleOptions.MANAGER_ADDRESS),
+      (line) => this.say(line),
+    );
     process.on("SIGINT", this.onSignal);
     process.on("SIGTERM", this.onSignal);
     process.on("exit", this.onExit);

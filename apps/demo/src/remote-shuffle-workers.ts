@@ -19,7 +19,8 @@ export function isRemoteShuffle(plugin: LoadedShuffleServiceFactory): boolean {
  * manager takes a free port, since nothing outside this host has to find it. The jobmanager role
  * keeps `remote-shuffle.manager.rpc-port` (23123 by default) for the shuffleworker roles.
  *
- * @throws ConfigurationError when `--shuffle-workers` is given for another plugin.
+ * @throws ConfigurationError when `--shuffle-workers` is given for another plugin, or the remote
+ *   shuffle for a streaming run.
  */
 export function applyRemoteShuffleFlags(
   configuration: Configuration,
@@ -34,6 +35,12 @@ export function applyRemoteShuffleFlags(
     }
     return;
   }
+  if (options.mode === "streaming") {
+    // The plugin would refuse the job's first pipelined partition; say it before anything starts.
+    throw new ConfigurationError(
+      `the shuffle ${plugin.value} stores BLOCKING partitions only: run it with --mode batch`,
+    );
+  }
   const workers = RemoteShuffleOptions.EMBEDDED_WORKERS;
   if (options.shuffleWorkers !== undefined) {
     configuration.set(workers.key, options.shuffleWorkers);
@@ -47,6 +54,7 @@ export function applyRemoteShuffleFlags(
 
 /** What the demo reads of the remote shuffle's master (duck-typed: any plugin's master). */
 interface ShuffleWorkerRegistry {
+  readonly managerPort: number;
   registeredWorkers(): RegisteredShuffleWorker[];
   onWorkerRegistered(listener: (worker: RegisteredShuffleWorker) => void): void;
 }
@@ -66,16 +74,20 @@ export function describeShuffleWorker(index: number, worker: RegisteredShuffleWo
 }
 
 /**
- * Prints every shuffle worker of the remote shuffle's master, those registered already and those
- * that register later (the shuffleworker role, a restarted worker). Returns the workers seen, in
- * order; nothing for another plugin's master.
+ * Prints where the remote shuffle's shuffle manager listens, and every shuffle worker, those
+ * registered already and those that register later (the shuffleworker role, a restarted worker).
+ * Returns the workers seen, in order; nothing for another plugin's master.
  */
 export function announceShuffleWorkers(
   master: ShuffleMaster,
+  host: string,
   say: (line: string) => void,
 ): RegisteredShuffleWorker[] {
   const seen: RegisteredShuffleWorker[] = [];
   if (!isRegistry(master)) return seen;
+  say(
+    `shuffle manager: ${host}:${master.managerPort} (more workers: pnpm demo -- shuffleworker --jobmanager ${host}:${master.managerPort})\n`,
+  );
   const announce = (worker: RegisteredShuffleWorker) => {
     say(describeShuffleWorker(seen.length, worker));
     seen.push(worker);

@@ -2,6 +2,7 @@ import {
   AVAILABLE,
   AvailabilityHelper,
   anyOf,
+  ErrorCodes,
   IllegalStateError,
   PartitionConnectionError,
   PartitionFileCorruptedError,
@@ -84,7 +85,13 @@ export class RemoteInputGate implements InputGate {
     if (ready !== undefined) {
       return { ...ready, moreAvailable: this.verified.length > 0 || this.inner.isAvailable() };
     }
-    const item = this.inner.pollNext();
+    let item: BufferOrEvent | undefined;
+    try {
+      item = this.inner.pollNext();
+    } catch (error) {
+      this.fail(this.namingPartitions(error as Error));
+      throw this.failure;
+    }
     if (item === undefined) return undefined;
     if (item.buffer !== undefined) {
       this.checksums[item.channelIndex]?.update(item.buffer.readableView());
@@ -196,6 +203,36 @@ export class RemoteInputGate implements InputGate {
         );
       },
     );
+  }
+
+  /**
+   * A connection to a worker failed: the network gate's error names the address, this one also
+   * the partitions read from there (so the producers that re-run are known), as a
+   * `SLUICE_ERR_PARTITION_CONNECTION`. Other errors pass unchanged.
+   */
+  private namingPartitions(error: Error): Error {
+    const code = (error as { code?: string }).code;
+    if (
+      code !== ErrorCodes.REMOTE_TRANSPORT &&
+      code !== ErrorCodes.LOCAL_TRANSPORT &&
+      code !== ErrorCodes.PARTITION_CONNECTION
+    ) {
+      return error;
+    }
+    const known = this.slots.filter((slot) => slot.worker !== undefined);
+    const there = known.filter((slot) =>
+      error.message.includes(`${slot.worker?.host}:${slot.worker?.dataPort}`),
+    );
+    const named = new Map<string, string>();
+    for (const slot of there.length > 0 ? there : known) {
+      if (slot.partitionId === undefined || slot.worker === undefined) continue;
+      named.set(slot.partitionId.toString(), describeWorker(slot.worker));
+    }
+    if (named.size === 0) return error;
+    const what = [...named].map(([partition, worker]) => `${partition} on ${worker}`).join(", ");
+    return new PartitionConnectionError(`${this.ownerName}: lost ${what}: ${error.message}`, {
+      cause: error,
+    });
   }
 
   private fail(error: Error): void {

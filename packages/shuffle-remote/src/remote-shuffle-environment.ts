@@ -44,7 +44,7 @@ export function checkBlocking(type: ResultPartitionTypeInfo, what: string): void
   if (type.isBlocking) return;
   throw new ConfigurationError(
     `${what}: @sluice/shuffle-remote stores BLOCKING partitions only, but the partition type is ${type.name}; ` +
-      "run the job in batch mode (execution.runtime-mode: BATCH) or choose another " +
+      "connect the job's vertices with BLOCKING exchanges (a batch job), or choose another " +
       "'shuffle-service-factory.class' (tcp, ws) for streaming jobs",
   );
 }

@@ -187,7 +187,7 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
       worker.connection?.close();
     }
     for (const wake of [...this.registrationWaiters]) wake();
-    for (const worker of this.embedded) worker.child.disconnect?.();
+    for (const worker of this.embedded) if (worker.child.connected) worker.child.disconnect();
     await Promise.all(this.embedded.map((worker) => worker.exited));
     await this.server?.close();
   }

@@ -244,4 +244,28 @@ describe("remote shuffle", () => {
       ),
     ).toThrow(expect.objectContaining({ code: ErrorCodes.CONFIG }));
   }, 30_000);
+
+  it("fails a consumer whose shuffle worker process was killed mid-read with an error naming the partition, and reports the worker's partitions lost", async () => {
+    harness = await RemoteShuffleHarness.start({
+      "remote-shuffle.manager.embedded-workers": 1,
+      "remote-shuffle.worker.max-recovery-time": "300ms",
+    });
+    const [embedded] = harness.master.embeddedWorkerProcesses();
+    if (embedded === undefined) throw new Error("no embedded worker");
+    const environment = await harness.startEnvironment();
+    const partition = partitionDescriptor(1);
+    const descriptor = await register(harness, partition);
+    await writePartition(environment, partition, descriptor, [recordsOf(0, 20_000)]);
+    const read = readPartition(environment, partition, descriptor, 1, async () => {
+      // The worker sends no more than the consumer's credit: the rest is still on the worker.
+      embedded.child.kill("SIGKILL");
+      await embedded.exited;
+    });
+    const error = await rejectionOf(read);
+    expect(error).toMatchObject({ code: ErrorCodes.PARTITION_CONNECTION });
+    expect(error.message).toContain(descriptor.resultPartitionId.toString());
+    // Its grace window ends without it: the job side hears that the partition is lost.
+    await waitFor(() => harness?.lost.length === 1, "the report of the lost partition");
+    expect(harness.lost[0]?.map(String)).toEqual([descriptor.resultPartitionId.toString()]);
+  }, 60_000);
 });

@@ -194,12 +194,16 @@ export async function writePartition(
   if (failure !== undefined) throw failure;
 }
 
-/** Reads subpartitions `[0, subpartitions)` of the partition; resolves with each one's bytes. */
+/**
+ * Reads subpartitions `[0, subpartitions)` of the partition; resolves with each one's bytes.
+ * `pauseAfterFirstBuffer` runs once the first buffer arrived, before the gate is polled again.
+ */
 export async function readPartition(
   environment: RemoteShuffleEnvironment,
   partition: PartitionDescriptor,
   descriptor: ShuffleDescriptor,
   subpartitions: number,
+  pauseAfterFirstBuffer?: () => Promise<void>,
 ): Promise<Buffer[]> {
   const owner = environment.createShuffleIOOwnerContext(
     "Consumer (1/1)#0",
@@ -233,6 +237,9 @@ export async function readPartition(
       if (next.buffer !== undefined) {
         received[next.channelIndex]?.push(Buffer.from(next.buffer.readableView()));
         next.buffer.recycleBuffer();
+        const pause = pauseAfterFirstBuffer;
+        pauseAfterFirstBuffer = undefined;
+        await pause?.();
       }
     }
   } finally {
