@@ -29,14 +29,18 @@ import {
 import { ResultPartitionType } from "@sluice/runtime-api";
 import { ArrivalClock } from "./arrival-clock.js";
 
-export type SluiceTransport = "tcp" | "ws" | "local";
+export type SluiceTransport = "tcp" | "ws" | "local" | "remote";
 export type RawConfig = Record<string, unknown>;
 
-/** Each transport's plugin (`tcp` and `ws` are the loader's aliases of the two plugins). */
+/**
+ * Each transport's plugin (`tcp`, `ws` and `remote` are the loader's aliases of the bundled
+ * plugins; `remote` keeps BLOCKING partitions on shuffle workers).
+ */
 const FACTORY_CLASS: Readonly<Record<SluiceTransport, string>> = {
   tcp: "tcp",
   ws: "ws",
   local: "@sluice/network#LocalShuffleServiceFactory",
+  remote: "remote",
 };
 
 /** bench/ (this file is dist/systems/sluice.js): its package.json lists the plugins. */
