@@ -281,12 +281,12 @@ export class RemoteResultPartitionWriter implements ResultPartitionWriter {
   }
 
   private append(record: Uint8Array, subpartition: number): void {
-    this.checksums[subpartition]?.update(record);
     this.bytesOut += record.byteLength;
     const size = this.options.chunkSize;
     if (record.byteLength + 4 > size) {
       // Larger than a chunk: what was collected goes first, the record in a frame of its own.
       this.flushChunk(subpartition);
+      this.checksums[subpartition]?.update(record);
       this.enqueueData(subpartition, [record]);
       return;
     }
@@ -318,6 +318,8 @@ export class RemoteResultPartitionWriter implements ResultPartitionWriter {
     this.chunks[subpartition] = undefined;
     this.fills[subpartition] = 0;
     this.bufferedBytes -= fill - 4;
+    // One CRC32 call per chunk rather than per record: the chunk is the stream's next bytes.
+    this.checksums[subpartition]?.update(chunk.subarray(4, fill));
     this.enqueue({ type: FrameType.DATA, parts: [chunk.subarray(0, fill)], credit: fill - 4 });
   }
 
