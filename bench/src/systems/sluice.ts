@@ -80,6 +80,11 @@ export interface ExchangeSpec {
 /** A bench process's Sluice: its TaskExecutor and, in a process that deploys runs, the job side. */
 export class SluiceProcess {
   private deployer: JobDeployer | undefined;
+
+  /** The job side's ShuffleMaster, once this process deployed a run. */
+  get shuffleMaster(): JobDeployer["master"] | undefined {
+    return this.deployer?.master;
+  }
   private scraper: NodeJS.Timeout | undefined;
 
   private constructor(

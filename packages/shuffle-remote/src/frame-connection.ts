@@ -54,8 +54,13 @@ export interface FrameHandler {
  * than `maxFrameSize` are a protocol violation and close the connection.
  */
 export class FrameConnection {
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
+  /** The header being read: a u32 length and a u8 type. */
+  private readonly header = Buffer.alloc(HEADER);
+  private headerFill = 0;
+  /** The payload being read, allocated at its full size once its header is known. */
+  private payload: Buffer | undefined;
+  private payloadFill = 0;
+  private payloadType = 0;
   private closed = false;
 
   constructor(
@@ -126,42 +131,44 @@ export class FrameConnection {
     this.connection.destroy(cause);
   }
 
+  /**
+   * Copies each byte once, straight into the payload of its frame: the transport may reuse
+   * `chunk`'s memory after this call, and a payload handed to the handler is its own.
+   */
   private onData(chunk: Buffer): void {
-    // The transport may reuse `chunk`'s memory after this call: keep a copy.
-    this.pending.push(Buffer.from(chunk));
-    this.pendingBytes += chunk.byteLength;
-    while (this.pendingBytes >= HEADER && !this.closed) {
-      const head = this.peek(HEADER);
-      const length = head.readUInt32BE(0);
-      if (length < 1 || length > this.maxFrameSize) {
-        this.destroy(
-          new ProtocolError(
-            `remote shuffle frame of ${length} bytes from ${this.remoteAddress} is outside [1, ${this.maxFrameSize}]`,
-          ),
-        );
-        return;
+    let offset = 0;
+    while (offset < chunk.byteLength && !this.closed) {
+      let payload = this.payload;
+      if (payload === undefined) {
+        const n = Math.min(HEADER - this.headerFill, chunk.byteLength - offset);
+        chunk.copy(this.header, this.headerFill, offset, offset + n);
+        this.headerFill += n;
+        offset += n;
+        if (this.headerFill < HEADER) return;
+        this.headerFill = 0;
+        const length = this.header.readUInt32BE(0);
+        if (length < 1 || length > this.maxFrameSize) {
+          this.destroy(
+            new ProtocolError(
+              `remote shuffle frame of ${length} bytes from ${this.remoteAddress} is outside [1, ${this.maxFrameSize}]`,
+            ),
+          );
+          return;
+        }
+        this.payloadType = this.header.readUInt8(4);
+        payload = Buffer.allocUnsafe(length - 1);
+        this.payload = payload;
+        this.payloadFill = 0;
       }
-      if (this.pendingBytes < 4 + length) return;
-      const frame = this.take(4 + length);
-      this.handler.onFrame(frame.readUInt8(4), frame.subarray(HEADER));
+      const n = Math.min(payload.byteLength - this.payloadFill, chunk.byteLength - offset);
+      chunk.copy(payload, this.payloadFill, offset, offset + n);
+      this.payloadFill += n;
+      offset += n;
+      if (this.payloadFill === payload.byteLength) {
+        this.payload = undefined;
+        this.handler.onFrame(this.payloadType, payload);
+      }
     }
-  }
-
-  private peek(bytes: number): Buffer {
-    const first = this.pending[0] as Buffer;
-    if (first.byteLength >= bytes) return first;
-    const joined = Buffer.concat(this.pending);
-    this.pending = [joined];
-    return joined;
-  }
-
-  private take(bytes: number): Buffer {
-    const joined = this.peek(bytes);
-    const frame = joined.subarray(0, bytes);
-    const rest = joined.subarray(bytes);
-    this.pending = rest.byteLength > 0 ? [rest] : [];
-    this.pendingBytes -= bytes;
-    return frame;
   }
 }
 

@@ -115,7 +115,12 @@ export class PushSession {
     if (failure !== undefined) throw failure;
   }
 
-  /** A DATA frame: a u32 subpartition, then whole framed records (u32 length + payload). */
+  /**
+   * A DATA frame: a u32 subpartition, then whole framed records (u32 length + payload). The
+   * partition treats records as opaque bytes of the subpartition's stream (it neither writes nor
+   * reads their lengths), so the frame's records go in with one call, as one run of bytes: the
+   * same stream for the consumer's deserializer, without a call and a slice per record.
+   */
   private async store(payload: Buffer): Promise<void> {
     if (payload.byteLength < 4) throw this.malformed("a DATA frame without its subpartition");
     const subpartition = payload.readUInt32BE(0);
@@ -124,16 +129,15 @@ export class PushSession {
         `subpartition ${subpartition} of a partition with ${this.writer.numberOfSubpartitions}`,
       );
     }
-    let offset = 4;
-    while (offset < payload.byteLength) {
+    // Whole records only: a frame that cuts one would corrupt the stream for every reader.
+    for (let offset = 4; offset < payload.byteLength; ) {
       if (payload.byteLength - offset < 4) throw this.malformed("a record cut in its length");
-      const end = offset + 4 + payload.readUInt32BE(offset);
-      if (end > payload.byteLength) throw this.malformed("a record longer than its frame");
-      if (!this.writer.isAvailable()) await this.whenAvailable();
-      if (this.done) return;
-      this.writer.emitRecord(payload.subarray(offset, end), subpartition);
-      offset = end;
+      offset += 4 + payload.readUInt32BE(offset);
+      if (offset > payload.byteLength) throw this.malformed("a record longer than its frame");
     }
+    if (!this.writer.isAvailable()) await this.whenAvailable();
+    if (this.done) return;
+    this.writer.emitRecord(payload.subarray(4), subpartition);
     const ack = Buffer.allocUnsafe(4);
     ack.writeUInt32BE(payload.byteLength - 4, 0);
     this.connection.send(FrameType.ACK, ack);
