@@ -1,6 +1,10 @@
 import { setTimeout as delay } from "node:timers/promises";
 import type { Configuration, MetricDump, TaskExecutor } from "@sluice/runtime";
-import { BatchShuffleOptions, NetworkMemoryOptions } from "@sluice/runtime-api";
+import {
+  BatchShuffleOptions,
+  NetworkMemoryOptions,
+  RestartStrategyOptions,
+} from "@sluice/runtime-api";
 import * as z from "zod";
 import { formatDuration, formatInteger, formatMegabytes } from "./format.js";
 import type { StageSpan } from "./stage-timeline.js";
@@ -33,6 +37,30 @@ export function applyBatchDefaults(configuration: Configuration): void {
   for (const [option, value] of BATCH_CONFIG_DEFAULTS) {
     if (!configuration.contains(option)) configuration.set(option.key, value);
   }
+}
+
+/**
+ * The restart strategy batch mode sets for `--kill-task-manager-*` when the configuration sets
+ * none: a batch job takes no checkpoints, and without them Flink's default is `none`, under which
+ * the kill would fail the job. Flink's `fixed-delay`, with room for the failovers a kill causes.
+ */
+export const BATCH_KILL_RESTART_STRATEGY = [
+  [RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay"],
+  [RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 3],
+  [RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, "200ms"],
+] as const;
+
+/**
+ * Sets {@link BATCH_KILL_RESTART_STRATEGY} unless `restart-strategy.type` is set; returns the line
+ * that tells the user, or `undefined` when their strategy stands.
+ */
+export function applyBatchRestartStrategy(configuration: Configuration): string | undefined {
+  if (configuration.contains(RestartStrategyOptions.RESTART_STRATEGY)) return undefined;
+  for (const [option, value] of BATCH_KILL_RESTART_STRATEGY) configuration.set(option.key, value);
+  return (
+    "no restart-strategy.type is configured, and a batch job without checkpoints would not " +
+    "restart: the demo sets restart-strategy.type=fixed-delay (3 attempts, 200 ms apart) for the kill"
+  );
 }
 
 /** The codec blocking partitions compress with, or `NONE` when compression is off. */

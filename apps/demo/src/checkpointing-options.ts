@@ -15,8 +15,16 @@ export interface CheckpointingFlags {
   readonly checkpointInterval: number | undefined;
   /** `--checkpointing exactly-once|at-least-once`: sets `execution.checkpointing.mode`. */
   readonly checkpointing: (typeof CHECKPOINTING_FLAG_VALUES)[number] | undefined;
-  /** `--kill-task-manager-after <ms>`: SIGKILL one local task manager this long into the job. */
+  /**
+   * `--kill-task-manager-after <ms>`: SIGKILL one local task manager this long into the job (in
+   * batch mode, this long into the counting stage).
+   */
   readonly killTaskManagerAfterMs: number | undefined;
+  /**
+   * `--kill-task-manager-between-stages` (batch mode): SIGKILL one local task manager right
+   * after every source finished, as the counters start.
+   */
+  readonly killTaskManagerBetweenStages: boolean;
 }
 
 /** The help text of the flags (a section of `--help`). */
@@ -31,7 +39,16 @@ export const CHECKPOINTING_HELP = `Checkpoints and recovery:
                            with checkpoints, not before the first one completed): a replacement
                            is started and the job restarts from its latest checkpoint
                            (restart-strategy.fixed-delay.attempts / .delay; default with
-                           checkpoints: unlimited attempts, 1 s apart)
+                           checkpoints: unlimited attempts, 1 s apart). With --mode batch: <ms>
+                           into the counting stage (after every source finished); only the
+                           regions that must re-run do: the sources that lived on the lost task
+                           manager, and the counters that read their partitions
+  --kill-task-manager-between-stages
+                           --mode batch: SIGKILL one task manager right after the sources
+                           finished, before the counters read; its sources' partitions are
+                           lost and produced again
+  A batch job given no restart-strategy.type takes none (Flink's default without checkpoints);
+  with a kill the demo then sets restart-strategy.type=fixed-delay, 3 attempts, 200 ms apart.
   With --throttle the job is back-pressured: with -D execution.checkpointing.unaligned.enabled=true
   checkpoints then store the in-flight data (channel state), and a restart replays it.`;
 

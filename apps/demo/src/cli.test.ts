@@ -38,6 +38,7 @@ describe("command line", () => {
       checkpointInterval: undefined,
       checkpointing: undefined,
       killTaskManagerAfterMs: undefined,
+      killTaskManagerBetweenStages: false,
       json: false,
       help: false,
     });
@@ -108,13 +109,38 @@ describe("command line", () => {
     expect(usageError(["--mode", "bulk"])).toBe('--mode expects streaming or batch, got "bulk"');
   });
 
-  it("refuses checkpoint and kill flags in batch mode, naming the flag", () => {
+  it("refuses checkpoint flags in batch mode and a kill between stages in streaming mode, naming the flag", () => {
     expect(usageError(["--mode", "batch", "--checkpoint-interval", "200"])).toBe(
       "--checkpoint-interval applies to --mode streaming only: a batch job takes no checkpoints (see --help)",
     );
-    expect(usageError(["--mode", "batch", "--kill-task-manager-after", "100"])).toMatch(
-      /^--kill-task-manager-after applies to --mode streaming only/,
+    expect(usageError(["--kill-task-manager-between-stages"])).toMatch(
+      /^--kill-task-manager-between-stages applies to --mode batch only/,
     );
+    expect(
+      usageError([
+        "--mode",
+        "batch",
+        "--kill-task-manager-between-stages",
+        "--kill-task-manager-after",
+        "100",
+      ]),
+    ).toMatch(/^--kill-task-manager-after and --kill-task-manager-between-stages each kill/);
+    expect(
+      usageError(["jobmanager", "--mode", "batch", "--kill-task-manager-between-stages"]),
+    ).toMatch(/^--kill-task-manager-between-stages kills a task manager the demo started/);
+  });
+
+  it("reads the kill flags of batch mode", () => {
+    expect(parseCli(["--mode", "batch", "--kill-task-manager-after", "300"])).toMatchObject({
+      mode: "batch",
+      killTaskManagerAfterMs: 300,
+      killTaskManagerBetweenStages: false,
+    });
+    expect(parseCli(["--mode", "batch", "--kill-task-manager-between-stages"])).toMatchObject({
+      mode: "batch",
+      killTaskManagerAfterMs: undefined,
+      killTaskManagerBetweenStages: true,
+    });
   });
 
   it("rejects unknown options, missing values and stray arguments", () => {
@@ -166,6 +192,7 @@ describe("command line", () => {
       checkpointInterval: 250,
       checkpointing: "at-least-once",
       killTaskManagerAfterMs: undefined,
+      killTaskManagerBetweenStages: false,
     });
     expect(configuration.get(ExecutionCheckpointingOptions.CHECKPOINTING_INTERVAL)).toBe(250);
     expect(recoverySettingsOf(configuration)).toEqual({ mode: "AT_LEAST_ONCE", restarts: true });

@@ -184,6 +184,7 @@ Examples:
   pnpm demo -- --config apps/demo/config.yaml -D taskmanager.memory.segment-size=16kb
   pnpm demo -- --duration 60 --throttle 20k                         # then open the dashboard
   pnpm demo -- --checkpoint-interval 200 --kill-task-manager-after 3000
+  pnpm demo -- --mode batch --kill-task-manager-between-stages
   pnpm demo -- jobmanager --bind 0.0.0.0:6123 --task-managers 2     # on host A
   pnpm demo -- taskmanager --jobmanager hostA:6123                  # on hosts B and C
 `;
@@ -364,9 +365,22 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
     values.throttle === undefined
       ? undefined
       : parseCount("--throttle", values.throttle, 1, Number.MAX_SAFE_INTEGER);
-  if (command === "jobmanager" && values["kill-task-manager-after"] !== undefined) {
+  const killFlags = ["kill-task-manager-after", "kill-task-manager-between-stages"].filter(
+    (flag) => values[flag as keyof typeof values] !== undefined,
+  );
+  if (command === "jobmanager" && killFlags.length > 0) {
     throw new UsageError(
-      "--kill-task-manager-after kills a task manager the demo started: it works without a command only (see --help)",
+      `--${killFlags[0]} kills a task manager the demo started: it works without a command only (see --help)`,
+    );
+  }
+  if (killFlags.length > 1) {
+    throw new UsageError(
+      "--kill-task-manager-after and --kill-task-manager-between-stages each kill a task manager: give one of them (see --help)",
+    );
+  }
+  if (mode !== "batch" && values["kill-task-manager-between-stages"] !== undefined) {
+    throw new UsageError(
+      "--kill-task-manager-between-stages applies to --mode batch only: a streaming job has one stage (see --help)",
     );
   }
   const checkpointing = values.checkpointing?.trim().toLowerCase();
@@ -378,12 +392,12 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
       `--checkpointing expects ${CHECKPOINTING_FLAG_VALUES.join(" or ")}, got ${JSON.stringify(values.checkpointing)}`,
     );
   }
-  const streamingOnly = ["checkpoint-interval", "checkpointing", "kill-task-manager-after"].filter(
+  const streamingOnly = ["checkpoint-interval", "checkpointing"].filter(
     (flag) => values[flag as keyof typeof values] !== undefined,
   );
   if (mode === "batch" && streamingOnly.length > 0) {
-    // A batch job recovers by re-running stages from their blocking results, not from
-    // checkpoints (as in Flink); the demo's recovery is the streaming one.
+    // A batch job recovers by re-running regions from their blocking results, not from
+    // checkpoints (as in Flink).
     throw new UsageError(
       `--${streamingOnly[0]} applies to --mode streaming only: a batch job takes no checkpoints (see --help)`,
     );
@@ -414,6 +428,7 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
       values["kill-task-manager-after"] === undefined
         ? undefined
         : parseCount("--kill-task-manager-after", values["kill-task-manager-after"], 1, 86_400_000),
+    killTaskManagerBetweenStages: values["kill-task-manager-between-stages"] === true,
     json: values.json === true,
     help: values.help === true,
   };
@@ -488,6 +503,7 @@ function parseOptions(args: readonly string[]) {
       "checkpoint-interval": { type: "string" },
       checkpointing: { type: "string" },
       "kill-task-manager-after": { type: "string" },
+      "kill-task-manager-between-stages": { type: "boolean" },
       json: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },

@@ -11,6 +11,7 @@ import {
 import { RemoteShuffleOptions } from "@sluice/shuffle-remote";
 import {
   applyBatchDefaults,
+  applyBatchRestartStrategy,
   BATCH_SHUFFLE_MESSAGE,
   type BatchShuffleReport,
   BatchShuffleReportSchema,
@@ -51,7 +52,7 @@ import {
 import { StageTimeline } from "./stage-timeline.js";
 import { formatSummary, type JobReport, summaryJson } from "./summary.js";
 import { subtaskName, taskProgressOf } from "./task-metrics.js";
-import { COUNT_VERTEX, type WordCountJob, wordCountJob } from "./word-count-job.js";
+import { COUNT_VERTEX, SOURCE_VERTEX, type WordCountJob, wordCountJob } from "./word-count-job.js";
 
 /** How long local task managers may take to start and register. */
 const STARTUP_TIMEOUT_MS = 30_000;
@@ -146,14 +147,21 @@ export class JobManagerRole {
       if (options.mode === "streaming") {
         checkParallelismFitsNetworkMemory(configuration, options.parallelism, options.taskManagers);
       }
-      this.recovery = new Recovery(
-        recoverySettingsOf(configuration),
-        options.killTaskManagerAfterMs,
-      );
+      const kills =
+        options.killTaskManagerAfterMs !== undefined || options.killTaskManagerBetweenStages;
       if (options.mode === "batch") {
         applyBatchDefaults(configuration);
         this.batch = { codec: compressionCodecOf(configuration) };
+        const strategy = kills ? applyBatchRestartStrategy(configuration) : undefined;
+        if (strategy !== undefined) this.say(`${strategy}\n`);
       }
+      this.recovery = new Recovery(recoverySettingsOf(configuration), {
+        afterMs: options.killTaskManagerAfterMs,
+        betweenStages: options.killTaskManagerBetweenStages,
+        ...(options.mode === "batch"
+          ? { batch: { sources: SOURCE_VERTEX, counters: COUNT_VERTEX } }
+          : {}),
+      });
       jobManager = await this.startJobManager(configuration);
     } catch (error) {
       if (error instanceof ConfigurationError) {
@@ -400,7 +408,7 @@ export class JobManagerRole {
 
   /**
    * Batch mode: when each stage ran, and what every task manager's blocking partitions wrote and
-   * deleted (each waits until its released partitions' files are gone).
+   * deleted (each waits until its released partitions' files are gone); a lost one is left out.
    */
   private async batchSummary(
     taskManagers: readonly RegisteredTaskManager[],
@@ -410,6 +418,8 @@ export class JobManagerRole {
     const stages = batch.timeline?.stop() ?? [];
     const reports: BatchShuffleReport[] = [];
     for (const tm of taskManagers) {
+      // A task manager lost during the job (killed) cannot report; its files went with it.
+      if (this.report.lost.has(tm)) continue;
       const reply = await this.failures.phase(tm.call(BATCH_SHUFFLE_MESSAGE, null), {
         ms: SHUTDOWN_TIMEOUT_MS * 2,
         what: `${tm.label}'s batch shuffle report`,

@@ -187,13 +187,14 @@ function recoveryReport(
   result: JobResult,
   recovery: Recovery | undefined,
   duplicates: number,
-): Pick<JobReport, "checkpointing" | "restarts" | "killedTaskManager"> {
+): Pick<JobReport, "checkpointing" | "restarts" | "rerunTasks" | "killedTaskManager"> {
   const mode = recovery?.settings.mode;
   const killed = recovery?.killedTaskManager;
   const { completed, aborted, restoredFrom, restoredPersistedDataBytes, latest } =
     result.checkpoints;
   return {
     restarts: result.restarts,
+    rerunTasks: result.rerunTasks,
     ...(mode === undefined
       ? {}
       : {

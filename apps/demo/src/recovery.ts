@@ -4,8 +4,29 @@ import type { RecoverySettings } from "./checkpointing-options.js";
 import { formatDuration } from "./format.js";
 import type { LocalTaskManagers } from "./local-task-managers.js";
 
-/** How often a kill that waits for the first completed checkpoint looks again. */
+/** How often a kill that waits for the first completed checkpoint (or a stage) looks again. */
 const CHECKPOINT_POLL_MS = 20;
+
+/** How often a batch kill looks whether the counting stage started: soon after it did. */
+const STAGE_POLL_MS = 5;
+
+/** When a batch job's kill comes: the job vertices of its two stages. */
+export interface BatchStages {
+  /** The job vertex of the first stage (the sources, which write BLOCKING partitions). */
+  readonly sources: string;
+  /** The job vertex of the second stage (the counters, which read them). */
+  readonly counters: string;
+}
+
+/** Which task manager to kill, and when. */
+export interface KillSpec {
+  /** `--kill-task-manager-after`: this long into the job (batch: into the counting stage). */
+  readonly afterMs: number | undefined;
+  /** `--kill-task-manager-between-stages`: as the counting stage starts. */
+  readonly betweenStages: boolean;
+  /** Batch mode: the stages the kill's time counts from. */
+  readonly batch?: BatchStages;
+}
 
 /** The task manager `--kill-task-manager-after` killed, as the summary reports it. */
 export interface KilledTaskManager {
@@ -21,6 +42,11 @@ export interface KilledTaskManager {
    * cannot acknowledge, and a restart aborts the pending ones).
    */
   readonly latestCheckpoint?: number;
+  /**
+   * The tasks that had run on it by the kill, as `Name (i/n)` (finished ones too: in batch mode
+   * their partitions were lost with it).
+   */
+  readonly tasks: readonly string[];
 }
 
 /** What the job manager role hands the recovery. */
@@ -52,19 +78,50 @@ export class Recovery {
 
   /**
    * @param settings whether the job takes checkpoints (and in which mode) and restarts.
-   * @param killAfterMs `--kill-task-manager-after`, if given.
+   * @param kill `--kill-task-manager-after` / `--kill-task-manager-between-stages`, if given.
    */
   constructor(
     readonly settings: RecoverySettings,
-    private readonly killAfterMs: number | undefined,
+    private readonly kill: KillSpec = { afterMs: undefined, betweenStages: false },
   ) {}
 
   /** The job runs: schedules the kill, if asked for. */
   jobStarted(context: RecoveryContext): void {
     this.context = context;
     this.startedAt = performance.now();
-    if (this.killAfterMs === undefined) return;
-    this.killTimer = setTimeout(() => this.killOne(), this.killAfterMs);
+    const { afterMs, betweenStages, batch } = this.kill;
+    if (afterMs === undefined && !betweenStages) return;
+    if (batch === undefined) {
+      this.killTimer = setTimeout(() => this.killOne(), afterMs ?? 0);
+      return;
+    }
+    this.whenCountingStarts(context.execution, batch, () => {
+      this.killTimer = setTimeout(() => this.killOne(), afterMs ?? 0);
+    });
+  }
+
+  /**
+   * Calls `then` once every source finished and every counter is deployed (its state is past
+   * SCHEDULED): the counting stage started, and the sources' partitions are what the counters
+   * need. Polls, since the job side has no listener per subtask.
+   */
+  private whenCountingStarts(execution: JobExecution, stages: BatchStages, then: () => void): void {
+    const started = () => {
+      const vertices = execution.executionVertices;
+      const sources = vertices.filter((v) => v.vertex.name === stages.sources);
+      const counters = vertices.filter((v) => v.vertex.name === stages.counters);
+      return (
+        sources.every((v) => v.state === "FINISHED") &&
+        counters.every((v) => v.state !== "CREATED" && v.state !== "SCHEDULED")
+      );
+    };
+    const poll = () => {
+      this.killTimer = undefined;
+      if (execution.status !== "RUNNING") return;
+      if (started()) then();
+      else this.killTimer = setTimeout(poll, STAGE_POLL_MS);
+    };
+    poll();
   }
 
   /**
@@ -77,7 +134,12 @@ export class Recovery {
     if (!context.execution.executionVertices.some((v) => v.gateway === taskManager)) return false;
     const latest = context.execution.checkpointCoordinator?.latestCompletedCheckpoint;
     this.latestAtLoss ??= latest?.checkpointId;
-    const from = latest === undefined ? "from the start" : `from checkpoint ${latest.checkpointId}`;
+    const from =
+      this.kill.batch !== undefined
+        ? "the regions that lost tasks or partitions"
+        : latest === undefined
+          ? "from the start"
+          : `from checkpoint ${latest.checkpointId}`;
     if (context.local !== undefined) {
       const replacement = context.local.startOne();
       context.say(
@@ -134,16 +196,26 @@ export class Recovery {
     const child = victim === undefined ? undefined : local.byPid(victim.pid);
     if (victim === undefined || child === undefined) return;
     const afterMs = performance.now() - this.startedAt;
-    this.killed = { index: victim.index, pid: victim.pid, afterMs };
+    const tasks = execution.executionVertices
+      .filter((v) => v.gateway === victim && v.state !== "CREATED")
+      .map((v) => taskNameWithoutAttempt(v.name));
+    this.killed = { index: victim.index, pid: victim.pid, afterMs, tasks };
     const latest = execution.checkpointCoordinator?.latestCompletedCheckpoint;
     const state = !this.settings.restarts
       ? "the job does not restart (no checkpoints, restart-strategy.type none): it fails"
-      : latest === undefined
-        ? "no checkpoint completed yet"
-        : `latest completed checkpoint ${latest.checkpointId}`;
+      : this.kill.batch !== undefined
+        ? `the counting stage started; it ran ${tasks.join(", ")}`
+        : latest === undefined
+          ? "no checkpoint completed yet"
+          : `latest completed checkpoint ${latest.checkpointId}`;
     context.say(
       `killing ${victim.label} with SIGKILL ${formatDuration(afterMs)} into the job (${state})\n`,
     );
     local.kill(child, "SIGKILL");
   }
+}
+
+/** `Name (i/n)#attempt` without the attempt: how `JobResult.rerunTasks` names a task. */
+export function taskNameWithoutAttempt(name: string): string {
+  return name.replace(/#\d+$/, "");
 }

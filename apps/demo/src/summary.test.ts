@@ -32,6 +32,7 @@ const PLAIN: JobReport = {
     },
   ],
   restarts: 0,
+  rerunTasks: [],
 };
 
 /** The same run with checkpoints, task manager 1 killed and replaced by task manager 2. */
@@ -57,7 +58,14 @@ const RECOVERED: JobReport = {
     lastAlignmentMs: 1.2345,
   },
   restarts: 1,
-  killedTaskManager: { index: 1, pid: 3, afterMs: 1_000.4, latestCheckpoint: 4 },
+  rerunTasks: ["Source (1/2)", "Source (2/2)", "Count (1/2)", "Count (2/2)"],
+  killedTaskManager: {
+    index: 1,
+    pid: 3,
+    afterMs: 1_000.4,
+    latestCheckpoint: 4,
+    tasks: ["Source (2/2)", "Count (2/2)"],
+  },
 };
 
 describe("the summary", () => {
@@ -66,6 +74,7 @@ describe("the summary", () => {
     expect(json).not.toHaveProperty("checkpoints");
     expect(json).not.toHaveProperty("killedTaskManager");
     expect(json.restarts).toBe(0);
+    expect(json.rerunTasks).toEqual([]);
     expect(formatSummary(PLAIN)).not.toContain("checkpoints");
   });
 
@@ -76,7 +85,14 @@ describe("the summary", () => {
       checkpointingMode: "EXACTLY_ONCE",
       lastCheckpointAlignmentMs: 1.235,
       restarts: 1,
-      killedTaskManager: { index: 1, pid: 3, afterMs: 1_000, latestCheckpoint: 4 },
+      rerunTasks: ["Source (1/2)", "Source (2/2)", "Count (1/2)", "Count (2/2)"],
+      killedTaskManager: {
+        index: 1,
+        pid: 3,
+        afterMs: 1_000,
+        latestCheckpoint: 4,
+        tasks: ["Source (2/2)", "Count (2/2)"],
+      },
       buffersReturned: true,
     });
     expect((summaryJson(RECOVERED).processes as { lost?: boolean }[])[2]).toMatchObject({
@@ -89,6 +105,7 @@ describe("the summary", () => {
     expect(text).toContain(
       "  recovery       task manager 1 (pid 3) killed 1.00 s into the job; 1 restart from checkpoint 4",
     );
+    expect(text).toContain("  re-ran         Source (1/2), Source (2/2), Count (1/2), Count (2/2)");
     expect(text).toContain("lost during the job");
     expect(text).toContain("verified: the counts of all 1,000 words equal the reference");
   });

@@ -67,6 +67,11 @@ export interface JobReport {
   readonly checkpointing?: CheckpointingReport;
   /** How often the job restarted. */
   readonly restarts: number;
+  /**
+   * The tasks that re-ran after a failover, as `Name (i/n)`: after a region failover (batch)
+   * only the regions that had to, after a global one every task that had been deployed.
+   */
+  readonly rerunTasks: readonly string[];
   /** The task manager `--kill-task-manager-after` killed. */
   readonly killedTaskManager?: KilledTaskManager;
   /** Batch mode: the stages and what the blocking partitions put on disk. */
@@ -190,6 +195,7 @@ export function summaryJson(report: JobReport): Record<string, unknown> {
             : { duplicates: report.checkpointing.duplicates }),
         }),
     restarts: report.restarts,
+    rerunTasks: report.rerunTasks,
     ...(report.killedTaskManager === undefined
       ? {}
       : {
@@ -235,6 +241,9 @@ function recoveryLines(report: JobReport): string[] {
     lines.push(
       `  recovery       ${kill}${report.restarts} restart${report.restarts === 1 ? "" : "s"}${from}`,
     );
+    if (report.rerunTasks.length > 0) {
+      lines.push(`  re-ran         ${report.rerunTasks.join(", ")}`);
+    }
   }
   return lines;
 }

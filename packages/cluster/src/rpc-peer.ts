@@ -35,6 +35,7 @@ const serializedThrowable = z.object({
   code: z.string().optional(),
   message: z.string(),
   stack: z.string().optional(),
+  partitionId: z.string().max(256).optional(),
 });
 
 /** The part of a JSON-RPC request a middleware sees. */

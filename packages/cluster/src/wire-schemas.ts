@@ -32,6 +32,8 @@ export const serializedThrowable = z.object({
   code: text(64).optional(),
   message: text(64 * 1024),
   stack: text(64 * 1024).optional(),
+  /** The partition a partition exception names (`<partition>@<producer attempt>`). */
+  partitionId: text(256).optional(),
 });
 
 /** Flink's execution states. */

@@ -5,7 +5,12 @@ import {
   ErrorCodes,
   SluiceError,
   type SluiceErrorClass,
+  type SluiceErrorOptions,
 } from "./errors.js";
+import type { ResultPartitionID } from "./ids/ids.js";
+// Its classes register themselves for their codes: they must be loaded before any rebuild.
+import type { PartitionErrorOptions } from "./partition-exception.js";
+import "./partition-exception.js";
 
 const KNOWN_CODES: ReadonlySet<string> = new Set(Object.values(ErrorCodes));
 const ERROR_CLASS_NAME = /^[A-Za-z_$][\w$]{0,127}$/;
@@ -38,12 +43,14 @@ function isGenericName(name: string): boolean {
  * class lives elsewhere yields a class branded with the sender's name, so `instanceof` the real
  * class works; a code this build does not know (a newer peer), `SLUICE_ERR_UNKNOWN` or no code at
  * all yields a plain SluiceError with code `SLUICE_ERR_UNKNOWN` whose message names the original
- * error.
+ * error. `details.partitionId`, when the sender's error named a partition, is given to the
+ * classes of the PartitionException family, so `isPartitionException` holds on this side too.
  */
 export function reconstructError(
   code: string | undefined,
   name: string,
   message: string,
+  details?: { readonly partitionId?: ResultPartitionID },
 ): SluiceError {
   if (code === undefined || !KNOWN_CODES.has(code)) {
     const unknown = code === undefined ? "" : ` (unknown error code ${code})`;
@@ -61,7 +68,10 @@ export function reconstructError(
   const cls = coreErrorClassOf(code);
   if (cls !== undefined) {
     const sameName = name === cls.name || isGenericName(name);
-    return new cls(sameName ? message : `${name}: ${message}`);
+    // Only the PartitionException family reads `partitionId`; the other classes ignore it.
+    const options: PartitionErrorOptions | undefined =
+      details?.partitionId === undefined ? undefined : { partitionId: details.partitionId };
+    return new cls(sameName ? message : `${name}: ${message}`, options as SluiceErrorOptions);
   }
   if (ERROR_CLASS_NAME.test(name) && !isGenericName(name)) {
     return new (brandedClass(name, code as ErrorCode))(message);

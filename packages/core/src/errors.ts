@@ -57,7 +57,10 @@ export const ErrorCodes = {
   PROTOCOL: "SLUICE_ERR_PROTOCOL",
   /** Buffers of a channel arrived out of sequence. */
   BUFFER_REORDERING: "SLUICE_ERR_BUFFER_REORDERING",
-  /** A connection to a remote worker could not be established. */
+  /**
+   * A connection to a remote worker could not be established, or was lost while a blocking
+   * partition was read from it.
+   */
   PARTITION_CONNECTION: "SLUICE_ERR_PARTITION_CONNECTION",
   /** An established connection to a remote worker failed or was closed by the remote. */
   REMOTE_TRANSPORT: "SLUICE_ERR_REMOTE_TRANSPORT",
@@ -196,13 +199,6 @@ export type SerializationError = InstanceType<typeof SerializationError>;
 export const ConfigurationError = defineCoreError("ConfigurationError", ErrorCodes.CONFIG);
 export type ConfigurationError = InstanceType<typeof ConfigurationError>;
 
-/** The requested result partition is not registered at the producer. */
-export const PartitionNotFoundError = defineCoreError(
-  "PartitionNotFoundError",
-  ErrorCodes.PARTITION_NOT_FOUND,
-);
-export type PartitionNotFoundError = InstanceType<typeof PartitionNotFoundError>;
-
 /** The producer failed; the message carries the producer's own error. */
 export const ProducerFailedError = defineCoreError(
   "ProducerFailedError",
@@ -224,13 +220,6 @@ export const BufferReorderingError = defineCoreError(
   ErrorCodes.BUFFER_REORDERING,
 );
 export type BufferReorderingError = InstanceType<typeof BufferReorderingError>;
-
-/** A connection to a producer could not be established. */
-export const PartitionConnectionError = defineCoreError(
-  "PartitionConnectionError",
-  ErrorCodes.PARTITION_CONNECTION,
-);
-export type PartitionConnectionError = InstanceType<typeof PartitionConnectionError>;
 
 /** An established connection failed or was closed by the remote side. */
 export const RemoteTransportError = defineCoreError(
@@ -260,16 +249,6 @@ export const BufferDecompressionError = defineCoreError(
   ErrorCodes.BUFFER_DECOMPRESSION,
 );
 export type BufferDecompressionError = InstanceType<typeof BufferDecompressionError>;
-
-/**
- * A blocking partition's file does not match its layout: truncated, a region or buffer header
- * out of range. The message names the file, region, subpartition and offset.
- */
-export const PartitionFileCorruptedError = defineCoreError(
-  "PartitionFileCorruptedError",
-  ErrorCodes.PARTITION_FILE_CORRUPTED,
-);
-export type PartitionFileCorruptedError = InstanceType<typeof PartitionFileCorruptedError>;
 
 /** A blocking partition's file could not be created or written; names the file and its folder. */
 export const PartitionFileWriteError = defineCoreError(

@@ -8,8 +8,13 @@ import {
   type ResultPartitionID,
   type TaskEvent,
 } from "@sluice/core";
-import type { ChannelStateWriter, InputChannelInfo } from "@sluice/runtime-api";
+import type {
+  ChannelStateWriter,
+  InputChannelInfo,
+  ResultPartitionType,
+} from "@sluice/runtime-api";
 import { ChannelStatePersister } from "./channel-state-persister.js";
+import { classifyPartitionFailure } from "./partition-failure.js";
 
 /** What the gate gets from a channel (Flink's InputChannel.BufferAndAvailability). */
 export interface BufferAndAvailability {
@@ -28,6 +33,11 @@ export interface InputChannelOwner {
   readonly owningTaskName: string;
   /** The gate's position among the task's gates (names the channel in channel state). */
   readonly gateIndex?: number;
+  /**
+   * The type of the partitions the gate reads: a channel that loses the connection to the
+   * producer of a blocking partition fails with a PartitionConnectionError naming it.
+   */
+  readonly consumedPartitionType?: ResultPartitionType;
   notifyChannelNonEmpty(channel: InputChannel): void;
   /**
    * A priority event (an unaligned barrier, an announcement) went to the head of `channel`'s
@@ -130,10 +140,13 @@ export abstract class InputChannel {
     this.gate.notifyChannelNonEmpty(this);
   }
 
-  /** Fails the channel; the gate surfaces `cause` on its next poll. The first error wins. */
+  /**
+   * Fails the channel; the gate surfaces `cause` on its next poll. The first error wins. A
+   * failure to read the partition (not found, connection, corrupt data) names it.
+   */
   setError(cause: Error): void {
     if (this.cause !== undefined) return;
-    this.cause = cause;
+    this.cause = this.asPartitionFailure(cause);
     this.notifyChannelNonEmpty();
   }
 
@@ -174,10 +187,21 @@ export abstract class InputChannel {
     throw cause;
   }
 
+  /** `cause` classified as a partition exception of this channel's partition where it is one. */
+  protected asPartitionFailure(cause: Error): Error {
+    return classifyPartitionFailure(
+      cause,
+      this.partitionId,
+      this.gate.consumedPartitionType?.isBlocking === true,
+    );
+  }
+
   /** Wraps a producer-side failure so the consumer sees who failed and why. */
   protected producerFailed(cause: Error | undefined): Error {
     // A damaged partition file is the data's fault, not the producer's: keep its own code.
-    if (isSluiceError(cause, ErrorCodes.PARTITION_FILE_CORRUPTED)) return cause as Error;
+    if (isSluiceError(cause, ErrorCodes.PARTITION_FILE_CORRUPTED)) {
+      return this.asPartitionFailure(cause as Error);
+    }
     if (cause === undefined || isSluiceError(cause, ErrorCodes.CANCELLED)) {
       // Released without a failure (cancelled), not a producer error.
       return new CancelledError(

@@ -77,13 +77,15 @@ export class LocalInputChannel extends InputChannel implements BufferAvailabilit
       );
     } catch (error) {
       if (isSluiceError(error, ErrorCodes.PARTITION_NOT_FOUND)) {
-        if (this.increaseBackoff()) {
+        // A released partition does not come back by waiting: fail now, for the job side to
+        // re-run its producer.
+        if (!this.partitionManager.wasReleased(this.partitionId) && this.increaseBackoff()) {
           this.retryTimer = setTimeout(() => this.tryRequest(), this.getCurrentBackoffMs());
         } else {
           this.setError(
             new PartitionNotFoundError(
               `${this.gate.owningTaskName}: ${this} gave up after backoff ${this.getCurrentBackoffMs()} ms: ${(error as Error).message}`,
-              { cause: error },
+              { cause: error, partitionId: this.partitionId },
             ),
           );
         }

@@ -239,7 +239,10 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
       (error: Error) =>
         this.setError(
           isSluiceError(error, ErrorCodes.PARTITION_CONNECTION)
-            ? new PartitionConnectionError(`${this}: ${error.message}`, { cause: error })
+            ? new PartitionConnectionError(`${this}: ${error.message}`, {
+                cause: error,
+                partitionId: this.partitionId,
+              })
             : error,
         ),
     );
@@ -370,6 +373,7 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
           this.setError(
             new PartitionNotFoundError(`${cause.message}; its producer is ${producerState}`, {
               cause,
+              partitionId: this.partitionId,
             }),
           );
           return;
@@ -416,7 +420,7 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
         `request(s) of up to ${this.partitionRequestTimeoutMs} ms each ` +
         `('taskmanager.network.partition-request-timeout'), the retry budget being 2 × ` +
         `${this.backoff.maxMs} ms ('taskmanager.network.request-backoff.max'): ${cause.message}`,
-      { cause },
+      { cause, partitionId: this.partitionId },
     );
   }
 

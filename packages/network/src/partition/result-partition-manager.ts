@@ -257,16 +257,30 @@ export class ResultPartitionManager implements PartitionRegistry {
     if (entry === undefined) return;
     const cause = entry.cause;
     if (cause === undefined) {
+      // A blocking partition released on the job side's word is no longer here, as in Flink's
+      // PartitionNotFoundException: the job side re-runs its producer to read it again.
+      if (entry.reconsumable) {
+        throw new PartitionNotFoundError(
+          `result partition ${partitionId} was released (releasePartitionsLocally or shutdown)`,
+          { partitionId },
+        );
+      }
       throw new CancelledError(
-        entry.reconsumable
-          ? `result partition ${partitionId} was released (releasePartitionsLocally or shutdown)`
-          : `result partition ${partitionId} was already consumed and released (pipelined partitions are read once)`,
+        `result partition ${partitionId} was already consumed and released (pipelined partitions are read once)`,
       );
     }
     const message = `result partition ${partitionId} was released: ${cause.message}`;
     throw isSluiceError(cause, ErrorCodes.CANCELLED)
       ? new CancelledError(message, { cause })
       : new ProducerFailedError(message, { cause });
+  }
+
+  /**
+   * True when `partitionId` was registered here and has been released: it will not come back,
+   * so a reader need not ask again (only its producer's re-run makes it again).
+   */
+  wasReleased(partitionId: ResultPartitionID): boolean {
+    return this.released.has(partitionId.toString());
   }
 
   /** Requests waiting for partitions that are not registered yet, over all partitions. */

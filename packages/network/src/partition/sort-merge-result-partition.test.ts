@@ -4,7 +4,9 @@ import { join } from "node:path";
 import {
   ErrorCodes,
   frameRecord,
+  isPartitionException,
   isSluiceError,
+  type PartitionException,
   type RecordHolder,
   SpillingAdaptiveSpanningRecordDeserializer,
 } from "@sluice/core";
@@ -174,19 +176,25 @@ describe("SortMergeResultPartition in one worker (local channels)", () => {
     env.releasePartitionsLocally([sortMerge(job).partitionId]);
     expect(env.getPartitionsOccupyingLocalResources()).toEqual([]);
     await expect.poll(() => readdirSync(join(paths.dataFile, ".."))).toEqual([]);
-    // A late reader is told the partition is gone.
+    // A late reader is told at once that the partition is not found, naming it.
     const late = deployConsumers(env, job, 1);
     requestPartitions(late);
+    let failure: unknown;
     await expect
       .poll(() => {
         try {
           late[0]?.pollNext();
           return undefined;
         } catch (error) {
+          failure = error;
           return (error as { code?: string }).code;
         }
       })
-      .toBe(ErrorCodes.CANCELLED);
+      .toBe(ErrorCodes.PARTITION_NOT_FOUND);
+    expect(isPartitionException(failure)).toBe(true);
+    expect((failure as PartitionException).partitionId.equals(sortMerge(job).partitionId)).toBe(
+      true,
+    );
     await closeGates(late);
     await expectPoolsFull(env);
   });
@@ -301,6 +309,9 @@ describe("SortMergeResultPartition in one worker (local channels)", () => {
     const error = await consumeAll(job.gates, 1).catch((e: unknown) => e);
     expect(isSluiceError(error, ErrorCodes.PARTITION_FILE_CORRUPTED)).toBe(true);
     expect((error as Error).message).toMatch(/data file ends|outside the/);
+    // The local consumer names the partition it could not read, for the job side to re-run it.
+    expect(isPartitionException(error)).toBe(true);
+    expect((error as PartitionException).partitionId.equals(sortMerge(job).partitionId)).toBe(true);
     await closeGates(job.gates);
     await expectPoolsFull(env);
   });

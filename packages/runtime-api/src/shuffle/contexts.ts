@@ -124,8 +124,12 @@ export interface JobShuffleContext {
   /** The job. */
   readonly jobId: JobID;
   /**
-   * Asks the scheduler to stop tracking and release these partitions (e.g. their external storage
-   * was lost), so that they are produced again. Resolves once done.
+   * Tells the scheduler that these partitions are lost (e.g. their external storage was lost): it
+   * stops tracking them, releases them (`releasePartitionExternally` is called for each, and the
+   * worker holding one is told to release it), and re-runs their producers' regions, with every
+   * reader of them, if a task that has not finished still reads one; the job fails only when its
+   * restart strategy allows no restart. Partitions of another job, of an older attempt of their
+   * producer, or no longer tracked are ignored. Resolves once they were released.
    */
   stopTrackingAndReleasePartitions(partitionIds: readonly ResultPartitionID[]): Promise<void>;
 }

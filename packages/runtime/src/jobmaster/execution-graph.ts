@@ -41,59 +41,75 @@ export class ExecutionGraph {
   }
 
   /**
-   * Asks `placement` for every subtask's TaskExecutor and gives each its attempt `attemptNumber`.
+   * Asks `placement` for the TaskExecutor of each of `subtasks` (default: every subtask of the
+   * job) and gives each its next attempt: 0 for the first, one more than its previous otherwise.
    * A placement that returns a lost TaskExecutor (`isLost`) throws an IllegalStateError; a
-   * failed placement leaves the previous attempt in place.
+   * failed placement leaves the previous attempts in place.
    */
   async placeExecutions(
     placement: Placement,
-    attemptNumber: number,
     isLost: (gateway: TaskExecutorGateway) => boolean,
+    subtasks?: readonly ExecutionVertex[],
   ): Promise<void> {
-    const placed: [JobVertex, ExecutionVertex[]][] = [];
-    for (const vertex of this.graph.vertices) {
-      const previous = this.vertices.get(vertex);
-      const subtasks: ExecutionVertex[] = [];
-      for (let i = 0; i < vertex.parallelism; i++) {
-        const context: PlacementContext = {
-          attemptNumber,
-          ...(previous === undefined ? {} : { previous: (previous[i] as ExecutionVertex).gateway }),
-          isLost,
-        };
-        const gateway = await placement(vertex, i, context);
-        if (isLost(gateway)) {
-          throw new IllegalStateError(
-            `the placement put ${vertex.name} (${i + 1}/${vertex.parallelism}) of job ${this.graph.name} on TaskExecutor ${gateway.location.resourceId}, which was lost; it must return a replacement`,
-          );
-        }
-        subtasks.push({
+    const targets: { vertex: JobVertex; i: number; previous?: ExecutionVertex }[] =
+      subtasks === undefined
+        ? this.graph.vertices.flatMap((vertex) =>
+            Array.from({ length: vertex.parallelism }, (_, i) => ({
+              vertex,
+              i,
+              ...(this.vertices.has(vertex) ? { previous: this.subtasksOf(vertex)[i] } : {}),
+            })),
+          )
+        : subtasks.map((previous) => ({
+            vertex: previous.vertex,
+            i: previous.subtaskIndex,
+            previous,
+          }));
+    const placed: [ExecutionVertex | undefined, ExecutionVertex][] = [];
+    for (const { vertex, i, previous } of targets) {
+      const attemptNumber = previous === undefined ? 0 : previous.attemptId.attemptNumber + 1;
+      const context: PlacementContext = {
+        attemptNumber,
+        ...(previous === undefined ? {} : { previous: previous.gateway }),
+        isLost,
+      };
+      const gateway = await placement(vertex, i, context);
+      if (isLost(gateway)) {
+        throw new IllegalStateError(
+          `the placement put ${vertex.name} (${i + 1}/${vertex.parallelism}) of job ${this.graph.name} on TaskExecutor ${gateway.location.resourceId}, which was lost; it must return a replacement`,
+        );
+      }
+      placed.push([
+        previous,
+        {
           vertex,
           subtaskIndex: i,
           attemptId: new ExecutionAttemptID(this.executionGraphId, vertex.id, i, attemptNumber),
           gateway,
           name: `${vertex.name} (${i + 1}/${vertex.parallelism})#${attemptNumber}`,
           state: "CREATED",
-        });
-      }
-      placed.push([vertex, subtasks]);
+        },
+      ]);
     }
-    // Swapped in only once every subtask is placed: a failed placement leaves the old attempt.
-    this.byAttempt.clear();
-    for (const [vertex, subtasks] of placed) {
-      const existing = this.vertices.get(vertex);
-      if (existing === undefined) this.vertices.set(vertex, subtasks);
-      subtasks.forEach((next, i) => {
-        // The same objects across attempts, so references callers hold see the new attempt.
-        const execution = existing?.[i] ?? next;
-        execution.attemptId = next.attemptId;
-        execution.gateway = next.gateway;
-        execution.name = next.name;
-        execution.state = "CREATED";
-        delete execution.result;
-        delete execution.failureCause;
-        delete execution.serializers;
-        this.byAttempt.set(execution.attemptId.toString(), execution);
-      });
+    // Swapped in only once every subtask is placed: a failed placement leaves the old attempts.
+    for (const [previous, next] of placed) {
+      if (previous === undefined) {
+        const list = this.vertices.get(next.vertex) ?? [];
+        list[next.subtaskIndex] = next;
+        this.vertices.set(next.vertex, list);
+        this.byAttempt.set(next.attemptId.toString(), next);
+        continue;
+      }
+      // The same objects across attempts, so references callers hold see the new attempt.
+      this.byAttempt.delete(previous.attemptId.toString());
+      previous.attemptId = next.attemptId;
+      previous.gateway = next.gateway;
+      previous.name = next.name;
+      previous.state = "CREATED";
+      delete previous.result;
+      delete previous.failureCause;
+      delete previous.serializers;
+      this.byAttempt.set(previous.attemptId.toString(), previous);
     }
   }
 }

@@ -1,8 +1,18 @@
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ErrorCodes, type ExecutionAttemptID, type ResultPartitionID } from "@sluice/core";
-import { type PartitionInfo, ResultPartitionType } from "@sluice/runtime-api";
+import {
+  ErrorCodes,
+  type ExecutionAttemptID,
+  PartitionNotFoundError,
+  ResultPartitionID,
+} from "@sluice/core";
+import {
+  type JobShuffleContext,
+  type PartitionInfo,
+  ResultPartitionType,
+  type ShuffleDescriptor,
+} from "@sluice/runtime-api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PollStatus } from "../io/record-reader.js";
 import type { JobMasterGateway } from "../messages/job-master-gateway.js";
@@ -15,7 +25,9 @@ import type { Task } from "../taskexecutor/task.js";
 import type { TaskExecutor } from "../taskexecutor/task-executor.js";
 import { LocalCluster, localConfiguration } from "../taskexecutor/test-support/local-cluster.js";
 import type { JobDeployer } from "./job-deployer.js";
-import { JobGraph } from "./job-graph.js";
+import { JobExecution } from "./job-execution.js";
+import { type IntermediateDataSet, JobGraph, partitionIdOf } from "./job-graph.js";
+import { createRestartBackoffTimeStrategy } from "./restart-backoff-time-strategy.js";
 import { addSource } from "./test-support/source-vertex.js";
 
 const BLOCKING = ResultPartitionType.BLOCKING;
@@ -67,8 +79,47 @@ async function readAll(task: Task): Promise<{ records: number; sum: number }[]> 
   return perGate;
 }
 
+/** Emits `records × (subtask + 1)` numbers through every writer (each data set gets them all). */
+async function emitToAll(task: Task): Promise<number> {
+  const count = (task.configuration.records as number) * (task.subtaskIndex + 1);
+  for (let w = 0; w < task.partitions.length; w++) {
+    const writer = task.writer<number>(w);
+    for (let i = 0; i < count; i++) {
+      if (!writer.isAvailable()) await writer.getAvailableFuture();
+      writer.emit(task.subtaskIndex * 1_000_000 + i);
+      if (i % 1024 === 1023) await yieldToLoop();
+    }
+  }
+  return count;
+}
+
+/** Reads gate 0 and writes every record on through writer 0. */
+async function relay(task: Task): Promise<number> {
+  const writer = task.writer<number>();
+  let records = 0;
+  for await (const value of task.reader<number>()) {
+    if (!writer.isAvailable()) await writer.getAvailableFuture();
+    writer.emit(value);
+    records++;
+  }
+  return records;
+}
+
 const INVOKABLES = {
   source: emitNumbers,
+  emitToAll,
+  relay,
+  awaitGoRead: async (task: Task) => {
+    await go.promise;
+    return readAll(task);
+  },
+  /** Fails its first attempt when it is subtask `failSubtask`; reads everything otherwise. */
+  failOnce: async (task: Task) => {
+    if (task.attemptNumber === 0 && task.subtaskIndex === task.configuration.failSubtask) {
+      throw new Error(`${task.name} fails once`);
+    }
+    return readAll(task);
+  },
   awaitGo: async (task: Task) => {
     await go.promise;
     return emitNumbers(task);
@@ -307,7 +358,7 @@ describe("JobExecution with blocking data sets", () => {
     await expect.poll(() => filesUnder(dir)).toEqual([]);
   });
 
-  it("goes on when a TaskExecutor is lost whose tasks of the job all ended, and releases nothing there", async () => {
+  it("goes on when a TaskExecutor is lost whose tasks of the job all ended and whose partitions nobody needs, and releases nothing there afterwards", async () => {
     const kept = await startExecutor();
     const lost = await startExecutor();
     const log: string[] = [];
@@ -326,6 +377,7 @@ describe("JobExecution with blocking data sets", () => {
       v === d || v === e ? lostGateway : keptGateway,
     );
     await expect.poll(() => log).toContain("E (1/1)#0 FINISHED");
+    await expect.poll(() => lostGateway.released).toHaveLength(1);
     execution.notifyTaskExecutorLost(lostGateway, new Error("its process died"));
     expect(execution.status).toBe("RUNNING");
     go.resolve();
@@ -333,7 +385,9 @@ describe("JobExecution with blocking data sets", () => {
     expect(result.status).toBe("FINISHED");
     expect(result.releaseErrors).toEqual([]);
     expect(keptGateway.released).toHaveLength(1);
-    expect(lostGateway.released).toEqual([]);
+    // D's partition was released when E, its only reader, finished: before the worker was lost.
+    expect(lostGateway.released).toHaveLength(1);
+    expect(result.restarts).toBe(0);
   });
 
   it("fails the job when a lost TaskExecutor had a task of it that had not ended", async () => {
@@ -377,6 +431,261 @@ describe("JobExecution with blocking data sets", () => {
     };
     expect(memoryOf(1)).toBeGreaterThan(0);
     expect(memoryOf(2)).toBe(2 * memoryOf(1));
+  });
+});
+
+describe("JobExecution failing over by pipelined region", () => {
+  const cluster = new LocalCluster();
+  let dir: string;
+  let deployer: JobDeployer;
+  /** Generous, for a loaded machine: polls wait for tasks to run. */
+  const POLL = { timeout: 20_000 };
+  /** A restart strategy that allows a few immediate restarts. */
+  const configuration = localConfiguration({
+    "restart-strategy.type": "fixed-delay",
+    "restart-strategy.fixed-delay.attempts": 3,
+    "restart-strategy.fixed-delay.delay": "0ms",
+  });
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), "sluice-region-failover-"));
+    go = deferred();
+    deployer = await cluster.startDeployer();
+  });
+
+  afterEach(async () => {
+    go.resolve();
+    await cluster.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  function startExecutor(): Promise<TaskExecutor> {
+    const config = localConfiguration({
+      "taskmanager.network.sort-shuffle.min-buffers": 8,
+      "taskmanager.memory.framework.off-heap.batch-shuffle.size": "512kb",
+      "io.tmp.dirs": dir,
+    });
+    return cluster.startExecutor(config, { invokables: INVOKABLES });
+  }
+
+  /** Source (2) → BLOCKING, ALL_TO_ALL → Count (2), Count running `countInvokable`. */
+  function twoStages(countInvokable: string, configuration = {}) {
+    const graph = new JobGraph("two stages");
+    const source = addSource(graph, { parallelism: 2, configuration: { records: 2_000 } });
+    const count = graph.addVertex({
+      name: "Count",
+      parallelism: 2,
+      invokable: countInvokable,
+      configuration,
+    });
+    graph.connect(source, count, { ...REBALANCE, partitionType: BLOCKING });
+    return { graph, source, count };
+  }
+
+  it("re-runs only the failed reader when its inputs are still available (testRegionFailoverForRegionInternalErrors)", async () => {
+    const executor = await startExecutor();
+    const log: string[] = [];
+    const { graph } = twoStages("failOnce", { failSubtask: 0 });
+    const execution = await deployer.deploy(graph, () => observed(executor, log), {
+      configuration,
+    });
+    const result = await execution.terminated;
+    expect(result.error).toBeUndefined();
+    expect(result.status).toBe("FINISHED");
+    expect(result.restarts).toBe(1);
+    expect(result.rerunTasks).toEqual(["Count (1/2)"]);
+    expect(log.filter((entry) => entry.startsWith("deploy"))).toEqual([
+      "deploy Source (1/2)#0",
+      "deploy Source (2/2)#0",
+      "deploy Count (1/2)#0",
+      "deploy Count (2/2)#0",
+      "deploy Count (1/2)#1",
+    ]);
+    expect(readThrough(result.results.get("Count"), 0)).toEqual(written(2_000, 2));
+  });
+
+  it("re-runs the producer of the partition a reader could not read, with every reader of it (testRegionFailoverForDataConsumptionErrors)", async () => {
+    const executor = await startExecutor();
+    const log: string[] = [];
+    const direct = observed(executor, log);
+    const { graph } = twoStages("read");
+    let failed = false;
+    const gateway: TaskExecutorGateway = {
+      ...direct,
+      submitTask: async (descriptor, jobMaster) => {
+        if (descriptor.taskName === "Count" && descriptor.executionAttemptId.subtaskIndex === 1) {
+          if (!failed) {
+            failed = true;
+            // As a reader reports a partition it cannot find: the error names the partition.
+            const [first] = descriptor.inputGates[0]?.deployment.shuffleDescriptors ?? [];
+            throw Object.assign(new PartitionNotFoundError("Source (1/2)'s partition is gone"), {
+              partitionId: first?.resultPartitionId,
+            });
+          }
+        }
+        return direct.submitTask(descriptor, jobMaster);
+      },
+    };
+    const execution = await deployer.deploy(graph, () => gateway, { configuration });
+    const result = await execution.terminated;
+    expect(result.error).toBeUndefined();
+    expect(result.status).toBe("FINISHED");
+    expect(result.restarts).toBe(1);
+    expect(result.rerunTasks).toEqual(["Source (1/2)", "Count (1/2)", "Count (2/2)"]);
+    expect(log).toContain("deploy Source (1/2)#1");
+    expect(log).not.toContain("deploy Source (2/2)#1");
+    expect(readThrough(result.results.get("Count"), 0)).toEqual(written(2_000, 2));
+  });
+
+  it("re-runs the finished sources whose partitions were lost with their TaskExecutor before the readers ran, on the replacement", async () => {
+    // The local plugin reads partitions in process only, so every task runs on one worker here;
+    // the cluster's tests lose one of several.
+    const lost = await startExecutor();
+    const replacement = await startExecutor();
+    const log: string[] = [];
+    const readersMayDeploy = deferred();
+    const lostGateway = observed(lost, log, { vertex: "Count", until: readersMayDeploy.promise });
+    const replacementGateway = observed(replacement, log);
+    const { graph } = twoStages("read");
+    const execution = await deployer.deploy(
+      graph,
+      (_vertex, _subtask, { isLost }) => (isLost(lostGateway) ? replacementGateway : lostGateway),
+      { configuration },
+    );
+    await expect
+      .poll(() => log.filter((entry) => entry.endsWith("#0 FINISHED")), POLL)
+      .toHaveLength(2);
+    await lost.close();
+    execution.notifyTaskExecutorLost(lostGateway, new Error("its process died"));
+    expect(execution.status).toBe("RUNNING");
+    readersMayDeploy.resolve();
+    const result = await execution.terminated;
+    expect(result.error).toBeUndefined();
+    expect(result.status).toBe("FINISHED");
+    expect(result.restarts).toBe(1);
+    expect(result.rerunTasks).toEqual([
+      "Source (1/2)",
+      "Source (2/2)",
+      "Count (1/2)",
+      "Count (2/2)",
+    ]);
+    for (const task of ["Source (1/2)#1", "Source (2/2)#1", "Count (1/2)#1", "Count (2/2)#1"]) {
+      expect(at(log, `${task} FINISHED`)).toBeGreaterThan(0);
+    }
+    expect(readThrough(result.results.get("Count"), 0)).toEqual(written(2_000, 2));
+    expect(lostGateway.released).toEqual([]);
+  });
+
+  it("re-runs the producer of partitions the ShuffleMaster reports lost (stopTrackingAndReleasePartitions), instead of failing the job", async () => {
+    const executor = await startExecutor();
+    const log: string[] = [];
+    const readersMayDeploy = deferred();
+    const gateway = observed(executor, log, { vertex: "Count", until: readersMayDeploy.promise });
+    const { graph, source } = twoStages("read");
+    const master = deployer.master;
+    let context: JobShuffleContext | undefined;
+    const released: string[] = [];
+    // The deployer's master, telling the test the job's shuffle context and each release.
+    const observedMaster = new Proxy(master, {
+      get(target, key) {
+        if (key === "registerJob") {
+          return (job: JobShuffleContext) => {
+            context = job;
+            target.registerJob(job);
+          };
+        }
+        if (key === "releasePartitionExternally") {
+          return (descriptor: ShuffleDescriptor) => {
+            released.push(descriptor.resultPartitionId.toString());
+            target.releasePartitionExternally(descriptor);
+          };
+        }
+        const value = Reflect.get(target, key);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const execution = new JobExecution(graph, observedMaster, () => gateway, "producers-first", {
+      restartStrategy: createRestartBackoffTimeStrategy(configuration),
+    });
+    await execution.start();
+    await expect
+      .poll(() => log.filter((entry) => entry.endsWith("#0 FINISHED")), POLL)
+      .toHaveLength(2);
+    const [first] = execution.executionVertices.filter((e) => e.vertex === source);
+    const lost = new ResultPartitionID(
+      partitionIdOf(graph.producedDataSetsOf(source)[0] as IntermediateDataSet, 0),
+      first?.attemptId as ExecutionAttemptID,
+    );
+    await context?.stopTrackingAndReleasePartitions([lost]);
+    expect(released).toContain(lost.toString());
+    readersMayDeploy.resolve();
+    const result = await execution.terminated;
+    expect(result.error).toBeUndefined();
+    expect(result.status).toBe("FINISHED");
+    expect(result.restarts).toBe(1);
+    expect(result.rerunTasks).toEqual(["Source (1/2)", "Count (1/2)", "Count (2/2)"]);
+    expect(readThrough(result.results.get("Count"), 0)).toEqual(written(2_000, 2));
+  });
+
+  it("fails the job when the restart strategy allows no more restarts, naming the task", async () => {
+    const executor = await startExecutor();
+    const { graph } = twoStages("failOnce", { failSubtask: 1 });
+    const execution = await deployer.deploy(graph, () => observed(executor, []), {
+      configuration: localConfiguration({ "restart-strategy.type": "none" }),
+    });
+    const result = await execution.terminated;
+    expect(result.status).toBe("FAILED");
+    expect(result.failedTask).toBe("Count (2/2)#0");
+    expect(result.error?.message).toBe("Count (2/2)#0 fails once");
+    expect(result.restarts).toBe(0);
+    expect(result.rerunTasks).toEqual([]);
+  });
+
+  it("releases a stage's blocking partitions once every reader finished, while the third stage still runs, and keeps a persistent one until the job ends (RegionPartitionGroupReleaseStrategy)", async () => {
+    const executor = await startExecutor();
+    const log: string[] = [];
+    const gateway = observed(executor, log);
+    const graph = new JobGraph("three stages");
+    const source = addSource(graph, {
+      parallelism: 1,
+      invokable: "emitToAll",
+      configuration: { records: 2_000 },
+    });
+    const map = graph.addVertex({ name: "Map", parallelism: 1, invokable: "relay" });
+    const audit = graph.addVertex({ name: "Audit", parallelism: 1, invokable: "read" });
+    const sink = graph.addVertex({ name: "Sink", parallelism: 1, invokable: "awaitGoRead" });
+    const numbers = graph.connect(source, map, { ...REBALANCE, partitionType: BLOCKING });
+    const kept = graph.connect(source, audit, {
+      ...REBALANCE,
+      partitionType: ResultPartitionType.BLOCKING_PERSISTENT,
+    });
+    const relayed = graph.connect(map, sink, { ...REBALANCE, partitionType: BLOCKING });
+    const held = () =>
+      executor.shuffleEnvironment
+        .getPartitionsOccupyingLocalResources()
+        .map((id) => id.partitionId.intermediateDataSetID.toString())
+        .sort();
+    const execution = await deployer.deploy(graph, () => gateway);
+    await expect.poll(() => log, POLL).toContain("Audit (1/1)#0 FINISHED");
+    await expect.poll(() => log, POLL).toContain("Map (1/1)#0 FINISHED");
+    // Sink (stage 3) still runs: Source's BLOCKING partition is gone, files and all.
+    await expect
+      .poll(held, POLL)
+      .toEqual([kept.resultId.toString(), relayed.resultId.toString()].sort());
+    expect(held()).not.toContain(numbers.resultId.toString());
+    await expect
+      .poll(() => filesUnder(dir).filter((file) => file.endsWith(".shuffle.data")), POLL)
+      .toHaveLength(2);
+    expect(execution.status).toBe("RUNNING");
+    go.resolve();
+    const result = await execution.terminated;
+    expect(result.status).toBe("FINISHED");
+    expect(result.releaseErrors).toEqual([]);
+    expect(readThrough(result.results.get("Sink"), 0)).toEqual(written(2_000, 1));
+    expect(readThrough(result.results.get("Audit"), 0)).toEqual(written(2_000, 1));
+    // The persistent partition lived until the job ended.
+    expect(held()).toEqual([]);
+    await expect.poll(() => filesUnder(dir), POLL).toEqual([]);
   });
 });
 

@@ -2,7 +2,6 @@ import {
   CancelledError,
   deferred,
   ErrorCodes,
-  IllegalStateError,
   type IntermediateDataSetID,
   isSluiceError,
   type JobID,
@@ -18,19 +17,30 @@ import type { JobMasterGateway } from "../messages/job-master-gateway.js";
 import { deserializeThrowable } from "../messages/serialized-throwable.js";
 import type { TaskExecutionState } from "../messages/task-execution-state.js";
 import { isTerminal } from "../messages/task-execution-state.js";
-import type {
-  TaskExecutorGateway,
-  TaskManagerLocation,
-} from "../messages/task-executor-gateway.js";
+import type { TaskExecutorGateway } from "../messages/task-executor-gateway.js";
 import { asError } from "../util/as-error.js";
 import { CheckpointCoordinator } from "./checkpoints/checkpoint-coordinator.js";
 import type { CheckpointCoordinatorConfiguration } from "./checkpoints/checkpoint-coordinator-configuration.js";
 import { calculateCheckpointPlan } from "./checkpoints/checkpoint-plan-calculator.js";
 import type { CompletedCheckpoint } from "./checkpoints/completed-checkpoint.js";
+import { ExecutionDeployer, type ExecutionDeployerContext } from "./execution-deployer.js";
 import { ExecutionGraph } from "./execution-graph.js";
 import type { ExecutionVertex } from "./execution-vertex.js";
-import type { JobGraph, JobVertex } from "./job-graph.js";
-import { JobMasterPartitionTracker } from "./job-master-partition-tracker.js";
+import { ExecutionFailureHandler } from "./failover/execution-failure-handler.js";
+import { producersStillNeeded } from "./failover/lost-partitions.js";
+import { RegionPartitionGroupReleaseStrategy } from "./failover/region-partition-group-release-strategy.js";
+import { RestartPipelinedRegionFailoverStrategy } from "./failover/restart-pipelined-region-failover-strategy.js";
+import type {
+  SchedulingExecutionVertex,
+  SchedulingResultPartition,
+} from "./failover/scheduling-pipelined-region.js";
+import { SchedulingTopology } from "./failover/scheduling-topology.js";
+import { TaskRestarter, type TaskRestarterContext } from "./failover/task-restarter.js";
+import type { JobGraph } from "./job-graph.js";
+import {
+  JobMasterPartitionTracker,
+  type TrackedPartition,
+} from "./job-master-partition-tracker.js";
 import { type JobResult, jobResultOf } from "./job-result.js";
 import type { JobStatus, JobStatusListener } from "./job-status.js";
 import {
@@ -39,6 +49,7 @@ import {
 } from "./pipelined-region-scheduling-strategy.js";
 import type { Placement, PlacementContext } from "./placement.js";
 import type { RestartBackoffTimeStrategy } from "./restart-backoff-time-strategy.js";
+import { RootCause } from "./root-cause.js";
 import { serializerMismatchOf } from "./serializer-compatibility.js";
 import { TaskDeploymentDescriptorFactory } from "./task-deployment-descriptor-factory.js";
 
@@ -53,23 +64,20 @@ export interface JobExecutionOptions {
 }
 
 /**
- * One running job on the job side (Flink's `JobMaster` with its scheduler, for one attempt of the
- * job): it deploys the job's subtasks onto TaskExecutors as their inputs become ready, registers
- * their partitions with the ShuffleMaster, answers their producer-state questions, follows their
- * state reports, fails the job (canceling every other task) when one fails, and releases every
- * partition when the job ends. It is the {@link JobMasterGateway} its tasks report to.
+ * One running job on the job side (Flink's `JobMaster` with its scheduler): it deploys the job's
+ * subtasks onto TaskExecutors as their inputs become ready (Flink's pipelined-region scheduling),
+ * registers their partitions with the ShuffleMaster, answers their producer-state questions,
+ * follows their state reports, recovers from failures, and releases the partitions: a blocking
+ * one as soon as every region that reads it finished, a BLOCKING_PERSISTENT one at the job's end.
+ * It is the {@link JobMasterGateway} its tasks report to.
  *
- * It keeps the job's status and failover; which vertices are deployed when is decided by Flink's
- * pipelined-region scheduling strategy, what a subtask is deployed with by a task deployment
- * descriptor factory, and a partition tracker keeps the partitions, which live until the job
- * ends; then each worker that holds some (`storesLocalResourcesOn`) is told to release them.
- *
- * With checkpointing on, its {@link CheckpointCoordinator} triggers checkpoints at the sources.
- * When a task fails or a TaskExecutor is lost and the restart strategy allows it, the job
- * restarts globally (Flink's full failover): it cancels every task, waits for all to end,
- * releases their partitions, waits the strategy's delay, asks the placement again for every
- * subtask, and deploys every task as the next attempt, restored from the newest completed
- * checkpoint.
+ * When a task fails or a TaskExecutor is lost and the restart strategy allows it, a job without
+ * checkpoints fails over by region (Flink's `RestartPipelinedRegionFailoverStrategy`): only the
+ * regions that must re-run are canceled, placed again after the strategy's delay and deployed as
+ * their next attempts, while the rest of the job goes on; finished regions whose outputs are
+ * still available are not re-run, the producers of lost partitions are. A job with checkpoints
+ * restarts globally (Flink's full failover), every task restored from the newest completed
+ * checkpoint: a region restart would need the checkpoint's per-region restore, not built here.
  */
 export class JobExecution implements JobMasterGateway {
   /** The job. */
@@ -83,32 +91,25 @@ export class JobExecution implements JobMasterGateway {
 
   private readonly master: ShuffleMaster;
   private readonly placement: Placement;
-  private readonly checkpointing: CheckpointCoordinatorConfiguration | undefined;
-  private readonly restartStrategy: RestartBackoffTimeStrategy;
   private readonly statusListener: JobStatusListener | undefined;
   private readonly executions: ExecutionGraph;
+  private readonly topology: SchedulingTopology;
   private readonly scheduler: PipelinedRegionSchedulingStrategy;
+  private readonly failureHandler: ExecutionFailureHandler;
+  private readonly restarter: TaskRestarter;
+  private readonly deployer: ExecutionDeployer;
+  private readonly releaseStrategy: RegionPartitionGroupReleaseStrategy;
   private readonly descriptors: TaskDeploymentDescriptorFactory;
   private readonly partitions: JobMasterPartitionTracker;
   private readonly lostGateways = new Set<TaskExecutorGateway>();
-  /** Executions whose `submitTask` has not answered yet. */
-  private readonly submitting = new Set<ExecutionVertex>();
   private readonly releaseErrors: Error[] = [];
   private currentStatus: JobStatus = "CREATED";
-  private rootCause: Error | undefined;
-  /** The root cause's task, by its name and location when it failed (a restart renames it). */
-  private failedTaskName: string | undefined;
-  private failedTaskLocation: TaskManagerLocation | undefined;
+  private readonly rootCause = new RootCause();
   private scheduling: Promise<void> = Promise.resolve();
   private readonly termination = deferred<JobResult>();
-  /** The attempt number of every current execution (the number of restarts so far). */
-  private attemptNumber = 0;
   private restoredFrom: CompletedCheckpoint | undefined;
   /** When (ms since the epoch) the last restart restored {@link restoredFrom}. */
   private restoredAt: number | undefined;
-  /** Wakes the restart when every task of the failed attempt ended, or the job is stopped. */
-  private wakeRestart: (() => void) | undefined;
-  private restartDelay: NodeJS.Timeout | undefined;
   private terminating = false;
 
   constructor(
@@ -124,12 +125,35 @@ export class JobExecution implements JobMasterGateway {
     this.jobId = graph.jobId;
     this.master = master;
     this.placement = placement;
-    this.scheduler = new PipelinedRegionSchedulingStrategy(graph, order, (vertex) =>
-      this.subtasksOf(vertex).every((producer) => producer.state === "FINISHED"),
-    );
     this.partitions = new JobMasterPartitionTracker(graph.jobId, master);
-    this.checkpointing = options.checkpointing;
-    this.restartStrategy = options.restartStrategy;
+    this.topology = new SchedulingTopology(graph);
+    this.scheduler = new PipelinedRegionSchedulingStrategy(this.topology, order, (partition) =>
+      this.isAvailable(partition),
+    );
+    this.releaseStrategy = new RegionPartitionGroupReleaseStrategy(this.topology);
+    this.failureHandler = new ExecutionFailureHandler(
+      this.topology,
+      options.checkpointing === undefined
+        ? new RestartPipelinedRegionFailoverStrategy(this.topology, (id) =>
+            this.partitions.isTracked(id),
+          )
+        : undefined,
+      options.restartStrategy,
+    );
+    this.restarter = new TaskRestarter(
+      this.context(),
+      this.topology,
+      this.scheduler,
+      this.releaseStrategy,
+      options.restartStrategy,
+    );
+    this.deployer = new ExecutionDeployer(
+      this.executions,
+      this.partitions,
+      this.descriptors,
+      options.checkpointing,
+      this.context(),
+    );
     this.statusListener = options.statusListener;
     this.terminated = this.termination.promise;
     this.checkpointCoordinator =
@@ -179,14 +203,12 @@ export class JobExecution implements JobMasterGateway {
   async start(): Promise<void> {
     this.master.registerJob({
       jobId: this.jobId,
-      stopTrackingAndReleasePartitions: async (ids) => {
-        this.fail(
-          new PartitionNotFoundError(`the shuffle master lost the partitions ${ids.join(", ")}`),
-        );
-      },
+      stopTrackingAndReleasePartitions: (ids) => this.partitionsLost(ids),
     });
     try {
-      await this.placeExecutions();
+      await this.executions.placeExecutions(this.placement, (gateway) =>
+        this.lostGateways.has(gateway),
+      );
     } catch (error) {
       this.fail(asError(error));
       return;
@@ -203,6 +225,11 @@ export class JobExecution implements JobMasterGateway {
     execution.state = update.state;
     if (update.result !== undefined) execution.result = update.result;
     if (update.error !== undefined) execution.failureCause = deserializeThrowable(update.error);
+    if (this.restarter.isRestarting(execution)) {
+      // Canceled by a region failover, which restarts it: its end is expected, not a failure.
+      this.checkTerminated();
+      return;
+    }
     if (update.serializers !== undefined) {
       execution.serializers = update.serializers;
       const mismatch = serializerMismatchOf(this.executions, execution);
@@ -211,7 +238,7 @@ export class JobExecution implements JobMasterGateway {
         // restart, as every attempt would resolve the same serializers (Flink suppresses
         // restarts for such failures too).
         if (this.currentStatus === "RUNNING") {
-          this.setRootCause(mismatch.consumer, mismatch.error);
+          this.rootCause.set(mismatch.error, mismatch.consumer);
           this.stop("FAILING", mismatch.error);
         } else {
           this.failTask(mismatch.consumer, mismatch.error);
@@ -223,7 +250,10 @@ export class JobExecution implements JobMasterGateway {
     switch (update.state) {
       case "FINISHED":
         this.checkpointCoordinator?.taskFinished(execution.attemptId);
-        if (this.currentStatus === "RUNNING") void this.schedule();
+        if (this.currentStatus === "RUNNING") {
+          this.releaseConsumedPartitions(execution);
+          void this.schedule();
+        }
         break;
       case "FAILED":
         this.failTask(
@@ -272,35 +302,35 @@ export class JobExecution implements JobMasterGateway {
     this.stop("CANCELLING", new CancelledError(reason));
   }
 
-  /**
-   * Fails the job with `cause` (e.g. the shuffle master lost its partitions): every task is
-   * canceled and the job ends FAILED, without a restart.
-   */
+  /** Fails the job with `cause` (the shuffle master failed fatally): no restart. */
   fail(cause: Error): void {
     this.stop("FAILING", cause);
   }
 
   /**
    * A TaskExecutor is gone (its process died, its heartbeats stopped). Its tasks that had not
-   * ended count as failed with `cause`, and the job restarts (when its restart strategy allows)
-   * or fails. When all of the job's tasks there had ended, the job goes on, as in Flink: the
-   * partitions the worker held are lost with it, and a consumer that still reads one fails when
-   * it cannot (PartitionNotFound or a connection error naming the partition). Nothing is released
-   * on that worker at the job's end. The gateway is never used again: a restart asks the
-   * placement for every subtask, and a placement that returns this gateway fails the job; provide
-   * a replacement (see {@link PlacementContext}).
+   * ended count as failed with `cause`, and the partitions it held are lost with it. The job
+   * fails over (when its restart strategy allows) or fails: the lost tasks' regions re-run, and
+   * so do the producers of lost partitions that a task not finished yet still needs (and their
+   * readers). When nothing of the job there is needed any more, the job goes on, as in Flink.
+   * Nothing is released on that worker again. The gateway is never used again: a restart asks
+   * the placement again, and a placement that returns this gateway fails the job; provide a
+   * replacement (see {@link PlacementContext}).
    */
   notifyTaskExecutorLost(gateway: TaskExecutorGateway, cause: Error): void {
-    this.partitions.taskExecutorLost(gateway);
+    const lost = this.partitions.taskExecutorLost(gateway);
     this.lostGateways.add(gateway);
-    let first: ExecutionVertex | undefined;
+    this.partitions.releaseInBackground(lost);
+    const failed: ExecutionVertex[] = [];
     for (const execution of this.executionVertices) {
       if (execution.gateway !== gateway || isTerminal(execution.state)) continue;
       execution.state = "FAILED";
       execution.failureCause = cause;
-      first ??= execution;
+      if (!this.restarter.isRestarting(execution)) failed.push(execution);
     }
-    if (first !== undefined) this.failTask(first, cause);
+    const [first] = failed;
+    if (first !== undefined && this.currentStatus !== "RUNNING") this.failTask(first, cause);
+    else this.failover([...failed, ...this.producersStillNeeded(lost)], cause);
     this.checkTerminated();
   }
 
@@ -314,14 +344,15 @@ export class JobExecution implements JobMasterGateway {
 
   private async deployReadyVertices(): Promise<void> {
     if (this.currentStatus !== "RUNNING") return;
-    const attemptNumber = this.attemptNumber;
-    const ready = this.scheduler.nextVerticesToDeploy();
+    const ready = this.scheduler.nextVerticesToDeploy().map((vertex) => {
+      const execution = this.executionOf(vertex);
+      return { execution, version: this.restarter.versionOf(execution) };
+    });
     try {
-      for (const vertex of ready) {
-        for (const execution of this.subtasksOf(vertex)) {
-          if (this.currentStatus !== "RUNNING" || this.attemptNumber !== attemptNumber) return;
-          await this.deploy(execution);
-        }
+      for (const { execution, version } of ready) {
+        if (this.currentStatus !== "RUNNING") return;
+        if (this.restarter.versionOf(execution) === version)
+          await this.deployer.deploy(execution, version);
       }
     } catch (error) {
       this.failGlobally(asError(error));
@@ -329,104 +360,154 @@ export class JobExecution implements JobMasterGateway {
     }
   }
 
-  private async deploy(execution: ExecutionVertex): Promise<void> {
-    const { vertex, gateway, attemptId } = execution;
-    // The job may stop or restart while this deployment awaits: then it must not go on.
-    const stale = () => this.currentStatus !== "RUNNING" || !execution.attemptId.equals(attemptId);
-    const newlyRegistered = await this.partitions.registerProducedPartitions(
-      execution,
-      this.graph.producedDataSetsOf(vertex),
-      this.descriptors,
+  /** The producers of `lost` partitions that must re-run, and that no failover restarts yet. */
+  private producersStillNeeded(lost: readonly TrackedPartition[]): ExecutionVertex[] {
+    return producersStillNeeded(this.topology, lost, (vertex) => this.executionOf(vertex)).filter(
+      (producer) => !this.restarter.isRestarting(producer),
     );
-    const descriptor = this.descriptors.createDeploymentDescriptor(
-      execution,
-      newlyRegistered.map(({ produced }) => produced),
-      (edge, producer) =>
-        this.partitions.descriptorForConsumer(
-          edge,
-          this.subtasksOf(edge.source)[producer] as ExecutionVertex,
-          execution,
-        ),
-      this.restoredFrom,
-    );
-    if (stale()) return;
-    if (
-      this.checkpointing !== undefined &&
-      gateway.triggerCheckpoint === undefined &&
-      this.graph.inputsOf(vertex).length === 0
-    ) {
-      execution.state = "FAILED";
-      this.stop(
-        "FAILING",
-        new IllegalStateError(
-          `job ${this.graph.name} takes checkpoints, but the TaskExecutorGateway of ${execution.name} (${gateway.location.resourceId}) does not forward triggerCheckpoint`,
-        ),
-      );
-      return;
-    }
-    execution.state = "DEPLOYING";
-    this.submitting.add(execution);
-    try {
-      await gateway.submitTask(descriptor, this);
-    } catch (error) {
-      this.submitting.delete(execution);
-      // Not deployed: nothing runs there that could report, so the attempt fails here.
-      if (!execution.attemptId.equals(attemptId) || isTerminal(execution.state)) return;
-      execution.state = "FAILED";
-      const cause = asError(error);
-      const restored = descriptor.taskRestore?.checkpointId;
-      if (restored !== undefined && isSluiceError(cause, ErrorCodes.CHECKPOINT)) {
-        this.restoreFailed(execution, restored, cause);
-      } else {
-        this.failTask(execution, cause);
-      }
-      this.checkTerminated();
-      return;
-    }
-    this.submitting.delete(execution);
-    if (stale()) {
-      // Stopped while the task was being deployed, so nobody canceled it yet (it did not exist
-      // there): cancel it now; its final report ends this attempt.
-      this.cancelExecution(execution);
-      return;
-    }
-    for (const registered of newlyRegistered) await this.partitions.updateConsumersOf(registered);
   }
 
-  private subtasksOf(vertex: JobVertex): ExecutionVertex[] {
-    return this.executions.subtasksOf(vertex);
+  private executionOf(vertex: SchedulingExecutionVertex): ExecutionVertex {
+    return this.executions.subtasksOf(vertex.vertex)[vertex.subtaskIndex] as ExecutionVertex;
   }
 
-  /** Asks the placement for every subtask's TaskExecutor and gives each its current attempt. */
-  private placeExecutions(): Promise<void> {
-    return this.executions.placeExecutions(this.placement, this.attemptNumber, (gateway) =>
-      this.lostGateways.has(gateway),
+  private schedulingVertexOf(execution: ExecutionVertex): SchedulingExecutionVertex {
+    return this.topology.executionVertex(execution.vertex, execution.subtaskIndex);
+  }
+
+  /** What the deployer and the restarter do to this job. */
+  private context(): ExecutionDeployerContext & TaskRestarterContext {
+    const job = this;
+    return {
+      jobMaster: this,
+      get restoredFrom() {
+        return job.restoredFrom;
+      },
+      isStale: (execution, version) =>
+        this.currentStatus !== "RUNNING" || this.restarter.versionOf(execution) !== version,
+      submitFailed: (execution, cause, restored) => {
+        if (this.restarter.isRestarting(execution)) {
+          // Expected: the failover that restarts it waits for its end.
+        } else if (restored !== undefined && isSluiceError(cause, ErrorCodes.CHECKPOINT)) {
+          this.restoreFailed(execution, restored, cause);
+        } else {
+          this.failTask(execution, cause);
+        }
+        this.checkTerminated();
+      },
+      fail: (cause) => this.stop("FAILING", cause),
+      cancelExecution: (execution) => this.cancelExecution(execution),
+      get status() {
+        return job.currentStatus;
+      },
+      get executionVertices() {
+        return job.executionVertices;
+      },
+      executionOf: (vertex) => this.executionOf(vertex),
+      cancelExecutions: (tasks) => this.cancelExecutions(tasks),
+      placeExecutions: (tasks) =>
+        this.executions.placeExecutions(
+          this.placement,
+          (gateway) => this.lostGateways.has(gateway),
+          tasks,
+        ),
+      partitions: this.partitions,
+      releaseAllPartitions: async () => {
+        await this.scheduling;
+        this.releaseErrors.push(...(await this.partitions.releaseAll()));
+      },
+      schedule: () => this.schedule(),
+      beginGlobalRestart: (cause) => {
+        this.rootCause.error = cause;
+        this.transitionTo("RESTARTING", cause);
+        this.checkpointCoordinator?.stopCheckpointScheduler();
+        this.checkpointCoordinator?.abortPendingCheckpoints(
+          CheckpointFailureReason.JOB_FAILOVER_REGION,
+        );
+      },
+      completeGlobalRestart: () => {
+        const restored = this.checkpointCoordinator?.latestCompletedCheckpoint;
+        if (restored !== undefined) {
+          this.restoredFrom = restored;
+          this.restoredAt = Date.now();
+        }
+        this.partitions.reset();
+        this.rootCause.clear();
+        this.transitionTo("RUNNING");
+        this.checkpointCoordinator?.startCheckpointScheduler();
+      },
+    };
+  }
+
+  /** A blocking partition can be read: its producer FINISHED and it is still tracked. */
+  private isAvailable(partition: SchedulingResultPartition): boolean {
+    const producer = this.executionOf(partition.producer);
+    return producer.state === "FINISHED" && this.partitions.isTracked(partition.id);
+  }
+
+  /**
+   * `execution` FINISHED: the blocking partitions no region needs any more (every region that
+   * reads them finished) are released now; persistent ones stay until the job ends.
+   */
+  private releaseConsumedPartitions(execution: ExecutionVertex): void {
+    const releasable = this.releaseStrategy.vertexFinished(this.schedulingVertexOf(execution));
+    this.partitions.releaseInBackground(
+      this.partitions.stopTrackingPartitions(releasable.map(({ id }) => id)),
     );
+  }
+
+  /**
+   * The ShuffleMaster lost these partitions (a remote shuffle's lost worker): they are released
+   * and no longer tracked, and their producers re-run when a task not finished yet needs them.
+   */
+  private async partitionsLost(ids: readonly ResultPartitionID[]): Promise<void> {
+    const lost = this.partitions.stopTracking(ids);
+    this.partitions.releaseInBackground(lost);
+    this.failover(
+      this.producersStillNeeded(lost),
+      new PartitionNotFoundError(`the shuffle master lost the partitions ${ids.join(", ")}`),
+    );
+    this.checkTerminated();
+    this.releaseErrors.push(...(await this.partitions.awaitReleases()));
   }
 
   // ------------------------------------------------------------------------------- failures
 
   private failTask(execution: ExecutionVertex, cause: Error): void {
     if (this.currentStatus === "RUNNING") {
-      this.setRootCause(execution, cause);
-      this.failGlobally(cause);
+      this.failover([execution], cause, execution);
       return;
     }
-    // Reports race across processes: the producer whose partition a failed remote consumer
-    // released may report first. The job is failing over already, but the consumer's own error,
-    // arriving within that failover, is the cause, not the release it caused.
-    const failingOver = this.currentStatus === "FAILING" || this.currentStatus === "RESTARTING";
-    if (
-      failingOver &&
-      this.rootCause !== undefined &&
-      isConsequentialFailure(this.rootCause) &&
-      !isConsequentialFailure(cause)
-    ) {
-      this.setRootCause(execution, cause);
+    if (this.currentStatus === "FAILING" || this.currentStatus === "RESTARTING") {
+      this.rootCause.taskFailedMeanwhile(execution, cause);
     }
     // A task of the attempt being replaced fails as it is canceled: nothing more to decide.
     if (this.currentStatus === "RESTARTING") return;
     this.stop("FAILING", cause);
+  }
+
+  /**
+   * A failure of the running job's subtasks `failed` (none: nothing to do): the failure handler
+   * decides whether to restart regions, the whole job, or to fail it. `task` is the failed task
+   * that is the root cause when the job fails.
+   */
+  private failover(failed: readonly ExecutionVertex[], cause: Error, task = failed[0]): void {
+    if (failed.length === 0 || this.currentStatus !== "RUNNING") return;
+    const result = this.failureHandler.getFailureHandlingResult(
+      failed.map((execution) => this.schedulingVertexOf(execution)),
+      cause,
+    );
+    this.rootCause.set(cause, task);
+    if (!result.canRestart) {
+      this.stop("FAILING", cause);
+    } else if (result.globalFailure) {
+      void this.restarter.restartGlobally(cause);
+    } else {
+      this.rootCause.clear();
+      void this.restarter
+        .restartRegions(result.verticesToRestart)
+        .then(() => this.checkTerminated());
+    }
   }
 
   /**
@@ -441,7 +522,7 @@ export class JobExecution implements JobMasterGateway {
       this.failTask(execution, cause);
       return;
     }
-    this.setRootCause(execution, cause);
+    this.rootCause.set(cause, execution);
     this.stop(
       "FAILING",
       new CheckpointError(
@@ -451,14 +532,9 @@ export class JobExecution implements JobMasterGateway {
     );
   }
 
-  private setRootCause(execution: ExecutionVertex, cause: Error): void {
-    this.rootCause = cause;
-    this.failedTaskName = execution.name;
-    this.failedTaskLocation = execution.gateway.location;
-  }
-
   /**
-   * A failure of the running job: it restarts when the restart strategy allows, else it fails.
+   * A failure of the running job as a whole: it restarts globally when the restart strategy
+   * allows, else it fails.
    */
   private failGlobally(cause: Error): void {
     if (this.currentStatus === "RESTARTING") return;
@@ -466,70 +542,11 @@ export class JobExecution implements JobMasterGateway {
       this.stop("FAILING", cause);
       return;
     }
-    this.restartStrategy.notifyFailure(cause);
-    if (!this.restartStrategy.canRestart()) {
+    if (!this.failureHandler.getGlobalFailureHandlingResult(cause).canRestart) {
       this.stop("FAILING", cause);
       return;
     }
-    void this.restart(cause);
-  }
-
-  /**
-   * Flink's global failover: cancel every task and wait for all to end, release their
-   * partitions, wait the strategy's delay, then place and deploy every subtask as the next
-   * attempt, restored from the newest completed checkpoint.
-   */
-  private async restart(cause: Error): Promise<void> {
-    this.rootCause = cause;
-    this.transitionTo("RESTARTING", cause);
-    this.checkpointCoordinator?.stopCheckpointScheduler();
-    this.checkpointCoordinator?.abortPendingCheckpoints(
-      CheckpointFailureReason.JOB_FAILOVER_REGION,
-    );
-    this.cancelExecutions();
-    await new Promise<void>((resolve) => {
-      this.wakeRestart = resolve;
-      this.checkTerminated();
-    });
-    if (this.currentStatus !== "RESTARTING") return;
-    await this.scheduling;
-    this.releaseErrors.push(...(await this.releasePartitions()));
-    for (;;) {
-      await new Promise<void>((resolve) => {
-        this.wakeRestart = resolve;
-        this.restartDelay = setTimeout(resolve, this.restartStrategy.getBackoffTime());
-      });
-      this.wakeRestart = undefined;
-      if (this.currentStatus !== "RESTARTING") return;
-      this.attemptNumber++;
-      try {
-        await this.placeExecutions();
-        break;
-      } catch (error) {
-        if (this.currentStatus !== "RESTARTING") return;
-        // A placement that put a task on a lost TaskExecutor is a bug of the caller: no retry.
-        const retriable = !isSluiceError(error, ErrorCodes.ILLEGAL_STATE);
-        this.restartStrategy.notifyFailure(asError(error));
-        if (!retriable || !this.restartStrategy.canRestart()) {
-          this.stop("FAILING", asError(error));
-          return;
-        }
-      }
-    }
-    if (this.currentStatus !== "RESTARTING") return;
-    const restored = this.checkpointCoordinator?.latestCompletedCheckpoint;
-    if (restored !== undefined) {
-      this.restoredFrom = restored;
-      this.restoredAt = Date.now();
-    }
-    this.partitions.reset();
-    this.scheduler.restartScheduling();
-    this.failedTaskName = undefined;
-    this.failedTaskLocation = undefined;
-    this.rootCause = undefined;
-    this.transitionTo("RUNNING");
-    this.checkpointCoordinator?.startCheckpointScheduler();
-    await this.schedule();
+    void this.restarter.restartGlobally(cause);
   }
 
   private stop(status: "FAILING" | "CANCELLING", cause: Error): void {
@@ -537,17 +554,17 @@ export class JobExecution implements JobMasterGateway {
     if (this.currentStatus !== "RUNNING" && this.currentStatus !== "CREATED" && !restarting) {
       return;
     }
-    this.rootCause = cause;
+    this.rootCause.error = cause;
     this.transitionTo(status, cause);
     this.checkpointCoordinator?.stopCheckpointScheduler();
-    clearTimeout(this.restartDelay);
-    this.cancelExecutions();
+    this.restarter.stop();
+    this.cancelExecutions(this.executionVertices);
     this.checkTerminated();
   }
 
-  /** Cancels every task that has not ended (the deployment of one being deployed does it). */
-  private cancelExecutions(): void {
-    for (const execution of this.executionVertices) {
+  /** Cancels those of `tasks` that have not ended (the deployment of one being deployed does it). */
+  private cancelExecutions(tasks: readonly ExecutionVertex[]): void {
+    for (const execution of tasks) {
       if (isTerminal(execution.state)) continue;
       if (execution.state === "CREATED") {
         execution.state = "CANCELED";
@@ -555,7 +572,7 @@ export class JobExecution implements JobMasterGateway {
       }
       // Its deployment is in flight and the task may not exist there yet: `deploy` cancels it
       // once the TaskExecutor accepted it.
-      if (this.submitting.has(execution)) continue;
+      if (this.deployer.isSubmitting(execution)) continue;
       this.cancelExecution(execution);
     }
   }
@@ -574,27 +591,24 @@ export class JobExecution implements JobMasterGateway {
 
   private checkTerminated(): void {
     const all = this.executionVertices;
-    if (this.currentStatus === "RESTARTING") {
-      if (all.every((execution) => isTerminal(execution.state))) {
-        const wake = this.wakeRestart;
-        this.wakeRestart = undefined;
-        wake?.();
-      }
-      return;
-    }
+    this.restarter.onStateChanged(
+      this.currentStatus !== "RUNNING" && this.currentStatus !== "RESTARTING",
+    );
     if (this.currentStatus === "RUNNING") {
+      if (this.restarter.hasPendingRestarts) return;
       if (!all.every((execution) => execution.state === "FINISHED")) return;
       this.transitionTo("FINISHED");
     } else if (this.currentStatus === "FAILING" || this.currentStatus === "CANCELLING") {
       if (!all.every((execution) => isTerminal(execution.state))) return;
-      this.transitionTo(this.currentStatus === "FAILING" ? "FAILED" : "CANCELED", this.rootCause);
+      const status = this.currentStatus === "FAILING" ? "FAILED" : "CANCELED";
+      this.transitionTo(status, this.rootCause.error);
     } else {
       return;
     }
     if (this.terminating) return;
     this.terminating = true;
     // A restart waiting for its delay or for tasks gives up (it sees the new status).
-    this.wakeRestart?.();
+    this.restarter.stop();
     void this.release().then(() => this.termination.resolve(this.result()));
   }
 
@@ -606,14 +620,9 @@ export class JobExecution implements JobMasterGateway {
     await this.scheduling;
     const status = this.currentStatus as JobResult["status"];
     await this.checkpointCoordinator?.shutdown(status);
-    this.releaseErrors.push(...(await this.releasePartitions()));
+    this.releaseErrors.push(...(await this.partitions.releaseAll()));
     this.releaseErrors.push(...(this.checkpointCoordinator?.discardErrors ?? []));
     this.master.unregisterJob(this.jobId);
-  }
-
-  /** Releases the partitions registered so far, on the master and on the workers holding them. */
-  private releasePartitions(): Promise<Error[]> {
-    return this.partitions.releaseAll(this.executionVertices.map((e) => e.gateway));
   }
 
   private result(): JobResult {
@@ -621,27 +630,17 @@ export class JobExecution implements JobMasterGateway {
     return jobResultOf({
       jobId: this.jobId,
       status: this.currentStatus as JobResult["status"],
-      rootCause: this.rootCause,
-      failedTaskName: this.failedTaskName,
-      failedTaskLocation: this.failedTaskLocation,
+      rootCause: this.rootCause.error,
+      failedTaskName: this.rootCause.taskName,
+      failedTaskLocation: this.rootCause.taskLocation,
       vertices: this.executions.executionsByVertex,
       releaseErrors: this.releaseErrors,
       completedCheckpoints: coordinator?.numberOfCompletedCheckpoints ?? 0,
       abortedCheckpoints: coordinator?.numberOfAbortedCheckpoints ?? 0,
       restoredFrom: this.restoredFrom,
       latestCheckpoint: coordinator?.latestCompletedCheckpoint,
-      restarts: this.attemptNumber,
+      restarts: this.restarter.restarts,
+      rerun: this.restarter.rerunExecutions,
     });
   }
-}
-
-/**
- * Whether a task's failure is a consequence of another failure rather than a cause: its
- * partition or channel was released or canceled, or its producer failed (the producer reports
- * its own error). Flink does not take such failures as the job's root cause either.
- */
-function isConsequentialFailure(cause: Error): boolean {
-  return (
-    isSluiceError(cause, ErrorCodes.CANCELLED) || isSluiceError(cause, ErrorCodes.PRODUCER_FAILED)
-  );
 }

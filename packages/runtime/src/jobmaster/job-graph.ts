@@ -14,6 +14,7 @@ import {
 } from "@sluice/runtime-api";
 import type { PartitionerSpec } from "../messages/task-deployment-descriptor.js";
 import { computeDefaultMaxParallelism } from "../partitioner/key-group-range-assignment.js";
+import { cyclesOf } from "./strongly-connected-components.js";
 
 /** One operator of a job, run as `parallelism` subtasks (Flink's `JobVertex`). */
 export interface JobVertex {
@@ -302,7 +303,14 @@ export class JobGraph {
     for (const edge of this.edgeList) {
       if (edge.partitionType.isPipelined) union(edge.source, edge.target);
     }
-    for (const cycle of this.regionCycles(order, find)) {
+    const successors = new Map<JobVertex, Set<JobVertex>>();
+    for (const edge of this.edgeList) {
+      const from = find(edge.source);
+      const to = find(edge.target);
+      if (from !== to) successors.set(from, (successors.get(from) ?? new Set()).add(to));
+    }
+    const roots = new Set(order.map(find));
+    for (const cycle of cyclesOf(roots, (root) => successors.get(root) ?? [])) {
       for (const root of cycle) union(root, cycle[0] as JobVertex);
     }
     const regions = new Map<JobVertex, JobVertex[]>();
@@ -442,46 +450,6 @@ export class JobGraph {
 
   private reaches(from: JobVertex, to: JobVertex): boolean {
     return this.outputsOf(from).some((edge) => edge.target === to || this.reaches(edge.target, to));
-  }
-
-  /**
-   * The cycles between the regions that pipelined edges alone form (Tarjan's strongly connected
-   * components of the graph of region roots and the other edges between them), each as its roots.
-   */
-  private regionCycles(order: JobVertex[], find: (vertex: JobVertex) => JobVertex): JobVertex[][] {
-    const successors = new Map<JobVertex, Set<JobVertex>>();
-    for (const edge of this.edgeList) {
-      const from = find(edge.source);
-      const to = find(edge.target);
-      if (from === to) continue;
-      successors.set(from, (successors.get(from) ?? new Set()).add(to));
-    }
-    const index = new Map<JobVertex, number>();
-    const lowLink = new Map<JobVertex, number>();
-    const stack: JobVertex[] = [];
-    const cycles: JobVertex[][] = [];
-    const visit = (root: JobVertex) => {
-      index.set(root, index.size);
-      lowLink.set(root, index.get(root) as number);
-      stack.push(root);
-      for (const next of successors.get(root) ?? []) {
-        if (!index.has(next)) {
-          visit(next);
-          lowLink.set(root, Math.min(lowLink.get(root) as number, lowLink.get(next) as number));
-        } else if (stack.includes(next)) {
-          lowLink.set(root, Math.min(lowLink.get(root) as number, index.get(next) as number));
-        }
-      }
-      if (lowLink.get(root) !== index.get(root)) return;
-      const component: JobVertex[] = [];
-      for (let member = stack.pop(); ; member = stack.pop()) {
-        component.push(member as JobVertex);
-        if (member === root) break;
-      }
-      if (component.length > 1) cycles.push(component);
-    };
-    for (const root of new Set(order.map(find))) if (!index.has(root)) visit(root);
-    return cycles;
   }
 }
 

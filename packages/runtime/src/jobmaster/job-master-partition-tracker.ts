@@ -1,4 +1,5 @@
-import { type JobID, ResultPartitionID } from "@sluice/core";
+import type { IntermediateResultPartitionID, JobID, ResultPartitionID } from "@sluice/core";
+import { ResultPartitionID as PartitionId } from "@sluice/core";
 import {
   createPartitionInfo,
   createUnknownShuffleDescriptor,
@@ -24,26 +25,37 @@ export interface ProducedPartition extends RegisteredPartition {
   readonly produced: ProducedPartitionSpec;
 }
 
+/** A tracked partition and the worker its producer ran on. */
+export interface TrackedPartition extends RegisteredPartition {
+  /** The producer's TaskExecutor, which holds the partition when it stores local resources. */
+  readonly producerGateway: TaskExecutorGateway;
+}
+
 /** A consumer deployed before its producer, waiting for the partition's real descriptor. */
 interface PendingUpdate {
   readonly consumer: ExecutionVertex;
+  /** The consumer's attempt that waits: a restarted consumer is deployed with the real one. */
+  readonly attempt: string;
   readonly edge: JobEdge;
 }
 
 /**
- * The partitions of one job attempt and who waits for them (Flink's
- * `JobMasterPartitionTracker`): it tracks every partition registered for a deployed producer,
- * hands a consumer the partition's descriptor or an unknown one that {@link updateConsumersOf}
- * replaces once the producer is deployed, and releases the partitions on the ShuffleMaster and
- * on the TaskExecutors that hold them.
+ * The partitions of one job and who waits for them (Flink's `JobMasterPartitionTracker`): it
+ * tracks every partition registered for a deployed producer and where it lives, hands a consumer
+ * the partition's descriptor or an unknown one that {@link updateConsumersOf} replaces once the
+ * producer is deployed, stops tracking the partitions of a lost TaskExecutor (they are no longer
+ * available, so the failover re-runs their producers), and releases partitions on the
+ * ShuffleMaster (`releasePartitionExternally`) and on the TaskExecutors that hold them.
  */
 export class JobMasterPartitionTracker {
   private readonly jobId: JobID;
   private readonly master: ShuffleMaster;
-  private readonly partitions = new Map<string, RegisteredPartition>();
+  private readonly partitions = new Map<string, TrackedPartition>();
   private readonly pendingUpdates = new Map<string, PendingUpdate[]>();
   /** Resource ids of TaskExecutors that are gone: nothing is released there. */
   private readonly lostTaskExecutors = new Set<string>();
+  private releasing: Promise<void> = Promise.resolve();
+  private readonly releaseErrors: Error[] = [];
 
   constructor(jobId: JobID, master: ShuffleMaster) {
     this.jobId = jobId;
@@ -70,7 +82,11 @@ export class JobMasterPartitionTracker {
         address: gateway.location.host,
         dataPort: gateway.location.dataPort,
       });
-      this.partitions.set(partition.partitionId.toString(), { dataSet, descriptor });
+      this.partitions.set(partition.partitionId.toString(), {
+        dataSet,
+        descriptor,
+        producerGateway: gateway,
+      });
       registered.push({
         dataSet,
         descriptor,
@@ -80,9 +96,46 @@ export class JobMasterPartitionTracker {
     return registered;
   }
 
-  /** A TaskExecutor is gone: its partitions are lost with it and are not released there. */
-  taskExecutorLost(gateway: TaskExecutorGateway): void {
-    this.lostTaskExecutors.add(gateway.location.resourceId.toString());
+  /** Whether the partition `id` is tracked: registered, and neither lost nor released. */
+  isTracked(id: IntermediateResultPartitionID): boolean {
+    return this.partitions.has(id.toString());
+  }
+
+  /**
+   * A TaskExecutor is gone: the partitions it held are lost with it. They are no longer tracked
+   * and are returned (release them with {@link release}: the master hears of them, the worker is
+   * not asked).
+   */
+  taskExecutorLost(gateway: TaskExecutorGateway): TrackedPartition[] {
+    const resourceId = gateway.location.resourceId.toString();
+    this.lostTaskExecutors.add(resourceId);
+    return this.stopTrackingWhere(
+      (tracked) => tracked.descriptor.storesLocalResourcesOn?.toString() === resourceId,
+    );
+  }
+
+  /** Stops tracking the partitions `ids` name (of their producers' current attempts); returns them. */
+  stopTracking(ids: readonly ResultPartitionID[]): TrackedPartition[] {
+    const wanted = new Set(ids.map((id) => id.toString()));
+    return this.stopTrackingWhere((tracked) =>
+      wanted.has(tracked.descriptor.resultPartitionId.toString()),
+    );
+  }
+
+  /** Stops tracking the partitions of the data sets' partition ids `ids`; returns them. */
+  stopTrackingPartitions(ids: readonly IntermediateResultPartitionID[]): TrackedPartition[] {
+    const wanted = new Set(ids.map((id) => id.toString()));
+    return this.stopTrackingWhere((tracked) =>
+      wanted.has(tracked.descriptor.resultPartitionId.partitionId.toString()),
+    );
+  }
+
+  /** Stops tracking every partition the current attempts of `producers` produce; returns them. */
+  stopTrackingPartitionsOf(producers: readonly ExecutionVertex[]): TrackedPartition[] {
+    const attempts = new Set(producers.map((producer) => producer.attemptId.toString()));
+    return this.stopTrackingWhere((tracked) =>
+      attempts.has(tracked.descriptor.resultPartitionId.producerId.toString()),
+    );
   }
 
   /**
@@ -98,8 +151,9 @@ export class JobMasterPartitionTracker {
     const key = partitionId.toString();
     const registered = this.partitions.get(key);
     if (registered !== undefined) return registered.descriptor;
-    this.pendingUpdates.set(key, [...(this.pendingUpdates.get(key) ?? []), { consumer, edge }]);
-    return createUnknownShuffleDescriptor(new ResultPartitionID(partitionId, producer.attemptId));
+    const waiting = { consumer, attempt: consumer.attemptId.toString(), edge };
+    this.pendingUpdates.set(key, [...(this.pendingUpdates.get(key) ?? []), waiting]);
+    return createUnknownShuffleDescriptor(new PartitionId(partitionId, producer.attemptId));
   }
 
   /** Sends the registered partition's descriptor to the consumers still running that wait for it. */
@@ -107,43 +161,39 @@ export class JobMasterPartitionTracker {
     const key = registered.descriptor.resultPartitionId.partitionId.toString();
     const waiting = this.pendingUpdates.get(key) ?? [];
     this.pendingUpdates.delete(key);
-    for (const { consumer, edge } of waiting) {
-      if (isTerminal(consumer.state)) continue;
+    for (const { consumer, attempt, edge } of waiting) {
+      if (isTerminal(consumer.state) || consumer.attemptId.toString() !== attempt) continue;
       await consumer.gateway.updatePartitions(consumer.attemptId, [
         createPartitionInfo(edge.resultId, registered.descriptor),
       ]);
     }
   }
 
-  /** Forgets every partition and waiting consumer: a restart replaced the attempt. */
+  /** Forgets every waiting consumer: a global restart replaced every attempt. */
   reset(): void {
-    this.partitions.clear();
     this.pendingUpdates.clear();
   }
 
   /**
-   * Releases every tracked partition on the master and on the workers holding them (those among
-   * `gateways`, the job's, that are not lost) and stops tracking them; returns the errors.
+   * Releases `partitions` (no longer tracked) on the master and on the workers holding them that
+   * are not lost; returns the errors.
    */
-  async releaseAll(gateways: readonly TaskExecutorGateway[]): Promise<Error[]> {
+  async release(partitions: readonly TrackedPartition[]): Promise<Error[]> {
     const errors: Error[] = [];
-    const byResourceId = new Map(gateways.map((g) => [g.location.resourceId.toString(), g]));
     const byWorker = new Map<string, { gateway: TaskExecutorGateway; ids: ResultPartitionID[] }>();
-    for (const { descriptor } of this.partitions.values()) {
+    for (const { descriptor, producerGateway } of partitions) {
       try {
         this.master.releasePartitionExternally(descriptor);
       } catch (error) {
         errors.push(error as Error);
       }
       const holder = descriptor.storesLocalResourcesOn?.toString();
-      const gateway = holder === undefined ? undefined : byResourceId.get(holder);
-      if (holder === undefined || gateway === undefined) continue;
-      if (this.lostTaskExecutors.has(holder)) continue;
-      const entry = byWorker.get(holder) ?? { gateway, ids: [] };
+      if (holder === undefined || this.lostTaskExecutors.has(holder)) continue;
+      if (holder !== producerGateway.location.resourceId.toString()) continue;
+      const entry = byWorker.get(holder) ?? { gateway: producerGateway, ids: [] };
       entry.ids.push(descriptor.resultPartitionId);
       byWorker.set(holder, entry);
     }
-    this.partitions.clear();
     for (const { gateway, ids } of byWorker.values()) {
       try {
         await gateway.releasePartitions(this.jobId, ids);
@@ -152,5 +202,38 @@ export class JobMasterPartitionTracker {
       }
     }
     return errors;
+  }
+
+  /**
+   * Releases `partitions` (no longer tracked) as {@link release} does, one batch after the other
+   * in the background; {@link awaitReleases} waits for them.
+   */
+  releaseInBackground(partitions: readonly TrackedPartition[]): void {
+    if (partitions.length === 0) return;
+    this.releasing = this.releasing.then(async () => {
+      this.releaseErrors.push(...(await this.release(partitions)));
+    });
+  }
+
+  /** Waits for the background releases; returns their errors so far, once each. */
+  async awaitReleases(): Promise<Error[]> {
+    await this.releasing;
+    return this.releaseErrors.splice(0);
+  }
+
+  /** Releases every tracked partition and stops tracking them, after the background releases. */
+  async releaseAll(): Promise<Error[]> {
+    const errors = await this.awaitReleases();
+    return [...errors, ...(await this.release(this.stopTrackingWhere(() => true)))];
+  }
+
+  private stopTrackingWhere(matches: (tracked: TrackedPartition) => boolean): TrackedPartition[] {
+    const removed: TrackedPartition[] = [];
+    for (const [key, tracked] of this.partitions) {
+      if (!matches(tracked)) continue;
+      this.partitions.delete(key);
+      removed.push(tracked);
+    }
+    return removed;
   }
 }

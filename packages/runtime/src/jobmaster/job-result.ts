@@ -30,8 +30,15 @@ export interface JobResult {
   readonly releaseErrors: readonly Error[];
   /** The job's checkpoints (all zero when it took none). */
   readonly checkpoints: JobCheckpointsSummary;
-  /** How often the job restarted after a failure. */
+  /** How often the job failed over (restarted some regions or every task) after a failure. */
   readonly restarts: number;
+  /**
+   * The tasks a failover restarted (gave a new attempt), as `Name (i/n)` without the attempt, in
+   * the graph's order, each once: after a region failover the subtasks of the regions that had
+   * to re-run and had been scheduled (a region not scheduled yet just runs later), after a global
+   * one every task.
+   */
+  readonly rerunTasks: readonly string[];
 }
 
 /** What a job's checkpoints came to (Flink's checkpoint statistics summary). */
@@ -68,6 +75,8 @@ export interface JobOutcome {
   readonly restoredFrom: CompletedCheckpoint | undefined;
   readonly latestCheckpoint: CompletedCheckpoint | undefined;
   readonly restarts: number;
+  /** The subtasks a failover restarted. */
+  readonly rerun: readonly ExecutionVertex[];
 }
 
 /** The {@link JobResult} of an ended job (Flink's `JobResult.createFrom` its execution graph). */
@@ -102,5 +111,8 @@ export function jobResultOf(outcome: JobOutcome): JobResult {
       ...(latestCheckpoint === undefined ? {} : { latest: latestCheckpoint }),
     },
     restarts: outcome.restarts,
+    rerunTasks: outcome.rerun.map(
+      ({ vertex, subtaskIndex }) => `${vertex.name} (${subtaskIndex + 1}/${vertex.parallelism})`,
+    ),
   };
 }

@@ -1,6 +1,11 @@
+import { ErrorCodes } from "@sluice/core";
 import { describe, expect, it } from "vitest";
+import { ManualClock } from "../clock/test-support/manual-clock.js";
 import { Configuration } from "../config/configuration.js";
-import { createRestartBackoffTimeStrategy } from "./restart-backoff-time-strategy.js";
+import {
+  createRestartBackoffTimeStrategy,
+  type RestartBackoffTimeStrategy,
+} from "./restart-backoff-time-strategy.js";
 
 function restarts(config: Record<string, unknown>, failures: number): boolean[] {
   const strategy = createRestartBackoffTimeStrategy(new Configuration(config));
@@ -43,5 +48,150 @@ describe("createRestartBackoffTimeStrategy", () => {
     expect(
       createRestartBackoffTimeStrategy(new Configuration(checkpointing)).getBackoffTime(),
     ).toBe(1000);
+  });
+});
+
+describe("failure-rate (FailureRateRestartBackoffTimeStrategyTest)", () => {
+  const config = (extra: Record<string, unknown> = {}) =>
+    new Configuration({
+      "restart-strategy.type": "failure-rate",
+      "restart-strategy.failure-rate.max-failures-per-interval": 2,
+      "restart-strategy.failure-rate.failure-rate-interval": "10s",
+      "restart-strategy.failure-rate.delay": "300ms",
+      ...extra,
+    });
+
+  it("restarts while the failures within the interval stay at the maximum, and fails the job on one more (testFailuresExceedingRate)", () => {
+    const clock = new ManualClock();
+    const strategy = createRestartBackoffTimeStrategy(config(), clock);
+    expect(strategy.name).toBe("failure-rate");
+    expect(strategy.getBackoffTime()).toBe(300);
+    const verdicts = [0, 1, 2].map(() => {
+      strategy.notifyFailure(new Error("boom"));
+      clock.advanceMillis(1_000);
+      return strategy.canRestart();
+    });
+    expect(verdicts).toEqual([true, true, false]);
+  });
+
+  it("restarts for ever when the failures are spread wider than the interval (testManyFailuresWithinRate)", () => {
+    const clock = new ManualClock();
+    const strategy = createRestartBackoffTimeStrategy(config(), clock);
+    for (let i = 0; i < 20; i++) {
+      strategy.notifyFailure(new Error("boom"));
+      expect(strategy.canRestart()).toBe(true);
+      clock.advanceMillis(5_001);
+    }
+  });
+
+  it("uses Flink's defaults: one failure a minute, 1 s apart", () => {
+    const clock = new ManualClock();
+    const strategy = createRestartBackoffTimeStrategy(
+      new Configuration({ "restart-strategy.type": "failurerate" }),
+      clock,
+    );
+    expect(strategy.getBackoffTime()).toBe(1_000);
+    strategy.notifyFailure(new Error("boom"));
+    expect(strategy.canRestart()).toBe(true);
+    clock.advanceMillis(59_000);
+    strategy.notifyFailure(new Error("boom"));
+    expect(strategy.canRestart()).toBe(false);
+    clock.advanceMillis(1_001);
+    expect(strategy.canRestart()).toBe(true);
+  });
+});
+
+describe("exponential-delay (ExponentialDelayRestartBackoffTimeStrategyTest)", () => {
+  const settings = {
+    "restart-strategy.type": "exponential-delay",
+    "restart-strategy.exponential-delay.initial-backoff": "100ms",
+    "restart-strategy.exponential-delay.max-backoff": "1s",
+    "restart-strategy.exponential-delay.backoff-multiplier": 2,
+    "restart-strategy.exponential-delay.reset-backoff-threshold": "10s",
+    "restart-strategy.exponential-delay.jitter-factor": 0,
+  };
+
+  function backoffs(strategy: RestartBackoffTimeStrategy, clock: ManualClock, failures: number) {
+    return Array.from({ length: failures }, () => {
+      strategy.notifyFailure(new Error("boom"));
+      const backoff = strategy.getBackoffTime();
+      clock.advanceMillis(backoff);
+      return backoff;
+    });
+  }
+
+  it("multiplies the backoff after each failure up to the max (testMaxBackoff)", () => {
+    const clock = new ManualClock();
+    const strategy = createRestartBackoffTimeStrategy(new Configuration(settings), clock);
+    expect(strategy.name).toBe("exponential-delay");
+    expect(backoffs(strategy, clock, 6)).toEqual([100, 200, 400, 800, 1_000, 1_000]);
+    expect(strategy.canRestart()).toBe(true);
+  });
+
+  it("starts over from the initial backoff once the job ran the reset threshold without failure (testResetBackoff)", () => {
+    const clock = new ManualClock();
+    const strategy = createRestartBackoffTimeStrategy(new Configuration(settings), clock);
+    expect(backoffs(strategy, clock, 3)).toEqual([100, 200, 400]);
+    clock.advanceMillis(10_000 + 400);
+    expect(backoffs(strategy, clock, 2)).toEqual([100, 200]);
+  });
+
+  it("fails the job after attempts-before-reset-backoff restarts, and counts again after a reset (testMaxAttempts)", () => {
+    const clock = new ManualClock();
+    const strategy = createRestartBackoffTimeStrategy(
+      new Configuration({
+        ...settings,
+        "restart-strategy.exponential-delay.attempts-before-reset-backoff": 2,
+      }),
+      clock,
+    );
+    const verdicts = () =>
+      [0, 1, 2].map(() => {
+        strategy.notifyFailure(new Error("boom"));
+        clock.advanceMillis(strategy.getBackoffTime());
+        return strategy.canRestart();
+      });
+    expect(verdicts()).toEqual([true, true, false]);
+    clock.advanceMillis(20_000);
+    expect(verdicts()).toEqual([true, true, false]);
+  });
+
+  it("adds a jitter within the jitter factor of the backoff (testJitter)", () => {
+    const clock = new ManualClock();
+    const strategy = createRestartBackoffTimeStrategy(
+      new Configuration({ ...settings, "restart-strategy.exponential-delay.jitter-factor": 0.25 }),
+      clock,
+    );
+    strategy.notifyFailure(new Error("boom"));
+    const seen = new Set(Array.from({ length: 200 }, () => strategy.getBackoffTime()));
+    for (const backoff of seen) {
+      expect(backoff).toBeGreaterThanOrEqual(75);
+      expect(backoff).toBeLessThanOrEqual(125);
+    }
+    expect(seen.size).toBeGreaterThan(1);
+  });
+
+  it("uses Flink 1.19's defaults and refuses an initial backoff above the max, naming both keys", () => {
+    const clock = new ManualClock();
+    const strategy = createRestartBackoffTimeStrategy(
+      new Configuration({ "restart-strategy.type": "exponentialdelay" }),
+      clock,
+    );
+    strategy.notifyFailure(new Error("boom"));
+    expect(strategy.getBackoffTime()).toBeGreaterThanOrEqual(900);
+    expect(strategy.getBackoffTime()).toBeLessThanOrEqual(1_100);
+    expect(() =>
+      createRestartBackoffTimeStrategy(
+        new Configuration({
+          "restart-strategy.type": "exponential-delay",
+          "restart-strategy.exponential-delay.initial-backoff": "2min",
+        }),
+      ),
+    ).toThrow(
+      expect.objectContaining({
+        code: ErrorCodes.CONFIG,
+        message: expect.stringMatching(/initial-backoff \(120000 ms\).*max-backoff \(60000 ms\)/),
+      }),
+    );
   });
 });

@@ -1,15 +1,19 @@
+import { ConfigurationError } from "@sluice/core";
 import {
   ExecutionCheckpointingOptions,
   type ReadableConfig,
   RestartStrategyOptions,
 } from "@sluice/runtime-api";
+import { type Clock, SystemClock } from "../clock/clock.js";
+import { ExponentialDelayRestartBackoffTimeStrategy } from "./failover/exponential-delay-restart-backoff-time-strategy.js";
+import { FailureRateRestartBackoffTimeStrategy } from "./failover/failure-rate-restart-backoff-time-strategy.js";
 
 /**
  * Decides whether a failed job restarts and after how long (Flink's RestartBackoffTimeStrategy).
  * The job side calls {@link notifyFailure} for every failure, then asks {@link canRestart}.
  */
 export interface RestartBackoffTimeStrategy {
-  /** `none` or `fixed-delay`, for messages. */
+  /** `none`, `fixed-delay`, `failure-rate` or `exponential-delay`, for messages. */
   readonly name: string;
   /** Records one failure of the job. */
   notifyFailure(cause: Error): void;
@@ -55,7 +59,8 @@ class NoRestartBackoffTimeStrategy implements RestartBackoffTimeStrategy {
 }
 
 /**
- * The strategy `restart-strategy.type` names, for one job. Unset, it follows Flink's default
+ * The strategy `restart-strategy.type` names, for one job (`clock`: the time `failure-rate` and
+ * `exponential-delay` measure with). Unset, it follows Flink's default
  * (before 1.19): `none` without checkpointing (`execution.checkpointing.interval` unset);
  * `fixed-delay` with unlimited attempts and a 1 s delay with checkpointing.
  *
@@ -63,6 +68,7 @@ class NoRestartBackoffTimeStrategy implements RestartBackoffTimeStrategy {
  */
 export function createRestartBackoffTimeStrategy(
   configuration: ReadableConfig,
+  clock: Clock = SystemClock,
 ): RestartBackoffTimeStrategy {
   const configured = configuration.getOptional(RestartStrategyOptions.RESTART_STRATEGY);
   if (configured === undefined) {
@@ -75,6 +81,40 @@ export function createRestartBackoffTimeStrategy(
   }
   if (configured === "none" || configured === "off" || configured === "disable") {
     return new NoRestartBackoffTimeStrategy();
+  }
+  const options = RestartStrategyOptions;
+  if (configured === "failure-rate" || configured === "failurerate") {
+    return new FailureRateRestartBackoffTimeStrategy(
+      clock,
+      configuration.get(options.RESTART_STRATEGY_FAILURE_RATE_MAX_FAILURES_PER_INTERVAL),
+      configuration.get(options.RESTART_STRATEGY_FAILURE_RATE_FAILURE_RATE_INTERVAL),
+      configuration.get(options.RESTART_STRATEGY_FAILURE_RATE_DELAY),
+    );
+  }
+  if (configured === "exponential-delay" || configured === "exponentialdelay") {
+    const initialBackoffMs = configuration.get(
+      options.RESTART_STRATEGY_EXPONENTIAL_DELAY_INITIAL_BACKOFF,
+    );
+    const maxBackoffMs = configuration.get(options.RESTART_STRATEGY_EXPONENTIAL_DELAY_MAX_BACKOFF);
+    if (initialBackoffMs > maxBackoffMs) {
+      throw new ConfigurationError(
+        `${options.RESTART_STRATEGY_EXPONENTIAL_DELAY_INITIAL_BACKOFF.key} (${initialBackoffMs} ms) must not exceed ${options.RESTART_STRATEGY_EXPONENTIAL_DELAY_MAX_BACKOFF.key} (${maxBackoffMs} ms)`,
+      );
+    }
+    return new ExponentialDelayRestartBackoffTimeStrategy(clock, {
+      initialBackoffMs,
+      maxBackoffMs,
+      backoffMultiplier: configuration.get(
+        options.RESTART_STRATEGY_EXPONENTIAL_DELAY_BACKOFF_MULTIPLIER,
+      ),
+      resetBackoffThresholdMs: configuration.get(
+        options.RESTART_STRATEGY_EXPONENTIAL_DELAY_RESET_BACKOFF_THRESHOLD,
+      ),
+      jitterFactor: configuration.get(options.RESTART_STRATEGY_EXPONENTIAL_DELAY_JITTER_FACTOR),
+      attemptsBeforeResetBackoff: configuration.get(
+        options.RESTART_STRATEGY_EXPONENTIAL_DELAY_ATTEMPTS_BEFORE_RESET_BACKOFF,
+      ),
+    });
   }
   return new FixedDelayRestartBackoffTimeStrategy(
     configuration.get(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS),

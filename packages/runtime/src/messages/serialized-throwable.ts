@@ -1,4 +1,9 @@
-import { reconstructError, type SluiceError } from "@sluice/core";
+import {
+  isPartitionException,
+  ResultPartitionID,
+  reconstructError,
+  type SluiceError,
+} from "@sluice/core";
 
 /**
  * An error as plain data, to cross a process boundary (Flink's `SerializedThrowable`): a failed
@@ -14,6 +19,11 @@ export interface SerializedThrowable {
   readonly message: string;
   /** The sender's stack trace, for logs. */
   readonly stack?: string;
+  /**
+   * The partition a partition exception (`isPartitionException`) names, as
+   * `<partition>@<producer attempt>`: the job side re-runs that producer.
+   */
+  readonly partitionId?: string;
 }
 
 const MAX_CAUSE_DEPTH = 4;
@@ -35,18 +45,36 @@ export function serializeThrowable(error: unknown): SerializedThrowable {
     ...(typeof code === "string" ? { code } : {}),
     message,
     ...(error.stack === undefined ? {} : { stack: error.stack }),
+    ...(isPartitionException(error) ? { partitionId: String(error.partitionId) } : {}),
   };
 }
 
 /**
  * Rebuilds the error: a SluiceError of the same code (and, for codes of `@sluice/core`, the same
  * class), whose `stack` is the sender's when it sent one (Flink's `SerializedThrowable` keeps the
- * original stack trace too): the stack of this process would only show the control plane.
+ * original stack trace too): the stack of this process would only show the control plane. A
+ * partition exception keeps its `partitionId`; one that does not parse is dropped (the error
+ * then is an ordinary one of its code), as the sender is another process.
  */
 export function deserializeThrowable(serialized: SerializedThrowable): SluiceError {
-  const error = reconstructError(serialized.code, serialized.name, serialized.message);
+  const partitionId = parsePartitionId(serialized.partitionId);
+  const error = reconstructError(
+    serialized.code,
+    serialized.name,
+    serialized.message,
+    partitionId === undefined ? undefined : { partitionId },
+  );
   if (serialized.stack !== undefined) error.stack = serialized.stack;
   return error;
+}
+
+function parsePartitionId(text: string | undefined): ResultPartitionID | undefined {
+  if (text === undefined) return undefined;
+  try {
+    return ResultPartitionID.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 /** One line for logs and reports: `Name [CODE]: message`. */

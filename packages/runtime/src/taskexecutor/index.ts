@@ -3,6 +3,11 @@ export { type ListenTarget, listenError } from "./listen-error.js";
 export { deriveNetworkMemorySize, type NetworkMemorySize } from "./network-memory.js";
 export { Task } from "./task.js";
 export { TaskExecutor, type TaskExecutorOptions } from "./task-executor.js";
+export {
+  type PartitionReleaser,
+  type TaskExecutorPartitionInfo,
+  TaskExecutorPartitionTracker,
+} from "./task-executor-partition-tracker.js";
 export { type Mail, TaskMailbox } from "./task-mailbox.js";
 export {
   BUILT_IN_SERIALIZERS,

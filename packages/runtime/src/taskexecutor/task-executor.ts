@@ -59,6 +59,7 @@ import { TaskDeploymentError, TaskNotFoundError } from "./errors.js";
 import { listenError } from "./listen-error.js";
 import { deriveNetworkMemorySize, type NetworkMemorySize } from "./network-memory.js";
 import { Task } from "./task.js";
+import { TaskExecutorPartitionTracker } from "./task-executor-partition-tracker.js";
 import type { TaskCheckpointing, TaskInput, TaskOutput, TaskRestore } from "./task-resources.js";
 import { type UserCode, UserCodeRegistry } from "./user-code-registry.js";
 
@@ -128,6 +129,12 @@ export class TaskExecutor implements TaskExecutorGateway {
    */
   readonly metricGroup: TaskManagerMetricGroup;
 
+  /**
+   * The partitions this worker holds for the scheduler to release (BLOCKING and the like): they
+   * outlive their producing tasks until the job side releases them or the job is released here.
+   */
+  readonly partitionTracker: TaskExecutorPartitionTracker;
+
   private readonly userCode: UserCodeRegistry<Task>;
   private readonly tasks = new Map<string, Task>();
   private readonly cancellationTimeoutMs: number;
@@ -151,6 +158,7 @@ export class TaskExecutor implements TaskExecutorGateway {
     this.configuration = configuration;
     this.plugin = parts.plugin;
     this.shuffleEnvironment = parts.environment;
+    this.partitionTracker = new TaskExecutorPartitionTracker(parts.environment);
     this.metricGroup = parts.metricGroup;
     this.ownsMetrics = options.metricGroup === undefined;
     this.resourceId = resourceId;
@@ -402,12 +410,27 @@ export class TaskExecutor implements TaskExecutorGateway {
         : {}),
     });
     this.tasks.set(key, task);
-    void task.terminated.then(() => {
+    const tracked = this.trackPartitions(tdd);
+    void task.terminated.then((end) => {
       this.tasks.delete(key);
+      // A producer that did not finish released its partitions itself (Flink forgets them too).
+      if (end.state !== "FINISHED") this.partitionTracker.stopTrackingPartitions(tracked);
       // A task's metrics leave the reporters when it ends, as in Flink.
       metricGroup.close();
     });
     return task;
+  }
+
+  /** Starts tracking the task's partitions that the scheduler releases; returns their ids. */
+  private trackPartitions(tdd: TaskDeploymentDescriptor): ResultPartitionID[] {
+    const tracked: ResultPartitionID[] = [];
+    for (const produced of tdd.producedPartitions) {
+      if (!TaskExecutorPartitionTracker.requiresRelease(produced.deployment)) continue;
+      const info = TaskExecutorPartitionTracker.infoOf(produced.deployment);
+      this.partitionTracker.startTrackingPartition(tdd.jobId, info);
+      tracked.push(info.partitionId);
+    }
+    return tracked;
   }
 
   /** The task's metric group, below the group of its job on this worker. */
@@ -499,7 +522,16 @@ export class TaskExecutor implements TaskExecutorGateway {
     _jobId: JobID,
     partitionIds: readonly ResultPartitionID[],
   ): Promise<void> {
-    this.shuffleEnvironment.releasePartitionsLocally(partitionIds);
+    this.partitionTracker.stopTrackingAndReleaseJobPartitions(partitionIds);
+  }
+
+  /**
+   * Releases every partition this worker holds for `jobId` (Flink's release of a job's
+   * resources when its job master disconnects): the job ended, or its job master is gone and
+   * no one will release them otherwise. BLOCKING_PERSISTENT partitions go too. Returns their ids.
+   */
+  async releaseJobPartitions(jobId: JobID): Promise<ResultPartitionID[]> {
+    return this.partitionTracker.stopTrackingAndReleaseJobPartitionsFor(jobId);
   }
 
   /**

@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { deferred, ErrorCodes } from "@sluice/core";
+import { deferred, ErrorCodes, isPartitionException, type PartitionException } from "@sluice/core";
 import type { SortMergeResultPartition } from "@sluice/network";
 import type { ExecutionVertex, JobResult, TaskExecutor } from "@sluice/runtime";
 import { ResultPartitionType } from "@sluice/runtime-api";
@@ -109,6 +109,17 @@ export function describeBlockingTransportSuite(options: BlockingTransportSuiteOp
         if (usage === undefined) continue;
         await expect.poll(() => environment.getReadBufferPoolUsage()?.available).toBe(usage.total);
       }
+    }
+
+    /**
+     * `cause` is a partition exception naming the partition `producer` wrote: its id (whose
+     * producer is `producer`'s attempt) and, in the message, the producer.
+     */
+    function expectNamesPartitionOf(cause: Error | undefined, producer: ExecutionVertex): void {
+      expect(isPartitionException(cause)).toBe(true);
+      const partitionId = (cause as PartitionException).partitionId;
+      expect(partitionId.producerId.equals(producer.attemptId)).toBe(true);
+      expect(cause?.message).toContain(String(producer.attemptId));
     }
 
     /** The regular files left under the executors' `io.tmp.dirs`. */
@@ -234,6 +245,8 @@ export function describeBlockingTransportSuite(options: BlockingTransportSuiteOp
         code: ErrorCodes.PARTITION_FILE_CORRUPTED,
         name: "PartitionFileCorruptedError",
       });
+      // It crossed from the consumer's task to the job side naming the partition it could not read.
+      expectNamesPartitionOf(cause, exchange.producers[0] as ExecutionVertex);
       await expectReadBuffersBack(...executors);
     });
 
@@ -254,7 +267,7 @@ export function describeBlockingTransportSuite(options: BlockingTransportSuiteOp
       await expectReadBuffersBack(...executors);
     });
 
-    it("tells a consumer whose partition was released that it is gone, and the files are deleted", async () => {
+    it("tells a consumer whose partition was released that it is not found (SLUICE_ERR_PARTITION_NOT_FOUND naming it), and the files are deleted", async () => {
       let paths: string[] = [];
       const { result, exchange, executors } = await readAfter(async (writer, producer, job) => {
         const filePaths = writer.getFilePaths();
@@ -265,13 +278,60 @@ export function describeBlockingTransportSuite(options: BlockingTransportSuiteOp
       });
       expect(result.status).toBe("FAILED");
       const cause = (exchange.consumers[0] as ExecutionVertex).failureCause;
-      expect(cause).toMatchObject({ code: ErrorCodes.CANCELLED });
+      expect(cause).toMatchObject({ code: ErrorCodes.PARTITION_NOT_FOUND });
       expect(cause?.message).toMatch(/released/);
+      expectNamesPartitionOf(cause, exchange.producers[0] as ExecutionVertex);
       await expect.poll(() => paths.filter((path) => existsSync(path))).toEqual([]);
       expect(
         networkEnvironmentOf(executors[0] as TaskExecutor).getPartitionsOccupyingLocalResources(),
       ).toEqual([]);
       await expectReadBuffersBack(...executors);
+    });
+
+    it("fails a consumer with SLUICE_ERR_PARTITION_CONNECTION naming the partition when the producer's TaskExecutor is gone before it reads", async () => {
+      const { result, exchange, executors } = await readAfter(async (_writer, producer) => {
+        // The worker that holds the finished partition goes away (with its data server).
+        await producer.close();
+      });
+      expect(result.status).toBe("FAILED");
+      const cause = (exchange.consumers[0] as ExecutionVertex).failureCause;
+      expect(cause).toMatchObject({
+        code: ErrorCodes.PARTITION_CONNECTION,
+        name: "PartitionConnectionError",
+      });
+      expectNamesPartitionOf(cause, exchange.producers[0] as ExecutionVertex);
+      await expectReadBuffersBack(executors[1] as TaskExecutor);
+    });
+
+    it("fails a consumer with SLUICE_ERR_PARTITION_CONNECTION naming the partition when the producer's TaskExecutor is lost while it reads", async () => {
+      const [producer, consumer] = await start();
+      const exchange = await kit().deploy(
+        {
+          producers: 1,
+          consumers: 1,
+          plan: { records: 20_000, padding: 100 },
+          consume: { stallAfter: 10 },
+          partitionType: ResultPartitionType.BLOCKING,
+        },
+        producer,
+        consumer,
+      );
+      const reader = exchange.consumers[0] as ExecutionVertex;
+      const attempt = reader.attemptId.toString();
+      // The consumer read part of the partition and holds its connection to the producer.
+      await expect.poll(() => kit().tasks.consumers.get(attempt)?.paused).toBe(true);
+      expect(networkEnvironmentOf(producer).getNumberOfServerConnections()).toBe(1);
+      await producer.close();
+      kit().tasks.resume(attempt);
+      const result = await exchange.execution.terminated;
+      expect(result.status).toBe("FAILED");
+      expect(reader.failureCause).toMatchObject({
+        code: ErrorCodes.PARTITION_CONNECTION,
+        name: "PartitionConnectionError",
+      });
+      expect(reader.failureCause?.message).toMatch(/lost the connection/);
+      expectNamesPartitionOf(reader.failureCause, exchange.producers[0] as ExecutionVertex);
+      await expectReadBuffersBack(consumer);
     });
   });
 }

@@ -112,6 +112,15 @@ describe("ALL_OPTIONS", () => {
       "execution.checkpointing.aligned-checkpoint-timeout": 0,
       "restart-strategy.fixed-delay.attempts": 1,
       "restart-strategy.fixed-delay.delay": 1000,
+      "restart-strategy.failure-rate.max-failures-per-interval": 1,
+      "restart-strategy.failure-rate.failure-rate-interval": 60_000,
+      "restart-strategy.failure-rate.delay": 1000,
+      "restart-strategy.exponential-delay.initial-backoff": 1000,
+      "restart-strategy.exponential-delay.max-backoff": 60_000,
+      "restart-strategy.exponential-delay.backoff-multiplier": 1.5,
+      "restart-strategy.exponential-delay.reset-backoff-threshold": 3_600_000,
+      "restart-strategy.exponential-delay.jitter-factor": 0.1,
+      "restart-strategy.exponential-delay.attempts-before-reset-backoff": 2_147_483_647,
     });
     // Unset in Flink: no checkpoints, no configured directory, a strategy chosen by checkpointing.
     for (const key of [

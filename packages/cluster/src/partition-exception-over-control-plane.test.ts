@@ -1,0 +1,71 @@
+/**
+ * A consumer's partition exception crosses the control plane to the job side with the partition
+ * it names (`partitionId`), so the job master can re-run the partition's producer: a task's
+ * FAILED state report (`updateTaskExecutionState`) carries it through the message's schema.
+ */
+import {
+  ExecutionAttemptID,
+  IllegalStateError,
+  isPartitionException,
+  JobID,
+  PartitionConnectionError,
+  type PartitionException,
+  ResultPartitionID,
+} from "@sluice/core";
+import {
+  deserializeThrowable,
+  type JobMasterGateway,
+  serializeThrowable,
+  type TaskExecutionState,
+} from "@sluice/runtime";
+import { describe, expect, it } from "vitest";
+import { forwardingGateway } from "./gateway-forwarding.js";
+import {
+  type JobMasterGatewayCaller,
+  JobMasterGatewayMethods,
+  type JobMasterGatewayReceiver,
+} from "./job-master-gateway-methods.js";
+import { inProcessForwarder } from "./test-support/in-process-forwarder.js";
+
+class ForwardedJobMaster extends forwardingGateway<JobMasterGateway, JobMasterGatewayCaller>(
+  JobMasterGatewayMethods,
+) {}
+
+describe("a partition exception over the control plane", () => {
+  it("reaches the job master in a FAILED state report with its partition and producer", async () => {
+    const jobId = new JobID();
+    const reports: TaskExecutionState[] = [];
+    const jobMaster = {
+      updateTaskExecutionState: (update: TaskExecutionState) => reports.push(update),
+    } as unknown as JobMasterGateway;
+    const receiver: JobMasterGatewayReceiver = {
+      jobMasterOf: (id) => {
+        if (!id.equals(jobId)) throw new IllegalStateError(`no job ${id}`);
+        return jobMaster;
+      },
+      reporterFor: (id) => receiver.jobMasterOf(id),
+      attemptReported: () => {},
+    };
+    const { forwarder, undelivered } = inProcessForwarder(JobMasterGatewayMethods, receiver, {});
+    const remote = new ForwardedJobMaster(forwarder);
+    const partitionId = new ResultPartitionID();
+    const error = new PartitionConnectionError("lost the connection to the producer", {
+      partitionId,
+    });
+    remote.updateTaskExecutionState({
+      jobId,
+      executionAttemptId: new ExecutionAttemptID(),
+      state: "FAILED",
+      error: serializeThrowable(error),
+    });
+    await expect.poll(() => reports.length).toBe(1);
+    expect(undelivered).toEqual([]);
+    const sent = reports[0]?.error;
+    expect(sent?.partitionId).toBe(partitionId.toString());
+    const received = deserializeThrowable(sent as NonNullable<typeof sent>);
+    expect(received).toBeInstanceOf(PartitionConnectionError);
+    expect(isPartitionException(received)).toBe(true);
+    expect((received as PartitionException).partitionId.equals(partitionId)).toBe(true);
+    expect(received.message).toContain(String(partitionId.producerId));
+  });
+});
