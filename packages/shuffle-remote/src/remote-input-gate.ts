@@ -4,6 +4,7 @@ import {
   anyOf,
   ErrorCodes,
   IllegalStateError,
+  isPartitionException,
   PartitionConnectionError,
   PartitionFileCorruptedError,
   PartitionNotFoundError,
@@ -169,6 +170,7 @@ export class RemoteInputGate implements InputGate {
           this.fail(
             new PartitionNotFoundError(
               `${this.ownerName}: ${where}: the worker at ${worker.host}:${worker.rpcPort} is now incarnation ${reply.incarnation}, a later start that does not hold the partition`,
+              { partitionId },
             ),
           );
           return;
@@ -178,6 +180,7 @@ export class RemoteInputGate implements InputGate {
           this.fail(
             new PartitionNotFoundError(
               `${this.ownerName}: ${where}: the worker does not store the partition completely (released, or its push never finished)`,
+              { partitionId },
             ),
           );
           return;
@@ -186,6 +189,7 @@ export class RemoteInputGate implements InputGate {
           this.fail(
             new PartitionFileCorruptedError(
               `${this.ownerName}: ${where}: read ${describeChecksum(read.toJSON())}, but the producer wrote ${describeChecksum(expected)}`,
+              { partitionId },
             ),
           );
           return;
@@ -198,7 +202,7 @@ export class RemoteInputGate implements InputGate {
         this.fail(
           new PartitionConnectionError(
             `${this.ownerName}: ${where}: could not check the partition's checksum: ${(error as Error).message}`,
-            { cause: error },
+            { cause: error, partitionId },
           ),
         );
       },
@@ -230,8 +234,13 @@ export class RemoteInputGate implements InputGate {
     }
     if (named.size === 0) return error;
     const what = [...named].map(([partition, worker]) => `${partition} on ${worker}`).join(", ");
+    // The channel's own partition when the network gate named it, else the first one lost.
+    const partitionId = isPartitionException(error)
+      ? error.partitionId
+      : (there[0] ?? known[0])?.partitionId;
     return new PartitionConnectionError(`${this.ownerName}: lost ${what}: ${error.message}`, {
       cause: error,
+      ...(partitionId === undefined ? {} : { partitionId }),
     });
   }
 

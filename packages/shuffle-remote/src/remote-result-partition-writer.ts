@@ -378,7 +378,7 @@ export class RemoteResultPartitionWriter implements ResultPartitionWriter {
         name: string;
         message: string;
       }>(payload, this.describeWorker());
-      const cause = reconstructError(code, name, message);
+      const cause = reconstructError(code, name, message, { partitionId: this.partitionId });
       this.failWith(
         code === ErrorCodes.PARTITION_NOT_FOUND ? cause : this.lost("was refused by", cause),
       );
@@ -394,7 +394,7 @@ export class RemoteResultPartitionWriter implements ResultPartitionWriter {
     const reason = cause instanceof Error ? `: ${cause.message}` : "";
     return new PartitionConnectionError(
       `${this.options.owningTaskName}: the push of ${this.partitionId} ${what} ${this.describeWorker()}${reason}`,
-      { cause },
+      { cause, partitionId: this.partitionId },
     );
   }
 

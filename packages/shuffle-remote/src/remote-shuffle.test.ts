@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { ErrorCodes } from "@sluice/core";
+import { ErrorCodes, isPartitionException } from "@sluice/core";
 import {
   createResultPartitionDeploymentDescriptor,
   ResultPartitionType,
@@ -139,6 +139,11 @@ describe("remote shuffle", () => {
     const read = readPartition(environment, partition, descriptor, 2);
     await expect(read).rejects.toMatchObject({ code: ErrorCodes.PARTITION_FILE_CORRUPTED });
     const error = await rejectionOf(read);
+    // A partition exception: the job side knows which producer must run again.
+    expect(isPartitionException(error)).toBe(true);
+    expect(String((error as { partitionId?: unknown }).partitionId)).toBe(
+      descriptor.resultPartitionId.toString(),
+    );
     expect(error.message).toContain(descriptor.resultPartitionId.toString());
     expect(error.message).toContain(`${worker.address.host}:${worker.address.rpcPort}`);
     expect(error.message).toContain(worker.address.incarnation);
@@ -165,6 +170,11 @@ describe("remote shuffle", () => {
     const read = readPartition(environment, partition, descriptor, 1);
     await expect(read).rejects.toMatchObject({ code: ErrorCodes.PARTITION_NOT_FOUND });
     const error = await rejectionOf(read);
+    // A partition exception: the job side knows which producer must run again.
+    expect(isPartitionException(error)).toBe(true);
+    expect(String((error as { partitionId?: unknown }).partitionId)).toBe(
+      descriptor.resultPartitionId.toString(),
+    );
     expect(error.message).toContain(descriptor.resultPartitionId.toString());
     expect(error.message).toContain(before.address.incarnation);
     expect(error.message).toContain(after.address.incarnation);
@@ -262,6 +272,11 @@ describe("remote shuffle", () => {
       await embedded.exited;
     });
     const error = await rejectionOf(read);
+    // A partition exception: the job side knows which producer must run again.
+    expect(isPartitionException(error)).toBe(true);
+    expect(String((error as { partitionId?: unknown }).partitionId)).toBe(
+      descriptor.resultPartitionId.toString(),
+    );
     expect(error).toMatchObject({ code: ErrorCodes.PARTITION_CONNECTION });
     expect(error.message).toContain(descriptor.resultPartitionId.toString());
     // Its grace window ends without it: the job side hears that the partition is lost.

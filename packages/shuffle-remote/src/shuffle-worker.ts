@@ -295,6 +295,7 @@ export class ShuffleWorker {
       // The partition was assigned to an earlier start of this worker, whose data is gone.
       throw new PartitionNotFoundError(
         `${partitionId} was assigned to ${describeWorker(assigned)}, but ${describeWorker(this.address)} is a later start of it`,
+        { partitionId },
       );
     }
     if (this.stored.has(partitionId.toString()) || this.sessions.has(partitionId.toString())) {
