@@ -57,6 +57,11 @@ export interface DemoOptions extends CheckpointingFlags {
    * 2 without a command.
    */
   readonly shuffleWorkers: number | undefined;
+  /**
+   * `--kill-shuffle-worker-after`: SIGKILL the shuffle worker that stores the most partitions
+   * this long into the counting stage (batch mode, `--shuffle remote`, one command only).
+   */
+  readonly killShuffleWorkerAfterMs: number | undefined;
   readonly json: boolean;
   readonly help: boolean;
 }
@@ -135,6 +140,10 @@ Options:
                            remote keeps BLOCKING partitions on shuffle workers (batch only)
   --shuffle-workers <n>    with --shuffle remote: shuffle worker processes the job manager
                            starts (default ${DEFAULT_SHUFFLE_WORKERS} without a command, 0 for jobmanager)
+  --kill-shuffle-worker-after <ms>
+                           with --mode batch --shuffle remote: SIGKILL the shuffle worker that
+                           stores the most partitions <ms> into the counting stage; the counters
+                           reading from it fail, and the producers of its partitions re-run
   --config <file>          a config.yaml of flat dotted keys (see apps/demo/config.yaml)
   -D <key>=<value>         a config override, repeatable (also -D<key>=<value>)
   --records <n>            words to generate (default ${DEFAULTS.records.toLocaleString("en-US")}; 200k, 2m accepted)
@@ -365,17 +374,24 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
     values.throttle === undefined
       ? undefined
       : parseCount("--throttle", values.throttle, 1, Number.MAX_SAFE_INTEGER);
-  const killFlags = ["kill-task-manager-after", "kill-task-manager-between-stages"].filter(
-    (flag) => values[flag as keyof typeof values] !== undefined,
-  );
+  const killFlags = [
+    "kill-task-manager-after",
+    "kill-task-manager-between-stages",
+    "kill-shuffle-worker-after",
+  ].filter((flag) => values[flag as keyof typeof values] !== undefined);
   if (command === "jobmanager" && killFlags.length > 0) {
     throw new UsageError(
-      `--${killFlags[0]} kills a task manager the demo started: it works without a command only (see --help)`,
+      `--${killFlags[0]} kills a ${killFlags[0] === "kill-shuffle-worker-after" ? "shuffle worker" : "task manager"} the demo started: it works without a command only (see --help)`,
     );
   }
   if (killFlags.length > 1) {
     throw new UsageError(
-      "--kill-task-manager-after and --kill-task-manager-between-stages each kill a task manager: give one of them (see --help)",
+      `--${killFlags[0]} and --${killFlags[1]} each kill a process: give one of them (see --help)`,
+    );
+  }
+  if (mode !== "batch" && values["kill-shuffle-worker-after"] !== undefined) {
+    throw new UsageError(
+      "--kill-shuffle-worker-after applies to --mode batch only: shuffle workers store BLOCKING partitions (see --help)",
     );
   }
   if (mode !== "batch" && values["kill-task-manager-between-stages"] !== undefined) {
@@ -415,6 +431,15 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
     seed,
     durationSeconds,
     throttle,
+    killShuffleWorkerAfterMs:
+      values["kill-shuffle-worker-after"] === undefined
+        ? undefined
+        : parseCount(
+            "--kill-shuffle-worker-after",
+            values["kill-shuffle-worker-after"],
+            1,
+            86_400_000,
+          ),
     shuffleWorkers:
       values["shuffle-workers"] === undefined
         ? undefined
@@ -500,6 +525,7 @@ function parseOptions(args: readonly string[]) {
       duration: { type: "string" },
       throttle: { type: "string" },
       "shuffle-workers": { type: "string" },
+      "kill-shuffle-worker-after": { type: "string" },
       "checkpoint-interval": { type: "string" },
       checkpointing: { type: "string" },
       "kill-task-manager-after": { type: "string" },

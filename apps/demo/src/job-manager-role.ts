@@ -49,6 +49,7 @@ import {
   applyRemoteShuffleFlags,
   shuffleWorkerReports,
 } from "./remote-shuffle-workers.js";
+import { ShuffleWorkerKill } from "./shuffle-worker-kill.js";
 import { StageTimeline } from "./stage-timeline.js";
 import { formatSummary, type JobReport, summaryJson } from "./summary.js";
 import { subtaskName, taskProgressOf } from "./task-metrics.js";
@@ -117,6 +118,8 @@ export class JobManagerRole {
   private batch: { codec: string; timeline?: StageTimeline } | undefined;
   private readonly onSignal = (signal: NodeJS.Signals) => this.interrupted(signal);
   private readonly onExit = () => this.local?.killAll("SIGKILL");
+  /** `--kill-shuffle-worker-after`, when given. */
+  private shuffleWorkerKill: ShuffleWorkerKill | undefined;
 
   constructor(
     private readonly options: DemoOptions,
@@ -148,7 +151,9 @@ export class JobManagerRole {
         checkParallelismFitsNetworkMemory(configuration, options.parallelism, options.taskManagers);
       }
       const kills =
-        options.killTaskManagerAfterMs !== undefined || options.killTaskManagerBetweenStages;
+        options.killTaskManagerAfterMs !== undefined ||
+        options.killTaskManagerBetweenStages ||
+        options.killShuffleWorkerAfterMs !== undefined;
       if (options.mode === "batch") {
         applyBatchDefaults(configuration);
         this.batch = { codec: compressionCodecOf(configuration) };
@@ -162,6 +167,12 @@ export class JobManagerRole {
           ? { batch: { sources: SOURCE_VERTEX, counters: COUNT_VERTEX } }
           : {}),
       });
+      if (options.killShuffleWorkerAfterMs !== undefined) {
+        this.shuffleWorkerKill = new ShuffleWorkerKill(options.killShuffleWorkerAfterMs, {
+          sources: SOURCE_VERTEX,
+          counters: COUNT_VERTEX,
+        });
+      }
       jobManager = await this.startJobManager(configuration);
     } catch (error) {
       if (error instanceof ConfigurationError) {
@@ -212,6 +223,7 @@ export class JobManagerRole {
       return await this.reportFailure(shuffle);
     } finally {
       this.recovery?.stop();
+      this.shuffleWorkerKill?.stop();
       this.progress.stop();
       this.batch?.timeline?.stop();
       await this.dashboard?.close();
@@ -331,6 +343,9 @@ export class JobManagerRole {
       execution,
       say: (text) => this.say(text),
     });
+    this.shuffleWorkerKill?.jobStarted(execution, jobManager.deployer.master, (text) =>
+      this.say(text),
+    );
     if (this.batch !== undefined) {
       this.batch.timeline = new StageTimeline(() => execution.executionVertices, this.startedAt);
     }

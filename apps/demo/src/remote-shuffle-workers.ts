@@ -33,6 +33,11 @@ export function applyRemoteShuffleFlags(
         `--shuffle-workers starts shuffle workers of the remote shuffle (--shuffle remote), but the shuffle is ${plugin.value}`,
       );
     }
+    if (options.killShuffleWorkerAfterMs !== undefined) {
+      throw new ConfigurationError(
+        `--kill-shuffle-worker-after kills a shuffle worker of the remote shuffle (--shuffle remote), but the shuffle is ${plugin.value}`,
+      );
+    }
     return;
   }
   if (options.mode === "streaming") {
@@ -111,7 +116,8 @@ export async function shuffleWorkerReports(
   if (!isRegistry(master)) return undefined;
   const deadline = Date.now() + DELETION_WAIT_MS;
   for (;;) {
-    const workers = master.registeredWorkers();
+    // A worker lost during the job (killed) reports no more; its files went with it.
+    const workers = master.registeredWorkers().filter((worker) => worker.live);
     const done = workers.every((w) => w.storage !== undefined && w.storage.filesOnDisk === 0);
     if (done || Date.now() >= deadline) {
       return workers.map((worker) => ({

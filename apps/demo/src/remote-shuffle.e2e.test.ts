@@ -129,4 +129,68 @@ describe("demo --shuffle remote", () => {
     worker.child.kill("SIGTERM");
     expect((await worker.done).code).toBe(0);
   }, 90_000);
+
+  it("survives a task manager killed between the stages without re-running any source: their partitions live on the shuffle workers", async () => {
+    const run = await startDemo([
+      "--mode",
+      "batch",
+      "--shuffle",
+      "remote",
+      "--records",
+      "1m",
+      "--kill-task-manager-between-stages",
+      "-D",
+      "rest.port=0",
+      "--json",
+    ]).done;
+    expect(run.stderr).toContain("verified: the counts of all 1,000,000 words equal the reference");
+    expect(run.code).toBe(0);
+    const summary = lastJsonLine(run.stdout) as {
+      restarts: number;
+      rerunTasks: string[];
+      killedTaskManager?: { tasks: string[] };
+    };
+    // The killed task manager had run a source; the source's partition was not on it.
+    const lostSources = (summary.killedTaskManager?.tasks ?? []).filter((t) =>
+      t.startsWith("Source"),
+    );
+    expect(lostSources.length).toBeGreaterThan(0);
+    expect(summary.restarts).toBeGreaterThanOrEqual(1);
+    expect(summary.rerunTasks.length).toBeGreaterThan(0);
+    expect(summary.rerunTasks.filter((t) => t.startsWith("Source"))).toEqual([]);
+  }, 120_000);
+
+  it("re-runs the producers of a killed shuffle worker's partitions, and only those, when it is killed mid-read", async () => {
+    const run = await startDemo([
+      "--mode",
+      "batch",
+      "--shuffle",
+      "remote",
+      "--records",
+      "1m",
+      "--kill-shuffle-worker-after",
+      "100",
+      "-D",
+      "rest.port=0",
+      "--json",
+    ]).done;
+    expect(run.stderr).toContain("verified: the counts of all 1,000,000 words equal the reference");
+    expect(run.code).toBe(0);
+    const killed =
+      /killing shuffle worker \(pid (\d+)\) with SIGKILL .* it stores (\d+) partitions?/.exec(
+        run.stderr,
+      );
+    expect(killed, run.stderr).not.toBeNull();
+    const stored = Number(killed?.[2]);
+    expect(stored).toBeGreaterThan(0);
+    const summary = lastJsonLine(run.stdout) as { restarts: number; rerunTasks: string[] };
+    expect(summary.restarts).toBeGreaterThanOrEqual(1);
+    // Its partitions' producers re-ran (one source each: every source writes one partition),
+    // the other sources did not.
+    const rerunSources = summary.rerunTasks.filter((t) => t.startsWith("Source"));
+    expect(rerunSources).toHaveLength(stored);
+    expect(rerunSources.length).toBeLessThan(2);
+    expect(run.stderr).toContain(`  re-ran         ${summary.rerunTasks.join(", ")}`);
+    expect(isAlive(Number(killed?.[1]))).toBe(false);
+  }, 120_000);
 });
