@@ -276,17 +276,26 @@ function checkConfigSources(values: { shuffle?: string; config?: string }): void
   }
 }
 
-function parseTaskManager(argv: readonly string[]): TaskManagerCommand {
+/** The common part of the roles' command lines: `-D`, the options, the checks. */
+function parseRoleArgs(argv: readonly string[], withShuffle: boolean) {
   const dynamic = dynamicPropertiesOf(argv);
-  let parsed: ReturnType<typeof parseTaskManagerOptions>;
+  let parsed: ReturnType<typeof parseRoleOptions>;
   try {
-    parsed = parseTaskManagerOptions(dynamic.remaining);
+    parsed = parseRoleOptions(dynamic.remaining, withShuffle);
   } catch (error) {
     throw new UsageError(describeParseArgsError(error as Error & { code?: string }));
   }
   const { values, positionals } = parsed;
   checkPositionals(positionals);
   checkConfigSources(values);
+  return {
+    values,
+    dynamicProperties: dynamic.properties.map(([key, value]) => `-D${key}=${value}`),
+  };
+}
+
+function parseTaskManager(argv: readonly string[]): TaskManagerCommand {
+  const { values, dynamicProperties } = parseRoleArgs(argv, true);
   return {
     command: "taskmanager",
     jobManager:
@@ -295,23 +304,14 @@ function parseTaskManager(argv: readonly string[]): TaskManagerCommand {
         : parseHostPort("--jobmanager", values.jobmanager),
     shuffle: values.shuffle?.trim(),
     configFile: values.config,
-    dynamicProperties: dynamic.properties.map(([key, value]) => `-D${key}=${value}`),
+    dynamicProperties,
     quiet: values.quiet === true,
     help: values.help === true,
   };
 }
 
 function parseShuffleWorker(argv: readonly string[]): ShuffleWorkerCommand {
-  const dynamic = dynamicPropertiesOf(argv);
-  let parsed: ReturnType<typeof parseShuffleWorkerOptions>;
-  try {
-    parsed = parseShuffleWorkerOptions(dynamic.remaining);
-  } catch (error) {
-    throw new UsageError(describeParseArgsError(error as Error & { code?: string }));
-  }
-  const { values, positionals } = parsed;
-  checkPositionals(positionals);
-  checkConfigSources(values);
+  const { values, dynamicProperties } = parseRoleArgs(argv, false);
   const address = values.jobmanager?.trim();
   if (address === "") {
     throw new UsageError('--jobmanager expects <host> or <host>:<port>, got ""');
@@ -327,7 +327,7 @@ function parseShuffleWorker(argv: readonly string[]): ShuffleWorkerCommand {
     command: "shuffleworker",
     jobManager,
     configFile: values.config,
-    dynamicProperties: dynamic.properties.map(([key, value]) => `-D${key}=${value}`),
+    dynamicProperties,
     quiet: values.quiet === true,
     help: values.help === true,
   };
@@ -479,33 +479,29 @@ function joinNegativeValues(args: readonly string[]): string[] {
   return joined;
 }
 
-function parseTaskManagerOptions(args: readonly string[]) {
+/** The options of the taskmanager role; the shuffleworker role's are the same but `--shuffle`. */
+function parseRoleOptions(args: readonly string[], withShuffle: boolean) {
   return parseArgs({
     args: joinNegativeValues(args),
     strict: true,
     allowPositionals: true,
     options: {
       jobmanager: { type: "string" },
-      shuffle: { type: "string" },
+      ...(withShuffle ? { shuffle: { type: "string" } } : {}),
       config: { type: "string" },
       quiet: { type: "boolean" },
       help: { type: "boolean", short: "h" },
-    },
-  });
+    } as const,
+  }) as { values: RoleValues; positionals: string[] };
 }
 
-function parseShuffleWorkerOptions(args: readonly string[]) {
-  return parseArgs({
-    args: joinNegativeValues(args),
-    strict: true,
-    allowPositionals: true,
-    options: {
-      jobmanager: { type: "string" },
-      config: { type: "string" },
-      quiet: { type: "boolean" },
-      help: { type: "boolean", short: "h" },
-    },
-  });
+/** What {@link parseRoleOptions} reads. */
+interface RoleValues {
+  jobmanager?: string;
+  shuffle?: string;
+  config?: string;
+  quiet?: boolean;
+  help?: boolean;
 }
 
 function parseOptions(args: readonly string[]) {

@@ -24,6 +24,27 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 const WORKER_LINE =
   /^shuffle worker (\d) \(pid (\d+)\) ready: rpc 127\.0\.0\.1:\d+, data 127\.0\.0\.1:\d+, incarnation [0-9a-f]{32}$/gm;
 
+/** A verified batch run of 1m words over --shuffle remote, with `extra` flags; its JSON summary. */
+async function verifiedRemoteRun(
+  extra: readonly string[],
+): Promise<{ stderr: string; summary: Record<string, unknown> }> {
+  const run = await startDemo([
+    "--mode",
+    "batch",
+    "--shuffle",
+    "remote",
+    "--records",
+    "1m",
+    ...extra,
+    "-D",
+    "rest.port=0",
+    "--json",
+  ]).done;
+  expect(run.stderr).toContain("verified: the counts of all 1,000,000 words equal the reference");
+  expect(run.code).toBe(0);
+  return { stderr: run.stderr, summary: lastJsonLine(run.stdout) };
+}
+
 describe("demo --shuffle remote", () => {
   it("runs the batch word count over shuffle worker processes it starts, which store the files and delete them at the job's end", async () => {
     const tmpDirs = mkdtempSync(path.join(tmp, "task-managers-"));
@@ -131,21 +152,8 @@ describe("demo --shuffle remote", () => {
   }, 90_000);
 
   it("survives a task manager killed between the stages without re-running any source: their partitions live on the shuffle workers", async () => {
-    const run = await startDemo([
-      "--mode",
-      "batch",
-      "--shuffle",
-      "remote",
-      "--records",
-      "1m",
-      "--kill-task-manager-between-stages",
-      "-D",
-      "rest.port=0",
-      "--json",
-    ]).done;
-    expect(run.stderr).toContain("verified: the counts of all 1,000,000 words equal the reference");
-    expect(run.code).toBe(0);
-    const summary = lastJsonLine(run.stdout) as {
+    const run = await verifiedRemoteRun(["--kill-task-manager-between-stages"]);
+    const summary = run.summary as {
       restarts: number;
       rerunTasks: string[];
       killedTaskManager?: { tasks: string[] };
@@ -161,21 +169,7 @@ describe("demo --shuffle remote", () => {
   }, 120_000);
 
   it("re-runs the producers of a killed shuffle worker's partitions, and only those, when it is killed mid-read", async () => {
-    const run = await startDemo([
-      "--mode",
-      "batch",
-      "--shuffle",
-      "remote",
-      "--records",
-      "1m",
-      "--kill-shuffle-worker-after",
-      "100",
-      "-D",
-      "rest.port=0",
-      "--json",
-    ]).done;
-    expect(run.stderr).toContain("verified: the counts of all 1,000,000 words equal the reference");
-    expect(run.code).toBe(0);
+    const run = await verifiedRemoteRun(["--kill-shuffle-worker-after", "100"]);
     const killed =
       /killing shuffle worker \(pid (\d+)\) with SIGKILL .* it stores (\d+) partitions?/.exec(
         run.stderr,
@@ -183,7 +177,7 @@ describe("demo --shuffle remote", () => {
     expect(killed, run.stderr).not.toBeNull();
     const stored = Number(killed?.[2]);
     expect(stored).toBeGreaterThan(0);
-    const summary = lastJsonLine(run.stdout) as { restarts: number; rerunTasks: string[] };
+    const summary = run.summary as { restarts: number; rerunTasks: string[] };
     expect(summary.restarts).toBeGreaterThanOrEqual(1);
     // Its partitions' producers re-ran (one source each: every source writes one partition),
     // the other sources did not.
