@@ -99,10 +99,12 @@ export class RemoteShuffleHarness {
     return worker;
   }
 
-  /** A task manager's shuffle environment, started. */
-  async startEnvironment(): Promise<RemoteShuffleEnvironment> {
+  /** A task manager's shuffle environment, started (with `more` settings of its own). */
+  async startEnvironment(
+    more: Readonly<Record<string, unknown>> = {},
+  ): Promise<RemoteShuffleEnvironment> {
     const environment = new RemoteShuffleEnvironment({
-      configuration: this.config(),
+      configuration: this.config(more),
       taskExecutorResourceId: new ResourceID(),
       networkMemorySize: 4 * 1024 * 1024,
       localCommunicationOnly: false,
