@@ -283,4 +283,28 @@ describe("remote shuffle", () => {
     await waitFor(() => harness?.lost.length === 1, "the report of the lost partition");
     expect(harness.lost[0]?.map(String)).toEqual([descriptor.resultPartitionId.toString()]);
   }, 60_000);
+
+  it("re-associates a worker that registers again with the same incarnation within its grace window: its partitions are not reported", async () => {
+    // Heartbeats far apart, a short timeout: the manager drops the worker again and again, and
+    // the worker registers again each time, within its grace window.
+    harness = await RemoteShuffleHarness.start({
+      "remote-shuffle.worker.heartbeat-timeout": "300ms",
+      "remote-shuffle.worker.max-recovery-time": "2s",
+    });
+    const registrations: string[] = [];
+    harness.master.onWorkerRegistered((worker) => registrations.push(worker.address.incarnation));
+    const worker = await harness.startWorker({ "remote-shuffle.worker.heartbeat-interval": "1h" });
+    const partition = await register(harness, partitionDescriptor(1));
+    await waitFor(
+      () => registrations.length >= 3,
+      "the worker's registrations after being dropped",
+    );
+    // Longer than the grace window since the first drop: re-associated each time, not lost.
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    expect(harness.lost).toEqual([]);
+    expect(new Set(registrations)).toEqual(new Set([worker.address.incarnation]));
+    const [known] = harness.master.registeredWorkers();
+    expect(known?.partitions).toBe(1);
+    harness.master.releasePartitionExternally(partition);
+  }, 30_000);
 });
