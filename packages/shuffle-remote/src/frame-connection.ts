@@ -9,7 +9,7 @@ import type { ConnectionHandler, TransportConnection } from "@sluice/network";
 export const FrameType = {
   /** worker → manager: JSON {@link WorkerRegistration}. */
   REGISTER: 1,
-  /** worker → manager: JSON `{ partitions }`, every heartbeat interval. */
+  /** worker → manager: JSON `{ partitions, storage }`, every heartbeat interval. */
   HEARTBEAT: 2,
   /** manager → worker: JSON `{ partitionIds }`, the job side released them. */
   RELEASE: 3,
@@ -34,6 +34,12 @@ export const FrameType = {
   /** either way: JSON `{ code, name, message }`; the sender closes the connection after it. */
   ERROR: 30,
 } as const;
+
+/**
+ * Largest frame of the remote shuffle's own protocol: a DATA frame holds at least one record, up
+ * to `taskmanager.network.max-record-size` (512 MiB by default).
+ */
+export const MAX_FRAME_SIZE = 512 * 1024 * 1024 + 64;
 
 /** Bytes of a frame's header: the u32 length of what follows, then the u8 type. */
 const HEADER = 5;

@@ -17,13 +17,17 @@ import {
   type ResultPartitionMetrics,
   type ResultPartitionWriter,
 } from "@sluice/runtime-api";
-import { FrameConnection, FrameType, parseJsonPayload } from "./frame-connection.js";
+import {
+  FrameConnection,
+  FrameType,
+  MAX_FRAME_SIZE,
+  parseJsonPayload,
+} from "./frame-connection.js";
 import {
   describeWorker,
   type ShuffleWorkerAddress,
   workerOf,
 } from "./remote-shuffle-descriptor.js";
-import { MAX_FRAME_SIZE } from "./shuffle-worker.js";
 import { SubpartitionChecksum } from "./subpartition-checksum.js";
 
 /** What a writer needs from its environment. */

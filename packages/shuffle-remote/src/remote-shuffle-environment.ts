@@ -1,9 +1,4 @@
-import {
-  ConfigurationError,
-  type ExecutionAttemptID,
-  ResourceID,
-  type ResultPartitionID,
-} from "@sluice/core";
+import { type ExecutionAttemptID, ResourceID, type ResultPartitionID } from "@sluice/core";
 import {
   type NetworkShuffleEnvironment,
   readTlsSettings,
@@ -20,7 +15,6 @@ import {
   type PartitionInfo,
   type PartitionProducerStateProvider,
   type ResultPartitionDeploymentDescriptor,
-  type ResultPartitionTypeInfo,
   type ShuffleDescriptor,
   type ShuffleEnvironment,
   type ShuffleEnvironmentContext,
@@ -28,26 +22,12 @@ import {
   type ShuffleMetricSink,
 } from "@sluice/runtime-api";
 import { TcpShuffleServiceFactory, TcpTransport } from "@sluice/shuffle-tcp";
+import { checkBlocking } from "./check-blocking.js";
 import { type RemoteChannelSlot, RemoteInputGate } from "./remote-input-gate.js";
 import { RemoteResultPartitionWriter } from "./remote-result-partition-writer.js";
 import { workerOf } from "./remote-shuffle-descriptor.js";
 import { RemoteShuffleOptions } from "./remote-shuffle-options.js";
 import { WorkerStatClient } from "./worker-stat-client.js";
-
-/**
- * Refuses every partition type but the blocking ones: a remote shuffle stores finished
- * partitions, so a streaming job that names this plugin fails at once, not midway.
- *
- * @throws ConfigurationError (`SLUICE_ERR_CONFIG`) for a pipelined or hybrid type.
- */
-export function checkBlocking(type: ResultPartitionTypeInfo, what: string): void {
-  if (type.isBlocking) return;
-  throw new ConfigurationError(
-    `${what}: @sluice/shuffle-remote stores BLOCKING partitions only, but the partition type is ${type.name}; ` +
-      "connect the job's vertices with BLOCKING exchanges (a batch job), or choose another " +
-      "'shuffle-service-factory.class' (tcp, ws) for streaming jobs",
-  );
-}
 
 /**
  * The task manager side of the remote shuffle: writers that push each partition to the shuffle

@@ -9,21 +9,22 @@ import type {
   TaskInputsOutputsDescriptor,
 } from "@sluice/runtime-api";
 import { TcpTransport } from "@sluice/shuffle-tcp";
+import { checkBlocking } from "./check-blocking.js";
 import { type EmbeddedWorker, startEmbeddedWorkers } from "./embedded-shuffle-workers.js";
-import { FrameConnection, FrameType, parseJsonPayload } from "./frame-connection.js";
+import {
+  FrameConnection,
+  FrameType,
+  MAX_FRAME_SIZE,
+  parseJsonPayload,
+} from "./frame-connection.js";
 import {
   createRemoteShuffleDescriptor,
   type RemoteShuffleDescriptor,
   type ShuffleWorkerAddress,
   workerOf,
 } from "./remote-shuffle-descriptor.js";
-import { checkBlocking } from "./remote-shuffle-environment.js";
 import { RemoteShuffleOptions } from "./remote-shuffle-options.js";
-import {
-  MAX_FRAME_SIZE,
-  type ShuffleWorkerStorage,
-  type WorkerRegistration,
-} from "./shuffle-worker.js";
+import type { ShuffleWorkerStorage, WorkerRegistration } from "./shuffle-worker.js";
 
 /** What the manager knows of one worker (by address; one incarnation at a time). */
 interface TrackedWorker {

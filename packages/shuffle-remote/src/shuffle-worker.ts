@@ -24,7 +24,12 @@ import {
 } from "@sluice/runtime-api";
 import { TcpShuffleServiceFactory, TcpTransport } from "@sluice/shuffle-tcp";
 import { overlayConfig } from "./config-overlay.js";
-import { FrameConnection, FrameType, parseJsonPayload } from "./frame-connection.js";
+import {
+  FrameConnection,
+  FrameType,
+  MAX_FRAME_SIZE,
+  parseJsonPayload,
+} from "./frame-connection.js";
 import { PushSession } from "./push-session.js";
 import {
   describeWorker,
@@ -33,9 +38,6 @@ import {
 } from "./remote-shuffle-descriptor.js";
 import { RemoteShuffleOptions } from "./remote-shuffle-options.js";
 import type { SubpartitionChecksumJSON } from "./subpartition-checksum.js";
-
-/** Largest frame of the remote shuffle's own protocol (a DATA frame holds at least one record). */
-export const MAX_FRAME_SIZE = 512 * 1024 * 1024 + 64;
 
 /** What a worker registers with, and re-registers with after its manager connection was lost. */
 export interface WorkerRegistration extends ShuffleWorkerAddress {

@@ -1,8 +1,12 @@
 import { PartitionConnectionError, reconstructError } from "@sluice/core";
 import type { Transport } from "@sluice/network";
-import { FrameConnection, FrameType, parseJsonPayload } from "./frame-connection.js";
+import {
+  FrameConnection,
+  FrameType,
+  MAX_FRAME_SIZE,
+  parseJsonPayload,
+} from "./frame-connection.js";
 import { describeWorker, type ShuffleWorkerAddress } from "./remote-shuffle-descriptor.js";
-import { MAX_FRAME_SIZE } from "./shuffle-worker.js";
 import type { SubpartitionChecksumJSON } from "./subpartition-checksum.js";
 
 /** A worker's answer to a checksum query. */
