@@ -3,7 +3,7 @@
  * protocol over IPC, killed on every exit path), statistics over repeated runs, the printed table
  * and the JSONL result file.
  */
-import { type ChildProcess, fork } from "node:child_process";
+import { type ChildProcess, fork, spawnSync } from "node:child_process";
 import { appendFileSync, existsSync, mkdirSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import { dirname, join } from "node:path";
@@ -394,6 +394,18 @@ function pinning(cpu: number): { execPath: string; args: string[] } | undefined 
   }
   if (tasksetPath === null) return undefined;
   return { execPath: tasksetPath, args: ["-c", String(cpu % cores)] };
+}
+
+/**
+ * Lets a process another child started (a shuffle worker of the remote shuffle, forked by the
+ * writer) run on every CPU rather than on the CPU its parent was pinned to, as it would on a host
+ * of its own. A no-op when children are not pinned.
+ */
+export function unpin(pid: number): void {
+  if (pinning(0) === undefined || tasksetPath === null || tasksetPath === undefined) return;
+  spawnSync(tasksetPath, ["-a", "-p", "-c", `0-${cpus().length - 1}`, String(pid)], {
+    stdio: "ignore",
+  });
 }
 
 /** True when children are pinned to CPUs (recorded in the machine line). */

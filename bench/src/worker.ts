@@ -26,6 +26,7 @@ export type Impl =
   | "yamux"
   | "zeromq"
   | "sluice-tcp-blocking"
+  | "sluice-remote-blocking"
   | "fs-streams";
 export type Role = "producer" | "consumer" | "pinger" | "ponger";
 
@@ -51,11 +52,13 @@ async function create(
   params: ThroughputParams & LatencyParams & BatchParams,
 ): Promise<Instance> {
   switch (impl) {
-    case "sluice-tcp-blocking": {
+    case "sluice-tcp-blocking":
+    case "sluice-remote-blocking": {
       const m = await import("./systems/sluice-batch.js");
+      const transport = impl === "sluice-tcp-blocking" ? "tcp" : "remote";
       return role === "producer"
-        ? new m.SluiceBatchWriter("tcp", params)
-        : new m.SluiceBatchReader("tcp", params);
+        ? new m.SluiceBatchWriter(transport, params)
+        : new m.SluiceBatchReader(transport, params);
     }
     case "fs-streams": {
       const m = await import("./systems/fs-streams.js");

@@ -147,21 +147,33 @@ export interface BatchSummary {
   readonly codec: string;
   /** Per task manager (by index). */
   readonly taskManagers: readonly BatchShuffleReport[];
+  /**
+   * Per shuffle worker, when the partitions live on shuffle workers (`--shuffle remote`): then
+   * the files are theirs, and the task managers hold none.
+   */
+  readonly shuffleWorkers?: readonly BatchShuffleReport[];
   /** When each vertex's first task was deployed and its last one finished. */
   readonly stages: readonly StageSpan[];
 }
 
 /** Totals over the task managers. */
 export function batchTotals(summary: BatchSummary) {
+  const stores = summary.shuffleWorkers ?? summary.taskManagers;
   const sum = (pick: (r: BatchShuffleReport) => number) =>
-    summary.taskManagers.reduce((total, r) => total + pick(r), 0);
+    stores.reduce((total, r) => total + pick(r), 0);
   const networkMemory = Math.max(0, ...summary.taskManagers.map((r) => r.networkMemoryBytes));
-  // The smallest multiple over the task managers: each producer's data against its own memory.
-  const multiples = summary.taskManagers
-    .filter((r) => r.networkMemoryBytes > 0)
-    .map((r) => r.bytesBeforeCompression / r.networkMemoryBytes);
   const before = sum((r) => r.bytesBeforeCompression);
   const after = sum((r) => r.bytesAfterCompression);
+  // The smallest multiple over the task managers: each producer's data against its own memory;
+  // with shuffle workers, the data of an average task manager's producers.
+  const multiples =
+    summary.shuffleWorkers === undefined
+      ? summary.taskManagers
+          .filter((r) => r.networkMemoryBytes > 0)
+          .map((r) => r.bytesBeforeCompression / r.networkMemoryBytes)
+      : networkMemory > 0 && summary.taskManagers.length > 0
+        ? [before / summary.taskManagers.length / networkMemory]
+        : [];
   return {
     partitionBytes: before,
     fileBytes: sum((r) => r.fileBytesWritten),
@@ -208,7 +220,7 @@ export function formatBatchSummary(summary: BatchSummary): string[] {
   return [
     `  stages         ${stages}`,
     `  partitions     ${formatMegabytes(t.partitionBytes)} of BLOCKING partition data, ${t.memoryMultiple.toFixed(1)}x the network memory of a task manager (${formatMebibytes(t.networkMemory)})`,
-    `  on disk        ${formatMegabytes(t.fileBytes)} in ${formatInteger(t.filesCreated)} files (data + index), compression ratio ${t.compressionRatio.toFixed(2)} (${summary.codec})`,
+    `  on disk        ${formatMegabytes(t.fileBytes)} in ${formatInteger(t.filesCreated)} files (data + index)${summary.shuffleWorkers === undefined ? "" : ` on ${summary.shuffleWorkers.length} shuffle workers`}, compression ratio ${t.compressionRatio.toFixed(2)} (${summary.codec})`,
     `  released       ${formatInteger(t.filesDeleted)} files deleted at the job's end`,
   ];
 }

@@ -324,7 +324,42 @@ describe("command line", () => {
     expect(out.text()).toContain("--checkpoint-interval <ms>");
     expect(out.text()).toContain("--checkpointing <mode>");
     expect(out.text()).toContain("--kill-task-manager-after <ms>");
+    expect(out.text()).toContain("--shuffle-workers <n>");
+    expect(out.text()).toContain("--kill-shuffle-worker-after <ms>");
+    expect(out.text()).toContain("pnpm demo -- shuffleworker --jobmanager <host[:port]>");
     expect(out.text()).toContain("--mode <mode>");
     expect(out.text()).toContain("pnpm demo -- --mode batch");
+  });
+
+  it("parses the remote shuffle's flags and the shuffleworker role", () => {
+    expect(
+      parseCli(["--mode", "batch", "--shuffle", "remote", "--shuffle-workers", "3"]),
+    ).toMatchObject({ shuffle: "remote", shuffleWorkers: 3, killShuffleWorkerAfterMs: undefined });
+    expect(
+      parseCli(["--mode", "batch", "--shuffle", "remote", "--kill-shuffle-worker-after", "2k"]),
+    ).toMatchObject({ killShuffleWorkerAfterMs: 2000 });
+    expect(parseCli(["shuffleworker", "--jobmanager", "10.0.0.1", "-D", "a.b=c"])).toEqual({
+      command: "shuffleworker",
+      jobManager: { host: "10.0.0.1", port: undefined },
+      configFile: undefined,
+      dynamicProperties: ["-Da.b=c"],
+      quiet: false,
+      help: false,
+    });
+    expect(parseCli(["shuffleworker", "--jobmanager", "10.0.0.1:23123"])).toMatchObject({
+      jobManager: { host: "10.0.0.1", port: 23123 },
+    });
+    expect(usageError(["--kill-shuffle-worker-after", "100"])).toMatch(
+      /^--kill-shuffle-worker-after applies to --mode batch only/,
+    );
+    expect(
+      usageError(["jobmanager", "--mode", "batch", "--kill-shuffle-worker-after", "100"]),
+    ).toMatch(/^--kill-shuffle-worker-after kills a shuffle worker the demo started/);
+    expect(usageError(["--shuffle-workers", "17"])).toMatch(
+      /^--shuffle-workers must be between 0 and 16/,
+    );
+    expect(usageError(["shuffleworker", "--jobmanager", ""])).toMatch(
+      /^--jobmanager expects <host>/,
+    );
   });
 });

@@ -19,6 +19,10 @@ export const DEFAULTS = {
 
 export const MAX_PARALLELISM = 256;
 export const MAX_TASK_MANAGERS = 16;
+/** The most shuffle workers `--shuffle-workers` starts. */
+export const MAX_SHUFFLE_WORKERS = 16;
+/** Shuffle workers the one-command demo starts with the remote shuffle. */
+export const DEFAULT_SHUFFLE_WORKERS = 2;
 
 /** A host and a port, as `--bind` and `--jobmanager` take them. */
 export interface HostPort {
@@ -48,6 +52,17 @@ export interface DemoOptions extends CheckpointingFlags, SinkFlags {
   readonly durationSeconds: number | undefined;
   /** `--throttle`: words per second each count subtask reads at most, until lifted. */
   readonly throttle: number | undefined;
+  /**
+   * `--shuffle-workers`: shuffle worker processes the job manager starts next to itself for the
+   * remote shuffle (`remote-shuffle.manager.embedded-workers`); unset = the configured value, or
+   * 2 without a command.
+   */
+  readonly shuffleWorkers: number | undefined;
+  /**
+   * `--kill-shuffle-worker-after`: SIGKILL the shuffle worker that stores the most partitions
+   * this long into the counting stage (batch mode, `--shuffle remote`, one command only).
+   */
+  readonly killShuffleWorkerAfterMs: number | undefined;
   readonly json: boolean;
   readonly help: boolean;
 }
@@ -69,8 +84,22 @@ export interface TaskManagerCommand {
   readonly help: boolean;
 }
 
+/** The parsed command line of the shuffle worker role (`@sluice/shuffle-remote`). */
+export interface ShuffleWorkerCommand {
+  readonly command: "shuffleworker";
+  /**
+   * `--jobmanager host[:port]`: the shuffle manager of the job manager's ShuffleMaster; without a
+   * port, `remote-shuffle.manager.rpc-port`.
+   */
+  readonly jobManager: { readonly host: string; readonly port: number | undefined } | undefined;
+  readonly configFile: string | undefined;
+  readonly dynamicProperties: readonly string[];
+  readonly quiet: boolean;
+  readonly help: boolean;
+}
+
 /** Any command line of the demo. */
-export type DemoCommand = DemoOptions | TaskManagerCommand;
+export type DemoCommand = DemoOptions | TaskManagerCommand | ShuffleWorkerCommand;
 
 /** A bad command line: the message says what is wrong; the process exits with code 2. */
 export class UsageError extends Error {
@@ -84,6 +113,7 @@ export class UsageError extends Error {
 export const HELP_TEXT = `Usage: pnpm demo -- [options]
        pnpm demo -- jobmanager [--bind <host:port>] [options]
        pnpm demo -- taskmanager --jobmanager <host:port> [--config <file>] [-D <key>=<value>]
+       pnpm demo -- shuffleworker --jobmanager <host[:port]> [--config <file>] [-D <key>=<value>]
        node apps/demo/dist/main.js ...
 
 A streaming word count over real worker processes: source tasks generate a seeded corpus
@@ -106,8 +136,15 @@ configuration, runs the job and prints the summary; the task managers exit when 
 Options:
   --mode <mode>            streaming (default): the counters read while the sources write;
                            batch: stage by stage over BLOCKING partitions on disk (see above)
-  --shuffle <plugin>       tcp | ws | <module>#<Export> | <path>#<Export>
-                           (sets shuffle-service-factory.class; wins over --config and -D)
+  --shuffle <plugin>       tcp | ws | remote | <module>#<Export> | <path>#<Export>
+                           (sets shuffle-service-factory.class; wins over --config and -D);
+                           remote keeps BLOCKING partitions on shuffle workers (batch only)
+  --shuffle-workers <n>    with --shuffle remote: shuffle worker processes the job manager
+                           starts (default ${DEFAULT_SHUFFLE_WORKERS} without a command, 0 for jobmanager)
+  --kill-shuffle-worker-after <ms>
+                           with --mode batch --shuffle remote: SIGKILL the shuffle worker that
+                           stores the most partitions <ms> into the counting stage; the counters
+                           reading from it fail, and the producers of its partitions re-run
   --config <file>          a config.yaml of flat dotted keys (see apps/demo/config.yaml)
   -D <key>=<value>         a config override, repeatable (also -D<key>=<value>)
   --records <n>            words to generate (default ${DEFAULTS.records.toLocaleString("en-US")}; 200k, 2m accepted)
@@ -130,6 +167,12 @@ jobmanager:
   --bind <host:port>       where task managers connect (default jobmanager.rpc.address, else
                            127.0.0.1, and jobmanager.rpc.port, 6123)
 
+shuffleworker (with --shuffle remote on the job manager):
+  --jobmanager <host[:port]> the job manager's shuffle manager (port: remote-shuffle.manager.rpc-port,
+                           default 23123); the worker stores partitions under io.tmp.dirs
+  --config, -D             its configuration (remote-shuffle.worker.*, security.ssl.internal.*)
+  --quiet                  print errors only
+
 taskmanager:
   --jobmanager <host:port> the job manager (default jobmanager.rpc.address:jobmanager.rpc.port)
   --config, -D, --shuffle  this host's own configuration, on top of the job manager's
@@ -148,6 +191,7 @@ Examples:
   pnpm demo
   pnpm demo -- --shuffle ws --records 500k
   pnpm demo -- --mode batch
+  pnpm demo -- --mode batch --shuffle remote --shuffle-workers 2
   pnpm demo -- -D shuffle-service-factory.class=@sluice/shuffle-tcp#TcpShuffleServiceFactory --json
   pnpm demo -- --config apps/demo/config.yaml -D taskmanager.memory.segment-size=16kb
   pnpm demo -- --duration 60 --throttle 20k                         # then open the dashboard
@@ -204,6 +248,7 @@ export function parseHostPort(option: string, text: string): HostPort {
 export function parseCli(argv: readonly string[]): DemoCommand {
   const [first, ...rest] = argv;
   if (first === "taskmanager") return parseTaskManager(rest);
+  if (first === "shuffleworker") return parseShuffleWorker(rest);
   if (first === "jobmanager") return parseJob("jobmanager", rest);
   return parseJob("local", argv);
 }
@@ -234,17 +279,26 @@ function checkConfigSources(values: { shuffle?: string; config?: string }): void
   }
 }
 
-function parseTaskManager(argv: readonly string[]): TaskManagerCommand {
+/** The common part of the roles' command lines: `-D`, the options, the checks. */
+function parseRoleArgs(argv: readonly string[], withShuffle: boolean) {
   const dynamic = dynamicPropertiesOf(argv);
-  let parsed: ReturnType<typeof parseTaskManagerOptions>;
+  let parsed: ReturnType<typeof parseRoleOptions>;
   try {
-    parsed = parseTaskManagerOptions(dynamic.remaining);
+    parsed = parseRoleOptions(dynamic.remaining, withShuffle);
   } catch (error) {
     throw new UsageError(describeParseArgsError(error as Error & { code?: string }));
   }
   const { values, positionals } = parsed;
   checkPositionals(positionals);
   checkConfigSources(values);
+  return {
+    values,
+    dynamicProperties: dynamic.properties.map(([key, value]) => `-D${key}=${value}`),
+  };
+}
+
+function parseTaskManager(argv: readonly string[]): TaskManagerCommand {
+  const { values, dynamicProperties } = parseRoleArgs(argv, true);
   return {
     command: "taskmanager",
     jobManager:
@@ -253,7 +307,30 @@ function parseTaskManager(argv: readonly string[]): TaskManagerCommand {
         : parseHostPort("--jobmanager", values.jobmanager),
     shuffle: values.shuffle?.trim(),
     configFile: values.config,
-    dynamicProperties: dynamic.properties.map(([key, value]) => `-D${key}=${value}`),
+    dynamicProperties,
+    quiet: values.quiet === true,
+    help: values.help === true,
+  };
+}
+
+function parseShuffleWorker(argv: readonly string[]): ShuffleWorkerCommand {
+  const { values, dynamicProperties } = parseRoleArgs(argv, false);
+  const address = values.jobmanager?.trim();
+  if (address === "") {
+    throw new UsageError('--jobmanager expects <host> or <host>:<port>, got ""');
+  }
+  // Without a port: the shuffle manager's configured one (remote-shuffle.manager.rpc-port).
+  const jobManager =
+    address === undefined
+      ? undefined
+      : /:\d+$/.test(address)
+        ? parseHostPort("--jobmanager", address)
+        : { host: address.replace(/^\[(.*)\]$/, "$1"), port: undefined };
+  return {
+    command: "shuffleworker",
+    jobManager,
+    configFile: values.config,
+    dynamicProperties,
     quiet: values.quiet === true,
     help: values.help === true,
   };
@@ -300,17 +377,24 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
     values.throttle === undefined
       ? undefined
       : parseCount("--throttle", values.throttle, 1, Number.MAX_SAFE_INTEGER);
-  const killFlags = ["kill-task-manager-after", "kill-task-manager-between-stages"].filter(
-    (flag) => values[flag as keyof typeof values] !== undefined,
-  );
+  const killFlags = [
+    "kill-task-manager-after",
+    "kill-task-manager-between-stages",
+    "kill-shuffle-worker-after",
+  ].filter((flag) => values[flag as keyof typeof values] !== undefined);
   if (command === "jobmanager" && killFlags.length > 0) {
     throw new UsageError(
-      `--${killFlags[0]} kills a task manager the demo started: it works without a command only (see --help)`,
+      `--${killFlags[0]} kills a ${killFlags[0] === "kill-shuffle-worker-after" ? "shuffle worker" : "task manager"} the demo started: it works without a command only (see --help)`,
     );
   }
   if (killFlags.length > 1) {
     throw new UsageError(
-      "--kill-task-manager-after and --kill-task-manager-between-stages each kill a task manager: give one of them (see --help)",
+      `--${killFlags[0]} and --${killFlags[1]} each kill a process: give one of them (see --help)`,
+    );
+  }
+  if (mode !== "batch" && values["kill-shuffle-worker-after"] !== undefined) {
+    throw new UsageError(
+      "--kill-shuffle-worker-after applies to --mode batch only: shuffle workers store BLOCKING partitions (see --help)",
     );
   }
   if (mode !== "batch" && values["kill-task-manager-between-stages"] !== undefined) {
@@ -359,6 +443,19 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
     seed,
     durationSeconds,
     throttle,
+    killShuffleWorkerAfterMs:
+      values["kill-shuffle-worker-after"] === undefined
+        ? undefined
+        : parseCount(
+            "--kill-shuffle-worker-after",
+            values["kill-shuffle-worker-after"],
+            1,
+            86_400_000,
+          ),
+    shuffleWorkers:
+      values["shuffle-workers"] === undefined
+        ? undefined
+        : parseCount("--shuffle-workers", values["shuffle-workers"], 0, MAX_SHUFFLE_WORKERS),
     checkpointInterval,
     ...sinkFlags,
     checkpointing: checkpointing as CheckpointingFlags["checkpointing"],
@@ -392,19 +489,29 @@ function joinNegativeValues(args: readonly string[]): string[] {
   return joined;
 }
 
-function parseTaskManagerOptions(args: readonly string[]) {
+/** The options of the taskmanager role; the shuffleworker role's are the same but `--shuffle`. */
+function parseRoleOptions(args: readonly string[], withShuffle: boolean) {
   return parseArgs({
     args: joinNegativeValues(args),
     strict: true,
     allowPositionals: true,
     options: {
       jobmanager: { type: "string" },
-      shuffle: { type: "string" },
+      ...(withShuffle ? { shuffle: { type: "string" } } : {}),
       config: { type: "string" },
       quiet: { type: "boolean" },
       help: { type: "boolean", short: "h" },
-    },
-  });
+    } as const,
+  }) as { values: RoleValues; positionals: string[] };
+}
+
+/** What {@link parseRoleOptions} reads. */
+interface RoleValues {
+  jobmanager?: string;
+  shuffle?: string;
+  config?: string;
+  quiet?: boolean;
+  help?: boolean;
 }
 
 function parseOptions(args: readonly string[]) {
@@ -423,6 +530,8 @@ function parseOptions(args: readonly string[]) {
       seed: { type: "string" },
       duration: { type: "string" },
       throttle: { type: "string" },
+      "shuffle-workers": { type: "string" },
+      "kill-shuffle-worker-after": { type: "string" },
       "checkpoint-interval": { type: "string" },
       checkpointing: { type: "string" },
       "kill-task-manager-after": { type: "string" },

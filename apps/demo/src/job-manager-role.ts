@@ -11,6 +11,7 @@ import {
   serializeThrowable,
 } from "@sluice/runtime";
 import { HighAvailabilityOptions } from "@sluice/runtime-api";
+import { RemoteShuffleOptions } from "@sluice/shuffle-remote";
 import {
   applyBatchDefaults,
   applyBatchRestartStrategy,
@@ -46,6 +47,12 @@ import { type LocalTaskManager, LocalTaskManagers } from "./local-task-managers.
 import { checkParallelismFitsNetworkMemory } from "./parallelism-memory.js";
 import { ProgressLoop } from "./progress-loop.js";
 import { Recovery } from "./recovery.js";
+import {
+  announceShuffleWorkers,
+  applyRemoteShuffleFlags,
+  shuffleWorkerReports,
+} from "./remote-shuffle-workers.js";
+import { ShuffleWorkerKill } from "./shuffle-worker-kill.js";
 import { checkOutputDirectory, readCommittedOutput } from "./sink-options.js";
 import { StageTimeline } from "./stage-timeline.js";
 import { formatSummary, type JobReport, type SinkReport, summaryJson } from "./summary.js";
@@ -121,6 +128,8 @@ export class JobManagerRole {
   private batch: { codec: string; timeline?: StageTimeline } | undefined;
   private readonly onSignal = (signal: NodeJS.Signals) => this.interrupted(signal);
   private readonly onExit = () => this.local?.killAll("SIGKILL");
+  /** `--kill-shuffle-worker-after`, when given. */
+  private shuffleWorkerKill: ShuffleWorkerKill | undefined;
 
   constructor(
     private readonly options: DemoOptions,
@@ -140,18 +149,21 @@ export class JobManagerRole {
     let jobManager: JobManager;
     try {
       // Loaded with the plugin, so that the keys it owns are not reported as unknown.
-      const { configuration } = await loadConfigurationAndShufflePlugin({
+      const { configuration, shuffle: plugin } = await loadConfigurationAndShufflePlugin({
         ...(options.configFile === undefined ? {} : { configFile: options.configFile }),
         args: options.dynamicProperties,
         overrides: options.shuffle === undefined ? {} : { [SHUFFLE_KEY]: options.shuffle },
         loader: { applicationDirs: [APP_DIR] },
       });
       applyCheckpointingFlags(configuration, options);
+      applyRemoteShuffleFlags(configuration, plugin, options);
       if (options.mode === "streaming") {
         checkParallelismFitsNetworkMemory(configuration, options.parallelism, options.taskManagers);
       }
       const kills =
-        options.killTaskManagerAfterMs !== undefined || options.killTaskManagerBetweenStages;
+        options.killTaskManagerAfterMs !== undefined ||
+        options.killTaskManagerBetweenStages ||
+        options.killShuffleWorkerAfterMs !== undefined;
       if (options.output !== undefined) {
         await checkOutputDirectory(options.output, (message) => new ConfigurationError(message));
       }
@@ -168,6 +180,12 @@ export class JobManagerRole {
           ? { batch: { sources: SOURCE_VERTEX, counters: COUNT_VERTEX } }
           : {}),
       });
+      if (options.killShuffleWorkerAfterMs !== undefined) {
+        this.shuffleWorkerKill = new ShuffleWorkerKill(options.killShuffleWorkerAfterMs, {
+          sources: SOURCE_VERTEX,
+          counters: COUNT_VERTEX,
+        });
+      }
       jobManager = await this.startJobManager(configuration);
       await this.awaitLeadership(jobManager, configuration);
     } catch (error) {
@@ -198,6 +216,11 @@ export class JobManagerRole {
         `${options.taskManagers} task managers, shuffle ${shuffle}` +
         `${this.batch === undefined ? "" : ", batch mode (BLOCKING partitions, stage by stage)"}\n`,
     );
+    announceShuffleWorkers(
+      jobManager.deployer.master,
+      jobManager.configuration.get(RemoteShuffleOptions.MANAGER_ADDRESS),
+      (line) => this.say(line),
+    );
     process.on("SIGINT", this.onSignal);
     process.on("SIGTERM", this.onSignal);
     process.on("exit", this.onExit);
@@ -221,6 +244,7 @@ export class JobManagerRole {
       return await this.reportFailure(shuffle);
     } finally {
       this.recovery?.stop();
+      this.shuffleWorkerKill?.stop();
       this.progress.stop();
       this.batch?.timeline?.stop();
       await this.dashboard?.close();
@@ -389,6 +413,9 @@ export class JobManagerRole {
       execution,
       say: (text) => this.say(text),
     });
+    this.shuffleWorkerKill?.jobStarted(execution, jobManager.deployer.master, (text) =>
+      this.say(text),
+    );
     if (this.batch !== undefined) {
       this.batch.timeline = new StageTimeline(() => execution.executionVertices, this.startedAt);
     }
@@ -510,7 +537,14 @@ export class JobManagerRole {
       }
       reports.push(BatchShuffleReportSchema.parse(reply));
     }
-    return { codec: batch.codec, taskManagers: reports, stages };
+    const master = this.jobManager?.deployer.master;
+    const shuffleWorkers = master === undefined ? undefined : await shuffleWorkerReports(master);
+    return {
+      codec: shuffleWorkers === undefined ? batch.codec : "NONE",
+      taskManagers: reports,
+      stages,
+      ...(shuffleWorkers === undefined ? {} : { shuffleWorkers }),
+    };
   }
 
   // ---------------------------------------------------------------------------- dashboard

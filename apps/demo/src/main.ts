@@ -3,12 +3,14 @@
  * The Sluice demo: `node apps/demo/dist/main.js [options]` runs the whole word count on this host
  * (a job manager in this process and task-manager child processes); `main.js jobmanager ...` and
  * `main.js taskmanager --jobmanager <host:port> ...` run the two roles of a standalone cluster on
- * separate hosts. The word `taskmanager` in a worker's command line makes it recognisable in `ps`.
+ * separate hosts, and `main.js shuffleworker --jobmanager <host>` a shuffle worker of the remote
+ * shuffle. The word `taskmanager` in a worker's command line makes it recognisable in `ps`.
  */
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { HELP_TEXT, parseCli, UsageError } from "./cli.js";
 import { type DemoIO, JobManagerRole } from "./job-manager-role.js";
+import { runShuffleWorker } from "./shuffle-worker-role.js";
 import { runTaskManager } from "./task-manager-role.js";
 
 /**
@@ -33,6 +35,7 @@ export async function runDemo(argv: readonly string[], io?: Partial<DemoIO>): Pr
     return 0;
   }
   if (command.command === "taskmanager") return runTaskManager(command, { stdout, stderr });
+  if (command.command === "shuffleworker") return runShuffleWorker(command, { stdout, stderr });
   const human = io?.human ?? (command.json ? stderr : stdout);
   return new JobManagerRole(command, { stdout, stderr, human }).run();
 }

@@ -72,6 +72,7 @@ export interface RecoveryContext {
 export class Recovery {
   private context: RecoveryContext | undefined;
   private killTimer: NodeJS.Timeout | undefined;
+  private countingStage: { cancel(): void } | undefined;
   private killed: Omit<KilledTaskManager, "latestCheckpoint"> | undefined;
   private latestAtLoss: bigint | undefined;
   private startedAt = 0;
@@ -95,33 +96,9 @@ export class Recovery {
       this.killTimer = setTimeout(() => this.killOne(), afterMs ?? 0);
       return;
     }
-    this.whenCountingStarts(context.execution, batch, () => {
+    this.countingStage = whenCountingStarts(context.execution, batch, () => {
       this.killTimer = setTimeout(() => this.killOne(), afterMs ?? 0);
     });
-  }
-
-  /**
-   * Calls `then` once every source finished and every counter is deployed (its state is past
-   * SCHEDULED): the counting stage started, and the sources' partitions are what the counters
-   * need. Polls, since the job side has no listener per subtask.
-   */
-  private whenCountingStarts(execution: JobExecution, stages: BatchStages, then: () => void): void {
-    const started = () => {
-      const vertices = execution.executionVertices;
-      const sources = vertices.filter((v) => v.vertex.name === stages.sources);
-      const counters = vertices.filter((v) => v.vertex.name === stages.counters);
-      return (
-        sources.every((v) => v.state === "FINISHED") &&
-        counters.every((v) => v.state !== "CREATED" && v.state !== "SCHEDULED")
-      );
-    };
-    const poll = () => {
-      this.killTimer = undefined;
-      if (execution.status !== "RUNNING") return;
-      if (started()) then();
-      else this.killTimer = setTimeout(poll, STAGE_POLL_MS);
-    };
-    poll();
   }
 
   /**
@@ -157,6 +134,7 @@ export class Recovery {
   stop(): void {
     clearTimeout(this.killTimer);
     this.killTimer = undefined;
+    this.countingStage?.cancel();
   }
 
   /** The task manager that was killed, if one was. */
@@ -213,6 +191,36 @@ export class Recovery {
     );
     local.kill(child, "SIGKILL");
   }
+}
+
+/**
+ * Calls `then` once every source finished and every counter is deployed (its state is past
+ * SCHEDULED): the counting stage started, and the sources' partitions are what the counters
+ * need. Polls, since the job side has no listener per subtask; `cancel` stops it.
+ */
+export function whenCountingStarts(
+  execution: JobExecution,
+  stages: BatchStages,
+  then: () => void,
+): { cancel(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  const started = () => {
+    const vertices = execution.executionVertices;
+    const sources = vertices.filter((v) => v.vertex.name === stages.sources);
+    const counters = vertices.filter((v) => v.vertex.name === stages.counters);
+    return (
+      sources.every((v) => v.state === "FINISHED") &&
+      counters.every((v) => v.state !== "CREATED" && v.state !== "SCHEDULED")
+    );
+  };
+  const poll = () => {
+    timer = undefined;
+    if (execution.status !== "RUNNING") return;
+    if (started()) then();
+    else timer = setTimeout(poll, STAGE_POLL_MS);
+  };
+  poll();
+  return { cancel: () => clearTimeout(timer) };
 }
 
 /** `Name (i/n)#attempt` without the attempt: how `JobResult.rerunTasks` names a task. */

@@ -12,6 +12,7 @@ import type {
   BatchWriteResult,
   BatchWriter,
 } from "../batch-roles.js";
+import { unpin } from "../harness.js";
 import { type KeyedRecord, makeKeyedRecords } from "../records.js";
 import {
   type BlockingExchange,
@@ -38,6 +39,7 @@ function keyedExchange(params: BatchParams) {
 
 export class SluiceBatchWriter implements BatchWriter {
   private readonly side: SluiceSide<BlockingExchange>;
+  private unpinned = false;
 
   constructor(
     transport: SluiceTransport,
@@ -55,6 +57,7 @@ export class SluiceBatchWriter implements BatchWriter {
     const p = this.params;
     const exchange = await sluice.deployBlockingExchange(keyedExchange(p));
     this.side.deployed = exchange;
+    this.unpinShuffleWorkers(sluice);
     const records = makeKeyedRecords(p.recordSize);
     const mask = records.length - 1;
     const start = performance.now();
@@ -75,6 +78,21 @@ export class SluiceBatchWriter implements BatchWriter {
     }
     const numBytesOut = exchange.producer.partitions[0]?.metrics.numBytesOut;
     return { sent, keySum, writeMs, endpoint, extra: { numBytesOut, batchShuffle: batch } };
+  }
+
+  /**
+   * The remote shuffle's worker, forked by this process's ShuffleMaster, inherited its CPU pin:
+   * it gets every CPU, as on a host of its own (once, before the first measured write).
+   */
+  private unpinShuffleWorkers(sluice: { shuffleMaster: unknown }): void {
+    if (this.unpinned) return;
+    this.unpinned = true;
+    const master = sluice.shuffleMaster as
+      | { embeddedWorkerProcesses?: () => readonly { child: { pid?: number } }[] }
+      | undefined;
+    for (const worker of master?.embeddedWorkerProcesses?.() ?? []) {
+      if (worker.child.pid !== undefined) unpin(worker.child.pid);
+    }
   }
 
   cleanup(): Promise<void> {

@@ -29,14 +29,18 @@ import {
 import { ResultPartitionType } from "@sluice/runtime-api";
 import { ArrivalClock } from "./arrival-clock.js";
 
-export type SluiceTransport = "tcp" | "ws" | "local";
+export type SluiceTransport = "tcp" | "ws" | "local" | "remote";
 export type RawConfig = Record<string, unknown>;
 
-/** Each transport's plugin (`tcp` and `ws` are the loader's aliases of the two plugins). */
+/**
+ * Each transport's plugin (`tcp`, `ws` and `remote` are the loader's aliases of the bundled
+ * plugins; `remote` keeps BLOCKING partitions on shuffle workers).
+ */
 const FACTORY_CLASS: Readonly<Record<SluiceTransport, string>> = {
   tcp: "tcp",
   ws: "ws",
   local: "@sluice/network#LocalShuffleServiceFactory",
+  remote: "remote",
 };
 
 /** bench/ (this file is dist/systems/sluice.js): its package.json lists the plugins. */
@@ -76,6 +80,11 @@ export interface ExchangeSpec {
 /** A bench process's Sluice: its TaskExecutor and, in a process that deploys runs, the job side. */
 export class SluiceProcess {
   private deployer: JobDeployer | undefined;
+
+  /** The job side's ShuffleMaster, once this process deployed a run. */
+  get shuffleMaster(): JobDeployer["master"] | undefined {
+    return this.deployer?.master;
+  }
   private scraper: NodeJS.Timeout | undefined;
 
   private constructor(

@@ -4,6 +4,7 @@ import { ConfigurationError } from "@sluice/core";
 export const SHUFFLE_SERVICE_ALIASES: Readonly<Record<string, string>> = Object.freeze({
   tcp: "@sluice/shuffle-tcp#TcpShuffleServiceFactory",
   ws: "@sluice/shuffle-ws#WsShuffleServiceFactory",
+  remote: "@sluice/shuffle-remote#RemoteShuffleServiceFactory",
 });
 
 /** Short names for the bundled metric reporters, accepted as `metrics.reporter.<name>.factory.class`. */

@@ -22,7 +22,10 @@ describe("docs/configuration.md", () => {
 
   it("lists a bundled plugin's own options under its package, and leaves out plugins without", async () => {
     const plugins = await loadPluginOptions(BUNDLED_PLUGINS);
-    expect(plugins.map((plugin) => plugin.packageName)).toEqual(["@sluice/shuffle-ws"]);
+    expect(plugins.map((plugin) => plugin.packageName)).toEqual([
+      "@sluice/shuffle-ws",
+      "@sluice/shuffle-remote",
+    ]);
     const docs = generateConfigurationDocs(CONFIG_OPTION_GROUPS, plugins);
     expect(docs).toContain("## Plugin `@sluice/shuffle-ws`");
     expect(docs).toContain("| `taskmanager.network.websocket.high-water-mark` | memory | `1 mb` |");

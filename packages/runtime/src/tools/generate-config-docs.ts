@@ -35,6 +35,7 @@ export const DEFAULT_CONFIG_DOCS_PATH = path.join(REPO, "docs/configuration.md")
 export const BUNDLED_PLUGINS: readonly string[] = [
   `${path.join(REPO, "packages/shuffle-tcp")}#TcpShuffleServiceFactory`,
   `${path.join(REPO, "packages/shuffle-ws")}#WsShuffleServiceFactory`,
+  `${path.join(REPO, "packages/shuffle-remote")}#RemoteShuffleServiceFactory`,
 ];
 
 /** The metric reporters of this repository whose own options the docs list. */

@@ -4,6 +4,7 @@ import { blockingCases } from "./blocking-cases.js";
 import { exchangeCases } from "./exchange-cases.js";
 import { failureCases } from "./failure-cases.js";
 import { flushCases } from "./flush-cases.js";
+import { pipelinedRefusalCases } from "./pipelined-refusal-cases.js";
 import { TckCluster } from "./tck-cluster.js";
 
 /** What the suite needs to know about the plugin under test. */
@@ -21,6 +22,12 @@ export interface ShuffleConformanceOptions {
    * environment variable SLUICE_TCK_RECORDS overrides it, e.g. 5 000 000 in `pnpm test:long`).
    */
   readonly records?: number;
+  /**
+   * The plugin stores BLOCKING partitions only (a remote shuffle service): the cases of pipelined
+   * exchanges are replaced by ones that expect a pipelined job to be refused at once with
+   * `SLUICE_ERR_CONFIG`; the blocking cases run as for any plugin.
+   */
+  readonly blockingOnly?: boolean;
 }
 
 /**
@@ -81,9 +88,13 @@ export function describeShuffleServiceConformance(options: ShuffleConformanceOpt
       return cluster;
     };
 
-    describe("exchanges", () => exchangeCases(current, records));
-    describe("flushing", () => flushCases(current));
-    describe("failures", () => failureCases(current));
+    if (options.blockingOnly === true) {
+      describe("pipelined exchanges refused", () => pipelinedRefusalCases(current));
+    } else {
+      describe("exchanges", () => exchangeCases(current, records));
+      describe("flushing", () => flushCases(current));
+      describe("failures", () => failureCases(current));
+    }
     describe("blocking partitions", () => blockingCases(current));
   });
 }

@@ -18,7 +18,8 @@ export const ShuffleServiceOptions = {
         "file's folder, an absolute path or a `file:` URL; without `#`, the default export. The " +
         "export is a `ShuffleServiceFactory` class (constructed without arguments) or object. " +
         "Aliases: `tcp` = `@sluice/shuffle-tcp#TcpShuffleServiceFactory`, " +
-        "`ws` = `@sluice/shuffle-ws#WsShuffleServiceFactory`. The same plugin must be configured " +
+        "`ws` = `@sluice/shuffle-ws#WsShuffleServiceFactory`, " +
+        "`remote` = `@sluice/shuffle-remote#RemoteShuffleServiceFactory`. The same plugin must be configured " +
         "on the coordinator and on every worker.",
     ),
 } as const;

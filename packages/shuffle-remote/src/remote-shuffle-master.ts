@@ -1,0 +1,377 @@
+import { ConfigurationError, type JobID, ResultPartitionID, TimeoutError } from "@sluice/core";
+import { readTlsSettings, type TransportServer } from "@sluice/network";
+import type {
+  JobShuffleContext,
+  PartitionDescriptor,
+  ProducerDescriptor,
+  ShuffleMaster,
+  ShuffleMasterContext,
+  TaskInputsOutputsDescriptor,
+} from "@sluice/runtime-api";
+import { TcpTransport } from "@sluice/shuffle-tcp";
+import { checkBlocking } from "./check-blocking.js";
+import { type EmbeddedWorker, startEmbeddedWorkers } from "./embedded-shuffle-workers.js";
+import {
+  FrameConnection,
+  FrameType,
+  MAX_FRAME_SIZE,
+  parseJsonPayload,
+} from "./frame-connection.js";
+import {
+  createRemoteShuffleDescriptor,
+  type RemoteShuffleDescriptor,
+  type ShuffleWorkerAddress,
+  workerOf,
+} from "./remote-shuffle-descriptor.js";
+import { RemoteShuffleOptions } from "./remote-shuffle-options.js";
+import type { ShuffleWorkerStorage, WorkerRegistration } from "./shuffle-worker.js";
+
+/** What the manager knows of one worker (by address; one incarnation at a time). */
+interface TrackedWorker {
+  address: ShuffleWorkerAddress;
+  pid: number;
+  connection: FrameConnection | undefined;
+  lastHeartbeat: number;
+  /** As of its latest heartbeat. */
+  storage: ShuffleWorkerStorage | undefined;
+  /** Runs when the grace window of a lost worker ends. */
+  graceTimer: NodeJS.Timeout | undefined;
+  /** Partitions assigned to it, by id, with their job. */
+  readonly partitions: Map<string, { readonly id: ResultPartitionID; readonly jobId: string }>;
+}
+
+/** A shuffle worker as the manager knows it. */
+export interface RegisteredShuffleWorker {
+  readonly address: ShuffleWorkerAddress;
+  /** Its process id, as it registered. */
+  readonly pid: number;
+  /** False during its grace window after it was lost. */
+  readonly live: boolean;
+  /** Partitions assigned to it and not released. */
+  readonly partitions: number;
+  /** What its partitions put on disk, as of its latest heartbeat; unset before the first. */
+  readonly storage: ShuffleWorkerStorage | undefined;
+}
+
+/** A worker lost for good, and the partitions of each job it took with it. */
+export interface LostShuffleWorker {
+  readonly address: ShuffleWorkerAddress;
+  readonly partitions: readonly ResultPartitionID[];
+}
+
+/**
+ * The job side of the remote shuffle: the ShuffleMaster, which also runs the shuffle manager
+ * that shuffle workers register with (`remote-shuffle.manager.rpc-address` / `rpc-port`), and,
+ * with `remote-shuffle.manager.embedded-workers`, starts workers itself.
+ *
+ * - Each BLOCKING partition is assigned to the live worker with the fewest partitions; its
+ *   descriptor names the worker's address and incarnation and stores no local resource.
+ *   Pipelined types are refused (`SLUICE_ERR_CONFIG`).
+ * - Released partitions are released on their worker.
+ * - A worker whose connection closes or whose heartbeats stop is lost: when it registers again
+ *   with the same incarnation within `remote-shuffle.worker.max-recovery-time` it keeps its
+ *   partitions; otherwise — or at once when it comes back as a new incarnation — its partitions
+ *   are reported to their jobs (`stopTrackingAndReleasePartitions`), so their producers re-run.
+ */
+export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescriptor> {
+  private readonly workers = new Map<string, TrackedWorker>();
+  private readonly jobs = new Map<string, JobShuffleContext>();
+  private readonly transport: TcpTransport;
+  private server: TransportServer | undefined;
+  private embedded: EmbeddedWorker[] = [];
+  private heartbeatCheck: NodeJS.Timeout | undefined;
+  private readonly registrationWaiters = new Set<() => void>();
+  private readonly lostListeners = new Set<(lost: LostShuffleWorker) => void>();
+  private readonly registeredListeners = new Set<(worker: RegisteredShuffleWorker) => void>();
+  private closed = false;
+
+  constructor(private readonly context: ShuffleMasterContext) {
+    this.transport = new TcpTransport({ tls: readTlsSettings(context.configuration) });
+  }
+
+  /** The port the shuffle manager listens on (after `start()`). */
+  get managerPort(): number {
+    return this.server?.port ?? -1;
+  }
+
+  /** The live workers' addresses. */
+  liveWorkers(): ShuffleWorkerAddress[] {
+    return [...this.workers.values()]
+      .filter((worker) => worker.connection !== undefined)
+      .map((worker) => worker.address);
+  }
+
+  /** Every worker the manager tracks: live, or lost and within its grace window. */
+  registeredWorkers(): RegisteredShuffleWorker[] {
+    return [...this.workers.values()].map((worker) => describeTracked(worker));
+  }
+
+  /** Calls `listener` whenever a worker registers (a new incarnation, or one that returned). */
+  onWorkerRegistered(listener: (worker: RegisteredShuffleWorker) => void): void {
+    this.registeredListeners.add(listener);
+  }
+
+  /** The processes of the embedded workers (tests and the demo kill them). */
+  embeddedWorkerProcesses(): readonly EmbeddedWorker[] {
+    return this.embedded;
+  }
+
+  /** Calls `listener` whenever a worker's partitions are reported lost. */
+  onWorkerLost(listener: (lost: LostShuffleWorker) => void): void {
+    this.lostListeners.add(listener);
+  }
+
+  async start(): Promise<void> {
+    const configuration = this.context.configuration;
+    this.server = await this.transport.listen({
+      host: configuration.get(RemoteShuffleOptions.MANAGER_ADDRESS),
+      port: configuration.get(RemoteShuffleOptions.MANAGER_PORT),
+      maxFrameSize: MAX_FRAME_SIZE,
+      onConnection: (connection) => {
+        if (this.closed) {
+          connection.destroy();
+          return;
+        }
+        let tracked: TrackedWorker | undefined;
+        const frames: FrameConnection = new FrameConnection(
+          connection,
+          {
+            onFrame: (type, payload) => {
+              if (type === FrameType.REGISTER) {
+                tracked = this.register(
+                  frames,
+                  parseJsonPayload<WorkerRegistration>(payload, frames.remoteAddress),
+                );
+              } else if (type === FrameType.HEARTBEAT && tracked !== undefined) {
+                tracked.lastHeartbeat = Date.now();
+                const { storage } = parseJsonPayload<{ storage?: ShuffleWorkerStorage }>(
+                  payload,
+                  frames.remoteAddress,
+                );
+                if (storage !== undefined) tracked.storage = storage;
+              }
+            },
+            onClose: () => {
+              if (tracked !== undefined && tracked.connection === frames) this.lose(tracked);
+            },
+          },
+          MAX_FRAME_SIZE,
+        );
+      },
+    });
+    const timeout = configuration.get(RemoteShuffleOptions.HEARTBEAT_TIMEOUT);
+    this.heartbeatCheck = setInterval(
+      () => {
+        const now = Date.now();
+        for (const worker of this.workers.values()) {
+          if (worker.connection !== undefined && now - worker.lastHeartbeat > timeout) {
+            worker.connection.destroy();
+          }
+        }
+      },
+      Math.max(100, Math.min(timeout / 4, 1000)),
+    );
+    this.heartbeatCheck.unref();
+    const count = configuration.get(RemoteShuffleOptions.EMBEDDED_WORKERS);
+    if (count > 0) {
+      this.embedded = startEmbeddedWorkers(configuration, this.server.port, count);
+      await this.awaitWorkers(count);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.heartbeatCheck);
+    for (const worker of this.workers.values()) {
+      clearTimeout(worker.graceTimer);
+      worker.connection?.close();
+    }
+    for (const wake of [...this.registrationWaiters]) wake();
+    for (const worker of this.embedded) if (worker.child.connected) worker.child.disconnect();
+    await Promise.all(this.embedded.map((worker) => worker.exited));
+    await this.server?.close();
+  }
+
+  registerJob(context: JobShuffleContext): void {
+    this.jobs.set(context.jobId.toString(), context);
+  }
+
+  unregisterJob(jobId: JobID): void {
+    const key = jobId.toString();
+    this.jobs.delete(key);
+    // Whatever the job side did not release yet goes now.
+    for (const worker of this.workers.values()) {
+      const ids = [...worker.partitions.values()].filter((p) => p.jobId === key).map((p) => p.id);
+      if (ids.length > 0) this.releaseOn(worker, ids);
+    }
+  }
+
+  async registerPartitionWithProducer(
+    jobId: JobID,
+    partitionDescriptor: PartitionDescriptor,
+    producerDescriptor: ProducerDescriptor,
+  ): Promise<RemoteShuffleDescriptor> {
+    const id = new ResultPartitionID(
+      partitionDescriptor.partitionId,
+      producerDescriptor.producerExecutionId,
+    );
+    checkBlocking(partitionDescriptor.partitionType, `partition ${id}`);
+    const worker = await this.leastLoadedWorker();
+    worker.partitions.set(id.toString(), { id, jobId: jobId.toString() });
+    return createRemoteShuffleDescriptor(id, worker.address);
+  }
+
+  releasePartitionExternally(shuffleDescriptor: RemoteShuffleDescriptor): void {
+    let address: ShuffleWorkerAddress;
+    try {
+      address = workerOf(shuffleDescriptor);
+    } catch {
+      return; // Not one of ours (an unknown descriptor): nothing to release.
+    }
+    const worker = this.workers.get(keyOf(address));
+    if (worker === undefined || worker.address.incarnation !== address.incarnation) return;
+    this.releaseOn(worker, [shuffleDescriptor.resultPartitionId]);
+  }
+
+  /** Needs nothing of the task manager's network memory beyond the shared pool. */
+  computeShuffleMemorySizeForTask(_descriptor: TaskInputsOutputsDescriptor): number {
+    return 0;
+  }
+
+  private releaseOn(worker: TrackedWorker, ids: readonly ResultPartitionID[]): void {
+    for (const id of ids) worker.partitions.delete(id.toString());
+    worker.connection?.sendJson(FrameType.RELEASE, {
+      partitionIds: ids.map((id) => id.toString()),
+    });
+  }
+
+  private register(connection: FrameConnection, registration: WorkerRegistration): TrackedWorker {
+    const address: ShuffleWorkerAddress = {
+      host: registration.host,
+      rpcPort: registration.rpcPort,
+      dataPort: registration.dataPort,
+      incarnation: registration.incarnation,
+    };
+    const key = keyOf(address);
+    const known = this.workers.get(key);
+    if (known !== undefined && known.address.incarnation === address.incarnation) {
+      // Back within its grace window, with its partitions: re-associate.
+      clearTimeout(known.graceTimer);
+      known.graceTimer = undefined;
+      known.connection?.destroy();
+      known.connection = connection;
+      known.lastHeartbeat = Date.now();
+      known.pid = registration.pid;
+      for (const listener of this.registeredListeners) listener(describeTracked(known));
+      return known;
+    }
+    if (known !== undefined) {
+      // A new start on the same address: the old incarnation's partitions are gone.
+      known.connection?.destroy();
+      this.reportLost(known);
+    }
+    const tracked: TrackedWorker = {
+      address,
+      pid: registration.pid,
+      connection,
+      lastHeartbeat: Date.now(),
+      storage: undefined,
+      graceTimer: undefined,
+      partitions: new Map(),
+    };
+    this.workers.set(key, tracked);
+    for (const listener of this.registeredListeners) listener(describeTracked(tracked));
+    for (const wake of [...this.registrationWaiters]) wake();
+    return tracked;
+  }
+
+  private lose(worker: TrackedWorker): void {
+    worker.connection = undefined;
+    if (this.closed || worker.graceTimer !== undefined) return;
+    const grace = this.context.configuration.get(RemoteShuffleOptions.MAX_RECOVERY_TIME);
+    worker.graceTimer = setTimeout(() => this.reportLost(worker), grace);
+    worker.graceTimer.unref();
+  }
+
+  private reportLost(worker: TrackedWorker): void {
+    clearTimeout(worker.graceTimer);
+    worker.graceTimer = undefined;
+    if (this.workers.get(keyOf(worker.address)) === worker)
+      this.workers.delete(keyOf(worker.address));
+    const byJob = new Map<string, ResultPartitionID[]>();
+    for (const { id, jobId } of worker.partitions.values()) {
+      byJob.set(jobId, [...(byJob.get(jobId) ?? []), id]);
+    }
+    worker.partitions.clear();
+    const all = [...byJob.values()].flat();
+    for (const listener of this.lostListeners)
+      listener({ address: worker.address, partitions: all });
+    for (const [jobId, ids] of byJob) {
+      this.jobs
+        .get(jobId)
+        ?.stopTrackingAndReleasePartitions(ids)
+        .catch((error: unknown) => this.context.onFatalError(error as Error));
+    }
+  }
+
+  private async leastLoadedWorker(): Promise<TrackedWorker> {
+    const pick = () => {
+      let best: TrackedWorker | undefined;
+      for (const worker of this.workers.values()) {
+        if (worker.connection === undefined) continue;
+        if (best === undefined || worker.partitions.size < best.partitions.size) best = worker;
+      }
+      return best;
+    };
+    const now = pick();
+    if (now !== undefined) return now;
+    await this.awaitWorkers(1);
+    const later = pick();
+    if (later === undefined) {
+      throw new ConfigurationError(
+        `no shuffle worker is registered with the shuffle manager on port ${this.managerPort}: start workers (sluice-shuffle-worker -D remote-shuffle.manager.rpc-port=${this.managerPort}) or set 'remote-shuffle.manager.embedded-workers'`,
+      );
+    }
+    return later;
+  }
+
+  /** Waits until `count` workers are live, up to the registration timeout. */
+  private async awaitWorkers(count: number): Promise<void> {
+    const timeoutMs = this.context.configuration.get(
+      RemoteShuffleOptions.WORKER_REGISTRATION_TIMEOUT,
+    );
+    const deadline = Date.now() + timeoutMs;
+    while (this.liveWorkers().length < count && !this.closed) {
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        throw new TimeoutError(
+          `${this.liveWorkers().length} of ${count} shuffle workers registered with the shuffle manager on port ${this.managerPort} within 'remote-shuffle.manager.worker-registration-timeout' (${timeoutMs} ms)`,
+        );
+      }
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          this.registrationWaiters.delete(done);
+          resolve();
+        };
+        const timer = setTimeout(done, left);
+        this.registrationWaiters.add(done);
+      });
+    }
+  }
+}
+
+function describeTracked(worker: TrackedWorker): RegisteredShuffleWorker {
+  return {
+    address: worker.address,
+    pid: worker.pid,
+    live: worker.connection !== undefined,
+    partitions: worker.partitions.size,
+    storage: worker.storage,
+  };
+}
+
+function keyOf(address: ShuffleWorkerAddress): string {
+  return `${address.host}:${address.rpcPort}`;
+}

@@ -1,0 +1,100 @@
+import { ConfigOptions } from "@sluice/runtime-api";
+
+/**
+ * The options of `@sluice/shuffle-remote`. The names follow flink-remote-shuffle's
+ * (`remote-shuffle.manager.*` for the shuffle manager the job side runs, `remote-shuffle.worker.*`
+ * for the shuffle workers, `remote-shuffle.job.*` for the clients in task managers); the memory
+ * defaults are those of Celeborn's Flink plugin.
+ */
+export const RemoteShuffleOptions = {
+  MANAGER_ADDRESS: ConfigOptions.key("remote-shuffle.manager.rpc-address")
+    .stringType()
+    .defaultValue("127.0.0.1")
+    .withDescription(
+      "Host of the shuffle manager (run by the job manager's ShuffleMaster) that shuffle workers register with; the manager binds to it.",
+    ),
+  MANAGER_PORT: ConfigOptions.key("remote-shuffle.manager.rpc-port")
+    .intType()
+    .defaultValue(23123)
+    .withValidator((port) =>
+      Number.isInteger(port) && port >= 0 && port <= 65535 ? undefined : "a port in [0, 65535]",
+    )
+    .withDescription(
+      "Port of the shuffle manager; 0 takes any free port (the workers the manager starts itself are told which).",
+    ),
+  EMBEDDED_WORKERS: ConfigOptions.key("remote-shuffle.manager.embedded-workers")
+    .intType()
+    .defaultValue(0)
+    .withValidator((count) =>
+      Number.isInteger(count) && count >= 0 && count <= 64 ? undefined : "an integer in [0, 64]",
+    )
+    .withDescription(
+      "Shuffle worker processes the ShuffleMaster starts next to itself (child processes, stopped with it); 0 = workers are started separately (`sluice-shuffle-worker`).",
+    ),
+  WORKER_REGISTRATION_TIMEOUT: ConfigOptions.key(
+    "remote-shuffle.manager.worker-registration-timeout",
+  )
+    .durationType()
+    .defaultValue("30s")
+    .withDescription(
+      "How long the ShuffleMaster waits for its embedded workers to register at start, and how long a partition waits for a first worker when none is registered.",
+    ),
+  MAX_RECOVERY_TIME: ConfigOptions.key("remote-shuffle.worker.max-recovery-time")
+    .durationType()
+    .defaultValue("3min")
+    .withDescription(
+      "The grace window of a lost shuffle worker: when it registers again with the same incarnation within it, its partitions are kept; otherwise they are reported lost to the job so their producers run again. A worker that comes back as a new incarnation loses its partitions at once.",
+    ),
+  HEARTBEAT_INTERVAL: ConfigOptions.key("remote-shuffle.worker.heartbeat-interval")
+    .durationType()
+    .defaultValue("1s")
+    .withDescription("How often a shuffle worker sends a heartbeat to the shuffle manager."),
+  HEARTBEAT_TIMEOUT: ConfigOptions.key("remote-shuffle.worker.heartbeat-timeout")
+    .durationType()
+    .defaultValue("10s")
+    .withDescription(
+      "A worker whose heartbeats stop for this long is lost (its grace window starts), as is one whose connection to the manager closes.",
+    ),
+  WORKER_HOST: ConfigOptions.key("remote-shuffle.worker.host")
+    .stringType()
+    .defaultValue("127.0.0.1")
+    .withDescription(
+      "The address producers and consumers reach a shuffle worker at; the worker binds to it.",
+    ),
+  WORKER_RPC_PORT: ConfigOptions.key("remote-shuffle.worker.rpc-port")
+    .intType()
+    .defaultValue(0)
+    .withValidator((port) =>
+      Number.isInteger(port) && port >= 0 && port <= 65535 ? undefined : "a port in [0, 65535]",
+    )
+    .withDescription(
+      "Port a shuffle worker receives pushed partitions and checksum queries on; 0 = any free port.",
+    ),
+  WORKER_DATA_PORT: ConfigOptions.key("remote-shuffle.worker.data-port")
+    .intType()
+    .defaultValue(0)
+    .withValidator((port) =>
+      Number.isInteger(port) && port >= 0 && port <= 65535 ? undefined : "a port in [0, 65535]",
+    )
+    .withDescription(
+      "Port a shuffle worker serves stored partitions on, with the network shuffle's credit-based protocol; 0 = any free port.",
+    ),
+  WORKER_WRITING_MEMORY: ConfigOptions.key("remote-shuffle.worker.memory.writing-size")
+    .memoryType()
+    .defaultValue("64mb")
+    .withDescription(
+      "Memory of a shuffle worker for the sort buffers of the partitions being pushed to it (its network memory). Each partition being written takes `taskmanager.network.sort-shuffle.min-buffers` segments of it.",
+    ),
+  WORKER_READING_MEMORY: ConfigOptions.key("remote-shuffle.worker.memory.reading-size")
+    .memoryType()
+    .defaultValue("32mb")
+    .withDescription(
+      "Memory of a shuffle worker for reading stored partitions to their consumers, shared by all readers.",
+    ),
+  MEMORY_PER_PARTITION: ConfigOptions.key("remote-shuffle.job.memory-per-partition")
+    .memoryType()
+    .defaultValue("64mb")
+    .withDescription(
+      "The most bytes of one result partition a producer buffers or has in flight to its shuffle worker (the worker's credit); beyond it the producer is back-pressured.",
+    ),
+} as const;
