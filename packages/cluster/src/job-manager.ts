@@ -159,7 +159,7 @@ export class JobManager {
     readonly highAvailability: HighAvailabilityServices,
     /** Whether {@link close} closes {@link highAvailability} (it loaded them itself). */
     private readonly ownsHighAvailability: boolean,
-    readonly warn: (message: string) => void,
+    warn: (message: string) => void,
   ) {
     this.url = endpoint.url;
     this.host = endpoint.host;
