@@ -1,27 +1,23 @@
 import { JobManager, type RegisteredTaskManager } from "@sluice/cluster";
-import { ConfigurationError, ErrorCodes, isSluiceError, JobID } from "@sluice/core";
+import { ConfigurationError, ErrorCodes, isSluiceError } from "@sluice/core";
 import {
   type CompletedCheckpoint,
   type Configuration,
   describeThrowable,
   type JobExecution,
   type JobResult,
-  loadCompletedCheckpoint,
   loadConfigurationAndShufflePlugin,
   serializeThrowable,
 } from "@sluice/runtime";
-import { HighAvailabilityOptions } from "@sluice/runtime-api";
 import { RemoteShuffleOptions } from "@sluice/shuffle-remote";
 import {
   applyBatchDefaults,
   applyBatchRestartStrategy,
-  BATCH_SHUFFLE_MESSAGE,
-  type BatchShuffleReport,
-  BatchShuffleReportSchema,
   type BatchSummary,
   batchDifferences,
   compressionCodecOf,
 } from "./batch-mode.js";
+import { collectBatchSummary } from "./batch-summary-collection.js";
 import { applyCheckpointingFlags, recoverySettingsOf } from "./checkpointing-options.js";
 import type { DemoOptions } from "./cli.js";
 import {
@@ -35,34 +31,36 @@ import { startDashboard } from "./dashboard/start-dashboard.js";
 import type { WebMonitorEndpoint } from "./dashboard/web-monitor-endpoint.js";
 import { APP_DIR, APP_VERSION, isUsageError, SHUFFLE_KEY } from "./demo-application.js";
 import { formatInteger } from "./format.js";
+import { awaitLeadership, recoverOrCreateJob } from "./high-availability-recovery.js";
 import {
   type Failure,
   failureLines,
   JobFailedError,
   JobFailures,
+  jobFailureMessage,
   settlesWithin,
 } from "./job-failures.js";
 import { JobReportBuilder } from "./job-report-builder.js";
-import { type LocalTaskManager, LocalTaskManagers } from "./local-task-managers.js";
+import { LocalTaskManagers } from "./local-task-managers.js";
 import { checkParallelismFitsNetworkMemory } from "./parallelism-memory.js";
 import { ProgressLoop } from "./progress-loop.js";
 import { Recovery } from "./recovery.js";
-import {
-  announceShuffleWorkers,
-  applyRemoteShuffleFlags,
-  shuffleWorkerReports,
-} from "./remote-shuffle-workers.js";
+import { announceShuffleWorkers, applyRemoteShuffleFlags } from "./remote-shuffle-workers.js";
 import { ShuffleWorkerKill } from "./shuffle-worker-kill.js";
 import { checkOutputDirectory, readCommittedOutput } from "./sink-options.js";
 import { StageTimeline } from "./stage-timeline.js";
 import { formatSummary, type JobReport, type SinkReport, summaryJson } from "./summary.js";
+import { TaskManagerExits } from "./task-manager-exits.js";
 import { subtaskName, taskProgressOf } from "./task-metrics.js";
-import { COUNT_VERTEX, SOURCE_VERTEX, type WordCountJob, wordCountJob } from "./word-count-job.js";
+import {
+  COUNT_VERTEX,
+  SOURCE_VERTEX,
+  type WordCountJob,
+  type wordCountJob,
+} from "./word-count-job.js";
 
 /** How long local task managers may take to start and register. */
 const STARTUP_TIMEOUT_MS = 30_000;
-/** How long a standby job manager waits to be elected (a standby may wait for days). */
-const LEADERSHIP_WAIT_MS = 2 ** 31 - 1;
 /** How long a clean shutdown may take. */
 const SHUTDOWN_TIMEOUT_MS = 10_000;
 /** After a failure: how long the job's tasks and the task managers get before they are killed. */
@@ -108,10 +106,10 @@ export class JobManagerRole {
   private jobRootCause: string | null = null;
   /** When the job ended (`performance.now()`), so the dashboard's clock stops with it. */
   private endedAt: number | undefined;
-  /** Lost task managers the job went on without (dropped from the pool, or recovered from). */
-  private readonly survived = new Set<RegisteredTaskManager>();
-  /** Exit codes the local children should end with, once told to shut down. */
-  private readonly expectedExit = new Map<number, number>();
+  /** Which losses and exits of task managers the job survives. */
+  private readonly exits = new TaskManagerExits(this.failures, (text) =>
+    this.io.stderr.write(text),
+  );
   private jobManager: JobManager | undefined;
   private execution: JobExecution | undefined;
   /** Whether the job managers run under high availability (not `none`). */
@@ -187,7 +185,9 @@ export class JobManagerRole {
         });
       }
       jobManager = await this.startJobManager(configuration);
-      await this.awaitLeadership(jobManager, configuration);
+      this.highAvailability = await awaitLeadership(jobManager, configuration, (text) =>
+        this.say(text),
+      );
     } catch (error) {
       if (error instanceof ConfigurationError) {
         this.io.stderr.write(`error: ${error.message}\n`);
@@ -205,7 +205,14 @@ export class JobManagerRole {
     const shuffle = jobManager.plugin.reference;
     let job: WordCountJob;
     try {
-      job = await this.recoverOrCreateJob(jobManager);
+      const recovered = await recoverOrCreateJob(
+        jobManager,
+        this.highAvailability,
+        this.jobOptions,
+        (text) => this.say(text),
+      );
+      job = recovered.job;
+      this.restoreFrom = recovered.restoreFrom;
     } catch (error) {
       this.io.stderr.write(`error: cannot recover the job: ${(error as Error).message}\n`);
       await jobManager.close({ failed: true, timeoutMs: CANCEL_GRACE_MS });
@@ -261,42 +268,6 @@ export class JobManagerRole {
   }
 
   /**
-   * The word count to run: under high availability, the one the previous leader left in the
-   * stores (same job id), restored from its latest stored checkpoint; else a new one.
-   */
-  private async recoverOrCreateJob(jobManager: JobManager): Promise<WordCountJob> {
-    if (!this.highAvailability) return wordCountJob(this.jobOptions);
-    const [previous] = await jobManager.recoverableJobs();
-    if (previous === undefined) return wordCountJob(this.jobOptions);
-    const job = wordCountJob(this.jobOptions, JobID.fromHex(previous.jobId));
-    const checkpoint = previous.latestCheckpoint;
-    if (checkpoint !== undefined) {
-      this.restoreFrom = await loadCompletedCheckpoint(checkpoint.externalPointer, job.graph);
-    }
-    this.say(
-      `recovering job ${previous.jobId} left by the previous leader, ${checkpoint === undefined ? "from the start (no checkpoint was stored)" : `from checkpoint ${checkpoint.checkpointId}`}\n`,
-    );
-    return job;
-  }
-
-  /**
-   * With high availability, a standby waits here until it is elected: only the leader accepts
-   * task managers and runs the job. With `none` the job manager leads from the start.
-   */
-  private async awaitLeadership(jobManager: JobManager, configuration: Configuration) {
-    const type = configuration.get(HighAvailabilityOptions.HA_MODE);
-    if (type.trim().toLowerCase() === "none") return;
-    this.highAvailability = true;
-    if (jobManager.fencingToken === undefined) {
-      this.say(
-        `standby job manager at ${jobManager.url}: waiting to be elected leader (${HighAvailabilityOptions.HA_MODE.key}: ${type})\n`,
-      );
-    }
-    const token = await jobManager.waitForLeadership(LEADERSHIP_WAIT_MS);
-    this.say(`elected leader (fencing token ${token}); task managers find this job manager now\n`);
-  }
-
-  /**
    * Starts the cluster's job manager: the JobDeployer, and the control plane on 127.0.0.1 (one
    * command) or where `--bind` or `jobmanager.rpc.*` say.
    */
@@ -325,18 +296,7 @@ export class JobManagerRole {
       },
       onTaskManagerLost: (tm, cause) => {
         this.report.lost.add(tm);
-        // One that runs no task of the job (it registered and dropped before the job started)
-        // only leaves the pool: the job waits for, or runs on, the others.
-        if (!this.execution?.executionVertices.some((v) => v.gateway === tm)) {
-          this.io.stderr.write(
-            `warning: ${cause.message}; it ran no task of the job and is dropped from the pool\n`,
-          );
-          this.survived.add(tm);
-          return;
-        }
-        // A job that restarts without it (from its latest checkpoint) has not failed.
-        if (this.recovery?.taskManagerLost(tm)) this.survived.add(tm);
-        else this.failures.record(1, cause.message);
+        this.exits.lost(tm, cause, this.execution, this.recovery);
       },
       onApplicationMessage: (tm, name, payload) => {
         if (name !== METRIC_ENDPOINTS_MESSAGE) {
@@ -367,7 +327,14 @@ export class JobManagerRole {
         options.taskManagers,
         { host: "127.0.0.1", port: jobManager.port },
         configArguments(options),
-        (child, code, signal, error) => this.onLocalExit(child, code, signal, error),
+        (child, code, signal, error) =>
+          this.exits.localExited(
+            child,
+            code,
+            signal,
+            error,
+            this.jobManager?.taskManagers.find((tm) => tm.pid === child.pid),
+          ),
       );
     } else {
       this.say(
@@ -430,17 +397,7 @@ export class JobManagerRole {
           : `${result.failedTask}: ${result.error.message}`;
     }
     if (result.status !== "FINISHED") {
-      const cause =
-        result.error === undefined
-          ? `the job ended ${result.status}`
-          : describeThrowable(serializeThrowable(result.error));
-      const where = result.failedTaskLocation?.resourceId;
-      const on =
-        where === undefined
-          ? ""
-          : ` on ${jobManager.taskManagers.find((tm) => tm.location.resourceId.equals(where))?.label ?? `TaskExecutor ${where}`}`;
-      const task = result.failedTask === undefined ? "" : `task ${result.failedTask}${on} failed: `;
-      this.failures.record(3, `${task}${cause}`);
+      this.failures.record(3, jobFailureMessage(result, jobManager.taskManagers));
       throw new JobFailedError();
     }
     return result;
@@ -521,30 +478,15 @@ export class JobManagerRole {
   ): Promise<BatchSummary | undefined> {
     const batch = this.batch;
     if (batch === undefined) return undefined;
-    const stages = batch.timeline?.stop() ?? [];
-    const reports: BatchShuffleReport[] = [];
-    for (const tm of taskManagers) {
-      // A task manager lost during the job (killed) cannot report; its files went with it.
-      if (this.report.lost.has(tm)) continue;
-      const reply = await this.failures.phase(tm.call(BATCH_SHUFFLE_MESSAGE, null), {
-        ms: SHUTDOWN_TIMEOUT_MS * 2,
-        what: `${tm.label}'s batch shuffle report`,
-      });
-      if (reply === null) {
-        throw new ConfigurationError(
-          `the shuffle plugin of ${tm.label} registers no Status.Shuffle.Netty.BatchShuffle metrics; batch mode reports them`,
-        );
-      }
-      reports.push(BatchShuffleReportSchema.parse(reply));
-    }
-    const master = this.jobManager?.deployer.master;
-    const shuffleWorkers = master === undefined ? undefined : await shuffleWorkerReports(master);
-    return {
-      codec: shuffleWorkers === undefined ? batch.codec : "NONE",
-      taskManagers: reports,
-      stages,
-      ...(shuffleWorkers === undefined ? {} : { shuffleWorkers }),
-    };
+    return collectBatchSummary({
+      codec: batch.codec,
+      stages: batch.timeline?.stop() ?? [],
+      taskManagers,
+      lost: this.report.lost,
+      failures: this.failures,
+      timeoutMs: SHUTDOWN_TIMEOUT_MS * 2,
+      master: this.jobManager?.deployer.master,
+    });
   }
 
   // ---------------------------------------------------------------------------- dashboard
@@ -586,7 +528,7 @@ export class JobManagerRole {
   private async shutDownTaskManagers(reason: string, failed: boolean): Promise<void> {
     const jobManager = this.jobManager as JobManager;
     for (const tm of jobManager.taskManagers) {
-      if (tm.connected) this.expectedExit.set(tm.pid, failed ? 1 : 0);
+      if (tm.connected) this.exits.expectExit(tm.pid, failed ? 1 : 0);
     }
     const outcomes = await jobManager.shutDownTaskManagers({
       reason,
@@ -598,35 +540,6 @@ export class JobManagerRole {
       else if (!failed) {
         this.failures.record(2, `${tm.label} failed to shut down: ${outcome.message}`);
       }
-    }
-  }
-
-  // --------------------------------------------------------------------- local processes
-
-  private onLocalExit(
-    child: LocalTaskManager,
-    code: number | null,
-    signal: NodeJS.Signals | null,
-    error?: Error,
-  ): void {
-    if (signal !== null && signal === child.killSignal) return;
-    const registered = this.jobManager?.taskManagers.find((tm) => tm.pid === child.pid);
-    const label = registered?.label ?? `task manager (pid ${child.pid})`;
-    if (error !== undefined) {
-      this.failures.record(0, `${label} could not be started or signalled: ${error.message}`);
-      return;
-    }
-    // One the job went on without was judged when it was lost: its exit, say on waking from a
-    // pause, decides nothing more. The exit of one whose loss failed the job still names how it
-    // ended (a signal says more than the closed connection that was noticed first).
-    if (registered !== undefined && this.survived.has(registered)) return;
-    const expected = this.expectedExit.get(child.pid);
-    if (signal !== null) this.failures.record(0, `${label} was killed by signal ${signal}`);
-    else if (expected === undefined) {
-      // A task manager exits 2 for a bad configuration or plugin: so does the demo.
-      this.failures.record(2, `${label} exited unexpectedly with code ${code}`, code === 2 ? 2 : 1);
-    } else if (code !== expected && code !== 0) {
-      this.failures.record(2, `${label} exited with code ${code} while shutting down`);
     }
   }
 

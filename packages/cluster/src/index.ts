@@ -32,7 +32,6 @@ export {
   type JobManagerApplicationHandler,
   type JobManagerDeployOptions,
   type JobManagerStartOptions,
-  type RecoverableJob,
   type ShutDownOptions,
 } from "./job-manager.js";
 export type { RefusedTaskManager } from "./job-manager-endpoint.js";
@@ -41,6 +40,7 @@ export {
   JobMasterGatewayMethods,
   type JobMasterGatewayReceiver,
 } from "./job-master-gateway-methods.js";
+export type { RecoverableJob } from "./job-persistence.js";
 export type { MethodSpec, MethodTable, ParamsOf, ResultOf } from "./method-spec.js";
 export {
   metricDumpSchema,

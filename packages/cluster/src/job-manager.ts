@@ -9,13 +9,10 @@ import {
   type Placement,
 } from "@sluice/runtime";
 import {
-  CheckpointingOptions,
-  type CompletedCheckpointStore,
   HeartbeatManagerOptions,
   type HighAvailabilityServices,
   JobManagerOptions,
   type JsonValue,
-  type StoredCompletedCheckpoint,
 } from "@sluice/runtime-api";
 import { emitClusterWarning } from "./cluster-warning.js";
 import { HOST_LOCAL_KEYS, type ShutdownReport } from "./control-plane-messages.js";
@@ -23,8 +20,10 @@ import { readControlPlaneTls } from "./control-plane-tls.js";
 import { EmbeddedHighAvailabilityServices } from "./embedded-high-availability-services.js";
 import { loadHighAvailabilityServices } from "./high-availability-services-loader.js";
 import { JobManagerEndpoint, type RefusedTaskManager } from "./job-manager-endpoint.js";
+import { JobPersistence, type RecoverableJob } from "./job-persistence.js";
 import type { RegisteredTaskManager } from "./registered-task-manager.js";
 import { type ShufflePluginIdentity, shufflePluginIdentity } from "./shuffle-plugin-identity.js";
+import { TaskManagerWaiters } from "./task-manager-waiters.js";
 
 /** A host and a port. */
 export interface HostAndPort {
@@ -104,19 +103,6 @@ export interface JobManagerDeployOptions extends DeployOptions {
   readonly recoveryDescription?: JsonValue;
 }
 
-/** A job the previous leader ran, as the high-availability stores keep it. */
-export interface RecoverableJob {
-  /** The job's id (rebuild the graph with it: the checkpoint belongs to it). */
-  readonly jobId: string;
-  /** The `recoveryDescription` it was deployed with. */
-  readonly description: JsonValue;
-  /** Its latest completed checkpoint, if one completed: restore from its `externalPointer`. */
-  readonly latestCheckpoint: StoredCompletedCheckpoint | undefined;
-}
-
-/** How often a job's latest completed checkpoint is looked at to be stored. */
-const CHECKPOINT_STORE_POLL_MS = 25;
-
 /** Options of {@link JobManager.close} and {@link JobManager.shutDownTaskManagers}. */
 export interface ShutDownOptions {
   /** Why, as task managers report it (default "the job manager is closing"). */
@@ -128,15 +114,6 @@ export interface ShutDownOptions {
 }
 
 const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
-
-interface Waiter {
-  /** How many connected task managers it waits for, besides those in `excluded`. */
-  readonly count: number;
-  /** Task managers that do not count (a placement's current ones, when it waits for a new one). */
-  readonly excluded?: ReadonlySet<RegisteredTaskManager>;
-  readonly resolve: (taskManagers: readonly RegisteredTaskManager[]) => void;
-  readonly reject: (error: Error) => void;
-}
 
 /**
  * The job side of a Sluice cluster (Flink's JobManager: its JobMaster and ResourceManager for the
@@ -162,7 +139,8 @@ export class JobManager {
   readonly port: number;
 
   private readonly executions = new Set<JobExecution>();
-  private readonly waiters = new Set<Waiter>();
+  private readonly waiters = new TaskManagerWaiters(() => this.connectedTaskManagers());
+  private readonly persistence: JobPersistence;
   private closing: Promise<void> | undefined;
   private leaderToken: string | undefined;
   private readonly leadershipWaiters = new Set<() => void>();
@@ -181,11 +159,18 @@ export class JobManager {
     readonly highAvailability: HighAvailabilityServices,
     /** Whether {@link close} closes {@link highAvailability} (it loaded them itself). */
     private readonly ownsHighAvailability: boolean,
-    private readonly warn: (message: string) => void,
+    warn: (message: string) => void,
   ) {
     this.url = endpoint.url;
     this.host = endpoint.host;
     this.port = endpoint.port;
+    this.persistence = new JobPersistence({
+      configuration,
+      highAvailability,
+      isLeader: () => this.leaderToken !== undefined,
+      isClosing: () => this.closing !== undefined,
+      warn,
+    });
   }
 
   /**
@@ -269,7 +254,7 @@ export class JobManager {
             callBack(warn, "onTaskManagerRegistered", () =>
               options.onTaskManagerRegistered?.(taskManager),
             );
-            jobManager?.wakeWaiters();
+            jobManager?.waiters.wake();
           },
           onLost: (taskManager, cause) => {
             callBack(warn, "onTaskManagerLost", () =>
@@ -419,7 +404,7 @@ export class JobManager {
     count: number,
     timeoutMs: number = this.slotRequestTimeoutMs,
   ): Promise<readonly RegisteredTaskManager[]> {
-    return this.waitFor(count, timeoutMs, undefined, () => {
+    return this.waiters.waitFor(count, timeoutMs, undefined, () => {
       const registered = this.connectedTaskManagers().length;
       const limit =
         timeoutMs === this.slotRequestTimeoutMs
@@ -432,42 +417,6 @@ export class JobManager {
           ? "; no task manager was refused"
           : `; refused: ${refused.map((r) => `${r.label}: ${r.reason.message}`).join("; ")}`;
       return `${registered} of ${count} task managers registered with the job manager at ${this.url} within ${timeoutMs} ms${limit}${why}`;
-    });
-  }
-
-  /** The first `count` connected task managers not in `excluded`, once there are that many. */
-  private waitFor(
-    count: number,
-    timeoutMs: number | undefined,
-    excluded: ReadonlySet<RegisteredTaskManager> | undefined,
-    timeoutMessage: () => string,
-  ): Promise<readonly RegisteredTaskManager[]> {
-    return new Promise((resolve, reject) => {
-      if (this.closing !== undefined) {
-        reject(new IllegalStateError("the job manager is closed"));
-        return;
-      }
-      let timer: NodeJS.Timeout | undefined;
-      const waiter: Waiter = {
-        count,
-        ...(excluded === undefined ? {} : { excluded }),
-        resolve: (taskManagers) => {
-          clearTimeout(timer);
-          resolve(taskManagers);
-        },
-        reject: (error) => {
-          clearTimeout(timer);
-          reject(error);
-        },
-      };
-      if (timeoutMs !== undefined) {
-        timer = setTimeout(() => {
-          this.waiters.delete(waiter);
-          reject(new TimeoutError(timeoutMessage()));
-        }, timeoutMs);
-      }
-      this.waiters.add(waiter);
-      this.wakeWaiters();
     });
   }
 
@@ -502,12 +451,12 @@ export class JobManager {
     const { recoveryDescription, ...deployOptions } = options;
     const jobId = graph.jobId.toString();
     if (recoveryDescription !== undefined) {
-      await this.highAvailability.getJobGraphStore().putJobGraph(jobId, recoveryDescription);
+      await this.persistence.putJob(jobId, recoveryDescription);
     }
     const execution = await this.deployer.deploy(graph, place, deployOptions);
     this.executions.add(execution);
     void execution.terminated.then(() => this.executions.delete(execution));
-    if (recoveryDescription !== undefined) this.storeCheckpointsOf(execution, jobId);
+    if (recoveryDescription !== undefined) this.persistence.storeCheckpointsOf(execution, jobId);
     return execution;
   }
 
@@ -516,69 +465,8 @@ export class JobManager {
    * a newly elected job manager redeploys, each from its latest completed checkpoint (read it with
    * the runtime's `loadCompletedCheckpoint` and pass it as `restoreFrom`).
    */
-  async recoverableJobs(): Promise<readonly RecoverableJob[]> {
-    const store = this.highAvailability.getJobGraphStore();
-    const jobs: RecoverableJob[] = [];
-    for (const jobId of await store.getJobIds()) {
-      const description = await store.recoverJobGraph(jobId);
-      if (description === undefined) continue;
-      const latestCheckpoint = await this.checkpointStoreOf(jobId).getLatestCheckpoint();
-      jobs.push({ jobId, description, latestCheckpoint });
-    }
-    return jobs;
-  }
-
-  private checkpointStoreOf(jobId: string): CompletedCheckpointStore {
-    return this.highAvailability.createCompletedCheckpointStore(
-      jobId,
-      this.configuration.get(CheckpointingOptions.MAX_RETAINED_CHECKPOINTS),
-    );
-  }
-
-  /**
-   * Puts each checkpoint the job completes into the completed-checkpoint store (a new leader
-   * restores the latest), and removes the job from the stores once it ended for good. A job
-   * manager that is closing or lost its leadership leaves them for the next leader.
-   */
-  private storeCheckpointsOf(execution: JobExecution, jobId: string): void {
-    const store = this.checkpointStoreOf(jobId);
-    let stored: bigint | undefined;
-    let writing: Promise<void> = Promise.resolve();
-    const timer = setInterval(() => {
-      const latest = execution.checkpointCoordinator?.latestCompletedCheckpoint;
-      if (latest === undefined || (stored !== undefined && latest.checkpointId <= stored)) return;
-      if (this.leaderToken === undefined) return;
-      stored = latest.checkpointId;
-      writing = writing.then(() =>
-        store
-          .addCheckpoint({
-            checkpointId: latest.checkpointId,
-            timestamp: latest.timestamp,
-            externalPointer: latest.metadataPath,
-          })
-          .then(
-            () => undefined,
-            (error: Error) =>
-              this.warn(
-                `could not store checkpoint ${latest.checkpointId} of job ${jobId}: ${error.message}`,
-              ),
-          ),
-      );
-    }, CHECKPOINT_STORE_POLL_MS);
-    timer.unref();
-    void execution.terminated.then(async () => {
-      clearInterval(timer);
-      await writing;
-      if (this.closing !== undefined || this.leaderToken === undefined) return;
-      try {
-        await this.highAvailability.getJobGraphStore().removeJobGraph(jobId);
-        await store.shutdown(true);
-      } catch (error) {
-        this.warn(
-          `could not remove job ${jobId} from the high-availability stores: ${(error as Error).message}`,
-        );
-      }
-    });
+  recoverableJobs(): Promise<readonly RecoverableJob[]> {
+    return this.persistence.recoverableJobs();
   }
 
   /**
@@ -630,10 +518,7 @@ export class JobManager {
    */
   close(options: ShutDownOptions = {}): Promise<void> {
     this.closing ??= (async () => {
-      for (const waiter of this.waiters) {
-        waiter.reject(new IllegalStateError("the job manager closed"));
-      }
-      this.waiters.clear();
+      this.waiters.close();
       for (const waiter of [...this.leadershipWaiters]) waiter();
       await this.shutDownTaskManagers(options);
       await this.endpoint.close();
@@ -655,7 +540,7 @@ export class JobManager {
       const slot = subtask % slots.length;
       const current = slots[slot] as RegisteredTaskManager;
       if (!context.isLost(current) && current.connected) return current;
-      const [replacement] = await this.waitFor(
+      const [replacement] = await this.waiters.waitFor(
         1,
         timeoutMs,
         new Set(slots),
@@ -669,18 +554,6 @@ export class JobManager {
 
   private connectedTaskManagers(): RegisteredTaskManager[] {
     return this.endpoint.taskManagers.filter((taskManager) => taskManager.connected);
-  }
-
-  private wakeWaiters(): void {
-    const connected = this.connectedTaskManagers();
-    for (const waiter of this.waiters) {
-      const { excluded } = waiter;
-      const candidates =
-        excluded === undefined ? connected : connected.filter((tm) => !excluded.has(tm));
-      if (candidates.length < waiter.count) continue;
-      this.waiters.delete(waiter);
-      waiter.resolve(candidates.slice(0, waiter.count));
-    }
   }
 
   /** Every running job with a task on the lost task manager fails with `cause`. */

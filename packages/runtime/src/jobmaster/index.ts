@@ -1,7 +1,8 @@
 export * from "./checkpoints/index.js";
 export type { ExecutionVertex } from "./execution-vertex.js";
 export { type DeployOptions, JobDeployer, type JobDeployerOptions } from "./job-deployer.js";
-export { JobExecution, type JobExecutionOptions } from "./job-execution.js";
+export { JobExecution } from "./job-execution.js";
+export type { JobExecutionOptions } from "./job-execution-options.js";
 export {
   type ConsumedPartitions,
   consumedPartitionsOf,

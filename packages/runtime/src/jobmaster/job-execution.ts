@@ -20,13 +20,14 @@ import { isTerminal } from "../messages/task-execution-state.js";
 import type { TaskExecutorGateway } from "../messages/task-executor-gateway.js";
 import { asError } from "../util/as-error.js";
 import { CheckpointCoordinator } from "./checkpoints/checkpoint-coordinator.js";
-import type { CheckpointCoordinatorConfiguration } from "./checkpoints/checkpoint-coordinator-configuration.js";
 import { calculateCheckpointPlan } from "./checkpoints/checkpoint-plan-calculator.js";
 import type { CompletedCheckpoint } from "./checkpoints/completed-checkpoint.js";
+import { cancelExecution, cancelExecutions } from "./execution-cancellation.js";
 import { ExecutionDeployer, type ExecutionDeployerContext } from "./execution-deployer.js";
 import { ExecutionGraph } from "./execution-graph.js";
 import type { ExecutionVertex } from "./execution-vertex.js";
 import { ExecutionFailureHandler } from "./failover/execution-failure-handler.js";
+import { executionsLostWith } from "./failover/lost-executions.js";
 import { producersStillNeeded } from "./failover/lost-partitions.js";
 import { RegionPartitionGroupReleaseStrategy } from "./failover/region-partition-group-release-strategy.js";
 import { RestartPipelinedRegionFailoverStrategy } from "./failover/restart-pipelined-region-failover-strategy.js";
@@ -36,6 +37,7 @@ import type {
 } from "./failover/scheduling-pipelined-region.js";
 import { SchedulingTopology } from "./failover/scheduling-topology.js";
 import { TaskRestarter, type TaskRestarterContext } from "./failover/task-restarter.js";
+import type { JobExecutionOptions } from "./job-execution-options.js";
 import type { JobGraph } from "./job-graph.js";
 import {
   JobMasterPartitionTracker,
@@ -48,27 +50,10 @@ import {
   PipelinedRegionSchedulingStrategy,
 } from "./pipelined-region-scheduling-strategy.js";
 import type { Placement, PlacementContext } from "./placement.js";
-import type { RestartBackoffTimeStrategy } from "./restart-backoff-time-strategy.js";
+import { RestoredCheckpoint } from "./restored-checkpoint.js";
 import { RootCause } from "./root-cause.js";
 import { serializerMismatchOf } from "./serializer-compatibility.js";
 import { TaskDeploymentDescriptorFactory } from "./task-deployment-descriptor-factory.js";
-
-/** How a job checkpoints and recovers; what {@link JobDeployer} reads from the configuration. */
-export interface JobExecutionOptions {
-  /** Present when the job takes checkpoints (`execution.checkpointing.interval` is set). */
-  readonly checkpointing?: CheckpointCoordinatorConfiguration;
-  /** Whether and when a failed job restarts (`restart-strategy.*`). */
-  readonly restartStrategy: RestartBackoffTimeStrategy;
-  /** What a failure restarts (`jobmanager.execution.failover-strategy`, default `region`). */
-  readonly failoverStrategy?: "full" | "region";
-  /** Told of each status change of the job, with the failure behind FAILING or RESTARTING. */
-  readonly statusListener?: JobStatusListener;
-  /**
-   * A checkpoint of an earlier run of this job (another job manager's, after a failover): the
-   * first deployment restores it, and checkpoint ids continue after it.
-   */
-  readonly restoreFrom?: CompletedCheckpoint;
-}
 
 /**
  * One running job on the job side (Flink's `JobMaster` with its scheduler): it deploys the job's
@@ -115,9 +100,7 @@ export class JobExecution implements JobMasterGateway {
   private readonly rootCause = new RootCause();
   private scheduling: Promise<void> = Promise.resolve();
   private readonly termination = deferred<JobResult>();
-  private restoredFrom: CompletedCheckpoint | undefined;
-  /** When (ms since the epoch) the last restart restored {@link restoredFrom}. */
-  private restoredAt: number | undefined;
+  private readonly restored = new RestoredCheckpoint();
   private terminating = false;
 
   constructor(
@@ -181,8 +164,7 @@ export class JobExecution implements JobMasterGateway {
           });
     if (options.restoreFrom !== undefined) {
       this.checkpointCoordinator?.restoreLatestCheckpoint(options.restoreFrom);
-      this.restoredFrom = options.restoreFrom;
-      this.restoredAt = Date.now();
+      this.restored.restore(options.restoreFrom);
     }
   }
 
@@ -204,9 +186,7 @@ export class JobExecution implements JobMasterGateway {
   get latestRestore():
     | { readonly checkpoint: CompletedCheckpoint; readonly at: number }
     | undefined {
-    const checkpoint = this.restoredFrom;
-    const at = this.restoredAt;
-    return checkpoint === undefined || at === undefined ? undefined : { checkpoint, at };
+    return this.restored.stats;
   }
 
   /** Every subtask of the job, vertex by vertex. */
@@ -334,15 +314,13 @@ export class JobExecution implements JobMasterGateway {
     const lost = this.partitions.taskExecutorLost(gateway);
     this.lostGateways.add(gateway);
     this.partitions.releaseInBackground(lost);
-    const failed: ExecutionVertex[] = [];
-    for (const execution of this.executionVertices) {
-      // One not deployed yet is placed again when its region is scheduled.
-      if (execution.gateway !== gateway || isTerminal(execution.state)) continue;
-      if (execution.state === "CREATED" && this.currentStatus === "RUNNING") continue;
-      execution.state = "FAILED";
-      execution.failureCause = cause;
-      if (!this.restarter.isRestarting(execution)) failed.push(execution);
-    }
+    const failed = executionsLostWith(
+      gateway,
+      this.executionVertices,
+      this.currentStatus === "RUNNING",
+      cause,
+      (execution) => this.restarter.isRestarting(execution),
+    );
     const [first] = failed;
     if (first !== undefined && this.currentStatus !== "RUNNING") this.failTask(first, cause);
     else this.failover([...failed, ...this.producersStillNeeded(lost)], cause);
@@ -402,7 +380,7 @@ export class JobExecution implements JobMasterGateway {
     return {
       jobMaster: this,
       get restoredFrom() {
-        return job.restoredFrom;
+        return job.restored.checkpoint;
       },
       isStale: (execution, version) =>
         this.currentStatus !== "RUNNING" || this.restarter.versionOf(execution) !== version,
@@ -417,7 +395,7 @@ export class JobExecution implements JobMasterGateway {
         this.checkTerminated();
       },
       fail: (cause) => this.stop("FAILING", cause),
-      cancelExecution: (execution) => this.cancelExecution(execution),
+      cancelExecution: (execution) => cancelExecution(execution, () => this.checkTerminated()),
       get status() {
         return job.currentStatus;
       },
@@ -443,11 +421,7 @@ export class JobExecution implements JobMasterGateway {
         );
       },
       completeGlobalRestart: () => {
-        const restored = this.checkpointCoordinator?.latestCompletedCheckpoint;
-        if (restored !== undefined) {
-          this.restoredFrom = restored;
-          this.restoredAt = Date.now();
-        }
+        this.restored.restore(this.checkpointCoordinator?.latestCompletedCheckpoint);
         this.partitions.reset();
         this.rootCause.clear();
         this.transitionTo("RUNNING");
@@ -581,29 +555,11 @@ export class JobExecution implements JobMasterGateway {
 
   /** Cancels those of `tasks` that have not ended (the deployment of one being deployed does it). */
   private cancelExecutions(tasks: readonly ExecutionVertex[]): void {
-    for (const execution of tasks) {
-      if (isTerminal(execution.state)) continue;
-      if (execution.state === "CREATED") {
-        execution.state = "CANCELED";
-        continue;
-      }
-      // Its deployment is in flight and the task may not exist there yet: `deploy` cancels it
-      // once the TaskExecutor accepted it.
-      if (this.deployer.isSubmitting(execution)) continue;
-      this.cancelExecution(execution);
-    }
-  }
-
-  private cancelExecution(execution: ExecutionVertex): void {
-    const attemptId = execution.attemptId;
-    execution.gateway.cancelTask(attemptId).catch((error: unknown) => {
-      // A task that ended sent its final report before this reply, so a task still not
-      // terminal here never ran there; one whose TaskExecutor cannot be reached cannot report.
-      // Either way the job must not wait for it.
-      if (!execution.attemptId.equals(attemptId) || isTerminal(execution.state)) return;
-      execution.state = isSluiceError(error, ErrorCodes.TASK_NOT_FOUND) ? "CANCELED" : "FAILED";
-      this.checkTerminated();
-    });
+    cancelExecutions(
+      tasks,
+      (execution) => this.deployer.isSubmitting(execution),
+      () => this.checkTerminated(),
+    );
   }
 
   private checkTerminated(): void {
@@ -654,7 +610,7 @@ export class JobExecution implements JobMasterGateway {
       releaseErrors: this.releaseErrors,
       completedCheckpoints: coordinator?.numberOfCompletedCheckpoints ?? 0,
       abortedCheckpoints: coordinator?.numberOfAbortedCheckpoints ?? 0,
-      restoredFrom: this.restoredFrom,
+      restoredFrom: this.restored.checkpoint,
       latestCheckpoint: coordinator?.latestCompletedCheckpoint,
       restarts: this.restarter.restarts,
       rerun: this.restarter.rerunExecutions,

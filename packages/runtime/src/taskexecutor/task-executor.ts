@@ -6,11 +6,9 @@ import {
   type ResultPartitionID,
 } from "@sluice/core";
 import {
-  type ConfigOption,
   ExecutionOptions,
   type ExecutionState,
   type InputGate,
-  NettyShuffleEnvironmentOptions,
   NetworkMemoryOptions,
   type PartitionInfo,
   type PartitionProducerStateProvider,
@@ -20,19 +18,13 @@ import {
   TaskManagerOptions,
 } from "@sluice/runtime-api";
 import { FsCheckpointStorage } from "../checkpointing/fs-checkpoint-storage.js";
-import { SubtaskCheckpointCoordinator } from "../checkpointing/subtask-checkpoint-coordinator.js";
 import type { RecordReaderOptions } from "../io/record-reader.js";
 import {
   readRecordReaderConfiguration,
   readTmpDirectories,
 } from "../io/record-reader-configuration.js";
 import { bufferTimeoutOf } from "../io/record-writer.js";
-import {
-  checkInputGates,
-  checkResultPartitionWriters,
-  createShuffleEnvironment,
-  startShuffleEnvironment,
-} from "../loader/plugin-contract.js";
+import { checkInputGates, checkResultPartitionWriters } from "../loader/plugin-contract.js";
 import {
   type LoadedShuffleServiceFactory,
   type LoaderConfiguration,
@@ -56,11 +48,15 @@ import type { TaskMetricGroup } from "../metrics/groups/task-metric-group.js";
 import { MetricNames } from "../metrics/metric-names.js";
 import { MetricRegistry } from "../metrics/metric-registry.js";
 import { TaskDeploymentError, TaskNotFoundError } from "./errors.js";
-import { listenError } from "./listen-error.js";
 import { deriveNetworkMemorySize, type NetworkMemorySize } from "./network-memory.js";
 import { Task } from "./task.js";
+import { createTaskCheckpointing, readTaskRestore } from "./task-checkpointing.js";
 import { TaskExecutorPartitionTracker } from "./task-executor-partition-tracker.js";
-import type { TaskCheckpointing, TaskInput, TaskOutput, TaskRestore } from "./task-resources.js";
+import {
+  type StartedShuffleEnvironment,
+  startTaskManagerShuffleEnvironment,
+} from "./task-manager-shuffle-environment.js";
+import type { TaskInput, TaskOutput } from "./task-resources.js";
 import { type UserCode, UserCodeRegistry } from "./user-code-registry.js";
 
 /** Options of {@link TaskExecutor.start}: the worker's identity, resources and code. */
@@ -211,47 +207,23 @@ export class TaskExecutor implements TaskExecutorGateway {
       metricGroup.close();
       await metricGroup.registry.close();
     };
-    // The plugin listens on `taskmanager.data.port`; with a separate bind port it listens there
-    // and the configured data port is what other workers are told (Flink's external data port).
-    const bindPort = configuration.getOptional(NettyShuffleEnvironmentOptions.DATA_BIND_PORT);
-    let environment: ShuffleEnvironment;
+    let started: StartedShuffleEnvironment;
     try {
-      environment = createShuffleEnvironment(plugin, {
-        configuration:
-          bindPort === undefined ? configuration : withDataPort(configuration, bindPort),
-        taskExecutorResourceId: resourceId,
+      started = await startTaskManagerShuffleEnvironment({
+        configuration,
+        plugin,
+        resourceId,
         networkMemorySize: networkMemory.bytes,
         localCommunicationOnly: options.localCommunicationOnly ?? false,
-        hostAddress: host,
-        numberOfSlots: configuration.get(TaskManagerOptions.NUM_TASK_SLOTS),
         tmpDirPaths,
-        ...(options.taskEventPublisher === undefined
-          ? {}
-          : { taskEventPublisher: options.taskEventPublisher }),
-        metrics: new GroupMetricSink(metricGroup),
+        taskEventPublisher: options.taskEventPublisher,
+        metricGroup,
       });
     } catch (error) {
       await closeMetrics();
       throw error;
     }
-    let dataPort: number;
-    try {
-      dataPort = await startShuffleEnvironment(plugin, environment);
-    } catch (error) {
-      await environment.close();
-      await closeMetrics();
-      const portOption =
-        NettyShuffleEnvironmentOptions[bindPort === undefined ? "DATA_PORT" : "DATA_BIND_PORT"];
-      throw listenError(error, {
-        what: `the data server of TaskExecutor ${resourceId}`,
-        host: configuration.get(NettyShuffleEnvironmentOptions.DATA_BIND_HOST),
-        port: bindPort ?? configuration.get(NettyShuffleEnvironmentOptions.DATA_PORT),
-        hostKey: NettyShuffleEnvironmentOptions.DATA_BIND_HOST.key,
-        portKey: portOption.key,
-      });
-    }
-    const externalPort = configuration.get(NettyShuffleEnvironmentOptions.DATA_PORT);
-    if (bindPort !== undefined && externalPort > 0 && dataPort >= 0) dataPort = externalPort;
+    const { environment, dataPort } = started;
     return new TaskExecutor({
       configuration,
       options,
@@ -326,7 +298,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       );
     }
     // Read before anything is allocated: a missing or foreign snapshot leaves nothing behind.
-    const restore = await this.readTaskRestore(tdd, name);
+    const restore = await readTaskRestore(tdd, name);
     this.checkOpen();
 
     const environment = this.shuffleEnvironment;
@@ -399,7 +371,9 @@ export class TaskExecutor implements TaskExecutorGateway {
       onStateChange: (update) => this.onTaskStateChange(update, jobMaster),
       ...(tdd.checkpointingMode === undefined
         ? {}
-        : { checkpointing: this.taskCheckpointing(tdd, name, jobMaster) }),
+        : {
+            checkpointing: createTaskCheckpointing(tdd, name, this.checkpointsDirectory, jobMaster),
+          }),
       ...(restore === undefined ? {} : { restore }),
       ...(this.configuration.get(NetworkMemoryOptions.BUFFER_DEBLOAT_ENABLED)
         ? {
@@ -595,47 +569,6 @@ export class TaskExecutor implements TaskExecutorGateway {
     }
   }
 
-  /** The restored task's snapshot, read from its file; undefined for a fresh start. */
-  private async readTaskRestore(
-    tdd: TaskDeploymentDescriptor,
-    name: string,
-  ): Promise<TaskRestore | undefined> {
-    const spec = tdd.taskRestore;
-    if (spec === undefined) return undefined;
-    const { checkpointId, stateHandle } = spec;
-    const finished = spec.finished === true ? { finished: true } : {};
-    if (stateHandle === undefined) return { checkpointId, state: undefined, ...finished };
-    const { state, channelState } = await FsCheckpointStorage.readTaskSnapshot(stateHandle, {
-      jobId: tdd.jobId,
-      checkpointId,
-      taskName: name,
-    });
-    return { checkpointId, state, channelState, ...finished };
-  }
-
-  /** The task's side of checkpointing: snapshots to this worker's folder, reports to the job. */
-  private taskCheckpointing(
-    tdd: TaskDeploymentDescriptor,
-    name: string,
-    jobMaster: JobMasterGateway | undefined,
-  ): TaskCheckpointing {
-    const mode = tdd.checkpointingMode as TaskCheckpointing["mode"];
-    const storage = new FsCheckpointStorage(this.checkpointsDirectory, tdd.jobId);
-    const coordinator = new SubtaskCheckpointCoordinator({
-      jobId: tdd.jobId,
-      executionAttemptId: tdd.executionAttemptId,
-      taskName: name,
-      mode,
-      ...(tdd.unalignedCheckpoints === undefined ? {} : { unaligned: tdd.unalignedCheckpoints }),
-      persist: (checkpointId, stateJson, channelState) =>
-        storage.writeTaskState(checkpointId, tdd.executionAttemptId, name, stateJson, channelState),
-      discard: (handle) => storage.discardState(handle),
-      acknowledge: (ack) => jobMaster?.acknowledgeCheckpoint?.(ack),
-      decline: (decline) => jobMaster?.declineCheckpoint?.(decline),
-    });
-    return { mode, coordinator };
-  }
-
   private producerStateProvider(
     jobId: JobID,
     jobMaster: JobMasterGateway | undefined,
@@ -669,19 +602,6 @@ export class TaskExecutor implements TaskExecutorGateway {
       throw new IllegalStateError(`TaskExecutor ${this.resourceId} is shut down`);
     }
   }
-}
-
-/** `configuration` with `taskmanager.data.port` replaced by `port` (what the plugin binds to). */
-function withDataPort(configuration: LoaderConfiguration, port: number): LoaderConfiguration {
-  const key = NettyShuffleEnvironmentOptions.DATA_PORT.key;
-  return {
-    configDir: configuration.configDir,
-    get: <T>(option: ConfigOption<T>): T =>
-      option.key === key ? (port as T) : configuration.get(option),
-    getOptional: <T>(option: ConfigOption<T>) =>
-      option.key === key ? (port as Exclude<T, undefined>) : configuration.getOptional(option),
-    contains: (option) => option.key === key || configuration.contains(option),
-  };
 }
 
 /**

@@ -1,5 +1,4 @@
 import {
-  anyOf,
   CancelledError,
   deferred,
   type ExecutionAttemptID,
@@ -15,15 +14,12 @@ import type {
   ResultPartitionWriter,
 } from "@sluice/runtime-api";
 import type { CheckpointBarrierHandler } from "../checkpointing/checkpoint-barrier-handler.js";
-import { CheckpointError } from "../checkpointing/checkpoint-error.js";
 import type { CheckpointHandler } from "../checkpointing/checkpoint-handler.js";
 import type { CheckpointListener } from "../checkpointing/checkpoint-listener.js";
-import { CheckpointedInputGate } from "../checkpointing/checkpointed-input-gate.js";
-import { createCheckpointBarrierHandler } from "../checkpointing/create-checkpoint-barrier-handler.js";
 import type { TaskCheckpointStats } from "../checkpointing/subtask-checkpoint-coordinator.js";
 import { channelStateSize, EMPTY_CHANNEL_STATE } from "../checkpointing/task-channel-state.js";
-import { RecordReader, type RecordReaderInput } from "../io/record-reader.js";
-import { createRecordWriter, type RecordWriter } from "../io/record-writer.js";
+import type { RecordReader } from "../io/record-reader.js";
+import type { RecordWriter } from "../io/record-writer.js";
 import { CheckpointFailureReason } from "../messages/checkpoint-failure-reason.js";
 import type { CheckpointingMode } from "../messages/checkpointing-mode.js";
 import { serializeThrowable } from "../messages/serialized-throwable.js";
@@ -33,7 +29,10 @@ import { isTerminal } from "../messages/task-execution-state.js";
 import type { TaskMetricGroup } from "../metrics/groups/task-metric-group.js";
 import { asError } from "../util/as-error.js";
 import { startBufferDebloating } from "./buffer-debloating.js";
+import { CheckpointNotifications } from "./checkpoint-notifications.js";
+import { anyPendingRecord, outputsAvailableFuture } from "./output-availability.js";
 import { TaskMailbox } from "./task-mailbox.js";
+import { createTaskRecordIo, finishPartitions } from "./task-record-io.js";
 import type { TaskResources } from "./task-resources.js";
 import { restoreOutputChannelState, setUpChannelStateWriter } from "./unaligned-channel-state.js";
 import type { TaskInvokable } from "./user-code-registry.js";
@@ -120,18 +119,12 @@ export class Task {
   private failure: Error | undefined;
   private recordWriters: RecordWriter<unknown>[] = [];
   private recordReaders: RecordReader<unknown>[] = [];
-  private checkpointedInputs: CheckpointedInputGate[] = [];
   /** Stops the buffer debloating timer while it runs. */
   private stopDebloating: (() => void) | undefined;
   private readonly termination = deferred<TaskExecutionState>();
   private released = false;
-  private checkpointListener: CheckpointListener | undefined;
-  /** The notifications to the listener, one after the other; never rejects. */
-  private notifications: Promise<void> = Promise.resolve();
-  /** Resolved (and replaced) whenever a notification was handled. */
-  private notified = deferred<void>();
-  /** The newest checkpoint whose completion the listener handled (0: none). */
-  private lastCompletedCheckpointId = 0n;
+  /** The checkpoint notifications to the task code's listener, in order. */
+  private readonly notifications: CheckpointNotifications;
   /** True once the invokable returned: its input ended or it emitted everything. */
   private endOfInput = false;
   /** The first checkpoint this task performed after {@link endOfInput}: its final state. */
@@ -144,6 +137,11 @@ export class Task {
     this.executionAttemptId = descriptor.executionAttemptId;
     this.taskName = descriptor.taskName;
     this.name = taskNameWithSubtask(descriptor);
+    this.notifications = new CheckpointNotifications({
+      name: this.name,
+      isFailed: () => this.failure !== undefined,
+      fail: (cause) => this.fail(cause),
+    });
     this.subtaskIndex = descriptor.executionAttemptId.subtaskIndex;
     this.attemptNumber = descriptor.executionAttemptId.attemptNumber;
     this.numberOfSubtasks = descriptor.numberOfSubtasks;
@@ -222,7 +220,7 @@ export class Task {
    */
   setCheckpointListener(listener: CheckpointListener): void {
     if (this.resources.checkpointing === undefined) return;
-    this.checkpointListener = listener;
+    this.notifications.listener = listener;
   }
 
   /**
@@ -255,29 +253,7 @@ export class Task {
       );
     }
     if (isTerminal(this.currentState)) return;
-    this.notifications = this.notifications.then(async () => {
-      if (this.failure !== undefined) return;
-      const listener = this.checkpointListener;
-      try {
-        if (completed) await listener?.notifyCheckpointComplete(checkpointId);
-        else await listener?.notifyCheckpointAborted?.(checkpointId);
-      } catch (error) {
-        // As in Flink: a listener that cannot commit fails the task (and so the job fails over).
-        this.fail(
-          new CheckpointError(
-            `${this.name}: ${what} of checkpoint ${checkpointId} failed: ${asError(error).message}`,
-            { cause: error },
-          ),
-        );
-        return;
-      }
-      if (completed && checkpointId > this.lastCompletedCheckpointId) {
-        this.lastCompletedCheckpointId = checkpointId;
-      }
-      const notified = this.notified;
-      this.notified = deferred();
-      notified.resolve();
-    });
+    this.notifications.enqueue(checkpointId, completed, what);
   }
 
   /**
@@ -289,7 +265,7 @@ export class Task {
    * barrier overtakes the queue.
    */
   processMail(): void {
-    if (!this.mailbox.hasMail() || this.anyPendingRecord()) return;
+    if (!this.mailbox.hasMail() || anyPendingRecord(this.partitions)) return;
     this.mailbox.runAll();
   }
 
@@ -315,8 +291,8 @@ export class Task {
     });
     while (!done) {
       const waits: Promise<unknown>[] = [target, this.mailbox.mailArrived(), this.whenAborted()];
-      if (this.mailbox.hasMail() && this.anyPendingRecord()) {
-        waits.push(this.outputsAvailableFuture());
+      if (this.mailbox.hasMail() && anyPendingRecord(this.partitions)) {
+        waits.push(outputsAvailableFuture(this.partitions));
       }
       await Promise.race(waits);
       // A canceled task stops here rather than wait for `until`, which may never come.
@@ -410,7 +386,10 @@ export class Task {
       const why = this.failure === undefined ? "" : ` (${this.failure.message})`;
       throw new IllegalStateError(`${this.name} cannot run: it is ${this.currentState}${why}`);
     }
-    this.createRecordWritersAndReaders();
+    const recordIo = createTaskRecordIo(this.name, this.resources, this.partitions, this.gates);
+    this.recordWriters = recordIo.recordWriters;
+    this.recordReaders = recordIo.recordReaders;
+    this.barrierHandler = recordIo.barrierHandler;
     this.metricGroup.io.markTaskStart();
     this.transition("RUNNING");
     this.stopDebloating = startBufferDebloating(this.gates, this.resources.bufferDebloatPeriodMs);
@@ -441,7 +420,9 @@ export class Task {
       this.checkNotAborted();
       await this.runRemainingMail();
       this.checkNotAborted();
-      await this.finishPartitions();
+      await finishPartitions(this.recordWriters, this.partitions, this.metricGroup.io, () =>
+        this.checkNotAborted(),
+      );
       this.checkNotAborted();
     } catch (error) {
       this.failure ??= asError(error);
@@ -450,7 +431,7 @@ export class Task {
       this.resources.checkpointing?.coordinator.discardPendingCheckpoints();
       await this.releaseResources(cause);
       await this.resources.checkpointing?.coordinator.waitForPendingCheckpoints();
-      await this.notifications;
+      await this.notifications.settled();
       this.terminate(this.state === "CANCELING" ? "CANCELED" : "FAILED", cause);
       throw cause;
     }
@@ -460,7 +441,7 @@ export class Task {
     // The job side learns of every checkpoint this task took part in before it learns that the
     // task finished, so it can abort the checkpoints a finished task will never acknowledge.
     await this.resources.checkpointing?.coordinator.waitForPendingCheckpoints();
-    await this.notifications;
+    await this.notifications.settled();
     this.terminate("FINISHED", undefined, result);
     return result;
   }
@@ -498,113 +479,6 @@ export class Task {
     }
   }
 
-  private createRecordWritersAndReaders(): void {
-    const { outputs, inputs, bufferTimeout, readerOptions, checkpointing } = this.resources;
-    const io = this.metricGroup.io;
-    this.recordWriters = outputs.map(({ partition, serializer, selector }) =>
-      createRecordWriter(partition, serializer, selector, {
-        taskName: this.name,
-        bufferTimeout,
-        numRecordsOut: io.numRecordsOut,
-        backPressuredTime: io.softBackPressuredTimeMsPerSecond,
-        hardBackPressuredTime: io.hardBackPressuredTimeMsPerSecond,
-      }),
-    );
-    checkpointing?.coordinator.setOutputs(this.recordWriters);
-    const metered = {
-      ...readerOptions,
-      numRecordsIn: io.numRecordsIn,
-      idleTime: io.idleTimeMsPerSecond,
-    };
-    if (checkpointing === undefined || inputs.length === 0) {
-      this.recordReaders = inputs.map(
-        ({ gate, serializer }) => new RecordReader(gate, serializer, metered),
-      );
-      return;
-    }
-    // One handler over every gate, so a checkpoint aligns across all inputs of the task.
-    const handler = createCheckpointBarrierHandler({
-      mode: checkpointing.mode,
-      taskName: this.name,
-      inputs: this.gates,
-      task: checkpointing.coordinator,
-    });
-    this.barrierHandler = handler;
-    io.registerCheckpointMetrics(handler);
-    const inputChannelState = this.resources.restore?.channelState?.inputChannelState ?? [];
-    this.checkpointedInputs = inputs.map(({ gate }) => {
-      const input = new CheckpointedInputGate([gate], handler);
-      if (inputChannelState.length > 0) input.setRecoveredState(inputChannelState);
-      return input;
-    });
-    this.recordReaders = inputs.map(
-      ({ serializer }, i) =>
-        new RecordReader(
-          this.whileOutputsAvailable(this.checkpointedInputs[i] as CheckpointedInputGate),
-          serializer,
-          metered,
-        ),
-    );
-    checkpointing.coordinator.setInputs(this.gates, (checkpointId) =>
-      this.prepareInputSnapshot(checkpointId),
-    );
-  }
-
-  /** The partial records the readers hold go first into a starting unaligned checkpoint. */
-  private prepareInputSnapshot(checkpointId: bigint): void {
-    const writer = this.resources.checkpointing?.coordinator.channelStateWriter;
-    if (writer === undefined) return;
-    this.recordReaders.forEach((reader, i) => {
-      const input = this.checkpointedInputs[i] as CheckpointedInputGate;
-      reader.prepareSnapshot(writer, checkpointId, (channel) => input.getChannelInfo(channel));
-    });
-  }
-
-  /**
-   * `input`, polled only while every output can take an event: a barrier that triggers a
-   * checkpoint inside the poll is forwarded at once, which a record waiting for buffers would
-   * forbid (Flink's task likewise reads input only while its output is available). While an
-   * output is back-pressured but no record waits for buffers, priority events (unaligned
-   * barriers, a timed-out alignment) are still taken, as Flink's mailbox does: that is what lets
-   * an unaligned checkpoint pass a back-pressured task.
-   */
-  private whileOutputsAvailable(input: CheckpointedInputGate): RecordReaderInput {
-    if (this.recordWriters.length === 0) return input;
-    const priorityOnly = () => !this.anyPendingRecord() && input.hasPriorityEvent();
-    return {
-      numberOfInputChannels: input.numberOfInputChannels,
-      pollNext: () => (this.outputsAvailable() || priorityOnly() ? input.pollNext() : undefined),
-      pollPriorityEvent: () => (this.anyPendingRecord() ? undefined : input.pollPriorityEvent()),
-      isFinished: () => input.isFinished(),
-      getAvailableFuture: () =>
-        this.outputsAvailable()
-          ? input.getAvailableFuture()
-          : anyOf([this.outputsAvailableFuture(), input.getPriorityEventAvailableFuture()]),
-    };
-  }
-
-  /** True when some output has a record waiting for buffers (then no event can be sent). */
-  private anyPendingRecord(): boolean {
-    for (const partition of this.partitions) {
-      // A plugin that cannot tell is treated as blocked while unavailable.
-      if (partition.hasPendingRecord?.() ?? !partition.isAvailable()) return true;
-    }
-    return false;
-  }
-
-  private outputsAvailable(): boolean {
-    for (const partition of this.partitions) if (!partition.isAvailable()) return false;
-    return true;
-  }
-
-  /** Resolves when the first unavailable output turns available (at once when all are). */
-  private outputsAvailableFuture(): Promise<void> {
-    for (const partition of this.partitions) {
-      if (!partition.isAvailable()) return partition.getAvailableFuture();
-    }
-    return Promise.resolve();
-  }
-
   /**
    * FLIP-147's final checkpoint: a task with a checkpoint listener whose invokable returned
    * keeps running its mail (the triggers the job side sends it now) until a checkpoint it took
@@ -613,7 +487,7 @@ export class Task {
    */
   private async waitForFinalCheckpoint(): Promise<void> {
     if (
-      this.checkpointListener === undefined ||
+      this.notifications.listener === undefined ||
       this.resources.descriptor.checkpointsAfterTasksFinish !== true ||
       this.resources.restore?.finished === true
     ) {
@@ -622,14 +496,14 @@ export class Task {
     for (;;) {
       this.processMail();
       const final = this.finalCheckpointId;
-      if (final !== undefined && this.lastCompletedCheckpointId >= final) return;
+      if (final !== undefined && this.notifications.lastCompletedCheckpointId >= final) return;
       const waits: Promise<unknown>[] = [
         this.mailbox.mailArrived(),
-        this.notified.promise,
+        this.notifications.nextHandled(),
         this.whenAborted(),
       ];
-      if (this.mailbox.hasMail() && this.anyPendingRecord()) {
-        waits.push(this.outputsAvailableFuture());
+      if (this.mailbox.hasMail() && anyPendingRecord(this.partitions)) {
+        waits.push(outputsAvailableFuture(this.partitions));
       }
       await Promise.race(waits);
       this.checkNotAborted();
@@ -643,42 +517,12 @@ export class Task {
   private async runRemainingMail(): Promise<void> {
     if (this.resources.checkpointing !== undefined) {
       while (this.mailbox.hasMail()) {
-        if (this.anyPendingRecord()) await this.outputsAvailableFuture();
+        if (anyPendingRecord(this.partitions)) await outputsAvailableFuture(this.partitions);
         this.checkNotAborted();
         this.processMail();
       }
     }
     this.mailbox.close();
-  }
-
-  /** Flushes and finishes every partition (EndOfPartition), waiting out back-pressure first. */
-  private async finishPartitions(): Promise<void> {
-    for (const writer of this.recordWriters) {
-      writer.flushAll();
-      writer.close();
-    }
-    const io = this.metricGroup.io;
-    for (const partition of this.partitions) {
-      // A record that ran out of buffers completes as buffers come back; finish() needs it done.
-      // Waiting for that is back-pressure like any other wait for an output.
-      if (!partition.isAvailable()) {
-        const backPressuredTime =
-          partition.hasPendingRecord?.() === true
-            ? io.hardBackPressuredTimeMsPerSecond
-            : io.softBackPressuredTimeMsPerSecond;
-        backPressuredTime.markStart();
-        while (!partition.isAvailable()) await partition.getAvailableFuture();
-        backPressuredTime.markEnd();
-      }
-      this.checkNotAborted();
-      partition.finish();
-      // A blocking partition finishes asynchronously (its last data is still being written to
-      // disk): the task is FINISHED only once its output is complete.
-      while (!partition.isAvailable()) await partition.getAvailableFuture();
-      const failure = partition.getFailureCause?.();
-      if (failure !== undefined) throw failure;
-      partition.close();
-    }
   }
 
   private async closeInputs(): Promise<void> {
