@@ -1,5 +1,4 @@
-import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import path from "node:path";
+import { readFileSync, writeFileSync } from "node:fs";
 import { ErrorCodes, isPartitionException } from "@sluice/core";
 import {
   createResultPartitionDeploymentDescriptor,
@@ -7,8 +6,8 @@ import {
 } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
 import { createRemoteShuffleDescriptor } from "./remote-shuffle-descriptor.js";
-import type { ShuffleWorker } from "./shuffle-worker.js";
 import {
+  filesOf,
   partitionDescriptor,
   RemoteShuffleHarness,
   readPartition,
@@ -34,20 +33,6 @@ afterEach(async () => {
   await harness?.close();
   harness = undefined;
 });
-
-/** Every file below the worker's folders (data and index files of its partitions). */
-function filesOf(worker: ShuffleWorker): string[] {
-  const files: string[] = [];
-  const walk = (dir: string) => {
-    for (const entry of readdirSync(dir)) {
-      const file = path.join(dir, entry);
-      if (statSync(file).isDirectory()) walk(file);
-      else files.push(file);
-    }
-  };
-  for (const folder of worker.environment.fileChannelManager.getFolders()) walk(folder);
-  return files;
-}
 
 describe("remote shuffle", () => {
   it("stores a partition pushed by a producer on a worker and serves it to a consumer in another environment", async () => {

@@ -5,7 +5,7 @@
  * partitions; a stored byte that changed fails the checksum. Either way the job re-runs the
  * producer and verifies.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { deferred, ErrorCodes } from "@sluice/core";
@@ -23,7 +23,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { RemoteShuffleMaster } from "./remote-shuffle-master.js";
 import { ShuffleWorker } from "./shuffle-worker.js";
 import { REMOTE_PLUGIN } from "./test-support/plugin.js";
-import { TEST_SETTINGS, waitFor } from "./test-support/remote-shuffle-harness.js";
+import { filesOf, TEST_SETTINGS, waitFor } from "./test-support/remote-shuffle-harness.js";
 
 const RECORDS = 50_000;
 const closers: (() => Promise<void> | void)[] = [];
@@ -108,20 +108,6 @@ async function startJob(dir: string) {
     "the push",
   );
   return { master, worker, workers, workerConfig, release, attempts, consumerErrors, execution };
-}
-
-/** Every file under the worker's spill folders. */
-function filesOf(worker: ShuffleWorker): string[] {
-  const files: string[] = [];
-  const walk = (dir: string) => {
-    for (const entry of readdirSync(dir)) {
-      const file = path.join(dir, entry);
-      if (statSync(file).isDirectory()) walk(file);
-      else files.push(file);
-    }
-  };
-  for (const folder of worker.environment.fileChannelManager.getFolders()) walk(folder);
-  return files;
 }
 
 describe("a job on the remote shuffle", () => {

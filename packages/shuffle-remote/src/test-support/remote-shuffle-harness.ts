@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import {
@@ -257,4 +257,18 @@ export async function waitFor(condition: () => boolean, what: string): Promise<v
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/** Every file under a worker's spill folders: where a test finds the partitions it stored. */
+export function filesOf(worker: ShuffleWorker): string[] {
+  const files: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir)) {
+      const file = path.join(dir, entry);
+      if (statSync(file).isDirectory()) walk(file);
+      else files.push(file);
+    }
+  };
+  for (const folder of worker.environment.fileChannelManager.getFolders()) walk(folder);
+  return files;
 }
