@@ -106,19 +106,30 @@ export function announceShuffleWorkers(
 const DELETION_WAIT_MS = 10_000;
 
 /**
- * What every shuffle worker stored, as batch-shuffle reports, once each reported no file left
- * (workers delete released partitions asynchronously and report with their heartbeats; bounded
- * by {@link DELETION_WAIT_MS}). `undefined` for another plugin's master.
+ * What every shuffle worker stored, as batch-shuffle reports, once each reported, in a heartbeat
+ * received since this call, no file left (workers delete released partitions asynchronously and
+ * report with their heartbeats; bounded by {@link DELETION_WAIT_MS}). `undefined` for another
+ * plugin's master.
  */
 export async function shuffleWorkerReports(
   master: ShuffleMaster,
 ): Promise<BatchShuffleReport[] | undefined> {
   if (!isRegistry(master)) return undefined;
   const deadline = Date.now() + DELETION_WAIT_MS;
+  // A heartbeat from before the job's end may not count its files yet (a short job writes them
+  // between two heartbeats): only a report received since then is taken.
+  const before = new Map(
+    master.registeredWorkers().map((w) => [w.address.incarnation, w.storage] as const),
+  );
   for (;;) {
     // A worker lost during the job (killed) reports no more; its files went with it.
     const workers = master.registeredWorkers().filter((worker) => worker.live);
-    const done = workers.every((w) => w.storage !== undefined && w.storage.filesOnDisk === 0);
+    const done = workers.every(
+      (w) =>
+        w.storage !== undefined &&
+        w.storage !== before.get(w.address.incarnation) &&
+        w.storage.filesOnDisk === 0,
+    );
     if (done || Date.now() >= deadline) {
       return workers.map((worker) => ({
         networkMemoryBytes: 0,
