@@ -13,7 +13,10 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PollStatus } from "../io/record-reader.js";
 import type { Task } from "../taskexecutor/task.js";
-import { LocalCluster, localConfiguration } from "../taskexecutor/test-support/local-cluster.js";
+import {
+  checkpointingConfiguration,
+  LocalCluster,
+} from "../taskexecutor/test-support/local-cluster.js";
 import { expectedCounts, wordCountGraph, wordOf } from "../taskexecutor/test-support/word-count.js";
 import type { TaskInvokable } from "../taskexecutor/user-code-registry.js";
 import { TransactionalFileSink } from "./transactional-file-sink.js";
@@ -118,13 +121,8 @@ async function committedCounts(directory: string) {
 describe("an exactly-once file sink in a job", () => {
   it("commits each word's count exactly once across a failover after one counter declined a checkpoint the other pre-committed", async () => {
     const directory = path.join(base, "out");
-    const config = localConfiguration({
-      "state.checkpoints.dir": path.join(base, "checkpoints"),
-      "execution.checkpointing.interval": "50ms",
+    const config = checkpointingConfiguration(path.join(base, "checkpoints"), 2, {
       "execution.checkpointing.tolerable-failed-checkpoints": 0,
-      "restart-strategy.type": "fixed-delay",
-      "restart-strategy.fixed-delay.attempts": 2,
-      "restart-strategy.fixed-delay.delay": "10ms",
     });
     const executor = await cluster.startExecutor(config, { invokables: INVOKABLES });
     const deployer = await cluster.startDeployer(config);

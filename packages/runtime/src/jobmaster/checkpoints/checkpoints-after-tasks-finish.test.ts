@@ -11,7 +11,10 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PollStatus } from "../../io/record-reader.js";
 import type { Task } from "../../taskexecutor/task.js";
-import { LocalCluster, localConfiguration } from "../../taskexecutor/test-support/local-cluster.js";
+import {
+  checkpointingConfiguration,
+  LocalCluster,
+} from "../../taskexecutor/test-support/local-cluster.js";
 import type { TaskInvokable } from "../../taskexecutor/user-code-registry.js";
 import type { JobExecution } from "../job-execution.js";
 import { JobGraph } from "../job-graph.js";
@@ -54,14 +57,7 @@ afterEach(async () => {
 });
 
 function configuration(extra: Record<string, unknown> = {}) {
-  return localConfiguration({
-    "state.checkpoints.dir": checkpointsDir,
-    "execution.checkpointing.interval": "50ms",
-    "restart-strategy.type": "fixed-delay",
-    "restart-strategy.fixed-delay.attempts": 1,
-    "restart-strategy.fixed-delay.delay": "10ms",
-    ...extra,
-  });
+  return checkpointingConfiguration(checkpointsDir, 1, extra);
 }
 
 /** Emits `words` numbered words (state: its offset), running its mail between them. */
