@@ -17,7 +17,12 @@ import {
   checkpointingConfiguration,
   LocalCluster,
 } from "../taskexecutor/test-support/local-cluster.js";
-import { expectedCounts, wordCountGraph, wordOf } from "../taskexecutor/test-support/word-count.js";
+import {
+  emitFromOffset,
+  expectedCounts,
+  wordCountGraph,
+  wordOf,
+} from "../taskexecutor/test-support/word-count.js";
 import type { TaskInvokable } from "../taskexecutor/user-code-registry.js";
 import { TransactionalFileSink } from "./transactional-file-sink.js";
 
@@ -35,18 +40,15 @@ afterEach(async () => {
 /** Emits words 0..words-1 (state: its offset), pausing a millisecond every 200 words. */
 async function source(task: Task): Promise<number> {
   const words = task.configuration.words as number;
-  let offset = (task.restoredState as { offset: number } | undefined)?.offset ?? 0;
-  task.setCheckpointHandler({ snapshotState: () => ({ offset }) });
-  const writer = task.writer<string>();
-  while (offset < words) {
-    if (!writer.isAvailable()) await task.yieldToMailbox(writer.getAvailableFuture());
-    writer.emit(wordOf(offset, task.subtaskIndex));
-    offset++;
-    if (offset % 200 === 0) {
-      await task.yieldToMailbox(new Promise((resolve) => setTimeout(resolve, 1)));
-    }
-  }
-  return offset;
+  return emitFromOffset(
+    task,
+    (offset) => offset < words,
+    (offset) => wordOf(offset, task.subtaskIndex),
+    (offset) =>
+      offset % 200 === 0
+        ? task.yieldToMailbox(new Promise((resolve) => setTimeout(resolve, 1)))
+        : undefined,
+  );
 }
 
 /**

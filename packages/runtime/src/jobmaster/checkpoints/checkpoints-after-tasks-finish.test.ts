@@ -15,6 +15,7 @@ import {
   checkpointingConfiguration,
   LocalCluster,
 } from "../../taskexecutor/test-support/local-cluster.js";
+import { emitFromOffset } from "../../taskexecutor/test-support/word-count.js";
 import type { TaskInvokable } from "../../taskexecutor/user-code-registry.js";
 import type { JobExecution } from "../job-execution.js";
 import { JobGraph } from "../job-graph.js";
@@ -64,30 +65,22 @@ function configuration(extra: Record<string, unknown> = {}) {
 async function boundedSource(task: Task): Promise<number> {
   world.boundedRuns.push(`${task.subtaskIndex}#${task.attemptNumber}`);
   const words = task.configuration.words as number;
-  let offset = (task.restoredState as { offset: number } | undefined)?.offset ?? 0;
-  task.setCheckpointHandler({ snapshotState: () => ({ offset }) });
-  const writer = task.writer<string>();
-  while (offset < words) {
-    if (!writer.isAvailable()) await task.yieldToMailbox(writer.getAvailableFuture());
-    writer.emit(`b${offset % 7}`);
-    offset++;
-    if (offset % 50 === 0) await task.yieldToMailbox();
-  }
-  return offset;
+  return emitFromOffset(
+    task,
+    (offset) => offset < words,
+    (offset) => `b${offset % 7}`,
+    (offset) => (offset % 50 === 0 ? task.yieldToMailbox() : undefined),
+  );
 }
 
 /** Emits a word a millisecond until the test releases it (state: its offset). */
 async function longSource(task: Task): Promise<number> {
-  let offset = (task.restoredState as { offset: number } | undefined)?.offset ?? 0;
-  task.setCheckpointHandler({ snapshotState: () => ({ offset }) });
-  const writer = task.writer<string>();
-  while (!world.releaseLongSource) {
-    if (!writer.isAvailable()) await task.yieldToMailbox(writer.getAvailableFuture());
-    writer.emit(`l${offset % 5}`);
-    offset++;
-    await task.yieldToMailbox(new Promise((resolve) => setTimeout(resolve, 1)));
-  }
-  return offset;
+  return emitFromOffset(
+    task,
+    () => !world.releaseLongSource,
+    (offset) => `l${offset % 5}`,
+    () => task.yieldToMailbox(new Promise((resolve) => setTimeout(resolve, 1))),
+  );
 }
 
 /** Counts words (state: its map) and, with `listen`, records its notifications. */
