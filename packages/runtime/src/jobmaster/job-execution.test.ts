@@ -455,6 +455,9 @@ describe("JobExecution failing over by pipelined region", () => {
   const env = blockingTestCluster("sluice-region-failover-");
   const startExecutor = env.startExecutor;
 
+  /** Every task of {@link twoStages}, in the order a full re-run reports them. */
+  const EVERY_TASK_OF_TWO_STAGES = ["Source (1/2)", "Source (2/2)", "Count (1/2)", "Count (2/2)"];
+
   /** The job finished without an error after one restart that re-ran exactly `rerunTasks`. */
   function expectFinishedAfterOneRestart(result: JobResult, rerunTasks: readonly string[]) {
     expect(result.error).toBeUndefined();
@@ -509,12 +512,7 @@ describe("JobExecution failing over by pipelined region", () => {
     const result = await execution.terminated;
     expect(result.status, String(result.error)).toBe("FINISHED");
     expect(result.restarts).toBe(1);
-    expect(result.rerunTasks).toEqual([
-      "Source (1/2)",
-      "Source (2/2)",
-      "Count (1/2)",
-      "Count (2/2)",
-    ]);
+    expect(result.rerunTasks).toEqual(EVERY_TASK_OF_TWO_STAGES);
     expect(readThrough(result.results.get("Count"), 0)).toEqual(written(2_000, 2));
   });
 
@@ -571,12 +569,7 @@ describe("JobExecution failing over by pipelined region", () => {
     expect(execution.status).toBe("RUNNING");
     readersMayDeploy.resolve();
     const result = await execution.terminated;
-    expectFinishedAfterOneRestart(result, [
-      "Source (1/2)",
-      "Source (2/2)",
-      "Count (1/2)",
-      "Count (2/2)",
-    ]);
+    expectFinishedAfterOneRestart(result, EVERY_TASK_OF_TWO_STAGES);
     for (const task of ["Source (1/2)#1", "Source (2/2)#1", "Count (1/2)#1", "Count (2/2)#1"]) {
       expect(at(log, `${task} FINISHED`)).toBeGreaterThan(0);
     }
