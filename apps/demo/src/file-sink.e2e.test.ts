@@ -10,7 +10,13 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { isAlive, lastJsonLine, startDemo, useDemoProcesses } from "./test-support/demo-process.js";
+import {
+  isAlive,
+  lastJsonLine,
+  startDemo,
+  TWO_RESTARTS,
+  useDemoProcesses,
+} from "./test-support/demo-process.js";
 
 useDemoProcesses();
 
@@ -46,12 +52,7 @@ describe("demo --sink files", () => {
         "200",
         "--kill-task-manager-after",
         "1000",
-        "-D",
-        "restart-strategy.type=fixed-delay",
-        "-D",
-        "restart-strategy.fixed-delay.attempts=2",
-        "-D",
-        "restart-strategy.fixed-delay.delay=100ms",
+        ...TWO_RESTARTS,
         "--sink",
         "files",
         "--output",
@@ -97,7 +98,7 @@ describe("demo --sink files", () => {
 
   it("refuses an output folder that is not empty, with exit code 2", async () => {
     const output = path.join(base, "used");
-    await startDemo([
+    const args = [
       "--records",
       "1000",
       "--checkpoint-interval",
@@ -106,18 +107,10 @@ describe("demo --sink files", () => {
       "files",
       "--output",
       output,
-    ]).done;
+    ];
+    await startDemo(args).done;
     await writeFile(path.join(output, "part-0-0-99"), "w\t1\n");
-    const run = await startDemo([
-      "--records",
-      "1000",
-      "--checkpoint-interval",
-      "200",
-      "--sink",
-      "files",
-      "--output",
-      output,
-    ]).done;
+    const run = await startDemo(args).done;
     expect(run.code, run.stderr).toBe(2);
     expect(run.stderr).toMatch(/--output .*used is not empty/);
   }, 60_000);

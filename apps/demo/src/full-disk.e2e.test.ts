@@ -8,7 +8,13 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { isAlive, lastJsonLine, startDemo, useDemoProcesses } from "./test-support/demo-process.js";
+import {
+  isAlive,
+  lastJsonLine,
+  startDemo,
+  TWO_RESTARTS,
+  useDemoProcesses,
+} from "./test-support/demo-process.js";
 
 /** Mounts a 64 KiB tmpfs; returns why it cannot, or undefined. */
 function mountSmallDisk(at: string): string | undefined {
@@ -43,12 +49,7 @@ describe.skipIf(unavailable !== undefined)(`a full disk (${unavailable ?? "tmpfs
       "200",
       "-D",
       `state.checkpoints.dir=${folder}`,
-      "-D",
-      "restart-strategy.type=fixed-delay",
-      "-D",
-      "restart-strategy.fixed-delay.attempts=2",
-      "-D",
-      "restart-strategy.fixed-delay.delay=100ms",
+      ...TWO_RESTARTS,
       "--json",
     ]).done;
     expect(run.code).toBe(1);

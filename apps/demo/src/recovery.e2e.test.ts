@@ -11,19 +11,10 @@ import {
   lastJsonLine,
   type Run,
   startDemo,
+  TWO_RESTARTS,
   until,
   useDemoProcesses,
 } from "./test-support/demo-process.js";
-
-/** Up to two restarts, 100 ms apart: every recovery below needs one. */
-const TWO_RESTARTS = [
-  "-D",
-  "restart-strategy.type=fixed-delay",
-  "-D",
-  "restart-strategy.fixed-delay.attempts=2",
-  "-D",
-  "restart-strategy.fixed-delay.delay=100ms",
-];
 
 useDemoProcesses();
 

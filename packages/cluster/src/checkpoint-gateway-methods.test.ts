@@ -18,25 +18,17 @@ import { DescriptorError } from "@sluice/runtime-api";
 import { describe, expect, it } from "vitest";
 import { forwardingGateway, type GatewayMethods } from "./gateway-forwarding.js";
 import {
-  type JobMasterGatewayCaller,
-  JobMasterGatewayMethods,
-  type JobMasterGatewayReceiver,
-} from "./job-master-gateway-methods.js";
-import {
   type TaskExecutorGatewayCaller,
   TaskExecutorGatewayMethods,
   type TaskExecutorGatewayReceiver,
 } from "./task-executor-gateway-methods.js";
+import { forwardJobMaster } from "./test-support/forwarded-job-master.js";
 import { inProcessForwarder } from "./test-support/in-process-forwarder.js";
 
 class ForwardedTaskExecutor extends forwardingGateway<
   TaskExecutorGateway,
   TaskExecutorGatewayCaller
 >(TaskExecutorGatewayMethods) {}
-
-class ForwardedJobMaster extends forwardingGateway<JobMasterGateway, JobMasterGatewayCaller>(
-  JobMasterGatewayMethods,
-) {}
 
 /** The largest checkpoint id: beyond what a JSON number carries exactly. */
 const MAX_ID = 2n ** 63n - 1n;
@@ -70,20 +62,6 @@ function forwardTaskExecutor(triggered: unknown[][]) {
     deployAttempt: () => {},
   });
   return { remote: new ForwardedTaskExecutor(forwarder), forwarder };
-}
-
-function forwardJobMaster(jobMaster: JobMasterGateway, jobId: JobID) {
-  const receiver: JobMasterGatewayReceiver = {
-    jobMasterOf: (id) => {
-      if (!id.equals(jobId)) throw new IllegalStateError(`no job ${id}`);
-      return jobMaster;
-    },
-    // These tests are about the codecs; which task manager may report is the endpoint's test.
-    reporterFor: (id) => receiver.jobMasterOf(id),
-    attemptReported: () => {},
-  };
-  const { forwarder, undelivered } = inProcessForwarder(JobMasterGatewayMethods, receiver, {});
-  return { remote: new ForwardedJobMaster(forwarder), forwarder, undelivered };
 }
 
 /** Lets the reports' replies settle. */

@@ -5,7 +5,6 @@
  */
 import {
   ExecutionAttemptID,
-  IllegalStateError,
   isPartitionException,
   JobID,
   PartitionConnectionError,
@@ -19,17 +18,7 @@ import {
   type TaskExecutionState,
 } from "@sluice/runtime";
 import { describe, expect, it } from "vitest";
-import { forwardingGateway } from "./gateway-forwarding.js";
-import {
-  type JobMasterGatewayCaller,
-  JobMasterGatewayMethods,
-  type JobMasterGatewayReceiver,
-} from "./job-master-gateway-methods.js";
-import { inProcessForwarder } from "./test-support/in-process-forwarder.js";
-
-class ForwardedJobMaster extends forwardingGateway<JobMasterGateway, JobMasterGatewayCaller>(
-  JobMasterGatewayMethods,
-) {}
+import { forwardJobMaster } from "./test-support/forwarded-job-master.js";
 
 describe("a partition exception over the control plane", () => {
   it("reaches the job master in a FAILED state report with its partition and producer", async () => {
@@ -38,16 +27,7 @@ describe("a partition exception over the control plane", () => {
     const jobMaster = {
       updateTaskExecutionState: (update: TaskExecutionState) => reports.push(update),
     } as unknown as JobMasterGateway;
-    const receiver: JobMasterGatewayReceiver = {
-      jobMasterOf: (id) => {
-        if (!id.equals(jobId)) throw new IllegalStateError(`no job ${id}`);
-        return jobMaster;
-      },
-      reporterFor: (id) => receiver.jobMasterOf(id),
-      attemptReported: () => {},
-    };
-    const { forwarder, undelivered } = inProcessForwarder(JobMasterGatewayMethods, receiver, {});
-    const remote = new ForwardedJobMaster(forwarder);
+    const { remote, undelivered } = forwardJobMaster(jobMaster, jobId);
     const partitionId = new ResultPartitionID();
     const error = new PartitionConnectionError("lost the connection to the producer", {
       partitionId,

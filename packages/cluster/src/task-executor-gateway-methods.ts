@@ -36,6 +36,38 @@ export interface TaskExecutorGatewayReceiver {
   readonly jobMaster: JobMasterGateway;
 }
 
+/**
+ * The wire shape that `triggerCheckpoint` and `notifyCheckpointComplete` share: which attempt,
+ * which checkpoint, and the checkpoint's timestamp (64-bit values travel as decimal strings).
+ */
+const attemptCheckpointParams = z.object({
+  executionAttemptId: text(256),
+  checkpointId: uint64,
+  timestamp: uint64,
+});
+
+type AttemptCheckpointParams = z.infer<typeof attemptCheckpointParams>;
+
+function encodeAttemptCheckpoint([executionAttemptId, id, timestamp]: readonly [
+  { toString(): string },
+  { toString(): string },
+  { toString(): string },
+]): AttemptCheckpointParams {
+  return {
+    executionAttemptId: executionAttemptId.toString(),
+    checkpointId: id.toString(),
+    timestamp: timestamp.toString(),
+  };
+}
+
+function decodeAttemptCheckpoint(params: AttemptCheckpointParams) {
+  return [
+    ExecutionAttemptID.parse(params.executionAttemptId),
+    parseCheckpointId(params.checkpointId),
+    BigInt(params.timestamp),
+  ] as const;
+}
+
 const method = forwardedMethods<
   TaskExecutorGateway,
   TaskExecutorGatewayCaller,
@@ -99,43 +131,19 @@ export const TaskExecutorGatewayMethods = {
    * task's acknowledgement or decline comes back as a JobMasterGateway call.
    */
   triggerCheckpoint: method("triggerCheckpoint", {
-    params: z.object({
-      executionAttemptId: text(256),
-      checkpointId: uint64,
-      timestamp: uint64,
-    }),
+    params: attemptCheckpointParams,
     result: z.null(),
-    encode: ([executionAttemptId, id, timestamp]) => ({
-      executionAttemptId: executionAttemptId.toString(),
-      checkpointId: id.toString(),
-      timestamp: timestamp.toString(),
-    }),
+    encode: encodeAttemptCheckpoint,
     invoke: ({ executor }, params) =>
-      executor.triggerCheckpoint(
-        ExecutionAttemptID.parse(params.executionAttemptId),
-        parseCheckpointId(params.checkpointId),
-        BigInt(params.timestamp),
-      ),
+      executor.triggerCheckpoint(...decodeAttemptCheckpoint(params)),
   }),
   /** Tells a task that a checkpoint completed: resolves once the notification is queued. */
   notifyCheckpointComplete: method("notifyCheckpointComplete", {
-    params: z.object({
-      executionAttemptId: text(256),
-      checkpointId: uint64,
-      timestamp: uint64,
-    }),
+    params: attemptCheckpointParams,
     result: z.null(),
-    encode: ([executionAttemptId, id, timestamp]) => ({
-      executionAttemptId: executionAttemptId.toString(),
-      checkpointId: id.toString(),
-      timestamp: timestamp.toString(),
-    }),
+    encode: encodeAttemptCheckpoint,
     invoke: ({ executor }, params) =>
-      executor.notifyCheckpointComplete(
-        ExecutionAttemptID.parse(params.executionAttemptId),
-        parseCheckpointId(params.checkpointId),
-        BigInt(params.timestamp),
-      ),
+      executor.notifyCheckpointComplete(...decodeAttemptCheckpoint(params)),
   }),
   /** Tells a task that a checkpoint was aborted: resolves once the notification is queued. */
   notifyCheckpointAborted: method("notifyCheckpointAborted", {

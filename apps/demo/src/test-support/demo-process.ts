@@ -71,6 +71,16 @@ export function buildDemoIfStale(): void {
 }
 
 /** How a demo process ended, with everything it printed. */
+/** Demo arguments for up to two restarts, 100 ms apart: enough for every recovery the e2e tests force. */
+export const TWO_RESTARTS: readonly string[] = [
+  "-D",
+  "restart-strategy.type=fixed-delay",
+  "-D",
+  "restart-strategy.fixed-delay.attempts=2",
+  "-D",
+  "restart-strategy.fixed-delay.delay=100ms",
+];
+
 export interface Run {
   readonly code: number | null;
   readonly signal: NodeJS.Signals | null;

@@ -2,7 +2,7 @@ import {
   CancelledError,
   ErrorCodes,
   frameRecord,
-  NetworkBufferPool,
+  type NetworkBufferPool,
   PartitionNotFoundError,
   TaskEvent,
 } from "@sluice/core";
@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { PipelinedResultPartition } from "../partition/pipelined-result-partition.js";
 import { ResultPartitionManager } from "../partition/result-partition-manager.js";
 import { TaskEventDispatcher } from "../partition/task-event-publisher.js";
+import { networkBufferPoolPerTest } from "../test-support/network-buffer-pool-per-test.js";
 import {
   buildLocalInputChannel,
   buildPipelinedResultPartition,
@@ -31,7 +32,7 @@ interface Setup {
   readonly requests: () => number;
 }
 
-let global: NetworkBufferPool | undefined;
+const newGlobalPool = networkBufferPoolPerTest();
 
 beforeEach(() => {
   vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
@@ -39,12 +40,10 @@ beforeEach(() => {
 
 afterEach(() => {
   vi.useRealTimers();
-  global?.destroy();
-  global = undefined;
 });
 
 function setUp(backoff: Backoff, events?: TaskEventDispatcher): Setup {
-  global = new NetworkBufferPool(32, SEGMENT);
+  const global = newGlobalPool(32, SEGMENT);
   const pool = global;
   const manager = new ResultPartitionManager();
   const spy = vi.spyOn(manager, "createSubpartitionView");

@@ -23,6 +23,7 @@ import {
 import { expectError } from "@sluice/core/testing";
 import type { ExecutionState } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { networkBufferPoolPerTest } from "../test-support/network-buffer-pool-per-test.js";
 import { RecordingChannelStateWriter } from "../test-support/recording-channel-state-writer.js";
 import { ConnectionID } from "./connection-id.js";
 import type { ConnectionManager } from "./connection-manager.js";
@@ -122,15 +123,10 @@ interface Setup {
   readonly gate: RemoteChannelGate & { nonEmpty: number; priorityEvents: number[] };
 }
 
-let global: NetworkBufferPool | undefined;
-
-afterEach(() => {
-  global?.destroy();
-  global = undefined;
-});
+const newGlobalPool = networkBufferPoolPerTest();
 
 async function setUp(options: { exclusive?: number; floatingMax?: number } = {}): Promise<Setup> {
-  global = new NetworkBufferPool(32, SEGMENT);
+  const global = newGlobalPool(32, SEGMENT);
   const gatePool = global.createBufferPool(1, options.floatingMax ?? 8, { name: "gate pool" });
   const client = new FakePartitionRequestClient();
   const gate = {
@@ -603,7 +599,7 @@ describe("RemoteInputChannel after PartitionNotFound", () => {
 describe("RemoteInputChannel exclusive buffers held by other pools", () => {
   /** A channel whose NetworkBufferPool lent every segment to another pool beyond its guarantee. */
   function busyWorker(timeoutMs: number) {
-    global = new NetworkBufferPool(6, SEGMENT);
+    const global = newGlobalPool(6, SEGMENT);
     const busy = global.createBufferPool(1, 6, { name: "busy output pool" });
     const held: NetworkBuffer[] = [];
     for (let b = busy.requestBuffer(); b !== undefined; b = busy.requestBuffer()) held.push(b);

@@ -9,7 +9,10 @@ import { CheckpointFailureReason } from "../messages/checkpoint-failure-reason.j
 import type { FileStateHandle } from "../messages/file-state-handle.js";
 import type { Task } from "../taskexecutor/task.js";
 import type { TaskExecutor } from "../taskexecutor/task-executor.js";
-import { LocalCluster, localConfiguration } from "../taskexecutor/test-support/local-cluster.js";
+import {
+  checkpointingConfiguration,
+  LocalCluster,
+} from "../taskexecutor/test-support/local-cluster.js";
 import {
   expectedCounts,
   wordCountGraph as sharedWordCountGraph,
@@ -35,14 +38,7 @@ afterEach(async () => {
 
 /** Checkpoints every 50 ms into this test's folder; up to 2 restarts 10 ms apart. */
 function configuration(extra: Record<string, unknown> = {}) {
-  return localConfiguration({
-    "state.checkpoints.dir": checkpointsDir,
-    "execution.checkpointing.interval": "50ms",
-    "restart-strategy.type": "fixed-delay",
-    "restart-strategy.fixed-delay.attempts": 2,
-    "restart-strategy.fixed-delay.delay": "10ms",
-    ...extra,
-  });
+  return checkpointingConfiguration(checkpointsDir, 2, extra);
 }
 
 /**

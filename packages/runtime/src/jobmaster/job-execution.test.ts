@@ -455,6 +455,17 @@ describe("JobExecution failing over by pipelined region", () => {
   const env = blockingTestCluster("sluice-region-failover-");
   const startExecutor = env.startExecutor;
 
+  /** Every task of {@link twoStages}, in the order a full re-run reports them. */
+  const EVERY_TASK_OF_TWO_STAGES = ["Source (1/2)", "Source (2/2)", "Count (1/2)", "Count (2/2)"];
+
+  /** The job finished without an error after one restart that re-ran exactly `rerunTasks`. */
+  function expectFinishedAfterOneRestart(result: JobResult, rerunTasks: readonly string[]) {
+    expect(result.error).toBeUndefined();
+    expect(result.status).toBe("FINISHED");
+    expect(result.restarts).toBe(1);
+    expect(result.rerunTasks).toEqual(rerunTasks);
+  }
+
   /** Source (2) → BLOCKING, ALL_TO_ALL → Count (2), Count running `countInvokable`. */
   function twoStages(countInvokable: string, configuration = {}) {
     const graph = new JobGraph("two stages");
@@ -477,10 +488,7 @@ describe("JobExecution failing over by pipelined region", () => {
       configuration,
     });
     const result = await execution.terminated;
-    expect(result.error).toBeUndefined();
-    expect(result.status).toBe("FINISHED");
-    expect(result.restarts).toBe(1);
-    expect(result.rerunTasks).toEqual(["Count (1/2)"]);
+    expectFinishedAfterOneRestart(result, ["Count (1/2)"]);
     expect(log.filter((entry) => entry.startsWith("deploy"))).toEqual([
       "deploy Source (1/2)#0",
       "deploy Source (2/2)#0",
@@ -504,12 +512,7 @@ describe("JobExecution failing over by pipelined region", () => {
     const result = await execution.terminated;
     expect(result.status, String(result.error)).toBe("FINISHED");
     expect(result.restarts).toBe(1);
-    expect(result.rerunTasks).toEqual([
-      "Source (1/2)",
-      "Source (2/2)",
-      "Count (1/2)",
-      "Count (2/2)",
-    ]);
+    expect(result.rerunTasks).toEqual(EVERY_TASK_OF_TWO_STAGES);
     expect(readThrough(result.results.get("Count"), 0)).toEqual(written(2_000, 2));
   });
 
@@ -537,10 +540,7 @@ describe("JobExecution failing over by pipelined region", () => {
     };
     const execution = await env.deployer.deploy(graph, () => gateway, { configuration });
     const result = await execution.terminated;
-    expect(result.error).toBeUndefined();
-    expect(result.status).toBe("FINISHED");
-    expect(result.restarts).toBe(1);
-    expect(result.rerunTasks).toEqual(["Source (1/2)", "Count (1/2)", "Count (2/2)"]);
+    expectFinishedAfterOneRestart(result, ["Source (1/2)", "Count (1/2)", "Count (2/2)"]);
     expect(log).toContain("deploy Source (1/2)#1");
     expect(log).not.toContain("deploy Source (2/2)#1");
     expect(readThrough(result.results.get("Count"), 0)).toEqual(written(2_000, 2));
@@ -569,15 +569,7 @@ describe("JobExecution failing over by pipelined region", () => {
     expect(execution.status).toBe("RUNNING");
     readersMayDeploy.resolve();
     const result = await execution.terminated;
-    expect(result.error).toBeUndefined();
-    expect(result.status).toBe("FINISHED");
-    expect(result.restarts).toBe(1);
-    expect(result.rerunTasks).toEqual([
-      "Source (1/2)",
-      "Source (2/2)",
-      "Count (1/2)",
-      "Count (2/2)",
-    ]);
+    expectFinishedAfterOneRestart(result, EVERY_TASK_OF_TWO_STAGES);
     for (const task of ["Source (1/2)#1", "Source (2/2)#1", "Count (1/2)#1", "Count (2/2)#1"]) {
       expect(at(log, `${task} FINISHED`)).toBeGreaterThan(0);
     }
@@ -629,10 +621,7 @@ describe("JobExecution failing over by pipelined region", () => {
     await expect.poll(() => onReplacement, POLL).toContain("Source (1/1)#1 FINISHED");
     go.resolve();
     const result = await execution.terminated;
-    expect(result.error).toBeUndefined();
-    expect(result.status).toBe("FINISHED");
-    expect(result.restarts).toBe(1);
-    expect(result.rerunTasks).toEqual(["Source (1/1)"]);
+    expectFinishedAfterOneRestart(result, ["Source (1/1)"]);
     // Count, placed on the lost worker at the start, runs on the replacement, as its first attempt.
     expect(onReplacement.toSorted()).toEqual([
       "Count (1/1)#0 FINISHED",
@@ -688,10 +677,7 @@ describe("JobExecution failing over by pipelined region", () => {
     await expect.poll(() => log, POLL).toContain("Source (1/1)#1 FINISHED");
     go.resolve();
     const result = await execution.terminated;
-    expect(result.error).toBeUndefined();
-    expect(result.status).toBe("FINISHED");
-    expect(result.restarts).toBe(1);
-    expect(result.rerunTasks).toEqual(["Source (1/1)"]);
+    expectFinishedAfterOneRestart(result, ["Source (1/1)"]);
     expectBothRead(result);
   });
 

@@ -13,8 +13,16 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PollStatus } from "../io/record-reader.js";
 import type { Task } from "../taskexecutor/task.js";
-import { LocalCluster, localConfiguration } from "../taskexecutor/test-support/local-cluster.js";
-import { expectedCounts, wordCountGraph, wordOf } from "../taskexecutor/test-support/word-count.js";
+import {
+  checkpointingConfiguration,
+  LocalCluster,
+} from "../taskexecutor/test-support/local-cluster.js";
+import {
+  emitFromOffset,
+  expectedCounts,
+  wordCountGraph,
+  wordOf,
+} from "../taskexecutor/test-support/word-count.js";
 import type { TaskInvokable } from "../taskexecutor/user-code-registry.js";
 import { TransactionalFileSink } from "./transactional-file-sink.js";
 
@@ -32,18 +40,15 @@ afterEach(async () => {
 /** Emits words 0..words-1 (state: its offset), pausing a millisecond every 200 words. */
 async function source(task: Task): Promise<number> {
   const words = task.configuration.words as number;
-  let offset = (task.restoredState as { offset: number } | undefined)?.offset ?? 0;
-  task.setCheckpointHandler({ snapshotState: () => ({ offset }) });
-  const writer = task.writer<string>();
-  while (offset < words) {
-    if (!writer.isAvailable()) await task.yieldToMailbox(writer.getAvailableFuture());
-    writer.emit(wordOf(offset, task.subtaskIndex));
-    offset++;
-    if (offset % 200 === 0) {
-      await task.yieldToMailbox(new Promise((resolve) => setTimeout(resolve, 1)));
-    }
-  }
-  return offset;
+  return emitFromOffset(
+    task,
+    (offset) => offset < words,
+    (offset) => wordOf(offset, task.subtaskIndex),
+    (offset) =>
+      offset % 200 === 0
+        ? task.yieldToMailbox(new Promise((resolve) => setTimeout(resolve, 1)))
+        : undefined,
+  );
 }
 
 /**
@@ -118,13 +123,8 @@ async function committedCounts(directory: string) {
 describe("an exactly-once file sink in a job", () => {
   it("commits each word's count exactly once across a failover after one counter declined a checkpoint the other pre-committed", async () => {
     const directory = path.join(base, "out");
-    const config = localConfiguration({
-      "state.checkpoints.dir": path.join(base, "checkpoints"),
-      "execution.checkpointing.interval": "50ms",
+    const config = checkpointingConfiguration(path.join(base, "checkpoints"), 2, {
       "execution.checkpointing.tolerable-failed-checkpoints": 0,
-      "restart-strategy.type": "fixed-delay",
-      "restart-strategy.fixed-delay.attempts": 2,
-      "restart-strategy.fixed-delay.delay": "10ms",
     });
     const executor = await cluster.startExecutor(config, { invokables: INVOKABLES });
     const deployer = await cluster.startDeployer(config);

@@ -115,6 +115,12 @@ export function describeBlockingTransportSuite(options: BlockingTransportSuiteOp
      * `cause` is a partition exception naming the partition `producer` wrote: its id (whose
      * producer is `producer`'s attempt) and, in the message, the producer.
      */
+    /** Checks that the job failed and returns why its (first) consumer failed. */
+    function consumerFailureOf(result: JobResult, exchange: Exchange): Error | undefined {
+      expect(result.status).toBe("FAILED");
+      return (exchange.consumers[0] as ExecutionVertex).failureCause;
+    }
+
     function expectNamesPartitionOf(cause: Error | undefined, producer: ExecutionVertex): void {
       expect(isPartitionException(cause)).toBe(true);
       const partitionId = (cause as PartitionException).partitionId;
@@ -239,8 +245,7 @@ export function describeBlockingTransportSuite(options: BlockingTransportSuiteOp
         const data = readFileSync(dataFile);
         writeFileSync(dataFile, data.subarray(0, data.length >> 1));
       });
-      expect(result.status).toBe("FAILED");
-      const cause = (exchange.consumers[0] as ExecutionVertex).failureCause;
+      const cause = consumerFailureOf(result, exchange);
       expect(cause).toMatchObject({
         code: ErrorCodes.PARTITION_FILE_CORRUPTED,
         name: "PartitionFileCorruptedError",
@@ -260,8 +265,7 @@ export function describeBlockingTransportSuite(options: BlockingTransportSuiteOp
         for (let i = 8; i < 8 + blockLength; i++) data[i] = (i * 131) & 0xff;
         writeFileSync(dataFile, data);
       });
-      expect(result.status).toBe("FAILED");
-      const cause = (exchange.consumers[0] as ExecutionVertex).failureCause;
+      const cause = consumerFailureOf(result, exchange);
       expect(cause).toMatchObject({ code: ErrorCodes.BUFFER_DECOMPRESSION });
       expect(cause?.message).toMatch(/RemoteInputChannel/);
       await expectReadBuffersBack(...executors);
@@ -276,8 +280,7 @@ export function describeBlockingTransportSuite(options: BlockingTransportSuiteOp
         // What the job side does at a job's end, here before the consumer reads.
         await producer.releasePartitions(job.execution.jobId, [writer.partitionId]);
       });
-      expect(result.status).toBe("FAILED");
-      const cause = (exchange.consumers[0] as ExecutionVertex).failureCause;
+      const cause = consumerFailureOf(result, exchange);
       expect(cause).toMatchObject({ code: ErrorCodes.PARTITION_NOT_FOUND });
       expect(cause?.message).toMatch(/released/);
       expectNamesPartitionOf(cause, exchange.producers[0] as ExecutionVertex);
@@ -293,8 +296,7 @@ export function describeBlockingTransportSuite(options: BlockingTransportSuiteOp
         // The worker that holds the finished partition goes away (with its data server).
         await producer.close();
       });
-      expect(result.status).toBe("FAILED");
-      const cause = (exchange.consumers[0] as ExecutionVertex).failureCause;
+      const cause = consumerFailureOf(result, exchange);
       expect(cause).toMatchObject({
         code: ErrorCodes.PARTITION_CONNECTION,
         name: "PartitionConnectionError",

@@ -5,7 +5,7 @@ import {
   frameRecord,
   IllegalStateError,
   InputChannelID,
-  NetworkBufferPool,
+  type NetworkBufferPool,
   PartitionNotFoundError,
   ResultPartitionID,
   type SluiceError,
@@ -14,6 +14,7 @@ import { expectError } from "@sluice/core/testing";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { PipelinedResultPartition } from "../../partition/pipelined-result-partition.js";
 import { ResultPartitionManager } from "../../partition/result-partition-manager.js";
+import { networkBufferPoolPerTest } from "../../test-support/network-buffer-pool-per-test.js";
 import { buildPipelinedResultPartition } from "../../testing/index.js";
 import {
   CreditBasedSequenceNumberingViewReader,
@@ -42,16 +43,14 @@ interface Setup {
   readonly queue: RecordingQueue;
 }
 
-let global: NetworkBufferPool | undefined;
+const newGlobalPool = networkBufferPoolPerTest();
 
 afterEach(() => {
   vi.useRealTimers();
-  global?.destroy();
-  global = undefined;
 });
 
 function setUp(): Setup {
-  global = new NetworkBufferPool(32, SEGMENT);
+  const global = newGlobalPool(32, SEGMENT);
   const pool = global;
   const manager = new ResultPartitionManager();
   const partition = buildPipelinedResultPartition({

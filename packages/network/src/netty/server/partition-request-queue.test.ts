@@ -2,7 +2,7 @@ import {
   ErrorCodes,
   frameRecord,
   InputChannelID,
-  NetworkBufferPool,
+  type NetworkBufferPool,
   PartitionNotFoundError,
   ProducerFailedError,
   ResultPartitionID,
@@ -24,6 +24,7 @@ import { buildPipelinedResultPartition } from "../../testing/index.js";
 import { CreditBasedSequenceNumberingViewReader } from "./credit-based-sequence-numbering-view-reader.js";
 import { PartitionRequestQueue } from "./partition-request-queue.js";
 import "@sluice/core/testing";
+import { networkBufferPoolPerTest } from "../../test-support/network-buffer-pool-per-test.js";
 
 const SEGMENT = 64;
 const FULL = SEGMENT - 4;
@@ -35,16 +36,14 @@ interface Setup {
   readonly queue: PartitionRequestQueue;
 }
 
-let global: NetworkBufferPool | undefined;
+const newGlobalPool = networkBufferPoolPerTest();
 
 afterEach(() => {
   vi.useRealTimers();
-  global?.destroy();
-  global = undefined;
 });
 
 function setUp(): Setup {
-  global = new NetworkBufferPool(64, SEGMENT);
+  const global = newGlobalPool(64, SEGMENT);
   const connection = new FakeConnection();
   return {
     global,

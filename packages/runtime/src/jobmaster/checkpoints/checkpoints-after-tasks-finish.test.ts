@@ -11,7 +11,11 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PollStatus } from "../../io/record-reader.js";
 import type { Task } from "../../taskexecutor/task.js";
-import { LocalCluster, localConfiguration } from "../../taskexecutor/test-support/local-cluster.js";
+import {
+  checkpointingConfiguration,
+  LocalCluster,
+} from "../../taskexecutor/test-support/local-cluster.js";
+import { emitFromOffset } from "../../taskexecutor/test-support/word-count.js";
 import type { TaskInvokable } from "../../taskexecutor/user-code-registry.js";
 import type { JobExecution } from "../job-execution.js";
 import { JobGraph } from "../job-graph.js";
@@ -54,44 +58,29 @@ afterEach(async () => {
 });
 
 function configuration(extra: Record<string, unknown> = {}) {
-  return localConfiguration({
-    "state.checkpoints.dir": checkpointsDir,
-    "execution.checkpointing.interval": "50ms",
-    "restart-strategy.type": "fixed-delay",
-    "restart-strategy.fixed-delay.attempts": 1,
-    "restart-strategy.fixed-delay.delay": "10ms",
-    ...extra,
-  });
+  return checkpointingConfiguration(checkpointsDir, 1, extra);
 }
 
 /** Emits `words` numbered words (state: its offset), running its mail between them. */
 async function boundedSource(task: Task): Promise<number> {
   world.boundedRuns.push(`${task.subtaskIndex}#${task.attemptNumber}`);
   const words = task.configuration.words as number;
-  let offset = (task.restoredState as { offset: number } | undefined)?.offset ?? 0;
-  task.setCheckpointHandler({ snapshotState: () => ({ offset }) });
-  const writer = task.writer<string>();
-  while (offset < words) {
-    if (!writer.isAvailable()) await task.yieldToMailbox(writer.getAvailableFuture());
-    writer.emit(`b${offset % 7}`);
-    offset++;
-    if (offset % 50 === 0) await task.yieldToMailbox();
-  }
-  return offset;
+  return emitFromOffset(
+    task,
+    (offset) => offset < words,
+    (offset) => `b${offset % 7}`,
+    (offset) => (offset % 50 === 0 ? task.yieldToMailbox() : undefined),
+  );
 }
 
 /** Emits a word a millisecond until the test releases it (state: its offset). */
 async function longSource(task: Task): Promise<number> {
-  let offset = (task.restoredState as { offset: number } | undefined)?.offset ?? 0;
-  task.setCheckpointHandler({ snapshotState: () => ({ offset }) });
-  const writer = task.writer<string>();
-  while (!world.releaseLongSource) {
-    if (!writer.isAvailable()) await task.yieldToMailbox(writer.getAvailableFuture());
-    writer.emit(`l${offset % 5}`);
-    offset++;
-    await task.yieldToMailbox(new Promise((resolve) => setTimeout(resolve, 1)));
-  }
-  return offset;
+  return emitFromOffset(
+    task,
+    () => !world.releaseLongSource,
+    (offset) => `l${offset % 5}`,
+    () => task.yieldToMailbox(new Promise((resolve) => setTimeout(resolve, 1))),
+  );
 }
 
 /** Counts words (state: its map) and, with `listen`, records its notifications. */

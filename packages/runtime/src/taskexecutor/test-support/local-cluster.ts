@@ -25,6 +25,25 @@ export function localConfiguration(extra: Record<string, unknown> = {}): Configu
 }
 
 /**
+ * A {@link localConfiguration} that checkpoints every 50 ms into `checkpointsDir` and restarts a
+ * failed job up to `restartAttempts` times, 10 ms apart; `extra` overrides any of it.
+ */
+export function checkpointingConfiguration(
+  checkpointsDir: string,
+  restartAttempts: number,
+  extra: Record<string, unknown> = {},
+): Configuration {
+  return localConfiguration({
+    "state.checkpoints.dir": checkpointsDir,
+    "execution.checkpointing.interval": "50ms",
+    "restart-strategy.type": "fixed-delay",
+    "restart-strategy.fixed-delay.attempts": restartAttempts,
+    "restart-strategy.fixed-delay.delay": "10ms",
+    ...extra,
+  });
+}
+
+/**
  * TaskExecutors and JobDeployers of the local plugin for the runtime's own tests; {@link close}
  * shuts them down and checks that every network buffer is back in its pool.
  */

@@ -2,6 +2,7 @@ import type { JsonObject } from "@sluice/runtime-api";
 import { expect } from "vitest";
 import { JobGraph } from "../../jobmaster/job-graph.js";
 import { addSource } from "../../jobmaster/test-support/source-vertex.js";
+import type { Task } from "../task.js";
 
 /** Word `i` of source subtask `subtask`: 97 distinct words, spread over both sources. */
 export function wordOf(i: number, subtask: number): string {
@@ -56,4 +57,29 @@ export function wordCountGraph(name: string, source: JsonObject, count: JsonObje
     serializer: "string",
   });
   return graph;
+}
+
+/**
+ * A checkpointed source's loop: emits `wordAt(offset)` from the restored offset (0 on a first
+ * attempt) while `more(offset)`, with the offset as the task's state; after each word it awaits
+ * `pause(offset)` when that returns a promise. Resolves with the final offset.
+ */
+export async function emitFromOffset(
+  task: Task,
+  more: (offset: number) => boolean,
+  wordAt: (offset: number) => string,
+  pause: (offset: number) => Promise<void> | undefined,
+): Promise<number> {
+  let offset = (task.restoredState as { offset: number } | undefined)?.offset ?? 0;
+  task.setCheckpointHandler({ snapshotState: () => ({ offset }) });
+  const writer = task.writer<string>();
+  while (more(offset)) {
+    if (!writer.isAvailable()) await task.yieldToMailbox(writer.getAvailableFuture());
+    writer.emit(wordAt(offset));
+    offset++;
+    // Only a real pause awaits: awaiting nothing would still cost a microtask per word.
+    const paused = pause(offset);
+    if (paused !== undefined) await paused;
+  }
+  return offset;
 }
