@@ -126,9 +126,10 @@ export interface JobShuffleContext {
   /**
    * Tells the scheduler that these partitions are lost (e.g. their external storage was lost): it
    * stops tracking them, releases them (`releasePartitionExternally` is called for each, and the
-   * worker holding one is told to release it), and re-runs their producers' regions, with every
-   * reader of them, if a task that has not finished still reads one; the job fails only when its
-   * restart strategy allows no restart. Partitions of another job, of an older attempt of their
+   * worker holding one is told to release it), and re-runs their producers' regions at once, with
+   * every reader of them, when a reader not deployed yet will read one; a reader already deployed
+   * fails reading it with a partition exception, and that failure re-runs the producer. The job
+   * fails only when its restart strategy allows no restart. Partitions of another job, of an older attempt of their
    * producer, or no longer tracked are ignored. Resolves once they were released.
    */
   stopTrackingAndReleasePartitions(partitionIds: readonly ResultPartitionID[]): Promise<void>;

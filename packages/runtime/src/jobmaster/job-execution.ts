@@ -303,9 +303,11 @@ export class JobExecution implements JobMasterGateway {
   /**
    * A TaskExecutor is gone (its process died, its heartbeats stopped). Its tasks that had not
    * ended count as failed with `cause`, and the partitions it held are lost with it. The job
-   * fails over (when its restart strategy allows) or fails: the lost tasks' regions re-run, and
-   * so do the producers of lost partitions that a task not finished yet still needs (and their
-   * readers). When nothing of the job there is needed any more, the job goes on, as in Flink.
+   * fails over (when its restart strategy allows) or fails: the lost tasks' regions re-run, and so
+   * do, at once, the producers of lost partitions that a reader not deployed yet will read (and
+   * their readers). A reader already deployed fails reading a lost partition by itself, as in
+   * Flink, and that failure re-runs the producer. When nothing of the job there is needed any
+   * more, the job goes on.
    * Nothing is released on that worker again. The gateway is never used again: a restart asks
    * the placement again, and a placement that returns this gateway fails the job; provide a
    * replacement (see {@link PlacementContext}).
