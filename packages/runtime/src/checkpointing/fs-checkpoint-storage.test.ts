@@ -110,6 +110,32 @@ describe("FsCheckpointStorage", () => {
     expect(await readdir(base)).toEqual([]);
   });
 
+  it("deletes an aborted checkpoint's folder while tasks still write their snapshots into it", async () => {
+    // A task manager may still be writing its snapshot of a checkpoint the job side just
+    // aborted: the folder gains entries while it is being deleted.
+    const jobId = new JobID();
+    const storage = new FsCheckpointStorage(base, jobId);
+    await storage.writeTaskState(5n, new ExecutionAttemptID(), "Count (1/2)#0", '{"w":1}');
+    let writing = true;
+    const writer = (async () => {
+      for (let i = 0; writing && i < 400; i++) {
+        await storage
+          .writeTaskState(5n, new ExecutionAttemptID(), `Count (2/2)#${i}`, '{"w":1}')
+          .catch(() => undefined);
+      }
+    })();
+    try {
+      await storage.discardCheckpoint(5n);
+    } finally {
+      writing = false;
+      await writer;
+    }
+    // A write that began before the discard may land after it (the late acknowledgement's
+    // snapshot, deleted by the job side as it arrives); once they settled, the folder goes.
+    await storage.discardCheckpoint(5n);
+    expect(await readdir(base)).toEqual([]);
+  });
+
   it("follows no symbolic link below state.checkpoints.dir when it deletes: files a link leads to stay", async () => {
     const jobId = new JobID();
     const storage = new FsCheckpointStorage(base, jobId);

@@ -1,4 +1,5 @@
-import { lstat, mkdir, readFile, realpath, rm, rmdir } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { lstat, mkdir, readFile, realpath, rename, rm, rmdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import type { ExecutionAttemptID, JobID } from "@sluice/core";
@@ -42,6 +43,8 @@ export interface TaskSnapshot {
 
 /** The suffix of a task's channel state file, next to its `<attempt>.json`. */
 const CHANNEL_STATE_SUFFIX = ".channel-state";
+/** A checkpoint folder renamed for deletion: `chk-<n>.discarded-<random>`. */
+const DISCARDED_SUFFIX = ".discarded-";
 
 /** The version of the snapshot and `_metadata` files this build writes and reads. */
 const FILE_VERSION = CHECKED_FILE_VERSION;
@@ -302,13 +305,27 @@ export class FsCheckpointStorage {
    * Deletes the folder of checkpoint `checkpointId` with everything in it (a symbolic link in it
    * is removed, not followed), and the job's folder once it is empty.
    *
+   * A task manager may still be writing its snapshot into the folder of a checkpoint the job side
+   * aborted. The folder is therefore first renamed out of the way (one atomic step): a write
+   * that had not created its file yet can no longer reach it (it fails, or it creates a fresh
+   * `chk-<n>` whose snapshot the late acknowledgement then discards), so nothing is added while
+   * the renamed folder is deleted. A recursive delete in place would fail with ENOTEMPTY when a
+   * file appeared between its listing and its final rmdir.
+   *
    * @throws CheckpointError when the checkpoint's or the job's folder is a symbolic link (nothing
    *   is deleted then).
    */
   async discardCheckpoint(checkpointId: bigint): Promise<void> {
     const folder = await this.realFolder(`chk-${checkpointId}`);
     if (folder === undefined) return;
-    await rm(folder, { recursive: true, force: true });
+    const discarded = `${folder}${DISCARDED_SUFFIX}${randomBytes(4).toString("hex")}`;
+    try {
+      await rename(folder, discarded);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+      throw error;
+    }
+    await rm(discarded, { recursive: true, force: true });
     await removeIfEmpty(path.dirname(folder));
   }
 
