@@ -92,7 +92,9 @@ const BROKEN = [
   },
 ] as const;
 
-describe("the conformance suite checked against deliberately broken plugins", () => {
+// Each case is a vitest process of its own, mostly waiting on its worker processes: they run at
+// once.
+describe.concurrent("the conformance suite checked against deliberately broken plugins", () => {
   it("passes those cases with the working plugin the broken ones decorate", async () => {
     const results = await runSuite("none", `${EXACTLY_ONCE}|${LONE_RECORD}`);
     expect(results).toHaveLength(2);
