@@ -177,6 +177,9 @@ export class JobManagerRole {
         ...(options.mode === "batch"
           ? { batch: { sources: SOURCE_VERTEX, counters: COUNT_VERTEX } }
           : {}),
+        ...(options.output === undefined
+          ? {}
+          : { sink: { directory: options.output, counters: COUNT_VERTEX } }),
       });
       if (options.killShuffleWorkerAfterMs !== undefined) {
         this.shuffleWorkerKill = new ShuffleWorkerKill(options.killShuffleWorkerAfterMs, {

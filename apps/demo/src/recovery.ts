@@ -3,6 +3,7 @@ import type { JobExecution } from "@sluice/runtime";
 import type { RecoverySettings } from "./checkpointing-options.js";
 import { formatDuration } from "./format.js";
 import type { LocalTaskManagers } from "./local-task-managers.js";
+import { whenHalfPreCommitted } from "./pre-commit-watch.js";
 
 /** How often a kill that waits for the first completed checkpoint (or a stage) looks again. */
 const CHECKPOINT_POLL_MS = 20;
@@ -26,6 +27,11 @@ export interface KillSpec {
   readonly betweenStages: boolean;
   /** Batch mode: the stages the kill's time counts from. */
   readonly batch?: BatchStages;
+  /**
+   * `--sink files`: the sink's folder and the count vertex. The kill then comes at the next
+   * half-taken checkpoint after its time: one counter pre-committed, another not yet.
+   */
+  readonly sink?: { readonly directory: string; readonly counters: string };
 }
 
 /** The task manager `--kill-task-manager-after` killed, as the summary reports it. */
@@ -73,6 +79,7 @@ export class Recovery {
   private context: RecoveryContext | undefined;
   private killTimer: NodeJS.Timeout | undefined;
   private countingStage: { cancel(): void } | undefined;
+  private preCommits: { cancel(): void } | undefined;
   private killed: Omit<KilledTaskManager, "latestCheckpoint"> | undefined;
   private latestAtLoss: bigint | undefined;
   private startedAt = 0;
@@ -135,6 +142,7 @@ export class Recovery {
     clearTimeout(this.killTimer);
     this.killTimer = undefined;
     this.countingStage?.cancel();
+    this.preCommits?.cancel();
   }
 
   /** The task manager that was killed, if one was. */
@@ -148,7 +156,8 @@ export class Recovery {
 
   /**
    * SIGKILLs the connected local task manager registered last that runs tasks of the job; with
-   * checkpoints, once the first one completed.
+   * checkpoints, once the first one completed; with a file sink, the one of a counter that has
+   * not pre-committed a checkpoint another counter pre-committed.
    */
   private killOne(): void {
     this.killTimer = undefined;
@@ -167,10 +176,36 @@ export class Recovery {
       this.killTimer = setTimeout(() => this.killOne(), CHECKPOINT_POLL_MS);
       return;
     }
+    const sink = this.kill.sink;
+    if (sink !== undefined && this.preCommits === undefined) {
+      const counters = execution.executionVertices.filter((v) => v.vertex.name === sink.counters);
+      this.preCommits = whenHalfPreCommitted(
+        sink.directory,
+        counters.map((v) => v.subtaskIndex),
+        (behind) => {
+          if (execution.status !== "RUNNING") return;
+          const gateway = counters.find((v) => v.subtaskIndex === behind)?.gateway;
+          this.killTaskManager(
+            context.jobManager.taskManagers.find((tm) => tm === gateway && tm.connected),
+            `${sink.counters} (${behind + 1}/${counters.length}) has not pre-committed the checkpoint another counter pre-committed`,
+          );
+        },
+      );
+      return;
+    }
     const running = new Set(execution.executionVertices.map((v) => v.gateway));
-    const victim = [...context.jobManager.taskManagers]
-      .reverse()
-      .find((tm) => tm.connected && running.has(tm) && local.byPid(tm.pid) !== undefined);
+    this.killTaskManager(
+      [...context.jobManager.taskManagers]
+        .reverse()
+        .find((tm) => tm.connected && running.has(tm) && local.byPid(tm.pid) !== undefined),
+    );
+  }
+
+  /** SIGKILLs `victim`, a local task manager of the running job, and says why (`moment`). */
+  private killTaskManager(victim: RegisteredTaskManager | undefined, moment?: string): void {
+    const context = this.context;
+    if (context?.local === undefined) return;
+    const { execution, local } = context;
     const child = victim === undefined ? undefined : local.byPid(victim.pid);
     if (victim === undefined || child === undefined) return;
     const afterMs = performance.now() - this.startedAt;
@@ -185,7 +220,7 @@ export class Recovery {
         ? `the counting stage started; it ran ${tasks.join(", ")}`
         : latest === undefined
           ? "no checkpoint completed yet"
-          : `latest completed checkpoint ${latest.checkpointId}`;
+          : `latest completed checkpoint ${latest.checkpointId}${moment === undefined ? "" : `; ${moment}`}`;
     context.say(
       `killing ${victim.label} with SIGKILL ${formatDuration(afterMs)} into the job (${state})\n`,
     );

@@ -21,7 +21,9 @@ export const SINK_HELP = `Output:
                            part file that is renamed into place once the checkpoint completed
                            (hidden ".part-*.inprogress" / ".pending" names before). The summed
                            lines of the committed files are what is verified. Needs
-                           --checkpoint-interval (streaming).`;
+                           --checkpoint-interval (streaming). --kill-task-manager-after then
+                           kills at the next half-taken checkpoint after its time (one counter
+                           pre-committed, another not yet), which tests the commit rule.`;
 
 /** What {@link parseSinkFlags} reads from the parsed command line. */
 export interface SinkFlagValues {

@@ -1,0 +1,68 @@
+import { readdir } from "node:fs/promises";
+
+/** How often the watch lists the sink's folder: a pre-commit is a rename, seen at the next look. */
+const LIST_INTERVAL_MS = 1;
+
+/**
+ * The subtask index and the part file of a pre-committed or committed name of the file sink
+ * (`.part-<subtask>-<attempt>-<n>.pending` or `part-<subtask>-<attempt>-<n>`), or undefined
+ * for any other entry (the in-progress files, which exist before the snapshot).
+ */
+function preCommittedPart(entry: string): { subtask: number; part: string } | undefined {
+  const match = /^(?:\.(part-(\d+)-\d+-\d+)\.pending|(part-(\d+)-\d+-\d+))$/.exec(entry);
+  if (match === null) return undefined;
+  return { part: (match[1] ?? match[3]) as string, subtask: Number(match[2] ?? match[4]) };
+}
+
+/**
+ * Watches the file sink's folder for the moment one count subtask pre-committed its part file of
+ * a checkpoint that another count subtask has not pre-committed yet, and calls `then` with the
+ * latter's index: a checkpoint is then half taken, and the subtask that has not persisted its
+ * snapshot cannot have acknowledged it. Killing that subtask's task manager there is the
+ * failure a commit rule must survive: the checkpoint never completes, and a sink that made its
+ * transaction visible at the snapshot (not at the completion) shows its records twice after the
+ * restore from the checkpoint before.
+ *
+ * A part file counts once, whether seen pending or committed (the commit of a transaction
+ * pre-committed before the watch began is not a new pre-commit). When every subtask
+ * pre-committed between two looks, the watch starts over from what it saw.
+ *
+ * @param directory the sink's folder (`--output`).
+ * @param subtasks the count subtasks' indices.
+ */
+export function whenHalfPreCommitted(
+  directory: string,
+  subtasks: readonly number[],
+  then: (notPreCommitted: number) => void,
+): { cancel(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let cancelled = false;
+  let seen: Set<string> | undefined;
+  const look = async () => {
+    timer = undefined;
+    const entries = await readdir(directory).catch(() => [] as string[]);
+    if (cancelled) return;
+    const parts = entries.flatMap((entry) => preCommittedPart(entry) ?? []);
+    if (seen === undefined) {
+      seen = new Set(parts.map((p) => p.part));
+    } else {
+      const fresh = new Set(parts.filter((p) => !seen?.has(p.part)).map((p) => p.subtask));
+      if (fresh.size > 0) {
+        const behind = subtasks.find((subtask) => !fresh.has(subtask));
+        if (behind !== undefined) {
+          then(behind);
+          return;
+        }
+        seen = new Set(parts.map((p) => p.part));
+      }
+    }
+    timer = setTimeout(look, LIST_INTERVAL_MS);
+  };
+  void look();
+  return {
+    cancel: () => {
+      cancelled = true;
+      clearTimeout(timer);
+    },
+  };
+}
