@@ -6,6 +6,7 @@ import {
   frameRecord,
   type NetworkBuffer,
 } from "@sluice/core";
+import { waitFor } from "@sluice/core/testing";
 import type {
   PipelinedResultPartition,
   RemoteInputChannel,
@@ -62,14 +63,6 @@ class CollectingWriter implements ChannelStateWriter {
   }
 }
 
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
 describe("the output-side alignment timeout over TCP", () => {
   let cluster: InProcessCluster;
 
@@ -95,9 +88,9 @@ describe("the output-side alignment timeout over TCP", () => {
     partition.flushAll();
     // The consumer reads nothing: once both its buffers hold data, no credit is left.
     const channel = gate.getChannel(0) as RemoteInputChannel;
-    await until(
+    await waitFor(
       () => channel.getNumberOfQueuedBuffers() === 2 && channel.getNumberOfAvailableBuffers() === 0,
-      "the consumer's buffers are full",
+      { what: "the consumer's buffers are full", timeoutMs: 20_000 },
     );
     const queuedBytes = partition.getNumberOfQueuedBytes();
     expect(queuedBytes).toBeGreaterThan(0);
@@ -108,8 +101,11 @@ describe("the output-side alignment timeout over TCP", () => {
     });
     partition.broadcastEvent(barrier);
     partition.flushAll();
-    await until(() => writer.settled === 1, "the barrier times out");
-    await until(() => gate.hasPriorityEvent(), "the priority barrier arrives");
+    await waitFor(() => writer.settled === 1, { what: "the barrier times out", timeoutMs: 20_000 });
+    await waitFor(() => gate.hasPriorityEvent(), {
+      what: "the priority barrier arrives",
+      timeoutMs: 20_000,
+    });
     expect(writer.output).toHaveLength(queuedBytes);
 
     const first = gate.pollNext();
@@ -123,17 +119,20 @@ describe("the output-side alignment timeout over TCP", () => {
     partition.finish();
     const bytes: number[] = [];
     let ended = false;
-    await until(() => {
-      for (let next = gate.pollNext(); next !== undefined; next = gate.pollNext()) {
-        if (next.buffer !== undefined) {
-          bytes.push(...next.buffer.readableView());
-          next.buffer.recycleBuffer();
-        } else if (next.event === EndOfPartitionEvent.INSTANCE) {
-          ended = true;
+    await waitFor(
+      () => {
+        for (let next = gate.pollNext(); next !== undefined; next = gate.pollNext()) {
+          if (next.buffer !== undefined) {
+            bytes.push(...next.buffer.readableView());
+            next.buffer.recycleBuffer();
+          } else if (next.event === EndOfPartitionEvent.INSTANCE) {
+            ended = true;
+          }
         }
-      }
-      return ended;
-    }, "the end of the partition");
+        return ended;
+      },
+      { what: "the end of the partition", timeoutMs: 20_000 },
+    );
     const expected = Array.from({ length: RECORDS }, (_, i) => [...recordBytes(i)]).flat();
     expect(bytes).toEqual(expected);
     expect(bytes.slice(bytes.length - queuedBytes)).toEqual(writer.output);

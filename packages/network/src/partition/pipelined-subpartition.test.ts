@@ -14,7 +14,7 @@ import {
   type NetworkBuffer,
   type NetworkBufferPool,
 } from "@sluice/core";
-import { expectError, must } from "@sluice/core/testing";
+import { expectError, must, waitFor } from "@sluice/core/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { RecordingChannelStateWriter } from "../test-support/recording-channel-state-writer.js";
 import { buildPipelinedResultPartition, TestNetworkBufferPools } from "../testing/index.js";
@@ -547,14 +547,6 @@ describe("PipelinedSubpartition timeoutable aligned barriers (output-side alignm
     return payloads;
   }
 
-  async function until(condition: () => boolean, what: string): Promise<void> {
-    const deadline = Date.now() + 20_000;
-    while (!condition()) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, 2));
-    }
-  }
-
   it("testConsumeTimeoutableCheckpointBarrierQuickly: a barrier sent before its timeout stays aligned, overtakes nothing and leaves no timer", async () => {
     const h = setUp(1, undefined, new RemoteReader(2));
     const writer = new RecordingChannelStateWriter();
@@ -575,7 +567,10 @@ describe("PipelinedSubpartition timeoutable aligned barriers (output-side alignm
       expect(h.partition.getPendingAlignmentTimeouts()).toEqual([]);
       h.view.resumeConsumption();
     }
-    await until(() => writer.futures.every((future) => future.settled), "the futures settle");
+    await waitFor(() => writer.futures.every((future) => future.settled), {
+      what: "the futures settle",
+      timeoutMs: 20_000,
+    });
     expect(writer.futures.map((future) => future.checkpointId)).toEqual([5n, 6n]);
     expect(writer.futures.every((future) => future.error === undefined)).toBe(true);
     expect(writer.bytes(5n, "output")).toEqual([]);
@@ -594,7 +589,10 @@ describe("PipelinedSubpartition timeoutable aligned barriers (output-side alignm
     h.partition.broadcastEvent(timeoutable(8n, 30));
     // Without credit only an event at the head could be sent: the barrier waits behind data.
     expect(h.view.getAvailabilityAndBacklog(0).isAvailable).toBe(false);
-    await until(() => h.partition.getPendingAlignmentTimeouts().length === 0, "the timer fires");
+    await waitFor(() => h.partition.getPendingAlignmentTimeouts().length === 0, {
+      what: "the timer fires",
+      timeoutMs: 20_000,
+    });
     expect(reader.priorityEvents).toHaveLength(1);
     expect(h.view.getAvailabilityAndBacklog(0)).toEqual({ isAvailable: true, backlog: 3 });
     const taken = drain(h.view);
@@ -611,7 +609,10 @@ describe("PipelinedSubpartition timeoutable aligned barriers (output-side alignm
     expect(taken.slice(1).map((item) => [...item.buffer.readableView()])).toEqual(payloads);
     recycleAll(taken);
     // ...and are the subpartition's output channel state of the checkpoint.
-    await until(() => must(writer.futures[0]).settled, "the output future settles");
+    await waitFor(() => must(writer.futures[0]).settled, {
+      what: "the output future settles",
+      timeoutMs: 20_000,
+    });
     expect(must(writer.futures[0]).channel).toBe("0:0");
     expect(writer.bytes(8n, "output")).toEqual(payloads.flat());
     h.partition.release();
@@ -627,7 +628,10 @@ describe("PipelinedSubpartition timeoutable aligned barriers (output-side alignm
     h.partition.broadcastEvent(timeoutable(9n, 60_000));
     h.partition.broadcastEvent(new CancelCheckpointMarker(9n));
     expect(h.partition.getPendingAlignmentTimeouts()).toEqual([]);
-    await until(() => must(writer.futures[0]).settled, "the output future settles");
+    await waitFor(() => must(writer.futures[0]).settled, {
+      what: "the output future settles",
+      timeoutMs: 20_000,
+    });
     expect(writer.bytes(9n, "output")).toEqual([]);
     expect(drain(h.view).map((item) => DataType[item.buffer.getDataType()])).toEqual([
       "DATA_BUFFER",
@@ -647,7 +651,10 @@ describe("PipelinedSubpartition timeoutable aligned barriers (output-side alignm
     expect(h.partition.getPendingAlignmentTimeouts()).toEqual([10n]);
     h.partition.release();
     expect(h.partition.getPendingAlignmentTimeouts()).toEqual([]);
-    await until(() => writer.futures.every((future) => future.settled), "the futures settle");
+    await waitFor(() => writer.futures.every((future) => future.settled), {
+      what: "the futures settle",
+      timeoutMs: 20_000,
+    });
     expect(writer.futures).toHaveLength(2);
     for (const future of writer.futures) expect(future.error).toBeInstanceOf(CancelledError);
     h.partition.close();

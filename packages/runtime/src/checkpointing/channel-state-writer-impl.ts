@@ -93,6 +93,11 @@ export class ChannelStateWriterImpl implements ChannelStateWriter {
     appendOutput(state, subpartition, chunks);
   }
 
+  /**
+   * Holds the output of `checkpointId` open until `data` settles (a subpartition's timeoutable
+   * barrier left it, or turned unaligned): its buffers are then added as with
+   * {@link addOutputData}; a rejection aborts the checkpoint.
+   */
   addOutputDataFuture(
     checkpointId: bigint,
     subpartition: ResultSubpartitionInfo,

@@ -1,5 +1,5 @@
 import type { NetworkBufferPool } from "@sluice/core";
-import "@sluice/core/testing";
+import { waitFor } from "@sluice/core/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { channelStateSize, EMPTY_CHANNEL_STATE } from "./task-channel-state.js";
 import { LocalCheckpointAttempt, record } from "./test-support/local-checkpoint-attempt.js";
@@ -23,14 +23,6 @@ function attempt(...args: ConstructorParameters<typeof LocalCheckpointAttempt>) 
   const created = new LocalCheckpointAttempt(...args);
   pools.push(created.pool);
   return created;
-}
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
 }
 
 /** Emits records without reading until the output is back-pressured; returns how many. */
@@ -65,7 +57,10 @@ describe("the output-side alignment timeout over a local channel", () => {
     first.producer.triggerCheckpoint(1n, BigInt(Date.now()));
     // Aligned until the timeout: one timer for the checkpoint.
     expect(first.partition.getPendingAlignmentTimeouts()).toEqual([1n]);
-    await until(() => first.partition.getPendingAlignmentTimeouts().length === 0, "the timeout");
+    await waitFor(() => first.partition.getPendingAlignmentTimeouts().length === 0, {
+      what: "the timeout",
+      timeoutMs: 20_000,
+    });
 
     // The barrier now heads the queue: the sink snapshots before it took any queued buffer.
     let polls = 0;
