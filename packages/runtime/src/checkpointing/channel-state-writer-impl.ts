@@ -177,6 +177,18 @@ export class ChannelStateWriterImpl implements ChannelStateWriter {
     for (const id of [...this.pending.keys()]) this.abort(id, cause);
   }
 
+  /**
+   * Aborts every checkpoint whose input is not complete (the task's inputs closed: no barrier
+   * comes any more). One that waits only for its output (timeoutable barriers still queued in
+   * the task's finished partitions, which the consumers still read) is kept: it completes when
+   * the barriers leave or turn unaligned, at the latest at the alignment timeout.
+   */
+  closeInput(cause: Error): void {
+    for (const [id, state] of [...this.pending]) {
+      if (!state.inputFinished) this.abort(id, cause);
+    }
+  }
+
   private completeIfDone(checkpointId: bigint, state: PendingChannelState): void {
     if (!state.inputFinished || !state.outputFinished || state.pendingOutputs > 0) return;
     this.pending.delete(checkpointId);

@@ -126,4 +126,18 @@ describe("the output-side alignment timeout over a local channel", () => {
     await run.close();
     expect(run.pool).toHaveAllSegmentsAvailable();
   });
+
+  it("still completes a checkpoint whose barrier waits in the output when the producer's inputs close, instead of declining it", async () => {
+    const run = attempt(undefined, 50);
+    await fillOutput(run);
+    const queuedBytes = run.partition.getNumberOfQueuedBytes();
+    run.producer.triggerCheckpoint(1n, BigInt(Date.now()));
+    // The task's inputs end (as when it finishes) while its barrier is still queued.
+    run.producer.closeChannelState();
+    await run.producer.waitForPendingCheckpoints();
+    expect(run.producer.lastCheckpoint?.checkpointId).toBe(1n);
+    expect(run.producer.lastCheckpoint?.persistedDataBytes).toBe(queuedBytes);
+    await run.close();
+    expect(run.pool).toHaveAllSegmentsAvailable();
+  });
 });

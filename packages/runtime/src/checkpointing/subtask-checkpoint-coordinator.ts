@@ -229,10 +229,12 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
 
   /**
    * The task's inputs are closed: no barrier arrives any more, so unaligned checkpoints still
-   * waiting for input are declined rather than awaited for ever.
+   * waiting for input are declined rather than awaited for ever. One waiting only for timeoutable
+   * barriers still queued in the task's output is awaited: they leave or turn unaligned at the
+   * latest at the alignment timeout.
    */
   closeChannelState(): void {
-    this.channelStateWriter.close(
+    this.channelStateWriter.closeInput(
       new CheckpointError(
         `${this.options.taskName} finished before every barrier of the checkpoint arrived`,
       ),
