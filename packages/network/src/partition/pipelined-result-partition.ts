@@ -2,11 +2,14 @@ import {
   AVAILABLE,
   AvailabilityHelper,
   type BufferBuilder,
+  type BufferConsumer,
+  type CheckpointBarrier,
   deferred,
   EndOfPartitionEvent,
   EventSerializer,
   IllegalArgumentError,
   IllegalStateError,
+  isTimeoutable,
   isUnalignedCheckpoint,
   type LocalBufferPool,
   type RuntimeEvent,
@@ -66,6 +69,12 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
   private broadcastBuilder: BufferBuilder | undefined;
   private pending: PendingRecord | undefined;
   private channelStateWriter: ChannelStateWriter | undefined;
+  /**
+   * One timer per checkpoint whose timeoutable aligned barrier is still queued in a
+   * subpartition: when it fires, those barriers turn unaligned (the output-side alignment
+   * timeout). Cleared once every subpartition sent its barrier, on abort, and on release.
+   */
+  private readonly alignmentTimers = new Map<bigint, ReturnType<typeof setTimeout>>();
   private readonly pendingAvailability = new AvailabilityHelper();
   /**
    * Flink's n + 1 users: one per subpartition (dropped when its view is released) plus the
@@ -129,6 +138,7 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
   /** Releases every buffer (queued data included) and the output pool. */
   protected releaseInternal(): void {
     this.closeBuilders();
+    this.cancelAlignmentTimers();
     this.pending = undefined;
     for (const subpartition of this.subpartitions) subpartition.release();
     this.bufferPool?.destroy();
@@ -237,7 +247,10 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
    * Sends `event` to every subpartition after the data written so far (or ahead of it when
    * `isPriority`). Events take no buffer from the pool and need no credit downstream. A
    * priority barrier of an unaligned checkpoint hands the data it overtakes in each
-   * subpartition to the channel state writer.
+   * subpartition to the channel state writer. A timeoutable aligned barrier (exactly-once,
+   * aligned, with an alignment timeout) turns unaligned in every subpartition that still holds
+   * it once the timeout, counted from the barrier's timestamp (the checkpoint's start), passed;
+   * a cancellation marker of its checkpoint stops that.
    */
   broadcastEvent(event: RuntimeEvent, isPriority = false): void {
     this.checkInProduceState();
@@ -247,7 +260,16 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
       );
     }
     this.finishBuilders();
+    if (event.kind === "CancelCheckpointMarker") this.abortAlignmentTimeout(event.checkpointId);
     const consumer = EventSerializer.toBufferConsumer(event, isPriority);
+    if (!isPriority && event.kind === "CheckpointBarrier" && isTimeoutable(event.options)) {
+      try {
+        this.broadcastTimeoutableBarrier(consumer, event);
+      } finally {
+        consumer.close();
+      }
+      return;
+    }
     const unalignedCheckpointId =
       isPriority && event.kind === "CheckpointBarrier" && isUnalignedCheckpoint(event.options)
         ? event.id
@@ -259,6 +281,64 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
     } finally {
       consumer.close();
     }
+  }
+
+  private broadcastTimeoutableBarrier(consumer: BufferConsumer, barrier: CheckpointBarrier): void {
+    let queued = false;
+    for (const subpartition of this.subpartitions) {
+      if (subpartition.addTimeoutableBarrier(consumer.copy(), barrier)) queued = true;
+    }
+    if (!queued || this.alignmentTimers.has(barrier.id)) return;
+    const deadline = Number(barrier.timestamp + barrier.options.alignedCheckpointTimeout);
+    const timer = setTimeout(
+      () => this.onAlignmentTimeout(barrier.id),
+      Math.max(0, deadline - Date.now()),
+    );
+    // A barrier still queued must not keep the process alive on its own.
+    timer.unref();
+    this.alignmentTimers.set(barrier.id, timer);
+  }
+
+  /** The alignment timeout of `checkpointId` passed: its queued barriers turn unaligned. */
+  private onAlignmentTimeout(checkpointId: bigint): void {
+    this.alignmentTimers.delete(checkpointId);
+    for (const subpartition of this.subpartitions) subpartition.alignedBarrierTimeout(checkpointId);
+  }
+
+  private abortAlignmentTimeout(checkpointId: bigint): void {
+    for (const subpartition of this.subpartitions) {
+      subpartition.abortTimeoutableBarrier(checkpointId);
+    }
+    this.clearAlignmentTimer(checkpointId);
+  }
+
+  /** A subpartition's timeoutable barrier left it; the timer ends with the last one. */
+  onTimeoutableBarrierDone(checkpointId: bigint): void {
+    if (!this.alignmentTimers.has(checkpointId)) return;
+    for (const subpartition of this.subpartitions) {
+      if (subpartition.hasTimeoutableBarrier(checkpointId)) return;
+    }
+    this.clearAlignmentTimer(checkpointId);
+  }
+
+  private clearAlignmentTimer(checkpointId: bigint): void {
+    const timer = this.alignmentTimers.get(checkpointId);
+    if (timer === undefined) return;
+    clearTimeout(timer);
+    this.alignmentTimers.delete(checkpointId);
+  }
+
+  private cancelAlignmentTimers(): void {
+    for (const timer of this.alignmentTimers.values()) clearTimeout(timer);
+    this.alignmentTimers.clear();
+  }
+
+  /**
+   * The checkpoints whose output-side alignment timer runs: a timeoutable barrier of each is
+   * still queued in a subpartition.
+   */
+  getPendingAlignmentTimeouts(): bigint[] {
+    return [...this.alignmentTimers.keys()];
   }
 
   /** True while a record waits for buffers: no event can be sent until it completes. */

@@ -14,7 +14,7 @@ import {
   type NetworkBuffer,
   type NetworkBufferPool,
 } from "@sluice/core";
-import { expectError, must } from "@sluice/core/testing";
+import { expectError, must, waitFor } from "@sluice/core/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { RecordingChannelStateWriter } from "../test-support/recording-channel-state-writer.js";
 import { buildPipelinedResultPartition, TestNetworkBufferPools } from "../testing/index.js";
@@ -515,6 +515,148 @@ describe("PipelinedSubpartition unaligned barriers (output channel state)", () =
     h.partition.broadcastEvent(new CheckpointBarrier(5n, 0n));
     expect(writer.calls).toEqual([]);
     h.partition.release();
+    h.partition.close();
+    expect(h.global).toHaveAllSegmentsAvailable();
+  });
+});
+
+describe("PipelinedSubpartition timeoutable aligned barriers (output-side alignment timeout)", () => {
+  /** A remote reader with `initialCredit` exclusive buffers (0: it grants none, credit-starved). */
+  class RemoteReader extends RecordingListener {
+    constructor(readonly initialCredit: number) {
+      super();
+    }
+  }
+
+  /** A timeoutable aligned barrier of `id` created now, timing out `timeoutMs` later. */
+  function timeoutable(id: bigint, timeoutMs: number): CheckpointBarrier {
+    return new CheckpointBarrier(id, BigInt(Date.now()), {
+      ...DEFAULT_CHECKPOINT_OPTIONS,
+      alignedCheckpointTimeout: BigInt(timeoutMs),
+    });
+  }
+
+  /** Queues `n` full data buffers (one 60-byte record each) in subpartition 0. */
+  function fill(partition: PipelinedResultPartition, n: number): number[][] {
+    const payloads: number[][] = [];
+    for (let i = 0; i < n; i++) {
+      const framed = frameRecord(record(SEGMENT - 4, i * 7));
+      partition.emitRecord(framed, 0);
+      payloads.push([...framed]);
+    }
+    return payloads;
+  }
+
+  it("testConsumeTimeoutableCheckpointBarrierQuickly: a barrier sent before its timeout stays aligned, overtakes nothing and leaves no timer", async () => {
+    const h = setUp(1, undefined, new RemoteReader(2));
+    const writer = new RecordingChannelStateWriter();
+    h.partition.setChannelStateWriter(writer);
+    for (const [n, id] of [
+      [0, 5n],
+      [2, 6n],
+    ] as const) {
+      fill(h.partition, n);
+      h.partition.broadcastEvent(timeoutable(id, 60_000));
+      expect(h.partition.getPendingAlignmentTimeouts()).toEqual([id]);
+      const taken = drain(h.view);
+      expect(taken.map((item) => item.buffer.getDataType())).toEqual([
+        ...Array<DataType>(n).fill(DataType.DATA_BUFFER),
+        DataType.TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER,
+      ]);
+      recycleAll(taken);
+      expect(h.partition.getPendingAlignmentTimeouts()).toEqual([]);
+      h.view.resumeConsumption();
+    }
+    await waitFor(() => writer.futures.every((future) => future.settled), {
+      what: "the futures settle",
+      timeoutMs: 20_000,
+    });
+    expect(writer.futures.map((future) => future.checkpointId)).toEqual([5n, 6n]);
+    expect(writer.futures.every((future) => future.error === undefined)).toBe(true);
+    expect(writer.bytes(5n, "output")).toEqual([]);
+    expect(writer.bytes(6n, "output")).toEqual([]);
+    h.partition.release();
+    h.partition.close();
+    expect(h.global).toHaveAllSegmentsAvailable();
+  });
+
+  it("testTimeoutAlignedToUnalignedBarrier: a barrier stuck behind N buffers without credit turns unaligned at the timeout, is delivered first, and the buffers it overtook are its output state", async () => {
+    const reader = new RemoteReader(0);
+    const h = setUp(1, undefined, reader);
+    const writer = new RecordingChannelStateWriter();
+    h.partition.setChannelStateWriter(writer);
+    const payloads = fill(h.partition, 3);
+    h.partition.broadcastEvent(timeoutable(8n, 30));
+    // Without credit only an event at the head could be sent: the barrier waits behind data.
+    expect(h.view.getAvailabilityAndBacklog(0).isAvailable).toBe(false);
+    await waitFor(() => h.partition.getPendingAlignmentTimeouts().length === 0, {
+      what: "the timer fires",
+      timeoutMs: 20_000,
+    });
+    expect(reader.priorityEvents).toHaveLength(1);
+    expect(h.view.getAvailabilityAndBacklog(0)).toEqual({ isAvailable: true, backlog: 3 });
+    const taken = drain(h.view);
+    expect(taken.map((item) => item.buffer.getDataType())).toEqual([
+      DataType.PRIORITIZED_EVENT_BUFFER,
+      DataType.DATA_BUFFER,
+      DataType.DATA_BUFFER,
+      DataType.DATA_BUFFER,
+    ]);
+    const barrier = EventSerializer.fromBuffer(must(taken[0]).buffer);
+    expect(barrier).toMatchObject({ kind: "CheckpointBarrier", id: 8n });
+    expect((barrier as CheckpointBarrier).options.alignment).toBe(CheckpointAlignment.UNALIGNED);
+    // The overtaken buffers still reach the consumer, in their order...
+    expect(taken.slice(1).map((item) => [...item.buffer.readableView()])).toEqual(payloads);
+    recycleAll(taken);
+    // ...and are the subpartition's output channel state of the checkpoint.
+    await waitFor(() => must(writer.futures[0]).settled, {
+      what: "the output future settles",
+      timeoutMs: 20_000,
+    });
+    expect(must(writer.futures[0]).channel).toBe("0:0");
+    expect(writer.bytes(8n, "output")).toEqual(payloads.flat());
+    h.partition.release();
+    h.partition.close();
+    expect(h.global).toHaveAllSegmentsAvailable();
+  });
+
+  it("a cancellation marker stops the timer: the barrier stays aligned and its output is empty", async () => {
+    const h = setUp(1, undefined, new RemoteReader(0));
+    const writer = new RecordingChannelStateWriter();
+    h.partition.setChannelStateWriter(writer);
+    fill(h.partition, 2);
+    h.partition.broadcastEvent(timeoutable(9n, 60_000));
+    h.partition.broadcastEvent(new CancelCheckpointMarker(9n));
+    expect(h.partition.getPendingAlignmentTimeouts()).toEqual([]);
+    await waitFor(() => must(writer.futures[0]).settled, {
+      what: "the output future settles",
+      timeoutMs: 20_000,
+    });
+    expect(writer.bytes(9n, "output")).toEqual([]);
+    expect(drain(h.view).map((item) => DataType[item.buffer.getDataType()])).toEqual([
+      "DATA_BUFFER",
+      "DATA_BUFFER",
+      "TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER",
+    ]);
+    h.partition.release();
+    h.partition.close();
+  });
+
+  it("leaves no timer after release and fails the pending output with CancelledError", async () => {
+    const h = setUp(2);
+    const writer = new RecordingChannelStateWriter();
+    h.partition.setChannelStateWriter(writer);
+    fill(h.partition, 2);
+    h.partition.broadcastEvent(timeoutable(10n, 60_000));
+    expect(h.partition.getPendingAlignmentTimeouts()).toEqual([10n]);
+    h.partition.release();
+    expect(h.partition.getPendingAlignmentTimeouts()).toEqual([]);
+    await waitFor(() => writer.futures.every((future) => future.settled), {
+      what: "the futures settle",
+      timeoutMs: 20_000,
+    });
+    expect(writer.futures).toHaveLength(2);
+    for (const future of writer.futures) expect(future.error).toBeInstanceOf(CancelledError);
     h.partition.close();
     expect(h.global).toHaveAllSegmentsAvailable();
   });

@@ -1,6 +1,10 @@
 import {
   type BufferConsumer,
+  CancelledError,
+  type CheckpointBarrier,
   DataType,
+  deferred,
+  EventSerializer,
   hasPriority,
   IllegalStateError,
   isBlockingUpstream,
@@ -25,6 +29,20 @@ export interface SubpartitionParent {
   readonly partitionIndex?: number;
   /** Where the data an unaligned barrier overtakes goes; undefined: nowhere. */
   getChannelStateWriter?(): ChannelStateWriter | undefined;
+  /**
+   * The timeoutable barrier of `checkpointId` left this subpartition (sent aligned, turned
+   * unaligned, dropped on abort or release): the partition's timer may no longer be needed.
+   */
+  onTimeoutableBarrierDone?(checkpointId: bigint): void;
+}
+
+/** A timeoutable aligned barrier waiting in the queue (Flink's output-side alignment timeout). */
+interface QueuedTimeoutableBarrier {
+  readonly barrier: CheckpointBarrier;
+  /** The queued consumer of the barrier (found again by identity). */
+  readonly consumer: BufferConsumer;
+  /** Settles the channel state writer's output data of this subpartition for the checkpoint. */
+  readonly settle: (data: readonly NetworkBuffer[] | Error) => void;
 }
 
 /**
@@ -56,6 +74,8 @@ export class PipelinedSubpartition {
   /** Buffer debloating: the size the next builder should be trimmed to. */
   private bufferSize = Number.MAX_SAFE_INTEGER;
   private readonly minBufferSize: number;
+  /** Timeoutable aligned barriers still queued, by checkpoint. */
+  private readonly timeoutableBarriers = new Map<bigint, QueuedTimeoutableBarrier>();
 
   /**
    * @param minBufferSize the smallest size a consumer may ask for with NewBufferSize
@@ -106,7 +126,7 @@ export class PipelinedSubpartition {
     if (consumer.isBuffer()) this.buffersInBacklog++;
     if (finish) this.finished = true;
     if (priority && unalignedCheckpointId !== undefined) {
-      this.persistOvertakenData(unalignedCheckpointId);
+      this.persistOvertakenData(unalignedCheckpointId, this.buffers.length);
     }
     // As in Flink, only the first pending priority event is announced (a reader told once takes
     // them all before any data), and none while blocked: a blocked subpartition hands out
@@ -121,15 +141,21 @@ export class PipelinedSubpartition {
   }
 
   /**
-   * Hands copies of the data behind the priority events (what the newest priority barrier
-   * overtook; the head's bytes the reader already took excluded) to the channel state writer
-   * (Flink's in-flight output of an unaligned checkpoint).
+   * Hands copies of the data behind the priority events up to queue index `end` (what the newest
+   * priority barrier overtook; the head's bytes the reader already took excluded) to the channel
+   * state writer (Flink's in-flight output of an unaligned checkpoint).
    */
-  private persistOvertakenData(checkpointId: bigint): void {
+  private persistOvertakenData(checkpointId: bigint, end: number): void {
     const writer = this.parent.getChannelStateWriter?.();
     if (writer === undefined) return;
+    const data = this.copyQueuedData(this.numPriorityElements, end);
+    if (data.length > 0) writer.addOutputData(checkpointId, this.subpartitionInfo(), data);
+  }
+
+  /** Retained copies of the unread bytes of the data buffers at queue indexes [start, end). */
+  private copyQueuedData(start: number, end: number): NetworkBuffer[] {
     const data: NetworkBuffer[] = [];
-    for (let i = this.numPriorityElements; i < this.buffers.length; i++) {
+    for (let i = start; i < end; i++) {
       const consumer = this.buffers[i] as BufferConsumer;
       if (!consumer.isBuffer()) continue;
       const copy = consumer.copy();
@@ -138,15 +164,105 @@ export class PipelinedSubpartition {
       if (built.readableBytes() > 0) data.push(built);
       else built.recycleBuffer();
     }
-    if (data.length === 0) return;
-    writer.addOutputData(
-      checkpointId,
-      {
-        partitionIndex: this.parent.partitionIndex ?? 0,
-        subpartitionIndex: this.subpartitionIndex,
-      },
-      data,
-    );
+    return data;
+  }
+
+  private subpartitionInfo(): { partitionIndex: number; subpartitionIndex: number } {
+    return {
+      partitionIndex: this.parent.partitionIndex ?? 0,
+      subpartitionIndex: this.subpartitionIndex,
+    };
+  }
+
+  /**
+   * Queues `consumer`, the serialized timeoutable aligned `barrier` (FLINK-27251's output side),
+   * behind the data as any aligned barrier. Until it is sent, {@link alignedBarrierTimeout} may
+   * turn it unaligned; the channel state writer is told now that this subpartition's output of
+   * the checkpoint is pending, and learns it once the barrier was sent (nothing) or overtook
+   * data (that data). Returns false (and closes the consumer) when nothing is accepted any more.
+   */
+  addTimeoutableBarrier(consumer: BufferConsumer, barrier: CheckpointBarrier): boolean {
+    if (!this.add(consumer)) return false;
+    const writer = this.parent.getChannelStateWriter?.();
+    let settle: (data: readonly NetworkBuffer[] | Error) => void = recycleIgnored;
+    if (writer?.addOutputDataFuture !== undefined) {
+      const output = deferred<readonly NetworkBuffer[]>();
+      settle = (data) => (data instanceof Error ? output.reject(data) : output.resolve(data));
+      writer.addOutputDataFuture(barrier.id, this.subpartitionInfo(), output.promise);
+    }
+    this.timeoutableBarriers.get(barrier.id)?.settle([]);
+    this.timeoutableBarriers.set(barrier.id, { barrier, consumer, settle });
+    return true;
+  }
+
+  /** Whether the timeoutable barrier of `checkpointId` is still queued here. */
+  hasTimeoutableBarrier(checkpointId: bigint): boolean {
+    return this.timeoutableBarriers.has(checkpointId);
+  }
+
+  /**
+   * The alignment timeout of checkpoint `checkpointId` passed while its aligned barrier is still
+   * queued (Flink's `PipelinedSubpartition.alignedBarrierTimeout`): the barrier becomes
+   * unaligned, moves ahead of the queued data as a priority event, and the data buffers it
+   * overtook go to the channel state writer as this subpartition's output of the checkpoint.
+   * Nothing happens when the barrier was sent already.
+   */
+  alignedBarrierTimeout(checkpointId: bigint): void {
+    const queued = this.timeoutableBarriers.get(checkpointId);
+    if (queued === undefined) return;
+    this.timeoutableBarriers.delete(checkpointId);
+    const index = this.buffers.indexOf(queued.consumer);
+    if (index < 0) {
+      queued.settle([]);
+      this.parent.onTimeoutableBarrierDone?.(checkpointId);
+      return;
+    }
+    const overtaken = this.copyQueuedData(this.numPriorityElements, index);
+    this.buffers.splice(index, 1);
+    queued.consumer.close();
+    const unaligned = EventSerializer.toBufferConsumer(queued.barrier.asUnaligned(), true);
+    this.buffers.splice(this.numPriorityElements, 0, unaligned);
+    this.numPriorityElements++;
+    if (queued.settle === recycleIgnored) {
+      // A writer without output futures takes the data directly (its output may have ended).
+      const writer = this.parent.getChannelStateWriter?.();
+      if (writer !== undefined && overtaken.length > 0) {
+        writer.addOutputData(checkpointId, this.subpartitionInfo(), overtaken);
+      } else {
+        recycleIgnored(overtaken);
+      }
+    } else {
+      queued.settle(overtaken);
+    }
+    if (this.numPriorityElements === 1 && !this.blocked) {
+      this.readView?.notifyPriorityEvent(this.sequenceNumber);
+      this.notifyDataAvailable();
+    }
+    this.parent.onTimeoutableBarrierDone?.(checkpointId);
+  }
+
+  /**
+   * Checkpoint `checkpointId` was aborted: its queued barrier stays aligned (the consumer sees
+   * it and then the cancellation marker), and no longer times out here.
+   */
+  abortTimeoutableBarrier(checkpointId: bigint): void {
+    const queued = this.timeoutableBarriers.get(checkpointId);
+    if (queued === undefined) return;
+    this.timeoutableBarriers.delete(checkpointId);
+    queued.settle([]);
+    this.parent.onTimeoutableBarrierDone?.(checkpointId);
+  }
+
+  /** The reader took `consumer`: if it is a queued timeoutable barrier, it was sent aligned. */
+  private onTimeoutableBarrierSent(consumer: BufferConsumer): void {
+    for (const [checkpointId, queued] of this.timeoutableBarriers) {
+      if (queued.consumer !== consumer) continue;
+      this.timeoutableBarriers.delete(checkpointId);
+      // Sent before the timeout: nothing was overtaken, this subpartition adds no output.
+      queued.settle([]);
+      this.parent.onTimeoutableBarrierDone?.(checkpointId);
+      return;
+    }
   }
 
   /** Queues EndOfPartition (already serialized by the caller) and refuses further adds. */
@@ -200,6 +316,12 @@ export class PipelinedSubpartition {
         if (this.numPriorityElements > 0) this.numPriorityElements--;
         consumer.close();
         if (consumer.isBuffer()) this.buffersInBacklog--;
+        else if (
+          this.timeoutableBarriers.size > 0 &&
+          consumer.getDataType() === DataType.TIMEOUTABLE_ALIGNED_CHECKPOINT_BARRIER
+        ) {
+          this.onTimeoutableBarrierSent(consumer);
+        }
       }
       if (
         built.readableBytes() > 0 ||
@@ -339,6 +461,17 @@ export class PipelinedSubpartition {
     for (const consumer of this.buffers.splice(0)) consumer.close();
     this.buffersInBacklog = 0;
     this.numPriorityElements = 0;
+    const barriers = [...this.timeoutableBarriers];
+    this.timeoutableBarriers.clear();
+    for (const [checkpointId, queued] of barriers) {
+      // The barrier can never reach the consumer now: its checkpoint cannot complete.
+      queued.settle(
+        new CancelledError(
+          `${this.parent.description}#${this.subpartitionIndex} was released before the barrier of checkpoint ${checkpointId} was sent`,
+        ),
+      );
+      this.parent.onTimeoutableBarrierDone?.(checkpointId);
+    }
     this.readView?.notifyDataAvailable();
   }
 
@@ -383,4 +516,10 @@ export class PipelinedSubpartition {
   toString(): string {
     return `PipelinedSubpartition#${this.subpartitionIndex}[queued=${this.buffers.length}, backlog=${this.getBuffersInBacklog()}, finished=${this.finished}, released=${this.released}]`;
   }
+}
+
+/** Recycles data nobody takes (the settle of a barrier whose writer has no output futures). */
+function recycleIgnored(data: readonly NetworkBuffer[] | Error): void {
+  if (data instanceof Error) return;
+  for (const buffer of data) buffer.recycleBuffer();
 }

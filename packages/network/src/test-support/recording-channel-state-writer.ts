@@ -15,6 +15,16 @@ export interface RecordedChannelState {
   readonly data: readonly number[][];
 }
 
+/** One addOutputDataFuture call: whether its promise settled, and how. */
+export interface RecordedOutputFuture {
+  readonly checkpointId: bigint;
+  /** `partition:subpartition`. */
+  readonly channel: string;
+  settled: boolean;
+  /** Set when the promise rejected. */
+  error?: unknown;
+}
+
 /**
  * A ChannelStateWriter for this package's tests (the runtime has the real one): records what
  * channels and subpartitions hand over, copying the bytes and recycling every buffer as the
@@ -22,6 +32,7 @@ export interface RecordedChannelState {
  */
 export class RecordingChannelStateWriter implements ChannelStateWriter {
   readonly calls: RecordedChannelState[] = [];
+  readonly futures: RecordedOutputFuture[] = [];
 
   addInputData(checkpointId: bigint, channel: InputChannelInfo, data: readonly NetworkBuffer[]) {
     this.record(checkpointId, "input", `${channel.gateIndex}:${channel.channelIndex}`, data);
@@ -34,6 +45,27 @@ export class RecordingChannelStateWriter implements ChannelStateWriter {
   ) {
     const key = `${subpartition.partitionIndex}:${subpartition.subpartitionIndex}`;
     this.record(checkpointId, "output", key, data);
+  }
+
+  /** Records the future; once it resolves, its buffers as an output call. */
+  addOutputDataFuture(
+    checkpointId: bigint,
+    subpartition: ResultSubpartitionInfo,
+    data: Promise<readonly NetworkBuffer[]>,
+  ) {
+    const channel = `${subpartition.partitionIndex}:${subpartition.subpartitionIndex}`;
+    const future: RecordedOutputFuture = { checkpointId, channel, settled: false };
+    this.futures.push(future);
+    data.then(
+      (buffers) => {
+        future.settled = true;
+        this.record(checkpointId, "output", channel, buffers);
+      },
+      (error: unknown) => {
+        future.settled = true;
+        future.error = error;
+      },
+    );
   }
 
   /** Every byte handed over for `checkpointId` and `kind`, in order. */

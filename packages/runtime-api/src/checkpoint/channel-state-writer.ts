@@ -11,7 +11,10 @@ import type { ResultSubpartitionInfo } from "./result-subpartition-info.js";
  *   processed when checkpoint `checkpointId` started at the task, then every data buffer a
  *   channel receives until that channel's barrier arrives;
  * - **output**: a subpartition hands over the data buffers an unaligned barrier overtook in its
- *   queue (the data the task emitted before the barrier that the consumer has not received).
+ *   queue (the data the task emitted before the barrier that the consumer has not received);
+ *   for a timeoutable aligned barrier, which turns unaligned only if its alignment timeout
+ *   passes while it is still queued, the subpartition announces that output as a promise when
+ *   it queues the barrier ({@link ChannelStateWriter.addOutputDataFuture}).
  *
  * For one channel, data is added in stream order. The writer takes over one reference of every
  * buffer it is given and recycles it (it copies the bytes first), so the caller passes retained
@@ -32,5 +35,21 @@ export interface ChannelStateWriter {
     checkpointId: bigint,
     subpartition: ResultSubpartitionInfo,
     data: readonly NetworkBuffer[],
+  ): void;
+
+  /**
+   * Announces in-flight output of `subpartition` for `checkpointId` that is known later (Flink's
+   * `addOutputDataFuture`): a subpartition queued a timeoutable aligned barrier of the
+   * checkpoint. `data` resolves with the buffers the barrier overtook when its alignment timeout
+   * passed before it was sent, with none when it was sent aligned, and rejects when the
+   * subpartition was released first (the checkpoint cannot complete). The writer completes the
+   * checkpoint's output only once every such promise settled; it takes over the buffers as with
+   * {@link ChannelStateWriter.addOutputData}. Optional: a writer without it is given the
+   * overtaken buffers with `addOutputData` when the timeout passes.
+   */
+  addOutputDataFuture?(
+    checkpointId: bigint,
+    subpartition: ResultSubpartitionInfo,
+    data: Promise<readonly NetworkBuffer[]>,
   ): void;
 }

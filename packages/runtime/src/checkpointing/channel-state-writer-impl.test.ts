@@ -1,4 +1,11 @@
-import { ErrorCodes, FreeingBufferRecycler, MemorySegment, NetworkBuffer } from "@sluice/core";
+import {
+  CancelledError,
+  deferred,
+  ErrorCodes,
+  FreeingBufferRecycler,
+  MemorySegment,
+  NetworkBuffer,
+} from "@sluice/core";
 import { expectError, expectRejection } from "@sluice/core/testing";
 import { describe, expect, it } from "vitest";
 import { ChannelStateSerializer } from "./channel-state-serializer.js";
@@ -58,6 +65,60 @@ describe("ChannelStateWriterImpl", () => {
       ErrorCodes.CHECKPOINT,
       "no channel state is collected for checkpoint 6",
     );
+  });
+});
+
+describe("ChannelStateWriterImpl output futures (timeoutable aligned barriers)", () => {
+  const info = { partitionIndex: 1, subpartitionIndex: 2 };
+
+  it("keeps the output open until every announced future settled, then adds what they hold", async () => {
+    const writer = new ChannelStateWriterImpl("T");
+    writer.start(3n);
+    const result = writer.getWriteResult(3n);
+    const timedOut = deferred<readonly NetworkBuffer[]>();
+    const sentAligned = deferred<readonly NetworkBuffer[]>();
+    writer.addOutputDataFuture(3n, info, timedOut.promise);
+    writer.addOutputDataFuture(
+      3n,
+      { partitionIndex: 0, subpartitionIndex: 0 },
+      sentAligned.promise,
+    );
+    writer.finishOutput(3n);
+    writer.finishInput(3n);
+    let done = false;
+    void result.then(() => {
+      done = true;
+    });
+    sentAligned.resolve([]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(done).toBe(false);
+    const overtaken = [bytes(7, 8), bytes(9)];
+    timedOut.resolve(overtaken);
+    const state = await result;
+    expect(overtaken.every((buffer) => buffer.isRecycled())).toBe(true);
+    expect(state.resultSubpartitionState).toEqual([{ info, data: Uint8Array.of(7, 8, 9) }]);
+    expect(state.inputChannelState).toEqual([]);
+  });
+
+  it("fails the checkpoint when a future rejects, and recycles what resolves for a void one", async () => {
+    const writer = new ChannelStateWriterImpl("T");
+    writer.start(4n);
+    const result = writer.getWriteResult(4n);
+    const lost = deferred<readonly NetworkBuffer[]>();
+    writer.addOutputDataFuture(4n, info, lost.promise);
+    writer.finishOutput(4n);
+    writer.finishInput(4n);
+    lost.reject(new CancelledError("subpartition released"));
+    await expectRejection(
+      result,
+      CheckpointError,
+      ErrorCodes.CHECKPOINT,
+      "T: the output of checkpoint 4 in subpartition 1:2 was lost: subpartition released",
+    );
+    const late = bytes(1);
+    writer.addOutputDataFuture(4n, info, Promise.resolve([late]));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(late.isRecycled()).toBe(true);
   });
 });
 

@@ -14,6 +14,8 @@ interface PendingChannelState {
   readonly outputs: Map<string, { info: ResultSubpartitionInfo; chunks: Uint8Array[] }>;
   inputFinished: boolean;
   outputFinished: boolean;
+  /** Output announced with addOutputDataFuture whose promise has not settled yet. */
+  pendingOutputs: number;
   /** Settled with the checkpoint's whole channel state, or rejected when it is aborted. */
   readonly result: Deferred<TaskChannelState>;
 }
@@ -27,7 +29,8 @@ interface PendingChannelState {
  * `start` opens a checkpoint; data for a checkpoint that was not started (or already ended) is
  * recycled and dropped, as its checkpoint is void. The output is complete once the task sent its
  * barriers ({@link finishOutput}), the input once every channel delivered its barrier or ended
- * ({@link finishInput}).
+ * ({@link finishInput}). Output announced with {@link addOutputDataFuture} (a timeoutable aligned
+ * barrier still queued in a subpartition) holds the output open until its promise settles.
  */
 export class ChannelStateWriterImpl implements ChannelStateWriter {
   private readonly taskName: string;
@@ -48,6 +51,7 @@ export class ChannelStateWriterImpl implements ChannelStateWriter {
       outputs: new Map(),
       inputFinished: false,
       outputFinished: false,
+      pendingOutputs: 0,
       result,
     });
   }
@@ -85,21 +89,46 @@ export class ChannelStateWriterImpl implements ChannelStateWriter {
   ): void {
     const state = this.pending.get(checkpointId);
     const chunks = copyAndRecycle(data);
-    if (state === undefined || state.outputFinished || chunks.length === 0) return;
-    const key = `${subpartition.partitionIndex}:${subpartition.subpartitionIndex}`;
-    let entry = state.outputs.get(key);
-    if (entry === undefined) {
-      entry = {
-        info: {
-          partitionIndex: subpartition.partitionIndex,
-          subpartitionIndex: subpartition.subpartitionIndex,
-        },
-        chunks,
-      };
-      state.outputs.set(key, entry);
-    } else {
-      entry.chunks.push(...chunks);
+    if (state === undefined || state.outputFinished) return;
+    appendOutput(state, subpartition, chunks);
+  }
+
+  /**
+   * Holds the output of `checkpointId` open until `data` settles (a subpartition's timeoutable
+   * barrier left it, or turned unaligned): its buffers are then added as with
+   * {@link addOutputData}; a rejection aborts the checkpoint.
+   */
+  addOutputDataFuture(
+    checkpointId: bigint,
+    subpartition: ResultSubpartitionInfo,
+    data: Promise<readonly NetworkBuffer[]>,
+  ): void {
+    const state = this.pending.get(checkpointId);
+    if (state === undefined) {
+      // The checkpoint is void here: its data is still recycled once known.
+      data.then(copyAndRecycle, () => {});
+      return;
     }
+    state.pendingOutputs++;
+    data.then(
+      (buffers) => {
+        const chunks = copyAndRecycle(buffers);
+        if (this.pending.get(checkpointId) !== state) return;
+        state.pendingOutputs--;
+        appendOutput(state, subpartition, chunks);
+        this.completeIfDone(checkpointId, state);
+      },
+      (error: unknown) => {
+        if (this.pending.get(checkpointId) !== state) return;
+        this.abort(
+          checkpointId,
+          new CheckpointError(
+            `${this.taskName}: the output of checkpoint ${checkpointId} in subpartition ${subpartition.partitionIndex}:${subpartition.subpartitionIndex} was lost: ${(error as Error).message}`,
+            { cause: error },
+          ),
+        );
+      },
+    );
   }
 
   /** Every channel delivered the barrier of `checkpointId` (or ended): its input is complete. */
@@ -148,8 +177,20 @@ export class ChannelStateWriterImpl implements ChannelStateWriter {
     for (const id of [...this.pending.keys()]) this.abort(id, cause);
   }
 
+  /**
+   * Aborts every checkpoint whose input is not complete (the task's inputs closed: no barrier
+   * comes any more). One that waits only for its output (timeoutable barriers still queued in
+   * the task's finished partitions, which the consumers still read) is kept: it completes when
+   * the barriers leave or turn unaligned, at the latest at the alignment timeout.
+   */
+  closeInput(cause: Error): void {
+    for (const [id, state] of [...this.pending]) {
+      if (!state.inputFinished) this.abort(id, cause);
+    }
+  }
+
   private completeIfDone(checkpointId: bigint, state: PendingChannelState): void {
-    if (!state.inputFinished || !state.outputFinished) return;
+    if (!state.inputFinished || !state.outputFinished || state.pendingOutputs > 0) return;
     this.pending.delete(checkpointId);
     state.result.resolve({
       inputChannelState: [...state.inputs.values()].map(({ info, chunks }) => ({
@@ -161,6 +202,28 @@ export class ChannelStateWriterImpl implements ChannelStateWriter {
         data: concat(chunks),
       })),
     });
+  }
+}
+
+/** Appends `chunks` to the output of `subpartition` in `state`, in the order they come. */
+function appendOutput(
+  state: PendingChannelState,
+  subpartition: ResultSubpartitionInfo,
+  chunks: Uint8Array[],
+): void {
+  if (chunks.length === 0) return;
+  const key = `${subpartition.partitionIndex}:${subpartition.subpartitionIndex}`;
+  const entry = state.outputs.get(key);
+  if (entry === undefined) {
+    state.outputs.set(key, {
+      info: {
+        partitionIndex: subpartition.partitionIndex,
+        subpartitionIndex: subpartition.subpartitionIndex,
+      },
+      chunks,
+    });
+  } else {
+    entry.chunks.push(...chunks);
   }
 }
 

@@ -4,6 +4,7 @@ import {
   CheckpointBarrier,
   DEFAULT_CHECKPOINT_OPTIONS,
   type ExecutionAttemptID,
+  isTimeoutable,
   isUnalignedCheckpoint,
   type JobID,
 } from "@sluice/core";
@@ -91,6 +92,12 @@ export interface TaskCheckpointStats {
  * snapshotted and the barrier sent as a priority event, whose overtaken output goes to the writer
  * too. The asynchronous part waits until every input channel delivered its barrier (the handler
  * calls {@link allBarriersReceived}) and writes the channel state next to the task's state.
+ *
+ * A timeoutable aligned checkpoint (aligned, with `aligned-checkpoint-timeout`) that this task
+ * performed aligned still opens its channel state for the output only: its barrier may wait in
+ * a back-pressured output queue past the timeout and turn unaligned there, overtaking the
+ * queued data, which the partitions then hand to the writer. The asynchronous part waits until
+ * every subpartition sent the barrier or it turned unaligned.
  */
 export class SubtaskCheckpointCoordinator implements CheckpointableTask {
   private readonly options: SubtaskCheckpointCoordinatorOptions;
@@ -222,10 +229,12 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
 
   /**
    * The task's inputs are closed: no barrier arrives any more, so unaligned checkpoints still
-   * waiting for input are declined rather than awaited for ever.
+   * waiting for input are declined rather than awaited for ever. One waiting only for timeoutable
+   * barriers still queued in the task's output is awaited: they leave or turn unaligned at the
+   * latest at the alignment timeout.
    */
   closeChannelState(): void {
-    this.channelStateWriter.close(
+    this.channelStateWriter.closeInput(
       new CheckpointError(
         `${this.options.taskName} finished before every barrier of the checkpoint arrived`,
       ),
@@ -236,11 +245,15 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
     const checkpointId = barrier.id;
     const start = performance.now();
     const unaligned = isUnalignedCheckpoint(barrier.options);
+    // Aligned here, but its barrier may still turn unaligned in an output queue.
+    const outputMayTurnUnaligned =
+      !unaligned && this.unalignedCheckpointsEnabled && isTimeoutable(barrier.options);
     let stateJson: string | undefined;
     let channelState: Promise<TaskChannelState> | undefined;
     let persisted: Promise<void> | undefined;
     try {
       if (unaligned) channelState = this.startChannelState(barrier);
+      else if (outputMayTurnUnaligned) channelState = this.startOutputChannelState(checkpointId);
       stateJson = this.takeSnapshot(checkpointId);
       persisted = this.startPersistSnapshot(checkpointId);
     } catch (error) {
@@ -254,9 +267,12 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
     }
     // An unaligned barrier overtakes the queued output; the partitions hand it to the writer.
     for (const output of this.outputs) output.broadcastEvent(barrier, unaligned);
-    if (unaligned) {
+    if (unaligned || outputMayTurnUnaligned) {
+      // Subpartitions still holding a timeoutable barrier keep the output open until it leaves.
       this.channelStateWriter.finishOutput(checkpointId);
-      if (this.inputs.length === 0) this.channelStateWriter.finishInput(checkpointId);
+      if (this.inputs.length === 0 || outputMayTurnUnaligned) {
+        this.channelStateWriter.finishInput(checkpointId);
+      }
     }
     const syncDurationMillis = Math.round(performance.now() - start);
     const written = this.writeAndAcknowledge(
@@ -289,6 +305,15 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
       gate.checkpointStarted(barrier);
     }
     return result;
+  }
+
+  /**
+   * Opens the channel state of aligned checkpoint `checkpointId` for what its timeoutable
+   * barriers may overtake in the output queues; the aligned input holds nothing in flight.
+   */
+  private startOutputChannelState(checkpointId: bigint): Promise<TaskChannelState> {
+    this.channelStateWriter.start(checkpointId);
+    return this.channelStateWriter.getWriteResult(checkpointId);
   }
 
   /** The handler's state, serialized now (so later changes of the object do not leak in). */

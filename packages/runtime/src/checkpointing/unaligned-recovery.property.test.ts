@@ -2,26 +2,12 @@ import {
   CheckpointAlignment,
   CheckpointBarrier,
   DEFAULT_CHECKPOINT_OPTIONS,
-  ExecutionAttemptID,
-  JobID,
-  NetworkBufferPool,
-  StringSerializer,
+  type NetworkBufferPool,
 } from "@sluice/core";
 import "@sluice/core/testing";
-import type { PipelinedResultPartition, SingleInputGate } from "@sluice/network";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { PollStatus, RecordReader } from "../io/record-reader.js";
-import { createRecordWriter, type RecordWriter } from "../io/record-writer.js";
-import { wireLocalPartition } from "../io/test-support/local-wiring.js";
-import { CheckpointingMode } from "../messages/checkpointing-mode.js";
-import type { FileStateHandle } from "../messages/file-state-handle.js";
-import { ForwardPartitioner } from "../partitioner/forward-partitioner.js";
-import { ChannelStateSerializer } from "./channel-state-serializer.js";
-import { CheckpointedInputGate } from "./checkpointed-input-gate.js";
-import { SingleCheckpointBarrierHandler } from "./single-checkpoint-barrier-handler.js";
-import { SubtaskCheckpointCoordinator } from "./subtask-checkpoint-coordinator.js";
-import { EMPTY_CHANNEL_STATE, type TaskChannelState } from "./task-channel-state.js";
+import { LocalCheckpointAttempt, record } from "./test-support/local-checkpoint-attempt.js";
 
 // Restoring an unaligned checkpoint and reading on must yield exactly the records a run without
 // failure yields. A producer and a consumer share one local channel over small buffers, so the
@@ -31,8 +17,6 @@ import { EMPTY_CHANNEL_STATE, type TaskChannelState } from "./task-channel-state
 // checkpoint's state and channel state.
 
 const RUNS = Number(process.env.SLUICE_FUZZ_RUNS ?? 60);
-const SEGMENT = 64;
-
 const pools: NetworkBufferPool[] = [];
 
 afterEach(() => {
@@ -65,129 +49,6 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc
     }),
   );
 
-function record(index: number, size: number): string {
-  return `${index}:${"x".repeat(size)}`;
-}
-
-/** One attempt of the two tasks over a local channel. */
-class Attempt {
-  readonly pool = new NetworkBufferPool(64, SEGMENT);
-  readonly partition: PipelinedResultPartition;
-  readonly writer: RecordWriter<string>;
-  readonly gate: SingleInputGate;
-  readonly input: CheckpointedInputGate;
-  readonly handler: SingleCheckpointBarrierHandler;
-  readonly reader: RecordReader<string>;
-  readonly producer: SubtaskCheckpointCoordinator;
-  readonly consumer: SubtaskCheckpointCoordinator;
-  readonly processed: string[] = [];
-  /** What each task persisted, by task. */
-  readonly persisted = new Map<string, { state: unknown; channelState: TaskChannelState }>();
-  emitted = 0;
-
-  constructor(restoredInput: TaskChannelState = EMPTY_CHANNEL_STATE) {
-    pools.push(this.pool);
-    // Few buffers: the producer is back-pressured and its queue holds in-flight data.
-    ({ partition: this.partition, gate: this.gate } = wireLocalPartition(this.pool, {
-      channels: 1,
-      partitionBuffers: [3, 3],
-      gateBuffers: [1, 2],
-      producerName: "Source",
-      consumerName: "Sink",
-      backoff: { initialMs: 1, maxMs: 1 },
-    }));
-    this.writer = createRecordWriter(
-      this.partition,
-      StringSerializer.INSTANCE,
-      new ForwardPartitioner<string>(),
-      { taskName: "Source", bufferTimeout: { kind: "disabled" } },
-    );
-    this.producer = this.coordinator("Source", () => this.emitted);
-    this.consumer = this.coordinator("Sink", () => this.processed.length);
-    this.producer.setOutputs([this.writer as RecordWriter<unknown>]);
-    this.partition.setChannelStateWriter(this.producer.channelStateWriter);
-    this.gate.setChannelStateWriter(this.consumer.channelStateWriter);
-    const handler = new SingleCheckpointBarrierHandler({
-      taskName: "Sink",
-      inputs: [this.gate],
-      task: this.consumer,
-    });
-    this.handler = handler;
-    this.input = new CheckpointedInputGate([this.gate], handler);
-    this.input.setRecoveredState(restoredInput.inputChannelState);
-    this.reader = new RecordReader(this.input, StringSerializer.INSTANCE);
-    this.consumer.setInputs([this.gate], (checkpointId) =>
-      this.reader.prepareSnapshot(this.consumer.channelStateWriter, checkpointId, (channel) =>
-        this.input.getChannelInfo(channel),
-      ),
-    );
-  }
-
-  private coordinator(name: string, state: () => number): SubtaskCheckpointCoordinator {
-    const coordinator = new SubtaskCheckpointCoordinator({
-      jobId: new JobID(),
-      executionAttemptId: new ExecutionAttemptID(),
-      taskName: name,
-      mode: CheckpointingMode.EXACTLY_ONCE,
-      unaligned: { alignedCheckpointTimeoutMs: 0 },
-      persist: async (_id, stateJson, channelState): Promise<FileStateHandle> => {
-        // Through the file layout, as a restore reads it.
-        const bytes = ChannelStateSerializer.serialize(channelState);
-        this.persisted.set(name, {
-          state: stateJson === undefined ? undefined : JSON.parse(stateJson),
-          channelState: ChannelStateSerializer.deserialize(bytes, name),
-        });
-        return { path: name, size: bytes.length };
-      },
-      discard: async () => {},
-      acknowledge: () => {},
-      decline: (decline) => {
-        throw new Error(`${name} declined checkpoint ${decline.checkpointId}: ${decline.reason}`);
-      },
-    });
-    coordinator.setCheckpointHandler({ snapshotState: () => state() });
-    return coordinator;
-  }
-
-  /** Reads up to `max` records now; returns how many. */
-  read(max: number): number {
-    let count = 0;
-    this.reader.pollRecords((value) => {
-      this.processed.push(value);
-      count++;
-    }, max);
-    return count;
-  }
-
-  /** Emits records `from..to` (exclusive), reading in batches while back-pressured. */
-  async emit(sizes: readonly number[], from: number, to: number, readBatch: number) {
-    for (let i = from; i < to; i++) {
-      while (!this.writer.isAvailable()) {
-        this.writer.flushAll();
-        if (this.read(readBatch) === 0) await this.writer.getAvailableFuture();
-      }
-      this.writer.emit(record(i, sizes[i] as number));
-      this.emitted = i + 1;
-    }
-  }
-
-  /** Reads everything until the end of the input. */
-  async drain(): Promise<void> {
-    for (;;) {
-      const status = this.reader.pollRecords((value) => this.processed.push(value));
-      if (status === PollStatus.END_OF_INPUT) return;
-      if (status === PollStatus.NOTHING_AVAILABLE) await this.reader.getAvailableFuture();
-    }
-  }
-
-  async close(): Promise<void> {
-    this.reader.close();
-    this.partition.release();
-    this.partition.close();
-    await this.gate.close();
-  }
-}
-
 describe("unaligned checkpoint recovery (property)", () => {
   it("restoring channel state and reading on yields exactly the records of a run without failure", async () => {
     await fc.assert(
@@ -196,7 +57,8 @@ describe("unaligned checkpoint recovery (property)", () => {
         const expected = sizes.map((size, i) => record(i, size));
 
         // The first attempt, up to the checkpoint and a little beyond.
-        const first = new Attempt();
+        const first = new LocalCheckpointAttempt();
+        pools.push(first.pool);
         await first.emit(sizes, 0, scenario.emittedBefore, scenario.readBatch);
         first.writer.flushAll();
         first.read(scenario.readBeforeBarrier);
@@ -230,7 +92,8 @@ describe("unaligned checkpoint recovery (property)", () => {
 
         // The restart: the sink replays its input state, the source re-emits its output state
         // and then goes on from its offset.
-        const second = new Attempt(sink?.channelState);
+        const second = new LocalCheckpointAttempt(sink?.channelState);
+        pools.push(second.pool);
         for (const { info, data } of source?.channelState.resultSubpartitionState ?? []) {
           while (!second.partition.isAvailable()) {
             second.writer.flushAll();

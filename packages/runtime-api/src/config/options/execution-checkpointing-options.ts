@@ -69,7 +69,10 @@ export const ExecutionCheckpointingOptions = {
         "unaligned from the start. Larger: a checkpoint starts aligned (remote channels " +
         "announce its barriers ahead of the data) and turns unaligned at a task whose " +
         "alignment, counted from the checkpoint's first barrier or announcement there, takes " +
-        "longer; the task then sends it on unaligned.",
+        "longer; the task then sends it on unaligned. A barrier still queued in a producer's " +
+        "back-pressured output once this much time has passed since the checkpoint started " +
+        "turns unaligned there too: it overtakes the queued data, which is stored as the " +
+        "producer's output channel state.",
     ),
 
   /** Whether checkpoints go on after some tasks finished (FLIP-147). */
