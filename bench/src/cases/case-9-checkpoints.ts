@@ -1,5 +1,5 @@
 /**
- * Case 9: checkpoints under back-pressure (the sink at 10% of the source) — aligned, unaligned,
+ * Case 9: checkpoints under back-pressure (the sink at 2.5% of the source) — aligned, unaligned,
  * aligned with buffer debloating, and aligned with a 100 ms alignment timeout.
  */
 import { Child, median, profileArgs } from "../harness.js";
@@ -12,7 +12,7 @@ const MODES = 4;
 
 export const case9: CaseDefinition = {
   id: 9,
-  name: "checkpoints under back-pressure (sink at 10% of the source): aligned, unaligned, aligned + debloating, aligned with 100 ms timeout",
+  name: "checkpoints under back-pressure (sink at 2.5% of the source): aligned, unaligned, aligned + debloating, aligned with 100 ms timeout",
   async run(report) {
     const o = report.options;
     const durationMs = o.full ? 12_000 : 5_000;
@@ -20,7 +20,7 @@ export const case9: CaseDefinition = {
       durationMs,
       warmupMs: 1_500,
       producerRate: 100_000,
-      consumerRate: 10_000,
+      consumerRate: 2_500,
       recordSize: 100,
     };
     log(`case 9 checkpoints (${MODES} modes × ${durationMs / 1000} s) in one child`);
