@@ -71,6 +71,10 @@ describe("RecordReader", () => {
       "EndOfData@0",
       "EndOfData@1",
     ]);
+    // EndOfData on every channel ended the records; EndOfPartition is read after them.
+    expect(reader.isEndOfData()).toBe(true);
+    expect(reader.isFinished()).toBe(false);
+    while (!reader.pollToEndOfPartition()) await reader.getAvailableFuture();
     expect(reader.isFinished()).toBe(true);
     reader.close();
     await gate.close();
