@@ -132,6 +132,72 @@ describe("RecordReader", () => {
     partition.close();
   });
 
+  it("ends the records at EndOfData on every channel, takes the events after it to EndOfPartition, and refuses data after EndOfData", async () => {
+    pool = new NetworkBufferPool(64, 128);
+    const { partition, gate } = wire(pool, 32);
+    const events: string[] = [];
+    const reader = new RecordReader(gate, serializer, {
+      onEvent: (event, channel) => {
+        events.push(`${event.kind}@${channel}`);
+        if (event.kind === "CheckpointBarrier") gate.resumeConsumption(channel);
+      },
+    });
+    partition.emitRecord(encodeString("a"), 0);
+    partition.emitRecord(encodeString("b"), 1);
+    partition.broadcastEvent(new EndOfData());
+    // The barrier of a final checkpoint, after the end of data.
+    partition.broadcastEvent(new CheckpointBarrier(3n, 1n));
+    partition.flushAll();
+    const received: string[] = [];
+    let status: PollStatus = PollStatus.NOTHING_AVAILABLE;
+    while (status !== PollStatus.END_OF_INPUT) {
+      status = reader.pollRecords((word) => received.push(word));
+      if (status === PollStatus.NOTHING_AVAILABLE) await reader.getAvailableFuture();
+    }
+    expect(received.sort()).toEqual(["a", "b"]);
+    // END_OF_INPUT once the second EndOfData arrived, though EndOfPartition has not been sent.
+    expect(events.filter((e) => e.startsWith("EndOfData")).sort()).toEqual([
+      "EndOfData@0",
+      "EndOfData@1",
+    ]);
+    expect(reader.isEndOfData()).toBe(true);
+    expect(reader.pollRecords(() => {})).toBe(PollStatus.END_OF_INPUT);
+    partition.finish();
+    while (!reader.pollToEndOfPartition()) await reader.getAvailableFuture();
+    expect(events.filter((e) => e.startsWith("CheckpointBarrier")).sort()).toEqual([
+      "CheckpointBarrier@0",
+      "CheckpointBarrier@1",
+    ]);
+    expect(reader.isFinished()).toBe(true);
+    reader.close();
+    await gate.close();
+    partition.close();
+
+    // A producer that sends a record after its EndOfData breaks the protocol.
+    const buffer = must(pool.createBufferPool(1, 1).requestBuffer());
+    buffer.setSize(0);
+    const items: BufferOrEvent[] = [
+      { channelIndex: 0, event: new EndOfData(), moreAvailable: true, size: 5 },
+      { channelIndex: 0, buffer, moreAvailable: false, size: 0 },
+    ];
+    const fake = {
+      numberOfInputChannels: 2,
+      pollNext: () => items.shift(),
+      isFinished: () => false,
+      isAvailable: () => true,
+      getAvailableFuture: () => Promise.resolve(),
+    } as unknown as InputGate;
+    const broken = new RecordReader(fake, serializer);
+    expect(() => broken.pollRecords(() => {})).toThrowError(
+      expect.objectContaining({
+        code: ErrorCodes.ILLEGAL_STATE,
+        message: expect.stringContaining("channel 0 delivered data after EndOfData"),
+      }),
+    );
+    expect(buffer.isRecycled()).toBe(true);
+    broken.close();
+  });
+
   it("fails clearly when a channel ends in the middle of a record", () => {
     pool = new NetworkBufferPool(4, 128);
     // A stream that announces a 200-byte record, carries 10 bytes of it, then ends.
