@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { JobID } from "@sluice/core";
 import { must, waitFor } from "@sluice/core/testing";
+import type { JsonObject } from "@sluice/runtime-api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FsCheckpointStorage } from "../checkpointing/fs-checkpoint-storage.js";
 import { PollStatus } from "../io/record-reader.js";
@@ -78,7 +79,7 @@ function counter(observed: Observed) {
   };
 }
 
-function trackSnapshots(task: Task, observed: Observed, state: () => object): void {
+function trackSnapshots(task: Task, observed: Observed, state: () => JsonObject): void {
   task.setCheckpointHandler({
     snapshotState: (checkpointId) => {
       if (observed.returned.has(task.name)) {
