@@ -59,6 +59,11 @@ import type { TaskInvokable } from "./user-code-registry.js";
  * its triggers as mail and runs them where it calls {@link processMail} or
  * {@link yieldToMailbox}, between two records. The barrier then goes to every output, and the
  * snapshot is written and acknowledged in the background.
+ *
+ * The final checkpoint (FLIP-147, with `execution.checkpointing.checkpoints-after-tasks-finish`):
+ * when the invokable returns, the task sends EndOfData on every output and stays RUNNING,
+ * running its mail and reading its inputs on to EndOfPartition for the barriers still coming,
+ * until a checkpoint it took after that completed; only then does it finish its partitions.
  */
 export class Task {
   /** The job. */
