@@ -31,6 +31,19 @@ function wire(pool: NetworkBufferPool, segmentRecords: number) {
   });
 }
 
+/** A reader of `gate` that records each event as `kind@channel` and resumes barred channels. */
+function eventRecordingReader(gate: ReturnType<typeof wire>["gate"]) {
+  const events: string[] = [];
+  const reader = new RecordReader(gate, serializer, {
+    onEvent: (event, channel) => {
+      events.push(`${event.kind}@${channel}`);
+      // An aligned barrier blocks its channel upstream until the consumer resumes it.
+      if (event.kind === "CheckpointBarrier") gate.resumeConsumption(channel);
+    },
+  });
+  return { reader, events };
+}
+
 describe("RecordReader", () => {
   let pool: NetworkBufferPool;
 
@@ -42,14 +55,7 @@ describe("RecordReader", () => {
   it("iterates every record with for await, including records spanning buffers, and surfaces events", async () => {
     pool = new NetworkBufferPool(64, 128);
     const { partition, gate } = wire(pool, 32);
-    const events: string[] = [];
-    const reader = new RecordReader(gate, serializer, {
-      onEvent: (event, channel) => {
-        events.push(`${event.kind}@${channel}`);
-        // An aligned barrier blocks its channel upstream until the consumer resumes it.
-        if (event.kind === "CheckpointBarrier") gate.resumeConsumption(channel);
-      },
-    });
+    const { reader, events } = eventRecordingReader(gate);
     const long = "x".repeat(300); // spans three 128-byte buffers
     const produced = ["a", long, "b", "c"];
     const producer = (async () => {
@@ -135,13 +141,7 @@ describe("RecordReader", () => {
   it("ends the records at EndOfData on every channel, takes the events after it to EndOfPartition, and refuses data after EndOfData", async () => {
     pool = new NetworkBufferPool(64, 128);
     const { partition, gate } = wire(pool, 32);
-    const events: string[] = [];
-    const reader = new RecordReader(gate, serializer, {
-      onEvent: (event, channel) => {
-        events.push(`${event.kind}@${channel}`);
-        if (event.kind === "CheckpointBarrier") gate.resumeConsumption(channel);
-      },
-    });
+    const { reader, events } = eventRecordingReader(gate);
     partition.emitRecord(encodeString("a"), 0);
     partition.emitRecord(encodeString("b"), 1);
     partition.broadcastEvent(new EndOfData());
