@@ -113,6 +113,11 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
   private last: TaskCheckpointStats | undefined;
   /** Set when the task failed or was canceled: snapshots still being written are discarded. */
   private discarding = false;
+  /**
+   * Called once the synchronous part of a checkpoint succeeded (state taken, barrier sent on):
+   * how the task learns which checkpoint holds its final state.
+   */
+  onCheckpointPerformed: ((checkpointId: bigint) => void) | undefined;
 
   constructor(options: SubtaskCheckpointCoordinatorOptions) {
     this.options = options;
@@ -267,6 +272,7 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
     }
     // An unaligned barrier overtakes the queued output; the partitions hand it to the writer.
     for (const output of this.outputs) output.broadcastEvent(barrier, unaligned);
+    this.onCheckpointPerformed?.(checkpointId);
     if (unaligned || outputMayTurnUnaligned) {
       // Subpartitions still holding a timeoutable barrier keep the output open until it leaves.
       this.channelStateWriter.finishOutput(checkpointId);

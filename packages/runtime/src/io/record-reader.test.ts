@@ -31,6 +31,19 @@ function wire(pool: NetworkBufferPool, segmentRecords: number) {
   });
 }
 
+/** A reader of `gate` that records each event as `kind@channel` and resumes barred channels. */
+function eventRecordingReader(gate: ReturnType<typeof wire>["gate"]) {
+  const events: string[] = [];
+  const reader = new RecordReader(gate, serializer, {
+    onEvent: (event, channel) => {
+      events.push(`${event.kind}@${channel}`);
+      // An aligned barrier blocks its channel upstream until the consumer resumes it.
+      if (event.kind === "CheckpointBarrier") gate.resumeConsumption(channel);
+    },
+  });
+  return { reader, events };
+}
+
 describe("RecordReader", () => {
   let pool: NetworkBufferPool;
 
@@ -42,14 +55,7 @@ describe("RecordReader", () => {
   it("iterates every record with for await, including records spanning buffers, and surfaces events", async () => {
     pool = new NetworkBufferPool(64, 128);
     const { partition, gate } = wire(pool, 32);
-    const events: string[] = [];
-    const reader = new RecordReader(gate, serializer, {
-      onEvent: (event, channel) => {
-        events.push(`${event.kind}@${channel}`);
-        // An aligned barrier blocks its channel upstream until the consumer resumes it.
-        if (event.kind === "CheckpointBarrier") gate.resumeConsumption(channel);
-      },
-    });
+    const { reader, events } = eventRecordingReader(gate);
     const long = "x".repeat(300); // spans three 128-byte buffers
     const produced = ["a", long, "b", "c"];
     const producer = (async () => {
@@ -71,6 +77,10 @@ describe("RecordReader", () => {
       "EndOfData@0",
       "EndOfData@1",
     ]);
+    // EndOfData on every channel ended the records; EndOfPartition is read after them.
+    expect(reader.isEndOfData()).toBe(true);
+    expect(reader.isFinished()).toBe(false);
+    while (!reader.pollToEndOfPartition()) await reader.getAvailableFuture();
     expect(reader.isFinished()).toBe(true);
     reader.close();
     await gate.close();
@@ -126,6 +136,66 @@ describe("RecordReader", () => {
     reader.close();
     await gate.close();
     partition.close();
+  });
+
+  it("ends the records at EndOfData on every channel, takes the events after it to EndOfPartition, and refuses data after EndOfData", async () => {
+    pool = new NetworkBufferPool(64, 128);
+    const { partition, gate } = wire(pool, 32);
+    const { reader, events } = eventRecordingReader(gate);
+    partition.emitRecord(encodeString("a"), 0);
+    partition.emitRecord(encodeString("b"), 1);
+    partition.broadcastEvent(new EndOfData());
+    // The barrier of a final checkpoint, after the end of data.
+    partition.broadcastEvent(new CheckpointBarrier(3n, 1n));
+    partition.flushAll();
+    const received: string[] = [];
+    let status: PollStatus = PollStatus.NOTHING_AVAILABLE;
+    while (status !== PollStatus.END_OF_INPUT) {
+      status = reader.pollRecords((word) => received.push(word));
+      if (status === PollStatus.NOTHING_AVAILABLE) await reader.getAvailableFuture();
+    }
+    expect(received.sort()).toEqual(["a", "b"]);
+    // END_OF_INPUT once the second EndOfData arrived, though EndOfPartition has not been sent.
+    expect(events.filter((e) => e.startsWith("EndOfData")).sort()).toEqual([
+      "EndOfData@0",
+      "EndOfData@1",
+    ]);
+    expect(reader.isEndOfData()).toBe(true);
+    expect(reader.pollRecords(() => {})).toBe(PollStatus.END_OF_INPUT);
+    partition.finish();
+    while (!reader.pollToEndOfPartition()) await reader.getAvailableFuture();
+    expect(events.filter((e) => e.startsWith("CheckpointBarrier")).sort()).toEqual([
+      "CheckpointBarrier@0",
+      "CheckpointBarrier@1",
+    ]);
+    expect(reader.isFinished()).toBe(true);
+    reader.close();
+    await gate.close();
+    partition.close();
+
+    // A producer that sends a record after its EndOfData breaks the protocol.
+    const buffer = must(pool.createBufferPool(1, 1).requestBuffer());
+    buffer.setSize(0);
+    const items: BufferOrEvent[] = [
+      { channelIndex: 0, event: new EndOfData(), moreAvailable: true, size: 5 },
+      { channelIndex: 0, buffer, moreAvailable: false, size: 0 },
+    ];
+    const fake = {
+      numberOfInputChannels: 2,
+      pollNext: () => items.shift(),
+      isFinished: () => false,
+      isAvailable: () => true,
+      getAvailableFuture: () => Promise.resolve(),
+    } as unknown as InputGate;
+    const broken = new RecordReader(fake, serializer);
+    expect(() => broken.pollRecords(() => {})).toThrowError(
+      expect.objectContaining({
+        code: ErrorCodes.ILLEGAL_STATE,
+        message: expect.stringContaining("channel 0 delivered data after EndOfData"),
+      }),
+    );
+    expect(buffer.isRecycled()).toBe(true);
+    broken.close();
   });
 
   it("fails clearly when a channel ends in the middle of a record", () => {

@@ -1,7 +1,9 @@
 import {
+  anyOf,
   CancelledError,
   type DataInputDeserializer,
   type DeserializationResult,
+  IllegalStateError,
   type RecordHolder,
   type RecordViewReader,
   type RuntimeEvent,
@@ -24,7 +26,12 @@ export const PollStatus = {
   MORE_AVAILABLE: "MORE_AVAILABLE",
   /** Nothing is available now: await `getAvailableFuture()`. */
   NOTHING_AVAILABLE: "NOTHING_AVAILABLE",
-  /** Every channel delivered EndOfPartition: the input is exhausted. */
+  /**
+   * The input is exhausted: every channel delivered EndOfData (its producer emitted its last
+   * record) or EndOfPartition. A checkpointing task's reader may still pass checkpoint barriers
+   * after it (its producers wait for their final checkpoint), which the task takes once its code
+   * returned.
+   */
   END_OF_INPUT: "END_OF_INPUT",
 } as const;
 export type PollStatus = (typeof PollStatus)[keyof typeof PollStatus];
@@ -89,7 +96,15 @@ export class RecordReader<T> implements AsyncIterable<T> {
   private readonly holder: RecordHolder<T> = { value: undefined };
   private current: SpillingAdaptiveSpanningRecordDeserializer | undefined;
   private finished = false;
+  /** Per channel: it delivered EndOfData or EndOfPartition (no record follows). */
+  private readonly channelsEnded: boolean[];
+  /** Channels that have not ended yet. */
+  private channelsOpen: number;
+  /** Every channel ended (EndOfData or EndOfPartition): no record comes any more. */
+  private dataEnded = false;
   private closed = false;
+  /** The other readers of the task (see {@link setSiblings}). */
+  private siblings: readonly RecordReader<unknown>[] = [];
   /** The last poll found nothing: a wait for the gate now is idle time. */
   private starved = false;
   private readonly endIdle: () => void;
@@ -103,6 +118,8 @@ export class RecordReader<T> implements AsyncIterable<T> {
     this.serializer = serializer;
     this.options = options;
     this.deserializers = new Array(gate.numberOfInputChannels);
+    this.channelsEnded = new Array<boolean>(gate.numberOfInputChannels).fill(false);
+    this.channelsOpen = gate.numberOfInputChannels;
     this.numRecordsIn = options.numRecordsIn ?? new SimpleCounter();
     const idleTime = options.idleTime;
     this.endIdle = () => idleTime?.markEnd();
@@ -168,6 +185,7 @@ export class RecordReader<T> implements AsyncIterable<T> {
   ): PollStatus {
     if (this.closed) throw new CancelledError("record reader is closed");
     this.starved = false;
+    if (this.siblings.length > 0) this.pollEndedSiblings();
     // Priority events go ahead of the rest of the current buffer (once per call, not per record).
     if (this.current !== undefined && this.gate.pollPriorityEvent !== undefined) {
       this.takePriorityEvents(this.gate.pollPriorityEvent.bind(this.gate));
@@ -193,7 +211,7 @@ export class RecordReader<T> implements AsyncIterable<T> {
         }
         continue;
       }
-      if (this.finished) {
+      if (this.finished || this.dataEnded) {
         this.numRecordsIn.inc(delivered);
         return PollStatus.END_OF_INPUT;
       }
@@ -209,6 +227,12 @@ export class RecordReader<T> implements AsyncIterable<T> {
         return PollStatus.NOTHING_AVAILABLE;
       }
       if (next.buffer !== undefined) {
+        if (this.channelsEnded[next.channelIndex] === true) {
+          next.buffer.recycleBuffer();
+          throw new IllegalStateError(
+            `channel ${next.channelIndex} delivered data after EndOfData: its producer emitted records after its last one`,
+          );
+        }
         const deserializer = this.deserializerOf(next.channelIndex);
         deserializer.setNextBuffer(next.buffer);
         this.current = deserializer;
@@ -246,11 +270,77 @@ export class RecordReader<T> implements AsyncIterable<T> {
       }
       deserializer?.clear();
       this.deserializers[channel] = undefined;
+      this.markEnded(channel);
       if (this.gate.isFinished()) this.finished = true;
       this.options.onEndOfPartition?.(channel);
       return;
     }
+    if (event.kind === "EndOfData") this.markEnded(channel);
     this.options.onEvent?.(event, channel);
+  }
+
+  /** Channel `channel` will deliver no record any more. */
+  private markEnded(channel: number): void {
+    if (this.channelsEnded[channel] === true) return;
+    this.channelsEnded[channel] = true;
+    this.channelsOpen--;
+    if (this.channelsOpen === 0) this.dataEnded = true;
+  }
+
+  /**
+   * The other readers of the same task, which share its barrier handler. A reader whose data
+   * ended (END_OF_INPUT on EndOfData) is typically no longer polled by the task's code, but its
+   * channels still deliver the barriers of the checkpoints its producers wait for, and an aligned
+   * checkpoint of the task needs them: so every poll of a sibling first takes the events of such
+   * readers, and {@link getAvailableFuture} wakes for them too (Flink's input processor keeps
+   * reading an input after its END_OF_DATA, up to its END_OF_INPUT).
+   */
+  setSiblings(readers: readonly RecordReader<unknown>[]): void {
+    this.siblings = readers.filter((reader) => reader !== (this as RecordReader<unknown>));
+  }
+
+  /** Readers among the siblings whose data ended but whose channels are still open. */
+  private endedSiblings(): RecordReader<unknown>[] {
+    return this.siblings.filter((reader) => reader.dataEnded && !reader.finished && !reader.closed);
+  }
+
+  private pollEndedSiblings(): void {
+    for (const reader of this.siblings) {
+      if (reader.dataEnded && !reader.finished && !reader.closed) reader.pollToEndOfPartition();
+    }
+  }
+
+  /**
+   * Reads what comes after the task's code stopped reading (Flink's task processing its input
+   * after END_OF_DATA until END_OF_INPUT): the events up to EndOfPartition on every channel, so
+   * the barriers of the checkpoints its producers wait for reach the task's barrier handler.
+   * Records still in the reader, or arriving on a channel that did not deliver EndOfData (the
+   * code returned before its input ended), are dropped: nothing processes them any more.
+   * Returns true once every channel delivered EndOfPartition; false when nothing is available
+   * now (await {@link getAvailableFuture}).
+   */
+  pollToEndOfPartition(): boolean {
+    if (this.closed) throw new CancelledError("record reader is closed");
+    this.dataEnded = true;
+    if (this.current !== undefined) {
+      this.current.clear();
+      this.current = undefined;
+    }
+    for (;;) {
+      if (this.finished) return true;
+      const next = this.gate.pollNext();
+      if (next === undefined) {
+        if (this.gate.isFinished()) this.finished = true;
+        return this.finished;
+      }
+      if (next.buffer !== undefined) {
+        next.buffer.recycleBuffer();
+        continue;
+      }
+      if (next.event === undefined) continue;
+      if (next.event.kind === "EndOfPartition") this.deserializers[next.channelIndex]?.clear();
+      this.onEvent(next.event, next.channelIndex);
+    }
   }
 
   /**
@@ -270,9 +360,17 @@ export class RecordReader<T> implements AsyncIterable<T> {
     }
   }
 
-  /** True once every channel ended. */
+  /** True once every channel ended (EndOfPartition). */
   isFinished(): boolean {
     return this.finished;
+  }
+
+  /**
+   * True once every channel delivered EndOfData or EndOfPartition: no record comes any more
+   * (FLIP-147's end of data; the channels may still pass checkpoint barriers).
+   */
+  isEndOfData(): boolean {
+    return this.dataEnded || this.finished;
   }
 
   /**
@@ -280,7 +378,12 @@ export class RecordReader<T> implements AsyncIterable<T> {
    * it resolves is the task's idle time.
    */
   getAvailableFuture(): Promise<void> {
-    const future = this.gate.getAvailableFuture();
+    const ended = this.siblings.length > 0 ? this.endedSiblings() : [];
+    const own = this.gate.getAvailableFuture();
+    const future =
+      ended.length === 0
+        ? own
+        : anyOf([own, ...ended.map((reader) => reader.gate.getAvailableFuture())]);
     const idleTime = this.options.idleTime;
     if (idleTime !== undefined && this.starved) {
       this.starved = false;

@@ -88,12 +88,16 @@ async function source(task: Task): Promise<number> {
   return WORDS.length;
 }
 
-/** Forwards every record; subtask 1 declines every checkpoint and pads its output. */
+/**
+ * Forwards every record; subtask 1 declines every checkpoint until its input ended (its final
+ * checkpoint must complete for the job to end) and pads its output.
+ */
 async function forward(task: Task): Promise<number> {
   let forwarded = 0;
+  let ended = false;
   task.setCheckpointHandler({
     snapshotState: () => {
-      if (task.subtaskIndex === 1) throw new Error("declined on purpose");
+      if (task.subtaskIndex === 1 && !ended) throw new Error("declined on purpose");
       return { forwarded };
     },
   });
@@ -105,7 +109,10 @@ async function forward(task: Task): Promise<number> {
       if (task.subtaskIndex === 1) for (let i = 0; i < FILLERS_PER_WORD; i++) writer.emit(FILLER);
       forwarded++;
     }, 16);
-    if (status === PollStatus.END_OF_INPUT) return forwarded;
+    if (status === PollStatus.END_OF_INPUT) {
+      ended = true;
+      return forwarded;
+    }
     if (status === PollStatus.NOTHING_AVAILABLE) await reader.getAvailableFuture();
     else await new Promise((resolve) => setImmediate(resolve));
   }

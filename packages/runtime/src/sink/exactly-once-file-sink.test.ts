@@ -140,4 +140,25 @@ describe("an exactly-once file sink in a job", () => {
     expect(hidden).toEqual([]);
     expect(total).toEqual(expectedCounts(words, 2));
   });
+
+  it("commits the records no periodic checkpoint covered by the final checkpoint the tasks wait for before they finish", async () => {
+    const directory = path.join(base, "out");
+    // The first checkpoint comes a second after the start, long after the sources' 2,000 words:
+    // only the checkpoint the waiting tasks take after their EndOfData can commit them.
+    const config = checkpointingConfiguration(path.join(base, "checkpoints"), 0, {
+      "execution.checkpointing.interval": "1s",
+    });
+    const executor = await cluster.startExecutor(config, { invokables: INVOKABLES });
+    const deployer = await cluster.startDeployer(config);
+    const words = 2_000;
+    const graph = wordCountGraph("final commit", { words }, { directory, declineSnapshot: 0 });
+    const execution = await deployer.deploy(graph, () => executor);
+    const result = await execution.terminated;
+    expect(result.error).toBeUndefined();
+    expect(result.status).toBe("FINISHED");
+    expect(result.checkpoints.completed).toBeGreaterThanOrEqual(1);
+    const { total, hidden } = await committedCounts(directory);
+    expect(hidden).toEqual([]);
+    expect(total).toEqual(expectedCounts(words, 2));
+  });
 });

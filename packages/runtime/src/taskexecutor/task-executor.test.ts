@@ -1,6 +1,5 @@
 import { ErrorCodes, ExecutionAttemptID, JobID } from "@sluice/core";
 import { afterEach, describe, expect, it } from "vitest";
-import { PollStatus } from "../io/record-reader.js";
 import type { JobDeployer } from "../jobmaster/job-deployer.js";
 import type { JobExecution } from "../jobmaster/job-execution.js";
 import { JobGraph } from "../jobmaster/job-graph.js";
@@ -11,6 +10,7 @@ import { TaskNotFoundError } from "./errors.js";
 import type { Task } from "./task.js";
 import type { TaskExecutor, TaskExecutorOptions } from "./task-executor.js";
 import { LocalCluster, localConfiguration, segments } from "./test-support/local-cluster.js";
+import { countWords } from "./test-support/task-harness.js";
 import {
   expectedCounts,
   wordCountGraph as sharedWordCountGraph,
@@ -40,20 +40,6 @@ async function emitWords(task: Task): Promise<number> {
     if (i % 512 === 511) await new Promise((resolve) => setImmediate(resolve));
   }
   return count;
-}
-
-/** Counts the words of reader 0 until every channel ended; returns `{word: count}`. */
-async function countWords(task: Task): Promise<Record<string, number>> {
-  const reader = task.reader<string>();
-  const counts: Record<string, number> = {};
-  for (;;) {
-    const status = reader.pollRecords((word) => {
-      counts[word] = (counts[word] ?? 0) + 1;
-    }, 1024);
-    if (status === PollStatus.END_OF_INPUT) return counts;
-    if (status === PollStatus.NOTHING_AVAILABLE) await reader.getAvailableFuture();
-    else await new Promise((resolve) => setImmediate(resolve));
-  }
 }
 
 const INVOKABLES: Readonly<Record<string, TaskInvokable<Task>>> = {

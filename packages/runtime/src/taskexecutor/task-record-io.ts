@@ -75,6 +75,7 @@ export function createTaskRecordIo(
         metered,
       ),
   );
+  for (const reader of recordReaders) reader.setSiblings(recordReaders);
   // The partial records the readers hold go first into a starting unaligned checkpoint.
   checkpointing.coordinator.setInputs(gates, (checkpointId) => {
     const writer = checkpointing.coordinator.channelStateWriter;

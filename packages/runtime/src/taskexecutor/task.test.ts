@@ -5,16 +5,15 @@ import { ErrorCodes, type JobID } from "@sluice/core";
 import { must } from "@sluice/core/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FsCheckpointStorage } from "../checkpointing/fs-checkpoint-storage.js";
-import { PollStatus } from "../io/record-reader.js";
-import { JobGraph } from "../jobmaster/job-graph.js";
-import type { AcknowledgeCheckpoint } from "../messages/acknowledge-checkpoint.js";
-import type { DeclineCheckpoint } from "../messages/decline-checkpoint.js";
 import type { JobMasterGateway } from "../messages/job-master-gateway.js";
-import { TaskDeploymentDescriptorCodec } from "../messages/task-deployment-descriptor.js";
-import { TaskNotFoundError } from "./errors.js";
 import type { Task } from "./task.js";
 import type { TaskExecutor } from "./task-executor.js";
 import { LocalCluster, localConfiguration } from "./test-support/local-cluster.js";
+import {
+  countWords,
+  recordingJobMaster,
+  wordCountDescriptors,
+} from "./test-support/task-harness.js";
 import { expectedCounts, wordOf } from "./test-support/word-count.js";
 
 const cluster = new LocalCluster();
@@ -27,64 +26,10 @@ afterEach(async () => {
   await rm(checkpointsDir, { recursive: true, force: true });
 });
 
-/** A job master that records what the tasks report about checkpoints. */
-function recordingJobMaster() {
-  const acks: AcknowledgeCheckpoint[] = [];
-  const declines: DeclineCheckpoint[] = [];
-  const jobMaster: JobMasterGateway = {
-    updateTaskExecutionState: () => {},
-    requestPartitionProducerState: async () => "RUNNING",
-    acknowledgeCheckpoint: (ack) => acks.push(ack),
-    declineCheckpoint: (decline) => declines.push(decline),
-  };
-  return { jobMaster, acks, declines };
-}
-
-/**
- * The JSON descriptors of `Source` (2) → HASH → `Count` (2), as a checkpointing job in `mode`
- * would get them: Source 0, Source 1, Count 0, Count 1.
- */
-async function descriptors(executor: TaskExecutor, mode = "EXACTLY_ONCE") {
-  const graph = new JobGraph("word count");
-  const source = graph.addVertex({ name: "Source", parallelism: 2 });
-  const count = graph.addVertex({ name: "Count", parallelism: 2 });
-  graph.connect(source, count, {
-    partitioner: { name: "HASH", keySelector: "value" },
-    serializer: "string",
-  });
-  const captured: Record<string, unknown>[] = [];
-  const deployer = await cluster.startDeployer();
-  await deployer.deploy(graph, () => ({
-    location: executor.location,
-    submitTask: async (descriptor) => {
-      captured.push({
-        ...TaskDeploymentDescriptorCodec.toJSON(descriptor),
-        checkpointingMode: mode,
-      });
-    },
-    cancelTask: async (attempt) => {
-      throw new TaskNotFoundError(`nothing runs ${attempt}`);
-    },
-    updatePartitions: async () => {},
-    releasePartitions: async () => {},
-  }));
-  return captured;
-}
-
-/** Counts the words of reader 0 until the input ends; its state is the map. */
-async function count(task: Task): Promise<Record<string, number>> {
-  const counts: Record<string, number> = {};
-  task.setCheckpointHandler({ snapshotState: () => counts });
-  const reader = task.reader<string>();
-  for (;;) {
-    const status = reader.pollRecords((word) => {
-      counts[word] = (counts[word] ?? 0) + 1;
-    }, 128);
-    if (status === PollStatus.END_OF_INPUT) return counts;
-    if (status === PollStatus.NOTHING_AVAILABLE) await reader.getAvailableFuture();
-    else await new Promise((resolve) => setImmediate(resolve));
-  }
-}
+/** The descriptors of the word count job, as a checkpointing job in `mode` would get them. */
+const descriptors = (executor: TaskExecutor, mode = "EXACTLY_ONCE") =>
+  wordCountDescriptors(cluster, executor, mode);
+const count = countWords;
 
 /**
  * Emits `words` words and runs its mail exactly when it reached `mailAt`. With `hold`, it pauses

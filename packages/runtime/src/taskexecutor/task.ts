@@ -1,10 +1,12 @@
 import {
   CancelledError,
   deferred,
+  EndOfData,
   type ExecutionAttemptID,
   IllegalArgumentError,
   IllegalStateError,
   type JobID,
+  StopMode,
 } from "@sluice/core";
 import type {
   ExecutionState,
@@ -57,6 +59,11 @@ import type { TaskInvokable } from "./user-code-registry.js";
  * its triggers as mail and runs them where it calls {@link processMail} or
  * {@link yieldToMailbox}, between two records. The barrier then goes to every output, and the
  * snapshot is written and acknowledged in the background.
+ *
+ * The final checkpoint (FLIP-147, with `execution.checkpointing.checkpoints-after-tasks-finish`):
+ * when the invokable returns, the task sends EndOfData on every output and stays RUNNING,
+ * running its mail and reading its inputs on to EndOfPartition for the barriers still coming,
+ * until a checkpoint it took after that completed; only then does it finish its partitions.
  */
 export class Task {
   /** The job. */
@@ -125,7 +132,10 @@ export class Task {
   private released = false;
   /** The checkpoint notifications to the task code's listener, in order. */
   private readonly notifications: CheckpointNotifications;
-  /** True once the invokable returned: its input ended or it emitted everything. */
+  /**
+   * True once the invokable returned (its input ended or it emitted everything) and, with final
+   * checkpoints, EndOfData went to every output.
+   */
   private endOfInput = false;
   /** The first checkpoint this task performed after {@link endOfInput}: its final state. */
   private finalCheckpointId: bigint | undefined;
@@ -212,11 +222,11 @@ export class Task {
    * {@link CheckpointListener}); call it once, at the start of the invokable, next to
    * {@link setCheckpointHandler}. Ignored when the job takes no checkpoints.
    *
-   * With `execution.checkpointing.checkpoints-after-tasks-finish` (the default), a task with a
-   * listener does not finish as soon as its invokable returns: it waits until a checkpoint taken
-   * after that point, of its final state, completed and its listener handled the notification
-   * (FLIP-147's final checkpoint), so an exactly-once sink commits its last output before the
-   * job ends. The job side triggers that checkpoint at the task once its producers finished.
+   * With `execution.checkpointing.checkpoints-after-tasks-finish` (the default), a task does not
+   * finish as soon as its invokable returns: it sends EndOfData to its consumers and waits until
+   * a checkpoint taken after that point, of its final state, completed and its listener handled
+   * the notification (FLIP-147's final checkpoint), so an exactly-once sink commits its last
+   * output before the job ends.
    */
   setCheckpointListener(listener: CheckpointListener): void {
     if (this.resources.checkpointing === undefined) return;
@@ -343,10 +353,7 @@ export class Task {
       return;
     }
     this.mailbox.put({
-      run: () => {
-        if (this.endOfInput) this.finalCheckpointId ??= checkpointId;
-        coordinator.triggerCheckpoint(checkpointId, timestamp);
-      },
+      run: () => coordinator.triggerCheckpoint(checkpointId, timestamp),
       drop: () =>
         coordinator.decline(checkpointId, CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_CLOSING),
     });
@@ -396,6 +403,13 @@ export class Task {
     let result: JsonValue | undefined;
     try {
       const coordinator = this.resources.checkpointing?.coordinator;
+      if (coordinator !== undefined) {
+        // Triggered at a source, or on the barriers of its inputs: the first one after the end of
+        // data holds the task's final state.
+        coordinator.onCheckpointPerformed = (checkpointId) => {
+          if (this.endOfInput) this.finalCheckpointId ??= checkpointId;
+        };
+      }
       if (coordinator?.unalignedCheckpointsEnabled === true) {
         setUpChannelStateWriter(
           this.name,
@@ -415,7 +429,7 @@ export class Task {
         result = (await invokable(this)) ?? undefined;
       }
       this.checkNotAborted();
-      this.endOfInput = true;
+      await this.endData();
       await this.waitForFinalCheckpoint();
       this.checkNotAborted();
       await this.runRemainingMail();
@@ -480,27 +494,56 @@ export class Task {
   }
 
   /**
-   * FLIP-147's final checkpoint: a task with a checkpoint listener whose invokable returned
-   * keeps running its mail (the triggers the job side sends it now) until a checkpoint it took
-   * since then completed and its listener handled that: what it prepared for its final state is
-   * committed before it finishes.
+   * Whether the task waits for a final checkpoint when its invokable returned (FLIP-147): only
+   * in a checkpointing job with `execution.checkpointing.checkpoints-after-tasks-finish`, so a job
+   * without checkpoints ends as soon as its code returns.
+   */
+  private get finalCheckpointEnabled(): boolean {
+    return (
+      this.resources.checkpointing !== undefined &&
+      this.resources.descriptor.checkpointsAfterTasksFinish === true
+    );
+  }
+
+  /**
+   * The invokable returned (Flink's `endData`): with final checkpoints, EndOfData(DRAIN) goes to
+   * every output first, ahead of the barrier of the final checkpoint, so each consumer learns
+   * that no record follows while the channel stays open for that barrier. DRAIN only: the
+   * runtime has no stop-with-savepoint, the one stop that ends a job without draining.
+   */
+  private async endData(): Promise<void> {
+    if (this.finalCheckpointEnabled) {
+      // An event cannot follow a record that is still waiting for buffers.
+      while (anyPendingRecord(this.partitions)) {
+        await outputsAvailableFuture(this.partitions);
+        this.checkNotAborted();
+      }
+      const endOfData = new EndOfData(StopMode.DRAIN);
+      for (const writer of this.recordWriters) writer.broadcastEvent(endOfData);
+    }
+    this.endOfInput = true;
+  }
+
+  /**
+   * FLIP-147's final checkpoint: a task whose invokable returned keeps running its mail (the
+   * triggers a source gets) and reading its inputs to EndOfPartition (the barriers of the
+   * checkpoints its producers wait for) until a checkpoint it took since then completed and its
+   * listener handled that: what it prepared for its final state is committed before it finishes,
+   * and its consumers, reached by that checkpoint's barrier, take part in it. A subtask restored
+   * as finished does not wait: the restored checkpoint holds its final state.
    */
   private async waitForFinalCheckpoint(): Promise<void> {
-    if (
-      this.notifications.listener === undefined ||
-      this.resources.descriptor.checkpointsAfterTasksFinish !== true ||
-      this.resources.restore?.finished === true
-    ) {
-      return;
-    }
+    if (!this.finalCheckpointEnabled || this.resources.restore?.finished === true) return;
     for (;;) {
       this.processMail();
+      const open = this.recordReaders.filter((reader) => !reader.pollToEndOfPartition());
       const final = this.finalCheckpointId;
       if (final !== undefined && this.notifications.lastCompletedCheckpointId >= final) return;
       const waits: Promise<unknown>[] = [
         this.mailbox.mailArrived(),
         this.notifications.nextHandled(),
         this.whenAborted(),
+        ...open.map((reader) => reader.getAvailableFuture()),
       ];
       if (this.mailbox.hasMail() && anyPendingRecord(this.partitions)) {
         waits.push(outputsAvailableFuture(this.partitions));

@@ -27,6 +27,8 @@ let checkpointsDir: string;
 const world = {
   /** Set by the test: the long source may end. */
   releaseLongSource: false,
+  /** Checkpoints completed when the bounded source's first attempt returned. */
+  completedAtBoundedReturn: undefined as number | undefined,
   /** Attempts of the bounded source whose code ran, as `subtask#attempt`. */
   boundedRuns: [] as string[],
   /** Completion notifications the counter's listener handled, per attempt. */
@@ -45,6 +47,7 @@ beforeEach(async () => {
   checkpointsDir = await mkdtemp(path.join(tmpdir(), "sluice-flip147-test-"));
   world.releaseLongSource = false;
   world.boundedRuns = [];
+  world.completedAtBoundedReturn = undefined;
   world.completed = [];
   world.snapshotsAfterEnd = [];
   world.failCounterAt = undefined;
@@ -65,12 +68,15 @@ function configuration(extra: Record<string, unknown> = {}) {
 async function boundedSource(task: Task): Promise<number> {
   world.boundedRuns.push(`${task.subtaskIndex}#${task.attemptNumber}`);
   const words = task.configuration.words as number;
-  return emitFromOffset(
+  const emitted = await emitFromOffset(
     task,
     (offset) => offset < words,
     (offset) => `b${offset % 7}`,
     (offset) => (offset % 50 === 0 ? task.yieldToMailbox() : undefined),
   );
+  world.completedAtBoundedReturn ??=
+    world.execution?.checkpointCoordinator?.numberOfCompletedCheckpoints;
+  return emitted;
 }
 
 /** Emits a word a millisecond until the test releases it (state: its offset). */
@@ -186,11 +192,16 @@ describe("checkpoints after tasks finish (FLIP-147)", () => {
   it("testCheckpointsAfterTasksFinish: a job whose bounded branch finished keeps completing checkpoints", async () => {
     const execution = await start(twoBranchGraph(300));
     const coordinator = execution.checkpointCoordinator;
+    await eventually("the bounded source's code returned", () => world.boundedRuns.length > 0);
     await eventually(
       "the bounded source finished",
       () => stateOf(execution, "Bounded") === "FINISHED",
     );
     const atEnd = coordinator?.numberOfCompletedCheckpoints ?? 0;
+    // Its code returned, then it stayed RUNNING to the coordinator (triggered, waited for) until
+    // a checkpoint after its EndOfData completed: its final checkpoint.
+    expect(world.completedAtBoundedReturn).toBeDefined();
+    expect(atEnd).toBeGreaterThan(world.completedAtBoundedReturn ?? Number.POSITIVE_INFINITY);
     await eventually(
       "3 more checkpoints completed",
       () => (coordinator?.numberOfCompletedCheckpoints ?? 0) >= atEnd + 3,
