@@ -1,4 +1,4 @@
-import { deferred, type ExecutionAttemptID } from "@sluice/core";
+import { type Deferred, deferred, type ExecutionAttemptID } from "@sluice/core";
 import { waitFor } from "@sluice/core/testing";
 import type { PartitionInfo } from "@sluice/runtime-api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -60,7 +60,7 @@ function answeringOnceAllOfAVertexArrived(
   log: string[],
   refuse?: string,
 ) {
-  const arrivals = new Map<string, { count: number; all: ReturnType<typeof deferred> }>();
+  const arrivals = new Map<string, { count: number; all: Deferred<void> }>();
   const arrivalsOf = (vertex: string) => {
     let entry = arrivals.get(vertex);
     if (entry === undefined) {
