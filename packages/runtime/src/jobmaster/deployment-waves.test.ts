@@ -2,6 +2,7 @@ import { type Deferred, deferred, type ExecutionAttemptID } from "@sluice/core";
 import { waitFor } from "@sluice/core/testing";
 import type { PartitionInfo } from "@sluice/runtime-api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { Configuration } from "../config/configuration.js";
 import type { JobMasterGateway } from "../messages/job-master-gateway.js";
 import {
   type TaskDeploymentDescriptor,
@@ -10,7 +11,7 @@ import {
 import type { TaskExecutorGateway } from "../messages/task-executor-gateway.js";
 import type { Task } from "../taskexecutor/task.js";
 import type { TaskExecutor } from "../taskexecutor/task-executor.js";
-import { LocalCluster } from "../taskexecutor/test-support/local-cluster.js";
+import { LocalCluster, localConfiguration } from "../taskexecutor/test-support/local-cluster.js";
 import { deploymentWaves } from "./deployment-waves.js";
 import type { JobDeployer } from "./job-deployer.js";
 import type { JobExecution } from "./job-execution.js";
@@ -163,12 +164,16 @@ describe("JobExecution deploying a pipelined region", () => {
     order: DeploymentOrder,
     log: string[],
     refuse?: string,
+    configuration?: Configuration,
   ): Promise<JobExecution> {
     gateway = answeringOnceAllOfAVertexArrived(executor, PARALLELISM, log, refuse);
     const held = gateway;
     let execution: JobExecution | undefined;
     void deployer
-      .deploy(sourceToCount(PARALLELISM), () => held, { order })
+      .deploy(sourceToCount(PARALLELISM), () => held, {
+        order,
+        ...(configuration === undefined ? {} : { configuration }),
+      })
       .then((deployed) => {
         execution = deployed;
       });
@@ -221,5 +226,25 @@ describe("JobExecution deploying a pipelined region", () => {
     const counts = execution.executionVertices.filter((e) => e.vertex.name === "Count");
     expect(counts.map((e) => e.state)).toEqual(["CANCELED", "FAILED", "CANCELED", "CANCELED"]);
     expect(executor.runningTasks).toHaveLength(0);
+  });
+
+  it("fails over the region when one submit of a wave fails, and runs every subtask of it again", async () => {
+    const log: string[] = [];
+    const restarting = localConfiguration({
+      "restart-strategy.type": "fixed-delay",
+      "restart-strategy.fixed-delay.attempts": 1,
+      "restart-strategy.fixed-delay.delay": "0ms",
+    });
+    const execution = await deployConcurrently("producers-first", log, "Count (2/4)#0", restarting);
+    const result = await execution.terminated;
+    expect(result.error).toBeUndefined();
+    expect(result.status).toBe("FINISHED");
+    expect(result.restarts).toBe(1);
+    // One pipelined region (ALL_TO_ALL): every subtask re-runs, each as attempt 1.
+    expect(result.rerunTasks).toHaveLength(2 * PARALLELISM);
+    expect(positions(log, "answered Count (2/4)#1")).toHaveLength(1);
+    expect(result.results.get("Count")?.reduce((a, b) => (a as number) + (b as number), 0)).toBe(
+      PARALLELISM * RECORDS,
+    );
   });
 });
