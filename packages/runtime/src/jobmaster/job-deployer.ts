@@ -49,7 +49,9 @@ export interface DeployOptions {
    * consumers, whose gates then get the real shuffle descriptors. `consumers-first`: consumers
    * first, with unknown descriptors that `updatePartitions` replaces once each producer is
    * deployed (Flink's lazy deployment). A region that reads a blocking data set from another
-   * region is always deployed after that data set's producers finished.
+   * region is always deployed after that data set's producers finished. The subtasks of a vertex
+   * are submitted together, without waiting for one another's answer; a vertex waits for the
+   * answers of the vertices connected to it that come before it in this order.
    */
   readonly order?: DeploymentOrder;
   /**

@@ -22,6 +22,7 @@ import { asError } from "../util/as-error.js";
 import { CheckpointCoordinator } from "./checkpoints/checkpoint-coordinator.js";
 import { calculateCheckpointPlan } from "./checkpoints/checkpoint-plan-calculator.js";
 import type { CompletedCheckpoint } from "./checkpoints/completed-checkpoint.js";
+import { deploymentWaves } from "./deployment-waves.js";
 import { cancelExecution, cancelExecutions } from "./execution-cancellation.js";
 import { ExecutionDeployer, type ExecutionDeployerContext } from "./execution-deployer.js";
 import { ExecutionGraph } from "./execution-graph.js";
@@ -331,7 +332,10 @@ export class JobExecution implements JobMasterGateway {
 
   // ------------------------------------------------------------------------------ scheduling
 
-  /** Deploys, one pass at a time, every vertex whose inputs are ready. */
+  /**
+   * Deploys, one pass at a time, every vertex whose inputs are ready, wave by wave (see
+   * {@link deploymentWaves}).
+   */
   private schedule(): Promise<void> {
     this.scheduling = this.scheduling.then(() => this.deployReadyVertices());
     return this.scheduling;
@@ -350,10 +354,18 @@ export class JobExecution implements JobMasterGateway {
         .filter((e) => this.isLost(e.gateway));
       if (stranded.length > 0)
         await this.executions.relocate(this.placement, this.isLost, stranded);
-      for (const { execution, version } of ready) {
+      for (const wave of deploymentWaves(this.graph, ready)) {
         if (this.currentStatus !== "RUNNING") return;
-        if (this.restarter.versionOf(execution) === version)
-          await this.deployer.deploy(execution, version);
+        // Submitted together, as Flink deploys a region: waiting for each answer in turn made the
+        // deploy grow with the number of subtasks. A failed submit fails over in `deploy`, and
+        // the others of the wave see it there (stale) once they answer.
+        const deployed = await Promise.allSettled(
+          wave
+            .filter(({ execution, version }) => this.restarter.versionOf(execution) === version)
+            .map(({ execution, version }) => this.deployer.deploy(execution, version)),
+        );
+        const failed = deployed.find((outcome) => outcome.status === "rejected");
+        if (failed !== undefined) throw failed.reason;
       }
     } catch (error) {
       this.failGlobally(asError(error));
