@@ -44,9 +44,19 @@ export const MAX_FRAME_SIZE = 512 * 1024 * 1024 + 64;
 /** Bytes of a frame's header: the u32 length of what follows, then the u8 type. */
 const HEADER = 5;
 
+/**
+ * The largest payload reassembled in the connection's reused buffer: DATA frames (a segment of
+ * records) fit it many times over; a larger one, a frame of one huge record, gets a buffer of its
+ * own that is dropped after its call.
+ */
+const MAX_REUSED_PAYLOAD = 1024 * 1024;
+
 /** Receives the frames of one {@link FrameConnection}. */
 export interface FrameHandler {
-  /** One whole frame; `payload` is a copy the handler may keep. */
+  /**
+   * One whole frame. `payload` is valid only during the call (a view of the read, or of the
+   * connection's reassembly buffer): a handler that keeps it copies it.
+   */
   onFrame(type: number, payload: Buffer): void;
   /** The connection closed; `cause` when it did not close cleanly. Called once. */
   onClose(cause: Error | undefined): void;
@@ -60,13 +70,15 @@ export interface FrameHandler {
  * than `maxFrameSize` are a protocol violation and close the connection.
  */
 export class FrameConnection {
-  /** The header being read: a u32 length and a u8 type. */
+  /** The header being read across reads: a u32 length and a u8 type. */
   private readonly header = Buffer.alloc(HEADER);
   private headerFill = 0;
-  /** The payload being read, allocated at its full size once its header is known. */
+  /** The payload being reassembled across reads (a prefix of `reassembly`, or its own buffer). */
   private payload: Buffer | undefined;
   private payloadFill = 0;
   private payloadType = 0;
+  /** Reused for payloads up to {@link MAX_REUSED_PAYLOAD} that span reads; grown on demand. */
+  private reassembly: Buffer | undefined;
   private closed = false;
 
   constructor(
@@ -138,21 +150,33 @@ export class FrameConnection {
   }
 
   /**
-   * Copies each byte once, straight into the payload of its frame: the transport may reuse
-   * `chunk`'s memory after this call, and a payload handed to the handler is its own.
+   * A frame that lies whole in `chunk` is handed over as a view of it, without a copy (the
+   * common case: a read holds several frames of one segment each). Only a frame that spans reads
+   * is copied, once, into the reassembly buffer. Views are valid during the handler's call only:
+   * the transport may reuse `chunk`'s memory after this call.
    */
   private onData(chunk: Buffer): void {
     let offset = 0;
-    while (offset < chunk.byteLength && !this.closed) {
+    const end = chunk.byteLength;
+    while (offset < end && !this.closed) {
       let payload = this.payload;
       if (payload === undefined) {
-        const n = Math.min(HEADER - this.headerFill, chunk.byteLength - offset);
-        chunk.copy(this.header, this.headerFill, offset, offset + n);
-        this.headerFill += n;
-        offset += n;
-        if (this.headerFill < HEADER) return;
-        this.headerFill = 0;
-        const length = this.header.readUInt32BE(0);
+        let length: number;
+        let type: number;
+        if (this.headerFill === 0 && end - offset >= HEADER) {
+          length = chunk.readUInt32BE(offset);
+          type = chunk[offset + 4] as number;
+          offset += HEADER;
+        } else {
+          const n = Math.min(HEADER - this.headerFill, end - offset);
+          chunk.copy(this.header, this.headerFill, offset, offset + n);
+          this.headerFill += n;
+          offset += n;
+          if (this.headerFill < HEADER) return;
+          this.headerFill = 0;
+          length = this.header.readUInt32BE(0);
+          type = this.header[4] as number;
+        }
         if (length < 1 || length > this.maxFrameSize) {
           this.destroy(
             new ProtocolError(
@@ -161,12 +185,18 @@ export class FrameConnection {
           );
           return;
         }
-        this.payloadType = this.header.readUInt8(4);
-        payload = Buffer.allocUnsafe(length - 1);
+        const size = length - 1;
+        if (end - offset >= size) {
+          offset += size;
+          this.handler.onFrame(type, chunk.subarray(offset - size, offset));
+          continue;
+        }
+        payload = this.payloadBuffer(size);
         this.payload = payload;
         this.payloadFill = 0;
+        this.payloadType = type;
       }
-      const n = Math.min(payload.byteLength - this.payloadFill, chunk.byteLength - offset);
+      const n = Math.min(payload.byteLength - this.payloadFill, end - offset);
       chunk.copy(payload, this.payloadFill, offset, offset + n);
       this.payloadFill += n;
       offset += n;
@@ -175,6 +205,18 @@ export class FrameConnection {
         this.handler.onFrame(this.payloadType, payload);
       }
     }
+  }
+
+  /** A buffer of exactly `size` bytes to reassemble a payload in. */
+  private payloadBuffer(size: number): Buffer {
+    if (size > MAX_REUSED_PAYLOAD) return Buffer.allocUnsafe(size);
+    let reassembly = this.reassembly;
+    if (reassembly === undefined || reassembly.byteLength < size) {
+      // Room for the largest payload seen so far, at least a segment's worth.
+      reassembly = Buffer.allocUnsafeSlow(Math.max(size, 64 * 1024));
+      this.reassembly = reassembly;
+    }
+    return reassembly.subarray(0, size);
   }
 }
 

@@ -5,11 +5,10 @@ import { FrameType } from "./frame-connection.js";
 import type { SubpartitionChecksumJSON } from "./subpartition-checksum.js";
 
 /**
- * Frames a session queues before it stops reading its producer's connection: what a worker holds
- * per producer beyond the partition's sort buffers. The producer's socket then backs up, and its
- * credit (`remote-shuffle.job.memory-per-partition`) stops it.
+ * Stored bytes acknowledged in one ACK at most: credit goes back in steps of this size (or at the
+ * end of the event-loop turn), not in one frame per segment.
  */
-const MAX_QUEUED_BYTES = 1024 * 1024;
+const MAX_ACK_BYTES = 1024 * 1024;
 
 /** What a push session reports to its worker. */
 export interface PushSessionOwner {
@@ -19,25 +18,42 @@ export interface PushSessionOwner {
   onAbandoned(session: PushSession, cause: Error): void;
 }
 
+/** How much a push session queues while its partition spills. */
+export interface PushSessionOptions {
+  /**
+   * `remote-shuffle.worker.memory.receiving-size-per-partition`: bytes of frames queued at most
+   * before the session stops reading its producer's connection. The producer's socket then backs
+   * up, and its credit (`remote-shuffle.job.memory-per-partition`) stops it.
+   */
+  readonly maxQueuedBytes: number;
+}
+
 /**
  * One producer pushing one partition to a shuffle worker: its frames are applied to the worker's
- * sort-merge partition in order, each record only when the partition is available (its sort
- * buffer has room), and every DATA frame is acknowledged once stored, returning its bytes of
- * credit to the producer. A partition is complete only after FINISH was applied and its files
- * were written; a connection that ends before that abandons it.
+ * sort-merge partition in order, each only when the partition is available (its sort buffer has
+ * room). A frame that arrives while the partition is available goes in at once, from the read it
+ * came in (no copy); frames that arrive while a spill is written are copied and queued (up to
+ * `remote-shuffle.worker.memory.receiving-size-per-partition`), and go in when it completed. Stored bytes are acknowledged, which
+ * returns their credit to the producer, as soon as they are in the sort buffer, not once they
+ * are on disk: the producer keeps sending during a spill. A partition is complete only after
+ * FINISH was applied and its files were written; a connection that ends before that abandons it.
  */
 export class PushSession {
   private readonly queue: { type: number; payload: Buffer }[] = [];
   private queuedBytes = 0;
   private paused = false;
-  private pumping = false;
+  private draining = false;
   private done = false;
+  /** Bytes stored and not acknowledged yet. */
+  private unacknowledged = 0;
+  private ackScheduled = false;
 
   constructor(
     readonly partitionId: ResultPartitionID,
     readonly writer: NetworkResultPartition,
     private readonly connection: FrameConnection,
     private readonly owner: PushSessionOwner,
+    private readonly options: PushSessionOptions,
   ) {}
 
   /** True once the partition is stored completely or the session was abandoned. */
@@ -45,7 +61,7 @@ export class PushSession {
     return this.done;
   }
 
-  /** A frame of the producer's connection. */
+  /** A frame of the producer's connection; `payload` is valid during the call only. */
   onFrame(type: number, payload: Buffer): void {
     if (this.done) return;
     if (type !== FrameType.DATA && type !== FrameType.EVENT && type !== FrameType.FINISH) {
@@ -56,13 +72,19 @@ export class PushSession {
       );
       return;
     }
-    this.queue.push({ type, payload });
+    try {
+      if (this.queue.length === 0 && !this.draining && this.tryApply(type, payload)) return;
+    } catch (error) {
+      this.abandon(error instanceof Error ? error : new Error(String(error)));
+      return;
+    }
+    this.queue.push({ type, payload: Buffer.from(payload) });
     this.queuedBytes += payload.byteLength;
-    if (this.queuedBytes > MAX_QUEUED_BYTES && !this.paused) {
+    if (this.queuedBytes > this.options.maxQueuedBytes && !this.paused) {
       this.paused = true;
       this.connection.pause();
     }
-    void this.pump();
+    void this.drain();
   }
 
   /** The producer's connection closed. */
@@ -85,19 +107,36 @@ export class PushSession {
     this.connection.destroy(cause);
   }
 
-  private async pump(): Promise<void> {
-    if (this.pumping) return;
-    this.pumping = true;
+  /**
+   * Applies a DATA or EVENT frame if the partition is available now; false when it must wait.
+   * FINISH always waits for the drain (it completes asynchronously).
+   */
+  private tryApply(type: number, payload: Buffer): boolean {
+    if (type === FrameType.FINISH || !this.writer.isAvailable()) return false;
+    if (type === FrameType.DATA) this.store(payload);
+    else this.writer.broadcastEvent(EventSerializer.fromSerializedEvent(payload));
+    return true;
+  }
+
+  /** Applies the queued frames in order, each once the partition is available. */
+  private async drain(): Promise<void> {
+    if (this.draining) return;
+    this.draining = true;
     try {
-      for (let item = this.queue.shift(); item !== undefined; item = this.queue.shift()) {
-        this.queuedBytes -= item.payload.byteLength;
-        if (item.type === FrameType.DATA) await this.store(item.payload);
-        else if (item.type === FrameType.EVENT) {
+      for (let item = this.queue[0]; item !== undefined; item = this.queue[0]) {
+        if (item.type === FrameType.FINISH) {
+          this.queue.shift();
+          await this.finish(item.payload);
+          return;
+        }
+        if (!this.tryApply(item.type, item.payload)) {
           await this.whenAvailable();
-          this.writer.broadcastEvent(EventSerializer.fromSerializedEvent(item.payload));
-        } else await this.finish(item.payload);
-        if (this.done) return;
-        if (this.paused && this.queuedBytes <= MAX_QUEUED_BYTES / 2) {
+          if (this.done) return;
+          continue;
+        }
+        this.queue.shift();
+        this.queuedBytes -= item.payload.byteLength;
+        if (this.paused && this.queuedBytes <= this.options.maxQueuedBytes / 2) {
           this.paused = false;
           this.connection.resume();
         }
@@ -105,7 +144,7 @@ export class PushSession {
     } catch (error) {
       this.abandon(error instanceof Error ? error : new Error(String(error)));
     } finally {
-      this.pumping = false;
+      this.draining = false;
     }
   }
 
@@ -119,10 +158,12 @@ export class PushSession {
    * A DATA frame: a u32 subpartition, then whole framed records (u32 length + payload). The
    * partition treats records as opaque bytes of the subpartition's stream (it neither writes nor
    * reads their lengths), so the frame's records go in with one call, as one run of bytes: the
-   * same stream for the consumer's deserializer, without a call and a slice per record.
+   * same stream for the consumer's deserializer, without a call and a slice per record. The
+   * partition copies them (into its sort buffer, or a pending copy when that is full).
    */
-  private async store(payload: Buffer): Promise<void> {
-    if (payload.byteLength < 4) throw this.malformed("a DATA frame without its subpartition");
+  private store(payload: Buffer): void {
+    const end = payload.byteLength;
+    if (end < 4) throw this.malformed("a DATA frame without its subpartition");
     const subpartition = payload.readUInt32BE(0);
     if (subpartition >= this.writer.numberOfSubpartitions) {
       throw this.malformed(
@@ -130,16 +171,38 @@ export class PushSession {
       );
     }
     // Whole records only: a frame that cuts one would corrupt the stream for every reader.
-    for (let offset = 4; offset < payload.byteLength; ) {
-      if (payload.byteLength - offset < 4) throw this.malformed("a record cut in its length");
-      offset += 4 + payload.readUInt32BE(offset);
-      if (offset > payload.byteLength) throw this.malformed("a record longer than its frame");
+    let offset = 4;
+    while (end - offset >= 4) offset += 4 + payload.readUInt32BE(offset);
+    if (offset !== end) {
+      throw this.malformed(
+        offset < end ? "a record cut in its length" : "a record longer than its frame",
+      );
     }
-    if (!this.writer.isAvailable()) await this.whenAvailable();
-    if (this.done) return;
     this.writer.emitRecord(payload.subarray(4), subpartition);
+    this.acknowledge(end - 4);
+  }
+
+  /**
+   * Returns `bytes` of credit: at once when a step's worth waits, otherwise at the end of this
+   * event-loop turn, so the frames of one read are acknowledged together.
+   */
+  private acknowledge(bytes: number): void {
+    this.unacknowledged += bytes;
+    if (this.unacknowledged >= MAX_ACK_BYTES) this.sendAck();
+    else if (!this.ackScheduled) {
+      this.ackScheduled = true;
+      setImmediate(() => {
+        this.ackScheduled = false;
+        this.sendAck();
+      });
+    }
+  }
+
+  private sendAck(): void {
+    if (this.unacknowledged === 0 || this.done) return;
     const ack = Buffer.allocUnsafe(4);
-    ack.writeUInt32BE(payload.byteLength - 4, 0);
+    ack.writeUInt32BE(this.unacknowledged, 0);
+    this.unacknowledged = 0;
     this.connection.send(FrameType.ACK, ack);
   }
 
@@ -156,6 +219,7 @@ export class PushSession {
     await this.whenAvailable();
     if (this.done) return;
     this.writer.close();
+    this.sendAck();
     this.done = true;
     this.owner.onComplete(this, checksums);
     this.connection.sendJson(FrameType.FINISHED, {});

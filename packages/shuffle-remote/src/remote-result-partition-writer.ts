@@ -49,6 +49,8 @@ interface OutgoingFrame {
   readonly parts: Uint8Array[];
   /** Credit the frame takes: its record bytes (DATA only). */
   readonly credit: number;
+  /** The chunk the frame is a view of, reused once the worker acknowledged it. */
+  readonly chunk?: Buffer;
 }
 
 /**
@@ -56,7 +58,9 @@ interface OutgoingFrame {
  * subpartition into chunks of one segment, and each full chunk is pushed to the worker as a DATA
  * frame. The worker grants credit (bytes in flight) and returns it as it stores the data, so the
  * producer holds at most `remote-shuffle.job.memory-per-partition` (plus one record): beyond it
- * the writer is unavailable, and a slow worker back-pressures its producer.
+ * the writer is unavailable, and a slow worker back-pressures its producer. A chunk the worker
+ * acknowledged is filled again rather than dropped, so a push allocates only as many chunks as
+ * it has in flight at most, and leaves the garbage collector nothing per segment.
  *
  * The writer keeps the CRC32 and byte count of each subpartition's records and sends them with
  * FINISH; the worker keeps them for the consumers, which check what they read against them.
@@ -69,7 +73,15 @@ export class RemoteResultPartitionWriter implements ResultPartitionWriter {
   readonly worker: ShuffleWorkerAddress;
   private readonly availability = new AvailabilityHelper();
   private readonly chunks: (Buffer | undefined)[];
-  private readonly fills: number[];
+  /** Per subpartition, bytes used in its chunk (4 for the subpartition index, then records). */
+  private readonly fills: Int32Array;
+  /** DATA frames sent and not yet acknowledged, oldest first, with the chunk each one views. */
+  private readonly unacknowledged: OutgoingFrame[] = [];
+  private unacknowledgedHead = 0;
+  /** Bytes of credit returned but not yet matched to whole frames of `unacknowledged`. */
+  private acknowledged = 0;
+  /** Chunks acknowledged by the worker, to be filled again. */
+  private readonly freeChunks: Buffer[] = [];
   private readonly checksums: SubpartitionChecksum[];
   private readonly outbox: OutgoingFrame[] = [];
   private outboxBytes = 0;
@@ -93,7 +105,7 @@ export class RemoteResultPartitionWriter implements ResultPartitionWriter {
     this.numberOfSubpartitions = partitionDescriptor.numberOfSubpartitions;
     this.worker = workerOf(shuffleDescriptor);
     this.chunks = new Array(this.numberOfSubpartitions).fill(undefined);
-    this.fills = new Array(this.numberOfSubpartitions).fill(0);
+    this.fills = new Int32Array(this.numberOfSubpartitions);
     this.checksums = Array.from(
       { length: this.numberOfSubpartitions },
       () => new SubpartitionChecksum(),
@@ -161,11 +173,28 @@ export class RemoteResultPartitionWriter implements ResultPartitionWriter {
   }
 
   emitRecord(record: Uint8Array, targetSubpartition: number): void {
-    this.checkWritable();
-    if (record.byteLength - 4 > this.options.maxRecordSize) {
+    if (this.failure !== undefined || this.finishCalled || this.released) this.checkWritable();
+    const bytes = record.byteLength;
+    if (bytes - 4 > this.options.maxRecordSize) {
       throw new RecordTooLargeError(
-        `${this.options.owningTaskName}: a record of ${record.byteLength - 4} bytes exceeds 'taskmanager.network.max-record-size' (${this.options.maxRecordSize} bytes)`,
+        `${this.options.owningTaskName}: a record of ${bytes - 4} bytes exceeds 'taskmanager.network.max-record-size' (${this.options.maxRecordSize} bytes)`,
       );
+    }
+    // The common case, kept small: the record fits its subpartition's chunk.
+    const chunk = this.chunks[targetSubpartition];
+    const fill = this.fills[targetSubpartition] as number;
+    if (chunk !== undefined && fill + bytes <= chunk.byteLength) {
+      chunk.set(record, fill);
+      this.fills[targetSubpartition] = fill + bytes;
+      this.bytesOut += bytes;
+      this.bufferedBytes += bytes;
+      if (
+        this.bufferedBytes + this.outboxBytes + this.inFlight >=
+        this.options.memoryPerPartition
+      ) {
+        this.updateAvailability();
+      }
+      return;
     }
     this.append(record, targetSubpartition);
     this.updateAvailability();
@@ -202,6 +231,8 @@ export class RemoteResultPartitionWriter implements ResultPartitionWriter {
     this.checkWritable();
     this.finishCalled = true;
     this.flushChunks();
+    // Nothing is written any more: acknowledged chunks are dropped, not kept for reuse.
+    this.freeChunks.length = 0;
     this.enqueue({
       type: FrameType.FINISH,
       parts: [
@@ -301,7 +332,7 @@ export class RemoteResultPartitionWriter implements ResultPartitionWriter {
       chunk = undefined;
     }
     if (chunk === undefined) {
-      chunk = Buffer.allocUnsafe(size);
+      chunk = this.freeChunks.pop() ?? Buffer.allocUnsafeSlow(size);
       chunk.writeUInt32BE(subpartition, 0);
       this.chunks[subpartition] = chunk;
       fill = 4;
@@ -324,7 +355,12 @@ export class RemoteResultPartitionWriter implements ResultPartitionWriter {
     this.bufferedBytes -= fill - 4;
     // One CRC32 call per chunk rather than per record: the chunk is the stream's next bytes.
     this.checksums[subpartition]?.update(chunk.subarray(4, fill));
-    this.enqueue({ type: FrameType.DATA, parts: [chunk.subarray(0, fill)], credit: fill - 4 });
+    this.enqueue({
+      type: FrameType.DATA,
+      parts: [chunk.subarray(0, fill)],
+      credit: fill - 4,
+      chunk,
+    });
   }
 
   private enqueueData(subpartition: number, records: Uint8Array[]): void {
@@ -358,7 +394,10 @@ export class RemoteResultPartitionWriter implements ResultPartitionWriter {
       this.outbox.shift();
       this.outboxBytes -= frame.credit;
       this.inFlight += frame.credit;
-      if (frame.type === FrameType.DATA) this.buffersOut++;
+      if (frame.type === FrameType.DATA) {
+        this.buffersOut++;
+        this.unacknowledged.push(frame);
+      }
       if (!connection.send(frame.type, ...frame.parts)) break;
     }
     this.updateAvailability();
@@ -371,7 +410,9 @@ export class RemoteResultPartitionWriter implements ResultPartitionWriter {
       this.opened = true;
       this.pump();
     } else if (type === FrameType.ACK) {
-      this.inFlight -= payload.readUInt32BE(0);
+      const bytes = payload.readUInt32BE(0);
+      this.inFlight -= bytes;
+      this.reuseAcknowledged(bytes);
       this.pump();
     } else if (type === FrameType.FINISHED) {
       this.stored = true;
@@ -402,6 +443,33 @@ export class RemoteResultPartitionWriter implements ResultPartitionWriter {
     );
   }
 
+  /**
+   * The worker stored `bytes` more, in the order the frames were sent (one ACK may cover several
+   * frames): the chunks of the frames now wholly stored are free to be filled again. The worker
+   * has them, so the socket no longer needs their memory.
+   */
+  private reuseAcknowledged(bytes: number): void {
+    this.acknowledged += bytes;
+    const frames = this.unacknowledged;
+    let head = this.unacknowledgedHead;
+    for (let frame = frames[head]; frame !== undefined; frame = frames[head]) {
+      if (frame.credit > this.acknowledged) break;
+      this.acknowledged -= frame.credit;
+      head++;
+      if (frame.chunk !== undefined && !this.finishCalled) {
+        this.freeChunks.push(frame.chunk);
+      }
+    }
+    if (head === frames.length) {
+      frames.length = 0;
+      head = 0;
+    } else if (head > 1024) {
+      frames.splice(0, head);
+      head = 0;
+    }
+    this.unacknowledgedHead = head;
+  }
+
   private describeWorker(): string {
     return describeWorker(this.worker);
   }
@@ -416,6 +484,9 @@ export class RemoteResultPartitionWriter implements ResultPartitionWriter {
 
   private dropBuffered(): void {
     this.chunks.fill(undefined);
+    this.unacknowledged.length = 0;
+    this.unacknowledgedHead = 0;
+    this.freeChunks.length = 0;
     this.outbox.length = 0;
     this.outboxBytes = 0;
     this.bufferedBytes = 0;

@@ -91,6 +91,15 @@ export const RemoteShuffleOptions = {
     .withDescription(
       "Memory of a shuffle worker for reading stored partitions to their consumers, shared by all readers.",
     ),
+  WORKER_RECEIVING_MEMORY_PER_PARTITION: ConfigOptions.key(
+    "remote-shuffle.worker.memory.receiving-size-per-partition",
+  )
+    .memoryType()
+    .defaultValue("8mb")
+    .withValidator((bytes) => (bytes >= 64 * 1024 ? undefined : "at least 64kb"))
+    .withDescription(
+      "Bytes of pushed data a shuffle worker holds for one partition while that partition writes a spill to disk, so that the producer's data keeps arriving meanwhile; beyond it the worker stops reading the producer's connection until the spill completed. A partition being pushed takes at most this on top of its sort buffers.",
+    ),
   MEMORY_PER_PARTITION: ConfigOptions.key("remote-shuffle.job.memory-per-partition")
     .memoryType()
     .defaultValue("64mb")

@@ -84,7 +84,9 @@ const RECONNECT_DELAY_MS = 500;
  *   or consumer of another incarnation is refused, so a worker restarted on the same ports never
  *   passes for the one that stored a partition.
  * - Pushed partitions go into the sort-merge files of `@sluice/network` under `io.tmp.dirs`,
- *   with `remote-shuffle.worker.memory.writing-size` of sort buffers; they are read with the
+ *   with `remote-shuffle.worker.memory.writing-size` of sort buffers; while a partition writes a
+ *   spill, what its producer sends meanwhile waits in up to
+ *   `remote-shuffle.worker.memory.receiving-size-per-partition`. They are read with the
  *   network shuffle's credit-based protocol (exclusive and floating credit, backlog) on
  *   `remote-shuffle.worker.data-port`, with `remote-shuffle.worker.memory.reading-size` of read
  *   buffers shared by all readers.
@@ -323,18 +325,31 @@ export class ShuffleWorker {
     );
     if (writer === undefined) throw new Error("no writer created");
     writer.setup();
-    const session = new PushSession(partitionId, writer, connection, {
-      onComplete: (done, checksums) => {
-        this.sessions.delete(done.partitionId.toString());
-        this.stored.set(done.partitionId.toString(), { partitionId: done.partitionId, checksums });
+    const session = new PushSession(
+      partitionId,
+      writer,
+      connection,
+      {
+        onComplete: (done, checksums) => {
+          this.sessions.delete(done.partitionId.toString());
+          this.stored.set(done.partitionId.toString(), {
+            partitionId: done.partitionId,
+            checksums,
+          });
+        },
+        onAbandoned: (abandoned) => {
+          this.sessions.delete(abandoned.partitionId.toString());
+          abandoned.writer.fail(undefined);
+          abandoned.writer.close();
+          this.environment.releasePartitionsLocally([abandoned.partitionId]);
+        },
       },
-      onAbandoned: (abandoned) => {
-        this.sessions.delete(abandoned.partitionId.toString());
-        abandoned.writer.fail(undefined);
-        abandoned.writer.close();
-        this.environment.releasePartitionsLocally([abandoned.partitionId]);
+      {
+        maxQueuedBytes: this.configuration.get(
+          RemoteShuffleOptions.WORKER_RECEIVING_MEMORY_PER_PARTITION,
+        ),
       },
-    });
+    );
     this.sessions.set(partitionId.toString(), session);
     connection.sendJson(FrameType.OPENED, {
       credit: this.configuration.get(RemoteShuffleOptions.MEMORY_PER_PARTITION),
