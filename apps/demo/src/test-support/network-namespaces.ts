@@ -115,6 +115,14 @@ export class NetworkNamespaces {
       this.exec(worker, "ip", "addr", "add", `${worker.address}/24`, "dev", "eth0");
       this.exec(worker, "ip", "link", "set", "eth0", "up");
     }
+    // Wire-sized packets: a veth otherwise hands TCP segments of up to 64 KiB (GSO) to the
+    // other end in one piece, so a "10% loss" would drop a tenth of the super-packets, far
+    // fewer than a tenth of what a real link carries. One segment per packet, like a NIC.
+    this.exec(hub, "ip", "link", "set", "dev", "br0", "gso_max_segs", "1");
+    for (const worker of this.workers) {
+      this.exec(worker, "ip", "link", "set", "dev", "eth0", "gso_max_segs", "1");
+      this.exec(hub, "ip", "link", "set", "dev", worker.bridgePort as string, "gso_max_segs", "1");
+    }
     for (const worker of this.workers) this.waitUntilUp(worker);
   }
 
@@ -153,16 +161,28 @@ export class NetworkNamespaces {
       throw new RangeError(`a loss is a whole percentage 0..100, got ${percent}`);
     const script = [
       `table inet ${LOSS_TABLE} {`,
-      "  chain in { type filter hook input priority 0; policy accept;",
-      `    numgen random mod 100 < ${percent} drop }`,
-      "  chain out { type filter hook output priority 0; policy accept;",
-      `    numgen random mod 100 < ${percent} drop }`,
+      "  chain in {",
+      "    type filter hook input priority 0; policy accept;",
+      `    numgen random mod 100 < ${percent} counter drop`,
+      "  }",
+      "  chain out {",
+      "    type filter hook output priority 0; policy accept;",
+      `    numgen random mod 100 < ${percent} counter drop`,
+      "  }",
       "}",
     ].join("\n");
     execFileSync("ip", ["netns", "exec", worker.ns, "nft", "-f", "-"], {
       input: script,
       stdio: ["pipe", "pipe", "pipe"],
     });
+  }
+
+  /** Packets a loss on `worker` dropped so far, both ways (proof that the fault acted). */
+  droppedPackets(worker: NamespaceHost): number {
+    const table = this.exec(worker, "nft", "list", "table", "inet", LOSS_TABLE);
+    let dropped = 0;
+    for (const match of table.matchAll(/counter packets (\d+)/g)) dropped += Number(match[1]);
+    return dropped;
   }
 
   /** Removes a loss applied to `worker`. */
@@ -185,6 +205,23 @@ export class NetworkNamespaces {
     const tbf = ["tbf", "rate", rate, "burst", "32kbit", "latency", "50ms"];
     this.exec(worker, "tc", "qdisc", "replace", "dev", "eth0", "root", ...tbf);
     this.exec(this.hub, "tc", "qdisc", "replace", "dev", worker.bridgePort as string, "root", ...tbf);
+  }
+
+  /**
+   * What the rate limit on `worker` has done so far, both ends: bytes sent through it, and how
+   * often a packet had to wait for tokens (`overlimits`, proof that the limit acted).
+   */
+  rateLimitStats(worker: NamespaceHost): { sentBytes: number; overlimits: number } {
+    const stats =
+      this.exec(worker, "tc", "-s", "qdisc", "show", "dev", "eth0") +
+      this.exec(this.hub, "tc", "-s", "qdisc", "show", "dev", worker.bridgePort as string);
+    let sentBytes = 0;
+    let overlimits = 0;
+    for (const match of stats.matchAll(/Sent (\d+) bytes \d+ pkt \(dropped \d+, overlimits (\d+)/g)) {
+      sentBytes += Number(match[1]);
+      overlimits += Number(match[2]);
+    }
+    return { sentBytes, overlimits };
   }
 
   /** Removes a rate limit applied to `worker`. */
