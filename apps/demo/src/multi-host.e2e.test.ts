@@ -28,7 +28,9 @@ beforeAll(() => {
     console.warn(`multi-host test skipped: ${unavailable}`);
   } else {
     network = created;
-    console.log(`${network.describe()}\n  the job manager in the hub, a task manager in each worker`);
+    console.log(
+      `${network.describe()}\n  the job manager in the hub, a task manager in each worker`,
+    );
   }
 }, 300_000);
 
@@ -106,11 +108,11 @@ describe.each(["tcp", "ws"])("a cluster across three network namespaces over %s"
           const line = net()
             .connections(worker)
             .find(
-            (l) =>
-              l.includes(` ${worker.address}:`) &&
-              l.includes(` ${other.address}:${remote.port} `) &&
-              l.includes(`pid=${self.pid},`),
-          );
+              (l) =>
+                l.includes(` ${worker.address}:`) &&
+                l.includes(` ${other.address}:${remote.port} `) &&
+                l.includes(`pid=${self.pid},`),
+            );
           if (line !== undefined) crossings.push(`${worker.ns}: ${line.replace(/\s+/g, " ")}`);
         }
         return crossings.length === 2 || jm.output().code !== null;

@@ -49,7 +49,11 @@ it("a job through 2% loss, a 5 s cut and a 5 s SIGSTOP ends verified exactly onc
   const summary = await expectVerified(cluster, await jobEnd(cluster, 90_000), RECORDS);
   // Every fault was shorter than heartbeat.timeout (50 s): the job rode them out in place.
   expect(summary.restarts).toBe(0);
+  // The loss acted: the nftables rules dropped packets of the job's traffic.
+  expect(network.droppedPackets(second)).toBeGreaterThan(0);
   network.removeLoss(second);
   expect(network.nftTables(second)).not.toContain("sluice_chaos");
-  printResult(resultOf("CI: 2% loss + 5 s cut + 5 s SIGSTOP", summary, { cutRecoverMs, pauseRecoverMs }));
+  printResult(
+    resultOf("CI: 2% loss + 5 s cut + 5 s SIGSTOP", summary, { cutRecoverMs, pauseRecoverMs }),
+  );
 }, 150_000);

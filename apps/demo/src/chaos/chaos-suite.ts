@@ -3,10 +3,19 @@
  * skips), kill what a test left running, and check at the end that nothing is left: no
  * namespace, so no nftables table, qdisc or veth either.
  */
+import { spawnSync } from "node:child_process";
 import { afterAll, afterEach, beforeAll, expect, type TestContext } from "vitest";
 import { buildDemoIfStale, killDemoProcesses } from "../test-support/demo-process.js";
 import { NetworkNamespaces } from "../test-support/network-namespaces.js";
 import { type ChaosCluster, removeCheckpoints } from "./chaos-cluster.js";
+
+/** Why the loss faults cannot be applied (no `nft`), or undefined. */
+function nftMissing(): string | undefined {
+  const probe = spawnSync("nft", ["--version"], { stdio: "ignore" });
+  return probe.error === undefined
+    ? undefined
+    : "the packet-loss faults need nftables' nft (apt-get install nftables)";
+}
 
 /** A chaos file's namespaces and the clusters its tests started. */
 export interface ChaosSuite {
@@ -25,7 +34,7 @@ export function useChaosSuite(prefix: string, subnet: string, workers = 3): Chao
   const clusters: ChaosCluster[] = [];
   beforeAll(() => {
     buildDemoIfStale();
-    const created = NetworkNamespaces.create({ prefix, subnet, workers });
+    const created = nftMissing() ?? NetworkNamespaces.create({ prefix, subnet, workers });
     if (typeof created === "string") {
       unavailable = created;
       console.warn(`chaos tests skipped: ${unavailable}`);

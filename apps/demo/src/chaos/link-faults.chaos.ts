@@ -41,11 +41,7 @@ let clean: number | undefined;
 async function cleanThroughput(): Promise<number> {
   if (clean !== undefined) return clean;
   const cluster = suite.track(startChaosCluster(suite.network(), THROUGHPUT_RECORDS));
-  const summary = await expectVerified(
-    cluster,
-    await jobEnd(cluster, 180_000),
-    THROUGHPUT_RECORDS,
-  );
+  const summary = await expectVerified(cluster, await jobEnd(cluster, 180_000), THROUGHPUT_RECORDS);
   clean = summary.recordsPerSecond as number;
   printResult(resultOf("clean link", summary, { throughputRatio: 1 }));
   return clean;

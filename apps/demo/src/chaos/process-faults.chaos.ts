@@ -60,7 +60,12 @@ describe("chaos on the task manager processes", () => {
       victim.child.kill("SIGKILL");
       const killedAt = Date.now();
       cluster.startTaskManager(cluster.hostOf(victim));
-      latest = await checkpointAfter(cluster, latest, 120_000, `a checkpoint after kill ${kill + 1}`);
+      latest = await checkpointAfter(
+        cluster,
+        latest,
+        120_000,
+        `a checkpoint after kill ${kill + 1}`,
+      );
       recoverMs.push(Date.now() - killedAt);
     }
     const summary = await expectVerified(cluster, await jobEnd(cluster, 240_000), RECORDS);

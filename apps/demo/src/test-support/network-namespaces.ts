@@ -109,7 +109,20 @@ export class NetworkNamespaces {
     this.exec(hub, "ip", "link", "set", "br0", "up");
     for (const worker of this.workers) {
       const port = worker.bridgePort as string;
-      this.exec(hub, "ip", "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", worker.ns);
+      this.exec(
+        hub,
+        "ip",
+        "link",
+        "add",
+        port,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        "eth0",
+        "netns",
+        worker.ns,
+      );
       this.exec(hub, "ip", "link", "set", port, "master", "br0");
       this.exec(hub, "ip", "link", "set", port, "up");
       this.exec(worker, "ip", "addr", "add", `${worker.address}/24`, "dev", "eth0");
@@ -204,7 +217,16 @@ export class NetworkNamespaces {
     // real link, instead of one that hides the limit behind buffering.
     const tbf = ["tbf", "rate", rate, "burst", "32kbit", "latency", "50ms"];
     this.exec(worker, "tc", "qdisc", "replace", "dev", "eth0", "root", ...tbf);
-    this.exec(this.hub, "tc", "qdisc", "replace", "dev", worker.bridgePort as string, "root", ...tbf);
+    this.exec(
+      this.hub,
+      "tc",
+      "qdisc",
+      "replace",
+      "dev",
+      worker.bridgePort as string,
+      "root",
+      ...tbf,
+    );
   }
 
   /**
@@ -217,7 +239,9 @@ export class NetworkNamespaces {
       this.exec(this.hub, "tc", "-s", "qdisc", "show", "dev", worker.bridgePort as string);
     let sentBytes = 0;
     let overlimits = 0;
-    for (const match of stats.matchAll(/Sent (\d+) bytes \d+ pkt \(dropped \d+, overlimits (\d+)/g)) {
+    for (const match of stats.matchAll(
+      /Sent (\d+) bytes \d+ pkt \(dropped \d+, overlimits (\d+)/g,
+    )) {
       sentBytes += Number(match[1]);
       overlimits += Number(match[2]);
     }
