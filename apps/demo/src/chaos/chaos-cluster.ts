@@ -240,3 +240,34 @@ export function removeCheckpoints(cluster: ChaosCluster | undefined): void {
 export function ratio(recordsPerSecond: number, clean: number): number {
   return Math.round((recordsPerSecond / clean) * 100) / 100;
 }
+
+/** Waits `ms` milliseconds: how long a fault lasts (the faults are timed, not polled). */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Cuts `host`'s link for `ms`, then reconnects it; resolves with when it was reconnected. */
+export async function cutFor(
+  network: NetworkNamespaces,
+  host: NamespaceHost,
+  ms: number,
+): Promise<number> {
+  network.cut(host);
+  try {
+    await sleep(ms);
+  } finally {
+    network.reconnect(host);
+  }
+  return Date.now();
+}
+
+/** Pauses `tm` (SIGSTOP) for `ms`, then resumes it (SIGCONT); resolves with when it resumed. */
+export async function pauseFor(tm: DemoProcess, ms: number): Promise<number> {
+  tm.child.kill("SIGSTOP");
+  try {
+    await sleep(ms);
+  } finally {
+    tm.child.kill("SIGCONT");
+  }
+  return Date.now();
+}

@@ -9,8 +9,10 @@ import type { DemoProcess } from "../test-support/demo-process.js";
 import type { NamespaceHost } from "../test-support/network-namespaces.js";
 import {
   checkpointAfter,
+  cutFor,
   expectVerified,
   jobEnd,
+  pauseFor,
   printResult,
   resultOf,
   startChaosCluster,
@@ -28,21 +30,11 @@ it("a job through 2% loss, a 5 s cut and a 5 s SIGSTOP ends verified exactly onc
   const cluster = suite.track(startChaosCluster(network, RECORDS, ["--duration", "18"]));
   let latest = await checkpointAfter(cluster, 0, 60_000, "a first checkpoint");
 
-  network.cut(first);
-  await new Promise((resolve) => setTimeout(resolve, 5_000));
-  network.reconnect(first);
-  const reconnectedAt = Date.now();
+  const reconnectedAt = await cutFor(network, first, 5_000);
   latest = await checkpointAfter(cluster, latest, 60_000, "a checkpoint after the cut");
   const cutRecoverMs = Date.now() - reconnectedAt;
 
-  const paused = cluster.tms[1] as DemoProcess;
-  paused.child.kill("SIGSTOP");
-  try {
-    await new Promise((resolve) => setTimeout(resolve, 5_000));
-  } finally {
-    paused.child.kill("SIGCONT");
-  }
-  const resumedAt = Date.now();
+  const resumedAt = await pauseFor(cluster.tms[1] as DemoProcess, 5_000);
   await checkpointAfter(cluster, latest, 60_000, "a checkpoint after SIGCONT");
   const pauseRecoverMs = Date.now() - resumedAt;
 

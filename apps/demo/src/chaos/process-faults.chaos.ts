@@ -9,6 +9,7 @@ import {
   checkpointAfter,
   expectVerified,
   jobEnd,
+  pauseFor,
   printResult,
   resultOf,
   startChaosCluster,
@@ -27,14 +28,7 @@ describe("chaos on the task manager processes", () => {
     const network = suite.network();
     const cluster = suite.track(startChaosCluster(network, RECORDS, ["--duration", "30"]));
     const before = await checkpointAfter(cluster, 0, 60_000, "a first checkpoint");
-    const paused = cluster.tms[1] as DemoProcess;
-    paused.child.kill("SIGSTOP");
-    try {
-      await new Promise((resolve) => setTimeout(resolve, 15_000));
-    } finally {
-      paused.child.kill("SIGCONT");
-    }
-    const resumedAt = Date.now();
+    const resumedAt = await pauseFor(cluster.tms[1] as DemoProcess, 15_000);
     await checkpointAfter(cluster, before, 120_000, "a checkpoint after SIGCONT");
     const recoverMs = Date.now() - resumedAt;
     const summary = await expectVerified(cluster, await jobEnd(cluster, 180_000), RECORDS);
