@@ -75,9 +75,17 @@ async function throughputUnder(
         ...acted(),
       }),
     );
-  } finally {
-    undo();
+  } catch (error) {
+    // Undo anyway, but report what failed first: an undo that fails too (say, of a fault that
+    // never applied) must not hide it.
+    try {
+      undo();
+    } catch {
+      // The first failure is the one to report.
+    }
+    throw error;
   }
+  undo();
 }
 
 describe("chaos on one task manager's link", () => {
