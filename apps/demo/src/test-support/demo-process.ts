@@ -27,6 +27,8 @@ const WORKSPACE_DEPS = [
 /** The dashboard page's sources: esbuild bundles them into one file, not one per source. */
 const PAGE_SOURCES = path.join(APP_DIR, "src/dashboard/page");
 const PAGE_BUNDLE = path.join(APP_DIR, "dist/dashboard/static/app.js");
+/** Folders of test code only, which the build leaves out. */
+const TEST_ONLY = new Set(["test-support", "chaos"].map((name) => path.join(APP_DIR, "src", name)));
 
 /** True when the page bundle is missing or older than a file of the page's sources. */
 function stalePage(): boolean {
@@ -41,6 +43,7 @@ function stalePage(): boolean {
 function staleOutput(src: string, dist: string): boolean {
   for (const entry of readdirSync(src, { withFileTypes: true })) {
     const file = path.join(src, entry.name);
+    if (TEST_ONLY.has(file)) continue;
     if (file === PAGE_SOURCES) {
       if (stalePage()) return true;
     } else if (entry.isDirectory()) {

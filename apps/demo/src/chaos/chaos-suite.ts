@@ -1,0 +1,69 @@
+/**
+ * The hooks of a chaos test file: build the demo, create its namespaces (or say why the file
+ * skips), kill what a test left running, and check at the end that nothing is left: no
+ * namespace, so no nftables table, qdisc or veth either.
+ */
+import { spawnSync } from "node:child_process";
+import { afterAll, afterEach, beforeAll, expect, type TestContext } from "vitest";
+import { buildDemoIfStale, killDemoProcesses } from "../test-support/demo-process.js";
+import { NetworkNamespaces } from "../test-support/network-namespaces.js";
+import { type ChaosCluster, removeCheckpoints } from "./chaos-cluster.js";
+
+/** Why the loss faults cannot be applied (no `nft`), or undefined. */
+function nftMissing(): string | undefined {
+  const probe = spawnSync("nft", ["--version"], { stdio: "ignore" });
+  return probe.error === undefined
+    ? undefined
+    : "the packet-loss faults need nftables' nft (apt-get install nftables)";
+}
+
+/** A chaos file's namespaces and the clusters its tests started. */
+export interface ChaosSuite {
+  /** The namespaces; call only in a test that did not skip ({@link ChaosSuite.skipIfUnavailable}). */
+  network(): NetworkNamespaces;
+  /** Skips the test, printing why, where namespaces cannot be created; true when it skipped. */
+  skipIfUnavailable(context: TestContext): boolean;
+  /** Registers a cluster so that its checkpoint folder is removed after the test. */
+  track(cluster: ChaosCluster): ChaosCluster;
+}
+
+/** Sets up a chaos test file: `prefix` and `subnet` must be unique to it. */
+export function useChaosSuite(prefix: string, subnet: string, workers = 3): ChaosSuite {
+  let network: NetworkNamespaces | undefined;
+  let unavailable: string | undefined;
+  const clusters: ChaosCluster[] = [];
+  beforeAll(() => {
+    buildDemoIfStale();
+    const created = nftMissing() ?? NetworkNamespaces.create({ prefix, subnet, workers });
+    if (typeof created === "string") {
+      unavailable = created;
+      console.warn(`chaos tests skipped: ${unavailable}`);
+    } else {
+      network = created;
+      console.log(
+        `${network.describe()}\n  job manager in the hub, task managers in w1 and w2, replacements in w3`,
+      );
+    }
+  }, 300_000);
+  afterEach(() => {
+    killDemoProcesses();
+    for (const cluster of clusters.splice(0)) removeCheckpoints(cluster);
+  });
+  afterAll(() => {
+    if (network === undefined) return;
+    network.remove();
+    expect(network.remaining()).toEqual([]);
+  });
+  return {
+    network: () => network as NetworkNamespaces,
+    skipIfUnavailable(context) {
+      if (unavailable === undefined) return false;
+      context.skip(unavailable);
+      return true;
+    },
+    track(cluster) {
+      clusters.push(cluster);
+      return cluster;
+    },
+  };
+}
