@@ -54,6 +54,8 @@ interface JobManagerProcess {
   runningAt: number | undefined;
   killed: boolean;
   exited: boolean;
+  /** It ended on its own: the job's end is its. */
+  finished: boolean;
   readonly exit: Promise<number | null>;
   /** Its stdout: with `--json`, its summary is the last line. */
   stdout: string;
@@ -92,6 +94,8 @@ export class JobManagerFailoverLauncher {
   /** When the job first ran on a leader: the kills' times count from here. */
   private jobStartedAt: number | undefined;
   private readonly timers = new Set<NodeJS.Timeout>();
+  /** The kills due, one after the other. */
+  private kills: Promise<void> = Promise.resolve();
   private readonly finished = deferred<JobManagerProcess>();
   private ended = false;
   /** Whether the job takes checkpoints: then a leader is killed only after it stored one. */
@@ -284,6 +288,7 @@ export class JobManagerFailoverLauncher {
       runningAt: undefined,
       killed: false,
       exited: false,
+      finished: false,
       exit: exit.promise,
       stdout: "",
     };
@@ -298,7 +303,10 @@ export class JobManagerFailoverLauncher {
       if (jm.exited) return;
       jm.exited = true;
       exit.resolve(code);
-      if (!jm.killed && !this.ended) this.finished.resolve(jm);
+      if (jm.killed || this.ended) return;
+      jm.finished = true;
+      this.ended = true;
+      this.finished.resolve(jm);
     };
     child.on("error", (error) => {
       this.io.stderr.write(`error: job manager pid ${jm.pid} could not start: ${error.message}\n`);
@@ -313,6 +321,8 @@ export class JobManagerFailoverLauncher {
   /** A line of a job manager's human-readable output: forwarded, and what it tells the launcher. */
   private jobManagerLine(jm: JobManagerProcess, line: string): void {
     const now = performance.now();
+    // Once the job ended, a standby may still be elected, find no job and complain: not news.
+    if (this.ended && !jm.finished) return;
     const stream = /^(error|warning):/.test(line) ? this.io.stderr : this.io.human;
     stream.write(`[job manager ${jm.pid}] ${line}\n`);
     if (line.startsWith(JOB_MANAGER_AT)) {
@@ -343,7 +353,8 @@ export class JobManagerFailoverLauncher {
   private scheduleKill(afterMs: number): void {
     const timer = setTimeout(() => {
       this.timers.delete(timer);
-      void this.killLeaderWhenReady(afterMs);
+      // One kill at a time: the next waits until the new leader runs the job (and checkpointed).
+      this.kills = this.kills.then(() => this.killLeaderWhenReady(afterMs));
     }, afterMs);
     this.timers.add(timer);
   }

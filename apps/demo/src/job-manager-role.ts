@@ -61,6 +61,7 @@ import { subtaskName, taskProgressOf } from "./task-metrics.js";
 import {
   COUNT_VERTEX,
   SOURCE_VERTEX,
+  sinkAttemptBaseOf,
   type WordCountJob,
   type wordCountJob,
 } from "./word-count-job.js";
@@ -285,7 +286,13 @@ export class JobManagerRole {
 
   /** What the word count is built from: the demo's options, its file sink writing to `--output`. */
   private get jobOptions(): Parameters<typeof wordCountJob>[0] {
-    return { ...this.options, sinkDirectory: this.options.output };
+    return {
+      ...this.options,
+      sinkDirectory: this.options.output,
+      sinkAttemptBase: sinkAttemptBaseOf(
+        this.highAvailability ? this.jobManager?.fencingToken : undefined,
+      ),
+    };
   }
 
   /**
