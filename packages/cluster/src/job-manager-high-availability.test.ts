@@ -149,6 +149,27 @@ describe.skipIf(reason !== undefined)("standby job managers on a real etcd", () 
     expect(ended).toBe(false);
   }, 90_000);
 
+  it("starts a task manager after kill -9 of the leader, whose address etcd still shows: it registers with the next leader", async () => {
+    const leader = spawnJobManager(ha());
+    await leader.waitFor(/^leader /);
+    const standby = spawnJobManager(ha());
+    const standbyPort = Number((await standby.waitFor(/^listening /)).split(" ")[1]);
+    leader.child.kill("SIGKILL");
+    // Until the killed leader's lease expires (2 s), leader retrieval still finds its address.
+    const warnings: string[] = [];
+    const taskManager = await TaskManager.start(new Configuration(ha()), {
+      loader: LOADER,
+      connectRetryMs: 20_000,
+      onWarning: (message) => warnings.push(message),
+    });
+    taskManagers.push(taskManager);
+    expect(taskManager.jobManagerAddress).toBe(`127.0.0.1:${standbyPort}`);
+    await standby.waitFor(new RegExp(`^registered ${process.pid}`), 30_000);
+    expect(warnings.join("\n")).toContain(
+      "cannot be reached (refused or reset): asking leader retrieval again",
+    );
+  }, 90_000);
+
   it("recovers a running job on the standby from the latest stored checkpoint after kill -9 of the leader, exactly once", async () => {
     const checkpoints = mkdtempSync(path.join(tmpdir(), "sluice-ha-checkpoints-"));
     try {
