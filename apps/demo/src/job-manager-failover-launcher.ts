@@ -54,8 +54,6 @@ interface JobManagerProcess {
   runningAt: number | undefined;
   killed: boolean;
   exited: boolean;
-  /** It ended on its own: the job's end is its. */
-  finished: boolean;
   readonly exit: Promise<number | null>;
   /** Its stdout: with `--json`, its summary is the last line. */
   stdout: string;
@@ -98,6 +96,10 @@ export class JobManagerFailoverLauncher {
   private kills: Promise<void> = Promise.resolve();
   private readonly finished = deferred<JobManagerProcess>();
   private ended = false;
+  /** The job manager that ran the job last: its end is the job's. */
+  private jobRunner: JobManagerProcess | undefined;
+  /** The job's runner gave up its leadership itself: what other job managers say is moot. */
+  private afterEnd = false;
   /** Whether the job takes checkpoints: then a leader is killed only after it stored one. */
   private checkpoints = false;
   /** The `-D` arguments every child gets on top of this process's configuration arguments. */
@@ -245,6 +247,11 @@ export class JobManagerFailoverLauncher {
   private leaderChanged(leader: LeaderInformation | undefined): void {
     this.leader = leader;
     if (leader === undefined) return;
+    const runner = this.jobRunner;
+    // The job's runner gave its leadership up itself (not killed): the job ended there.
+    if (runner !== undefined && !runner.killed && runner.address !== leader.address) {
+      this.afterEnd = true;
+    }
     const now = performance.now();
     const jm = this.byAddress(leader.address);
     this.say(
@@ -288,7 +295,6 @@ export class JobManagerFailoverLauncher {
       runningAt: undefined,
       killed: false,
       exited: false,
-      finished: false,
       exit: exit.promise,
       stdout: "",
     };
@@ -304,7 +310,10 @@ export class JobManagerFailoverLauncher {
       jm.exited = true;
       exit.resolve(code);
       if (jm.killed || this.ended) return;
-      jm.finished = true;
+      // The job's end is that of the job manager that ran it last; one that never ran it (a
+      // standby elected after the end) decides only when no job manager is left.
+      const left = this.jobManagers.some((other) => !other.exited && !other.killed);
+      if (jm !== this.jobRunner && left) return;
       this.ended = true;
       this.finished.resolve(jm);
     };
@@ -321,10 +330,14 @@ export class JobManagerFailoverLauncher {
   /** A line of a job manager's human-readable output: forwarded, and what it tells the launcher. */
   private jobManagerLine(jm: JobManagerProcess, line: string): void {
     const now = performance.now();
+    this.parseLine(jm, line, now);
     // Once the job ended, a standby may still be elected, find no job and complain: not news.
-    if (this.ended && !jm.finished) return;
+    if (this.afterEnd && jm !== this.jobRunner) return;
     const stream = /^(error|warning):/.test(line) ? this.io.stderr : this.io.human;
     stream.write(`[job manager ${jm.pid}] ${line}\n`);
+  }
+
+  private parseLine(jm: JobManagerProcess, line: string, now: number): void {
     if (line.startsWith(JOB_MANAGER_AT)) {
       jm.address = line.slice(JOB_MANAGER_AT.length).trim().split(/\s/)[0];
       if (this.leader?.address === jm.address) this.leaderChanged(this.leader);
@@ -338,6 +351,8 @@ export class JobManagerFailoverLauncher {
     }
     if (!line.startsWith(JOB_RUNS_ON_LEADER)) return;
     jm.runningAt = now;
+    this.jobRunner = jm;
+    this.afterEnd = false;
     jm.restoredFrom ??= null;
     for (const failover of this.failovers) {
       if (failover.recoveryMs !== null || failover.killed === jm) continue;
