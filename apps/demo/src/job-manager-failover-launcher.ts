@@ -9,8 +9,8 @@ import { ConfigurationError, deferred } from "@sluice/core";
 import { type EtcdServer, etcdBinary, startEtcd } from "@sluice/ha-etcd/testing";
 import { CheckpointingOptions, Configuration } from "@sluice/runtime";
 import {
-  type HighAvailabilityServices,
   HighAvailabilityOptions,
+  type HighAvailabilityServices,
   type LeaderInformation,
   type LeaderRetrievalService,
 } from "@sluice/runtime-api";

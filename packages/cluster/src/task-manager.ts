@@ -12,6 +12,7 @@ import {
 } from "@sluice/runtime-api";
 import { emitClusterWarning } from "./cluster-warning.js";
 import { connectToJobManager, type JobManagerConnection } from "./connect-to-job-manager.js";
+import { connectToJobManagerLeader } from "./connect-to-job-manager-leader.js";
 import {
   CONTROL_PLANE_VERSION,
   HOST_LOCAL_KEYS,
@@ -19,7 +20,6 @@ import {
   SLUICE_VERSION,
 } from "./control-plane-messages.js";
 import { readControlPlaneTls } from "./control-plane-tls.js";
-import { connectToJobManagerLeader } from "./connect-to-job-manager-leader.js";
 import { serveGateway } from "./gateway-forwarding.js";
 import { HeartbeatMonitor } from "./heartbeat-monitor.js";
 import type { HostAndPort } from "./job-manager.js";
