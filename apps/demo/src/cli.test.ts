@@ -5,7 +5,7 @@ import { Configuration } from "@sluice/runtime";
 import { ExecutionCheckpointingOptions } from "@sluice/runtime-api";
 import { describe, expect, it } from "vitest";
 import { applyCheckpointingFlags, recoverySettingsOf } from "./checkpointing-options.js";
-import { DEFAULTS, parseCli, parseCount, UsageError } from "./cli.js";
+import { DEFAULTS, type DemoOptions, parseCli, parseCount, UsageError } from "./cli.js";
 import { runDemo } from "./main.js";
 import { capture } from "./test-support/captured-output.js";
 
@@ -39,9 +39,49 @@ describe("command line", () => {
       checkpointing: undefined,
       killTaskManagerAfterMs: undefined,
       killTaskManagerBetweenStages: false,
+      killJobManagerAfterMs: [],
       json: false,
       help: false,
     });
+  });
+
+  it("reads --ha, --job-managers and --kill-job-manager-after, and refuses them where they cannot work", () => {
+    const options = parseCli([
+      "--ha",
+      "etcd",
+      "--job-managers",
+      "3",
+      "--kill-job-manager-after",
+      "1500,3000,4.5k",
+    ]) as DemoOptions;
+    expect(options.highAvailability).toBe("etcd");
+    expect(options.jobManagers).toBe(3);
+    expect(options.killJobManagerAfterMs).toEqual([1500, 3000, 4500]);
+    expect((parseCli(["jobmanager", "--ha", "etcd"]) as DemoOptions).highAvailability).toBe("etcd");
+    expect(usageError(["--kill-job-manager-after", "1000"])).toContain("give --job-managers too");
+    expect(usageError(["jobmanager", "--job-managers", "2"])).toContain(
+      "works without a command only",
+    );
+    expect(usageError(["--job-managers", "2", "--kill-job-manager-after", "3000,2000"])).toContain(
+      'expects ascending times, got "3000,2000"',
+    );
+    expect(usageError(["--job-managers", "9"])).toContain("--job-managers must be between 1 and 8");
+    expect(usageError(["--job-managers", "2", "--kill-task-manager-after", "100"])).toContain(
+      "does not combine with --job-managers",
+    );
+    expect(usageError(["--ha", " "])).toContain("--ha expects none, etcd");
+  });
+
+  it("exits with code 2 when --job-managers runs without high availability", async () => {
+    const err = capture();
+    const code = await runDemo(["--job-managers", "2"], {
+      stdout: capture().stream,
+      stderr: err.stream,
+    });
+    expect(code).toBe(2);
+    expect(err.text()).toContain(
+      "--job-managers runs standby job managers, which need high availability",
+    );
   });
 
   it("reads every option, and -D in both of Flink's forms", () => {

@@ -63,9 +63,26 @@ export interface DemoOptions extends CheckpointingFlags, SinkFlags {
    * this long into the counting stage (batch mode, `--shuffle remote`, one command only).
    */
   readonly killShuffleWorkerAfterMs: number | undefined;
+  /** `--ha`: sets `high-availability.type` (after the config file and `-D`). */
+  readonly highAvailability: string | undefined;
+  /**
+   * `--job-managers` (one command only): job-manager role processes the demo starts under high
+   * availability, one leader and standbys; unset = one job manager in this process.
+   */
+  readonly jobManagers: number | undefined;
+  /**
+   * `--kill-job-manager-after`: with `--job-managers`, SIGKILL the leading job manager at each of
+   * these times (ms into the job, ascending); a new standby replaces each one killed.
+   */
+  readonly killJobManagerAfterMs: readonly number[];
   readonly json: boolean;
   readonly help: boolean;
 }
+
+/** The most job managers `--job-managers` starts. */
+export const MAX_JOB_MANAGERS = 8;
+/** The most leader kills `--kill-job-manager-after` takes. */
+export const MAX_JOB_MANAGER_KILLS = 16;
 
 /** The longest `--duration`: a day. */
 export const MAX_DURATION_SECONDS = 86_400;
@@ -159,6 +176,21 @@ Options:
                            (human-readable output then goes to stderr)
   -h, --help               show this help
 
+High availability (see the README's "Run it on several machines"):
+  --ha <type>              none | etcd | <module>#<Export> (sets high-availability.type; etcd
+                           also needs high-availability.etcd.endpoints and .storageDir)
+  --job-managers <n>       with --ha etcd, without a command: start n jobmanager processes (one
+                           leader, the others standbys; at most ${MAX_JOB_MANAGERS}) and the task managers, which
+                           find the leader through etcd. Without high-availability.etcd.endpoints
+                           the demo starts its own etcd (the etcd binary on PATH) in a temporary
+                           folder and stops it at the end
+  --kill-job-manager-after <ms>[,<ms>...]
+                           with --job-managers: SIGKILL the leader at each time (ms into the job,
+                           ascending; with checkpoints, not before the leader completed one); a
+                           standby takes over and a new standby is started in its place. --json
+                           adds jobManagerFailovers (detection: kill to a standby elected;
+                           recovery: kill to the job running on the new leader)
+
 ${CHECKPOINTING_HELP}
 
 ${SINK_HELP}
@@ -197,6 +229,8 @@ Examples:
   pnpm demo -- --duration 60 --throttle 20k                         # then open the dashboard
   pnpm demo -- --checkpoint-interval 200 --kill-task-manager-after 3000
   pnpm demo -- --mode batch --kill-task-manager-between-stages
+  pnpm demo -- --ha etcd --job-managers 3 --kill-job-manager-after 3000,6000 \
+               --checkpoint-interval 200 --records 2m --throttle 100k
   pnpm demo -- jobmanager --bind 0.0.0.0:6123 --task-managers 2     # on host A
   pnpm demo -- taskmanager --jobmanager hostA:6123                  # on hosts B and C
 `;
@@ -402,6 +436,7 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
       "--kill-task-manager-between-stages applies to --mode batch only: a streaming job has one stage (see --help)",
     );
   }
+  const failover = parseJobManagerFlags(command, values, killFlags);
   const checkpointing = values.checkpointing?.trim().toLowerCase();
   if (
     checkpointing !== undefined &&
@@ -464,8 +499,60 @@ function parseJob(command: "local" | "jobmanager", argv: readonly string[]): Dem
         ? undefined
         : parseCount("--kill-task-manager-after", values["kill-task-manager-after"], 1, 86_400_000),
     killTaskManagerBetweenStages: values["kill-task-manager-between-stages"] === true,
+    ...failover,
     json: values.json === true,
     help: values.help === true,
+  };
+}
+
+/** `--ha`, `--job-managers` and `--kill-job-manager-after`, checked against the command. */
+function parseJobManagerFlags(
+  command: "local" | "jobmanager",
+  values: ReturnType<typeof parseOptions>["values"],
+  killFlags: readonly string[],
+): Pick<DemoOptions, "highAvailability" | "jobManagers" | "killJobManagerAfterMs"> {
+  const ha = values.ha?.trim();
+  if (ha === "") throw new UsageError('--ha expects none, etcd or <module>#<Export>, got ""');
+  const count = values["job-managers"];
+  const kills = values["kill-job-manager-after"];
+  if (command === "jobmanager" && count !== undefined) {
+    throw new UsageError(
+      "--job-managers starts job-manager processes: it works without a command only; start more jobmanager roles for standbys (see --help)",
+    );
+  }
+  if (kills !== undefined && count === undefined) {
+    throw new UsageError(
+      "--kill-job-manager-after kills a job manager the demo started: give --job-managers too (see --help)",
+    );
+  }
+  if (count !== undefined && killFlags.length > 0) {
+    // The kills of the one-command demo come from the job manager in this process, which
+    // --job-managers replaces by job-manager processes.
+    throw new UsageError(
+      `--${killFlags[0]} does not combine with --job-managers: kill the leader with --kill-job-manager-after (see --help)`,
+    );
+  }
+  const killJobManagerAfterMs =
+    kills === undefined
+      ? []
+      : kills.split(",").map((text) => parseCount("--kill-job-manager-after", text, 1, 86_400_000));
+  if (killJobManagerAfterMs.length > MAX_JOB_MANAGER_KILLS) {
+    throw new UsageError(
+      `--kill-job-manager-after takes at most ${MAX_JOB_MANAGER_KILLS} times, got ${killJobManagerAfterMs.length}`,
+    );
+  }
+  for (let i = 1; i < killJobManagerAfterMs.length; i++) {
+    if ((killJobManagerAfterMs[i] as number) <= (killJobManagerAfterMs[i - 1] as number)) {
+      throw new UsageError(
+        `--kill-job-manager-after expects ascending times, got ${JSON.stringify(kills)}`,
+      );
+    }
+  }
+  return {
+    highAvailability: ha,
+    jobManagers:
+      count === undefined ? undefined : parseCount("--job-managers", count, 1, MAX_JOB_MANAGERS),
+    killJobManagerAfterMs,
   };
 }
 
@@ -538,6 +625,9 @@ function parseOptions(args: readonly string[]) {
       sink: { type: "string" },
       output: { type: "string" },
       "kill-task-manager-between-stages": { type: "boolean" },
+      ha: { type: "string" },
+      "job-managers": { type: "string" },
+      "kill-job-manager-after": { type: "string" },
       json: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },

@@ -9,6 +9,7 @@ import {
   loadConfigurationAndShufflePlugin,
   serializeThrowable,
 } from "@sluice/runtime";
+import { HighAvailabilityOptions } from "@sluice/runtime-api";
 import { RemoteShuffleOptions } from "@sluice/shuffle-remote";
 import {
   applyBatchDefaults,
@@ -31,7 +32,12 @@ import { startDashboard } from "./dashboard/start-dashboard.js";
 import type { WebMonitorEndpoint } from "./dashboard/web-monitor-endpoint.js";
 import { APP_DIR, APP_VERSION, isUsageError, SHUFFLE_KEY } from "./demo-application.js";
 import { formatInteger } from "./format.js";
-import { awaitLeadership, recoverOrCreateJob } from "./high-availability-recovery.js";
+import {
+  awaitLeadership,
+  isHighAvailability,
+  JOB_RUNS_ON_LEADER,
+  recoverOrCreateJob,
+} from "./high-availability-recovery.js";
 import {
   type Failure,
   failureLines,
@@ -55,6 +61,7 @@ import { subtaskName, taskProgressOf } from "./task-metrics.js";
 import {
   COUNT_VERTEX,
   SOURCE_VERTEX,
+  sinkAttemptBaseOf,
   type WordCountJob,
   type wordCountJob,
 } from "./word-count-job.js";
@@ -150,7 +157,12 @@ export class JobManagerRole {
       const { configuration, shuffle: plugin } = await loadConfigurationAndShufflePlugin({
         ...(options.configFile === undefined ? {} : { configFile: options.configFile }),
         args: options.dynamicProperties,
-        overrides: options.shuffle === undefined ? {} : { [SHUFFLE_KEY]: options.shuffle },
+        overrides: {
+          ...(options.shuffle === undefined ? {} : { [SHUFFLE_KEY]: options.shuffle }),
+          ...(options.highAvailability === undefined
+            ? {}
+            : { [HighAvailabilityOptions.HA_MODE.key]: options.highAvailability }),
+        },
         loader: { applicationDirs: [APP_DIR] },
       });
       applyCheckpointingFlags(configuration, options);
@@ -162,7 +174,9 @@ export class JobManagerRole {
         options.killTaskManagerAfterMs !== undefined ||
         options.killTaskManagerBetweenStages ||
         options.killShuffleWorkerAfterMs !== undefined;
-      if (options.output !== undefined) {
+      // Under high availability a standby checks it once it knows whether it recovers a job,
+      // whose part files the folder holds.
+      if (options.output !== undefined && !isHighAvailability(configuration)) {
         await checkOutputDirectory(options.output, (message) => new ConfigurationError(message));
       }
       if (options.mode === "batch") {
@@ -216,7 +230,15 @@ export class JobManagerRole {
       );
       job = recovered.job;
       this.restoreFrom = recovered.restoreFrom;
+      if (options.output !== undefined && !recovered.recovered) {
+        await checkOutputDirectory(options.output, (message) => new ConfigurationError(message));
+      }
     } catch (error) {
+      if (error instanceof ConfigurationError) {
+        this.io.stderr.write(`error: ${error.message}\n`);
+        await jobManager.close({ failed: true, timeoutMs: CANCEL_GRACE_MS });
+        return 2;
+      }
       this.io.stderr.write(`error: cannot recover the job: ${(error as Error).message}\n`);
       await jobManager.close({ failed: true, timeoutMs: CANCEL_GRACE_MS });
       return 1;
@@ -267,7 +289,13 @@ export class JobManagerRole {
 
   /** What the word count is built from: the demo's options, its file sink writing to `--output`. */
   private get jobOptions(): Parameters<typeof wordCountJob>[0] {
-    return { ...this.options, sinkDirectory: this.options.output };
+    return {
+      ...this.options,
+      sinkDirectory: this.options.output,
+      sinkAttemptBase: sinkAttemptBaseOf(
+        this.highAvailability ? this.jobManager?.fencingToken : undefined,
+      ),
+    };
   }
 
   /**
@@ -376,6 +404,10 @@ export class JobManagerRole {
     });
     this.execution = execution;
     this.jobState = "RUNNING";
+    if (this.highAvailability) {
+      // The launcher of --job-managers times a failover's recovery by this line.
+      this.say(`${JOB_RUNS_ON_LEADER} ${jobManager.url}\n`);
+    }
     this.startedAt = performance.now();
     this.recovery?.jobStarted({
       jobManager,
@@ -606,10 +638,13 @@ export class JobManagerRole {
 }
 
 /** The configuration arguments local task managers get: the same sources as this process. */
-function configArguments(options: DemoOptions): string[] {
+export function configArguments(options: DemoOptions): string[] {
   return [
     ...(options.configFile === undefined ? [] : ["--config", options.configFile]),
     ...options.dynamicProperties,
     ...(options.shuffle === undefined ? [] : ["--shuffle", options.shuffle]),
+    ...(options.highAvailability === undefined
+      ? []
+      : [`-D${HighAvailabilityOptions.HA_MODE.key}=${options.highAvailability}`]),
   ];
 }

@@ -25,7 +25,7 @@ export class LocalTaskManagers {
 
   private constructor(
     private readonly main: string,
-    private readonly jobManager: { host: string; port: number },
+    private readonly jobManager: { host: string; port: number } | undefined,
     private readonly configArgs: readonly string[],
     private readonly onExit: (
       process: LocalTaskManager,
@@ -36,7 +36,8 @@ export class LocalTaskManagers {
   ) {}
 
   /**
-   * Starts `count` task managers that connect to `port` on 127.0.0.1.
+   * Starts `count` task managers that connect to `jobManager`; with `undefined`, to the leader
+   * that leader retrieval finds (high availability: the configuration arguments say where).
    *
    * @param configArgs this process's `--config`, `-D` and `--shuffle` arguments: the children run
    *   on the same host, so they share its host-local configuration (certificates, addresses).
@@ -44,7 +45,7 @@ export class LocalTaskManagers {
    */
   static start(
     count: number,
-    jobManager: { host: string; port: number },
+    jobManager: { host: string; port: number } | undefined,
     configArgs: readonly string[],
     onExit: (
       process: LocalTaskManager,
@@ -74,8 +75,9 @@ export class LocalTaskManagers {
         ...process.execArgv.filter((arg) => !arg.startsWith("--inspect")),
         this.main,
         "taskmanager",
-        "--jobmanager",
-        `${this.jobManager.host}:${this.jobManager.port}`,
+        ...(this.jobManager === undefined
+          ? []
+          : ["--jobmanager", `${this.jobManager.host}:${this.jobManager.port}`]),
         "--quiet",
         ...this.configArgs,
       ],

@@ -9,6 +9,7 @@
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { HELP_TEXT, parseCli, UsageError } from "./cli.js";
+import { JobManagerFailoverLauncher } from "./job-manager-failover-launcher.js";
 import { type DemoIO, JobManagerRole } from "./job-manager-role.js";
 import { runShuffleWorker } from "./shuffle-worker-role.js";
 import { runTaskManager } from "./task-manager-role.js";
@@ -37,6 +38,9 @@ export async function runDemo(argv: readonly string[], io?: Partial<DemoIO>): Pr
   if (command.command === "taskmanager") return runTaskManager(command, { stdout, stderr });
   if (command.command === "shuffleworker") return runShuffleWorker(command, { stdout, stderr });
   const human = io?.human ?? (command.json ? stderr : stdout);
+  if (command.command === "local" && command.jobManagers !== undefined) {
+    return new JobManagerFailoverLauncher(command, argv, { stdout, stderr, human }).run();
+  }
   return new JobManagerRole(command, { stdout, stderr, human }).run();
 }
 

@@ -49,11 +49,15 @@ export async function connectToJobManager(options: ConnectOptions): Promise<Conn
     try {
       return await connectOnce(options);
     } catch (error) {
-      const refused = (error as { cause?: { code?: string } }).cause?.code === "ECONNREFUSED";
-      if (!refused || Date.now() + RETRY_DELAY_MS > deadline) throw error;
+      if (!isConnectionRefused(error) || Date.now() + RETRY_DELAY_MS > deadline) throw error;
       await delay(RETRY_DELAY_MS);
     }
   }
+}
+
+/** Whether a connection attempt failed because nothing listens there (yet, or any more). */
+export function isConnectionRefused(error: unknown): boolean {
+  return (error as { cause?: { code?: string } }).cause?.code === "ECONNREFUSED";
 }
 
 function connectOnce(options: ConnectOptions): Promise<ConnectedJobManager> {

@@ -86,6 +86,17 @@ describe.skipIf(reason !== undefined)("standby job managers on a real etcd", () 
     return taskManager;
   };
 
+  /** A task manager that finds the leader through retrieval and follows it, its warnings kept. */
+  const startFollowingTaskManager = async (warnings: string[]) => {
+    const taskManager = await TaskManager.start(new Configuration(ha()), {
+      loader: LOADER,
+      connectRetryMs: 20_000,
+      onWarning: (message) => warnings.push(message),
+    });
+    taskManagers.push(taskManager);
+    return taskManager;
+  };
+
   it("registers task managers with the leader, refuses them at a standby, and fails over", async () => {
     const revoked: string[] = [];
     const first = await startJobManager(ha(), { onLeadershipRevoked: () => revoked.push("first") });
@@ -122,12 +133,7 @@ describe.skipIf(reason !== undefined)("standby job managers on a real etcd", () 
     const standby = spawnJobManager(ha());
     const standbyPort = Number((await standby.waitFor(/^listening /)).split(" ")[1]);
     const warnings: string[] = [];
-    const taskManager = await TaskManager.start(new Configuration(ha()), {
-      loader: LOADER,
-      connectRetryMs: 20_000,
-      onWarning: (message) => warnings.push(message),
-    });
-    taskManagers.push(taskManager);
+    const taskManager = await startFollowingTaskManager(warnings);
     await leader.waitFor(new RegExp(`^registered ${process.pid}`));
     const killedAt = Date.now();
     leader.child.kill("SIGKILL");
@@ -147,6 +153,22 @@ describe.skipIf(reason !== undefined)("standby job managers on a real etcd", () 
     });
     await new Promise((resolve) => setImmediate(resolve));
     expect(ended).toBe(false);
+  }, 90_000);
+
+  it("starts a task manager after kill -9 of the leader, whose address etcd still shows: it registers with the next leader", async () => {
+    const leader = spawnJobManager(ha());
+    await leader.waitFor(/^leader /);
+    const standby = spawnJobManager(ha());
+    const standbyPort = Number((await standby.waitFor(/^listening /)).split(" ")[1]);
+    leader.child.kill("SIGKILL");
+    // Until the killed leader's lease expires (2 s), leader retrieval still finds its address.
+    const warnings: string[] = [];
+    const taskManager = await startFollowingTaskManager(warnings);
+    expect(taskManager.jobManagerAddress).toBe(`127.0.0.1:${standbyPort}`);
+    await standby.waitFor(new RegExp(`^registered ${process.pid}`), 30_000);
+    expect(warnings.join("\n")).toContain(
+      "cannot be reached (refused or reset): asking leader retrieval again",
+    );
   }, 90_000);
 
   it("recovers a running job on the standby from the latest stored checkpoint after kill -9 of the leader, exactly once", async () => {

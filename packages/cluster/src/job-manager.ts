@@ -456,7 +456,13 @@ export class JobManager {
     const execution = await this.deployer.deploy(graph, place, deployOptions);
     this.executions.add(execution);
     void execution.terminated.then(() => this.executions.delete(execution));
-    if (recoveryDescription !== undefined) this.persistence.storeCheckpointsOf(execution, jobId);
+    if (recoveryDescription !== undefined) {
+      this.persistence.storeCheckpointsOf(
+        execution,
+        jobId,
+        deployOptions.restoreFrom?.checkpointId,
+      );
+    }
     return execution;
   }
 

@@ -69,11 +69,13 @@ export class JobPersistence {
    * Puts each checkpoint the job completes into the completed-checkpoint store (a new leader
    * restores the latest), and removes the job from the stores once it ended for good. A job
    * manager that is closing or lost its leadership leaves them for the next leader.
+   *
+   * @param restored - the checkpoint the job was restored from: the store holds it already.
    */
-  storeCheckpointsOf(execution: JobExecution, jobId: string): void {
+  storeCheckpointsOf(execution: JobExecution, jobId: string, restored?: bigint): void {
     const { context } = this;
     const store = this.checkpointStoreOf(jobId);
-    let stored: bigint | undefined;
+    let stored: bigint | undefined = restored;
     let writing: Promise<void> = Promise.resolve();
     const timer = setInterval(() => {
       const latest = execution.checkpointCoordinator?.latestCompletedCheckpoint;

@@ -12,6 +12,7 @@ import {
 } from "@sluice/runtime-api";
 import { emitClusterWarning } from "./cluster-warning.js";
 import { connectToJobManager, type JobManagerConnection } from "./connect-to-job-manager.js";
+import { connectToJobManagerLeader } from "./connect-to-job-manager-leader.js";
 import {
   CONTROL_PLANE_VERSION,
   HOST_LOCAL_KEYS,
@@ -19,7 +20,6 @@ import {
   SLUICE_VERSION,
 } from "./control-plane-messages.js";
 import { readControlPlaneTls } from "./control-plane-tls.js";
-import { findJobManagerLeader } from "./find-job-manager-leader.js";
 import { serveGateway } from "./gateway-forwarding.js";
 import { HeartbeatMonitor } from "./heartbeat-monitor.js";
 import type { HostAndPort } from "./job-manager.js";
@@ -194,16 +194,25 @@ export class TaskManager {
     options: TaskManagerStartOptions = {},
   ): Promise<TaskManager> {
     const warn = options.onWarning ?? emitClusterWarning;
+    const connect = {
+      tls: readControlPlaneTls(configuration),
+      maxMessageSize: configuration.get(NettyShuffleEnvironmentOptions.MAX_FRAME_SIZE),
+      requestTimeoutMs: configuration.get(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT),
+      onProtocolError: (error: Error) => warn(error.message),
+    };
+    const retryForMs = options.connectRetryMs ?? DEFAULT_CONNECT_RETRY_MS;
     // With high availability the leader's published address wins over jobmanager.rpc.address.
-    const leader =
+    const found =
       options.jobManager === undefined
-        ? await findJobManagerLeader(
+        ? await connectToJobManagerLeader({
+            ...connect,
             configuration,
-            options.connectRetryMs ?? DEFAULT_CONNECT_RETRY_MS,
+            timeoutMs: retryForMs,
             warn,
-            options.loader,
-          )
+            ...(options.loader === undefined ? {} : { loader: options.loader }),
+          })
         : undefined;
+    const leader = found?.leader;
     const host =
       leader?.host ??
       options.jobManager?.host ??
@@ -215,15 +224,8 @@ export class TaskManager {
     }
     const port =
       leader?.port ?? options.jobManager?.port ?? configuration.get(JobManagerOptions.PORT);
-    const { connection, localAddress } = await connectToJobManager({
-      host,
-      port,
-      tls: readControlPlaneTls(configuration),
-      maxMessageSize: configuration.get(NettyShuffleEnvironmentOptions.MAX_FRAME_SIZE),
-      requestTimeoutMs: configuration.get(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT),
-      retryForMs: options.connectRetryMs ?? DEFAULT_CONNECT_RETRY_MS,
-      onProtocolError: (error) => warn(error.message),
-    });
+    const { connection, localAddress } =
+      found?.connected ?? (await connectToJobManager({ ...connect, host, port, retryForMs }));
     let executor: TaskExecutor | undefined;
     try {
       const hello = await connection.call("hello", {
@@ -412,26 +414,24 @@ export class TaskManager {
     try {
       await this.cancelAllTasks();
       const timeoutMs = this.options.connectRetryMs ?? DEFAULT_CONNECT_RETRY_MS;
-      const leader = await findJobManagerLeader(
-        this.configuration,
+      const found = await connectToJobManagerLeader({
+        configuration: this.configuration,
         timeoutMs,
         warn,
-        this.options.loader,
-        lostToken,
-        this.leaderSearch.signal,
-      );
-      if (leader === undefined || this.ending !== undefined) {
-        throw new IllegalStateError("high availability was turned off");
-      }
-      const { connection } = await connectToJobManager({
-        host: leader.host,
-        port: leader.port,
+        ...(this.options.loader === undefined ? {} : { loader: this.options.loader }),
+        ...(lostToken === undefined ? {} : { lostToken }),
+        signal: this.leaderSearch.signal,
         tls: readControlPlaneTls(this.configuration),
         maxMessageSize: this.configuration.get(NettyShuffleEnvironmentOptions.MAX_FRAME_SIZE),
         requestTimeoutMs: this.configuration.get(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT),
-        retryForMs: timeoutMs,
         onProtocolError: (error) => warn(error.message),
       });
+      if (found === undefined || this.ending !== undefined) {
+        if (found !== undefined) found.connected.connection.close("the task manager is closing");
+        throw new IllegalStateError("high availability was turned off");
+      }
+      const { leader } = found;
+      const { connection } = found.connected;
       try {
         await connection.call("hello", {
           version: CONTROL_PLANE_VERSION,

@@ -56,13 +56,17 @@ export class CountTask {
     throttle: () => number | undefined = () => undefined,
   ) {
     this.pacer = new RatePacer(throttle);
-    const directory = (task.configuration.sink as { directory?: unknown } | undefined)?.directory;
+    const sinkConfig = task.configuration.sink as
+      | { directory?: unknown; attemptBase?: unknown }
+      | undefined;
+    const directory = sinkConfig?.directory;
+    const attemptBase = typeof sinkConfig?.attemptBase === "number" ? sinkConfig.attemptBase : 0;
     this.sink =
       typeof directory === "string"
         ? new TransactionalFileSink({
             directory,
             partPrefix: `part-${task.subtaskIndex}`,
-            attemptNumber: task.attemptNumber,
+            attemptNumber: attemptBase + task.attemptNumber,
             taskName: task.name,
           })
         : undefined;

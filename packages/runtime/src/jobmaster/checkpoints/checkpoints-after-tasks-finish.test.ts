@@ -19,6 +19,7 @@ import { emitFromOffset } from "../../taskexecutor/test-support/word-count.js";
 import type { TaskInvokable } from "../../taskexecutor/user-code-registry.js";
 import type { JobExecution } from "../job-execution.js";
 import { JobGraph } from "../job-graph.js";
+import { loadCompletedCheckpoint } from "./completed-checkpoint-loader.js";
 
 const cluster = new LocalCluster();
 let checkpointsDir: string;
@@ -190,7 +191,8 @@ const stateOf = (execution: JobExecution, name: string) =>
 
 describe("checkpoints after tasks finish (FLIP-147)", () => {
   it("testCheckpointsAfterTasksFinish: a job whose bounded branch finished keeps completing checkpoints", async () => {
-    const execution = await start(twoBranchGraph(300));
+    const graph = twoBranchGraph(300);
+    const execution = await start(graph);
     const coordinator = execution.checkpointCoordinator;
     await eventually("the bounded source's code returned", () => world.boundedRuns.length > 0);
     await eventually(
@@ -212,6 +214,10 @@ describe("checkpoints after tasks finish (FLIP-147)", () => {
     expect(latest?.finishedSubtasks).toHaveLength(1);
     expect(bounded && latest?.isFinished(bounded.vertex.id, 0)).toBe(true);
     expect(latest?.subtaskStates.map((s) => s.vertexName).sort()).toEqual(["Count", "Long"]);
+    // Read back from its _metadata file (a new leader's restore): still finished, not re-run.
+    const loaded = await loadCompletedCheckpoint(latest?.metadataPath as string, graph);
+    expect(bounded && loaded.isFinished(bounded.vertex.id, 0)).toBe(true);
+    expect(loaded.finishedSubtasks).toEqual(latest?.finishedSubtasks);
     world.releaseLongSource = true;
     const result = await execution.terminated;
     expect(result.status).toBe("FINISHED");

@@ -4,7 +4,11 @@ import { CheckpointError } from "../../checkpointing/checkpoint-error.js";
 import { FsCheckpointStorage } from "../../checkpointing/fs-checkpoint-storage.js";
 import type { TaskCheckpointMetrics } from "../../messages/checkpoint-metrics.js";
 import type { JobGraph } from "../job-graph.js";
-import { CompletedCheckpoint, type SubtaskCheckpointState } from "./completed-checkpoint.js";
+import {
+  CompletedCheckpoint,
+  type FinishedSubtask,
+  type SubtaskCheckpointState,
+} from "./completed-checkpoint.js";
 
 /**
  * Reads a completed checkpoint back from its `_metadata` file, for a job manager that restores a
@@ -34,15 +38,19 @@ export async function loadCompletedCheckpoint(
   }
   const idsByName = new Map<string, JobVertexID>(graph.vertices.map((v) => [v.name, v.id]));
   const tasks = Array.isArray(metadata.tasks) ? metadata.tasks : [];
-  const states: SubtaskCheckpointState[] = tasks.map((entry) => {
-    const task = entry as JsonObject;
-    const vertexName = String(task.vertexName);
+  const vertexIdOf = (vertexName: string, part: string): JobVertexID => {
     const vertexId = idsByName.get(vertexName);
     if (vertexId === undefined) {
       throw new CheckpointError(
-        `${what} has state of vertex ${vertexName}, which job ${graph.name} lacks`,
+        `${what} has ${part} of vertex ${vertexName}, which job ${graph.name} lacks`,
       );
     }
+    return vertexId;
+  };
+  const states: SubtaskCheckpointState[] = tasks.map((entry) => {
+    const task = entry as JsonObject;
+    const vertexName = String(task.vertexName);
+    const vertexId = vertexIdOf(vertexName, "state");
     const handle = task.stateHandle as { path?: unknown; size?: unknown } | null;
     return {
       vertexId,
@@ -55,5 +63,22 @@ export async function loadCompletedCheckpoint(
       metrics: task.metrics as unknown as TaskCheckpointMetrics,
     };
   });
-  return new CompletedCheckpoint(BigInt(id), timestamp, timestamp, metadataPath, states);
+  // Subtasks finished when it was taken (FLIP-147) have no state: restored as finished, not
+  // run again (a source would emit everything a second time).
+  const finished = Array.isArray(metadata.finishedTasks) ? metadata.finishedTasks : [];
+  const finishedSubtasks: FinishedSubtask[] = finished.map((entry) => {
+    const task = entry as JsonObject;
+    return {
+      vertexId: vertexIdOf(String(task.vertexName), "a finished subtask"),
+      subtaskIndex: Number(task.subtaskIndex),
+    };
+  });
+  return new CompletedCheckpoint(
+    BigInt(id),
+    timestamp,
+    timestamp,
+    metadataPath,
+    states,
+    finishedSubtasks,
+  );
 }
