@@ -217,7 +217,9 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
       producerDescriptor.producerExecutionId,
     );
     checkBlocking(partitionDescriptor.partitionType, `partition ${id}`);
-    const worker = await this.leastLoadedWorker();
+    // Picked and charged in one synchronous step: the subtasks of a vertex are deployed at once,
+    // and a pick after an await would see the same loads for all of them.
+    const worker = this.leastLoadedWorker() ?? (await this.awaitLeastLoadedWorker());
     worker.partitions.set(id.toString(), { id, jobId: jobId.toString() });
     return createRemoteShuffleDescriptor(id, worker.address);
   }
@@ -315,19 +317,20 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
     }
   }
 
-  private async leastLoadedWorker(): Promise<TrackedWorker> {
-    const pick = () => {
-      let best: TrackedWorker | undefined;
-      for (const worker of this.workers.values()) {
-        if (worker.connection === undefined) continue;
-        if (best === undefined || worker.partitions.size < best.partitions.size) best = worker;
-      }
-      return best;
-    };
-    const now = pick();
-    if (now !== undefined) return now;
+  /** The live worker storing the fewest partitions, if one is live. */
+  private leastLoadedWorker(): TrackedWorker | undefined {
+    let best: TrackedWorker | undefined;
+    for (const worker of this.workers.values()) {
+      if (worker.connection === undefined) continue;
+      if (best === undefined || worker.partitions.size < best.partitions.size) best = worker;
+    }
+    return best;
+  }
+
+  /** Waits for a live worker, up to the registration timeout; then the least loaded one. */
+  private async awaitLeastLoadedWorker(): Promise<TrackedWorker> {
     await this.awaitWorkers(1);
-    const later = pick();
+    const later = this.leastLoadedWorker();
     if (later === undefined) {
       throw new ConfigurationError(
         `no shuffle worker is registered with the shuffle manager on port ${this.managerPort}: start workers (sluice-shuffle-worker -D remote-shuffle.manager.rpc-port=${this.managerPort}) or set 'remote-shuffle.manager.embedded-workers'`,

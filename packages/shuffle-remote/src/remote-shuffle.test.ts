@@ -57,12 +57,18 @@ describe("remote shuffle", () => {
     await waitFor(() => filesOf(worker).length === 0, "the files' deletion");
   }, 60_000);
 
-  it("spreads partitions over the workers by load", async () => {
+  it("spreads partitions over the workers by load, registered one by one or at once", async () => {
     harness = await RemoteShuffleHarness.start();
     const first = await harness.startWorker();
     const second = await harness.startWorker();
     const assigned = [];
-    for (let i = 0; i < 4; i++) assigned.push(await register(harness, partitionDescriptor(1)));
+    for (let i = 0; i < 2; i++) assigned.push(await register(harness, partitionDescriptor(1)));
+    // The subtasks of a vertex are deployed at once: registrations that overlap spread too.
+    assigned.push(
+      ...(await Promise.all(
+        [0, 1].map(() => register(harness as RemoteShuffleHarness, partitionDescriptor(1))),
+      )),
+    );
     const incarnations = assigned.map((d) => d.plugin.worker.incarnation);
     expect(incarnations.filter((i) => i === first.address.incarnation)).toHaveLength(2);
     expect(incarnations.filter((i) => i === second.address.incarnation)).toHaveLength(2);
