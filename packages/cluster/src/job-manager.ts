@@ -453,16 +453,16 @@ export class JobManager {
     if (recoveryDescription !== undefined) {
       await this.persistence.putJob(jobId, recoveryDescription);
     }
-    const execution = await this.deployer.deploy(graph, place, deployOptions);
+    const execution = await this.deployer.deploy(
+      graph,
+      place,
+      recoveryDescription === undefined
+        ? deployOptions
+        : { ...deployOptions, storeCompletedCheckpoint: this.persistence.checkpointStorer(jobId) },
+    );
     this.executions.add(execution);
     void execution.terminated.then(() => this.executions.delete(execution));
-    if (recoveryDescription !== undefined) {
-      this.persistence.storeCheckpointsOf(
-        execution,
-        jobId,
-        deployOptions.restoreFrom?.checkpointId,
-      );
-    }
+    if (recoveryDescription !== undefined) this.persistence.removeWhenEnded(execution, jobId);
     return execution;
   }
 

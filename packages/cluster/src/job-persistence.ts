@@ -1,4 +1,5 @@
-import type { Configuration, JobExecution } from "@sluice/runtime";
+import { IllegalStateError } from "@sluice/core";
+import type { CompletedCheckpoint, Configuration, JobExecution } from "@sluice/runtime";
 import {
   CheckpointingOptions,
   type CompletedCheckpointStore,
@@ -16,9 +17,6 @@ export interface RecoverableJob {
   /** Its latest completed checkpoint, if one completed: restore from its `externalPointer`. */
   readonly latestCheckpoint: StoredCompletedCheckpoint | undefined;
 }
-
-/** How often a job's latest completed checkpoint is looked at to be stored. */
-const CHECKPOINT_STORE_POLL_MS = 25;
 
 /** What {@link JobPersistence} needs of its job manager. */
 export interface JobPersistenceContext {
@@ -66,46 +64,40 @@ export class JobPersistence {
   }
 
   /**
-   * Puts each checkpoint the job completes into the completed-checkpoint store (a new leader
-   * restores the latest), and removes the job from the stores once it ended for good. A job
-   * manager that is closing or lost its leadership leaves them for the next leader.
-   *
-   * @param restored - the checkpoint the job was restored from: the store holds it already.
+   * What stores each checkpoint job `jobId` completes in the completed-checkpoint store (a new
+   * leader restores the latest), passed to the deployer as `storeCompletedCheckpoint`: the
+   * checkpoint coordinator awaits it before it tells any task that the checkpoint completed.
+   * Only the leader stores; a job manager that lost its leadership fails the checkpoint, and so
+   * does a store that refuses the write (a deposed leader's fencing token).
    */
-  storeCheckpointsOf(execution: JobExecution, jobId: string, restored?: bigint): void {
+  checkpointStorer(jobId: string): (checkpoint: CompletedCheckpoint) => Promise<void> {
     const { context } = this;
     const store = this.checkpointStoreOf(jobId);
-    let stored: bigint | undefined = restored;
-    let writing: Promise<void> = Promise.resolve();
-    const timer = setInterval(() => {
-      const latest = execution.checkpointCoordinator?.latestCompletedCheckpoint;
-      if (latest === undefined || (stored !== undefined && latest.checkpointId <= stored)) return;
-      if (!context.isLeader()) return;
-      stored = latest.checkpointId;
-      writing = writing.then(() =>
-        store
-          .addCheckpoint({
-            checkpointId: latest.checkpointId,
-            timestamp: latest.timestamp,
-            externalPointer: latest.metadataPath,
-          })
-          .then(
-            () => undefined,
-            (error: Error) =>
-              context.warn(
-                `could not store checkpoint ${latest.checkpointId} of job ${jobId}: ${error.message}`,
-              ),
-          ),
-      );
-    }, CHECKPOINT_STORE_POLL_MS);
-    timer.unref();
+    return async (checkpoint) => {
+      if (!context.isLeader()) {
+        throw new IllegalStateError(
+          `checkpoint ${checkpoint.checkpointId} of job ${jobId} is not stored: this job manager is not the leader`,
+        );
+      }
+      await store.addCheckpoint({
+        checkpointId: checkpoint.checkpointId,
+        timestamp: checkpoint.timestamp,
+        externalPointer: checkpoint.metadataPath,
+      });
+    };
+  }
+
+  /**
+   * Removes the job from the stores once it ended for good. A job manager that is closing or
+   * lost its leadership leaves them for the next leader.
+   */
+  removeWhenEnded(execution: JobExecution, jobId: string): void {
+    const { context } = this;
     void execution.terminated.then(async () => {
-      clearInterval(timer);
-      await writing;
       if (context.isClosing() || !context.isLeader()) return;
       try {
         await context.highAvailability.getJobGraphStore().removeJobGraph(jobId);
-        await store.shutdown(true);
+        await this.checkpointStoreOf(jobId).shutdown(true);
       } catch (error) {
         context.warn(
           `could not remove job ${jobId} from the high-availability stores: ${(error as Error).message}`,

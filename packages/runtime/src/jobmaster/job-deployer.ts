@@ -70,6 +70,13 @@ export interface DeployOptions {
    * job from its latest completed checkpoint this way.
    */
   readonly restoreFrom?: CompletedCheckpoint;
+  /**
+   * Stores each checkpoint the job completes where a job manager taking over finds it, before
+   * any task is told that it completed: a task commits what a checkpoint holds once told, so
+   * only a stored checkpoint may be notified (Flink's CompletedCheckpointStore). A rejection
+   * fails that checkpoint. The cluster's `JobManager` passes its high-availability store here.
+   */
+  readonly storeCompletedCheckpoint?: (checkpoint: CompletedCheckpoint) => Promise<void>;
 }
 
 /**
@@ -183,6 +190,9 @@ export class JobDeployer {
         ...(checkpointing === undefined ? {} : { checkpointing }),
         ...(options.statusListener === undefined ? {} : { statusListener: options.statusListener }),
         ...(options.restoreFrom === undefined ? {} : { restoreFrom: options.restoreFrom }),
+        ...(options.storeCompletedCheckpoint === undefined
+          ? {}
+          : { storeCompletedCheckpoint: options.storeCompletedCheckpoint }),
         restartStrategy: createRestartBackoffTimeStrategy(configuration),
         failoverStrategy: configuration.get(JobManagerOptions.EXECUTION_FAILOVER_STRATEGY),
       },

@@ -1,3 +1,4 @@
+import type { CheckpointCoordinatorOptions } from "./checkpoints/checkpoint-coordinator.js";
 import type { CheckpointCoordinatorConfiguration } from "./checkpoints/checkpoint-coordinator-configuration.js";
 import type { CompletedCheckpoint } from "./checkpoints/completed-checkpoint.js";
 import type { JobStatusListener } from "./job-status.js";
@@ -18,4 +19,9 @@ export interface JobExecutionOptions {
    * first deployment restores it, and checkpoint ids continue after it.
    */
   readonly restoreFrom?: CompletedCheckpoint;
+  /**
+   * Stores each completed checkpoint before the tasks are told that it completed (see
+   * {@link CheckpointCoordinatorOptions.storeCompletedCheckpoint}).
+   */
+  readonly storeCompletedCheckpoint?: (checkpoint: CompletedCheckpoint) => Promise<void>;
 }

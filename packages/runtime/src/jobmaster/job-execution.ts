@@ -162,6 +162,9 @@ export class JobExecution implements JobMasterGateway {
                 options.checkpointing?.checkpointsAfterTasksFinish,
               ),
             onTolerableFailuresExceeded: (cause) => this.failGlobally(cause),
+            ...(options.storeCompletedCheckpoint === undefined
+              ? {}
+              : { storeCompletedCheckpoint: options.storeCompletedCheckpoint }),
           });
     if (options.restoreFrom !== undefined) {
       this.checkpointCoordinator?.restoreLatestCheckpoint(options.restoreFrom);

@@ -10,6 +10,7 @@ import { CheckpointingMode } from "../../messages/checkpointing-mode.js";
 import { serializeThrowable } from "../../messages/serialized-throwable.js";
 import { CheckpointCoordinator, type CheckpointPlan } from "./checkpoint-coordinator.js";
 import type { CheckpointCoordinatorConfiguration } from "./checkpoint-coordinator-configuration.js";
+import type { CompletedCheckpoint } from "./completed-checkpoint.js";
 import type { TaskToWaitFor } from "./pending-checkpoint.js";
 
 let base: string;
@@ -54,7 +55,11 @@ function testConfiguration(
  */
 function harness(
   overrides: Partial<CheckpointCoordinatorConfiguration> = {},
-  options: { running?: () => boolean; triggerFails?: boolean } = {},
+  options: {
+    running?: () => boolean;
+    triggerFails?: boolean;
+    store?: (checkpoint: CompletedCheckpoint) => Promise<void>;
+  } = {},
 ) {
   const jobId = new JobID();
   const vertex = new JobVertexID();
@@ -103,6 +108,7 @@ function harness(
     calculateCheckpointPlan: () =>
       (options.running ?? (() => true))() ? plan : "Sink (1/1)#0 is DEPLOYING",
     onTolerableFailuresExceeded: (cause) => failovers.push(cause),
+    ...(options.store === undefined ? {} : { storeCompletedCheckpoint: options.store }),
   });
   const storage = new FsCheckpointStorage(base, jobId);
   /** Task `i` writes its snapshot of `checkpointId`; returns its acknowledgement, not sent. */
@@ -431,6 +437,59 @@ describe("CheckpointCoordinator notifications (notifyCheckpointComplete / notify
     await eventually("both tasks were told twice", () => notified.every((n) => n.length === 2));
     expect(notified[0]).toEqual(["complete 2", "aborted 1 (latest 2)"]);
     expect(notified[1]).toEqual(["complete 2", "aborted 1 (latest 2)"]);
+  });
+
+  it("stores a completed checkpoint before it tells any task, as Flink's CompletedCheckpointStore", async () => {
+    const stored: bigint[] = [];
+    let release: (() => void) | undefined;
+    const { coordinator, acknowledge, notified } = harness(
+      {},
+      {
+        store: (checkpoint) =>
+          new Promise<void>((resolve) => {
+            release = () => {
+              stored.push(checkpoint.checkpointId);
+              resolve();
+            };
+          }),
+      },
+    );
+    const completion = coordinator.triggerCheckpoint();
+    await acknowledge(0, 1n);
+    await acknowledge(1, 1n);
+    await eventually("the store was asked", () => release !== undefined);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Every task acknowledged, but the store has not answered: nobody may commit yet.
+    expect(notified).toEqual([[], []]);
+    expect(coordinator.latestCompletedCheckpoint).toBeUndefined();
+    release?.();
+    await completion;
+    expect(stored).toEqual([1n]);
+    await eventually("both tasks were told", () => notified.every((n) => n.length === 1));
+    expect(notified).toEqual([["complete 1"], ["complete 1"]]);
+  });
+
+  it("fails a checkpoint the store refuses, tells the tasks it was aborted and deletes its folder", async () => {
+    const { coordinator, acknowledge, notified, storage } = harness(
+      {},
+      {
+        store: async () => {
+          throw new Error("refused: the fencing token is not the leader's");
+        },
+      },
+    );
+    const completion = coordinator.triggerCheckpoint();
+    completion.catch(() => {});
+    await acknowledge(0, 1n);
+    await acknowledge(1, 1n);
+    await expect(completion).rejects.toThrow(/FINALIZE_CHECKPOINT_FAILURE.*fencing token/);
+    await eventually("both tasks were told", () => notified.every((n) => n.length === 1));
+    expect(notified).toEqual([["aborted 1 (latest 0)"], ["aborted 1 (latest 0)"]]);
+    expect(coordinator.latestCompletedCheckpoint).toBeUndefined();
+    await eventually(
+      "the folder's deletion",
+      async () => !(await exists(storage.checkpointDirectory(1n))),
+    );
   });
 
   it("a notification that cannot be delivered (the task is gone) changes nothing at the coordinator", async () => {

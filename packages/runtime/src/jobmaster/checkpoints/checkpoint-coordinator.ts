@@ -84,6 +84,14 @@ export interface CheckpointCoordinatorOptions {
    * allows: the job must fail over with `cause`.
    */
   readonly onTolerableFailuresExceeded: (cause: Error) => void;
+  /**
+   * Stores a completed checkpoint where a job manager taking over finds it (high availability:
+   * a pointer in the completed-checkpoint store), before any task is told that it completed —
+   * as Flink adds it to its CompletedCheckpointStore before it sends the notifications. A task
+   * commits what a checkpoint holds once told, so a checkpoint a new leader cannot restore must
+   * never be notified. A rejection fails the checkpoint (`FINALIZE_CHECKPOINT_FAILURE`).
+   */
+  readonly storeCompletedCheckpoint?: (checkpoint: CompletedCheckpoint) => Promise<void>;
 }
 
 /** The job's final state, which decides whether retained checkpoints are deleted. */
@@ -409,6 +417,7 @@ export class CheckpointCoordinator {
       metadataPath = await this.storage.writeMetadata(pending.checkpointId, pending.metadata());
     } catch (error) {
       this.abort(pending, CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE, error as Error);
+      this.track(this.storage.discardCheckpoint(pending.checkpointId));
       return;
     }
     if (pending.disposed) {
@@ -416,9 +425,22 @@ export class CheckpointCoordinator {
       this.track(this.storage.discardCheckpoint(pending.checkpointId));
       return;
     }
+    const checkpoint = pending.toCompleted(metadataPath, Date.now());
+    const store = this.options.storeCompletedCheckpoint;
+    if (store !== undefined) {
+      try {
+        await store(checkpoint);
+      } catch (error) {
+        this.abort(pending, CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE, error as Error);
+        this.track(this.storage.discardCheckpoint(pending.checkpointId));
+        return;
+      }
+      // Aborted by a failover while it was stored: this job manager restores an older one, but
+      // one taking over may restore this one, so its files stay.
+      if (pending.disposed) return;
+    }
     pending.disposed = true;
     this.pendingCheckpoints.delete(pending.checkpointId);
-    const checkpoint = pending.toCompleted(metadataPath, Date.now());
     this.completed.push(checkpoint);
     this.latest = checkpoint;
     this.completedCount++;
@@ -444,13 +466,17 @@ export class CheckpointCoordinator {
     this.abortedCount++;
     this.lastFailure = { checkpointId: pending.checkpointId, reason, ...(error ? { error } : {}) };
     this.notifyAborted(pending.checkpointId);
-    const handles = pending.stateHandles();
-    this.track(
-      (async () => {
-        for (const handle of handles) await this.storage.discardState(handle);
-        await this.storage.discardCheckpoint(pending.checkpointId);
-      })(),
-    );
+    // A checkpoint being finalized keeps its files: its finalization decides (it may have been
+    // stored for a job manager taking over already).
+    if (!pending.finalizing) {
+      const handles = pending.stateHandles();
+      this.track(
+        (async () => {
+          for (const handle of handles) await this.storage.discardState(handle);
+          await this.storage.discardCheckpoint(pending.checkpointId);
+        })(),
+      );
+    }
     const failure = new CheckpointError(
       `checkpoint ${pending.checkpointId} was aborted (${reason})${error === undefined ? "" : `: ${error.message}`}`,
       error === undefined ? undefined : { cause: error },
