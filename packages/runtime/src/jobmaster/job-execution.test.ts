@@ -5,6 +5,7 @@ import {
   ErrorCodes,
   type ExecutionAttemptID,
   PartitionNotFoundError,
+  RemoteTransportError,
   ResultPartitionID,
 } from "@sluice/core";
 import {
@@ -364,6 +365,29 @@ describe("JobExecution with blocking data sets", () => {
     expect(gateway.released).toHaveLength(2);
     expect(executor.shuffleEnvironment.getPartitionsOccupyingLocalResources()).toEqual([]);
     await expect.poll(() => filesUnder(env.dir)).toEqual([]);
+  });
+
+  it("counts no failed release on a TaskExecutor whose connection closed before its loss was reported", async () => {
+    const executor = await startExecutor();
+    const gateway = observed(executor, []);
+    let refused = 0;
+    const closing: TaskExecutorGateway = {
+      ...gateway,
+      async releasePartitions() {
+        refused++;
+        throw new RemoteTransportError(
+          "cannot call releasePartitions: the control connection to task manager 1 is closed",
+        );
+      },
+    };
+    const graph = new JobGraph("release on a closed connection");
+    const source = addSource(graph, { parallelism: 2, configuration: { records: 500 } });
+    const count = graph.addVertex({ name: "Count", parallelism: 1, invokable: "read" });
+    graph.connect(source, count, { ...REBALANCE, partitionType: BLOCKING });
+    const result = await (await env.deployer.deploy(graph, () => closing)).terminated;
+    expect(result.status).toBe("FINISHED");
+    expect(refused).toBeGreaterThan(0);
+    expect(result.releaseErrors).toEqual([]);
   });
 
   it("goes on when a TaskExecutor is lost whose tasks of the job all ended and whose partitions nobody needs, and releases nothing there afterwards", async () => {

@@ -1,5 +1,5 @@
 import type { IntermediateResultPartitionID, JobID, ResultPartitionID } from "@sluice/core";
-import { ResultPartitionID as PartitionId } from "@sluice/core";
+import { ErrorCodes, isSluiceError, ResultPartitionID as PartitionId } from "@sluice/core";
 import {
   createPartitionInfo,
   createUnknownShuffleDescriptor,
@@ -198,6 +198,10 @@ export class JobMasterPartitionTracker {
       try {
         await gateway.releasePartitions(this.jobId, ids);
       } catch (error) {
+        // A task manager whose connection closed is gone, or on its way out (it ends when it
+        // loses the job manager), and its partitions with it: nothing is left to release. Its
+        // loss may not have been reported yet when the job ends.
+        if (isSluiceError(error, ErrorCodes.REMOTE_TRANSPORT)) continue;
         errors.push(error as Error);
       }
     }
