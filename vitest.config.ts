@@ -11,6 +11,9 @@ export default defineConfig({
     include: ["**/src/**/*.test.ts"],
     exclude: ["**/node_modules/**", "**/dist/**"],
     globalSetup: ["./vitest.global-setup.ts"],
+    // Two test files at a time even on 2 cores (Vitest's default is cores − 1): most e2e time is
+    // spent waiting on child processes, heartbeats and leases, which overlap well.
+    maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },
