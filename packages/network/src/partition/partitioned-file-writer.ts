@@ -3,6 +3,7 @@ import { IllegalStateError, type NetworkBuffer, PartitionFileWriteError } from "
 import type { BatchShuffleCounters } from "./batch-shuffle-counters.js";
 import {
   BUFFER_HEADER_LENGTH,
+  type BufferHeader,
   DATA_FILE_SUFFIX,
   INDEX_ENTRY_LENGTH,
   INDEX_FILE_SUFFIX,
@@ -16,12 +17,21 @@ import {
 const MAX_INDEX_CACHE_BYTES = 4 * 1024 * 1024;
 /** `writev` takes at most this many buffers per call (IOV_MAX on Linux). */
 const MAX_IOVECS = 1024;
+/**
+ * Index entries are kept in memory and appended to the index file when this many bytes of them
+ * wait, and when the file is finished (as Flink's writer buffers its index): the index file is
+ * read only once the partition is finished, and every file write is a round trip through the
+ * libuv thread pool that the spill waits for.
+ */
+const MAX_PENDING_INDEX_BYTES = 1024 * 1024;
 /** Owner-only: other users of the machine must not read shuffle data. */
 const FILE_MODE = 0o600;
 
 /**
  * Writes a {@link PartitionedFile} (Flink's PartitionedFileWriter): regions of runs, appended
- * strictly sequentially with `writev`, and the index entries of each region when it ends. Both
+ * strictly sequentially with `writev`, each run's payloads followed by its headers and count in
+ * one buffer, so that a region of up to a thousand buffers is one `writev`; and the index entries,
+ * buffered in memory up to 1 MiB and appended to the index file then and at `finish()`. Both
  * files are created exclusively (`wx`, never through an existing file or link) with mode 0600.
  *
  * Calls are sequential: `startRegion`, then per run `startRun` / `appendBuffer`… / `endRun`,
@@ -49,7 +59,11 @@ export class PartitionedFileWriter {
   private readonly runSizes: number[];
   private runSubpartition = -1;
   private runStart = 0;
-  private runHeaders: Buffer[] = [];
+  private runHeaders: BufferHeader[] = [];
+  /** Index entries not written yet, which go to the index file at `indexPosition`. */
+  private readonly pendingIndex: Buffer[] = [];
+  private pendingIndexBytes = 0;
+  private indexPosition = 0;
   private indexCache: number[] | undefined = [];
   private finished = false;
 
@@ -111,26 +125,27 @@ export class PartitionedFileWriter {
         `a run buffer has ${payload.length} bytes, outside [1, ${this.maxBufferLength}]`,
       );
     }
-    const header = Buffer.allocUnsafe(BUFFER_HEADER_LENGTH);
-    writeBufferHeader(header, 0, {
+    this.runHeaders.push({
       dataType: buffer.getDataType(),
       isCompressed: buffer.isCompressed(),
       length: payload.length,
     });
-    this.runHeaders.push(header);
     this.queue(payload);
   }
 
-  /** Ends the current run: queues its headers and its buffer count. */
+  /** Ends the current run: queues its headers and its buffer count, as one buffer. */
   endRun(): void {
     const subpartition = this.runSubpartition;
     if (subpartition === -1) throw new IllegalStateError("endRun outside a run");
     this.runSubpartition = -1;
-    if (this.runHeaders.length === 0) return;
-    for (const header of this.runHeaders) this.queue(header);
-    const trailer = Buffer.allocUnsafe(RUN_TRAILER_LENGTH);
-    trailer.writeInt32BE(this.runHeaders.length, 0);
-    this.queue(trailer);
+    const headers = this.runHeaders;
+    if (headers.length === 0) return;
+    const tail = Buffer.allocUnsafe(headers.length * BUFFER_HEADER_LENGTH + RUN_TRAILER_LENGTH);
+    for (let i = 0; i < headers.length; i++) {
+      writeBufferHeader(tail, i * BUFFER_HEADER_LENGTH, headers[i] as BufferHeader);
+    }
+    tail.writeInt32BE(headers.length, headers.length * BUFFER_HEADER_LENGTH);
+    this.queue(tail);
     this.runHeaders = [];
     const end = this.dataPosition + this.pendingBytes;
     if (this.isBroadcastRegion) {
@@ -157,7 +172,10 @@ export class PartitionedFileWriter {
     }
   }
 
-  /** Flushes and appends the region's index entries to the index file. */
+  /**
+   * Flushes the data and adds the region's index entries; they are appended to the index file
+   * once 1 MiB of them waits, or by `finish()`.
+   */
   async endRegion(): Promise<void> {
     if (!this.regionOpen || this.runSubpartition !== -1) {
       throw new IllegalStateError("endRegion outside a region or inside a run");
@@ -173,16 +191,29 @@ export class PartitionedFileWriter {
     if (this.indexCache !== undefined && this.indexCache.length * 8 > MAX_INDEX_CACHE_BYTES) {
       this.indexCache = undefined; // readers read the index file instead
     }
+    this.pendingIndex.push(entries);
+    this.pendingIndexBytes += entries.length;
+    this.numberOfRegions++;
+    this.regionOpen = false;
+    if (this.pendingIndexBytes >= MAX_PENDING_INDEX_BYTES) await this.flushIndex();
+  }
+
+  /** Appends the waiting index entries to the index file. */
+  private async flushIndex(): Promise<void> {
+    if (this.pendingIndex.length === 0) return;
+    // One buffer: a region's entries are small, and there may be more regions than iovecs.
+    const entries = Buffer.concat(this.pendingIndex.splice(0), this.pendingIndexBytes);
+    const bytes = entries.length;
+    this.pendingIndexBytes = 0;
     await writeFully(
       this.basePath + INDEX_FILE_SUFFIX,
       this.indexFile as FileHandle,
       [entries],
-      entries.length,
-      this.numberOfRegions * n * INDEX_ENTRY_LENGTH,
+      bytes,
+      this.indexPosition,
     );
-    if (this.counters !== undefined) this.counters.fileBytesWritten += entries.length;
-    this.numberOfRegions++;
-    this.regionOpen = false;
+    this.indexPosition += bytes;
+    if (this.counters !== undefined) this.counters.fileBytesWritten += bytes;
   }
 
   /** Closes both files and describes them for the readers. */
@@ -190,6 +221,12 @@ export class PartitionedFileWriter {
     if (this.regionOpen) throw new IllegalStateError("finish() inside a region");
     this.checkOpen();
     this.finished = true;
+    try {
+      await this.flushIndex();
+    } catch (error) {
+      await this.closeFiles();
+      throw error;
+    }
     await this.closeFiles();
     return new PartitionedFile({
       basePath: this.basePath,
@@ -206,6 +243,8 @@ export class PartitionedFileWriter {
   async abort(): Promise<void> {
     this.finished = true;
     this.pending.length = 0;
+    this.pendingIndex.length = 0;
+    this.pendingIndexBytes = 0;
     await this.closeFiles();
     await rm(this.basePath + DATA_FILE_SUFFIX, { force: true });
     await rm(this.basePath + INDEX_FILE_SUFFIX, { force: true });

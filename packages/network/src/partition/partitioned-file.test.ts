@@ -1,4 +1,5 @@
 import { mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
+import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -9,7 +10,7 @@ import {
   MemorySegment,
   NetworkBuffer,
 } from "@sluice/core";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { BatchShuffleReadBufferPool } from "./batch-shuffle-read-buffer-pool.js";
 import { DATA_FILE_SUFFIX, INDEX_FILE_SUFFIX, type PartitionedFile } from "./partitioned-file.js";
 import { PartitionedFileReader } from "./partitioned-file-reader.js";
@@ -138,6 +139,54 @@ describe("PartitionedFileWriter and PartitionedFileReader", () => {
     expect(entry(1, 0)).toEqual(entry(1, 1));
     expect(entry(1, 0)).toEqual(entry(1, 2));
     expect(file.dataFileSize).toBe(data.length);
+    await file.delete();
+  });
+
+  it("writes a region of 600 buffers with one writev, and its index entries when finished", async () => {
+    // The FileHandle class is not exported: spy on the prototype of a real handle's writes.
+    const probe = await open(join(dir, "probe"), "w");
+    const writev = vi.spyOn(Object.getPrototypeOf(probe) as typeof probe, "writev");
+    await probe.close();
+    try {
+      const writer = new PartitionedFileWriter(join(dir, "p"), 2, SEGMENT);
+      await writer.open();
+      writer.startRegion(false);
+      for (const s of [0, 1]) {
+        writer.startRun(s);
+        for (let i = 0; i < 300; i++) writer.appendBuffer(buffer(`${s}-${i}`));
+        writer.endRun();
+      }
+      await writer.endRegion();
+      // 600 payloads and 2 runs' headers: before, 1,200 headers and counts beside them took two.
+      expect(writev).toHaveBeenCalledTimes(1);
+      expect(statSync(join(dir, `p${INDEX_FILE_SUFFIX}`)).size).toBe(0);
+      const file = await writer.finish();
+      expect(writev).toHaveBeenCalledTimes(2);
+      expect(statSync(file.indexFilePath).size).toBe(2 * 16);
+      const expected = Array.from({ length: 300 }, (_, i) => `DATA_BUFFER:0:1-${i}`);
+      expect(await readAll(file, 1, pool, 8)).toEqual(expected);
+      await file.delete();
+    } finally {
+      writev.mockRestore();
+    }
+  });
+
+  it("appends waiting index entries to the index file once 1 MiB of them waits", async () => {
+    const n = 1024; // 16 KiB of entries per region: 64 regions make 1 MiB
+    const writer = new PartitionedFileWriter(join(dir, "p"), n, SEGMENT);
+    await writer.open();
+    const indexPath = join(dir, `p${INDEX_FILE_SUFFIX}`);
+    for (let region = 0; region < 70; region++) {
+      writer.startRegion(false);
+      writer.startRun(region % n);
+      writer.appendBuffer(buffer(`r${region}`));
+      writer.endRun();
+      await writer.endRegion();
+      expect(statSync(indexPath).size).toBe(region < 63 ? 0 : 64 * n * 16);
+    }
+    const file = await writer.finish();
+    expect(statSync(indexPath).size).toBe(70 * n * 16);
+    expect(await readAll(file, 65, pool)).toEqual(["DATA_BUFFER:0:r65"]);
     await file.delete();
   });
 
