@@ -541,12 +541,10 @@ function parseJobManagerFlags(
       `--kill-job-manager-after takes at most ${MAX_JOB_MANAGER_KILLS} times, got ${killJobManagerAfterMs.length}`,
     );
   }
-  for (let i = 1; i < killJobManagerAfterMs.length; i++) {
-    if ((killJobManagerAfterMs[i] as number) <= (killJobManagerAfterMs[i - 1] as number)) {
-      throw new UsageError(
-        `--kill-job-manager-after expects ascending times, got ${JSON.stringify(kills)}`,
-      );
-    }
+  if (killJobManagerAfterMs.some((ms, i) => i > 0 && ms <= (killJobManagerAfterMs[i - 1] ?? 0))) {
+    throw new UsageError(
+      `--kill-job-manager-after expects ascending times, got ${JSON.stringify(kills)}`,
+    );
   }
   return {
     highAvailability: ha,

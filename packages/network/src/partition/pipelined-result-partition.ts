@@ -15,6 +15,7 @@ import {
   type RuntimeEvent,
 } from "@sluice/core";
 import type { ChannelStateWriter } from "@sluice/runtime-api";
+import { AlignmentTimers } from "./alignment-timers.js";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
 import { PipelinedSubpartition, type SubpartitionParent } from "./pipelined-subpartition.js";
 import { ResultPartition, type ResultPartitionOptions } from "./result-partition.js";
@@ -69,12 +70,8 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
   private broadcastBuilder: BufferBuilder | undefined;
   private pending: PendingRecord | undefined;
   private channelStateWriter: ChannelStateWriter | undefined;
-  /**
-   * One timer per checkpoint whose timeoutable aligned barrier is still queued in a
-   * subpartition: when it fires, those barriers turn unaligned (the output-side alignment
-   * timeout). Cleared once every subpartition sent its barrier, on abort, and on release.
-   */
-  private readonly alignmentTimers = new Map<bigint, ReturnType<typeof setTimeout>>();
+  /** The output-side alignment timeout's timers, one per checkpoint with a queued barrier. */
+  private readonly alignmentTimers = new AlignmentTimers();
   private readonly pendingAvailability = new AvailabilityHelper();
   /**
    * Flink's n + 1 users: one per subpartition (dropped when its view is released) plus the
@@ -138,7 +135,7 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
   /** Releases every buffer (queued data included) and the output pool. */
   protected releaseInternal(): void {
     this.closeBuilders();
-    this.cancelAlignmentTimers();
+    this.alignmentTimers.clearAll();
     this.pending = undefined;
     for (const subpartition of this.subpartitions) subpartition.release();
     this.bufferPool?.destroy();
@@ -288,28 +285,19 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
     for (const subpartition of this.subpartitions) {
       if (subpartition.addTimeoutableBarrier(consumer.copy(), barrier)) queued = true;
     }
-    if (!queued || this.alignmentTimers.has(barrier.id)) return;
+    if (!queued) return;
     const deadline = Number(barrier.timestamp + barrier.options.alignedCheckpointTimeout);
-    const timer = setTimeout(
-      () => this.onAlignmentTimeout(barrier.id),
-      Math.max(0, deadline - Date.now()),
-    );
-    // A barrier still queued must not keep the process alive on its own.
-    timer.unref();
-    this.alignmentTimers.set(barrier.id, timer);
-  }
-
-  /** The alignment timeout of `checkpointId` passed: its queued barriers turn unaligned. */
-  private onAlignmentTimeout(checkpointId: bigint): void {
-    this.alignmentTimers.delete(checkpointId);
-    for (const subpartition of this.subpartitions) subpartition.alignedBarrierTimeout(checkpointId);
+    // When it passes, the checkpoint's queued barriers turn unaligned.
+    this.alignmentTimers.start(barrier.id, deadline, () => {
+      for (const subpartition of this.subpartitions) subpartition.alignedBarrierTimeout(barrier.id);
+    });
   }
 
   private abortAlignmentTimeout(checkpointId: bigint): void {
     for (const subpartition of this.subpartitions) {
       subpartition.abortTimeoutableBarrier(checkpointId);
     }
-    this.clearAlignmentTimer(checkpointId);
+    this.alignmentTimers.clear(checkpointId);
   }
 
   /** A subpartition's timeoutable barrier left it; the timer ends with the last one. */
@@ -318,19 +306,7 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
     for (const subpartition of this.subpartitions) {
       if (subpartition.hasTimeoutableBarrier(checkpointId)) return;
     }
-    this.clearAlignmentTimer(checkpointId);
-  }
-
-  private clearAlignmentTimer(checkpointId: bigint): void {
-    const timer = this.alignmentTimers.get(checkpointId);
-    if (timer === undefined) return;
-    clearTimeout(timer);
-    this.alignmentTimers.delete(checkpointId);
-  }
-
-  private cancelAlignmentTimers(): void {
-    for (const timer of this.alignmentTimers.values()) clearTimeout(timer);
-    this.alignmentTimers.clear();
+    this.alignmentTimers.clear(checkpointId);
   }
 
   /**
@@ -338,7 +314,7 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
    * still queued in a subpartition.
    */
   getPendingAlignmentTimeouts(): bigint[] {
-    return [...this.alignmentTimers.keys()];
+    return this.alignmentTimers.pending();
   }
 
   /** True while a record waits for buffers: no event can be sent until it completes. */
