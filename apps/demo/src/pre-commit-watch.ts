@@ -1,4 +1,5 @@
 import { readdir } from "node:fs/promises";
+import { COMMITTED_PART_FILE } from "./sink-options.js";
 
 /** How often the watch lists the sink's folder: a pre-commit is a rename, seen at the next look. */
 const LIST_INTERVAL_MS = 1;
@@ -9,9 +10,9 @@ const LIST_INTERVAL_MS = 1;
  * for any other entry (the in-progress files, which exist before the snapshot).
  */
 function preCommittedPart(entry: string): { subtask: number; part: string } | undefined {
-  const match = /^(?:\.(part-(\d+)-\d+-\d+)\.pending|(part-(\d+)-\d+-\d+))$/.exec(entry);
-  if (match === null) return undefined;
-  return { part: (match[1] ?? match[3]) as string, subtask: Number(match[2] ?? match[4]) };
+  const part = /^\.(.+)\.pending$/.exec(entry)?.[1] ?? entry;
+  const subtask = COMMITTED_PART_FILE.exec(part)?.[1];
+  return subtask === undefined ? undefined : { part, subtask: Number(subtask) };
 }
 
 /**

@@ -86,6 +86,9 @@ export async function checkOutputDirectory(
   }
 }
 
+/** A committed part file's name, `part-<subtask>-<attempt>-<n>`: group 1 is the subtask. */
+export const COMMITTED_PART_FILE = /^part-(\d+)-\d+-\d+$/;
+
 /** What the committed part files of a run hold. */
 export interface CommittedOutput {
   /** Count subtask i's counts at index i: the sums of its committed lines. */
@@ -117,7 +120,7 @@ export async function readCommittedOutput(
   }
   for (const name of entries) {
     if (name.startsWith(".")) continue;
-    const subtask = Number(/^part-(\d+)-\d+-\d+$/.exec(name)?.[1] ?? Number.NaN);
+    const subtask = Number(COMMITTED_PART_FILE.exec(name)?.[1] ?? Number.NaN);
     const counts = countsBySubtask[subtask];
     if (counts === undefined) {
       differences.push(`${path.join(directory, name)} is not a part file of a count subtask`);
