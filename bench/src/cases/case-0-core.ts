@@ -116,10 +116,10 @@ export const case0: CaseDefinition = {
     );
     const goals = [
       report.goal({
-        text: "in-process 4 channels ≥ 80% of core serde",
+        text: "in-process 4 channels ≥ 90% of core serde",
         measured: findRow(rows, "in-process 4 ch")?.ratio,
         comparison: "≥",
-        target: 0.8,
+        target: 0.9,
         unit: "× core serde",
       }),
     ];

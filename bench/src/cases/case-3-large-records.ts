@@ -46,17 +46,17 @@ export const case3: CaseDefinition = {
       rows,
       goals: [
         report.goal({
-          text: "Sluice TCP ≥ 80% of raw net GB/s",
+          text: "Sluice TCP ≥ 90% of raw net GB/s",
           measured: findRow(rows, "sluice-tcp")?.ratio,
           comparison: "≥",
-          target: 0.8,
+          target: 0.9,
           unit: "× raw net",
         }),
         report.goal({
-          text: "Sluice WS ≥ 70% of raw ws GB/s",
+          text: "Sluice WS ≥ 80% of raw ws GB/s",
           measured: findRow(rows, "sluice-ws")?.ratio,
           comparison: "≥",
-          target: 0.7,
+          target: 0.8,
           unit: "× raw ws",
           note: report.wsUnavailable,
         }),

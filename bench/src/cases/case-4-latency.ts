@@ -57,10 +57,10 @@ export const case4: CaseDefinition = {
       rows: withRatio,
       goals: [
         report.goal({
-          text: "Sluice TCP p50 RTT ≤ 1.5× raw net",
+          text: "Sluice TCP p50 RTT ≤ 1.3× raw net",
           measured: findRow(withRatio, "sluice-tcp")?.ratio,
           comparison: "≤",
-          target: 1.5,
+          target: 1.3,
           unit: "× raw net",
         }),
       ],
