@@ -1,4 +1,4 @@
-import { ErrorCodes, IllegalArgumentError } from "@sluice/core";
+import { ErrorCodes, IllegalArgumentError, IllegalStateError } from "@sluice/core";
 import { expectRejection } from "@sluice/core/testing";
 import { FencingTokenError, type LeaderInformation } from "@sluice/runtime-api";
 import { describe, expect, it } from "vitest";
@@ -64,5 +64,37 @@ describe("the embedded high-availability services (high-availability.type: none)
     await expectRejection(graphs.putJobGraph("job", {}), FencingTokenError, ErrorCodes.HA_FENCED);
     await expectRejection(counter.getAndIncrement(), FencingTokenError, ErrorCodes.HA_FENCED);
     expect(await graphs.getJobIds()).toEqual(["job"]);
+  });
+
+  it("keeps job results dirty, then clean, and refuses a second result for a job", async () => {
+    const services = new EmbeddedHighAvailabilityServices();
+    await leading(services);
+    const results = services.getJobResultStore();
+    const entry = { jobId: "job", status: "FINISHED", timestamp: 1 } as const;
+    expect(await results.hasJobResultEntry("job")).toBe(false);
+    await results.createDirtyResult(entry);
+    expect(await results.getDirtyResults()).toEqual([entry]);
+    expect(await results.hasDirtyJobResultEntry("job")).toBe(true);
+    await expectRejection(
+      results.createDirtyResult({ ...entry, status: "FAILED" }),
+      IllegalStateError,
+      ErrorCodes.ILLEGAL_STATE,
+    );
+    await results.markResultAsClean("job");
+    expect(await results.hasCleanJobResultEntry("job")).toBe(true);
+    expect(await results.hasDirtyJobResultEntry("job")).toBe(false);
+    expect(await results.getDirtyResults()).toEqual([]);
+    expect(await results.getJobResult("job")).toEqual(entry);
+    await expectRejection(
+      results.markResultAsClean("other"),
+      IllegalStateError,
+      ErrorCodes.ILLEGAL_STATE,
+    );
+    await services.close();
+    await expectRejection(
+      results.createDirtyResult({ ...entry, jobId: "next" }),
+      FencingTokenError,
+      ErrorCodes.HA_FENCED,
+    );
   });
 });

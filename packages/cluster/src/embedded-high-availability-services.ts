@@ -6,6 +6,8 @@ import {
   FencingTokenError,
   type HighAvailabilityServices,
   type JobGraphStore,
+  type JobResultEntry,
+  type JobResultStore,
   type JsonValue,
   type LeaderContender,
   type LeaderElection,
@@ -29,6 +31,7 @@ export class EmbeddedHighAvailabilityServices implements HighAvailabilityService
   private readonly jobGraphs = new Map<string, JsonValue>();
   private readonly checkpoints = new Map<string, StoredCompletedCheckpoint[]>();
   private readonly counters = new Map<string, bigint>();
+  private readonly jobResults = new Map<string, { entry: JobResultEntry; clean: boolean }>();
 
   /**
    * @param jobManagerAddress - where the one job manager serves, for leader retrieval
@@ -61,6 +64,37 @@ export class EmbeddedHighAvailabilityServices implements HighAvailabilityService
         jobGraphs.delete(jobId);
       },
       getJobIds: async () => [...jobGraphs.keys()].sort(),
+    };
+  }
+
+  getJobResultStore(): JobResultStore {
+    const { jobResults } = this;
+    const fence = (what: string) => this.election.fence(what);
+    return {
+      createDirtyResult: async (entry) => {
+        fence(`storing the result of job ${entry.jobId}`);
+        if (jobResults.has(entry.jobId)) {
+          throw new IllegalStateError(`job ${entry.jobId} has a stored result already`);
+        }
+        jobResults.set(entry.jobId, { entry, clean: false });
+      },
+      markResultAsClean: async (jobId) => {
+        fence(`marking the result of job ${jobId} clean`);
+        const stored = jobResults.get(jobId);
+        if (stored === undefined) {
+          throw new IllegalStateError(`job ${jobId} has no stored result to mark clean`);
+        }
+        stored.clean = true;
+      },
+      hasJobResultEntry: async (jobId) => jobResults.has(jobId),
+      hasDirtyJobResultEntry: async (jobId) => jobResults.get(jobId)?.clean === false,
+      hasCleanJobResultEntry: async (jobId) => jobResults.get(jobId)?.clean === true,
+      getJobResult: async (jobId) => jobResults.get(jobId)?.entry,
+      getDirtyResults: async () =>
+        [...jobResults.values()]
+          .filter((stored) => !stored.clean)
+          .map((stored) => stored.entry)
+          .sort((a, b) => (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0)),
     };
   }
 
@@ -122,6 +156,7 @@ export class EmbeddedHighAvailabilityServices implements HighAvailabilityService
     this.jobGraphs.clear();
     this.checkpoints.clear();
     this.counters.clear();
+    this.jobResults.clear();
     await this.close();
   }
 }

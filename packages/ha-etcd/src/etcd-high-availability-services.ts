@@ -4,6 +4,7 @@ import {
   checkMaxRetainedCheckpoints,
   type HighAvailabilityServices,
   type JobGraphStore,
+  type JobResultStore,
   type LeaderElection,
   type LeaderRetrievalService,
 } from "@sluice/runtime-api";
@@ -12,6 +13,7 @@ import { etcdCall } from "./etcd-call.js";
 import { EtcdCheckpointIDCounter } from "./etcd-checkpoint-id-counter.js";
 import { EtcdCompletedCheckpointStore } from "./etcd-completed-checkpoint-store.js";
 import { EtcdJobGraphStore } from "./etcd-job-graph-store.js";
+import { EtcdJobResultStore } from "./etcd-job-result-store.js";
 import { EtcdLeaderElection } from "./etcd-leader-election.js";
 import { EtcdLeaderRetrievalService } from "./etcd-leader-retrieval-service.js";
 import { LeadershipFence } from "./leadership-fence.js";
@@ -78,6 +80,10 @@ export class EtcdHighAvailabilityServices implements HighAvailabilityServices {
 
   getJobGraphStore(): JobGraphStore {
     return new EtcdJobGraphStore(this.namespace, this.fence, this.files, this.settings.endpoints);
+  }
+
+  getJobResultStore(): JobResultStore {
+    return new EtcdJobResultStore(this.namespace, this.fence, this.settings.endpoints);
   }
 
   createCompletedCheckpointStore(

@@ -1,6 +1,11 @@
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { ConfigurationError, ErrorCodes, IllegalArgumentError } from "@sluice/core";
+import {
+  ConfigurationError,
+  ErrorCodes,
+  IllegalArgumentError,
+  IllegalStateError,
+} from "@sluice/core";
 import { expectRejection, waitFor } from "@sluice/core/testing";
 import {
   FencingTokenError,
@@ -163,6 +168,44 @@ describeWithEtcd("the etcd high-availability stores on a real etcd", (fixture) =
     expect(await continued.get()).toBe(100n);
     await continued.shutdown(true);
     expect(await continued.get()).toBe(1n);
+  }, 60_000);
+
+  it("keeps job results across leaders, dirty then clean, fenced", async () => {
+    const services = await leader(fixture);
+    const results = services.getJobResultStore();
+    const entry = {
+      jobId: "job-a",
+      status: "CANCELED",
+      timestamp: 7,
+      details: { by: "user" },
+    } as const;
+    await results.createDirtyResult(entry);
+    await expectRejection(
+      results.createDirtyResult({ ...entry, status: "FINISHED" }),
+      IllegalStateError,
+      ErrorCodes.ILLEGAL_STATE,
+    );
+    // A standby cannot write, and sees what the leader stored.
+    const standby = await fixture.services();
+    const contender = new RecordingContender();
+    await standby.getJobManagerLeaderElection().startLeaderElection(contender);
+    await expectRejection(
+      standby.getJobResultStore().markResultAsClean("job-a"),
+      FencingTokenError,
+      ErrorCodes.HA_FENCED,
+    );
+    expect(await standby.getJobResultStore().getDirtyResults()).toEqual([entry]);
+    // The leader resigns: the standby leads and finishes the cleanup.
+    await services.close();
+    await waitFor(() => contender.leading, { what: "leadership", timeoutMs: 15_000 });
+    const continued = standby.getJobResultStore();
+    expect(await continued.hasDirtyJobResultEntry("job-a")).toBe(true);
+    await continued.markResultAsClean("job-a");
+    expect(await continued.hasCleanJobResultEntry("job-a")).toBe(true);
+    expect(await continued.getDirtyResults()).toEqual([]);
+    expect(await continued.getJobResult("job-a")).toEqual(entry);
+    expect(await continued.hasJobResultEntry("job-b")).toBe(false);
+    await standby.close();
   }, 60_000);
 
   it("keeps clusters apart by high-availability.cluster-id", async () => {

@@ -154,6 +154,11 @@ export {
   isHighAvailabilityServicesFactory,
 } from "./high-availability/high-availability-services.js";
 export type { JobGraphStore } from "./high-availability/job-graph-store.js";
+export type {
+  GloballyTerminalJobStatus,
+  JobResultEntry,
+  JobResultStore,
+} from "./high-availability/job-result-store.js";
 export type { LeaderContender, LeaderElection } from "./high-availability/leader-election.js";
 export type {
   LeaderInformation,

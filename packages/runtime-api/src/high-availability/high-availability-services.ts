@@ -2,6 +2,7 @@ import type { ReadableConfig } from "../config/config-option.js";
 import type { CheckpointIDCounter } from "./checkpoint-id-counter.js";
 import type { CompletedCheckpointStore } from "./completed-checkpoint-store.js";
 import type { JobGraphStore } from "./job-graph-store.js";
+import type { JobResultStore } from "./job-result-store.js";
 import type { LeaderElection } from "./leader-election.js";
 import type { LeaderRetrievalService } from "./leader-retrieval-service.js";
 
@@ -20,6 +21,8 @@ export interface HighAvailabilityServices {
   getJobManagerLeaderRetriever(): LeaderRetrievalService;
   /** The submitted job graphs. */
   getJobGraphStore(): JobGraphStore;
+  /** The results of the jobs that ended for good: what a new leader must not run again. */
+  getJobResultStore(): JobResultStore;
   /**
    * The completed checkpoints of `jobId`, keeping `maxNumberOfRetainedCheckpoints` of them.
    *
