@@ -18,6 +18,12 @@ export {
   numberOfSubpartitions,
   partitionIdOf,
 } from "./job-graph.js";
+export {
+  defineJob,
+  isJobModule,
+  type JobModule,
+  type JobModuleContext,
+} from "./job-module.js";
 export type { JobCheckpointsSummary, JobResult } from "./job-result.js";
 export type { JobStatus, JobStatusListener } from "./job-status.js";
 export type { DeploymentOrder } from "./pipelined-region-scheduling-strategy.js";
