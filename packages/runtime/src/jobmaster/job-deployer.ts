@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import { IllegalStateError } from "@sluice/core";
 import type { ReadableConfig, ShuffleMaster } from "@sluice/runtime-api";
-import { JobManagerOptions } from "@sluice/runtime-api";
+import { DescriptorError, JobManagerOptions } from "@sluice/runtime-api";
 import { createShuffleMaster } from "../loader/plugin-contract.js";
 import {
   type LoadedShuffleServiceFactory,
@@ -9,6 +9,7 @@ import {
   loadShuffleServiceFactoryWithInfo,
   type ShuffleServiceLoaderOptions,
 } from "../loader/shuffle-service-loader.js";
+import { isLeadershipEpoch, randomLeadershipEpoch } from "../messages/leadership-epoch.js";
 import { JobManagerMetricGroup } from "../metrics/groups/job-manager-metric-group.js";
 import { MetricNames } from "../metrics/metric-names.js";
 import { MetricRegistry } from "../metrics/metric-registry.js";
@@ -77,6 +78,14 @@ export interface DeployOptions {
    * fails that checkpoint. The cluster's `JobManager` passes its high-availability store here.
    */
   readonly storeCompletedCheckpoint?: (checkpoint: CompletedCheckpoint) => Promise<void>;
+  /**
+   * The leadership of the job manager that deploys the job, as every task learns it
+   * (`Task.leadershipEpoch`; see `leadershipEpochOf` for a fencing token's). Default: a random
+   * epoch of this deployment. The cluster's `JobManager` passes its leadership's.
+   *
+   * @throws DescriptorError (from deploy) when it is not 1 to 32 letters and digits.
+   */
+  readonly leadershipEpoch?: string;
 }
 
 /**
@@ -180,6 +189,11 @@ export class JobDeployer {
       throw new IllegalStateError(`cannot deploy job ${graph.name}: the JobDeployer is closed`);
     }
     const configuration = options.configuration ?? this.configuration;
+    if (options.leadershipEpoch !== undefined && !isLeadershipEpoch(options.leadershipEpoch)) {
+      throw new DescriptorError(
+        `cannot deploy job ${graph.name}: its leadershipEpoch must be 1 to 32 letters and digits (see leadershipEpochOf), got ${JSON.stringify(options.leadershipEpoch)}`,
+      );
+    }
     const checkpointing = checkpointCoordinatorConfigurationOf(configuration);
     const execution = new JobExecution(
       graph,
@@ -194,6 +208,7 @@ export class JobDeployer {
           ? {}
           : { storeCompletedCheckpoint: options.storeCompletedCheckpoint }),
         restartStrategy: createRestartBackoffTimeStrategy(configuration),
+        leadershipEpoch: options.leadershipEpoch ?? randomLeadershipEpoch(),
         failoverStrategy: configuration.get(JobManagerOptions.EXECUTION_FAILOVER_STRATEGY),
       },
     );

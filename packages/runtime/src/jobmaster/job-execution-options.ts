@@ -12,6 +12,11 @@ export interface JobExecutionOptions {
   readonly restartStrategy: RestartBackoffTimeStrategy;
   /** What a failure restarts (`jobmanager.execution.failover-strategy`, default `region`). */
   readonly failoverStrategy?: "full" | "region";
+  /**
+   * The leadership epoch every task of the job is deployed with (`Task.leadershipEpoch`): unique
+   * per job-manager leadership. Absent: tasks see `"0"`.
+   */
+  readonly leadershipEpoch?: string;
   /** Told of each status change of the job, with the failure behind FAILING or RESTARTING. */
   readonly statusListener?: JobStatusListener;
   /**

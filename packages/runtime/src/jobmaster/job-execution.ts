@@ -111,7 +111,11 @@ export class JobExecution implements JobMasterGateway {
     order: DeploymentOrder,
     options: JobExecutionOptions,
   ) {
-    this.descriptors = new TaskDeploymentDescriptorFactory(graph, options.checkpointing);
+    this.descriptors = new TaskDeploymentDescriptorFactory(
+      graph,
+      options.checkpointing,
+      options.leadershipEpoch,
+    );
     this.graph = graph;
     this.executions = new ExecutionGraph(graph);
     this.jobId = graph.jobId;

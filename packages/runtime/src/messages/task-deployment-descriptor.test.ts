@@ -49,3 +49,28 @@ describe("TaskDeploymentDescriptorCodec, FLIP-147 fields", () => {
     ).toThrow(/finished/);
   });
 });
+
+describe("TaskDeploymentDescriptorCodec, the leadership epoch", () => {
+  it("carries the leadership epoch through JSON and refuses one that cannot be part of a name, naming the field", () => {
+    const descriptor = TaskDeploymentDescriptorCodec.fromJSON(
+      descriptorJson({ leadershipEpoch: "1234" }),
+    );
+    expect(descriptor.leadershipEpoch).toBe("1234");
+    expect(TaskDeploymentDescriptorCodec.toJSON(descriptor)).toMatchObject({
+      leadershipEpoch: "1234",
+    });
+    expect(TaskDeploymentDescriptorCodec.fromJSON(descriptorJson({})).leadershipEpoch).toBe(
+      undefined,
+    );
+    for (const bad of ["", "a-b", "../x", "x".repeat(33), 7]) {
+      expect(() =>
+        TaskDeploymentDescriptorCodec.fromJSON(descriptorJson({ leadershipEpoch: bad })),
+      ).toThrow(
+        expect.objectContaining({
+          code: "SLUICE_ERR_DESCRIPTOR",
+          message: expect.stringContaining("leadershipEpoch"),
+        }),
+      );
+    }
+  });
+});
