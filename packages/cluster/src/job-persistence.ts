@@ -1,8 +1,8 @@
-import { IllegalStateError } from "@sluice/core";
 import type { CompletedCheckpoint, Configuration, JobExecution } from "@sluice/runtime";
 import {
   CheckpointingOptions,
   type CompletedCheckpointStore,
+  FencingTokenError,
   type HighAvailabilityServices,
   type JsonValue,
   type StoredCompletedCheckpoint,
@@ -70,20 +70,23 @@ export class JobPersistence {
    * Only the leader stores; a job manager that lost its leadership fails the checkpoint, and so
    * does a store that refuses the write (a deposed leader's fencing token).
    */
-  checkpointStorer(jobId: string): (checkpoint: CompletedCheckpoint) => Promise<void> {
+  checkpointStorer(
+    jobId: string,
+  ): (checkpoint: CompletedCheckpoint) => Promise<readonly bigint[] | undefined> {
     const { context } = this;
     const store = this.checkpointStoreOf(jobId);
     return async (checkpoint) => {
       if (!context.isLeader()) {
-        throw new IllegalStateError(
+        throw new FencingTokenError(
           `checkpoint ${checkpoint.checkpointId} of job ${jobId} is not stored: this job manager is not the leader`,
         );
       }
-      await store.addCheckpoint({
+      const dropped = await store.addCheckpoint({
         checkpointId: checkpoint.checkpointId,
         timestamp: checkpoint.timestamp,
         externalPointer: checkpoint.metadataPath,
       });
+      return dropped.map((stored) => stored.checkpointId);
     };
   }
 

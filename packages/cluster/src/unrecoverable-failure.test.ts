@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { ErrorCodes } from "@sluice/core";
+import { ErrorCodes, isSluiceError } from "@sluice/core";
 import type { JobStatus } from "@sluice/runtime";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { numbersJob } from "./test-support/number-tasks.js";
@@ -63,7 +63,7 @@ describe("a streaming job on a shuffle that stores BLOCKING partitions only", ()
       const result = await execution.terminated;
       const elapsedMs = performance.now() - started;
       expect(result.status).toBe("FAILED");
-      expect(result.error?.code).toBe(ErrorCodes.CONFIG);
+      expect(isSluiceError(result.error, ErrorCodes.CONFIG)).toBe(true);
       expect(result.error?.message).toContain("stores BLOCKING partitions only");
       expect(result.restarts).toBe(0);
       expect(statuses).not.toContain("RESTARTING");

@@ -1,3 +1,4 @@
+import type { CheckpointIDCounter } from "@sluice/runtime-api";
 import type { CheckpointCoordinatorOptions } from "./checkpoints/checkpoint-coordinator.js";
 import type { CheckpointCoordinatorConfiguration } from "./checkpoints/checkpoint-coordinator-configuration.js";
 import type { CompletedCheckpoint } from "./checkpoints/completed-checkpoint.js";
@@ -28,5 +29,15 @@ export interface JobExecutionOptions {
    * Stores each completed checkpoint before the tasks are told that it completed (see
    * {@link CheckpointCoordinatorOptions.storeCompletedCheckpoint}).
    */
-  readonly storeCompletedCheckpoint?: (checkpoint: CompletedCheckpoint) => Promise<void>;
+  readonly storeCompletedCheckpoint?: CheckpointCoordinatorOptions["storeCompletedCheckpoint"];
+  /**
+   * Where the job's checkpoint ids come from (see
+   * {@link CheckpointCoordinatorOptions.checkpointIdCounter}).
+   */
+  readonly checkpointIdCounter?: CheckpointIDCounter;
+  /**
+   * Whether the job's end deletes its retained checkpoints (see
+   * {@link CheckpointCoordinatorOptions.discardRetainedOnShutdown}); default true.
+   */
+  readonly discardRetainedCheckpointsOnShutdown?: boolean;
 }
