@@ -1,4 +1,10 @@
-import { IllegalStateError, TimeoutError } from "@sluice/core";
+import {
+  ErrorCodes,
+  IllegalStateError,
+  isSluiceError,
+  type JobID,
+  TimeoutError,
+} from "@sluice/core";
 import {
   type Configuration,
   type DeployOptions,
@@ -6,9 +12,11 @@ import {
   type JobDeployerOptions,
   type JobExecution,
   type JobGraph,
+  type JobStatus,
   type Placement,
 } from "@sluice/runtime";
 import {
+  FencingTokenError,
   HeartbeatManagerOptions,
   type HighAvailabilityServices,
   JobManagerOptions,
@@ -17,10 +25,11 @@ import {
 import { emitClusterWarning } from "./cluster-warning.js";
 import { HOST_LOCAL_KEYS, type ShutdownReport } from "./control-plane-messages.js";
 import { readControlPlaneTls } from "./control-plane-tls.js";
+import { Dispatcher, type JobClient } from "./dispatcher.js";
 import { EmbeddedHighAvailabilityServices } from "./embedded-high-availability-services.js";
 import { loadHighAvailabilityServices } from "./high-availability-services-loader.js";
 import { JobManagerEndpoint, type RefusedTaskManager } from "./job-manager-endpoint.js";
-import { JobPersistence, type RecoverableJob } from "./job-persistence.js";
+import { JobPersistence } from "./job-persistence.js";
 import type { RegisteredTaskManager } from "./registered-task-manager.js";
 import { type ShufflePluginIdentity, shufflePluginIdentity } from "./shuffle-plugin-identity.js";
 import { TaskManagerWaiters } from "./task-manager-waiters.js";
@@ -86,22 +95,28 @@ export interface JobManagerStartOptions extends JobDeployerOptions {
   readonly onLeadershipGranted?: (fencingToken: string) => void;
   /**
    * This job manager lost its leadership (its lease expired, or etcd was out of reach for too
-   * long): it dropped its task managers' connections and refuses new ones, and its store writes
-   * are refused. Default: a warning. The application decides whether to exit or stay a standby.
+   * long): it suspended its jobs (they stop, delete nothing, and go on under the next leader),
+   * dropped its task managers' connections and refuses new ones, and its store writes are
+   * refused. Default: a warning. The application decides whether to exit or stay a standby.
    */
   readonly onLeadershipRevoked?: () => void;
+  /**
+   * A job the previous leader ran and that had not ended for good was taken over: this job
+   * manager, once elected, rebuilt it from the job graph store and deployed it onto the
+   * registered task managers, restored from its latest stored checkpoint. Wait for its end with
+   * `execution.terminated`, or with {@link JobManager.getJob} / {@link JobManager.submitJob}.
+   */
+  readonly onJobRecovered?: (execution: JobExecution) => void;
+  /**
+   * Told of every status change of every job this job manager runs, deployed or taken over, with
+   * the failure behind FAILING and RESTARTING. Without it (and without a deploy's own
+   * `statusListener`), every failover is reported to `onWarning` with its cause.
+   */
+  readonly jobStatusListener?: (jobId: JobID, status: JobStatus, cause: Error | undefined) => void;
 }
 
-/** Options of {@link JobManager.deploy}: the runtime's, and what high availability keeps. */
-export interface JobManagerDeployOptions extends DeployOptions {
-  /**
-   * What a new leader needs to rebuild this job after a failover (JSON; e.g. the application's
-   * own job description). When given, the job graph store keeps it under the job's id, every
-   * checkpoint the job completes goes into the completed-checkpoint store, and both are removed
-   * once the job ends for good. See {@link JobManager.recoverableJobs}.
-   */
-  readonly recoveryDescription?: JsonValue;
-}
+/** Options of {@link JobManager.deploy} and {@link JobManager.submitJob}. */
+export type JobManagerDeployOptions = DeployOptions;
 
 /** Options of {@link JobManager.close} and {@link JobManager.shutDownTaskManagers}. */
 export interface ShutDownOptions {
@@ -138,9 +153,8 @@ export class JobManager {
   /** The port the control plane listens on. */
   readonly port: number;
 
-  private readonly executions = new Set<JobExecution>();
   private readonly waiters = new TaskManagerWaiters(() => this.connectedTaskManagers());
-  private readonly persistence: JobPersistence;
+  private readonly dispatcher: Dispatcher;
   private closing: Promise<void> | undefined;
   private leaderToken: string | undefined;
   private readonly leadershipWaiters = new Set<() => void>();
@@ -159,16 +173,37 @@ export class JobManager {
     readonly highAvailability: HighAvailabilityServices,
     /** Whether {@link close} closes {@link highAvailability} (it loaded them itself). */
     private readonly ownsHighAvailability: boolean,
+    /** Whether the job managers elect a leader (not `none`). */
+    private readonly elected: boolean,
     warn: (message: string) => void,
+    options: JobManagerStartOptions,
   ) {
     this.url = endpoint.url;
     this.host = endpoint.host;
     this.port = endpoint.port;
-    this.persistence = new JobPersistence({
+    const persistence = new JobPersistence({
       configuration,
       highAvailability,
       isLeader: () => this.leaderToken !== undefined,
-      isClosing: () => this.closing !== undefined,
+      warn,
+    });
+    this.dispatcher = new Dispatcher({
+      deployer,
+      persistence,
+      elected,
+      fencingToken: () => this.leaderToken,
+      defaultPlacement: () => {
+        const taskManagers = this.connectedTaskManagers();
+        return taskManagers.length === 0
+          ? undefined
+          : { placement: this.replacingPlacement(taskManagers), taskManagers: taskManagers.length };
+      },
+      awaitTaskManagers: (count, leading) => this.awaitTaskManagers(count, leading),
+      connectedTaskManagers: () => this.connectedTaskManagers().length,
+      ...(options.onJobRecovered === undefined ? {} : { onJobRecovered: options.onJobRecovered }),
+      ...(options.jobStatusListener === undefined
+        ? {}
+        : { jobStatusListener: options.jobStatusListener }),
       warn,
     });
   }
@@ -286,11 +321,15 @@ export class JobManager {
       slotRequestTimeoutMs,
       highAvailability,
       ownsHighAvailability,
+      elected,
       warn,
+      options,
     );
     jobManager = started;
     try {
       await started.runForLeadership(options, warn);
+      // Without an election it leads at once: deploy may be called as soon as start resolves.
+      if (!elected) await started.waitForLeadership(slotRequestTimeoutMs);
     } catch (error) {
       await started.close();
       throw error;
@@ -355,6 +394,8 @@ export class JobManager {
           () => {
             if (!election.hasLeadership(token) || this.closing !== undefined) return;
             this.leaderToken = token;
+            // Before anyone learns of the leadership: a submission waits for the recovery.
+            this.dispatcher.grantLeadership(token);
             callBack(warn, "onLeadershipGranted", () => options.onLeadershipGranted?.(token));
             wake();
           },
@@ -366,7 +407,13 @@ export class JobManager {
         const was = this.leaderToken;
         this.leaderToken = undefined;
         if (was === undefined || this.closing !== undefined) return;
-        // A deposed leader must stop acting at once: its task managers follow the new leader.
+        // A deposed leader must stop acting at once: its jobs are suspended (nothing deleted,
+        // nothing stored), its task managers follow the new leader.
+        this.dispatcher.revokeLeadership(
+          new FencingTokenError(
+            `the job manager at ${this.url} lost its leadership (fencing token ${was}): the job goes on under the next leader`,
+          ),
+        );
         for (const taskManager of this.connectedTaskManagers()) {
           taskManager.disconnect(`the job manager at ${this.url} lost its leadership`);
         }
@@ -426,53 +473,62 @@ export class JobManager {
    * restarts if its restart strategy allows, else it fails; a job deployed on `deployer` directly
    * does not get that.
    *
+   * The job is kept in the high-availability services' job graph store (as `JobGraphCodec` JSON,
+   * with its configuration), its checkpoints in the completed-checkpoint store and its checkpoint
+   * ids come from their counter: a job manager elected after this one takes it over by itself,
+   * from its latest stored checkpoint ({@link JobManagerStartOptions.onJobRecovered}). Once the
+   * job ended for good, its result goes into the job result store and the rest is removed (its
+   * checkpoints as `externalized-checkpoint-retention` says). A job with the id of one this job
+   * manager runs already is that one's execution (it is not deployed twice).
+   *
    * @param placement - picks the TaskExecutorGateway of each subtask: a {@link RegisteredTaskManager},
    *   or a TaskExecutor of this process. Default: subtask `i` of every vertex runs on the `i mod n`-th
    *   of the `n` task managers connected now; when the job restarts after losing one of them, its
    *   subtasks go to the next task manager that registers and runs none of the job's tasks (a
-   *   replacement), waited for up to `slot.request.timeout`.
-   * @throws IllegalStateError when no placement is given and no task manager is connected.
+   *   replacement), waited for up to `slot.request.timeout`. A job taken over by another job
+   *   manager runs on the default placement there.
+   * @throws FencingTokenError when this job manager does not lead; IllegalStateError when no
+   *   placement is given and no task manager is connected, or when the job ended for good before
+   *   (see {@link submitJob}, which gives its stored result instead).
    */
   async deploy(
     graph: JobGraph,
     placement?: Placement,
     options: JobManagerDeployOptions = {},
   ): Promise<JobExecution> {
-    let place = placement;
-    if (place === undefined) {
-      const taskManagers = this.connectedTaskManagers();
-      if (taskManagers.length === 0) {
-        throw new IllegalStateError(
-          `cannot deploy job ${graph.name}: no task manager is registered with the job manager at ${this.url}`,
-        );
-      }
-      place = this.replacingPlacement(taskManagers);
+    const client = await this.dispatcher.submitJob(graph, placement, options);
+    if (client.execution === undefined) {
+      const result = await client.result;
+      throw new IllegalStateError(
+        `job ${graph.name} (${graph.jobId}) ended ${result.status} before and is not run again; submitJob or getJob gives its result`,
+      );
     }
-    const { recoveryDescription, ...deployOptions } = options;
-    const jobId = graph.jobId.toString();
-    if (recoveryDescription !== undefined) {
-      await this.persistence.putJob(jobId, recoveryDescription);
-    }
-    const execution = await this.deployer.deploy(
-      graph,
-      place,
-      recoveryDescription === undefined
-        ? deployOptions
-        : { ...deployOptions, storeCompletedCheckpoint: this.persistence.checkpointStorer(jobId) },
-    );
-    this.executions.add(execution);
-    void execution.terminated.then(() => this.executions.delete(execution));
-    if (recoveryDescription !== undefined) this.persistence.removeWhenEnded(execution, jobId);
-    return execution;
+    return client.execution;
   }
 
   /**
-   * The jobs the previous leader deployed with a `recoveryDescription` and that did not end: what
-   * a newly elected job manager redeploys, each from its latest completed checkpoint (read it with
-   * the runtime's `loadCompletedCheckpoint` and pass it as `restoreFrom`).
+   * Runs `graph` on the default placement, unless it runs here already or ended for good before
+   * (Flink's `Dispatcher.submitJob`): resolves with its {@link JobClient} — the execution this
+   * job manager runs (deployed now, or taken over at its election), or the stored result of a
+   * job that ended before, under this job manager or another. An application under high
+   * availability runs its `main` on every job manager that becomes leader and submits its job
+   * with a fixed id (`new JobGraph(name, jobId)`): only the first leader runs it from the start.
+   * See {@link deploy} for what is stored.
+   *
+   * @throws as {@link deploy}, except for a job that ended before.
    */
-  recoverableJobs(): Promise<readonly RecoverableJob[]> {
-    return this.persistence.recoverableJobs();
+  submitJob(graph: JobGraph, options: JobManagerDeployOptions = {}): Promise<JobClient> {
+    return this.dispatcher.submitJob(graph, undefined, options);
+  }
+
+  /**
+   * The job `jobId`: the one this job manager runs (after the jobs it takes over at its election
+   * are known), or the stored result of one that ended for good under any job manager of the
+   * cluster; `undefined` when it knows neither (a standby does not run jobs: it knows the ended
+   * ones only).
+   */
+  getJob(jobId: JobID | string): Promise<JobClient | undefined> {
+    return this.dispatcher.getJob(jobId);
   }
 
   /**
@@ -518,21 +574,57 @@ export class JobManager {
   }
 
   /**
-   * Shuts down every connected task manager ({@link shutDownTaskManagers}), drops the control
-   * plane's connections and stops listening, then closes the JobDeployer (jobs still running are
-   * canceled). Idempotent.
+   * Closes the job manager. Without high availability (`none`) it shuts down every connected
+   * task manager ({@link shutDownTaskManagers}), and the jobs still running are canceled (and end
+   * for good). Under high availability the cluster goes on without it: the jobs still running
+   * are suspended (Flink's SUSPENDED: their checkpoints stay, and the job manager elected next
+   * takes them over from the latest one), and the task managers are only disconnected, to
+   * register with that leader (call {@link shutDownTaskManagers} first to end them). Then it
+   * drops the control plane's connections, stops listening, closes the JobDeployer and gives up
+   * its leadership. Idempotent.
    */
   close(options: ShutDownOptions = {}): Promise<void> {
     this.closing ??= (async () => {
       this.waiters.close();
       for (const waiter of [...this.leadershipWaiters]) waiter();
-      await this.shutDownTaskManagers(options);
+      this.dispatcher.close();
+      if (this.elected) {
+        const reason = options.reason ?? `the job manager at ${this.url} is closing`;
+        for (const taskManager of this.connectedTaskManagers()) taskManager.disconnect(reason);
+      } else {
+        await this.shutDownTaskManagers(options);
+      }
       await this.endpoint.close();
       await this.deployer.close();
+      await this.dispatcher.settled();
       // Resigning lets a standby take over at once instead of a lease later.
       if (this.ownsHighAvailability) await this.highAvailability.close();
     })();
     return this.closing;
+  }
+
+  /**
+   * Resolves once `count` task managers are connected, or after `slot.request.timeout` once at
+   * least one is (a job taken over runs on what is there); false when `leading()` turned false
+   * or the job manager closed first.
+   */
+  private async awaitTaskManagers(count: number, leading: () => boolean): Promise<boolean> {
+    let needed = count;
+    while (leading()) {
+      try {
+        await this.waiters.waitFor(
+          needed,
+          needed > 1 ? this.slotRequestTimeoutMs : undefined,
+          undefined,
+          () => `${count} task managers did not register within ${this.slotRequestTimeoutMs} ms`,
+        );
+        return leading();
+      } catch (error) {
+        if (!isSluiceError(error, ErrorCodes.TIMEOUT)) return false;
+        needed = 1;
+      }
+    }
+    return false;
   }
 
   /**
@@ -564,7 +656,7 @@ export class JobManager {
 
   /** Every running job with a task on the lost task manager fails with `cause`. */
   private failJobsOn(taskManager: RegisteredTaskManager, cause: Error): void {
-    for (const execution of this.executions) {
+    for (const execution of this.dispatcher.executions) {
       if (execution.executionVertices.some((vertex) => vertex.gateway === taskManager)) {
         execution.notifyTaskExecutorLost(taskManager, cause);
       }

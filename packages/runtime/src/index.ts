@@ -11,6 +11,7 @@ export {
   IllegalStateError,
   InsufficientBuffersError,
   isSluiceError,
+  JobID,
   SluiceError,
 } from "@sluice/core";
 export {

@@ -18,7 +18,10 @@ import type { DeclineCheckpoint } from "../../messages/decline-checkpoint.js";
 import { deserializeThrowable } from "../../messages/serialized-throwable.js";
 import type { TaskExecutorGateway } from "../../messages/task-executor-gateway.js";
 import { asError } from "../../util/as-error.js";
-import type { CheckpointCoordinatorConfiguration } from "./checkpoint-coordinator-configuration.js";
+import {
+  type CheckpointCoordinatorConfiguration,
+  retainsCheckpointsAfter,
+} from "./checkpoint-coordinator-configuration.js";
 import type { CompletedCheckpoint } from "./completed-checkpoint.js";
 import { PendingCheckpoint, type TaskToWaitFor } from "./pending-checkpoint.js";
 import { StandaloneCheckpointIDCounter } from "./standalone-checkpoint-id-counter.js";
@@ -393,12 +396,11 @@ export class CheckpointCoordinator {
     this.shutDown = true;
     while (this.finalizations.size > 0) await Promise.all([...this.finalizations]);
     this.abortPendingCheckpoints(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN);
-    const retention = this.configuration.retention;
     const keep =
       this.suspended ||
+      status === "SUSPENDED" ||
       this.options.discardRetainedOnShutdown === false ||
-      retention === "RETAIN_ON_CANCELLATION" ||
-      (retention === "DELETE_ON_CANCELLATION" && status === "FAILED");
+      retainsCheckpointsAfter(this.configuration.retention, status);
     if (!keep) {
       for (const checkpoint of [...this.completed.splice(0), ...this.unusable]) {
         this.track(this.storage.discardCheckpoint(checkpoint.checkpointId));

@@ -10,6 +10,7 @@ export {
 export {
   type CheckpointCoordinatorConfiguration,
   checkpointCoordinatorConfigurationOf,
+  retainsCheckpointsAfter,
 } from "./checkpoint-coordinator-configuration.js";
 export {
   type CheckpointStatsGroup,
@@ -23,6 +24,8 @@ export {
   type SubtaskCheckpointState,
 } from "./completed-checkpoint.js";
 export { loadCompletedCheckpoint } from "./completed-checkpoint-loader.js";
+export { discardJobCheckpoints } from "./discard-job-checkpoints.js";
+export { StandaloneCheckpointIDCounter } from "./standalone-checkpoint-id-counter.js";
 export {
   PendingCheckpoint,
   type TaskAcknowledgeResult,
