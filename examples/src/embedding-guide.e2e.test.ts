@@ -7,56 +7,28 @@
  * batch job stage by stage, and the checkpointed job through its injected failure, each printing
  * exactly what the guide says it prints.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { type ChildProcess, spawn } from "node:child_process";
+import { readdirSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type CodeBlock, codeBlocks, REPO } from "./test-support/markdown-code-blocks.js";
 import {
-  buildPackagesIfStale,
-  PUBLISHED_PACKAGES,
-  packPackages,
-} from "./test-support/packed-packages.js";
+  type GuideApplication,
+  installGuideApplication,
+} from "./test-support/guide-application.js";
+import { codeBlocks } from "./test-support/markdown-code-blocks.js";
+import { GUIDE_PACKAGES } from "./test-support/packed-packages.js";
 
 const RECORDS = 1_000_000;
-const root = mkdtempSync(path.join(tmpdir(), "sluice-embedding-"));
 /** The guide's layout: the tarballs in `sluice-packs/`, the application in `my-app/` next to it. */
-const packs = path.join(root, "sluice-packs");
-const app = path.join(root, "my-app");
-
-interface Step {
-  readonly status: number | null;
-  readonly output: string;
-}
-let install: Step | undefined;
-let typeCheck: Step | undefined;
-
-function run(command: string, args: readonly string[], cwd: string): Step {
-  const result = spawnSync(command, args, { cwd, encoding: "utf8" });
-  return { status: result.status, output: `${result.stdout}${result.stderr}` };
-}
+let guide: GuideApplication | undefined;
+let app = "";
 
 beforeAll(() => {
-  buildPackagesIfStale();
-  mkdirSync(packs);
-  mkdirSync(app);
-  packPackages(packs);
-  const files = codeBlocks("docs/embedding.md").filter(
-    (block): block is CodeBlock & { file: string } => block.file !== undefined,
-  );
-  for (const block of files) writeFileSync(path.join(app, block.file), block.code);
-  // Offline from the store that installed this repository; the registry serves what is missing.
-  install = run("pnpm", ["install", "--prefer-offline"], app);
-  if (install.status !== 0) return;
-  typeCheck = run(
-    process.execPath,
-    [path.join(REPO, "node_modules/typescript/bin/tsc"), "-p", "."],
-    app,
-  );
+  guide = installGuideApplication("sluice-embedding-");
+  app = guide.app;
 }, 180_000);
 
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+afterAll(() => guide?.remove());
 
 const running = new Set<ChildProcess>();
 afterEach(() => {
@@ -104,20 +76,20 @@ async function until(condition: () => boolean, what: string, timeoutMs = 20_000)
 
 describe("the embedding guide's two-process example, outside the repository", () => {
   it("installs from the packed tarballs, not from workspace links, and type-checks with the repository's TypeScript", () => {
-    expect(install?.status, install?.output).toBe(0);
+    expect(guide?.install.status, guide?.install.output).toBe(0);
     // Every @sluice package, the transitive ones too, was unpacked from its tarball.
     const store = readdirSync(path.join(app, "node_modules/.pnpm"));
-    for (const name of PUBLISHED_PACKAGES) {
+    for (const name of GUIDE_PACKAGES) {
       expect(store).toContainEqual(
         expect.stringMatching(new RegExp(`^@sluice\\+${name}@file\\+\\.\\.\\+sluice-packs\\+`)),
       );
     }
     expect(store.filter((entry) => entry.startsWith("@sluice+"))).toHaveLength(
-      PUBLISHED_PACKAGES.length,
+      GUIDE_PACKAGES.length,
     );
     const cluster = realpathSync(path.join(app, "node_modules/@sluice/cluster"));
     expect(cluster.startsWith(path.join(app, "node_modules/.pnpm"))).toBe(true);
-    expect(typeCheck?.status, typeCheck?.output).toBe(0);
+    expect(guide?.typeCheck?.status, guide?.typeCheck?.output).toBe(0);
   });
 
   it.each([
@@ -126,7 +98,7 @@ describe("the embedding guide's two-process example, outside the repository", ()
   ])(
     "moves 10^6 records from the producer process to the consumer process exactly once and in order over %s, chosen by configuration only",
     async (shuffle, factory) => {
-      expect(typeCheck?.status, "the example did not compile").toBe(0);
+      expect(guide?.typeCheck?.status, "the example did not compile").toBe(0);
       const config = ["-D", `shuffle-service-factory.class=${shuffle}`];
       const producer = start("producer.js", ["-D", "jobmanager.rpc.port=0", ...config]);
       let port = 0;
@@ -173,7 +145,7 @@ describe("the embedding guide's batch and checkpointed examples, outside the rep
   it.each(["tcp", "ws"])(
     "runs the batch job stage by stage over %s: Sum starts after Numbers finished, reads 4 files and every one of 10^6 records, and the job's end deletes the files",
     async (shuffle) => {
-      expect(typeCheck?.status, "the examples did not compile").toBe(0);
+      expect(guide?.typeCheck?.status, "the examples did not compile").toBe(0);
       const run = await start("batch.js", ["-D", `shuffle-service-factory.class=${shuffle}`])
         .exited;
       expect(run.code, run.output).toBe(0);
@@ -192,7 +164,7 @@ describe("the embedding guide's batch and checkpointed examples, outside the rep
   it.each(["tcp", "ws"])(
     "restarts the checkpointed job over %s after its injected failure from a checkpoint whose snapshots are one cut, and counts every record exactly once",
     async (shuffle) => {
-      expect(typeCheck?.status, "the examples did not compile").toBe(0);
+      expect(guide?.typeCheck?.status, "the examples did not compile").toBe(0);
       const run = await start("checkpointed.js", ["-D", `shuffle-service-factory.class=${shuffle}`])
         .exited;
       expect(run.code, run.output).toBe(0);

@@ -14,6 +14,12 @@ export const PUBLISHED_PACKAGES = [
   "shuffle-ws",
 ] as const;
 
+/**
+ * What the embedding guide's application installs: the published packages and the
+ * high-availability plugin its takeover example loads (`high-availability.type: etcd`).
+ */
+export const GUIDE_PACKAGES = [...PUBLISHED_PACKAGES, "ha-etcd"] as const;
+
 /** True when a source file of `src` has no compiled counterpart in `dist` at least as new. */
 function stale(src: string, dist: string): boolean {
   for (const entry of readdirSync(src, { withFileTypes: true })) {

@@ -31,8 +31,12 @@ export function typeCheckBlocks(
     files.set(path.join(folder, "doc-snippets", name), block);
   }
   const host = ts.createCompilerHost(options);
-  const { fileExists, readFile, getSourceFile } = host;
+  const { fileExists, readFile, getSourceFile, directoryExists } = host;
+  const snippets = path.join(folder, "doc-snippets");
   host.getCurrentDirectory = () => folder;
+  // The blocks' folder exists only here: a block may import another (`./ha-job.js`).
+  host.directoryExists = (name) =>
+    path.resolve(name) === snippets || (directoryExists?.call(host, name) ?? true);
   host.fileExists = (name) => files.has(name) || fileExists.call(host, name);
   host.readFile = (name) => files.get(name)?.code ?? readFile.call(host, name);
   host.getSourceFile = (name, language, ...rest) => {

@@ -348,17 +348,19 @@ export class JobManager {
   /**
    * Resolves once this job manager leads (at once when it does already).
    *
-   * @throws TimeoutError after `timeoutMs`; IllegalStateError when it closes first.
+   * @throws TimeoutError after `timeoutMs`; IllegalStateError when it closes first (or is
+   *   closing).
    */
   waitForLeadership(timeoutMs: number): Promise<string> {
     return new Promise((resolve, reject) => {
       const check = () => {
-        if (this.leaderToken !== undefined) {
+        // A closing job manager leads no more, even before it resigned.
+        if (this.closing !== undefined) {
+          done();
+          reject(new IllegalStateError("the job manager is closing: it does not lead"));
+        } else if (this.leaderToken !== undefined) {
           done();
           resolve(this.leaderToken);
-        } else if (this.closing !== undefined) {
-          done();
-          reject(new IllegalStateError("the job manager closed before it was elected"));
         }
       };
       const timer = setTimeout(() => {
@@ -394,6 +396,8 @@ export class JobManager {
           () => {
             if (!election.hasLeadership(token) || this.closing !== undefined) return;
             this.leaderToken = token;
+            // A leadership after a lost one: its task managers register again.
+            this.endpoint.forgetLostTaskManagers();
             // Before anyone learns of the leadership: a submission waits for the recovery.
             this.dispatcher.grantLeadership(token);
             callBack(warn, "onLeadershipGranted", () => options.onLeadershipGranted?.(token));
@@ -428,7 +432,10 @@ export class JobManager {
     });
   }
 
-  /** Every task manager that registered, in registration order (lost ones too: see `connected`). */
+  /**
+   * Every task manager that registered during this job manager's current (or last) leadership, in
+   * registration order (lost ones too: see `connected`).
+   */
   get taskManagers(): readonly RegisteredTaskManager[] {
     return [...this.endpoint.taskManagers];
   }

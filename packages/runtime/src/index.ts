@@ -21,6 +21,7 @@ export {
   ConfigOptions,
   ExecutionCheckpointingOptions,
   ExecutionOptions,
+  FencingTokenError,
   type ExecutionState,
   type JsonObject,
   type JsonValue,
