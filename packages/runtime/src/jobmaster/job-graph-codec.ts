@@ -16,9 +16,11 @@ const DISTRIBUTION_PATTERNS: readonly DistributionPattern[] = ["ALL_TO_ALL", "PO
 
 /** The JSON form (version 1) of a {@link JobGraph}: what a job graph store keeps of a job. */
 export interface JobGraphJSON {
+  /** The codec's version (1). */
   readonly version: number;
   /** 32 hex digits. */
   readonly jobId: string;
+  /** The job's name. */
   readonly name: string;
   /** In the order they were added. */
   readonly vertices: readonly {

@@ -25,9 +25,9 @@ export {
 } from "./completed-checkpoint.js";
 export { loadCompletedCheckpoint } from "./completed-checkpoint-loader.js";
 export { discardJobCheckpoints } from "./discard-job-checkpoints.js";
-export { StandaloneCheckpointIDCounter } from "./standalone-checkpoint-id-counter.js";
 export {
   PendingCheckpoint,
   type TaskAcknowledgeResult,
   type TaskToWaitFor,
 } from "./pending-checkpoint.js";
+export { StandaloneCheckpointIDCounter } from "./standalone-checkpoint-id-counter.js";
