@@ -144,6 +144,13 @@ const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
  * (`JobExecution.notifyTaskExecutorLost`): with a restart strategy (`restart-strategy.*`, on by
  * default with checkpoints) they restart from their latest checkpoint, by default onto a task
  * manager that registers to replace the lost one.
+ *
+ * Under high availability (`high-availability.type`, e.g. `etcd`) the job managers of a cluster
+ * elect a leader; only the leader registers task managers and runs jobs. It keeps every job in
+ * the high-availability stores, and a job manager elected after it takes the jobs over by
+ * itself, each from its latest stored checkpoint ({@link JobManagerStartOptions.onJobRecovered},
+ * {@link submitJob}, {@link getJob}); a job manager that loses its leadership, or closes, suspends
+ * its jobs and deletes nothing.
  */
 export class JobManager {
   /** `ws://host:port` (`wss` with internal TLS). */
