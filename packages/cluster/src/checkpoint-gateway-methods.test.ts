@@ -40,6 +40,7 @@ function recordingExecutor(triggered: unknown[][]): GatewayMethods<TaskExecutorG
     cancelTask: unused,
     updatePartitions: unused,
     releasePartitions: unused,
+    deliverJobMessage: unused,
     triggerCheckpoint: async (...args) => {
       triggered.push(args);
     },

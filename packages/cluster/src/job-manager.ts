@@ -139,6 +139,7 @@ export class JobManager {
   readonly port: number;
 
   private readonly executions = new Set<JobExecution>();
+  private readonly deployListeners = new Set<(job: JobExecution) => void>();
   private readonly waiters = new TaskManagerWaiters(() => this.connectedTaskManagers());
   private readonly persistence: JobPersistence;
   private closing: Promise<void> | undefined;
@@ -462,8 +463,24 @@ export class JobManager {
     );
     this.executions.add(execution);
     void execution.terminated.then(() => this.executions.delete(execution));
+    for (const listener of [...this.deployListeners]) listener(execution);
     if (recoveryDescription !== undefined) this.persistence.removeWhenEnded(execution, jobId);
     return execution;
+  }
+
+  /** The jobs deployed through {@link deploy} that have not ended, in the order they were deployed. */
+  get jobs(): readonly JobExecution[] {
+    return [...this.executions];
+  }
+
+  /**
+   * Calls `listener` with every job deployed through {@link deploy} from now on, once it started
+   * (a watcher such as the REST endpoint, which keeps what it shows of ended jobs itself). The
+   * listener must not throw. Returns the function that stops the calls.
+   */
+  onJobDeployed(listener: (job: JobExecution) => void): () => void {
+    this.deployListeners.add(listener);
+    return () => this.deployListeners.delete(listener);
   }
 
   /**

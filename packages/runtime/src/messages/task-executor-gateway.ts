@@ -1,5 +1,5 @@
 import type { ExecutionAttemptID, JobID, ResourceID, ResultPartitionID } from "@sluice/core";
-import type { PartitionInfo } from "@sluice/runtime-api";
+import type { JsonValue, PartitionInfo } from "@sluice/runtime-api";
 import type { JobMasterGateway } from "./job-master-gateway.js";
 import type { TaskDeploymentDescriptor } from "./task-deployment-descriptor.js";
 
@@ -95,4 +95,17 @@ export interface TaskExecutorGateway {
     checkpointId: bigint,
     latestCompletedCheckpointId: bigint,
   ): Promise<void>;
+
+  /**
+   * Delivers a job message to the job's user code on this TaskExecutor (its `messages` handler
+   * named `name`; Flink's closest kin is `sendOperatorEventToTask`) and resolves with the
+   * handler's reply. The job manager's REST endpoint sends `POST /jobs/:jobid/messages/:name` to
+   * every TaskExecutor that runs a task of the job.
+   *
+   * Optional: a gateway without it cannot take job messages, which the REST endpoint reports.
+   *
+   * @throws IllegalStateError when no task of `jobId` runs there; IllegalArgumentError when the
+   *   job's code has no handler named `name`; the handler's own error.
+   */
+  deliverJobMessage?(jobId: JobID, name: string, payload: JsonValue): Promise<JsonValue>;
 }

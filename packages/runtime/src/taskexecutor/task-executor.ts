@@ -9,6 +9,7 @@ import {
   ExecutionOptions,
   type ExecutionState,
   type InputGate,
+  type JsonValue,
   NetworkMemoryOptions,
   type PartitionInfo,
   type PartitionProducerStateProvider,
@@ -527,6 +528,26 @@ export class TaskExecutor implements TaskExecutorGateway {
     partitionIds: readonly ResultPartitionID[],
   ): Promise<void> {
     this.partitionTracker.stopTrackingAndReleaseJobPartitions(partitionIds);
+  }
+
+  /**
+   * Delivers a job message to the handler the user code registered under `name`, in the context
+   * of job `jobId`; resolves with its reply (`null` when it returns nothing). Only a job with a
+   * task here gets messages: the handler is the job's code, and a message for another job must
+   * not reach it.
+   *
+   * @throws IllegalStateError when no task of `jobId` runs here or the TaskExecutor is shut
+   *   down; IllegalArgumentError when the code registered no such message; the handler's error.
+   */
+  async deliverJobMessage(jobId: JobID, name: string, payload: JsonValue): Promise<JsonValue> {
+    this.checkOpen();
+    if (![...this.tasks.values()].some((task) => task.jobId.equals(jobId))) {
+      throw new IllegalStateError(
+        `no task of job ${jobId} runs on the TaskExecutor at ${this.location.host}:${this.location.dataPort}: it cannot take the job's message "${name}"`,
+      );
+    }
+    const reply = await this.userCode.messageHandler(name, jobId)(payload, { jobId });
+    return reply ?? null;
   }
 
   /**
