@@ -11,6 +11,8 @@ export interface EventStreamsOptions {
    * (`rest.event-streams.slow-client-timeout`).
    */
   readonly slowClientTimeoutMs: number;
+  /** Bytes a stream sends before its connection is reset (`rest.event-streams.max-bytes`). */
+  readonly maxBytes: number;
   /** The event of `key` now; `undefined` ends the key's streams (nothing more to say). */
   readonly eventOf: (key: string) => Promise<unknown>;
   /** A stream was dropped for not reading. */
@@ -22,6 +24,8 @@ interface Stream {
   readonly response: ServerResponse;
   /** When the client last took an event whole (the socket took its last byte). */
   lastTakenAt: number;
+  /** Bytes written to it. */
+  written: number;
 }
 
 /** How long {@link EventStreams.close} waits for the last events to reach the clients. */
@@ -29,12 +33,21 @@ const FINAL_EVENT_FLUSH_MS = 1000;
 
 /**
  * The REST endpoint's Server-Sent Event streams (the dashboard's live view of a job), bounded so
- * that no client can grow the job manager's memory: at most `max` streams; each interval every
- * stream gets its key's event, built once per key, unless its client has not taken the previous
- * one yet (the socket still holds bytes of it), in which case the stream skips this event: the
- * next one carries the whole state again, so a slow reader only sees fewer updates. The job
- * manager thus holds at most one event per stream. A stream whose client took nothing for
- * `slowClientTimeoutMs` is closed, which also frees what the kernel buffers for it.
+ * that no client can grow the job manager's memory or the kernel's:
+ *
+ * - at most `max` streams;
+ * - each interval every stream gets its key's event, built once per key, unless its client has
+ *   not taken the previous one yet (the socket still holds bytes of it): the stream skips this
+ *   event, and the next carries the whole state again, so a slow reader only sees fewer
+ *   updates. The job manager holds at most one event per stream; a stream whose client took
+ *   nothing for `slowClientTimeoutMs` is reset.
+ * - A stream's connection is reset once it sent `maxBytes`: the kernel accepts writes until its
+ *   socket buffers (megabytes, growing) are full, so without this a client that never reads
+ *   would make it hold that much for each stream. EventSource reconnects by itself (after the
+ *   `retry` the stream announced) and gets the whole state at once.
+ *
+ * A reset (TCP RST) rather than a close lets the kernel drop what it still buffers for the
+ * client; a closed socket would keep it until it gave up sending.
  */
 export class EventStreams {
   private readonly streams = new Set<Stream>();
@@ -51,7 +64,7 @@ export class EventStreams {
     return this.streams.size;
   }
 
-  /** Streams closed because their client did not read, since the start. */
+  /** Streams reset because their client took nothing for the timeout, since the start. */
   get droppedCount(): number {
     return this.dropped;
   }
@@ -74,7 +87,7 @@ export class EventStreams {
       connection: "keep-alive",
     });
     response.write(`retry: ${this.options.intervalMs}\n\n`);
-    const stream: Stream = { key, response, lastTakenAt: performance.now() };
+    const stream: Stream = { key, response, lastTakenAt: performance.now(), written: 0 };
     this.streams.add(stream);
     response.on("close", () => this.streams.delete(stream));
     this.send(stream, frame(first));
@@ -121,7 +134,7 @@ export class EventStreams {
       }),
     ]);
     clearTimeout(timer);
-    for (const stream of streams) stream.response.destroy();
+    for (const stream of streams) if (!stream.response.destroyed) this.reset(stream);
   }
 
   private async tick(): Promise<void> {
@@ -155,8 +168,7 @@ export class EventStreams {
       this.skipped++;
       if (now - stream.lastTakenAt > this.options.slowClientTimeoutMs) {
         this.dropped++;
-        this.streams.delete(stream);
-        response.destroy();
+        this.reset(stream);
         this.options.onWarning(
           `closed an event stream of job ${stream.key} whose client took no event for ${Math.round(now - stream.lastTakenAt)} ms (rest.event-streams.slow-client-timeout)`,
         );
@@ -164,16 +176,26 @@ export class EventStreams {
       return;
     }
     stream.lastTakenAt = now;
+    stream.written += Buffer.byteLength(data);
     response.write(data, () => {
       stream.lastTakenAt = performance.now();
     });
+    if (stream.written >= this.options.maxBytes) this.reset(stream);
+  }
+
+  /** Resets the stream's connection (the client reconnects), dropping what the kernel holds. */
+  private reset(stream: Stream): void {
+    this.streams.delete(stream);
+    const socket = stream.response.socket;
+    if (socket !== null && typeof socket.resetAndDestroy === "function") socket.resetAndDestroy();
+    else stream.response.destroy();
   }
 
   private end(stream: Stream, data: string): void {
     this.streams.delete(stream);
     // A client that does not read would keep the last event in memory: it gets none.
     if (stream.response.writableLength > 0) {
-      stream.response.destroy();
+      this.reset(stream);
       return;
     }
     stream.response.end(data);

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { JobExecution } from "@sluice/runtime";
@@ -105,6 +105,7 @@ export class WebMonitorEndpoint {
       max: configuration.get(RestOptions.EVENT_STREAMS_MAX),
       intervalMs: refreshIntervalMs,
       slowClientTimeoutMs: configuration.get(RestOptions.EVENT_STREAMS_SLOW_CLIENT_TIMEOUT),
+      maxBytes: configuration.get(RestOptions.EVENT_STREAMS_MAX_BYTES),
       eventOf: async (jid) => {
         const job = this.jobs.get(jid);
         return job === undefined ? undefined : jobEventOf(job, this.fetcher);
@@ -163,6 +164,14 @@ export class WebMonitorEndpoint {
       connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(requestTimeout / 4))),
     });
     server.maxConnections = configuration.get(RestOptions.SERVER_MAX_CONNECTIONS);
+    // Node times out a request's headers once they started arriving; a connection that sends
+    // nothing at all is closed here, after the same time.
+    server.on("connection", (socket: Socket) => {
+      const timer = setTimeout(() => socket.destroy(), requestTimeout);
+      const stop = () => clearTimeout(timer);
+      socket.once("data", stop);
+      socket.once("close", stop);
+    });
     await listenOnRestPort(server, { host, port, portIsExplicit }, warn);
     return new WebMonitorEndpoint(server, jobManager, options, warn);
   }

@@ -85,6 +85,18 @@ export const RestOptions = {
         "holds at most one event per stream; a stream that took nothing for this long is closed.",
     ),
 
+  /** Bytes one event stream sends before it is reset (Sluice). */
+  EVENT_STREAMS_MAX_BYTES: ConfigOptions.key("rest.event-streams.max-bytes")
+    .memoryType()
+    .defaultValue("1mb")
+    .withValidator(atLeastBytes(1024))
+    .withDescription(
+      "Sluice: once an event stream sent this many bytes its connection is reset and the " +
+        "page's EventSource reconnects at once, getting the whole state again. A client that " +
+        "reads nothing thus makes the kernel buffer at most this much for it, however long it " +
+        "stays.",
+    ),
+
   /** How often the dashboard's view is refreshed (Flink's `web.refresh-interval`). */
   WEB_REFRESH_INTERVAL: ConfigOptions.key("web.refresh-interval")
     .durationType()
