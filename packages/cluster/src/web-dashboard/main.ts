@@ -367,9 +367,9 @@ function showJob(jid: string): void {
   view = current;
   events.onmessage = (message) => renderJob(current, JSON.parse(message.data as string) as JobEvent);
   events.onerror = () => {
-    if (current.ended || view !== current) return;
-    byId("job-status").textContent += " · disconnected (the job manager has ended)";
-    events.close();
+    // A stream the endpoint ended or reset (rest.event-streams.max-bytes) reconnects by itself.
+    if (current.ended || view !== current || events.readyState !== EventSource.CLOSED) return;
+    byId("job-status").textContent += " · disconnected (the job manager has ended, or serves too many pages)";
   };
 }
 
