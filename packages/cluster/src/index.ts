@@ -48,22 +48,6 @@ export {
   toRemoteMetricDumps,
 } from "./metric-query.js";
 export { RegisteredTaskManager, type TaskManagerInfo } from "./registered-task-manager.js";
-export {
-  describeShufflePlugin,
-  type ShufflePluginIdentity,
-  shufflePluginIdentity,
-} from "./shuffle-plugin-identity.js";
-export {
-  type TaskExecutorGatewayCaller,
-  TaskExecutorGatewayMethods,
-  type TaskExecutorGatewayReceiver,
-} from "./task-executor-gateway-methods.js";
-export {
-  TaskManager,
-  type TaskManagerApplicationHandler,
-  type TaskManagerStartOptions,
-  type TaskManagerTermination,
-} from "./task-manager.js";
 export { type BackPressureLevel, backPressureLevel } from "./rest/back-pressure-level.js";
 export type {
   CheckpointingStatistics,
@@ -105,3 +89,19 @@ export {
   WebMonitorEndpoint,
   type WebMonitorEndpointOptions,
 } from "./rest/web-monitor-endpoint.js";
+export {
+  describeShufflePlugin,
+  type ShufflePluginIdentity,
+  shufflePluginIdentity,
+} from "./shuffle-plugin-identity.js";
+export {
+  type TaskExecutorGatewayCaller,
+  TaskExecutorGatewayMethods,
+  type TaskExecutorGatewayReceiver,
+} from "./task-executor-gateway-methods.js";
+export {
+  TaskManager,
+  type TaskManagerApplicationHandler,
+  type TaskManagerStartOptions,
+  type TaskManagerTermination,
+} from "./task-manager.js";

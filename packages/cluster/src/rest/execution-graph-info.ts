@@ -16,7 +16,12 @@ import type {
   SubtaskInfo,
   VertexInfo,
 } from "./job-details-info.js";
-import { type FetchedSubtask, type MetricFetcher, NO_RATES, type SubtaskRates } from "./metric-fetcher.js";
+import {
+  type FetchedSubtask,
+  type MetricFetcher,
+  NO_RATES,
+  type SubtaskRates,
+} from "./metric-fetcher.js";
 import { metricValue } from "./subtask-metrics.js";
 import { vertexColour } from "./vertex-colour.js";
 
@@ -316,9 +321,14 @@ export class ExecutionGraphInfo {
           subtask: e.subtaskIndex,
           status: e.state,
           attempt: e.attemptId.attemptNumber,
-          endpoint: placed ? `${e.gateway.location.host}:${e.gateway.location.dataPort}` : "(unassigned)",
+          endpoint: placed
+            ? `${e.gateway.location.host}:${e.gateway.location.dataPort}`
+            : "(unassigned)",
           "taskmanager-id": placed ? e.gateway.location.resourceId.toString() : null,
-          metrics: ioMetricsOf(metrics === undefined ? [] : [metrics], metrics === undefined ? 1 : 0),
+          metrics: ioMetricsOf(
+            metrics === undefined ? [] : [metrics],
+            metrics === undefined ? 1 : 0,
+          ),
           ...ratesInfoOf(rates),
           "backpressure-level": levelName(backPressureLevel(rates.backPressuredTimeMsPerSecond)),
           "in-pool-usage": hasInputs ? usage("inPoolUsage") : null,

@@ -94,6 +94,8 @@ describe("job messages", () => {
     expect((await execution.terminated).status).toBe("FINISHED");
     const ended = await post(endpoint, `jobs/${jid}/messages/where`, "null");
     expect(ended.status).toBe(409);
-    expect(((await ended.json()) as { errors: string[] }).errors[0]).toContain("has ended (FINISHED)");
+    expect(((await ended.json()) as { errors: string[] }).errors[0]).toContain(
+      "has ended (FINISHED)",
+    );
   }, 60_000);
 });

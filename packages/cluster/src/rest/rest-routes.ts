@@ -12,8 +12,8 @@ import type { CheckpointingStatistics } from "./checkpointing-statistics.js";
 import type { EventStreams } from "./event-streams.js";
 import type { ExecutionGraphInfo } from "./execution-graph-info.js";
 import type { ExecutionGraphInfoStore } from "./execution-graph-info-store.js";
-import { deliverJobMessage } from "./job-message-delivery.js";
 import type { JobDetailsInfo } from "./job-details-info.js";
+import { deliverJobMessage } from "./job-message-delivery.js";
 import type { MetricFetcher } from "./metric-fetcher.js";
 import { RestHandlerError } from "./rest-handler-error.js";
 import type { RestRoute } from "./rest-router.js";
@@ -93,7 +93,9 @@ export function restRoutes(context: RestRouteContext): RestRoute[] {
     {
       method: "GET",
       path: "/jobs",
-      handle: () => ({ body: { jobs: jobs.all().map((job) => ({ id: job.jid, status: job.state })) } }),
+      handle: () => ({
+        body: { jobs: jobs.all().map((job) => ({ id: job.jid, status: job.state })) },
+      }),
     },
     {
       method: "GET",
@@ -120,7 +122,10 @@ export function restRoutes(context: RestRouteContext): RestRoute[] {
         }
         const execution = job.job;
         if (execution === undefined) {
-          throw new RestHandlerError(409, `job ${job.jid} has ended (${job.state}): it cannot be canceled`);
+          throw new RestHandlerError(
+            409,
+            `job ${job.jid} has ended (${job.state}): it cannot be canceled`,
+          );
         }
         execution.cancel(`job ${execution.graph.name} was canceled through the REST endpoint`);
         return { status: 202, body: {} };

@@ -121,7 +121,9 @@ describe("the web dashboard in Chromium", () => {
     expect((await execution.terminated).status).toBe("FINISHED");
     // The job's last event stays on the page.
     const status = page.locator("#job-status");
-    await expect.poll(() => status.getAttribute("data-state"), { timeout: 10_000 }).toBe("FINISHED");
+    await expect
+      .poll(() => status.getAttribute("data-state"), { timeout: 10_000 })
+      .toBe("FINISHED");
     const states = await page.locator("#subtasks td:nth-child(3)").allTextContents();
     expect(states).toEqual(["FINISHED", "FINISHED", "FINISHED", "FINISHED"]);
     expect(await page.locator("#root-cause").isHidden()).toBe(true);

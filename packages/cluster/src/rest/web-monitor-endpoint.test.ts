@@ -68,17 +68,13 @@ function send(
   body?: string,
 ): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const request = httpRequest(
-      new URL(route, endpoint.url),
-      { method, headers },
-      (response) => {
-        let text = "";
-        response.on("data", (chunk) => {
-          text += String(chunk);
-        });
-        response.on("end", () => resolve({ status: response.statusCode ?? 0, body: text }));
-      },
-    );
+    const request = httpRequest(new URL(route, endpoint.url), { method, headers }, (response) => {
+      let text = "";
+      response.on("data", (chunk) => {
+        text += String(chunk);
+      });
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, body: text }));
+    });
     request.on("error", reject);
     request.end(body);
   });
@@ -150,7 +146,13 @@ describe("the job manager's REST endpoint", () => {
     );
 
     // Lifted, the job finishes; what it ended with stays.
-    await send(endpoint, "POST", `jobs/${jid}/messages/rate`, JSON_TYPE, '{"recordsPerSecond":null}');
+    await send(
+      endpoint,
+      "POST",
+      `jobs/${jid}/messages/rate`,
+      JSON_TYPE,
+      '{"recordsPerSecond":null}',
+    );
     expect((await execution.terminated).status).toBe("FINISHED");
     await waitFor(
       async () => (await get<JobDetailsInfo>(endpoint, `jobs/${jid}`)).state === "FINISHED",
@@ -166,13 +168,18 @@ describe("the job manager's REST endpoint", () => {
     expect(overview.jobs).toMatchObject([
       { jid, state: "FINISHED", tasks: { total: 4, finished: 4, running: 0 } },
     ]);
-    expect(await get(endpoint, "overview")).toMatchObject({ "jobs-running": 0, "jobs-finished": 1 });
+    expect(await get(endpoint, "overview")).toMatchObject({
+      "jobs-running": 0,
+      "jobs-finished": 1,
+    });
     const checkpoints = await get<{ counts: { completed: number } }>(
       endpoint,
       `jobs/${jid}/checkpoints`,
     );
     expect(checkpoints.counts.completed).toBeGreaterThanOrEqual(1);
-    expect((await get<JobExceptionsInfo>(endpoint, `jobs/${jid}/exceptions`))["root-exception"]).toBeNull();
+    expect(
+      (await get<JobExceptionsInfo>(endpoint, `jobs/${jid}/exceptions`))["root-exception"],
+    ).toBeNull();
     // Nothing of the job's runtime is kept: the job manager let go of it too.
     expect(jobManager.jobs).toEqual([]);
   });
@@ -208,7 +215,10 @@ describe("the job manager's REST endpoint", () => {
     expect(crossSite.status).toBe(403);
     expect(crossSite.body).toContain("http://evil.example");
     // DNS rebinding: a name of the attacker's that resolves to loopback.
-    const rebound = await send(endpoint, "PATCH", route, { ...JSON_TYPE, host: `evil.example:${port}` });
+    const rebound = await send(endpoint, "PATCH", route, {
+      ...JSON_TYPE,
+      host: `evil.example:${port}`,
+    });
     expect(rebound.status).toBe(403);
     expect(rebound.body).toContain("is not this endpoint's address");
     // The endpoint's own origin, but not declared JSON.

@@ -11,17 +11,19 @@ import { crossSiteRefusal } from "./cross-site-refusal.js";
 import { EventStreams } from "./event-streams.js";
 import { ExecutionGraphInfo } from "./execution-graph-info.js";
 import { ExecutionGraphInfoStore } from "./execution-graph-info-store.js";
+import { listenOnRestPort } from "./listen-on-rest-port.js";
 import { MetricFetcher } from "./metric-fetcher.js";
 import { RestHandlerError } from "./rest-handler-error.js";
 import { type RestRoute, RestRouter } from "./rest-router.js";
 import { jobEventOf, restRoutes } from "./rest-routes.js";
-import { listenOnRestPort } from "./listen-on-rest-port.js";
 
 /**
  * Where the package's build puts the dashboard page (`build-web-dashboard.mjs` bundles it with
  * esbuild): the same folder whether this module runs from `src/` (tests) or `dist/`.
  */
-export const WEB_DASHBOARD_DIR = fileURLToPath(new URL("../../dist/web-dashboard/", import.meta.url));
+export const WEB_DASHBOARD_DIR = fileURLToPath(
+  new URL("../../dist/web-dashboard/", import.meta.url),
+);
 
 const CONTENT_TYPES: Readonly<Record<string, string>> = {
   ".html": "text/html; charset=utf-8",

@@ -11,7 +11,12 @@ import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import "./style.css";
 import type { CheckpointingStatistics } from "../rest/checkpointing-statistics.js";
-import type { JobDetailsInfo, JobOverviewInfo, SubtaskInfo, VertexInfo } from "../rest/job-details-info.js";
+import type {
+  JobDetailsInfo,
+  JobOverviewInfo,
+  SubtaskInfo,
+  VertexInfo,
+} from "../rest/job-details-info.js";
 import type { JobMessageReplies } from "../rest/job-message-delivery.js";
 import type { JobEvent } from "../rest/rest-routes.js";
 
@@ -156,7 +161,11 @@ function renderGraph(job: JobDetailsInfo): void {
           "div",
           { class: "metrics" },
           element("div", {}, `${vertex.status} · back-pressure `, levelBadge(vertex)),
-          element("div", { class: "busy" }, `Busy ${Math.round(vertex["busy-time-ms-per-second"] / 10)}%`),
+          element(
+            "div",
+            { class: "busy" },
+            `Busy ${Math.round(vertex["busy-time-ms-per-second"] / 10)}%`,
+          ),
           element(
             "div",
             {},
@@ -254,7 +263,12 @@ function renderCheckpoints(stats: CheckpointingStatistics): void {
       "table",
       { class: "checkpoints" },
       ...rows.map(([title, key, value]) =>
-        element("tr", {}, element("th", {}, title), element("td", { "data-checkpoint": key }, value)),
+        element(
+          "tr",
+          {},
+          element("th", {}, title),
+          element("td", { "data-checkpoint": key }, value),
+        ),
       ),
     ),
   );
@@ -365,11 +379,13 @@ function showJob(jid: string): void {
   const events = new EventSource(`jobs/${encodeURIComponent(jid)}/events`);
   const current: JobView = { jid, events, chart: undefined, ended: false };
   view = current;
-  events.onmessage = (message) => renderJob(current, JSON.parse(message.data as string) as JobEvent);
+  events.onmessage = (message) =>
+    renderJob(current, JSON.parse(message.data as string) as JobEvent);
   events.onerror = () => {
     // A stream the endpoint ended or reset (rest.event-streams.max-bytes) reconnects by itself.
     if (current.ended || view !== current || events.readyState !== EventSource.CLOSED) return;
-    byId("job-status").textContent += " · disconnected (the job manager has ended, or serves too many pages)";
+    byId("job-status").textContent +=
+      " · disconnected (the job manager has ended, or serves too many pages)";
   };
 }
 
@@ -383,7 +399,9 @@ async function sendMessage(): Promise<void> {
   try {
     payload = text === "" ? null : JSON.parse(text);
   } catch (error) {
-    replies.replaceChildren(element("div", { class: "error" }, `not JSON: ${(error as Error).message}`));
+    replies.replaceChildren(
+      element("div", { class: "error" }, `not JSON: ${(error as Error).message}`),
+    );
     return;
   }
   const response = await fetch(
@@ -400,11 +418,16 @@ async function sendMessage(): Promise<void> {
     ...(body.replies ?? []).map((reply) =>
       element(
         "div",
-        { class: reply.error === undefined ? "reply" : "reply error", "data-endpoint": reply.endpoint },
+        {
+          class: reply.error === undefined ? "reply" : "reply error",
+          "data-endpoint": reply.endpoint,
+        },
         `${reply.endpoint}: ${reply.error === undefined ? JSON.stringify(reply.reply) : reply.error.message}`,
       ),
     ),
-    ...(body.replies === undefined ? (body.errors ?? []).map((e) => element("div", { class: "error" }, e)) : []),
+    ...(body.replies === undefined
+      ? (body.errors ?? []).map((e) => element("div", { class: "error" }, e))
+      : []),
   );
 }
 
@@ -417,7 +440,9 @@ async function cancelJob(): Promise<void> {
   });
   if (!response.ok) {
     const { errors } = (await response.json()) as { errors?: string[] };
-    byId("message-replies").replaceChildren(element("div", { class: "error" }, errors?.join("; ") ?? `HTTP ${response.status}`));
+    byId("message-replies").replaceChildren(
+      element("div", { class: "error" }, errors?.join("; ") ?? `HTTP ${response.status}`),
+    );
   }
 }
 

@@ -1,11 +1,11 @@
 import {
   BooleanSerializer,
-  IllegalArgumentError,
-  type JobID,
   BytesSerializer,
   Float64Serializer,
+  IllegalArgumentError,
   Int32Serializer,
   Int64Serializer,
+  type JobID,
   JsonSerializer,
   StringSerializer,
   type TypeSerializer,
