@@ -27,7 +27,7 @@ afterEach(async () => {
   for (const socket of sockets.splice(0)) socket.destroy();
   await Promise.all(endpoints.splice(0).map((endpoint) => endpoint.close()));
   await closeTestCluster();
-});
+}, 60_000);
 
 /** The kernel's memory for TCP buffers, in bytes (`/proc/net/sockstat`, counted in pages). */
 function kernelTcpMemory(): number {
@@ -114,5 +114,6 @@ describe("the REST endpoint's event streams", () => {
     }
     await reader.cancel();
     execution.cancel();
+    expect((await execution.terminated).status).toBe("CANCELED");
   }, 120_000);
 });
