@@ -57,6 +57,14 @@ export interface UserCode<Task> {
   readonly partitioners?: Readonly<Record<string, Partitioner<any>>>;
 }
 
+/** The names a {@link UserCode} registers, beyond the built-in ones, each sorted. */
+export interface UserCodeNames {
+  readonly invokables: readonly string[];
+  readonly serializers: readonly string[];
+  readonly keySelectors: readonly string[];
+  readonly partitioners: readonly string[];
+}
+
 function known(names: Iterable<string>): string {
   const list = [...names];
   return list.length === 0 ? "none are registered" : `known: ${list.sort().join(", ")}`;
@@ -69,6 +77,17 @@ function known(names: Iterable<string>): string {
  */
 export class UserCodeRegistry<Task> {
   constructor(private readonly code: UserCode<Task>) {}
+
+  /** The names registered, beyond the built-in serializers and key selector. */
+  names(): UserCodeNames {
+    const namesOf = (table: object | undefined) => Object.keys(table ?? {}).sort();
+    return {
+      invokables: namesOf(this.code.invokables),
+      serializers: namesOf(this.code.serializers),
+      keySelectors: namesOf(this.code.keySelectors),
+      partitioners: namesOf(this.code.partitioners),
+    };
+  }
 
   /** The invokable named `name`. */
   invokable(name: string, task: string): TaskInvokable<Task> {
