@@ -32,3 +32,4 @@ export {
   createRestartBackoffTimeStrategy,
   type RestartBackoffTimeStrategy,
 } from "./restart-backoff-time-strategy.js";
+export { checkUserCode, userCodeNamesNeeded } from "./user-code-check.js";

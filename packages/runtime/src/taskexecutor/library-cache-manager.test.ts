@@ -122,7 +122,7 @@ describe("a TaskExecutor running a job that names its job module", () => {
     graph.addVertex({ name: "Alone", parallelism: 1, invokable: "numbers" });
     const result = await (await deployer.deploy(graph, () => executor)).terminated;
     expect(result.status).toBe("FAILED");
-    expect(result.error?.code).toBe(ErrorCodes.TASK_DEPLOYMENT);
+    expect(result.error).toMatchObject({ code: ErrorCodes.TASK_DEPLOYMENT });
     expect(result.error?.message).toContain("./job.mjs#job");
     expect(result.error?.message).toContain(
       `${executor.location.host}:${executor.location.dataPort}`,

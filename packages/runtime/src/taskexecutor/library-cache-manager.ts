@@ -1,7 +1,8 @@
 import { type ConfigOption, ConfigOptions, readableConfigOf } from "@sluice/runtime-api";
 import { loadPlugin, type PluginKind, type PluginLoaderOptions } from "../loader/plugin-loader.js";
+import type { UserCodeNames } from "../messages/user-code-names.js";
 import type { Task } from "./task.js";
-import { type UserCode, type UserCodeNames, UserCodeRegistry } from "./user-code-registry.js";
+import { type UserCode, UserCodeRegistry } from "./user-code-registry.js";
 
 /** What a TaskExecutor needs of a job module (the runtime's `JobModule`): its tasks' code. */
 export interface UserCodeModule {

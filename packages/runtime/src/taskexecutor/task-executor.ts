@@ -43,6 +43,7 @@ import type {
   TaskExecutorGateway,
   TaskManagerLocation,
 } from "../messages/task-executor-gateway.js";
+import type { UserCodeNames } from "../messages/user-code-names.js";
 import { GroupMetricSink } from "../metrics/group-metric-sink.js";
 import { TaskManagerMetricGroup } from "../metrics/groups/task-manager-metric-group.js";
 import type { TaskMetricGroup } from "../metrics/groups/task-metric-group.js";
@@ -59,7 +60,7 @@ import {
   startTaskManagerShuffleEnvironment,
 } from "./task-manager-shuffle-environment.js";
 import type { TaskInput, TaskOutput } from "./task-resources.js";
-import { type UserCode, type UserCodeNames, UserCodeRegistry } from "./user-code-registry.js";
+import { type UserCode, UserCodeRegistry } from "./user-code-registry.js";
 
 /** Options of {@link TaskExecutor.start}: the worker's identity, resources and code. */
 export interface TaskExecutorOptions extends UserCode<Task> {

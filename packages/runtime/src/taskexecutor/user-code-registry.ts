@@ -10,6 +10,7 @@ import {
 } from "@sluice/core";
 import type { JsonValue } from "@sluice/runtime-api";
 import type { PartitionerSpec } from "../messages/task-deployment-descriptor.js";
+import type { UserCodeNames } from "../messages/user-code-names.js";
 import type { ChannelSelector } from "../partitioner/channel-selector.js";
 import type { Partitioner } from "../partitioner/custom-partitioner-wrapper.js";
 import type { KeySelector } from "../partitioner/key-selector.js";
@@ -55,14 +56,6 @@ export interface UserCode<Task> {
   /** User partitioners for CUSTOM partitioning, by name. */
   // biome-ignore lint/suspicious/noExplicitAny: partitioners of any key type.
   readonly partitioners?: Readonly<Record<string, Partitioner<any>>>;
-}
-
-/** The names a {@link UserCode} registers, beyond the built-in ones, each sorted. */
-export interface UserCodeNames {
-  readonly invokables: readonly string[];
-  readonly serializers: readonly string[];
-  readonly keySelectors: readonly string[];
-  readonly partitioners: readonly string[];
 }
 
 function known(names: Iterable<string>): string {
