@@ -40,6 +40,7 @@ function recordingExecutor(triggered: unknown[][]): GatewayMethods<TaskExecutorG
     cancelTask: unused,
     updatePartitions: unused,
     releasePartitions: unused,
+    userCodeNames: unused,
     triggerCheckpoint: async (...args) => {
       triggered.push(args);
     },
