@@ -41,6 +41,7 @@ function recordingExecutor(triggered: unknown[][]): GatewayMethods<TaskExecutorG
     updatePartitions: unused,
     releasePartitions: unused,
     deliverJobMessage: unused,
+    userCodeNames: unused,
     triggerCheckpoint: async (...args) => {
       triggered.push(args);
     },

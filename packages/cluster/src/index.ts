@@ -41,6 +41,12 @@ export {
   type JobMasterGatewayReceiver,
 } from "./job-master-gateway-methods.js";
 export type { RecoverableJob } from "./job-persistence.js";
+export { LocalCluster, type LocalClusterOptions } from "./local-cluster.js";
+export {
+  type LocalProcessOutput,
+  LocalTaskManagerProcess,
+  type ProcessExit,
+} from "./local-task-manager-process.js";
 export type { MethodSpec, MethodTable, ParamsOf, ResultOf } from "./method-spec.js";
 export {
   metricDumpSchema,

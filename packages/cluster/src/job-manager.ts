@@ -1,6 +1,7 @@
 import { IllegalStateError, TimeoutError } from "@sluice/core";
 import {
   type Configuration,
+  checkUserCode,
   type DeployOptions,
   JobDeployer,
   type JobDeployerOptions,
@@ -433,6 +434,9 @@ export class JobManager {
    *   subtasks go to the next task manager that registers and runs none of the job's tasks (a
    *   replacement), waited for up to `slot.request.timeout`.
    * @throws IllegalStateError when no placement is given and no task manager is connected.
+   * @throws TaskDeploymentError (`SLUICE_ERR_TASK_DEPLOYMENT`) when no placement is given and a
+   *   connected task manager cannot load the graph's job module or lacks a name the graph uses:
+   *   the message names each such task manager, its host and what it lacks; nothing is deployed.
    */
   async deploy(
     graph: JobGraph,
@@ -447,6 +451,13 @@ export class JobManager {
           `cannot deploy job ${graph.name}: no task manager is registered with the job manager at ${this.url}`,
         );
       }
+      // A task manager the job is placed on that cannot run its code is named before any task
+      // starts (a replacement found later fails its deployment instead).
+      await checkUserCode(
+        graph,
+        taskManagers,
+        (taskManager) => (taskManager as RegisteredTaskManager).labelWithAddress,
+      );
       place = this.replacingPlacement(taskManagers);
     }
     const { recoveryDescription, ...deployOptions } = options;

@@ -178,6 +178,30 @@ export const TaskExecutorGatewayMethods = {
       executor.deliverJobMessage(JobID.fromHex(jobId), name, payload as JsonValue),
     decode: (reply) => reply as JsonValue,
   }),
+  /**
+   * The names the task manager resolves for a job module (loaded from its own host) or, without
+   * one, for the code it was started with.
+   */
+  userCodeNames: method("userCodeNames", {
+    params: z.object({ reference: text(4096).optional() }),
+    result: z.object({
+      invokables: z.array(text(256)).max(65536),
+      serializers: z.array(text(256)).max(65536),
+      keySelectors: z.array(text(256)).max(65536),
+      partitioners: z.array(text(256)).max(65536),
+    }),
+    encode: ([reference]) => (reference === undefined ? {} : { reference }),
+    invoke: async ({ executor }, { reference }) => {
+      const names = await executor.userCodeNames(reference);
+      return {
+        invokables: [...names.invokables],
+        serializers: [...names.serializers],
+        keySelectors: [...names.keySelectors],
+        partitioners: [...names.partitioners],
+      };
+    },
+    decode: (names) => names,
+  }),
 } as const satisfies ForwardingTable<
   TaskExecutorGateway,
   TaskExecutorGatewayCaller,

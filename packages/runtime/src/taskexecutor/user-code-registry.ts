@@ -12,6 +12,7 @@ import {
 } from "@sluice/core";
 import type { JsonValue } from "@sluice/runtime-api";
 import type { PartitionerSpec } from "../messages/task-deployment-descriptor.js";
+import type { UserCodeNames } from "../messages/user-code-names.js";
 import type { ChannelSelector } from "../partitioner/channel-selector.js";
 import type { Partitioner } from "../partitioner/custom-partitioner-wrapper.js";
 import type { KeySelector } from "../partitioner/key-selector.js";
@@ -96,6 +97,17 @@ function known(names: Iterable<string>): string {
  */
 export class UserCodeRegistry<Task> {
   constructor(private readonly code: UserCode<Task>) {}
+
+  /** The names registered, beyond the built-in serializers and key selector. */
+  names(): UserCodeNames {
+    const namesOf = (table: object | undefined) => Object.keys(table ?? {}).sort();
+    return {
+      invokables: namesOf(this.code.invokables),
+      serializers: namesOf(this.code.serializers),
+      keySelectors: namesOf(this.code.keySelectors),
+      partitioners: namesOf(this.code.partitioners),
+    };
+  }
 
   /** The invokable named `name`. */
   invokable(name: string, task: string): TaskInvokable<Task> {
