@@ -1,0 +1,16 @@
+import type { SourceReaderFactory, SourceSplit } from "./source-split.js";
+
+/**
+ * The reader of a source over what `open(split)` returns, an async or a sync iterable: the
+ * application decides which records each subtask reads, and must start at `split.offset` (the
+ * records the subtask emitted before the checkpoint it was restored from), e.g. by seeking.
+ */
+export function iterableSource<T>(
+  open: (split: SourceSplit) => AsyncIterable<T> | Iterable<T>,
+): SourceReaderFactory<T> {
+  return (split: SourceSplit) => {
+    const iterable = open(split);
+    if (Symbol.asyncIterator in iterable) return iterable[Symbol.asyncIterator]();
+    return (iterable as Iterable<T>)[Symbol.iterator]();
+  };
+}
