@@ -1,5 +1,5 @@
 import type { TypeSerializer } from "@sluice/core";
-import { DataStreamSink, checkParallelism } from "./data-stream-sink.js";
+import { checkParallelism, DataStreamSink } from "./data-stream-sink.js";
 import type {
   FilterFunction,
   FlatMapFunction,
@@ -9,6 +9,7 @@ import type {
   RuntimeContext,
   SinkFunction,
 } from "./functions.js";
+import type { KeyedStream } from "./keyed-stream.js";
 import { processOperator } from "./operators/process-operator.js";
 import { sinkOperator } from "./operators/sink-operator.js";
 import { streamFilter } from "./operators/stream-filter.js";
@@ -19,7 +20,6 @@ import type { OperatorContext, StreamOperator } from "./runtime/stream-operator.
 import { CollectSink } from "./sinks/collect-sink.js";
 import { defaultLineFormat } from "./sinks/file-sink.js";
 import type { Sink } from "./sinks/sink.js";
-import type { KeyedStream } from "./keyed-stream.js";
 import type { StreamExecutionEnvironment } from "./stream-execution-environment.js";
 import {
   OneInputTransformation,
@@ -62,7 +62,9 @@ export class DataStream<T> {
   }
 
   /** Keeps the records `fn` returns true for (Flink's `filter`), named `Filter`. */
-  filter<S extends T>(fn: (value: T, context: RuntimeContext) => value is S): SingleOutputStreamOperator<S>;
+  filter<S extends T>(
+    fn: (value: T, context: RuntimeContext) => value is S,
+  ): SingleOutputStreamOperator<S>;
   filter(fn: FilterFunction<T>): SingleOutputStreamOperator<T>;
   filter(fn: FilterFunction<T>): SingleOutputStreamOperator<T> {
     const stream = this.transform("filter", "Filter", streamFilter(fn));
@@ -193,7 +195,14 @@ export class DataStream<T> {
   ): SingleOutputStreamOperator<R> {
     const node = this.environment.addTransformation(
       (id) =>
-        new OneInputTransformation<T, R>(id, kind, name, this.transformation, createOperator, options),
+        new OneInputTransformation<T, R>(
+          id,
+          kind,
+          name,
+          this.transformation,
+          createOperator,
+          options,
+        ),
     );
     return new SingleOutputStreamOperator(this.environment, node);
   }
@@ -206,9 +215,16 @@ export class DataStream<T> {
     const uid = () => (node as OneInputTransformation<T, never>).uid;
     node = this.environment.addTransformation(
       (id) =>
-        new OneInputTransformation<T, never>(id, "sink", name, this.transformation, createOperator(uid), {
-          isSink: true,
-        }),
+        new OneInputTransformation<T, never>(
+          id,
+          "sink",
+          name,
+          this.transformation,
+          createOperator(uid),
+          {
+            isSink: true,
+          },
+        ),
     );
     return node;
   }
@@ -273,7 +289,8 @@ export class SingleOutputStreamOperator<T> extends DataStream<T> {
   /** The records the operator emitted to the side output `tag` (Flink's `getSideOutput`). */
   getSideOutput<X>(tag: OutputTag<X>): DataStream<X> {
     const node = this.environment.addTransformation(
-      (id) => new SideOutputTransformation<X>(id, this.transformation as Transformation<unknown>, tag),
+      (id) =>
+        new SideOutputTransformation<X>(id, this.transformation as Transformation<unknown>, tag),
     );
     return new DataStream(this.environment, node);
   }

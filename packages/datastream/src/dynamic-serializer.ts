@@ -163,7 +163,8 @@ function read(input: DataInputDeserializer, depth: number): unknown {
       return negative ? -magnitude : magnitude;
     }
     case Tag.BYTES:
-      return input.readFully(count(input, at, "bytes"));
+      // A copy: what readFully returns is a view of the network buffer, recycled after the record.
+      return new Uint8Array(input.readFully(count(input, at, "bytes")));
     case Tag.ARRAY: {
       checkDepth(depth, at);
       const length = count(input, at, "array elements");

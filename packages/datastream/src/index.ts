@@ -7,12 +7,12 @@
  */
 
 export {
-  ListStateDescriptor,
   type ListState,
-  MapStateDescriptor,
+  ListStateDescriptor,
   type MapState,
-  ValueStateDescriptor,
+  MapStateDescriptor,
   type ValueState,
+  ValueStateDescriptor,
 } from "@sluice/runtime";
 export {
   CollectStreamSink,

@@ -5,7 +5,6 @@ import type {
   AggregateFunction,
   KeyedProcessFunction,
   KeySelector,
-  ProcessFunction,
   ReduceFunction,
 } from "./functions.js";
 import { keyedProcessOperator } from "./operators/keyed-process-operator.js";
@@ -44,13 +43,11 @@ export class KeyedStream<T, K> extends DataStream<T> {
    * Processes each record with its key set (Flink's `KeyedProcessFunction`), named
    * `KeyedProcess`: the function's context gives the key and the keyed state of this operator.
    */
-  override process<R>(
-    fn: KeyedProcessFunction<K, T, R> | ProcessFunction<T, R>,
-  ): SingleOutputStreamOperator<R> {
+  override process<R>(fn: KeyedProcessFunction<K, T, R>): SingleOutputStreamOperator<R> {
     return this.transform(
       "keyedProcess",
       "KeyedProcess",
-      keyedProcessOperator(this.keySelector, fn as KeyedProcessFunction<K, T, R>),
+      keyedProcessOperator(this.keySelector, fn),
       { key: this.key },
     );
   }

@@ -11,14 +11,11 @@ import {
   TaskExecutor,
   type UserCode,
 } from "@sluice/runtime";
-import { checkParallelism } from "./data-stream-sink.js";
 import { type DataStream, type KeyByOptions, SingleOutputStreamOperator } from "./data-stream.js";
+import { checkParallelism } from "./data-stream-sink.js";
 import { DynamicSerializer } from "./dynamic-serializer.js";
 import type { KeySelector } from "./functions.js";
-import {
-  type GeneratedJobGraph,
-  generateJobGraph,
-} from "./graph/streaming-job-graph-generator.js";
+import { type GeneratedJobGraph, generateJobGraph } from "./graph/streaming-job-graph-generator.js";
 import { KeyedStream } from "./keyed-stream.js";
 import type { StreamGraphIndex } from "./runtime/operator-chain.js";
 import { runStreamTask } from "./runtime/stream-task.js";
@@ -283,7 +280,8 @@ export class StreamExecutionEnvironment {
     let partition: PartitionTransformation<T> | undefined;
     const key: KeySpec = {
       selector: selector as (value: unknown) => unknown,
-      serializer: (options.keyType as TypeSerializer<unknown> | undefined) ?? DynamicSerializer.INSTANCE,
+      serializer:
+        (options.keyType as TypeSerializer<unknown> | undefined) ?? DynamicSerializer.INSTANCE,
       get uid() {
         return (partition as PartitionTransformation<T>).uid;
       },

@@ -119,7 +119,8 @@ export function generateJobGraph(
     });
     for (const node of members) {
       for (const edge of outEdges.get(node) ?? []) {
-        if (isChainable(edge)) outputsOf(configOf.get(node), edge).push({ chained: edge.target.uid });
+        if (isChainable(edge))
+          outputsOf(configOf.get(node), edge).push({ chained: edge.target.uid });
       }
     }
     const chainConfig: ChainConfig = {

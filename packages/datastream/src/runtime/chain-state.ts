@@ -27,7 +27,12 @@ export type ChainState = {
  */
 export function readChainState(restored: JsonValue | undefined, taskName: string): ChainState {
   if (restored === undefined || restored === null) {
-    return { format: CHAIN_STATE_FORMAT, version: CHAIN_STATE_VERSION, operatorState: {}, keyedState: {} };
+    return {
+      format: CHAIN_STATE_FORMAT,
+      version: CHAIN_STATE_VERSION,
+      operatorState: {},
+      keyedState: {},
+    };
   }
   const state = restored as Partial<ChainState>;
   if (

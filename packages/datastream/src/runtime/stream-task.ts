@@ -1,4 +1,4 @@
-import { setImmediate as yieldToEventLoop, setTimeout as delay } from "node:timers/promises";
+import { setTimeout as delay, setImmediate as yieldToEventLoop } from "node:timers/promises";
 import {
   type JsonObject,
   type JsonValue,
@@ -8,7 +8,12 @@ import {
 } from "@sluice/runtime";
 import type { RuntimeContext } from "../functions.js";
 import { readChainConfig } from "../graph/chain-config.js";
-import { CHAIN_STATE_FORMAT, CHAIN_STATE_VERSION, type ChainState, readChainState } from "./chain-state.js";
+import {
+  CHAIN_STATE_FORMAT,
+  CHAIN_STATE_VERSION,
+  type ChainState,
+  readChainState,
+} from "./chain-state.js";
 import {
   type ChainedOperator,
   createOperatorChain,
