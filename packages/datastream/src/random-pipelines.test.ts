@@ -87,7 +87,7 @@ const expand = (copies: number) => (x: number) => Array.from({ length: copies },
 /** The pipeline as a job; the parallelism forward() needs is the previous operator's. */
 function build(pipeline: Pipeline): {
   env: StreamExecutionEnvironment;
-  results: (r: Parameters<ReturnType<DataStream<number>["collect"]>["results"]>[0]) => number[];
+  results: (result: JobResult) => number[];
 } {
   const env = StreamExecutionEnvironment.create({ name: "random pipeline" });
   if (!pipeline.chainingEnabled) env.disableOperatorChaining();
