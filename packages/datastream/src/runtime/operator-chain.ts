@@ -130,7 +130,8 @@ export function createOperatorChain(
     }
     let keyedState: KeyedStateBackend<unknown> | undefined;
     if (node.key !== undefined) {
-      keyedState = KeyedStateBackend.forTask(task, node.key.serializer, {
+      keyedState = KeyedStateBackend.forTask(task, {
+        keySerializer: node.key.serializer,
         defaultSerializer: DynamicSerializer.INSTANCE,
       });
       keyedState.restore(restored.keyedState[uid]);

@@ -81,10 +81,10 @@ type AnySerializer = TypeSerializer<any>;
  * A task at the JobGraph level keeps it next to its other state:
  *
  * ```ts
- * const backend = KeyedStateBackend.forTask(task, StringSerializer.INSTANCE);
+ * const backend = KeyedStateBackend.forTask<string>(task);
  * backend.restore((task.restoredState as { keyed?: KeyedStateSnapshot } | undefined)?.keyed);
  * task.setCheckpointHandler({ snapshotState: () => ({ keyed: backend.snapshot() }) });
- * const count = backend.getState(new ValueStateDescriptor("count", Float64Serializer.INSTANCE));
+ * const count = backend.getState(new ValueStateDescriptor<number>("count"));
  * for await (const word of task.reader<string>()) {
  *   backend.setCurrentKey(word);
  *   count.update((count.value() ?? 0) + 1);
@@ -126,15 +126,21 @@ export class KeyedStateBackend<K> implements KeyContext<K> {
     this.defaultSerializer = options.defaultSerializer ?? new JsonSerializer<unknown>();
   }
 
-  /** A backend for `task`'s key groups, keyed with `keySerializer`. */
+  /**
+   * A backend for `task`'s key groups. Keys and state values are written with the serializers
+   * given here and in the descriptors, else as JSON.
+   */
   static forTask<K>(
     task: KeyedStateOwner,
-    keySerializer: TypeSerializer<K>,
-    options: Pick<KeyedStateBackendOptions<K>, "defaultSerializer"> = {},
+    options: Pick<KeyedStateBackendOptions<K>, "defaultSerializer"> & {
+      readonly keySerializer?: TypeSerializer<K>;
+    } = {},
   ): KeyedStateBackend<K> {
     return new KeyedStateBackend({
-      ...options,
-      keySerializer,
+      ...(options.defaultSerializer === undefined
+        ? {}
+        : { defaultSerializer: options.defaultSerializer }),
+      keySerializer: options.keySerializer ?? new JsonSerializer<K>(),
       maxParallelism: task.maxParallelism,
       keyGroupRange: task.keyGroupRange,
       name: task.name,
