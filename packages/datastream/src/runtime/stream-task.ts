@@ -8,6 +8,7 @@ import {
 } from "@sluice/runtime";
 import type { RuntimeContext } from "../functions.js";
 import { readChainConfig } from "../graph/chain-config.js";
+import { END_OF_SOURCE } from "../sources/source-split.js";
 import {
   CHAIN_STATE_FORMAT,
   CHAIN_STATE_VERSION,
@@ -40,10 +41,6 @@ function availability(writers: readonly RecordWriter<unknown>[]): Promise<unknow
   return Promise.all(
     writers.filter((writer) => !writer.isAvailable()).map((writer) => writer.getAvailableFuture()),
   );
-}
-
-function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
-  return typeof (value as { then?: unknown } | undefined)?.then === "function";
 }
 
 /**
@@ -134,9 +131,9 @@ function registerCheckpointing(task: Task, chain: OperatorChain, position: Sourc
 
 /**
  * Emits the source's records through the chain from the restored offset on. Checkpoint triggers
- * (mail) run between two records: every few hundred records, while the outputs are
- * back-pressured, while a rate limit holds the source, and while an async source waits for its
- * next record.
+ * (mail) run between two records: after every batch of a few hundred records, while the outputs
+ * are back-pressured, while a rate limit holds the source, and while an async source waits for
+ * its next record.
  */
 async function runSource(
   task: Task,
@@ -159,21 +156,37 @@ async function runSource(
   let emitted = 0;
   for (;;) {
     if (!allAvailable(writers)) await task.yieldToMailbox(availability(writers));
-    else if (emitted % RECORDS_PER_YIELD === 0) await task.yieldToMailbox();
+    else if (reader.kind === "sync") await task.yieldToMailbox();
+    else task.processMail();
+    let batch = RECORDS_PER_YIELD;
     if (rate !== undefined) {
-      const wait = startedAt + (emitted / rate) * 1000 - performance.now();
-      if (wait > 0) await task.yieldToMailbox(delay(wait));
+      const elapsed = performance.now() - startedAt;
+      const allowed = Math.floor((elapsed * rate) / 1000) + 1 - emitted;
+      if (allowed <= 0) {
+        await task.yieldToMailbox(delay(startedAt + (emitted / rate) * 1000 - performance.now()));
+        continue;
+      }
+      batch = Math.min(batch, allowed);
     }
-    let next = reader.next();
-    if (isPromise(next)) {
+    if (reader.kind === "async") {
+      const next = reader.iterator.next();
       // The record is not emitted yet, so a checkpoint taken meanwhile does not count it.
       await task.yieldToMailbox(next);
-      next = await next;
+      const result = await next;
+      if (result.done === true) return;
+      output.collect(result.value);
+      position.offset++;
+      emitted++;
+      continue;
     }
-    if (next.done === true) return;
-    output.collect(next.value);
-    position.offset++;
-    emitted++;
+    for (let i = 0; i < batch; i++) {
+      const value = reader.poll();
+      if (value === END_OF_SOURCE) return;
+      output.collect(value);
+      position.offset++;
+      emitted++;
+      if (!allAvailable(writers)) break;
+    }
   }
 }
 

@@ -1,4 +1,9 @@
-import type { SourceReaderFactory, SourceSplit } from "./source-split.js";
+import {
+  END_OF_SOURCE,
+  type SourceReader,
+  type SourceReaderFactory,
+  type SourceSplit,
+} from "./source-split.js";
 
 /**
  * The reader of a source over what `open(split)` returns, an async or a sync iterable: the
@@ -8,9 +13,18 @@ import type { SourceReaderFactory, SourceSplit } from "./source-split.js";
 export function iterableSource<T>(
   open: (split: SourceSplit) => AsyncIterable<T> | Iterable<T>,
 ): SourceReaderFactory<T> {
-  return (split: SourceSplit) => {
+  return (split: SourceSplit): SourceReader<T> => {
     const iterable = open(split);
-    if (Symbol.asyncIterator in iterable) return iterable[Symbol.asyncIterator]();
-    return (iterable as Iterable<T>)[Symbol.iterator]();
+    if (Symbol.asyncIterator in iterable) {
+      return { kind: "async", iterator: iterable[Symbol.asyncIterator]() };
+    }
+    const iterator = (iterable as Iterable<T>)[Symbol.iterator]();
+    return {
+      kind: "sync",
+      poll: () => {
+        const next = iterator.next();
+        return next.done === true ? END_OF_SOURCE : next.value;
+      },
+    };
   };
 }

@@ -1,4 +1,9 @@
-import type { SourceReaderFactory, SourceSplit } from "./source-split.js";
+import {
+  END_OF_SOURCE,
+  type SourceReader,
+  type SourceReaderFactory,
+  type SourceSplit,
+} from "./source-split.js";
 
 /**
  * The reader of a generated source (Flink's `DataGeneratorSource` over a number sequence):
@@ -10,15 +15,16 @@ export function generatorSource<T>(
   count: number,
   generate: (index: number) => T,
 ): SourceReaderFactory<T> {
-  return (split: SourceSplit) => {
+  return (split: SourceSplit): SourceReader<T> => {
     const step = split.numberOfSubtasks;
     let index = split.subtaskIndex + split.offset * step;
     return {
-      next: (): IteratorResult<T> => {
-        if (index >= count) return { done: true, value: undefined };
+      kind: "sync",
+      poll: () => {
+        if (index >= count) return END_OF_SOURCE;
         const value = generate(index);
         index += step;
-        return { done: false, value };
+        return value;
       },
     };
   };
