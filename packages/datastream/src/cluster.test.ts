@@ -9,7 +9,6 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { JobManager, TaskManager } from "@sluice/cluster";
 import { Configuration, type JobResult } from "@sluice/runtime";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
