@@ -7,7 +7,10 @@ import type { OneInputTransformation } from "./transformation.js";
  */
 export class DataStreamSink<T> {
   /** @internal */
-  constructor(protected readonly node: OneInputTransformation<T, never>) {}
+  constructor(
+    /** @internal The sink's node of the stream graph. */
+    protected readonly node: OneInputTransformation<T, never>,
+  ) {}
 
   /** Names the sink operator (`Sink: <name>` in the job). */
   name(name: string): this {

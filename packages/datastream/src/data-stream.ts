@@ -65,6 +65,7 @@ export class DataStream<T> {
   filter<S extends T>(
     fn: (value: T, context: RuntimeContext) => value is S,
   ): SingleOutputStreamOperator<S>;
+  /** Keeps the records `fn` returns true for (Flink's `filter`), named `Filter`. */
   filter(fn: FilterFunction<T>): SingleOutputStreamOperator<T>;
   filter(fn: FilterFunction<T>): SingleOutputStreamOperator<T> {
     const stream = this.transform("filter", "Filter", streamFilter(fn));

@@ -44,12 +44,15 @@ const INT64_MAX = (1n << 63n) - 1n;
 export class DynamicSerializer implements TypeSerializer<unknown> {
   /** The shared, stateless instance. */
   static readonly INSTANCE = new DynamicSerializer();
+  /** `dynamic`: the name tasks resolve it by. */
   readonly name = "dynamic";
 
+  /** Writes `value` behind its type tag; throws IllegalArgumentError for a type it cannot write. */
   serialize(value: unknown, out: DataOutputSerializer): void {
     write(value, out, 0);
   }
 
+  /** Reads one tagged value; throws SerializationError for an unknown tag or a bad count. */
   deserialize(input: DataInputDeserializer): unknown {
     return read(input, 0);
   }

@@ -19,6 +19,7 @@ export class OutputTag<T> {
     this.serializer = serializer;
   }
 
+  /** `OutputTag(<id>)`. */
   toString(): string {
     return `OutputTag(${this.id})`;
   }

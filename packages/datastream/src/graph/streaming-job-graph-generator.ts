@@ -42,6 +42,7 @@ interface StreamEdge {
 
 /** What one chain became. */
 export interface GeneratedChain {
+  /** The JobGraph vertex that runs the chain. */
   readonly vertex: JobVertex;
   /** The uids of its operators, head first. */
   readonly uids: readonly string[];
@@ -49,7 +50,9 @@ export interface GeneratedChain {
 
 /** A compiled job: its graph and the chain of each vertex. */
 export interface GeneratedJobGraph {
+  /** The job's JobGraph. */
   readonly graph: JobGraph;
+  /** Each vertex's chain, in the order the vertices were added. */
   readonly chains: readonly GeneratedChain[];
 }
 

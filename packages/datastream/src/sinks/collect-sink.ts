@@ -18,6 +18,7 @@ type Collected = { records: string };
  * small results: the records travel in the task's result message and are kept in memory.
  */
 export class CollectSink<T> implements Sink<T> {
+  /** The operator's name: `Sink: Collect`. */
   readonly name = "Collect";
 
   /**
@@ -29,6 +30,7 @@ export class CollectSink<T> implements Sink<T> {
     private readonly serializer: () => TypeSerializer<T>,
   ) {}
 
+  /** A subtask's writer: it keeps the records it received, serialized, in its state. */
   readonly createWriter = (_context: SinkContext): SinkWriter<T> => {
     const serializer = this.serializer();
     const buffer = new DataOutputSerializer();

@@ -35,7 +35,9 @@ export function defaultLineFormat(value: unknown): string {
  * failure. A job without checkpoints commits each subtask's file when its input ends.
  */
 export class FileSink<T> implements Sink<T> {
+  /** The operator's name: `Sink: File Sink`. */
   readonly name = "File Sink";
+  /** Where and how it writes. */
   readonly options: FileSinkOptions<T>;
 
   constructor(options: FileSinkOptions<T>) {
@@ -45,6 +47,7 @@ export class FileSink<T> implements Sink<T> {
     this.options = options;
   }
 
+  /** A subtask's writer: a `TransactionalFileSink` of the subtask's part files. */
   readonly createWriter = (context: SinkContext): SinkWriter<T> => {
     const format = this.options.format ?? (defaultLineFormat as (value: T) => string);
     const sink = new TransactionalFileSink({

@@ -4,8 +4,11 @@
  * records it emitted before the checkpoint it was restored from (0 on a fresh start).
  */
 export interface SourceSplit {
+  /** The subtask that reads the split (0-based). */
   readonly subtaskIndex: number;
+  /** The source's parallelism. */
   readonly numberOfSubtasks: number;
+  /** Records the subtask emitted before the checkpoint it was restored from; 0 on a fresh start. */
   readonly offset: number;
 }
 

@@ -139,6 +139,7 @@ export interface TaskDeploymentDescriptorJSON {
   readonly executionAttemptId: string;
   readonly taskName: string;
   readonly numberOfSubtasks: number;
+  /** Absent: Flink's default for `numberOfSubtasks`. */
   readonly maxParallelism?: number;
   readonly invokable?: string;
   readonly producedPartitions: readonly {

@@ -7,4 +7,5 @@ import { defineError, ErrorCodes } from "@sluice/core";
  * backend, the state and what differs. Code: `SLUICE_ERR_KEYED_STATE`.
  */
 export const KeyedStateError = defineError("KeyedStateError", ErrorCodes.KEYED_STATE);
+/** An instance of {@link KeyedStateError}. */
 export type KeyedStateError = InstanceType<typeof KeyedStateError>;

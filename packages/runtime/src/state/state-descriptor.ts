@@ -25,7 +25,9 @@ function checkName(name: string): string {
 
 /** Describes a `ValueState`: one value of type `T` per key. */
 export class ValueStateDescriptor<T> implements StateDescriptor {
+  /** `VALUE`. */
   readonly type = "VALUE";
+  /** The state's name, unique within its backend. */
   readonly name: string;
   /** The value's serializer; absent: the backend's default. */
   readonly serializer: TypeSerializer<T> | undefined;
@@ -38,7 +40,9 @@ export class ValueStateDescriptor<T> implements StateDescriptor {
 
 /** Describes a `ListState`: a list of `T` per key. */
 export class ListStateDescriptor<T> implements StateDescriptor {
+  /** `LIST`. */
   readonly type = "LIST";
+  /** The state's name, unique within its backend. */
   readonly name: string;
   /** The elements' serializer; absent: the backend's default. */
   readonly elementSerializer: TypeSerializer<T> | undefined;
@@ -51,7 +55,9 @@ export class ListStateDescriptor<T> implements StateDescriptor {
 
 /** Describes a `MapState`: a map from `UK` to `UV` per key. */
 export class MapStateDescriptor<UK, UV> implements StateDescriptor {
+  /** `MAP`. */
   readonly type = "MAP";
+  /** The state's name, unique within its backend. */
   readonly name: string;
   /** The map keys' serializer; absent: the backend's default. */
   readonly userKeySerializer: TypeSerializer<UK> | undefined;
