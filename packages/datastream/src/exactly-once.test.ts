@@ -144,4 +144,41 @@ describe("a typed job with keyed state, after failures", () => {
     expect(lines.length).toBe(expected.length);
     expect(lines.sort()).toEqual(expected.sort());
   }, 60_000);
+
+  it("resumes an async iterable source at the offset it checkpointed, every record counted once", async () => {
+    const RECORDS_PER_SUBTASK = 4_000;
+    let completed = () => 0;
+    const fail = failOnceAfterCheckpoints(() => completed(), 0, 0, 1_000);
+    const env = StreamExecutionEnvironment.create({ name: "async source", parallelism: 2 });
+    const counts = env
+      .fromAsyncIterable(async function* ({ subtaskIndex, offset }) {
+        for (let i = offset; i < RECORDS_PER_SUBTASK; i++) {
+          // A source that waits for its records, as one reading a socket or a file does.
+          if (i % 50 === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+          yield subtaskIndex * RECORDS_PER_SUBTASK + i;
+        }
+      })
+      .map((n, ctx) => {
+        fail(ctx);
+        return n;
+      })
+      .keyBy((n) => n % 10)
+      .process<number>((_n, ctx) => {
+        const count = ctx.getState(new ValueStateDescriptor("count", Types.NUMBER));
+        count.update((count.value() ?? 0) + 1);
+        ctx.emit((ctx.getCurrentKey() as number) * 100_000 + (count.value() as number));
+      })
+      .collect();
+    const run = observedRun(env, checkpointingConfiguration(dir));
+    completed = run.completedCheckpoints;
+    const result = await run.result;
+    expect(result.status, String(result.error?.stack)).toBe("FINISHED");
+    expect(result.restarts).toBe(1);
+    expect(result.checkpoints.restoredFrom).toBeDefined();
+    const expected: number[] = [];
+    for (let key = 0; key < 10; key++) {
+      for (let c = 1; c <= (2 * RECORDS_PER_SUBTASK) / 10; c++) expected.push(key * 100_000 + c);
+    }
+    expect(counts.results(result).sort((a, b) => a - b)).toEqual(expected);
+  }, 60_000);
 });

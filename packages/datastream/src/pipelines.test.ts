@@ -9,7 +9,9 @@ import { ErrorCodes } from "@sluice/core";
 import {
   assignKeyToParallelOperator,
   computeDefaultMaxParallelism,
+  JobDeployer,
   type JobResult,
+  TaskExecutor,
   ValueStateDescriptor,
 } from "@sluice/runtime";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -274,7 +276,6 @@ describe("a typed job in one process", () => {
       .map((n) => n)
       .uid("old-map")
       .addSink(() => {});
-    const { TaskExecutor, JobDeployer } = await import("@sluice/runtime");
     const executor = await TaskExecutor.start(localConfiguration(), {
       ...loaded.userCode,
       loader: LOADER,
@@ -287,6 +288,36 @@ describe("a typed job in one process", () => {
       expect(result.error).toMatchObject({ code: ErrorCodes.TASK_DEPLOYMENT });
       expect(result.error?.message).toContain('job "versions" has no operator "new-map" here');
       expect(result.error?.message).toContain("old-map");
+    } finally {
+      await deployer.close();
+      await executor.close();
+    }
+  });
+
+  it("runs an unbounded source until the job is canceled, then releases everything", async () => {
+    const env = StreamExecutionEnvironment.create({ name: "unbounded", parallelism: 2 });
+    let received = 0;
+    env
+      .fromGenerator(Number.POSITIVE_INFINITY, (i) => i)
+      .rebalance()
+      .addSink(() => {
+        received++;
+      });
+    const executor = await TaskExecutor.start(localConfiguration(), {
+      ...env.userCode,
+      loader: LOADER,
+    });
+    const deployer = await JobDeployer.start(localConfiguration(), { loader: LOADER });
+    try {
+      const execution = await deployer.deploy(env.createJobGraph(), () => executor);
+      const deadline = Date.now() + 20_000;
+      while (received < 10_000 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect(received).toBeGreaterThanOrEqual(10_000);
+      execution.cancel("the test has seen enough");
+      const result = await execution.terminated;
+      expect(result.status).toBe("CANCELED");
     } finally {
       await deployer.close();
       await executor.close();
