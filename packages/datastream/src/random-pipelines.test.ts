@@ -96,8 +96,12 @@ function build(pipeline: Pipeline): {
   });
   let parallelism = pipeline.sourceParallelism;
   let forward = false;
-  for (const step of pipeline.steps) {
+  // forward() into the collect sink (parallelism 1) from a wider operator is refused, as Flink
+  // refuses it: a forward() that no operator follows is left out (it moves no record).
+  const lastOperator = pipeline.steps.findLastIndex((step) => step.kind !== "partition");
+  for (const [index, step] of pipeline.steps.entries()) {
     if (step.kind === "partition") {
+      if (step.how === "forward" && index > lastOperator && parallelism !== 1) continue;
       stream = partitioned(stream, step.how);
       forward = step.how === "forward";
       continue;
