@@ -16,7 +16,7 @@ import {
   installGuideApplication,
 } from "./test-support/guide-application.js";
 import { codeBlocks } from "./test-support/markdown-code-blocks.js";
-import { GUIDE_PACKAGES } from "./test-support/packed-packages.js";
+import { PUBLISHED_PACKAGES } from "./test-support/packed-packages.js";
 
 const RECORDS = 1_000_000;
 /** The guide's layout: the tarballs in `sluice-packs/`, the application in `my-app/` next to it. */
@@ -79,13 +79,13 @@ describe("the embedding guide's two-process example, outside the repository", ()
     expect(guide?.install.status, guide?.install.output).toBe(0);
     // Every @sluice package, the transitive ones too, was unpacked from its tarball.
     const store = readdirSync(path.join(app, "node_modules/.pnpm"));
-    for (const name of GUIDE_PACKAGES) {
+    for (const name of PUBLISHED_PACKAGES) {
       expect(store).toContainEqual(
         expect.stringMatching(new RegExp(`^@sluice\\+${name}@file\\+\\.\\.\\+sluice-packs\\+`)),
       );
     }
     expect(store.filter((entry) => entry.startsWith("@sluice+"))).toHaveLength(
-      GUIDE_PACKAGES.length,
+      PUBLISHED_PACKAGES.length,
     );
     const cluster = realpathSync(path.join(app, "node_modules/@sluice/cluster"));
     expect(cluster.startsWith(path.join(app, "node_modules/.pnpm"))).toBe(true);

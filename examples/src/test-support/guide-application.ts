@@ -5,7 +5,7 @@ import path from "node:path";
 import { type CodeBlock, codeBlocks, REPO } from "./markdown-code-blocks.js";
 import {
   buildWorkspacePackagesIfStale,
-  GUIDE_PACKAGES,
+  PUBLISHED_PACKAGES,
   packWorkspacePackages,
 } from "./packed-packages.js";
 
@@ -41,13 +41,13 @@ function run(command: string, args: readonly string[], cwd: string): Step {
  * TypeScript.
  */
 export function installGuideApplication(prefix: string): GuideApplication {
-  buildWorkspacePackagesIfStale(GUIDE_PACKAGES);
+  buildWorkspacePackagesIfStale(PUBLISHED_PACKAGES);
   const root = mkdtempSync(path.join(tmpdir(), prefix));
   const packs = path.join(root, "sluice-packs");
   const app = path.join(root, "my-app");
   mkdirSync(packs);
   mkdirSync(app);
-  packWorkspacePackages(GUIDE_PACKAGES, packs);
+  packWorkspacePackages(PUBLISHED_PACKAGES, packs);
   const files = codeBlocks("docs/embedding.md").filter(
     (block): block is CodeBlock & { file: string } => block.file !== undefined,
   );

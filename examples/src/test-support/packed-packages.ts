@@ -3,22 +3,23 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import { REPO } from "./markdown-code-blocks.js";
 
-/** What an application installs: the packages it imports and the ones they depend on. */
+/**
+ * What an application installs: the packages it imports and the ones they depend on
+ * (`@sluice/cluster` brings the plugins it can load by name: the shuffles, the metric reporter and
+ * the high-availability services).
+ */
 export const PUBLISHED_PACKAGES = [
   "core",
   "runtime-api",
   "network",
   "runtime",
-  "cluster",
+  "metrics-prometheus",
+  "ha-etcd",
   "shuffle-tcp",
   "shuffle-ws",
+  "shuffle-remote",
+  "cluster",
 ] as const;
-
-/**
- * What the embedding guide's application installs: the published packages and the
- * high-availability plugin its takeover example loads (`high-availability.type: etcd`).
- */
-export const GUIDE_PACKAGES = [...PUBLISHED_PACKAGES, "ha-etcd"] as const;
 
 /** True when a source file of `src` has no compiled counterpart in `dist` at least as new. */
 function stale(src: string, dist: string): boolean {

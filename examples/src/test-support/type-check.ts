@@ -38,6 +38,9 @@ export function typeCheckBlocks(
   host.directoryExists = (name) =>
     path.resolve(name) === snippets || (directoryExists?.call(host, name) ?? true);
   host.fileExists = (name) => files.has(name) || fileExists.call(host, name);
+  // The blocks' folder exists only in memory: a block may import another (`./word-count.js`).
+  host.directoryExists = (name) =>
+    path.resolve(name) === snippets || (directoryExists?.call(host, name) ?? true);
   host.readFile = (name) => files.get(name)?.code ?? readFile.call(host, name);
   host.getSourceFile = (name, language, ...rest) => {
     const block = files.get(name);

@@ -52,10 +52,16 @@ export interface DispatcherContext {
   /** The fencing token of this job manager's leadership now, or `undefined`. */
   fencingToken(): string | undefined;
   /**
-   * The default placement (subtask `i` on the `i mod n`-th connected task manager, lost ones
-   * replaced) and `n`; `undefined` when no task manager is connected.
+   * The default placement of `graph` (subtask `i` on the `i mod n`-th connected task manager, lost
+   * ones replaced) and `n`; `undefined` when no task manager is connected.
+   *
+   * @throws TaskDeploymentError when a connected task manager cannot run the graph's code.
    */
-  defaultPlacement(): { readonly placement: Placement; readonly taskManagers: number } | undefined;
+  defaultPlacement(
+    graph: JobGraph,
+  ): Promise<{ readonly placement: Placement; readonly taskManagers: number } | undefined>;
+  /** Told of every job this job manager deploys, once it started. */
+  onDeployed(execution: JobExecution): void;
   /**
    * Resolves once `count` task managers are connected, or `slot.request.timeout` passed and at
    * least one is; false when `leading()` turned false or the job manager closed meanwhile.
@@ -163,11 +169,17 @@ export class Dispatcher {
     }
     const again = this.jobs.get(id);
     if (again !== undefined) return this.clientOf(again, await again.started);
-    const target = placement ?? this.context.defaultPlacement()?.placement;
+    const target = placement ?? (await this.context.defaultPlacement(graph))?.placement;
     if (target === undefined) {
       throw new IllegalStateError(
         `cannot deploy job ${graph.name}: no task manager is registered with the job manager`,
       );
+    }
+    // The check above awaited: another submission of the job may have started it meanwhile.
+    const raced = this.jobs.get(id);
+    if (raced !== undefined) return this.clientOf(raced, await raced.started);
+    if (this.leadership(`submitting job ${graph.name} (${graph.jobId})`) !== token) {
+      return this.submitJob(graph, placement, options);
     }
     const job = this.register(graph.jobId, token);
     job.started = this.launch(job, submittedJobOf(graph, options, this.context), target, options);
@@ -285,6 +297,7 @@ export class Dispatcher {
       });
       job.execution = execution;
       void execution.terminated.then((result) => this.ended(job, submitted, result));
+      context.onDeployed(execution);
       if (context.fencingToken() !== job.token || this.jobs.get(jobId) !== job) {
         execution.suspend(new FencingTokenError("the job manager lost its leadership"));
       }
@@ -371,7 +384,7 @@ export class Dispatcher {
       );
       return undefined;
     }
-    const placement = context.defaultPlacement();
+    const placement = await context.defaultPlacement(submitted.graph);
     if (placement === undefined) {
       job.ended(suspendedResult(submitted.graph.jobId, "no task manager is connected"));
       return undefined;

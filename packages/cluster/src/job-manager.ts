@@ -7,6 +7,7 @@ import {
 } from "@sluice/core";
 import {
   type Configuration,
+  checkUserCode,
   type DeployOptions,
   JobDeployer,
   type JobDeployerOptions,
@@ -160,6 +161,7 @@ export class JobManager {
   /** The port the control plane listens on. */
   readonly port: number;
 
+  private readonly deployListeners = new Set<(job: JobExecution) => void>();
   private readonly waiters = new TaskManagerWaiters(() => this.connectedTaskManagers());
   private readonly dispatcher: Dispatcher;
   private closing: Promise<void> | undefined;
@@ -199,11 +201,23 @@ export class JobManager {
       persistence,
       elected,
       fencingToken: () => this.leaderToken,
-      defaultPlacement: () => {
+      defaultPlacement: async (graph) => {
         const taskManagers = this.connectedTaskManagers();
-        return taskManagers.length === 0
-          ? undefined
-          : { placement: this.replacingPlacement(taskManagers), taskManagers: taskManagers.length };
+        if (taskManagers.length === 0) return undefined;
+        // A task manager the job is placed on that cannot run its code is named before any task
+        // starts (a replacement found later fails its deployment instead).
+        await checkUserCode(
+          graph,
+          taskManagers,
+          (taskManager) => (taskManager as RegisteredTaskManager).labelWithAddress,
+        );
+        return {
+          placement: this.replacingPlacement(taskManagers),
+          taskManagers: taskManagers.length,
+        };
+      },
+      onDeployed: (execution) => {
+        for (const listener of [...this.deployListeners]) listener(execution);
       },
       awaitTaskManagers: (count, leading) => this.awaitTaskManagers(count, leading),
       connectedTaskManagers: () => this.connectedTaskManagers().length,
@@ -504,6 +518,9 @@ export class JobManager {
    * @throws FencingTokenError when this job manager does not lead; IllegalStateError when no
    *   placement is given and no task manager is connected, or when the job ended for good before
    *   (see {@link submitJob}, which gives its stored result instead).
+   * @throws TaskDeploymentError (`SLUICE_ERR_TASK_DEPLOYMENT`) when no placement is given and a
+   *   connected task manager cannot load the graph's job module or lacks a name the graph uses:
+   *   the message names each such task manager, its host and what it lacks; nothing is deployed.
    */
   async deploy(
     graph: JobGraph,
@@ -518,6 +535,25 @@ export class JobManager {
       );
     }
     return client.execution;
+  }
+
+  /**
+   * The jobs this job manager runs that have not ended (deployed, submitted, or taken over at its
+   * election), in the order they were deployed.
+   */
+  get jobs(): readonly JobExecution[] {
+    return this.dispatcher.executions;
+  }
+
+  /**
+   * Calls `listener` with every job this job manager deploys from now on (through {@link deploy},
+   * {@link submitJob}, or taken over at its election), once it started (a watcher such as the
+   * REST endpoint, which keeps what it shows of ended jobs itself). The listener must not throw.
+   * Returns the function that stops the calls.
+   */
+  onJobDeployed(listener: (job: JobExecution) => void): () => void {
+    this.deployListeners.add(listener);
+    return () => this.deployListeners.delete(listener);
   }
 
   /**

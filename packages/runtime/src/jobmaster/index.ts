@@ -24,6 +24,8 @@ export {
   isJobModule,
   type JobModule,
   type JobModuleContext,
+  type LoadedJobModule,
+  loadJobModule,
 } from "./job-module.js";
 export type { JobCheckpointsSummary, JobResult } from "./job-result.js";
 export { isGloballyTerminal, type JobStatus, type JobStatusListener } from "./job-status.js";
@@ -33,3 +35,4 @@ export {
   createRestartBackoffTimeStrategy,
   type RestartBackoffTimeStrategy,
 } from "./restart-backoff-time-strategy.js";
+export { checkUserCode, userCodeNamesNeeded } from "./user-code-check.js";

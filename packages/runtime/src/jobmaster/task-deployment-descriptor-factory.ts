@@ -122,7 +122,11 @@ export class TaskDeploymentDescriptorFactory {
       ...(this.leadershipEpoch === undefined ? {} : { leadershipEpoch: this.leadershipEpoch }),
       taskName: vertex.name,
       numberOfSubtasks: vertex.parallelism,
+      maxParallelism: vertex.maxParallelism,
       ...(vertex.invokable === undefined ? {} : { invokable: vertex.invokable }),
+      ...(this.graph.userCodeModule === undefined
+        ? {}
+        : { userCodeModule: this.graph.userCodeModule }),
       producedPartitions: produced,
       inputGates,
       taskConfiguration: vertex.configuration,

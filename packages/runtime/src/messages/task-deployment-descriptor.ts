@@ -13,6 +13,7 @@ import {
   type ResultPartitionDeploymentDescriptor,
   ResultPartitionDeploymentDescriptorCodec,
   type ResultPartitionDeploymentDescriptorJSON,
+  UPPER_BOUND_MAX_PARALLELISM,
 } from "@sluice/runtime-api";
 import { PARTITIONER_NAMES, type PartitionerName } from "../partitioner/partitioners.js";
 import { parseCheckpointId } from "./acknowledge-checkpoint.js";
@@ -100,10 +101,22 @@ export interface TaskDeploymentDescriptor {
   /** The vertex's parallelism. */
   readonly numberOfSubtasks: number;
   /**
+   * The vertex's max parallelism (Flink's `TaskInformation.maxNumberOfSubtasks`): the number of
+   * key groups of its keyed state, which its HASH input is routed by. Absent: Flink's default for
+   * `numberOfSubtasks` (`computeDefaultMaxParallelism`).
+   */
+  readonly maxParallelism?: number;
+  /**
    * The name of the code the task runs, as registered with the TaskExecutor; absent when the
    * application drives the deployed task itself (`Task.run`).
    */
   readonly invokable?: string;
+  /**
+   * The job module (`<module>#<export>`, see `JobModule`) whose user code resolves the names in
+   * this descriptor: the TaskExecutor loads it from its own host the first time a task of it is
+   * deployed. Absent: the code registered with the TaskExecutor.
+   */
+  readonly userCodeModule?: string;
   /** The partitions the task produces, in order (writer index = position). */
   readonly producedPartitions: readonly ProducedPartitionSpec[];
   /** The gates the task reads, in order (reader index = position). */
@@ -140,7 +153,10 @@ export interface TaskDeploymentDescriptorJSON {
   readonly leadershipEpoch?: string;
   readonly taskName: string;
   readonly numberOfSubtasks: number;
+  /** Absent: Flink's default for `numberOfSubtasks`. */
+  readonly maxParallelism?: number;
   readonly invokable?: string;
+  readonly userCodeModule?: string;
   readonly producedPartitions: readonly {
     readonly deployment: ResultPartitionDeploymentDescriptorJSON;
     readonly serializer: string;
@@ -192,6 +208,17 @@ export function createTaskDeploymentDescriptor(
   if (descriptor.leadershipEpoch !== undefined && !isLeadershipEpoch(descriptor.leadershipEpoch)) {
     throw new DescriptorError(
       `TaskDeploymentDescriptor: leadershipEpoch must be 1 to 32 letters and digits, got ${JSON.stringify(descriptor.leadershipEpoch)}`,
+    );
+  }
+  const { maxParallelism } = descriptor;
+  if (
+    maxParallelism !== undefined &&
+    (!Number.isInteger(maxParallelism) ||
+      maxParallelism < numberOfSubtasks ||
+      maxParallelism > UPPER_BOUND_MAX_PARALLELISM)
+  ) {
+    throw new DescriptorError(
+      `TaskDeploymentDescriptor: maxParallelism of ${taskName} must be an integer in [numberOfSubtasks ${numberOfSubtasks}, ${UPPER_BOUND_MAX_PARALLELISM}], got ${maxParallelism}`,
     );
   }
   if (executionAttemptId.subtaskIndex >= numberOfSubtasks) {
@@ -251,7 +278,13 @@ function toJSON(descriptor: TaskDeploymentDescriptor): TaskDeploymentDescriptorJ
       : { leadershipEpoch: descriptor.leadershipEpoch }),
     taskName: descriptor.taskName,
     numberOfSubtasks: descriptor.numberOfSubtasks,
+    ...(descriptor.maxParallelism === undefined
+      ? {}
+      : { maxParallelism: descriptor.maxParallelism }),
     ...(descriptor.invokable === undefined ? {} : { invokable: descriptor.invokable }),
+    ...(descriptor.userCodeModule === undefined
+      ? {}
+      : { userCodeModule: descriptor.userCodeModule }),
     producedPartitions: convert("producedPartitions", () => [...descriptor.producedPartitions]).map(
       (produced, i) => ({
         deployment: convert(`producedPartitions[${i}].deployment`, () =>
@@ -342,7 +375,11 @@ function fromFields(fields: JsonFields): TaskDeploymentDescriptor {
   }
   const taskName = fields.string("taskName");
   const numberOfSubtasks = fields.integer("numberOfSubtasks", 1, 2 ** 31 - 1);
+  const maxParallelism = fields.has("maxParallelism")
+    ? fields.integer("maxParallelism", numberOfSubtasks, UPPER_BOUND_MAX_PARALLELISM)
+    : undefined;
   const invokable = optionalString(fields, "invokable");
+  const userCodeModule = optionalString(fields, "userCodeModule");
   const producedPartitions = fields.array("producedPartitions").map((item, index) => {
     const path = `producedPartitions[${index}]`;
     const entry = JsonFields.of(TYPE_NAME, path, item);
@@ -388,7 +425,9 @@ function fromFields(fields: JsonFields): TaskDeploymentDescriptor {
     ...(leadershipEpoch === undefined ? {} : { leadershipEpoch }),
     taskName,
     numberOfSubtasks,
+    ...(maxParallelism === undefined ? {} : { maxParallelism }),
     ...(invokable === undefined ? {} : { invokable }),
+    ...(userCodeModule === undefined ? {} : { userCodeModule }),
     producedPartitions,
     inputGates,
     taskConfiguration,

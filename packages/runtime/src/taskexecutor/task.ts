@@ -30,6 +30,11 @@ import { taskNameWithSubtask } from "../messages/task-deployment-descriptor.js";
 import type { TaskExecutionState } from "../messages/task-execution-state.js";
 import { isTerminal } from "../messages/task-execution-state.js";
 import type { TaskMetricGroup } from "../metrics/groups/task-metric-group.js";
+import type { KeyGroupRange } from "../partitioner/key-group-range.js";
+import {
+  computeDefaultMaxParallelism,
+  computeKeyGroupRangeForOperatorIndex,
+} from "../partitioner/key-group-range-assignment.js";
 import { asError } from "../util/as-error.js";
 import { startBufferDebloating } from "./buffer-debloating.js";
 import { CheckpointNotifications } from "./checkpoint-notifications.js";
@@ -90,6 +95,16 @@ export class Task {
    * `TransactionalFileSink` and any `TwoPhaseCommitSink` do it by themselves.
    */
   readonly leadershipEpoch: string;
+  /**
+   * The vertex's max parallelism: the number of key groups its keyed state is split into (Flink's
+   * `getMaxNumberOfParallelSubtasks`).
+   */
+  readonly maxParallelism: number;
+  /**
+   * The key groups this subtask owns (Flink's `KeyGroupRangeAssignment`): the records its HASH
+   * input routes to it, and the keyed state it keeps and restores.
+   */
+  readonly keyGroupRange: KeyGroupRange;
   /** The task's parameters from its deployment descriptor. */
   readonly configuration: JsonObject;
   /** The plugin's writers, one per produced partition (for metrics and tests). */
@@ -166,6 +181,13 @@ export class Task {
     this.attemptNumber = descriptor.executionAttemptId.attemptNumber;
     this.leadershipEpoch = descriptor.leadershipEpoch ?? NO_LEADERSHIP_EPOCH;
     this.numberOfSubtasks = descriptor.numberOfSubtasks;
+    this.maxParallelism =
+      descriptor.maxParallelism ?? computeDefaultMaxParallelism(descriptor.numberOfSubtasks);
+    this.keyGroupRange = computeKeyGroupRangeForOperatorIndex(
+      this.maxParallelism,
+      this.numberOfSubtasks,
+      this.subtaskIndex,
+    );
     this.configuration = descriptor.taskConfiguration;
     this.partitions = Object.freeze(resources.outputs.map((output) => output.partition));
     this.gates = Object.freeze(resources.inputs.map((input) => input.gate));
