@@ -113,9 +113,14 @@ export class Dispatcher {
 
   constructor(private readonly context: DispatcherContext) {}
 
-  /** The executions this job manager runs now. */
+  /** The executions this job manager runs now (not ended; a result may still be being stored). */
   get executions(): readonly JobExecution[] {
-    return [...this.jobs.values()].flatMap((job) => job.execution ?? []);
+    return [...this.jobs.values()].flatMap((job) => {
+      const { execution } = job;
+      if (execution === undefined) return [];
+      const { status } = execution;
+      return isGloballyTerminal(status) || status === "SUSPENDED" ? [] : [execution];
+    });
   }
 
   /**

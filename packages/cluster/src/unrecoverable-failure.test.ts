@@ -10,7 +10,7 @@ import path from "node:path";
 import { ErrorCodes, isSluiceError } from "@sluice/core";
 import type { JobStatus } from "@sluice/runtime";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { numbersJob } from "./test-support/number-tasks.js";
+import { numbersJob, sum } from "./test-support/number-tasks.js";
 import {
   closeTestCluster,
   startJobManager,
@@ -53,7 +53,8 @@ describe("a streaming job on a shuffle that stores BLOCKING partitions only", ()
         "state.checkpoints.dir": checkpoints,
         ...strategy,
       });
-      await startTaskManager(jobManager);
+      // The job never gets to run its code: the shuffle refuses its partitions first.
+      await startTaskManager(jobManager, {}, { invokables: { numbers: async () => {}, sum } });
       await jobManager.waitForTaskManagers(1, 10_000);
       const statuses: JobStatus[] = [];
       const started = performance.now();
