@@ -4,28 +4,26 @@ import type {
   LeaderRetrievalListener,
   LeaderRetrievalService,
 } from "@sluice/runtime-api";
-import type { Namespace, Watcher } from "etcd3";
-import { etcdCall } from "./etcd-call.js";
+import type { EtcdKv } from "./client/etcd-kv.js";
+import type { EtcdWatcher } from "./client/etcd-watcher.js";
 import { JOB_MANAGER_ELECTION_PREFIX } from "./etcd-leader-election.js";
 
 /**
  * Follows the job managers' election on etcd: the leader is the candidate key with the lowest
  * create revision, and its value is the address it confirmed (empty until it confirms, which
  * reads as "no leader"). It watches the election's prefix and reads the leader again on every
- * change, telling the listener only when the leader (token or address) changed.
+ * change (and when etcd compacted changes the watch had not seen), telling the listener only when
+ * the leader (token or address) changed.
  */
 export class EtcdLeaderRetrievalService implements LeaderRetrievalService {
   private listener: LeaderRetrievalListener | undefined;
-  private watcher: Watcher | undefined;
+  private watcher: EtcdWatcher | undefined;
   private stopped = false;
   private reported: LeaderInformation | undefined | null = null;
   /** Reads run one after another, so that reports come in order. */
   private reading: Promise<void> = Promise.resolve();
 
-  constructor(
-    private readonly namespace: Namespace,
-    private readonly endpoints: readonly string[],
-  ) {}
+  constructor(private readonly kv: EtcdKv) {}
 
   async start(listener: LeaderRetrievalListener): Promise<void> {
     if (this.listener !== undefined) {
@@ -33,30 +31,29 @@ export class EtcdLeaderRetrievalService implements LeaderRetrievalService {
     }
     this.listener = listener;
     const revision = await this.readLeader();
-    const watcher = await etcdCall("watching the job managers' election", this.endpoints, () =>
-      this.namespace
-        .watch()
-        .prefix(JOB_MANAGER_ELECTION_PREFIX)
-        .startRevision((BigInt(revision) + 1n).toString())
-        .create(),
+    const watcher = await this.kv.watch(
+      "watching the job managers' election",
+      { key: JOB_MANAGER_ELECTION_PREFIX, prefix: true },
+      (BigInt(revision) + 1n).toString(),
+      {
+        onEvents: () => this.refresh(),
+        onResync: () => this.refresh(),
+        onError: (error) => {
+          if (!this.stopped) this.listener?.handleError(error);
+        },
+      },
     );
     if (this.stopped) {
-      await watcher.cancel();
+      watcher.close();
       return;
     }
     this.watcher = watcher;
-    watcher.on("data", () => this.refresh());
-    // A reconnected watch may have missed events: read the leader again.
-    watcher.on("connected", () => this.refresh());
-    watcher.on("error", (error: Error) => {
-      if (!this.stopped) this.listener?.handleError(error);
-    });
   }
 
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    await this.watcher?.cancel().catch(() => undefined);
+    this.watcher?.close();
     await this.reading;
   }
 
@@ -73,20 +70,17 @@ export class EtcdLeaderRetrievalService implements LeaderRetrievalService {
 
   /** Reads the current leader, tells the listener when it changed; resolves with the revision. */
   private async readLeader(): Promise<string> {
-    const result = await etcdCall("reading the job managers' leader", this.endpoints, () =>
-      this.namespace
-        .getAll()
-        .prefix(JOB_MANAGER_ELECTION_PREFIX)
-        .sort("Create", "Ascend")
-        .limit(1)
-        .exec(),
-    );
+    const result = await this.kv.range("reading the job managers' leader", {
+      key: JOB_MANAGER_ELECTION_PREFIX,
+      prefix: true,
+      sort: { target: "CREATE", order: "ASCEND" },
+      limit: 1,
+    });
     const kv = result.kvs[0];
-    const address = kv?.value.toString() ?? "";
     const leader =
-      kv === undefined || address === ""
+      kv === undefined || kv.value === ""
         ? undefined
-        : { fencingToken: kv.create_revision, address };
+        : { fencingToken: kv.createRevision, address: kv.value };
     const previous = this.reported;
     const changed =
       previous === null ||
@@ -96,6 +90,6 @@ export class EtcdLeaderRetrievalService implements LeaderRetrievalService {
       this.reported = leader;
       this.listener?.notifyLeaderAddress(leader);
     }
-    return result.header.revision;
+    return result.revision;
   }
 }

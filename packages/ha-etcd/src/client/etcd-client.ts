@@ -205,8 +205,13 @@ export class EtcdClient {
       }
       const index = (first + i) % count;
       const target = this.targets[index] as Endpoint;
+      // A request that may be sent again leaves each endpoint left its share of the time, so
+      // that one that takes it and never answers does not use it all up.
+      const attemptDeadline = options.idempotent
+        ? Date.now() + Math.floor((deadline - Date.now()) / (count - i))
+        : deadline;
       try {
-        const result = await attempt(target, deadline);
+        const result = await attempt(target, attemptDeadline);
         this.preferred = index;
         return result;
       } catch (error) {
@@ -308,7 +313,9 @@ export class EtcdClient {
       });
       request.on("error", (error) => fail(error));
       request.on("response", (response) => {
-        response.on("error", (error) => fail(error));
+        response.on("error", (error) =>
+          fail(new Error(`the answer was cut off (${error.message})`, { cause: error })),
+        );
         response.on("close", () => {
           if (!response.complete) fail(new Error("the answer was cut off"));
         });

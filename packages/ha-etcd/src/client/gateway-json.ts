@@ -324,8 +324,10 @@ export interface WatchMessage {
 export function decodeWatchMessage(value: unknown, namespace: string): WatchMessage {
   const field = "the watch response";
   const result = object(object(value, field).result, `${field}.result`);
+  // A cancellation's header carries no revision (left out as 0).
+  const header = object(result.header, `${field}.result.header`);
   return {
-    revision: decodeHeaderRevision(result, `${field}.result`),
+    revision: int64(header.revision, `${field}.result.header.revision`),
     created: bool(result.created, `${field}.result.created`),
     canceled: bool(result.canceled, `${field}.result.canceled`),
     cancelReason: typeof result.cancel_reason === "string" ? result.cancel_reason : "",

@@ -28,6 +28,7 @@ export interface LeaseListener {
 export class LeaseKeeper {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  private renewing = false;
   private readonly periodMs: number;
 
   private constructor(
@@ -97,13 +98,22 @@ export class LeaseKeeper {
     }
   }
 
+  /** Sends a keepalive now rather than at the next period (unless one is on its way). */
+  renewNow(): void {
+    if (this.stopped || this.renewing) return;
+    clearTimeout(this.timer);
+    void this.renew();
+  }
+
   private schedule(): void {
     if (this.stopped) return;
+    clearTimeout(this.timer);
     this.timer = setTimeout(() => void this.renew(), this.periodMs);
     this.timer.unref();
   }
 
   private async renew(): Promise<void> {
+    this.renewing = true;
     const sentAt = Date.now();
     let ttl: number;
     try {
@@ -117,9 +127,11 @@ export class LeaseKeeper {
       );
     } catch {
       // etcd unreachable or slow: tried again at the next period; the owner counts the time.
+      this.renewing = false;
       this.schedule();
       return;
     }
+    this.renewing = false;
     if (this.stopped) return;
     if (ttl === 0) {
       this.stop();
