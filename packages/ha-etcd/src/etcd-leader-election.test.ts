@@ -4,6 +4,7 @@ import { FencingTokenError, type LeaderInformation } from "@sluice/runtime-api";
 import { afterEach, expect, it } from "vitest";
 import { JOB_MANAGER_ELECTION_PREFIX } from "./etcd-leader-election.js";
 import { killCandidates, spawnCandidate } from "./test-support/candidate-process.js";
+import { startGatewayProxy } from "./test-support/gateway-proxy.js";
 import { describeWithEtcd, RecordingContender } from "./test-support/ha-fixture.js";
 
 describeWithEtcd("the job managers' election on a real etcd", (fixture) => {
@@ -217,6 +218,44 @@ describeWithEtcd("the job managers' election on a real etcd", (fixture) => {
     // The standby was never granted a leadership whose key was already gone.
     for (const token of b.grants)
       expect(BigInt(token)).toBeGreaterThanOrEqual(BigInt(oldest?.createRevision as string));
+  }, 60_000);
+
+  it("does not take the leadership until etcd confirmed a renewal, after its renewals went unanswered for a TTL", async () => {
+    const proxy = await startGatewayProxy(fixture.etcd().endpoint);
+    try {
+      const first = await fixture.services();
+      const second = await fixture.services({
+        "high-availability.etcd.endpoints": proxy.endpoint,
+      });
+      const a = new RecordingContender();
+      const b = new RecordingContender();
+      await first.getJobManagerLeaderElection().startLeaderElection(a);
+      await waitFor(() => a.leading, { what: "the first leader", timeoutMs: 15_000 });
+      await second.getJobManagerLeaderElection().startLeaderElection(b);
+      await waitFor(() => proxy.paths.includes("/v3/watch"), { what: "the standby's watch" });
+      // etcd keeps renewing the standby's lease, but the standby never hears it: after a TTL
+      // its last confirmed renewal is too old to lead on.
+      proxy.lose("/v3/lease/keepalive");
+      await waitFor(() => proxy.lost() >= 4, { what: "a TTL of lost renewals", timeoutMs: 10_000 });
+      const checks = proxy.paths.filter((path) => path === "/v3/kv/txn").length;
+      await first.close();
+      // The standby sees the leader's key go and checks the election...
+      await waitFor(() => proxy.paths.filter((path) => path === "/v3/kv/txn").length > checks, {
+        what: "the standby's check",
+      });
+      const lostBefore = proxy.lost();
+      await waitFor(() => proxy.lost() > lostBefore, { what: "another lost renewal" });
+      // ...but leads only once a renewal is confirmed again, and then stays leader.
+      expect(b.grants).toEqual([]);
+      proxy.heal();
+      await waitFor(() => b.leading, { what: "the standby's election", timeoutMs: 10_000 });
+      const token = b.token as string;
+      await second.getJobGraphStore().putJobGraph("job-1", { by: "b" });
+      expect(b.revocations).toBe(0);
+      expect(second.getJobManagerLeaderElection().hasLeadership(token)).toBe(true);
+    } finally {
+      await proxy.close();
+    }
   }, 60_000);
 
   it("lets task managers follow the leader's address across a failover", async () => {

@@ -9,6 +9,7 @@ import {
   header,
   startFakeGateway,
 } from "../test-support/fake-gateway.js";
+import { startGatewayProxy } from "../test-support/gateway-proxy.js";
 import { type EtcdServer, etcdUnavailableReason, startEtcd } from "../testing/index.js";
 import { EtcdClient } from "./etcd-client.js";
 import { EtcdKv } from "./etcd-kv.js";
@@ -93,6 +94,34 @@ describe.skipIf(etcdUnavailableReason() !== undefined)("a watch on a real etcd",
     ]);
     const revisions = seen.events.map((event) => BigInt(event.kv.modRevision));
     expect([...revisions].sort((a, b) => (a < b ? -1 : 1))).toEqual(revisions);
+    expect(seen.errors).toEqual([]);
+  }, 60_000);
+
+  it("creates a broken watch again from the next revision it has not reported: changes made while it was cut off arrive once", async () => {
+    etcd = await startEtcd();
+    const proxy = await startGatewayProxy(etcd.endpoint);
+    cleanups.push(() => proxy.close());
+    const direct = kvOn(etcd.endpoint);
+    const { revision } = await direct.range("reading", { key: "c" });
+    const seen = recorder();
+    await watch(kvOn(proxy.endpoint), (BigInt(revision) + 1n).toString(), seen.listener);
+    await direct.put("writing c1", { key: "c1", value: "1" });
+    await waitFor(() => seen.events.length === 1, { what: "the first change" });
+    proxy.cut();
+    await direct.put("writing c2", { key: "c2", value: "2" });
+    await direct.deleteRange("deleting c1", { key: "c1" });
+    proxy.heal();
+    await direct.put("writing c3", { key: "c3", value: "3" });
+    await waitFor(() => seen.events.length >= 4, {
+      what: "the changes made while cut off",
+      timeoutMs: 15_000,
+    });
+    expect(seen.events.map((event) => `${event.type} ${event.kv.key}`)).toEqual([
+      "PUT c1",
+      "PUT c2",
+      "DELETE c1",
+      "PUT c3",
+    ]);
     expect(seen.errors).toEqual([]);
   }, 60_000);
 
