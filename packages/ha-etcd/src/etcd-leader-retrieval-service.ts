@@ -13,7 +13,9 @@ import { JOB_MANAGER_ELECTION_PREFIX } from "./etcd-leader-election.js";
  * create revision, and its value is the address it confirmed (empty until it confirms, which
  * reads as "no leader"). It watches the election's prefix and reads the leader again on every
  * change (and when etcd compacted changes the watch had not seen), telling the listener only when
- * the leader (token or address) changed.
+ * the leader (token or address) changed. A read that fails (etcd restarting) is tried again,
+ * with a pause from 100 ms doubling to 2 s, until it works or the service stops: only a watch
+ * that cannot go on is reported to the listener's `handleError`.
  */
 export class EtcdLeaderRetrievalService implements LeaderRetrievalService {
   private listener: LeaderRetrievalListener | undefined;
@@ -22,6 +24,8 @@ export class EtcdLeaderRetrievalService implements LeaderRetrievalService {
   private reported: LeaderInformation | undefined | null = null;
   /** Reads run one after another, so that reports come in order. */
   private reading: Promise<void> = Promise.resolve();
+  private retryTimer: NodeJS.Timeout | undefined;
+  private wakeRetry: (() => void) | undefined;
 
   constructor(private readonly kv: EtcdKv) {}
 
@@ -54,21 +58,36 @@ export class EtcdLeaderRetrievalService implements LeaderRetrievalService {
     if (this.stopped) return;
     this.stopped = true;
     this.watcher?.close();
+    clearTimeout(this.retryTimer);
+    this.wakeRetry?.();
     await this.reading;
   }
 
   private refresh(): void {
-    this.reading = this.reading
-      .then(() => this.readLeader())
-      .then(
-        () => undefined,
-        (error: Error) => {
-          if (!this.stopped) this.listener?.handleError(error);
-        },
-      );
+    this.reading = this.reading.then(() => this.readUntilDone());
   }
 
-  /** Reads the current leader, tells the listener when it changed; resolves with the revision. */
+  /** Reads the leader, again after a pause while etcd cannot answer, until done or stopped. */
+  private async readUntilDone(): Promise<void> {
+    for (let pauseMs = 100; !this.stopped; pauseMs = Math.min(2000, pauseMs * 2)) {
+      try {
+        await this.readLeader();
+        return;
+      } catch {
+        // etcd unreachable or restarting: the leader is read again once it answers.
+      }
+      await new Promise<void>((resolve) => {
+        this.wakeRetry = resolve;
+        this.retryTimer = setTimeout(resolve, pauseMs);
+        this.retryTimer.unref();
+      });
+    }
+  }
+
+  /**
+   * Reads the current leader, tells the listener when it changed; resolves with the revision.
+   * A listener that throws has its error passed to its own `handleError`.
+   */
   private async readLeader(): Promise<string> {
     const result = await this.kv.range("reading the job managers' leader", {
       key: JOB_MANAGER_ELECTION_PREFIX,
@@ -88,7 +107,11 @@ export class EtcdLeaderRetrievalService implements LeaderRetrievalService {
       previous?.address !== leader?.address;
     if (changed && !this.stopped) {
       this.reported = leader;
-      this.listener?.notifyLeaderAddress(leader);
+      try {
+        this.listener?.notifyLeaderAddress(leader);
+      } catch (error) {
+        this.listener?.handleError(error as Error);
+      }
     }
     return result.revision;
   }

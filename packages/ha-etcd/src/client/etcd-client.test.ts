@@ -146,7 +146,7 @@ describeWithEtcd("the etcd client on a real etcd", (fixture) => {
     );
     expect((await reads.get("reading r", "r"))?.value).toBe("read me");
     expect(dropping.requests.map((request) => request.path)).toEqual([
-      "/v3/kv/txn",
+      "/v3/kv/put",
       "/v3/kv/range",
     ]);
     expect(silent.requests.map((request) => request.path)).toEqual(["/v3/kv/range"]);

@@ -1,6 +1,15 @@
 import type { EtcdClient } from "./etcd-client.js";
 import { EtcdWatcher, type WatchListener } from "./etcd-watcher.js";
-import { decodeRange, decodeTxn, encodeRange, encodeTxn } from "./gateway-json.js";
+import {
+  decodeDeleteRange,
+  decodePut,
+  decodeRange,
+  decodeTxn,
+  encodeDeleteRange,
+  encodePut,
+  encodeRange,
+  encodeTxn,
+} from "./gateway-json.js";
 import type {
   DeleteRangeRequest,
   KeyRange,
@@ -40,14 +49,25 @@ export class EtcdKv {
     return (await this.range(what, { key })).kvs[0];
   }
 
-  /** Writes one key (no compare: the stores fence theirs with {@link EtcdKv.txn}). */
-  async put(what: string, request: PutRequest): Promise<void> {
-    await this.txn(what, { compare: [], success: [{ put: request }] });
+  /**
+   * Writes one key (no compare: the stores fence theirs with {@link EtcdKv.txn}); resolves with
+   * the write's revision.
+   */
+  put(what: string, request: PutRequest): Promise<string> {
+    return this.client.call(what, "/v3/kv/put", encodePut(this.namespace, request), decodePut, {
+      idempotent: false,
+    });
   }
 
-  /** Deletes a key or a prefix. */
-  async deleteRange(what: string, request: DeleteRangeRequest): Promise<void> {
-    await this.txn(what, { compare: [], success: [{ deleteRange: request }] });
+  /** Deletes a key or a prefix; resolves with how many keys went. */
+  deleteRange(what: string, request: DeleteRangeRequest): Promise<string> {
+    return this.client.call(
+      what,
+      "/v3/kv/deleterange",
+      encodeDeleteRange(this.namespace, request),
+      decodeDeleteRange,
+      { idempotent: false },
+    );
   }
 
   /**

@@ -4,6 +4,7 @@ import type {
   KeyValue,
   Operation,
   OperationResponse,
+  PutRequest,
   RangeRequest,
   RangeResponse,
   TxnRequest,
@@ -156,17 +157,8 @@ function encodeCompare(namespace: string, compare: Compare): Json {
 
 function encodeOperation(namespace: string, operation: Operation): Json {
   if ("range" in operation) return { request_range: encodeRange(namespace, operation.range) };
-  if ("put" in operation) {
-    const { key, value, lease } = operation.put;
-    return {
-      request_put: {
-        key: base64(namespace + key),
-        value: base64(value),
-        ...(lease === undefined ? {} : { lease }),
-      },
-    };
-  }
-  return { request_delete_range: rangeFields(namespace, operation.deleteRange) };
+  if ("put" in operation) return { request_put: encodePut(namespace, operation.put) };
+  return { request_delete_range: encodeDeleteRange(namespace, operation.deleteRange) };
 }
 
 /** The body of `/v3/kv/txn`. */
@@ -217,6 +209,33 @@ function decodeRangeBody(body: Json, namespace: string, field: string): RangeRes
 /** The answer of `/v3/kv/range`. */
 export function decodeRange(value: unknown, namespace: string): RangeResponse {
   return decodeRangeBody(object(value, "the range response"), namespace, "the range response");
+}
+
+/** The body of `/v3/kv/put`. */
+export function encodePut(namespace: string, request: PutRequest): Json {
+  return {
+    key: base64(namespace + request.key),
+    value: base64(request.value),
+    ...(request.lease === undefined ? {} : { lease: request.lease }),
+  };
+}
+
+/** The body of `/v3/kv/deleterange`. */
+export function encodeDeleteRange(namespace: string, request: KeyRange): Json {
+  return rangeFields(namespace, request);
+}
+
+/** The answer of `/v3/kv/put`: the revision of the write. */
+export function decodePut(value: unknown): string {
+  return decodeHeaderRevision(object(value, "the put response"), "the put response");
+}
+
+/** The answer of `/v3/kv/deleterange`: how many keys went. */
+export function decodeDeleteRange(value: unknown): string {
+  const field = "the delete response";
+  const body = object(value, field);
+  decodeHeaderRevision(body, field);
+  return int64(body.deleted, `${field}.deleted`);
 }
 
 /** The answer of `/v3/kv/txn`. */
