@@ -20,8 +20,8 @@ export interface LeaseListener {
 
 /**
  * One etcd lease and its keepalives (etcd's `Lease` service over the gateway): granted with a
- * TTL, renewed every third of it by one bounded request each (`/v3/lease/keepalive`, the next not
- * before the previous ended), and revoked on request. A keepalive that fails (etcd unreachable)
+ * TTL, renewed every third of it by one request each (`/v3/lease/keepalive`, bounded by the TTL;
+ * while one is on its way the next periods are skipped), and revoked on request. A keepalive that fails (etcd unreachable)
  * is simply tried again at the next period: the owner decides how long it may go without a
  * renewal. A lease etcd no longer knows is reported once, and no longer renewed.
  */
@@ -101,14 +101,17 @@ export class LeaseKeeper {
   /** Sends a keepalive now rather than at the next period (unless one is on its way). */
   renewNow(): void {
     if (this.stopped || this.renewing) return;
-    clearTimeout(this.timer);
     void this.renew();
   }
 
+  /** Keepalives go out every period from now on; one still on its way skips its turn. */
   private schedule(): void {
     if (this.stopped) return;
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.renew(), this.periodMs);
+    this.timer = setTimeout(() => {
+      this.schedule();
+      if (!this.renewing) void this.renew();
+    }, this.periodMs);
     this.timer.unref();
   }
 
@@ -117,21 +120,21 @@ export class LeaseKeeper {
     const sentAt = Date.now();
     let ttl: number;
     try {
-      // A keepalive that takes longer than a period is given up; the next one goes out on time.
+      // A slow answer still counts (etcd renewed the lease when it got the request): it may
+      // take up to a TTL, while the next periods are skipped.
       ttl = await this.client.call(
         `renewing lease ${this.id}`,
         "/v3/lease/keepalive",
         { ID: this.id },
         (json) => decodeLeaseKeepAlive(json, this.id),
-        { idempotent: true, timeoutMs: this.periodMs },
+        { idempotent: true, timeoutMs: this.ttlSeconds * 1000 },
       );
     } catch {
       // etcd unreachable or slow: tried again at the next period; the owner counts the time.
-      this.renewing = false;
-      this.schedule();
       return;
+    } finally {
+      this.renewing = false;
     }
-    this.renewing = false;
     if (this.stopped) return;
     if (ttl === 0) {
       this.stop();
@@ -139,6 +142,5 @@ export class LeaseKeeper {
       return;
     }
     this.listener.renewed(sentAt);
-    this.schedule();
   }
 }
