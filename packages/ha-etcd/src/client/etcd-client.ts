@@ -103,7 +103,7 @@ export class EtcdClient {
   private readonly httpsAgent: https.Agent;
   private readonly active = new Set<ClientRequest>();
   private preferred = 0;
-  private closed = false;
+  private isClosed = false;
 
   /** @throws IllegalArgumentError when an endpoint is not an http(s) URL or there is none. */
   constructor(options: EtcdClientOptions) {
@@ -171,10 +171,15 @@ export class EtcdClient {
     });
   }
 
+  /** Whether {@link EtcdClient.close} was called (watches and keepalives then stop retrying). */
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
   /** Ends every request and connection; later requests fail. Idempotent. */
   close(): void {
-    if (this.closed) return;
-    this.closed = true;
+    if (this.isClosed) return;
+    this.isClosed = true;
     for (const request of this.active) request.destroy();
     this.active.clear();
     this.httpAgent.destroy();
@@ -200,7 +205,7 @@ export class EtcdClient {
     const first = this.preferred;
     let lastError: unknown;
     for (let i = 0; i < count; i++) {
-      if (this.closed) {
+      if (this.isClosed) {
         throw this.unavailable(what, "the etcd client is closed");
       }
       const index = (first + i) % count;

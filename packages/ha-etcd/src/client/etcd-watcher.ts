@@ -244,6 +244,10 @@ export class EtcdWatcher {
   /** Creates the watch again after a pause; retried (with a longer pause) until it works. */
   private reconnect(): void {
     if (this.closed) return;
+    if (this.client.closed) {
+      this.close();
+      return;
+    }
     clearTimeout(this.retryTimer);
     const delay = this.retryMs;
     this.retryMs = Math.min(MAX_RETRY_MS, this.retryMs * 2);

@@ -130,7 +130,9 @@ export class LeaseKeeper {
         { idempotent: true, timeoutMs: this.ttlSeconds * 1000 },
       );
     } catch {
-      // etcd unreachable or slow: tried again at the next period; the owner counts the time.
+      // etcd unreachable or slow: tried again at the next period (the owner counts the time),
+      // unless the client was closed.
+      if (this.client.closed) this.stop();
       return;
     } finally {
       this.renewing = false;
