@@ -304,6 +304,37 @@ describe("the etcd client against a gateway that answers wrongly", () => {
     );
   });
 
+  it("tries a read once more when its kept-alive connection was reset before any answer, but not a write", async () => {
+    let count = 0;
+    const fake = await gateway((request, response) => {
+      count++;
+      // The second and the fourth request find their (reused) connection reset.
+      if (count === 2 || count === 4) {
+        response.socket?.destroy();
+        return;
+      }
+      response.end(
+        JSON.stringify(
+          request.path === "/v3/kv/put"
+            ? { header: header(5) }
+            : { header: header(5), kvs: [{ key: Buffer.from("/ns/k").toString("base64") }] },
+        ),
+      );
+    });
+    const kv = new EtcdKv(client({ endpoints: [fake.endpoint] }), "/ns/");
+    expect((await kv.get("reading", "k"))?.key).toBe("k");
+    expect((await kv.get("reading again", "k"))?.key).toBe("k");
+    expect(fake.requests).toHaveLength(3);
+    await expectRejection(
+      kv.put("writing", { key: "k", value: "v" }),
+      HighAvailabilityUnavailableError,
+      ErrorCodes.HA_UNAVAILABLE,
+      "writing failed against etcd at",
+      "socket hang up",
+    );
+    expect(fake.requests).toHaveLength(4);
+  });
+
   it("refuses a transaction answer with an unknown response, and a keepalive for another lease", async () => {
     const fake = await gateway((request, response) => {
       if (request.path === "/v3/kv/txn") {

@@ -62,6 +62,12 @@ export interface EtcdStream {
 
 /** A failed attempt at one endpoint. */
 class AttemptError extends Error {
+  /**
+   * The request went out on a kept-alive connection that the server had just closed (the reset
+   * came before any answer): a request that may be sent again is tried once more at once.
+   */
+  staleConnection = false;
+
   constructor(
     message: string,
     /** Whether the request may have reached etcd (the connection was up). */
@@ -204,6 +210,7 @@ export class EtcdClient {
     const count = this.targets.length;
     const first = this.preferred;
     let lastError: unknown;
+    let retriedStale = false;
     for (let i = 0; i < count; i++) {
       if (this.isClosed) {
         throw this.unavailable(what, "the etcd client is closed");
@@ -222,6 +229,16 @@ export class EtcdClient {
       } catch (error) {
         lastError =
           error instanceof AttemptError && error.cause !== undefined ? error.cause : error;
+        if (
+          error instanceof AttemptError &&
+          error.staleConnection &&
+          options.idempotent &&
+          !retriedStale
+        ) {
+          retriedStale = true;
+          i--;
+          continue;
+        }
         failures.push(`${target.url}: ${(error as Error).message}`);
         const another =
           error instanceof AttemptError &&
@@ -286,16 +303,21 @@ export class EtcdClient {
         clearTimeout(deadlineTimer);
         clearTimeout(connectTimer);
       };
+      let answered = false;
       const fail = (error: Error, transient = true) => {
         if (settled) return;
         finish();
         this.active.delete(request);
         request.destroy();
-        reject(
-          error instanceof AttemptError
-            ? error
-            : new AttemptError(error.message, reached, transient, { cause: error }),
-        );
+        if (error instanceof AttemptError) {
+          reject(error);
+          return;
+        }
+        const failure = new AttemptError(error.message, reached, transient, { cause: error });
+        const code = (error as NodeJS.ErrnoException).code;
+        failure.staleConnection =
+          request.reusedSocket && !answered && (code === "ECONNRESET" || code === "EPIPE");
+        reject(failure);
       };
       const deadlineTimer = setTimeout(
         () => fail(new Error(`no answer within ${remaining} ms`)),
@@ -318,6 +340,7 @@ export class EtcdClient {
       });
       request.on("error", (error) => fail(error));
       request.on("response", (response) => {
+        answered = true;
         response.on("error", (error) =>
           fail(new Error(`the answer was cut off (${error.message})`, { cause: error })),
         );
