@@ -12,7 +12,9 @@ export {
   type RemoteResultPartitionWriterOptions,
 } from "./remote-result-partition-writer.js";
 export {
+  accessOf,
   createRemoteShuffleDescriptor,
+  type PartitionAccess,
   REMOTE_SHUFFLE_DESCRIPTOR_KIND,
   type RemoteShuffleDescriptor,
   type ShuffleWorkerAddress,
@@ -23,6 +25,7 @@ export {
   type LostShuffleWorker,
   type RegisteredShuffleWorker,
   RemoteShuffleMaster,
+  type RpcServerStats,
 } from "./remote-shuffle-master.js";
 export { RemoteShuffleOptions } from "./remote-shuffle-options.js";
 export {

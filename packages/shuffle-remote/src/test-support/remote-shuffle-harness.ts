@@ -140,14 +140,18 @@ export function partitionDescriptor(
   };
 }
 
-/** Registers a partition with the master, as the job side does before deploying its producer. */
+/**
+ * Registers a partition with the master, as the job side does before deploying its producer (a
+ * new producer attempt, unless `producerId` names one).
+ */
 export function register(
   harness: RemoteShuffleHarness,
   partition: PartitionDescriptor,
+  producerId: ExecutionAttemptID = new ExecutionAttemptID(),
 ): Promise<RemoteShuffleDescriptor> {
   return harness.master.registerPartitionWithProducer(harness.jobId, partition, {
     producerLocation: new ResourceID(),
-    producerExecutionId: new ExecutionAttemptID(),
+    producerExecutionId: producerId,
     address: "127.0.0.1",
     dataPort: 1,
   });
