@@ -251,17 +251,25 @@ export class FrameConnection {
 
   private resumeIfUnpaused(): void {
     if (this.isReadingPaused() || this.closed) return;
-    this.connection.resume();
     // Time spent paused was the receiver's, not the peer's.
     this.lastFrameAt = performance.now();
     if (this.frameStartedAt >= 0) this.frameStartedAt = this.lastFrameAt;
-    if (this.pending.length > 0) setImmediate(() => this.feedPending());
+    if (this.pending.length === 0) {
+      this.connection.resume();
+      return;
+    }
+    // What was read before the pause goes first, on a fresh turn; the socket is read again only
+    // once it is consumed, so input held here never exceeds what arrived around one pause.
+    setImmediate(() => this.feedPending());
   }
 
   private feedPending(): void {
     while (this.pending.length > 0 && !this.isReadingPaused() && !this.refused) {
       const chunk = this.pending.shift() as Buffer;
       this.feed(chunk);
+    }
+    if (this.pending.length === 0 && !this.isReadingPaused() && !this.refused) {
+      this.connection.resume();
     }
   }
 

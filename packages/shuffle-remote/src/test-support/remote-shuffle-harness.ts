@@ -200,16 +200,21 @@ export async function writePartition(
   if (failure !== undefined) throw failure;
 }
 
-/**
- * Reads subpartitions `[0, subpartitions)` of the partition; resolves with each one's bytes.
- * `pauseAfterFirstBuffer` runs once the first buffer arrived, before the gate is polled again.
- */
+/** What {@link readPartition} does besides reading. */
+export interface ReadOptions {
+  /** Runs once the first buffer arrived, before the gate is polled again. */
+  readonly afterFirstBuffer?: () => Promise<void>;
+  /** Receives each subpartition's bytes as they are delivered (also when the read fails). */
+  readonly delivered?: Buffer[][];
+}
+
+/** Reads subpartitions `[0, subpartitions)` of the partition; resolves with each one's bytes. */
 export async function readPartition(
   environment: RemoteShuffleEnvironment,
   partition: PartitionDescriptor,
   descriptor: ShuffleDescriptor,
   subpartitions: number,
-  pauseAfterFirstBuffer?: () => Promise<void>,
+  options: ReadOptions = {},
 ): Promise<Buffer[]> {
   const owner = environment.createShuffleIOOwnerContext(
     "Consumer (1/1)#0",
@@ -228,7 +233,9 @@ export async function readPartition(
     ],
   );
   if (gate === undefined) throw new Error("no gate");
-  const received: Buffer[][] = Array.from({ length: subpartitions }, () => []);
+  const received: Buffer[][] = options.delivered ?? Array.from({ length: subpartitions }, () => []);
+  for (let s = received.length; s < subpartitions; s++) received.push([]);
+  let afterFirstBuffer = options.afterFirstBuffer;
   gate.setup();
   gate.requestPartitions();
   try {
@@ -243,8 +250,8 @@ export async function readPartition(
       if (next.buffer !== undefined) {
         received[next.channelIndex]?.push(Buffer.from(next.buffer.readableView()));
         next.buffer.recycleBuffer();
-        const pause = pauseAfterFirstBuffer;
-        pauseAfterFirstBuffer = undefined;
+        const pause = afterFirstBuffer;
+        afterFirstBuffer = undefined;
         await pause?.();
       }
     }
