@@ -166,12 +166,16 @@ export function recordsOf(subpartition: number, count: number, padding = 60): Bu
   });
 }
 
-/** Writes `records[s]` to subpartition `s` through a writer of `environment`, then finishes. */
+/**
+ * Writes `records[s]` to subpartition `s` through a writer of `environment`, then finishes.
+ * `midway` runs once half of the records were written (a producer that stalls there).
+ */
 export async function writePartition(
   environment: RemoteShuffleEnvironment,
   partition: PartitionDescriptor,
   descriptor: ShuffleDescriptor,
   records: readonly (readonly Buffer[])[],
+  midway?: () => Promise<void>,
 ): Promise<void> {
   const owner = environment.createShuffleIOOwnerContext(
     "Producer (1/1)#0",
@@ -184,6 +188,7 @@ export async function writePartition(
   writer.setup();
   const longest = Math.max(...records.map((r) => r.length));
   for (let i = 0; i < longest; i++) {
+    if (i === Math.floor(longest / 2)) await midway?.();
     for (let s = 0; s < records.length; s++) {
       const record = records[s]?.[i];
       if (record === undefined) continue;
