@@ -102,11 +102,16 @@ async function watchEventLoop(): Promise<{ stop(): number }> {
   };
 }
 
-/** The garbage collector, exposed at run time (replies and parsed frames leave much garbage). */
-const collectGarbage: () => void = (() => {
-  setFlagsFromString("--expose-gc");
-  return runInNewContext("gc") as () => void;
-})();
+let gc: (() => void) | undefined;
+
+/** Runs a full garbage collection (exposed on first use: replies and parsed frames leave garbage). */
+function collectGarbage(): void {
+  if (gc === undefined) {
+    setFlagsFromString("--expose-gc");
+    gc = runInNewContext("gc") as () => void;
+  }
+  gc();
+}
 
 /**
  * What the process holds after a full collection: array buffers (where buffered frames and
