@@ -39,7 +39,7 @@ import {
   RegisterMessage,
 } from "./remote-shuffle-messages.js";
 import { RemoteShuffleOptions } from "./remote-shuffle-options.js";
-import type { ShuffleWorkerStorage } from "./shuffle-worker.js";
+import type { ShuffleWorkerStorage, WorkerRegistration } from "./shuffle-worker.js";
 
 /** What the manager knows of one worker (by address; one incarnation at a time). */
 interface TrackedWorker {
@@ -342,7 +342,7 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
    *
    * @throws IllegalStateError or ProtocolError for a refused registration.
    */
-  private register(connection: FrameConnection, registration: RegisterMessage): TrackedWorker {
+  private register(connection: FrameConnection, registration: WorkerRegistration): TrackedWorker {
     const address: ShuffleWorkerAddress = {
       host: registration.host,
       rpcPort: registration.rpcPort,

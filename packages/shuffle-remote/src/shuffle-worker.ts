@@ -49,14 +49,22 @@ import {
   PartitionIdsMessage,
   parseMessage,
   parsePartitionId,
-  type RegisterMessage,
   StatMessage,
 } from "./remote-shuffle-messages.js";
 import { RemoteShuffleOptions } from "./remote-shuffle-options.js";
 import type { SubpartitionChecksumJSON } from "./subpartition-checksum.js";
 
 /** What a worker registers with, and registers again with after its manager connection was lost. */
-export type WorkerRegistration = RegisterMessage;
+export interface WorkerRegistration extends ShuffleWorkerAddress {
+  /**
+   * 64 hex digits, new at every start, told only to the shuffle manager: it keys the access
+   * tokens of the worker's partitions, and only a registration that repeats it may take over
+   * its incarnation's place.
+   */
+  readonly secret: string;
+  /** The worker's process id, for operators (the demo prints it). */
+  readonly pid: number;
+}
 
 /** What a worker's stored partitions put on disk since it started (sent with its heartbeats). */
 export interface ShuffleWorkerStorage {
