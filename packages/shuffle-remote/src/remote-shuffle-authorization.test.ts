@@ -290,14 +290,14 @@ describe("the remote shuffle's ports with internal TLS (security.ssl.internal.*)
         "security.ssl.internal.ca": stranger.caCert,
       }),
     );
+    const registered: string[] = [];
+    harness.master.onWorkerRegistered((w) => registered.push(w.address.incarnation));
     try {
       const plaintext = await connect(harness.master.managerPort);
       await plaintext.send(jsonFrame(FrameType.REGISTER, strangerRegistration()));
       await plaintext.closed;
       // A TLS server never answers plaintext: no frame came back, only the close.
       expect(errorFrameOf(Buffer.concat(plaintext.received))).toBeUndefined();
-      const registered: string[] = [];
-      harness.master.onWorkerRegistered((w) => registered.push(w.address.incarnation));
       // The impostor keeps trying every half second: a few of its attempts must all fail.
       const deadline = Date.now() + 1_500;
       await waitFor(() => Date.now() > deadline || registered.length > 0, "the impostor's tries");
