@@ -313,6 +313,24 @@ describe("the remote shuffle's ports with internal TLS (security.ssl.internal.*)
     }
   }, 60_000);
 
+  it("keeps TLS on the shuffle manager's port when taskmanager.data.ssl.enabled turns it off for data: registrations carry the workers' secrets", async () => {
+    harness = await RemoteShuffleHarness.start({
+      ...tls(pki, "cluster"),
+      "taskmanager.data.ssl.enabled": false,
+    });
+    const worker = await harness.startWorker();
+    const registered: string[] = [];
+    harness.master.onWorkerRegistered((w) => registered.push(w.address.incarnation));
+    const plaintext = await connect(harness.master.managerPort);
+    await plaintext.send(jsonFrame(FrameType.REGISTER, strangerRegistration()));
+    await plaintext.closed;
+    expect(errorFrameOf(Buffer.concat(plaintext.received))).toBeUndefined();
+    expect(registered).toEqual([]);
+    // The worker's own port serves plaintext, as the data port does.
+    const { error } = await refusal(worker.address.rpcPort, jsonFrame(FrameType.OPEN, "null"));
+    expect(error?.code).toBe(ErrorCodes.PROTOCOL);
+  }, 60_000);
+
   it("refuses a producer whose certificate another CA signed on the worker's port, however valid its descriptor", async () => {
     harness = await RemoteShuffleHarness.start(tls(pki, "cluster"));
     const worker = await harness.startWorker();

@@ -6,7 +6,6 @@ import {
   ResultPartitionID,
   TimeoutError,
 } from "@sluice/core";
-import { readTlsSettings } from "@sluice/network";
 import type {
   JobShuffleContext,
   PartitionDescriptor,
@@ -20,6 +19,7 @@ import { checkBlocking } from "./check-blocking.js";
 import { type EmbeddedWorker, startEmbeddedWorkers } from "./embedded-shuffle-workers.js";
 import type { FrameConnection, FrameHandler } from "./frame-connection.js";
 import { FrameServer, type RpcLimits, readRpcLimits } from "./frame-server.js";
+import { readManagerTlsSettings } from "./manager-tls.js";
 import { partitionAccessToken, sameSecret } from "./partition-access-token.js";
 import {
   createRemoteShuffleDescriptor,
@@ -117,7 +117,7 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
   private closed = false;
 
   constructor(private readonly context: ShuffleMasterContext) {
-    this.transport = new TcpTransport({ tls: readTlsSettings(context.configuration) });
+    this.transport = new TcpTransport({ tls: readManagerTlsSettings(context.configuration) });
     this.limits = readRpcLimits(context.configuration);
   }
 

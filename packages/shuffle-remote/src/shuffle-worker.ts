@@ -29,6 +29,7 @@ import { TcpShuffleServiceFactory, TcpTransport } from "@sluice/shuffle-tcp";
 import { overlayConfig } from "./config-overlay.js";
 import { FrameConnection, type FrameHandler, MAX_FRAME_SIZE } from "./frame-connection.js";
 import { FrameServer, type RpcLimits, readRpcLimits } from "./frame-server.js";
+import { readManagerTlsSettings } from "./manager-tls.js";
 import { isPartitionAccessToken, newWorkerSecret } from "./partition-access-token.js";
 import { PushAdmission, type PushTicket } from "./push-admission.js";
 import { PushSession } from "./push-session.js";
@@ -137,7 +138,8 @@ export class ShuffleWorker {
 
   private constructor(
     private readonly configuration: ReadableConfig,
-    private readonly transport: TcpTransport,
+    /** The transport to the shuffle manager (TLS whenever internal TLS is on). */
+    private readonly managerTransport: TcpTransport,
     readonly environment: NetworkShuffleEnvironment,
     private readonly server: FrameServer,
     host: string,
@@ -188,6 +190,9 @@ export class ShuffleWorker {
       [BatchShuffleOptions.BATCH_SHUFFLE_COMPRESSION_ENABLED.key]: false,
       [BatchShuffleOptions.SORT_SHUFFLE_MIN_PARALLELISM.key]: 1,
     });
+    // Read first: settings that cannot be used fail the start before anything listens.
+    const transport = new TcpTransport({ tls: readTlsSettings(configuration) });
+    const managerTransport = new TcpTransport({ tls: readManagerTlsSettings(configuration) });
     const environment = new TcpShuffleServiceFactory().createShuffleEnvironment({
       configuration: inner,
       taskExecutorResourceId: ResourceID.fromHex(incarnation),
@@ -198,7 +203,6 @@ export class ShuffleWorker {
       tmpDirPaths: tmpDirs,
     });
     await environment.start();
-    const transport = new TcpTransport({ tls: readTlsSettings(configuration) });
     let worker: ShuffleWorker | undefined;
     let server: FrameServer;
     try {
@@ -226,7 +230,14 @@ export class ShuffleWorker {
       await environment.close();
       throw error;
     }
-    worker = new ShuffleWorker(configuration, transport, environment, server, host, incarnation);
+    worker = new ShuffleWorker(
+      configuration,
+      managerTransport,
+      environment,
+      server,
+      host,
+      incarnation,
+    );
     worker.connectToManager();
     return worker;
   }
@@ -574,7 +585,7 @@ export class ShuffleWorker {
       if (this.closed) return;
       this.reconnect = setTimeout(() => this.connectToManager(), RECONNECT_DELAY_MS);
     };
-    this.transport
+    this.managerTransport
       .connect({ host, port, connectTimeoutMs: 10_000, maxFrameSize: this.limits.maxMessageSize })
       .then((connection) => {
         if (this.closed) {
