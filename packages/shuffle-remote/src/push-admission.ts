@@ -19,7 +19,7 @@ interface Waiting {
 export interface PushAdmissionOptions {
   /** `remote-shuffle.worker.max-push-sessions-per-peer`. */
   readonly maxSessionsPerPeer: number;
-  /** How long a push waits for sort buffers (`remote-shuffle.worker.push-session.idle-timeout`). */
+  /** How long a push waits for sort buffers (twice `remote-shuffle.worker.push-session.idle-timeout`). */
   readonly maxWaitMs: number;
   /** Segments of the worker's network memory that no partition is guaranteed yet. */
   readonly unreservedSegments: () => number;
@@ -36,7 +36,7 @@ export interface PushAdmissionOptions {
  * next free buffers go to the waiting push of the peer that holds the fewest sessions (then the
  * oldest), so one producer host cannot starve the others. A peer has at most
  * `remote-shuffle.worker.max-push-sessions-per-peer` sessions, open or waiting; a push that waits
- * longer than the idle timeout fails with `SLUICE_ERR_INSUFFICIENT_BUFFERS`, so tasks that wait
+ * longer than twice the idle timeout (when every idle session has ended) fails with `SLUICE_ERR_INSUFFICIENT_BUFFERS`, so tasks that wait
  * on each other's partitions fail and restart rather than hang.
  */
 export class PushAdmission {
@@ -75,7 +75,7 @@ export class PushAdmission {
       if (!this.remove(entry)) return;
       fail(
         new InsufficientBuffersError(
-          `${this.options.name()}: no sort buffers for a push from ${ticket.peer} within ${this.options.maxWaitMs} ms ('remote-shuffle.worker.push-session.idle-timeout'): every one of the ${totalSegments} ('remote-shuffle.worker.memory.writing-size') is held by partitions being pushed`,
+          `${this.options.name()}: no sort buffers for a push from ${ticket.peer} within ${this.options.maxWaitMs} ms (twice 'remote-shuffle.worker.push-session.idle-timeout'): every one of the ${totalSegments} ('remote-shuffle.worker.memory.writing-size') is held by partitions being pushed`,
         ),
       );
     }, this.options.maxWaitMs);

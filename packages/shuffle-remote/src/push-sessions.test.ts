@@ -36,7 +36,7 @@ afterEach(async () => {
 const FOUR_SESSIONS = {
   "remote-shuffle.worker.memory.writing-size": "8mb",
   "taskmanager.network.sort-shuffle.min-buffers": 256,
-  "remote-shuffle.worker.push-session.idle-timeout": "600ms",
+  "remote-shuffle.worker.push-session.idle-timeout": "1s",
 };
 
 /** A DATA frame of `records` for subpartition 0. */
@@ -75,6 +75,8 @@ describe("push sessions on a shuffle worker", () => {
       for (let at = 0; at < records.length; at += 500) {
         await peer.send(dataFrame(records.slice(at, at + 500)));
       }
+      // Alive until the legitimate push below waits, however slow the machine is.
+      timers.push(setInterval(() => void peer.send(encodeFrame(FrameType.KEEP_ALIVE)), 100));
       idle.push(peer);
     }
     await waitFor(() => filesOf(worker).length === 8, "the idle sessions' spill files");
@@ -86,6 +88,8 @@ describe("push sessions on a shuffle worker", () => {
     const descriptor = await register(harness, partition);
     const pushed = writePartition(environment, partition, descriptor, [recordsOf(0, 2_000)]);
     await waitFor(() => worker.numberOfWaitingPushes === 1, "the push to wait");
+    // Now the four producers go silent for good.
+    for (const timer of timers.splice(0)) clearInterval(timer);
     await pushed;
 
     for (const peer of idle) {
@@ -138,7 +142,7 @@ describe("push sessions on a shuffle worker", () => {
     expect(worker.numberOfPushSessions).toBe(2);
   }, 30_000);
 
-  it("fails a push that waited remote-shuffle.worker.push-session.idle-timeout for sort buffers held by live producers with SLUICE_ERR_INSUFFICIENT_BUFFERS", async () => {
+  it("fails a push that waited twice remote-shuffle.worker.push-session.idle-timeout for sort buffers held by live producers with SLUICE_ERR_INSUFFICIENT_BUFFERS", async () => {
     harness = await RemoteShuffleHarness.start(FOUR_SESSIONS);
     const worker = await harness.startWorker();
     for (let i = 0; i < 4; i++) {

@@ -107,7 +107,7 @@ export const RemoteShuffleOptions = {
     .defaultValue("1min")
     .withValidator(atLeast(3, "a duration"))
     .withDescription(
-      "Sluice: a push session whose producer sent nothing for this long (time the worker itself stopped reading it does not count) is ended with `SLUICE_ERR_TIMEOUT`, its sort buffers go back and its partial data is deleted. Producers send a keep-alive after a third of it (the worker tells them the value). A push that waits this long for sort buffers fails with `SLUICE_ERR_INSUFFICIENT_BUFFERS`.",
+      "Sluice: a push session whose producer sent nothing for this long (time the worker itself stopped reading it does not count) is ended with `SLUICE_ERR_TIMEOUT`, its sort buffers go back and its partial data is deleted. Producers send a keep-alive after a third of it (the worker tells them the value). A push that waits twice this long for sort buffers (every idle session has ended by then: only live producers hold them) fails with `SLUICE_ERR_INSUFFICIENT_BUFFERS`.",
     ),
   WORKER_MAX_PUSH_SESSIONS_PER_PEER: ConfigOptions.key(
     "remote-shuffle.worker.max-push-sessions-per-peer",

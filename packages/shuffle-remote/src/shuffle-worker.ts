@@ -155,7 +155,9 @@ export class ShuffleWorker {
     const pool = environment.networkBufferPool;
     this.admission = new PushAdmission({
       maxSessionsPerPeer: configuration.get(RemoteShuffleOptions.WORKER_MAX_PUSH_SESSIONS_PER_PEER),
-      maxWaitMs: configuration.get(RemoteShuffleOptions.WORKER_PUSH_SESSION_IDLE_TIMEOUT),
+      // Twice the idle timeout: any idle session holding buffers has ended by then, so a push
+      // that still waits is behind live producers only.
+      maxWaitMs: 2 * configuration.get(RemoteShuffleOptions.WORKER_PUSH_SESSION_IDLE_TIMEOUT),
       unreservedSegments: () => pool.getNumberOfUnreservedSegments(),
       totalSegments: pool.totalNumberOfMemorySegments,
       name: () => describeWorkerAddress(this.address),
