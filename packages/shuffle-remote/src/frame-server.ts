@@ -25,6 +25,16 @@ export function readRpcLimits(configuration: ReadableConfig): RpcLimits {
   };
 }
 
+/** What one port of the remote shuffle holds for its peers right now. */
+export interface RpcServerStats {
+  /** Open connections. */
+  readonly connections: number;
+  /** Bytes of replies waiting for peers that have not taken them. */
+  readonly queuedOutboundBytes: number;
+  /** Connections that stopped reading because their peer does not take its replies. */
+  readonly pausedConnections: number;
+}
+
 /** What {@link FrameServer.listen} needs. */
 export interface FrameServerOptions {
   /** How errors name the server ("the shuffle manager", "shuffle worker host:port"). */
@@ -81,23 +91,19 @@ export class FrameServer {
     return this.server.port;
   }
 
-  /** Open connections (admitted ones; a refused one is not counted). */
-  get numberOfConnections(): number {
-    return this.connections.size;
-  }
-
-  /** Bytes of replies waiting for peers, over all connections. */
-  get queuedOutboundBytes(): number {
-    let bytes = 0;
-    for (const connection of this.connections) bytes += connection.queuedOutboundBytes;
-    return bytes;
-  }
-
-  /** Connections that stopped reading because their peer does not take its replies. */
-  get pausedConnections(): number {
-    let paused = 0;
-    for (const connection of this.connections) if (connection.isReadingPaused()) paused++;
-    return paused;
+  /**
+   * Admitted connections (a refused one is not counted), the replies waiting for their peers,
+   * and the connections that stopped reading (a push session's back-pressure, or a peer that
+   * does not take its replies).
+   */
+  stats(): RpcServerStats {
+    let queuedOutboundBytes = 0;
+    let pausedConnections = 0;
+    for (const connection of this.connections) {
+      queuedOutboundBytes += connection.queuedOutboundBytes;
+      if (connection.isReadingPaused()) pausedConnections++;
+    }
+    return { connections: this.connections.size, queuedOutboundBytes, pausedConnections };
   }
 
   /** Stops listening and destroys every connection. Idempotent. */

@@ -6,6 +6,7 @@
  */
 
 export type { EmbeddedWorker } from "./embedded-shuffle-workers.js";
+export type { RpcServerStats } from "./frame-server.js";
 export { type RemoteChannelSlot, RemoteInputGate } from "./remote-input-gate.js";
 export {
   RemoteResultPartitionWriter,
@@ -25,7 +26,6 @@ export {
   type LostShuffleWorker,
   type RegisteredShuffleWorker,
   RemoteShuffleMaster,
-  type RpcServerStats,
 } from "./remote-shuffle-master.js";
 export { RemoteShuffleOptions } from "./remote-shuffle-options.js";
 export {

@@ -11,7 +11,6 @@ export interface PushTicket {
 interface Waiting {
   readonly ticket: PushTicket;
   readonly admit: () => void;
-  readonly fail: (error: Error) => void;
   readonly timer: NodeJS.Timeout;
 }
 
@@ -80,7 +79,7 @@ export class PushAdmission {
       );
     }, this.options.maxWaitMs);
     timer.unref();
-    const entry: Waiting = { ticket, admit, fail, timer };
+    const entry: Waiting = { ticket, admit, timer };
     this.waiting.push(entry);
     add(this.waitingByPeer, ticket.peer, 1);
     this.pump();

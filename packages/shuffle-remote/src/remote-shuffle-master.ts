@@ -18,7 +18,7 @@ import { TcpTransport } from "@sluice/shuffle-tcp";
 import { checkBlocking } from "./check-blocking.js";
 import { type EmbeddedWorker, startEmbeddedWorkers } from "./embedded-shuffle-workers.js";
 import type { FrameConnection, FrameHandler } from "./frame-connection.js";
-import { FrameServer, type RpcLimits, readRpcLimits } from "./frame-server.js";
+import { FrameServer, type RpcLimits, type RpcServerStats, readRpcLimits } from "./frame-server.js";
 import { readManagerTlsSettings } from "./manager-tls.js";
 import { partitionAccessToken, sameSecret } from "./partition-access-token.js";
 import {
@@ -70,16 +70,6 @@ export interface RegisteredShuffleWorker {
   readonly storage: ShuffleWorkerStorage | undefined;
 }
 
-/** What one port of the remote shuffle holds for its peers right now. */
-export interface RpcServerStats {
-  /** Open connections. */
-  readonly connections: number;
-  /** Bytes of replies waiting for peers that have not taken them. */
-  readonly queuedOutboundBytes: number;
-  /** Connections that stopped reading because their peer does not take its replies. */
-  readonly pausedConnections: number;
-}
-
 /** A worker lost for good, and the partitions of each job it took with it. */
 export interface LostShuffleWorker {
   readonly address: ShuffleWorkerAddress;
@@ -123,11 +113,7 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
 
   /** What the manager's port holds for its peers (for monitoring and the hostile-peer tests). */
   getRpcStats(): RpcServerStats {
-    return {
-      connections: this.server?.numberOfConnections ?? 0,
-      queuedOutboundBytes: this.server?.queuedOutboundBytes ?? 0,
-      pausedConnections: this.server?.pausedConnections ?? 0,
-    };
+    return this.server?.stats() ?? { connections: 0, queuedOutboundBytes: 0, pausedConnections: 0 };
   }
 
   /** The port the shuffle manager listens on (after `start()`). */

@@ -28,7 +28,7 @@ import {
 import { TcpShuffleServiceFactory, TcpTransport } from "@sluice/shuffle-tcp";
 import { overlayConfig } from "./config-overlay.js";
 import { FrameConnection, type FrameHandler, MAX_FRAME_SIZE } from "./frame-connection.js";
-import { FrameServer, type RpcLimits, readRpcLimits } from "./frame-server.js";
+import { FrameServer, type RpcLimits, type RpcServerStats, readRpcLimits } from "./frame-server.js";
 import { readManagerTlsSettings } from "./manager-tls.js";
 import { isPartitionAccessToken, newWorkerSecret } from "./partition-access-token.js";
 import { PushAdmission, type PushTicket } from "./push-admission.js";
@@ -40,7 +40,6 @@ import {
   type ShuffleWorkerAddress,
   workerOf,
 } from "./remote-shuffle-descriptor.js";
-import type { RpcServerStats } from "./remote-shuffle-master.js";
 import {
   ErrorMessage,
   FrameType,
@@ -274,11 +273,7 @@ export class ShuffleWorker {
 
   /** What the worker's push port holds for its peers (for monitoring and the hostile-peer tests). */
   getRpcStats(): RpcServerStats {
-    return {
-      connections: this.server.numberOfConnections,
-      queuedOutboundBytes: this.server.queuedOutboundBytes,
-      pausedConnections: this.server.pausedConnections,
-    };
+    return this.server.stats();
   }
 
   /** True while the worker is registered with its shuffle manager. */
