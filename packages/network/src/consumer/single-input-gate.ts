@@ -551,6 +551,15 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
   }
 
   /**
+   * The task read the EndOfData of channel `channelIndex` and processed every record before it
+   * (Flink's `acknowledgeAllRecordsProcessed`): the producer's subpartition learns it, locally or
+   * with an AckAllUserRecordsProcessed message.
+   */
+  acknowledgeAllRecordsProcessed(channelIndex: number): void {
+    this.getChannel(channelIndex).acknowledgeAllRecordsProcessed();
+  }
+
+  /**
    * Sends a task event to the producer of every channel. Channels whose producer is not known
    * yet get it once they are (Flink keeps such events and replays them).
    */

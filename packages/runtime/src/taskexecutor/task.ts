@@ -30,6 +30,7 @@ import type { TaskExecutionState } from "../messages/task-execution-state.js";
 import { isTerminal } from "../messages/task-execution-state.js";
 import type { TaskMetricGroup } from "../metrics/groups/task-metric-group.js";
 import { asError } from "../util/as-error.js";
+import { allDataProcessed, checkAllRecordsProcessedHandshake } from "./all-data-processed.js";
 import { startBufferDebloating } from "./buffer-debloating.js";
 import { CheckpointNotifications } from "./checkpoint-notifications.js";
 import { anyPendingRecord, outputsAvailableFuture } from "./output-availability.js";
@@ -63,7 +64,9 @@ import type { TaskInvokable } from "./user-code-registry.js";
  * The final checkpoint (FLIP-147, with `execution.checkpointing.checkpoints-after-tasks-finish`):
  * when the invokable returns, the task sends EndOfData on every output and stays RUNNING,
  * running its mail and reading its inputs on to EndOfPartition for the barriers still coming,
- * until a checkpoint it took after that completed; only then does it finish its partitions.
+ * until a checkpoint it took after that completed and the consumers of its pipelined
+ * partitions processed every record before the EndOfData (they acknowledge reading it); only
+ * then does it finish its partitions.
  */
 export class Task {
   /** The job. */
@@ -417,6 +420,14 @@ export class Task {
           this.gates,
           coordinator.channelStateWriter,
         );
+        if (this.finalCheckpointEnabled) {
+          checkAllRecordsProcessedHandshake(
+            this.name,
+            this.partitions,
+            this.gates,
+            this.resources.descriptor,
+          );
+        }
       }
       await restoreOutputChannelState(
         this.name,
@@ -529,17 +540,42 @@ export class Task {
    * triggers a source gets) and reading its inputs to EndOfPartition (the barriers of the
    * checkpoints its producers wait for) until a checkpoint it took since then completed and its
    * listener handled that: what it prepared for its final state is committed before it finishes,
-   * and its consumers, reached by that checkpoint's barrier, take part in it. A subtask restored
-   * as finished does not wait: the restored checkpoint holds its final state.
+   * and its consumers, reached by that checkpoint's barrier, take part in it. It also waits,
+   * in any order, until the consumers of its pipelined partitions processed every record (Flink's
+   * StreamTask waits for both): an unaligned barrier overtakes the EndOfData, so the final
+   * checkpoint may complete while a consumer still drains the records before it, and a task
+   * finished then would be recorded as finished by the next checkpoint, its records only in the
+   * consumer's queue. Meanwhile it stays RUNNING and is triggered like a source. A subtask
+   * restored as finished does not wait: the restored checkpoint holds its final state, and its
+   * consumers hold none of its records.
    */
   private async waitForFinalCheckpoint(): Promise<void> {
     if (!this.finalCheckpointEnabled || this.resources.restore?.finished === true) return;
+    let processed = false;
+    let processedFailure: unknown;
+    const allProcessed = allDataProcessed(this.partitions, this.resources.descriptor).then(
+      () => {
+        processed = true;
+      },
+      (error: unknown) => {
+        processedFailure = error;
+      },
+    );
     for (;;) {
       this.processMail();
       const open = this.recordReaders.filter((reader) => !reader.pollToEndOfPartition());
+      if (processedFailure !== undefined) throw processedFailure;
       const final = this.finalCheckpointId;
-      if (final !== undefined && this.notifications.lastCompletedCheckpointId >= final) return;
+      if (
+        processed &&
+        final !== undefined &&
+        this.notifications.lastCompletedCheckpointId >= final
+      ) {
+        return;
+      }
       const waits: Promise<unknown>[] = [
+        // Once settled it would end every wait at once: the loop would never yield.
+        ...(processed ? [] : [allProcessed]),
         this.mailbox.mailArrived(),
         this.notifications.nextHandled(),
         this.whenAborted(),
