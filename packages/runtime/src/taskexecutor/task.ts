@@ -36,7 +36,7 @@ import { CheckpointNotifications } from "./checkpoint-notifications.js";
 import { anyPendingRecord, outputsAvailableFuture } from "./output-availability.js";
 import { TaskMailbox } from "./task-mailbox.js";
 import { createTaskRecordIo, finishPartitions } from "./task-record-io.js";
-import type { TaskResources } from "./task-resources.js";
+import type { TaskCheckpointing, TaskResources } from "./task-resources.js";
 import { restoreOutputChannelState, setUpChannelStateWriter } from "./unaligned-channel-state.js";
 import type { TaskInvokable } from "./user-code-registry.js";
 
@@ -239,34 +239,61 @@ export class Task {
   /**
    * Checkpoint `checkpointId` completed (Flink's `notifyCheckpointCompleteAsync`); called by the
    * TaskExecutor when the job side says so. The task's {@link CheckpointListener} is told after
-   * the notifications before it were handled. Ignored once the task ended.
+   * the notifications before it were handled; a completion no newer than one it was already
+   * told of is dropped. Ignored once the task ended.
    *
    * @throws IllegalStateError when the job takes no checkpoints.
    */
   notifyCheckpointComplete(checkpointId: bigint): void {
-    this.enqueueNotification(checkpointId, true);
+    this.checkpointingFor("notifyCheckpointComplete", checkpointId);
+    if (isTerminal(this.currentState)) return;
+    this.notifications.enqueue(checkpointId, "complete");
   }
 
   /**
    * Checkpoint `checkpointId` was aborted (Flink's `notifyCheckpointAbortAsync`): the task's
-   * {@link CheckpointListener} is told, in order with the other notifications. Ignored once the
-   * task ended.
+   * checkpoint coordinator skips it should its trigger or barriers still come (a cancellation
+   * marker goes downstream instead) and cancels its asynchronous part if one runs; the
+   * {@link CheckpointListener} is told, in order with the other notifications, after it was
+   * told that `latestCompletedCheckpointId` completed, in case that notification was lost.
+   * Ignored once the task ended.
+   *
+   * @param latestCompletedCheckpointId the newest checkpoint the job completed (0: none).
+   * @throws IllegalStateError when the job takes no checkpoints.
+   */
+  notifyCheckpointAborted(checkpointId: bigint, latestCompletedCheckpointId = 0n): void {
+    const checkpointing = this.checkpointingFor("notifyCheckpointAborted", checkpointId);
+    if (isTerminal(this.currentState)) return;
+    if (latestCompletedCheckpointId > 0n) {
+      this.notifications.enqueue(latestCompletedCheckpointId, "complete");
+    }
+    checkpointing.coordinator.notifyCheckpointAborted(checkpointId);
+    this.notifications.enqueue(checkpointId, "abort");
+  }
+
+  /**
+   * Completed checkpoint `checkpointId` was subsumed: a newer one completed and the job side
+   * no longer retains it (Flink's `notifyCheckpointSubsumedAsync`, sent with the newer one's
+   * completion). The task's {@link CheckpointListener} is told, in order. Ignored once the task
+   * ended.
    *
    * @throws IllegalStateError when the job takes no checkpoints.
    */
-  notifyCheckpointAborted(checkpointId: bigint): void {
-    this.enqueueNotification(checkpointId, false);
+  notifyCheckpointSubsumed(checkpointId: bigint): void {
+    this.checkpointingFor("notifyCheckpointSubsumed", checkpointId);
+    if (isTerminal(this.currentState)) return;
+    this.notifications.enqueue(checkpointId, "subsume");
   }
 
-  private enqueueNotification(checkpointId: bigint, completed: boolean): void {
-    const what = completed ? "notifyCheckpointComplete" : "notifyCheckpointAborted";
-    if (this.resources.checkpointing === undefined) {
+  /** The task's checkpointing, for notification `what` of `checkpointId`. */
+  private checkpointingFor(what: string, checkpointId: bigint): TaskCheckpointing {
+    const checkpointing = this.resources.checkpointing;
+    if (checkpointing === undefined) {
       throw new IllegalStateError(
         `${this.name}: cannot ${what} ${checkpointId}: the job takes no checkpoints`,
       );
     }
-    if (isTerminal(this.currentState)) return;
-    this.notifications.enqueue(checkpointId, completed, what);
+    return checkpointing;
   }
 
   /**

@@ -9,7 +9,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { deferred } from "@sluice/core";
+import { type Deferred, deferred } from "@sluice/core";
 import { must, waitFor } from "@sluice/core/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FsCheckpointStorage } from "../../checkpointing/fs-checkpoint-storage.js";
@@ -54,7 +54,7 @@ const world = {
    * Set by the test: counter 0, a sink, commits its final checkpoint only once this resolves,
    * so it runs on after source 0 finished.
    */
-  finalCommit: undefined as ReturnType<typeof deferred> | undefined,
+  finalCommit: undefined as Deferred<void> | undefined,
   /** Set once counter 0 waits in the commit of its final checkpoint. */
   finalCommitHeld: false,
 };
