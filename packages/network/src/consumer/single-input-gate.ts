@@ -288,8 +288,9 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
     for (const channel of this.channels) {
       if (hasExclusiveBuffers(channel)) channel.useFloatingBuffersOnly();
     }
-    fallback.onFallback(this, reason);
-    return fallback.createFloatingOnlyBufferPool();
+    const pool = fallback.createFloatingOnlyBufferPool();
+    fallback.onFallback(this, reason, pool);
+    return pool;
   }
 
   /** How the remote channels get their buffers; `floating-only` after a fallback at setup. */
