@@ -8,6 +8,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { waitFor } from "@sluice/core/testing";
+import type { JsonValue } from "@sluice/runtime-api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PollStatus } from "../io/record-reader.js";
 import { CheckpointFailureReason } from "../messages/checkpoint-failure-reason.js";
@@ -37,8 +38,10 @@ afterEach(async () => {
 });
 
 /** Records the task's snapshots and what its listener is told. */
-function observe(task: Task, state: () => unknown): void {
-  const log = (entry: string) => told.set(task.name, [...(told.get(task.name) ?? []), entry]);
+function observe(task: Task, state: () => JsonValue): void {
+  const log = (entry: string): void => {
+    told.set(task.name, [...(told.get(task.name) ?? []), entry]);
+  };
   task.setCheckpointHandler({
     snapshotState: (id) => {
       snapshotted.set(task.name, [...(snapshotted.get(task.name) ?? []), id]);

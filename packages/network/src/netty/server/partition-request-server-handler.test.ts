@@ -373,8 +373,18 @@ describe("PartitionRequestServerHandler", () => {
     });
     const connection = new FakeConnection();
     const handler = handlerOn(connection, {}, manager);
-    const request = partitionRequest(partition.partitionId);
-    handler.onData(frames([request]));
+    const receiverId = new InputChannelID();
+    handler.onData(
+      frames([
+        {
+          id: MessageId.PARTITION_REQUEST,
+          partitionId: partition.partitionId,
+          subpartitionIndexSet: { start: 0, end: 0 },
+          receiverId,
+          credit: 2,
+        },
+      ]),
+    );
     await turn();
     expect(handler.getNumberOfReaders()).toBe(1);
     let processed = false;
@@ -383,9 +393,7 @@ describe("PartitionRequestServerHandler", () => {
     });
     await turn();
     expect(processed).toBe(false);
-    handler.onData(
-      frames([{ id: MessageId.ACK_ALL_USER_RECORDS_PROCESSED, receiverId: request.receiverId }]),
-    );
+    handler.onData(frames([{ id: MessageId.ACK_ALL_USER_RECORDS_PROCESSED, receiverId }]));
     await expect.poll(() => processed).toBe(true);
     expect(connection.closed).toBe(false);
     partition.release();
