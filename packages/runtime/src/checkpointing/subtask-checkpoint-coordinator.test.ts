@@ -162,6 +162,22 @@ describe("SubtaskCheckpointCoordinator aborts (SubtaskCheckpointCoordinatorTest)
     expect(events).toEqual([new CancelCheckpointMarker(1n)]);
   });
 
+  it("forwards a cancellation marker and declines when its barrier handler aborts a checkpoint on one, and never takes that checkpoint later", async () => {
+    const { coordinator, acks, declines, events, snapshots } = sourceCoordinator();
+    coordinator.abortCheckpointOnBarrier(
+      7n,
+      CheckpointFailureReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER,
+    );
+    expect(events).toEqual([new CancelCheckpointMarker(7n)]);
+    expect(declines.map((d) => [d.checkpointId, d.reason])).toEqual([
+      [7n, CheckpointFailureReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER],
+    ]);
+    coordinator.triggerCheckpoint(7n, 1n);
+    await coordinator.waitForPendingCheckpoints();
+    expect(snapshots).toEqual([]);
+    expect(acks).toEqual([]);
+  });
+
   it("skips a checkpoint older than one it took and declines it as subsumed", async () => {
     const { coordinator, acks, declines, events, snapshots } = sourceCoordinator();
     coordinator.triggerCheckpoint(5n, 1n);
