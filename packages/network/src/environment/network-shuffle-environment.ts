@@ -140,7 +140,11 @@ export class NetworkShuffleEnvironment
       maxMs: this.settings.requestBackoffMaxMs,
     };
     if (context.metrics !== undefined) {
-      registerEnvironmentMetrics(context.metrics, this.networkBufferPool);
+      registerEnvironmentMetrics(
+        context.metrics,
+        this.networkBufferPool,
+        () => this.buffersFallback.numberOfFallbacks,
+      );
       registerBatchShuffleMetrics(context.metrics, this.batchShuffleCounters, () =>
         this.getReadBufferPoolUsage(),
       );

@@ -549,8 +549,14 @@ export class TaskExecutor implements TaskExecutorGateway {
     executionAttemptId: ExecutionAttemptID,
     checkpointId: bigint,
     _timestamp: bigint,
+    lastSubsumedCheckpointId?: bigint,
   ): Promise<void> {
-    this.requireTask(executionAttemptId).notifyCheckpointComplete(checkpointId);
+    const task = this.requireTask(executionAttemptId);
+    task.notifyCheckpointComplete(checkpointId);
+    // After the completion, as Flink's confirmCheckpoint: the newer one is committed first.
+    if (lastSubsumedCheckpointId !== undefined && lastSubsumedCheckpointId > 0n) {
+      task.notifyCheckpointSubsumed(lastSubsumedCheckpointId);
+    }
   }
 
   /**
@@ -563,9 +569,12 @@ export class TaskExecutor implements TaskExecutorGateway {
   async notifyCheckpointAborted(
     executionAttemptId: ExecutionAttemptID,
     checkpointId: bigint,
-    _latestCompletedCheckpointId: bigint,
+    latestCompletedCheckpointId: bigint,
   ): Promise<void> {
-    this.requireTask(executionAttemptId).notifyCheckpointAborted(checkpointId);
+    this.requireTask(executionAttemptId).notifyCheckpointAborted(
+      checkpointId,
+      latestCompletedCheckpointId,
+    );
   }
 
   /**

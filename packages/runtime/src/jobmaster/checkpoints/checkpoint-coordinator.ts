@@ -570,9 +570,11 @@ export class CheckpointCoordinator {
     this.latest = checkpoint;
     this.completedCount++;
     this.consecutiveFailures = 0;
+    let lastSubsumed: bigint | undefined;
     if (subsumedByStore === undefined) {
       while (this.completed.length > this.configuration.maxRetainedCheckpoints) {
         const subsumed = this.completed.shift() as CompletedCheckpoint;
+        lastSubsumed = subsumed.checkpointId;
         this.track(this.storage.discardCheckpoint(subsumed.checkpointId));
       }
     } else {
@@ -580,9 +582,9 @@ export class CheckpointCoordinator {
       // new one, so no leader reads them any more. What this coordinator alone still lists is
       // only forgotten here (a restart restores the newest).
       for (const id of subsumedByStore) {
-        if (id !== checkpoint.checkpointId) {
-          this.track(this.storage.discardCheckpoint(id));
-        }
+        if (id === checkpoint.checkpointId) continue;
+        if (lastSubsumed === undefined || id > lastSubsumed) lastSubsumed = id;
+        this.track(this.storage.discardCheckpoint(id));
       }
       const dropped = new Set(subsumedByStore);
       this.completed.splice(
@@ -593,7 +595,7 @@ export class CheckpointCoordinator {
           .slice(-this.configuration.maxRetainedCheckpoints),
       );
     }
-    this.notifyComplete(checkpoint);
+    this.notifyComplete(checkpoint, lastSubsumed);
     for (const older of [...this.pendingCheckpoints.values()]) {
       if (older.checkpointId < checkpoint.checkpointId) {
         this.abort(older, CheckpointFailureReason.CHECKPOINT_SUBSUMED);
@@ -650,17 +652,22 @@ export class CheckpointCoordinator {
   }
 
   /**
-   * Tells every task of `checkpoint` that it completed (Flink's `sendAcknowledgeMessages`). A
-   * notification that cannot be delivered is dropped: the task is gone (finished, canceled, its
-   * TaskExecutor lost), and a restored attempt commits what the checkpoint holds on restore.
+   * Tells every task of `checkpoint` that it completed, and that `lastSubsumed` (the completed
+   * checkpoint it made the job stop retaining, if any) was subsumed (Flink's
+   * `sendAcknowledgeMessages`). A notification that cannot be delivered is dropped: the task is
+   * gone (finished, canceled, its TaskExecutor lost), and a restored attempt commits what the
+   * checkpoint holds on restore.
    */
-  private notifyComplete(checkpoint: CompletedCheckpoint): void {
+  private notifyComplete(checkpoint: CompletedCheckpoint, lastSubsumed: bigint | undefined): void {
     const targets = this.takeCommitTargets(checkpoint.checkpointId);
     const timestamp = BigInt(checkpoint.timestamp);
     for (const task of targets) {
-      task.gateway
-        .notifyCheckpointComplete?.(task.executionAttemptId, checkpoint.checkpointId, timestamp)
-        .catch(() => {});
+      const { executionAttemptId } = task;
+      const id = checkpoint.checkpointId;
+      (lastSubsumed === undefined
+        ? task.gateway.notifyCheckpointComplete?.(executionAttemptId, id, timestamp)
+        : task.gateway.notifyCheckpointComplete?.(executionAttemptId, id, timestamp, lastSubsumed)
+      )?.catch(() => {});
     }
   }
 
