@@ -62,13 +62,8 @@ export function createScratchProject(
     };
     writeFileSync(path.join(app, "package.json"), `${JSON.stringify(packageJson, null, 2)}\n`);
     const overrides = packed.map((name) => `  "@sluice/${name}": "${tarball(name)}"`);
-    // pnpm exits 1 on a dependency's install script that is not listed (ERR_PNPM_IGNORED_BUILDS),
-    // as it does for a user's application: @sluice/ha-etcd's etcd3 pulls protobufjs, whose
-    // postinstall only prints a version notice (packages/ha-etcd/README.md tells users the same).
-    writeFileSync(
-      path.join(app, "pnpm-workspace.yaml"),
-      `overrides:\n${overrides.join("\n")}\nallowBuilds:\n  protobufjs: false\n`,
-    );
+    // No allowBuilds: no package installs with a script (pnpm exits 1 on one that is not listed).
+    writeFileSync(path.join(app, "pnpm-workspace.yaml"), `overrides:\n${overrides.join("\n")}\n`);
     for (const source of sources) {
       const { outputText } = ts.transpileModule(readFileSync(source, "utf8"), {
         fileName: source,
