@@ -177,6 +177,17 @@ describe.skipIf(reason !== undefined)("job managers on a real etcd", () => {
     taskManagers.push(taskManager);
     return taskManager;
   };
+  /** The cluster's namespace in etcd. */
+  const clusterPrefix = () => `/sluice/${ha()["high-availability.cluster-id"]}/`;
+  /** Puts `value` under `key` with etcd's JSON gateway, as an operator's etcdctl would. */
+  const etcdPut = async (key: string, value: string) => {
+    const b64 = (text: string) => Buffer.from(text).toString("base64");
+    const response = await fetch(`${(etcd as EtcdServer).endpoint}/v3/kv/put`, {
+      method: "POST",
+      body: JSON.stringify({ key: b64(key), value: b64(value) }),
+    });
+    expect(response.ok).toBe(true);
+  };
   /** The cluster's stores, as a reader that never leads. */
   const reader = async () => {
     const opened = await new EtcdHighAvailabilityServicesFactory().createHAServices(
@@ -288,5 +299,82 @@ describe.skipIf(reason !== undefined)("job managers on a real etcd", () => {
     expect(client.execution).toBeUndefined();
     expect((await client.result).status).toBe("FINISHED");
     expect(recovered).toEqual([]);
+  }, 60_000);
+
+  it("refuses a job graph pointer outside the storage folder: the job is neither run nor cleaned up from it, the file outside is neither read nor deleted, and the other jobs are taken over", async () => {
+    const keys = { ...ha(), ...checkpointing() };
+    const [refused, ended, taken] = [new JobID(), new JobID(), new JobID()].map(String) as [
+      string,
+      string,
+      string,
+    ];
+    // A leader stored three jobs, one of which ended (its result dirty), then died.
+    const dead = await reader();
+    await dead.getJobManagerLeaderElection().startLeaderElection({
+      grantLeadership: () => {},
+      revokeLeadership: () => {},
+      handleError: () => {},
+    });
+    const record = (jobId: string) =>
+      ({
+        version: 1,
+        jobGraph: JobGraphCodec.toJSON(numbersJob(jobId)),
+        configuration: keys,
+        taskManagers: 1,
+      }) as never;
+    await waitFor(
+      async () => {
+        try {
+          await dead.getJobGraphStore().putJobGraph(refused, record(refused));
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      { what: "the leadership of the dead leader" },
+    );
+    await dead.getJobGraphStore().putJobGraph(ended, record(ended));
+    await dead.getJobGraphStore().putJobGraph(taken, record(taken));
+    await dead.getJobResultStore().createDirtyResult({
+      jobId: ended,
+      status: "FINISHED",
+      timestamp: Date.now(),
+    });
+    await dead.close();
+    // Then the keys of two of them were aimed at files outside the storage folder.
+    const outside = path.join(root, `outside-${run}`);
+    await mkdir(outside, { recursive: true });
+    const files = [refused, ended].map((jobId) => path.join(outside, `${jobId}.json`));
+    for (const [i, jobId] of [refused, ended].entries()) {
+      const file = files[i] as string;
+      await writeFile(file, JSON.stringify({ jobId, jobGraph: record(jobId) }));
+      await etcdPut(`${clusterPrefix()}jobgraphs/${jobId}`, file);
+    }
+    const warnings: string[] = [];
+    const recovered: JobExecution[] = [];
+    const leader = await startJobManager(keys, {
+      onWarning: (message) => warnings.push(message),
+      onJobRecovered: (execution) => recovered.push(execution),
+    });
+    await startFollower();
+    await leader.waitForLeadership(15_000);
+    await waitFor(() => recovered.length === 1, { what: "the takeover", timeoutMs: 30_000 });
+    expect(String(recovered[0]?.jobId)).toBe(taken);
+    await waitFor(
+      () =>
+        warnings.some((w) => w.includes(`job ${refused} cannot be taken over`)) &&
+        warnings.some((w) => w.includes(`the cleanup of job ${ended} is not finished`)),
+      { what: "both refusals" },
+    );
+    for (const warning of warnings.filter((w) => w.includes("outside"))) {
+      expect(warning).toMatch(/SLUICE_ERR_HA_STATE|is outside/);
+    }
+    // Nothing outside was deleted; the ended job's result stays dirty, the refused job stays.
+    for (const file of files) expect(readdirSync(outside)).toContain(path.basename(file));
+    const check = await reader();
+    expect(await check.getJobResultStore().hasDirtyJobResultEntry(ended)).toBe(true);
+    expect(await check.getJobGraphStore().getJobIds()).toContain(refused);
+    expect(await leader.getJob(refused)).toBeUndefined();
+    recovered[0]?.cancel("the test ended");
   }, 60_000);
 });

@@ -1,4 +1,4 @@
-import { deferred, IllegalStateError, type JobID } from "@sluice/core";
+import { deferred, ErrorCodes, IllegalStateError, isSluiceError, type JobID } from "@sluice/core";
 import {
   type CompletedCheckpoint,
   type DeployOptions,
@@ -351,11 +351,23 @@ export class Dispatcher {
         for (const id of await persistence.jobIds()) {
           if (this.context.fencingToken() !== token || this.jobs.has(id)) continue;
           if ((await persistence.storedResult(id)) !== undefined) continue;
-          const submitted = await persistence.recoverJob(id);
+          let submitted: SubmittedJob | undefined;
+          try {
+            submitted = await persistence.recoverJob(id);
+          } catch (error) {
+            // etcd out of reach: the whole listing is asked again. A damaged record, or one
+            // refused (a pointer outside the storage folder), stays so: that job is left alone,
+            // never run from the start, and the others are taken over.
+            if (isSluiceError(error, ErrorCodes.HA_UNAVAILABLE)) throw error;
+            this.context.warn(`job ${id} cannot be taken over: ${(error as Error).message}`);
+            continue;
+          }
           if (submitted === undefined || this.jobs.has(id)) continue;
           const job = this.register(submitted.graph.jobId, token);
           job.started = this.recover(job, submitted).catch((error: unknown) => {
-            this.context.warn(`job ${id} could not be taken over: ${(error as Error).message}`);
+            const why = `job ${id} could not be taken over: ${(error as Error).message}`;
+            this.context.warn(why);
+            job.ended(suspendedResult(job.jobId, why));
             return undefined;
           });
         }
