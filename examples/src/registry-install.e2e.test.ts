@@ -117,7 +117,6 @@ const TSCONFIG = {
 interface Step {
   readonly status: number | null;
   readonly output: string;
-  readonly ms: number;
 }
 
 let registry: TestRegistry;
@@ -134,7 +133,6 @@ afterAll(() => {
 });
 
 function run(command: readonly string[], cwd: string, timeoutMs = 180_000): Step {
-  const started = Date.now();
   const [file, ...args] = command as [string, ...string[]];
   const result = spawnSync(file, args, {
     cwd,
@@ -145,7 +143,6 @@ function run(command: readonly string[], cwd: string, timeoutMs = 180_000): Step
   return {
     status: result.status,
     output: `${result.stdout}${result.stderr}${result.error ?? ""}`,
-    ms: Date.now() - started,
   };
 }
 
@@ -199,7 +196,6 @@ describe.each(["npm", "pnpm"] as const)("a fresh project that adds Sluice with %
     writeFileSync(path.join(project, "app.ts"), APP);
     writeFileSync(path.join(project, "tsconfig.json"), JSON.stringify(TSCONFIG, null, 2));
     install = run([...ADD[client], ...DEPENDENCIES.map((name) => `@sluice/${name}`)], project);
-    console.log(`${client}: installing ${DEPENDENCIES.join(", ")} took ${install.ms} ms`);
     installed = readdirSync(project);
     if (install.status !== 0) return;
     // The application's own compiler would be its dev dependency; this repository's pinned one
@@ -286,7 +282,6 @@ describe("every package a cluster process loads by name, installed into a fresh 
     (client) => {
       const project = emptyProject(`bundled-${client}`);
       const install = run([...ADD[client], ...added.map((name) => `@sluice/${name}`)], project);
-      console.log(`${client}: installing ${added.join(", ")} took ${install.ms} ms`);
       // pnpm exits 1 when a dependency has an install script the project did not approve
       // (ERR_PNPM_IGNORED_BUILDS); a user must not have to approve one to install Sluice.
       expect(install.status, install.output).toBe(0);
