@@ -516,7 +516,10 @@ function effectiveConfiguration(
   // here (not the job manager's, which its own process reports) once it loaded the plugins.
   const configuration = own.clone();
   for (const [key, value] of Object.entries(fromJobManager)) {
-    if (!HOST_LOCAL_KEYS.has(key) && !own.has(key)) configuration.set(key, value);
+    // A null in the job manager's JSON sets nothing (set() refuses it).
+    if (!HOST_LOCAL_KEYS.has(key) && !own.has(key) && value !== null) {
+      configuration.set(key, value);
+    }
   }
   if (!own.contains(TaskManagerOptions.HOST) && localAddress !== "") {
     configuration.set(TaskManagerOptions.HOST, localAddress);
