@@ -217,6 +217,8 @@ export class TaskExecutor implements TaskExecutorGateway {
         host,
         resourceId.toString(),
       );
+    // Every plugin is loaded: the keys none of them (nor Sluice) knows can be reported now.
+    configuration.reportUnknownKeys?.();
     const closeMetrics = async () => {
       if (options.metricGroup !== undefined) return;
       metricGroup.close();
