@@ -1,34 +1,64 @@
 /**
  * The acceptance test of docs/embedding.md, as a user outside this repository would follow it:
- * the packages are packed into tarballs, the guide's files (its code blocks that name a file) are
- * written into an empty folder next to them, installed with pnpm from the tarballs (no workspace
- * links), type-checked with this repository's TypeScript, and run over TCP and over WebSocket,
+ * the packages are published to the run's test registry, the guide's files (its code blocks that
+ * name a file) are written into an empty folder, installed with pnpm from the registry (no
+ * workspace links, no tarballs), type-checked with this repository's TypeScript, and run over TCP
+ * and over WebSocket,
  * chosen by configuration only: the two-process example moving 10^6 records exactly once, the
  * batch job stage by stage, and the checkpointed job through its injected failure, each printing
  * exactly what the guide says it prints.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, realpathSync } from "node:fs";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type CodeBlock, codeBlocks, REPO } from "./test-support/markdown-code-blocks.js";
 import {
-  type GuideApplication,
-  installGuideApplication,
-} from "./test-support/guide-application.js";
-import { codeBlocks } from "./test-support/markdown-code-blocks.js";
-import { PUBLISHED_PACKAGES } from "./test-support/packed-packages.js";
+  buildPackagesIfStale,
+  PUBLISHED_PACKAGES,
+  packPackages,
+} from "./test-support/packed-packages.js";
+import { sluicePackagesNotFromRegistry, testRegistry } from "./test-support/test-registry.js";
 
 const RECORDS = 1_000_000;
+const root = mkdtempSync(path.join(tmpdir(), "sluice-embedding-"));
 /** The guide's layout: the tarballs in `sluice-packs/`, the application in `my-app/` next to it. */
-let guide: GuideApplication | undefined;
-let app = "";
+const packs = path.join(root, "sluice-packs");
+const app = path.join(root, "my-app");
+
+interface Step {
+  readonly status: number | null;
+  readonly output: string;
+}
+let install: Step | undefined;
+let typeCheck: Step | undefined;
+
+function run(command: string, args: readonly string[], cwd: string): Step {
+  const result = spawnSync(command, args, { cwd, encoding: "utf8" });
+  return { status: result.status, output: `${result.stdout}${result.stderr}` };
+}
 
 beforeAll(() => {
-  guide = installGuideApplication("sluice-embedding-");
-  app = guide.app;
+  buildPackagesIfStale();
+  mkdirSync(packs);
+  mkdirSync(app);
+  packPackages(packs);
+  const files = codeBlocks("docs/embedding.md").filter(
+    (block): block is CodeBlock & { file: string } => block.file !== undefined,
+  );
+  for (const block of files) writeFileSync(path.join(app, block.file), block.code);
+  // Offline from the store that installed this repository; the registry serves what is missing.
+  install = run("pnpm", ["install", "--prefer-offline"], app);
+  if (install.status !== 0) return;
+  typeCheck = run(
+    process.execPath,
+    [path.join(REPO, "node_modules/typescript/bin/tsc"), "-p", "."],
+    app,
+  );
 }, 180_000);
 
-afterAll(() => guide?.remove());
+afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 const running = new Set<ChildProcess>();
 afterEach(() => {
@@ -75,21 +105,22 @@ async function until(condition: () => boolean, what: string, timeoutMs = 20_000)
 }
 
 describe("the embedding guide's two-process example, outside the repository", () => {
-  it("installs from the packed tarballs, not from workspace links, and type-checks with the repository's TypeScript", () => {
-    expect(guide?.install.status, guide?.install.output).toBe(0);
-    // Every @sluice package, the transitive ones too, was unpacked from its tarball.
+  it("installs from the registry by version, not from workspace links or tarballs, and type-checks with the repository's TypeScript", () => {
+    expect(install?.status, install?.output).toBe(0);
+    // Every @sluice package, the transitive ones too, came from the registry by its version.
     const store = readdirSync(path.join(app, "node_modules/.pnpm"));
     for (const name of PUBLISHED_PACKAGES) {
       expect(store).toContainEqual(
-        expect.stringMatching(new RegExp(`^@sluice\\+${name}@file\\+\\.\\.\\+sluice-packs\\+`)),
+        expect.stringMatching(new RegExp(`^@sluice\\+${name}@\\d+\\.\\d+\\.\\d+$`)),
       );
     }
+    expect(sluicePackagesNotFromRegistry(testRegistry(), app)).toEqual([]);
     expect(store.filter((entry) => entry.startsWith("@sluice+"))).toHaveLength(
       PUBLISHED_PACKAGES.length,
     );
     const cluster = realpathSync(path.join(app, "node_modules/@sluice/cluster"));
     expect(cluster.startsWith(path.join(app, "node_modules/.pnpm"))).toBe(true);
-    expect(guide?.typeCheck?.status, guide?.typeCheck?.output).toBe(0);
+    expect(typeCheck?.status, typeCheck?.output).toBe(0);
   });
 
   it.each([
@@ -98,7 +129,7 @@ describe("the embedding guide's two-process example, outside the repository", ()
   ])(
     "moves 10^6 records from the producer process to the consumer process exactly once and in order over %s, chosen by configuration only",
     async (shuffle, factory) => {
-      expect(guide?.typeCheck?.status, "the example did not compile").toBe(0);
+      expect(typeCheck?.status, "the example did not compile").toBe(0);
       const config = ["-D", `shuffle-service-factory.class=${shuffle}`];
       const producer = start("producer.js", ["-D", "jobmanager.rpc.port=0", ...config]);
       let port = 0;
@@ -145,7 +176,7 @@ describe("the embedding guide's batch and checkpointed examples, outside the rep
   it.each(["tcp", "ws"])(
     "runs the batch job stage by stage over %s: Sum starts after Numbers finished, reads 4 files and every one of 10^6 records, and the job's end deletes the files",
     async (shuffle) => {
-      expect(guide?.typeCheck?.status, "the examples did not compile").toBe(0);
+      expect(typeCheck?.status, "the examples did not compile").toBe(0);
       const run = await start("batch.js", ["-D", `shuffle-service-factory.class=${shuffle}`])
         .exited;
       expect(run.code, run.output).toBe(0);
@@ -164,7 +195,7 @@ describe("the embedding guide's batch and checkpointed examples, outside the rep
   it.each(["tcp", "ws"])(
     "restarts the checkpointed job over %s after its injected failure from a checkpoint whose snapshots are one cut, and counts every record exactly once",
     async (shuffle) => {
-      expect(guide?.typeCheck?.status, "the examples did not compile").toBe(0);
+      expect(typeCheck?.status, "the examples did not compile").toBe(0);
       const run = await start("checkpointed.js", ["-D", `shuffle-service-factory.class=${shuffle}`])
         .exited;
       expect(run.code, run.output).toBe(0);

@@ -3,11 +3,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { type CodeBlock, codeBlocks, REPO } from "./markdown-code-blocks.js";
-import {
-  buildWorkspacePackagesIfStale,
-  PUBLISHED_PACKAGES,
-  packWorkspacePackages,
-} from "./packed-packages.js";
+import { buildPackagesIfStale } from "./packed-packages.js";
+import { useTestRegistry } from "./test-registry.js";
 
 /** The outcome of one step of the installation. */
 export interface Step {
@@ -17,11 +14,9 @@ export interface Step {
 
 /** The embedding guide's application, installed as the guide says, outside the repository. */
 export interface GuideApplication {
-  /** The folder with `sluice-packs/` (the tarballs) and `my-app/` next to it. */
-  readonly root: string;
-  /** `my-app/`: the guide's files, their node_modules, and the compiled `dist/`. */
+  /** The application's folder: the guide's files, their node_modules and the compiled `dist/`. */
   readonly app: string;
-  /** `pnpm install` of the tarballs. */
+  /** `pnpm install` from the run's test registry. */
   readonly install: Step;
   /** `tsc -p .` with the repository's TypeScript (not run when the install failed). */
   readonly typeCheck: Step | undefined;
@@ -35,19 +30,17 @@ function run(command: string, args: readonly string[], cwd: string): Step {
 }
 
 /**
- * Follows docs/embedding.md as a user outside this repository would: packs the packages into
- * `sluice-packs/`, writes every code block of the guide that names a file into `my-app/` next to
- * it, installs with pnpm from the tarballs (no workspace links) and compiles with the repository's
- * TypeScript.
+ * Follows docs/embedding.md as a user outside this repository would (as
+ * `embedding-guide.e2e.test.ts` does): writes every code block of the guide that names a file into
+ * an empty folder, installs it with pnpm from the run's test registry (the packages by name and
+ * version, as from any registry) and compiles it with the repository's TypeScript.
  */
 export function installGuideApplication(prefix: string): GuideApplication {
-  buildWorkspacePackagesIfStale(PUBLISHED_PACKAGES);
+  buildPackagesIfStale();
+  useTestRegistry();
   const root = mkdtempSync(path.join(tmpdir(), prefix));
-  const packs = path.join(root, "sluice-packs");
   const app = path.join(root, "my-app");
-  mkdirSync(packs);
   mkdirSync(app);
-  packWorkspacePackages(PUBLISHED_PACKAGES, packs);
   const files = codeBlocks("docs/embedding.md").filter(
     (block): block is CodeBlock & { file: string } => block.file !== undefined,
   );
@@ -59,7 +52,6 @@ export function installGuideApplication(prefix: string): GuideApplication {
       ? run(process.execPath, [path.join(REPO, "node_modules/typescript/bin/tsc"), "-p", "."], app)
       : undefined;
   return {
-    root,
     app,
     install,
     typeCheck,

@@ -555,6 +555,16 @@ export class NetworkShuffleEnvironment
     return { queuedBytes, pausedConnections };
   }
 
+  /**
+   * Bytes the data server read from its peers but has not decoded yet, over all connections (for
+   * tests and metrics): input that arrived while reading from a peer was paused.
+   */
+  getServerHeldInputBytes(): number {
+    let held = 0;
+    for (const handler of this.serverHandlers) held += handler.getHeldInputBytes();
+    return held;
+  }
+
   /** Open client connections (for tests and metrics). */
   getNumberOfClientConnections(): number {
     return this.clientFactory?.getNumberOfConnections() ?? 0;
