@@ -1,7 +1,7 @@
 /**
  * Flink's `test_ha_datastream.sh` on a user's job, not the demo: the embedding guide's
  * high-availability example (a keyed word count into a `TransactionalFileSink`, configured as the
- * guide shows), installed from packed tarballs outside the repository, runs on two job managers
+ * guide shows), installed outside the repository from a registry (the run's test registry), runs on two job managers
  * and two task managers with a real etcd, over TCP and over WebSocket. While the job runs, the
  * leader is killed three times (a new standby started each time, one kill at a time, each once
  * the leader stored a checkpoint of its own) and a task manager is killed at every new stored
