@@ -8,6 +8,7 @@ import { JobGraphCodec, type JobGraphJSON } from "./job-graph-codec.js";
 /** Source(3) → REBALANCE → Enrich(2) → HASH → Count(2) → FORWARD → Sink(2), and a blocking side output read twice. */
 function sampleGraph(): Graph {
   const graph = new JobGraph("a user's job", "00112233445566778899aabbccddeeff");
+  graph.setUserCodeModule("my-app/jobs#wordCount");
   const source = graph.addVertex({
     name: "Source",
     parallelism: 3,
@@ -57,6 +58,7 @@ describe("JobGraphCodec", () => {
     const rebuilt = JobGraphCodec.deserialize(JobGraphCodec.serialize(graph));
     expect(rebuilt).not.toBe(graph);
     expect(rebuilt.jobId.equals(graph.jobId)).toBe(true);
+    expect(rebuilt.userCodeModule).toBe("my-app/jobs#wordCount");
     expect(shapeOf(rebuilt)).toEqual(shapeOf(graph));
     expect(rebuilt.inputsOutputsOf(rebuilt.vertices[2] as Graph["vertices"][number])).toEqual(
       graph.inputsOutputsOf(graph.vertices[2] as Graph["vertices"][number]),
@@ -123,6 +125,12 @@ describe("JobGraphCodec", () => {
         '"name"',
         mutate((j) => {
           j.name = 7;
+        }),
+      ],
+      [
+        '"userCodeModule"',
+        mutate((j) => {
+          j.userCodeModule = "my-app/jobs#";
         }),
       ],
       [

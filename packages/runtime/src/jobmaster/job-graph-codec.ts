@@ -22,6 +22,8 @@ export interface JobGraphJSON {
   readonly jobId: string;
   /** The job's name. */
   readonly name: string;
+  /** The job module whose user code the job's tasks run (`<module>#<export>`), when it names one. */
+  readonly userCodeModule?: string;
   /** In the order they were added. */
   readonly vertices: readonly {
     readonly id: string;
@@ -56,6 +58,7 @@ function toJSON(graph: JobGraph): JobGraphJSON {
     version: 1,
     jobId: graph.jobId.toString(),
     name: graph.name,
+    ...(graph.userCodeModule === undefined ? {} : { userCodeModule: graph.userCodeModule }),
     vertices: graph.vertices.map((vertex) => ({
       id: vertex.id.toString(),
       name: vertex.name,
@@ -90,6 +93,10 @@ function toJSON(graph: JobGraph): JobGraphJSON {
 function fromFields(fields: JsonFields): JobGraph {
   const jobId = fields.id("jobId", "a JobID (32 hex digits)", JobID.fromHex);
   const graph = new JobGraph(fields.string("name"), jobId);
+  if (fields.has("userCodeModule")) {
+    const reference = fields.string("userCodeModule");
+    rebuilt("userCodeModule", () => graph.setUserCodeModule(reference));
+  }
   const vertices = new Map<string, ReturnType<JobGraph["addVertex"]>>();
   for (const [index, item] of fields.array("vertices").entries()) {
     const path = `vertices[${index}]`;
