@@ -9,7 +9,9 @@ import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Command, CommanderError } from "commander";
 import { SLUICE_VERSION } from "../control-plane-messages.js";
+import { cancelCommand } from "./cancel-command.js";
 import { jobManagerCommand } from "./job-manager-command.js";
+import { listCommand } from "./list-command.js";
 import { type CommandIO, ExitCode, formatError } from "./process-shell.js";
 import { shuffleWorkerCommand } from "./shuffle-worker-command.js";
 import { taskManagerCommand } from "./task-manager-command.js";
@@ -41,6 +43,8 @@ export async function runSluice(
   jobManagerCommand(program, io, exit);
   taskManagerCommand(program, io, exit);
   shuffleWorkerCommand(program, io, exit);
+  listCommand(program, io, exit);
+  cancelCommand(program, io, exit);
   for (const command of program.commands) command.exitOverride();
   try {
     await program.parseAsync([...argv], { from: "user" });
