@@ -25,7 +25,7 @@ export default {
           if (!writer.isAvailable()) await writer.getAvailableFuture();
           writer.emit(state.next);
           state.next += task.numberOfSubtasks;
-          if (state.next % 512 < task.numberOfSubtasks) await new Promise((r) => setTimeout(r, 10));
+          if (state.next % 256 < task.numberOfSubtasks) await new Promise((r) => setTimeout(r, 10));
         }
       },
       sum: async (task) => {

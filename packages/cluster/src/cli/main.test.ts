@@ -1,6 +1,5 @@
-import { once } from "node:events";
-import { type AddressInfo, createServer } from "node:net";
 import { PassThrough } from "node:stream";
+import { freePort } from "@sluice/core/testing";
 import { describe, expect, it } from "vitest";
 import { runSluice } from "./main.js";
 
@@ -18,25 +17,16 @@ async function sluice(
   return { code, stdout: out.join(""), stderr: err.join("") };
 }
 
-/** A loopback port nothing listens on (it was free a moment ago). */
-async function closedPort(): Promise<number> {
-  const server = createServer().listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 describe("the sluice command line", () => {
   it("prints its commands with --help and exits 0", async () => {
     const { code, stdout } = await sluice("--help");
     expect(code).toBe(0);
-    for (const command of ["jobmanager", "taskmanager", "shuffleworker", "list", "cancel"]) {
+    for (const command of ["jobmanager", "taskmanager", "shuffleworker", "run", "list", "cancel"]) {
       expect(stdout).toContain(command);
     }
   });
 
-  it.each(["jobmanager", "taskmanager", "shuffleworker", "list", "cancel"])(
+  it.each(["jobmanager", "taskmanager", "shuffleworker", "run", "list", "cancel"])(
     "prints the options of %s with --help and exits 0",
     async (command) => {
       const { code, stdout } = await sluice(command, "--help");
@@ -74,7 +64,7 @@ describe("the sluice command line", () => {
   });
 
   it("says which REST endpoint it could not reach", async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const { code, stderr } = await sluice("list", "--jobmanager", `127.0.0.1:${port}`);
     expect(code).toBe(2);
     expect(stderr).toContain(

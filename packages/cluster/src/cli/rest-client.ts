@@ -1,5 +1,5 @@
 import { ConfigurationError, IllegalStateError, TimeoutError } from "@sluice/core";
-import type { Configuration } from "@sluice/runtime";
+import { type Configuration, deserializeThrowable } from "@sluice/runtime";
 import { type JsonValue, RestOptions } from "@sluice/runtime-api";
 import type { HostAndPort } from "../job-manager.js";
 import { parseHostAndPort } from "./host-and-port.js";
@@ -11,7 +11,8 @@ const REQUEST_TIMEOUT_MS = 30_000;
  * A client of the job manager's REST endpoint (Flink's `RestClusterClient`), for the `sluice run`,
  * `list` and `cancel` commands: JSON over HTTP, each request bounded in time, an error answer
  * turned into an IllegalStateError that names the route, the status and what the endpoint said
- * (Flink's `{"errors": [...]}`); an endpoint that cannot be reached is a ConfigurationError.
+ * (Flink's `{"errors": [...]}`) and carries the endpoint's error code when it sends one; an
+ * endpoint that cannot be reached is a ConfigurationError.
  */
 export class RestClusterClient {
   /** `http://host:port`. */
@@ -50,9 +51,14 @@ export class RestClusterClient {
     try {
       response = await fetch(`${this.url}${path}`, {
         method,
-        ...(body === undefined
+        // A state-changing request is JSON, body or not: the endpoint refuses other types, as a
+        // browser's cross-site form could send them.
+        ...(method === "GET"
           ? {}
-          : { body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
+          : {
+              body: JSON.stringify(body ?? {}),
+              headers: { "content-type": "application/json" },
+            }),
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
     } catch (error) {
@@ -74,9 +80,13 @@ export class RestClusterClient {
       parsed = undefined;
     }
     if (!response.ok) {
-      const errors = (parsed as { errors?: unknown } | undefined)?.errors;
+      const { errors, code } = (parsed ?? {}) as { errors?: unknown; code?: unknown };
       const said = Array.isArray(errors) ? errors.join("; ") : text.slice(0, 500);
-      throw new IllegalStateError(`${route} answered ${response.status}: ${said}`);
+      const message = `${route} answered ${response.status}: ${said}`;
+      // The endpoint's error code, when it sends one, is the error's: a refused job's code names
+      // the cause (a job module a task manager cannot load, a job manager that does not lead).
+      if (typeof code === "string") throw deserializeThrowable({ name: "Error", code, message });
+      throw new IllegalStateError(message);
     }
     if (parsed === undefined) {
       throw new IllegalStateError(
