@@ -1,6 +1,5 @@
 import { setTimeout as delay } from "node:timers/promises";
-import { IllegalStateError } from "@sluice/core";
-import { JobGraphCodec, type JobModule, loadJobModule } from "@sluice/runtime";
+import { JobGraphCodec, loadJobModule } from "@sluice/runtime";
 import { type Command, Option } from "commander";
 import type { JobDetailsInfo } from "../rest/job-details-info.js";
 import type { JobSubmitResponseBody } from "../rest/job-submit-handler.js";
@@ -69,7 +68,7 @@ async function run(
     const configuration = loadClientConfiguration(flags);
     const client = RestClusterClient.of(configuration, flags.jobmanager);
     const loaded = await loadJobModule(reference);
-    const graph = await (loaded.module as JobModule).createJobGraph({ args, configuration });
+    const graph = await loaded.module.createJobGraph({ args, configuration });
     if (flags.code !== undefined) graph.setUserCodeModule(flags.code);
     else if (graph.userCodeModule === undefined) {
       graph.setUserCodeModule(`${loaded.file}#${loaded.exportName}`);
