@@ -88,6 +88,7 @@ async function run(
         say(`job ${jobid} is ${state}`);
       }
       if (TERMINAL.has(job.state)) {
+        say(`job ${jobid} ${job.state} after ${job.restarts} restart(s)`);
         if (job.state === "FINISHED") return ExitCode.OK;
         const { "root-exception": cause } = await client.get<{ "root-exception": string | null }>(
           `/jobs/${jobid}/exceptions`,

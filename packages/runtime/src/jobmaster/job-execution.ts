@@ -205,6 +205,11 @@ export class JobExecution implements JobMasterGateway {
     return this.restored.stats;
   }
 
+  /** How many times the job restarted so far (global and regional failovers alike). */
+  get restarts(): number {
+    return this.restarter.restarts;
+  }
+
   /** Every subtask of the job, vertex by vertex. */
   get executionVertices(): readonly ExecutionVertex[] {
     return this.executions.executionVertices;
