@@ -12,6 +12,7 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { freePort } from "@sluice/core/testing";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type CodeBlock, codeBlocks, REPO } from "./test-support/markdown-code-blocks.js";
 import {
@@ -73,10 +74,16 @@ interface Process {
 }
 
 function start(script: string, args: readonly string[]): Process {
-  const child = spawn(process.execPath, [path.join("dist", script), ...args], {
-    cwd: app,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  return spawnInApp(process.execPath, [path.join("dist", script), ...args]);
+}
+
+/** The installed `sluice` command of @sluice/cluster, in the application's folder. */
+function sluice(...args: string[]): Process {
+  return spawnInApp(path.join(app, "node_modules/.bin/sluice"), args);
+}
+
+function spawnInApp(command: string, args: readonly string[]): Process {
+  const child = spawn(command, args, { cwd: app, stdio: ["ignore", "pipe", "pipe"] });
   running.add(child);
   let output = "";
   let stdout = "";
@@ -148,6 +155,48 @@ describe("the embedding guide's two-process example, outside the repository", ()
       expect(consumed.output).toContain("task manager ended: shutdown (the job ended FINISHED)");
     },
     60_000,
+  );
+});
+
+describe("the embedding guide's session cluster of sluice processes, outside the repository", () => {
+  it.each(["tcp", "ws"])(
+    "runs the guide's job module with sluice run on two sluice task managers over %s, lists it, and stops the cluster",
+    async (shuffle) => {
+      expect(typeCheck?.status, "the example did not compile").toBe(0);
+      const rpcPort = await freePort();
+      const restPort = await freePort();
+      const config = [
+        "--config",
+        "sluice.yaml",
+        "-D",
+        `shuffle-service-factory.class=${shuffle}`,
+        "-D",
+        `jobmanager.rpc.port=${rpcPort}`,
+        "-D",
+        `rest.port=${restPort}`,
+      ];
+      const jobManager = sluice("jobmanager", ...config);
+      const taskManagers = [sluice("taskmanager", ...config), sluice("taskmanager", ...config)];
+      await until(
+        () => (jobManager.output().match(/ registered$/gm) ?? []).length === 2,
+        "two task managers to register",
+      );
+      const submitted = await sluice("run", ...config, "dist/numbers-job.js", "200000").exited;
+      expect(submitted.code, submitted.output).toBe(0);
+      expect(submitted.output).toMatch(/job [0-9a-f]{32} \(numbers 0\.\.199999\) submitted/);
+      expect(submitted.output).toMatch(/job [0-9a-f]{32} FINISHED after 0 restart\(s\)/);
+      const jobId = /job ([0-9a-f]{32})/.exec(submitted.output)?.[1] as string;
+      const listed = await sluice("list", ...config).exited;
+      expect(listed.code, listed.output).toBe(0);
+      expect(listed.output).toMatch(new RegExp(`${jobId}\\s+FINISHED`));
+      jobManager.child.kill("SIGTERM");
+      expect((await jobManager.exited).code).toBe(143);
+      for (const taskManager of taskManagers) {
+        const ended = await taskManager.exited;
+        expect(ended.code, ended.output).toBe(0);
+      }
+    },
+    90_000,
   );
 });
 

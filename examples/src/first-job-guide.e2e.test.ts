@@ -1,17 +1,18 @@
 /**
  * The acceptance test of docs/first-job.md, as a user outside this repository would follow it:
- * the packages, `@sluice/datastream` with them, are packed into tarballs, the guide's files (its
- * code blocks that name a file) are written into an empty folder next to them, installed with
- * pnpm from the tarballs, type-checked with this repository's TypeScript, and run: the keyed
- * word count in one process, and on a job manager and two task manager processes over TCP and
- * over WebSocket, chosen by configuration only, with one task manager killed once a checkpoint
- * committed output and a replacement started. Each run's output files must hold every word's
+ * the packages, `@sluice/datastream` with them, are published to the run's test registry, the
+ * guide's files (its code blocks that name a file) are written into an empty folder, installed with
+ * pnpm from the run's test registry, type-checked with this repository's TypeScript, and run:
+ * the keyed word count in one process, and with the guide's `sluice` processes (a job manager,
+ * two task managers, `sluice run`) over TCP and over WebSocket, chosen by configuration only,
+ * with one task manager killed once a checkpoint committed output and a replacement started. Each run's output files must hold every word's
  * running counts 1..n exactly once, and no in-progress or pending part file.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { freePort } from "@sluice/core/testing";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   type TrackedChildProcess,
@@ -23,6 +24,7 @@ import {
   PUBLISHED_PACKAGES,
   packWorkspacePackages,
 } from "./test-support/packed-packages.js";
+import { sluicePackagesNotFromRegistry, testRegistry } from "./test-support/test-registry.js";
 
 const GUIDE = "docs/first-job.md";
 const PACKAGES = [...PUBLISHED_PACKAGES, "datastream"] as const;
@@ -81,6 +83,15 @@ function start(
   return { child, ...trackChildProcess(child, running) };
 }
 
+/** The installed `sluice` command of @sluice/cluster, in the application's folder. */
+function sluice(...args: string[]): TrackedChildProcess & { child: ChildProcess } {
+  const child = spawn(path.join(app, "node_modules/.bin/sluice"), args, {
+    cwd: app,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  return { child, ...trackChildProcess(child, running) };
+}
+
 async function until(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
@@ -126,12 +137,11 @@ function committedFiles(): number {
 }
 
 describe("the first-job guide's word count, outside the repository", () => {
-  it("installs from the packed tarballs and type-checks with the repository's TypeScript", () => {
+  it("installs from the registry by version and type-checks with the repository's TypeScript", () => {
     expect(install?.status, install?.output).toBe(0);
     const store = readdirSync(path.join(app, "node_modules/.pnpm"));
-    expect(store).toContainEqual(
-      expect.stringMatching(/^@sluice\+datastream@file\+\.\.\+sluice-packs\+/),
-    );
+    expect(store).toContainEqual(expect.stringMatching(/^@sluice\+datastream@\d+\.\d+\.\d+$/));
+    expect(sluicePackagesNotFromRegistry(testRegistry(), app)).toEqual([]);
     expect(typeCheck?.status, typeCheck?.output).toBe(0);
   });
 
@@ -146,28 +156,45 @@ describe("the first-job guide's word count, outside the repository", () => {
   }, 60_000);
 
   it.each(["tcp", "ws"])(
-    "counts every word exactly once over %s on two task manager processes, one of them killed after a checkpoint committed output",
+    "counts every word exactly once over %s with the sluice processes, one task manager killed after a checkpoint committed output",
     async (shuffle) => {
       expect(typeCheck?.status, "the example did not compile").toBe(0);
-      const config = ["-D", `shuffle-service-factory.class=${shuffle}`];
-      const jobManager = start("job-manager.js", ["-D", "jobmanager.rpc.port=0", ...config]);
-      let port = 0;
-      await until(() => {
-        port = Number(/job manager on port (\d+)/.exec(jobManager.output())?.[1] ?? 0);
-        return port > 0 || jobManager.child.exitCode !== null;
-      }, "the job manager to listen");
-      const taskManagerArgs = ["-D", `jobmanager.rpc.port=${port}`, ...config];
-      const killed = start("task-manager.js", taskManagerArgs);
-      const survivor = start("task-manager.js", taskManagerArgs);
-      await until(() => committedFiles() > 0, "a checkpoint to commit a part file");
+      const rpcPort = await freePort();
+      const restPort = await freePort();
+      const config = [
+        "--config",
+        "sluice.yaml",
+        "-D",
+        `shuffle-service-factory.class=${shuffle}`,
+        "-D",
+        `jobmanager.rpc.port=${rpcPort}`,
+        "-D",
+        `rest.port=${restPort}`,
+      ];
+      const jobManager = sluice("jobmanager", ...config);
+      const killed = sluice("taskmanager", ...config);
+      const survivor = sluice("taskmanager", ...config);
+      await until(
+        () => (jobManager.output().match(/ registered$/gm) ?? []).length === 2,
+        "two task managers to register",
+      );
+      const run = sluice("run", ...config, "dist/word-count.js");
+      await until(() => committedFiles() > 0, "a checkpoint to commit a part file").catch(
+        (error: Error) => {
+          throw new Error(
+            `${error.message}\nsluice run: ${run.output()}\njob manager: ${jobManager.output()}\ntask managers: ${killed.output()}${survivor.output()}`,
+          );
+        },
+      );
       killed.child.kill("SIGKILL");
-      const replacement = start("task-manager.js", taskManagerArgs);
-      expect(await jobManager.exited, jobManager.output()).toBe(0);
-      expect(jobManager.output()).toContain("FINISHED after 1 restart(s)");
+      const replacement = sluice("taskmanager", ...config);
+      expect(await run.exited, run.output()).toBe(0);
+      expect(run.output()).toMatch(/job [0-9a-f]{32} FINISHED after 1 restart\(s\)/);
       expect(await killed.exited).toBeNull();
+      jobManager.child.kill("SIGTERM");
+      expect(await jobManager.exited, jobManager.output()).toBe(143);
       for (const taskManager of [survivor, replacement]) {
         expect(await taskManager.exited, taskManager.output()).toBe(0);
-        expect(taskManager.output()).toContain("task manager ended: shutdown");
       }
       const lines = outputLines();
       expect(lines.length).toBe(expectedLines().length);

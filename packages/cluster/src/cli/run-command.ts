@@ -1,3 +1,5 @@
+import { existsSync } from "node:fs";
+import path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { JobGraphCodec, loadJobModule } from "@sluice/runtime";
 import { type Command, Option } from "commander";
@@ -67,7 +69,7 @@ async function run(
   try {
     const configuration = loadClientConfiguration(flags);
     const client = RestClusterClient.of(configuration, flags.jobmanager);
-    const loaded = await loadJobModule(reference);
+    const loaded = await loadJobModule(asPathIfFile(reference));
     const graph = await loaded.module.createJobGraph({ args, configuration });
     if (flags.code !== undefined) graph.setUserCodeModule(flags.code);
     else if (graph.userCodeModule === undefined) {
@@ -104,4 +106,18 @@ async function run(
     io.stderr.write(formatError(error));
     return exitCodeOf(error);
   }
+}
+
+/**
+ * `dist/job.js` names a file here when one exists (a module reference would read it as a
+ * package name): the absolute path, `#export` kept. Anything else is left to the loader.
+ */
+function asPathIfFile(reference: string): string {
+  const hash = reference.lastIndexOf("#");
+  const specifier = hash < 0 ? reference : reference.slice(0, hash);
+  const file = path.resolve(specifier);
+  if (specifier.startsWith(".") || path.isAbsolute(specifier) || !existsSync(file)) {
+    return reference;
+  }
+  return hash < 0 ? file : `${file}${reference.slice(hash)}`;
 }
