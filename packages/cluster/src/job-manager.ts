@@ -461,7 +461,10 @@ export class JobManager {
         : { ...deployOptions, storeCompletedCheckpoint: this.persistence.checkpointStorer(jobId) },
     );
     this.executions.add(execution);
-    void execution.terminated.then(() => this.executions.delete(execution));
+    void execution.terminated.then(() => {
+      this.executions.delete(execution);
+      for (const taskManager of this.endpoint.taskManagers) taskManager.jobEnded(graph.jobId);
+    });
     if (recoveryDescription !== undefined) this.persistence.removeWhenEnded(execution, jobId);
     return execution;
   }
