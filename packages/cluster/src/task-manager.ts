@@ -77,9 +77,12 @@ export interface TaskManagerStartOptions extends TaskExecutorOptions {
 export interface TaskManagerTermination {
   /**
    * `shutdown`: the job manager ended it; `job-manager-lost`: its connection closed or no heartbeat
-   * request came within `heartbeat.timeout`; `closed`: the application called `close()`.
+   * request came within `heartbeat.timeout`; `closed`: the application called `close()`;
+   * `fatal-error`: its TaskExecutor failed fatally (a canceled task's code did not return within
+   * `task.cancellation.timeout`), and since that code may still run, the process should exit,
+   * as Flink's task manager does.
    */
-  readonly reason: "shutdown" | "job-manager-lost" | "closed";
+  readonly reason: "shutdown" | "job-manager-lost" | "closed" | "fatal-error";
   /** True when the job manager said the job failed, or was lost. */
   readonly failed: boolean;
   /** The job manager's reason, why it was lost, or the reason given to `close()`. */
@@ -101,8 +104,8 @@ interface WithNetworkBufferPool {
  * `TaskExecutorGateway` calls (deploying and running tasks), reporting task states and answering
  * producer-state questions through the job manager. It ends when the job manager shuts it down,
  * when it loses the job manager (connection closed, or no heartbeat request for
- * `heartbeat.timeout`), or on {@link TaskManager.close}; {@link TaskManager.terminated} says
- * which. Either way its TaskExecutor is closed (every network buffer back in its pool) first. It
+ * `heartbeat.timeout`), when its TaskExecutor fails fatally, or on {@link TaskManager.close};
+ * {@link TaskManager.terminated} says which. Either way its TaskExecutor is closed (every network buffer back in its pool) first. It
  * never exits the process: that is the application's decision.
  */
 export class TaskManager {
@@ -237,7 +240,11 @@ export class TaskManager {
         ...(leader === undefined ? {} : { fencingToken: leader.fencingToken }),
       });
       const effective = effectiveConfiguration(configuration, hello.configuration, localAddress);
-      executor = await TaskExecutor.start(effective, options);
+      let started: TaskManager | undefined;
+      executor = await TaskExecutor.start(effective, {
+        ...options,
+        onFatalError: (error) => started?.fatalError(error),
+      });
       const taskManager = new TaskManager(
         connection,
         executor,
@@ -253,6 +260,7 @@ export class TaskManager {
         dataPort: executor.location.dataPort,
         plugin: shufflePluginIdentity(executor.plugin),
       });
+      started = taskManager;
       taskManager.registered(index);
       return taskManager;
     } catch (error) {
@@ -295,6 +303,22 @@ export class TaskManager {
       this.end();
     }
     return this.terminated;
+  }
+
+  /**
+   * The TaskExecutor failed fatally: the task manager ends (its connection closes, so the job
+   * manager sees it lost) and tells the application, whose process should exit.
+   */
+  private fatalError(error: Error): void {
+    if (this.ending === undefined) {
+      this.ending = {
+        reason: "fatal-error",
+        failed: true,
+        message: `the TaskExecutor failed fatally: ${error.message}`,
+      };
+    }
+    this.options.onFatalError?.(error);
+    this.end();
   }
 
   private registered(index: number): void {

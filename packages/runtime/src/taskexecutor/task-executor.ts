@@ -50,6 +50,7 @@ import { MetricRegistry } from "../metrics/metric-registry.js";
 import { TaskDeploymentError, TaskNotFoundError } from "./errors.js";
 import { deriveNetworkMemorySize, type NetworkMemorySize } from "./network-memory.js";
 import { Task } from "./task.js";
+import { TaskCancelerWatchDog } from "./task-canceler-watch-dog.js";
 import { createTaskCheckpointing, readTaskRestore } from "./task-checkpointing.js";
 import { TaskExecutorPartitionTracker } from "./task-executor-partition-tracker.js";
 import {
@@ -81,6 +82,15 @@ export interface TaskExecutorOptions extends UserCode<Task> {
   readonly metricGroup?: TaskManagerMetricGroup;
   /** Receives task events that consumers send upstream (default: the plugin's own dispatcher). */
   readonly taskEventPublisher?: TaskEventPublisher;
+  /**
+   * Flink's fatal-error handler: told when the TaskExecutor cannot go on safely, i.e. a task
+   * canceled (or failed from outside) did not end within `task.cancellation.timeout` (its code
+   * ignores `task.signal`). The task is given up first (it ends CANCELED, its resources
+   * released), but its code may still run: a task manager process ends here, as Flink's does.
+   * Without a handler (a TaskExecutor embedded in an application's process) the task is only
+   * given up, with a warning.
+   */
+  readonly onFatalError?: (error: Error) => void;
 }
 
 /**
@@ -90,6 +100,9 @@ export interface TaskExecutorOptions extends UserCode<Task> {
  * backoff up to that maximum) while the producer may still be coming up.
  */
 const ASSUME_RUNNING: ExecutionState = "RUNNING";
+
+/** The `type` of the warnings a TaskExecutor emits through `process.emitWarning`. */
+export const TASK_WARNING_TYPE = "SluiceTaskWarning";
 
 /**
  * A worker process's task runtime (Flink's `TaskExecutor` with the shuffle part of its
@@ -134,6 +147,7 @@ export class TaskExecutor implements TaskExecutorGateway {
   private readonly userCode: UserCodeRegistry<Task>;
   private readonly tasks = new Map<string, Task>();
   private readonly cancellationTimeoutMs: number;
+  private readonly watchDog: TaskCancelerWatchDog;
   /** The spilling threshold, max record size and spill folders of every task's readers. */
   private readonly readerOptions: RecordReaderOptions;
   private readonly ownsMetrics: boolean;
@@ -167,6 +181,17 @@ export class TaskExecutor implements TaskExecutorGateway {
     });
     this.userCode = new UserCodeRegistry(options);
     this.cancellationTimeoutMs = configuration.get(TaskManagerOptions.TASK_CANCELLATION_TIMEOUT);
+    this.watchDog = new TaskCancelerWatchDog(this.cancellationTimeoutMs, (task, error) => {
+      task.abandon();
+      if (options.onFatalError === undefined || this.closing !== undefined) {
+        process.emitWarning(`${error.message}; it was given up`, {
+          type: TASK_WARNING_TYPE,
+          code: error.code,
+        });
+      } else {
+        options.onFatalError(error);
+      }
+    });
     this.checkpointsDirectory = FsCheckpointStorage.baseDirectoryOf(configuration);
   }
 
@@ -384,6 +409,7 @@ export class TaskExecutor implements TaskExecutorGateway {
         : {}),
     });
     this.tasks.set(key, task);
+    this.watchDog.watch(task);
     const tracked = this.trackPartitions(tdd);
     void task.terminated.then((end) => {
       this.tasks.delete(key);
@@ -559,6 +585,8 @@ export class TaskExecutor implements TaskExecutorGateway {
       });
       await Promise.race([ended, timeout]);
       clearTimeout(timer);
+      // The watchdog, on the same timeout, gives them up too: whichever comes first.
+      for (const task of tasks) task.abandon();
     } else {
       await ended;
     }

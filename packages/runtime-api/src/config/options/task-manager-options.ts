@@ -33,14 +33,18 @@ export const TaskManagerOptions = {
         "`taskmanager.memory.network.min`.",
     ),
 
-  /** How long a TaskExecutor waits for canceled tasks to end when it shuts down. */
+  /** How long a canceled task's code may take to return (Flink's task cancellation watchdog). */
   TASK_CANCELLATION_TIMEOUT: ConfigOptions.key("task.cancellation.timeout")
     .durationType()
     .defaultValue("180s")
     .withDescription(
-      "How long `TaskExecutor.close()` waits for canceled tasks whose code ignores the " +
-        "cancellation (their `task.signal`) before it releases their partitions and gates " +
-        "anyway. 0 waits without bound.",
+      "How long a task's code has to return once the task was canceled or failed from " +
+        "outside (its `task.signal` aborted; its partitions and gates are released at once). " +
+        "A task that did not end by then fails its TaskExecutor fatally, as in Flink: a task " +
+        "manager ends and its process exits (the job side sees it lost). A TaskExecutor " +
+        "without a fatal-error handler (embedded in an application's process) gives the task " +
+        "up instead: it ends CANCELED and its job can end. Also bounds " +
+        "`TaskExecutor.close()`. 0 turns the watchdog off and waits without bound.",
     ),
 
   /** Folders for spill files. */
