@@ -171,7 +171,8 @@ Options:
   --duration <s>           keep the job running at least s seconds: the sources spread the
                            words over that time, so there is time to watch the dashboard
   --throttle <n>           each count subtask reads at most n words/s, which back-pressures the
-                           sources; POST /throttle on the dashboard changes or lifts it
+                           sources; the job message "throttle" (the dashboard's form, or
+                           POST /jobs/<id>/messages/throttle) changes or lifts it
   --json                   print one JSON summary object as the last line of stdout
                            (human-readable output then goes to stderr)
   -h, --help               show this help

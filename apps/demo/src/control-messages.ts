@@ -5,12 +5,16 @@ import * as z from "zod";
  * metrics themselves travel on the control plane's own `queryMetrics`.
  */
 
-/** Job manager → task manager: the counters' throttle (`--throttle`, `POST /throttle`). */
+/**
+ * Job manager → task manager, before the job's tasks run: the counters' throttle of `--throttle`.
+ * While the job runs, the job message `throttle` (the REST endpoint's
+ * `POST /jobs/:jobid/messages/throttle`, with the same payload) changes or lifts it.
+ */
 export const THROTTLE_MESSAGE = "throttle";
 
-/** Its payload: records per second per count subtask; `null` lifts the throttle. */
+/** Its payload: records per second per count subtask (at least 1); `null` lifts the throttle. */
 export const ThrottleSchema = z.object({
-  recordsPerSecond: z.number().positive().finite().nullable(),
+  recordsPerSecond: z.number().min(1).finite().nullable(),
 });
 
 /** Task manager → job manager, once registered: where its metric reporters serve. */

@@ -1,4 +1,9 @@
-import { JobManager, type RegisteredTaskManager } from "@sluice/cluster";
+import {
+  JobManager,
+  MetricFetcher,
+  type RegisteredTaskManager,
+  WebMonitorEndpoint,
+} from "@sluice/cluster";
 import { ConfigurationError, ErrorCodes, isSluiceError } from "@sluice/core";
 import {
   type CompletedCheckpoint,
@@ -9,7 +14,7 @@ import {
   loadConfigurationAndShufflePlugin,
   serializeThrowable,
 } from "@sluice/runtime";
-import { HighAvailabilityOptions } from "@sluice/runtime-api";
+import { HighAvailabilityOptions, RestOptions } from "@sluice/runtime-api";
 import { RemoteShuffleOptions } from "@sluice/shuffle-remote";
 import {
   applyBatchDefaults,
@@ -27,9 +32,6 @@ import {
   reporterEndpoints,
   THROTTLE_MESSAGE,
 } from "./control-messages.js";
-import { MetricFetcher } from "./dashboard/metric-fetcher.js";
-import { startDashboard } from "./dashboard/start-dashboard.js";
-import type { WebMonitorEndpoint } from "./dashboard/web-monitor-endpoint.js";
 import { APP_DIR, APP_VERSION, isUsageError, SHUFFLE_KEY } from "./demo-application.js";
 import { formatInteger } from "./format.js";
 import {
@@ -106,13 +108,8 @@ export class JobManagerRole {
     },
   );
   private dashboard: WebMonitorEndpoint | undefined;
-  /** The counters' throttle (`--throttle`, `POST /throttle`): words/s per count subtask. */
-  private throttle: number | null;
-  private jobState = "CREATED";
-  /** Why the job failed or was canceled, for the dashboard's final status. */
-  private jobRootCause: string | null = null;
-  /** When the job ended (`performance.now()`), so the dashboard's clock stops with it. */
-  private endedAt: number | undefined;
+  /** The counters' throttle of `--throttle` (words/s per count subtask), set before they run. */
+  private readonly throttle: number | null;
   /** Which losses and exits of task managers the job survives. */
   private readonly exits = new TaskManagerExits(this.failures, (text) =>
     this.io.stderr.write(text),
@@ -351,7 +348,14 @@ export class JobManagerRole {
     )) {
       this.say(`job manager metrics (${reporter}): ${url}\n`);
     }
-    this.dashboard = await this.startDashboard(jobManager, job);
+    // The library's endpoint, for any job; the demo's pages refresh every second.
+    if (!jobManager.configuration.contains(RestOptions.WEB_REFRESH_INTERVAL)) {
+      jobManager.configuration.set(RestOptions.WEB_REFRESH_INTERVAL, 1000);
+    }
+    this.dashboard = await WebMonitorEndpoint.start(jobManager, {
+      metricFetcher: this.fetcher,
+      onWarning: (message) => this.io.stderr.write(`warning: ${message}\n`),
+    });
     this.say(`dashboard: ${this.dashboard.url}\n`);
     if (options.command === "local") {
       this.local = LocalTaskManagers.start(
@@ -403,7 +407,6 @@ export class JobManagerRole {
       },
     });
     this.execution = execution;
-    this.jobState = "RUNNING";
     if (this.highAvailability) {
       // The launcher of --job-managers times a failover's recovery by this line.
       this.say(`${JOB_RUNS_ON_LEADER} ${jobManager.url}\n`);
@@ -423,14 +426,6 @@ export class JobManagerRole {
     }
     this.progress.start();
     const result = await this.failures.phase(execution.terminated);
-    this.jobState = result.status;
-    this.endedAt = performance.now();
-    if (result.error !== undefined) {
-      this.jobRootCause =
-        result.failedTask === undefined
-          ? result.error.message
-          : `${result.failedTask}: ${result.error.message}`;
-    }
     if (result.status !== "FINISHED") {
       this.failures.record(3, jobFailureMessage(result, jobManager.taskManagers));
       throw new JobFailedError();
@@ -521,41 +516,6 @@ export class JobManagerRole {
       failures: this.failures,
       timeoutMs: SHUTDOWN_TIMEOUT_MS * 2,
       master: this.jobManager?.deployer.master,
-    });
-  }
-
-  // ---------------------------------------------------------------------------- dashboard
-
-  private startDashboard(jobManager: JobManager, job: WordCountJob): Promise<WebMonitorEndpoint> {
-    return startDashboard({
-      configuration: jobManager.configuration,
-      fetcher: this.fetcher,
-      status: () => ({
-        graph: job.graph,
-        execution: this.execution,
-        state: this.jobState,
-        rootCause: this.jobRootCause,
-        elapsedSeconds:
-          this.execution === undefined
-            ? 0
-            : ((this.endedAt ?? performance.now()) - this.startedAt) / 1000,
-        totalRecords: this.options.records,
-        records: this.report.countedRecords(),
-        throttle: this.throttle,
-        shuffle: jobManager.plugin.reference,
-      }),
-      onThrottle: (recordsPerSecond) => {
-        this.throttle = recordsPerSecond;
-        this.say(
-          recordsPerSecond === null
-            ? "throttle lifted\n"
-            : `throttle: ${formatInteger(recordsPerSecond)} words/s per counter\n`,
-        );
-        for (const tm of jobManager.taskManagers) {
-          if (tm.connected) tm.notify(THROTTLE_MESSAGE, { recordsPerSecond });
-        }
-      },
-      onWarning: (message) => this.io.stderr.write(`warning: ${message}\n`),
     });
   }
 

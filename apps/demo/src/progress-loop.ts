@@ -2,7 +2,7 @@
  * The progress line while the job runs: the task managers' metrics fetched every 500 ms, and the
  * line redrawn from them as often, until the job ends.
  */
-import type { MetricFetcher } from "./dashboard/metric-fetcher.js";
+import type { MetricFetcher } from "@sluice/cluster";
 import { createProgressView, type ProgressSnapshot, type ProgressView } from "./progress.js";
 
 /** How often the progress line is redrawn. */

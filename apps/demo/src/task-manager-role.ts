@@ -1,5 +1,5 @@
 import { TaskManager } from "@sluice/cluster";
-import { ConfigurationError, ErrorCodes } from "@sluice/core";
+import { ConfigurationError, ErrorCodes, IllegalArgumentError } from "@sluice/core";
 import {
   Configuration,
   describeThrowable,
@@ -59,6 +59,19 @@ export async function runTaskManager(
       ...(command.jobManager === undefined ? {} : { jobManager: command.jobManager }),
       applicationVersion: APP_VERSION,
       invokables: wordCountInvokables(throttle),
+      // `POST /jobs/:jobid/messages/throttle` on the job manager's REST endpoint (and its page).
+      messages: {
+        throttle: (payload) => {
+          const parsed = ThrottleSchema.safeParse(payload);
+          if (!parsed.success) {
+            throw new IllegalArgumentError(
+              `throttle expects {"recordsPerSecond": <a number of at least 1, or null to lift it>}, got ${JSON.stringify(payload)}`,
+            );
+          }
+          throttle.set(parsed.data.recordsPerSecond ?? undefined);
+          return { recordsPerSecond: parsed.data.recordsPerSecond };
+        },
+      },
       loader: { applicationDirs: [APP_DIR] },
       onApplicationMessage: async (name, payload) => {
         if (name === THROTTLE_MESSAGE) {

@@ -40,6 +40,8 @@ function recordingExecutor(triggered: unknown[][]): GatewayMethods<TaskExecutorG
     cancelTask: unused,
     updatePartitions: unused,
     releasePartitions: unused,
+    deliverJobMessage: unused,
+    userCodeNames: unused,
     triggerCheckpoint: async (...args) => {
       triggered.push(args);
     },

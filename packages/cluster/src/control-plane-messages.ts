@@ -22,7 +22,7 @@ import { count, json, port, text } from "./wire-schemas.js";
  * raise it with every incompatible change to a method (a new method is compatible only with peers
  * that know it, so adding one raises it too).
  */
-export const CONTROL_PLANE_VERSION = 4;
+export const CONTROL_PLANE_VERSION = 5;
 
 /**
  * TCP keepalive on every control connection, both ends, as on the data connections: a peer that

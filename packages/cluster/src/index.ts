@@ -41,6 +41,12 @@ export {
   type JobMasterGatewayReceiver,
 } from "./job-master-gateway-methods.js";
 export type { RecoverableJob } from "./job-persistence.js";
+export { LocalCluster, type LocalClusterOptions } from "./local-cluster.js";
+export {
+  type LocalProcessOutput,
+  LocalTaskManagerProcess,
+  type ProcessExit,
+} from "./local-task-manager-process.js";
 export type { MethodSpec, MethodTable, ParamsOf, ResultOf } from "./method-spec.js";
 export {
   metricDumpSchema,
@@ -48,6 +54,47 @@ export {
   toRemoteMetricDumps,
 } from "./metric-query.js";
 export { RegisteredTaskManager, type TaskManagerInfo } from "./registered-task-manager.js";
+export { type BackPressureLevel, backPressureLevel } from "./rest/back-pressure-level.js";
+export type {
+  CheckpointingStatistics,
+  CompletedCheckpointStatistics,
+} from "./rest/checkpointing-statistics.js";
+export type {
+  ExceptionHistoryEntry,
+  JobExceptionsInfo,
+} from "./rest/execution-graph-info.js";
+export type {
+  BackPressureLevelName,
+  IOMetricsInfo,
+  JobDetailsInfo,
+  JobOverviewInfo,
+  PlanInfo,
+  PlanInput,
+  RatesInfo,
+  StatusCounts,
+  SubtaskInfo,
+  VertexInfo,
+} from "./rest/job-details-info.js";
+export type { JobMessageReplies, JobMessageReply } from "./rest/job-message-delivery.js";
+export {
+  type FetchedSubtask,
+  MetricFetcher,
+  NO_RATES,
+  type SubtaskRates,
+} from "./rest/metric-fetcher.js";
+export type { JobEvent } from "./rest/rest-routes.js";
+export {
+  type AnyMetricDump,
+  metricValue,
+  type SubtaskMetrics,
+  subtaskMetrics,
+} from "./rest/subtask-metrics.js";
+export { type VertexColour, vertexColour } from "./rest/vertex-colour.js";
+export {
+  WEB_DASHBOARD_DIR,
+  WebMonitorEndpoint,
+  type WebMonitorEndpointOptions,
+} from "./rest/web-monitor-endpoint.js";
 export {
   describeShufflePlugin,
   type ShufflePluginIdentity,

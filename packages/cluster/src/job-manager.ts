@@ -1,6 +1,7 @@
 import { IllegalStateError, TimeoutError } from "@sluice/core";
 import {
   type Configuration,
+  checkUserCode,
   type DeployOptions,
   JobDeployer,
   type JobDeployerOptions,
@@ -139,6 +140,7 @@ export class JobManager {
   readonly port: number;
 
   private readonly executions = new Set<JobExecution>();
+  private readonly deployListeners = new Set<(job: JobExecution) => void>();
   private readonly waiters = new TaskManagerWaiters(() => this.connectedTaskManagers());
   private readonly persistence: JobPersistence;
   private closing: Promise<void> | undefined;
@@ -432,6 +434,9 @@ export class JobManager {
    *   subtasks go to the next task manager that registers and runs none of the job's tasks (a
    *   replacement), waited for up to `slot.request.timeout`.
    * @throws IllegalStateError when no placement is given and no task manager is connected.
+   * @throws TaskDeploymentError (`SLUICE_ERR_TASK_DEPLOYMENT`) when no placement is given and a
+   *   connected task manager cannot load the graph's job module or lacks a name the graph uses:
+   *   the message names each such task manager, its host and what it lacks; nothing is deployed.
    */
   async deploy(
     graph: JobGraph,
@@ -446,6 +451,13 @@ export class JobManager {
           `cannot deploy job ${graph.name}: no task manager is registered with the job manager at ${this.url}`,
         );
       }
+      // A task manager the job is placed on that cannot run its code is named before any task
+      // starts (a replacement found later fails its deployment instead).
+      await checkUserCode(
+        graph,
+        taskManagers,
+        (taskManager) => (taskManager as RegisteredTaskManager).labelWithAddress,
+      );
       place = this.replacingPlacement(taskManagers);
     }
     const { recoveryDescription, ...deployOptions } = options;
@@ -465,8 +477,24 @@ export class JobManager {
       this.executions.delete(execution);
       for (const taskManager of this.endpoint.taskManagers) taskManager.jobEnded(graph.jobId);
     });
+    for (const listener of [...this.deployListeners]) listener(execution);
     if (recoveryDescription !== undefined) this.persistence.removeWhenEnded(execution, jobId);
     return execution;
+  }
+
+  /** The jobs deployed through {@link deploy} that have not ended, in the order they were deployed. */
+  get jobs(): readonly JobExecution[] {
+    return [...this.executions];
+  }
+
+  /**
+   * Calls `listener` with every job deployed through {@link deploy} from now on, once it started
+   * (a watcher such as the REST endpoint, which keeps what it shows of ended jobs itself). The
+   * listener must not throw. Returns the function that stops the calls.
+   */
+  onJobDeployed(listener: (job: JobExecution) => void): () => void {
+    this.deployListeners.add(listener);
+    return () => this.deployListeners.delete(listener);
   }
 
   /**

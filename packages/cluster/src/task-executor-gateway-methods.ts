@@ -5,7 +5,7 @@ import {
   TaskDeploymentDescriptorCodec,
   type TaskExecutorGateway,
 } from "@sluice/runtime";
-import { PartitionInfoCodec } from "@sluice/runtime-api";
+import { type JsonValue, PartitionInfoCodec } from "@sluice/runtime-api";
 import * as z from "zod";
 import {
   type ForwardingTable,
@@ -164,6 +164,43 @@ export const TaskExecutorGatewayMethods = {
         parseCheckpointId(params.checkpointId),
         parseCheckpointId(params.latestCompletedCheckpointId),
       ),
+  }),
+  /**
+   * A job message for the job's user code on the task manager (`POST /jobs/:jobid/messages/:name`
+   * on the REST endpoint); the reply is the handler's. The task manager refuses it unless a task
+   * of the job runs there.
+   */
+  deliverJobMessage: method("deliverJobMessage", {
+    params: z.object({ jobId: text(64), name: text(256), payload: json }),
+    result: json,
+    encode: ([jobId, name, payload]) => ({ jobId: jobId.toString(), name, payload }),
+    invoke: ({ executor }, { jobId, name, payload }) =>
+      executor.deliverJobMessage(JobID.fromHex(jobId), name, payload as JsonValue),
+    decode: (reply) => reply as JsonValue,
+  }),
+  /**
+   * The names the task manager resolves for a job module (loaded from its own host) or, without
+   * one, for the code it was started with.
+   */
+  userCodeNames: method("userCodeNames", {
+    params: z.object({ reference: text(4096).optional() }),
+    result: z.object({
+      invokables: z.array(text(256)).max(65536),
+      serializers: z.array(text(256)).max(65536),
+      keySelectors: z.array(text(256)).max(65536),
+      partitioners: z.array(text(256)).max(65536),
+    }),
+    encode: ([reference]) => (reference === undefined ? {} : { reference }),
+    invoke: async ({ executor }, { reference }) => {
+      const names = await executor.userCodeNames(reference);
+      return {
+        invokables: [...names.invokables],
+        serializers: [...names.serializers],
+        keySelectors: [...names.keySelectors],
+        partitioners: [...names.partitioners],
+      };
+    },
+    decode: (names) => names,
   }),
 } as const satisfies ForwardingTable<
   TaskExecutorGateway,

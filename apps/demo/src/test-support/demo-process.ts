@@ -24,29 +24,15 @@ const WORKSPACE_DEPS = [
   "packages/shuffle-ws",
   "apps/corpus",
 ];
-/** The dashboard page's sources: esbuild bundles them into one file, not one per source. */
-const PAGE_SOURCES = path.join(APP_DIR, "src/dashboard/page");
-const PAGE_BUNDLE = path.join(APP_DIR, "dist/dashboard/static/app.js");
 /** Folders of test code only, which the build leaves out. */
 const TEST_ONLY = new Set(["test-support", "chaos"].map((name) => path.join(APP_DIR, "src", name)));
-
-/** True when the page bundle is missing or older than a file of the page's sources. */
-function stalePage(): boolean {
-  if (!existsSync(PAGE_BUNDLE)) return true;
-  const built = statSync(PAGE_BUNDLE).mtimeMs;
-  return readdirSync(PAGE_SOURCES).some(
-    (name) => statSync(path.join(PAGE_SOURCES, name)).mtimeMs > built,
-  );
-}
 
 /** True when some source file of `src` has no compiled counterpart in `dist` at least as new. */
 function staleOutput(src: string, dist: string): boolean {
   for (const entry of readdirSync(src, { withFileTypes: true })) {
     const file = path.join(src, entry.name);
     if (TEST_ONLY.has(file)) continue;
-    if (file === PAGE_SOURCES) {
-      if (stalePage()) return true;
-    } else if (entry.isDirectory()) {
+    if (entry.isDirectory()) {
       if (staleOutput(file, path.join(dist, entry.name))) return true;
     } else if (entry.name.endsWith(".ts") && !entry.name.endsWith(".test.ts")) {
       const output = path.join(dist, entry.name.replace(/\.ts$/, ".js"));

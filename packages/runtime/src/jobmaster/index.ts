@@ -23,6 +23,8 @@ export {
   isJobModule,
   type JobModule,
   type JobModuleContext,
+  type LoadedJobModule,
+  loadJobModule,
 } from "./job-module.js";
 export type { JobCheckpointsSummary, JobResult } from "./job-result.js";
 export type { JobStatus, JobStatusListener } from "./job-status.js";
@@ -32,3 +34,4 @@ export {
   createRestartBackoffTimeStrategy,
   type RestartBackoffTimeStrategy,
 } from "./restart-backoff-time-strategy.js";
+export { checkUserCode, userCodeNamesNeeded } from "./user-code-check.js";

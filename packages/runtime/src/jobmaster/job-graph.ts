@@ -12,6 +12,7 @@ import {
   type TaskInputsOutputsDescriptor,
   UPPER_BOUND_MAX_PARALLELISM,
 } from "@sluice/runtime-api";
+import { parseFactoryReference } from "../loader/factory-reference.js";
 import type { PartitionerSpec } from "../messages/task-deployment-descriptor.js";
 import { computeDefaultMaxParallelism } from "../partitioner/key-group-range-assignment.js";
 import { cyclesOf } from "./strongly-connected-components.js";
@@ -145,10 +146,30 @@ export class JobGraph {
   private readonly vertexList: JobVertex[] = [];
   private readonly dataSetList: MutableDataSet[] = [];
   private readonly edgeList: JobEdge[] = [];
+  private jobModule: string | undefined;
 
   constructor(name: string, jobId = new JobID()) {
     this.name = name;
     this.jobId = jobId;
+  }
+
+  /**
+   * The job module (`<module>#<export>`, see `JobModule`) whose user code every TaskExecutor
+   * loads, from its own host, to run this job's tasks; `undefined`: the code each TaskExecutor
+   * was started with.
+   */
+  get userCodeModule(): string | undefined {
+    return this.jobModule;
+  }
+
+  /**
+   * Names the job module whose user code the job's tasks run (Flink's user jars of a job graph).
+   *
+   * @throws ConfigurationError when `reference` is not a `<module>#<export>` reference.
+   */
+  setUserCodeModule(reference: string): void {
+    parseFactoryReference(reference, `the user code module of job ${this.name}`, {});
+    this.jobModule = reference.trim();
   }
 
   /** The vertices, in the order they were added. */

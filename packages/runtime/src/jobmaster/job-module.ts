@@ -1,4 +1,6 @@
+import { type ConfigOption, ConfigOptions, readableConfigOf } from "@sluice/runtime-api";
 import type { Configuration } from "../config/configuration.js";
+import { loadPlugin, type PluginKind, type PluginLoaderOptions } from "../loader/plugin-loader.js";
 import type { Task } from "../taskexecutor/task.js";
 import type { UserCode } from "../taskexecutor/user-code-registry.js";
 import type { JobGraph } from "./job-graph.js";
@@ -51,4 +53,52 @@ export function isJobModule(value: unknown): value is JobModule {
     typeof (value as { userCode?: unknown }).userCode === "object" &&
     (value as { userCode?: unknown }).userCode !== null
   );
+}
+
+/** A job module loaded by reference, and where it came from. */
+export interface LoadedJobModule {
+  readonly module: JobModule;
+  /** The module file imported. */
+  readonly file: string;
+  /** The export used (`default` for the default export). */
+  readonly exportName: string;
+}
+
+/** The name a job module reference is reported under, as a configuration key would be. */
+const JOB_MODULE_OPTION: ConfigOption<string | undefined> = ConfigOptions.key("job module")
+  .stringType()
+  .noDefaultValue()
+  .withDescription("A job module reference, `<module>#<export>`.");
+
+const JOB_MODULE_KIND: PluginKind<JobModule> = {
+  name: "JobModule",
+  option: JOB_MODULE_OPTION,
+  description: "a job module reference, <module>#<export>",
+  aliases: {},
+  brandKey: "@sluice/runtime/JobModule",
+  isFactory: isJobModule,
+  missingMembers: (value) =>
+    ["createJobGraph", "userCode"].filter(
+      (member) => (value as Record<string, unknown> | null)?.[member] === undefined,
+    ),
+};
+
+/**
+ * Loads the job module `reference` names (`<module>#<export>`; no `#`: the default export),
+ * resolved as plugins are: a path relative to the working directory (or `options.cwd`), an
+ * absolute path or `file:` URL, or a package name from the working directory's `node_modules`.
+ *
+ * @throws the loader's errors (`SLUICE_ERR_PLUGIN_*`), naming the module, where it was looked for
+ *   and what was found instead (an export that is no job module names the members it lacks).
+ */
+export async function loadJobModule(
+  reference: string,
+  options: PluginLoaderOptions = {},
+): Promise<LoadedJobModule> {
+  const loaded = await loadPlugin(
+    readableConfigOf({ [JOB_MODULE_OPTION.key]: reference }),
+    JOB_MODULE_KIND,
+    options,
+  );
+  return { module: loaded.factory, file: loaded.file, exportName: loaded.exportName };
 }

@@ -113,6 +113,9 @@ export class TaskDeploymentDescriptorFactory {
       taskName: vertex.name,
       numberOfSubtasks: vertex.parallelism,
       ...(vertex.invokable === undefined ? {} : { invokable: vertex.invokable }),
+      ...(this.graph.userCodeModule === undefined
+        ? {}
+        : { userCodeModule: this.graph.userCodeModule }),
       producedPartitions: produced,
       inputGates,
       taskConfiguration: vertex.configuration,

@@ -50,3 +50,4 @@ export {
 } from "./task-execution-state.js";
 export type { TaskExecutorGateway, TaskManagerLocation } from "./task-executor-gateway.js";
 export type { UnalignedCheckpointsSettings } from "./unaligned-checkpoints-settings.js";
+export type { UserCodeNames } from "./user-code-names.js";

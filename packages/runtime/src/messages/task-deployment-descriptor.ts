@@ -97,6 +97,12 @@ export interface TaskDeploymentDescriptor {
    * application drives the deployed task itself (`Task.run`).
    */
   readonly invokable?: string;
+  /**
+   * The job module (`<module>#<export>`, see `JobModule`) whose user code resolves the names in
+   * this descriptor: the TaskExecutor loads it from its own host the first time a task of it is
+   * deployed. Absent: the code registered with the TaskExecutor.
+   */
+  readonly userCodeModule?: string;
   /** The partitions the task produces, in order (writer index = position). */
   readonly producedPartitions: readonly ProducedPartitionSpec[];
   /** The gates the task reads, in order (reader index = position). */
@@ -133,6 +139,7 @@ export interface TaskDeploymentDescriptorJSON {
   readonly taskName: string;
   readonly numberOfSubtasks: number;
   readonly invokable?: string;
+  readonly userCodeModule?: string;
   readonly producedPartitions: readonly {
     readonly deployment: ResultPartitionDeploymentDescriptorJSON;
     readonly serializer: string;
@@ -236,6 +243,9 @@ function toJSON(descriptor: TaskDeploymentDescriptor): TaskDeploymentDescriptorJ
     taskName: descriptor.taskName,
     numberOfSubtasks: descriptor.numberOfSubtasks,
     ...(descriptor.invokable === undefined ? {} : { invokable: descriptor.invokable }),
+    ...(descriptor.userCodeModule === undefined
+      ? {}
+      : { userCodeModule: descriptor.userCodeModule }),
     producedPartitions: convert("producedPartitions", () => [...descriptor.producedPartitions]).map(
       (produced, i) => ({
         deployment: convert(`producedPartitions[${i}].deployment`, () =>
@@ -323,6 +333,7 @@ function fromFields(fields: JsonFields): TaskDeploymentDescriptor {
   const taskName = fields.string("taskName");
   const numberOfSubtasks = fields.integer("numberOfSubtasks", 1, 2 ** 31 - 1);
   const invokable = optionalString(fields, "invokable");
+  const userCodeModule = optionalString(fields, "userCodeModule");
   const producedPartitions = fields.array("producedPartitions").map((item, index) => {
     const path = `producedPartitions[${index}]`;
     const entry = JsonFields.of(TYPE_NAME, path, item);
@@ -368,6 +379,7 @@ function fromFields(fields: JsonFields): TaskDeploymentDescriptor {
     taskName,
     numberOfSubtasks,
     ...(invokable === undefined ? {} : { invokable }),
+    ...(userCodeModule === undefined ? {} : { userCodeModule }),
     producedPartitions,
     inputGates,
     taskConfiguration,

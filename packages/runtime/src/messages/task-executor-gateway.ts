@@ -1,7 +1,8 @@
 import type { ExecutionAttemptID, JobID, ResourceID, ResultPartitionID } from "@sluice/core";
-import type { PartitionInfo } from "@sluice/runtime-api";
+import type { JsonValue, PartitionInfo } from "@sluice/runtime-api";
 import type { JobMasterGateway } from "./job-master-gateway.js";
 import type { TaskDeploymentDescriptor } from "./task-deployment-descriptor.js";
+import type { UserCodeNames } from "./user-code-names.js";
 
 /** Where a TaskExecutor runs and where its data server listens (Flink's `TaskManagerLocation`). */
 export interface TaskManagerLocation {
@@ -95,4 +96,30 @@ export interface TaskExecutorGateway {
     checkpointId: bigint,
     latestCompletedCheckpointId: bigint,
   ): Promise<void>;
+
+  /**
+   * Delivers a job message to the job's user code on this TaskExecutor (its `messages` handler
+   * named `name`; Flink's closest kin is `sendOperatorEventToTask`) and resolves with the
+   * handler's reply. The job manager's REST endpoint sends `POST /jobs/:jobid/messages/:name` to
+   * every TaskExecutor that runs a task of the job.
+   *
+   * Optional: a gateway without it cannot take job messages, which the REST endpoint reports.
+   *
+   * @throws IllegalStateError when no task of `jobId` runs there; IllegalArgumentError when the
+   *   job's code has no handler named `name`; the handler's own error.
+   */
+  deliverJobMessage?(jobId: JobID, name: string, payload: JsonValue): Promise<JsonValue>;
+
+  /**
+   * The names the TaskExecutor resolves for job module `reference` (loading the module from its
+   * own host when it has not yet), or, with `undefined`, for the code it was started with. The
+   * job side asks every TaskExecutor before it deploys a job that names a job module, so that a
+   * task manager that cannot run the job is named before any task starts.
+   *
+   * Optional: a gateway without it is not checked, and a missing name fails the task's
+   * deployment instead.
+   *
+   * @throws the loader's errors (`SLUICE_ERR_PLUGIN_*`) when the module cannot be loaded there.
+   */
+  userCodeNames?(reference: string | undefined): Promise<UserCodeNames>;
 }

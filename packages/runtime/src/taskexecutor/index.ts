@@ -12,6 +12,8 @@ export { type Mail, TaskMailbox } from "./task-mailbox.js";
 export {
   BUILT_IN_SERIALIZERS,
   IDENTITY_KEY_SELECTOR,
+  type JobMessageContext,
+  type JobMessageHandler,
   type TaskInvokable,
   type UserCode,
 } from "./user-code-registry.js";

@@ -9,6 +9,7 @@ import {
   ExecutionOptions,
   type ExecutionState,
   type InputGate,
+  type JsonValue,
   NetworkMemoryOptions,
   type PartitionInfo,
   type PartitionProducerStateProvider,
@@ -25,6 +26,7 @@ import {
 } from "../io/record-reader-configuration.js";
 import { bufferTimeoutOf } from "../io/record-writer.js";
 import { checkInputGates, checkResultPartitionWriters } from "../loader/plugin-contract.js";
+import type { PluginLoaderOptions } from "../loader/plugin-loader.js";
 import {
   type LoadedShuffleServiceFactory,
   type LoaderConfiguration,
@@ -42,12 +44,14 @@ import type {
   TaskExecutorGateway,
   TaskManagerLocation,
 } from "../messages/task-executor-gateway.js";
+import type { UserCodeNames } from "../messages/user-code-names.js";
 import { GroupMetricSink } from "../metrics/group-metric-sink.js";
 import { TaskManagerMetricGroup } from "../metrics/groups/task-manager-metric-group.js";
 import type { TaskMetricGroup } from "../metrics/groups/task-metric-group.js";
 import { MetricNames } from "../metrics/metric-names.js";
 import { MetricRegistry } from "../metrics/metric-registry.js";
 import { TaskDeploymentError, TaskNotFoundError } from "./errors.js";
+import { LibraryCacheManager } from "./library-cache-manager.js";
 import { deriveNetworkMemorySize, type NetworkMemorySize } from "./network-memory.js";
 import { Task } from "./task.js";
 import { TaskCancelerWatchDog } from "./task-canceler-watch-dog.js";
@@ -74,6 +78,12 @@ export interface TaskExecutorOptions extends UserCode<Task> {
   readonly localCommunicationOnly?: boolean;
   /** Where the loader resolves `shuffle-service-factory.class` from. */
   readonly loader?: ShuffleServiceLoaderOptions;
+  /**
+   * Where the job modules that task deployment descriptors name (`userCodeModule`) are resolved
+   * from: a task manager's own folders of user code (Flink's `usrlib/`). Default: `loader`'s
+   * folders.
+   */
+  readonly userCodeLoader?: PluginLoaderOptions;
   /**
    * The worker's metric group. Default: a `TaskManagerMetricGroup` on a new `MetricRegistry` with
    * the reporters the configuration sets (`metrics.reporter.<name>.*`), which the TaskExecutor
@@ -145,7 +155,11 @@ export class TaskExecutor implements TaskExecutorGateway {
   readonly partitionTracker: TaskExecutorPartitionTracker;
 
   private readonly userCode: UserCodeRegistry<Task>;
+  /** The user code of jobs that name a job module, loaded on first use. */
+  private readonly libraries: LibraryCacheManager;
   private readonly tasks = new Map<string, Task>();
+  /** The user code each running task resolved its names against, by attempt. */
+  private readonly taskCode = new Map<string, UserCodeRegistry<Task>>();
   private readonly cancellationTimeoutMs: number;
   private readonly watchDog: TaskCancelerWatchDog;
   /** The spilling threshold, max record size and spill folders of every task's readers. */
@@ -180,6 +194,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       dataPort: parts.dataPort,
     });
     this.userCode = new UserCodeRegistry(options);
+    this.libraries = new LibraryCacheManager(options.userCodeLoader ?? options.loader ?? {});
     this.cancellationTimeoutMs = configuration.get(TaskManagerOptions.TASK_CANCELLATION_TIMEOUT);
     this.watchDog = new TaskCancelerWatchDog(this.cancellationTimeoutMs, (task, error) => {
       task.abandon();
@@ -298,11 +313,13 @@ export class TaskExecutor implements TaskExecutorGateway {
       );
     }
     // Resolve every name before anything is allocated, so a bad name leaves nothing behind.
+    const userCode = await this.userCodeOf(tdd, name);
+    this.checkOpen();
     const serializersOut = tdd.producedPartitions.map((produced, i) =>
-      this.userCode.serializer(produced.serializer, name, `producedPartitions[${i}].serializer`),
+      userCode.serializer(produced.serializer, name, `producedPartitions[${i}].serializer`),
     );
     const selectors = tdd.producedPartitions.map((produced, i) =>
-      this.userCode.channelSelector(
+      userCode.channelSelector(
         produced.partitioner,
         produced.deployment.maxParallelism,
         name,
@@ -310,9 +327,9 @@ export class TaskExecutor implements TaskExecutorGateway {
       ),
     );
     const serializersIn = tdd.inputGates.map((gate, i) =>
-      this.userCode.serializer(gate.serializer, name, `inputGates[${i}].serializer`),
+      userCode.serializer(gate.serializer, name, `inputGates[${i}].serializer`),
     );
-    if (tdd.invokable !== undefined) this.userCode.invokable(tdd.invokable, name);
+    if (tdd.invokable !== undefined) userCode.invokable(tdd.invokable, name);
     if (
       tdd.checkpointingMode !== undefined &&
       jobMaster !== undefined &&
@@ -409,16 +426,50 @@ export class TaskExecutor implements TaskExecutorGateway {
         : {}),
     });
     this.tasks.set(key, task);
+    this.taskCode.set(key, userCode);
     this.watchDog.watch(task);
     const tracked = this.trackPartitions(tdd);
     void task.terminated.then((end) => {
       this.tasks.delete(key);
+      this.taskCode.delete(key);
       // A producer that did not finish released its partitions itself (Flink forgets them too).
       if (end.state !== "FINISHED") this.partitionTracker.stopTrackingPartitions(tracked);
       // A task's metrics leave the reporters when it ends, as in Flink.
       metricGroup.close();
     });
     return task;
+  }
+
+  /**
+   * The names this TaskExecutor resolves for job module `reference` (loading it from this host if
+   * needed), or, without one, for the code it was started with: what the job side checks a job
+   * graph against before it deploys.
+   *
+   * @throws the loader's errors (`SLUICE_ERR_PLUGIN_*`) when the module cannot be loaded here.
+   */
+  async userCodeNames(reference?: string): Promise<UserCodeNames> {
+    return reference === undefined ? this.userCode.names() : this.libraries.namesOf(reference);
+  }
+
+  /**
+   * The code that resolves the names of a descriptor: its job module's, or the code this
+   * TaskExecutor was started with.
+   *
+   * @throws TaskDeploymentError naming the task and the module when the module cannot be loaded.
+   */
+  private async userCodeOf(
+    tdd: TaskDeploymentDescriptor,
+    name: string,
+  ): Promise<UserCodeRegistry<Task>> {
+    if (tdd.userCodeModule === undefined) return this.userCode;
+    try {
+      return await this.libraries.registryOf(tdd.userCodeModule);
+    } catch (error) {
+      throw new TaskDeploymentError(
+        `${name}: the job's user code ${tdd.userCodeModule} cannot be loaded on the TaskExecutor at ${this.location.host}:${this.location.dataPort}: ${(error as Error)?.message ?? String(error)}`,
+        { cause: error },
+      );
+    }
   }
 
   /** Starts tracking the task's partitions that the scheduler releases; returns their ids. */
@@ -462,7 +513,7 @@ export class TaskExecutor implements TaskExecutorGateway {
         `${name}: submitTask needs a descriptor that names its invokable; use deployTask to run the task yourself`,
       );
     }
-    const invokable = this.userCode.invokable(tdd.invokable, name);
+    const invokable = (await this.userCodeOf(tdd, name)).invokable(tdd.invokable, name);
     const task = await this.deployTask(tdd, jobMaster);
     // The failure is not lost: it reaches the job master in the task's FAILED state report.
     task.run(invokable).catch(() => {});
@@ -553,6 +604,29 @@ export class TaskExecutor implements TaskExecutorGateway {
     partitionIds: readonly ResultPartitionID[],
   ): Promise<void> {
     this.partitionTracker.stopTrackingAndReleaseJobPartitions(partitionIds);
+  }
+
+  /**
+   * Delivers a job message to the handler the user code registered under `name`, in the context
+   * of job `jobId`; resolves with its reply (`null` when it returns nothing). Only a job with a
+   * task here gets messages: the handler is the job's code, and a message for another job must
+   * not reach it.
+   *
+   * @throws IllegalStateError when no task of `jobId` runs here or the TaskExecutor is shut
+   *   down; IllegalArgumentError when the code registered no such message; the handler's error.
+   */
+  async deliverJobMessage(jobId: JobID, name: string, payload: JsonValue): Promise<JsonValue> {
+    this.checkOpen();
+    // The job's own code handles it: its job module's, or the code this TaskExecutor started with.
+    const [key] = [...this.tasks].find(([, task]) => task.jobId.equals(jobId)) ?? [];
+    const code = key === undefined ? undefined : this.taskCode.get(key);
+    if (code === undefined) {
+      throw new IllegalStateError(
+        `no task of job ${jobId} runs on the TaskExecutor at ${this.location.host}:${this.location.dataPort}: it cannot take the job's message "${name}"`,
+      );
+    }
+    const reply = await code.messageHandler(name, jobId)(payload, { jobId });
+    return reply ?? null;
   }
 
   /**

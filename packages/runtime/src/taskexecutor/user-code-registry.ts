@@ -2,14 +2,17 @@ import {
   BooleanSerializer,
   BytesSerializer,
   Float64Serializer,
+  IllegalArgumentError,
   Int32Serializer,
   Int64Serializer,
+  type JobID,
   JsonSerializer,
   StringSerializer,
   type TypeSerializer,
 } from "@sluice/core";
 import type { JsonValue } from "@sluice/runtime-api";
 import type { PartitionerSpec } from "../messages/task-deployment-descriptor.js";
+import type { UserCodeNames } from "../messages/user-code-names.js";
 import type { ChannelSelector } from "../partitioner/channel-selector.js";
 import type { Partitioner } from "../partitioner/custom-partitioner-wrapper.js";
 import type { KeySelector } from "../partitioner/key-selector.js";
@@ -42,6 +45,25 @@ export const BUILT_IN_SERIALIZERS: Readonly<Record<string, TypeSerializer<unknow
 /** The key selector every TaskExecutor knows: `value`, the record is its own key. */
 export const IDENTITY_KEY_SELECTOR = "value";
 
+/** What a {@link JobMessageHandler} is told besides the payload. */
+export interface JobMessageContext {
+  /** The job the message is for: one of the jobs whose tasks run on this TaskExecutor. */
+  readonly jobId: JobID;
+}
+
+/**
+ * Handles a job message (`POST /jobs/:jobid/messages/:name` on the job manager's REST endpoint,
+ * forwarded to every TaskExecutor that runs a task of the job): what it returns, JSON, is this
+ * TaskExecutor's reply. It runs on the TaskExecutor's event loop, beside the job's tasks, so it
+ * can change what they read (a rate, a flag) without a restart. A thrown error is the reply's
+ * error.
+ */
+export type JobMessageHandler = (
+  payload: JsonValue,
+  context: JobMessageContext,
+  // biome-ignore lint/suspicious/noConfusingVoidType: a handler may return nothing (the reply is null).
+) => Promise<JsonValue | void> | JsonValue | void;
+
 /** What the application registers with its TaskExecutor, by name (see `TaskExecutorOptions`). */
 export interface UserCode<Task> {
   /** Code tasks run, by the name in `TaskDeploymentDescriptor.invokable`. */
@@ -55,6 +77,12 @@ export interface UserCode<Task> {
   /** User partitioners for CUSTOM partitioning, by name. */
   // biome-ignore lint/suspicious/noExplicitAny: partitioners of any key type.
   readonly partitioners?: Readonly<Record<string, Partitioner<any>>>;
+  /**
+   * The job messages the code accepts, by name: the handlers of
+   * `POST /jobs/:jobid/messages/:name` on the job manager's REST endpoint (e.g. a rate the tasks
+   * read). A message of another name is refused, naming the known ones.
+   */
+  readonly messages?: Readonly<Record<string, JobMessageHandler>>;
 }
 
 function known(names: Iterable<string>): string {
@@ -70,6 +98,17 @@ function known(names: Iterable<string>): string {
 export class UserCodeRegistry<Task> {
   constructor(private readonly code: UserCode<Task>) {}
 
+  /** The names registered, beyond the built-in serializers and key selector. */
+  names(): UserCodeNames {
+    const namesOf = (table: object | undefined) => Object.keys(table ?? {}).sort();
+    return {
+      invokables: namesOf(this.code.invokables),
+      serializers: namesOf(this.code.serializers),
+      keySelectors: namesOf(this.code.keySelectors),
+      partitioners: namesOf(this.code.partitioners),
+    };
+  }
+
   /** The invokable named `name`. */
   invokable(name: string, task: string): TaskInvokable<Task> {
     const invokable = this.code.invokables?.[name];
@@ -79,6 +118,23 @@ export class UserCodeRegistry<Task> {
       );
     }
     return invokable;
+  }
+
+  /**
+   * The handler of the job message `name`.
+   *
+   * @throws IllegalArgumentError naming the message, the job and the messages the code accepts.
+   */
+  messageHandler(name: string, jobId: JobID): JobMessageHandler {
+    const handler = Object.hasOwn(this.code.messages ?? {}, name)
+      ? this.code.messages?.[name]
+      : undefined;
+    if (typeof handler !== "function") {
+      throw new IllegalArgumentError(
+        `job ${jobId} has no message "${name}" on this TaskExecutor (${known(Object.keys(this.code.messages ?? {}))})`,
+      );
+    }
+    return handler;
   }
 
   /** The serializer named `name` (user-registered names shadow built-in ones). */

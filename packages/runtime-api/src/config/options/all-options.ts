@@ -56,8 +56,11 @@ export const CONFIG_OPTION_GROUPS: readonly ConfigOptionGroup[] = [
     options: Object.values(HighAvailabilityOptions),
   },
   {
-    title: "Web dashboard",
-    description: "Where the job manager serves its live dashboard (the demo's job manager role).",
+    title: "REST endpoint and web dashboard",
+    description:
+      "Where the job manager serves its REST API and live dashboard for every job it runs, the " +
+      "limits that keep a slow or hostile client from growing its memory, and what it keeps " +
+      "of ended jobs (see [security.md](security.md#limits-of-the-rest-endpoint)).",
     options: Object.values(RestOptions),
   },
   {

@@ -1,4 +1,4 @@
-import { LOW_THRESHOLD } from "./backpressure-level.js";
+import { LOW_THRESHOLD } from "./back-pressure-level.js";
 
 /** What colours a vertex of the job graph: its back-pressure, or else how busy it is. */
 export interface VertexColour {

@@ -1,7 +1,28 @@
-import type { RegisteredTaskManager } from "@sluice/cluster";
 import { MetricNames } from "@sluice/runtime";
-import { metricValue, type SubtaskMetrics, subtaskMetrics } from "../task-metrics.js";
-import type { SubtaskRates } from "./job-overview.js";
+import type { RegisteredTaskManager } from "../registered-task-manager.js";
+import { metricValue, type SubtaskMetrics, subtaskMetrics } from "./subtask-metrics.js";
+
+/** Per-second values of one subtask, from its counts and accumulated times. */
+export interface SubtaskRates {
+  readonly recordsInPerSecond: number;
+  readonly recordsOutPerSecond: number;
+  readonly bytesInPerSecond: number;
+  readonly bytesOutPerSecond: number;
+  readonly busyTimeMsPerSecond: number;
+  readonly idleTimeMsPerSecond: number;
+  readonly backPressuredTimeMsPerSecond: number;
+}
+
+/** The rates of a subtask that is not running, or was fetched only once. */
+export const NO_RATES: SubtaskRates = {
+  recordsInPerSecond: 0,
+  recordsOutPerSecond: 0,
+  bytesInPerSecond: 0,
+  bytesOutPerSecond: 0,
+  busyTimeMsPerSecond: 0,
+  idleTimeMsPerSecond: 0,
+  backPressuredTimeMsPerSecond: 0,
+};
 
 /** A subtask's metrics, with the task manager they came from. */
 export interface FetchedSubtask extends SubtaskMetrics {
@@ -20,7 +41,7 @@ const COUNTED = {
   backPressuredTimeMsPerSecond: MetricNames.ACC_TASK_BACK_PRESSURED_TIME,
 } as const satisfies Record<keyof SubtaskRates, string>;
 
-/** The window of the per-second values: about one second, the dashboard's update interval. */
+/** The shortest window of the per-second values: about one second. */
 const RATE_WINDOW_MS = 1000;
 /** Samples kept per subtask: enough to span the window at the fetch interval. */
 const MAX_SAMPLES = 8;
@@ -31,43 +52,58 @@ interface Sample {
 }
 
 /**
- * The job manager's view of its task managers' metrics (Flink's `MetricFetcher`): every interval it
- * queries each connected task manager's registry over the control plane, keeps the latest metrics
- * of every running subtask and a few samples of their counts, from which {@link ratesOf} derives
- * per-second values over the last second. The progress line, the closing table and the dashboard
- * all read these.
+ * The job manager's view of its task managers' metrics (Flink's `MetricFetcher`): it queries each
+ * connected task manager's registry over the control plane, keeps the latest metrics of every
+ * running subtask and a few samples of their counts, from which {@link ratesOf} derives
+ * per-second values over the last second or more. It fetches on demand ({@link update}, when the
+ * last round is older than `metrics.fetcher.update-interval`, as Flink's does), or every interval
+ * after {@link start}.
  */
 export class MetricFetcher {
   private readonly samples = new Map<string, Sample[]>();
   private current: FetchedSubtask[] = [];
   private timer: NodeJS.Timeout | undefined;
   private fetching: Promise<void> | undefined;
+  private stopped = false;
+  private lastFetchAt = Number.NEGATIVE_INFINITY;
 
   /**
-   * @param taskManagers the registered task managers (queried while connected).
-   * @param onUpdate called after each round with every running subtask's latest metrics.
+   * @param taskManagers - the registered task managers (queried while connected).
+   * @param onUpdate - called after each round with every running subtask's latest metrics.
+   * @param updateIntervalMs - {@link update} fetches only when the last round started longer ago.
    */
   constructor(
     private readonly taskManagers: () => readonly RegisteredTaskManager[],
-    private readonly onUpdate: (subtasks: readonly FetchedSubtask[]) => void,
+    private readonly onUpdate: (subtasks: readonly FetchedSubtask[]) => void = () => {},
+    private readonly updateIntervalMs = 0,
   ) {}
 
   /** Fetches now and then every `intervalMs` until {@link stop}. */
   start(intervalMs: number): void {
     if (this.timer !== undefined) return;
+    this.stopped = false;
     void this.fetch();
     this.timer = setInterval(() => void this.fetch(), intervalMs);
   }
 
-  /** Stops fetching; a round in flight is dropped. */
+  /** Stops fetching (the latest metrics stay); a round in flight is dropped. */
   stop(): void {
     clearInterval(this.timer);
     this.timer = undefined;
+    this.stopped = true;
   }
 
   /** Every running subtask's latest metrics. */
   get subtasks(): readonly FetchedSubtask[] {
     return this.current;
+  }
+
+  /** Fetches when the last round started more than the update interval ago; else resolves. */
+  update(): Promise<void> {
+    if (this.stopped || performance.now() - this.lastFetchAt < this.updateIntervalMs) {
+      return this.fetching ?? Promise.resolve();
+    }
+    return this.fetch();
   }
 
   /** One round: queries every connected task manager (a round still running is awaited). */
@@ -97,12 +133,13 @@ export class MetricFetcher {
   }
 
   private async doFetch(): Promise<void> {
+    this.lastFetchAt = performance.now();
     const connected = this.taskManagers().filter((tm) => tm.connected);
     const answers = await Promise.allSettled(
       connected.map(async (tm) => ({ tm, metrics: await tm.queryMetrics() })),
     );
     // Stopped meanwhile: the job's final counters came with its tasks' results and win.
-    if (this.timer === undefined) return;
+    if (this.stopped) return;
     const atMs = performance.now();
     const fetched: FetchedSubtask[] = [];
     const answered = new Set<number>();

@@ -1,13 +1,13 @@
-// Builds the dashboard page (src/dashboard/page) into dist/dashboard/static: one bundle with uPlot
+// Builds the dashboard page (src/web-dashboard) into dist/web-dashboard: one bundle with uPlot
 // and its stylesheet, so the page needs no network access. Run by `pnpm build` after tsc.
 import { copyFileSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
-const app = path.dirname(fileURLToPath(import.meta.url));
-const page = path.join(app, "src/dashboard/page");
-const out = path.join(app, "dist/dashboard/static");
+const pkg = path.dirname(fileURLToPath(import.meta.url));
+const page = path.join(pkg, "src/web-dashboard");
+const out = path.join(pkg, "dist/web-dashboard");
 
 mkdirSync(out, { recursive: true });
 await build({

@@ -1,8 +1,10 @@
-import type { RegisteredTaskManager, RemoteMetricDump } from "@sluice/cluster";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { taskProgressOf } from "../task-metrics.js";
-import { SOURCE_VERTEX } from "../word-count-job.js";
-import { type FetchedSubtask, MetricFetcher } from "./metric-fetcher.js";
+import type { RemoteMetricDump } from "../metric-query.js";
+import type { RegisteredTaskManager } from "../registered-task-manager.js";
+import { MetricFetcher } from "./metric-fetcher.js";
+import { metricValue } from "./subtask-metrics.js";
+
+const SOURCE_VERTEX = "Source";
 
 const VARIABLES = {
   "<host>": "127.0.0.1",
@@ -46,7 +48,7 @@ describe("the job manager's metric fetcher", () => {
       connected: true,
       queryMetrics: () => answer(),
     } as unknown as RegisteredTaskManager;
-    const updates: (readonly FetchedSubtask[])[] = [];
+    const updates: (readonly unknown[])[] = [];
     const fetcher = new MetricFetcher(
       () => [taskManager],
       (subtasks) => updates.push(subtasks),
@@ -78,17 +80,8 @@ describe("the job manager's metric fetcher", () => {
     });
     const [subtask] = fetcher.subtasks;
     expect(subtask).toMatchObject({ taskManager: 0, vertex: SOURCE_VERTEX, subtaskIndex: 1 });
-    // The progress line reads the same metrics.
-    expect(taskProgressOf(subtask as FetchedSubtask, "S", false)).toEqual({
-      name: "S",
-      kind: "source",
-      subtaskIndex: 1,
-      records: 2_100,
-      bytes: 21_000,
-      poolUsage: 1,
-      backPressuredTimeMs: 1_200,
-      finished: false,
-    });
+    expect(metricValue(subtask as never, "numBytesOut")).toBe(21_000);
+    expect(metricValue(subtask as never, "numRecordsIn")).toBe(0);
 
     // A task manager that cannot answer keeps its last values; once stopped, nothing changes.
     answer = () => Promise.reject(new Error("gone"));
@@ -100,5 +93,31 @@ describe("the job manager's metric fetcher", () => {
     await fetcher.fetch();
     expect(updates.length).toBe(seen);
     expect(fetcher.subtasks).toEqual([subtask]);
+  });
+});
+
+describe("the metric fetcher on demand", () => {
+  it("queries the task managers only when its last round is older than the update interval", async () => {
+    let queries = 0;
+    const taskManager = {
+      index: 0,
+      connected: true,
+      queryMetrics: async () => {
+        queries++;
+        return sourceMetrics({ numRecordsOut: queries });
+      },
+    } as unknown as RegisteredTaskManager;
+    const now = vi.spyOn(performance, "now").mockReturnValue(1_000);
+    const fetcher = new MetricFetcher(() => [taskManager], undefined, 10_000);
+    await fetcher.update();
+    await fetcher.update();
+    expect(queries).toBe(1);
+    now.mockReturnValue(10_999);
+    await fetcher.update();
+    expect(queries).toBe(1);
+    now.mockReturnValue(11_000);
+    await fetcher.update();
+    expect(queries).toBe(2);
+    expect(metricValue(fetcher.subtasks[0] as never, "numRecordsOut")).toBe(2);
   });
 });

@@ -1,0 +1,80 @@
+import { HighAvailabilityOptions } from "@sluice/runtime-api";
+import type { Command } from "commander";
+import { JobManager } from "../job-manager.js";
+import {
+  type ConfigurationFlags,
+  loadProcessConfiguration,
+  withConfigurationOptions,
+} from "./configuration-options.js";
+import { DISTRIBUTION_LOADER } from "./distribution.js";
+import {
+  type CommandIO,
+  ExitCode,
+  exitCodeOf,
+  formatError,
+  runUntilSignal,
+} from "./process-shell.js";
+
+/**
+ * `sluice jobmanager` (Flink's `bin/jobmanager.sh`): a job manager of a session cluster. It
+ * listens for task managers on `jobmanager.rpc.address`/`jobmanager.rpc.port`, runs the jobs
+ * submitted to it (`sluice run`), and, under high availability (`high-availability.type`), stands
+ * by until it is elected leader, then takes over the jobs the previous leader left. It runs until
+ * SIGINT/SIGTERM.
+ */
+export function jobManagerCommand(
+  program: Command,
+  io: CommandIO,
+  exit: (code: number) => void,
+): void {
+  withConfigurationOptions(
+    program
+      .command("jobmanager")
+      .description(
+        "start a job manager of a session cluster; task managers register with it and `sluice run` submits jobs to it",
+      ),
+  ).action(async (flags: ConfigurationFlags) => exit(await runJobManager(flags, io)));
+}
+
+async function runJobManager(flags: ConfigurationFlags, io: CommandIO): Promise<number> {
+  const say = (line: string) => io.stdout.write(`${line}\n`);
+  let jobManager: JobManager;
+  try {
+    const { configuration } = await loadProcessConfiguration(flags);
+    jobManager = await JobManager.start(configuration, {
+      loader: DISTRIBUTION_LOADER,
+      onTaskManagerRegistered: (taskManager) => say(`${taskManager.labelWithAddress} registered`),
+      onTaskManagerLost: (taskManager, cause) =>
+        say(`${taskManager.labelWithAddress} lost: ${cause.message}`),
+      onLeadershipGranted: (token) =>
+        say(
+          `elected leader (fencing token ${token}): task managers register with this job manager now`,
+        ),
+      onLeadershipRevoked: () => say("lost the leadership: standing by"),
+      onWarning: (message) => io.stderr.write(`warning: ${message}\n`),
+    });
+    const ha = configuration.get(HighAvailabilityOptions.HA_MODE);
+    say(
+      `job manager (pid ${process.pid}) at ${jobManager.url}, shuffle ${jobManager.plugin.reference}, high availability ${ha}${jobManager.fencingToken === undefined ? ": a standby, waiting to be elected leader" : ""}`,
+    );
+  } catch (error) {
+    io.stderr.write(formatError(error));
+    return exitCodeOf(error);
+  }
+  let stopped!: () => void;
+  const closed = new Promise<void>((resolve) => {
+    stopped = resolve;
+  });
+  return runUntilSignal(
+    async () => {
+      await closed;
+      return ExitCode.OK;
+    },
+    async (signal) => {
+      say(`stopping (${signal})`);
+      await jobManager.close({ reason: `the job manager was stopped by ${signal}` });
+      stopped();
+    },
+    io,
+  );
+}

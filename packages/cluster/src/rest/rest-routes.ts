@@ -1,0 +1,205 @@
+/**
+ * The REST endpoint's routes, one small handler each, in Flink's REST API shapes where Flink has
+ * the route (`/config`, `/overview`, `/jobs`, `/jobs/overview`, `/jobs/:jobid`,
+ * `/jobs/:jobid/vertices/:vertexid`, `/jobs/:jobid/checkpoints`, `/jobs/:jobid/exceptions`,
+ * `/taskmanagers`, `PATCH /jobs/:jobid`), and Sluice's own: the job's event stream and job
+ * messages.
+ */
+import type { JsonValue } from "@sluice/runtime-api";
+import { SLUICE_VERSION } from "../control-plane-messages.js";
+import type { JobManager } from "../job-manager.js";
+import type { CheckpointingStatistics } from "./checkpointing-statistics.js";
+import type { EventStreams } from "./event-streams.js";
+import type { ExecutionGraphInfo } from "./execution-graph-info.js";
+import type { ExecutionGraphInfoStore } from "./execution-graph-info-store.js";
+import type { JobDetailsInfo } from "./job-details-info.js";
+import { deliverJobMessage } from "./job-message-delivery.js";
+import type { MetricFetcher } from "./metric-fetcher.js";
+import { RestHandlerError } from "./rest-handler-error.js";
+import type { RestRoute } from "./rest-router.js";
+
+/** One event of `GET /jobs/:jobid/events`: the job's details and checkpoints now. */
+export interface JobEvent {
+  readonly job: JobDetailsInfo;
+  readonly checkpoints: CheckpointingStatistics;
+}
+
+/** What the routes read and act on. */
+export interface RestRouteContext {
+  readonly jobManager: JobManager;
+  readonly jobs: ExecutionGraphInfoStore;
+  readonly fetcher: MetricFetcher;
+  readonly streams: EventStreams;
+  /** `web.refresh-interval`. */
+  readonly refreshIntervalMs: number;
+  /** How long a TaskExecutor may take to answer a job message (`heartbeat.timeout`). */
+  readonly messageTimeoutMs: number;
+}
+
+/** The job's event now, with fresh metrics when they are older than the fetch interval. */
+export async function jobEventOf(
+  job: ExecutionGraphInfo,
+  fetcher: MetricFetcher,
+): Promise<JobEvent> {
+  if (!job.ended) await fetcher.update();
+  return { job: job.details(fetcher), checkpoints: job.checkpoints() };
+}
+
+/** The routes of the REST endpoint. */
+export function restRoutes(context: RestRouteContext): RestRoute[] {
+  const { jobManager, jobs, fetcher } = context;
+  const jobOf = (jid: string | undefined): ExecutionGraphInfo => {
+    const job = jobs.get(jid ?? "");
+    if (job === undefined) throw new RestHandlerError(404, `job ${jid} not found`);
+    return job;
+  };
+  return [
+    {
+      method: "GET",
+      path: "/config",
+      handle: () => ({
+        body: {
+          "refresh-interval": context.refreshIntervalMs,
+          "timezone-name": Intl.DateTimeFormat().resolvedOptions().timeZone,
+          "timezone-offset": -new Date().getTimezoneOffset() * 60_000,
+          "sluice-version": SLUICE_VERSION,
+          features: {
+            "web-submit": false,
+            "web-cancel": true,
+            "web-rescale": false,
+            "web-history": false,
+          },
+        },
+      }),
+    },
+    {
+      method: "GET",
+      path: "/overview",
+      handle: () => {
+        const states = jobs.all().map((job) => job.state);
+        const count = (state: string) => states.filter((s) => s === state).length;
+        return {
+          body: {
+            taskmanagers: jobManager.taskManagers.filter((tm) => tm.connected).length,
+            "jobs-running": states.length - count("FINISHED") - count("FAILED") - count("CANCELED"),
+            "jobs-finished": count("FINISHED"),
+            "jobs-cancelled": count("CANCELED"),
+            "jobs-failed": count("FAILED"),
+            "sluice-version": SLUICE_VERSION,
+          },
+        };
+      },
+    },
+    {
+      method: "GET",
+      path: "/jobs",
+      handle: () => ({
+        body: { jobs: jobs.all().map((job) => ({ id: job.jid, status: job.state })) },
+      }),
+    },
+    {
+      method: "GET",
+      path: "/jobs/overview",
+      handle: () => ({ body: { jobs: jobs.all().map((job) => job.overview()) } }),
+    },
+    {
+      method: "GET",
+      path: "/jobs/:jobid",
+      handle: async ({ params }) => {
+        const job = jobOf(params.jobid);
+        return { body: (await jobEventOf(job, fetcher)).job };
+      },
+    },
+    {
+      method: "PATCH",
+      path: "/jobs/:jobid",
+      stateChanging: true,
+      handle: ({ params, query }) => {
+        const job = jobOf(params.jobid);
+        const mode = query.get("mode") ?? "cancel";
+        if (mode !== "cancel") {
+          throw new RestHandlerError(400, `mode=${mode} is not supported (mode=cancel is)`);
+        }
+        const execution = job.job;
+        if (execution === undefined) {
+          throw new RestHandlerError(
+            409,
+            `job ${job.jid} has ended (${job.state}): it cannot be canceled`,
+          );
+        }
+        execution.cancel(`job ${execution.graph.name} was canceled through the REST endpoint`);
+        return { status: 202, body: {} };
+      },
+    },
+    {
+      method: "GET",
+      path: "/jobs/:jobid/vertices/:vertexid",
+      handle: async ({ params }) => {
+        const { job } = await jobEventOf(jobOf(params.jobid), fetcher);
+        const vertex = job.vertices.find((v) => v.id === params.vertexid);
+        if (vertex === undefined) {
+          throw new RestHandlerError(404, `job ${job.jid} has no vertex ${params.vertexid}`);
+        }
+        return { body: { ...vertex, now: job.now } };
+      },
+    },
+    {
+      method: "GET",
+      path: "/jobs/:jobid/checkpoints",
+      handle: ({ params }) => ({ body: jobOf(params.jobid).checkpoints() }),
+    },
+    {
+      method: "GET",
+      path: "/jobs/:jobid/exceptions",
+      handle: ({ params }) => ({ body: jobOf(params.jobid).exceptionsInfo() }),
+    },
+    {
+      method: "GET",
+      path: "/jobs/:jobid/events",
+      handle: async ({ params }, response) => {
+        const job = jobOf(params.jobid);
+        const first = await jobEventOf(job, fetcher);
+        if (!context.streams.open(job.jid, response, first)) {
+          throw new RestHandlerError(
+            503,
+            `the job manager serves ${context.streams.size} event streams already (rest.event-streams.max); close a dashboard page or try again later`,
+          );
+        }
+        if (job.ended) context.streams.finish(job.jid, first);
+        return undefined;
+      },
+    },
+    {
+      method: "POST",
+      path: "/jobs/:jobid/messages/:name",
+      stateChanging: true,
+      hasBody: true,
+      handle: async ({ params, body }) => ({
+        body: await deliverJobMessage(
+          jobOf(params.jobid),
+          params.name ?? "",
+          (body ?? null) as JsonValue,
+          context.messageTimeoutMs,
+        ),
+      }),
+    },
+    {
+      method: "GET",
+      path: "/taskmanagers",
+      handle: () => ({
+        body: {
+          taskmanagers: jobManager.taskManagers.map((tm) => ({
+            id: tm.location.resourceId.toString(),
+            path: tm.remoteAddress,
+            host: tm.location.host,
+            dataPort: tm.location.dataPort,
+            hostname: tm.hostname,
+            pid: tm.pid,
+            index: tm.index,
+            connected: tm.connected,
+          })),
+        },
+      }),
+    },
+  ];
+}
