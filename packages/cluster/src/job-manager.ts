@@ -24,7 +24,11 @@ import { JobManagerEndpoint, type RefusedTaskManager } from "./job-manager-endpo
 import { JobPersistence, type RecoverableJob } from "./job-persistence.js";
 import type { RegisteredTaskManager } from "./registered-task-manager.js";
 import { type ShufflePluginIdentity, shufflePluginIdentity } from "./shuffle-plugin-identity.js";
-import { TaskManagerWaiters } from "./task-manager-waiters.js";
+import {
+  type TaskManagerWait,
+  TaskManagerWaiters,
+  type TaskManagerWaitPhase,
+} from "./task-manager-waiters.js";
 
 /** A host and a port. */
 export interface HostAndPort {
@@ -91,6 +95,13 @@ export interface JobManagerStartOptions extends JobDeployerOptions {
    * are refused. Default: a warning. The application decides whether to exit or stay a standby.
    */
   readonly onLeadershipRevoked?: () => void;
+  /**
+   * A wait for task managers began (a deployment's, or a restart's for a replacement of a lost
+   * one), ended as they came, or timed out (`slot.request.timeout`; the restart strategy counts
+   * that attempt): what an application shows while a job cannot run. The pending ones:
+   * {@link JobManager.taskManagerWaits}.
+   */
+  readonly onTaskManagerWait?: (wait: TaskManagerWait, phase: TaskManagerWaitPhase) => void;
 }
 
 /** Options of {@link JobManager.deploy}: the runtime's, and what high availability keeps. */
@@ -141,7 +152,11 @@ export class JobManager {
 
   private readonly executions = new Set<JobExecution>();
   private readonly deployListeners = new Set<(job: JobExecution) => void>();
-  private readonly waiters = new TaskManagerWaiters(() => this.connectedTaskManagers());
+  private readonly waiters = new TaskManagerWaiters(
+    () => this.connectedTaskManagers(),
+    (wait, phase) => this.waitListener?.(wait, phase),
+  );
+  private waitListener: JobManagerStartOptions["onTaskManagerWait"];
   private readonly persistence: JobPersistence;
   private closing: Promise<void> | undefined;
   private leaderToken: string | undefined;
@@ -291,6 +306,8 @@ export class JobManager {
       warn,
     );
     jobManager = started;
+    started.waitListener = (wait, phase) =>
+      callBack(warn, "onTaskManagerWait", () => options.onTaskManagerWait?.(wait, phase));
     try {
       await started.runForLeadership(options, warn);
     } catch (error) {
@@ -393,6 +410,11 @@ export class JobManager {
     return [...this.endpoint.refused];
   }
 
+  /** The waits for task managers not ended yet, oldest first (see `onTaskManagerWait`). */
+  get taskManagerWaits(): readonly TaskManagerWait[] {
+    return this.waiters.pending;
+  }
+
   /**
    * Resolves with the first `count` connected task managers once that many are registered.
    *
@@ -406,7 +428,13 @@ export class JobManager {
     count: number,
     timeoutMs: number = this.slotRequestTimeoutMs,
   ): Promise<readonly RegisteredTaskManager[]> {
-    return this.waiters.waitFor(count, timeoutMs, undefined, () => {
+    const what = `${count} task manager${count === 1 ? "" : "s"} to register`;
+    const key =
+      timeoutMs === this.slotRequestTimeoutMs
+        ? JobManagerOptions.SLOT_REQUEST_TIMEOUT.key
+        : undefined;
+    const timeout = { ms: timeoutMs, ...(key === undefined ? {} : { key }) };
+    return this.waiters.waitFor(count, timeout, undefined, what, () => {
       const registered = this.connectedTaskManagers().length;
       const limit =
         timeoutMs === this.slotRequestTimeoutMs
@@ -579,10 +607,11 @@ export class JobManager {
       if (!context.isLost(current) && current.connected) return current;
       const [replacement] = await this.waiters.waitFor(
         1,
-        timeoutMs,
+        { ms: timeoutMs, key: JobManagerOptions.SLOT_REQUEST_TIMEOUT.key },
         new Set(slots),
+        `a task manager to replace the lost ${current.labelWithAddress}, which ran ${vertex.name} (${subtask + 1}/${vertex.parallelism})`,
         () =>
-          `no task manager registered within ${timeoutMs} ms (${JobManagerOptions.SLOT_REQUEST_TIMEOUT.key}) to replace the lost ${current.label}, which ran ${vertex.name} (${subtask + 1}/${vertex.parallelism})`,
+          `no task manager registered within ${timeoutMs} ms (${JobManagerOptions.SLOT_REQUEST_TIMEOUT.key}) to replace the lost ${current.labelWithAddress}, which ran ${vertex.name} (${subtask + 1}/${vertex.parallelism})`,
       );
       slots[slot] = replacement as RegisteredTaskManager;
       return replacement as RegisteredTaskManager;

@@ -478,7 +478,7 @@ export class Task {
   }
 
   /**
-   * Gives up on a task canceled or failed from outside whose code has not returned (an embedded
+   * @internal Gives up on a task canceled or failed from outside whose code has not returned (an embedded
    * TaskExecutor's answer to `task.cancellation.timeout`, where no process can be ended): it ends
    * now, CANCELED or FAILED as it was stopped, its partitions and gates released when it was
    * stopped; what its code does afterwards changes nothing. No-op otherwise.

@@ -28,6 +28,7 @@ export {
   networkEnvironmentOf,
   type RawConfig,
 } from "./in-process-cluster.js";
+export { describeKeepAliveSuite } from "./keep-alive-suite.js";
 export { describeListenerErrorsSuite } from "./listener-errors-suite.js";
 export {
   SMALLEST_BUFFER_SETTINGS,

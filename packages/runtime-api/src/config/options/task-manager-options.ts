@@ -47,6 +47,40 @@ export const TaskManagerOptions = {
         "`TaskExecutor.close()`. 0 turns the watchdog off and waits without bound.",
     ),
 
+  /** How long a task manager that lost its job manager tries to register again. */
+  REGISTRATION_TIMEOUT: ConfigOptions.key("taskmanager.registration.timeout")
+    .durationType()
+    .defaultValue("5min")
+    .withValidator((value) => (value > 0 ? undefined : "a positive duration"))
+    .withDescription(
+      "How long a task manager that lost its job manager (its connection closed, or no " +
+        "heartbeat request came within `heartbeat.timeout`) keeps trying to register again, " +
+        "with or without high availability, as Flink's does: it cancels its tasks, releases " +
+        "their partitions and keeps its process, network memory and data port meanwhile. A " +
+        "task manager that could not register again within it ends (`job-manager-lost`).",
+    ),
+
+  /** The first pause between two registration attempts. */
+  INITIAL_REGISTRATION_BACKOFF: ConfigOptions.key("taskmanager.registration.initial-backoff")
+    .durationType()
+    .defaultValue("500ms")
+    .withValidator((value) => (value > 0 ? undefined : "a positive duration"))
+    .withDescription(
+      "The pause after a failed attempt of a task manager to register again with its job " +
+        "manager; it doubles with every further failed attempt up to " +
+        "`taskmanager.registration.max-backoff`.",
+    ),
+
+  /** The longest pause between two registration attempts. */
+  REGISTRATION_MAX_BACKOFF: ConfigOptions.key("taskmanager.registration.max-backoff")
+    .durationType()
+    .defaultValue("30s")
+    .withValidator((value) => (value > 0 ? undefined : "a positive duration"))
+    .withDescription(
+      "The longest pause between two attempts of a task manager to register again; also the " +
+        "longest one attempt waits for the job manager to answer.",
+    ),
+
   /** Folders for spill files. */
   TMP_DIRS: ConfigOptions.key("io.tmp.dirs")
     .stringType()
