@@ -7,7 +7,8 @@
 import type { AddressInfo } from "node:net";
 import { type Deferred, deferred, IllegalStateError } from "@sluice/core";
 import { must } from "@sluice/core/testing";
-import type { Task, TaskInvokable } from "@sluice/runtime";
+import { JobGraph, type Task, type TaskInvokable } from "@sluice/runtime";
+import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
 import { WebSocketServer } from "ws";
 import { CONTROL_PLANE_PATH } from "./control-plane-messages.js";
@@ -189,6 +190,53 @@ describe("a task manager that lost its job manager", () => {
     expect(direct.reRegistrations).toBe(0);
     console.log(
       `partition of ${healedAt - cutAt} ms: registered again ${registeredAfterMs} ms after it healed`,
+    );
+  }, 60_000);
+
+  it("gets the partitions it wrote after registering again released at the job's end, though a lost registration had its resource id", async () => {
+    const jobManager = await startJobManager({
+      "restart-strategy.type": "fixed-delay",
+      "restart-strategy.fixed-delay.attempts": 3,
+      "restart-strategy.fixed-delay.delay": "10ms",
+      "taskmanager.memory.network.min": "16mb",
+    });
+    await startTaskManager(jobManager, {}, { invokables });
+    const proxy = await LinkProxy.start(jobManager);
+    proxies.push(proxy);
+    const partitioned = await startTaskManager(
+      { host: "127.0.0.1", port: proxy.port },
+      {},
+      { invokables, onWarning: () => {} },
+    );
+    // The sums read blocking partitions: they run once both sources finished.
+    const graph = new JobGraph("blocking numbers");
+    const source = graph.addVertex({ name: "Numbers", parallelism: 2, invokable: "numbers" });
+    const total = graph.addVertex({ name: "Sum", parallelism: 2, invokable: "sum" });
+    graph.connect(source, total, {
+      partitioner: { name: "HASH", keySelector: "value" },
+      serializer: "int32",
+      partitionType: ResultPartitionType.BLOCKING,
+    });
+    const execution = await jobManager.deploy(graph);
+    await until(
+      () => execution.executionVertices.filter((v) => v.state === "RUNNING").length === 2,
+      "the sources to run",
+    );
+    const cutOff = must(jobManager.taskManagers[1]);
+    proxy.cut();
+    await until(() => !cutOff.connected, "the job manager to lose the cut-off task manager");
+    proxy.heal();
+    await until(() => partitioned.reRegistrations === 1, "the task manager to register again");
+    finish.resolve();
+    const result = await execution.terminated;
+    expect(result.status).toBe("FINISHED");
+    const again = must(jobManager.taskManagers[2]);
+    expect(execution.executionVertices.some((v) => v.gateway === again)).toBe(true);
+    // Released on the task manager that came back, as on any other.
+    const environment = partitioned.executor.shuffleEnvironment;
+    await until(
+      () => environment.getPartitionsOccupyingLocalResources().length === 0,
+      "the job's partitions on the task manager that came back to be released",
     );
   }, 60_000);
 });
