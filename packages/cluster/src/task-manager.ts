@@ -58,8 +58,9 @@ export interface TaskManagerStartOptions extends TaskExecutorOptions {
   /** The application's version; the job manager refuses another one than its own (default `""`). */
   readonly applicationVersion?: string;
   /**
-   * How long a refused connection is retried, as the job manager may start later (default 30 s).
-   * A TLS failure is not retried.
+   * How long a refused connection is retried at start, as the job manager may start later
+   * (default 30 s). A TLS failure is not retried. (Registering again after losing the job
+   * manager follows `taskmanager.registration.*` instead.)
    */
   readonly connectRetryMs?: number;
   /** Receives the application channel's messages; without it, they are answered with an error. */
@@ -108,11 +109,13 @@ interface WithNetworkBufferPool {
  * {@link JobManager}, takes the job manager's configuration with its own keys on top, starts a
  * `TaskExecutor` with the application's code, registers it, and then serves the job manager's
  * `TaskExecutorGateway` calls (deploying and running tasks), reporting task states and answering
- * producer-state questions through the job manager. It ends when the job manager shuts it down,
- * when it loses the job manager (connection closed, or no heartbeat request for
- * `heartbeat.timeout`), when its TaskExecutor fails fatally, or on {@link TaskManager.close};
- * {@link TaskManager.terminated} says which. Either way its TaskExecutor is closed (every network buffer back in its pool) first. It
- * never exits the process: that is the application's decision.
+ * producer-state questions through the job manager. When it loses the job manager (connection
+ * closed, or no heartbeat request for `heartbeat.timeout`) it cancels its tasks and registers
+ * again, with backoff, until `taskmanager.registration.timeout`. It ends when the job manager
+ * shuts it down, when it could not register again in time, when its TaskExecutor fails fatally,
+ * or on {@link TaskManager.close}; {@link TaskManager.terminated} says which. Either way its
+ * TaskExecutor is closed (every network buffer back in its pool) first. It never exits the
+ * process: that is the application's decision.
  */
 export class TaskManager {
   /** The running TaskExecutor. */
