@@ -23,7 +23,7 @@ import {
 import { useChaosSuite } from "./chaos-suite.js";
 
 const suite = useChaosSuite("slc-chaos-ci", "10.79.0", 2);
-const RECORDS = 1_000_000;
+const RECORDS = 600_000;
 const RATE_LIMIT = "200mbit";
 
 it("a job through 10% loss and a 200 Mbit/s limit on one link, a 20 s cut of the other and a 15 s SIGSTOP ends verified exactly once, with no restart", async (context) => {
@@ -32,7 +32,7 @@ it("a job through 10% loss and a 200 Mbit/s limit on one link, a 20 s cut of the
   const [first, second] = network.workers as [NamespaceHost, NamespaceHost];
   network.applyLoss(first, 10);
   network.applyRateLimit(first, RATE_LIMIT);
-  const cluster = suite.track(startChaosCluster(network, RECORDS, ["--duration", "30"]));
+  const cluster = suite.track(startChaosCluster(network, RECORDS, ["--duration", "15"]));
   let latest = await checkpointAfter(cluster, 0, 60_000, "a first checkpoint");
 
   const reconnectedAt = await cutFor(network, second, 20_000);
