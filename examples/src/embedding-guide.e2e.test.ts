@@ -1,8 +1,9 @@
 /**
  * The acceptance test of docs/embedding.md, as a user outside this repository would follow it:
- * the packages are packed into tarballs, the guide's files (its code blocks that name a file) are
- * written into an empty folder next to them, installed with pnpm from the tarballs (no workspace
- * links), type-checked with this repository's TypeScript, and run over TCP and over WebSocket,
+ * the packages are published to the run's test registry, the guide's files (its code blocks that
+ * name a file) are written into an empty folder, installed with pnpm from the registry (no
+ * workspace links, no tarballs), type-checked with this repository's TypeScript, and run over TCP
+ * and over WebSocket,
  * chosen by configuration only: the two-process example moving 10^6 records exactly once, the
  * batch job stage by stage, and the checkpointed job through its injected failure, each printing
  * exactly what the guide says it prints.
@@ -18,6 +19,7 @@ import {
   PUBLISHED_PACKAGES,
   packPackages,
 } from "./test-support/packed-packages.js";
+import { sluicePackagesNotFromRegistry, testRegistry } from "./test-support/test-registry.js";
 
 const RECORDS = 1_000_000;
 const root = mkdtempSync(path.join(tmpdir(), "sluice-embedding-"));
@@ -103,15 +105,16 @@ async function until(condition: () => boolean, what: string, timeoutMs = 20_000)
 }
 
 describe("the embedding guide's two-process example, outside the repository", () => {
-  it("installs from the packed tarballs, not from workspace links, and type-checks with the repository's TypeScript", () => {
+  it("installs from the registry by version, not from workspace links or tarballs, and type-checks with the repository's TypeScript", () => {
     expect(install?.status, install?.output).toBe(0);
-    // Every @sluice package, the transitive ones too, was unpacked from its tarball.
+    // Every @sluice package, the transitive ones too, came from the registry by its version.
     const store = readdirSync(path.join(app, "node_modules/.pnpm"));
     for (const name of PUBLISHED_PACKAGES) {
       expect(store).toContainEqual(
-        expect.stringMatching(new RegExp(`^@sluice\\+${name}@file\\+\\.\\.\\+sluice-packs\\+`)),
+        expect.stringMatching(new RegExp(`^@sluice\\+${name}@\\d+\\.\\d+\\.\\d+$`)),
       );
     }
+    expect(sluicePackagesNotFromRegistry(testRegistry(), app)).toEqual([]);
     expect(store.filter((entry) => entry.startsWith("@sluice+"))).toHaveLength(
       PUBLISHED_PACKAGES.length,
     );

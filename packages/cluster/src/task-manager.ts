@@ -7,7 +7,7 @@ import {
   IllegalStateError,
   isSluiceError,
 } from "@sluice/core";
-import { Configuration, TaskExecutor, type TaskExecutorOptions } from "@sluice/runtime";
+import { type Configuration, TaskExecutor, type TaskExecutorOptions } from "@sluice/runtime";
 import {
   HeartbeatManagerOptions,
   JobManagerOptions,
@@ -599,11 +599,15 @@ function effectiveConfiguration(
   fromJobManager: Readonly<Record<string, unknown>>,
   localAddress: string,
 ): Configuration {
-  const shipped = Object.entries(fromJobManager).filter(([key]) => !HOST_LOCAL_KEYS.has(key));
-  const configuration = new Configuration([...shipped, ...Object.entries(own.toObject())], {
-    ...(own.configDir === undefined ? {} : { configDir: own.configDir }),
-    ...(own.configFile === undefined ? {} : { configFile: own.configFile }),
-  });
+  // A copy of this host's own: the TaskExecutor started with it reports the unknown keys loaded
+  // here (not the job manager's, which its own process reports) once it loaded the plugins.
+  const configuration = own.clone();
+  for (const [key, value] of Object.entries(fromJobManager)) {
+    // A null in the job manager's JSON sets nothing (set() refuses it).
+    if (!HOST_LOCAL_KEYS.has(key) && !own.has(key) && value !== null) {
+      configuration.set(key, value);
+    }
+  }
   if (!own.contains(TaskManagerOptions.HOST) && localAddress !== "") {
     configuration.set(TaskManagerOptions.HOST, localAddress);
   }

@@ -42,4 +42,5 @@ export * from "./messages/index.js";
 export * from "./metrics/index.js";
 export * from "./partitioner/index.js";
 export * from "./sink/index.js";
+export * from "./state/index.js";
 export * from "./taskexecutor/index.js";

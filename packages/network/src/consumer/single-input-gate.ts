@@ -290,8 +290,9 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
     for (const channel of this.channels) {
       if (hasExclusiveBuffers(channel)) channel.useFloatingBuffersOnly();
     }
-    fallback.onFallback(this, reason);
-    return fallback.createFloatingOnlyBufferPool();
+    const pool = fallback.createFloatingOnlyBufferPool();
+    fallback.onFallback(this, reason, pool);
+    return pool;
   }
 
   /** How the remote channels get their buffers; `floating-only` after a fallback at setup. */
@@ -550,6 +551,15 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
 
   resumeConsumption(channelIndex: number): void {
     this.getChannel(channelIndex).resumeConsumption();
+  }
+
+  /**
+   * The task read the EndOfData of channel `channelIndex` and processed every record before it
+   * (Flink's `acknowledgeAllRecordsProcessed`): the producer's subpartition learns it, locally or
+   * with an AckAllUserRecordsProcessed message.
+   */
+  acknowledgeAllRecordsProcessed(channelIndex: number): void {
+    this.getChannel(channelIndex).acknowledgeAllRecordsProcessed();
   }
 
   /**

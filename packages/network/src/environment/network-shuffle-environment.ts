@@ -143,7 +143,11 @@ export class NetworkShuffleEnvironment
       maxMs: this.settings.requestBackoffMaxMs,
     };
     if (context.metrics !== undefined) {
-      registerEnvironmentMetrics(context.metrics, this.networkBufferPool);
+      registerEnvironmentMetrics(
+        context.metrics,
+        this.networkBufferPool,
+        () => this.buffersFallback.numberOfFallbacks,
+      );
       registerBatchShuffleMetrics(context.metrics, this.batchShuffleCounters, () =>
         this.getReadBufferPoolUsage(),
       );
@@ -562,6 +566,16 @@ export class NetworkShuffleEnvironment
       if (handler.isReadingPaused()) pausedConnections++;
     }
     return { queuedBytes, pausedConnections };
+  }
+
+  /**
+   * Bytes the data server read from its peers but has not decoded yet, over all connections (for
+   * tests and metrics): input that arrived while reading from a peer was paused.
+   */
+  getServerHeldInputBytes(): number {
+    let held = 0;
+    for (const handler of this.serverHandlers) held += handler.getHeldInputBytes();
+    return held;
   }
 
   /** Open client connections (for tests and metrics). */

@@ -146,6 +146,8 @@ export class JobDeployer {
         }),
         options.host ?? hostname(),
       );
+    // Every plugin is loaded: the keys none of them (nor Sluice) knows can be reported now.
+    configuration.reportUnknownKeys?.();
     deployer = new JobDeployer(
       plugin,
       master,

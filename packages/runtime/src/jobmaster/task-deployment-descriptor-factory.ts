@@ -112,6 +112,7 @@ export class TaskDeploymentDescriptorFactory {
       executionAttemptId: execution.attemptId,
       taskName: vertex.name,
       numberOfSubtasks: vertex.parallelism,
+      maxParallelism: vertex.maxParallelism,
       ...(vertex.invokable === undefined ? {} : { invokable: vertex.invokable }),
       ...(this.graph.userCodeModule === undefined
         ? {}

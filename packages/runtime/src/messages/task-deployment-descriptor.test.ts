@@ -49,3 +49,24 @@ describe("TaskDeploymentDescriptorCodec, FLIP-147 fields", () => {
     ).toThrow(/finished/);
   });
 });
+
+describe("TaskDeploymentDescriptorCodec, the vertex's max parallelism", () => {
+  it("carries maxParallelism through JSON and leaves it out when absent", () => {
+    const descriptor = TaskDeploymentDescriptorCodec.fromJSON(
+      descriptorJson({ numberOfSubtasks: 3, maxParallelism: 10 }),
+    );
+    expect(descriptor.maxParallelism).toBe(10);
+    expect(TaskDeploymentDescriptorCodec.toJSON(descriptor)).toMatchObject({ maxParallelism: 10 });
+    const plain = TaskDeploymentDescriptorCodec.fromJSON(descriptorJson({}));
+    expect(plain.maxParallelism).toBeUndefined();
+    expect(TaskDeploymentDescriptorCodec.toJSON(plain)).not.toHaveProperty("maxParallelism");
+  });
+
+  it("refuses a maxParallelism below the number of subtasks", () => {
+    expect(() =>
+      TaskDeploymentDescriptorCodec.fromJSON(
+        descriptorJson({ numberOfSubtasks: 3, maxParallelism: 2 }),
+      ),
+    ).toThrow(/maxParallelism/);
+  });
+});

@@ -13,6 +13,7 @@ import {
   type ResultPartitionDeploymentDescriptor,
   ResultPartitionDeploymentDescriptorCodec,
   type ResultPartitionDeploymentDescriptorJSON,
+  UPPER_BOUND_MAX_PARALLELISM,
 } from "@sluice/runtime-api";
 import { PARTITIONER_NAMES, type PartitionerName } from "../partitioner/partitioners.js";
 import { parseCheckpointId } from "./acknowledge-checkpoint.js";
@@ -93,6 +94,12 @@ export interface TaskDeploymentDescriptor {
   /** The vertex's parallelism. */
   readonly numberOfSubtasks: number;
   /**
+   * The vertex's max parallelism (Flink's `TaskInformation.maxNumberOfSubtasks`): the number of
+   * key groups of its keyed state, which its HASH input is routed by. Absent: Flink's default for
+   * `numberOfSubtasks` (`computeDefaultMaxParallelism`).
+   */
+  readonly maxParallelism?: number;
+  /**
    * The name of the code the task runs, as registered with the TaskExecutor; absent when the
    * application drives the deployed task itself (`Task.run`).
    */
@@ -138,6 +145,8 @@ export interface TaskDeploymentDescriptorJSON {
   readonly executionAttemptId: string;
   readonly taskName: string;
   readonly numberOfSubtasks: number;
+  /** Absent: Flink's default for `numberOfSubtasks`. */
+  readonly maxParallelism?: number;
   readonly invokable?: string;
   readonly userCodeModule?: string;
   readonly producedPartitions: readonly {
@@ -186,6 +195,17 @@ export function createTaskDeploymentDescriptor(
   if (!Number.isInteger(numberOfSubtasks) || numberOfSubtasks < 1) {
     throw new DescriptorError(
       `TaskDeploymentDescriptor: numberOfSubtasks must be an integer >= 1, got ${numberOfSubtasks}`,
+    );
+  }
+  const { maxParallelism } = descriptor;
+  if (
+    maxParallelism !== undefined &&
+    (!Number.isInteger(maxParallelism) ||
+      maxParallelism < numberOfSubtasks ||
+      maxParallelism > UPPER_BOUND_MAX_PARALLELISM)
+  ) {
+    throw new DescriptorError(
+      `TaskDeploymentDescriptor: maxParallelism of ${taskName} must be an integer in [numberOfSubtasks ${numberOfSubtasks}, ${UPPER_BOUND_MAX_PARALLELISM}], got ${maxParallelism}`,
     );
   }
   if (executionAttemptId.subtaskIndex >= numberOfSubtasks) {
@@ -242,6 +262,9 @@ function toJSON(descriptor: TaskDeploymentDescriptor): TaskDeploymentDescriptorJ
     ),
     taskName: descriptor.taskName,
     numberOfSubtasks: descriptor.numberOfSubtasks,
+    ...(descriptor.maxParallelism === undefined
+      ? {}
+      : { maxParallelism: descriptor.maxParallelism }),
     ...(descriptor.invokable === undefined ? {} : { invokable: descriptor.invokable }),
     ...(descriptor.userCodeModule === undefined
       ? {}
@@ -332,6 +355,9 @@ function fromFields(fields: JsonFields): TaskDeploymentDescriptor {
   );
   const taskName = fields.string("taskName");
   const numberOfSubtasks = fields.integer("numberOfSubtasks", 1, 2 ** 31 - 1);
+  const maxParallelism = fields.has("maxParallelism")
+    ? fields.integer("maxParallelism", numberOfSubtasks, UPPER_BOUND_MAX_PARALLELISM)
+    : undefined;
   const invokable = optionalString(fields, "invokable");
   const userCodeModule = optionalString(fields, "userCodeModule");
   const producedPartitions = fields.array("producedPartitions").map((item, index) => {
@@ -378,6 +404,7 @@ function fromFields(fields: JsonFields): TaskDeploymentDescriptor {
     executionAttemptId,
     taskName,
     numberOfSubtasks,
+    ...(maxParallelism === undefined ? {} : { maxParallelism }),
     ...(invokable === undefined ? {} : { invokable }),
     ...(userCodeModule === undefined ? {} : { userCodeModule }),
     producedPartitions,

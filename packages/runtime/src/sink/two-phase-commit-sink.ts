@@ -44,7 +44,10 @@ export interface TwoPhaseCommitSinkStats {
  * Rules, as in Flink: a checkpoint that is aborted commits nothing, and its pre-committed
  * transaction stays pending: the next completed checkpoint holds it too and commits it (its
  * records are before that checkpoint's barrier, so no source replays them). A completion commits
- * every pending transaction of that checkpoint and older ones, oldest first.
+ * every pending transaction of that checkpoint and older ones, oldest first: a newer completed
+ * checkpoint subsumes the older ones, whether they were aborted, still pending, or completed
+ * with their notification late or lost. A late completion of an older checkpoint, or a
+ * checkpoint's subsumption, finds nothing left to commit.
  *
  * @typeParam Txn - the sink's transaction handle (a file, a broker transaction id).
  */
@@ -221,6 +224,16 @@ export abstract class TwoPhaseCommitSink<Txn> implements CheckpointHandler, Chec
    * it too (as Flink's TwoPhaseCommitSinkFunction does).
    */
   notifyCheckpointAborted(_checkpointId: bigint): void {}
+
+  /**
+   * Completed checkpoint `checkpointId` was subsumed by a newer completed one, whose completion
+   * was notified first: its transaction and older ones were committed then. Commits any of them
+   * still pending, as a completion of `checkpointId` would (commits are idempotent), so nothing
+   * of a subsumed checkpoint is left uncommitted.
+   */
+  notifyCheckpointSubsumed(checkpointId: bigint): Promise<void> {
+    return this.notifyCheckpointComplete(checkpointId);
+  }
 
   /**
    * The task ends without a final commit (it failed or was canceled): aborts the open

@@ -242,6 +242,8 @@ export class TaskExecutor implements TaskExecutorGateway {
         host,
         resourceId.toString(),
       );
+    // Every plugin is loaded: the keys none of them (nor Sluice) knows can be reported now.
+    configuration.reportUnknownKeys?.();
     const closeMetrics = async () => {
       if (options.metricGroup !== undefined) return;
       metricGroup.close();
@@ -313,7 +315,13 @@ export class TaskExecutor implements TaskExecutorGateway {
       );
     }
     // Resolve every name before anything is allocated, so a bad name leaves nothing behind.
-    const userCode = await this.userCodeOf(tdd, name);
+    // No await for the code the TaskExecutor was started with: a deployment takes as few turns as
+    // it did before job modules, so the job side's serializer check of a producer that deploys
+    // right after its consumer still comes before the consumer's code runs.
+    const userCode =
+      tdd.userCodeModule === undefined
+        ? this.userCode
+        : await this.userCodeOf(tdd.userCodeModule, name);
     this.checkOpen();
     const serializersOut = tdd.producedPartitions.map((produced, i) =>
       userCode.serializer(produced.serializer, name, `producedPartitions[${i}].serializer`),
@@ -452,21 +460,16 @@ export class TaskExecutor implements TaskExecutorGateway {
   }
 
   /**
-   * The code that resolves the names of a descriptor: its job module's, or the code this
-   * TaskExecutor was started with.
+   * The code of a descriptor's job module, loaded on first use.
    *
    * @throws TaskDeploymentError naming the task and the module when the module cannot be loaded.
    */
-  private async userCodeOf(
-    tdd: TaskDeploymentDescriptor,
-    name: string,
-  ): Promise<UserCodeRegistry<Task>> {
-    if (tdd.userCodeModule === undefined) return this.userCode;
+  private async userCodeOf(reference: string, name: string): Promise<UserCodeRegistry<Task>> {
     try {
-      return await this.libraries.registryOf(tdd.userCodeModule);
+      return await this.libraries.registryOf(reference);
     } catch (error) {
       throw new TaskDeploymentError(
-        `${name}: the job's user code ${tdd.userCodeModule} cannot be loaded on the TaskExecutor at ${this.location.host}:${this.location.dataPort}: ${(error as Error)?.message ?? String(error)}`,
+        `${name}: the job's user code ${reference} cannot be loaded on the TaskExecutor at ${this.location.host}:${this.location.dataPort}: ${(error as Error)?.message ?? String(error)}`,
         { cause: error },
       );
     }
@@ -513,7 +516,11 @@ export class TaskExecutor implements TaskExecutorGateway {
         `${name}: submitTask needs a descriptor that names its invokable; use deployTask to run the task yourself`,
       );
     }
-    const invokable = (await this.userCodeOf(tdd, name)).invokable(tdd.invokable, name);
+    const userCode =
+      tdd.userCodeModule === undefined
+        ? this.userCode
+        : await this.userCodeOf(tdd.userCodeModule, name);
+    const invokable = userCode.invokable(tdd.invokable, name);
     const task = await this.deployTask(tdd, jobMaster);
     // The failure is not lost: it reaches the job master in the task's FAILED state report.
     task.run(invokable).catch(() => {});
@@ -575,8 +582,14 @@ export class TaskExecutor implements TaskExecutorGateway {
     executionAttemptId: ExecutionAttemptID,
     checkpointId: bigint,
     _timestamp: bigint,
+    lastSubsumedCheckpointId?: bigint,
   ): Promise<void> {
-    this.requireTask(executionAttemptId).notifyCheckpointComplete(checkpointId);
+    const task = this.requireTask(executionAttemptId);
+    task.notifyCheckpointComplete(checkpointId);
+    // After the completion, as Flink's confirmCheckpoint: the newer one is committed first.
+    if (lastSubsumedCheckpointId !== undefined && lastSubsumedCheckpointId > 0n) {
+      task.notifyCheckpointSubsumed(lastSubsumedCheckpointId);
+    }
   }
 
   /**
@@ -589,9 +602,12 @@ export class TaskExecutor implements TaskExecutorGateway {
   async notifyCheckpointAborted(
     executionAttemptId: ExecutionAttemptID,
     checkpointId: bigint,
-    _latestCompletedCheckpointId: bigint,
+    latestCompletedCheckpointId: bigint,
   ): Promise<void> {
-    this.requireTask(executionAttemptId).notifyCheckpointAborted(checkpointId);
+    this.requireTask(executionAttemptId).notifyCheckpointAborted(
+      checkpointId,
+      latestCompletedCheckpointId,
+    );
   }
 
   /**

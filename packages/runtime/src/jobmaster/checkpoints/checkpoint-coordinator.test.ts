@@ -71,7 +71,10 @@ function harness(
   }));
   const triggered: bigint[] = [];
   const failovers: Error[] = [];
-  /** The notifications each task got, as `complete N` / `aborted N (latest L)`. */
+  /**
+   * The notifications each task got, as `complete N`, `complete N (subsumes S)` or
+   * `aborted N (latest L)`.
+   */
   const notified: string[][] = [[], []];
   const configuration = testConfiguration({ tolerableCheckpointFailureNumber: 100, ...overrides });
   const plan: CheckpointPlan = {
@@ -92,9 +95,10 @@ function harness(
       executionAttemptId: task.executionAttemptId,
       name: `task ${i}`,
       gateway: {
-        notifyCheckpointComplete: async (attempt, checkpointId) => {
+        notifyCheckpointComplete: async (attempt, checkpointId, _timestamp, subsumed) => {
           expect(attempt.equals(task.executionAttemptId)).toBe(true);
-          notified[i]?.push(`complete ${checkpointId}`);
+          const note = subsumed === undefined ? "" : ` (subsumes ${subsumed})`;
+          notified[i]?.push(`complete ${checkpointId}${note}`);
         },
         notifyCheckpointAborted: async (_attempt, checkpointId, latest) => {
           notified[i]?.push(`aborted ${checkpointId} (latest ${latest})`);
@@ -437,6 +441,21 @@ describe("CheckpointCoordinator notifications (notifyCheckpointComplete / notify
     await eventually("both tasks were told twice", () => notified.every((n) => n.length === 2));
     expect(notified[0]).toEqual(["complete 2", "aborted 1 (latest 2)"]);
     expect(notified[1]).toEqual(["complete 2", "aborted 1 (latest 2)"]);
+  });
+
+  it("tells every task which retained checkpoint a completion subsumed, with the completion", async () => {
+    const { coordinator, acknowledge, notified } = harness({ maxRetainedCheckpoints: 2 });
+    for (let id = 1n; id <= 3n; id++) {
+      const completion = coordinator.triggerCheckpoint();
+      await acknowledge(0, id);
+      await acknowledge(1, id);
+      await completion;
+    }
+    await eventually("both tasks were told thrice", () => notified.every((n) => n.length === 3));
+    // Two are retained: the third completion drops the first.
+    for (const task of notified)
+      expect(task).toEqual(["complete 1", "complete 2", "complete 3 (subsumes 1)"]);
+    await coordinator.shutdown("FINISHED");
   });
 
   it("stores a completed checkpoint before it tells any task, as Flink's CompletedCheckpointStore", async () => {

@@ -445,11 +445,12 @@ export class CheckpointCoordinator {
     this.latest = checkpoint;
     this.completedCount++;
     this.consecutiveFailures = 0;
+    let lastSubsumed: CompletedCheckpoint | undefined;
     while (this.completed.length > this.configuration.maxRetainedCheckpoints) {
-      const subsumed = this.completed.shift() as CompletedCheckpoint;
-      this.track(this.storage.discardCheckpoint(subsumed.checkpointId));
+      lastSubsumed = this.completed.shift() as CompletedCheckpoint;
+      this.track(this.storage.discardCheckpoint(lastSubsumed.checkpointId));
     }
-    this.notifyComplete(checkpoint);
+    this.notifyComplete(checkpoint, lastSubsumed?.checkpointId);
     for (const older of [...this.pendingCheckpoints.values()]) {
       if (older.checkpointId < checkpoint.checkpointId) {
         this.abort(older, CheckpointFailureReason.CHECKPOINT_SUBSUMED);
@@ -497,17 +498,22 @@ export class CheckpointCoordinator {
   }
 
   /**
-   * Tells every task of `checkpoint` that it completed (Flink's `sendAcknowledgeMessages`). A
-   * notification that cannot be delivered is dropped: the task is gone (finished, canceled, its
-   * TaskExecutor lost), and a restored attempt commits what the checkpoint holds on restore.
+   * Tells every task of `checkpoint` that it completed, and that `lastSubsumed` (the completed
+   * checkpoint it made the job stop retaining, if any) was subsumed (Flink's
+   * `sendAcknowledgeMessages`). A notification that cannot be delivered is dropped: the task is
+   * gone (finished, canceled, its TaskExecutor lost), and a restored attempt commits what the
+   * checkpoint holds on restore.
    */
-  private notifyComplete(checkpoint: CompletedCheckpoint): void {
+  private notifyComplete(checkpoint: CompletedCheckpoint, lastSubsumed: bigint | undefined): void {
     const targets = this.takeCommitTargets(checkpoint.checkpointId);
     const timestamp = BigInt(checkpoint.timestamp);
     for (const task of targets) {
-      task.gateway
-        .notifyCheckpointComplete?.(task.executionAttemptId, checkpoint.checkpointId, timestamp)
-        .catch(() => {});
+      const { executionAttemptId } = task;
+      const id = checkpoint.checkpointId;
+      (lastSubsumed === undefined
+        ? task.gateway.notifyCheckpointComplete?.(executionAttemptId, id, timestamp)
+        : task.gateway.notifyCheckpointComplete?.(executionAttemptId, id, timestamp, lastSubsumed)
+      )?.catch(() => {});
     }
   }
 
