@@ -34,6 +34,9 @@ export function typeCheckBlocks(
   const { fileExists, readFile, getSourceFile, directoryExists } = host;
   const snippets = path.join(folder, "doc-snippets");
   host.getCurrentDirectory = () => folder;
+  // The blocks' folder exists only here: a block may import another (`./ha-job.js`).
+  host.directoryExists = (name) =>
+    path.resolve(name) === snippets || (directoryExists?.call(host, name) ?? true);
   host.fileExists = (name) => files.has(name) || fileExists.call(host, name);
   // The blocks' folder exists only in memory: a block may import another (`./word-count.js`).
   host.directoryExists = (name) =>

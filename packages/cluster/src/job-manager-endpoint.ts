@@ -139,6 +139,8 @@ export class JobManagerEndpoint {
   private readonly registeredAddresses = new Set<string>();
   /** Connections refused for the connection cap since the last warning about it. */
   private refusedConnections = 0;
+  /** Registrations so far: each task manager's index. */
+  private registrations = 0;
   private lastCapWarning = 0;
   private closing: Promise<void> | undefined;
 
@@ -223,6 +225,16 @@ export class JobManagerEndpoint {
         resolve(endpoint);
       });
     });
+  }
+
+  /**
+   * A new leadership of the job manager begins: the task managers lost before (a deposed job
+   * manager dropped every connection) are forgotten, so that they register again with their
+   * resource ids; the jobs that told them apart were suspended with the old leadership.
+   */
+  forgetLostTaskManagers(): void {
+    const connected = this.taskManagers.filter((taskManager) => taskManager.connected);
+    this.taskManagers.splice(0, this.taskManagers.length, ...connected);
   }
 
   /** Stops heartbeats, drops every connection and stops listening. Idempotent. */
@@ -405,7 +417,7 @@ export class JobManagerEndpoint {
       const info = hello as { pid: number; hostname: string };
       const taskManager = new RegisteredTaskManager(
         {
-          index: this.taskManagers.length,
+          index: this.registrations++,
           pid: info.pid,
           hostname: info.hostname,
           remoteAddress,

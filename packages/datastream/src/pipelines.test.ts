@@ -254,7 +254,11 @@ describe("a typed job in one process", () => {
       .sinkTo(new FileSink({ directory: dir, format: ([w, n]) => `${w}=${n}\n` }));
     await runToEnd(env);
     const files = (await readdir(dir)).sort();
-    expect(files).toEqual(["part-0-0-0", "part-1-0-0"]);
+    // <prefix>-<subtask>-<job id>-<leadership epoch>-<attempt>-<n> (TransactionalFileSink).
+    expect(files).toHaveLength(2);
+    for (const [subtask, file] of files.entries()) {
+      expect(file).toMatch(new RegExp(`^part-${subtask}-[0-9a-f]{32}-[0-9a-f]+-0-0$`));
+    }
     const lines = (await Promise.all(files.map((f) => readFile(path.join(dir, f), "utf8"))))
       .join("")
       .trim()

@@ -11,6 +11,7 @@ export {
   IllegalStateError,
   InsufficientBuffersError,
   isSluiceError,
+  JobID,
   SluiceError,
 } from "@sluice/core";
 export {
@@ -21,6 +22,7 @@ export {
   ExecutionCheckpointingOptions,
   ExecutionOptions,
   type ExecutionState,
+  FencingTokenError,
   type JsonObject,
   type JsonValue,
   NettyShuffleEnvironmentOptions,

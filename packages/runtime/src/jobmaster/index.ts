@@ -18,6 +18,7 @@ export {
   numberOfSubpartitions,
   partitionIdOf,
 } from "./job-graph.js";
+export { JobGraphCodec, type JobGraphJSON } from "./job-graph-codec.js";
 export {
   defineJob,
   isJobModule,
@@ -27,7 +28,7 @@ export {
   loadJobModule,
 } from "./job-module.js";
 export type { JobCheckpointsSummary, JobResult } from "./job-result.js";
-export type { JobStatus, JobStatusListener } from "./job-status.js";
+export { isGloballyTerminal, type JobStatus, type JobStatusListener } from "./job-status.js";
 export type { DeploymentOrder } from "./pipelined-region-scheduling-strategy.js";
 export type { Placement, PlacementContext } from "./placement.js";
 export {

@@ -50,6 +50,31 @@ describe("TaskDeploymentDescriptorCodec, FLIP-147 fields", () => {
   });
 });
 
+describe("TaskDeploymentDescriptorCodec, the leadership epoch", () => {
+  it("carries the leadership epoch through JSON and refuses one that cannot be part of a name, naming the field", () => {
+    const descriptor = TaskDeploymentDescriptorCodec.fromJSON(
+      descriptorJson({ leadershipEpoch: "1234" }),
+    );
+    expect(descriptor.leadershipEpoch).toBe("1234");
+    expect(TaskDeploymentDescriptorCodec.toJSON(descriptor)).toMatchObject({
+      leadershipEpoch: "1234",
+    });
+    expect(TaskDeploymentDescriptorCodec.fromJSON(descriptorJson({})).leadershipEpoch).toBe(
+      undefined,
+    );
+    for (const bad of ["", "a-b", "../x", "x".repeat(33), 7]) {
+      expect(() =>
+        TaskDeploymentDescriptorCodec.fromJSON(descriptorJson({ leadershipEpoch: bad })),
+      ).toThrow(
+        expect.objectContaining({
+          code: "SLUICE_ERR_DESCRIPTOR",
+          message: expect.stringContaining("leadershipEpoch"),
+        }),
+      );
+    }
+  });
+});
+
 describe("TaskDeploymentDescriptorCodec, the vertex's max parallelism", () => {
   it("carries maxParallelism through JSON and leaves it out when absent", () => {
     const descriptor = TaskDeploymentDescriptorCodec.fromJSON(

@@ -19,6 +19,7 @@ import { PARTITIONER_NAMES, type PartitionerName } from "../partitioner/partitio
 import { parseCheckpointId } from "./acknowledge-checkpoint.js";
 import type { CheckpointingMode } from "./checkpointing-mode.js";
 import type { FileStateHandle } from "./file-state-handle.js";
+import { isLeadershipEpoch } from "./leadership-epoch.js";
 import type { UnalignedCheckpointsSettings } from "./unaligned-checkpoints-settings.js";
 
 const TYPE_NAME = "TaskDeploymentDescriptor";
@@ -89,6 +90,12 @@ export interface TaskDeploymentDescriptor {
   readonly jobName?: string;
   /** The execution attempt (vertex, subtask index, attempt number). */
   readonly executionAttemptId: ExecutionAttemptID;
+  /**
+   * The leadership of the job manager that deployed this attempt (`Task.leadershipEpoch`): 1 to
+   * 32 letters and digits, unique per leadership, so that what attempts of different leaders
+   * write outside (part files, transactions) never shares a name. Absent: `"0"`.
+   */
+  readonly leadershipEpoch?: string;
   /** The vertex name, e.g. `"Count"`; the task is shown as `Count (1/2)#0`. */
   readonly taskName: string;
   /** The vertex's parallelism. */
@@ -143,6 +150,7 @@ export interface TaskDeploymentDescriptorJSON {
   readonly jobId: string;
   readonly jobName?: string;
   readonly executionAttemptId: string;
+  readonly leadershipEpoch?: string;
   readonly taskName: string;
   readonly numberOfSubtasks: number;
   /** Absent: Flink's default for `numberOfSubtasks`. */
@@ -195,6 +203,11 @@ export function createTaskDeploymentDescriptor(
   if (!Number.isInteger(numberOfSubtasks) || numberOfSubtasks < 1) {
     throw new DescriptorError(
       `TaskDeploymentDescriptor: numberOfSubtasks must be an integer >= 1, got ${numberOfSubtasks}`,
+    );
+  }
+  if (descriptor.leadershipEpoch !== undefined && !isLeadershipEpoch(descriptor.leadershipEpoch)) {
+    throw new DescriptorError(
+      `TaskDeploymentDescriptor: leadershipEpoch must be 1 to 32 letters and digits, got ${JSON.stringify(descriptor.leadershipEpoch)}`,
     );
   }
   const { maxParallelism } = descriptor;
@@ -260,6 +273,9 @@ function toJSON(descriptor: TaskDeploymentDescriptor): TaskDeploymentDescriptorJ
     executionAttemptId: convert("executionAttemptId", () =>
       descriptor.executionAttemptId.toString(),
     ),
+    ...(descriptor.leadershipEpoch === undefined
+      ? {}
+      : { leadershipEpoch: descriptor.leadershipEpoch }),
     taskName: descriptor.taskName,
     numberOfSubtasks: descriptor.numberOfSubtasks,
     ...(descriptor.maxParallelism === undefined
@@ -353,6 +369,10 @@ function fromFields(fields: JsonFields): TaskDeploymentDescriptor {
     "an ExecutionAttemptID (<hex>_<hex>_<subtask>_<attempt>)",
     ExecutionAttemptID.parse,
   );
+  const leadershipEpoch = optionalString(fields, "leadershipEpoch");
+  if (leadershipEpoch !== undefined && !isLeadershipEpoch(leadershipEpoch)) {
+    fields.fail("leadershipEpoch", "must be 1 to 32 letters and digits", leadershipEpoch);
+  }
   const taskName = fields.string("taskName");
   const numberOfSubtasks = fields.integer("numberOfSubtasks", 1, 2 ** 31 - 1);
   const maxParallelism = fields.has("maxParallelism")
@@ -402,6 +422,7 @@ function fromFields(fields: JsonFields): TaskDeploymentDescriptor {
     jobId,
     ...(jobName === undefined ? {} : { jobName }),
     executionAttemptId,
+    ...(leadershipEpoch === undefined ? {} : { leadershipEpoch }),
     taskName,
     numberOfSubtasks,
     ...(maxParallelism === undefined ? {} : { maxParallelism }),

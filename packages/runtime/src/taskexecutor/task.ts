@@ -24,6 +24,7 @@ import type { RecordReader } from "../io/record-reader.js";
 import type { RecordWriter } from "../io/record-writer.js";
 import { CheckpointFailureReason } from "../messages/checkpoint-failure-reason.js";
 import type { CheckpointingMode } from "../messages/checkpointing-mode.js";
+import { NO_LEADERSHIP_EPOCH } from "../messages/leadership-epoch.js";
 import { serializeThrowable } from "../messages/serialized-throwable.js";
 import { taskNameWithSubtask } from "../messages/task-deployment-descriptor.js";
 import type { TaskExecutionState } from "../messages/task-execution-state.js";
@@ -39,6 +40,7 @@ import { allDataProcessed, checkAllRecordsProcessedHandshake } from "./all-data-
 import { startBufferDebloating } from "./buffer-debloating.js";
 import { CheckpointNotifications } from "./checkpoint-notifications.js";
 import { anyPendingRecord, outputsAvailableFuture } from "./output-availability.js";
+import { startTask } from "./starting-task.js";
 import { TaskMailbox } from "./task-mailbox.js";
 import { createTaskRecordIo, finishPartitions } from "./task-record-io.js";
 import type { TaskCheckpointing, TaskResources } from "./task-resources.js";
@@ -88,6 +90,14 @@ export class Task {
   readonly numberOfSubtasks: number;
   /** The attempt number (0 for the first attempt). */
   readonly attemptNumber: number;
+  /**
+   * The leadership of the job manager that deployed this attempt (1 to 32 letters and digits):
+   * under high availability derived from the leader's fencing token (etcd's grows with every
+   * leadership), else random per deployment. Attempt numbers start at 0 again under a new
+   * leader, so whatever a task names outside (part files, transactional ids) must hold this too:
+   * `TransactionalFileSink` and any `TwoPhaseCommitSink` do it by themselves.
+   */
+  readonly leadershipEpoch: string;
   /**
    * The vertex's max parallelism: the number of key groups its keyed state is split into (Flink's
    * `getMaxNumberOfParallelSubtasks`).
@@ -172,6 +182,7 @@ export class Task {
     });
     this.subtaskIndex = descriptor.executionAttemptId.subtaskIndex;
     this.attemptNumber = descriptor.executionAttemptId.attemptNumber;
+    this.leadershipEpoch = descriptor.leadershipEpoch ?? NO_LEADERSHIP_EPOCH;
     this.numberOfSubtasks = descriptor.numberOfSubtasks;
     this.maxParallelism =
       descriptor.maxParallelism ?? computeDefaultMaxParallelism(descriptor.numberOfSubtasks);
@@ -486,7 +497,7 @@ export class Task {
       );
       // A subtask that had finished before the restored checkpoint does not run again (FLIP-147).
       if (this.resources.restore?.finished !== true) {
-        result = (await invokable(this)) ?? undefined;
+        result = (await startTask(this, () => invokable(this))) ?? undefined;
       }
       this.checkNotAborted();
       await this.endData();
