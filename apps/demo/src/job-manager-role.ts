@@ -1,4 +1,5 @@
 import {
+  describeTaskManagerWait,
   JobManager,
   MetricFetcher,
   type RegisteredTaskManager,
@@ -135,6 +136,9 @@ export class JobManagerRole {
       elapsedMs: performance.now() - this.startedAt,
       totalRecords: this.options.records,
       tasks: this.report.tasks(),
+      waiting: (this.jobManager?.taskManagerWaits ?? []).map((wait) =>
+        describeTaskManagerWait(wait),
+      ),
     }));
   }
 
@@ -300,7 +304,9 @@ export class JobManagerRole {
       ...(bind === undefined ? {} : { bind }),
       loader: { applicationDirs: [APP_DIR] },
       applicationVersion: APP_VERSION,
-      maxTaskManagers: options.taskManagers,
+      // Standalone, task managers beyond the job's are turned away. Local ones are all this
+      // process's children: one that comes back after a replacement was started is let in.
+      ...(options.command === "local" ? {} : { maxTaskManagers: options.taskManagers }),
       onFatalError: (error) =>
         this.failures.record(1, `the shuffle master failed: ${error.message}`),
       onLeadershipRevoked: () =>
@@ -320,6 +326,8 @@ export class JobManagerRole {
         this.report.lost.add(tm);
         this.exits.lost(tm, cause, this.execution, this.recovery);
       },
+      // A job that cannot run says what it waits for, and how long it will.
+      onTaskManagerWait: (wait, phase) => this.say(`${describeTaskManagerWait(wait, phase)}\n`),
       onApplicationMessage: (tm, name, payload) => {
         if (name !== METRIC_ENDPOINTS_MESSAGE) {
           throw new ConfigurationError(`${tm.label} sent an unknown message ${name}`);

@@ -111,3 +111,8 @@ export {
   type TaskManagerStartOptions,
   type TaskManagerTermination,
 } from "./task-manager.js";
+export {
+  describeTaskManagerWait,
+  type TaskManagerWait,
+  type TaskManagerWaitPhase,
+} from "./task-manager-waiters.js";

@@ -6,17 +6,17 @@ import {
   ConfigurationError,
   IllegalStateError,
   type JobID,
+  LimitExceededError,
   ProtocolError,
   RemoteTransportError,
   ResourceID,
   TimeoutError,
 } from "@sluice/core";
-import type { TlsSettings } from "@sluice/network";
+import { keepAliveDelayFor, type TlsSettings } from "@sluice/network";
 import { type ListenTarget, listenError } from "@sluice/runtime";
 import { FencingTokenError, JobManagerOptions, type JsonValue } from "@sluice/runtime-api";
 import { type WebSocket, WebSocketServer } from "ws";
 import {
-  CONTROL_PLANE_KEEP_ALIVE_DELAY_MS,
   CONTROL_PLANE_PATH,
   CONTROL_PLANE_VERSION,
   controlPlaneUrl,
@@ -274,7 +274,9 @@ export class JobManagerEndpoint {
       return;
     }
     this.connections.add(socket);
-    socket.setKeepAlive(true, CONTROL_PLANE_KEEP_ALIVE_DELAY_MS);
+    // A peer that vanished without a FIN is noticed by TCP too, but never before the heartbeat
+    // would: a cut the heartbeats ride out must not end the connection under them.
+    socket.setKeepAlive(true, keepAliveDelayFor(this.options.heartbeatTimeoutMs));
     const timer = setTimeout(() => {
       if (socket.destroyed || this.registeredAddresses.has(address)) return;
       events.onWarning(
@@ -382,8 +384,9 @@ export class JobManagerEndpoint {
       const { maxTaskManagers } = this.options;
       // Lost task managers do not count: a replacement for one is welcome.
       if (this.taskManagers.filter((tm) => tm.connected).length >= maxTaskManagers) {
+        // A limit the application set: a task manager refused for it does not try again.
         refuse(
-          new IllegalStateError(
+          new LimitExceededError(
             `the job manager already has the ${maxTaskManagers} task managers it accepts`,
           ),
         );
@@ -398,13 +401,16 @@ export class JobManagerEndpoint {
           ),
         );
       }
-      // Jobs tell task managers apart by resource id (a lost one is never used again), so one id
-      // names one task manager for the job manager's lifetime, lost ones included.
-      const holder = this.taskManagers.find((tm) => tm.location.resourceId.equals(resourceId));
+      // A task manager that lost this job manager registers again with its resource id: it is
+      // a new registration (jobs never use a lost one again), welcome once the old one is known
+      // lost. Until then the id names a live task manager, and only that one.
+      const holder = this.taskManagers.find(
+        (tm) => tm.location.resourceId.equals(resourceId) && tm.connected,
+      );
       if (holder !== undefined) {
         refuse(
           new IllegalStateError(
-            `${peer.label} registered with resource id ${resourceId}, which ${holder.labelWithAddress} registered with${holder.connected ? "" : " (it was lost)"}; a resource id names one task manager`,
+            `${peer.label} registered with resource id ${resourceId}, which ${holder.labelWithAddress} holds; a resource id names one task manager (a task manager registering again is welcome once its former registration is lost)`,
           ),
         );
       }

@@ -147,7 +147,9 @@ describe.skipIf(reason !== undefined)("standby job managers on a real etcd", () 
       `the task manager registered with the new leader ${Date.now() - killedAt} ms after kill -9 of the old one (lease TTL 2 s)`,
     );
     expect(taskManager.jobManagerAddress).toBe(`127.0.0.1:${standbyPort}`);
-    expect(warnings.join("\n")).toContain("registering with the next leader");
+    expect(warnings.join("\n")).toContain(
+      "registering again with the leader that high availability names",
+    );
     // It still runs: its TaskExecutor was kept, not closed.
     let ended = false;
     void taskManager.terminated.then(() => {

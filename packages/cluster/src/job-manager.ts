@@ -33,7 +33,11 @@ import { JobManagerEndpoint, type RefusedTaskManager } from "./job-manager-endpo
 import { JobPersistence } from "./job-persistence.js";
 import type { RegisteredTaskManager } from "./registered-task-manager.js";
 import { type ShufflePluginIdentity, shufflePluginIdentity } from "./shuffle-plugin-identity.js";
-import { TaskManagerWaiters } from "./task-manager-waiters.js";
+import {
+  type TaskManagerWait,
+  TaskManagerWaiters,
+  type TaskManagerWaitPhase,
+} from "./task-manager-waiters.js";
 
 /** A host and a port. */
 export interface HostAndPort {
@@ -114,6 +118,13 @@ export interface JobManagerStartOptions extends JobDeployerOptions {
    * `statusListener`), every failover is reported to `onWarning` with its cause.
    */
   readonly jobStatusListener?: (jobId: JobID, status: JobStatus, cause: Error | undefined) => void;
+  /**
+   * A wait for task managers began (a deployment's, a job taken over's, or a restart's for a
+   * replacement of a lost one), ended as they came, or timed out (`slot.request.timeout`; the
+   * restart strategy counts that attempt): what an application shows while a job cannot run. The
+   * pending ones: {@link JobManager.taskManagerWaits}.
+   */
+  readonly onTaskManagerWait?: (wait: TaskManagerWait, phase: TaskManagerWaitPhase) => void;
 }
 
 /** Options of {@link JobManager.deploy} and {@link JobManager.submitJob}. */
@@ -162,7 +173,11 @@ export class JobManager {
   readonly port: number;
 
   private readonly deployListeners = new Set<(job: JobExecution) => void>();
-  private readonly waiters = new TaskManagerWaiters(() => this.connectedTaskManagers());
+  private readonly waiters = new TaskManagerWaiters(
+    () => this.connectedTaskManagers(),
+    (wait, phase) => this.waitListener?.(wait, phase),
+  );
+  private waitListener: JobManagerStartOptions["onTaskManagerWait"];
   private readonly dispatcher: Dispatcher;
   private closing: Promise<void> | undefined;
   private leaderToken: string | undefined;
@@ -217,6 +232,12 @@ export class JobManager {
         };
       },
       onDeployed: (execution) => {
+        // Once it ended, no task manager keeps anything of it.
+        void execution.terminated.then(() => {
+          for (const taskManager of this.endpoint.taskManagers) {
+            taskManager.jobEnded(execution.jobId);
+          }
+        });
         for (const listener of [...this.deployListeners]) listener(execution);
       },
       awaitTaskManagers: (count, leading) => this.awaitTaskManagers(count, leading),
@@ -347,6 +368,8 @@ export class JobManager {
       options,
     );
     jobManager = started;
+    started.waitListener = (wait, phase) =>
+      callBack(warn, "onTaskManagerWait", () => options.onTaskManagerWait?.(wait, phase));
     try {
       await started.runForLeadership(options, warn);
       // Without an election it leads at once: deploy may be called as soon as start resolves.
@@ -466,6 +489,11 @@ export class JobManager {
     return [...this.endpoint.refused];
   }
 
+  /** The waits for task managers not ended yet, oldest first (see `onTaskManagerWait`). */
+  get taskManagerWaits(): readonly TaskManagerWait[] {
+    return this.waiters.pending;
+  }
+
   /**
    * Resolves with the first `count` connected task managers once that many are registered.
    *
@@ -479,7 +507,13 @@ export class JobManager {
     count: number,
     timeoutMs: number = this.slotRequestTimeoutMs,
   ): Promise<readonly RegisteredTaskManager[]> {
-    return this.waiters.waitFor(count, timeoutMs, undefined, () => {
+    const what = `${count} task manager${count === 1 ? "" : "s"} to register`;
+    const key =
+      timeoutMs === this.slotRequestTimeoutMs
+        ? JobManagerOptions.SLOT_REQUEST_TIMEOUT.key
+        : undefined;
+    const timeout = { ms: timeoutMs, ...(key === undefined ? {} : { key }) };
+    return this.waiters.waitFor(count, timeout, undefined, what, () => {
       const registered = this.connectedTaskManagers().length;
       const limit =
         timeoutMs === this.slotRequestTimeoutMs
@@ -664,8 +698,11 @@ export class JobManager {
       try {
         await this.waiters.waitFor(
           needed,
-          needed > 1 ? this.slotRequestTimeoutMs : undefined,
+          needed > 1
+            ? { ms: this.slotRequestTimeoutMs, key: JobManagerOptions.SLOT_REQUEST_TIMEOUT.key }
+            : undefined,
           undefined,
+          `${needed} task manager${needed === 1 ? "" : "s"} to run the jobs taken over`,
           () => `${count} task managers did not register within ${this.slotRequestTimeoutMs} ms`,
         );
         return leading();
@@ -690,10 +727,11 @@ export class JobManager {
       if (!context.isLost(current) && current.connected) return current;
       const [replacement] = await this.waiters.waitFor(
         1,
-        timeoutMs,
+        { ms: timeoutMs, key: JobManagerOptions.SLOT_REQUEST_TIMEOUT.key },
         new Set(slots),
+        `a task manager to replace the lost ${current.labelWithAddress}, which ran ${vertex.name} (${subtask + 1}/${vertex.parallelism})`,
         () =>
-          `no task manager registered within ${timeoutMs} ms (${JobManagerOptions.SLOT_REQUEST_TIMEOUT.key}) to replace the lost ${current.label}, which ran ${vertex.name} (${subtask + 1}/${vertex.parallelism})`,
+          `no task manager registered within ${timeoutMs} ms (${JobManagerOptions.SLOT_REQUEST_TIMEOUT.key}) to replace the lost ${current.labelWithAddress}, which ran ${vertex.name} (${subtask + 1}/${vertex.parallelism})`,
       );
       slots[slot] = replacement as RegisteredTaskManager;
       return replacement as RegisteredTaskManager;

@@ -2,6 +2,7 @@ import { HighAvailabilityOptions } from "@sluice/runtime-api";
 import type { Command } from "commander";
 import { JobManager } from "../job-manager.js";
 import { WebMonitorEndpoint } from "../rest/web-monitor-endpoint.js";
+import { describeTaskManagerWait } from "../task-manager-waiters.js";
 import {
   type ConfigurationFlags,
   loadProcessConfiguration,
@@ -55,6 +56,7 @@ async function runJobManager(flags: ConfigurationFlags, io: CommandIO): Promise<
           `elected leader (fencing token ${token}): task managers register with this job manager now`,
         ),
       onLeadershipRevoked: () => say("lost the leadership: standing by"),
+      onTaskManagerWait: (wait, phase) => say(describeTaskManagerWait(wait, phase)),
       onWarning: warn,
     });
     const ha = configuration.get(HighAvailabilityOptions.HA_MODE);

@@ -3,6 +3,7 @@ import {
   BufferDecompressionError,
   CancelledError,
   type CheckpointBarrier,
+  deferred,
   EndOfPartitionEvent,
   EventSerializer,
   hasPriority,
@@ -130,6 +131,7 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
   /** Task events sent while some channel was unknown; replayed to it once it is known. */
   private readonly pendingEvents: TaskEvent[] = [];
   private closed = false;
+  private readonly closedSignal = deferred<void>();
   private failure: Error | undefined;
   private readonly counters = new InputCounters();
   readonly metrics: InputGateMetrics;
@@ -631,6 +633,15 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
     this.priorityAvailability.resetAvailable();
     this.bufferPool?.destroy();
     this.availability.resetAvailable();
+    this.closedSignal.resolve();
+  }
+
+  /**
+   * Resolves once the gate was closed (Flink's `getCloseFuture`): whoever keeps a gate for
+   * lookups lets go of it then.
+   */
+  get closeFuture(): Promise<void> {
+    return this.closedSignal.promise;
   }
 
   isClosed(): boolean {

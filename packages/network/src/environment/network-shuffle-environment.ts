@@ -95,7 +95,10 @@ export class NetworkShuffleEnvironment
   private readonly serverHandlers = new Set<PartitionRequestServerHandler>();
   /** Server handlers whose connection closed while some of its writes were still in flight. */
   private readonly closedServerHandlers = new Set<PartitionRequestServerHandler>();
-  /** Gates by consumer attempt, for updatePartitionInfo. */
+  /**
+   * The open gates by consumer attempt, for updatePartitionInfo; a gate leaves once it closed, so
+   * nothing of a finished task stays reachable from here.
+   */
   private readonly gatesByConsumer = new Map<string, SingleInputGate[]>();
   private readonly backoff: Backoff;
   /** The worker's folders for blocking partitions. */
@@ -361,7 +364,10 @@ export class NetworkShuffleEnvironment
       this.createInputGate(ownerContext, gateIndex, descriptor, partitionProducerStateProvider),
     );
     const key = ownerContext.executionAttemptId.toString();
-    this.gatesByConsumer.set(key, [...(this.gatesByConsumer.get(key) ?? []), ...gates]);
+    if (gates.length > 0) {
+      this.gatesByConsumer.set(key, [...(this.gatesByConsumer.get(key) ?? []), ...gates]);
+      for (const gate of gates) void gate.closeFuture.then(() => this.forgetGate(key, gate));
+    }
     return this.registeringMetrics(ownerContext, gates, registerInputMetrics);
   }
 
@@ -489,6 +495,13 @@ export class NetworkShuffleEnvironment
         initialSequenceNumber: this.settings.initialSequenceNumber,
       },
     );
+  }
+
+  /** A gate of consumer attempt `key` closed: it is no longer looked up. */
+  private forgetGate(key: string, gate: SingleInputGate): void {
+    const open = (this.gatesByConsumer.get(key) ?? []).filter((g) => g !== gate);
+    if (open.length > 0) this.gatesByConsumer.set(key, open);
+    else this.gatesByConsumer.delete(key);
   }
 
   /**

@@ -2,7 +2,7 @@ export { TaskDeploymentError, TaskNotFoundError } from "./errors.js";
 export { type ListenTarget, listenError } from "./listen-error.js";
 export { deriveNetworkMemorySize, type NetworkMemorySize } from "./network-memory.js";
 export { Task } from "./task.js";
-export { TaskExecutor, type TaskExecutorOptions } from "./task-executor.js";
+export { TASK_WARNING_TYPE, TaskExecutor, type TaskExecutorOptions } from "./task-executor.js";
 export {
   type PartitionReleaser,
   type TaskExecutorPartitionInfo,

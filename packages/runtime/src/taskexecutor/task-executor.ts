@@ -54,6 +54,7 @@ import { TaskDeploymentError, TaskNotFoundError } from "./errors.js";
 import { LibraryCacheManager } from "./library-cache-manager.js";
 import { deriveNetworkMemorySize, type NetworkMemorySize } from "./network-memory.js";
 import { Task } from "./task.js";
+import { TaskCancelerWatchDog } from "./task-canceler-watch-dog.js";
 import { createTaskCheckpointing, readTaskRestore } from "./task-checkpointing.js";
 import { TaskExecutorPartitionTracker } from "./task-executor-partition-tracker.js";
 import {
@@ -91,6 +92,15 @@ export interface TaskExecutorOptions extends UserCode<Task> {
   readonly metricGroup?: TaskManagerMetricGroup;
   /** Receives task events that consumers send upstream (default: the plugin's own dispatcher). */
   readonly taskEventPublisher?: TaskEventPublisher;
+  /**
+   * Flink's fatal-error handler: told when the TaskExecutor cannot go on safely, i.e. a task
+   * canceled (or failed from outside) did not end within `task.cancellation.timeout` (its code
+   * ignores `task.signal`). The task is given up first (it ends CANCELED, its resources
+   * released), but its code may still run: a task manager process ends here, as Flink's does.
+   * Without a handler (a TaskExecutor embedded in an application's process) the task is only
+   * given up, with a warning.
+   */
+  readonly onFatalError?: (error: Error) => void;
 }
 
 /**
@@ -100,6 +110,9 @@ export interface TaskExecutorOptions extends UserCode<Task> {
  * backoff up to that maximum) while the producer may still be coming up.
  */
 const ASSUME_RUNNING: ExecutionState = "RUNNING";
+
+/** The `type` of the warnings a TaskExecutor emits through `process.emitWarning`. */
+export const TASK_WARNING_TYPE = "SluiceTaskWarning";
 
 /**
  * A worker process's task runtime (Flink's `TaskExecutor` with the shuffle part of its
@@ -148,6 +161,7 @@ export class TaskExecutor implements TaskExecutorGateway {
   /** The user code each running task resolved its names against, by attempt. */
   private readonly taskCode = new Map<string, UserCodeRegistry<Task>>();
   private readonly cancellationTimeoutMs: number;
+  private readonly watchDog: TaskCancelerWatchDog;
   /** The spilling threshold, max record size and spill folders of every task's readers. */
   private readonly readerOptions: RecordReaderOptions;
   private readonly ownsMetrics: boolean;
@@ -182,6 +196,17 @@ export class TaskExecutor implements TaskExecutorGateway {
     this.userCode = new UserCodeRegistry(options);
     this.libraries = new LibraryCacheManager(options.userCodeLoader ?? options.loader ?? {});
     this.cancellationTimeoutMs = configuration.get(TaskManagerOptions.TASK_CANCELLATION_TIMEOUT);
+    this.watchDog = new TaskCancelerWatchDog(this.cancellationTimeoutMs, (task, error) => {
+      task.abandon();
+      if (options.onFatalError === undefined || this.closing !== undefined) {
+        process.emitWarning(`${error.message}; it was given up`, {
+          type: TASK_WARNING_TYPE,
+          code: error.code,
+        });
+      } else {
+        options.onFatalError(error);
+      }
+    });
     this.checkpointsDirectory = FsCheckpointStorage.baseDirectoryOf(configuration);
   }
 
@@ -410,6 +435,7 @@ export class TaskExecutor implements TaskExecutorGateway {
     });
     this.tasks.set(key, task);
     this.taskCode.set(key, userCode);
+    this.watchDog.watch(task);
     const tracked = this.trackPartitions(tdd);
     void task.terminated.then((end) => {
       this.tasks.delete(key);
@@ -649,6 +675,8 @@ export class TaskExecutor implements TaskExecutorGateway {
       });
       await Promise.race([ended, timeout]);
       clearTimeout(timer);
+      // The watchdog, on the same timeout, gives them up too: whichever comes first.
+      for (const task of tasks) task.abandon();
     } else {
       await ended;
     }

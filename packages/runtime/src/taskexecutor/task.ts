@@ -548,6 +548,19 @@ export class Task {
     this.stop("FAILED", cause);
   }
 
+  /**
+   * @internal Gives up on a task canceled or failed from outside whose code has not returned (an embedded
+   * TaskExecutor's answer to `task.cancellation.timeout`, where no process can be ended): it ends
+   * now, CANCELED or FAILED as it was stopped, its partitions and gates released when it was
+   * stopped; what its code does afterwards changes nothing. No-op otherwise.
+   */
+  abandon(): void {
+    const cause = this.failure;
+    if (cause === undefined || isTerminal(this.currentState)) return;
+    const next = this.currentState === "CANCELING" ? "CANCELED" : "FAILED";
+    void this.releaseResources(cause).then(() => this.terminate(next, cause));
+  }
+
   private stop(next: "CANCELING" | "FAILED", cause: Error): void {
     if (isTerminal(this.currentState) || this.currentState === "CANCELING") return;
     if (this.failure !== undefined) return;

@@ -36,6 +36,7 @@ export {
   networkEnvironmentOf,
   type RawConfig,
 } from "./in-process-cluster.js";
+export { describeKeepAliveSuite } from "./keep-alive-suite.js";
 export { describeListenerErrorsSuite } from "./listener-errors-suite.js";
 export { connectRawTcp, rawTcpPeer } from "./raw-tcp-peer.js";
 export {
