@@ -96,6 +96,8 @@ export const JobManagerMethods = {
       host: text(256),
       dataPort: port,
       plugin: z.object({ reference: text(1024), package: text(512).nullable() }),
+      /** Its network memory in bytes (the job manager checks a job fits it before deploying). */
+      networkMemory: count.optional(),
     }),
     result: z.object({ index: count }),
   },

@@ -7,6 +7,7 @@ import {
 } from "@sluice/core";
 import {
   type Configuration,
+  checkShuffleMemoryFits,
   checkUserCode,
   type DeployOptions,
   JobDeployer,
@@ -22,6 +23,7 @@ import {
   type HighAvailabilityServices,
   JobManagerOptions,
   type JsonValue,
+  NetworkMemoryOptions,
 } from "@sluice/runtime-api";
 import { emitClusterWarning } from "./cluster-warning.js";
 import { HOST_LOCAL_KEYS, type ShutdownReport } from "./control-plane-messages.js";
@@ -226,6 +228,19 @@ export class JobManager {
           taskManagers,
           (taskManager) => (taskManager as RegisteredTaskManager).labelWithAddress,
         );
+        // A job too large for a task manager's network memory is refused now, naming it, instead
+        // of a task failing with InsufficientBuffersError part-way through the deployment; with
+        // the exclusive-buffers fallback on, the application accepts degraded pools instead.
+        if (!configuration.get(NetworkMemoryOptions.NETWORK_EXCLUSIVE_BUFFERS_FALLBACK)) {
+          checkShuffleMemoryFits(
+            graph,
+            deployer.master,
+            taskManagers.map((taskManager) => ({
+              label: taskManager.labelWithAddress,
+              networkMemory: taskManager.networkMemory,
+            })),
+          );
+        }
         return {
           placement: this.replacingPlacement(taskManagers),
           taskManagers: taskManagers.length,

@@ -56,6 +56,8 @@ export interface TaskManagerInfo {
   readonly remoteAddress: string;
   /** Its TaskExecutor's resource id and data port. */
   readonly location: TaskManagerLocation;
+  /** Its network memory in bytes, when it said (task managers of older releases do not). */
+  readonly networkMemory?: number;
 }
 
 /**
@@ -81,6 +83,8 @@ export class RegisteredTaskManager
   readonly remoteAddress: string;
   /** Its TaskExecutor's resource id, announced host (`taskmanager.host`) and data port. */
   readonly location: TaskManagerLocation;
+  /** Its network memory in bytes, when it said (see {@link TaskManagerInfo.networkMemory}). */
+  readonly networkMemory: number | undefined;
 
   private readonly connection: TaskManagerConnection;
   private readonly jobMasters: Map<string, JobMasterGateway>;
@@ -139,6 +143,7 @@ export class RegisteredTaskManager
     this.pid = info.pid;
     this.hostname = info.hostname;
     this.remoteAddress = info.remoteAddress;
+    this.networkMemory = info.networkMemory;
     this.location = info.location;
     this.connection = connection;
   }

@@ -270,12 +270,7 @@ export class TaskManager {
         warn,
         leader?.fencingToken,
       );
-      const { index } = await connection.call("registerTaskExecutor", {
-        resourceId: executor.resourceId.toString(),
-        host: executor.location.host,
-        dataPort: executor.location.dataPort,
-        plugin: shufflePluginIdentity(executor.plugin),
-      });
+      const { index } = await connection.call("registerTaskExecutor", registrationOf(executor));
       started = taskManager;
       taskManager.registered(index);
       return taskManager;
@@ -530,12 +525,10 @@ export class TaskManager {
       this.leaderToken = found?.leader.fencingToken;
       this.jobMaster = this.remoteJobMaster(connection, address);
       this.serve(connection);
-      const { index } = await connection.call("registerTaskExecutor", {
-        resourceId: this.executor.resourceId.toString(),
-        host: this.executor.location.host,
-        dataPort: this.executor.location.dataPort,
-        plugin: shufflePluginIdentity(this.executor.plugin),
-      });
+      const { index } = await connection.call(
+        "registerTaskExecutor",
+        registrationOf(this.executor),
+      );
       if (this.ending !== undefined) throw new IllegalStateError("the task manager is closing");
       this.registered(index);
     } catch (error) {
@@ -618,4 +611,15 @@ function effectiveConfiguration(
     );
   }
   return configuration;
+}
+
+/** What a task manager tells the job manager about its TaskExecutor when it registers. */
+function registrationOf(executor: TaskExecutor) {
+  return {
+    resourceId: executor.resourceId.toString(),
+    host: executor.location.host,
+    dataPort: executor.location.dataPort,
+    plugin: shufflePluginIdentity(executor.plugin),
+    networkMemory: executor.networkMemory.bytes,
+  };
 }
