@@ -64,7 +64,7 @@ export interface SubtaskCheckpointCoordinatorOptions {
   /**
    * How many checkpoints the job side aborted before this task took them are remembered, so
    * that the task skips them when their trigger or barriers come after all (Flink's
-   * `maxRecordAbortedCheckpoints`). Default {@link DEFAULT_MAX_RECORD_ABORTED_CHECKPOINTS}.
+   * `maxRecordAbortedCheckpoints`). Default 128, Flink's.
    */
   readonly maxRecordAbortedCheckpoints?: number;
 }
