@@ -141,9 +141,8 @@ export class JobExecution implements JobMasterGateway {
     this.failureHandler = new ExecutionFailureHandler(
       this.topology,
       options.failoverStrategy !== "full"
-        ? new RestartPipelinedRegionFailoverStrategy(
-            this.topology,
-            (id) => this.partitions.isTracked(id) && !this.restoresFromCheckpoint,
+        ? new RestartPipelinedRegionFailoverStrategy(this.topology, (id) =>
+            this.partitions.isTracked(id),
           )
         : undefined,
       options.restartStrategy,
@@ -196,17 +195,6 @@ export class JobExecution implements JobMasterGateway {
       this.restored.restore(options.restoreFrom);
       for (const execution of this.executionVertices) execution.restoreFrom = options.restoreFrom;
     }
-  }
-
-  /**
-   * Whether a failover restores the restarted tasks from a completed checkpoint. A BLOCKING
-   * partition such a task read then counts as unavailable, so its producer region re-runs too:
-   * the checkpoint holds the reader's state after it read the whole partition (a task with
-   * inputs checkpoints only once its blocking input ended), so reading it again would count it
-   * twice; the producer, restored as finished, produces it again empty.
-   */
-  private get restoresFromCheckpoint(): boolean {
-    return this.checkpointCoordinator?.latestCompletedCheckpoint !== undefined;
   }
 
   /** The job's state. */
