@@ -728,11 +728,7 @@ export class CheckpointCoordinator {
       );
     }
     this.notifyComplete(checkpoint, lastSubsumed);
-    for (const older of [...this.pendingCheckpoints.values()]) {
-      if (older.checkpointId < checkpoint.checkpointId) {
-        this.abort(older, CheckpointFailureReason.CHECKPOINT_SUBSUMED);
-      }
-    }
+    this.dropSubsumedCheckpoints(checkpoint.checkpointId);
     for (const waiter of this.takeWaiters(checkpoint.checkpointId)) waiter.resolve(checkpoint);
   }
 
@@ -749,15 +745,24 @@ export class CheckpointCoordinator {
     this.lastSavepoint = savepoint;
     if (pending.isSynchronous) {
       this.notifyComplete(savepoint, undefined);
-      for (const older of [...this.pendingCheckpoints.values()]) {
-        if (older.checkpointId < savepoint.checkpointId) {
-          this.abort(older, CheckpointFailureReason.CHECKPOINT_SUBSUMED);
-        }
-      }
+      this.dropSubsumedCheckpoints(savepoint.checkpointId);
     } else {
       this.commitTargets.delete(pending.checkpointId);
     }
     for (const waiter of this.takeWaiters(savepoint.checkpointId)) waiter.resolve(savepoint);
+  }
+
+  /**
+   * Aborts the pending checkpoints older than `checkpointId`, which completed (Flink's
+   * `dropSubsumedCheckpoints`): a pending savepoint is never subsumed, it completes or fails on
+   * its own.
+   */
+  private dropSubsumedCheckpoints(checkpointId: bigint): void {
+    for (const older of [...this.pendingCheckpoints.values()]) {
+      if (older.checkpointId < checkpointId && !older.isSavepoint) {
+        this.abort(older, CheckpointFailureReason.CHECKPOINT_SUBSUMED);
+      }
+    }
   }
 
   /** The newest savepoint that completed, if any. */
