@@ -472,6 +472,10 @@ export class FsCheckpointStorage {
     return current;
   }
 
+  /**
+   * Writes `file` atomically. Its folder is created unless it is a savepoint's, which the job
+   * side created: a savepoint aborted meanwhile (its folder deleted) must not come back.
+   */
   private async writeAtomically(
     file: string,
     text: string | Buffer,
@@ -479,7 +483,9 @@ export class FsCheckpointStorage {
     checkpointId: bigint,
   ): Promise<void> {
     try {
-      await mkdir(path.dirname(file), { recursive: true });
+      if (!FsCheckpointStorage.isSavepointLocation(path.dirname(file))) {
+        await mkdir(path.dirname(file), { recursive: true });
+      }
       // Written to a temporary name, fsynced and renamed; the temporary file is removed on error.
       await writeFileAtomic(file, text, { fsync: true });
     } catch (error) {
