@@ -32,7 +32,9 @@ export interface FinishedSubtask {
  * both.
  */
 export interface CheckpointedVertex {
+  /** The vertex (in the restoring job: the vertex of the same name). */
   readonly vertexId: JobVertexID;
+  /** Its name, which a restore matches vertices by. */
   readonly vertexName: string;
   /** The vertex's parallelism when the checkpoint was taken. */
   readonly parallelism: number;
