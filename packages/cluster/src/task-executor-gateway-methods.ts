@@ -1,7 +1,11 @@
 import { ExecutionAttemptID, JobID, ResultPartitionID } from "@sluice/core";
 import {
+  type CheckpointTriggerOptions,
   type JobMasterGateway,
   parseCheckpointId,
+  SNAPSHOT_TYPE_NAMES,
+  snapshotTypeName,
+  snapshotTypeOf,
   TaskDeploymentDescriptorCodec,
   type TaskExecutorGateway,
 } from "@sluice/runtime";
@@ -131,11 +135,34 @@ export const TaskExecutorGatewayMethods = {
    * task's acknowledgement or decline comes back as a JobMasterGateway call.
    */
   triggerCheckpoint: method("triggerCheckpoint", {
-    params: attemptCheckpointParams,
+    // A savepoint's trigger names its type and folder (Flink's CheckpointOptions); a
+    // checkpoint's carries neither, as before.
+    params: attemptCheckpointParams.extend({
+      snapshotType: z.enum(SNAPSHOT_TYPE_NAMES).optional(),
+      targetLocation: text(4096).optional(),
+    }),
     result: z.null(),
-    encode: encodeAttemptCheckpoint,
-    invoke: ({ executor }, params) =>
-      executor.triggerCheckpoint(...decodeAttemptCheckpoint(params)),
+    encode: ([attempt, id, timestamp, options]) => ({
+      ...encodeAttemptCheckpoint([attempt, id, timestamp]),
+      ...(options === undefined ? {} : { snapshotType: snapshotTypeName(options.snapshotType) }),
+      ...(options?.targetLocation === undefined ? {} : { targetLocation: options.targetLocation }),
+    }),
+    invoke: ({ executor }, params) => {
+      const type =
+        params.snapshotType === undefined ? undefined : snapshotTypeOf(params.snapshotType);
+      const options: CheckpointTriggerOptions | undefined =
+        type === undefined
+          ? undefined
+          : {
+              snapshotType: type,
+              ...(params.targetLocation === undefined
+                ? {}
+                : { targetLocation: params.targetLocation }),
+            };
+      return options === undefined
+        ? executor.triggerCheckpoint(...decodeAttemptCheckpoint(params))
+        : executor.triggerCheckpoint(...decodeAttemptCheckpoint(params), options);
+    },
   }),
   /**
    * Tells a task that a checkpoint completed, and which one it subsumed if any: resolves once

@@ -98,6 +98,12 @@ export const ErrorCodes = {
    * parallelism or serializer, overlapping key groups, or a key outside the owner's key groups.
    */
   KEYED_STATE: "SLUICE_ERR_KEYED_STATE",
+  /**
+   * A job's state cannot be assigned to its subtasks on a restore from a savepoint or retained
+   * checkpoint: a vertex's max parallelism changed, a vertex's state is not in the new job, or
+   * the state of a vertex restored at another parallelism cannot be redistributed.
+   */
+  STATE_ASSIGNMENT: "SLUICE_ERR_STATE_ASSIGNMENT",
 } as const;
 
 /** A stable Sluice error code. */

@@ -1,15 +1,15 @@
 /**
- * A task manager process of the keyed job module: it connects to the job manager at
- * argv[2]:argv[3] with the module's code, runs what the job manager deploys, and exits 0 when the
- * job manager shuts it down.
+ * A task manager process of a job module of this folder (argv[4], default `keyed-job.mjs`): it
+ * connects to the job manager at argv[2]:argv[3] with the module's code, runs what the job
+ * manager deploys, and exits 0 when the job manager shuts it down.
  */
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { TaskManager } from "@sluice/cluster";
 import { Configuration } from "@sluice/runtime";
-import job from "./keyed-job.mjs";
 
-const [host, port] = process.argv.slice(2);
+const [host, port, moduleName = "keyed-job.mjs"] = process.argv.slice(2);
+const { default: job } = await import(`./${moduleName}`);
 const taskManager = await TaskManager.start(new Configuration({}), {
   ...job.userCode,
   jobManager: { host, port: Number(port) },

@@ -33,6 +33,7 @@ import {
   loadShuffleServiceFactoryWithInfo,
   type ShuffleServiceLoaderOptions,
 } from "../loader/shuffle-service-loader.js";
+import type { CheckpointTriggerOptions } from "../messages/checkpoint-trigger-options.js";
 import type { JobMasterGateway } from "../messages/job-master-gateway.js";
 import {
   type TaskDeploymentDescriptor,
@@ -567,8 +568,9 @@ export class TaskExecutor implements TaskExecutorGateway {
     executionAttemptId: ExecutionAttemptID,
     checkpointId: bigint,
     timestamp: bigint,
+    options?: CheckpointTriggerOptions,
   ): Promise<void> {
-    this.requireTask(executionAttemptId).triggerCheckpoint(checkpointId, timestamp);
+    this.requireTask(executionAttemptId).triggerCheckpoint(checkpointId, timestamp, options);
   }
 
   /**
