@@ -214,3 +214,7 @@ export {
   SHUFFLE_SERVICE_FACTORY_MEMBERS,
   type ShuffleServiceFactory,
 } from "./shuffle/shuffle-service-factory.js";
+export type {
+  SubpartitionRequest,
+  TaskSlotThreadsContext,
+} from "./shuffle/task-slot-threads.js";
