@@ -69,7 +69,9 @@ export {
   RestOptions,
   SecurityOptions,
   ShuffleServiceOptions,
+  TASK_SLOTS_MODES,
   TaskManagerOptions,
+  type TaskSlotsMode,
 } from "./config/options/index.js";
 export { PORT_RANGE_SYNTAX, parsePortRange } from "./config/port-range.js";
 // Writers, gates and partition types
