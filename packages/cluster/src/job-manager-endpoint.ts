@@ -404,6 +404,7 @@ export class JobManagerEndpoint {
           hostname: info.hostname,
           remoteAddress,
           location: { resourceId, host: params.host, dataPort: params.dataPort },
+          numberOfSlots: params.numberOfSlots,
         },
         peer,
         (method, error) =>

@@ -56,6 +56,8 @@ export interface TaskManagerInfo {
   readonly remoteAddress: string;
   /** Its TaskExecutor's resource id and data port. */
   readonly location: TaskManagerLocation;
+  /** The task slots it offers (`taskmanager.numberOfTaskSlots`). */
+  readonly numberOfSlots: number;
 }
 
 /**
@@ -81,6 +83,11 @@ export class RegisteredTaskManager
   readonly remoteAddress: string;
   /** Its TaskExecutor's resource id, announced host (`taskmanager.host`) and data port. */
   readonly location: TaskManagerLocation;
+  /**
+   * The task slots it offers (`taskmanager.numberOfTaskSlots`): the job manager's default
+   * placement puts that many subtasks of a vertex on it (Flink's slots).
+   */
+  readonly numberOfSlots: number;
 
   private readonly connection: TaskManagerConnection;
   private readonly jobMasters: Map<string, JobMasterGateway>;
@@ -135,6 +142,7 @@ export class RegisteredTaskManager
     this.hostname = info.hostname;
     this.remoteAddress = info.remoteAddress;
     this.location = info.location;
+    this.numberOfSlots = info.numberOfSlots;
     this.connection = connection;
   }
 

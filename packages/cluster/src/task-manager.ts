@@ -252,6 +252,7 @@ export class TaskManager {
         host: executor.location.host,
         dataPort: executor.location.dataPort,
         plugin: shufflePluginIdentity(executor.plugin),
+        numberOfSlots: executor.numberOfSlots,
       });
       taskManager.registered(index);
       return taskManager;
@@ -320,8 +321,9 @@ export class TaskManager {
       this.shuttingDown ??= this.shutdown(reason, failed);
       return this.shuttingDown;
     });
-    connection.handle("queryMetrics", () => ({
-      metrics: toRemoteMetricDumps(this.executor.metricGroup.registry.dump()),
+    // With slot threads the tasks' metrics are in the slots' registries: the TaskExecutor asks them.
+    connection.handle("queryMetrics", async () => ({
+      metrics: toRemoteMetricDumps(await this.executor.dumpMetrics()),
     }));
     connection.handle("application", async ({ name, payload }) => {
       const handler = this.options.onApplicationMessage;
@@ -452,6 +454,7 @@ export class TaskManager {
           host: this.executor.location.host,
           dataPort: this.executor.location.dataPort,
           plugin: shufflePluginIdentity(this.executor.plugin),
+          numberOfSlots: this.executor.numberOfSlots,
         });
         if (this.ending !== undefined) throw new IllegalStateError("the task manager is closing");
         this.reRegistrationCount++;

@@ -186,7 +186,7 @@ describe("the forwarding bases of decorator plugins", () => {
     expect(Reflect.ownKeys(factory)).toHaveLength(3);
     expect(Reflect.ownKeys(MASTER_MEMBERS)).toHaveLength(7);
     expect(Reflect.ownKeys(ENVIRONMENT_MEMBERS)).toHaveLength(8);
-    expect(Reflect.ownKeys(FACTORY_MEMBERS)).toHaveLength(4);
+    expect(Reflect.ownKeys(FACTORY_MEMBERS)).toHaveLength(5);
   });
 
   it("brands the decorator as a factory even when the wrapped factory is an unbranded object", () => {

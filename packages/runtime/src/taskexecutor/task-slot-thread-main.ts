@@ -25,6 +25,7 @@ import { TaskDeploymentDescriptorCodec } from "../messages/task-deployment-descr
 import { taskExecutionStateToJSON } from "../messages/task-execution-state.js";
 import { TaskManagerMetricGroup } from "../metrics/groups/task-manager-metric-group.js";
 import { MetricRegistry } from "../metrics/metric-registry.js";
+import { ScopeVariables } from "../metrics/scope-format.js";
 import { ScopeFormats } from "../metrics/scope-formats.js";
 import { TaskExecutor } from "./task-executor.js";
 import type {
@@ -201,7 +202,9 @@ async function perform(call: SlotCall): Promise<unknown> {
     case "deliverJobMessage":
       return executor.deliverJobMessage(JobID.fromHex(call.jobId), call.name, call.payload);
     case "dumpMetrics":
-      return registry.dump();
+      // The task manager's own metrics are the main thread's (its environment's pool is the
+      // shared memory): a slot adds those of its jobs and tasks.
+      return registry.dump().filter((dump) => ScopeVariables.JOB_ID in dump.variables);
     case "close":
       await executor.close();
       await registry.close();
