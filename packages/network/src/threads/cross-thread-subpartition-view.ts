@@ -69,8 +69,6 @@ export class CrossThreadSubpartitionView implements ResultSubpartitionView {
   private released = false;
   private failure: Error | undefined;
   private producerLost = false;
-  /** The producer released the view (its RELEASED record was read). */
-  private releasedByProducer = false;
   private disposed = false;
 
   constructor(
@@ -94,39 +92,32 @@ export class CrossThreadSubpartitionView implements ResultSubpartitionView {
     return this.queue.producerThread;
   }
 
-  /** The producer pushed records or made room for returns. */
+  /** The producer pushed records, made room for returns, or released the view. */
   private onRung(): void {
     this.flushUnsent();
     if (this.released) return;
-    const head = this.peekSkippingRelease();
+    const head = this.peekHead();
     if (head !== undefined && hasPriority(head.dataType)) {
       this.listener.notifyPriorityEvent?.(head.sequenceNumber);
     }
     if (head !== undefined || this.isReleased()) this.listener.notifyDataAvailable(this);
   }
 
-  /** The head record, after reading a RELEASED record there (which ends the view). */
-  private peekSkippingRelease(): QueueRecord | undefined {
-    if (this.releasedByProducer || this.producerLost) return undefined;
-    const record = this.queue.peek();
-    if (record?.kind === RecordKind.RELEASED) {
-      this.failure ??= decodeReleaseCause(this.queue.inlineBytes(record));
-      this.releasedByProducer = true;
-      this.popRecord(false);
-      return undefined;
-    }
-    return record;
+  /** The head record; none once the producer released the view (what is queued is dropped). */
+  private peekHead(): QueueRecord | undefined {
+    if (this.producerLost || this.queue.isReleasedByProducer()) return undefined;
+    return this.queue.peek();
   }
 
   getNextBuffer(): BufferAndBacklog | undefined {
     if (this.released) return undefined;
-    const record = this.peekSkippingRelease();
+    const record = this.peekHead();
     if (record === undefined) return undefined;
     const buffer = this.bufferOf(record);
     const sequenceNumber = record.sequenceNumber;
     const isData = isBufferType(record.dataType);
     this.popRecord(isData);
-    const next = this.peekSkippingRelease();
+    const next = this.peekHead();
     return {
       buffer,
       buffersInBacklog: this.queue.getBacklog(),
@@ -216,7 +207,7 @@ export class CrossThreadSubpartitionView implements ResultSubpartitionView {
   }
 
   getAvailabilityAndBacklog(numCreditsAvailable: number): AvailabilityWithBacklog {
-    const head = this.released ? undefined : this.peekSkippingRelease();
+    const head = this.released ? undefined : this.peekHead();
     const backlog = this.queue.getBacklog();
     if (head === undefined) return { isAvailable: false, backlog };
     return {
@@ -260,7 +251,7 @@ export class CrossThreadSubpartitionView implements ResultSubpartitionView {
       if (record.kind === RecordKind.REF) {
         this.sendReturn(ReturnKind.RECYCLE, record.id, record.segmentOrBytes, 0);
       }
-      this.popRecord(isBufferType(record.dataType) && record.kind !== RecordKind.RELEASED);
+      this.popRecord(isBufferType(record.dataType));
     }
   }
 
@@ -289,10 +280,13 @@ export class CrossThreadSubpartitionView implements ResultSubpartitionView {
   }
 
   isReleased(): boolean {
-    return this.released || this.releasedByProducer || this.producerLost;
+    return this.released || this.producerLost || this.queue.isReleasedByProducer();
   }
 
   getFailureCause(): Error | undefined {
+    if (this.failure === undefined && this.queue.isReleasedByProducer()) {
+      this.failure = decodeReleaseCause(this.queue.releaseCause());
+    }
     return this.failure;
   }
 

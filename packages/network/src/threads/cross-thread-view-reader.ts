@@ -207,14 +207,14 @@ export class CrossThreadViewReader implements BufferAvailabilityListener {
     );
   }
 
-  /** Pushes the view's release (with its cause); false when it does not fit now. */
+  /**
+   * Tells the consumer that the view was released (with its cause), at once: what is still
+   * queued is not read any more. True the first time.
+   */
   private pushRelease(cause: Error | undefined): boolean {
     const queue = this.queue;
     if (this.releasePushed || queue === undefined) return false;
-    const bytes = encodeReleaseCause(cause);
-    if (!queue.pushInline(RecordKind.RELEASED, DataType.NONE, bytes, 0, 0, false)) {
-      return false;
-    }
+    queue.markReleased(encodeReleaseCause(cause));
     this.releasePushed = true;
     return true;
   }

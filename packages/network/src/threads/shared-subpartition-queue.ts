@@ -29,7 +29,16 @@ const CONSUMER_THREAD = 66;
 const CONSUMER_ENDPOINT = 67;
 const DATA_WORDS = 68;
 const RETURN_ENTRIES = 69;
-const HEADER_WORDS = 80;
+/**
+ * Set by the producer when its view was released: the consumer sees the release at once, ahead
+ * of what is still queued (as a subpartition drops its queue on release). The cause follows, as
+ * JSON of at most {@link RELEASE_CAUSE_BYTES} bytes.
+ */
+const RELEASED = 70;
+const RELEASE_CAUSE_LENGTH = 71;
+const RELEASE_CAUSE = 72;
+const RELEASE_CAUSE_BYTES = 1024;
+const HEADER_WORDS = RELEASE_CAUSE + RELEASE_CAUSE_BYTES / 4;
 
 /** Return positions count modulo 2^30; bit 30 of RETURN_WRITE closes the returns. */
 const RETURN_INDEX_MASK = 0x3fffffff;
@@ -58,8 +67,6 @@ export const RecordKind = {
   REF: 1,
   /** A buffer's bytes, copied (events, and buffers whose memory is not shared). */
   INLINE: 2,
-  /** The view was released: inline bytes are the cause as JSON, none for a plain release. */
-  RELEASED: 3,
   /** Skips to the start of the data area (a record never wraps). */
   PAD: 4,
 } as const;
@@ -115,8 +122,9 @@ function powerOfTwoAtLeast(n: number): number {
 /**
  * The shared memory between the producer thread of one subpartition view and the consumer thread
  * that reads it (the cross-thread part of a local channel): a single-producer single-consumer
- * ring of records (buffers by reference to their segment, or copied inline; a release with its
- * cause), and a ring of return entries the other way (recycled buffers, and the consumer's
+ * ring of records (buffers by reference to their segment, or copied inline), the producer's
+ * release with its cause (seen at once, ahead of the queued records), and a ring of return
+ * entries the other way (recycled buffers, and the consumer's
  * resume, buffer size, acknowledgement and release). Each side writes only its own positions
  * with a sequentially consistent store after the record or entry itself, so the other side sees
  * a whole record once it sees the position that covers it.
@@ -252,8 +260,8 @@ export class SharedSubpartitionQueue {
   }
 
   /**
-   * Appends `kind` ({@link RecordKind.INLINE} or {@link RecordKind.RELEASED}) with a copy of
-   * `payload`; false when the ring has no room now. A data buffer counts in the backlog.
+   * Appends a {@link RecordKind.INLINE} record of `kind` with a copy of `payload`; false when the
+   * ring has no room now. A data buffer counts in the backlog.
    *
    * @throws IllegalArgumentError when `payload` exceeds {@link maxInlineBytes}.
    */
@@ -281,6 +289,29 @@ export class SharedSubpartitionQueue {
     this.bytes.set(payload, 4 * (at + RECORD_HEADER_WORDS));
     this.publish(length, isData);
     return true;
+  }
+
+  /**
+   * The producer's view was released, with `cause` (its bytes, cut to what fits; empty for a
+   * release without failure): the consumer sees it at once, whatever is still queued. Once only.
+   */
+  markReleased(cause: Uint8Array): void {
+    if (Atomics.load(this.words, RELEASED) !== 0) return;
+    const length = Math.min(cause.length, RELEASE_CAUSE_BYTES);
+    this.bytes.set(cause.subarray(0, length), 4 * RELEASE_CAUSE);
+    Atomics.store(this.words, RELEASE_CAUSE_LENGTH, length);
+    Atomics.store(this.words, RELEASED, 1);
+  }
+
+  /** True once the producer released its view ({@link markReleased}). */
+  isReleasedByProducer(): boolean {
+    return Atomics.load(this.words, RELEASED) !== 0;
+  }
+
+  /** The bytes of the producer's release cause (empty for none); read after {@link isReleasedByProducer}. */
+  releaseCause(): Uint8Array {
+    const start = 4 * RELEASE_CAUSE;
+    return this.bytes.slice(start, start + Atomics.load(this.words, RELEASE_CAUSE_LENGTH));
   }
 
   /** The producer's subpartition backlog (data buffers it did not push yet). */

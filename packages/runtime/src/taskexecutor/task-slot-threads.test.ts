@@ -1,6 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { ErrorCodes } from "@sluice/core";
 import { waitFor } from "@sluice/core/testing";
+import type { JsonObject } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
 import { JobGraph } from "../jobmaster/job-graph.js";
 import type { JobMasterGateway } from "../messages/job-master-gateway.js";
@@ -47,8 +48,8 @@ function recordingJobMaster() {
  */
 async function twoTasks(
   executor: TaskExecutor,
-  first: { invokable: string; configuration?: Record<string, unknown> },
-  second: { invokable: string; configuration?: Record<string, unknown> },
+  first: { invokable: string; configuration?: JsonObject },
+  second: { invokable: string; configuration?: JsonObject },
 ) {
   const graph = new JobGraph("two tasks");
   const a = graph.addVertex({ name: "First", parallelism: 1, ...first });
