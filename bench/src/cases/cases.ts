@@ -14,6 +14,7 @@ import { case8 } from "./case-8-batch-shuffle.js";
 import { case9 } from "./case-9-checkpoints.js";
 import { case10 } from "./case-10-memory-constrained.js";
 import { case11 } from "./case-11-all-to-all-scale.js";
+import { case12 } from "./case-12-task-slot-threads.js";
 import type { CaseDefinition } from "./case-definition.js";
 
 export type { CaseContext, CaseDefinition, CaseResult } from "./case-definition.js";
@@ -32,4 +33,5 @@ export const CASES: readonly CaseDefinition[] = [
   case9,
   case10,
   case11,
+  case12,
 ];

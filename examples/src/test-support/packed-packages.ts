@@ -12,6 +12,10 @@ export const PUBLISHED_PACKAGES = [
   "cluster",
   "shuffle-tcp",
   "shuffle-ws",
+  // @sluice/cluster depends on these (the remote shuffle, HA on etcd, the Prometheus reporter).
+  "shuffle-remote",
+  "ha-etcd",
+  "metrics-prometheus",
 ] as const;
 
 /** True when a source file of `src` has no compiled counterpart in `dist` at least as new. */

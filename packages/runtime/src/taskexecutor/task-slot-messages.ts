@@ -37,6 +37,8 @@ export interface TaskSlotThreadInit {
   readonly userCodeLoader?: PluginLoaderOptions;
   /** The module whose user code a task runs when its descriptor names no job module. */
   readonly userCodeModule?: string;
+  /** The thread's young generation, in MiB (`taskmanager.task-slots.young-generation-size`). */
+  readonly youngGenerationSizeMb?: number;
 }
 
 /** The TaskExecutorGateway calls (and the few others) the main thread makes on a slot. */

@@ -29,23 +29,33 @@ function slotThreadScript(): URL {
   return script;
 }
 
+/** V8's heap and stack options: a thread inherits them, but may not be given them explicitly. */
+const V8_OPTION =
+  /^--(max-old-space-size|max-semi-space-size|max-young-generation-size|stack-size|expose-gc|expose_gc)\b/;
+
 /**
- * The process's Node options for a slot thread: its own, without export conditions, which would
- * make the thread resolve the workspace's TypeScript sources (a test runner's `@sluice/source`).
+ * The Node options of a slot thread: the process's own (inherited, as by default), but without
+ * export conditions, which would make the thread resolve the workspace's TypeScript sources (a
+ * test runner's `@sluice/source`). `undefined` (inherit) when the process has none.
  */
-function threadExecArgv(): string[] {
+function threadExecArgv(): string[] | undefined {
   const args: string[] = [];
   const parent = process.execArgv;
+  let conditions = false;
   for (let i = 0; i < parent.length; i++) {
     const arg = parent[i] as string;
     if (arg === "--conditions" || arg === "-C") {
+      conditions = true;
       i++;
       continue;
     }
-    if (arg.startsWith("--conditions=") || arg.startsWith("-C=")) continue;
-    args.push(arg);
+    if (arg.startsWith("--conditions=") || arg.startsWith("-C=")) {
+      conditions = true;
+      continue;
+    }
+    if (!V8_OPTION.test(arg)) args.push(arg);
   }
-  return args;
+  return conditions ? args : undefined;
 }
 
 /** How a slot thread ended: the error that killed it, or its exit code. */
@@ -77,9 +87,13 @@ export class TaskSlotThread {
   private constructor(init: TaskSlotThreadInit, onMessage: (message: FromSlotThread) => void) {
     this.slotIndex = init.slotIndex;
     this.threadIndex = init.threadIndex;
+    const execArgv = threadExecArgv();
     this.worker = new Worker(slotThreadScript(), {
       workerData: init,
-      execArgv: threadExecArgv(),
+      ...(execArgv === undefined ? {} : { execArgv }),
+      ...(init.youngGenerationSizeMb === undefined
+        ? {}
+        : { resourceLimits: { maxYoungGenerationSizeMb: init.youngGenerationSizeMb } }),
       name: `slot ${init.slotIndex}`,
     });
     this.worker.on("message", (message: FromSlotThread) => {

@@ -44,6 +44,24 @@ export const TaskManagerOptions = {
         "(the TaskExecutor's `userCodeModule`, or job modules).",
     ),
 
+  /** The young generation of each slot thread's heap. */
+  TASK_SLOTS_YOUNG_GENERATION_SIZE: ConfigOptions.key(
+    "taskmanager.task-slots.young-generation-size",
+  )
+    .memoryType()
+    .noDefaultValue()
+    .withValidator((bytes) =>
+      bytes >= 1024 * 1024 ? undefined : "at least 1mb (it is given to V8 in whole MiB)",
+    )
+    .withDescription(
+      "With `taskmanager.task-slots.mode: threaded`: the most memory the young generation of " +
+        "each slot thread's heap may take (the thread's `resourceLimits.maxYoungGenerationSizeMb`, " +
+        "whole MiB). Each slot thread is a V8 isolate of its own, whose young generation grows " +
+        "to V8's default when its tasks allocate quickly: a smaller one keeps the task manager's " +
+        "memory down, at the cost of more frequent minor collections. Unset: V8's default. The " +
+        "main thread keeps the process's own setting.",
+    ),
+
   /** The worker's total memory budget, the base of the network memory fraction. */
   TOTAL_FLINK_MEMORY: ConfigOptions.key("taskmanager.memory.flink.size")
     .memoryType()
