@@ -6,7 +6,9 @@
 import type { BatchParams, BatchReader, BatchWriter } from "./batch-roles.js";
 import type { CheckpointArgs } from "./cases/checkpoint-bench.js";
 import type { CoreArgs } from "./cases/core-bench.js";
+import type { FreeListRunArgs } from "./cases/free-list-bench.js";
 import type { Lz4Args } from "./cases/lz4-bench.js";
+import type { RelayArgs, RelayPeerArgs } from "./cases/relay-bench.js";
 import type { RingRunArgs } from "./cases/shared-ring-bench.js";
 import type { ChannelRunArgs, KeyedRunArgs, SlotsStartArgs } from "./cases/slots-bench.js";
 import type {
@@ -206,6 +208,26 @@ async function handle(request: Request): Promise<unknown> {
     case "ring": {
       const { ringRun } = await import("./cases/shared-ring-bench.js");
       return await ringRun(args as unknown as RingRunArgs);
+    }
+    case "freeList": {
+      const { freeListRun } = await import("./cases/free-list-bench.js");
+      return await freeListRun(args as unknown as FreeListRunArgs);
+    }
+    case "relaySend": {
+      const { relaySend } = await import("./cases/relay-bench.js");
+      return await relaySend(args as unknown as RelayArgs);
+    }
+    case "relayReceive": {
+      const { relayReceive } = await import("./cases/relay-bench.js");
+      return await relayReceive(args as unknown as RelayArgs);
+    }
+    case "relayPeerListen": {
+      const { relayPeerListen } = await import("./cases/relay-bench.js");
+      return await relayPeerListen(args as unknown as RelayPeerArgs);
+    }
+    case "relayPeerResult": {
+      const { relayPeerResult } = await import("./cases/relay-bench.js");
+      return await relayPeerResult();
     }
     case "throttleStats":
       return throttleStats();

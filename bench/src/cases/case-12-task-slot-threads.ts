@@ -8,10 +8,17 @@
  * - the local channel between the two slots (segment-sized records written into the partition,
  *   copied out of the gate): GB/s, against a raw SharedArrayBuffer ring between two threads of a
  *   third child (one copy in, one copy out, blocking waits);
- * - the peak RSS of each task manager's process.
+ * - the peak RSS of each task manager's process;
+ * - the free list of the network memory: a segment taken and given back, on one thread's array
+ *   (single-loop) and on the lock-free list the threads share, alone and contended;
+ * - where a threaded task manager's network I/O lives: 32 KiB buffers sent to (and received
+ *   from) another child over TCP by a slot thread on its own connection, or through the main
+ *   thread (handed over through a SharedArrayBuffer ring).
  */
 import { Child, median } from "../harness.js";
 import { type CaseDefinition, firstLine, log } from "./case-definition.js";
+import type { FreeListResult } from "./free-list-bench.js";
+import type { RelayMode } from "./relay-bench.js";
 import { findRow, withRatios } from "./result-rows.js";
 import type { SlotsMode, SlotsRunResult } from "./slots-bench.js";
 import { sluiceConfig } from "./sluice-params.js";
@@ -22,7 +29,14 @@ const CHANNEL = "local channel";
 const RING = "SharedArrayBuffer ring";
 const MODES: readonly SlotsMode[] = ["single-loop", "threaded"];
 
-const system = (what: string, mode: SlotsMode) => `${what}, ${mode}`;
+const RELAY_MODES: readonly RelayMode[] = ["slot thread", "main thread"];
+const FREE_LISTS = {
+  arrayNs: "free list: one thread's array",
+  sharedNs: "free list: shared, lock-free",
+  sharedContendedNs: "free list: shared, another thread taking too",
+} as const;
+
+const system = (what: string, mode: string) => `${what}, ${mode}`;
 
 export const case12: CaseDefinition = {
   id: 12,
@@ -34,10 +48,16 @@ export const case12: CaseDefinition = {
     const keyed = new Map<SlotsMode, number[]>(MODES.map((mode) => [mode, []]));
     const channel = new Map<SlotsMode, number[]>(MODES.map((mode) => [mode, []]));
     const ring: number[] = [];
+    const freeList = new Map<keyof FreeListResult, number[]>(
+      (Object.keys(FREE_LISTS) as (keyof FreeListResult)[]).map((key) => [key, []]),
+    );
+    const relay = new Map<string, number[]>();
     const rss = new Map<SlotsMode, { startMB: number; peakMB: number }>();
     const problems: string[] = [];
     const children = new Map<SlotsMode, Child>();
     const ringChild = new Child("ring");
+    const relayChild = new Child("relay");
+    const relayPeer = new Child("relay-peer");
     try {
       for (const mode of MODES) {
         const child = new Child(`slots-${mode}`);
@@ -72,6 +92,34 @@ export const case12: CaseDefinition = {
           o.durationMs + 60_000,
         );
         if (measured) ring.push(r.bytesPerSecond / 1e9);
+        const f = await ringChild.request<FreeListResult>(
+          "freeList",
+          { durationMs: Math.min(o.durationMs, 1_000) },
+          60_000,
+        );
+        for (const mode of RELAY_MODES) {
+          for (const direction of ["send", "receive"] as const) {
+            const port = await relayPeer.request<number>(
+              "relayPeerListen",
+              { role: direction === "send" ? "sink" : "source", chunkBytes: SEGMENT_SIZE },
+              30_000,
+            );
+            const args = { mode, port, durationMs: o.durationMs, chunkBytes: SEGMENT_SIZE };
+            let gbps: number;
+            if (direction === "send") {
+              await relayChild.request("relaySend", args, o.durationMs + 60_000);
+              gbps = await relayPeer.request<number>("relayPeerResult", {}, 60_000);
+            } else {
+              gbps = await relayChild.request<number>("relayReceive", args, o.durationMs + 60_000);
+              await relayPeer.request("relayPeerResult", {}, 60_000);
+            }
+            const key = system(direction, mode);
+            if (measured) relay.set(key, [...(relay.get(key) ?? []), gbps]);
+          }
+        }
+        if (measured) {
+          for (const key of freeList.keys()) freeList.get(key)?.push(f[key]);
+        }
       }
       for (const mode of MODES) {
         rss.set(mode, await (children.get(mode) as Child).request("slotsMemory", {}, 30_000));
@@ -84,6 +132,8 @@ export const case12: CaseDefinition = {
         await child.close();
       }
       await ringChild.close();
+      await relayChild.close();
+      await relayPeer.close();
     }
     const note = problems.length > 0 ? `INVALID: ${problems.slice(0, 3).join("; ")}` : undefined;
     const rows = withRatios(
@@ -115,6 +165,25 @@ export const case12: CaseDefinition = {
             ...(note !== undefined ? { note } : {}),
           }),
         ),
+        ...(Object.keys(FREE_LISTS) as (keyof FreeListResult)[]).map((key) =>
+          report.row({
+            system: FREE_LISTS[key],
+            metric: "ns per take+give",
+            higherIsBetter: false,
+            values: freeList.get(key) ?? [],
+          }),
+        ),
+        ...(["send", "receive"] as const).flatMap((direction) =>
+          RELAY_MODES.map((mode) =>
+            report.row({
+              system: system(direction, mode),
+              metric: "GB/s",
+              higherIsBetter: true,
+              values: relay.get(system(direction, mode)) ?? [],
+              extra: { chunkBytes: SEGMENT_SIZE },
+            }),
+          ),
+        ),
         ...MODES.map((mode) =>
           report.row({
             system: system("peak RSS", mode),
@@ -132,7 +201,13 @@ export const case12: CaseDefinition = {
             ? RING
             : row.system.startsWith("peak RSS")
               ? system("peak RSS", "single-loop")
-              : undefined,
+              : row.system.startsWith("free list: shared")
+                ? FREE_LISTS.arrayNs
+                : row.system.startsWith("send, ")
+                  ? system("send", "slot thread")
+                  : row.system.startsWith("receive, ")
+                    ? system("receive", "slot thread")
+                    : undefined,
     );
     const threadedKeyed = findRow(rows, system(KEYED, "threaded"));
     const threadedChannel = findRow(rows, system(CHANNEL, "threaded"));

@@ -45,6 +45,14 @@ const ownerOf = (state: number) => state >>> OWNER_SHIFT;
 const loansOf = (state: number) => state & LOANS_MASK;
 const stateOf = (owner: number, loans: number) => (owner << OWNER_SHIFT) | loans | 0;
 
+/**
+ * Where the free list starts, after the segments' states: on a cache line of its own (its head,
+ * a 64-bit word, is 8-byte aligned there).
+ */
+function freeListBaseOf(statesBase: number, numberOfSegments: number): number {
+  return Math.ceil((statesBase + numberOfSegments) / 16) * 16;
+}
+
 /** Resolves once `words[index]` is no longer `value` (or at once when it is not now). */
 function whenChanged(words: Int32Array, index: number, value: number): Promise<void> {
   const wait = Atomics.waitAsync(words, index, value);
@@ -55,7 +63,7 @@ function whenChanged(words: Int32Array, index: number, value: number): Promise<v
  * A task manager's network memory in shared memory, seen from one thread (index 0 is the thread
  * that created it, the task manager's main thread; slot threads attach with their own index).
  * Every thread's `NetworkBufferPool` draws from the same segments: the free list is a lock-free
- * queue ({@link SharedSegmentFreeList}), and what pools are guaranteed (their required segments) is
+ * stack ({@link SharedSegmentFreeList}), and what pools are guaranteed (their required segments) is
  * counted once for the whole task manager, so a guarantee given on one thread is never handed out
  * again on another.
  *
@@ -97,9 +105,13 @@ export class SharedNetworkMemory {
     this.bytes = Buffer.from(handle.segments);
     this.threadsBase = GLOBAL_WORDS;
     this.statesBase = this.threadsBase + handle.maxThreads * THREAD_WORDS;
-    const freeListBase = this.statesBase + handle.numberOfSegments;
     this.freeList =
-      freeList ?? SharedSegmentFreeList.attach(this.words, freeListBase, handle.numberOfSegments);
+      freeList ??
+      SharedSegmentFreeList.attach(
+        this.words,
+        freeListBaseOf(this.statesBase, handle.numberOfSegments),
+        handle.numberOfSegments,
+      );
     this.views = new Array(handle.numberOfSegments);
   }
 
@@ -131,7 +143,7 @@ export class SharedNetworkMemory {
       );
     }
     const statesBase = GLOBAL_WORDS + maxThreads * THREAD_WORDS;
-    const freeListBase = statesBase + numberOfSegments;
+    const freeListBase = freeListBaseOf(statesBase, numberOfSegments);
     const words = freeListBase + SharedSegmentFreeList.wordsFor(numberOfSegments);
     const handle: SharedNetworkMemoryHandle = {
       segments: new SharedArrayBuffer(numberOfSegments * segmentSize),
@@ -209,9 +221,7 @@ export class SharedNetworkMemory {
 
   private free(index: number): void {
     Atomics.store(this.words, this.statesBase + index, stateOf(FREE, 0));
-    if (!this.freeList.offer(index)) {
-      throw new IllegalStateError(`the free list overflowed at segment ${index}: a double free`);
-    }
+    this.freeList.offer(index);
     if (Atomics.add(this.words, FREE_COUNT, 1) === 0) Atomics.notify(this.words, FREE_COUNT);
   }
 

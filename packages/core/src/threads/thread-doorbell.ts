@@ -23,7 +23,9 @@ export const MAX_DOORBELL_ENDPOINTS = BITMAP_WORDS * 32;
  * The thread waits with `Atomics.waitAsync`, never with the blocking `Atomics.wait`: a thread that
  * also does I/O must keep its event loop running. While endpoints keep being rung it dispatches
  * them once per turn of its event loop (`setImmediate`), so timers and sockets get their turns
- * in between. A handler that throws is a bug in its endpoint: the error is rethrown outside the
+ * in between. Waking a thread that waits costs the ringing thread a system call (measured at
+ * 10-20 µs on a loaded 2-core machine): endpoints ring only when the other side asked to be
+ * rung (see `SharedSubpartitionQueue`). A handler that throws is a bug in its endpoint: the error is rethrown outside the
  * dispatch, as an uncaught exception of the thread.
  */
 export class ThreadDoorbell {

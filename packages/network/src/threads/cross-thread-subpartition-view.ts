@@ -103,10 +103,13 @@ export class CrossThreadSubpartitionView implements ResultSubpartitionView {
     if (head !== undefined || this.isReleased()) this.listener.notifyDataAvailable(this);
   }
 
-  /** The head record; none once the producer released the view (what is queued is dropped). */
+  /**
+   * The head record; none once the producer released the view (what is queued is dropped). When
+   * the ring is empty, the producer rings this view with its next record.
+   */
   private peekHead(): QueueRecord | undefined {
     if (this.producerLost || this.queue.isReleasedByProducer()) return undefined;
-    return this.queue.peek();
+    return this.queue.peek(true);
   }
 
   getNextBuffer(): BufferAndBacklog | undefined {
@@ -185,7 +188,10 @@ export class CrossThreadSubpartitionView implements ResultSubpartitionView {
     }
     const result = this.queue.pushReturn(kind, id, segment, value);
     if (result === "pushed") {
-      this.doorbell.ring(this.queue.producerThread, this.queue.producerEndpoint);
+      // A busy producer takes the returns as it produces; one that may wait for them asked.
+      if (kind !== ReturnKind.RECYCLE || this.queue.takeReturnsWanted()) {
+        this.doorbell.ring(this.queue.producerThread, this.queue.producerEndpoint);
+      }
     } else if (result === "full") {
       this.unsent.push([kind, id, segment, value]);
     } else if (kind === ReturnKind.RECYCLE) {
@@ -203,6 +209,7 @@ export class CrossThreadSubpartitionView implements ResultSubpartitionView {
       if (result === "closed" && kind === ReturnKind.RECYCLE) this.memory.returnLoan(segment);
       sent ||= result === "pushed";
     }
+    // Whatever waited for room: the producer reads it now.
     if (sent) this.doorbell.ring(this.queue.producerThread, this.queue.producerEndpoint);
   }
 

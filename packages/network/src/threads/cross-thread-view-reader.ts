@@ -124,6 +124,8 @@ export class CrossThreadViewReader implements BufferAvailabilityListener {
     const queue = this.queue;
     if (view === undefined || queue === undefined || this.disposed) return;
     if (this.releasePushed || this.consumerReleased) return;
+    // Returns the consumer sent since: read while producing, they need no ring.
+    this.takeReturns(queue);
     let pushed = false;
     for (;;) {
       const next = this.held ?? view.getNextBuffer();
@@ -148,7 +150,27 @@ export class CrossThreadViewReader implements BufferAvailabilityListener {
       queue.setBacklog(next.buffersInBacklog);
       pushed = true;
     }
-    if (pushed) this.ringConsumer(queue);
+    // A busy consumer finds the records without a ring; one that found the ring empty asked.
+    if (pushed && queue.takeDataWanted()) this.ringConsumer(queue);
+    this.askForReturns(queue);
+  }
+
+  /** Reads the returns there are now. */
+  private takeReturns(queue: SharedSubpartitionQueue): void {
+    for (let entry = queue.pollReturn(); entry !== undefined; entry = queue.pollReturn()) {
+      this.handleReturn(entry.kind, entry.id, entry.segment, entry.value);
+    }
+    if (queue.takeReturnSpaceWanted()) this.ringConsumer(queue);
+  }
+
+  /**
+   * With buffers lent out, the producer may wait for them (its pool runs dry): the consumer rings
+   * it with its next return. Returns that came in meanwhile are read now.
+   */
+  private askForReturns(queue: SharedSubpartitionQueue): void {
+    while (this.lent.size > 0 && !this.disposed && queue.wantReturns()) {
+      this.takeReturns(queue);
+    }
   }
 
   /** Rings the consumer, once it attached to the queue. */
@@ -216,6 +238,8 @@ export class CrossThreadViewReader implements BufferAvailabilityListener {
     if (this.releasePushed || queue === undefined) return false;
     queue.markReleased(encodeReleaseCause(cause));
     this.releasePushed = true;
+    // The consumer may be busy, or waiting: either way it learns of the release now.
+    this.ringConsumer(queue);
     return true;
   }
 
@@ -223,11 +247,9 @@ export class CrossThreadViewReader implements BufferAvailabilityListener {
   private onRung(): void {
     const queue = this.queue;
     if (this.disposed || queue === undefined) return;
-    for (let entry = queue.pollReturn(); entry !== undefined; entry = queue.pollReturn()) {
-      this.handleReturn(entry.kind, entry.id, entry.segment, entry.value);
-    }
-    if (queue.takeReturnSpaceWanted()) this.ringConsumer(queue);
+    this.takeReturns(queue);
     this.pump();
+    this.askForReturns(queue);
     this.disposeWhenDone();
   }
 

@@ -13,6 +13,11 @@ const PUSHED_DATA = 1;
 const BACKLOG = 2;
 /** Set by the producer when a record did not fit: the consumer rings it once it made room. */
 const WANTS_SPACE = 3;
+/**
+ * Set by the producer when it holds lent buffers and would wait for them: the consumer rings it
+ * with its next return. While the producer is busy it takes the returns as it pushes, unrung.
+ */
+const WANTS_RETURNS = 4;
 /** Producer's line: the next return entry it reads. */
 const RETURN_READ = 16;
 /** Consumer's line: where it reads the next record, data records popped. */
@@ -20,6 +25,11 @@ const DATA_READ = 32;
 const POPPED_DATA = 33;
 /** Set by the consumer when a return did not fit: the producer rings it once it read some. */
 const WANTS_RETURN_SPACE = 34;
+/**
+ * Set by the consumer when it found the ring empty: the producer rings it with its next record.
+ * While the consumer is busy reading it finds the records unrung.
+ */
+const WANTS_DATA = 35;
 /** Consumer's line: the next return entry it writes, with {@link RETURNS_CLOSED}. */
 const RETURN_WRITE = 48;
 /** Written once, when the queue is made and attached. */
@@ -338,6 +348,32 @@ export class SharedSubpartitionQueue {
     return Atomics.exchange(this.words, WANTS_RETURN_SPACE, 0) !== 0;
   }
 
+  /** True (once) when the consumer found the ring empty since: ring it. */
+  takeDataWanted(): boolean {
+    return (
+      Atomics.load(this.words, WANTS_DATA) !== 0 &&
+      Atomics.exchange(this.words, WANTS_DATA, 0) !== 0
+    );
+  }
+
+  /**
+   * The producer will wait for returns (it holds lent buffers): the consumer's next return rings
+   * it. True when a return came in meanwhile, which the caller reads now instead.
+   */
+  wantReturns(): boolean {
+    const words = this.words;
+    Atomics.store(words, WANTS_RETURNS, 1);
+    // A return published before the flag was seen rings nobody: read it now.
+    if (
+      Atomics.load(words, RETURN_READ) !==
+      (Atomics.load(words, RETURN_WRITE) & RETURN_INDEX_MASK)
+    ) {
+      Atomics.store(words, WANTS_RETURNS, 0);
+      return true;
+    }
+    return false;
+  }
+
   /**
    * Word `at` of the data area where `length` words go next, after a pad record when they do not
    * fit before its end; -1 (and the consumer asked to ring) when they do not fit now.
@@ -389,12 +425,23 @@ export class SharedSubpartitionQueue {
 
   // ----------------------------------------------------------------------------- consumer
 
-  /** The record at the head, or `undefined` when the ring is empty (the object is reused). */
-  peek(): QueueRecord | undefined {
+  /**
+   * The record at the head, or `undefined` when the ring is empty; then, with `wantData`, the
+   * producer rings the consumer with its next record (the object is reused).
+   */
+  peek(wantData = false): QueueRecord | undefined {
     const words = this.words;
     for (;;) {
       const read = Atomics.load(words, DATA_READ);
-      if (read === Atomics.load(words, DATA_WRITE)) return undefined;
+      if (read === Atomics.load(words, DATA_WRITE)) {
+        if (!wantData) return undefined;
+        Atomics.store(words, WANTS_DATA, 1);
+        // A record published before the flag was seen rings nobody: look again.
+        if (read === Atomics.load(words, DATA_WRITE)) return undefined;
+        Atomics.store(words, WANTS_DATA, 0);
+        wantData = false;
+        continue;
+      }
       const at = HEADER_WORDS + (read & this.dataMask);
       if (words[at + R_KIND] === RecordKind.PAD) {
         Atomics.store(words, DATA_READ, (read + (words[at + R_LENGTH] as number)) | 0);
@@ -471,6 +518,14 @@ export class SharedSubpartitionQueue {
     return Atomics.compareExchange(words, RETURN_WRITE, state, next) === state
       ? "pushed"
       : "closed";
+  }
+
+  /** True (once) when the producer asked to be rung for returns since: ring it. */
+  takeReturnsWanted(): boolean {
+    return (
+      Atomics.load(this.words, WANTS_RETURNS) !== 0 &&
+      Atomics.exchange(this.words, WANTS_RETURNS, 0) !== 0
+    );
   }
 
   /**
