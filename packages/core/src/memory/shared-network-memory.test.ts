@@ -171,8 +171,11 @@ describe("NetworkBufferPool over shared memory", () => {
     const second = must(holder.requestBuffer());
     const waiting = pool1.createBufferPool(0, 2);
     expect(waiting.requestBuffer()).toBeUndefined();
-    expect(waiting.isAvailable()).toBe(false);
+    // The guarantees go: the waiting pool may grow, but every segment is still held.
     holder.destroy();
+    await waitFor(() => waiting.getNumBuffers() === 2, { what: "the waiting pool's new size" });
+    expect(waiting.isAvailable()).toBe(false);
+    // Thread 0 frees one: thread 1 learns of it from the shared free count alone.
     first.recycleBuffer();
     await waiting.getAvailableFuture();
     const got = must(waiting.requestBuffer());
