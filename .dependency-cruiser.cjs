@@ -2,7 +2,7 @@
 // Layers of @sluice/runtime (docs/architecture.md draws them): a folder may import its own
 // layer and the layers below it, never one above. Lower to higher:
 //   ground (config, loader, metrics, clock, util) < partitioner, io < messages < checkpointing
-//   < taskexecutor < jobmaster (jobmaster/checkpoints is part of the job master).
+//   < state < taskexecutor < jobmaster (jobmaster/checkpoints is part of the job master).
 // The package's index.ts and tools/ (the docs generator) may import anything. Tests and their
 // test-support/ helpers are outside the rule: an integration test of a lower folder may start
 // a whole local cluster.
@@ -12,6 +12,7 @@ const LAYERS = [
   { name: "partitioner-io", folders: ["partitioner", "io"] },
   { name: "messages", folders: ["messages"] },
   { name: "checkpointing", folders: ["checkpointing"] },
+  { name: "state", folders: ["state"] },
   { name: "taskexecutor", folders: ["taskexecutor"] },
   { name: "jobmaster", folders: ["jobmaster"] },
 ];

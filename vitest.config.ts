@@ -10,7 +10,12 @@ export default defineConfig({
     // since the builds use tsconfig.build.json, but may be stale in an old checkout).
     include: ["**/src/**/*.test.ts"],
     exclude: ["**/node_modules/**", "**/dist/**"],
-    globalSetup: ["./vitest.global-setup.ts"],
+    // The second gives the run a folder for the registry the install tests publish the packages
+    // to; the first test file that installs starts it, so other runs pay nothing.
+    globalSetup: [
+      "./vitest.global-setup.ts",
+      "./examples/src/test-support/test-registry-global-setup.ts",
+    ],
     // Two test files at a time even on 2 cores (Vitest's default is cores − 1): most e2e time is
     // spent waiting on child processes, heartbeats and leases, which overlap well.
     maxWorkers: 2,

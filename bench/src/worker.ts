@@ -6,6 +6,7 @@
 import type { BatchParams, BatchReader, BatchWriter } from "./batch-roles.js";
 import type { CheckpointArgs } from "./cases/checkpoint-bench.js";
 import type { CoreArgs } from "./cases/core-bench.js";
+import type { DatastreamArgs } from "./cases/datastream-bench.js";
 import type { FreeListRunArgs } from "./cases/free-list-bench.js";
 import type { Lz4Args } from "./cases/lz4-bench.js";
 import type { RelayArgs, RelayPeerArgs } from "./cases/relay-bench.js";
@@ -179,6 +180,10 @@ async function handle(request: Request): Promise<unknown> {
     case "checkpoints": {
       const { runCheckpointBenchmark } = await import("./cases/checkpoint-bench.js");
       return await runCheckpointBenchmark(args as unknown as CheckpointArgs);
+    }
+    case "datastream": {
+      const { runDatastreamBenchmark } = await import("./cases/datastream-bench.js");
+      return await runDatastreamBenchmark(args as unknown as DatastreamArgs);
     }
     case "lz4": {
       const { runLz4Benchmark } = await import("./cases/lz4-bench.js");

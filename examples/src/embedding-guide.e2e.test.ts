@@ -1,8 +1,9 @@
 /**
  * The acceptance test of docs/embedding.md, as a user outside this repository would follow it:
- * the packages are packed into tarballs, the guide's files (its code blocks that name a file) are
- * written into an empty folder next to them, installed with pnpm from the tarballs (no workspace
- * links), type-checked with this repository's TypeScript, and run over TCP and over WebSocket,
+ * the packages are published to the run's test registry, the guide's files (its code blocks that
+ * name a file) are written into an empty folder, installed with pnpm from the registry (no
+ * workspace links, no tarballs), type-checked with this repository's TypeScript, and run over TCP
+ * and over WebSocket,
  * chosen by configuration only: the two-process example moving 10^6 records exactly once, the
  * batch job stage by stage, and the checkpointed job through its injected failure, each printing
  * exactly what the guide says it prints.
@@ -11,6 +12,7 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { freePort } from "@sluice/core/testing";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type CodeBlock, codeBlocks, REPO } from "./test-support/markdown-code-blocks.js";
 import {
@@ -18,6 +20,7 @@ import {
   PUBLISHED_PACKAGES,
   packPackages,
 } from "./test-support/packed-packages.js";
+import { sluicePackagesNotFromRegistry, testRegistry } from "./test-support/test-registry.js";
 
 const RECORDS = 1_000_000;
 const root = mkdtempSync(path.join(tmpdir(), "sluice-embedding-"));
@@ -71,10 +74,16 @@ interface Process {
 }
 
 function start(script: string, args: readonly string[]): Process {
-  const child = spawn(process.execPath, [path.join("dist", script), ...args], {
-    cwd: app,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  return spawnInApp(process.execPath, [path.join("dist", script), ...args]);
+}
+
+/** The installed `sluice` command of @sluice/cluster, in the application's folder. */
+function sluice(...args: string[]): Process {
+  return spawnInApp(path.join(app, "node_modules/.bin/sluice"), args);
+}
+
+function spawnInApp(command: string, args: readonly string[]): Process {
+  const child = spawn(command, args, { cwd: app, stdio: ["ignore", "pipe", "pipe"] });
   running.add(child);
   let output = "";
   let stdout = "";
@@ -103,15 +112,16 @@ async function until(condition: () => boolean, what: string, timeoutMs = 20_000)
 }
 
 describe("the embedding guide's two-process example, outside the repository", () => {
-  it("installs from the packed tarballs, not from workspace links, and type-checks with the repository's TypeScript", () => {
+  it("installs from the registry by version, not from workspace links or tarballs, and type-checks with the repository's TypeScript", () => {
     expect(install?.status, install?.output).toBe(0);
-    // Every @sluice package, the transitive ones too, was unpacked from its tarball.
+    // Every @sluice package, the transitive ones too, came from the registry by its version.
     const store = readdirSync(path.join(app, "node_modules/.pnpm"));
     for (const name of PUBLISHED_PACKAGES) {
       expect(store).toContainEqual(
-        expect.stringMatching(new RegExp(`^@sluice\\+${name}@file\\+\\.\\.\\+sluice-packs\\+`)),
+        expect.stringMatching(new RegExp(`^@sluice\\+${name}@\\d+\\.\\d+\\.\\d+$`)),
       );
     }
+    expect(sluicePackagesNotFromRegistry(testRegistry(), app)).toEqual([]);
     expect(store.filter((entry) => entry.startsWith("@sluice+"))).toHaveLength(
       PUBLISHED_PACKAGES.length,
     );
@@ -145,6 +155,48 @@ describe("the embedding guide's two-process example, outside the repository", ()
       expect(consumed.output).toContain("task manager ended: shutdown (the job ended FINISHED)");
     },
     60_000,
+  );
+});
+
+describe("the embedding guide's session cluster of sluice processes, outside the repository", () => {
+  it.each(["tcp", "ws"])(
+    "runs the guide's job module with sluice run on two sluice task managers over %s, lists it, and stops the cluster",
+    async (shuffle) => {
+      expect(typeCheck?.status, "the example did not compile").toBe(0);
+      const rpcPort = await freePort();
+      const restPort = await freePort();
+      const config = [
+        "--config",
+        "sluice.yaml",
+        "-D",
+        `shuffle-service-factory.class=${shuffle}`,
+        "-D",
+        `jobmanager.rpc.port=${rpcPort}`,
+        "-D",
+        `rest.port=${restPort}`,
+      ];
+      const jobManager = sluice("jobmanager", ...config);
+      const taskManagers = [sluice("taskmanager", ...config), sluice("taskmanager", ...config)];
+      await until(
+        () => (jobManager.output().match(/ registered$/gm) ?? []).length === 2,
+        "two task managers to register",
+      );
+      const submitted = await sluice("run", ...config, "dist/numbers-job.js", "200000").exited;
+      expect(submitted.code, submitted.output).toBe(0);
+      expect(submitted.output).toMatch(/job [0-9a-f]{32} \(numbers 0\.\.199999\) submitted/);
+      expect(submitted.output).toMatch(/job [0-9a-f]{32} FINISHED after 0 restart\(s\)/);
+      const jobId = /job ([0-9a-f]{32})/.exec(submitted.output)?.[1] as string;
+      const listed = await sluice("list", ...config).exited;
+      expect(listed.code, listed.output).toBe(0);
+      expect(listed.output).toMatch(new RegExp(`${jobId}\\s+FINISHED`));
+      jobManager.child.kill("SIGTERM");
+      expect((await jobManager.exited).code).toBe(143);
+      for (const taskManager of taskManagers) {
+        const ended = await taskManager.exited;
+        expect(ended.code, ended.output).toBe(0);
+      }
+    },
+    90_000,
   );
 });
 

@@ -1,5 +1,5 @@
 /**
- * Exactly once through every way of reading, across processes, from packed tarballs: a keyed
+ * Exactly once through every way of reading, across processes, from the published packages: a keyed
  * checkpointed job (one producer, two counters, numbers over 1,000 keys) runs with its producer
  * in a job manager process and its counters in a task manager process of a scratch application
  * that installed the packages as a user would. The producer emits with `emit`, `randomEmit` or

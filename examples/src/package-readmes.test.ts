@@ -105,7 +105,7 @@ describe.each(PACKAGES)("packages/%s/README.md", (name) => {
   }, 60_000);
 
   const examples = runnableExamples(blocks);
-  // The conformance kit's example is a test file, run from packed tarballs elsewhere (below).
+  // The conformance kit's example is a test file, run from the published packages elsewhere (below).
   if (examples.length > 0) {
     it("runs every example that shows its output, and prints exactly that output", async () => {
       for (const [index, example] of examples.entries()) {
@@ -116,7 +116,7 @@ describe.each(PACKAGES)("packages/%s/README.md", (name) => {
 });
 
 describe("the conformance kit's README", () => {
-  it("shows the plugin guide's conformance test, which CI runs from packed tarballs", () => {
+  it("shows the plugin guide's conformance test, which CI runs from the published packages", () => {
     const [readmeBlock] = codeBlocks("packages/shuffle-tck/README.md").filter(
       (block) => block.language === "ts",
     );

@@ -1,8 +1,8 @@
 /**
  * The acceptance test of docs/writing-a-shuffle-plugin.md, as a plugin author outside this
- * repository would follow it: the packages and the conformance kit are packed into tarballs, the
- * guide's decorator plugin (its code blocks that name a file) is written into an empty folder next
- * to them, installed with pnpm from the tarballs (no workspace links), built with its own
+ * repository would follow it: the packages and the conformance kit are published to the run's
+ * test registry, the guide's decorator plugin (its code blocks that name a file) is written into
+ * an empty folder, installed with pnpm from the registry (no workspace links), built with its own
  * TypeScript, and tested with its own vitest: the kit's conformance suite against the decorator,
  * every case passing, and the same cases as the kit lists for the TCP plugin the decorator wraps
  * (listed, not run: the decorator's run drives the TCP plugin already).
@@ -26,6 +26,7 @@ import {
   buildWorkspacePackagesIfStale,
   packWorkspacePackages,
 } from "./test-support/packed-packages.js";
+import { sluicePackagesNotFromRegistry, testRegistry } from "./test-support/test-registry.js";
 import { guideCompilerOptions, typeCheckBlocks } from "./test-support/type-check.js";
 
 const GUIDE = "docs/writing-a-shuffle-plugin.md";
@@ -135,22 +136,22 @@ interface VitestReport {
 }
 
 describe("the plugin guide's decorator, tested with the conformance kit outside the repository", () => {
-  it("installs the kit and the plugins from the packed tarballs and builds the guide's decorator", () => {
+  it("installs the kit and the plugins from the registry and builds the guide's decorator", () => {
     expect(blocks.map((block) => block.file)).toEqual([
       "package.json",
-      "pnpm-workspace.yaml",
       "tsconfig.json",
       "src/index.ts",
       "src/conformance.test.ts",
     ]);
     expect(install?.status, install?.output).toBe(0);
-    // Every @sluice package, the transitive ones too, was unpacked from its tarball.
+    // Every @sluice package, the transitive ones too, came from the registry by its version.
     const store = readdirSync(path.join(plugin, "node_modules/.pnpm"));
     const sluice = store.filter((entry) => entry.startsWith("@sluice+"));
-    expect(sluice).toContainEqual(expect.stringMatching(/^@sluice\+shuffle-tck@file\+/));
+    expect(sluice).toContainEqual(expect.stringMatching(/^@sluice\+shuffle-tck@\d+\.\d+\.\d+/));
     for (const entry of sluice) {
-      expect(entry).toMatch(/^@sluice\+[a-z-]+@file\+\.\.\+sluice-packs\+/);
+      expect(entry).toMatch(/^@sluice\+[a-z-]+@\d+\.\d+\.\d+(_|$)/);
     }
+    expect(sluicePackagesNotFromRegistry(testRegistry(), plugin)).toEqual([]);
     expect(build?.status, build?.output).toBe(0);
     // The test files are not part of the build: vitest runs them from source. Check their types.
     const {

@@ -38,8 +38,8 @@ export const CHECKPOINTING_HELP = `Checkpoints and recovery:
                            SIGKILL one task manager <ms> into the job (one-command demo only;
                            with checkpoints, not before the first one completed): a replacement
                            is started and the job restarts from its latest checkpoint
-                           (restart-strategy.fixed-delay.attempts / .delay; default with
-                           checkpoints: unlimited attempts, 1 s apart). With --mode batch: <ms>
+                           (restart-strategy.*; default with checkpoints: exponential-delay,
+                           1 s growing to 1 min, no limit). With --mode batch: <ms>
                            into the counting stage (after every source finished); only the
                            regions that must re-run do: the sources that lived on the lost task
                            manager, and the counters that read their partitions

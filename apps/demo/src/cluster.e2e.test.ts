@@ -41,6 +41,9 @@ function taskManager(port: number, args: readonly string[] = []): DemoProcess {
   return startDemo(["taskmanager", "--jobmanager", `127.0.0.1:${port}`, ...args]);
 }
 
+/** How long task managers that lost their job manager register again, here. */
+const SHORT_REGISTRATION = ["-D", "taskmanager.registration.timeout=3s"];
+
 /** Heartbeats fast enough that a silent peer is noticed within seconds. */
 const FAST_HEARTBEATS = ["-D", "heartbeat.interval=200ms", "-D", "heartbeat.timeout=1500ms"];
 
@@ -133,20 +136,25 @@ describe("standalone cluster on 127.0.0.1", () => {
     for (const tm of others) expect((await tm.done).code).toBe(0);
   }, 60_000);
 
-  it("makes every task manager exit non-zero within seconds when the job manager is killed mid-job", async () => {
-    const { jm, tms } = await runningJob([]);
+  it("makes every task manager try to register again after the job manager is killed mid-job, then exit non-zero once taskmanager.registration.timeout passed", async () => {
+    const { jm, tms } = await runningJob(SHORT_REGISTRATION);
     const killedAt = Date.now();
     jm.child.kill("SIGKILL");
     const runs = await Promise.all(tms.map((tm) => tm.done));
-    expect(Date.now() - killedAt).toBeLessThan(10_000);
+    const exitedAfterMs = Date.now() - killedAt;
+    expect(exitedAfterMs).toBeGreaterThanOrEqual(3_000);
+    expect(exitedAfterMs).toBeLessThan(3_000 + 10_000);
     for (const run of runs) {
       expect(run.code).toBe(1);
-      expect(run.stderr).toContain("lost the job manager");
+      expect(run.stderr).toContain("registering again for up to 3000 ms");
+      expect(run.stderr).toMatch(
+        /lost the job manager: the control connection to the job manager at 127\.0\.0\.1:\d+ closed \(code 1006\); it could not register again within 3000 ms \(taskmanager\.registration\.timeout, \d+ attempts\): cannot reach the job manager/,
+      );
     }
   }, 60_000);
 
-  it("makes every task manager exit non-zero when the job manager stops requesting heartbeats", async () => {
-    const { jm, tms } = await runningJob(FAST_HEARTBEATS);
+  it("makes every task manager try to register again when the job manager stops requesting heartbeats, then exit non-zero", async () => {
+    const { jm, tms } = await runningJob([...FAST_HEARTBEATS, ...SHORT_REGISTRATION]);
     // Frozen, its connections stay open: the task managers learn it only from the silence.
     jm.child.kill("SIGSTOP");
     const runs = await Promise.all(tms.map((tm) => tm.done));
@@ -155,12 +163,13 @@ describe("standalone cluster on 127.0.0.1", () => {
       expect(run.stderr).toContain(
         "lost the job manager: no heartbeat request from the job manager",
       );
+      expect(run.stderr).toContain("it could not register again within 3000 ms");
     }
     jm.child.kill("SIGKILL");
   }, 60_000);
 
   it("fails the job when a task manager stops answering heartbeats, naming it and its address, and every process exits non-zero", async () => {
-    const { jm, tms } = await runningJob(FAST_HEARTBEATS);
+    const { jm, tms } = await runningJob([...FAST_HEARTBEATS, ...SHORT_REGISTRATION]);
     const frozen = /task manager 1 \(pid (\d+)\) ready/.exec(jm.output().stdout);
     const pid = Number(frozen?.[1]);
     // A frozen process keeps its sockets open: only the missing heartbeats reveal it.

@@ -79,7 +79,7 @@ describe("demo --sink files", () => {
       let bytes = 0;
       let words = 0;
       for (const name of entries) {
-        expect(name).toMatch(/^part-[01]-\d+-\d+$/);
+        expect(name).toMatch(/^part-[01]-[0-9a-f]{32}-[0-9a-f]+-\d+-\d+$/);
         const text = await readFile(path.join(output, name), "utf8");
         bytes += Buffer.byteLength(text);
         for (const line of text.split("\n")) {

@@ -18,9 +18,9 @@ import { applyCheckpointingFlags, recoverySettingsOf } from "./checkpointing-opt
 import type { DemoOptions } from "./cli.js";
 import { APP_DIR } from "./demo-application.js";
 import { formatDuration } from "./format.js";
-import { JOB_MANAGER_AT, JOB_RUNS_ON_LEADER } from "./high-availability-recovery.js";
 import { settlesWithin } from "./job-failures.js";
 import { configArguments, type DemoIO } from "./job-manager-role.js";
+import { JOB_MANAGER_AT, JOB_RUNS_ON_LEADER } from "./leadership.js";
 import { LocalTaskManagers } from "./local-task-managers.js";
 
 /** How often a due leader kill looks whether the leader runs the job and completed a checkpoint. */

@@ -1,4 +1,5 @@
 import {
+  describeTaskManagerWait,
   JobManager,
   MetricFetcher,
   type RegisteredTaskManager,
@@ -6,7 +7,6 @@ import {
 } from "@sluice/cluster";
 import { ConfigurationError, ErrorCodes, isSluiceError } from "@sluice/core";
 import {
-  type CompletedCheckpoint,
   type Configuration,
   describeThrowable,
   type JobExecution,
@@ -35,12 +35,6 @@ import {
 import { APP_DIR, APP_VERSION, isUsageError, SHUFFLE_KEY } from "./demo-application.js";
 import { formatInteger } from "./format.js";
 import {
-  awaitLeadership,
-  isHighAvailability,
-  JOB_RUNS_ON_LEADER,
-  recoverOrCreateJob,
-} from "./high-availability-recovery.js";
-import {
   type Failure,
   failureLines,
   JobFailedError,
@@ -49,6 +43,12 @@ import {
   settlesWithin,
 } from "./job-failures.js";
 import { JobReportBuilder } from "./job-report-builder.js";
+import {
+  awaitLeadership,
+  fixedJobIdOf,
+  isHighAvailability,
+  JOB_RUNS_ON_LEADER,
+} from "./leadership.js";
 import { LocalTaskManagers } from "./local-task-managers.js";
 import { checkParallelismFitsNetworkMemory } from "./parallelism-memory.js";
 import { ProgressLoop } from "./progress-loop.js";
@@ -60,13 +60,7 @@ import { StageTimeline } from "./stage-timeline.js";
 import { formatSummary, type JobReport, type SinkReport, summaryJson } from "./summary.js";
 import { TaskManagerExits } from "./task-manager-exits.js";
 import { subtaskName, taskProgressOf } from "./task-metrics.js";
-import {
-  COUNT_VERTEX,
-  SOURCE_VERTEX,
-  sinkAttemptBaseOf,
-  type WordCountJob,
-  type wordCountJob,
-} from "./word-count-job.js";
+import { COUNT_VERTEX, SOURCE_VERTEX, type WordCountJob, wordCountJob } from "./word-count-job.js";
 
 /** How long local task managers may take to start and register. */
 const STARTUP_TIMEOUT_MS = 30_000;
@@ -118,8 +112,8 @@ export class JobManagerRole {
   private execution: JobExecution | undefined;
   /** Whether the job managers run under high availability (not `none`). */
   private highAvailability = false;
-  /** The previous leader's checkpoint this job manager restores the job from. */
-  private restoreFrom: CompletedCheckpoint | undefined;
+  /** Failovers of the job so far, as printed. */
+  private failovers = 0;
   private local: LocalTaskManagers | undefined;
   private recovery: Recovery | undefined;
   private startedAt = 0;
@@ -142,6 +136,9 @@ export class JobManagerRole {
       elapsedMs: performance.now() - this.startedAt,
       totalRecords: this.options.records,
       tasks: this.report.tasks(),
+      waiting: (this.jobManager?.taskManagerWaits ?? []).map((wait) =>
+        describeTaskManagerWait(wait),
+      ),
     }));
   }
 
@@ -219,15 +216,22 @@ export class JobManagerRole {
     const shuffle = jobManager.plugin.reference;
     let job: WordCountJob;
     try {
-      const recovered = await recoverOrCreateJob(
-        jobManager,
-        this.highAvailability,
-        this.jobOptions,
-        (text) => this.say(text),
-      );
-      job = recovered.job;
-      this.restoreFrom = recovered.restoreFrom;
-      if (options.output !== undefined && !recovered.recovered) {
+      job = wordCountJob(this.jobOptions, fixedJobIdOf(jobManager.configuration));
+      // Under high availability the library took the job over from the previous leader (same
+      // id), from its latest stored checkpoint; its part files are in the sink's folder.
+      const known = this.highAvailability ? await jobManager.getJob(job.graph.jobId) : undefined;
+      if (known?.execution === undefined && known !== undefined) {
+        const ended = await known.result;
+        this.say(`job ${job.graph.jobId} ended ${ended.status} under a previous leader\n`);
+        await jobManager.close({ timeoutMs: CANCEL_GRACE_MS });
+        return ended.status === "FINISHED" ? 0 : 1;
+      }
+      if (known?.execution !== undefined) {
+        const restored = known.execution.latestRestore?.checkpoint.checkpointId;
+        this.say(
+          `recovering job ${job.graph.jobId} left by the previous leader, ${restored === undefined ? "from the start (no checkpoint was stored)" : `from checkpoint ${restored}`}\n`,
+        );
+      } else if (options.output !== undefined) {
         await checkOutputDirectory(options.output, (message) => new ConfigurationError(message));
       }
     } catch (error) {
@@ -286,13 +290,7 @@ export class JobManagerRole {
 
   /** What the word count is built from: the demo's options, its file sink writing to `--output`. */
   private get jobOptions(): Parameters<typeof wordCountJob>[0] {
-    return {
-      ...this.options,
-      sinkDirectory: this.options.output,
-      sinkAttemptBase: sinkAttemptBaseOf(
-        this.highAvailability ? this.jobManager?.fencingToken : undefined,
-      ),
-    };
+    return { ...this.options, sinkDirectory: this.options.output };
   }
 
   /**
@@ -306,7 +304,9 @@ export class JobManagerRole {
       ...(bind === undefined ? {} : { bind }),
       loader: { applicationDirs: [APP_DIR] },
       applicationVersion: APP_VERSION,
-      maxTaskManagers: options.taskManagers,
+      // Standalone, task managers beyond the job's are turned away. Local ones are all this
+      // process's children: one that comes back after a replacement was started is let in.
+      ...(options.command === "local" ? {} : { maxTaskManagers: options.taskManagers }),
       onFatalError: (error) =>
         this.failures.record(1, `the shuffle master failed: ${error.message}`),
       onLeadershipRevoked: () =>
@@ -326,6 +326,8 @@ export class JobManagerRole {
         this.report.lost.add(tm);
         this.exits.lost(tm, cause, this.execution, this.recovery);
       },
+      // A job that cannot run says what it waits for, and how long it will.
+      onTaskManagerWait: (wait, phase) => this.say(`${describeTaskManagerWait(wait, phase)}\n`),
       onApplicationMessage: (tm, name, payload) => {
         if (name !== METRIC_ENDPOINTS_MESSAGE) {
           throw new ConfigurationError(`${tm.label} sent an unknown message ${name}`);
@@ -334,6 +336,13 @@ export class JobManagerRole {
           this.say(`${tm.label} metrics (${reporter}): ${url}\n`);
         }
         return undefined;
+      },
+      // Every failover is printed with its cause, also of a job taken over from a previous
+      // leader: a job that restarts again and again (a full disk) must not loop silently.
+      jobStatusListener: (_jobId, status, cause) => {
+        if (status !== "RESTARTING") return;
+        const why = cause === undefined ? "" : `: ${describeThrowable(serializeThrowable(cause))}`;
+        this.say(`the job fails over (restart ${++this.failovers})${why}\n`);
       },
       onWarning: (message) => this.io.stderr.write(`warning: ${message}\n`),
     });
@@ -392,20 +401,10 @@ export class JobManagerRole {
         }),
     );
 
-    // Subtask i of each vertex runs on task manager i mod N.
-    // Every failover is printed with its cause: a job that restarts again and again (a full
-    // disk, a bad checkpoint folder) must not loop silently.
-    let failovers = 0;
-    const execution = await jobManager.deploy(job.graph, undefined, {
-      // Under high availability a standby that takes over finds the job and its checkpoints.
-      ...(this.highAvailability ? { recoveryDescription: { job: "word count" } } : {}),
-      ...(this.restoreFrom === undefined ? {} : { restoreFrom: this.restoreFrom }),
-      statusListener: (status, cause) => {
-        if (status !== "RESTARTING") return;
-        const why = cause === undefined ? "" : `: ${describeThrowable(serializeThrowable(cause))}`;
-        this.say(`the job fails over (restart ${++failovers})${why}\n`);
-      },
-    });
+    // Subtask i of each vertex runs on task manager i mod N. Under high availability the job
+    // manager keeps the job in the stores, and a leader elected next takes it over by itself:
+    // this is the execution it took over, when it did.
+    const execution = await jobManager.deploy(job.graph);
     this.execution = execution;
     if (this.highAvailability) {
       // The launcher of --job-managers times a failover's recovery by this line.

@@ -3,6 +3,13 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { deferred } from "@sluice/core";
 
+/**
+ * How long a local task manager tries to register again after losing its job manager (instead of
+ * the 5 min default): long enough for a connection that dropped, short enough that no child
+ * outlives a job manager that was killed.
+ */
+const LOCAL_REGISTRATION_TIMEOUT = "10s";
+
 /** One task-manager child process of the one-command demo. */
 export interface LocalTaskManager {
   readonly child: ChildProcess;
@@ -79,6 +86,9 @@ export class LocalTaskManagers {
           ? []
           : ["--jobmanager", `${this.jobManager.host}:${this.jobManager.port}`]),
         "--quiet",
+        // Its job manager is its parent: once that is gone, nothing comes back to register with.
+        "-D",
+        `taskmanager.registration.timeout=${LOCAL_REGISTRATION_TIMEOUT}`,
         ...this.configArgs,
       ],
       {

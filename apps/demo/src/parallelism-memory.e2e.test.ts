@@ -1,8 +1,10 @@
 /**
  * The demo at a parallelism its network memory cannot give every pool its full buffers: with
- * Flink's settings, parallelism 64 on 32 MiB per task manager fails at deploy with 'Insufficient
- * number of network buffers'; here the short pools fall back, say so, and the counts verify. A
- * parallelism the memory cannot serve even so is refused at start-up, naming what it needs.
+ * Flink's settings (Sluice's default too), parallelism 64 on 32 MiB per task manager fails at
+ * deploy with 'Insufficient number of network buffers'; with
+ * `taskmanager.network.memory.exclusive-buffers-fallback` the short pools fall back, say so, and
+ * the counts verify. A parallelism the memory cannot serve even so is refused at start-up,
+ * naming what it needs.
  */
 import { describe, expect, it } from "vitest";
 import { lastJsonLine, startDemo, useDemoProcesses } from "./test-support/demo-process.js";
@@ -14,6 +16,8 @@ const network = (mb: number) => [
   `taskmanager.memory.network.min=${mb}mb`,
   "-D",
   `taskmanager.memory.network.max=${mb}mb`,
+  "-D",
+  "taskmanager.network.memory.exclusive-buffers-fallback=true",
 ];
 
 describe("the demo on little network memory", () => {

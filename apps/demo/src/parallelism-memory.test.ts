@@ -3,10 +3,12 @@ import { readableConfigOf } from "@sluice/runtime-api";
 import { describe, expect, it } from "vitest";
 import { checkParallelismFitsNetworkMemory } from "./parallelism-memory.js";
 
+/** The fallback's key on, unless `extra` says otherwise. */
 const withMemory = (mb: number, extra: Record<string, unknown> = {}) =>
   readableConfigOf({
     "taskmanager.memory.network.min": `${mb}mb`,
     "taskmanager.memory.network.max": `${mb}mb`,
+    "taskmanager.network.memory.exclusive-buffers-fallback": true,
     ...extra,
   });
 

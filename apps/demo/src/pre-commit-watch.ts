@@ -6,7 +6,7 @@ const LIST_INTERVAL_MS = 1;
 
 /**
  * The subtask index and the part file of a pre-committed or committed name of the file sink
- * (`.part-<subtask>-<attempt>-<n>.pending` or `part-<subtask>-<attempt>-<n>`), or undefined
+ * (`.<part>.pending` or `<part>`, see `COMMITTED_PART_FILE`), or undefined
  * for any other entry (the in-progress files, which exist before the snapshot).
  */
 function preCommittedPart(entry: string): { subtask: number; part: string } | undefined {

@@ -9,6 +9,14 @@ export interface ProgressSnapshot {
   readonly totalRecords: number;
   /** The latest counters of every task that reported. */
   readonly tasks: readonly TaskProgress[];
+  /** What the job waits for, when it cannot run (`waiting 12 s of 5 min ... for ...`). */
+  readonly waiting?: readonly string[];
+}
+
+/** ` | waiting …` after the progress, or nothing. */
+function waitingSuffix(snapshot: ProgressSnapshot): string {
+  const waiting = snapshot.waiting ?? [];
+  return waiting.length === 0 ? "" : ` | ${waiting.join("; ")}`;
 }
 
 /** Renders progress while the job runs. */
@@ -85,7 +93,7 @@ class BarView implements ProgressView {
       {
         stream,
         format:
-          "{bar} {percentage}% | {words}/{totalWords} words | {rate} rec/s | {mbps} | out pool {outPool} | in pool {inPool} | back-pressured {bp}",
+          "{bar} {percentage}% | {words}/{totalWords} words | {rate} rec/s | {mbps} | out pool {outPool} | in pool {inPool} | back-pressured {bp}{waiting}",
         barsize: 24,
         hideCursor: true,
         clearOnComplete: false,
@@ -108,6 +116,7 @@ class BarView implements ProgressView {
       outPool: p.out,
       inPool: p.in,
       bp: p.bp,
+      waiting: waitingSuffix(snapshot),
     };
     if (!this.started) {
       this.started = true;
@@ -142,7 +151,7 @@ class LineView implements ProgressView {
     this.stream.write(
       `[${(snapshot.elapsedMs / 1000).toFixed(1).padStart(5)}s] ${formatInteger(rates.recordsIn)}/${formatInteger(snapshot.totalRecords)} words (${formatPercent(done)})` +
         `  ${formatInteger(rates.recordsPerSecond)} rec/s  ${formatMegabytes(rates.bytesPerSecond)}/s` +
-        `  out pool ${p.out}  in pool ${p.in}  back-pressured ${p.bp}\n`,
+        `  out pool ${p.out}  in pool ${p.in}  back-pressured ${p.bp}${waitingSuffix(snapshot)}\n`,
     );
   }
 

@@ -50,10 +50,12 @@ describe("readCommittedOutput", () => {
   });
 
   it("sums each subtask's committed lines and names leftover and foreign files", async () => {
-    await writeFile(path.join(directory, "part-0-0-0"), "a\t2\nb\t1\n");
-    await writeFile(path.join(directory, "part-0-1-0"), "a\t3\n");
-    await writeFile(path.join(directory, "part-1-0-0"), "c\t5\nbroken line\n");
-    await writeFile(path.join(directory, ".part-1-0-1.pending"), "c\t1\n");
+    // Part files are named <prefix>-<job id>-<leadership epoch>-<attempt>-<n>.
+    const job = "0123456789abcdef0123456789abcdef";
+    await writeFile(path.join(directory, `part-0-${job}-7-0-0`), "a\t2\nb\t1\n");
+    await writeFile(path.join(directory, `part-0-${job}-9-0-0`), "a\t3\n");
+    await writeFile(path.join(directory, `part-1-${job}-7-0-0`), "c\t5\nbroken line\n");
+    await writeFile(path.join(directory, `.part-1-${job}-7-0-1.pending`), "c\t1\n");
     await mkdir(path.join(directory, "notes"));
     const output = await readCommittedOutput(directory, 2);
     expect(output.countsBySubtask).toEqual([
@@ -66,9 +68,9 @@ describe("readCommittedOutput", () => {
     expect(output.committedFiles).toBe(3);
     expect(output.committedBytes).toBe(8 + 4 + 16);
     expect(output.differences).toEqual([
-      `1 in-progress or pending part file(s) left in ${directory}: .part-1-0-1.pending`,
+      `1 in-progress or pending part file(s) left in ${directory}: .part-1-${job}-7-0-1.pending`,
       `${path.join(directory, "notes")} is not a part file of a count subtask`,
-      'part-1-0-0: not a "word<TAB>count" line: "broken line"',
+      `part-1-${job}-7-0-0: not a "word<TAB>count" line: "broken line"`,
     ]);
   });
 });

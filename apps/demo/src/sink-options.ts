@@ -86,8 +86,11 @@ export async function checkOutputDirectory(
   }
 }
 
-/** A committed part file's name, `part-<subtask>-<attempt>-<n>`: group 1 is the subtask. */
-export const COMMITTED_PART_FILE = /^part-(\d+)-\d+-\d+$/;
+/**
+ * A committed part file's name, `part-<subtask>-<job id>-<leadership epoch>-<attempt>-<n>`:
+ * group 1 is the subtask.
+ */
+export const COMMITTED_PART_FILE = /^part-(\d+)-[0-9a-f]{32}-[A-Za-z0-9]+-\d+-\d+$/;
 
 /** What the committed part files of a run hold. */
 export interface CommittedOutput {
@@ -101,7 +104,7 @@ export interface CommittedOutput {
 
 /**
  * Reads the sink's folder after the job: sums the `word<TAB>count` lines of every committed
- * part file (`part-<subtask>-<attempt>-<n>`) per subtask, and names what should not be there.
+ * part file (`part-<subtask>-...`, see {@link COMMITTED_PART_FILE}) per subtask, and names what should not be there.
  */
 export async function readCommittedOutput(
   directory: string,

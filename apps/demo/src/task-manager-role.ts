@@ -26,7 +26,8 @@ import { wordCountInvokables } from "./word-count-job.js";
  * the application channel; the task manager tells it where its metric reporters serve once it
  * registered, and its peak RSS when it is shut down. It exits
  * when the job manager says the job ended (0, or 1 when the job failed), when it loses the job
- * manager (1), or on Ctrl-C / SIGTERM (130 / 143). Resolves with the exit code.
+ * manager (1), when its TaskExecutor fails fatally (1: a canceled task's code did not return within
+ * `task.cancellation.timeout`), or on Ctrl-C / SIGTERM (130 / 143). Resolves with the exit code.
  */
 export async function runTaskManager(
   command: TaskManagerCommand,
@@ -111,6 +112,10 @@ export async function runTaskManager(
         return 1;
       case "closed":
         return interruptedBy === "SIGINT" ? 130 : 143;
+      case "fatal-error":
+        // The task's code may still run: the caller exits the process, as Flink's does.
+        io.stderr.write(`error: task manager (pid ${process.pid}): ${end.message}\n`);
+        return 1;
     }
   } catch (error) {
     io.stderr.write(

@@ -27,30 +27,6 @@ export interface WordCountOptions {
   readonly mode?: DemoMode;
   /** `--sink files --output <dir>`: the counters write their counts to part files there. */
   readonly sinkDirectory?: string | undefined;
-  /**
-   * Added to the counters' attempt numbers in their part files' names: a job manager that took
-   * over a job starts its attempts at 0 again, and its files must not replace the committed ones
-   * of the previous leader's attempts (see {@link sinkAttemptBaseOf}).
-   */
-  readonly sinkAttemptBase?: number | undefined;
-}
-
-/** Attempt numbers one job manager's run of the job may use in part-file names. */
-const ATTEMPTS_PER_LEADERSHIP = 1_000_000;
-
-/**
- * The part files' attempt base of a job manager leading with `fencingToken`: the fencing tokens
- * of successive leaders differ (etcd's are create revisions), so their files' names do too.
- * Without high availability (`undefined`) there is one job manager: 0.
- */
-export function sinkAttemptBaseOf(fencingToken: string | undefined): number {
-  if (fencingToken === undefined) return 0;
-  const token = /^\d+$/.test(fencingToken) ? Number(fencingToken) : Number.NaN;
-  // A plugin's token that is no small number: the time of the take-over, which differs too.
-  const epoch = Number.isSafeInteger(token * ATTEMPTS_PER_LEADERSHIP)
-    ? token
-    : Date.now() % 2 ** 20;
-  return epoch * ATTEMPTS_PER_LEADERSHIP;
 }
 
 /** The word count's graph and its two vertices. */
@@ -73,7 +49,7 @@ export function wordCountJob(options: WordCountOptions, jobId?: JobID): WordCoun
     records: options.records,
     parallelism: options.parallelism,
   };
-  // A job manager that recovers the job after a failover rebuilds it with the job's own id.
+  // Under high availability every leader's run of the demo submits the job with the same id.
   const graph = new JobGraph("word count", jobId);
   const source = graph.addVertex({
     name: SOURCE_VERTEX,
@@ -91,14 +67,7 @@ export function wordCountJob(options: WordCountOptions, jobId?: JobID): WordCoun
     parallelism: options.parallelism,
     invokable: "count",
     configuration:
-      options.sinkDirectory === undefined
-        ? {}
-        : {
-            sink: {
-              directory: options.sinkDirectory,
-              attemptBase: options.sinkAttemptBase ?? 0,
-            },
-          },
+      options.sinkDirectory === undefined ? {} : { sink: { directory: options.sinkDirectory } },
   });
   graph.connect(source, count, {
     partitioner: { name: "HASH", keySelector: "value" },

@@ -3,9 +3,10 @@
  * partitioning stops at 128 key groups) (one producer, a
  * consumer gate of 1,000 remote channels) on 64 MiB of network memory per process, where the
  * gate's 2,000 exclusive buffers cannot be guaranteed beside the half of the buffers kept for
- * later pools, so the gate deploys in floating-only mode (Flink fails there with 'Insufficient
- * number of network buffers'); against the same exchange on 128 MiB, where every pool gets its
- * full buffers. Sluice TCP.
+ * later pools, so the gate deploys in floating-only mode with
+ * `taskmanager.network.memory.exclusive-buffers-fallback` on (Flink, and Sluice by default, fail
+ * there with 'Insufficient number of network buffers'); against the same exchange on 128 MiB,
+ * where every pool gets its full buffers. Sluice TCP.
  */
 import type { CaseDefinition } from "./case-definition.js";
 import { findRow } from "./result-rows.js";
@@ -32,7 +33,10 @@ export const case10: CaseDefinition = {
       baseParams({
         channels: CHANNELS,
         selector: "rebalance",
-        config: sluiceConfig(100, networkMemory(memory)),
+        config: sluiceConfig(100, {
+          ...networkMemory(memory),
+          "taskmanager.network.memory.exclusive-buffers-fallback": true,
+        }),
       }),
     ]);
     const rows = await throughputRows(

@@ -1,5 +1,5 @@
 /**
- * Case 12's free-list rows, inside one child: what a NetworkBufferPool pays to take a segment and
+ * Case 13's free-list rows, inside one child: what a NetworkBufferPool pays to take a segment and
  * give it back, with the task manager's segments on one thread's array (the single-loop pool) and
  * on the lock-free free list the slot threads share, alone and with a second thread taking and
  * giving at the same time.

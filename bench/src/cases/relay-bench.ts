@@ -1,5 +1,5 @@
 /**
- * Case 12's rows on where a threaded task manager's network I/O lives: 32 KiB buffers over TCP on
+ * Case 13's rows on where a threaded task manager's network I/O lives: 32 KiB buffers over TCP on
  * 127.0.0.1 between this child and a peer child, with this child's end either on the thread that
  * produces or consumes them (a slot thread with a connection of its own) or on the main thread,
  * the buffers handed between the main thread and the slot thread through a SharedArrayBuffer ring

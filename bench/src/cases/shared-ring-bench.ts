@@ -1,5 +1,5 @@
 /**
- * Case 12's baseline for the local channel between slot threads: a raw SharedArrayBuffer ring
+ * Case 13's baseline for the local channel between slot threads: a raw SharedArrayBuffer ring
  * between two threads of one process (shared-ring-thread.ts), chunks of a segment's size copied
  * in by one thread and out by the other. Payload bytes per second at the reader, first chunk to
  * last. Written here, in bench/: it is what the library is measured against, not part of it.

@@ -1,5 +1,5 @@
 /**
- * One end of case 12's raw SharedArrayBuffer ring (run as a worker thread by shared-ring-bench.ts):
+ * One end of case 13's raw SharedArrayBuffer ring (run as a worker thread by shared-ring-bench.ts):
  * the writer copies chunks into the ring's slots, the reader copies them out, each waiting with
  * the blocking `Atomics.wait` when the ring is full or empty. Neither does I/O, so blocking is
  * the cheapest wait there is: the ring is the ceiling a channel between threads is measured

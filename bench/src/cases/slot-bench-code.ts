@@ -1,5 +1,5 @@
 /**
- * Case 12's tasks, as a job module: a task manager whose slots run on threads loads its code by
+ * Case 13's tasks, as a job module: a task manager whose slots run on threads loads its code by
  * reference in every slot thread, and the single-loop task manager it is compared with loads the
  * same module, so both run the same code.
  *

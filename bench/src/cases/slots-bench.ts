@@ -1,7 +1,7 @@
 /**
- * Case 12, inside one child process: one task manager (a TaskExecutor of the TCP plugin with 2
+ * Case 13, inside one child process: one task manager (a TaskExecutor of the TCP plugin with 2
  * task slots, on its event loop or with its slots on threads) and a JobDeployer that places every
- * subtask of each run's job on it. A run deploys a job of case 12's job module
+ * subtask of each run's job on it. A run deploys a job of case 13's job module
  * (`slot-bench-code.ts`) and measures it at its consumers, from the first arrival to the last.
  * The child also samples its RSS, threads included.
  */

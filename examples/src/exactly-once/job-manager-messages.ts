@@ -8,7 +8,7 @@ export type ToJobManager =
 
 /** How a run ended, as JSON. */
 export interface RunResult {
-  readonly status: "FINISHED" | "FAILED" | "CANCELED";
+  readonly status: "FINISHED" | "FAILED" | "CANCELED" | "SUSPENDED";
   readonly error?: string;
   readonly restarts: number;
   readonly completedCheckpoints: number;

@@ -3,15 +3,12 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import path from "node:path";
 import ts from "typescript";
-import {
-  buildWorkspacePackagesIfStale,
-  PUBLISHED_PACKAGES,
-  packWorkspacePackages,
-} from "./packed-packages.js";
+import { testRegistry } from "./test-registry.js";
+import { manifestOf } from "./workspace-packages.js";
 
-/** An application folder outside the workspace, with the packages installed from tarballs. */
+/** An application folder outside the workspace, with the packages installed from a registry. */
 export interface ScratchProject {
-  /** The folder that holds the tarballs (`sluice-packs/`) and the application (`app/`). */
+  /** The temporary folder that holds the application (`app/`). */
   readonly root: string;
   /** The application: its package.json, node_modules and the compiled sources. */
   readonly app: string;
@@ -20,13 +17,13 @@ export interface ScratchProject {
 }
 
 /**
- * Creates a scratch application as a user outside this repository would: builds the published
- * packages and `dependencies` if stale, packs them into tarballs, writes a package.json that
- * depends on `dependencies` (package folder names, `cluster`) as `file:` tarballs and on
- * `devDependencies` from the registry, with pnpm overrides for every packed `@sluice` package
- * (they depend on each other by a version no registry serves), compiles `sources` (TypeScript
- * files of this repository that import only published packages) next to it as JavaScript, and
- * installs it with pnpm.
+ * Creates a scratch application as a user outside this repository would: a package.json that
+ * depends on `dependencies` (package folder names, `cluster`) by their version and on
+ * `devDependencies`, `sources` (TypeScript files of this repository that import only published
+ * packages) compiled next to it as JavaScript, installed with `pnpm install` from the run's test
+ * registry, where every package was published (`test-registry.ts`). The project has no other
+ * configuration: no tarball, override or build-script approval. (The registry test installs
+ * with npm too.)
  *
  * @throws an Error with pnpm's output when the install fails.
  */
@@ -36,39 +33,22 @@ export function createScratchProject(
   sources: readonly string[],
   devDependencies: Readonly<Record<string, string>> = {},
 ): ScratchProject {
-  const packed = [...new Set([...PUBLISHED_PACKAGES, ...dependencies])];
-  buildWorkspacePackagesIfStale(packed);
+  const registry = testRegistry();
   const root = mkdtempSync(path.join(tmpdir(), prefix));
   const remove = () => rmSync(root, { recursive: true, force: true });
   try {
-    const packs = path.join(root, "sluice-packs");
     const app = path.join(root, "app");
-    mkdirSync(packs);
     mkdirSync(app);
-    const tarballs = packWorkspacePackages(packed, packs);
-    const tarball = (name: string) => {
-      const file = tarballs.find((t) => new RegExp(`^sluice-${name}-\\d`).test(t));
-      if (file === undefined) throw new Error(`no tarball of @sluice/${name} in ${tarballs}`);
-      return `file:../sluice-packs/${file}`;
-    };
     const packageJson = {
       name: "scratch-app",
       private: true,
       type: "module",
       dependencies: Object.fromEntries(
-        dependencies.map((name) => [`@sluice/${name}`, tarball(name)]),
+        dependencies.map((name) => [`@sluice/${name}`, manifestOf(name).version]),
       ),
       devDependencies,
     };
     writeFileSync(path.join(app, "package.json"), `${JSON.stringify(packageJson, null, 2)}\n`);
-    const overrides = packed.map((name) => `  "@sluice/${name}": "${tarball(name)}"`);
-    // pnpm exits 1 on a dependency's install script that is not listed (ERR_PNPM_IGNORED_BUILDS),
-    // as it does for a user's application: @sluice/ha-etcd's etcd3 pulls protobufjs, whose
-    // postinstall only prints a version notice (packages/ha-etcd/README.md tells users the same).
-    writeFileSync(
-      path.join(app, "pnpm-workspace.yaml"),
-      `overrides:\n${overrides.join("\n")}\nallowBuilds:\n  protobufjs: false\n`,
-    );
     for (const source of sources) {
       const { outputText } = ts.transpileModule(readFileSync(source, "utf8"), {
         fileName: source,
@@ -80,10 +60,10 @@ export function createScratchProject(
       });
       writeFileSync(path.join(app, path.basename(source).replace(/\.ts$/, ".js")), outputText);
     }
-    // Offline from the store that installed this repository; the registry serves what is missing.
-    const install = spawnSync("pnpm", ["install", "--prefer-offline"], {
+    const install = spawnSync("pnpm", ["install"], {
       cwd: app,
       encoding: "utf8",
+      env: { ...process.env, ...registry.env },
     });
     if (install.status !== 0) {
       throw new Error(`pnpm install in ${app} failed:\n${install.stdout}${install.stderr}`);

@@ -31,9 +31,16 @@ export function typeCheckBlocks(
     files.set(path.join(folder, "doc-snippets", name), block);
   }
   const host = ts.createCompilerHost(options);
-  const { fileExists, readFile, getSourceFile } = host;
+  const { fileExists, readFile, getSourceFile, directoryExists } = host;
+  const snippets = path.join(folder, "doc-snippets");
   host.getCurrentDirectory = () => folder;
+  // The blocks' folder exists only here: a block may import another (`./ha-job.js`).
+  host.directoryExists = (name) =>
+    path.resolve(name) === snippets || (directoryExists?.call(host, name) ?? true);
   host.fileExists = (name) => files.has(name) || fileExists.call(host, name);
+  // The blocks' folder exists only in memory: a block may import another (`./word-count.js`).
+  host.directoryExists = (name) =>
+    path.resolve(name) === snippets || (directoryExists?.call(host, name) ?? true);
   host.readFile = (name) => files.get(name)?.code ?? readFile.call(host, name);
   host.getSourceFile = (name, language, ...rest) => {
     const block = files.get(name);

@@ -137,6 +137,16 @@ describe("checkpoint notifications over the control plane", () => {
     expect([abortKind, abortedId, latest]).toEqual(["aborted", 7n, 0n]);
   });
 
+  it("carry the completed checkpoint a completion subsumed, 64-bit intact, and none when there is none", async () => {
+    const received: unknown[][] = [];
+    const { remote } = forwardTaskExecutor(received);
+    const attempt = new ExecutionAttemptID(undefined, undefined, 1, 0);
+    await remote.notifyCheckpointComplete(attempt, MAX_ID, 1n, MAX_ID - 1n);
+    await remote.notifyCheckpointComplete(attempt, 9n, 1n);
+    expect(must(received[0]).slice(2)).toEqual([MAX_ID, 1n, MAX_ID - 1n]);
+    expect(must(received[1]).slice(2)).toEqual([9n, 1n, undefined]);
+  });
+
   it("are refused on receipt when an id is not a decimal 64-bit integer", async () => {
     const received: unknown[][] = [];
     const { forwarder } = forwardTaskExecutor(received);

@@ -1,10 +1,10 @@
+import type { Socket } from "node:net";
 import { setTimeout as delay } from "node:timers/promises";
 import type { TLSSocket } from "node:tls";
 import { PartitionConnectionError } from "@sluice/core";
-import type { TlsSettings } from "@sluice/network";
+import { keepAliveDelayFor, type TlsSettings } from "@sluice/network";
 import WebSocket from "ws";
 import {
-  CONTROL_PLANE_KEEP_ALIVE_DELAY_MS,
   CONTROL_PLANE_PATH,
   controlPlaneUrl,
   JobManagerMethods,
@@ -22,6 +22,7 @@ export interface ConnectOptions {
   readonly port: number;
   readonly tls: TlsSettings | undefined;
   readonly maxMessageSize: number;
+  /** `heartbeat.timeout`: how long a call waits for its reply; TCP keepalive derives from it. */
   readonly requestTimeoutMs: number;
   /** Connection refused is retried until this much time passed (the job manager may start later). */
   readonly retryForMs: number;
@@ -32,6 +33,11 @@ export interface ConnectOptions {
 export interface ConnectedJobManager {
   readonly connection: JobManagerConnection;
   readonly localAddress: string;
+  /**
+   * Sets the connection's TCP keepalive for `heartbeat.timeout` `heartbeatTimeoutMs` (see
+   * `keepAliveDelayFor`): the job manager's, which the task manager learns at `hello`.
+   */
+  keepAliveFor(heartbeatTimeoutMs: number): void;
 }
 
 const RETRY_DELAY_MS = 250;
@@ -71,6 +77,7 @@ function connectOnce(options: ConnectOptions): Promise<ConnectedJobManager> {
       ...(tls === undefined ? {} : clientTlsOptions(tls)),
     });
     let localAddress = "";
+    let raw: Socket | undefined;
     let failed = false;
     const fail = (error: Error) => {
       if (failed) return;
@@ -87,8 +94,9 @@ function connectOnce(options: ConnectOptions): Promise<ConnectedJobManager> {
     };
     socket.once("error", fail);
     socket.once("upgrade", (response) => {
-      const raw = response.socket;
-      raw.setKeepAlive(true, CONTROL_PLANE_KEEP_ALIVE_DELAY_MS);
+      raw = response.socket;
+      // Never before the heartbeat would: a cut the heartbeats ride out keeps the connection.
+      raw.setKeepAlive(true, keepAliveDelayFor(options.requestTimeoutMs));
       localAddress = raw.localAddress ?? "";
       if (tls === undefined) return;
       const violation = pinViolation(tls, raw as TLSSocket);
@@ -105,7 +113,12 @@ function connectOnce(options: ConnectOptions): Promise<ConnectedJobManager> {
         requestTimeoutMs: options.requestTimeoutMs,
         onProtocolError: options.onProtocolError,
       });
-      resolve({ connection, localAddress: stripIpv4Mapped(localAddress) });
+      resolve({
+        connection,
+        localAddress: stripIpv4Mapped(localAddress),
+        keepAliveFor: (heartbeatTimeoutMs) =>
+          raw?.setKeepAlive(true, keepAliveDelayFor(heartbeatTimeoutMs)),
+      });
     });
   });
 }

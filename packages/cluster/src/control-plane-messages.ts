@@ -24,15 +24,6 @@ import { count, json, port, text } from "./wire-schemas.js";
  */
 export const CONTROL_PLANE_VERSION = 6;
 
-/**
- * TCP keepalive on every control connection, both ends, as on the data connections: a peer that
- * vanished without a FIN (a host that lost power, a cut link) is noticed by TCP once the
- * connection was idle this long and the kernel's probes went unanswered (Linux defaults:
- * `net.ipv4.tcp_keepalive_intvl` 75 s × `tcp_keepalive_probes` 9). Heartbeats (`heartbeat.timeout`)
- * usually notice first; keepalive also covers a connection on which no heartbeat flows yet.
- */
-export const CONTROL_PLANE_KEEP_ALIVE_DELAY_MS = 10_000;
-
 /** The Sluice release of this package: job manager and task managers must run the same one. */
 export const SLUICE_VERSION: string = (
   JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
@@ -112,6 +103,8 @@ export const JobManagerMethods = {
       dataPort: port,
       plugin: z.object({ reference: text(1024), package: text(512).nullable() }),
       numberOfSlots: z.int().min(1).max(MAX_TASK_SLOTS),
+      /** Its network memory in bytes (the job manager checks a job fits it before deploying). */
+      networkMemory: count.optional(),
     }),
     result: z.object({ index: count }),
   },

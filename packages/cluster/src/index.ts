@@ -10,6 +10,7 @@ export {
   TaskManagerMethods,
 } from "./control-plane-messages.js";
 export { readControlPlaneTls } from "./control-plane-tls.js";
+export type { JobClient } from "./dispatcher.js";
 export {
   EMBEDDED_FENCING_TOKEN,
   EmbeddedHighAvailabilityServices,
@@ -40,7 +41,6 @@ export {
   JobMasterGatewayMethods,
   type JobMasterGatewayReceiver,
 } from "./job-master-gateway-methods.js";
-export type { RecoverableJob } from "./job-persistence.js";
 export { LocalCluster, type LocalClusterOptions } from "./local-cluster.js";
 export {
   type LocalProcessOutput,
@@ -111,3 +111,8 @@ export {
   type TaskManagerStartOptions,
   type TaskManagerTermination,
 } from "./task-manager.js";
+export {
+  describeTaskManagerWait,
+  type TaskManagerWait,
+  type TaskManagerWaitPhase,
+} from "./task-manager-waiters.js";

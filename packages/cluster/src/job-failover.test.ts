@@ -102,8 +102,15 @@ describe("a checkpointed job on the cluster", () => {
     );
   });
 
-  it("fails the restart, naming slot.request.timeout, when no task manager replaces the lost one in time", async () => {
-    const jobManager = await startJobManager(checkpointing({ "slot.request.timeout": "200ms" }));
+  it("says what the restart waits for, counts each wait that times out as an attempt, and fails naming slot.request.timeout once the strategy gives up", async () => {
+    const waits: string[] = [];
+    const jobManager = await startJobManager(
+      checkpointing({
+        "slot.request.timeout": "200ms",
+        "restart-strategy.fixed-delay.attempts": 2,
+      }),
+      { onTaskManagerWait: (wait, phase) => waits.push(`${phase}: ${wait.what}`) },
+    );
     const taskManagers = await Promise.all(
       [0, 1].map(() => startTaskManager(jobManager, {}, { invokables })),
     );
@@ -111,12 +118,28 @@ describe("a checkpointed job on the cluster", () => {
     await waitFor(() => execution.executionVertices.every((v) => v.state === "RUNNING"), {
       what: "every task to run",
     });
+    const leaving = must(jobManager.taskManagers[1]);
     await must(taskManagers.find((tm) => tm.index === 1)).close("leaving for good");
+    const lost = `the lost ${leaving.labelWithAddress}, which ran Numbers (2/2)`;
+    await waitFor(() => jobManager.taskManagerWaits.length === 1, { what: "the restart's wait" });
+    expect(jobManager.taskManagerWaits[0]).toMatchObject({
+      what: `a task manager to replace ${lost}`,
+      timeoutMs: 200,
+    });
     const result = await execution.terminated;
     expect(result.status).toBe("FAILED");
     expect(result.error).toMatchObject({ code: ErrorCodes.TIMEOUT });
-    expect(result.error?.message).toMatch(
-      /no task manager registered within 200 ms \(slot\.request\.timeout\) to replace the lost task manager 1/,
+    expect(result.error?.message).toBe(
+      `no task manager registered within 200 ms (slot.request.timeout) to replace ${lost}`,
     );
+    // The loss was the first failure, each wait that timed out one more: with 2 attempts the
+    // second timeout fails the job.
+    expect(waits).toEqual([
+      `began: a task manager to replace ${lost}`,
+      `timed-out: a task manager to replace ${lost}`,
+      `began: a task manager to replace ${lost}`,
+      `timed-out: a task manager to replace ${lost}`,
+    ]);
+    expect(jobManager.taskManagerWaits).toEqual([]);
   });
 });

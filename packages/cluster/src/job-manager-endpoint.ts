@@ -6,17 +6,17 @@ import {
   ConfigurationError,
   IllegalStateError,
   type JobID,
+  LimitExceededError,
   ProtocolError,
   RemoteTransportError,
   ResourceID,
   TimeoutError,
 } from "@sluice/core";
-import type { TlsSettings } from "@sluice/network";
+import { keepAliveDelayFor, type TlsSettings } from "@sluice/network";
 import { type ListenTarget, listenError } from "@sluice/runtime";
 import { FencingTokenError, JobManagerOptions, type JsonValue } from "@sluice/runtime-api";
 import { type WebSocket, WebSocketServer } from "ws";
 import {
-  CONTROL_PLANE_KEEP_ALIVE_DELAY_MS,
   CONTROL_PLANE_PATH,
   CONTROL_PLANE_VERSION,
   controlPlaneUrl,
@@ -139,6 +139,8 @@ export class JobManagerEndpoint {
   private readonly registeredAddresses = new Set<string>();
   /** Connections refused for the connection cap since the last warning about it. */
   private refusedConnections = 0;
+  /** Registrations so far: each task manager's index. */
+  private registrations = 0;
   private lastCapWarning = 0;
   private closing: Promise<void> | undefined;
 
@@ -225,6 +227,16 @@ export class JobManagerEndpoint {
     });
   }
 
+  /**
+   * A new leadership of the job manager begins: the task managers lost before (a deposed job
+   * manager dropped every connection) are forgotten, so that they register again with their
+   * resource ids; the jobs that told them apart were suspended with the old leadership.
+   */
+  forgetLostTaskManagers(): void {
+    const connected = this.taskManagers.filter((taskManager) => taskManager.connected);
+    this.taskManagers.splice(0, this.taskManagers.length, ...connected);
+  }
+
   /** Stops heartbeats, drops every connection and stops listening. Idempotent. */
   close(): Promise<void> {
     this.closing ??= new Promise<void>((resolve) => {
@@ -262,7 +274,9 @@ export class JobManagerEndpoint {
       return;
     }
     this.connections.add(socket);
-    socket.setKeepAlive(true, CONTROL_PLANE_KEEP_ALIVE_DELAY_MS);
+    // A peer that vanished without a FIN is noticed by TCP too, but never before the heartbeat
+    // would: a cut the heartbeats ride out must not end the connection under them.
+    socket.setKeepAlive(true, keepAliveDelayFor(this.options.heartbeatTimeoutMs));
     const timer = setTimeout(() => {
       if (socket.destroyed || this.registeredAddresses.has(address)) return;
       events.onWarning(
@@ -370,8 +384,9 @@ export class JobManagerEndpoint {
       const { maxTaskManagers } = this.options;
       // Lost task managers do not count: a replacement for one is welcome.
       if (this.taskManagers.filter((tm) => tm.connected).length >= maxTaskManagers) {
+        // A limit the application set: a task manager refused for it does not try again.
         refuse(
-          new IllegalStateError(
+          new LimitExceededError(
             `the job manager already has the ${maxTaskManagers} task managers it accepts`,
           ),
         );
@@ -386,25 +401,29 @@ export class JobManagerEndpoint {
           ),
         );
       }
-      // Jobs tell task managers apart by resource id (a lost one is never used again), so one id
-      // names one task manager for the job manager's lifetime, lost ones included.
-      const holder = this.taskManagers.find((tm) => tm.location.resourceId.equals(resourceId));
+      // A task manager that lost this job manager registers again with its resource id: it is
+      // a new registration (jobs never use a lost one again), welcome once the old one is known
+      // lost. Until then the id names a live task manager, and only that one.
+      const holder = this.taskManagers.find(
+        (tm) => tm.location.resourceId.equals(resourceId) && tm.connected,
+      );
       if (holder !== undefined) {
         refuse(
           new IllegalStateError(
-            `${peer.label} registered with resource id ${resourceId}, which ${holder.labelWithAddress} registered with${holder.connected ? "" : " (it was lost)"}; a resource id names one task manager`,
+            `${peer.label} registered with resource id ${resourceId}, which ${holder.labelWithAddress} holds; a resource id names one task manager (a task manager registering again is welcome once its former registration is lost)`,
           ),
         );
       }
       const info = hello as { pid: number; hostname: string };
       const taskManager = new RegisteredTaskManager(
         {
-          index: this.taskManagers.length,
+          index: this.registrations++,
           pid: info.pid,
           hostname: info.hostname,
           remoteAddress,
           location: { resourceId, host: params.host, dataPort: params.dataPort },
           numberOfSlots: params.numberOfSlots,
+          ...(params.networkMemory === undefined ? {} : { networkMemory: params.networkMemory }),
         },
         peer,
         (method, error) =>

@@ -1,30 +1,45 @@
-import { IllegalStateError, TimeoutError } from "@sluice/core";
+import {
+  ErrorCodes,
+  IllegalStateError,
+  isSluiceError,
+  type JobID,
+  TimeoutError,
+} from "@sluice/core";
 import {
   type Configuration,
+  checkShuffleMemoryFits,
   checkUserCode,
   type DeployOptions,
   JobDeployer,
   type JobDeployerOptions,
   type JobExecution,
   type JobGraph,
+  type JobStatus,
   type Placement,
 } from "@sluice/runtime";
 import {
+  FencingTokenError,
   HeartbeatManagerOptions,
   type HighAvailabilityServices,
   JobManagerOptions,
   type JsonValue,
+  NetworkMemoryOptions,
 } from "@sluice/runtime-api";
 import { emitClusterWarning } from "./cluster-warning.js";
 import { HOST_LOCAL_KEYS, type ShutdownReport } from "./control-plane-messages.js";
 import { readControlPlaneTls } from "./control-plane-tls.js";
+import { Dispatcher, type JobClient } from "./dispatcher.js";
 import { EmbeddedHighAvailabilityServices } from "./embedded-high-availability-services.js";
 import { loadHighAvailabilityServices } from "./high-availability-services-loader.js";
 import { JobManagerEndpoint, type RefusedTaskManager } from "./job-manager-endpoint.js";
-import { JobPersistence, type RecoverableJob } from "./job-persistence.js";
+import { JobPersistence } from "./job-persistence.js";
 import type { RegisteredTaskManager } from "./registered-task-manager.js";
 import { type ShufflePluginIdentity, shufflePluginIdentity } from "./shuffle-plugin-identity.js";
-import { TaskManagerWaiters } from "./task-manager-waiters.js";
+import {
+  type TaskManagerWait,
+  TaskManagerWaiters,
+  type TaskManagerWaitPhase,
+} from "./task-manager-waiters.js";
 
 /** A host and a port. */
 export interface HostAndPort {
@@ -87,22 +102,35 @@ export interface JobManagerStartOptions extends JobDeployerOptions {
   readonly onLeadershipGranted?: (fencingToken: string) => void;
   /**
    * This job manager lost its leadership (its lease expired, or etcd was out of reach for too
-   * long): it dropped its task managers' connections and refuses new ones, and its store writes
-   * are refused. Default: a warning. The application decides whether to exit or stay a standby.
+   * long): it suspended its jobs (they stop, delete nothing, and go on under the next leader),
+   * dropped its task managers' connections and refuses new ones, and its store writes are
+   * refused. Default: a warning. The application decides whether to exit or stay a standby.
    */
   readonly onLeadershipRevoked?: () => void;
+  /**
+   * A job the previous leader ran and that had not ended for good was taken over: this job
+   * manager, once elected, rebuilt it from the job graph store and deployed it onto the
+   * registered task managers, restored from its latest stored checkpoint. Wait for its end with
+   * `execution.terminated`, or with {@link JobManager.getJob} / {@link JobManager.submitJob}.
+   */
+  readonly onJobRecovered?: (execution: JobExecution) => void;
+  /**
+   * Told of every status change of every job this job manager runs, deployed or taken over, with
+   * the failure behind FAILING and RESTARTING. Without it (and without a deploy's own
+   * `statusListener`), every failover is reported to `onWarning` with its cause.
+   */
+  readonly jobStatusListener?: (jobId: JobID, status: JobStatus, cause: Error | undefined) => void;
+  /**
+   * A wait for task managers began (a deployment's, a job taken over's, or a restart's for a
+   * replacement of a lost one), ended as they came, or timed out (`slot.request.timeout`; the
+   * restart strategy counts that attempt): what an application shows while a job cannot run. The
+   * pending ones: {@link JobManager.taskManagerWaits}.
+   */
+  readonly onTaskManagerWait?: (wait: TaskManagerWait, phase: TaskManagerWaitPhase) => void;
 }
 
-/** Options of {@link JobManager.deploy}: the runtime's, and what high availability keeps. */
-export interface JobManagerDeployOptions extends DeployOptions {
-  /**
-   * What a new leader needs to rebuild this job after a failover (JSON; e.g. the application's
-   * own job description). When given, the job graph store keeps it under the job's id, every
-   * checkpoint the job completes goes into the completed-checkpoint store, and both are removed
-   * once the job ends for good. See {@link JobManager.recoverableJobs}.
-   */
-  readonly recoveryDescription?: JsonValue;
-}
+/** Options of {@link JobManager.deploy} and {@link JobManager.submitJob}. */
+export type JobManagerDeployOptions = DeployOptions;
 
 /** Options of {@link JobManager.close} and {@link JobManager.shutDownTaskManagers}. */
 export interface ShutDownOptions {
@@ -130,6 +158,13 @@ const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
  * (`JobExecution.notifyTaskExecutorLost`): with a restart strategy (`restart-strategy.*`, on by
  * default with checkpoints) they restart from their latest checkpoint, by default onto a task
  * manager that registers to replace the lost one.
+ *
+ * Under high availability (`high-availability.type`, e.g. `etcd`) the job managers of a cluster
+ * elect a leader; only the leader registers task managers and runs jobs. It keeps every job in
+ * the high-availability stores, and a job manager elected after it takes the jobs over by
+ * itself, each from its latest stored checkpoint ({@link JobManagerStartOptions.onJobRecovered},
+ * {@link submitJob}, {@link getJob}); a job manager that loses its leadership, or closes, suspends
+ * its jobs and deletes nothing.
  */
 export class JobManager {
   /** `ws://host:port` (`wss` with internal TLS). */
@@ -139,10 +174,13 @@ export class JobManager {
   /** The port the control plane listens on. */
   readonly port: number;
 
-  private readonly executions = new Set<JobExecution>();
   private readonly deployListeners = new Set<(job: JobExecution) => void>();
-  private readonly waiters = new TaskManagerWaiters(() => this.connectedTaskManagers());
-  private readonly persistence: JobPersistence;
+  private readonly waiters = new TaskManagerWaiters(
+    () => this.connectedTaskManagers(),
+    (wait, phase) => this.waitListener?.(wait, phase),
+  );
+  private waitListener: JobManagerStartOptions["onTaskManagerWait"];
+  private readonly dispatcher: Dispatcher;
   private closing: Promise<void> | undefined;
   private leaderToken: string | undefined;
   private readonly leadershipWaiters = new Set<() => void>();
@@ -161,16 +199,69 @@ export class JobManager {
     readonly highAvailability: HighAvailabilityServices,
     /** Whether {@link close} closes {@link highAvailability} (it loaded them itself). */
     private readonly ownsHighAvailability: boolean,
+    /** Whether the job managers elect a leader (not `none`). */
+    private readonly elected: boolean,
     warn: (message: string) => void,
+    options: JobManagerStartOptions,
   ) {
     this.url = endpoint.url;
     this.host = endpoint.host;
     this.port = endpoint.port;
-    this.persistence = new JobPersistence({
+    const persistence = new JobPersistence({
       configuration,
       highAvailability,
       isLeader: () => this.leaderToken !== undefined,
-      isClosing: () => this.closing !== undefined,
+      warn,
+    });
+    this.dispatcher = new Dispatcher({
+      deployer,
+      persistence,
+      elected,
+      fencingToken: () => this.leaderToken,
+      defaultPlacement: async (graph) => {
+        const taskManagers = this.connectedTaskManagers();
+        if (taskManagers.length === 0) return undefined;
+        // A task manager the job is placed on that cannot run its code is named before any task
+        // starts (a replacement found later fails its deployment instead).
+        await checkUserCode(
+          graph,
+          taskManagers,
+          (taskManager) => (taskManager as RegisteredTaskManager).labelWithAddress,
+        );
+        // A job too large for a task manager's network memory is refused now, naming it, instead
+        // of a task failing with InsufficientBuffersError part-way through the deployment; with
+        // the exclusive-buffers fallback on, the application accepts degraded pools instead.
+        if (!configuration.get(NetworkMemoryOptions.NETWORK_EXCLUSIVE_BUFFERS_FALLBACK)) {
+          checkShuffleMemoryFits(
+            graph,
+            deployer.master,
+            taskManagers.map((taskManager) => ({
+              label: taskManager.labelWithAddress,
+              networkMemory: taskManager.networkMemory,
+              numberOfSlots: taskManager.numberOfSlots,
+            })),
+          );
+        }
+        return {
+          placement: this.replacingPlacement(taskManagers),
+          taskManagers: taskManagers.length,
+        };
+      },
+      onDeployed: (execution) => {
+        // Once it ended, no task manager keeps anything of it.
+        void execution.terminated.then(() => {
+          for (const taskManager of this.endpoint.taskManagers) {
+            taskManager.jobEnded(execution.jobId);
+          }
+        });
+        for (const listener of [...this.deployListeners]) listener(execution);
+      },
+      awaitTaskManagers: (count, leading) => this.awaitTaskManagers(count, leading),
+      connectedTaskManagers: () => this.connectedTaskManagers().length,
+      ...(options.onJobRecovered === undefined ? {} : { onJobRecovered: options.onJobRecovered }),
+      ...(options.jobStatusListener === undefined
+        ? {}
+        : { jobStatusListener: options.jobStatusListener }),
       warn,
     });
   }
@@ -288,11 +379,17 @@ export class JobManager {
       slotRequestTimeoutMs,
       highAvailability,
       ownsHighAvailability,
+      elected,
       warn,
+      options,
     );
     jobManager = started;
+    started.waitListener = (wait, phase) =>
+      callBack(warn, "onTaskManagerWait", () => options.onTaskManagerWait?.(wait, phase));
     try {
       await started.runForLeadership(options, warn);
+      // Without an election it leads at once: deploy may be called as soon as start resolves.
+      if (!elected) await started.waitForLeadership(slotRequestTimeoutMs);
     } catch (error) {
       await started.close();
       throw error;
@@ -311,17 +408,19 @@ export class JobManager {
   /**
    * Resolves once this job manager leads (at once when it does already).
    *
-   * @throws TimeoutError after `timeoutMs`; IllegalStateError when it closes first.
+   * @throws TimeoutError after `timeoutMs`; IllegalStateError when it closes first (or is
+   *   closing).
    */
   waitForLeadership(timeoutMs: number): Promise<string> {
     return new Promise((resolve, reject) => {
       const check = () => {
-        if (this.leaderToken !== undefined) {
+        // A closing job manager leads no more, even before it resigned.
+        if (this.closing !== undefined) {
+          done();
+          reject(new IllegalStateError("the job manager is closing: it does not lead"));
+        } else if (this.leaderToken !== undefined) {
           done();
           resolve(this.leaderToken);
-        } else if (this.closing !== undefined) {
-          done();
-          reject(new IllegalStateError("the job manager closed before it was elected"));
         }
       };
       const timer = setTimeout(() => {
@@ -357,6 +456,10 @@ export class JobManager {
           () => {
             if (!election.hasLeadership(token) || this.closing !== undefined) return;
             this.leaderToken = token;
+            // A leadership after a lost one: its task managers register again.
+            this.endpoint.forgetLostTaskManagers();
+            // Before anyone learns of the leadership: a submission waits for the recovery.
+            this.dispatcher.grantLeadership(token);
             callBack(warn, "onLeadershipGranted", () => options.onLeadershipGranted?.(token));
             wake();
           },
@@ -368,7 +471,13 @@ export class JobManager {
         const was = this.leaderToken;
         this.leaderToken = undefined;
         if (was === undefined || this.closing !== undefined) return;
-        // A deposed leader must stop acting at once: its task managers follow the new leader.
+        // A deposed leader must stop acting at once: its jobs are suspended (nothing deleted,
+        // nothing stored), its task managers follow the new leader.
+        this.dispatcher.revokeLeadership(
+          new FencingTokenError(
+            `the job manager at ${this.url} lost its leadership (fencing token ${was}): the job goes on under the next leader`,
+          ),
+        );
         for (const taskManager of this.connectedTaskManagers()) {
           taskManager.disconnect(`the job manager at ${this.url} lost its leadership`);
         }
@@ -383,7 +492,10 @@ export class JobManager {
     });
   }
 
-  /** Every task manager that registered, in registration order (lost ones too: see `connected`). */
+  /**
+   * Every task manager that registered during this job manager's current (or last) leadership, in
+   * registration order (lost ones too: see `connected`).
+   */
   get taskManagers(): readonly RegisteredTaskManager[] {
     return [...this.endpoint.taskManagers];
   }
@@ -391,6 +503,11 @@ export class JobManager {
   /** The latest task managers the job manager refused (at most 16), oldest first, with why. */
   get refusedTaskManagers(): readonly RefusedTaskManager[] {
     return [...this.endpoint.refused];
+  }
+
+  /** The waits for task managers not ended yet, oldest first (see `onTaskManagerWait`). */
+  get taskManagerWaits(): readonly TaskManagerWait[] {
+    return this.waiters.pending;
   }
 
   /**
@@ -406,7 +523,13 @@ export class JobManager {
     count: number,
     timeoutMs: number = this.slotRequestTimeoutMs,
   ): Promise<readonly RegisteredTaskManager[]> {
-    return this.waiters.waitFor(count, timeoutMs, undefined, () => {
+    const what = `${count} task manager${count === 1 ? "" : "s"} to register`;
+    const key =
+      timeoutMs === this.slotRequestTimeoutMs
+        ? JobManagerOptions.SLOT_REQUEST_TIMEOUT.key
+        : undefined;
+    const timeout = { ms: timeoutMs, ...(key === undefined ? {} : { key }) };
+    return this.waiters.waitFor(count, timeout, undefined, what, () => {
       const registered = this.connectedTaskManagers().length;
       const limit =
         timeoutMs === this.slotRequestTimeoutMs
@@ -428,13 +551,24 @@ export class JobManager {
    * restarts if its restart strategy allows, else it fails; a job deployed on `deployer` directly
    * does not get that.
    *
+   * The job is kept in the high-availability services' job graph store (as `JobGraphCodec` JSON,
+   * with its configuration), its checkpoints in the completed-checkpoint store and its checkpoint
+   * ids come from their counter: a job manager elected after this one takes it over by itself,
+   * from its latest stored checkpoint ({@link JobManagerStartOptions.onJobRecovered}). Once the
+   * job ended for good, its result goes into the job result store and the rest is removed (its
+   * checkpoints as `externalized-checkpoint-retention` says). A job with the id of one this job
+   * manager runs already is that one's execution (it is not deployed twice).
+   *
    * @param placement - picks the TaskExecutorGateway of each subtask: a {@link RegisteredTaskManager},
    *   or a TaskExecutor of this process. Default: subtask `i` of every vertex runs on the `i mod n`-th
    *   of the `n` task slots of the task managers connected now (each one's
    *   `taskmanager.numberOfTaskSlots` in turn); when the job restarts after losing one of them, its
    *   subtasks go to the next task manager that registers and runs none of the job's tasks (a
-   *   replacement), waited for up to `slot.request.timeout`.
-   * @throws IllegalStateError when no placement is given and no task manager is connected.
+   *   replacement), waited for up to `slot.request.timeout`. A job taken over by another job
+   *   manager runs on the default placement there.
+   * @throws FencingTokenError when this job manager does not lead; IllegalStateError when no
+   *   placement is given and no task manager is connected, or when the job ended for good before
+   *   (see {@link submitJob}, which gives its stored result instead).
    * @throws TaskDeploymentError (`SLUICE_ERR_TASK_DEPLOYMENT`) when no placement is given and a
    *   connected task manager cannot load the graph's job module or lacks a name the graph uses:
    *   the message names each such task manager, its host and what it lacks; nothing is deployed.
@@ -444,51 +578,29 @@ export class JobManager {
     placement?: Placement,
     options: JobManagerDeployOptions = {},
   ): Promise<JobExecution> {
-    let place = placement;
-    if (place === undefined) {
-      const taskManagers = this.connectedTaskManagers();
-      if (taskManagers.length === 0) {
-        throw new IllegalStateError(
-          `cannot deploy job ${graph.name}: no task manager is registered with the job manager at ${this.url}`,
-        );
-      }
-      // A task manager the job is placed on that cannot run its code is named before any task
-      // starts (a replacement found later fails its deployment instead).
-      await checkUserCode(
-        graph,
-        taskManagers,
-        (taskManager) => (taskManager as RegisteredTaskManager).labelWithAddress,
+    const client = await this.dispatcher.submitJob(graph, placement, options);
+    if (client.execution === undefined) {
+      const result = await client.result;
+      throw new IllegalStateError(
+        `job ${graph.name} (${graph.jobId}) ended ${result.status} before and is not run again; submitJob or getJob gives its result`,
       );
-      place = this.replacingPlacement(taskManagers);
     }
-    const { recoveryDescription, ...deployOptions } = options;
-    const jobId = graph.jobId.toString();
-    if (recoveryDescription !== undefined) {
-      await this.persistence.putJob(jobId, recoveryDescription);
-    }
-    const execution = await this.deployer.deploy(
-      graph,
-      place,
-      recoveryDescription === undefined
-        ? deployOptions
-        : { ...deployOptions, storeCompletedCheckpoint: this.persistence.checkpointStorer(jobId) },
-    );
-    this.executions.add(execution);
-    void execution.terminated.then(() => this.executions.delete(execution));
-    for (const listener of [...this.deployListeners]) listener(execution);
-    if (recoveryDescription !== undefined) this.persistence.removeWhenEnded(execution, jobId);
-    return execution;
-  }
-
-  /** The jobs deployed through {@link deploy} that have not ended, in the order they were deployed. */
-  get jobs(): readonly JobExecution[] {
-    return [...this.executions];
+    return client.execution;
   }
 
   /**
-   * Calls `listener` with every job deployed through {@link deploy} from now on, once it started
-   * (a watcher such as the REST endpoint, which keeps what it shows of ended jobs itself). The
-   * listener must not throw. Returns the function that stops the calls.
+   * The jobs this job manager runs that have not ended (deployed, submitted, or taken over at its
+   * election), in the order they were deployed.
+   */
+  get jobs(): readonly JobExecution[] {
+    return this.dispatcher.executions;
+  }
+
+  /**
+   * Calls `listener` with every job this job manager deploys from now on (through {@link deploy},
+   * {@link submitJob}, or taken over at its election), once it started (a watcher such as the
+   * REST endpoint, which keeps what it shows of ended jobs itself). The listener must not throw.
+   * Returns the function that stops the calls.
    */
   onJobDeployed(listener: (job: JobExecution) => void): () => void {
     this.deployListeners.add(listener);
@@ -496,12 +608,28 @@ export class JobManager {
   }
 
   /**
-   * The jobs the previous leader deployed with a `recoveryDescription` and that did not end: what
-   * a newly elected job manager redeploys, each from its latest completed checkpoint (read it with
-   * the runtime's `loadCompletedCheckpoint` and pass it as `restoreFrom`).
+   * Runs `graph` on the default placement, unless it runs here already or ended for good before
+   * (Flink's `Dispatcher.submitJob`): resolves with its {@link JobClient} — the execution this
+   * job manager runs (deployed now, or taken over at its election), or the stored result of a
+   * job that ended before, under this job manager or another. An application under high
+   * availability runs its `main` on every job manager that becomes leader and submits its job
+   * with a fixed id (`new JobGraph(name, jobId)`): only the first leader runs it from the start.
+   * See {@link deploy} for what is stored.
+   *
+   * @throws as {@link deploy}, except for a job that ended before.
    */
-  recoverableJobs(): Promise<readonly RecoverableJob[]> {
-    return this.persistence.recoverableJobs();
+  submitJob(graph: JobGraph, options: JobManagerDeployOptions = {}): Promise<JobClient> {
+    return this.dispatcher.submitJob(graph, undefined, options);
+  }
+
+  /**
+   * The job `jobId`: the one this job manager runs (after the jobs it takes over at its election
+   * are known), or the stored result of one that ended for good under any job manager of the
+   * cluster; `undefined` when it knows neither (a standby does not run jobs: it knows the ended
+   * ones only).
+   */
+  getJob(jobId: JobID | string): Promise<JobClient | undefined> {
+    return this.dispatcher.getJob(jobId);
   }
 
   /**
@@ -547,21 +675,60 @@ export class JobManager {
   }
 
   /**
-   * Shuts down every connected task manager ({@link shutDownTaskManagers}), drops the control
-   * plane's connections and stops listening, then closes the JobDeployer (jobs still running are
-   * canceled). Idempotent.
+   * Closes the job manager. Without high availability (`none`) it shuts down every connected
+   * task manager ({@link shutDownTaskManagers}), and the jobs still running are canceled (and end
+   * for good). Under high availability the cluster goes on without it: the jobs still running
+   * are suspended (Flink's SUSPENDED: their checkpoints stay, and the job manager elected next
+   * takes them over from the latest one), and the task managers are only disconnected, to
+   * register with that leader (call {@link shutDownTaskManagers} first to end them). Then it
+   * drops the control plane's connections, stops listening, closes the JobDeployer and gives up
+   * its leadership. Idempotent.
    */
   close(options: ShutDownOptions = {}): Promise<void> {
     this.closing ??= (async () => {
       this.waiters.close();
       for (const waiter of [...this.leadershipWaiters]) waiter();
-      await this.shutDownTaskManagers(options);
+      this.dispatcher.close();
+      if (this.elected) {
+        const reason = options.reason ?? `the job manager at ${this.url} is closing`;
+        for (const taskManager of this.connectedTaskManagers()) taskManager.disconnect(reason);
+      } else {
+        await this.shutDownTaskManagers(options);
+      }
       await this.endpoint.close();
       await this.deployer.close();
+      await this.dispatcher.settled();
       // Resigning lets a standby take over at once instead of a lease later.
       if (this.ownsHighAvailability) await this.highAvailability.close();
     })();
     return this.closing;
+  }
+
+  /**
+   * Resolves once `count` task managers are connected, or after `slot.request.timeout` once at
+   * least one is (a job taken over runs on what is there); false when `leading()` turned false
+   * or the job manager closed first.
+   */
+  private async awaitTaskManagers(count: number, leading: () => boolean): Promise<boolean> {
+    let needed = count;
+    while (leading()) {
+      try {
+        await this.waiters.waitFor(
+          needed,
+          needed > 1
+            ? { ms: this.slotRequestTimeoutMs, key: JobManagerOptions.SLOT_REQUEST_TIMEOUT.key }
+            : undefined,
+          undefined,
+          `${needed} task manager${needed === 1 ? "" : "s"} to run the jobs taken over`,
+          () => `${count} task managers did not register within ${this.slotRequestTimeoutMs} ms`,
+        );
+        return leading();
+      } catch (error) {
+        if (!isSluiceError(error, ErrorCodes.TIMEOUT)) return false;
+        needed = 1;
+      }
+    }
+    return false;
   }
 
   /**
@@ -588,10 +755,11 @@ export class JobManager {
         replacement = this.waiters
           .waitFor(
             1,
-            timeoutMs,
+            { ms: timeoutMs, key: JobManagerOptions.SLOT_REQUEST_TIMEOUT.key },
             new Set(owners),
+            `a task manager to replace the lost ${current.labelWithAddress}, which ran ${vertex.name} (${subtask + 1}/${vertex.parallelism})`,
             () =>
-              `no task manager registered within ${timeoutMs} ms (${JobManagerOptions.SLOT_REQUEST_TIMEOUT.key}) to replace the lost ${current.label}, which ran ${vertex.name} (${subtask + 1}/${vertex.parallelism})`,
+              `no task manager registered within ${timeoutMs} ms (${JobManagerOptions.SLOT_REQUEST_TIMEOUT.key}) to replace the lost ${current.labelWithAddress}, which ran ${vertex.name} (${subtask + 1}/${vertex.parallelism})`,
           )
           .then(([found]) => {
             owners[owner] = found as RegisteredTaskManager;
@@ -610,7 +778,7 @@ export class JobManager {
 
   /** Every running job with a task on the lost task manager fails with `cause`. */
   private failJobsOn(taskManager: RegisteredTaskManager, cause: Error): void {
-    for (const execution of this.executions) {
+    for (const execution of this.dispatcher.executions) {
       if (execution.executionVertices.some((vertex) => vertex.gateway === taskManager)) {
         execution.notifyTaskExecutorLost(taskManager, cause);
       }

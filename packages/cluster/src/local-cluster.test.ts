@@ -22,10 +22,13 @@ export default {
         const writer = task.writer();
         const { records } = task.configuration;
         while (state.next < records) {
-          if (!writer.isAvailable()) await writer.getAvailableFuture();
+          // A source runs its checkpoint triggers where it yields to its mailbox.
+          if (!writer.isAvailable()) await task.yieldToMailbox(writer.getAvailableFuture());
           writer.emit(state.next);
           state.next += task.numberOfSubtasks;
-          if (state.next % 512 < task.numberOfSubtasks) await new Promise((r) => setTimeout(r, 10));
+          if (state.next % 256 < task.numberOfSubtasks) {
+            await task.yieldToMailbox(new Promise((r) => setTimeout(r, 10)));
+          }
         }
       },
       sum: async (task) => {

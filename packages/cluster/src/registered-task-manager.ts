@@ -58,6 +58,8 @@ export interface TaskManagerInfo {
   readonly location: TaskManagerLocation;
   /** The task slots it offers (`taskmanager.numberOfTaskSlots`). */
   readonly numberOfSlots: number;
+  /** Its network memory in bytes, when it said (task managers of older releases do not). */
+  readonly networkMemory?: number;
 }
 
 /**
@@ -88,6 +90,8 @@ export class RegisteredTaskManager
    * placement puts that many subtasks of a vertex on it (Flink's slots).
    */
   readonly numberOfSlots: number;
+  /** Its network memory in bytes, when it said (see {@link TaskManagerInfo.networkMemory}). */
+  readonly networkMemory: number | undefined;
 
   private readonly connection: TaskManagerConnection;
   private readonly jobMasters: Map<string, JobMasterGateway>;
@@ -98,10 +102,15 @@ export class RegisteredTaskManager
    */
   private readonly attempts: Map<string, DeployedAttempt>;
   /**
-   * The latest attempts that ended here (at most {@link MAX_ENDED_ATTEMPTS}): a metric answer in
-   * flight when one ended may still name it.
+   * The latest attempts that ended here, each with its job (at most {@link MAX_ENDED_ATTEMPTS}): a
+   * metric answer in flight when one ended may still name it. A job's are forgotten once it ended
+   * and no metric query is in flight.
    */
-  private readonly endedAttempts = new Set<string>();
+  private readonly endedAttempts = new Map<string, string>();
+  /** Metric queries sent and not answered yet. */
+  private metricQueriesInFlight = 0;
+  /** Jobs that ended while a metric query was in flight: their ended attempts go after it. */
+  private readonly endedJobs = new Set<string>();
   private readonly onRefusedMetrics: (message: string) => void;
   private ending = false;
 
@@ -141,6 +150,7 @@ export class RegisteredTaskManager
     this.pid = info.pid;
     this.hostname = info.hostname;
     this.remoteAddress = info.remoteAddress;
+    this.networkMemory = info.networkMemory;
     this.location = info.location;
     this.numberOfSlots = info.numberOfSlots;
     this.connection = connection;
@@ -202,10 +212,40 @@ export class RegisteredTaskManager
     clearTimeout(deployed.timer);
     if (!FINAL_STATES.has(state)) return;
     this.attempts.delete(id);
-    this.endedAttempts.add(id);
+    this.endedAttempts.set(id, deployed.jobId);
     if (this.endedAttempts.size > MAX_ENDED_ATTEMPTS) {
-      this.endedAttempts.delete(this.endedAttempts.values().next().value as string);
+      this.endedAttempts.delete(this.endedAttempts.keys().next().value as string);
     }
+    // Nothing of the job runs here any more: its job master is routed again by its next
+    // deployment here, if any, and is not kept reachable from this task manager meanwhile.
+    if (![...this.attempts.values()].some((attempt) => attempt.jobId === deployed.jobId)) {
+      this.jobMasters.delete(deployed.jobId);
+    }
+  }
+
+  /**
+   * @internal Job `jobId` ended: this task manager forgets it (its job master and any attempt
+   * that never reported), so that nothing of a finished job stays reachable from here.
+   */
+  jobEnded(jobId: JobID): void {
+    const job = jobId.toString();
+    this.jobMasters.delete(job);
+    for (const [id, attempt] of this.attempts) {
+      if (attempt.jobId !== job) continue;
+      clearTimeout(attempt.timer);
+      this.attempts.delete(id);
+    }
+    this.endedJobs.add(job);
+    if (this.metricQueriesInFlight === 0) this.forgetEndedJobs();
+  }
+
+  /** Forgets the ended attempts of the jobs that ended (no metric answer can name them now). */
+  private forgetEndedJobs(): void {
+    if (this.endedJobs.size === 0) return;
+    for (const [id, job] of this.endedAttempts) {
+      if (this.endedJobs.has(job)) this.endedAttempts.delete(id);
+    }
+    this.endedJobs.clear();
   }
 
   /**
@@ -227,11 +267,21 @@ export class RegisteredTaskManager
    * @throws RemoteTransportError or TimeoutError when the task manager cannot answer.
    */
   async queryMetrics(): Promise<RemoteMetricDump[]> {
-    const { metrics } = await this.connection.call("queryMetrics", {});
-    const own = metrics.filter((metric) => {
-      const attempt = metric.variables[ScopeVariables.TASK_ATTEMPT_ID];
-      return attempt === undefined || this.attempts.has(attempt) || this.endedAttempts.has(attempt);
-    });
+    this.metricQueriesInFlight++;
+    let own: RemoteMetricDump[];
+    let metrics: RemoteMetricDump[];
+    try {
+      ({ metrics } = await this.connection.call("queryMetrics", {}));
+      own = metrics.filter((metric) => {
+        const attempt = metric.variables[ScopeVariables.TASK_ATTEMPT_ID];
+        return (
+          attempt === undefined || this.attempts.has(attempt) || this.endedAttempts.has(attempt)
+        );
+      });
+    } finally {
+      this.metricQueriesInFlight--;
+      if (this.metricQueriesInFlight === 0) this.forgetEndedJobs();
+    }
     if (own.length < metrics.length) {
       this.onRefusedMetrics(
         `left out ${metrics.length - own.length} of the ${metrics.length} metrics ${this.labelWithAddress} answered with: they name execution attempts not deployed to it`,

@@ -212,7 +212,7 @@ describe("reports over the control plane", () => {
 });
 
 describe("resource ids", () => {
-  it("are unique among registered task managers: a second registration with one is refused", async () => {
+  it("are unique among connected task managers: a second registration is refused while the first holds the id, and welcome once it was lost", async () => {
     const jobManager = await startJobManager();
     const resourceId = "0123456789abcdef0123456789abcdef";
     const first = await RawControlClient.open(jobManager.url);
@@ -228,13 +228,14 @@ describe("resource ids", () => {
     expect(jobManager.taskManagers).toHaveLength(1);
     expect(jobManager.refusedTaskManagers.map((r) => r.reason.message)).toEqual([refused.message]);
 
-    // A lost task manager's id stays taken: its jobs never use it again.
+    // A task manager that lost its job manager registers again under its id: a new
+    // registration, while the lost one is never used again.
     first.socket.terminate();
     await until(() => must(jobManager.taskManagers[0]).connected === false, "the loss");
     const third = await RawControlClient.open(jobManager.url);
+    third.answerHeartbeats();
     await third.hello();
-    const again = errorOf(await third.register(2, jobManager.plugin, resourceId));
-    expect(again.message).toContain("(it was lost)");
-    expect(jobManager.taskManagers).toHaveLength(1);
+    expect((await third.register(2, jobManager.plugin, resourceId)).result).toEqual({ index: 1 });
+    expect(jobManager.taskManagers.map((tm) => tm.connected)).toEqual([false, true]);
   });
 });

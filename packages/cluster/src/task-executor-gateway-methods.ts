@@ -137,13 +137,24 @@ export const TaskExecutorGatewayMethods = {
     invoke: ({ executor }, params) =>
       executor.triggerCheckpoint(...decodeAttemptCheckpoint(params)),
   }),
-  /** Tells a task that a checkpoint completed: resolves once the notification is queued. */
+  /**
+   * Tells a task that a checkpoint completed, and which one it subsumed if any: resolves once
+   * the notifications are queued.
+   */
   notifyCheckpointComplete: method("notifyCheckpointComplete", {
-    params: attemptCheckpointParams,
+    params: attemptCheckpointParams.extend({ lastSubsumedCheckpointId: uint64.optional() }),
     result: z.null(),
-    encode: encodeAttemptCheckpoint,
+    encode: ([attempt, id, timestamp, lastSubsumed]) => ({
+      ...encodeAttemptCheckpoint([attempt, id, timestamp]),
+      ...(lastSubsumed === undefined ? {} : { lastSubsumedCheckpointId: lastSubsumed.toString() }),
+    }),
     invoke: ({ executor }, params) =>
-      executor.notifyCheckpointComplete(...decodeAttemptCheckpoint(params)),
+      executor.notifyCheckpointComplete(
+        ...decodeAttemptCheckpoint(params),
+        params.lastSubsumedCheckpointId === undefined
+          ? undefined
+          : parseCheckpointId(params.lastSubsumedCheckpointId),
+      ),
   }),
   /** Tells a task that a checkpoint was aborted: resolves once the notification is queued. */
   notifyCheckpointAborted: method("notifyCheckpointAborted", {

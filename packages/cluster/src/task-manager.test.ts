@@ -1,10 +1,7 @@
-import type { AddressInfo } from "node:net";
 import { ConfigurationError } from "@sluice/core";
 import { Configuration, JobGraph, type Task, type TaskInvokable } from "@sluice/runtime";
 import { NetworkMemoryOptions } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
-import { WebSocketServer } from "ws";
-import { CONTROL_PLANE_PATH } from "./control-plane-messages.js";
 import type { RegisteredTaskManager } from "./registered-task-manager.js";
 import { TaskManager } from "./task-manager.js";
 import { numbersJob } from "./test-support/number-tasks.js";
@@ -173,54 +170,6 @@ describe("a task manager", () => {
     expect(jobManager.taskManagers.map((tm) => tm.connected)).toEqual(
       [0, 1].map((index) => index !== 1),
     );
-  });
-
-  it("ends as failed, with its TaskExecutor closed, when the job manager drops the connection", async () => {
-    const jobManager = await startJobManager();
-    const taskManager = await startTaskManager(jobManager, {}, { invokables });
-    (jobManager.taskManagers[0] as RegisteredTaskManager).disconnect("going away");
-    const termination = await taskManager.terminated;
-    expect(termination.reason).toBe("job-manager-lost");
-    expect(termination.failed).toBe(true);
-    expect(termination.message).toContain("the control connection to the job manager");
-    await expect(taskManager.executor.deployTask({})).rejects.toMatchObject({
-      code: "SLUICE_ERR_ILLEGAL_STATE",
-      message: expect.stringContaining("is shut down"),
-    });
-  });
-
-  it("ends when the job manager stops requesting heartbeats, naming heartbeat.timeout from the job manager's configuration", async () => {
-    // A job manager that registers task managers and then falls silent, its connection open.
-    const server = new WebSocketServer({ host: "127.0.0.1", port: 0, path: CONTROL_PLANE_PATH });
-    await new Promise((resolve) => server.once("listening", resolve));
-    server.on("connection", (socket) => {
-      socket.on("message", (data) => {
-        const { id, method } = JSON.parse(data.toString()) as { id: number; method: string };
-        const result =
-          method === "hello"
-            ? {
-                configuration: {
-                  "shuffle-service-factory.class": "tcp",
-                  "taskmanager.memory.network.min": "4mb",
-                  "heartbeat.timeout": "300ms",
-                },
-              }
-            : { index: 0 };
-        socket.send(JSON.stringify({ jsonrpc: "2.0", id, result }));
-      });
-    });
-    try {
-      const { port } = server.address() as AddressInfo;
-      const taskManager = await startTaskManager({ host: "127.0.0.1", port });
-      const termination = await taskManager.terminated;
-      expect(termination.reason).toBe("job-manager-lost");
-      expect(termination.message).toMatch(
-        /^no heartbeat request from the job manager for \d+ ms \(heartbeat\.timeout 300 ms\)$/,
-      );
-    } finally {
-      for (const client of server.clients) client.terminate();
-      await new Promise((resolve) => server.close(resolve));
-    }
   });
 
   it("is refused by a job manager of another application version, naming both", async () => {

@@ -1,7 +1,13 @@
 import { hostname } from "node:os";
 import { setTimeout as delay } from "node:timers/promises";
-import { ConfigurationError, deferred, IllegalStateError } from "@sluice/core";
-import { Configuration, TaskExecutor, type TaskExecutorOptions } from "@sluice/runtime";
+import {
+  ConfigurationError,
+  deferred,
+  ErrorCodes,
+  IllegalStateError,
+  isSluiceError,
+} from "@sluice/core";
+import { type Configuration, TaskExecutor, type TaskExecutorOptions } from "@sluice/runtime";
 import {
   HeartbeatManagerOptions,
   JobManagerOptions,
@@ -52,8 +58,9 @@ export interface TaskManagerStartOptions extends TaskExecutorOptions {
   /** The application's version; the job manager refuses another one than its own (default `""`). */
   readonly applicationVersion?: string;
   /**
-   * How long a refused connection is retried, as the job manager may start later (default 30 s).
-   * A TLS failure is not retried.
+   * How long a refused connection is retried at start, as the job manager may start later
+   * (default 30 s). A TLS failure is not retried. (Registering again after losing the job
+   * manager follows `taskmanager.registration.*` instead.)
    */
   readonly connectRetryMs?: number;
   /** Receives the application channel's messages; without it, they are answered with an error. */
@@ -77,9 +84,12 @@ export interface TaskManagerStartOptions extends TaskExecutorOptions {
 export interface TaskManagerTermination {
   /**
    * `shutdown`: the job manager ended it; `job-manager-lost`: its connection closed or no heartbeat
-   * request came within `heartbeat.timeout`; `closed`: the application called `close()`.
+   * request came within `heartbeat.timeout`; `closed`: the application called `close()`;
+   * `fatal-error`: its TaskExecutor failed fatally (a canceled task's code did not return within
+   * `task.cancellation.timeout`), and since that code may still run, the process should exit,
+   * as Flink's task manager does.
    */
-  readonly reason: "shutdown" | "job-manager-lost" | "closed";
+  readonly reason: "shutdown" | "job-manager-lost" | "closed" | "fatal-error";
   /** True when the job manager said the job failed, or was lost. */
   readonly failed: boolean;
   /** The job manager's reason, why it was lost, or the reason given to `close()`. */
@@ -99,11 +109,13 @@ interface WithNetworkBufferPool {
  * {@link JobManager}, takes the job manager's configuration with its own keys on top, starts a
  * `TaskExecutor` with the application's code, registers it, and then serves the job manager's
  * `TaskExecutorGateway` calls (deploying and running tasks), reporting task states and answering
- * producer-state questions through the job manager. It ends when the job manager shuts it down,
- * when it loses the job manager (connection closed, or no heartbeat request for
- * `heartbeat.timeout`), or on {@link TaskManager.close}; {@link TaskManager.terminated} says
- * which. Either way its TaskExecutor is closed (every network buffer back in its pool) first. It
- * never exits the process: that is the application's decision.
+ * producer-state questions through the job manager. When it loses the job manager (connection
+ * closed, or no heartbeat request for `heartbeat.timeout`) it cancels its tasks and registers
+ * again, with backoff, until `taskmanager.registration.timeout`. It ends when the job manager
+ * shuts it down, when it could not register again in time, when its TaskExecutor fails fatally,
+ * or on {@link TaskManager.close}; {@link TaskManager.terminated} says which. Either way its
+ * TaskExecutor is closed (every network buffer back in its pool) first. It never exits the
+ * process: that is the application's decision.
  */
 export class TaskManager {
   /** The running TaskExecutor. */
@@ -115,15 +127,17 @@ export class TaskManager {
 
   private connection: JobManagerConnection;
   private address: string;
+  /** Where it registers again without high availability: the job manager it started with. */
+  private readonly home: HostAndPort;
   private readonly options: TaskManagerStartOptions;
   private jobMaster: RemoteJobMaster;
   /** With high availability: the leadership it registered under, to follow the next leader. */
   private leaderToken: string | undefined;
   private readonly warn: (message: string) => void;
   private reRegistering = false;
-  /** Stops the search for a new leader when the task manager ends meanwhile. */
-  private readonly leaderSearch = new AbortController();
-  /** How many times it registered with a new leader after losing one. */
+  /** Stops registering again (a pause, the search for a leader) when the task manager ends. */
+  private readonly registration = new AbortController();
+  /** How many times it registered again after losing its job manager. */
   private reRegistrationCount = 0;
   private registeredIndex = -1;
   private heartbeats: HeartbeatMonitor | undefined;
@@ -136,15 +150,17 @@ export class TaskManager {
     connection: JobManagerConnection,
     executor: TaskExecutor,
     configuration: Configuration,
-    jobManagerAddress: string,
+    jobManager: HostAndPort,
     options: TaskManagerStartOptions,
     warn: (message: string) => void,
     leaderToken: string | undefined,
   ) {
+    const jobManagerAddress = formatAddress(jobManager.host, jobManager.port);
     this.connection = connection;
     this.executor = executor;
     this.configuration = configuration;
     this.address = jobManagerAddress;
+    this.home = jobManager;
     this.options = options;
     this.warn = warn;
     this.leaderToken = leaderToken;
@@ -159,8 +175,8 @@ export class TaskManager {
   }
 
   /**
-   * How many times this task manager registered with a newly elected job manager after it lost
-   * its leader (high availability only; 0 otherwise).
+   * How many times this task manager registered again after it lost its job manager (with high
+   * availability, possibly with a newly elected one).
    */
   get reRegistrations(): number {
     return this.reRegistrationCount;
@@ -224,8 +240,9 @@ export class TaskManager {
     }
     const port =
       leader?.port ?? options.jobManager?.port ?? configuration.get(JobManagerOptions.PORT);
-    const { connection, localAddress } =
+    const connected =
       found?.connected ?? (await connectToJobManager({ ...connect, host, port, retryForMs }));
+    const { connection, localAddress } = connected;
     let executor: TaskExecutor | undefined;
     try {
       const hello = await connection.call("hello", {
@@ -237,23 +254,24 @@ export class TaskManager {
         ...(leader === undefined ? {} : { fencingToken: leader.fencingToken }),
       });
       const effective = effectiveConfiguration(configuration, hello.configuration, localAddress);
-      executor = await TaskExecutor.start(effective, options);
+      // The job manager's heartbeat.timeout decides when it is lost, and so TCP's keepalive.
+      connected.keepAliveFor(effective.get(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT));
+      let started: TaskManager | undefined;
+      executor = await TaskExecutor.start(effective, {
+        ...options,
+        onFatalError: (error) => started?.fatalError(error),
+      });
       const taskManager = new TaskManager(
         connection,
         executor,
         effective,
-        formatAddress(host, port),
+        { host, port },
         options,
         warn,
         leader?.fencingToken,
       );
-      const { index } = await connection.call("registerTaskExecutor", {
-        resourceId: executor.resourceId.toString(),
-        host: executor.location.host,
-        dataPort: executor.location.dataPort,
-        plugin: shufflePluginIdentity(executor.plugin),
-        numberOfSlots: executor.numberOfSlots,
-      });
+      const { index } = await connection.call("registerTaskExecutor", registrationOf(executor));
+      started = taskManager;
       taskManager.registered(index);
       return taskManager;
     } catch (error) {
@@ -298,6 +316,22 @@ export class TaskManager {
     return this.terminated;
   }
 
+  /**
+   * The TaskExecutor failed fatally: the task manager ends (its connection closes, so the job
+   * manager sees it lost) and tells the application, whose process should exit.
+   */
+  private fatalError(error: Error): void {
+    if (this.ending === undefined) {
+      this.ending = {
+        reason: "fatal-error",
+        failed: true,
+        message: `the TaskExecutor failed fatally: ${error.message}`,
+      };
+    }
+    this.options.onFatalError?.(error);
+    this.end();
+  }
+
   private registered(index: number): void {
     this.registeredIndex = index;
     const timeoutMs = this.configuration.get(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT);
@@ -306,9 +340,10 @@ export class TaskManager {
       this.lost(
         connection,
         `no heartbeat request from the job manager for ${silentForMs} ms (heartbeat.timeout ${timeoutMs} ms)`,
+        false,
       ),
     );
-    void connection.closed.then((why) => this.lost(connection, why));
+    void connection.closed.then((why) => this.lost(connection, why, true));
   }
 
   /** Answers the job manager's requests on `connection`. */
@@ -383,95 +418,123 @@ export class TaskManager {
   }
 
   /**
-   * The connection closed or heartbeats stopped. Without high availability the task manager ends;
-   * with it, it cancels the lost leader's tasks and registers with the next leader.
+   * The connection closed or heartbeats stopped: the task manager registers again (Flink's
+   * TaskExecutor on a lost job manager), with or without high availability.
    */
-  private lost(connection: JobManagerConnection, why: string): void {
+  private lost(connection: JobManagerConnection, why: string, closed: boolean): void {
     if (connection !== this.connection || this.reRegistering) return;
-    if (this.leaderToken !== undefined && this.ending === undefined) {
-      void this.followNextLeader(why);
-      return;
-    }
-    this.ending ??= { reason: "job-manager-lost", failed: true, message: why };
+    // Shut down (or closing): the job manager closed the connection once it had the report.
+    if (this.ending !== undefined) this.end();
+    else void this.registerAgain(why, closed);
+  }
+
+  /**
+   * Flink's TaskExecutor on a lost job manager: the tasks are canceled and their partitions
+   * released (the job manager redeploys its jobs from their latest checkpoints), and the
+   * TaskExecutor, with its network memory and data server, registers again, with backoff
+   * (`taskmanager.registration.initial-backoff`, doubling up to `.max-backoff`), until
+   * `taskmanager.registration.timeout`: with the job manager it started with, or with high
+   * availability with the leader that retrieval names (not the lost leadership when its
+   * connection closed: that leader is gone or deposed). It ends as `job-manager-lost` when the
+   * timeout passes, or at once when a job manager refuses it for good (another version or
+   * plugin).
+   */
+  private async registerAgain(why: string, closed: boolean): Promise<void> {
+    this.reRegistering = true;
+    const lostAddress = this.address;
+    const lostToken = closed ? this.leaderToken : undefined;
+    this.heartbeats?.stop();
     this.connection.terminate();
+    const c = this.configuration;
+    const timeoutMs = c.get(TaskManagerOptions.REGISTRATION_TIMEOUT);
+    const maxBackoffMs = c.get(TaskManagerOptions.REGISTRATION_MAX_BACKOFF);
+    let backoffMs = c.get(TaskManagerOptions.INITIAL_REGISTRATION_BACKOFF);
+    this.warn(
+      `lost the job manager at ${lostAddress} (${why}): canceling its tasks, releasing their partitions and registering again${this.leaderToken === undefined ? "" : " with the leader that high availability names"} for up to ${timeoutMs} ms (${TaskManagerOptions.REGISTRATION_TIMEOUT.key})`,
+    );
+    await this.cancelAllTasks();
+    const deadline = Date.now() + timeoutMs;
+    let attempts = 0;
+    let failure: unknown;
+    while (this.ending === undefined && Date.now() < deadline) {
+      attempts++;
+      try {
+        await this.registerOnce(lostToken, Math.min(deadline - Date.now(), maxBackoffMs));
+        this.reRegistrationCount++;
+        this.reRegistering = false;
+        return;
+      } catch (error) {
+        failure = error;
+        if (isFinalRefusal(error)) break;
+      }
+      const pauseMs = Math.min(backoffMs, deadline - Date.now());
+      backoffMs = Math.min(backoffMs * 2, maxBackoffMs);
+      if (pauseMs > 0) {
+        await delay(pauseMs, undefined, { signal: this.registration.signal }).catch(() => {});
+      }
+    }
+    this.reRegistering = false;
+    const cause = (failure as Error | undefined)?.message ?? String(failure);
+    this.ending ??= {
+      reason: "job-manager-lost",
+      failed: true,
+      message: isFinalRefusal(failure)
+        ? `${why}; the job manager refused it: ${cause}`
+        : `${why}; it could not register again within ${timeoutMs} ms (${TaskManagerOptions.REGISTRATION_TIMEOUT.key}, ${attempts} attempts): ${cause}`,
+    };
     this.end();
   }
 
   /**
-   * Flink's TaskExecutor on a lost JobManager leader: the tasks of its jobs are canceled and their
-   * partitions released (the new leader redeploys the job from its latest checkpoint), and the
-   * TaskExecutor, with its network memory and data server, registers with the next leader. It
-   * ends as `job-manager-lost` when no other leader confirms its address within
-   * `connectRetryMs`, or when it cannot register there.
+   * One attempt to register again, its connection and answers bounded by `attemptMs`: connect
+   * (with high availability, to the leader retrieval names other than `lostToken`), `hello`,
+   * `registerTaskExecutor`; from then on the new connection is the task manager's.
    */
-  private async followNextLeader(why: string): Promise<void> {
-    this.reRegistering = true;
-    const lostToken = this.leaderToken;
-    const warn = this.warn;
-    this.heartbeats?.stop();
-    this.connection.terminate();
-    warn(
-      `lost the job manager at ${this.address} (${why}): canceling its tasks and registering with the next leader`,
-    );
+  private async registerOnce(lostToken: string | undefined, attemptMs: number): Promise<void> {
+    const c = this.configuration;
+    const connect = {
+      tls: readControlPlaneTls(c),
+      maxMessageSize: c.get(NettyShuffleEnvironmentOptions.MAX_FRAME_SIZE),
+      requestTimeoutMs: Math.min(c.get(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT), attemptMs),
+      onProtocolError: (error: Error) => this.warn(error.message),
+    };
+    const found = await connectToJobManagerLeader({
+      ...connect,
+      configuration: c,
+      timeoutMs: attemptMs,
+      warn: this.warn,
+      ...(this.options.loader === undefined ? {} : { loader: this.options.loader }),
+      ...(lostToken === undefined ? {} : { lostToken }),
+      signal: this.registration.signal,
+    });
+    const target = found?.leader ?? this.home;
+    const { connection } =
+      found?.connected ?? (await connectToJobManager({ ...connect, ...target, retryForMs: 0 }));
     try {
-      await this.cancelAllTasks();
-      const timeoutMs = this.options.connectRetryMs ?? DEFAULT_CONNECT_RETRY_MS;
-      const found = await connectToJobManagerLeader({
-        configuration: this.configuration,
-        timeoutMs,
-        warn,
-        ...(this.options.loader === undefined ? {} : { loader: this.options.loader }),
-        ...(lostToken === undefined ? {} : { lostToken }),
-        signal: this.leaderSearch.signal,
-        tls: readControlPlaneTls(this.configuration),
-        maxMessageSize: this.configuration.get(NettyShuffleEnvironmentOptions.MAX_FRAME_SIZE),
-        requestTimeoutMs: this.configuration.get(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT),
-        onProtocolError: (error) => warn(error.message),
+      if (this.ending !== undefined) throw new IllegalStateError("the task manager is closing");
+      await connection.call("hello", {
+        version: CONTROL_PLANE_VERSION,
+        sluiceVersion: SLUICE_VERSION,
+        applicationVersion: this.options.applicationVersion ?? "",
+        pid: process.pid,
+        hostname: hostname(),
+        ...(found === undefined ? {} : { fencingToken: found.leader.fencingToken }),
       });
-      if (found === undefined || this.ending !== undefined) {
-        if (found !== undefined) found.connected.connection.close("the task manager is closing");
-        throw new IllegalStateError("high availability was turned off");
-      }
-      const { leader } = found;
-      const { connection } = found.connected;
-      try {
-        await connection.call("hello", {
-          version: CONTROL_PLANE_VERSION,
-          sluiceVersion: SLUICE_VERSION,
-          applicationVersion: this.options.applicationVersion ?? "",
-          pid: process.pid,
-          hostname: hostname(),
-          fencingToken: leader.fencingToken,
-        });
-        const address = formatAddress(leader.host, leader.port);
-        this.connection = connection;
-        this.address = address;
-        this.leaderToken = leader.fencingToken;
-        this.jobMaster = this.remoteJobMaster(connection, address);
-        this.serve(connection);
-        const { index } = await connection.call("registerTaskExecutor", {
-          resourceId: this.executor.resourceId.toString(),
-          host: this.executor.location.host,
-          dataPort: this.executor.location.dataPort,
-          plugin: shufflePluginIdentity(this.executor.plugin),
-          numberOfSlots: this.executor.numberOfSlots,
-        });
-        if (this.ending !== undefined) throw new IllegalStateError("the task manager is closing");
-        this.reRegistrationCount++;
-        this.reRegistering = false;
-        this.registered(index);
-      } catch (error) {
-        connection.close("the task manager could not register with the new leader");
-        throw error;
-      }
+      const address = formatAddress(target.host, target.port);
+      this.connection = connection;
+      this.address = address;
+      this.leaderToken = found?.leader.fencingToken;
+      this.jobMaster = this.remoteJobMaster(connection, address);
+      this.serve(connection);
+      const { index } = await connection.call(
+        "registerTaskExecutor",
+        registrationOf(this.executor),
+      );
+      if (this.ending !== undefined) throw new IllegalStateError("the task manager is closing");
+      this.registered(index);
     } catch (error) {
-      this.reRegistering = false;
-      this.ending ??= {
-        reason: "job-manager-lost",
-        failed: true,
-        message: `${why}; no new leader took this task manager: ${(error as Error)?.message ?? String(error)}`,
-      };
-      this.end();
+      connection.close("the task manager could not register again");
+      throw error;
     }
   }
 
@@ -491,7 +554,7 @@ export class TaskManager {
   private end(): void {
     if (this.ended) return;
     this.ended = true;
-    this.leaderSearch.abort(new IllegalStateError("the task manager ended"));
+    this.registration.abort(new IllegalStateError("the task manager ended"));
     this.heartbeats?.stop();
     this.connection.close(this.ending?.message ?? "the task manager ended");
     const closing = this.executor.close();
@@ -499,6 +562,21 @@ export class TaskManager {
       this.termination.resolve(this.ending as TaskManagerTermination),
     );
   }
+}
+
+/**
+ * Whether a job manager refused this task manager for good (Flink's registration rejection): it
+ * runs another control plane, release, application version or shuffle plugin, which registering
+ * again cannot change, or it has as many task managers as its application accepts (a
+ * replacement took this one's place). Anything else (no answer, a standby, its former
+ * registration not known lost yet) is tried again.
+ */
+function isFinalRefusal(error: unknown): boolean {
+  return (
+    isSluiceError(error, ErrorCodes.PROTOCOL) ||
+    isSluiceError(error, ErrorCodes.CONFIG) ||
+    isSluiceError(error, ErrorCodes.LIMIT_EXCEEDED)
+  );
 }
 
 function formatAddress(host: string, port: number): string {
@@ -515,11 +593,15 @@ function effectiveConfiguration(
   fromJobManager: Readonly<Record<string, unknown>>,
   localAddress: string,
 ): Configuration {
-  const shipped = Object.entries(fromJobManager).filter(([key]) => !HOST_LOCAL_KEYS.has(key));
-  const configuration = new Configuration([...shipped, ...Object.entries(own.toObject())], {
-    ...(own.configDir === undefined ? {} : { configDir: own.configDir }),
-    ...(own.configFile === undefined ? {} : { configFile: own.configFile }),
-  });
+  // A copy of this host's own: the TaskExecutor started with it reports the unknown keys loaded
+  // here (not the job manager's, which its own process reports) once it loaded the plugins.
+  const configuration = own.clone();
+  for (const [key, value] of Object.entries(fromJobManager)) {
+    // A null in the job manager's JSON sets nothing (set() refuses it).
+    if (!HOST_LOCAL_KEYS.has(key) && !own.has(key) && value !== null) {
+      configuration.set(key, value);
+    }
+  }
   if (!own.contains(TaskManagerOptions.HOST) && localAddress !== "") {
     configuration.set(TaskManagerOptions.HOST, localAddress);
   }
@@ -530,4 +612,16 @@ function effectiveConfiguration(
     );
   }
   return configuration;
+}
+
+/** What a task manager tells the job manager about its TaskExecutor when it registers. */
+function registrationOf(executor: TaskExecutor) {
+  return {
+    resourceId: executor.resourceId.toString(),
+    host: executor.location.host,
+    dataPort: executor.location.dataPort,
+    plugin: shufflePluginIdentity(executor.plugin),
+    networkMemory: executor.networkMemory.bytes,
+    numberOfSlots: executor.numberOfSlots,
+  };
 }

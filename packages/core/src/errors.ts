@@ -98,6 +98,11 @@ export const ErrorCodes = {
   HA_UNAVAILABLE: "SLUICE_ERR_HA_UNAVAILABLE",
   /** High-availability state under `high-availability.storageDir` is missing or damaged. */
   HA_STATE: "SLUICE_ERR_HA_STATE",
+  /**
+   * Keyed state could not be snapshotted or restored: a snapshot of another format, version, max
+   * parallelism or serializer, overlapping key groups, or a key outside the owner's key groups.
+   */
+  KEYED_STATE: "SLUICE_ERR_KEYED_STATE",
 } as const;
 
 /** A stable Sluice error code. */

@@ -1,7 +1,7 @@
 import { IllegalArgumentError, IllegalStateError } from "@sluice/core";
-import type { CheckpointIDCounter } from "@sluice/runtime-api";
-import type { Namespace } from "etcd3";
-import { etcdCall } from "./etcd-call.js";
+import { type CheckpointIDCounter, HighAvailabilityStateError } from "@sluice/runtime-api";
+import type { EtcdKv } from "./client/etcd-kv.js";
+import { absent, modRevisionIs } from "./client/kv-requests.js";
 import type { LeadershipFence } from "./leadership-fence.js";
 
 /** How often a compare-and-set is retried when the counter changed under it. */
@@ -17,9 +17,8 @@ export class EtcdCheckpointIDCounter implements CheckpointIDCounter {
   private readonly key: string;
 
   constructor(
-    private readonly namespace: Namespace,
+    private readonly kv: EtcdKv,
     private readonly fence: LeadershipFence,
-    private readonly endpoints: readonly string[],
     private readonly jobId: string,
   ) {
     this.key = `checkpoint-id-counter/${jobId}`;
@@ -31,8 +30,8 @@ export class EtcdCheckpointIDCounter implements CheckpointIDCounter {
       const { value, modRevision } = await this.read();
       const outcome = await this.fence.commit(
         what,
-        [this.namespace.put(this.key).value((value + 1n).toString())],
-        [{ key: this.key, modRevision }],
+        [{ put: { key: this.key, value: (value + 1n).toString() } }],
+        [modRevision === undefined ? absent(this.key) : modRevisionIs(this.key, modRevision)],
       );
       if (outcome === "committed") return value;
     }
@@ -50,24 +49,25 @@ export class EtcdCheckpointIDCounter implements CheckpointIDCounter {
       throw new IllegalArgumentError(`the next checkpoint id must be at least 1, got ${next}`);
     }
     await this.fence.commit(`setting the checkpoint id counter of job ${this.jobId}`, [
-      this.namespace.put(this.key).value(next.toString()),
+      { put: { key: this.key, value: next.toString() } },
     ]);
   }
 
   async shutdown(discard: boolean): Promise<void> {
     if (!discard) return;
     await this.fence.commit(`removing the checkpoint id counter of job ${this.jobId}`, [
-      this.namespace.delete().key(this.key),
+      { deleteRange: { key: this.key } },
     ]);
   }
 
   private async read(): Promise<{ value: bigint; modRevision: string | undefined }> {
-    const result = await etcdCall(`reading ${this.key}`, this.endpoints, () =>
-      this.namespace.get(this.key).exec(),
-    );
-    const kv = result.kvs[0];
-    return kv === undefined
-      ? { value: 1n, modRevision: undefined }
-      : { value: BigInt(kv.value.toString()), modRevision: kv.mod_revision };
+    const kv = await this.kv.get(`reading ${this.key}`, this.key);
+    if (kv === undefined) return { value: 1n, modRevision: undefined };
+    if (!/^\d{1,30}$/.test(kv.value)) {
+      throw new HighAvailabilityStateError(
+        `etcd key ${this.key} holds ${JSON.stringify(kv.value.slice(0, 40))}, not a checkpoint id`,
+      );
+    }
+    return { value: BigInt(kv.value), modRevision: kv.modRevision };
   }
 }

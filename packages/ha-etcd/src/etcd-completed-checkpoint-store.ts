@@ -1,3 +1,4 @@
+import path from "node:path";
 import { IllegalArgumentError } from "@sluice/core";
 import {
   type CompletedCheckpointStore,
@@ -5,8 +6,7 @@ import {
   type JsonValue,
   type StoredCompletedCheckpoint,
 } from "@sluice/runtime-api";
-import type { Namespace } from "etcd3";
-import { etcdCall } from "./etcd-call.js";
+import type { EtcdKv } from "./client/etcd-kv.js";
 import type { LeadershipFence } from "./leadership-fence.js";
 import type { StateFiles } from "./state-files.js";
 
@@ -24,16 +24,20 @@ interface Pointer {
  * `<storageDir>/<cluster-id>/checkpoints/<job id>/`, and the key
  * `checkpoints/<job id>/<zero-padded id>` holds its path. Adding a checkpoint and dropping the
  * ones beyond the retained number is one fenced transaction.
+ *
+ * A key that names a file outside that job's folder is refused (`SLUICE_ERR_HA_STATE`), and
+ * nothing outside is read or deleted. A record's `externalPointer` (the checkpoint's `_metadata`
+ * under `state.checkpoints.dir`) is kept as given, an absolute path: this store never reads or
+ * deletes it; the job side that restores from it and discards subsumed checkpoints owns it.
  */
 export class EtcdCompletedCheckpointStore implements CompletedCheckpointStore {
   private readonly prefix: string;
   private readonly folder: string;
 
   constructor(
-    private readonly namespace: Namespace,
+    private readonly kv: EtcdKv,
     private readonly fence: LeadershipFence,
     private readonly files: StateFiles,
-    private readonly endpoints: readonly string[],
     private readonly jobId: string,
     readonly maxNumberOfRetainedCheckpoints: number,
   ) {
@@ -51,6 +55,11 @@ export class EtcdCompletedCheckpointStore implements CompletedCheckpointStore {
         `a checkpoint id must be in [1, 10^${ID_DIGITS}), got ${checkpoint.checkpointId}`,
       );
     }
+    if (!path.isAbsolute(checkpoint.externalPointer)) {
+      throw new IllegalArgumentError(
+        `the external pointer of checkpoint ${checkpoint.checkpointId} must be an absolute path (every job manager resolves it), got ${JSON.stringify(checkpoint.externalPointer)}`,
+      );
+    }
     const existing = await this.pointers();
     const latest = existing.at(-1);
     if (latest !== undefined && idOf(this.prefix, latest.key) >= checkpoint.checkpointId) {
@@ -62,6 +71,7 @@ export class EtcdCompletedCheckpointStore implements CompletedCheckpointStore {
       0,
       Math.max(0, existing.length + 1 - this.maxNumberOfRetainedCheckpoints),
     );
+    // Read (and so confined to this job's folder) before anything is written.
     const subsumed = await Promise.all(dropped.map((pointer) => this.readRecord(pointer)));
     const file = await this.files.write(
       this.folder,
@@ -71,14 +81,16 @@ export class EtcdCompletedCheckpointStore implements CompletedCheckpointStore {
     const key = this.prefix + checkpoint.checkpointId.toString().padStart(ID_DIGITS, "0");
     try {
       await this.fence.commit(what, [
-        this.namespace.put(key).value(file),
-        ...dropped.map((pointer) => this.namespace.delete().key(pointer.key)),
+        { put: { key, value: file } },
+        ...dropped.map((pointer) => ({ deleteRange: { key: pointer.key } })),
       ]);
     } catch (error) {
-      await this.files.remove(file);
+      await this.files.discard(file);
       throw error;
     }
-    await Promise.all(dropped.map((pointer) => this.files.remove(pointer.file)));
+    await Promise.all(
+      dropped.map((pointer) => this.files.remove(pointer.key, pointer.file, this.folder)),
+    );
     return subsumed;
   }
 
@@ -94,25 +106,25 @@ export class EtcdCompletedCheckpointStore implements CompletedCheckpointStore {
   async shutdown(discard: boolean): Promise<void> {
     if (!discard) return;
     await this.fence.commit(`discarding the checkpoints of job ${this.jobId}`, [
-      this.namespace.delete().prefix(this.prefix),
+      { deleteRange: { key: this.prefix, prefix: true } },
     ]);
     await this.files.removeFolder(this.folder);
   }
 
   /** Every pointer of this job, oldest first. */
   private async pointers(): Promise<Pointer[]> {
-    const entries = await etcdCall(
-      `listing the checkpoints of job ${this.jobId}`,
-      this.endpoints,
-      () => this.namespace.getAll().prefix(this.prefix).sort("Key", "Ascend").strings(),
-    );
-    return Object.entries(entries)
-      .map(([key, file]) => ({ key, file }))
+    const { kvs } = await this.kv.range(`listing the checkpoints of job ${this.jobId}`, {
+      key: this.prefix,
+      prefix: true,
+      sort: { target: "KEY", order: "ASCEND" },
+    });
+    return kvs
+      .map((kv) => ({ key: kv.key, file: kv.value }))
       .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 
   private async readRecord(pointer: Pointer): Promise<StoredCompletedCheckpoint> {
-    const record = await this.files.read(pointer.key, pointer.file);
+    const record = await this.files.read(pointer.key, pointer.file, this.folder);
     const checkpoint = fromRecord(record);
     if (checkpoint === undefined || checkpoint.checkpointId !== idOf(this.prefix, pointer.key)) {
       throw new HighAvailabilityStateError(
@@ -124,7 +136,11 @@ export class EtcdCompletedCheckpointStore implements CompletedCheckpointStore {
 }
 
 function idOf(prefix: string, key: string): bigint {
-  return BigInt(key.slice(prefix.length));
+  const id = key.slice(prefix.length);
+  if (!/^\d{1,20}$/.test(id)) {
+    throw new HighAvailabilityStateError(`etcd key ${key} is not a checkpoint's key`);
+  }
+  return BigInt(id);
 }
 
 function toRecord(checkpoint: StoredCompletedCheckpoint): JsonValue {

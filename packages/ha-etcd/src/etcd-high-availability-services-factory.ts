@@ -6,8 +6,8 @@ import {
   type HighAvailabilityServicesFactory,
   type ReadableConfig,
 } from "@sluice/runtime-api";
-import { Etcd3 } from "etcd3";
-import { etcdCall } from "./etcd-call.js";
+import { EtcdClient } from "./client/etcd-client.js";
+import { EtcdKv } from "./client/etcd-kv.js";
 import { EtcdHighAvailabilityServices } from "./etcd-high-availability-services.js";
 
 /**
@@ -43,23 +43,17 @@ export class EtcdHighAvailabilityServicesFactory implements HighAvailabilityServ
       .get(HighAvailabilityOptions.HA_CLUSTER_ID)
       .replace(/^\/+|\/+$/g, "");
     const ttlMs = configuration.get(HighAvailabilityOptions.HA_ETCD_LEASE_TTL);
-    // A request that takes longer than a lease is of no use to a leader; a watch or keepalive
-    // stream lives on.
-    const client = new Etcd3({
-      hosts: endpoints,
-      dialTimeout: ttlMs,
-      defaultCallOptions: (call) =>
-        call.isStream ? {} : { deadline: new Date(Date.now() + ttlMs) },
-    });
+    // A request that takes longer than a lease is of no use to a leader (a watch stream lives
+    // on). `https://` endpoints are verified against Node's roots and NODE_EXTRA_CA_CERTS.
+    const client = new EtcdClient({ endpoints, requestTimeoutMs: ttlMs });
     try {
-      await etcdCall("connecting", endpoints, () => client.get("/sluice/").exec());
+      await new EtcdKv(client, "").get("connecting", "/sluice/");
     } catch (error) {
       client.close();
       throw error;
     }
     return new EtcdHighAvailabilityServices({
       client,
-      endpoints,
       clusterId,
       storageDir,
       leaseTtlSeconds: ttlMs / 1000,

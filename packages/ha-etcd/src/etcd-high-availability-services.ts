@@ -8,8 +8,8 @@ import {
   type LeaderElection,
   type LeaderRetrievalService,
 } from "@sluice/runtime-api";
-import type { Etcd3, Namespace } from "etcd3";
-import { etcdCall } from "./etcd-call.js";
+import type { EtcdClient } from "./client/etcd-client.js";
+import { EtcdKv } from "./client/etcd-kv.js";
 import { EtcdCheckpointIDCounter } from "./etcd-checkpoint-id-counter.js";
 import { EtcdCompletedCheckpointStore } from "./etcd-completed-checkpoint-store.js";
 import { EtcdJobGraphStore } from "./etcd-job-graph-store.js";
@@ -21,10 +21,8 @@ import { checkName, StateFiles } from "./state-files.js";
 
 /** What {@link EtcdHighAvailabilityServices} is made of (the factory reads it from the keys). */
 export interface EtcdHighAvailabilityServicesSettings {
-  /** The connected client; the services close it. */
-  readonly client: Etcd3;
-  /** etcd's client URLs, for messages. */
-  readonly endpoints: readonly string[];
+  /** The client (its endpoints, timeouts and TLS); the services close it. */
+  readonly client: EtcdClient;
   /** `high-availability.cluster-id` without its slashes at either end. */
   readonly clusterId: string;
   /** `high-availability.storageDir`. */
@@ -47,7 +45,7 @@ export class EtcdHighAvailabilityServices implements HighAvailabilityServices {
   /** The cluster's folder under `high-availability.storageDir`. */
   readonly storageFolder: string;
 
-  private readonly namespace: Namespace;
+  private readonly kv: EtcdKv;
   private readonly election: EtcdLeaderElection;
   private readonly fence: LeadershipFence;
   private readonly files: StateFiles;
@@ -56,16 +54,11 @@ export class EtcdHighAvailabilityServices implements HighAvailabilityServices {
 
   constructor(private readonly settings: EtcdHighAvailabilityServicesSettings) {
     this.keyPrefix = `/sluice/${settings.clusterId}/`;
-    this.namespace = settings.client.namespace(this.keyPrefix);
+    this.kv = new EtcdKv(settings.client, this.keyPrefix);
     this.files = new StateFiles(settings.storageDir, settings.clusterId);
     this.storageFolder = this.files.root;
-    this.election = new EtcdLeaderElection(
-      this.namespace,
-      settings.leaseTtlSeconds,
-      settings.endpoints,
-      settings.onWarning,
-    );
-    this.fence = new LeadershipFence(this.namespace, this.election, settings.endpoints);
+    this.election = new EtcdLeaderElection(this.kv, settings.leaseTtlSeconds, settings.onWarning);
+    this.fence = new LeadershipFence(this.kv, this.election);
   }
 
   getJobManagerLeaderElection(): LeaderElection {
@@ -73,17 +66,17 @@ export class EtcdHighAvailabilityServices implements HighAvailabilityServices {
   }
 
   getJobManagerLeaderRetriever(): LeaderRetrievalService {
-    const retriever = new EtcdLeaderRetrievalService(this.namespace, this.settings.endpoints);
+    const retriever = new EtcdLeaderRetrievalService(this.kv);
     this.retrievers.add(retriever);
     return retriever;
   }
 
   getJobGraphStore(): JobGraphStore {
-    return new EtcdJobGraphStore(this.namespace, this.fence, this.files, this.settings.endpoints);
+    return new EtcdJobGraphStore(this.kv, this.fence, this.files);
   }
 
   getJobResultStore(): JobResultStore {
-    return new EtcdJobResultStore(this.namespace, this.fence, this.settings.endpoints);
+    return new EtcdJobResultStore(this.kv, this.fence);
   }
 
   createCompletedCheckpointStore(
@@ -92,22 +85,16 @@ export class EtcdHighAvailabilityServices implements HighAvailabilityServices {
   ): CompletedCheckpointStore {
     checkMaxRetainedCheckpoints(maxNumberOfRetainedCheckpoints);
     return new EtcdCompletedCheckpointStore(
-      this.namespace,
+      this.kv,
       this.fence,
       this.files,
-      this.settings.endpoints,
       checkName("a job id", jobId),
       maxNumberOfRetainedCheckpoints,
     );
   }
 
   createCheckpointIDCounter(jobId: string): CheckpointIDCounter {
-    return new EtcdCheckpointIDCounter(
-      this.namespace,
-      this.fence,
-      this.settings.endpoints,
-      checkName("a job id", jobId),
-    );
+    return new EtcdCheckpointIDCounter(this.kv, this.fence, checkName("a job id", jobId));
   }
 
   close(): Promise<void> {
@@ -122,11 +109,10 @@ export class EtcdHighAvailabilityServices implements HighAvailabilityServices {
   async closeAndCleanupAllData(): Promise<void> {
     await Promise.all([...this.retrievers].map((retriever) => retriever.stop()));
     await this.election.close();
-    await etcdCall(
-      `removing the keys of cluster ${this.settings.clusterId}`,
-      this.settings.endpoints,
-      () => this.namespace.delete().all().exec(),
-    );
+    await this.kv.deleteRange(`removing the keys of cluster ${this.settings.clusterId}`, {
+      key: "",
+      prefix: true,
+    });
     await this.files.removeFolder();
     await this.close();
   }

@@ -3,24 +3,26 @@ import {
   type JobGraphStore,
   type JsonValue,
 } from "@sluice/runtime-api";
-import type { Namespace } from "etcd3";
-import { etcdCall } from "./etcd-call.js";
+import type { EtcdKv } from "./client/etcd-kv.js";
 import type { LeadershipFence } from "./leadership-fence.js";
 import { checkName, type StateFiles } from "./state-files.js";
 
 const PREFIX = "jobgraphs/";
+/** The folder of the job graph files, under the cluster's folder. */
+const FOLDER = "jobgraphs";
 
 /**
  * The job graph store on etcd (Flink's `DefaultJobGraphStore` over a state handle store): each
  * job graph is a file under `<storageDir>/<cluster-id>/jobgraphs/`, and the key
- * `jobgraphs/<job id>` holds its path. Writes are fenced by the leadership.
+ * `jobgraphs/<job id>` holds its path. Writes are fenced by the leadership. A key that names a
+ * file outside that folder is refused (`SLUICE_ERR_HA_STATE`): nothing outside is read or
+ * deleted.
  */
 export class EtcdJobGraphStore implements JobGraphStore {
   constructor(
-    private readonly namespace: Namespace,
+    private readonly kv: EtcdKv,
     private readonly fence: LeadershipFence,
     private readonly files: StateFiles,
-    private readonly endpoints: readonly string[],
   ) {}
 
   async putJobGraph(jobId: string, jobGraph: JsonValue): Promise<void> {
@@ -28,21 +30,25 @@ export class EtcdJobGraphStore implements JobGraphStore {
     const what = `storing the job graph of ${jobId}`;
     this.fence.leadership(what);
     const previous = await this.pointer(key);
-    const file = await this.files.write("jobgraphs", jobId, { jobId, jobGraph });
+    // A replaced file is removed below: refuse before writing anything if it is not ours.
+    if (previous !== undefined) await this.files.confine(key, previous, FOLDER);
+    const file = await this.files.write(FOLDER, jobId, { jobId, jobGraph });
     try {
-      await this.fence.commit(what, [this.namespace.put(key).value(file)]);
+      await this.fence.commit(what, [{ put: { key, value: file } }]);
     } catch (error) {
-      await this.files.remove(file);
+      await this.files.discard(file);
       throw error;
     }
-    if (previous !== undefined && previous !== file) await this.files.remove(previous);
+    if (previous !== undefined && previous !== file) {
+      await this.files.remove(key, previous, FOLDER);
+    }
   }
 
   async recoverJobGraph(jobId: string): Promise<JsonValue | undefined> {
     const key = PREFIX + checkName("a job id", jobId);
     const file = await this.pointer(key);
     if (file === undefined) return undefined;
-    const record = await this.files.read(key, file);
+    const record = await this.files.read(key, file, FOLDER);
     if (typeof record !== "object" || record === null || !("jobGraph" in record)) {
       throw new HighAvailabilityStateError(
         `etcd key ${key} points to ${file}, which holds no job graph`,
@@ -56,21 +62,17 @@ export class EtcdJobGraphStore implements JobGraphStore {
     const what = `removing the job graph of ${jobId}`;
     const file = await this.pointer(key);
     if (file === undefined) return;
-    await this.fence.commit(what, [this.namespace.delete().key(key)]);
-    await this.files.remove(file);
+    await this.files.confine(key, file, FOLDER);
+    await this.fence.commit(what, [{ deleteRange: { key } }]);
+    await this.files.remove(key, file, FOLDER);
   }
 
   async getJobIds(): Promise<readonly string[]> {
-    const keys = await etcdCall("listing the job graphs", this.endpoints, () =>
-      this.namespace.getAll().prefix(PREFIX).keys(),
-    );
-    return keys.map((key) => key.slice(PREFIX.length)).sort();
+    const { kvs } = await this.kv.range("listing the job graphs", { key: PREFIX, prefix: true });
+    return kvs.map((kv) => kv.key.slice(PREFIX.length)).sort();
   }
 
-  private pointer(key: string): Promise<string | undefined> {
-    return etcdCall(`reading ${key}`, this.endpoints, async () => {
-      const value = await this.namespace.get(key).string();
-      return value ?? undefined;
-    });
+  private async pointer(key: string): Promise<string | undefined> {
+    return (await this.kv.get(`reading ${key}`, key))?.value;
   }
 }

@@ -4,8 +4,8 @@ import {
   type JobResultEntry,
   type JobResultStore,
 } from "@sluice/runtime-api";
-import type { Namespace } from "etcd3";
-import { etcdCall } from "./etcd-call.js";
+import type { EtcdKv } from "./client/etcd-kv.js";
+import { absent, modRevisionIs } from "./client/kv-requests.js";
 import type { LeadershipFence } from "./leadership-fence.js";
 import { checkName } from "./state-files.js";
 
@@ -25,9 +25,8 @@ interface StoredJobResult {
  */
 export class EtcdJobResultStore implements JobResultStore {
   constructor(
-    private readonly namespace: Namespace,
+    private readonly kv: EtcdKv,
     private readonly fence: LeadershipFence,
-    private readonly endpoints: readonly string[],
   ) {}
 
   async createDirtyResult(entry: JobResultEntry): Promise<void> {
@@ -35,8 +34,8 @@ export class EtcdJobResultStore implements JobResultStore {
     const stored: StoredJobResult = { entry, clean: false };
     const outcome = await this.fence.commit(
       `storing the result of job ${entry.jobId}`,
-      [this.namespace.put(key).value(JSON.stringify(stored))],
-      [{ key, modRevision: undefined }],
+      [{ put: { key, value: JSON.stringify(stored) } }],
+      [absent(key)],
     );
     if (outcome === "condition-failed") {
       throw new IllegalStateError(`job ${entry.jobId} has a stored result already`);
@@ -54,8 +53,8 @@ export class EtcdJobResultStore implements JobResultStore {
     const stored: StoredJobResult = { entry: read.stored.entry, clean: true };
     const outcome = await this.fence.commit(
       what,
-      [this.namespace.put(key).value(JSON.stringify(stored))],
-      [{ key, modRevision: read.modRevision }],
+      [{ put: { key, value: JSON.stringify(stored) } }],
+      [modRevisionIs(key, read.modRevision)],
     );
     if (outcome === "condition-failed") {
       throw new IllegalStateError(`${what}: the entry changed while it was being marked`);
@@ -79,12 +78,10 @@ export class EtcdJobResultStore implements JobResultStore {
   }
 
   async getDirtyResults(): Promise<readonly JobResultEntry[]> {
-    const all = await etcdCall("listing the job results", this.endpoints, () =>
-      this.namespace.getAll().prefix(PREFIX).strings(),
-    );
-    return Object.entries(all)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([key, value]) => parse(key, value))
+    const { kvs } = await this.kv.range("listing the job results", { key: PREFIX, prefix: true });
+    return [...kvs]
+      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+      .map((kv) => parse(kv.key, kv.value))
       .filter((stored) => !stored.clean)
       .map((stored) => stored.entry);
   }
@@ -96,12 +93,9 @@ export class EtcdJobResultStore implements JobResultStore {
   private async read(
     key: string,
   ): Promise<{ stored: StoredJobResult; modRevision: string } | undefined> {
-    const result = await etcdCall(`reading ${key}`, this.endpoints, () =>
-      this.namespace.get(key).exec(),
-    );
-    const kv = result.kvs[0];
+    const kv = await this.kv.get(`reading ${key}`, key);
     if (kv === undefined) return undefined;
-    return { stored: parse(key, kv.value.toString()), modRevision: kv.mod_revision };
+    return { stored: parse(key, kv.value), modRevision: kv.modRevision };
   }
 }
 

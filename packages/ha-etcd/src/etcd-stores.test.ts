@@ -1,4 +1,13 @@
-import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import {
   ConfigurationError,
@@ -13,8 +22,7 @@ import {
   HighAvailabilityUnavailableError,
   readableConfigOf,
 } from "@sluice/runtime-api";
-import { Etcd3 } from "etcd3";
-import { expect, it } from "vitest";
+import { afterEach, expect, it } from "vitest";
 import type { EtcdHighAvailabilityServices } from "./etcd-high-availability-services.js";
 import { EtcdHighAvailabilityServicesFactory } from "./etcd-high-availability-services-factory.js";
 import {
@@ -32,13 +40,26 @@ async function leader(fixture: EtcdFixture): Promise<EtcdHighAvailabilityService
   return services;
 }
 
-async function pointers(fixture: EtcdFixture, services: EtcdHighAvailabilityServices) {
-  const admin = new Etcd3({ hosts: fixture.etcd().endpoint });
-  try {
-    return await admin.namespace(services.keyPrefix).getAll().strings();
-  } finally {
-    admin.close();
-  }
+async function pointers(
+  fixture: EtcdFixture,
+  services: EtcdHighAvailabilityServices,
+): Promise<Record<string, string>> {
+  const { kvs } = await fixture.kv(services.keyPrefix).range("reading", { key: "", prefix: true });
+  return Object.fromEntries(kvs.map((kv) => [kv.key, kv.value]));
+}
+
+const outsideFolders: string[] = [];
+afterEach(() => {
+  for (const folder of outsideFolders.splice(0)) rmSync(folder, { recursive: true, force: true });
+});
+
+/** A file outside every storage folder (a user's file that a forged pointer names). */
+function outsideFile(content: unknown): string {
+  const folder = mkdtempSync(path.join(tmpdir(), "sluice-outside-"));
+  outsideFolders.push(folder);
+  const file = path.join(folder, "victim.json");
+  writeFileSync(file, JSON.stringify(content));
+  return file;
 }
 
 describeWithEtcd("the etcd high-availability stores on a real etcd", (fixture) => {
@@ -151,6 +172,90 @@ describeWithEtcd("the etcd high-availability stores on a real etcd", (fixture) =
       "checkpoints/job-a/00000000000000000003",
       file,
       "damaged",
+    );
+  }, 60_000);
+
+  it("refuses a job graph pointer outside the cluster's folder, and reads or deletes nothing there", async () => {
+    const services = await leader(fixture);
+    const store = services.getJobGraphStore();
+    await store.putJobGraph("job-a", { name: "a" });
+    const victim = outsideFile({ jobId: "job-x", jobGraph: { stolen: true } });
+    const jobgraphs = path.join(services.storageFolder, "jobgraphs");
+    const link = path.join(jobgraphs, "job-x-link.json");
+    symlinkSync(victim, link);
+    const admin = fixture.kv(services.keyPrefix);
+    for (const pointer of [
+      victim,
+      // Inside by its prefix, outside once `..` is resolved.
+      `${jobgraphs}/${path.relative(jobgraphs, victim)}`,
+      // Inside by its path, outside once the symbolic link is resolved.
+      link,
+    ]) {
+      await admin.put("pointing outside", { key: "jobgraphs/job-x", value: pointer });
+      for (const attempt of [
+        () => store.recoverJobGraph("job-x"),
+        () => store.removeJobGraph("job-x"),
+        () => store.putJobGraph("job-x", { name: "x" }),
+      ]) {
+        await expectRejection(
+          attempt(),
+          HighAvailabilityStateError,
+          ErrorCodes.HA_STATE,
+          "etcd key jobgraphs/job-x",
+          pointer,
+          "is outside",
+          jobgraphs,
+        );
+      }
+      expect(readFileSync(victim, "utf8")).toContain("stolen");
+      expect((await admin.get("reading", "jobgraphs/job-x"))?.value).toBe(pointer);
+    }
+    expect(await store.recoverJobGraph("job-a")).toEqual({ name: "a" });
+  }, 60_000);
+
+  it("refuses a checkpoint pointer outside the job's folder, and deletes nothing there", async () => {
+    const services = await leader(fixture);
+    const store = services.createCompletedCheckpointStore("job-a", 1);
+    const checkpoint = (id: bigint) => ({
+      checkpointId: id,
+      timestamp: 1,
+      externalPointer: `/checkpoints/chk-${id}/_metadata`,
+    });
+    await store.addCheckpoint(checkpoint(1n));
+    const admin = fixture.kv(services.keyPrefix);
+    const record = { checkpointId: "2", timestamp: 1, externalPointer: "/x/_metadata" };
+    const victim = outsideFile(record);
+    // Another job's folder is inside the cluster's, but not this job's.
+    const otherJob = path.join(services.storageFolder, "checkpoints", "job-b", "r.json");
+    await services.createCompletedCheckpointStore("job-b", 1).addCheckpoint(checkpoint(5n));
+    writeFileSync(otherJob, JSON.stringify(record));
+    const key = "checkpoints/job-a/00000000000000000002";
+    for (const pointer of [victim, otherJob]) {
+      await admin.put("pointing outside", { key, value: pointer });
+      await expectRejection(
+        store.getLatestCheckpoint(),
+        HighAvailabilityStateError,
+        ErrorCodes.HA_STATE,
+        `etcd key ${key}`,
+        pointer,
+        "is outside",
+      );
+      // Adding checkpoint 3 would drop 1 and 2 (one is retained): refused before any write.
+      await expectRejection(
+        store.addCheckpoint(checkpoint(3n)),
+        HighAvailabilityStateError,
+        ErrorCodes.HA_STATE,
+        pointer,
+      );
+      expect(existsSync(pointer)).toBe(true);
+      expect((await admin.get("reading", key))?.value).toBe(pointer);
+      expect(await admin.get("reading", "checkpoints/job-a/00000000000000000003")).toBeUndefined();
+    }
+    await expectRejection(
+      store.addCheckpoint({ ...checkpoint(4n), externalPointer: "chk-4/_metadata" }),
+      IllegalArgumentError,
+      ErrorCodes.INVALID_ARGUMENT,
+      "must be an absolute path",
     );
   }, 60_000);
 

@@ -1,14 +1,7 @@
 import { FencingTokenError } from "@sluice/runtime-api";
-import type { DeleteBuilder, Namespace, PutBuilder } from "etcd3";
-import { etcdCall } from "./etcd-call.js";
+import type { EtcdKv } from "./client/etcd-kv.js";
+import { type Compare, createRevisionIs, type Operation } from "./client/kv-requests.js";
 import type { EtcdLeaderElection, Leadership } from "./etcd-leader-election.js";
-
-/** An extra condition of a fenced transaction: the key's mod revision, or that it is absent. */
-export interface KeyCondition {
-  readonly key: string;
-  /** The key's mod revision as read, or `undefined` when it must not exist. */
-  readonly modRevision: string | undefined;
-}
 
 /** The outcome of a fenced transaction that had extra conditions. */
 export type FencedOutcome = "committed" | "condition-failed";
@@ -16,45 +9,41 @@ export type FencedOutcome = "committed" | "condition-failed";
 /**
  * Fences the stores' writes with the leadership of this process's election: each write is one
  * etcd transaction that applies only while the leader key still has the create revision it had
- * when this process was elected (its fencing token). A deposed leader (its lease expired, a
- * standby elected) is refused by etcd itself, however late its write arrives.
+ * when this process was elected (its fencing token). A deposed leader (its lease expired, its key
+ * deleted, a standby elected) is refused by etcd itself, however late its write arrives; a
+ * refusal also ends the leadership at once.
  */
 export class LeadershipFence {
   constructor(
-    private readonly namespace: Namespace,
+    private readonly kv: EtcdKv,
     private readonly election: EtcdLeaderElection,
-    private readonly endpoints: readonly string[],
   ) {}
 
   /**
    * Applies `operations` atomically if this process still leads (and every `conditions` holds).
    *
-   * @throws FencingTokenError naming `what` when this process is not, or no longer, the leader.
+   * @throws FencingTokenError naming `what` when this process is not, or no longer, the leader;
+   *   HighAvailabilityUnavailableError when etcd cannot be reached.
    */
   async commit(
     what: string,
-    operations: readonly (PutBuilder | DeleteBuilder)[],
-    conditions: readonly KeyCondition[] = [],
+    operations: readonly Operation[],
+    conditions: readonly Compare[] = [],
   ): Promise<FencedOutcome> {
     const leadership = this.leadership(what);
-    let comparison = this.namespace.if(leadership.key, "Create", "==", leadership.fencingToken);
-    for (const condition of conditions) {
-      comparison =
-        condition.modRevision === undefined
-          ? comparison.and(condition.key, "Create", "==", 0)
-          : comparison.and(condition.key, "Mod", "==", condition.modRevision);
-    }
-    const result = await etcdCall(what, this.endpoints, () =>
-      comparison
-        .then(...operations)
-        .else(this.namespace.get(leadership.key))
-        .commit(),
-    );
+    const result = await this.kv.txn(what, {
+      compare: [createRevisionIs(leadership.key, leadership.fencingToken), ...conditions],
+      success: operations,
+      failure: [{ range: { key: leadership.key } }],
+    });
     if (result.succeeded) return "committed";
-    const leaderKey = result.responses[0]?.response_range?.kvs[0];
-    if (leaderKey?.create_revision !== leadership.fencingToken) {
+    const answer = result.responses[0];
+    const leaderKey = answer !== undefined && "range" in answer ? answer.range.kvs[0] : undefined;
+    if (leaderKey?.createRevision !== leadership.fencingToken) {
+      const why = `its key ${leadership.key} is gone from etcd`;
+      this.election.stepDown(leadership.fencingToken, why);
       throw new FencingTokenError(
-        `${what} was refused: the leadership ${leadership.fencingToken} of this job manager is no longer current (its key ${leadership.key} is gone from etcd: the lease expired and another job manager may have been elected)`,
+        `${what} was refused: the leadership ${leadership.fencingToken} of this job manager is no longer current (${why}: the lease expired or the key was deleted, and another job manager may have been elected)`,
       );
     }
     return "condition-failed";

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, readFile, realpath, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { IllegalArgumentError } from "@sluice/core";
 import { HighAvailabilityStateError, type JsonValue } from "@sluice/runtime-api";
@@ -25,13 +25,18 @@ export function checkName(what: string, name: string): string {
  * The high-availability data under `<high-availability.storageDir>/<cluster-id>/`: one JSON file
  * per record, written whole to a temporary name and renamed, so that a reader sees the old file
  * or the new one, never half of one. Only the file's path goes into etcd.
+ *
+ * A path read back from etcd is followed only inside the folder its store writes to (after
+ * resolving `..` and symbolic links): a pointer aimed elsewhere (a damaged or forged key) is
+ * refused with a HighAvailabilityStateError, and nothing outside is read or deleted.
  */
 export class StateFiles {
-  /** The cluster's folder. */
+  /** The cluster's folder (absolute). */
   readonly root: string;
 
   constructor(storageDir: string, clusterId: string) {
-    this.root = path.join(storageDir, clusterId);
+    // Absolute, so that the paths in etcd mean the same to every job manager.
+    this.root = path.resolve(storageDir, clusterId);
   }
 
   /** Writes `record` to a new file in `folder` (relative to the root); resolves with its path. */
@@ -46,14 +51,44 @@ export class StateFiles {
   }
 
   /**
-   * Reads the record a pointer names.
+   * Checks that the file etcd key `key` points to lies inside `folder` (relative to the root),
+   * after resolving `..` and symbolic links; resolves with its real path (the path itself when
+   * it does not exist).
    *
-   * @throws HighAvailabilityStateError naming `key` and the file when it is missing or not JSON.
+   * @throws HighAvailabilityStateError naming the key and the path when it lies outside.
    */
-  async read(key: string, file: string): Promise<JsonValue> {
+  async confine(key: string, file: string, folder: string): Promise<string> {
+    const base = path.join(this.root, folder);
+    const refuse = () =>
+      new HighAvailabilityStateError(
+        `etcd key ${key} points to ${file}, which is outside ${base}${path.sep}: refused, nothing outside the cluster's folder is read or deleted (is the key damaged, or was it written by hand?)`,
+      );
+    const resolved = path.resolve(file);
+    if (!isInside(base, resolved)) throw refuse();
+    const realBase = await realOrUndefined(base);
+    // No folder yet: the file cannot exist either, and reading it fails as missing.
+    if (realBase === undefined) return resolved;
+    const real =
+      (await realOrUndefined(resolved)) ??
+      path.join(
+        (await realOrUndefined(path.dirname(resolved))) ?? path.dirname(resolved),
+        path.basename(resolved),
+      );
+    if (!isInside(realBase, real)) throw refuse();
+    return real;
+  }
+
+  /**
+   * Reads the record etcd key `key` points to, which must lie inside `folder`.
+   *
+   * @throws HighAvailabilityStateError naming `key` and the file when it lies outside the
+   *   folder, is missing or is not JSON.
+   */
+  async read(key: string, file: string, folder: string): Promise<JsonValue> {
+    const real = await this.confine(key, file, folder);
     let text: string;
     try {
-      text = await readFile(file, "utf8");
+      text = await readFile(real, "utf8");
     } catch (error) {
       throw new HighAvailabilityStateError(
         `etcd key ${key} points to ${file}, which cannot be read (high-availability.storageDir must be the same folder for every job manager): ${(error as Error).message}`,
@@ -70,13 +105,37 @@ export class StateFiles {
     }
   }
 
-  /** Removes a file; one that is gone already is fine. */
-  async remove(file: string): Promise<void> {
+  /**
+   * Removes the file etcd key `key` pointed to, which must lie inside `folder`; one that is gone
+   * already is fine.
+   *
+   * @throws HighAvailabilityStateError naming the key and the path when it lies outside.
+   */
+  async remove(key: string, file: string, folder: string): Promise<void> {
+    await rm(await this.confine(key, file, folder), { force: true });
+  }
+
+  /** Removes a file this process just wrote (its pointer never reached etcd). */
+  async discard(file: string): Promise<void> {
     await rm(file, { force: true });
   }
 
   /** Removes a folder under the root (or, without one, the whole cluster's folder). */
   async removeFolder(folder = ""): Promise<void> {
     await rm(path.join(this.root, folder), { recursive: true, force: true });
+  }
+}
+
+/** Whether `candidate` lies strictly inside `folder` (both absolute and normalized). */
+function isInside(folder: string, candidate: string): boolean {
+  const relative = path.relative(folder, candidate);
+  return relative !== "" && relative.split(path.sep)[0] !== ".." && !path.isAbsolute(relative);
+}
+
+async function realOrUndefined(file: string): Promise<string | undefined> {
+  try {
+    return await realpath(file);
+  } catch {
+    return undefined;
   }
 }

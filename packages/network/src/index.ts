@@ -82,6 +82,11 @@ export {
   type ServerHandlerOptions,
 } from "./netty/server/partition-request-server-handler.js";
 export {
+  KEEP_ALIVE_PROBE_SECONDS,
+  keepAliveDelayFor,
+  readKeepAliveDelay,
+} from "./netty/transport/keep-alive.js";
+export {
   READ_BUFFER_BYTES,
   type ReadHandler,
   ReusedReadBuffer,

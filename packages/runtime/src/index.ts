@@ -11,6 +11,7 @@ export {
   IllegalStateError,
   InsufficientBuffersError,
   isSluiceError,
+  JobID,
   SluiceError,
 } from "@sluice/core";
 export {
@@ -21,6 +22,7 @@ export {
   ExecutionCheckpointingOptions,
   ExecutionOptions,
   type ExecutionState,
+  FencingTokenError,
   type JsonObject,
   type JsonValue,
   NettyShuffleEnvironmentOptions,
@@ -42,4 +44,5 @@ export * from "./messages/index.js";
 export * from "./metrics/index.js";
 export * from "./partitioner/index.js";
 export * from "./sink/index.js";
+export * from "./state/index.js";
 export * from "./taskexecutor/index.js";

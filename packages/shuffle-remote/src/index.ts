@@ -6,13 +6,16 @@
  */
 
 export type { EmbeddedWorker } from "./embedded-shuffle-workers.js";
+export type { RpcServerStats } from "./frame-server.js";
 export { type RemoteChannelSlot, RemoteInputGate } from "./remote-input-gate.js";
 export {
   RemoteResultPartitionWriter,
   type RemoteResultPartitionWriterOptions,
 } from "./remote-result-partition-writer.js";
 export {
+  accessOf,
   createRemoteShuffleDescriptor,
+  type PartitionAccess,
   REMOTE_SHUFFLE_DESCRIPTOR_KIND,
   type RemoteShuffleDescriptor,
   type ShuffleWorkerAddress,

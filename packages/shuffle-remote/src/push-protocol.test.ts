@@ -5,7 +5,8 @@ import {
 } from "@sluice/runtime-api";
 import { TcpTransport } from "@sluice/shuffle-tcp";
 import { afterEach, describe, expect, it } from "vitest";
-import { FrameConnection, FrameType, MAX_FRAME_SIZE } from "./frame-connection.js";
+import { FrameConnection, MAX_FRAME_SIZE } from "./frame-connection.js";
+import { FrameType } from "./remote-shuffle-messages.js";
 import { SubpartitionChecksum } from "./subpartition-checksum.js";
 import {
   partitionDescriptor,
@@ -64,7 +65,7 @@ async function openPush(h: RemoteShuffleHarness, subpartitions: number) {
       onFrame: (type, payload) => received.push({ type, payload: Buffer.from(payload) }),
       onClose: () => {},
     },
-    MAX_FRAME_SIZE,
+    { maxFrameSize: MAX_FRAME_SIZE },
   );
   frames.sendJson(FrameType.OPEN, {
     descriptor: ResultPartitionDeploymentDescriptorCodec.toJSON(

@@ -1,7 +1,12 @@
 import { EventSerializer, ProtocolError, type ResultPartitionID } from "@sluice/core";
 import type { NetworkResultPartition } from "@sluice/network";
 import type { FrameConnection } from "./frame-connection.js";
-import { FrameType } from "./frame-connection.js";
+import {
+  FinishMessage,
+  FrameType,
+  frameTypeName,
+  parseMessage,
+} from "./remote-shuffle-messages.js";
 import type { SubpartitionChecksumJSON } from "./subpartition-checksum.js";
 
 /**
@@ -64,13 +69,32 @@ export class PushSession {
   /** A frame of the producer's connection; `payload` is valid during the call only. */
   onFrame(type: number, payload: Buffer): void {
     if (this.done) return;
+    // The connection's idle timeout saw it: the producer is alive.
+    if (type === FrameType.KEEP_ALIVE) return;
     if (type !== FrameType.DATA && type !== FrameType.EVENT && type !== FrameType.FINISH) {
       this.abandon(
         new ProtocolError(
-          `unexpected frame type ${type} from producer ${this.connection.remoteAddress} of ${this.partitionId}`,
+          `unexpected ${frameTypeName(type)} frame from producer ${this.connection.remoteAddress} of ${this.partitionId}`,
         ),
       );
       return;
+    }
+    if (type === FrameType.FINISH) {
+      // Checked on arrival, not when it is applied: a malformed one is refused at once.
+      try {
+        const { checksums } = parseMessage(
+          FinishMessage,
+          type,
+          payload,
+          `producer ${this.connection.remoteAddress} of ${this.partitionId}`,
+        );
+        if (checksums.length !== this.writer.numberOfSubpartitions) {
+          throw this.malformed("a FINISH frame without one checksum per subpartition");
+        }
+      } catch (error) {
+        this.abandon(error as Error);
+        return;
+      }
     }
     try {
       if (this.queue.length === 0 && !this.draining && this.tryApply(type, payload)) return;
@@ -98,13 +122,17 @@ export class PushSession {
     );
   }
 
-  /** Ends the session without storing the partition (the producer failed or went away). */
+  /**
+   * Ends the session without storing the partition (the producer failed, went away, broke the
+   * protocol or was idle too long): its data is discarded, and a producer still connected gets
+   * an ERROR frame naming `cause`.
+   */
   abandon(cause: Error): void {
     if (this.done) return;
     this.done = true;
     this.queue.length = 0;
     this.owner.onAbandoned(this, cause);
-    this.connection.destroy(cause);
+    this.connection.refuse(cause);
   }
 
   /**
@@ -207,12 +235,7 @@ export class PushSession {
   }
 
   private async finish(payload: Buffer): Promise<void> {
-    const { checksums } = JSON.parse(payload.toString("utf8")) as {
-      checksums: SubpartitionChecksumJSON[];
-    };
-    if (!Array.isArray(checksums) || checksums.length !== this.writer.numberOfSubpartitions) {
-      throw this.malformed("a FINISH frame without one checksum per subpartition");
-    }
+    const { checksums } = parseMessage(FinishMessage, FrameType.FINISH, payload, "the producer");
     await this.whenAvailable();
     this.writer.finish();
     // The sort-merge partition writes its last region and index asynchronously.

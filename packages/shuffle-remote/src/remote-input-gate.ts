@@ -13,7 +13,11 @@ import {
 } from "@sluice/core";
 import type { SingleInputGate } from "@sluice/network";
 import type { BufferOrEvent, InputGate, InputGateMetrics } from "@sluice/runtime-api";
-import { describeWorker, type ShuffleWorkerAddress } from "./remote-shuffle-descriptor.js";
+import {
+  describeWorker,
+  type PartitionAccess,
+  type ShuffleWorkerAddress,
+} from "./remote-shuffle-descriptor.js";
 import { describeChecksum, SubpartitionChecksum } from "./subpartition-checksum.js";
 import type { WorkerStatClient } from "./worker-stat-client.js";
 
@@ -25,14 +29,19 @@ export interface RemoteChannelSlot {
   /** The producer attempt's partition and its worker; unset until the producer is known. */
   partitionId: ResultPartitionID | undefined;
   worker: ShuffleWorkerAddress | undefined;
+  /** The job and access token the checksum query shows the worker. */
+  access: PartitionAccess | undefined;
 }
 
 /**
  * The consumer side of partitions stored on shuffle workers: the network shuffle's gate reads
  * them (credit-based, from each worker's data port), and this gate checks each channel's stream
- * at its end. When a channel's EndOfPartition arrives, the gate asks the worker for the CRC32 and
- * byte count the producer wrote, and hands the event on only when they equal what was read and
- * the worker is still the incarnation the descriptor names. Otherwise the gate fails:
+ * at its end. The worker checks every stored buffer's CRC32 before sending it, so a byte that
+ * changed on disk never reaches the consumer (its channel fails with
+ * `SLUICE_ERR_PARTITION_FILE_CORRUPTED`, which this gate names with the worker). End to end, when
+ * a channel's EndOfPartition arrives the gate asks the worker for the CRC32 and byte count the
+ * producer wrote, and hands the event on only when they equal what was read and the worker is
+ * still the incarnation the descriptor names. Otherwise the gate fails:
  * `SLUICE_ERR_PARTITION_FILE_CORRUPTED` for a mismatch, `SLUICE_ERR_PARTITION_NOT_FOUND` for a
  * worker that restarted or no longer stores the partition — both naming partition and worker, so
  * the job side re-runs the producer. The gate stays opaque: the host sees only the SPI.
@@ -63,12 +72,17 @@ export class RemoteInputGate implements InputGate {
   }
 
   /** The producer of a partition this gate waits for is known now (`updatePartitionInfo`). */
-  onPartitionKnown(partitionId: ResultPartitionID, worker: ShuffleWorkerAddress): void {
+  onPartitionKnown(
+    partitionId: ResultPartitionID,
+    worker: ShuffleWorkerAddress,
+    access: PartitionAccess,
+  ): void {
     const key = partitionId.partitionId.toString();
     for (const slot of this.slots) {
       if (slot.partitionKey !== key) continue;
       slot.partitionId = partitionId;
       slot.worker = worker;
+      slot.access = access;
     }
   }
 
@@ -159,32 +173,18 @@ export class RemoteInputGate implements InputGate {
       );
       return;
     }
-    const { partitionId, worker, subpartition } = slot;
+    const { partitionId, worker, subpartition, access } = slot;
     const where = `${partitionId} subpartition ${subpartition} on ${describeWorker(worker)}`;
+    if (access === undefined) {
+      this.fail(
+        new IllegalStateError(`${this.ownerName}: ${where}: the descriptor carried no access`),
+      );
+      return;
+    }
     this.verifying++;
-    this.stat.query(worker, partitionId.toString()).then(
-      (reply) => {
+    this.stat.query(worker, partitionId, subpartition, access).then(
+      (expected) => {
         this.verifying--;
-        if (reply.incarnation !== worker.incarnation) {
-          // A worker restarted on the same address: whatever it serves is not what was stored.
-          this.fail(
-            new PartitionNotFoundError(
-              `${this.ownerName}: ${where}: the worker at ${worker.host}:${worker.rpcPort} is now incarnation ${reply.incarnation}, a later start that does not hold the partition`,
-              { partitionId },
-            ),
-          );
-          return;
-        }
-        const expected = reply.checksums?.[subpartition];
-        if (expected === undefined) {
-          this.fail(
-            new PartitionNotFoundError(
-              `${this.ownerName}: ${where}: the worker does not store the partition completely (released, or its push never finished)`,
-              { partitionId },
-            ),
-          );
-          return;
-        }
         if (!read.matches(expected)) {
           this.fail(
             new PartitionFileCorruptedError(
@@ -199,10 +199,21 @@ export class RemoteInputGate implements InputGate {
       },
       (error: unknown) => {
         this.verifying--;
+        const cause = error as Error;
+        if ((cause as { code?: string }).code === ErrorCodes.PARTITION_NOT_FOUND) {
+          // A later start of the worker, or the partition is gone from it.
+          this.fail(
+            new PartitionNotFoundError(`${this.ownerName}: ${where}: ${cause.message}`, {
+              cause,
+              partitionId,
+            }),
+          );
+          return;
+        }
         this.fail(
           new PartitionConnectionError(
-            `${this.ownerName}: ${where}: could not check the partition's checksum: ${(error as Error).message}`,
-            { cause: error, partitionId },
+            `${this.ownerName}: ${where}: could not check the partition's checksum: ${cause.message}`,
+            { cause, partitionId },
           ),
         );
       },
@@ -216,6 +227,16 @@ export class RemoteInputGate implements InputGate {
    */
   private namingPartitions(error: Error): Error {
     const code = (error as { code?: string }).code;
+    if (code === ErrorCodes.PARTITION_FILE_CORRUPTED && isPartitionException(error)) {
+      // The worker found its stored file damaged before sending the buffer: say which worker.
+      const key = error.partitionId.toString();
+      const slot = this.slots.find((s) => s.partitionId?.toString() === key);
+      if (slot?.worker === undefined) return error;
+      return new PartitionFileCorruptedError(
+        `${this.ownerName}: ${key} on ${describeWorker(slot.worker)}: ${error.message}`,
+        { cause: error, partitionId: error.partitionId },
+      );
+    }
     if (
       code !== ErrorCodes.REMOTE_TRANSPORT &&
       code !== ErrorCodes.LOCAL_TRANSPORT &&

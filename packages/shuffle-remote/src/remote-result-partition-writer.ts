@@ -5,6 +5,7 @@ import {
   IllegalStateError,
   PartitionConnectionError,
   ProducerFailedError,
+  ProtocolError,
   RecordTooLargeError,
   type ResultPartitionID,
   type RuntimeEvent,
@@ -17,17 +18,13 @@ import {
   type ResultPartitionMetrics,
   type ResultPartitionWriter,
 } from "@sluice/runtime-api";
-import {
-  FrameConnection,
-  FrameType,
-  MAX_FRAME_SIZE,
-  parseJsonPayload,
-} from "./frame-connection.js";
+import { FrameConnection, MAX_FRAME_SIZE } from "./frame-connection.js";
 import {
   describeWorker,
   type ShuffleWorkerAddress,
   workerOf,
 } from "./remote-shuffle-descriptor.js";
+import { ErrorMessage, FrameType, OpenedMessage, parseMessage } from "./remote-shuffle-messages.js";
 import { SubpartitionChecksum } from "./subpartition-checksum.js";
 
 /** What a writer needs from its environment. */
@@ -98,6 +95,9 @@ export class RemoteResultPartitionWriter implements ResultPartitionWriter {
   private buffersOut = 0;
   private unavailableSince: number | undefined;
   private backPressuredMs = 0;
+  /** Sends KEEP_ALIVE while the push is open and nothing else went out for a while. */
+  private keepAlive: NodeJS.Timeout | undefined;
+  private sentSinceKeepAlive = false;
 
   constructor(private readonly options: RemoteResultPartitionWriterOptions) {
     const { partitionDescriptor, shuffleDescriptor } = options.deployment;
@@ -153,7 +153,7 @@ export class RemoteResultPartitionWriter implements ResultPartitionWriter {
               onClose: (cause) => this.onClose(cause),
               onDrain: () => this.pump(),
             },
-            MAX_FRAME_SIZE,
+            { maxFrameSize: MAX_FRAME_SIZE },
           );
           this.connection = connection;
           connection.sendJson(FrameType.OPEN, {
@@ -261,6 +261,7 @@ export class RemoteResultPartitionWriter implements ResultPartitionWriter {
   release(cause?: Error): void {
     if (this.released) return;
     this.released = true;
+    this.stopKeepAlive();
     if (cause !== undefined && this.failure === undefined) this.failure = cause;
     this.dropBuffered();
     if (this.stored) this.connection?.close();
@@ -398,35 +399,62 @@ export class RemoteResultPartitionWriter implements ResultPartitionWriter {
         this.buffersOut++;
         this.unacknowledged.push(frame);
       }
+      this.sentSinceKeepAlive = true;
       if (!connection.send(frame.type, ...frame.parts)) break;
     }
     this.updateAvailability();
   }
 
+  /**
+   * The worker ends a push session that sends nothing for its idle timeout (it says which in
+   * OPENED): a third of it without a frame sends KEEP_ALIVE, so a producer that is slow, or
+   * waits for credit or for FINISHED, keeps its session.
+   */
+  private startKeepAlive(idleTimeoutMs: number): void {
+    clearInterval(this.keepAlive);
+    this.keepAlive = setInterval(
+      () => {
+        if (!this.sentSinceKeepAlive) this.connection?.send(FrameType.KEEP_ALIVE);
+        this.sentSinceKeepAlive = false;
+      },
+      Math.max(1, Math.floor(idleTimeoutMs / 3)),
+    );
+    this.keepAlive.unref();
+  }
+
+  private stopKeepAlive(): void {
+    clearInterval(this.keepAlive);
+    this.keepAlive = undefined;
+  }
+
   private onFrame(type: number, payload: Buffer): void {
+    const from = this.describeWorker();
     if (type === FrameType.OPENED) {
-      const { credit } = parseJsonPayload<{ credit: number }>(payload, this.describeWorker());
+      const { credit, idleTimeoutMs } = parseMessage(OpenedMessage, type, payload, from);
       this.credit = Math.max(1, Math.min(credit, this.options.memoryPerPartition));
       this.opened = true;
+      this.startKeepAlive(idleTimeoutMs);
       this.pump();
     } else if (type === FrameType.ACK) {
+      if (payload.byteLength !== 4) {
+        throw new ProtocolError(`${from} sent an ACK frame of ${payload.byteLength} bytes, not 4`);
+      }
       const bytes = payload.readUInt32BE(0);
       this.inFlight -= bytes;
       this.reuseAcknowledged(bytes);
       this.pump();
     } else if (type === FrameType.FINISHED) {
       this.stored = true;
+      this.stopKeepAlive();
       this.updateAvailability();
     } else if (type === FrameType.ERROR) {
-      const { code, name, message } = parseJsonPayload<{
-        code: string;
-        name: string;
-        message: string;
-      }>(payload, this.describeWorker());
+      const { code, name, message } = parseMessage(ErrorMessage, type, payload, from);
       const cause = reconstructError(code, name, message, { partitionId: this.partitionId });
       this.failWith(
         code === ErrorCodes.PARTITION_NOT_FOUND ? cause : this.lost("was refused by", cause),
       );
+    } else {
+      throw new ProtocolError(`${from} sent frame type ${type}, which a producer does not accept`);
     }
   }
 
@@ -475,6 +503,7 @@ export class RemoteResultPartitionWriter implements ResultPartitionWriter {
   }
 
   private failWith(error: Error): void {
+    this.stopKeepAlive();
     if (this.failure !== undefined || this.stored) return;
     this.failure = error;
     this.dropBuffered();

@@ -20,6 +20,19 @@ export type ShuffleWorkerAddress = {
 };
 
 /**
+ * What lets a producer push a partition to its worker and a consumer query its checksums: the
+ * job it belongs to and the token the shuffle manager made for it with the worker's secret
+ * (see docs/security.md). It travels in the descriptor, so it is as confidential as the control
+ * plane that deploys tasks (TLS with `security.ssl.internal.*`).
+ */
+export type PartitionAccess = {
+  /** The job the partition was assigned for (32 hex digits). */
+  readonly jobId: string;
+  /** HMAC-SHA256 of job and partition id, keyed with the worker's secret (64 hex digits). */
+  readonly token: string;
+};
+
+/**
  * The descriptor of a partition stored on a shuffle worker: `storesLocalResourcesOn` is
  * `undefined`, since no task manager holds its data, so the job side neither pins the producer's
  * task manager nor asks one to release it; the ShuffleMaster releases it on the worker.
@@ -28,20 +41,24 @@ export interface RemoteShuffleDescriptor extends ShuffleDescriptor {
   readonly kind: typeof REMOTE_SHUFFLE_DESCRIPTOR_KIND;
   readonly isUnknown: false;
   readonly storesLocalResourcesOn: undefined;
-  readonly plugin: { readonly worker: ShuffleWorkerAddress };
+  readonly plugin: { readonly worker: ShuffleWorkerAddress; readonly access: PartitionAccess };
 }
 
-/** Creates the descriptor of a partition assigned to `worker`. */
+/** Creates the descriptor of a partition assigned to `worker`, for the job `access` names. */
 export function createRemoteShuffleDescriptor(
   resultPartitionId: ResultPartitionID,
   worker: ShuffleWorkerAddress,
+  access: PartitionAccess,
 ): RemoteShuffleDescriptor {
   return Object.freeze({
     kind: REMOTE_SHUFFLE_DESCRIPTOR_KIND,
     resultPartitionId,
     isUnknown: false,
     storesLocalResourcesOn: undefined,
-    plugin: Object.freeze({ worker: Object.freeze({ ...worker }) }),
+    plugin: Object.freeze({
+      worker: Object.freeze({ ...worker }),
+      access: Object.freeze({ jobId: access.jobId, token: access.token }),
+    }),
   });
 }
 
@@ -83,7 +100,38 @@ export function workerOf(descriptor: ShuffleDescriptor): ShuffleWorkerAddress {
   };
 }
 
+/**
+ * The job and access token a descriptor of this plugin carries, validated.
+ *
+ * @throws DescriptorError when `descriptor` carries no valid access.
+ */
+export function accessOf(descriptor: ShuffleDescriptor): PartitionAccess {
+  const access = (descriptor.plugin as { access?: Record<string, unknown> } | undefined)?.access;
+  if (
+    access === undefined ||
+    typeof access.jobId !== "string" ||
+    !/^[0-9a-f]{32}$/.test(access.jobId) ||
+    typeof access.token !== "string" ||
+    !/^[0-9a-f]{64}$/.test(access.token)
+  ) {
+    throw new DescriptorError(
+      `shuffle descriptor of ${descriptor.resultPartitionId}: field "plugin.access" must be { jobId (32 hex digits), token (64 hex digits) }`,
+    );
+  }
+  return { jobId: access.jobId, token: access.token };
+}
+
 /** `host:rpcPort (incarnation …)`, how messages name a worker. */
 export function describeWorker(worker: ShuffleWorkerAddress): string {
   return `shuffle worker ${worker.host}:${worker.rpcPort} (incarnation ${worker.incarnation})`;
+}
+
+/**
+ * `host:rpcPort`, how a worker names itself to peers it has not authenticated: its incarnation
+ * is half of what a forged push would need, so it never leaves in such a reply.
+ */
+export function describeWorkerAddress(
+  worker: Pick<ShuffleWorkerAddress, "host" | "rpcPort">,
+): string {
+  return `shuffle worker ${worker.host}:${worker.rpcPort}`;
 }

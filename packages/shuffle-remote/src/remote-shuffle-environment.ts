@@ -23,9 +23,10 @@ import {
 } from "@sluice/runtime-api";
 import { TcpShuffleServiceFactory, TcpTransport } from "@sluice/shuffle-tcp";
 import { checkBlocking } from "./check-blocking.js";
+import { readRpcLimits } from "./frame-server.js";
 import { type RemoteChannelSlot, RemoteInputGate } from "./remote-input-gate.js";
 import { RemoteResultPartitionWriter } from "./remote-result-partition-writer.js";
-import { workerOf } from "./remote-shuffle-descriptor.js";
+import { accessOf, workerOf } from "./remote-shuffle-descriptor.js";
 import { RemoteShuffleOptions } from "./remote-shuffle-options.js";
 import { WorkerStatClient } from "./worker-stat-client.js";
 
@@ -56,7 +57,12 @@ export class RemoteShuffleEnvironment
     this.connectTimeoutMs = context.configuration.get(
       NettyShuffleEnvironmentOptions.CLIENT_CONNECT_TIMEOUT,
     );
-    this.stat = new WorkerStatClient(this.transport, this.connectTimeoutMs);
+    const limits = readRpcLimits(context.configuration);
+    this.stat = new WorkerStatClient(this.transport, {
+      connectTimeoutMs: this.connectTimeoutMs,
+      maxMessageSize: limits.maxMessageSize,
+      idleCloseMs: Math.max(1, Math.floor(limits.idleConnectionTimeoutMs / 2)),
+    });
   }
 
   start(): Promise<number> {
@@ -131,6 +137,7 @@ export class RemoteShuffleEnvironment
             subpartition,
             partitionId: known ? shuffleDescriptor.resultPartitionId : undefined,
             worker: known ? workerOf(shuffleDescriptor) : undefined,
+            access: known ? accessOf(shuffleDescriptor) : undefined,
           });
         }
       }
@@ -147,8 +154,9 @@ export class RemoteShuffleEnvironment
   ): boolean {
     const descriptor = partitionInfo.shuffleDescriptor;
     const worker = workerOf(descriptor);
+    const access = accessOf(descriptor);
     for (const gate of this.gatesByConsumer.get(consumerAttemptId.toString()) ?? []) {
-      gate.onPartitionKnown(descriptor.resultPartitionId, worker);
+      gate.onPartitionKnown(descriptor.resultPartitionId, worker, access);
     }
     return this.network.updatePartitionInfo(
       consumerAttemptId,

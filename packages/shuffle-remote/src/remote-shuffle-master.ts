@@ -1,5 +1,11 @@
-import { ConfigurationError, type JobID, ResultPartitionID, TimeoutError } from "@sluice/core";
-import { readTlsSettings, type TransportServer } from "@sluice/network";
+import {
+  ConfigurationError,
+  IllegalStateError,
+  type JobID,
+  ProtocolError,
+  ResultPartitionID,
+  TimeoutError,
+} from "@sluice/core";
 import type {
   JobShuffleContext,
   PartitionDescriptor,
@@ -11,24 +17,35 @@ import type {
 import { TcpTransport } from "@sluice/shuffle-tcp";
 import { checkBlocking } from "./check-blocking.js";
 import { type EmbeddedWorker, startEmbeddedWorkers } from "./embedded-shuffle-workers.js";
-import {
-  FrameConnection,
-  FrameType,
-  MAX_FRAME_SIZE,
-  parseJsonPayload,
-} from "./frame-connection.js";
+import type { FrameConnection, FrameHandler } from "./frame-connection.js";
+import { FrameServer, type RpcLimits, type RpcServerStats, readRpcLimits } from "./frame-server.js";
+import { readManagerTlsSettings } from "./manager-tls.js";
+import { partitionAccessToken, sameSecret } from "./partition-access-token.js";
 import {
   createRemoteShuffleDescriptor,
+  describeWorkerAddress,
   type RemoteShuffleDescriptor,
   type ShuffleWorkerAddress,
   workerOf,
 } from "./remote-shuffle-descriptor.js";
+import {
+  FrameType,
+  frameTypeName,
+  HeartbeatMessage,
+  inFrames,
+  PartitionIdsMessage,
+  parseMessage,
+  parsePartitionId,
+  RegisterMessage,
+} from "./remote-shuffle-messages.js";
 import { RemoteShuffleOptions } from "./remote-shuffle-options.js";
 import type { ShuffleWorkerStorage, WorkerRegistration } from "./shuffle-worker.js";
 
 /** What the manager knows of one worker (by address; one incarnation at a time). */
 interface TrackedWorker {
   address: ShuffleWorkerAddress;
+  /** The secret its incarnation registered with (keys its partitions' access tokens). */
+  readonly secret: string;
   pid: number;
   connection: FrameConnection | undefined;
   lastHeartbeat: number;
@@ -65,8 +82,11 @@ export interface LostShuffleWorker {
  * with `remote-shuffle.manager.embedded-workers`, starts workers itself.
  *
  * - Each BLOCKING partition is assigned to the live worker with the fewest partitions; its
- *   descriptor names the worker's address and incarnation and stores no local resource.
- *   Pipelined types are refused (`SLUICE_ERR_CONFIG`).
+ *   descriptor names the worker's address and incarnation, and carries the job's access token
+ *   for it (keyed with the worker's secret), and stores no local resource. Pipelined types are
+ *   refused (`SLUICE_ERR_CONFIG`).
+ * - A registration never takes the place of a live worker: one that names a live worker's
+ *   address with another incarnation, or its incarnation without its secret, is refused.
  * - Released partitions are released on their worker.
  * - A worker whose connection closes or whose heartbeats stop is lost: when it registers again
  *   with the same incarnation within `remote-shuffle.worker.max-recovery-time` it keeps its
@@ -77,7 +97,8 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
   private readonly workers = new Map<string, TrackedWorker>();
   private readonly jobs = new Map<string, JobShuffleContext>();
   private readonly transport: TcpTransport;
-  private server: TransportServer | undefined;
+  private readonly limits: RpcLimits;
+  private server: FrameServer | undefined;
   private embedded: EmbeddedWorker[] = [];
   private heartbeatCheck: NodeJS.Timeout | undefined;
   private readonly registrationWaiters = new Set<() => void>();
@@ -86,7 +107,13 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
   private closed = false;
 
   constructor(private readonly context: ShuffleMasterContext) {
-    this.transport = new TcpTransport({ tls: readTlsSettings(context.configuration) });
+    this.transport = new TcpTransport({ tls: readManagerTlsSettings(context.configuration) });
+    this.limits = readRpcLimits(context.configuration);
+  }
+
+  /** What the manager's port holds for its peers (for monitoring and the hostile-peer tests). */
+  getRpcStats(): RpcServerStats {
+    return this.server?.stats() ?? { connections: 0, queuedOutboundBytes: 0, pausedConnections: 0 };
   }
 
   /** The port the shuffle manager listens on (after `start()`). */
@@ -123,41 +150,13 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
 
   async start(): Promise<void> {
     const configuration = this.context.configuration;
-    this.server = await this.transport.listen({
+    this.server = await FrameServer.listen({
+      name: () => `the shuffle manager on port ${this.managerPort}`,
+      transport: this.transport,
       host: configuration.get(RemoteShuffleOptions.MANAGER_ADDRESS),
       port: configuration.get(RemoteShuffleOptions.MANAGER_PORT),
-      maxFrameSize: MAX_FRAME_SIZE,
-      onConnection: (connection) => {
-        if (this.closed) {
-          connection.destroy();
-          return;
-        }
-        let tracked: TrackedWorker | undefined;
-        const frames: FrameConnection = new FrameConnection(
-          connection,
-          {
-            onFrame: (type, payload) => {
-              if (type === FrameType.REGISTER) {
-                tracked = this.register(
-                  frames,
-                  parseJsonPayload<WorkerRegistration>(payload, frames.remoteAddress),
-                );
-              } else if (type === FrameType.HEARTBEAT && tracked !== undefined) {
-                tracked.lastHeartbeat = Date.now();
-                const { storage } = parseJsonPayload<{ storage?: ShuffleWorkerStorage }>(
-                  payload,
-                  frames.remoteAddress,
-                );
-                if (storage !== undefined) tracked.storage = storage;
-              }
-            },
-            onClose: () => {
-              if (tracked !== undefined && tracked.connection === frames) this.lose(tracked);
-            },
-          },
-          MAX_FRAME_SIZE,
-        );
-      },
+      limits: this.limits,
+      accept: (frames) => this.accept(frames),
     });
     const timeout = configuration.get(RemoteShuffleOptions.HEARTBEAT_TIMEOUT);
     this.heartbeatCheck = setInterval(
@@ -220,8 +219,12 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
     // Picked and charged in one synchronous step: the subtasks of a vertex are deployed at once,
     // and a pick after an await would see the same loads for all of them.
     const worker = this.leastLoadedWorker() ?? (await this.awaitLeastLoadedWorker());
-    worker.partitions.set(id.toString(), { id, jobId: jobId.toString() });
-    return createRemoteShuffleDescriptor(id, worker.address);
+    const job = jobId.toString();
+    worker.partitions.set(id.toString(), { id, jobId: job });
+    return createRemoteShuffleDescriptor(id, worker.address, {
+      jobId: job,
+      token: partitionAccessToken(worker.secret, job, id.toString()),
+    });
   }
 
   releasePartitionExternally(shuffleDescriptor: RemoteShuffleDescriptor): void {
@@ -243,11 +246,88 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
 
   private releaseOn(worker: TrackedWorker, ids: readonly ResultPartitionID[]): void {
     for (const id of ids) worker.partitions.delete(id.toString());
-    worker.connection?.sendJson(FrameType.RELEASE, {
-      partitionIds: ids.map((id) => id.toString()),
-    });
+    this.sendRelease(
+      worker,
+      ids.map((id) => id.toString()),
+    );
   }
 
+  private sendRelease(worker: TrackedWorker, partitionIds: readonly string[]): void {
+    for (const chunk of inFrames(partitionIds)) {
+      worker.connection?.sendJson(FrameType.RELEASE, { partitionIds: chunk });
+    }
+  }
+
+  /**
+   * The handler of one connection to the manager's port: it must register within
+   * `remote-shuffle.rpc.idle-connection-timeout`; then the heartbeat timeout watches it. Every
+   * frame is checked against its schema; what is refused closes this connection only.
+   */
+  private accept(frames: FrameConnection): FrameHandler {
+    frames.setIdleTimeout(
+      this.limits.idleConnectionTimeoutMs,
+      "registered no shuffle worker ('remote-shuffle.rpc.idle-connection-timeout')",
+    );
+    let tracked: TrackedWorker | undefined;
+    return {
+      onFrame: (type, payload) => {
+        const from = frames.remoteAddress;
+        if (tracked === undefined) {
+          if (type !== FrameType.REGISTER) {
+            throw new ProtocolError(
+              `the shuffle manager expects REGISTER as the first frame from ${from}, got ${frameTypeName(type)}`,
+            );
+          }
+          tracked = this.register(frames, parseMessage(RegisterMessage, type, payload, from));
+          // Registered: its heartbeats are watched from now on (`heartbeat-timeout`).
+          frames.setIdleTimeout(undefined);
+          return;
+        }
+        if (tracked.connection !== frames) return; // replaced by a newer registration
+        if (type === FrameType.HEARTBEAT) {
+          const { storage } = parseMessage(HeartbeatMessage, type, payload, from);
+          tracked.lastHeartbeat = Date.now();
+          tracked.storage = storage;
+        } else if (type === FrameType.STORED) {
+          const { partitionIds } = parseMessage(PartitionIdsMessage, type, payload, from);
+          // A partition the manager does not track for this worker (released meanwhile, or
+          // assigned before this manager started) goes at once: nothing is kept that no job
+          // will release.
+          const unknown = partitionIds.filter((id) => {
+            parsePartitionId(id, from);
+            return !(tracked as TrackedWorker).partitions.has(id);
+          });
+          if (unknown.length > 0) this.sendRelease(tracked, unknown);
+        } else {
+          throw new ProtocolError(
+            `the shuffle manager does not accept ${frameTypeName(type)} frames (from ${from})`,
+          );
+        }
+      },
+      onClose: () => {
+        if (tracked !== undefined && tracked.connection === frames) this.lose(tracked);
+      },
+    };
+  }
+
+  /** True while a worker's connection is open and its heartbeats are on time. */
+  private isLive(worker: TrackedWorker): boolean {
+    const timeout = this.context.configuration.get(RemoteShuffleOptions.HEARTBEAT_TIMEOUT);
+    return (
+      worker.connection !== undefined &&
+      !worker.connection.isClosed() &&
+      Date.now() - worker.lastHeartbeat <= timeout
+    );
+  }
+
+  /**
+   * Registers a worker, or re-associates one that returned. A registration never takes the
+   * place of a live worker: an address that a live worker holds with another incarnation is
+   * refused (a restarted worker's new start is admitted once the old one is lost), and the
+   * same incarnation must repeat its secret.
+   *
+   * @throws IllegalStateError or ProtocolError for a refused registration.
+   */
   private register(connection: FrameConnection, registration: WorkerRegistration): TrackedWorker {
     const address: ShuffleWorkerAddress = {
       host: registration.host,
@@ -258,10 +338,21 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
     const key = keyOf(address);
     const known = this.workers.get(key);
     if (known !== undefined && known.address.incarnation === address.incarnation) {
-      // Back within its grace window, with its partitions: re-associate.
+      if (!sameSecret(known.secret, registration.secret)) {
+        throw new ProtocolError(
+          `${describeWorkerAddress(address)}: a registration from ${connection.remoteAddress} names the registered incarnation with another secret; refused`,
+        );
+      }
+      if (known.address.dataPort !== address.dataPort) {
+        throw new ProtocolError(
+          `${describeWorkerAddress(address)}: a registration from ${connection.remoteAddress} names the registered incarnation with another data port; refused`,
+        );
+      }
+      // Back (within its grace window, or over a new connection while the manager still held
+      // the old one): re-associate, with its partitions.
       clearTimeout(known.graceTimer);
       known.graceTimer = undefined;
-      known.connection?.destroy();
+      if (known.connection !== connection) known.connection?.destroy();
       known.connection = connection;
       known.lastHeartbeat = Date.now();
       known.pid = registration.pid;
@@ -269,12 +360,18 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
       return known;
     }
     if (known !== undefined) {
-      // A new start on the same address: the old incarnation's partitions are gone.
+      if (this.isLive(known)) {
+        throw new IllegalStateError(
+          `the shuffle manager has a live worker at ${describeWorkerAddress(address)}: a registration from ${connection.remoteAddress} with another incarnation is refused until that worker is lost`,
+        );
+      }
+      // A new start on the address of a lost worker: the old incarnation's partitions are gone.
       known.connection?.destroy();
       this.reportLost(known);
     }
     const tracked: TrackedWorker = {
       address,
+      secret: registration.secret,
       pid: registration.pid,
       connection,
       lastHeartbeat: Date.now(),

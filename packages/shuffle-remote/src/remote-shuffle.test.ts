@@ -1,11 +1,10 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { ErrorCodes, isPartitionException } from "@sluice/core";
 import {
   createResultPartitionDeploymentDescriptor,
   ResultPartitionType,
 } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
-import { createRemoteShuffleDescriptor } from "./remote-shuffle-descriptor.js";
 import {
   filesOf,
   partitionDescriptor,
@@ -108,16 +107,14 @@ describe("remote shuffle", () => {
     writer.close();
   }, 60_000);
 
-  it("fails the consumer with SLUICE_ERR_PARTITION_FILE_CORRUPTED naming partition and worker when a stored byte changed", async () => {
+  it("never delivers a stored byte that changed: the consumer fails with SLUICE_ERR_PARTITION_FILE_CORRUPTED naming partition and worker before the damaged record reaches it", async () => {
     harness = await RemoteShuffleHarness.start();
     const worker = await harness.startWorker();
     const environment = await harness.startEnvironment();
     const partition = partitionDescriptor(2);
     const descriptor = await register(harness, partition);
-    await writePartition(environment, partition, descriptor, [
-      recordsOf(0, 2_000),
-      recordsOf(1, 2_000),
-    ]);
+    const records = [recordsOf(0, 2_000), recordsOf(1, 2_000)];
+    await writePartition(environment, partition, descriptor, records);
     // One byte of a record's padding, far from any header: the file's layout stays valid.
     const [data] = filesOf(worker)
       .map((file) => ({ file, bytes: readFileSync(file) }))
@@ -127,9 +124,16 @@ describe("remote shuffle", () => {
     expect(at).toBeGreaterThan(0);
     data.bytes[at + 16] = 0x55;
     writeFileSync(data.file, data.bytes);
-    const read = readPartition(environment, partition, descriptor, 2);
+    const delivered: Buffer[][] = [[], []];
+    const read = readPartition(environment, partition, descriptor, 2, { delivered });
     await expect(read).rejects.toMatchObject({ code: ErrorCodes.PARTITION_FILE_CORRUPTED });
     const error = await rejectionOf(read);
+    // Whatever reached the consumer is what the producer wrote: the damage never left the worker.
+    for (const [s, chunks] of delivered.entries()) {
+      const got = Buffer.concat(chunks);
+      const written = Buffer.concat(records[s] ?? []);
+      expect(got.equals(written.subarray(0, got.byteLength)), `subpartition ${s}`).toBe(true);
+    }
     // A partition exception: the job side knows which producer must run again.
     expect(isPartitionException(error)).toBe(true);
     expect(String((error as { partitionId?: unknown }).partitionId)).toBe(
@@ -138,6 +142,27 @@ describe("remote shuffle", () => {
     expect(error.message).toContain(descriptor.resultPartitionId.toString());
     expect(error.message).toContain(`${worker.address.host}:${worker.address.rpcPort}`);
     expect(error.message).toContain(worker.address.incarnation);
+  }, 60_000);
+
+  it("fails the consumer with SLUICE_ERR_PARTITION_FILE_CORRUPTED, a partition exception, when a stored file was deleted", async () => {
+    harness = await RemoteShuffleHarness.start();
+    const worker = await harness.startWorker();
+    const environment = await harness.startEnvironment();
+    const partition = partitionDescriptor(1);
+    const descriptor = await register(harness, partition);
+    await writePartition(environment, partition, descriptor, [recordsOf(0, 2_000)]);
+    const files = filesOf(worker);
+    expect(files).toHaveLength(2);
+    for (const file of files) rmSync(file);
+    const read = readPartition(environment, partition, descriptor, 1);
+    await expect(read).rejects.toMatchObject({ code: ErrorCodes.PARTITION_FILE_CORRUPTED });
+    const error = await rejectionOf(read);
+    expect(isPartitionException(error)).toBe(true);
+    expect(String((error as { partitionId?: unknown }).partitionId)).toBe(
+      descriptor.resultPartitionId.toString(),
+    );
+    expect(error.message).toMatch(/ENOENT/);
+    expect(error.message).toContain(`${worker.address.host}:${worker.address.rpcPort}`);
   }, 60_000);
 
   it("refuses a stale incarnation: a worker restarted on the same ports never serves a partition as the one that stored it", async () => {
@@ -155,7 +180,8 @@ describe("remote shuffle", () => {
     });
     expect(after.address.incarnation).not.toBe(before.address.incarnation);
     // The new start holds other data under the same partition id (half of it, say).
-    const impostor = createRemoteShuffleDescriptor(descriptor.resultPartitionId, after.address);
+    const impostor = await register(harness, partition, descriptor.resultPartitionId.producerId);
+    expect(impostor.plugin.worker).toEqual(after.address);
     await writePartition(environment, partition, impostor, [recordsOf(0, 500)]);
     // A consumer with the descriptor of the first start must not take that for the partition.
     const read = readPartition(environment, partition, descriptor, 1);
@@ -168,7 +194,8 @@ describe("remote shuffle", () => {
     );
     expect(error.message).toContain(descriptor.resultPartitionId.toString());
     expect(error.message).toContain(before.address.incarnation);
-    expect(error.message).toContain(after.address.incarnation);
+    // The worker never tells a peer which start it is: half of what a forged push would need.
+    expect(error.message).not.toContain(after.address.incarnation);
   }, 60_000);
 
   it("refuses a push for an earlier incarnation of the worker", async () => {
@@ -257,10 +284,12 @@ describe("remote shuffle", () => {
     const partition = partitionDescriptor(1);
     const descriptor = await register(harness, partition);
     await writePartition(environment, partition, descriptor, [recordsOf(0, 20_000)]);
-    const read = readPartition(environment, partition, descriptor, 1, async () => {
-      // The worker sends no more than the consumer's credit: the rest is still on the worker.
-      embedded.child.kill("SIGKILL");
-      await embedded.exited;
+    const read = readPartition(environment, partition, descriptor, 1, {
+      afterFirstBuffer: async () => {
+        // The worker sends no more than the consumer's credit: the rest is still on the worker.
+        embedded.child.kill("SIGKILL");
+        await embedded.exited;
+      },
     });
     const error = await rejectionOf(read);
     // A partition exception: the job side knows which producer must run again.

@@ -1,48 +1,67 @@
 import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import {
-  ErrorCodes,
+  IllegalStateError,
   PartitionNotFoundError,
+  ProtocolError,
   ResourceID,
-  ResultPartitionID,
-  SluiceError,
+  type ResultPartitionID,
+  reconstructError,
+  type SluiceError,
 } from "@sluice/core";
 import {
+  emitTransportWarning,
   type NetworkShuffleEnvironment,
   readTlsSettings,
-  type TransportConnection,
-  type TransportServer,
 } from "@sluice/network";
 import {
   BatchShuffleOptions,
   createNetworkShuffleDescriptor,
   createResultPartitionDeploymentDescriptor,
+  DescriptorError,
   NettyShuffleEnvironmentOptions,
   type ReadableConfig,
+  type ResultPartitionDeploymentDescriptor,
   ResultPartitionDeploymentDescriptorCodec,
   TaskManagerOptions,
 } from "@sluice/runtime-api";
 import { TcpShuffleServiceFactory, TcpTransport } from "@sluice/shuffle-tcp";
 import { overlayConfig } from "./config-overlay.js";
-import {
-  FrameConnection,
-  FrameType,
-  MAX_FRAME_SIZE,
-  parseJsonPayload,
-} from "./frame-connection.js";
+import { FrameConnection, type FrameHandler, MAX_FRAME_SIZE } from "./frame-connection.js";
+import { FrameServer, type RpcLimits, type RpcServerStats, readRpcLimits } from "./frame-server.js";
+import { readManagerTlsSettings } from "./manager-tls.js";
+import { isPartitionAccessToken, newWorkerSecret } from "./partition-access-token.js";
+import { PushAdmission, type PushTicket } from "./push-admission.js";
 import { PushSession } from "./push-session.js";
 import {
+  accessOf,
   describeWorker,
+  describeWorkerAddress,
   type ShuffleWorkerAddress,
   workerOf,
 } from "./remote-shuffle-descriptor.js";
+import {
+  ErrorMessage,
+  FrameType,
+  frameTypeName,
+  inFrames,
+  OpenMessage,
+  PartitionIdsMessage,
+  parseMessage,
+  parsePartitionId,
+  StatMessage,
+} from "./remote-shuffle-messages.js";
 import { RemoteShuffleOptions } from "./remote-shuffle-options.js";
 import type { SubpartitionChecksumJSON } from "./subpartition-checksum.js";
 
-/** What a worker registers with, and re-registers with after its manager connection was lost. */
+/** What a worker registers with, and registers again with after its manager connection was lost. */
 export interface WorkerRegistration extends ShuffleWorkerAddress {
-  /** The partitions the worker stores completely. */
-  readonly partitions: readonly string[];
+  /**
+   * 64 hex digits, new at every start, told only to the shuffle manager: it keys the access
+   * tokens of the worker's partitions, and only a registration that repeats it may take over
+   * its incarnation's place.
+   */
+  readonly secret: string;
   /** The worker's process id, for operators (the demo prints it). */
   readonly pid: number;
 }
@@ -66,6 +85,8 @@ export interface ShuffleWorkerStorage {
 /** One partition a shuffle worker stores completely. */
 export interface StoredPartition {
   readonly partitionId: ResultPartitionID;
+  /** The job the manager assigned it for. */
+  readonly jobId: string;
   readonly checksums: readonly SubpartitionChecksumJSON[];
 }
 
@@ -79,34 +100,47 @@ const RECONNECT_DELAY_MS = 500;
  *
  * - It registers with the shuffle manager (`remote-shuffle.manager.rpc-address` / `rpc-port`),
  *   heartbeats every `remote-shuffle.worker.heartbeat-interval`, registers again when the
- *   connection was lost, and releases the partitions the manager tells it to.
- * - Each start is a new **incarnation** (32 random hex digits). Descriptors carry it; a producer
- *   or consumer of another incarnation is refused, so a worker restarted on the same ports never
- *   passes for the one that stored a partition.
+ *   connection was lost, tells the manager which partitions it stores, and releases the ones the
+ *   manager tells it to (or does not know).
+ * - Each start is a new **incarnation** (32 random hex digits) with a new **secret** that only
+ *   the manager learns. Descriptors carry the incarnation and an access token the manager made
+ *   with the secret: a push (OPEN) or checksum query (STAT) whose token does not prove that the
+ *   manager assigned the partition to this start, for that job, is refused, and the worker never
+ *   tells a peer its incarnation.
  * - Pushed partitions go into the sort-merge files of `@sluice/network` under `io.tmp.dirs`,
- *   with `remote-shuffle.worker.memory.writing-size` of sort buffers; while a partition writes a
+ *   with `remote-shuffle.worker.memory.writing-size` of sort buffers, handed out fairly among
+ *   producer hosts (a push waits for them rather than failing); while a partition writes a
  *   spill, what its producer sends meanwhile waits in up to
- *   `remote-shuffle.worker.memory.receiving-size-per-partition`. They are read with the
- *   network shuffle's credit-based protocol (exclusive and floating credit, backlog) on
+ *   `remote-shuffle.worker.memory.receiving-size-per-partition`. A session whose producer sends
+ *   nothing for `remote-shuffle.worker.push-session.idle-timeout` is ended and its data deleted.
+ *   Stored partitions are read with the network shuffle's credit-based protocol on
  *   `remote-shuffle.worker.data-port`, with `remote-shuffle.worker.memory.reading-size` of read
- *   buffers shared by all readers.
+ *   buffers shared by all readers; every stored buffer is checked against its CRC32 before it
+ *   leaves.
+ * - Its port bounds what any peer can make it hold: see `remote-shuffle.rpc.*`.
  */
 export class ShuffleWorker {
   /** The worker's address and incarnation, as descriptors name it. */
   readonly address: ShuffleWorkerAddress;
+  private readonly secret = newWorkerSecret();
   private readonly stored = new Map<string, StoredPartition>();
   private readonly sessions = new Map<string, PushSession>();
-  private readonly connections = new Set<FrameConnection>();
+  /** Partitions whose push was opened and waits for sort buffers, by id. */
+  private readonly waitingPushes = new Set<string>();
+  private readonly admission: PushAdmission;
+  private readonly limits: RpcLimits;
   private manager: FrameConnection | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private reconnect: NodeJS.Timeout | undefined;
+  private lastRefusal: string | undefined;
   private closed = false;
 
   private constructor(
     private readonly configuration: ReadableConfig,
-    private readonly transport: TcpTransport,
+    /** The transport to the shuffle manager (TLS whenever internal TLS is on). */
+    private readonly managerTransport: TcpTransport,
     readonly environment: NetworkShuffleEnvironment,
-    private readonly server: TransportServer,
+    private readonly server: FrameServer,
     host: string,
     incarnation: string,
   ) {
@@ -116,6 +150,17 @@ export class ShuffleWorker {
       dataPort: environment.getDataPort(),
       incarnation,
     };
+    this.limits = readRpcLimits(configuration);
+    const pool = environment.networkBufferPool;
+    this.admission = new PushAdmission({
+      maxSessionsPerPeer: configuration.get(RemoteShuffleOptions.WORKER_MAX_PUSH_SESSIONS_PER_PEER),
+      // Twice the idle timeout: any idle session holding buffers has ended by then, so a push
+      // that still waits is behind live producers only.
+      maxWaitMs: 2 * configuration.get(RemoteShuffleOptions.WORKER_PUSH_SESSION_IDLE_TIMEOUT),
+      unreservedSegments: () => pool.getNumberOfUnreservedSegments(),
+      totalSegments: pool.totalNumberOfMemorySegments,
+      name: () => describeWorkerAddress(this.address),
+    });
   }
 
   /**
@@ -146,6 +191,9 @@ export class ShuffleWorker {
       [BatchShuffleOptions.BATCH_SHUFFLE_COMPRESSION_ENABLED.key]: false,
       [BatchShuffleOptions.SORT_SHUFFLE_MIN_PARALLELISM.key]: 1,
     });
+    // Read first: settings that cannot be used fail the start before anything listens.
+    const transport = new TcpTransport({ tls: readTlsSettings(configuration) });
+    const managerTransport = new TcpTransport({ tls: readManagerTlsSettings(configuration) });
     const environment = new TcpShuffleServiceFactory().createShuffleEnvironment({
       configuration: inner,
       taskExecutorResourceId: ResourceID.fromHex(incarnation),
@@ -156,24 +204,41 @@ export class ShuffleWorker {
       tmpDirPaths: tmpDirs,
     });
     await environment.start();
-    const transport = new TcpTransport({ tls: readTlsSettings(configuration) });
     let worker: ShuffleWorker | undefined;
-    let server: TransportServer;
+    let server: FrameServer;
     try {
-      server = await transport.listen({
+      server = await FrameServer.listen({
+        name: () =>
+          worker === undefined ? "a shuffle worker" : describeWorkerAddress(worker.address),
+        transport,
         host,
         port: configuration.get(RemoteShuffleOptions.WORKER_RPC_PORT),
-        maxFrameSize: MAX_FRAME_SIZE,
-        onConnection: (connection) => {
-          if (worker === undefined || worker.closed) connection.destroy();
-          else worker.wire(connection);
+        limits: readRpcLimits(configuration),
+        accept: (frames) => {
+          if (worker === undefined || worker.closed) {
+            frames.destroy();
+            return { onFrame: () => {}, onClose: () => {} };
+          }
+          return worker.accept(frames);
         },
+        onError: (error) =>
+          emitTransportWarning(
+            worker === undefined ? "a shuffle worker" : describeWorkerAddress(worker.address),
+            error,
+          ),
       });
     } catch (error) {
       await environment.close();
       throw error;
     }
-    worker = new ShuffleWorker(configuration, transport, environment, server, host, incarnation);
+    worker = new ShuffleWorker(
+      configuration,
+      managerTransport,
+      environment,
+      server,
+      host,
+      incarnation,
+    );
     worker.connectToManager();
     return worker;
   }
@@ -196,9 +261,19 @@ export class ShuffleWorker {
     };
   }
 
-  /** Partitions being pushed right now. */
+  /** Partitions being pushed right now (holding sort buffers). */
   get numberOfPushSessions(): number {
     return this.sessions.size;
+  }
+
+  /** Pushes opened and waiting for sort buffers. */
+  get numberOfWaitingPushes(): number {
+    return this.admission.numberOfWaiting;
+  }
+
+  /** What the worker's push port holds for its peers (for monitoring and the hostile-peer tests). */
+  getRpcStats(): RpcServerStats {
+    return this.server.stats();
   }
 
   /** True while the worker is registered with its shuffle manager. */
@@ -210,7 +285,7 @@ export class ShuffleWorker {
   release(partitionIds: readonly ResultPartitionID[]): void {
     for (const id of partitionIds) {
       this.stored.delete(id.toString());
-      this.sessions.get(id.toString())?.abandon(new Error(`${id} was released`));
+      this.sessions.get(id.toString())?.abandon(new IllegalStateError(`${id} was released`));
     }
     this.environment.releasePartitionsLocally(partitionIds);
   }
@@ -222,92 +297,209 @@ export class ShuffleWorker {
     clearInterval(this.heartbeat);
     clearTimeout(this.reconnect);
     this.manager?.close();
-    for (const connection of this.connections) connection.destroy();
     await this.server.close();
     await this.environment.close();
   }
 
   /**
-   * Wires one push-server connection: its first frame makes it a push session or a checksum
-   * query connection; errors are answered with an ERROR frame naming them.
+   * The handler of one connection to the push port. Its first frame makes it a push session
+   * (OPEN) or a checksum query connection (STAT), within `remote-shuffle.rpc.idle-connection-
+   * timeout`; anything else, or a frame that does not match its schema, is refused with
+   * `SLUICE_ERR_PROTOCOL` and closes this connection only.
    */
-  private wire(connection: TransportConnection): void {
-    let session: PushSession | "stat" | undefined;
-    const frames: FrameConnection = new FrameConnection(
-      connection,
-      {
-        onFrame: (type, payload) => {
-          try {
-            if (session === undefined) session = this.onFirstFrame(frames, type, payload);
-            else if (session === "stat") {
-              if (type === FrameType.STAT) this.stat(frames, payload);
-            } else session.onFrame(type, payload);
-          } catch (error) {
-            frames.sendErrorAndClose(error as Error & { code?: string });
+  private accept(frames: FrameConnection): FrameHandler {
+    const idle = this.limits.idleConnectionTimeoutMs;
+    frames.setIdleTimeout(
+      idle,
+      "opened no push session and asked no checksum query ('remote-shuffle.rpc.idle-connection-timeout')",
+    );
+    let state: PushSession | PendingPush | "stat" | undefined;
+    return {
+      onFrame: (type, payload) => {
+        const from = frames.remoteAddress;
+        if (state === undefined) {
+          if (type === FrameType.OPEN) {
+            let admitted: PushSession | undefined;
+            const pending = this.open(
+              frames,
+              parseMessage(OpenMessage, type, payload, from),
+              (session) => {
+                admitted = session;
+                state = session;
+              },
+            );
+            // Admitted at once, or waiting for sort buffers.
+            state = admitted ?? pending;
+          } else if (type === FrameType.STAT) {
+            state = "stat";
+            frames.setIdleTimeout(
+              idle,
+              "asked no checksum query ('remote-shuffle.rpc.idle-connection-timeout')",
+            );
+            this.stat(frames, parseMessage(StatMessage, type, payload, from));
+          } else {
+            throw new ProtocolError(
+              `${describeWorkerAddress(this.address)} expects OPEN or STAT as the first frame from ${from}, got ${frameTypeName(type)}`,
+            );
           }
-        },
-        onClose: (cause) => {
-          this.connections.delete(frames);
-          if (session instanceof PushSession) session.onClose(cause);
-        },
+        } else if (state === "stat") {
+          if (type !== FrameType.STAT) {
+            throw new ProtocolError(
+              `${describeWorkerAddress(this.address)}: a checksum connection from ${from} sent ${frameTypeName(type)}`,
+            );
+          }
+          this.stat(frames, parseMessage(StatMessage, type, payload, from));
+        } else if (state instanceof PushSession) {
+          state.onFrame(type, payload);
+        } else {
+          throw new ProtocolError(
+            `${describeWorkerAddress(this.address)}: the producer ${from} sent ${frameTypeName(type)} before its push of ${state.partitionId} was admitted (OPENED)`,
+          );
+        }
       },
-      MAX_FRAME_SIZE,
-    );
-    this.connections.add(frames);
+      onRefused: (error) => {
+        if (state instanceof PushSession) state.abandon(error);
+        else if (state !== undefined && state !== "stat") this.cancelWaiting(state);
+      },
+      onClose: (cause) => {
+        if (state instanceof PushSession) state.onClose(cause);
+        else if (state !== undefined && state !== "stat") this.cancelWaiting(state);
+      },
+    };
   }
 
-  /** The first frame of a push-server connection decides what it is. */
-  private onFirstFrame(
-    connection: FrameConnection,
-    type: number,
-    payload: Buffer,
-  ): PushSession | "stat" {
-    if (type === FrameType.OPEN) return this.open(connection, payload);
-    if (type === FrameType.STAT) {
-      this.stat(connection, payload);
-      return "stat";
+  /**
+   * A checksum query: answered only when its token proves the manager assigned the partition to
+   * this start of the worker, for that job; a query for another incarnation is told the
+   * partition is not here, without naming this one.
+   */
+  private stat(connection: FrameConnection, query: StatMessage): void {
+    const partitionId = parsePartitionId(query.partitionId, connection.remoteAddress);
+    const id = partitionId.toString();
+    const reply = (error: SluiceError) =>
+      connection.sendJson(FrameType.STAT_REPLY, {
+        id: query.id,
+        error: { code: error.code, name: error.name, message: error.message },
+      });
+    if (query.incarnation !== this.address.incarnation) {
+      reply(
+        new PartitionNotFoundError(
+          `${id} was assigned to incarnation ${query.incarnation} of ${describeWorkerAddress(this.address)}, which is gone: the worker there is a later start that does not hold it`,
+          { partitionId },
+        ),
+      );
+      return;
     }
-    throw new SluiceError(
-      ErrorCodes.PROTOCOL,
-      `${describeWorker(this.address)}: unexpected first frame type ${type} from ${connection.remoteAddress}`,
-    );
+    this.checkAccess(query.jobId, id, query.token, connection);
+    const partition = this.stored.get(id);
+    const checksum = partition?.checksums[query.subpartition];
+    if (partition === undefined || partition.jobId !== query.jobId || checksum === undefined) {
+      reply(
+        new PartitionNotFoundError(
+          `${describeWorker(this.address)} does not store subpartition ${query.subpartition} of ${id} completely (released, or its push never finished)`,
+          { partitionId },
+        ),
+      );
+      return;
+    }
+    connection.sendJson(FrameType.STAT_REPLY, { id: query.id, checksum });
   }
 
-  /** A checksum query of a consumer: `{ id, partitionId }`. */
-  private stat(connection: FrameConnection, payload: Buffer): void {
-    const { id, partitionId } = parseJsonPayload<{ id: number; partitionId: string }>(
-      payload,
-      connection.remoteAddress,
-    );
-    const partition = this.stored.get(partitionId);
-    connection.sendJson(FrameType.STAT_REPLY, {
-      id,
-      incarnation: this.address.incarnation,
-      ...(partition === undefined ? {} : { checksums: partition.checksums }),
-    });
+  /**
+   * @throws ProtocolError when `token` is not the access token the manager made for this job's
+   *   partition on this start of the worker.
+   */
+  private checkAccess(jobId: string, partitionId: string, token: string, from: FrameConnection) {
+    if (!isPartitionAccessToken(token, this.secret, jobId, partitionId)) {
+      throw new ProtocolError(
+        `${describeWorkerAddress(this.address)}: ${from.remoteAddress} named ${partitionId} of job ${jobId} with an access token the shuffle manager did not make for it here; refused`,
+      );
+    }
   }
 
-  private open(connection: FrameConnection, payload: Buffer): PushSession {
-    const { descriptor } = parseJsonPayload<{ descriptor: unknown }>(
-      payload,
-      connection.remoteAddress,
-    );
-    const deployment = ResultPartitionDeploymentDescriptorCodec.fromJSON(descriptor);
+  /** Opens a push: checked, then admitted when its sort buffers are free (maybe at once). */
+  private open(
+    connection: FrameConnection,
+    message: OpenMessage,
+    onAdmitted: (session: PushSession) => void,
+  ): PendingPush {
+    const from = connection.remoteAddress;
+    let deployment: ResultPartitionDeploymentDescriptor;
+    let assigned: ShuffleWorkerAddress;
+    let access: { jobId: string; token: string };
+    try {
+      deployment = ResultPartitionDeploymentDescriptorCodec.fromJSON(message.descriptor);
+      assigned = workerOf(deployment.shuffleDescriptor);
+      access = accessOf(deployment.shuffleDescriptor);
+    } catch (error) {
+      if (!(error instanceof DescriptorError)) throw error;
+      throw new ProtocolError(
+        `${describeWorkerAddress(this.address)}: the OPEN frame from ${from} carries a malformed descriptor: ${error.message}`,
+        { cause: error },
+      );
+    }
     const partitionId = deployment.shuffleDescriptor.resultPartitionId;
-    const assigned = workerOf(deployment.shuffleDescriptor);
+    const id = partitionId.toString();
     if (assigned.incarnation !== this.address.incarnation) {
       // The partition was assigned to an earlier start of this worker, whose data is gone.
       throw new PartitionNotFoundError(
-        `${partitionId} was assigned to ${describeWorker(assigned)}, but ${describeWorker(this.address)} is a later start of it`,
+        `${id} was assigned to ${describeWorker(assigned)}, which is gone: the worker there is a later start that does not hold it`,
         { partitionId },
       );
     }
-    if (this.stored.has(partitionId.toString()) || this.sessions.has(partitionId.toString())) {
-      throw new SluiceError(
-        ErrorCodes.ILLEGAL_STATE,
-        `${describeWorker(this.address)} already has ${partitionId}`,
+    this.checkAccess(access.jobId, id, access.token, connection);
+    if (!deployment.partitionDescriptor.partitionType.isBlocking) {
+      throw new ProtocolError(
+        `${describeWorkerAddress(this.address)}: ${from} opened a push of ${id}, a ${deployment.partitionDescriptor.partitionType.name} partition; only BLOCKING ones are stored`,
       );
     }
+    if (this.stored.has(id) || this.sessions.has(id) || this.waitingPushes.has(id)) {
+      throw new IllegalStateError(`${describeWorker(this.address)} already has ${id}`);
+    }
+    const peer = hostOf(from);
+    const ticket: PushTicket = {
+      peer,
+      segments: this.environment.settings.sortShuffleMinBuffers,
+    };
+    const pending: PendingPush = { partitionId, ticket };
+    // Waiting for buffers is the worker's doing, not the producer's: no idle timeout meanwhile.
+    connection.setIdleTimeout(undefined);
+    this.waitingPushes.add(id);
+    this.admission.request(
+      ticket,
+      () => {
+        this.waitingPushes.delete(id);
+        let session: PushSession;
+        try {
+          session = this.startSession(connection, deployment, access.jobId, ticket);
+        } catch (error) {
+          this.admission.release(ticket);
+          connection.refuse(error as Error);
+          return;
+        }
+        onAdmitted(session);
+      },
+      (error) => {
+        this.waitingPushes.delete(id);
+        connection.refuse(error);
+      },
+    );
+    return pending;
+  }
+
+  private cancelWaiting(pending: PendingPush): void {
+    this.waitingPushes.delete(pending.partitionId.toString());
+    this.admission.cancel(pending.ticket);
+  }
+
+  /** Sets up the partition's writer (its sort buffers are free now) and tells the producer. */
+  private startSession(
+    connection: FrameConnection,
+    deployment: ResultPartitionDeploymentDescriptor,
+    jobId: string,
+    ticket: PushTicket,
+  ): PushSession {
+    const partitionId = deployment.shuffleDescriptor.resultPartitionId;
     const [writer] = this.environment.createResultPartitionWriters(
       { ownerName: `push of ${partitionId}`, executionAttemptId: partitionId.producerId },
       [
@@ -323,8 +515,13 @@ export class ShuffleWorker {
         ),
       ],
     );
-    if (writer === undefined) throw new Error("no writer created");
+    if (writer === undefined) throw new IllegalStateError("no writer created");
     writer.setup();
+    const ended = () => {
+      this.admission.release(ticket);
+      // The partition's sort buffers return once its last file operation completed.
+      void whenPoolDestroyed(writer, () => this.closed).then(() => this.admission.pump());
+    };
     const session = new PushSession(
       partitionId,
       writer,
@@ -334,7 +531,12 @@ export class ShuffleWorker {
           this.sessions.delete(done.partitionId.toString());
           this.stored.set(done.partitionId.toString(), {
             partitionId: done.partitionId,
+            jobId,
             checksums,
+          });
+          ended();
+          this.manager?.sendJson(FrameType.STORED, {
+            partitionIds: [done.partitionId.toString()],
           });
         },
         onAbandoned: (abandoned) => {
@@ -342,6 +544,7 @@ export class ShuffleWorker {
           abandoned.writer.fail(undefined);
           abandoned.writer.close();
           this.environment.releasePartitionsLocally([abandoned.partitionId]);
+          ended();
         },
       },
       {
@@ -351,8 +554,22 @@ export class ShuffleWorker {
       },
     );
     this.sessions.set(partitionId.toString(), session);
+    const idleTimeoutMs = this.configuration.get(
+      RemoteShuffleOptions.WORKER_PUSH_SESSION_IDLE_TIMEOUT,
+    );
+    const maxRecordSize = this.configuration.get(NettyShuffleEnvironmentOptions.MAX_RECORD_SIZE);
+    // Admitted: frames of one record each may come now, and silence ends the session.
+    connection.setMaxFrameSize(
+      Math.min(MAX_FRAME_SIZE, maxRecordSize + DATA_FRAME_OVERHEAD),
+      "'taskmanager.network.max-record-size' in a push session",
+    );
+    connection.setIdleTimeout(
+      idleTimeoutMs,
+      `sent nothing to its push session of ${partitionId} ('remote-shuffle.worker.push-session.idle-timeout')`,
+    );
     connection.sendJson(FrameType.OPENED, {
       credit: this.configuration.get(RemoteShuffleOptions.MEMORY_PER_PARTITION),
+      idleTimeoutMs,
     });
     return session;
   }
@@ -365,8 +582,8 @@ export class ShuffleWorker {
       if (this.closed) return;
       this.reconnect = setTimeout(() => this.connectToManager(), RECONNECT_DELAY_MS);
     };
-    this.transport
-      .connect({ host, port, connectTimeoutMs: 10_000, maxFrameSize: MAX_FRAME_SIZE })
+    this.managerTransport
+      .connect({ host, port, connectTimeoutMs: 10_000, maxFrameSize: this.limits.maxMessageSize })
       .then((connection) => {
         if (this.closed) {
           connection.destroy();
@@ -375,29 +592,31 @@ export class ShuffleWorker {
         const frames = new FrameConnection(
           connection,
           {
-            onFrame: (type, payload) => {
-              if (type !== FrameType.RELEASE) return;
-              const { partitionIds } = parseJsonPayload<{ partitionIds: string[] }>(
-                payload,
-                frames.remoteAddress,
-              );
-              this.release(partitionIds.map((id) => ResultPartitionID.parse(id)));
-            },
+            onFrame: (type, payload) => this.onManagerFrame(frames, type, payload),
             onClose: () => {
               clearInterval(this.heartbeat);
               if (this.manager === frames) this.manager = undefined;
               retry();
             },
           },
-          MAX_FRAME_SIZE,
+          {
+            maxFrameSize: this.limits.maxMessageSize,
+            maxFrameSizeSource: "'remote-shuffle.rpc.max-message-size'",
+            frameReadTimeoutMs: this.limits.frameReadTimeoutMs,
+          },
         );
         this.manager = frames;
         const registration: WorkerRegistration = {
           ...this.address,
-          partitions: [...this.stored.keys()],
+          secret: this.secret,
           pid: process.pid,
         };
         frames.sendJson(FrameType.REGISTER, registration);
+        // What it stores, so a manager that does not know a partition (it was released while
+        // the worker was away, or the manager is new) releases it.
+        for (const partitionIds of inFrames([...this.stored.keys()])) {
+          frames.sendJson(FrameType.STORED, { partitionIds });
+        }
         clearInterval(this.heartbeat);
         this.heartbeat = setInterval(
           () =>
@@ -408,5 +627,58 @@ export class ShuffleWorker {
           this.configuration.get(RemoteShuffleOptions.HEARTBEAT_INTERVAL),
         );
       }, retry);
+  }
+
+  private onManagerFrame(frames: FrameConnection, type: number, payload: Buffer): void {
+    const from = `the shuffle manager ${frames.remoteAddress}`;
+    if (type === FrameType.RELEASE) {
+      this.lastRefusal = undefined;
+      const { partitionIds } = parseMessage(PartitionIdsMessage, type, payload, from);
+      this.release(partitionIds.map((id) => parsePartitionId(id, from)));
+      return;
+    }
+    if (type === FrameType.ERROR) {
+      const { code, name, message } = parseMessage(ErrorMessage, type, payload, from);
+      // Refused (a live worker holds this address, say): reported once, then retried quietly.
+      if (this.lastRefusal !== message) {
+        this.lastRefusal = message;
+        emitTransportWarning(
+          `${describeWorkerAddress(this.address)}: ${from} refused it (${code})`,
+          reconstructError(code, name, message),
+        );
+      }
+      return;
+    }
+    throw new ProtocolError(`${from} sent ${frameTypeName(type)}, which a worker does not accept`);
+  }
+}
+
+/** A push opened and waiting for its sort buffers. */
+interface PendingPush {
+  readonly partitionId: ResultPartitionID;
+  readonly ticket: PushTicket;
+}
+
+/** Bytes a DATA frame adds to its record: frame header, subpartition index, record length. */
+const DATA_FRAME_OVERHEAD = 5 + 4 + 4;
+
+/** The host of a `host:port` (IPv6 hosts keep their colons). */
+function hostOf(address: string): string {
+  const colon = address.lastIndexOf(":");
+  return colon < 0 ? address : address.slice(0, colon);
+}
+
+/**
+ * Resolves once the pool of a partition that stopped writing is destroyed (after its last file
+ * operation), when its sort buffers are free for the next push. Checked every few milliseconds,
+ * only while a session ends.
+ */
+async function whenPoolDestroyed(
+  writer: { getBufferPool(): unknown },
+  stopped: () => boolean,
+): Promise<void> {
+  const pool = writer.getBufferPool() as { isDestroyed(): boolean } | undefined;
+  while (pool !== undefined && !pool.isDestroyed() && !stopped()) {
+    await new Promise((resolve) => setTimeout(resolve, 5).unref());
   }
 }

@@ -2,8 +2,8 @@
  * Partitions a job cannot trust, run through the runtime as an application runs it: the
  * JobDeployer with this plugin's ShuffleMaster, two TaskExecutors and real worker processes'
  * code. A worker restarted on the same ports is a new incarnation without the first one's
- * partitions; a stored byte that changed fails the checksum. Either way the job re-runs the
- * producer and verifies.
+ * partitions; a stored byte that changed fails the checksum; a stored file that was deleted
+ * cannot be read. Each way the job re-runs the producer and verifies.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -32,8 +32,12 @@ afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
 
-/** A producer → consumer BLOCKING job on the remote shuffle; the consumer's first attempt waits. */
-async function startJob(dir: string) {
+/**
+ * A producer → consumer BLOCKING job on the remote shuffle; the consumer's first attempt waits.
+ * `whileWriting` runs in the producer's first attempt once it emitted 40,000 of its records
+ * (more than the worker's sort buffer holds, so the partition's files exist by then).
+ */
+async function startJob(dir: string, whileWriting?: (worker: ShuffleWorker) => Promise<void>) {
   const configuration = new Configuration({
     ...TEST_SETTINGS,
     "shuffle-service-factory.class": REMOTE_PLUGIN,
@@ -68,9 +72,10 @@ async function startJob(dir: string) {
   const consumerErrors: unknown[] = [];
   const invokables: Record<string, TaskInvokable<Task>> = {
     produce: async (task) => {
-      attempts.producer++;
+      const attempt = ++attempts.producer;
       const writer = task.writer<number>();
       for (let i = 0; i < RECORDS; i++) {
+        if (i === 40_000 && attempt === 1) await whileWriting?.(worker);
         if (!writer.isAvailable()) await writer.getAvailableFuture();
         writer.emit(i);
       }
@@ -161,6 +166,28 @@ describe("a job on the remote shuffle", () => {
     expect(result.status).toBe("FINISHED");
     expect(result.results.get("Consume")).toEqual([(RECORDS * (RECORDS - 1)) / 2]);
     // The corrupted partition was produced again, not read again.
+    expect(job.attempts.producer).toBe(2);
+    expect(result.rerunTasks).toEqual(["Produce (1/1)", "Consume (1/1)"]);
+  }, 90_000);
+
+  it("a stored file that was deleted fails the consumer with the coded partition-file error, and the job re-runs the producer and verifies", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "sluice-remote-deleted-"));
+    closers.push(() => rmSync(dir, { recursive: true, force: true }));
+    // Deleted while the worker still writes them: the partition is stored completely (into
+    // files nobody can open any more), and no reader can have opened them before.
+    const job = await startJob(dir, async (worker) => {
+      await waitFor(() => filesOf(worker).length === 2, "the partition's files");
+      for (const file of filesOf(worker)) rmSync(file);
+    });
+    expect(filesOf(job.worker)).toEqual([]);
+    job.release.resolve();
+
+    const result = await job.execution.terminated;
+    expect(job.consumerErrors).toHaveLength(1);
+    expect(job.consumerErrors[0]).toMatchObject({ code: ErrorCodes.PARTITION_FILE_CORRUPTED });
+    expect(result.error).toBeUndefined();
+    expect(result.status).toBe("FINISHED");
+    expect(result.results.get("Consume")).toEqual([(RECORDS * (RECORDS - 1)) / 2]);
     expect(job.attempts.producer).toBe(2);
     expect(result.rerunTasks).toEqual(["Produce (1/1)", "Consume (1/1)"]);
   }, 90_000);

@@ -49,12 +49,20 @@ describe("a job whose buffers the network memory cannot guarantee, over TCP", ()
       producer,
       consumer,
     );
-    return execution.terminated;
+    const result = await execution.terminated;
+    /** The worker's `Status.Shuffle.Netty.BuffersFallbacks`, producer side and consumer side. */
+    const fallbacks = [producer, consumer].map(
+      (executor) =>
+        executor.metricGroup.registry.dump().find((m) => m.name === "BuffersFallbacks")?.value,
+    );
+    return { result, fallbacks };
   }
 
-  it("deploys with floating-only gates and smaller output pools, naming each in a warning, and delivers everything", async () => {
+  it("with the fallback on, deploys with floating-only gates and smaller output pools, naming each, its task and its buffers in a warning and counting them, and delivers everything", async () => {
     warnings = recordWarnings();
-    const result = await run({});
+    const { result, fallbacks } = await run({
+      "taskmanager.network.memory.exclusive-buffers-fallback": true,
+    });
     expect(result.error).toBeUndefined();
     const consumed = (result.results.get("Consumer") ?? []) as unknown as {
       counts: number[];
@@ -72,15 +80,22 @@ describe("a job whose buffers the network memory cannot guarantee, over TCP", ()
       /output pool .* is guaranteed \d+ network buffers instead of 41/.test(m),
     );
     expect(gates.length).toBeGreaterThan(0);
-    expect(gates[0]).toMatch(/SingleInputGate.*but only \d+ of 256 are not yet guaranteed/);
+    expect(gates[0]).toMatch(
+      /SingleInputGate#0\[Consumer \(\d+\/40\)#0, .*\] reads with floating buffers only, guaranteed \d+ of up to \d+ floating buffers for its 8 channels: .*but only \d+ of 256 are not yet guaranteed/,
+    );
+    expect(pools[0]).toMatch(/output pool of .* \[Producer \(\d+\/8\)#0\] is guaranteed \d+/);
     expect(pools.length).toBeGreaterThan(0);
     // Once per gate or pool: never more warnings than there are of them.
     expect(gates.length).toBeLessThanOrEqual(CONSUMERS);
     expect(pools.length).toBeLessThanOrEqual(PRODUCERS);
+    expect(fallbacks).toEqual([pools.length, gates.length]);
   }, 60_000);
 
-  it("fails as Flink does when the fallback is turned off", async () => {
-    const result = await run({ "taskmanager.network.memory.exclusive-buffers-fallback": false });
+  it("fails as Flink does by default", async () => {
+    warnings = recordWarnings();
+    const { result, fallbacks } = await run({});
     expect(result.error).toMatchObject({ code: ErrorCodes.INSUFFICIENT_BUFFERS });
+    expect(warnings.messages).toEqual([]);
+    expect(fallbacks).toEqual([0, 0]);
   }, 60_000);
 });

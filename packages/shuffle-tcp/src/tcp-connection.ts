@@ -1,5 +1,16 @@
 import type { Socket } from "node:net";
-import type { ConnectionHandler, ReusedReadBuffer, TransportConnection } from "@sluice/network";
+import {
+  type ConnectionHandler,
+  keepAliveDelayFor,
+  type ReusedReadBuffer,
+  type TransportConnection,
+} from "@sluice/network";
+import { HeartbeatManagerOptions } from "@sluice/runtime-api";
+
+/** The keepalive idle time for the default `heartbeat.timeout`. */
+export const DEFAULT_KEEP_ALIVE_DELAY_MS = keepAliveDelayFor(
+  HeartbeatManagerOptions.HEARTBEAT_TIMEOUT.defaultValue,
+);
 
 /** How long a graceful close may take before the socket is destroyed. */
 const CLOSE_GRACE_MS = 5_000;
@@ -25,11 +36,15 @@ export class TcpConnection implements TransportConnection {
    * @param reads - the read buffer the socket was created with (`onread`), if any, and copies of
    *   the reads it took before this connection existed; reads then arrive through it instead of
    *   `'data'` events.
+   * @param keepAliveDelayMs - TCP keepalive's idle time (`keepAliveDelayFor` of the worker's
+   *   `heartbeat.timeout`; default that of its default): a peer that vanished without closing is
+   *   noticed this long plus libuv's ten one-second probes after the connection went quiet.
    */
   constructor(
     socket: Socket,
     remoteAddress?: string,
     reads?: { readonly reusedRead: ReusedReadBuffer; readonly early: Buffer[] },
+    keepAliveDelayMs: number = DEFAULT_KEEP_ALIVE_DELAY_MS,
   ) {
     this.socket = socket;
     this.reusedRead = reads?.reusedRead;
@@ -39,7 +54,7 @@ export class TcpConnection implements TransportConnection {
     }
     this.remoteAddress = remoteAddress ?? `${socket.remoteAddress}:${socket.remotePort}`;
     socket.setNoDelay(true);
-    socket.setKeepAlive(true, 10_000);
+    socket.setKeepAlive(true, keepAliveDelayMs);
     socket.on("error", (error) => {
       this.socketError ??= error;
     });

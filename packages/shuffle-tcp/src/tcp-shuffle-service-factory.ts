@@ -1,4 +1,9 @@
-import { NetworkShuffleServiceFactory, readTlsSettings, type Transport } from "@sluice/network";
+import {
+  NetworkShuffleServiceFactory,
+  readKeepAliveDelay,
+  readTlsSettings,
+  type Transport,
+} from "@sluice/network";
 import type { ShuffleEnvironmentContext } from "@sluice/runtime-api";
 import { TcpTransport } from "./tcp-transport.js";
 
@@ -9,6 +14,9 @@ import { TcpTransport } from "./tcp-transport.js";
  */
 export class TcpShuffleServiceFactory extends NetworkShuffleServiceFactory {
   protected createTransport(context: ShuffleEnvironmentContext): Transport {
-    return new TcpTransport({ tls: readTlsSettings(context.configuration) });
+    return new TcpTransport({
+      tls: readTlsSettings(context.configuration),
+      keepAliveDelayMs: readKeepAliveDelay(context.configuration),
+    });
   }
 }

@@ -14,7 +14,7 @@ import {
   tlsClientOptions,
   tlsServerOptions,
 } from "@sluice/network";
-import { TcpConnection } from "./tcp-connection.js";
+import { DEFAULT_KEEP_ALIVE_DELAY_MS, TcpConnection } from "./tcp-connection.js";
 
 /** Options of the TCP transport. */
 export interface TcpTransportOptions {
@@ -26,6 +26,12 @@ export interface TcpTransportOptions {
   readonly highWaterMark?: number;
   /** Mutual TLS for every data connection (`security.ssl.internal.*`); plaintext when absent. */
   readonly tls?: TlsSettings | undefined;
+  /**
+   * TCP keepalive's idle time on every connection (default: `keepAliveDelayFor` the default
+   * `heartbeat.timeout`): never shorter than the heartbeat's timeout, so that a network cut the
+   * cluster's heartbeats ride out does not end a data connection either.
+   */
+  readonly keepAliveDelayMs?: number;
 }
 
 const DEFAULT_HIGH_WATER_MARK = 256 * 1024;
@@ -39,9 +45,11 @@ export class TcpTransport implements Transport {
   readonly name: string;
   private readonly highWaterMark: number;
   private readonly tls: TlsSettings | undefined;
+  private readonly keepAliveDelayMs: number;
 
   constructor(options: TcpTransportOptions = {}) {
     this.highWaterMark = options.highWaterMark ?? DEFAULT_HIGH_WATER_MARK;
+    this.keepAliveDelayMs = options.keepAliveDelayMs ?? DEFAULT_KEEP_ALIVE_DELAY_MS;
     this.tls = options.tls;
     this.name = this.tls === undefined ? "tcp" : "tcp+tls";
   }
@@ -51,13 +59,18 @@ export class TcpTransport implements Transport {
     const accept = (socket: Socket) => {
       sockets.add(socket);
       socket.once("close", () => sockets.delete(socket));
-      options.onConnection(new TcpConnection(socket));
+      options.onConnection(new TcpConnection(socket, undefined, undefined, this.keepAliveDelayMs));
     };
     const settings = this.tls;
     let server: Server;
     if (settings === undefined) {
       server = createServer(
-        { noDelay: true, keepAlive: true, highWaterMark: this.highWaterMark },
+        {
+          noDelay: true,
+          keepAlive: true,
+          keepAliveInitialDelay: this.keepAliveDelayMs,
+          highWaterMark: this.highWaterMark,
+        },
         accept,
       );
     } else {
@@ -65,6 +78,7 @@ export class TcpTransport implements Transport {
         ...tlsServerOptions(settings),
         noDelay: true,
         keepAlive: true,
+        keepAliveInitialDelay: this.keepAliveDelayMs,
         highWaterMark: this.highWaterMark,
       });
       tlsServer.on("secureConnection", (socket) => {
@@ -121,6 +135,7 @@ export class TcpTransport implements Transport {
               port: options.port,
               noDelay: true,
               keepAlive: true,
+              keepAliveInitialDelay: this.keepAliveDelayMs,
               onread: (reusedRead as ReusedReadBuffer).onread,
             })
           : tls.connect({ host: options.host, port: options.port, ...tlsClientOptions(settings) });
@@ -160,6 +175,7 @@ export class TcpTransport implements Transport {
             socket,
             address,
             reusedRead === undefined ? undefined : { reusedRead, early },
+            this.keepAliveDelayMs,
           ),
         );
       });

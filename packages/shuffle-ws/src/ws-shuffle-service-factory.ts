@@ -1,5 +1,10 @@
 import { ConfigurationError } from "@sluice/core";
-import { NetworkShuffleServiceFactory, readTlsSettings, type Transport } from "@sluice/network";
+import {
+  NetworkShuffleServiceFactory,
+  readKeepAliveDelay,
+  readTlsSettings,
+  type Transport,
+} from "@sluice/network";
 import type { ConfigOption, ShuffleEnvironmentContext } from "@sluice/runtime-api";
 import { WebSocketOptions } from "./websocket-options.js";
 import { WsTransport } from "./ws-transport.js";
@@ -31,6 +36,7 @@ export class WsShuffleServiceFactory extends NetworkShuffleServiceFactory {
       lowWaterMark,
       handshakeTimeoutMs: config.get(WebSocketOptions.HANDSHAKE_TIMEOUT),
       tls: readTlsSettings(config),
+      keepAliveDelayMs: readKeepAliveDelay(config),
     });
   }
 }

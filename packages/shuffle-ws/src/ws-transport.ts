@@ -12,6 +12,7 @@ import { IllegalArgumentError, PartitionConnectionError, TimeoutError } from "@s
 import {
   type ConnectOptions,
   checkFingerprint,
+  keepAliveDelayFor,
   type ListenOptions,
   listenerErrorHandler,
   ReusedReadBuffer,
@@ -22,6 +23,7 @@ import {
   tlsClientOptions,
   tlsServerOptions,
 } from "@sluice/network";
+import { HeartbeatManagerOptions } from "@sluice/runtime-api";
 import { WebSocket, WebSocketServer } from "ws";
 import { WsConnection } from "./ws-connection.js";
 
@@ -49,14 +51,21 @@ export interface WsTransportOptions {
    * (`taskmanager.network.websocket.handshake-timeout`).
    */
   readonly handshakeTimeoutMs?: number;
+  /**
+   * TCP keepalive's idle time on every connection, as the TCP transport's (default:
+   * `keepAliveDelayFor` the default `heartbeat.timeout`).
+   */
+  readonly keepAliveDelayMs?: number;
 }
 
 const DEFAULT_HIGH_WATER_MARK = 1024 * 1024;
 const DEFAULT_LOW_WATER_MARK = 256 * 1024;
 const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
 
-/** TCP keep-alive on every connection, as the TCP transport does. */
-const KEEP_ALIVE_DELAY_MS = 10_000;
+/** TCP keepalive's idle time for the default `heartbeat.timeout`. */
+const DEFAULT_KEEP_ALIVE_DELAY_MS = keepAliveDelayFor(
+  HeartbeatManagerOptions.HEARTBEAT_TIMEOUT.defaultValue,
+);
 
 /** The only path the data server accepts upgrades on. */
 export const WS_SHUFFLE_PATH = "/sluice";
@@ -92,11 +101,13 @@ export class WsTransport implements Transport {
   readonly highWaterMark: number;
   readonly lowWaterMark: number;
   readonly handshakeTimeoutMs: number;
+  readonly keepAliveDelayMs: number;
 
   /** @throws IllegalArgumentError when a water mark is not a positive integer or low ≥ high. */
   constructor(options: WsTransportOptions = {}) {
     this.tls = options.tls;
     this.handshakeTimeoutMs = options.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
+    this.keepAliveDelayMs = options.keepAliveDelayMs ?? DEFAULT_KEEP_ALIVE_DELAY_MS;
     this.name = this.tls === undefined ? "ws" : "wss";
     this.perMessageDeflate = options.perMessageDeflate ?? false;
     this.highWaterMark = options.highWaterMark ?? DEFAULT_HIGH_WATER_MARK;
@@ -179,7 +190,7 @@ export class WsTransport implements Transport {
       const socket = request.socket;
       clearDeadline(socket);
       // As TcpConnection: notice a peer that vanished without closing.
-      socket.setKeepAlive(true, KEEP_ALIVE_DELAY_MS);
+      socket.setKeepAlive(true, this.keepAliveDelayMs);
       const connection = new WsConnection(ws, {
         remoteAddress: `${socket.remoteAddress}:${socket.remotePort}`,
         highWaterMark: this.highWaterMark,
@@ -318,7 +329,7 @@ export class WsTransport implements Transport {
       let upgradedSocket: Socket | undefined;
       socket.once("upgrade", (response) => {
         upgradedSocket = response.socket;
-        response.socket.setKeepAlive(true, KEEP_ALIVE_DELAY_MS);
+        response.socket.setKeepAlive(true, this.keepAliveDelayMs);
         if (settings === undefined) return;
         const mismatch = checkFingerprint(
           settings,

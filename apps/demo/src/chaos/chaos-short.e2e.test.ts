@@ -1,8 +1,11 @@
 /**
- * The chaos suite's short version, run with the normal tests (the full one is `pnpm test:chaos`):
- * one job across network namespaces that goes through 2% packet loss on one task manager's
- * link, a 5 s cut of the other's, and a 5 s SIGSTOP of a task manager, and ends verified
- * exactly once with nothing left behind.
+ * The chaos suite's CI scenario, run with the normal tests (the full suite is `pnpm test:chaos`):
+ * a standalone cluster across network namespaces (no high availability) whose job goes through
+ * 10% packet loss and a 200 Mbit/s limit on one task manager's link, a 20 s cut of the other's
+ * (longer than libuv's TCP keepalive would have allowed with a 10 s delay: 10 s plus ten 1 s
+ * probes), then a 15 s SIGSTOP of the first, and ends verified exactly once, without a restart,
+ * with nothing left behind. Every fault is shorter than `heartbeat.timeout` (50 s): the cluster
+ * rides them out in place.
  */
 import { expect, it } from "vitest";
 import type { DemoProcess } from "../test-support/demo-process.js";
@@ -20,32 +23,49 @@ import {
 import { useChaosSuite } from "./chaos-suite.js";
 
 const suite = useChaosSuite("slc-chaos-ci", "10.79.0", 2);
-const RECORDS = 1_000_000;
+const RECORDS = 600_000;
+const RATE_LIMIT = "200mbit";
 
-it("a job through 2% loss, a 5 s cut and a 5 s SIGSTOP ends verified exactly once, with no restart", async (context) => {
+it("a job through 10% loss and a 200 Mbit/s limit on one link, a 20 s cut of the other and a 15 s SIGSTOP ends verified exactly once, with no restart", async (context) => {
   if (suite.skipIfUnavailable(context)) return;
   const network = suite.network();
   const [first, second] = network.workers as [NamespaceHost, NamespaceHost];
-  network.applyLoss(second, 2);
-  const cluster = suite.track(startChaosCluster(network, RECORDS, ["--duration", "18"]));
+  network.applyLoss(first, 10);
+  network.applyRateLimit(first, RATE_LIMIT);
+  const cluster = suite.track(startChaosCluster(network, RECORDS, ["--duration", "15"]));
   let latest = await checkpointAfter(cluster, 0, 60_000, "a first checkpoint");
 
-  const reconnectedAt = await cutFor(network, first, 5_000);
-  latest = await checkpointAfter(cluster, latest, 60_000, "a checkpoint after the cut");
+  const reconnectedAt = await cutFor(network, second, 20_000);
+  latest = await checkpointAfter(cluster, latest, 90_000, "a checkpoint after the cut");
   const cutRecoverMs = Date.now() - reconnectedAt;
 
-  const resumedAt = await pauseFor(cluster.tms[1] as DemoProcess, 5_000);
-  await checkpointAfter(cluster, latest, 60_000, "a checkpoint after SIGCONT");
+  const resumedAt = await pauseFor(cluster.tms[0] as DemoProcess, 15_000);
+  await checkpointAfter(cluster, latest, 90_000, "a checkpoint after SIGCONT");
   const pauseRecoverMs = Date.now() - resumedAt;
 
-  const summary = await expectVerified(cluster, await jobEnd(cluster, 90_000), RECORDS);
-  // Every fault was shorter than heartbeat.timeout (50 s): the job rode them out in place.
+  const summary = await expectVerified(cluster, await jobEnd(cluster, 180_000), RECORDS);
+  // Every fault was shorter than heartbeat.timeout (50 s), and TCP keepalive waits longer than
+  // that before it probes: no connection was declared dead, nothing restarted.
   expect(summary.restarts).toBe(0);
-  // The loss acted: the nftables rules dropped packets of the job's traffic.
-  expect(network.droppedPackets(second)).toBeGreaterThan(0);
-  network.removeLoss(second);
-  expect(network.nftTables(second)).not.toContain("sluice_chaos");
+  const { jm } = cluster;
+  expect(jm.output().stderr).not.toMatch(/was lost/);
+  for (const tm of cluster.tms) expect(tm.output().stderr).not.toMatch(/lost the job manager/);
+  // The faults acted: the nftables rules dropped packets, the token bucket carried the job's
+  // bytes.
+  const droppedPackets = network.droppedPackets(first);
+  expect(droppedPackets).toBeGreaterThan(0);
+  const { sentBytes } = network.rateLimitStats(first);
+  expect(sentBytes).toBeGreaterThan(1_000_000);
+  network.removeLoss(first);
+  network.removeRateLimit(first);
+  expect(network.nftTables(first)).not.toContain("sluice_chaos");
+  expect(network.qdiscs(first)).not.toContain("tbf");
   printResult(
-    resultOf("CI: 2% loss + 5 s cut + 5 s SIGSTOP", summary, { cutRecoverMs, pauseRecoverMs }),
+    resultOf(`CI: 10% loss + ${RATE_LIMIT} + 20 s cut + 15 s SIGSTOP`, summary, {
+      cutRecoverMs,
+      pauseRecoverMs,
+      droppedPackets,
+      linkBytes: sentBytes,
+    }),
   );
-}, 150_000);
+}, 300_000);

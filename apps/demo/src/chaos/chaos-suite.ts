@@ -9,12 +9,15 @@ import { buildDemoIfStale, killDemoProcesses } from "../test-support/demo-proces
 import { NetworkNamespaces } from "../test-support/network-namespaces.js";
 import { type ChaosCluster, removeCheckpoints } from "./chaos-cluster.js";
 
-/** Why the loss faults cannot be applied (no `nft`), or undefined. */
-function nftMissing(): string | undefined {
-  const probe = spawnSync("nft", ["--version"], { stdio: "ignore" });
-  return probe.error === undefined
-    ? undefined
-    : "the packet-loss faults need nftables' nft (apt-get install nftables)";
+/** Why the loss or bandwidth faults cannot be applied (no `nft`, no `tc`), or undefined. */
+function faultToolMissing(): string | undefined {
+  if (spawnSync("nft", ["--version"], { stdio: "ignore" }).error !== undefined) {
+    return "the packet-loss faults need nftables' nft (apt-get install nftables)";
+  }
+  if (spawnSync("tc", ["-V"], { stdio: "ignore" }).error !== undefined) {
+    return "the bandwidth faults need iproute2's tc (apt-get install iproute2)";
+  }
+  return undefined;
 }
 
 /** A chaos file's namespaces and the clusters its tests started. */
@@ -34,7 +37,7 @@ export function useChaosSuite(prefix: string, subnet: string, workers = 3): Chao
   const clusters: ChaosCluster[] = [];
   beforeAll(() => {
     buildDemoIfStale();
-    const created = nftMissing() ?? NetworkNamespaces.create({ prefix, subnet, workers });
+    const created = faultToolMissing() ?? NetworkNamespaces.create({ prefix, subnet, workers });
     if (typeof created === "string") {
       unavailable = created;
       console.warn(`chaos tests skipped: ${unavailable}`);

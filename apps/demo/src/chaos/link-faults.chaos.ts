@@ -162,7 +162,7 @@ describe("chaos on one task manager's link", () => {
       return cluster;
     }
 
-    it("the task manager is declared lost and the job fails over from its checkpoint onto a replacement, verified", async (context) => {
+    it("the task manager is declared lost, registers again once the link is back, and the job fails over onto it from its checkpoint, verified", async (context) => {
       if (suite.skipIfUnavailable(context)) return;
       const network = suite.network();
       const cluster = await cutAfterFirstCheckpoint();
@@ -176,16 +176,35 @@ describe("chaos on one task manager's link", () => {
       );
       const detectMs = Date.now() - cutAt;
       expect(cluster.jm.output().code, cluster.jm.output().stderr).toBeNull();
-      cluster.startTaskManager(network.workers[2] as NamespaceHost);
-      const lostAt = Date.now();
+      // The job waits for a task manager, and says so; the cut one keeps its process and tries
+      // to register again meanwhile.
+      await until(
+        () =>
+          /waiting up to 5 min \(slot\.request\.timeout\) for a task manager to replace the lost task manager/.test(
+            cluster.jm.output().stderr,
+          ),
+        30_000,
+        "the job manager to say what the job waits for",
+      );
       const atLoss = latestCheckpoint(cluster.checkpointDir);
-      await checkpointAfter(cluster, atLoss, 120_000, "a checkpoint after the failover");
-      const recoverMs = Date.now() - lostAt;
       const restOfCut = 60_000 - (Date.now() - cutAt);
       if (restOfCut > 0) await sleep(restOfCut);
       network.reconnect(victim());
+      const reconnectedAt = Date.now();
+      await checkpointAfter(
+        cluster,
+        atLoss,
+        120_000,
+        "a checkpoint after the task manager came back",
+      );
+      const recoverMs = Date.now() - reconnectedAt;
       const summary = await expectVerified(cluster, await jobEnd(cluster, 240_000), CUT_RECORDS);
       expect(summary.restarts).toBeGreaterThanOrEqual(1);
+      // No replacement was started: the task manager that was cut off came back.
+      expect(cluster.tms).toHaveLength(2);
+      const cut = cluster.tms[1] as (typeof cluster.tms)[number];
+      expect(cut.output().stderr).toMatch(/lost the job manager .*registering again/);
+      expect(cut.output().code).toBe(0);
       printResult(resultOf("60 s cut, restarts on", summary, { detectMs, recoverMs }));
     }, 400_000);
 

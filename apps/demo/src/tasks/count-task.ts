@@ -56,18 +56,15 @@ export class CountTask {
     throttle: () => number | undefined = () => undefined,
   ) {
     this.pacer = new RatePacer(throttle);
-    const sinkConfig = task.configuration.sink as
-      | { directory?: unknown; attemptBase?: unknown }
-      | undefined;
-    const directory = sinkConfig?.directory;
-    const attemptBase = typeof sinkConfig?.attemptBase === "number" ? sinkConfig.attemptBase : 0;
+    const directory = (task.configuration.sink as { directory?: unknown } | undefined)?.directory;
+    // The sink names its part files by the job, the job manager's leadership and the attempt.
     this.sink =
       typeof directory === "string"
         ? new TransactionalFileSink({
             directory,
             partPrefix: `part-${task.subtaskIndex}`,
-            attemptNumber: attemptBase + task.attemptNumber,
             taskName: task.name,
+            task,
           })
         : undefined;
   }

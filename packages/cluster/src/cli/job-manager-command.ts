@@ -1,6 +1,8 @@
 import { HighAvailabilityOptions } from "@sluice/runtime-api";
 import type { Command } from "commander";
 import { JobManager } from "../job-manager.js";
+import { WebMonitorEndpoint } from "../rest/web-monitor-endpoint.js";
+import { describeTaskManagerWait } from "../task-manager-waiters.js";
 import {
   type ConfigurationFlags,
   loadProcessConfiguration,
@@ -17,8 +19,9 @@ import {
 
 /**
  * `sluice jobmanager` (Flink's `bin/jobmanager.sh`): a job manager of a session cluster. It
- * listens for task managers on `jobmanager.rpc.address`/`jobmanager.rpc.port`, runs the jobs
- * submitted to it (`sluice run`), and, under high availability (`high-availability.type`), stands
+ * listens for task managers on `jobmanager.rpc.address`/`jobmanager.rpc.port`, serves the REST
+ * endpoint and dashboard on `rest.bind-address`/`rest.port`, runs the jobs submitted to it
+ * (`sluice run`), and, under high availability (`high-availability.type`), stands
  * by until it is elected leader, then takes over the jobs the previous leader left. It runs until
  * SIGINT/SIGTERM.
  */
@@ -38,7 +41,9 @@ export function jobManagerCommand(
 
 async function runJobManager(flags: ConfigurationFlags, io: CommandIO): Promise<number> {
   const say = (line: string) => io.stdout.write(`${line}\n`);
+  const warn = (message: string) => io.stderr.write(`warning: ${message}\n`);
   let jobManager: JobManager;
+  let webMonitor: WebMonitorEndpoint;
   try {
     const { configuration } = await loadProcessConfiguration(flags);
     jobManager = await JobManager.start(configuration, {
@@ -51,12 +56,20 @@ async function runJobManager(flags: ConfigurationFlags, io: CommandIO): Promise<
           `elected leader (fencing token ${token}): task managers register with this job manager now`,
         ),
       onLeadershipRevoked: () => say("lost the leadership: standing by"),
-      onWarning: (message) => io.stderr.write(`warning: ${message}\n`),
+      onTaskManagerWait: (wait, phase) => say(describeTaskManagerWait(wait, phase)),
+      onWarning: warn,
     });
     const ha = configuration.get(HighAvailabilityOptions.HA_MODE);
     say(
       `job manager (pid ${process.pid}) at ${jobManager.url}, shuffle ${jobManager.plugin.reference}, high availability ${ha}${jobManager.fencingToken === undefined ? ": a standby, waiting to be elected leader" : ""}`,
     );
+    try {
+      webMonitor = await WebMonitorEndpoint.start(jobManager, { onWarning: warn });
+    } catch (error) {
+      await jobManager.close({ reason: "its REST endpoint could not start" });
+      throw error;
+    }
+    say(`REST endpoint and dashboard: ${webMonitor.url}`);
   } catch (error) {
     io.stderr.write(formatError(error));
     return exitCodeOf(error);
@@ -72,6 +85,7 @@ async function runJobManager(flags: ConfigurationFlags, io: CommandIO): Promise<
     },
     async (signal) => {
       say(`stopping (${signal})`);
+      await webMonitor.close();
       await jobManager.close({ reason: `the job manager was stopped by ${signal}` });
       stopped();
     },

@@ -9,8 +9,11 @@ import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Command, CommanderError } from "commander";
 import { SLUICE_VERSION } from "../control-plane-messages.js";
+import { cancelCommand } from "./cancel-command.js";
 import { jobManagerCommand } from "./job-manager-command.js";
+import { listCommand } from "./list-command.js";
 import { type CommandIO, ExitCode, formatError } from "./process-shell.js";
+import { runCommand } from "./run-command.js";
 import { shuffleWorkerCommand } from "./shuffle-worker-command.js";
 import { taskManagerCommand } from "./task-manager-command.js";
 
@@ -33,6 +36,7 @@ export async function runSluice(
     )
     .version(SLUICE_VERSION, "-V, --version")
     .showHelpAfterError("(run with --help for the options)")
+    .enablePositionalOptions()
     .exitOverride()
     .configureOutput({
       writeOut: (text) => io.stdout.write(text),
@@ -41,6 +45,9 @@ export async function runSluice(
   jobManagerCommand(program, io, exit);
   taskManagerCommand(program, io, exit);
   shuffleWorkerCommand(program, io, exit);
+  runCommand(program, io, exit);
+  listCommand(program, io, exit);
+  cancelCommand(program, io, exit);
   for (const command of program.commands) command.exitOverride();
   try {
     await program.parseAsync([...argv], { from: "user" });

@@ -26,8 +26,10 @@ interface TaskManagerFlags extends ConfigurationFlags {
  * registers with the job manager (`--jobmanager`, else `jobmanager.rpc.address`/`port`, or the
  * leader under high availability) and runs the tasks of every job deployed to it; each job's
  * code is loaded from this host by the job module the job names (resolved from the `--usrlib`
- * folders, as Flink's `usrlib/`, then the working directory). It runs until SIGINT/SIGTERM or
- * until the job manager shuts it down.
+ * folders, as Flink's `usrlib/`, then the working directory). It runs until SIGINT/SIGTERM, until
+ * the job manager shuts it down, until it could not register again within
+ * `taskmanager.registration.timeout` after losing the job manager, or until its TaskExecutor
+ * fails fatally (exit 1).
  */
 export function taskManagerCommand(
   program: Command,
@@ -86,7 +88,10 @@ async function runTaskManager(flags: TaskManagerFlags, io: CommandIO): Promise<n
       say(
         `task manager ${taskManager.index} (pid ${process.pid}) ended: ${end.reason} (${end.message})`,
       );
-      return end.reason === "job-manager-lost" ? ExitCode.FAILED : ExitCode.OK;
+      // A fatal error may leave a task's code running: the caller exits the process.
+      return end.reason === "job-manager-lost" || end.reason === "fatal-error"
+        ? ExitCode.FAILED
+        : ExitCode.OK;
     },
     async (signal) => {
       await taskManager.close(`stopped by ${signal}`);

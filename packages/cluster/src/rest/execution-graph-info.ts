@@ -402,6 +402,7 @@ export class ExecutionGraphInfo {
         }),
       },
       "root-cause": rootCause,
+      restarts: execution.restarts,
     };
   }
 }

@@ -125,6 +125,8 @@ export interface JobDetailsInfo {
   readonly plan: PlanInfo;
   /** Why the job failed or was canceled, with its task (Sluice); `null` otherwise. */
   readonly "root-cause": string | null;
+  /** How many times the job restarted (Sluice; Flink's `numRestarts` metric). */
+  readonly restarts: number;
 }
 
 /** One entry of `GET /jobs/overview` (Flink's `JobDetails`). */

@@ -2,7 +2,7 @@
  * The REST endpoint's routes, one small handler each, in Flink's REST API shapes where Flink has
  * the route (`/config`, `/overview`, `/jobs`, `/jobs/overview`, `/jobs/:jobid`,
  * `/jobs/:jobid/vertices/:vertexid`, `/jobs/:jobid/checkpoints`, `/jobs/:jobid/exceptions`,
- * `/taskmanagers`, `PATCH /jobs/:jobid`), and Sluice's own: the job's event stream and job
+ * `/taskmanagers`, `PATCH /jobs/:jobid`, `POST /jobs`), and Sluice's own: the job's event stream and job
  * messages.
  */
 import type { JsonValue } from "@sluice/runtime-api";
@@ -14,6 +14,7 @@ import type { ExecutionGraphInfo } from "./execution-graph-info.js";
 import type { ExecutionGraphInfoStore } from "./execution-graph-info-store.js";
 import type { JobDetailsInfo } from "./job-details-info.js";
 import { deliverJobMessage } from "./job-message-delivery.js";
+import { submitJob } from "./job-submit-handler.js";
 import type { MetricFetcher } from "./metric-fetcher.js";
 import { RestHandlerError } from "./rest-handler-error.js";
 import type { RestRoute } from "./rest-router.js";
@@ -99,6 +100,13 @@ export function restRoutes(context: RestRouteContext): RestRoute[] {
       handle: () => ({
         body: { jobs: jobs.all().map((job) => ({ id: job.jid, status: job.state })) },
       }),
+    },
+    {
+      method: "POST",
+      path: "/jobs",
+      stateChanging: true,
+      hasBody: true,
+      handle: async ({ body }) => ({ status: 202, body: await submitJob(jobManager, body) }),
     },
     {
       method: "GET",

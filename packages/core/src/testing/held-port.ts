@@ -29,3 +29,14 @@ export async function holdPort(): Promise<HeldPort> {
     },
   };
 }
+
+/**
+ * A port of 127.0.0.1 that was free a moment ago and nothing listens on now: for a server a test
+ * starts in another process on a port it must know in advance, or a client that must find nobody
+ * listening.
+ */
+export async function freePort(): Promise<number> {
+  const held = await holdPort();
+  await held.close();
+  return held.port;
+}

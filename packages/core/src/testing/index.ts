@@ -4,7 +4,7 @@
  * Importing it registers the `toHaveAllSegmentsAvailable` matcher.
  */
 export { expectError, expectRejection, expectSluiceError, must } from "./assertions.js";
-export { type HeldPort, holdPort } from "./held-port.js";
+export { freePort, type HeldPort, holdPort } from "./held-port.js";
 export {
   type SegmentCounting,
   toHaveAllSegmentsAvailable,

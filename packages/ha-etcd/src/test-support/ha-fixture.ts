@@ -3,6 +3,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { type LeaderContender, readableConfigOf } from "@sluice/runtime-api";
 import { afterAll, afterEach, beforeAll, describe } from "vitest";
+import { EtcdClient } from "../client/etcd-client.js";
+import { EtcdKv } from "../client/etcd-kv.js";
 import type { EtcdHighAvailabilityServices } from "../etcd-high-availability-services.js";
 import { EtcdHighAvailabilityServicesFactory } from "../etcd-high-availability-services-factory.js";
 import { type EtcdServer, etcdUnavailableReason, startEtcd } from "../testing/index.js";
@@ -48,6 +50,11 @@ export interface EtcdFixture {
   readonly warnings: string[];
   /** The current test's `high-availability.cluster-id`. */
   clusterId(): string;
+  /**
+   * etcd's key-value API under `namespace` on a client of its own (an operator's view: what an
+   * `etcdctl` would see or change), closed after the test.
+   */
+  kv(namespace?: string): EtcdKv;
 }
 
 /**
@@ -63,6 +70,7 @@ export function describeWithEtcd(name: string, body: (fixture: EtcdFixture) => v
     let server: EtcdServer | undefined;
     let storage: string | undefined;
     const open = new Set<EtcdHighAvailabilityServices>();
+    const clients = new Set<EtcdClient>();
     const warnings: string[] = [];
     let cluster = 0;
     const clusterId = () => `test-${process.pid}-${cluster}`;
@@ -73,6 +81,8 @@ export function describeWithEtcd(name: string, body: (fixture: EtcdFixture) => v
     afterEach(async () => {
       await Promise.all([...open].map((services) => services.close()));
       open.clear();
+      for (const client of clients) client.close();
+      clients.clear();
       cluster++;
       warnings.length = 0;
     });
@@ -85,6 +95,14 @@ export function describeWithEtcd(name: string, body: (fixture: EtcdFixture) => v
       storageDir: () => storage as string,
       warnings,
       clusterId,
+      kv: (namespace = "") => {
+        const client = new EtcdClient({
+          endpoints: [(server as EtcdServer).endpoint],
+          requestTimeoutMs: 10_000,
+        });
+        clients.add(client);
+        return new EtcdKv(client, namespace);
+      },
       services: async (overrides = {}) => {
         const configuration = readableConfigOf({
           "high-availability.type": "etcd",

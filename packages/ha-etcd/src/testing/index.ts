@@ -4,6 +4,7 @@
  */
 export {
   type EtcdServer,
+  type EtcdServerTls,
   etcdBinary,
   etcdUnavailableReason,
   type StartEtcdOptions,

@@ -21,8 +21,11 @@ export interface ExclusiveBuffersFallback {
   reasonToFallBack(exclusiveBuffers: number): string | undefined;
   /** Creates the floating pool of floating-only mode, which must serve every channel. */
   createFloatingOnlyBufferPool(): LocalBufferPool;
-  /** Told once when the gate falls back, with the reason (the environment logs it). */
-  onFallback(gate: SingleInputGate, reason: string): void;
+  /**
+   * Told once when the gate falls back, with the reason and the floating-only pool it got (the
+   * environment reports it).
+   */
+  onFallback(gate: SingleInputGate, reason: string, pool: LocalBufferPool): void;
 }
 
 /** Remote channels: the exclusive buffers they take at setup, and the switch to none. */

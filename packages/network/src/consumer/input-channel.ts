@@ -96,6 +96,12 @@ export abstract class InputChannel {
   abstract getNextBuffer(): BufferAndAvailability | undefined;
   /** Unblocks the upstream subpartition after an aligned barrier. */
   abstract resumeConsumption(): void;
+  /**
+   * The task read this channel's EndOfData and processed every record before it: tells the
+   * producer's subpartition (Flink's `acknowledgeAllRecordsProcessed`, AckAllUserRecordsProcessed
+   * on the wire), whose task waits for it before it finishes.
+   */
+  abstract acknowledgeAllRecordsProcessed(): void;
   /** Sends a task event to the producer. */
   abstract sendTaskEvent(event: TaskEvent): void;
   abstract isReleased(): boolean;

@@ -181,6 +181,15 @@ export class LocalInputChannel
     this.view.resumeConsumption();
   }
 
+  acknowledgeAllRecordsProcessed(): void {
+    if (this.view === undefined) {
+      throw new IllegalStateError(
+        `${this}: acknowledgeAllRecordsProcessed before the partition was requested`,
+      );
+    }
+    this.view.acknowledgeAllDataProcessed();
+  }
+
   sendTaskEvent(event: TaskEvent): void {
     if (
       this.taskEventPublisher === undefined ||

@@ -23,6 +23,11 @@ export interface PartitionRequestClient {
   notifyCreditAvailable(channel: RemoteInputChannel): void;
   /** Resumes the channel's subpartition after an aligned barrier blocked it. */
   resumeConsumption(channel: RemoteInputChannel): void;
+  /**
+   * Tells the producer that the channel's task processed every record of its subpartition
+   * (AckAllUserRecordsProcessed), once it read the EndOfData.
+   */
+  acknowledgeAllRecordsProcessed(channel: RemoteInputChannel): void;
   /** Buffer debloating: tells the producer the channel's new buffer size. */
   notifyNewBufferSize(channel: RemoteInputChannel, bufferSize: number): void;
   /** Sends a task event to the producer of `partitionId` on behalf of the channel. */

@@ -43,6 +43,7 @@ class FakePartitionRequestClient implements PartitionRequestClient {
   readonly taskEvents: TaskEvent[] = [];
   creditNotifications = 0;
   resumes = 0;
+  allRecordsProcessedAcks = 0;
   retriggered = 0;
   readonly newBufferSizes: number[] = [];
 
@@ -57,6 +58,9 @@ class FakePartitionRequestClient implements PartitionRequestClient {
   }
   resumeConsumption(_channel: RemoteInputChannel): void {
     this.resumes++;
+  }
+  acknowledgeAllRecordsProcessed(_channel: RemoteInputChannel): void {
+    this.allRecordsProcessedAcks++;
   }
   notifyNewBufferSize(_channel: RemoteInputChannel, bufferSize: number): void {
     this.newBufferSizes.push(bufferSize);

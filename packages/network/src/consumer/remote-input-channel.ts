@@ -544,6 +544,16 @@ export class RemoteInputChannel extends InputChannel implements BufferManagerOwn
     this.client.resumeConsumption(this);
   }
 
+  acknowledgeAllRecordsProcessed(): void {
+    if (this.client === undefined) {
+      throw new IllegalStateError(
+        `${this}: acknowledgeAllRecordsProcessed before the partition was requested`,
+      );
+    }
+    if (this.released) return;
+    this.client.acknowledgeAllRecordsProcessed(this);
+  }
+
   sendTaskEvent(event: TaskEvent): void {
     if (this.released) throw new CancelledError(`${this} has been released`);
     if (this.client === undefined) {

@@ -3,6 +3,7 @@ import {
   BufferDecompressionError,
   CancelledError,
   type CheckpointBarrier,
+  deferred,
   EndOfPartitionEvent,
   EventSerializer,
   hasPriority,
@@ -130,6 +131,7 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
   /** Task events sent while some channel was unknown; replayed to it once it is known. */
   private readonly pendingEvents: TaskEvent[] = [];
   private closed = false;
+  private readonly closedSignal = deferred<void>();
   private failure: Error | undefined;
   private readonly counters = new InputCounters();
   readonly metrics: InputGateMetrics;
@@ -288,8 +290,9 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
     for (const channel of this.channels) {
       if (hasExclusiveBuffers(channel)) channel.useFloatingBuffersOnly();
     }
-    fallback.onFallback(this, reason);
-    return fallback.createFloatingOnlyBufferPool();
+    const pool = fallback.createFloatingOnlyBufferPool();
+    fallback.onFallback(this, reason, pool);
+    return pool;
   }
 
   /** How the remote channels get their buffers; `floating-only` after a fallback at setup. */
@@ -551,6 +554,15 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
   }
 
   /**
+   * The task read the EndOfData of channel `channelIndex` and processed every record before it
+   * (Flink's `acknowledgeAllRecordsProcessed`): the producer's subpartition learns it, locally or
+   * with an AckAllUserRecordsProcessed message.
+   */
+  acknowledgeAllRecordsProcessed(channelIndex: number): void {
+    this.getChannel(channelIndex).acknowledgeAllRecordsProcessed();
+  }
+
+  /**
    * Sends a task event to the producer of every channel. Channels whose producer is not known
    * yet get it once they are (Flink keeps such events and replays them).
    */
@@ -621,6 +633,15 @@ export class SingleInputGate implements InputGate, InputChannelOwner {
     this.priorityAvailability.resetAvailable();
     this.bufferPool?.destroy();
     this.availability.resetAvailable();
+    this.closedSignal.resolve();
+  }
+
+  /**
+   * Resolves once the gate was closed (Flink's `getCloseFuture`): whoever keeps a gate for
+   * lookups lets go of it then.
+   */
+  get closeFuture(): Promise<void> {
+    return this.closedSignal.promise;
   }
 
   isClosed(): boolean {

@@ -39,6 +39,12 @@ export class UnknownInputChannel extends InputChannel {
     );
   }
 
+  acknowledgeAllRecordsProcessed(): void {
+    throw new IllegalStateError(
+      `${this}: acknowledgeAllRecordsProcessed on a channel whose producer is unknown (it cannot have delivered EndOfData)`,
+    );
+  }
+
   /** Nothing to send to yet: the gate keeps the event and replays it to the known channel. */
   sendTaskEvent(_event: TaskEvent): void {}
 

@@ -23,18 +23,26 @@ const FALLBACK_SHARE_DIVISOR = 16;
 
 /**
  * How a worker's pools take fewer buffers than configured when its network memory is short
- * (`taskmanager.network.memory.exclusive-buffers-fallback`): output pools of pipelined
- * partitions and gates deploy with a smaller guarantee, reported once each, instead of failing
- * with InsufficientBuffersError as in Flink. Off, every pool gets its full guarantee or fails.
+ * (`taskmanager.network.memory.exclusive-buffers-fallback`, off by default): output pools of
+ * pipelined partitions and gates deploy with a smaller guarantee, each reported once in a
+ * warning naming its task and the buffers it got, and counted
+ * (`Status.Shuffle.Netty.BuffersFallbacks`), instead of failing with InsufficientBuffersError
+ * as in Flink. Off, every pool gets its full guarantee or fails.
  */
 export class BuffersFallback {
   private readonly networkBufferPool: NetworkBufferPool;
   /** `exclusiveBuffersFallback` turns it on; a floating-only gate gets `floatingBuffersPerGate` at most. */
   private readonly settings: FallbackSettings;
+  private fallbacks = 0;
 
   constructor(networkBufferPool: NetworkBufferPool, settings: FallbackSettings) {
     this.networkBufferPool = networkBufferPool;
     this.settings = settings;
+  }
+
+  /** Pools (gates and output pools) that fell back since the worker started. */
+  get numberOfFallbacks(): number {
+    return this.fallbacks;
   }
 
   /**
@@ -52,6 +60,7 @@ export class BuffersFallback {
     // is sent, sliced, whenever it is full.
     const reduced = this.fallbackGuarantee(Math.min(min, FALLBACK_OUTPUT_POOL_MIN_BUFFERS));
     if (reduced < 1) return min; // cannot help: fail naming the real minimum
+    this.fallbacks++;
     emitBuffersFallbackWarning(
       `${name} is guaranteed ${reduced} network buffers instead of ${min} (one per subpartition ` +
         `plus one): only ${unreserved} of ${this.networkBufferPool.totalNumberOfMemorySegments} ` +
@@ -131,13 +140,18 @@ export class BuffersFallback {
           { name: poolName },
         );
       },
-      onFallback: (gate, reason) =>
+      onFallback: (gate, reason, floatingOnly) => {
+        this.fallbacks++;
         emitBuffersFallbackWarning(
-          `${gate} reads with floating buffers only: ${reason}. It deploys, at some cost in ` +
+          `${gate} reads with floating buffers only, guaranteed ` +
+            `${floatingOnly.getNumberOfRequiredMemorySegments()} of up to ` +
+            `${floatingOnly.getMaxNumberOfMemorySegments()} floating buffers for its ` +
+            `${gate.numberOfInputChannels} channels: ${reason}. It deploys, at some cost in ` +
             `throughput. Give the worker more network memory ('taskmanager.memory.network.min', ` +
             `'taskmanager.memory.network.max') or lower the parallelism; ` +
             `'taskmanager.network.memory.exclusive-buffers-fallback: false' fails instead.`,
-        ),
+        );
+      },
     };
   }
 }

@@ -117,7 +117,10 @@ export class NetworkShuffleEnvironment
   private readonly serverHandlers = new Set<PartitionRequestServerHandler>();
   /** Server handlers whose connection closed while some of its writes were still in flight. */
   private readonly closedServerHandlers = new Set<PartitionRequestServerHandler>();
-  /** Gates by consumer attempt, for updatePartitionInfo. */
+  /**
+   * The open gates by consumer attempt, for updatePartitionInfo; a gate leaves once it closed, so
+   * nothing of a finished task stays reachable from here.
+   */
   private readonly gatesByConsumer = new Map<string, SingleInputGate[]>();
   private readonly backoff: Backoff;
   /** The worker's folders for blocking partitions. */
@@ -178,7 +181,11 @@ export class NetworkShuffleEnvironment
       maxMs: this.settings.requestBackoffMaxMs,
     };
     if (context.metrics !== undefined) {
-      registerEnvironmentMetrics(context.metrics, this.networkBufferPool);
+      registerEnvironmentMetrics(
+        context.metrics,
+        this.networkBufferPool,
+        () => this.buffersFallback.numberOfFallbacks,
+      );
       registerBatchShuffleMetrics(context.metrics, this.batchShuffleCounters, () =>
         this.getReadBufferPoolUsage(),
       );
@@ -398,7 +405,10 @@ export class NetworkShuffleEnvironment
       this.createInputGate(ownerContext, gateIndex, descriptor, partitionProducerStateProvider),
     );
     const key = ownerContext.executionAttemptId.toString();
-    this.gatesByConsumer.set(key, [...(this.gatesByConsumer.get(key) ?? []), ...gates]);
+    if (gates.length > 0) {
+      this.gatesByConsumer.set(key, [...(this.gatesByConsumer.get(key) ?? []), ...gates]);
+      for (const gate of gates) void gate.closeFuture.then(() => this.forgetGate(key, gate));
+    }
     return this.registeringMetrics(ownerContext, gates, registerInputMetrics);
   }
 
@@ -528,6 +538,13 @@ export class NetworkShuffleEnvironment
     );
   }
 
+  /** A gate of consumer attempt `key` closed: it is no longer looked up. */
+  private forgetGate(key: string, gate: SingleInputGate): void {
+    const open = (this.gatesByConsumer.get(key) ?? []).filter((g) => g !== gate);
+    if (open.length > 0) this.gatesByConsumer.set(key, open);
+    else this.gatesByConsumer.delete(key);
+  }
+
   /**
    * Makes the unknown channels of `consumerAttemptId`'s gates that read the partition of
    * `partitionInfo` local or remote (Flink's updatePartitionInfo): every matching channel of a
@@ -590,6 +607,16 @@ export class NetworkShuffleEnvironment
       if (handler.isReadingPaused()) pausedConnections++;
     }
     return { queuedBytes, pausedConnections };
+  }
+
+  /**
+   * Bytes the data server read from its peers but has not decoded yet, over all connections (for
+   * tests and metrics): input that arrived while reading from a peer was paused.
+   */
+  getServerHeldInputBytes(): number {
+    let held = 0;
+    for (const handler of this.serverHandlers) held += handler.getHeldInputBytes();
+    return held;
   }
 
   /** Open client connections (for tests and metrics). */

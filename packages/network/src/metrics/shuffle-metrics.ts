@@ -10,8 +10,16 @@ import type { BatchShuffleCounters } from "../partition/batch-shuffle-counters.j
  * record. See docs/metrics.md for what each one means.
  */
 
-/** Process scope: `Status.Shuffle.Netty.*` of the worker's NetworkBufferPool. */
-export function registerEnvironmentMetrics(sink: ShuffleMetricSink, pool: NetworkBufferPool): void {
+/**
+ * Process scope: `Status.Shuffle.Netty.*` of the worker's NetworkBufferPool, and
+ * `Status.Shuffle.Netty.BuffersFallbacks` (counter: the pools `fallbacks` says were guaranteed
+ * fewer buffers than configured, with `taskmanager.network.memory.exclusive-buffers-fallback`).
+ */
+export function registerEnvironmentMetrics(
+  sink: ShuffleMetricSink,
+  pool: NetworkBufferPool,
+  fallbacks: () => number,
+): void {
   const prefix = "Status.Shuffle.Netty";
   const size = pool.segmentSize;
   sink.registerGauge(`${prefix}.TotalMemorySegments`, () => pool.totalNumberOfMemorySegments);
@@ -28,6 +36,7 @@ export function registerEnvironmentMetrics(sink: ShuffleMetricSink, pool: Networ
   sink.registerGauge(`${prefix}.RequestedMemoryUsage`, () =>
     pool.getEstimatedRequestedSegmentsUsage(),
   );
+  sink.registerCounter(`${prefix}.BuffersFallbacks`, fallbacks);
 }
 
 /** What the batch-shuffle metrics read of the worker's read memory (absent until first used). */

@@ -9,6 +9,7 @@ import {
   type BufferHeader,
   type IndexEntry,
   type PartitionedFile,
+  payloadChecksum,
   RUN_TRAILER_LENGTH,
 } from "./partitioned-file.js";
 
@@ -86,6 +87,19 @@ export class PartitionedFileReader {
         `data file ends within region ${this.region}, subpartition ${this.subpartition}: read ${bytesRead} of ${bytes} bytes at offset ${position}`,
       );
     }
+    // Every payload is checked before any of them leaves: a changed byte is never delivered.
+    let at = position;
+    for (let i = 0; i < count; i++) {
+      const header = this.headers[this.nextBuffer + i] as BufferHeader;
+      const actual = payloadChecksum(views[i] as Buffer);
+      if (actual !== header.crc) {
+        segments.unshift(...taken);
+        throw this.file.corrupted(
+          `buffer ${this.nextBuffer + i} of region ${this.region}, subpartition ${this.subpartition} at offset ${at} has CRC32 ${hex(actual)}, but ${hex(header.crc)} was written`,
+        );
+      }
+      at += header.length;
+    }
     const buffers: NetworkBuffer[] = [];
     for (let i = 0; i < count; i++) {
       const header = this.headers[this.nextBuffer + i] as BufferHeader;
@@ -136,4 +150,8 @@ export class PartitionedFileReader {
       tailLength = parsed;
     }
   }
+}
+
+function hex(crc: number): string {
+  return (crc >>> 0).toString(16).padStart(8, "0");
 }

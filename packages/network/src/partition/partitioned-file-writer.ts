@@ -8,6 +8,7 @@ import {
   INDEX_ENTRY_LENGTH,
   INDEX_FILE_SUFFIX,
   PartitionedFile,
+  payloadChecksum,
   RUN_TRAILER_LENGTH,
   writeBufferHeader,
   writeIndexEntry,
@@ -129,6 +130,7 @@ export class PartitionedFileWriter {
       dataType: buffer.getDataType(),
       isCompressed: buffer.isCompressed(),
       length: payload.length,
+      crc: payloadChecksum(payload),
     });
     this.queue(payload);
   }

@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSyn
 import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { crc32 } from "node:zlib";
 import {
   DataType,
   ErrorCodes,
@@ -111,7 +112,7 @@ describe("PartitionedFileWriter and PartitionedFileReader", () => {
     await file.delete();
   });
 
-  it("lays out runs as payloads, 8-byte headers and a count, and the index as offset/size pairs", async () => {
+  it("lays out runs as payloads, 12-byte headers with each payload's CRC32 and a count, and the index as offset/size pairs", async () => {
     const file = await writeThreeRegions();
     const data = readFileSync(file.dataFilePath);
     const index = readFileSync(file.indexFilePath);
@@ -121,19 +122,17 @@ describe("PartitionedFileWriter and PartitionedFileReader", () => {
       return [Number(index.readBigInt64BE(at)), Number(index.readBigInt64BE(at + 8))];
     };
     // Subpartition 0 of region 0: "a0" "a1", two headers, count.
-    expect(entry(0, 0)).toEqual([0, 4 + 2 * 8 + 4]);
+    expect(entry(0, 0)).toEqual([0, 4 + 2 * 12 + 4]);
     expect(data.subarray(0, 4).toString()).toBe("a0a1");
-    expect([data.readInt16BE(4), data.readInt16BE(6), data.readInt32BE(8)]).toEqual([
-      DataType.DATA_BUFFER,
-      0,
-      2,
-    ]);
-    expect([data.readInt16BE(12), data.readInt16BE(14), data.readInt32BE(16)]).toEqual([
-      DataType.DATA_BUFFER,
-      1,
-      2,
-    ]);
-    expect(data.readInt32BE(20)).toBe(2);
+    const header = (at: number) => [
+      data.readInt16BE(at),
+      data.readInt16BE(at + 2),
+      data.readInt32BE(at + 4),
+      data.readUInt32BE(at + 8),
+    ];
+    expect(header(4)).toEqual([DataType.DATA_BUFFER, 0, 2, crc32(Buffer.from("a0"))]);
+    expect(header(16)).toEqual([DataType.DATA_BUFFER, 1, 2, crc32(Buffer.from("a1"))]);
+    expect(data.readInt32BE(28)).toBe(2);
     expect(entry(0, 1)[1]).toBe(0);
     // The broadcast region's entries all point at the same run.
     expect(entry(1, 0)).toEqual(entry(1, 1));
@@ -227,6 +226,46 @@ describe("PartitionedFileWriter and PartitionedFileReader", () => {
     const error = await readAll(file, 2, pool).catch((e: unknown) => e);
     expect(isSluiceError(error, ErrorCodes.PARTITION_FILE_CORRUPTED)).toBe(true);
     expect((error as Error).message).toContain(file.dataFilePath);
+    expect(pool.getNumberOfAvailableBuffers()).toBe(pool.numberOfBuffers);
+    await file.delete();
+  });
+
+  it("fails a reader with SLUICE_ERR_PARTITION_FILE_CORRUPTED before it hands out a buffer whose payload byte changed (framing intact)", async () => {
+    const file = await writeThreeRegions();
+    const data = readFileSync(file.dataFilePath);
+    const at = data.indexOf("c3");
+    data[at + 1] = "9".charCodeAt(0); // c3 reads c9: every length and header still fits
+    writeFileSync(file.dataFilePath, data);
+    const reader = new PartitionedFileReader(file, 2);
+    const delivered: string[] = [];
+    let error: unknown;
+    while (reader.hasRemaining() && error === undefined) {
+      const segments = pool.requestBuffers(8);
+      try {
+        for (const b of await reader.readBuffers(segments, pool)) {
+          delivered.push(b.view().toString());
+          b.recycleBuffer();
+        }
+      } catch (e) {
+        error = e;
+      } finally {
+        for (const segment of segments) pool.recycle(segment);
+      }
+    }
+    expect(isSluiceError(error, ErrorCodes.PARTITION_FILE_CORRUPTED)).toBe(true);
+    expect((error as Error).message).toMatch(/buffer 3 of region 0, subpartition 2 .*CRC32/);
+    expect(delivered).not.toContain("c9");
+    expect(pool.getNumberOfAvailableBuffers()).toBe(pool.numberOfBuffers);
+    await file.delete();
+  });
+
+  it("fails a reader with SLUICE_ERR_PARTITION_FILE_CORRUPTED naming the file when the data file was deleted", async () => {
+    const file = await writeThreeRegions();
+    rmSync(file.dataFilePath);
+    const error = await readAll(file, 0, pool).catch((e: unknown) => e);
+    expect(isSluiceError(error, ErrorCodes.PARTITION_FILE_CORRUPTED)).toBe(true);
+    expect((error as Error).message).toContain(file.dataFilePath);
+    expect((error as Error).message).toMatch(/ENOENT/);
     expect(pool.getNumberOfAvailableBuffers()).toBe(pool.numberOfBuffers);
     await file.delete();
   });

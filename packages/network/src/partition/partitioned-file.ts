@@ -1,4 +1,5 @@
 import { type FileHandle, open, rm } from "node:fs/promises";
+import { crc32 } from "node:zlib";
 import { DataType, isBufferType, MAX_DATA_TYPE, PartitionFileCorruptedError } from "@sluice/core";
 import type { BatchShuffleCounters } from "./batch-shuffle-counters.js";
 
@@ -12,12 +13,14 @@ import type { BatchShuffleCounters } from "./batch-shuffle-counters.js";
  * | bytes | content |
  * | --- | --- |
  * | Σ length | the buffers' payloads, back to back |
- * | 8 × n | one header per buffer: int16 data type (`DataType`), int16 compressed (0/1), int32 length |
+ * | 12 × n | one header per buffer: int16 data type (`DataType`), int16 compressed (0/1), int32 length, uint32 CRC32 of the payload |
  * | 4 | int32 n, the number of buffers |
  *
  * (all big-endian). Flink puts each header in front of its buffer; Sluice puts a run's headers
  * after its payloads, so a reader learns every length of a run from one small read and then reads
- * many payloads with one `readv`, each straight into its own segment.
+ * many payloads with one `readv`, each straight into its own segment. Flink's header has no
+ * checksum; Sluice's carries each payload's CRC32, and a reader checks it before the buffer leaves
+ * for a consumer, so a byte that changed on disk is never delivered (its framing may be intact).
  *
  * Index file `<base>.shuffle.index`: per region, per subpartition, 16 bytes: int64 file offset
  * and int64 size of that subpartition's run (size 0: no data in that region). The entry of
@@ -27,7 +30,7 @@ export const DATA_FILE_SUFFIX = ".shuffle.data";
 /** Suffix of the index file. */
 export const INDEX_FILE_SUFFIX = ".shuffle.index";
 /** Bytes of one buffer header in a run. */
-export const BUFFER_HEADER_LENGTH = 8;
+export const BUFFER_HEADER_LENGTH = 12;
 /** Bytes of a run's trailer (its buffer count). */
 export const RUN_TRAILER_LENGTH = 4;
 /** Bytes of one index entry. */
@@ -38,6 +41,8 @@ export interface BufferHeader {
   readonly dataType: DataType;
   readonly isCompressed: boolean;
   readonly length: number;
+  /** CRC32 of the payload as it was written. */
+  readonly crc: number;
 }
 
 /** Where a subpartition's run of one region lies in the data file. */
@@ -51,6 +56,12 @@ export function writeBufferHeader(target: Buffer, offset: number, header: Buffer
   target.writeInt16BE(header.dataType, offset);
   target.writeInt16BE(header.isCompressed ? 1 : 0, offset + 2);
   target.writeInt32BE(header.length, offset + 4);
+  target.writeUInt32BE(header.crc >>> 0, offset + 8);
+}
+
+/** The CRC32 a buffer header carries for `payload`. */
+export function payloadChecksum(payload: Uint8Array): number {
+  return crc32(payload);
 }
 
 /** Writes one index entry at `offset` of `target`. */
@@ -177,7 +188,12 @@ export class PartitionedFile {
         );
       }
       payload += length;
-      headers[i] = { dataType, isCompressed: compressed === 1, length };
+      headers[i] = {
+        dataType,
+        isCompressed: compressed === 1,
+        length,
+        crc: tail.readUInt32BE(at + 8),
+      };
     }
     if (payload + headerBytes + RUN_TRAILER_LENGTH !== entry.size) {
       throw this.corrupted(
@@ -190,14 +206,28 @@ export class PartitionedFile {
   /** The shared handle of the data file. */
   openData(): Promise<FileHandle> {
     if (this.closed) return Promise.reject(this.corrupted("the partition file was deleted"));
-    this.dataHandle ??= open(this.dataFilePath, "r");
+    this.dataHandle ??= this.openFile(this.dataFilePath);
     return this.dataHandle;
   }
 
   private openIndex(): Promise<FileHandle> {
     if (this.closed) return Promise.reject(this.corrupted("the partition file was deleted"));
-    this.indexHandle ??= open(this.indexFilePath, "r");
+    this.indexHandle ??= this.openFile(this.indexFilePath);
     return this.indexHandle;
+  }
+
+  /**
+   * Opens one of the files for reading. A file that is gone (deleted under the worker, a disk
+   * unmounted) is damage like a truncated one: the readers fail with the partition file error, a
+   * partition exception, so the job side produces the partition again.
+   */
+  private openFile(path: string): Promise<FileHandle> {
+    return open(path, "r").catch((error: unknown) => {
+      throw this.corrupted(
+        `cannot open ${path === this.dataFilePath ? "the data file" : `the index file ${path}`} (${(error as Error).message})`,
+        error,
+      );
+    });
   }
 
   /** A {@link PartitionFileCorruptedError} naming this file. */

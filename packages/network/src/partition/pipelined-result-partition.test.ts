@@ -1,5 +1,7 @@
 import {
+  EndOfData,
   ErrorCodes,
+  EventSerializer,
   frameRecord,
   IllegalArgumentError,
   IllegalStateError,
@@ -7,6 +9,7 @@ import {
   type NetworkBufferPool,
   RECORD_LENGTH_BYTES,
   RecordTooLargeError,
+  StopMode,
 } from "@sluice/core";
 import { expectError } from "@sluice/core/testing";
 import fc from "fast-check";
@@ -798,5 +801,44 @@ describe("a pool with fewer buffers than subpartitions (the fallback when networ
     h.partition.close();
     for (const view of h.views) view.releaseAllResources();
     expectAllSegmentsBack(h.global);
+  });
+});
+
+describe("ResultPartition all records processed (FLIP-147's handshake)", () => {
+  it("testWaitForAllRecordProcessed: resolves once the consumer of every subpartition acknowledged the EndOfData it read", async () => {
+    const { partition, views } = setUp({ subpartitions: 2 });
+    partition.broadcastEvent(new EndOfData(StopMode.DRAIN));
+    let processed = false;
+    void partition.getAllDataProcessedFuture().then(() => {
+      processed = true;
+    });
+    for (const view of views) {
+      const next = view.getNextBuffer();
+      expect(next?.buffer.isBuffer()).toBe(false);
+      expect(
+        EventSerializer.fromBuffer(next?.buffer as NonNullable<typeof next>["buffer"]),
+      ).toEqual(new EndOfData(StopMode.DRAIN));
+      next?.buffer.recycleBuffer();
+    }
+    for (let i = 0; i < views.length; i++) {
+      (views[i] as ResultSubpartitionView).acknowledgeAllDataProcessed();
+      // A repeated acknowledgement counts once.
+      (views[0] as ResultSubpartitionView).acknowledgeAllDataProcessed();
+      await Promise.resolve();
+      expect(processed, `after ${i + 1} of ${views.length} acknowledgements`).toBe(
+        i === views.length - 1,
+      );
+    }
+    partition.release();
+  });
+
+  it("rejects with a CancelledError naming the consumers still missing when the partition is released first", async () => {
+    const { partition, views } = setUp({ subpartitions: 3 });
+    (views[1] as ResultSubpartitionView).acknowledgeAllDataProcessed();
+    partition.release();
+    await expect(partition.getAllDataProcessedFuture()).rejects.toMatchObject({
+      code: ErrorCodes.CANCELLED,
+      message: expect.stringContaining("before 2 of its 3 consumers processed all its records"),
+    });
   });
 });

@@ -3,6 +3,7 @@ import {
   AvailabilityHelper,
   type BufferBuilder,
   type BufferConsumer,
+  CancelledError,
   type CheckpointBarrier,
   deferred,
   EndOfPartitionEvent,
@@ -81,6 +82,13 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
   private numberOfUsers: number;
   private producerClosed = false;
   private readonly releaseFuture = deferred();
+  /**
+   * Per subpartition: its consumer acknowledged that it processed every record (it read the
+   * EndOfData; Flink's AckAllUserRecordsProcessed).
+   */
+  private readonly allRecordsProcessed: boolean[];
+  private numNotAllRecordsProcessed: number;
+  private readonly allDataProcessed = deferred();
 
   constructor(options: PipelinedResultPartitionOptions) {
     super("ResultPartition", options);
@@ -91,6 +99,10 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
     );
     this.unicastBuilders = new Array<BufferBuilder | undefined>(this.numberOfSubpartitions);
     this.numberOfUsers = this.numberOfSubpartitions + 1;
+    this.allRecordsProcessed = new Array<boolean>(this.numberOfSubpartitions).fill(false);
+    this.numNotAllRecordsProcessed = this.numberOfSubpartitions;
+    // Nobody waits for it in a job without final checkpoints; a release must not go unhandled.
+    this.allDataProcessed.promise.catch(() => {});
   }
 
   // ------------------------------------------------------------------------------- lifecycle
@@ -133,7 +145,7 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
   }
 
   /** Releases every buffer (queued data included) and the output pool. */
-  protected releaseInternal(): void {
+  protected releaseInternal(cause: Error | undefined): void {
     this.closeBuilders();
     this.alignmentTimers.clearAll();
     this.pending = undefined;
@@ -141,10 +153,39 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
     this.bufferPool?.destroy();
     this.pendingAvailability.resetAvailable();
     this.releaseFuture.resolve();
+    if (this.numNotAllRecordsProcessed > 0) {
+      this.allDataProcessed.reject(
+        new CancelledError(
+          `${this.description} was released before ${this.numNotAllRecordsProcessed} of its ${this.numberOfSubpartitions} consumers processed all its records`,
+          cause === undefined ? undefined : { cause },
+        ),
+      );
+    }
   }
 
   getReleaseFuture(): Promise<void> {
     return this.releaseFuture.promise;
+  }
+
+  /**
+   * Resolves once the consumer of every subpartition acknowledged that it processed all the
+   * records before the EndOfData it read (Flink's `getAllDataProcessedFuture`); rejects with a
+   * CancelledError when the partition is released first. A task with final checkpoints finishes
+   * only then, so it is never recorded as finished while a consumer still holds its records.
+   */
+  getAllDataProcessedFuture(): Promise<void> {
+    return this.allDataProcessed.promise;
+  }
+
+  /**
+   * The consumer of subpartition `index` processed all its records (Flink's
+   * `onSubpartitionAllDataProcessed`); repeated acknowledgements count once.
+   */
+  onSubpartitionAllDataProcessed(index: number): void {
+    if (this.allRecordsProcessed[index] !== false) return;
+    this.allRecordsProcessed[index] = true;
+    this.numNotAllRecordsProcessed--;
+    if (this.numNotAllRecordsProcessed === 0) this.allDataProcessed.resolve();
   }
 
   /**

@@ -44,7 +44,7 @@ export class PipelinedSubpartitionView implements ResultSubpartitionView {
   }
 
   acknowledgeAllDataProcessed(): void {
-    // Pipelined partitions need no acknowledgement to be released; nothing waits on it yet.
+    if (!this.released) this.parent.acknowledgeAllDataProcessed();
   }
 
   releaseAllResources(): void {

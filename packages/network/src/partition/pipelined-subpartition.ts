@@ -23,6 +23,8 @@ export interface SubpartitionParent {
   readonly description: string;
   /** The view of subpartition `index` was released: it counts as consumed. */
   onConsumedSubpartition(index: number): void;
+  /** The consumer of subpartition `index` processed every record (it read the EndOfData). */
+  onSubpartitionAllDataProcessed?(index: number): void;
   /** Why the partition was released, when it failed. */
   getFailureCause(): Error | undefined;
   /** The partition's position among its task's outputs (names it in channel state). */
@@ -447,6 +449,11 @@ export class PipelinedSubpartition {
     // Data queued before the reader arrived must not be missed.
     if (this.isDataAvailable() || this.finished) view.notifyDataAvailable();
     return view;
+  }
+
+  /** Called by the view when the consumer acknowledged that it processed every record. */
+  acknowledgeAllDataProcessed(): void {
+    this.parent.onSubpartitionAllDataProcessed?.(this.subpartitionIndex);
   }
 
   /** Called by the view on release: the subpartition counts as consumed. */

@@ -83,6 +83,16 @@ export interface InputGate extends AvailabilityProvider {
    */
   resumeConsumption(channelIndex: number): void;
 
+  /**
+   * The task read the EndOfData of channel `channelIndex` and processed every record before it
+   * (Flink's `acknowledgeAllRecordsProcessed`): the channel tells its producer's subpartition,
+   * whose partition then resolves `ResultPartitionWriter.getAllDataProcessedFuture()` once every
+   * consumer did. Called once per channel, on the event loop. Optional: a gate without it
+   * cannot take part in unaligned checkpoints after tasks finish (the runtime refuses it), as
+   * its producers could not tell when their records were processed.
+   */
+  acknowledgeAllRecordsProcessed?(channelIndex: number): void;
+
   /** Sends a task event upstream to the producers of every channel (TaskEventRequest). */
   sendTaskEvent(event: TaskEvent): void;
 

@@ -113,6 +113,20 @@ export interface ResultPartitionWriter extends AvailabilityProvider {
    */
   getReleaseFuture?(): Promise<void>;
 
+  /**
+   * Resolves once the consumer of every subpartition acknowledged that it processed all records
+   * before the EndOfData it read (`InputGate.acknowledgeAllRecordsProcessed`; Flink's
+   * `getAllDataProcessedFuture`); rejects when the partition is released first. With final
+   * checkpoints (`execution.checkpointing.checkpoints-after-tasks-finish`) a task that sent
+   * EndOfData finishes only once it resolved: a checkpoint may then record the task as
+   * finished, and a restore does not run it again, so no consumer may still hold its records.
+   * Pipelined partitions only (a blocking partition is read after its producer finished).
+   * Optional: a pipelined writer without it cannot take part in unaligned checkpoints after
+   * tasks finish (the runtime refuses it); aligned ones need it not, as there the final
+   * checkpoint's barrier follows the EndOfData.
+   */
+  getAllDataProcessedFuture?(): Promise<void>;
+
   /** The failure given to `fail()` or `release()`, if any (Flink's `getFailureCause`). */
   getFailureCause?(): Error | undefined;
 

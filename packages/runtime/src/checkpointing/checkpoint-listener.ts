@@ -23,4 +23,12 @@ export interface CheckpointListener {
    * failed over): nothing prepared for it is committed by it. Optional.
    */
   notifyCheckpointAborted?(checkpointId: bigint): void | Promise<void>;
+
+  /**
+   * Completed checkpoint `checkpointId` was subsumed: a newer checkpoint completed (the listener
+   * was told before this) and the job no longer retains this one, so nothing restores it any
+   * more (Flink's `notifyCheckpointSubsumed`): what was kept only for a restore from it may go.
+   * Optional.
+   */
+  notifyCheckpointSubsumed?(checkpointId: bigint): void | Promise<void>;
 }

@@ -2,7 +2,9 @@ import {
   CheckpointAlignment,
   CheckpointBarrier,
   DEFAULT_CHECKPOINT_OPTIONS,
+  EndOfData,
   NetworkBufferPool,
+  StopMode,
   StringSerializer,
 } from "@sluice/core";
 import {
@@ -177,6 +179,57 @@ describe("CheckpointedInputGate", () => {
     await left.gate.close();
     await right.gate.close();
     for (const writer of [l0, l1, r0]) writer.close();
+  });
+
+  it("acknowledges a channel's EndOfData to its producer once the task got every record before it, over local channels", async () => {
+    pool = new NetworkBufferPool(64, 256);
+    const manager = new ResultPartitionManager();
+    const { gate, writers } = gateOverProducers(pool, manager, 0, 2);
+    const [p0, p1] = writers as [PipelinedResultPartition, PipelinedResultPartition];
+    const handler = createCheckpointBarrierHandler({
+      mode: CheckpointingMode.EXACTLY_ONCE,
+      taskName: "consumer",
+      inputs: [gate],
+      task: { triggerCheckpointOnBarrier: () => {}, abortCheckpointOnBarrier: mustNotAbort },
+    });
+    const reader = new RecordReader(new CheckpointedInputGate([gate], handler), serializer);
+    const processed = [false, false];
+    writers.forEach((writer, i) => {
+      void writer.getAllDataProcessedFuture().then(() => {
+        processed[i] = true;
+      });
+    });
+    emit(p0, ["a", "b", "c"]);
+    p0.broadcastEvent(new EndOfData(StopMode.DRAIN));
+    p0.flushAll();
+    const seen: string[] = [];
+    // One record a poll: the EndOfData behind them is not read before the last one was handed out.
+    for (let round = 0; round < 10 && seen.length < 3; round++) {
+      await turn();
+      expect(processed[0], `with ${seen.length} of 3 records handed out`).toBe(false);
+      reader.pollRecords((r) => seen.push(r), 1);
+    }
+    expect(seen).toEqual(["a", "b", "c"]);
+    for (let round = 0; round < 10 && !processed[0]; round++) {
+      await turn();
+      reader.pollRecords((r) => seen.push(r));
+    }
+    expect(processed).toEqual([true, false]);
+    p1.broadcastEvent(new EndOfData(StopMode.DRAIN));
+    p1.flushAll();
+    for (let round = 0; round < 10 && !processed[1]; round++) {
+      await turn();
+      reader.pollRecords((r) => seen.push(r));
+    }
+    expect(processed).toEqual([true, true]);
+    for (const writer of writers) writer.finish();
+    for (let round = 0; round < 20 && !reader.isFinished(); round++) {
+      await turn();
+      reader.pollToEndOfPartition();
+    }
+    reader.close();
+    await gate.close();
+    for (const writer of writers) writer.close();
   });
 
   it("tracks at-least-once barriers over both gates without holding back any data", async () => {

@@ -25,6 +25,9 @@ const ANNOUNCEMENT = Symbol("announcement");
  * events included, in the order the channels delivered them; a channel held by an aligned
  * barrier simply delivers nothing until the handler resumes it.
  *
+ * EndOfData is acknowledged to its channel's producer as soon as it is polled (Flink's
+ * AckAllUserRecordsProcessed), as every record before it was handed out by then.
+ *
  * Priority: a gate with a priority event (an unaligned barrier, an announcement) is polled
  * before the others, and {@link hasPriorityEvent} lets a back-pressured task take such events
  * while it reads no data. Announcements go to the handler and are not handed on. A timed-out
@@ -217,6 +220,10 @@ export class CheckpointedInputGate {
       this.handler.processCancellationBarrier(event, channel);
     } else if (event.kind === "EndOfPartition") {
       this.handler.processEndOfPartition(channel);
+    } else if (event.kind === "EndOfData") {
+      // The reader polls the gate only once it handed every record of its buffer to the task's
+      // code, so every record of this channel was processed: its producer may finish.
+      gate.acknowledgeAllRecordsProcessed?.(next.channelIndex);
     } else if (event.kind === "EventAnnouncement") {
       const announced = event.announcedEvent;
       if (announced.kind === "CheckpointBarrier") {

@@ -61,7 +61,16 @@ export interface SubtaskCheckpointCoordinatorOptions {
   readonly acknowledge: (ack: AcknowledgeCheckpoint) => void;
   /** Sends a decline to the job side. Must not throw. */
   readonly decline: (decline: DeclineCheckpoint) => void;
+  /**
+   * How many checkpoints the job side aborted before this task took them are remembered, so
+   * that the task skips them when their trigger or barriers come after all (Flink's
+   * `maxRecordAbortedCheckpoints`). Default {@link DEFAULT_MAX_RECORD_ABORTED_CHECKPOINTS}.
+   */
+  readonly maxRecordAbortedCheckpoints?: number;
 }
+
+/** Flink's default of {@link SubtaskCheckpointCoordinatorOptions.maxRecordAbortedCheckpoints}. */
+export const DEFAULT_MAX_RECORD_ABORTED_CHECKPOINTS = 128;
 
 /** A task's figures of its last checkpoint (what it acknowledged). */
 export interface TaskCheckpointStats {
@@ -93,6 +102,14 @@ export interface TaskCheckpointStats {
  * too. The asynchronous part waits until every input channel delivered its barrier (the handler
  * calls {@link allBarriersReceived}) and writes the channel state next to the task's state.
  *
+ * Aborts (Flink's SubtaskCheckpointCoordinatorImpl): a checkpoint the job side aborted
+ * ({@link notifyCheckpointAborted}) before this task took it is remembered; when its trigger or
+ * its barriers come after all, the task takes no snapshot and sends a cancellation marker
+ * instead of the barrier, so its consumers stop aligning on it at once. One whose asynchronous
+ * part still runs is cancelled: its snapshot is deleted once written and never acknowledged.
+ * A trigger or barrier of a checkpoint older than one this task already took or aborted is
+ * skipped too (out of order), and declined as subsumed.
+ *
  * A timeoutable aligned checkpoint (aligned, with `aligned-checkpoint-timeout`) that this task
  * performed aligned still opens its channel state for the output only: its barrier may wait in
  * a back-pressured output queue past the timeout and turn unaligned there, overtaking the
@@ -105,8 +122,21 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
   private outputs: readonly CheckpointEventEmitter[] = [];
   private inputs: readonly InputGate[] = [];
   private prepareInputSnapshot: ((checkpointId: bigint) => void) | undefined;
-  /** Unaligned checkpoints aborted here whose asynchronous part has not ended yet. */
-  private readonly abortedChannelState = new Set<bigint>();
+  /**
+   * The asynchronous parts still running, by checkpoint; `cancelled` once the checkpoint was
+   * aborted here or by the job side: it then neither acknowledges nor declines.
+   */
+  private readonly asyncParts = new Map<bigint, { cancelled: boolean }>();
+  /**
+   * Checkpoints the job side aborted before this task took them, oldest first (Flink's
+   * `abortedCheckpointIds`), at most `maxRecordAbortedCheckpoints`.
+   */
+  private readonly abortedCheckpointIds = new Set<bigint>();
+  private readonly maxRecordAbortedCheckpoints: number;
+  /** The newest checkpoint recorded in {@link abortedCheckpointIds} (0: none). */
+  private maxAbortedCheckpointId = 0n;
+  /** The newest checkpoint this task took or aborted on a barrier (-1: none). */
+  private lastCheckpointId = -1n;
   /** Where the in-flight data of unaligned checkpoints is collected. */
   readonly channelStateWriter: ChannelStateWriterImpl;
   private handler: CheckpointHandler | undefined;
@@ -121,6 +151,8 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
 
   constructor(options: SubtaskCheckpointCoordinatorOptions) {
     this.options = options;
+    this.maxRecordAbortedCheckpoints =
+      options.maxRecordAbortedCheckpoints ?? DEFAULT_MAX_RECORD_ABORTED_CHECKPOINTS;
     this.channelStateWriter = new ChannelStateWriterImpl(options.taskName);
   }
 
@@ -202,7 +234,40 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
   }
 
   abortCheckpointOnBarrier(checkpointId: bigint, reason: CheckpointFailureReason): void {
+    if (checkpointId > this.lastCheckpointId) this.lastCheckpointId = checkpointId;
+    // Ids older than it can never be taken any more: no need to remember them.
+    for (const id of this.abortedCheckpointIds) {
+      if (id >= this.lastCheckpointId) break;
+      this.abortedCheckpointIds.delete(id);
+    }
     this.abortCheckpoint(checkpointId, reason);
+  }
+
+  /**
+   * The job side aborted checkpoint `checkpointId` (Flink's `notifyCheckpointAborted`): an
+   * asynchronous part still running for it is cancelled (its snapshot deleted once written,
+   * never acknowledged); one this task has not taken yet is remembered, so its trigger or
+   * barriers are answered with a cancellation marker; its channel state stops collecting.
+   */
+  notifyCheckpointAborted(checkpointId: bigint): void {
+    const running = this.asyncParts.get(checkpointId);
+    if (running !== undefined) {
+      running.cancelled = true;
+    } else if (checkpointId > this.lastCheckpointId) {
+      this.abortedCheckpointIds.add(checkpointId);
+      if (checkpointId > this.maxAbortedCheckpointId) this.maxAbortedCheckpointId = checkpointId;
+      // The oldest go first (Flink's set of limited size).
+      for (const id of this.abortedCheckpointIds) {
+        if (this.abortedCheckpointIds.size <= this.maxRecordAbortedCheckpoints) break;
+        this.abortedCheckpointIds.delete(id);
+      }
+    }
+    this.stopChannelState(checkpointId, "was aborted by the job side");
+  }
+
+  /** Checkpoints the job side aborted that this task still remembers (for tests). */
+  get numberOfRecordedAbortedCheckpoints(): number {
+    return this.abortedCheckpointIds.size;
   }
 
   /** Tells the job side that this task will not take part in `checkpointId`. */
@@ -248,6 +313,24 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
 
   private performCheckpoint(barrier: CheckpointBarrier, metrics: CheckpointMetrics): void {
     const checkpointId = barrier.id;
+    if (this.lastCheckpointId >= checkpointId) {
+      // Out of order: a newer one was taken or aborted here, whose barrier or marker already
+      // told the consumers. The job side need not wait for this one until it expires.
+      this.stopChannelState(checkpointId, "came after a newer checkpoint");
+      this.checkAndClearAbortedStatus(checkpointId);
+      this.decline(checkpointId, CheckpointFailureReason.CHECKPOINT_DECLINED_SUBSUMED);
+      return;
+    }
+    this.lastCheckpointId = checkpointId;
+    if (this.checkAndClearAbortedStatus(checkpointId)) {
+      // Aborted by the job side before it came here: no snapshot, and a marker instead of the
+      // barrier, so the consumers do not align on a checkpoint that can never complete.
+      for (const output of this.outputs) {
+        output.broadcastEvent(new CancelCheckpointMarker(checkpointId));
+      }
+      this.stopChannelState(checkpointId, "was aborted by the job side");
+      return;
+    }
     const start = performance.now();
     const unaligned = isUnalignedCheckpoint(barrier.options);
     // Aligned here, but its barrier may still turn unaligned in an output queue.
@@ -281,8 +364,11 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
       }
     }
     const syncDurationMillis = Math.round(performance.now() - start);
+    const part = { cancelled: false };
+    this.asyncParts.set(checkpointId, part);
     const written = this.writeAndAcknowledge(
       checkpointId,
+      part,
       stateJson,
       channelState,
       persisted,
@@ -290,7 +376,32 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
       syncDurationMillis,
     );
     this.pending.add(written);
-    void written.then(() => this.pending.delete(written));
+    void written.then(() => {
+      this.pending.delete(written);
+      if (this.asyncParts.get(checkpointId) === part) this.asyncParts.delete(checkpointId);
+    });
+  }
+
+  /**
+   * Whether `checkpointId` was aborted by the job side before this task took it (Flink's
+   * `checkAndClearAbortedStatus`): remembered, or older than every remembered one by more than
+   * the remembered count (forgotten, but surely aborted).
+   */
+  private checkAndClearAbortedStatus(checkpointId: bigint): boolean {
+    return (
+      this.abortedCheckpointIds.delete(checkpointId) ||
+      checkpointId + BigInt(this.maxRecordAbortedCheckpoints) < this.maxAbortedCheckpointId
+    );
+  }
+
+  /** Checkpoint `checkpointId`'s channel state, if it collects any, is dropped: it is void. */
+  private stopChannelState(checkpointId: bigint, why: string): void {
+    if (!this.channelStateWriter.isStarted(checkpointId)) return;
+    this.channelStateWriter.abort(
+      checkpointId,
+      new CheckpointError(`${this.options.taskName}: checkpoint ${checkpointId} ${why}`),
+    );
+    for (const gate of this.inputs) gate.checkpointStopped?.(checkpointId);
   }
 
   /**
@@ -358,6 +469,7 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
 
   private async writeAndAcknowledge(
     checkpointId: bigint,
+    part: { readonly cancelled: boolean },
     stateJson: string | undefined,
     pendingChannelState: Promise<TaskChannelState> | undefined,
     persisted: Promise<void> | undefined,
@@ -375,7 +487,7 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
         );
         // The channel state still being collected for it is of no use any more.
         if (pendingChannelState !== undefined) await pendingChannelState.catch(() => {});
-        if (!this.discarding) {
+        if (!this.discarding && !part.cancelled) {
           this.decline(checkpointId, CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION, cause);
         }
         return;
@@ -386,8 +498,9 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
       try {
         channelState = await pendingChannelState;
       } catch (error) {
-        // Aborted here (declined already), or the task ended before the input was complete.
-        if (!this.abortedChannelState.delete(checkpointId) && !this.discarding) {
+        // Aborted here (declined already) or by the job side, or the task ended before the
+        // input was complete.
+        if (!part.cancelled && !this.discarding) {
           this.decline(
             checkpointId,
             CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_CLOSING,
@@ -404,14 +517,16 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
         stateHandle = await this.options.persist(checkpointId, stateJson, channelState);
       }
     } catch (error) {
-      this.decline(
-        checkpointId,
-        CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION,
-        error as Error,
-      );
+      if (!part.cancelled) {
+        this.decline(
+          checkpointId,
+          CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION,
+          error as Error,
+        );
+      }
       return;
     }
-    if (this.discarding) {
+    if (this.discarding || part.cancelled) {
       if (stateHandle !== undefined) await this.discardQuietly(stateHandle);
       return;
     }
@@ -458,14 +573,10 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
     reason: CheckpointFailureReason,
     error?: Error,
   ): void {
-    if (this.channelStateWriter.isStarted(checkpointId)) {
-      this.abortedChannelState.add(checkpointId);
-      this.channelStateWriter.abort(
-        checkpointId,
-        new CheckpointError(`${this.options.taskName}: checkpoint ${checkpointId} was aborted`),
-      );
-      for (const gate of this.inputs) gate.checkpointStopped?.(checkpointId);
-    }
+    // Its asynchronous part, if one runs, must not decline it a second time.
+    const running = this.asyncParts.get(checkpointId);
+    if (running !== undefined) running.cancelled = true;
+    this.stopChannelState(checkpointId, "was aborted");
     for (const output of this.outputs)
       output.broadcastEvent(new CancelCheckpointMarker(checkpointId));
     this.decline(checkpointId, reason, error);

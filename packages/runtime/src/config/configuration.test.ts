@@ -4,6 +4,7 @@ import path from "node:path";
 import { ConfigurationError, ErrorCodes, type SluiceError } from "@sluice/core";
 import { expectError } from "@sluice/core/testing";
 import {
+  ConfigOptions,
   ExecutionOptions,
   NettyShuffleEnvironmentOptions,
   NetworkMemoryOptions,
@@ -261,12 +262,19 @@ describe("Configuration", () => {
     expect(config.clone().configDir).toBe(dir);
   });
 
-  it("lists unknown keys and emits one SluiceConfigWarning naming them, with a likely fix", () => {
+  it("lists unknown keys and, once the plugins are loaded, emits one SluiceConfigWarning naming them, with a likely fix", () => {
     const file = writeConfig(
       "taskmanager.memory.segment-sise: 32kb\nmy.app.setting: 1\ntaskmanager.network.netty.client.connectTimeoutSec: 3\n",
     );
     const config = Configuration.load({ configFile: file, args: ["-Dalso.unknown=1"] });
     expect(config.unknownKeys()).toEqual([
+      "taskmanager.memory.segment-sise",
+      "my.app.setting",
+      "also.unknown",
+    ]);
+    // Nothing yet: a plugin loaded later may own some of these keys.
+    expect(sluiceWarnings().filter((m) => m.includes("unknown config key"))).toEqual([]);
+    expect(config.reportUnknownKeys()).toEqual([
       "taskmanager.memory.segment-sise",
       "my.app.setting",
       "also.unknown",
@@ -294,11 +302,36 @@ describe("Configuration", () => {
 
   it("does not report keys of options the application declares as known", () => {
     const file = writeConfig("my.app.setting: 1\n");
-    Configuration.load({ configFile: file, knownOptions: [], warnUnknownKeys: true });
+    Configuration.load({
+      configFile: file,
+      knownOptions: [],
+      warnUnknownKeys: true,
+    }).reportUnknownKeys();
     expect(sluiceWarnings()).toHaveLength(1);
     warnings.mockClear();
-    Configuration.fromYamlFile(file, { warnUnknownKeys: false });
+    Configuration.fromYamlFile(file, { warnUnknownKeys: false }).reportUnknownKeys();
     expect(sluiceWarnings()).toEqual([]);
+  });
+
+  it("does not report the keys of a plugin's options added before the report, and reports once for a configuration and its copies", () => {
+    const pluginOption = ConfigOptions.key("acme.shuffle.level")
+      .intType()
+      .defaultValue(3)
+      .withDescription("Acme's compression level.");
+    const file = writeConfig("acme.shuffle.level: 5\nacme.shuffle.levle: 6\n");
+    const config = Configuration.load({ configFile: file, args: ["-Dacme.shuffle.lvl=7"] });
+    const copy = config.clone().set("set.in.code", 1);
+    copy.addPluginOptions([pluginOption]);
+    expect(copy.reportUnknownKeys()).toEqual(["acme.shuffle.levle", "acme.shuffle.lvl"]);
+    expect(config.reportUnknownKeys()).toEqual([]);
+    expect(copy.reportUnknownKeys()).toEqual([]);
+    const [message, ...more] = sluiceWarnings();
+    expect(more).toEqual([]);
+    expect(message).toContain('"acme.shuffle.levle"');
+    expect(message).toContain('did you mean "acme.shuffle.level"?');
+    expect(message).toContain('"acme.shuffle.lvl" (from -D)');
+    // Named only as the fix of a typo, never as an unknown key itself.
+    expect(message).not.toContain('"acme.shuffle.level" (from');
   });
 
   it("sets typed values and raw values, and exposes keys and raw values", () => {

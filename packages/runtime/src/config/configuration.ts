@@ -28,11 +28,18 @@ export interface ConfigurationLocation {
 /** How loading reports keys no option knows. */
 export interface UnknownKeyCheck {
   /**
-   * The options whose keys (and fallback keys) are known; default `ALL_OPTIONS`. Add a plugin's
-   * own options here so their keys are not reported.
+   * The options whose keys (and fallback keys) are known; default `ALL_OPTIONS`. The options of
+   * the plugins loaded later for this configuration are added to them (see
+   * {@link Configuration.reportUnknownKeys}).
    */
   readonly knownOptions?: readonly ConfigOption<unknown>[];
-  /** Emit one `SluiceConfigWarning` listing unknown keys (default true). */
+  /**
+   * Report the keys read from the file and the `-D` arguments that no option knows, in one
+   * `SluiceConfigWarning` (default true). The report waits until the plugins are loaded, since a
+   * plugin declares its own keys: the first `TaskExecutor`, `JobDeployer`, `JobManager` or
+   * `TaskManager` started with this configuration emits it once it loaded them (or
+   * {@link Configuration.reportUnknownKeys}, for a program that starts none).
+   */
   readonly warnUnknownKeys?: boolean;
 }
 
@@ -53,6 +60,21 @@ interface Entry {
 }
 
 /**
+ * The unknown-key report of a loaded configuration, waiting for its plugins: it is emitted once
+ * they are loaded, because a plugin declares its own keys (`configOptions`) and no configuration
+ * file can be checked before the plugins it names are known. Copies (`clone()`) share it.
+ */
+interface PendingUnknownKeyReport {
+  /** The keys read from the file and the `-D` arguments: the ones the report checks. */
+  readonly keys: Set<string>;
+  /** Sluice's options (or the loader's `knownOptions`). */
+  readonly knownOptions: readonly ConfigOption<unknown>[];
+  /** The options of every plugin loaded for this configuration or a copy of it. */
+  readonly pluginOptions: ConfigOption<unknown>[];
+  reported: boolean;
+}
+
+/**
  * Sluice's configuration: raw values by dotted key, read through typed {@link ConfigOption}s
  * (Flink's `Configuration`). Values come from a `config.yaml` (flat dotted keys or nested maps),
  * from `-D key=value` command-line overrides (which win), and from `set`. They stay raw until
@@ -66,6 +88,7 @@ interface Entry {
 export class Configuration implements ReadableConfig {
   private readonly entries = new Map<string, Entry>();
   private readonly warnedDeprecated = new Set<string>();
+  private unknownKeyReport: PendingUnknownKeyReport | undefined;
   /** The folder of the config file this configuration was loaded from, if any. */
   readonly configDir: string | undefined;
   /** The config file this configuration was loaded from, if any. */
@@ -113,7 +136,7 @@ export class Configuration implements ReadableConfig {
     for (const [key, value] of flattenYamlDocument(document, source)) {
       configuration.setEntry(key, value, source);
     }
-    if (options.warnUnknownKeys ?? true) configuration.warnUnknownKeys(options.knownOptions);
+    if (options.warnUnknownKeys ?? true) configuration.deferUnknownKeyReport(options.knownOptions);
     return configuration;
   }
 
@@ -142,8 +165,9 @@ export class Configuration implements ReadableConfig {
 
   /**
    * Loads a configuration the way a Sluice process starts: the config file (if any), then the
-   * `-D` overrides from `args`, then one warning listing unknown keys, then a check that every
-   * known option that is set has a valid value (fail fast at start-up, not at first use).
+   * `-D` overrides from `args`, then a check that every known option that is set has a valid
+   * value (fail fast at start-up, not at first use). Keys no option knows are reported in one
+   * warning once the plugins are loaded (see {@link UnknownKeyCheck.warnUnknownKeys}).
    */
   static load(options: LoadConfigurationOptions = {}): Configuration {
     const quiet = { ...options, warnUnknownKeys: false };
@@ -152,7 +176,7 @@ export class Configuration implements ReadableConfig {
         ? new Configuration(undefined, { configDir: options.configDir })
         : Configuration.fromYamlFile(options.configFile, quiet);
     if (options.args !== undefined) configuration.applyDynamicProperties(options.args, quiet);
-    if (options.warnUnknownKeys ?? true) configuration.warnUnknownKeys(options.knownOptions);
+    if (options.warnUnknownKeys ?? true) configuration.deferUnknownKeyReport(options.knownOptions);
     configuration.validate(options.knownOptions);
     return configuration;
   }
@@ -160,14 +184,18 @@ export class Configuration implements ReadableConfig {
   /**
    * Applies Flink-style `-D key=value` / `-Dkey=value` overrides from command-line arguments;
    * they replace values from the config file. Arguments that are not `-D` overrides are ignored
-   * (use `parseDynamicProperties` to get them).
+   * (use `parseDynamicProperties` to get them). Their unknown keys join the report that waits for
+   * the plugins, when there is one; else they are reported now.
    *
    * @throws ConfigurationError for a malformed `-D` argument.
    */
   applyDynamicProperties(args: readonly string[], options: UnknownKeyCheck = {}): this {
     const { properties } = parseDynamicProperties(args);
     for (const [key, value] of properties) this.setEntry(key, value, "-D");
-    if (options.warnUnknownKeys ?? true) {
+    const pending = this.unknownKeyReport;
+    if (pending !== undefined && !pending.reported) {
+      for (const [key] of properties) pending.keys.add(key);
+    } else if (options.warnUnknownKeys ?? true) {
       const known = knownKeysOf(options.knownOptions ?? ALL_OPTIONS);
       const unknown = [...new Set(properties.map(([key]) => key))].filter((key) => !known.has(key));
       this.emitUnknownKeysWarning(unknown, known);
@@ -233,13 +261,18 @@ export class Configuration implements ReadableConfig {
     return Object.fromEntries([...this.entries].map(([key, entry]) => [key, entry.value]));
   }
 
-  /** An independent copy (same location). */
+  /**
+   * An independent copy of the values (same location). It shares this configuration's
+   * unknown-key report: a copy handed to a component (a task manager's configuration with the job
+   * manager's keys added) reports the keys loaded here, once for both.
+   */
   clone(): Configuration {
     const copy = new Configuration(undefined, {
       configDir: this.configDir,
       configFile: this.configFile,
     });
     for (const [key, entry] of this.entries) copy.entries.set(key, entry);
+    copy.unknownKeyReport = this.unknownKeyReport;
     return copy;
   }
 
@@ -251,11 +284,42 @@ export class Configuration implements ReadableConfig {
 
   /**
    * Emits one `SluiceConfigWarning` listing the unknown keys (with a "did you mean" for likely
-   * typos), when there are any; returns them.
+   * typos), when there are any; returns them. It settles the report `load` deferred: a component
+   * started later does not report again.
    */
   warnUnknownKeys(knownOptions: readonly ConfigOption<unknown>[] = ALL_OPTIONS): string[] {
+    if (this.unknownKeyReport !== undefined) this.unknownKeyReport.reported = true;
     const known = knownKeysOf(knownOptions);
     const unknown = this.keys().filter((key) => !known.has(key));
+    this.emitUnknownKeysWarning(unknown, known);
+    return unknown;
+  }
+
+  /**
+   * Declares the options of a plugin loaded for this configuration (a shuffle plugin's
+   * `configOptions`): the unknown-key report does not name their keys. The plugin loader calls it.
+   */
+  addPluginOptions(options: readonly ConfigOption<unknown>[]): this {
+    this.unknownKeyReport?.pluginOptions.push(...options);
+    return this;
+  }
+
+  /**
+   * Emits the unknown-key warning that `load` (or `fromYamlFile`, `fromYamlString`) deferred
+   * until the plugins are loaded, once for this configuration and its copies: the keys read from
+   * the file and the `-D` arguments that neither Sluice nor a plugin declared with
+   * {@link Configuration.addPluginOptions} knows, each with a likely fix. `TaskExecutor.start`,
+   * `JobDeployer.start` (and so `JobManager.start`) and `TaskManager.start` call it once their
+   * plugins are loaded; a program that starts none of them calls it itself.
+   *
+   * @returns the keys reported; empty when nothing was deferred or it was reported already.
+   */
+  reportUnknownKeys(): string[] {
+    const pending = this.unknownKeyReport;
+    if (pending === undefined || pending.reported) return [];
+    pending.reported = true;
+    const known = knownKeysOf([...pending.knownOptions, ...pending.pluginOptions]);
+    const unknown = [...pending.keys].filter((key) => this.has(key) && !known.has(key));
     this.emitUnknownKeysWarning(unknown, known);
     return unknown;
   }
@@ -274,6 +338,18 @@ export class Configuration implements ReadableConfig {
 
   toString(): string {
     return `Configuration(${this.entries.size} keys${this.configFile === undefined ? "" : ` from ${this.configFile}`})`;
+  }
+
+  /** Keeps the keys set so far for one report, emitted once the plugins are loaded. */
+  private deferUnknownKeyReport(
+    knownOptions: readonly ConfigOption<unknown>[] = ALL_OPTIONS,
+  ): void {
+    this.unknownKeyReport = {
+      keys: new Set(this.entries.keys()),
+      knownOptions,
+      pluginOptions: [],
+      reported: false,
+    };
   }
 
   private setEntry(key: string, value: unknown, origin: string): void {

@@ -18,6 +18,7 @@ export {
   numberOfSubpartitions,
   partitionIdOf,
 } from "./job-graph.js";
+export { JobGraphCodec, type JobGraphJSON } from "./job-graph-codec.js";
 export {
   defineJob,
   isJobModule,
@@ -27,11 +28,12 @@ export {
   loadJobModule,
 } from "./job-module.js";
 export type { JobCheckpointsSummary, JobResult } from "./job-result.js";
-export type { JobStatus, JobStatusListener } from "./job-status.js";
+export { isGloballyTerminal, type JobStatus, type JobStatusListener } from "./job-status.js";
 export type { DeploymentOrder } from "./pipelined-region-scheduling-strategy.js";
 export type { Placement, PlacementContext } from "./placement.js";
 export {
   createRestartBackoffTimeStrategy,
   type RestartBackoffTimeStrategy,
 } from "./restart-backoff-time-strategy.js";
+export { checkShuffleMemoryFits, type ShuffleMemoryHolder } from "./shuffle-memory-check.js";
 export { checkUserCode, userCodeNamesNeeded } from "./user-code-check.js";

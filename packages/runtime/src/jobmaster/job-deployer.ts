@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import { IllegalStateError } from "@sluice/core";
-import type { ReadableConfig, ShuffleMaster } from "@sluice/runtime-api";
-import { JobManagerOptions } from "@sluice/runtime-api";
+import type { CheckpointIDCounter, ReadableConfig, ShuffleMaster } from "@sluice/runtime-api";
+import { DescriptorError, JobManagerOptions } from "@sluice/runtime-api";
 import { createShuffleMaster } from "../loader/plugin-contract.js";
 import {
   type LoadedShuffleServiceFactory,
@@ -9,6 +9,7 @@ import {
   loadShuffleServiceFactoryWithInfo,
   type ShuffleServiceLoaderOptions,
 } from "../loader/shuffle-service-loader.js";
+import { isLeadershipEpoch, randomLeadershipEpoch } from "../messages/leadership-epoch.js";
 import { JobManagerMetricGroup } from "../metrics/groups/job-manager-metric-group.js";
 import { MetricNames } from "../metrics/metric-names.js";
 import { MetricRegistry } from "../metrics/metric-registry.js";
@@ -73,10 +74,37 @@ export interface DeployOptions {
   /**
    * Stores each checkpoint the job completes where a job manager taking over finds it, before
    * any task is told that it completed: a task commits what a checkpoint holds once told, so
-   * only a stored checkpoint may be notified (Flink's CompletedCheckpointStore). A rejection
-   * fails that checkpoint. The cluster's `JobManager` passes its high-availability store here.
+   * only a stored checkpoint may be notified (Flink's CompletedCheckpointStore). It resolves
+   * with the ids of the checkpoints the store dropped to stay within its retained number (their
+   * folders are deleted then), or with nothing (the job keeps `state.checkpoints.num-retained`
+   * itself). A rejection fails that checkpoint; its folder is deleted only when the store surely
+   * did not store it (`SLUICE_ERR_HA_FENCED`, `SLUICE_ERR_INVALID_ARGUMENT`). The cluster's
+   * `JobManager` passes its high-availability store here.
    */
-  readonly storeCompletedCheckpoint?: (checkpoint: CompletedCheckpoint) => Promise<void>;
+  readonly storeCompletedCheckpoint?: (
+    checkpoint: CompletedCheckpoint,
+  ) => Promise<readonly bigint[] | undefined>;
+  /**
+   * Where the job's checkpoint ids come from: under high availability the store's counter
+   * (`HighAvailabilityServices.createCheckpointIDCounter`), so that no two job managers use the
+   * same id. Default: a counter of the job's own, from 1 (after a restore: above the restored
+   * checkpoint's id).
+   */
+  readonly checkpointIdCounter?: CheckpointIDCounter;
+  /**
+   * Whether the job's end deletes its retained checkpoints as
+   * `execution.checkpointing.externalized-checkpoint-retention` says (default true). False when
+   * the owner of the completed-checkpoint store removes them once the job's result is stored.
+   */
+  readonly discardRetainedCheckpointsOnShutdown?: boolean;
+  /**
+   * The leadership of the job manager that deploys the job, as every task learns it
+   * (`Task.leadershipEpoch`; see `leadershipEpochOf` for a fencing token's). Default: a random
+   * epoch of this deployment. The cluster's `JobManager` passes its leadership's.
+   *
+   * @throws DescriptorError (from deploy) when it is not 1 to 32 letters and digits.
+   */
+  readonly leadershipEpoch?: string;
 }
 
 /**
@@ -146,6 +174,8 @@ export class JobDeployer {
         }),
         options.host ?? hostname(),
       );
+    // Every plugin is loaded: the keys none of them (nor Sluice) knows can be reported now.
+    configuration.reportUnknownKeys?.();
     deployer = new JobDeployer(
       plugin,
       master,
@@ -180,6 +210,11 @@ export class JobDeployer {
       throw new IllegalStateError(`cannot deploy job ${graph.name}: the JobDeployer is closed`);
     }
     const configuration = options.configuration ?? this.configuration;
+    if (options.leadershipEpoch !== undefined && !isLeadershipEpoch(options.leadershipEpoch)) {
+      throw new DescriptorError(
+        `cannot deploy job ${graph.name}: its leadershipEpoch must be 1 to 32 letters and digits (see leadershipEpochOf), got ${JSON.stringify(options.leadershipEpoch)}`,
+      );
+    }
     const checkpointing = checkpointCoordinatorConfigurationOf(configuration);
     const execution = new JobExecution(
       graph,
@@ -193,7 +228,16 @@ export class JobDeployer {
         ...(options.storeCompletedCheckpoint === undefined
           ? {}
           : { storeCompletedCheckpoint: options.storeCompletedCheckpoint }),
+        ...(options.checkpointIdCounter === undefined
+          ? {}
+          : { checkpointIdCounter: options.checkpointIdCounter }),
+        ...(options.discardRetainedCheckpointsOnShutdown === undefined
+          ? {}
+          : {
+              discardRetainedCheckpointsOnShutdown: options.discardRetainedCheckpointsOnShutdown,
+            }),
         restartStrategy: createRestartBackoffTimeStrategy(configuration),
+        leadershipEpoch: options.leadershipEpoch ?? randomLeadershipEpoch(),
         failoverStrategy: configuration.get(JobManagerOptions.EXECUTION_FAILOVER_STRATEGY),
       },
     );

@@ -250,6 +250,39 @@ describe("a checkpointing job", () => {
   });
 });
 
+describe("a suspended job (its job manager lost its leadership)", () => {
+  it("cancels every task and ends SUSPENDED, keeping its retained checkpoints for the job manager that takes it over", async () => {
+    const executor = await startExecutor();
+    const execution = await runOn(
+      executor,
+      wordCountGraph(2_000, {}, { holdFirstAttempt: true }),
+      configuration({ "state.checkpoints.num-retained": 2 }),
+    );
+    await eventually(
+      "two completed checkpoints",
+      () => (execution.checkpointCoordinator?.numberOfCompletedCheckpoints ?? 0) >= 2,
+    );
+    const cause = new Error("the job manager lost its leadership");
+    execution.suspend(cause);
+    const result = await execution.terminated;
+    expect(result.status).toBe("SUSPENDED");
+    expect(result.error).toBe(cause);
+    expect(result.restarts).toBe(0);
+    expect(execution.executionVertices.every((v) => v.state === "CANCELED")).toBe(true);
+    // Retention NO_EXTERNALIZED_CHECKPOINTS would delete them at a job's end; a suspended job
+    // is not at its end.
+    const retained = execution.checkpointCoordinator?.completedCheckpoints ?? [];
+    expect(retained).toHaveLength(2);
+    for (const checkpoint of retained) {
+      expect((await stat(checkpoint.metadataPath)).isFile()).toBe(true);
+    }
+    // Suspending again, or failing it now, changes nothing.
+    execution.suspend(new Error("again"));
+    execution.fail(new Error("too late"));
+    expect(execution.status).toBe("SUSPENDED");
+  });
+});
+
 describe("recovery from the last completed checkpoint", () => {
   it("restarts from an unaligned checkpoint taken under back-pressure, replaying its in-flight data", async () => {
     restoredChannelStateBytes.length = 0;

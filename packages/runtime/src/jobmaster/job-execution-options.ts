@@ -1,3 +1,4 @@
+import type { CheckpointIDCounter } from "@sluice/runtime-api";
 import type { CheckpointCoordinatorOptions } from "./checkpoints/checkpoint-coordinator.js";
 import type { CheckpointCoordinatorConfiguration } from "./checkpoints/checkpoint-coordinator-configuration.js";
 import type { CompletedCheckpoint } from "./checkpoints/completed-checkpoint.js";
@@ -12,6 +13,11 @@ export interface JobExecutionOptions {
   readonly restartStrategy: RestartBackoffTimeStrategy;
   /** What a failure restarts (`jobmanager.execution.failover-strategy`, default `region`). */
   readonly failoverStrategy?: "full" | "region";
+  /**
+   * The leadership epoch every task of the job is deployed with (`Task.leadershipEpoch`): unique
+   * per job-manager leadership. Absent: tasks see `"0"`.
+   */
+  readonly leadershipEpoch?: string;
   /** Told of each status change of the job, with the failure behind FAILING or RESTARTING. */
   readonly statusListener?: JobStatusListener;
   /**
@@ -23,5 +29,15 @@ export interface JobExecutionOptions {
    * Stores each completed checkpoint before the tasks are told that it completed (see
    * {@link CheckpointCoordinatorOptions.storeCompletedCheckpoint}).
    */
-  readonly storeCompletedCheckpoint?: (checkpoint: CompletedCheckpoint) => Promise<void>;
+  readonly storeCompletedCheckpoint?: CheckpointCoordinatorOptions["storeCompletedCheckpoint"];
+  /**
+   * Where the job's checkpoint ids come from (see
+   * {@link CheckpointCoordinatorOptions.checkpointIdCounter}).
+   */
+  readonly checkpointIdCounter?: CheckpointIDCounter;
+  /**
+   * Whether the job's end deletes its retained checkpoints (see
+   * {@link CheckpointCoordinatorOptions.discardRetainedOnShutdown}); default true.
+   */
+  readonly discardRetainedCheckpointsOnShutdown?: boolean;
 }

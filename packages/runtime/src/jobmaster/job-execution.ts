@@ -103,6 +103,8 @@ export class JobExecution implements JobMasterGateway {
   private readonly termination = deferred<JobResult>();
   private readonly restored = new RestoredCheckpoint();
   private terminating = false;
+  /** Why the job is being suspended, once {@link suspend} was called. */
+  private suspension: Error | undefined;
 
   constructor(
     graph: JobGraph,
@@ -111,7 +113,11 @@ export class JobExecution implements JobMasterGateway {
     order: DeploymentOrder,
     options: JobExecutionOptions,
   ) {
-    this.descriptors = new TaskDeploymentDescriptorFactory(graph, options.checkpointing);
+    this.descriptors = new TaskDeploymentDescriptorFactory(
+      graph,
+      options.checkpointing,
+      options.leadershipEpoch,
+    );
     this.graph = graph;
     this.executions = new ExecutionGraph(graph);
     this.jobId = graph.jobId;
@@ -165,6 +171,12 @@ export class JobExecution implements JobMasterGateway {
             ...(options.storeCompletedCheckpoint === undefined
               ? {}
               : { storeCompletedCheckpoint: options.storeCompletedCheckpoint }),
+            ...(options.checkpointIdCounter === undefined
+              ? {}
+              : { checkpointIdCounter: options.checkpointIdCounter }),
+            ...(options.discardRetainedCheckpointsOnShutdown === undefined
+              ? {}
+              : { discardRetainedOnShutdown: options.discardRetainedCheckpointsOnShutdown }),
           });
     if (options.restoreFrom !== undefined) {
       this.checkpointCoordinator?.restoreLatestCheckpoint(options.restoreFrom);
@@ -191,6 +203,11 @@ export class JobExecution implements JobMasterGateway {
     | { readonly checkpoint: CompletedCheckpoint; readonly at: number }
     | undefined {
     return this.restored.stats;
+  }
+
+  /** How many times the job restarted so far (global and regional failovers alike). */
+  get restarts(): number {
+    return this.restarter.restarts;
   }
 
   /** Every subtask of the job, vertex by vertex. */
@@ -302,6 +319,25 @@ export class JobExecution implements JobMasterGateway {
   /** Fails the job with `cause` (the shuffle master failed fatally): no restart. */
   fail(cause: Error): void {
     this.stop("FAILING", cause);
+  }
+
+  /**
+   * Suspends the job (Flink's `suspend`): its job manager lost its leadership, or closes while
+   * another one is to take the job over. Checkpointing stops and nothing is deleted from now on
+   * (`CheckpointCoordinator.suspend`: the checkpoints the high-availability store names stay for
+   * the next leader), every task is canceled, and the job ends SUSPENDED, however it was
+   * ending: it is not done, and no result of it may be stored here. Idempotent; nothing for a
+   * job that ended already.
+   */
+  suspend(cause: Error): void {
+    if (this.suspension !== undefined || this.terminating) return;
+    this.suspension = cause;
+    this.checkpointCoordinator?.suspend();
+    if (this.currentStatus === "FAILING" || this.currentStatus === "CANCELLING") {
+      this.checkTerminated();
+      return;
+    }
+    this.stop("CANCELLING", cause);
   }
 
   /**
@@ -590,8 +626,13 @@ export class JobExecution implements JobMasterGateway {
       this.transitionTo("FINISHED");
     } else if (this.currentStatus === "FAILING" || this.currentStatus === "CANCELLING") {
       if (!all.every((execution) => isTerminal(execution.state))) return;
-      const status = this.currentStatus === "FAILING" ? "FAILED" : "CANCELED";
-      this.transitionTo(status, this.rootCause.error);
+      if (this.suspension !== undefined) {
+        this.rootCause.error = this.suspension;
+        this.transitionTo("SUSPENDED", this.suspension);
+      } else {
+        const status = this.currentStatus === "FAILING" ? "FAILED" : "CANCELED";
+        this.transitionTo(status, this.rootCause.error);
+      }
     } else {
       return;
     }

@@ -87,6 +87,11 @@ export interface JobEdge {
 
 /** What {@link JobGraph.addVertex} takes. */
 export interface JobVertexSpec {
+  /**
+   * The vertex's id; default a new random one. A graph rebuilt from its JSON form
+   * (`JobGraphCodec`) keeps its ids.
+   */
+  readonly id?: JobVertexID;
   readonly name: string;
   readonly parallelism: number;
   /** Default: Flink's `computeDefaultMaxParallelism(parallelism)` (at least 128). */
@@ -97,6 +102,8 @@ export interface JobVertexSpec {
 
 /** What {@link JobGraph.createDataSet} takes. */
 export interface IntermediateDataSetSpec {
+  /** The data set's id; default a new random one (kept by `JobGraphCodec`). */
+  readonly id?: IntermediateDataSetID;
   readonly partitioner: PartitionerSpec;
   readonly serializer: string;
   /** Default PIPELINED_BOUNDED. */
@@ -148,9 +155,16 @@ export class JobGraph {
   private readonly edgeList: JobEdge[] = [];
   private jobModule: string | undefined;
 
-  constructor(name: string, jobId = new JobID()) {
+  /**
+   * @param jobId - the job's id, or its 32 hex digits; default a new random one. A fixed id lets
+   *   an application that submits its job again (under high availability, on every job manager
+   *   that becomes leader) find the job a previous leader ran or finished instead of starting it
+   *   once more.
+   * @throws IllegalArgumentError for a string that is not 32 hex digits.
+   */
+  constructor(name: string, jobId: JobID | string = new JobID()) {
     this.name = name;
-    this.jobId = jobId;
+    this.jobId = typeof jobId === "string" ? JobID.fromHex(jobId) : jobId;
   }
 
   /**
@@ -190,7 +204,7 @@ export class JobGraph {
   /**
    * Adds a vertex.
    *
-   * @throws IllegalArgumentError for an empty or duplicate name or an invalid parallelism.
+   * @throws IllegalArgumentError for an empty or duplicate name or id, or an invalid parallelism.
    */
   addVertex(spec: JobVertexSpec): JobVertex {
     if (typeof spec.name !== "string" || spec.name === "") {
@@ -198,6 +212,9 @@ export class JobGraph {
     }
     if (this.vertexList.some((vertex) => vertex.name === spec.name)) {
       throw new IllegalArgumentError(`job ${this.name} already has a vertex named "${spec.name}"`);
+    }
+    if (spec.id !== undefined && this.vertexList.some((vertex) => vertex.id.equals(spec.id))) {
+      throw new IllegalArgumentError(`job ${this.name} already has a vertex with id ${spec.id}`);
     }
     if (!Number.isInteger(spec.parallelism) || spec.parallelism < 1) {
       throw new IllegalArgumentError(
@@ -215,7 +232,7 @@ export class JobGraph {
       );
     }
     const vertex: JobVertex = Object.freeze({
-      id: new JobVertexID(),
+      id: spec.id ?? new JobVertexID(),
       name: spec.name,
       parallelism: spec.parallelism,
       maxParallelism,
@@ -230,7 +247,7 @@ export class JobGraph {
    * Creates a data set that `producer`'s subtasks write, read by the vertices
    * {@link connectDataSet} connects to it. A deployed job needs at least one consumer per data set.
    *
-   * @throws IllegalArgumentError for a vertex of another graph.
+   * @throws IllegalArgumentError for a vertex of another graph or a duplicate id.
    */
   createDataSet(producer: JobVertex, spec: IntermediateDataSetSpec): IntermediateDataSet {
     this.checkOwnVertex(producer);
@@ -396,8 +413,11 @@ export class JobGraph {
   }
 
   private newDataSet(producer: JobVertex, spec: IntermediateDataSetSpec): MutableDataSet {
+    if (spec.id !== undefined && this.dataSetList.some((dataSet) => dataSet.id.equals(spec.id))) {
+      throw new IllegalArgumentError(`job ${this.name} already has a data set with id ${spec.id}`);
+    }
     return Object.freeze({
-      id: new IntermediateDataSetID(),
+      id: spec.id ?? new IntermediateDataSetID(),
       producer,
       partitionType: spec.partitionType ?? ResultPartitionType.PIPELINED_BOUNDED,
       partitioner: spec.partitioner,

@@ -52,8 +52,12 @@ export class JobMasterPartitionTracker {
   private readonly master: ShuffleMaster;
   private readonly partitions = new Map<string, TrackedPartition>();
   private readonly pendingUpdates = new Map<string, PendingUpdate[]>();
-  /** Resource ids of TaskExecutors that are gone: nothing is released there. */
-  private readonly lostTaskExecutors = new Set<string>();
+  /**
+   * TaskExecutors that are gone: nothing is released there. By gateway, not resource id: a task
+   * manager that lost its job manager registers again under its resource id as a new gateway,
+   * whose partitions are released as any other's.
+   */
+  private readonly lostTaskExecutors = new Set<TaskExecutorGateway>();
   private releasing: Promise<void> = Promise.resolve();
   private readonly releaseErrors: Error[] = [];
 
@@ -108,7 +112,7 @@ export class JobMasterPartitionTracker {
    */
   taskExecutorLost(gateway: TaskExecutorGateway): TrackedPartition[] {
     const resourceId = gateway.location.resourceId.toString();
-    this.lostTaskExecutors.add(resourceId);
+    this.lostTaskExecutors.add(gateway);
     return this.stopTrackingWhere(
       (tracked) => tracked.descriptor.storesLocalResourcesOn?.toString() === resourceId,
     );
@@ -188,7 +192,7 @@ export class JobMasterPartitionTracker {
         errors.push(error as Error);
       }
       const holder = descriptor.storesLocalResourcesOn?.toString();
-      if (holder === undefined || this.lostTaskExecutors.has(holder)) continue;
+      if (holder === undefined || this.lostTaskExecutors.has(producerGateway)) continue;
       if (holder !== producerGateway.location.resourceId.toString()) continue;
       const entry = byWorker.get(holder) ?? { gateway: producerGateway, ids: [] };
       entry.ids.push(descriptor.resultPartitionId);

@@ -9,12 +9,16 @@ import type { JobVertex } from "./job-graph.js";
 export interface JobResult {
   /** The job. */
   readonly jobId: JobID;
-  /** FINISHED, FAILED or CANCELED. */
-  readonly status: "FINISHED" | "FAILED" | "CANCELED";
+  /**
+   * FINISHED, FAILED or CANCELED; or SUSPENDED when the job manager lost its leadership (or
+   * closed under high availability) before the job ended: the job goes on under the next leader.
+   */
+  readonly status: "FINISHED" | "FAILED" | "CANCELED" | "SUSPENDED";
   /**
    * The root cause of a failed or canceled job: the first failure that is not a consequence of
    * another (a task that fails because its partition was released or its producer failed is
-   * not the cause, as in Flink), with the code, message and stack the task reported.
+   * not the cause, as in Flink), with the code, message and stack the task reported. For a
+   * suspended job, why it was suspended.
    */
   readonly error?: Error;
   /** The task whose failure failed the job, as `Name (i/n)#a`. */

@@ -41,13 +41,33 @@ describe("createRestartBackoffTimeStrategy", () => {
     }
   });
 
-  it("without a configured strategy restarts only jobs that checkpoint, without limit", () => {
+  it("without a configured strategy restarts only jobs that checkpoint: exponential-delay with Flink 1.19's defaults, without limit", () => {
     expect(restarts({}, 1)).toEqual([false]);
     const checkpointing = { "execution.checkpointing.interval": "1s" };
     expect(restarts(checkpointing, 100).every(Boolean)).toBe(true);
-    expect(
-      createRestartBackoffTimeStrategy(new Configuration(checkpointing)).getBackoffTime(),
-    ).toBe(1000);
+    const clock = new ManualClock();
+    const strategy = createRestartBackoffTimeStrategy(new Configuration(checkpointing), clock);
+    expect(strategy.name).toBe("exponential-delay");
+    // 1 s, then × 1.5 after each failure up to 1 min, each ± 10 % (the jitter).
+    const expected = [1_000, 1_500, 2_250, 3_375, 5_062, 7_593, 11_389, 17_083, 25_624, 38_436];
+    for (const backoff of [...expected, 57_654, 60_000, 60_000]) {
+      strategy.notifyFailure(new Error("the checkpoint disk is full"));
+      const waited = strategy.getBackoffTime();
+      expect(waited).toBeGreaterThanOrEqual(Math.floor(backoff * 0.9));
+      expect(waited).toBeLessThanOrEqual(Math.min(60_000, Math.ceil(backoff * 1.1)));
+      expect(strategy.canRestart()).toBe(true);
+      clock.advanceMillis(waited);
+    }
+    // The configured exponential-delay keys apply to the default too.
+    const tuned = createRestartBackoffTimeStrategy(
+      new Configuration({
+        ...checkpointing,
+        "restart-strategy.exponential-delay.initial-backoff": "10ms",
+        "restart-strategy.exponential-delay.jitter-factor": 0,
+      }),
+    );
+    tuned.notifyFailure(new Error("boom"));
+    expect(tuned.getBackoffTime()).toBe(10);
   });
 });
 

@@ -60,9 +60,12 @@ class NoRestartBackoffTimeStrategy implements RestartBackoffTimeStrategy {
 
 /**
  * The strategy `restart-strategy.type` names, for one job (`clock`: the time `failure-rate` and
- * `exponential-delay` measure with). Unset, it follows Flink's default
- * (before 1.19): `none` without checkpointing (`execution.checkpointing.interval` unset);
- * `fixed-delay` with unlimited attempts and a 1 s delay with checkpointing.
+ * `exponential-delay` measure with). Unset, it follows Flink's default since 1.19: `none` without
+ * checkpointing (`execution.checkpointing.interval` unset); with checkpointing,
+ * `exponential-delay` with the `restart-strategy.exponential-delay.*` keys (their defaults: 1 s
+ * growing by 1.5 up to 1 min, a jitter of 0.1, reset after 1 h without failure, no limit on
+ * the attempts), so a job that cannot run (a full disk) backs off instead of restarting every
+ * second for ever.
  *
  * @throws ConfigurationError when a key holds an invalid value.
  */
@@ -76,8 +79,7 @@ export function createRestartBackoffTimeStrategy(
       ExecutionCheckpointingOptions.CHECKPOINTING_INTERVAL,
     );
     if (!checkpointing) return new NoRestartBackoffTimeStrategy();
-    const delay = RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY.defaultValue;
-    return new FixedDelayRestartBackoffTimeStrategy(Number.POSITIVE_INFINITY, delay);
+    return exponentialDelay(configuration, clock);
   }
   if (configured === "none" || configured === "off" || configured === "disable") {
     return new NoRestartBackoffTimeStrategy();
@@ -92,32 +94,41 @@ export function createRestartBackoffTimeStrategy(
     );
   }
   if (configured === "exponential-delay" || configured === "exponentialdelay") {
-    const initialBackoffMs = configuration.get(
-      options.RESTART_STRATEGY_EXPONENTIAL_DELAY_INITIAL_BACKOFF,
-    );
-    const maxBackoffMs = configuration.get(options.RESTART_STRATEGY_EXPONENTIAL_DELAY_MAX_BACKOFF);
-    if (initialBackoffMs > maxBackoffMs) {
-      throw new ConfigurationError(
-        `${options.RESTART_STRATEGY_EXPONENTIAL_DELAY_INITIAL_BACKOFF.key} (${initialBackoffMs} ms) must not exceed ${options.RESTART_STRATEGY_EXPONENTIAL_DELAY_MAX_BACKOFF.key} (${maxBackoffMs} ms)`,
-      );
-    }
-    return new ExponentialDelayRestartBackoffTimeStrategy(clock, {
-      initialBackoffMs,
-      maxBackoffMs,
-      backoffMultiplier: configuration.get(
-        options.RESTART_STRATEGY_EXPONENTIAL_DELAY_BACKOFF_MULTIPLIER,
-      ),
-      resetBackoffThresholdMs: configuration.get(
-        options.RESTART_STRATEGY_EXPONENTIAL_DELAY_RESET_BACKOFF_THRESHOLD,
-      ),
-      jitterFactor: configuration.get(options.RESTART_STRATEGY_EXPONENTIAL_DELAY_JITTER_FACTOR),
-      attemptsBeforeResetBackoff: configuration.get(
-        options.RESTART_STRATEGY_EXPONENTIAL_DELAY_ATTEMPTS_BEFORE_RESET_BACKOFF,
-      ),
-    });
+    return exponentialDelay(configuration, clock);
   }
   return new FixedDelayRestartBackoffTimeStrategy(
     configuration.get(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS),
     configuration.get(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY),
   );
+}
+
+/** `exponential-delay` with the `restart-strategy.exponential-delay.*` keys. */
+function exponentialDelay(
+  configuration: ReadableConfig,
+  clock: Clock,
+): ExponentialDelayRestartBackoffTimeStrategy {
+  const options = RestartStrategyOptions;
+  const initialBackoffMs = configuration.get(
+    options.RESTART_STRATEGY_EXPONENTIAL_DELAY_INITIAL_BACKOFF,
+  );
+  const maxBackoffMs = configuration.get(options.RESTART_STRATEGY_EXPONENTIAL_DELAY_MAX_BACKOFF);
+  if (initialBackoffMs > maxBackoffMs) {
+    throw new ConfigurationError(
+      `${options.RESTART_STRATEGY_EXPONENTIAL_DELAY_INITIAL_BACKOFF.key} (${initialBackoffMs} ms) must not exceed ${options.RESTART_STRATEGY_EXPONENTIAL_DELAY_MAX_BACKOFF.key} (${maxBackoffMs} ms)`,
+    );
+  }
+  return new ExponentialDelayRestartBackoffTimeStrategy(clock, {
+    initialBackoffMs,
+    maxBackoffMs,
+    backoffMultiplier: configuration.get(
+      options.RESTART_STRATEGY_EXPONENTIAL_DELAY_BACKOFF_MULTIPLIER,
+    ),
+    resetBackoffThresholdMs: configuration.get(
+      options.RESTART_STRATEGY_EXPONENTIAL_DELAY_RESET_BACKOFF_THRESHOLD,
+    ),
+    jitterFactor: configuration.get(options.RESTART_STRATEGY_EXPONENTIAL_DELAY_JITTER_FACTOR),
+    attemptsBeforeResetBackoff: configuration.get(
+      options.RESTART_STRATEGY_EXPONENTIAL_DELAY_ATTEMPTS_BEFORE_RESET_BACKOFF,
+    ),
+  });
 }

@@ -32,9 +32,17 @@ import {
 export class TaskDeploymentDescriptorFactory {
   private readonly graph: JobGraph;
   private readonly checkpointing: CheckpointCoordinatorConfiguration | undefined;
+  private readonly leadershipEpoch: string | undefined;
 
-  /** Refuses a graph with a data set nobody reads: its partitions could not be shaped. */
-  constructor(graph: JobGraph, checkpointing: CheckpointCoordinatorConfiguration | undefined) {
+  /**
+   * Refuses a graph with a data set nobody reads: its partitions could not be shaped.
+   * `leadershipEpoch` goes into every descriptor (see `TaskDeploymentDescriptor.leadershipEpoch`).
+   */
+  constructor(
+    graph: JobGraph,
+    checkpointing: CheckpointCoordinatorConfiguration | undefined,
+    leadershipEpoch?: string,
+  ) {
     for (const dataSet of graph.dataSets) {
       if (dataSet.consumers.length === 0) {
         throw new IllegalArgumentError(
@@ -44,6 +52,7 @@ export class TaskDeploymentDescriptorFactory {
     }
     this.graph = graph;
     this.checkpointing = checkpointing;
+    this.leadershipEpoch = leadershipEpoch;
   }
 
   /**
@@ -110,8 +119,10 @@ export class TaskDeploymentDescriptorFactory {
       jobId: this.graph.jobId,
       jobName: this.graph.name,
       executionAttemptId: execution.attemptId,
+      ...(this.leadershipEpoch === undefined ? {} : { leadershipEpoch: this.leadershipEpoch }),
       taskName: vertex.name,
       numberOfSubtasks: vertex.parallelism,
+      maxParallelism: vertex.maxParallelism,
       ...(vertex.invokable === undefined ? {} : { invokable: vertex.invokable }),
       ...(this.graph.userCodeModule === undefined
         ? {}

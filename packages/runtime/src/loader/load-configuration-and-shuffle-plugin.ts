@@ -37,13 +37,12 @@ export interface ConfigurationAndShufflePlugin {
 export async function loadConfigurationAndShufflePlugin(
   options: LoadConfigurationAndShufflePluginOptions = {},
 ): Promise<ConfigurationAndShufflePlugin> {
-  const configuration = Configuration.load({ ...options, warnUnknownKeys: false });
+  const configuration = Configuration.load(options);
   for (const [key, value] of Object.entries(options.overrides ?? {})) {
     configuration.set(key, value);
   }
   const shuffle = await loadShuffleServiceFactoryWithInfo(configuration, options.loader);
-  const known = knownOptionsWith(shuffle.configOptions);
-  if (options.warnUnknownKeys ?? true) configuration.warnUnknownKeys(known);
-  configuration.validate(known);
+  configuration.reportUnknownKeys();
+  configuration.validate(knownOptionsWith(shuffle.configOptions));
   return { configuration, shuffle };
 }

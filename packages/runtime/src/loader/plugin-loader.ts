@@ -19,15 +19,19 @@ import { isDirectory, isFile } from "./path-kind.js";
 
 /**
  * The configuration the loader reads: any {@link ReadableConfig}; when it is `@sluice/runtime`'s
- * `Configuration`, its `configDir` (the config file's folder) and `originOf` are used too, and
+ * `Configuration`, its `configDir` (the config file's folder) and `originOf` are used too,
  * `keys`/`getRaw` let the metric system find the reporters configured under
- * `metrics.reporter.<name>.*` (without them, only those listed in `metrics.reporters`).
+ * `metrics.reporter.<name>.*` (without them, only those listed in `metrics.reporters`), and
+ * `addPluginOptions`/`reportUnknownKeys` let the components that load plugins report the keys
+ * that neither Sluice nor a loaded plugin knows, once the plugins are known.
  */
 export type LoaderConfiguration = ReadableConfig & {
   readonly configDir?: string | undefined;
   originOf?(key: string): string | undefined;
   keys?(): readonly string[];
   getRaw?(key: string): unknown;
+  addPluginOptions?(options: readonly ConfigOption<unknown>[]): unknown;
+  reportUnknownKeys?(): unknown;
 };
 
 /** Where the loader looks for plugin modules (shared by every kind of plugin). */

@@ -67,7 +67,11 @@ export const ShuffleServiceLoader = {
   },
 } as const;
 
-/** Like {@link ShuffleServiceLoader.loadShuffleServiceFactory}, also returning where it came from. */
+/**
+ * Like {@link ShuffleServiceLoader.loadShuffleServiceFactory}, also returning where it came from
+ * and the plugin's options, which it declares to the configuration (`addPluginOptions`) so that
+ * their keys are not reported unknown.
+ */
 export async function loadShuffleServiceFactoryWithInfo(
   configuration: LoaderConfiguration,
   options: ShuffleServiceLoaderOptions = {},
@@ -81,6 +85,7 @@ export async function loadShuffleServiceFactoryWithInfo(
     loaded.factory,
     `${SHUFFLE_PLUGIN.option.key} "${loaded.value}": export "${loaded.exportName}" of ${loaded.file}`,
   );
+  configuration.addPluginOptions?.(configOptions);
   return { ...loaded, configOptions };
 }
 

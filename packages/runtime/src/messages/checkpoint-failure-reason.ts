@@ -33,6 +33,8 @@ export const CheckpointFailureReason = {
   JOB_FAILOVER_REGION: "JOB_FAILOVER_REGION",
   /** The job ended while the checkpoint was pending. */
   CHECKPOINT_COORDINATOR_SHUTDOWN: "CHECKPOINT_COORDINATOR_SHUTDOWN",
+  /** The job was suspended (its job manager lost its leadership) while it was pending. */
+  CHECKPOINT_COORDINATOR_SUSPEND: "CHECKPOINT_COORDINATOR_SUSPEND",
 } as const;
 
 /** One of {@link CheckpointFailureReason}. */

@@ -23,6 +23,12 @@ export {
 export type { FileStateHandle } from "./file-state-handle.js";
 export type { JobMasterGateway } from "./job-master-gateway.js";
 export {
+  isLeadershipEpoch,
+  leadershipEpochOf,
+  NO_LEADERSHIP_EPOCH,
+  randomLeadershipEpoch,
+} from "./leadership-epoch.js";
+export {
   describeThrowable,
   deserializeThrowable,
   type SerializedThrowable,

@@ -49,3 +49,49 @@ describe("TaskDeploymentDescriptorCodec, FLIP-147 fields", () => {
     ).toThrow(/finished/);
   });
 });
+
+describe("TaskDeploymentDescriptorCodec, the leadership epoch", () => {
+  it("carries the leadership epoch through JSON and refuses one that cannot be part of a name, naming the field", () => {
+    const descriptor = TaskDeploymentDescriptorCodec.fromJSON(
+      descriptorJson({ leadershipEpoch: "1234" }),
+    );
+    expect(descriptor.leadershipEpoch).toBe("1234");
+    expect(TaskDeploymentDescriptorCodec.toJSON(descriptor)).toMatchObject({
+      leadershipEpoch: "1234",
+    });
+    expect(TaskDeploymentDescriptorCodec.fromJSON(descriptorJson({})).leadershipEpoch).toBe(
+      undefined,
+    );
+    for (const bad of ["", "a-b", "../x", "x".repeat(33), 7]) {
+      expect(() =>
+        TaskDeploymentDescriptorCodec.fromJSON(descriptorJson({ leadershipEpoch: bad })),
+      ).toThrow(
+        expect.objectContaining({
+          code: "SLUICE_ERR_DESCRIPTOR",
+          message: expect.stringContaining("leadershipEpoch"),
+        }),
+      );
+    }
+  });
+});
+
+describe("TaskDeploymentDescriptorCodec, the vertex's max parallelism", () => {
+  it("carries maxParallelism through JSON and leaves it out when absent", () => {
+    const descriptor = TaskDeploymentDescriptorCodec.fromJSON(
+      descriptorJson({ numberOfSubtasks: 3, maxParallelism: 10 }),
+    );
+    expect(descriptor.maxParallelism).toBe(10);
+    expect(TaskDeploymentDescriptorCodec.toJSON(descriptor)).toMatchObject({ maxParallelism: 10 });
+    const plain = TaskDeploymentDescriptorCodec.fromJSON(descriptorJson({}));
+    expect(plain.maxParallelism).toBeUndefined();
+    expect(TaskDeploymentDescriptorCodec.toJSON(plain)).not.toHaveProperty("maxParallelism");
+  });
+
+  it("refuses a maxParallelism below the number of subtasks", () => {
+    expect(() =>
+      TaskDeploymentDescriptorCodec.fromJSON(
+        descriptorJson({ numberOfSubtasks: 3, maxParallelism: 2 }),
+      ),
+    ).toThrow(/maxParallelism/);
+  });
+});

@@ -13,11 +13,13 @@ import {
   type ResultPartitionDeploymentDescriptor,
   ResultPartitionDeploymentDescriptorCodec,
   type ResultPartitionDeploymentDescriptorJSON,
+  UPPER_BOUND_MAX_PARALLELISM,
 } from "@sluice/runtime-api";
 import { PARTITIONER_NAMES, type PartitionerName } from "../partitioner/partitioners.js";
 import { parseCheckpointId } from "./acknowledge-checkpoint.js";
 import type { CheckpointingMode } from "./checkpointing-mode.js";
 import type { FileStateHandle } from "./file-state-handle.js";
+import { isLeadershipEpoch } from "./leadership-epoch.js";
 import type { UnalignedCheckpointsSettings } from "./unaligned-checkpoints-settings.js";
 
 const TYPE_NAME = "TaskDeploymentDescriptor";
@@ -88,10 +90,22 @@ export interface TaskDeploymentDescriptor {
   readonly jobName?: string;
   /** The execution attempt (vertex, subtask index, attempt number). */
   readonly executionAttemptId: ExecutionAttemptID;
+  /**
+   * The leadership of the job manager that deployed this attempt (`Task.leadershipEpoch`): 1 to
+   * 32 letters and digits, unique per leadership, so that what attempts of different leaders
+   * write outside (part files, transactions) never shares a name. Absent: `"0"`.
+   */
+  readonly leadershipEpoch?: string;
   /** The vertex name, e.g. `"Count"`; the task is shown as `Count (1/2)#0`. */
   readonly taskName: string;
   /** The vertex's parallelism. */
   readonly numberOfSubtasks: number;
+  /**
+   * The vertex's max parallelism (Flink's `TaskInformation.maxNumberOfSubtasks`): the number of
+   * key groups of its keyed state, which its HASH input is routed by. Absent: Flink's default for
+   * `numberOfSubtasks` (`computeDefaultMaxParallelism`).
+   */
+  readonly maxParallelism?: number;
   /**
    * The name of the code the task runs, as registered with the TaskExecutor; absent when the
    * application drives the deployed task itself (`Task.run`).
@@ -136,8 +150,11 @@ export interface TaskDeploymentDescriptorJSON {
   readonly jobId: string;
   readonly jobName?: string;
   readonly executionAttemptId: string;
+  readonly leadershipEpoch?: string;
   readonly taskName: string;
   readonly numberOfSubtasks: number;
+  /** Absent: Flink's default for `numberOfSubtasks`. */
+  readonly maxParallelism?: number;
   readonly invokable?: string;
   readonly userCodeModule?: string;
   readonly producedPartitions: readonly {
@@ -186,6 +203,22 @@ export function createTaskDeploymentDescriptor(
   if (!Number.isInteger(numberOfSubtasks) || numberOfSubtasks < 1) {
     throw new DescriptorError(
       `TaskDeploymentDescriptor: numberOfSubtasks must be an integer >= 1, got ${numberOfSubtasks}`,
+    );
+  }
+  if (descriptor.leadershipEpoch !== undefined && !isLeadershipEpoch(descriptor.leadershipEpoch)) {
+    throw new DescriptorError(
+      `TaskDeploymentDescriptor: leadershipEpoch must be 1 to 32 letters and digits, got ${JSON.stringify(descriptor.leadershipEpoch)}`,
+    );
+  }
+  const { maxParallelism } = descriptor;
+  if (
+    maxParallelism !== undefined &&
+    (!Number.isInteger(maxParallelism) ||
+      maxParallelism < numberOfSubtasks ||
+      maxParallelism > UPPER_BOUND_MAX_PARALLELISM)
+  ) {
+    throw new DescriptorError(
+      `TaskDeploymentDescriptor: maxParallelism of ${taskName} must be an integer in [numberOfSubtasks ${numberOfSubtasks}, ${UPPER_BOUND_MAX_PARALLELISM}], got ${maxParallelism}`,
     );
   }
   if (executionAttemptId.subtaskIndex >= numberOfSubtasks) {
@@ -240,8 +273,14 @@ function toJSON(descriptor: TaskDeploymentDescriptor): TaskDeploymentDescriptorJ
     executionAttemptId: convert("executionAttemptId", () =>
       descriptor.executionAttemptId.toString(),
     ),
+    ...(descriptor.leadershipEpoch === undefined
+      ? {}
+      : { leadershipEpoch: descriptor.leadershipEpoch }),
     taskName: descriptor.taskName,
     numberOfSubtasks: descriptor.numberOfSubtasks,
+    ...(descriptor.maxParallelism === undefined
+      ? {}
+      : { maxParallelism: descriptor.maxParallelism }),
     ...(descriptor.invokable === undefined ? {} : { invokable: descriptor.invokable }),
     ...(descriptor.userCodeModule === undefined
       ? {}
@@ -330,8 +369,15 @@ function fromFields(fields: JsonFields): TaskDeploymentDescriptor {
     "an ExecutionAttemptID (<hex>_<hex>_<subtask>_<attempt>)",
     ExecutionAttemptID.parse,
   );
+  const leadershipEpoch = optionalString(fields, "leadershipEpoch");
+  if (leadershipEpoch !== undefined && !isLeadershipEpoch(leadershipEpoch)) {
+    fields.fail("leadershipEpoch", "must be 1 to 32 letters and digits", leadershipEpoch);
+  }
   const taskName = fields.string("taskName");
   const numberOfSubtasks = fields.integer("numberOfSubtasks", 1, 2 ** 31 - 1);
+  const maxParallelism = fields.has("maxParallelism")
+    ? fields.integer("maxParallelism", numberOfSubtasks, UPPER_BOUND_MAX_PARALLELISM)
+    : undefined;
   const invokable = optionalString(fields, "invokable");
   const userCodeModule = optionalString(fields, "userCodeModule");
   const producedPartitions = fields.array("producedPartitions").map((item, index) => {
@@ -376,8 +422,10 @@ function fromFields(fields: JsonFields): TaskDeploymentDescriptor {
     jobId,
     ...(jobName === undefined ? {} : { jobName }),
     executionAttemptId,
+    ...(leadershipEpoch === undefined ? {} : { leadershipEpoch }),
     taskName,
     numberOfSubtasks,
+    ...(maxParallelism === undefined ? {} : { maxParallelism }),
     ...(invokable === undefined ? {} : { invokable }),
     ...(userCodeModule === undefined ? {} : { userCodeModule }),
     producedPartitions,

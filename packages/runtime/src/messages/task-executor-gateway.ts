@@ -73,19 +73,25 @@ export interface TaskExecutorGateway {
    * leave it out; the job side then sends none.
    *
    * @param timestamp when the checkpoint was triggered, in ms since the epoch.
+   * @param lastSubsumedCheckpointId the completed checkpoint this completion made the job stop
+   *   retaining (`state.checkpoints.num-retained`), if any: the task is told it was subsumed,
+   *   after the completion (Flink's `lastSubsumedCheckpointId` of `confirmCheckpoint`).
    * @throws TaskNotFoundError when no such task runs there.
    */
   notifyCheckpointComplete?(
     executionAttemptId: ExecutionAttemptID,
     checkpointId: bigint,
     timestamp: bigint,
+    lastSubsumedCheckpointId?: bigint,
   ): Promise<void>;
 
   /**
    * Tells a task that checkpoint `checkpointId` was aborted (declined, expired, subsumed by a
    * newer one, failed over; Flink's `abortCheckpoint`, which reaches the task's
    * `notifyCheckpointAborted`): what the task prepared for it will never be committed by this
-   * checkpoint. Resolves once the notification is queued at the task. Optional, as
+   * checkpoint. The task skips the checkpoint should its trigger or barriers still come, and is
+   * told of the completion of `latestCompletedCheckpointId` first, in case that notification was
+   * lost. Resolves once the notification is queued at the task. Optional, as
    * `notifyCheckpointComplete`.
    *
    * @param latestCompletedCheckpointId the newest checkpoint completed so far (0 for none).

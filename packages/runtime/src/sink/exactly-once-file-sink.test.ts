@@ -139,6 +139,16 @@ describe("an exactly-once file sink in a job", () => {
     const { total, hidden } = await committedCounts(directory);
     expect(hidden).toEqual([]);
     expect(total).toEqual(expectedCounts(words, 2));
+    // The sink learned its task from the task's code: the job's id and this deployment's
+    // (random) leadership epoch are in every name, the restart's attempt 1 in some.
+    const names = await readdir(directory);
+    const pattern = new RegExp(`^part-[01]-${graph.jobId}-([0-9a-f]{12})-([01])-\\d+$`);
+    expect(
+      names.every((name) => pattern.test(name)),
+      names.join(", "),
+    ).toBe(true);
+    expect(new Set(names.map((name) => pattern.exec(name)?.[1])).size).toBe(1);
+    expect(names.some((name) => pattern.exec(name)?.[2] === "1")).toBe(true);
   });
 
   it("commits the records no periodic checkpoint covered by the final checkpoint the tasks wait for before they finish", async () => {
@@ -152,7 +162,7 @@ describe("an exactly-once file sink in a job", () => {
     const deployer = await cluster.startDeployer(config);
     const words = 2_000;
     const graph = wordCountGraph("final commit", { words }, { directory, declineSnapshot: 0 });
-    const execution = await deployer.deploy(graph, () => executor);
+    const execution = await deployer.deploy(graph, () => executor, { leadershipEpoch: "42" });
     const result = await execution.terminated;
     expect(result.error).toBeUndefined();
     expect(result.status).toBe("FINISHED");
@@ -160,5 +170,9 @@ describe("an exactly-once file sink in a job", () => {
     const { total, hidden } = await committedCounts(directory);
     expect(hidden).toEqual([]);
     expect(total).toEqual(expectedCounts(words, 2));
+    // The deployment's leadership epoch reached every task.
+    for (const name of await readdir(directory)) {
+      expect(name).toMatch(new RegExp(`^part-[01]-${graph.jobId}-42-0-\\d+$`));
+    }
   });
 });

@@ -1,7 +1,27 @@
-import { IllegalStateError } from "@sluice/core";
+import { IllegalArgumentError, IllegalStateError, type JobID } from "@sluice/core";
 import type { JsonValue } from "@sluice/runtime-api";
 import type { CheckpointHandler } from "../checkpointing/checkpoint-handler.js";
 import type { CheckpointListener } from "../checkpointing/checkpoint-listener.js";
+import { isLeadershipEpoch } from "../messages/leadership-epoch.js";
+import { startingTask } from "../taskexecutor/starting-task.js";
+
+/**
+ * The task a {@link TwoPhaseCommitSink} writes for, as far as the names of its transactions
+ * need it. A `Task` is one.
+ */
+export interface SinkTask {
+  /** The job (its names start with it, so a restore never touches another job's). */
+  readonly jobId: JobID | string;
+  /** The job manager's leadership that deployed the attempt (`Task.leadershipEpoch`). */
+  readonly leadershipEpoch: string;
+  /** The execution attempt's number. */
+  readonly attemptNumber: number;
+  /** The task's name, for messages. */
+  readonly name: string;
+}
+
+/** What a job id may hold in a transaction's name. */
+const JOB_ID = /^[A-Za-z0-9]{1,64}$/;
 
 /** A transaction the sink pre-committed for a checkpoint and has not committed yet. */
 interface PendingTransaction<Txn> {
@@ -44,11 +64,20 @@ export interface TwoPhaseCommitSinkStats {
  * Rules, as in Flink: a checkpoint that is aborted commits nothing, and its pre-committed
  * transaction stays pending: the next completed checkpoint holds it too and commits it (its
  * records are before that checkpoint's barrier, so no source replays them). A completion commits
- * every pending transaction of that checkpoint and older ones, oldest first.
+ * every pending transaction of that checkpoint and older ones, oldest first: a newer completed
+ * checkpoint subsumes the older ones, whether they were aborted, still pending, or completed
+ * with their notification late or lost. A late completion of an older checkpoint, or a
+ * checkpoint's subsumption, finds nothing left to commit.
  *
  * @typeParam Txn - the sink's transaction handle (a file, a broker transaction id).
  */
 export abstract class TwoPhaseCommitSink<Txn> implements CheckpointHandler, CheckpointListener {
+  /**
+   * The task the sink writes for: the one passed to the constructor, else the task whose code
+   * constructed the sink before its first `await` (see {@link transactionScope}); `undefined`
+   * when neither is known.
+   */
+  protected readonly task: SinkTask | undefined;
   private current: Txn | undefined;
   private readonly pending: PendingTransaction<Txn>[] = [];
   /** The commits, one after the other, so a transaction is never committed twice at once. */
@@ -56,6 +85,47 @@ export abstract class TwoPhaseCommitSink<Txn> implements CheckpointHandler, Chec
   private committed = 0;
   private aborted = 0;
   private initialized = false;
+
+  /**
+   * @param task - the task the sink writes for. Default: the task whose code is constructing
+   *   the sink, as long as it does so before the code's first `await` (the task's invokable is
+   *   running synchronously then).
+   * @throws IllegalArgumentError when `task` holds a job id or leadership epoch that cannot be
+   *   part of a name (letters and digits only).
+   */
+  constructor(task?: SinkTask) {
+    const known = task ?? startingTask();
+    if (known !== undefined) {
+      const jobId = String(known.jobId);
+      if (!JOB_ID.test(jobId) || !isLeadershipEpoch(known.leadershipEpoch)) {
+        throw new IllegalArgumentError(
+          `${known.name}: a sink's task needs a job id and a leadership epoch of letters and digits only, got ${JSON.stringify(jobId)} and ${JSON.stringify(known.leadershipEpoch)}`,
+        );
+      }
+    }
+    this.task = known;
+  }
+
+  /**
+   * What makes the names of this sink's transactions (part files, a broker's transactional ids)
+   * unique: `<job id>-<leadership epoch>-<attempt number>`. Attempt numbers start at 0 again
+   * under a new job-manager leader and the same job may run again under its id, so neither the
+   * attempt nor the job alone would do: an attempt of a new leader would take the names of
+   * transactions the previous leader committed. Append a sequence number per transaction; a
+   * restore that aborts lingering transactions matches `<job id>-` only (another job writing to
+   * the same place keeps its own).
+   *
+   * @throws IllegalStateError when the sink does not know its task (see the constructor).
+   */
+  protected get transactionScope(): string {
+    const task = this.task;
+    if (task === undefined) {
+      throw new IllegalStateError(
+        "the sink does not know which task it writes for: construct it in the task's code before its first await, or pass the task to its constructor",
+      );
+    }
+    return `${String(task.jobId)}-${task.leadershipEpoch}-${task.attemptNumber}`;
+  }
 
   /** Begins a new transaction (Flink's `beginTransaction`); called synchronously. */
   protected abstract beginTransaction(): Txn;
@@ -221,6 +291,16 @@ export abstract class TwoPhaseCommitSink<Txn> implements CheckpointHandler, Chec
    * it too (as Flink's TwoPhaseCommitSinkFunction does).
    */
   notifyCheckpointAborted(_checkpointId: bigint): void {}
+
+  /**
+   * Completed checkpoint `checkpointId` was subsumed by a newer completed one, whose completion
+   * was notified first: its transaction and older ones were committed then. Commits any of them
+   * still pending, as a completion of `checkpointId` would (commits are idempotent), so nothing
+   * of a subsumed checkpoint is left uncommitted.
+   */
+  notifyCheckpointSubsumed(checkpointId: bigint): Promise<void> {
+    return this.notifyCheckpointComplete(checkpointId);
+  }
 
   /**
    * The task ends without a final commit (it failed or was canceled): aborts the open

@@ -13,11 +13,23 @@ export interface CheckpointNotificationTarget {
   fail(cause: Error): void;
 }
 
+/** What a notification says of its checkpoint. */
+export type CheckpointNotification = "complete" | "abort" | "subsume";
+
+/** The listener method and the task method of each kind, for messages. */
+const METHOD: Readonly<Record<CheckpointNotification, string>> = {
+  complete: "notifyCheckpointComplete",
+  abort: "notifyCheckpointAborted",
+  subsume: "notifyCheckpointSubsumed",
+};
+
 /**
- * The checkpoint notifications of one task (Flink's `notifyCheckpointCompleteAsync` and
- * `notifyCheckpointAbortAsync`): each is handed to the task's {@link CheckpointListener} after
- * the ones before it were handled, and the newest completed checkpoint the listener saw is kept,
- * which is what the task's final checkpoint waits for.
+ * The checkpoint notifications of one task (Flink's `notifyCheckpointCompleteAsync`,
+ * `notifyCheckpointAbortAsync` and `notifyCheckpointSubsumedAsync`): each is handed to the
+ * task's {@link CheckpointListener} after the ones before it were handled, and the newest
+ * completed checkpoint the listener saw is kept, which is what the task's final checkpoint
+ * waits for. As in Flink, a completion no newer than one already queued is dropped: a newer
+ * completion stands for the older ones, and an abort carries the newest completion too.
  */
 export class CheckpointNotifications {
   /** The task code's listener; `undefined` until it registers one. */
@@ -29,6 +41,8 @@ export class CheckpointNotifications {
   private notified = deferred<void>();
   /** The newest checkpoint whose completion the listener handled (0: none). */
   private lastCompleted = 0n;
+  /** The newest checkpoint whose completion was queued (Flink's `latestReportCheckpointId`). */
+  private lastQueuedCompletion = 0n;
 
   constructor(target: CheckpointNotificationTarget) {
     this.target = target;
@@ -49,14 +63,21 @@ export class CheckpointNotifications {
     return this.queue;
   }
 
-  /** Queues the notification that `checkpointId` completed (`completed`) or was aborted. */
-  enqueue(checkpointId: bigint, completed: boolean, what: string): void {
+  /** Queues the notification that `checkpointId` completed, was aborted or was subsumed. */
+  enqueue(checkpointId: bigint, kind: CheckpointNotification): void {
+    const completed = kind === "complete";
+    if (completed) {
+      if (checkpointId <= this.lastQueuedCompletion) return;
+      this.lastQueuedCompletion = checkpointId;
+    }
+    const what = METHOD[kind];
     this.queue = this.queue.then(async () => {
       if (this.target.isFailed()) return;
       const listener = this.listener;
       try {
         if (completed) await listener?.notifyCheckpointComplete(checkpointId);
-        else await listener?.notifyCheckpointAborted?.(checkpointId);
+        else if (kind === "abort") await listener?.notifyCheckpointAborted?.(checkpointId);
+        else await listener?.notifyCheckpointSubsumed?.(checkpointId);
       } catch (error) {
         // As in Flink: a listener that cannot commit fails the task (and so the job fails over).
         this.target.fail(

@@ -4,6 +4,7 @@ export { deriveNetworkMemorySize, type NetworkMemorySize } from "./network-memor
 export type { RunningTask } from "./running-task.js";
 export { Task } from "./task.js";
 export {
+  TASK_WARNING_TYPE,
   TaskExecutor,
   type TaskExecutorOptions,
   type TaskSlotExecutorSpec,

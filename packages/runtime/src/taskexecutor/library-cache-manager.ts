@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { type ConfigOption, ConfigOptions, readableConfigOf } from "@sluice/runtime-api";
 import { PluginNotFoundError } from "../loader/errors.js";
@@ -69,7 +70,8 @@ export class LibraryCacheManager {
 
   /**
    * Loads the module: a package name from the application folders (then the working directory),
-   * a relative path from each application folder in turn, then from the working directory.
+   * a relative path from the first of the application folders, then the working directory, that
+   * has it.
    */
   private async load(reference: string): Promise<LoadedPlugin<UserCodeModule>> {
     const configuration = readableConfigOf({ [USER_CODE_MODULE.key]: reference });
@@ -77,24 +79,22 @@ export class LibraryCacheManager {
     if (parseFactoryReference(reference, USER_CODE_MODULE.key, {}).kind !== "relative") {
       return loadPlugin(configuration, USER_CODE_MODULE_KIND, options);
     }
+    const { specifier } = parseFactoryReference(reference, USER_CODE_MODULE.key, {});
     const bases = [
       ...(options.applicationDirs ?? []),
       options.configDir ?? options.cwd ?? process.cwd(),
-    ];
-    const misses: string[] = [];
-    for (const base of new Set(bases.map((folder) => path.resolve(folder)))) {
-      try {
-        return await loadPlugin(configuration, USER_CODE_MODULE_KIND, {
-          ...options,
-          cwd: base,
-          configDir: base,
-        });
-      } catch (error) {
-        if (!(error instanceof PluginNotFoundError)) throw error;
-        misses.push(error.message);
-      }
+    ].map((folder) => path.resolve(folder));
+    const base = bases.find((folder) => existsSync(path.resolve(folder, specifier)));
+    if (base === undefined) {
+      throw new PluginNotFoundError(
+        `${USER_CODE_MODULE.key} = ${JSON.stringify(reference)}: no ${specifier} in the task manager's folders of user code (${[...new Set(bases)].map((folder) => path.resolve(folder, specifier)).join(", ")} do not exist); install the job module there, or name it by a package the task manager has`,
+      );
     }
-    throw new PluginNotFoundError(misses.join("; "));
+    return loadPlugin(configuration, USER_CODE_MODULE_KIND, {
+      ...options,
+      cwd: base,
+      configDir: base,
+    });
   }
 
   /**

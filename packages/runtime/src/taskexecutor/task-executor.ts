@@ -62,6 +62,7 @@ import { LibraryCacheManager } from "./library-cache-manager.js";
 import { deriveNetworkMemorySize, type NetworkMemorySize } from "./network-memory.js";
 import type { RunningTask } from "./running-task.js";
 import { Task } from "./task.js";
+import { TaskCancelerWatchDog } from "./task-canceler-watch-dog.js";
 import { createTaskCheckpointing, readTaskRestore } from "./task-checkpointing.js";
 import { TaskExecutorPartitionTracker } from "./task-executor-partition-tracker.js";
 import {
@@ -103,6 +104,15 @@ export interface TaskExecutorOptions extends UserCode<Task> {
   /** Receives task events that consumers send upstream (default: the plugin's own dispatcher). */
   readonly taskEventPublisher?: TaskEventPublisher;
   /**
+   * Flink's fatal-error handler: told when the TaskExecutor cannot go on safely, i.e. a task
+   * canceled (or failed from outside) did not end within `task.cancellation.timeout` (its code
+   * ignores `task.signal`). The task is given up first (it ends CANCELED, its resources
+   * released), but its code may still run: a task manager process ends here, as Flink's does.
+   * Without a handler (a TaskExecutor embedded in an application's process) the task is only
+   * given up, with a warning.
+   */
+  readonly onFatalError?: (error: Error) => void;
+  /**
    * A job module (`<module>#<export>`, resolved as job modules are, from `userCodeLoader`'s
    * folders) whose `userCode` this TaskExecutor runs for tasks whose descriptor names no job
    * module, instead of code given here directly. Slot threads
@@ -129,6 +139,9 @@ export interface TaskSlotExecutorSpec {
  * backoff up to that maximum) while the producer may still be coming up.
  */
 const ASSUME_RUNNING: ExecutionState = "RUNNING";
+
+/** The `type` of the warnings a TaskExecutor emits through `process.emitWarning`. */
+export const TASK_WARNING_TYPE = "SluiceTaskWarning";
 
 /**
  * A worker process's task runtime (Flink's `TaskExecutor` with the shuffle part of its
@@ -179,6 +192,8 @@ export class TaskExecutor implements TaskExecutorGateway {
   /** The user code each running task resolved its names against, by attempt. */
   private readonly taskCode = new Map<string, UserCodeRegistry<Task>>();
   private readonly cancellationTimeoutMs: number;
+  private readonly onFatalError: ((error: Error) => void) | undefined;
+  private readonly watchDog: TaskCancelerWatchDog;
   /** The spilling threshold, max record size and spill folders of every task's readers. */
   private readonly readerOptions: RecordReaderOptions;
   private readonly ownsMetrics: boolean;
@@ -216,6 +231,11 @@ export class TaskExecutor implements TaskExecutorGateway {
     this.slots = parts.slots;
     this.libraries = new LibraryCacheManager(options.userCodeLoader ?? options.loader ?? {});
     this.cancellationTimeoutMs = configuration.get(TaskManagerOptions.TASK_CANCELLATION_TIMEOUT);
+    this.onFatalError = options.onFatalError;
+    this.watchDog = new TaskCancelerWatchDog(this.cancellationTimeoutMs, (task, error) => {
+      task.abandon();
+      this.fatalError(error);
+    });
     this.checkpointsDirectory = FsCheckpointStorage.baseDirectoryOf(configuration);
   }
 
@@ -283,6 +303,8 @@ export class TaskExecutor implements TaskExecutorGateway {
         host,
         resourceId.toString(),
       );
+    // Every plugin is loaded: the keys none of them (nor Sluice) knows can be reported now.
+    configuration.reportUnknownKeys?.();
     const closeMetrics = async () => {
       if (options.metricGroup !== undefined) return;
       metricGroup.close();
@@ -375,9 +397,12 @@ export class TaskExecutor implements TaskExecutorGateway {
       host,
       resourceId.toString(),
     );
+    // Every plugin is loaded: the keys none of them (nor Sluice) knows can be reported now.
+    configuration.reportUnknownKeys?.();
     // The main thread's environment is told about the slots once their table exists: until then
     // its data server has no partition to serve (a consumer that asks that early retries).
     let table: TaskSlotTable | undefined;
+    let executor: TaskExecutor | undefined;
     const lostListeners: ((threadIndex: number, cause: Error) => void)[] = [];
     const networkThread: TaskSlotThreadsContext = {
       role: "network",
@@ -433,6 +458,8 @@ export class TaskExecutor implements TaskExecutorGateway {
         numberOfSlots,
         init,
         memory,
+        // A slot's stuck task is the task manager's, as on one event loop.
+        onFatalError: (error) => executor?.fatalError(error),
         onThreadLost: (threadIndex, cause) => {
           for (const listener of lostListeners) listener(threadIndex, cause);
         },
@@ -443,7 +470,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       await metricGroup.registry.close();
       throw error;
     }
-    return new TaskExecutor({
+    executor = new TaskExecutor({
       configuration,
       options,
       plugin,
@@ -456,6 +483,23 @@ export class TaskExecutor implements TaskExecutorGateway {
       userCode,
       slots: table,
     });
+    return executor;
+  }
+
+  /**
+   * Hands an error after which this TaskExecutor cannot go on safely to `onFatalError`, or, without
+   * one or while closing, emits it as a warning (the task it concerns is given up already).
+   */
+  private fatalError(error: Error): void {
+    if (this.onFatalError === undefined || this.closing !== undefined) {
+      const code: unknown = (error as { code?: unknown }).code;
+      process.emitWarning(`${error.message}; it was given up`, {
+        type: TASK_WARNING_TYPE,
+        ...(typeof code === "string" ? { code } : {}),
+      });
+    } else {
+      this.onFatalError(error);
+    }
   }
 
   /**
@@ -519,7 +563,13 @@ export class TaskExecutor implements TaskExecutorGateway {
       );
     }
     // Resolve every name before anything is allocated, so a bad name leaves nothing behind.
-    const userCode = await this.userCodeOf(tdd, name);
+    // No await for the code the TaskExecutor was started with: a deployment takes as few turns as
+    // it did before job modules, so the job side's serializer check of a producer that deploys
+    // right after its consumer still comes before the consumer's code runs.
+    const userCode =
+      tdd.userCodeModule === undefined
+        ? this.userCode
+        : await this.userCodeOf(tdd.userCodeModule, name);
     this.checkOpen();
     const serializersOut = tdd.producedPartitions.map((produced, i) =>
       userCode.serializer(produced.serializer, name, `producedPartitions[${i}].serializer`),
@@ -633,6 +683,7 @@ export class TaskExecutor implements TaskExecutorGateway {
     });
     this.tasks.set(key, task);
     this.taskCode.set(key, userCode);
+    this.watchDog.watch(task);
     const tracked = this.trackPartitions(tdd);
     void task.terminated.then((end) => {
       this.tasks.delete(key);
@@ -657,21 +708,16 @@ export class TaskExecutor implements TaskExecutorGateway {
   }
 
   /**
-   * The code that resolves the names of a descriptor: its job module's, or the code this
-   * TaskExecutor was started with.
+   * The code of a descriptor's job module, loaded on first use.
    *
    * @throws TaskDeploymentError naming the task and the module when the module cannot be loaded.
    */
-  private async userCodeOf(
-    tdd: TaskDeploymentDescriptor,
-    name: string,
-  ): Promise<UserCodeRegistry<Task>> {
-    if (tdd.userCodeModule === undefined) return this.userCode;
+  private async userCodeOf(reference: string, name: string): Promise<UserCodeRegistry<Task>> {
     try {
-      return await this.libraries.registryOf(tdd.userCodeModule);
+      return await this.libraries.registryOf(reference);
     } catch (error) {
       throw new TaskDeploymentError(
-        `${name}: the job's user code ${tdd.userCodeModule} cannot be loaded on the TaskExecutor at ${this.location.host}:${this.location.dataPort}: ${(error as Error)?.message ?? String(error)}`,
+        `${name}: the job's user code ${reference} cannot be loaded on the TaskExecutor at ${this.location.host}:${this.location.dataPort}: ${(error as Error)?.message ?? String(error)}`,
         { cause: error },
       );
     }
@@ -723,7 +769,11 @@ export class TaskExecutor implements TaskExecutorGateway {
       await this.slots.submitTask(tdd, jobMaster);
       return;
     }
-    const invokable = (await this.userCodeOf(tdd, name)).invokable(tdd.invokable, name);
+    const userCode =
+      tdd.userCodeModule === undefined
+        ? this.userCode
+        : await this.userCodeOf(tdd.userCodeModule, name);
+    const invokable = userCode.invokable(tdd.invokable, name);
     const task = await this.deployTask(tdd, jobMaster);
     // The failure is not lost: it reaches the job master in the task's FAILED state report.
     task.run(invokable).catch(() => {});
@@ -797,6 +847,7 @@ export class TaskExecutor implements TaskExecutorGateway {
     executionAttemptId: ExecutionAttemptID,
     checkpointId: bigint,
     timestamp: bigint,
+    lastSubsumedCheckpointId?: bigint,
   ): Promise<void> {
     if (this.slots !== undefined) {
       return this.slots.checkpointCall(
@@ -804,9 +855,15 @@ export class TaskExecutor implements TaskExecutorGateway {
         executionAttemptId,
         checkpointId,
         timestamp,
+        lastSubsumedCheckpointId,
       );
     }
-    this.requireTask(executionAttemptId).notifyCheckpointComplete(checkpointId);
+    const task = this.requireTask(executionAttemptId);
+    task.notifyCheckpointComplete(checkpointId);
+    // After the completion, as Flink's confirmCheckpoint: the newer one is committed first.
+    if (lastSubsumedCheckpointId !== undefined && lastSubsumedCheckpointId > 0n) {
+      task.notifyCheckpointSubsumed(lastSubsumedCheckpointId);
+    }
   }
 
   /**
@@ -829,7 +886,10 @@ export class TaskExecutor implements TaskExecutorGateway {
         latestCompletedCheckpointId,
       );
     }
-    this.requireTask(executionAttemptId).notifyCheckpointAborted(checkpointId);
+    this.requireTask(executionAttemptId).notifyCheckpointAborted(
+      checkpointId,
+      latestCompletedCheckpointId,
+    );
   }
 
   /**
@@ -905,6 +965,8 @@ export class TaskExecutor implements TaskExecutorGateway {
       });
       await Promise.race([ended, timeout]);
       clearTimeout(timer);
+      // The watchdog, on the same timeout, gives them up too: whichever comes first.
+      for (const task of tasks) task.abandon();
     } else {
       await ended;
     }

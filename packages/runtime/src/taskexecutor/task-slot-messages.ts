@@ -55,7 +55,10 @@ export type SlotCall =
       readonly method: "triggerCheckpoint" | "notifyCheckpointComplete" | "notifyCheckpointAborted";
       readonly attempt: string;
       readonly checkpointId: string;
+      /** The trigger's and the completion's timestamp, or the abort's last completed checkpoint. */
       readonly other: string;
+      /** The completion's last subsumed checkpoint, when the job side named one. */
+      readonly lastSubsumed?: string;
     }
   | {
       readonly method: "releasePartitions" | "releasePartitionsLocally";
@@ -111,7 +114,12 @@ export type FromSlotThread =
   | { readonly kind: "acknowledge"; readonly ack: AcknowledgeCheckpointJSON }
   | { readonly kind: "decline"; readonly decline: DeclineCheckpointJSON }
   /** The partitions the slot holds now, whenever that changed. */
-  | { readonly kind: "partitions"; readonly ids: readonly string[] };
+  | { readonly kind: "partitions"; readonly ids: readonly string[] }
+  /**
+   * The slot's TaskExecutor cannot go on safely (a task ignored its cancellation past
+   * `task.cancellation.timeout`): the task manager's fatal-error handler decides.
+   */
+  | { readonly kind: "fatal-error"; readonly error: SerializedThrowable };
 
 /** How a call or request ended. */
 export type Outcome =

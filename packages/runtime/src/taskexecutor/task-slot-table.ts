@@ -87,6 +87,8 @@ export interface TaskSlotTableOptions {
   readonly warn?: (message: string) => void;
   /** A slot's thread ended: the main thread's environment gives up what it shared with it. */
   readonly onThreadLost?: (threadIndex: number, cause: Error) => void;
+  /** A slot's TaskExecutor reported a fatal error (see `TaskExecutorOptions.onFatalError`). */
+  readonly onFatalError?: (error: Error) => void;
 }
 
 /**
@@ -231,17 +233,20 @@ export class TaskSlotTable {
     });
   }
 
+  /** Passes a checkpoint's trigger, completion or abort to the slot that runs the task. */
   async checkpointCall(
     method: "triggerCheckpoint" | "notifyCheckpointComplete" | "notifyCheckpointAborted",
     attempt: ExecutionAttemptID,
     checkpointId: bigint,
     other: bigint,
+    lastSubsumed?: bigint,
   ): Promise<void> {
     await this.callTask(attempt, {
       method,
       attempt: attempt.toString(),
       checkpointId: checkpointId.toString(),
       other: other.toString(),
+      ...(lastSubsumed === undefined ? {} : { lastSubsumed: lastSubsumed.toString() }),
     });
   }
 
@@ -422,6 +427,9 @@ export class TaskSlotTable {
       case "partitions":
         this.slotPartitions[thread.slotIndex] = message.ids;
         this.forgetEndedProducers(thread.slotIndex);
+        return;
+      case "fatal-error":
+        this.options.onFatalError?.(deserializeThrowable(message.error));
         return;
     }
   }

@@ -131,6 +131,8 @@ try {
       resourceId: ResourceID.fromHex(init.resourceId),
       metricGroup,
       localCommunicationOnly: init.localCommunicationOnly,
+      // The task manager's handler decides (on the main thread), as for a task of its own.
+      onFatalError: (error) => post({ kind: "fatal-error", error: serializeThrowable(error) }),
       ...(init.loader === undefined ? {} : { loader: init.loader }),
       ...(init.userCodeLoader === undefined ? {} : { userCodeLoader: init.userCodeLoader }),
       ...(init.userCodeModule === undefined ? {} : { userCodeModule: init.userCodeModule }),
@@ -179,12 +181,19 @@ async function perform(call: SlotCall): Promise<unknown> {
       );
       return null;
     case "triggerCheckpoint":
-    case "notifyCheckpointComplete":
     case "notifyCheckpointAborted":
       await executor[call.method](
         ExecutionAttemptID.parse(call.attempt),
         BigInt(call.checkpointId),
         BigInt(call.other),
+      );
+      return null;
+    case "notifyCheckpointComplete":
+      await executor.notifyCheckpointComplete(
+        ExecutionAttemptID.parse(call.attempt),
+        BigInt(call.checkpointId),
+        BigInt(call.other),
+        call.lastSubsumed === undefined ? undefined : BigInt(call.lastSubsumed),
       );
       return null;
     case "releasePartitions":

@@ -24,18 +24,26 @@ import type { RecordReader } from "../io/record-reader.js";
 import type { RecordWriter } from "../io/record-writer.js";
 import { CheckpointFailureReason } from "../messages/checkpoint-failure-reason.js";
 import type { CheckpointingMode } from "../messages/checkpointing-mode.js";
+import { NO_LEADERSHIP_EPOCH } from "../messages/leadership-epoch.js";
 import { serializeThrowable } from "../messages/serialized-throwable.js";
 import { taskNameWithSubtask } from "../messages/task-deployment-descriptor.js";
 import type { TaskExecutionState } from "../messages/task-execution-state.js";
 import { isTerminal } from "../messages/task-execution-state.js";
 import type { TaskMetricGroup } from "../metrics/groups/task-metric-group.js";
+import type { KeyGroupRange } from "../partitioner/key-group-range.js";
+import {
+  computeDefaultMaxParallelism,
+  computeKeyGroupRangeForOperatorIndex,
+} from "../partitioner/key-group-range-assignment.js";
 import { asError } from "../util/as-error.js";
+import { allDataProcessed, checkAllRecordsProcessedHandshake } from "./all-data-processed.js";
 import { startBufferDebloating } from "./buffer-debloating.js";
 import { CheckpointNotifications } from "./checkpoint-notifications.js";
 import { anyPendingRecord, outputsAvailableFuture } from "./output-availability.js";
+import { startTask } from "./starting-task.js";
 import { TaskMailbox } from "./task-mailbox.js";
 import { createTaskRecordIo, finishPartitions } from "./task-record-io.js";
-import type { TaskResources } from "./task-resources.js";
+import type { TaskCheckpointing, TaskResources } from "./task-resources.js";
 import { restoreOutputChannelState, setUpChannelStateWriter } from "./unaligned-channel-state.js";
 import type { TaskInvokable } from "./user-code-registry.js";
 
@@ -63,7 +71,9 @@ import type { TaskInvokable } from "./user-code-registry.js";
  * The final checkpoint (FLIP-147, with `execution.checkpointing.checkpoints-after-tasks-finish`):
  * when the invokable returns, the task sends EndOfData on every output and stays RUNNING,
  * running its mail and reading its inputs on to EndOfPartition for the barriers still coming,
- * until a checkpoint it took after that completed; only then does it finish its partitions.
+ * until a checkpoint it took after that completed and the consumers of its pipelined
+ * partitions processed every record before the EndOfData (they acknowledge reading it); only
+ * then does it finish its partitions.
  */
 export class Task {
   /** The job. */
@@ -80,6 +90,24 @@ export class Task {
   readonly numberOfSubtasks: number;
   /** The attempt number (0 for the first attempt). */
   readonly attemptNumber: number;
+  /**
+   * The leadership of the job manager that deployed this attempt (1 to 32 letters and digits):
+   * under high availability derived from the leader's fencing token (etcd's grows with every
+   * leadership), else random per deployment. Attempt numbers start at 0 again under a new
+   * leader, so whatever a task names outside (part files, transactional ids) must hold this too:
+   * `TransactionalFileSink` and any `TwoPhaseCommitSink` do it by themselves.
+   */
+  readonly leadershipEpoch: string;
+  /**
+   * The vertex's max parallelism: the number of key groups its keyed state is split into (Flink's
+   * `getMaxNumberOfParallelSubtasks`).
+   */
+  readonly maxParallelism: number;
+  /**
+   * The key groups this subtask owns (Flink's `KeyGroupRangeAssignment`): the records its HASH
+   * input routes to it, and the keyed state it keeps and restores.
+   */
+  readonly keyGroupRange: KeyGroupRange;
   /** The task's parameters from its deployment descriptor. */
   readonly configuration: JsonObject;
   /** The plugin's writers, one per produced partition (for metrics and tests). */
@@ -154,7 +182,15 @@ export class Task {
     });
     this.subtaskIndex = descriptor.executionAttemptId.subtaskIndex;
     this.attemptNumber = descriptor.executionAttemptId.attemptNumber;
+    this.leadershipEpoch = descriptor.leadershipEpoch ?? NO_LEADERSHIP_EPOCH;
     this.numberOfSubtasks = descriptor.numberOfSubtasks;
+    this.maxParallelism =
+      descriptor.maxParallelism ?? computeDefaultMaxParallelism(descriptor.numberOfSubtasks);
+    this.keyGroupRange = computeKeyGroupRangeForOperatorIndex(
+      this.maxParallelism,
+      this.numberOfSubtasks,
+      this.subtaskIndex,
+    );
     this.configuration = descriptor.taskConfiguration;
     this.partitions = Object.freeze(resources.outputs.map((output) => output.partition));
     this.gates = Object.freeze(resources.inputs.map((input) => input.gate));
@@ -236,34 +272,61 @@ export class Task {
   /**
    * Checkpoint `checkpointId` completed (Flink's `notifyCheckpointCompleteAsync`); called by the
    * TaskExecutor when the job side says so. The task's {@link CheckpointListener} is told after
-   * the notifications before it were handled. Ignored once the task ended.
+   * the notifications before it were handled; a completion no newer than one it was already
+   * told of is dropped. Ignored once the task ended.
    *
    * @throws IllegalStateError when the job takes no checkpoints.
    */
   notifyCheckpointComplete(checkpointId: bigint): void {
-    this.enqueueNotification(checkpointId, true);
+    this.checkpointingFor("notifyCheckpointComplete", checkpointId);
+    if (isTerminal(this.currentState)) return;
+    this.notifications.enqueue(checkpointId, "complete");
   }
 
   /**
    * Checkpoint `checkpointId` was aborted (Flink's `notifyCheckpointAbortAsync`): the task's
-   * {@link CheckpointListener} is told, in order with the other notifications. Ignored once the
-   * task ended.
+   * checkpoint coordinator skips it should its trigger or barriers still come (a cancellation
+   * marker goes downstream instead) and cancels its asynchronous part if one runs; the
+   * {@link CheckpointListener} is told, in order with the other notifications, after it was
+   * told that `latestCompletedCheckpointId` completed, in case that notification was lost.
+   * Ignored once the task ended.
+   *
+   * @param latestCompletedCheckpointId the newest checkpoint the job completed (0: none).
+   * @throws IllegalStateError when the job takes no checkpoints.
+   */
+  notifyCheckpointAborted(checkpointId: bigint, latestCompletedCheckpointId = 0n): void {
+    const checkpointing = this.checkpointingFor("notifyCheckpointAborted", checkpointId);
+    if (isTerminal(this.currentState)) return;
+    if (latestCompletedCheckpointId > 0n) {
+      this.notifications.enqueue(latestCompletedCheckpointId, "complete");
+    }
+    checkpointing.coordinator.notifyCheckpointAborted(checkpointId);
+    this.notifications.enqueue(checkpointId, "abort");
+  }
+
+  /**
+   * Completed checkpoint `checkpointId` was subsumed: a newer one completed and the job side
+   * no longer retains it (Flink's `notifyCheckpointSubsumedAsync`, sent with the newer one's
+   * completion). The task's {@link CheckpointListener} is told, in order. Ignored once the task
+   * ended.
    *
    * @throws IllegalStateError when the job takes no checkpoints.
    */
-  notifyCheckpointAborted(checkpointId: bigint): void {
-    this.enqueueNotification(checkpointId, false);
+  notifyCheckpointSubsumed(checkpointId: bigint): void {
+    this.checkpointingFor("notifyCheckpointSubsumed", checkpointId);
+    if (isTerminal(this.currentState)) return;
+    this.notifications.enqueue(checkpointId, "subsume");
   }
 
-  private enqueueNotification(checkpointId: bigint, completed: boolean): void {
-    const what = completed ? "notifyCheckpointComplete" : "notifyCheckpointAborted";
-    if (this.resources.checkpointing === undefined) {
+  /** The task's checkpointing, for notification `what` of `checkpointId`. */
+  private checkpointingFor(what: string, checkpointId: bigint): TaskCheckpointing {
+    const checkpointing = this.resources.checkpointing;
+    if (checkpointing === undefined) {
       throw new IllegalStateError(
         `${this.name}: cannot ${what} ${checkpointId}: the job takes no checkpoints`,
       );
     }
-    if (isTerminal(this.currentState)) return;
-    this.notifications.enqueue(checkpointId, completed, what);
+    return checkpointing;
   }
 
   /**
@@ -417,6 +480,14 @@ export class Task {
           this.gates,
           coordinator.channelStateWriter,
         );
+        if (this.finalCheckpointEnabled) {
+          checkAllRecordsProcessedHandshake(
+            this.name,
+            this.partitions,
+            this.gates,
+            this.resources.descriptor,
+          );
+        }
       }
       await restoreOutputChannelState(
         this.name,
@@ -426,7 +497,7 @@ export class Task {
       );
       // A subtask that had finished before the restored checkpoint does not run again (FLIP-147).
       if (this.resources.restore?.finished !== true) {
-        result = (await invokable(this)) ?? undefined;
+        result = (await startTask(this, () => invokable(this))) ?? undefined;
       }
       this.checkNotAborted();
       await this.endData();
@@ -475,6 +546,19 @@ export class Task {
    */
   fail(cause: Error): void {
     this.stop("FAILED", cause);
+  }
+
+  /**
+   * @internal Gives up on a task canceled or failed from outside whose code has not returned (an embedded
+   * TaskExecutor's answer to `task.cancellation.timeout`, where no process can be ended): it ends
+   * now, CANCELED or FAILED as it was stopped, its partitions and gates released when it was
+   * stopped; what its code does afterwards changes nothing. No-op otherwise.
+   */
+  abandon(): void {
+    const cause = this.failure;
+    if (cause === undefined || isTerminal(this.currentState)) return;
+    const next = this.currentState === "CANCELING" ? "CANCELED" : "FAILED";
+    void this.releaseResources(cause).then(() => this.terminate(next, cause));
   }
 
   private stop(next: "CANCELING" | "FAILED", cause: Error): void {
@@ -529,17 +613,42 @@ export class Task {
    * triggers a source gets) and reading its inputs to EndOfPartition (the barriers of the
    * checkpoints its producers wait for) until a checkpoint it took since then completed and its
    * listener handled that: what it prepared for its final state is committed before it finishes,
-   * and its consumers, reached by that checkpoint's barrier, take part in it. A subtask restored
-   * as finished does not wait: the restored checkpoint holds its final state.
+   * and its consumers, reached by that checkpoint's barrier, take part in it. It also waits,
+   * in any order, until the consumers of its pipelined partitions processed every record (Flink's
+   * StreamTask waits for both): an unaligned barrier overtakes the EndOfData, so the final
+   * checkpoint may complete while a consumer still drains the records before it, and a task
+   * finished then would be recorded as finished by the next checkpoint, its records only in the
+   * consumer's queue. Meanwhile it stays RUNNING and is triggered like a source. A subtask
+   * restored as finished does not wait: the restored checkpoint holds its final state, and its
+   * consumers hold none of its records.
    */
   private async waitForFinalCheckpoint(): Promise<void> {
     if (!this.finalCheckpointEnabled || this.resources.restore?.finished === true) return;
+    let processed = false;
+    let processedFailure: unknown;
+    const allProcessed = allDataProcessed(this.partitions, this.resources.descriptor).then(
+      () => {
+        processed = true;
+      },
+      (error: unknown) => {
+        processedFailure = error;
+      },
+    );
     for (;;) {
       this.processMail();
       const open = this.recordReaders.filter((reader) => !reader.pollToEndOfPartition());
+      if (processedFailure !== undefined) throw processedFailure;
       const final = this.finalCheckpointId;
-      if (final !== undefined && this.notifications.lastCompletedCheckpointId >= final) return;
+      if (
+        processed &&
+        final !== undefined &&
+        this.notifications.lastCompletedCheckpointId >= final
+      ) {
+        return;
+      }
       const waits: Promise<unknown>[] = [
+        // Once settled it would end every wait at once: the loop would never yield.
+        ...(processed ? [] : [allProcessed]),
         this.mailbox.mailArrived(),
         this.notifications.nextHandled(),
         this.whenAborted(),

@@ -140,14 +140,18 @@ export function partitionDescriptor(
   };
 }
 
-/** Registers a partition with the master, as the job side does before deploying its producer. */
+/**
+ * Registers a partition with the master, as the job side does before deploying its producer (a
+ * new producer attempt, unless `producerId` names one).
+ */
 export function register(
   harness: RemoteShuffleHarness,
   partition: PartitionDescriptor,
+  producerId: ExecutionAttemptID = new ExecutionAttemptID(),
 ): Promise<RemoteShuffleDescriptor> {
   return harness.master.registerPartitionWithProducer(harness.jobId, partition, {
     producerLocation: new ResourceID(),
-    producerExecutionId: new ExecutionAttemptID(),
+    producerExecutionId: producerId,
     address: "127.0.0.1",
     dataPort: 1,
   });
@@ -162,12 +166,16 @@ export function recordsOf(subpartition: number, count: number, padding = 60): Bu
   });
 }
 
-/** Writes `records[s]` to subpartition `s` through a writer of `environment`, then finishes. */
+/**
+ * Writes `records[s]` to subpartition `s` through a writer of `environment`, then finishes.
+ * `midway` runs once half of the records were written (a producer that stalls there).
+ */
 export async function writePartition(
   environment: RemoteShuffleEnvironment,
   partition: PartitionDescriptor,
   descriptor: ShuffleDescriptor,
   records: readonly (readonly Buffer[])[],
+  midway?: () => Promise<void>,
 ): Promise<void> {
   const owner = environment.createShuffleIOOwnerContext(
     "Producer (1/1)#0",
@@ -180,6 +188,7 @@ export async function writePartition(
   writer.setup();
   const longest = Math.max(...records.map((r) => r.length));
   for (let i = 0; i < longest; i++) {
+    if (i === Math.floor(longest / 2)) await midway?.();
     for (let s = 0; s < records.length; s++) {
       const record = records[s]?.[i];
       if (record === undefined) continue;
@@ -196,16 +205,21 @@ export async function writePartition(
   if (failure !== undefined) throw failure;
 }
 
-/**
- * Reads subpartitions `[0, subpartitions)` of the partition; resolves with each one's bytes.
- * `pauseAfterFirstBuffer` runs once the first buffer arrived, before the gate is polled again.
- */
+/** What {@link readPartition} does besides reading. */
+export interface ReadOptions {
+  /** Runs once the first buffer arrived, before the gate is polled again. */
+  readonly afterFirstBuffer?: () => Promise<void>;
+  /** Receives each subpartition's bytes as they are delivered (also when the read fails). */
+  readonly delivered?: Buffer[][];
+}
+
+/** Reads subpartitions `[0, subpartitions)` of the partition; resolves with each one's bytes. */
 export async function readPartition(
   environment: RemoteShuffleEnvironment,
   partition: PartitionDescriptor,
   descriptor: ShuffleDescriptor,
   subpartitions: number,
-  pauseAfterFirstBuffer?: () => Promise<void>,
+  options: ReadOptions = {},
 ): Promise<Buffer[]> {
   const owner = environment.createShuffleIOOwnerContext(
     "Consumer (1/1)#0",
@@ -224,7 +238,9 @@ export async function readPartition(
     ],
   );
   if (gate === undefined) throw new Error("no gate");
-  const received: Buffer[][] = Array.from({ length: subpartitions }, () => []);
+  const received: Buffer[][] = options.delivered ?? Array.from({ length: subpartitions }, () => []);
+  for (let s = received.length; s < subpartitions; s++) received.push([]);
+  let afterFirstBuffer = options.afterFirstBuffer;
   gate.setup();
   gate.requestPartitions();
   try {
@@ -239,8 +255,8 @@ export async function readPartition(
       if (next.buffer !== undefined) {
         received[next.channelIndex]?.push(Buffer.from(next.buffer.readableView()));
         next.buffer.recycleBuffer();
-        const pause = pauseAfterFirstBuffer;
-        pauseAfterFirstBuffer = undefined;
+        const pause = afterFirstBuffer;
+        afterFirstBuffer = undefined;
         await pause?.();
       }
     }

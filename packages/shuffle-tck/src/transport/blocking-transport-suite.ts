@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { crc32 } from "node:zlib";
 import { deferred, ErrorCodes, isPartitionException, type PartitionException } from "@sluice/core";
 import type { SortMergeResultPartition } from "@sluice/network";
 import type { ExecutionVertex, JobResult, TaskExecutor } from "@sluice/runtime";
@@ -255,14 +256,37 @@ export function describeBlockingTransportSuite(options: BlockingTransportSuiteOp
       await expectReadBuffersBack(...executors);
     });
 
+    it("fails the remote consumer with SLUICE_ERR_PARTITION_FILE_CORRUPTED, before it receives them, when stored bytes changed and the framing is intact", async () => {
+      const { result, exchange, executors } = await readAfter((writer) => {
+        const dataFile = writer.getFilePaths()?.dataFile as string;
+        const data = readFileSync(dataFile);
+        // The first buffer's compressed block: its header and every length stay valid.
+        const blockLength = data.readInt32LE(0);
+        for (let i = 8; i < 8 + blockLength; i++) data[i] = (i * 131) & 0xff;
+        writeFileSync(dataFile, data);
+      });
+      const cause = consumerFailureOf(result, exchange);
+      // The producer's worker checked the buffer's CRC32 before sending it: the consumer's
+      // decompressor never saw the damaged bytes.
+      expect(cause).toMatchObject({ code: ErrorCodes.PARTITION_FILE_CORRUPTED });
+      expect(cause?.message).toMatch(/CRC32/);
+      expectNamesPartitionOf(cause, exchange.producers[0] as ExecutionVertex);
+      await expectReadBuffersBack(...executors);
+    });
+
     it("fails the remote consumer with SLUICE_ERR_BUFFER_DECOMPRESSION on a corrupt compressed buffer", async () => {
       const { result, exchange, executors } = await readAfter((writer) => {
         // The first run starts with a compressed buffer (LZ4, the default codec):
-        // [block length LE][original length LE][block].
-        const dataFile = writer.getFilePaths()?.dataFile as string;
+        // [block length LE][original length LE][block]. Damaged before it was written (its
+        // header's CRC32 is of the damaged bytes), so only the consumer's decompressor can tell.
+        const { dataFile, indexFile } = writer.getFilePaths() as {
+          dataFile: string;
+          indexFile: string;
+        };
         const data = readFileSync(dataFile);
         const blockLength = data.readInt32LE(0);
         for (let i = 8; i < 8 + blockLength; i++) data[i] = (i * 131) & 0xff;
+        rewriteFirstBufferChecksum(data, readFileSync(indexFile));
         writeFileSync(dataFile, data);
       });
       const cause = consumerFailureOf(result, exchange);
@@ -336,4 +360,23 @@ export function describeBlockingTransportSuite(options: BlockingTransportSuiteOp
       await expectReadBuffersBack(consumer);
     });
   });
+}
+
+/**
+ * Writes the CRC32 of the data file's first buffer, as it now is, into that buffer's header (the
+ * layout of docs/architecture.md: a run's payloads, then a 12-byte header per buffer with the
+ * CRC32 at +8, then its count). The run holding offset 0 is found in the index.
+ */
+function rewriteFirstBufferChecksum(data: Buffer, index: Buffer): void {
+  let runSize = 0;
+  for (let at = 0; at + 16 <= index.length; at += 16) {
+    if (Number(index.readBigInt64BE(at)) === 0 && Number(index.readBigInt64BE(at + 8)) > 0) {
+      runSize = Number(index.readBigInt64BE(at + 8));
+      break;
+    }
+  }
+  const count = data.readInt32BE(runSize - 4);
+  const header = runSize - 4 - 12 * count;
+  const length = data.readInt32BE(header + 4);
+  data.writeUInt32BE(crc32(data.subarray(0, length)) >>> 0, header + 8);
 }

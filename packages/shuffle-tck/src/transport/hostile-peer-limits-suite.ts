@@ -254,6 +254,36 @@ export function describeHostilePeerLimitsSuite(
       await expectStillServing(executor);
     });
 
+    it("holds at most one pause's input from a peer that reads its replies in short bursts while it floods requests", async () => {
+      const executor = await start({ "taskmanager.network.idle-connection-timeout": "1min" });
+      const env = networkEnvironmentOf(executor);
+      const peer = await connect(executor.location.dataPort);
+      const chunk = frames(Array.from({ length: 200 }, () => taskEventRequest()));
+      let flooding = true;
+      const flood = (async () => {
+        while (flooding && !peer.isClosed()) await peer.send(chunk);
+      })();
+      // The peer reads a little now and then: the server pauses and resumes reading it again
+      // and again. Each resume must consume what it held over the pause before it reads more.
+      let maxHeld = 0;
+      for (let cycle = 0; cycle < 40; cycle++) {
+        peer.pauseReading();
+        await until(() => env.getServerOutboundStats().pausedConnections > 0, 10_000);
+        maxHeld = Math.max(maxHeld, env.getServerHeldInputBytes());
+        peer.resumeReading();
+        await until(() => env.getServerOutboundStats().pausedConnections === 0, 10_000);
+        maxHeld = Math.max(maxHeld, env.getServerHeldInputBytes());
+      }
+      flooding = false;
+      peer.resumeReading();
+      peer.destroy();
+      await flood.catch(() => undefined);
+      // What a paused socket had read already, plus what the peer sent before the pause took
+      // effect: a bounded amount, not a sum over the cycles.
+      expect(maxHeld).toBeLessThanOrEqual(2 * BUDGET + TRANSPORT_SLACK + 4 * chunk.length);
+      await expectStillServing(executor);
+    });
+
     it("refuses connections beyond taskmanager.network.max-connections with a LimitExceeded error and serves the others", async () => {
       const executor = await start({
         "taskmanager.network.max-connections": 3,

@@ -20,6 +20,14 @@ export {
   type HostilePeerTransport,
 } from "./hostile-peer-suite.js";
 export {
+  describeHostileRpcPortLimitsSuite,
+  type HostileRpcPortTarget,
+  type MalformedFrames,
+  type RpcPortLimits,
+  type RpcPortStats,
+  type RpcPortUnderTest,
+} from "./hostile-rpc-port-limits-suite.js";
+export {
   advertising,
   type DeployedExchange,
   type GatewayOptions,
@@ -28,7 +36,9 @@ export {
   networkEnvironmentOf,
   type RawConfig,
 } from "./in-process-cluster.js";
+export { describeKeepAliveSuite } from "./keep-alive-suite.js";
 export { describeListenerErrorsSuite } from "./listener-errors-suite.js";
+export { connectRawTcp, rawTcpPeer } from "./raw-tcp-peer.js";
 export {
   SMALLEST_BUFFER_SETTINGS,
   SMALLEST_BUFFER_SETTINGS_BASE,

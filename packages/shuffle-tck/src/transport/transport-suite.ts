@@ -1,4 +1,4 @@
-import { ErrorCodes, TaskEvent } from "@sluice/core";
+import { EndOfData, ErrorCodes, StopMode, TaskEvent } from "@sluice/core";
 import type { JobResult } from "@sluice/runtime";
 import { afterEach, describe, expect, it } from "vitest";
 import { expectReadInFull } from "../kit-results.js";
@@ -182,6 +182,46 @@ export function describeTransportSuite(options: TransportSuiteOptions): void {
         })
         .toMatch(/no task event listener/);
       expect(received).toEqual(["superstep:7"]);
+    });
+
+    it("resolves a producer's all-data-processed future only once every remote consumer acknowledged the EndOfData it read", async () => {
+      cluster = new InProcessCluster(options.factory, BASE);
+      const producerExecutor = await cluster.startExecutor();
+      const consumerExecutor = await cluster.startExecutor();
+      const { producers, consumers } = await cluster.deployWithoutRunning(
+        { producers: 1, consumers: 2, plan: { records: 0, padding: 0 } },
+        producerExecutor,
+        consumerExecutor,
+      );
+      const partition = producers[0]?.partitions[0];
+      const [gate0, gate1] = consumers.map((task) => task.gates[0]);
+      if (partition === undefined || gate0 === undefined || gate1 === undefined) {
+        throw new Error("the exchange has no partition or gates");
+      }
+      let processed = false;
+      void partition.getAllDataProcessedFuture?.().then(() => {
+        processed = true;
+      });
+      partition.broadcastEvent(new EndOfData(StopMode.DRAIN));
+      partition.flushAll();
+      const readEndOfData = (gate: typeof gate0) =>
+        expect.poll(() => gate.pollNext()?.event?.kind, { timeout: 10_000 }).toBe("EndOfData");
+      await readEndOfData(gate0);
+      gate0.acknowledgeAllRecordsProcessed?.(0);
+      // A task event behind the acknowledgement on the same connection: once it arrived, the
+      // acknowledgement did too, and one of two consumers is not enough.
+      const received: string[] = [];
+      const unsubscribe = networkEnvironmentOf(producerExecutor).taskEventDispatcher.subscribe(
+        partition.partitionId,
+        (event) => received.push(event.typeName),
+      );
+      gate0.sendTaskEvent(new TaskEvent("after-ack", Buffer.from("")));
+      await expect.poll(() => received).toEqual(["after-ack"]);
+      unsubscribe();
+      expect(processed).toBe(false);
+      await readEndOfData(gate1);
+      gate1.acknowledgeAllRecordsProcessed?.(0);
+      await expect.poll(() => processed, { timeout: 10_000 }).toBe(true);
     });
   });
 }

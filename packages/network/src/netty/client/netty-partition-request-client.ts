@@ -93,6 +93,14 @@ export class NettyPartitionRequestClient implements PartitionRequestClient {
     );
   }
 
+  acknowledgeAllRecordsProcessed(channel: RemoteInputChannel): void {
+    this.handler.enqueue(() =>
+      channel.isReleased()
+        ? undefined
+        : { id: MessageId.ACK_ALL_USER_RECORDS_PROCESSED, receiverId: channel.id },
+    );
+  }
+
   /** Buffer debloating: the channel's new buffer size, sent as NewBufferSize. */
   notifyNewBufferSize(channel: RemoteInputChannel, bufferSize: number): void {
     this.handler.enqueue(() =>

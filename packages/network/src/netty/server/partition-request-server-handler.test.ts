@@ -362,4 +362,42 @@ describe("PartitionRequestServerHandler", () => {
     expect(global).toHaveAllSegmentsAvailable();
     global.destroy();
   });
+
+  it("testAcknowledgeAllRecordsProcessed: AckAllUserRecordsProcessed of a reader resolves its partition's all-data-processed future", async () => {
+    const manager = newManager();
+    const global = new NetworkBufferPool(8, 64);
+    const partition = buildPipelinedResultPartition({
+      networkBufferPool: global,
+      partitionManager: manager,
+      maxBuffers: 4,
+    });
+    const connection = new FakeConnection();
+    const handler = handlerOn(connection, {}, manager);
+    const receiverId = new InputChannelID();
+    handler.onData(
+      frames([
+        {
+          id: MessageId.PARTITION_REQUEST,
+          partitionId: partition.partitionId,
+          subpartitionIndexSet: { start: 0, end: 0 },
+          receiverId,
+          credit: 2,
+        },
+      ]),
+    );
+    await turn();
+    expect(handler.getNumberOfReaders()).toBe(1);
+    let processed = false;
+    void partition.getAllDataProcessedFuture().then(() => {
+      processed = true;
+    });
+    await turn();
+    expect(processed).toBe(false);
+    handler.onData(frames([{ id: MessageId.ACK_ALL_USER_RECORDS_PROCESSED, receiverId }]));
+    await expect.poll(() => processed).toBe(true);
+    expect(connection.closed).toBe(false);
+    partition.release();
+    expect(global).toHaveAllSegmentsAvailable();
+    global.destroy();
+  });
 });

@@ -95,10 +95,15 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
       readingControl: {
         pause: () => connection.pause(),
         resume: () => {
-          connection.resume();
+          if (this.pendingInput.length === 0) {
+            connection.resume();
+            return;
+          }
           // What was read before the pause but not decoded yet goes first, on a fresh turn
-          // (resume is called from inside the queue's write path).
-          if (this.pendingInput.length > 0) setImmediate(() => this.feedPending());
+          // (resume is called from inside the queue's write path). The socket is read again only
+          // once that input is decoded: a peer that reads its replies slowly would otherwise make
+          // the held input grow at every pause and resume.
+          setImmediate(() => this.feedPending());
         },
       },
       onWriteFailed: (cause) => this.failConnection(cause),
@@ -148,6 +153,9 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
     while (this.pendingInput.length > 0 && !this.closed && !this.queue.isReadingPaused()) {
       this.feed(this.pendingInput.shift() as Buffer);
     }
+    if (this.pendingInput.length === 0 && !this.closed && !this.queue.isReadingPaused()) {
+      this.connection.resume();
+    }
   }
 
   onDrain(): void {
@@ -182,6 +190,13 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
   /** Resolves once every write to this peer has called back (see PartitionRequestQueue). */
   whenWritesDone(): Promise<void> {
     return this.queue.whenWritesDone();
+  }
+
+  /** Bytes read from this peer and not decoded yet (held while reading from it is paused). */
+  getHeldInputBytes(): number {
+    let held = 0;
+    for (const chunk of this.pendingInput) held += chunk.length;
+    return held;
   }
 
   /** Whether the server stopped reading from this peer because it does not read its replies. */

@@ -158,20 +158,24 @@ export const NetworkMemoryOptions = {
     "taskmanager.network.memory.exclusive-buffers-fallback",
   )
     .booleanType()
-    .defaultValue(true)
+    .defaultValue(false)
     .withDescription(
-      "When the network memory cannot guarantee an input gate the exclusive buffers of its " +
-        "remote channels, the gate reads with floating buffers only (as with " +
-        "`buffers-per-channel: 0`), guaranteed up to `floating-buffers-per-gate` of them; a " +
-        "pipelined output pool that cannot get one buffer per subpartition plus one is " +
+      "`false` (the default) keeps Flink's behaviour: a task whose gate or output pool the " +
+        "network memory cannot guarantee its buffers fails at deployment with 'Insufficient " +
+        "number of network buffers' (SLUICE_ERR_INSUFFICIENT_BUFFERS), naming the keys to " +
+        "raise. `true` lets jobs deploy on small budgets at some cost in throughput: a gate " +
+        "whose remote channels' exclusive buffers do not fit reads with floating buffers only " +
+        "(as with `buffers-per-channel: 0`), guaranteed up to `floating-buffers-per-gate` of " +
+        "them; a pipelined output pool that cannot get one buffer per subpartition plus one is " +
         "guaranteed up to 8 and writes the records of all its subpartitions into shared " +
-        "segments, each sent as one slice per subpartition. Such a " +
-        "fallback guarantee is at most a sixteenth of the buffers not yet guaranteed (at least 1). " +
-        "Half of the worker's buffers is kept from full guarantees, so the pools deployed last " +
-        "still find buffers; every pool borrows the rest as excess. A warning names each pool " +
-        "that falls back. Jobs then deploy on small budgets at some cost in throughput. `false` " +
-        "keeps Flink's behaviour: the task fails with 'Insufficient number of network buffers'. " +
-        "Not a Flink key: Flink has only the hard failure.",
+        "segments, each sent as one slice per subpartition. Such a fallback guarantee is at most " +
+        "a sixteenth of the buffers not yet guaranteed (at least 1). Half of the worker's " +
+        "buffers is then kept from full guarantees, so the pools deployed last still find " +
+        "buffers: every pool deployed after half of them is guaranteed falls back, even one " +
+        "whose full guarantee would fit; every pool borrows the rest as excess. A warning names " +
+        "each pool that falls back, its task and the buffers it got, and " +
+        "`Status.Shuffle.Netty.BuffersFallbacks` counts them. Not a Flink key: Flink has only " +
+        "the failure.",
     ),
 
   /** Output buffers one subpartition may hold before the writer sees back-pressure. */

@@ -22,6 +22,17 @@ export const RestOptions = {
         "explicitly must be free.",
     ),
 
+  /** Where clients (`sluice run`, `list`, `cancel`) reach the REST endpoint. */
+  ADDRESS: ConfigOptions.key("rest.address")
+    .stringType()
+    .noDefaultValue()
+    .withFallbackKeys("jobmanager.rpc.address")
+    .withDescription(
+      "The address clients (`sluice run`, `sluice list`, `sluice cancel`) reach the job " +
+        "manager's REST endpoint at, with `rest.port`; unset: `jobmanager.rpc.address`, else " +
+        "127.0.0.1.",
+    ),
+
   /** The local address the REST endpoint binds to. */
   BIND_ADDRESS: ConfigOptions.key("rest.bind-address")
     .stringType()

@@ -39,8 +39,11 @@ export const RestartStrategyOptions = {
         "`restart-strategy.exponential-delay.max-backoff`. What restarts is the job's failover: " +
         "the regions that must re-run for a job without checkpoints, every task (restored from " +
         "the newest completed checkpoint) for a job with them. Unset: `none` without " +
-        "checkpointing; with checkpointing, `fixed-delay` with unlimited attempts and a 1 s " +
-        "delay (Flink's default before 1.19).",
+        "checkpointing; with checkpointing, `exponential-delay` with its keys' defaults " +
+        "(Flink's default since 1.19). Whatever the strategy, a failure caused by a " +
+        "configuration error (`SLUICE_ERR_CONFIG`, such as a shuffle plugin that refuses the " +
+        "job's partition types) fails the job at once, and every failover is reported with " +
+        "its cause (`DeployOptions.statusListener`).",
     ),
 
   /** How often a job restarts before it fails. */

@@ -74,14 +74,52 @@ export const TaskManagerOptions = {
         "`taskmanager.memory.network.min`.",
     ),
 
-  /** How long a TaskExecutor waits for canceled tasks to end when it shuts down. */
+  /** How long a canceled task's code may take to return (Flink's task cancellation watchdog). */
   TASK_CANCELLATION_TIMEOUT: ConfigOptions.key("task.cancellation.timeout")
     .durationType()
     .defaultValue("180s")
     .withDescription(
-      "How long `TaskExecutor.close()` waits for canceled tasks whose code ignores the " +
-        "cancellation (their `task.signal`) before it releases their partitions and gates " +
-        "anyway. 0 waits without bound.",
+      "How long a task's code has to return once the task was canceled or failed from " +
+        "outside (its `task.signal` aborted; its partitions and gates are released at once). " +
+        "A task that did not end by then fails its TaskExecutor fatally, as in Flink: a task " +
+        "manager ends and its process exits (the job side sees it lost). A TaskExecutor " +
+        "without a fatal-error handler (embedded in an application's process) gives the task " +
+        "up instead: it ends CANCELED and its job can end. Also bounds " +
+        "`TaskExecutor.close()`. 0 turns the watchdog off and waits without bound.",
+    ),
+
+  /** How long a task manager that lost its job manager tries to register again. */
+  REGISTRATION_TIMEOUT: ConfigOptions.key("taskmanager.registration.timeout")
+    .durationType()
+    .defaultValue("5min")
+    .withValidator((value) => (value > 0 ? undefined : "a positive duration"))
+    .withDescription(
+      "How long a task manager that lost its job manager (its connection closed, or no " +
+        "heartbeat request came within `heartbeat.timeout`) keeps trying to register again, " +
+        "with or without high availability, as Flink's does: it cancels its tasks, releases " +
+        "their partitions and keeps its process, network memory and data port meanwhile. A " +
+        "task manager that could not register again within it ends (`job-manager-lost`).",
+    ),
+
+  /** The first pause between two registration attempts. */
+  INITIAL_REGISTRATION_BACKOFF: ConfigOptions.key("taskmanager.registration.initial-backoff")
+    .durationType()
+    .defaultValue("500ms")
+    .withValidator((value) => (value > 0 ? undefined : "a positive duration"))
+    .withDescription(
+      "The pause after a failed attempt of a task manager to register again with its job " +
+        "manager; it doubles with every further failed attempt up to " +
+        "`taskmanager.registration.max-backoff`.",
+    ),
+
+  /** The longest pause between two registration attempts. */
+  REGISTRATION_MAX_BACKOFF: ConfigOptions.key("taskmanager.registration.max-backoff")
+    .durationType()
+    .defaultValue("30s")
+    .withValidator((value) => (value > 0 ? undefined : "a positive duration"))
+    .withDescription(
+      "The longest pause between two attempts of a task manager to register again; also the " +
+        "longest one attempt waits for the job manager to answer.",
     ),
 
   /** Folders for spill files. */

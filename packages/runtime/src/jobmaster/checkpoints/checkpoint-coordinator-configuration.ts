@@ -69,3 +69,18 @@ export function checkpointCoordinatorConfigurationOf(
     ),
   });
 }
+
+/**
+ * Whether `execution.checkpointing.externalized-checkpoint-retention` keeps a job's retained
+ * checkpoints once it ended `status`: `RETAIN_ON_CANCELLATION` always, `DELETE_ON_CANCELLATION`
+ * when it failed, `NO_EXTERNALIZED_CHECKPOINTS` never.
+ */
+export function retainsCheckpointsAfter(
+  retention: ExternalizedCheckpointRetention,
+  status: "FINISHED" | "FAILED" | "CANCELED",
+): boolean {
+  return (
+    retention === "RETAIN_ON_CANCELLATION" ||
+    (retention === "DELETE_ON_CANCELLATION" && status === "FAILED")
+  );
+}

@@ -2,6 +2,11 @@ import { access, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promi
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ErrorCodes, ExecutionAttemptID, JobID, JobVertexID } from "@sluice/core";
+import {
+  type CheckpointIDCounter,
+  FencingTokenError,
+  HighAvailabilityUnavailableError,
+} from "@sluice/runtime-api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FsCheckpointStorage } from "../../checkpointing/fs-checkpoint-storage.js";
 import type { AcknowledgeCheckpoint } from "../../messages/acknowledge-checkpoint.js";
@@ -10,8 +15,12 @@ import { CheckpointingMode } from "../../messages/checkpointing-mode.js";
 import { serializeThrowable } from "../../messages/serialized-throwable.js";
 import { CheckpointCoordinator, type CheckpointPlan } from "./checkpoint-coordinator.js";
 import type { CheckpointCoordinatorConfiguration } from "./checkpoint-coordinator-configuration.js";
-import type { CompletedCheckpoint } from "./completed-checkpoint.js";
+import type {
+  CompletedCheckpoint as Completed,
+  CompletedCheckpoint,
+} from "./completed-checkpoint.js";
 import type { TaskToWaitFor } from "./pending-checkpoint.js";
+import { StandaloneCheckpointIDCounter } from "./standalone-checkpoint-id-counter.js";
 
 let base: string;
 beforeEach(async () => {
@@ -58,10 +67,13 @@ function harness(
   options: {
     running?: () => boolean;
     triggerFails?: boolean;
-    store?: (checkpoint: CompletedCheckpoint) => Promise<void>;
+    store?: (checkpoint: CompletedCheckpoint) => Promise<readonly bigint[] | undefined>;
+    counter?: CheckpointIDCounter;
+    discardRetainedOnShutdown?: boolean;
+    jobId?: JobID;
   } = {},
 ) {
-  const jobId = new JobID();
+  const jobId = options.jobId ?? new JobID();
   const vertex = new JobVertexID();
   const tasks: TaskToWaitFor[] = [0, 1].map((i) => ({
     executionAttemptId: new ExecutionAttemptID(),
@@ -71,7 +83,10 @@ function harness(
   }));
   const triggered: bigint[] = [];
   const failovers: Error[] = [];
-  /** The notifications each task got, as `complete N` / `aborted N (latest L)`. */
+  /**
+   * The notifications each task got, as `complete N`, `complete N (subsumes S)` or
+   * `aborted N (latest L)`.
+   */
   const notified: string[][] = [[], []];
   const configuration = testConfiguration({ tolerableCheckpointFailureNumber: 100, ...overrides });
   const plan: CheckpointPlan = {
@@ -92,9 +107,10 @@ function harness(
       executionAttemptId: task.executionAttemptId,
       name: `task ${i}`,
       gateway: {
-        notifyCheckpointComplete: async (attempt, checkpointId) => {
+        notifyCheckpointComplete: async (attempt, checkpointId, _timestamp, subsumed) => {
           expect(attempt.equals(task.executionAttemptId)).toBe(true);
-          notified[i]?.push(`complete ${checkpointId}`);
+          const note = subsumed === undefined ? "" : ` (subsumes ${subsumed})`;
+          notified[i]?.push(`complete ${checkpointId}${note}`);
         },
         notifyCheckpointAborted: async (_attempt, checkpointId, latest) => {
           notified[i]?.push(`aborted ${checkpointId} (latest ${latest})`);
@@ -109,6 +125,10 @@ function harness(
       (options.running ?? (() => true))() ? plan : "Sink (1/1)#0 is DEPLOYING",
     onTolerableFailuresExceeded: (cause) => failovers.push(cause),
     ...(options.store === undefined ? {} : { storeCompletedCheckpoint: options.store }),
+    ...(options.counter === undefined ? {} : { checkpointIdCounter: options.counter }),
+    ...(options.discardRetainedOnShutdown === undefined
+      ? {}
+      : { discardRetainedOnShutdown: options.discardRetainedOnShutdown }),
   });
   const storage = new FsCheckpointStorage(base, jobId);
   /** Task `i` writes its snapshot of `checkpointId`; returns its acknowledgement, not sent. */
@@ -382,10 +402,14 @@ describe("CheckpointCoordinator", () => {
   });
 
   it("asks for a failover when more checkpoints fail in a row than tolerated, counting only real failures", async () => {
-    const { coordinator, decline, failovers } = harness({ tolerableCheckpointFailureNumber: 1 });
+    const { coordinator, decline, failovers, triggered } = harness({
+      tolerableCheckpointFailureNumber: 1,
+    });
     const attempt = async (reason: CheckpointFailureReason) => {
       const completion = coordinator.triggerCheckpoint();
-      decline(1, BigInt(coordinator.numberOfAbortedCheckpoints + 1), reason);
+      const id = BigInt(coordinator.numberOfAbortedCheckpoints + 1);
+      await eventually(`checkpoint ${id} is triggered`, () => triggered.includes(id));
+      decline(1, id, reason);
       await expect(completion).rejects.toThrow(reason);
     };
     await attempt(CheckpointFailureReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER);
@@ -439,6 +463,21 @@ describe("CheckpointCoordinator notifications (notifyCheckpointComplete / notify
     expect(notified[1]).toEqual(["complete 2", "aborted 1 (latest 2)"]);
   });
 
+  it("tells every task which retained checkpoint a completion subsumed, with the completion", async () => {
+    const { coordinator, acknowledge, notified } = harness({ maxRetainedCheckpoints: 2 });
+    for (let id = 1n; id <= 3n; id++) {
+      const completion = coordinator.triggerCheckpoint();
+      await acknowledge(0, id);
+      await acknowledge(1, id);
+      await completion;
+    }
+    await eventually("both tasks were told thrice", () => notified.every((n) => n.length === 3));
+    // Two are retained: the third completion drops the first.
+    for (const task of notified)
+      expect(task).toEqual(["complete 1", "complete 2", "complete 3 (subsumes 1)"]);
+    await coordinator.shutdown("FINISHED");
+  });
+
   it("stores a completed checkpoint before it tells any task, as Flink's CompletedCheckpointStore", async () => {
     const stored: bigint[] = [];
     let release: (() => void) | undefined;
@@ -446,10 +485,10 @@ describe("CheckpointCoordinator notifications (notifyCheckpointComplete / notify
       {},
       {
         store: (checkpoint) =>
-          new Promise<void>((resolve) => {
+          new Promise<undefined>((resolve) => {
             release = () => {
               stored.push(checkpoint.checkpointId);
-              resolve();
+              resolve(undefined);
             };
           }),
       },
@@ -469,12 +508,12 @@ describe("CheckpointCoordinator notifications (notifyCheckpointComplete / notify
     expect(notified).toEqual([["complete 1"], ["complete 1"]]);
   });
 
-  it("fails a checkpoint the store refuses, tells the tasks it was aborted and deletes its folder", async () => {
+  it("fails a checkpoint the store refuses for a lost leadership, tells the tasks it was aborted and deletes its folder", async () => {
     const { coordinator, acknowledge, notified, storage } = harness(
       {},
       {
         store: async () => {
-          throw new Error("refused: the fencing token is not the leader's");
+          throw new FencingTokenError("refused: the fencing token is not the leader's");
         },
       },
     );
@@ -501,6 +540,7 @@ describe("CheckpointCoordinator notifications (notifyCheckpointComplete / notify
       subtaskIndex: 0,
     };
     let attempts = 0;
+    let triggered = false;
     const coordinator = new CheckpointCoordinator({
       jobId,
       configuration: testConfiguration(),
@@ -509,7 +549,11 @@ describe("CheckpointCoordinator notifications (notifyCheckpointComplete / notify
           {
             executionAttemptId: task.executionAttemptId,
             name: "Sink",
-            gateway: { triggerCheckpoint: async () => {} },
+            gateway: {
+              triggerCheckpoint: async () => {
+                triggered = true;
+              },
+            },
           },
         ],
         tasksToWaitFor: [task],
@@ -531,6 +575,7 @@ describe("CheckpointCoordinator notifications (notifyCheckpointComplete / notify
       },
     });
     const completion = coordinator.triggerCheckpoint();
+    await eventually("the trigger", () => triggered);
     coordinator.receiveAcknowledgeMessage({
       jobId,
       executionAttemptId: task.executionAttemptId,
@@ -542,5 +587,140 @@ describe("CheckpointCoordinator notifications (notifyCheckpointComplete / notify
     expect(coordinator.numberOfCompletedCheckpoints).toBe(1);
     expect(coordinator.numberOfAbortedCheckpoints).toBe(0);
     await coordinator.shutdown("FINISHED");
+  });
+});
+
+/** Triggers checkpoint `id` in `h` and lets both tasks acknowledge it; resolves once completed. */
+async function complete(h: ReturnType<typeof harness>, id: bigint): Promise<CompletedCheckpoint> {
+  const completion = h.coordinator.triggerCheckpoint();
+  await eventually(`checkpoint ${id} is triggered`, () => h.triggered.includes(id));
+  await h.acknowledge(0, id);
+  await h.acknowledge(1, id);
+  return completion;
+}
+
+describe("CheckpointCoordinator under high availability (ids, storing, suspension)", () => {
+  it("takes its checkpoint ids from the counter it is given: ids another job manager took are never used again, and a restore continues above the restored id", async () => {
+    const jobId = new JobID();
+    const counter = new StandaloneCheckpointIDCounter();
+    const first = harness({}, { counter, jobId });
+    expect((await complete(first, 1n)).checkpointId).toBe(1n);
+    expect((await complete(first, 2n)).checkpointId).toBe(2n);
+    await first.coordinator.shutdown("SUSPENDED");
+    // The next leader shares the counter and restores checkpoint 2: its first id is 3, so it
+    // never writes into the folder of a checkpoint the old leader used.
+    const second = harness({}, { counter, jobId });
+    second.coordinator.restoreLatestCheckpoint(
+      first.coordinator.latestCompletedCheckpoint as Completed,
+    );
+    expect((await complete(second, 3n)).checkpointId).toBe(3n);
+    await second.coordinator.shutdown("SUSPENDED");
+    // A counter behind the restored checkpoint (a checkpoint of another cluster) is moved past it.
+    const behind = new StandaloneCheckpointIDCounter();
+    const third = harness({}, { counter: behind, jobId });
+    third.coordinator.restoreLatestCheckpoint(
+      second.coordinator.latestCompletedCheckpoint as Completed,
+    );
+    expect((await complete(third, 4n)).checkpointId).toBe(4n);
+    expect(await behind.get()).toBe(5n);
+    await third.coordinator.shutdown("FINISHED");
+  });
+
+  it("refuses an id the counter hands out a second time", async () => {
+    const broken: CheckpointIDCounter = {
+      getAndIncrement: async () => 1n,
+      get: async () => 1n,
+      setCount: async () => {},
+      shutdown: async () => {},
+    };
+    const h = harness({}, { counter: broken });
+    await complete(h, 1n);
+    await expect(h.coordinator.triggerCheckpoint()).rejects.toThrow(
+      /handed out 1, not above 1, which was taken already/,
+    );
+    await h.coordinator.shutdown("FINISHED");
+  });
+
+  it("starts no checkpoint and counts no failure when the counter refuses (the job manager lost its leadership)", async () => {
+    const fenced: CheckpointIDCounter = {
+      getAndIncrement: async () => {
+        throw new FencingTokenError("incrementing the counter was refused: not the leader");
+      },
+      get: async () => 1n,
+      setCount: async () => {},
+      shutdown: async () => {},
+    };
+    const h = harness({ tolerableCheckpointFailureNumber: 0 }, { counter: fenced });
+    await expect(h.coordinator.triggerCheckpoint()).rejects.toThrow(
+      /no checkpoint id: .*not the leader/,
+    );
+    expect(h.triggered).toEqual([]);
+    expect(h.coordinator.numberOfAbortedCheckpoints).toBe(0);
+    expect(h.failovers).toEqual([]);
+    await h.coordinator.shutdown("FINISHED");
+  });
+
+  it("keeps a checkpoint whose storing may have succeeded (the coordination service did not answer): a new leader may restore it", async () => {
+    const h = harness(
+      {},
+      {
+        store: async () => {
+          throw new HighAvailabilityUnavailableError("etcd did not answer the transaction");
+        },
+      },
+    );
+    const completion = h.coordinator.triggerCheckpoint();
+    completion.catch(() => {});
+    await eventually("the trigger", () => h.triggered.length === 1);
+    await h.acknowledge(0, 1n);
+    await h.acknowledge(1, 1n);
+    await expect(completion).rejects.toThrow(/FINALIZE_CHECKPOINT_FAILURE.*did not answer/);
+    await h.coordinator.shutdown("FAILED");
+    expect((await readdir(h.storage.checkpointDirectory(1n))).sort()).toHaveLength(3);
+  });
+
+  it("deletes the checkpoints the store dropped, and only those", async () => {
+    const dropped: bigint[][] = [[], [1n]];
+    const h = harness(
+      { maxRetainedCheckpoints: 1 },
+      { store: async () => dropped.shift() ?? [], discardRetainedOnShutdown: false },
+    );
+    await complete(h, 1n);
+    await complete(h, 2n);
+    await eventually(
+      "checkpoint 1 is deleted",
+      async () => !(await exists(h.storage.checkpointDirectory(1n))),
+    );
+    // The store kept checkpoint 2 and dropped nothing for 3: with one retained, the coordinator
+    // forgets 2 but leaves its files to the store.
+    await complete(h, 3n);
+    expect(h.coordinator.completedCheckpoints.map((c) => c.checkpointId)).toEqual([3n]);
+    await h.coordinator.shutdown("FINISHED");
+    expect((await readdir(h.storage.jobDirectory)).sort()).toEqual(["chk-2", "chk-3"]);
+  });
+
+  it("deletes nothing once suspended: the pending checkpoint's snapshot and the retained checkpoints stay, and none is triggered", async () => {
+    const h = harness({ maxConcurrentCheckpoints: 1 });
+    await complete(h, 1n);
+    const pending = h.coordinator.triggerCheckpoint();
+    pending.catch(() => {});
+    await eventually("checkpoint 2 is triggered", () => h.triggered.includes(2n));
+    const ack = await h.acknowledge(0, 2n);
+    h.coordinator.suspend();
+    await expect(pending).rejects.toThrow(/CHECKPOINT_COORDINATOR_SUSPEND/);
+    await expect(h.coordinator.triggerCheckpoint()).rejects.toThrow(/shut down/);
+    // A late acknowledgement of the aborted checkpoint is not deleted either.
+    h.coordinator.receiveAcknowledgeMessage(await h.snapshot(1, 2n));
+    await h.coordinator.shutdown("SUSPENDED");
+    expect(await exists(ack.stateHandle?.path as string)).toBe(true);
+    expect((await readdir(h.storage.checkpointDirectory(1n))).sort()).toHaveLength(3);
+    expect((await readdir(h.storage.checkpointDirectory(2n))).sort()).toHaveLength(2);
+  });
+
+  it("keeps the retained checkpoints at the job's end when their store's owner removes them (discardRetainedOnShutdown false)", async () => {
+    const h = harness({}, { discardRetainedOnShutdown: false });
+    await complete(h, 1n);
+    await h.coordinator.shutdown("FINISHED");
+    expect((await readdir(h.storage.checkpointDirectory(1n))).sort()).toHaveLength(3);
   });
 });

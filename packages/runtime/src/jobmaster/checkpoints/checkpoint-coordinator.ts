@@ -1,4 +1,11 @@
-import type { ExecutionAttemptID, JobID } from "@sluice/core";
+import {
+  ErrorCodes,
+  type ExecutionAttemptID,
+  IllegalStateError,
+  isSluiceError,
+  type JobID,
+} from "@sluice/core";
+import type { CheckpointIDCounter } from "@sluice/runtime-api";
 import { CheckpointError } from "../../checkpointing/checkpoint-error.js";
 import { emitCheckpointWarning } from "../../checkpointing/checkpoint-warning.js";
 import { FsCheckpointStorage } from "../../checkpointing/fs-checkpoint-storage.js";
@@ -11,9 +18,13 @@ import type { DeclineCheckpoint } from "../../messages/decline-checkpoint.js";
 import { deserializeThrowable } from "../../messages/serialized-throwable.js";
 import type { TaskExecutorGateway } from "../../messages/task-executor-gateway.js";
 import { asError } from "../../util/as-error.js";
-import type { CheckpointCoordinatorConfiguration } from "./checkpoint-coordinator-configuration.js";
+import {
+  type CheckpointCoordinatorConfiguration,
+  retainsCheckpointsAfter,
+} from "./checkpoint-coordinator-configuration.js";
 import type { CompletedCheckpoint } from "./completed-checkpoint.js";
 import { PendingCheckpoint, type TaskToWaitFor } from "./pending-checkpoint.js";
+import { StandaloneCheckpointIDCounter } from "./standalone-checkpoint-id-counter.js";
 
 /** A source task a checkpoint is triggered at. */
 export interface CheckpointTriggerTarget {
@@ -89,13 +100,37 @@ export interface CheckpointCoordinatorOptions {
    * a pointer in the completed-checkpoint store), before any task is told that it completed —
    * as Flink adds it to its CompletedCheckpointStore before it sends the notifications. A task
    * commits what a checkpoint holds once told, so a checkpoint a new leader cannot restore must
-   * never be notified. A rejection fails the checkpoint (`FINALIZE_CHECKPOINT_FAILURE`).
+   * never be notified. A rejection fails the checkpoint (`FINALIZE_CHECKPOINT_FAILURE`); its
+   * folder is deleted only when the store surely did not store it. It resolves with the ids of
+   * the checkpoints the store dropped to keep its retained number, whose folders are deleted
+   * then; with nothing, the coordinator keeps `state.checkpoints.num-retained` itself.
    */
-  readonly storeCompletedCheckpoint?: (checkpoint: CompletedCheckpoint) => Promise<void>;
+  readonly storeCompletedCheckpoint?: (
+    checkpoint: CompletedCheckpoint,
+  ) => Promise<readonly bigint[] | undefined>;
+  /**
+   * Where checkpoint ids come from (Flink's `CheckpointIDCounter`): under high availability the
+   * store's counter, shared by every leader, so that no id (and no `chk-<id>` folder) is ever
+   * used twice for a job, not even by a job manager that lost its leadership. Default: a counter
+   * of this coordinator's own, from 1.
+   */
+  readonly checkpointIdCounter?: CheckpointIDCounter;
+  /**
+   * Whether {@link CheckpointCoordinator.shutdown} deletes the retained checkpoints of a job that
+   * ended for good (as `externalized-checkpoint-retention` says). Default true. False when they
+   * belong to a completed-checkpoint store whose owner removes them once the job's result is
+   * stored (the cluster's `JobManager` under high availability): a job manager that dies between
+   * deleting them and storing the result would leave a job a new leader runs again from the
+   * start.
+   */
+  readonly discardRetainedOnShutdown?: boolean;
 }
 
-/** The job's final state, which decides whether retained checkpoints are deleted. */
-export type CheckpointCoordinatorShutdownStatus = "FINISHED" | "FAILED" | "CANCELED";
+/**
+ * How the job ended, which decides whether retained checkpoints are deleted: never for
+ * SUSPENDED (the job goes on under another job manager, which restores them).
+ */
+export type CheckpointCoordinatorShutdownStatus = "FINISHED" | "FAILED" | "CANCELED" | "SUSPENDED";
 
 interface CompletionWaiter {
   resolve(checkpoint: CompletedCheckpoint): void;
@@ -113,8 +148,17 @@ interface CompletionWaiter {
  * newest `state.checkpoints.num-retained` completed checkpoints (a restart restores the newest)
  * and counts completed and aborted ones.
  *
- * Checkpoint ids increase for the life of the job, across restarts, so an acknowledgement of an
- * attempt that was restarted can never be mistaken for one of the new attempt.
+ * Checkpoint ids come from the {@link CheckpointCoordinatorOptions.checkpointIdCounter} and
+ * increase for the life of the job, across restarts and (with a high-availability counter)
+ * across job managers, so an acknowledgement of an attempt that was restarted can never be
+ * mistaken for one of the new attempt, and two leaders never write into the same `chk-<id>`.
+ *
+ * Deleting is the job side's only way to lose a checkpoint a restore needs, so it deletes only
+ * what nobody else may read: a checkpoint that was never stored, or one the completed-checkpoint
+ * store says it dropped. A checkpoint whose storing failed in a way that may still have stored it
+ * (the coordination service unreachable) is kept, as Flink keeps one after a
+ * `PossibleInconsistentStateException`. Once {@link suspend}ed (the job manager lost its
+ * leadership or is closing under high availability) it deletes nothing at all.
  */
 export class CheckpointCoordinator {
   /** Where `_metadata` goes and from where aborted checkpoints are deleted. */
@@ -131,7 +175,14 @@ export class CheckpointCoordinator {
   private readonly fileOperations = new Set<Promise<void>>();
   private readonly finalizations = new Set<Promise<void>>();
   private readonly discardFailures: Error[] = [];
-  private nextCheckpointId = 1n;
+  private readonly counter: CheckpointIDCounter;
+  /** The restored checkpoint's id: the counter must hand out ids above it. */
+  private counterFloor: bigint | undefined;
+  /** The highest id taken so far: a counter must never hand it out again. */
+  private highestId = 0n;
+  /** Triggers waiting for their checkpoint id: they count as pending. */
+  private triggering = 0;
+  private suspended = false;
   private schedulerTimer: NodeJS.Timeout | undefined;
   private completedCount = 0;
   private abortedCount = 0;
@@ -147,6 +198,7 @@ export class CheckpointCoordinator {
       options.configuration.checkpointsDirectory,
       options.jobId,
     );
+    this.counter = options.checkpointIdCounter ?? new StandaloneCheckpointIDCounter();
   }
 
   /** Checkpoints that completed (including ones no longer retained). */
@@ -180,8 +232,9 @@ export class CheckpointCoordinator {
   restoreLatestCheckpoint(checkpoint: CompletedCheckpoint): void {
     this.completed.push(checkpoint);
     this.latest = checkpoint;
-    if (this.nextCheckpointId <= checkpoint.checkpointId) {
-      this.nextCheckpointId = checkpoint.checkpointId + 1n;
+    if (this.highestId < checkpoint.checkpointId) this.highestId = checkpoint.checkpointId;
+    if (this.counterFloor === undefined || this.counterFloor < checkpoint.checkpointId) {
+      this.counterFloor = checkpoint.checkpointId;
     }
   }
 
@@ -247,14 +300,12 @@ export class CheckpointCoordinator {
    *   the coordinator is shut down) or when it is aborted; the message names the reason.
    */
   triggerCheckpoint(): Promise<CompletedCheckpoint> {
-    const started = this.startCheckpoint();
-    if (typeof started === "string") {
-      return Promise.reject(new CheckpointError(`no checkpoint was triggered: ${started}`));
-    }
     return new Promise((resolve, reject) => {
-      const list = this.waiters.get(started.checkpointId) ?? [];
-      list.push({ resolve, reject });
-      this.waiters.set(started.checkpointId, list);
+      void this.startCheckpoint({ resolve, reject }).then((started) => {
+        if (typeof started === "string") {
+          reject(new CheckpointError(`no checkpoint was triggered: ${started}`));
+        }
+      });
     });
   }
 
@@ -337,6 +388,7 @@ export class CheckpointCoordinator {
    */
   async shutdown(status: CheckpointCoordinatorShutdownStatus): Promise<void> {
     this.stopCheckpointScheduler();
+    if (status === "SUSPENDED") this.suspend();
     if (this.shutDown) {
       await this.settleFileOperations();
       return;
@@ -344,10 +396,11 @@ export class CheckpointCoordinator {
     this.shutDown = true;
     while (this.finalizations.size > 0) await Promise.all([...this.finalizations]);
     this.abortPendingCheckpoints(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN);
-    const retention = this.configuration.retention;
     const keep =
-      retention === "RETAIN_ON_CANCELLATION" ||
-      (retention === "DELETE_ON_CANCELLATION" && status === "FAILED");
+      this.suspended ||
+      status === "SUSPENDED" ||
+      this.options.discardRetainedOnShutdown === false ||
+      retainsCheckpointsAfter(this.configuration.retention, status);
     if (!keep) {
       for (const checkpoint of [...this.completed.splice(0), ...this.unusable]) {
         this.track(this.storage.discardCheckpoint(checkpoint.checkpointId));
@@ -356,26 +409,57 @@ export class CheckpointCoordinator {
     await this.settleFileOperations();
   }
 
+  /**
+   * The job is suspended (Flink's SUSPENDED: this job manager lost its leadership, or closes
+   * while another one is to take the job over): no checkpoint is triggered any more, pending
+   * ones are aborted, and nothing is deleted from now on — not the retained checkpoints the
+   * completed-checkpoint store names, not even this coordinator's own pending ones (they are
+   * garbage, but a job manager that may no longer lead does not touch the shared folder).
+   * Idempotent.
+   */
+  suspend(): void {
+    if (this.suspended) return;
+    this.suspended = true;
+    this.stopCheckpointScheduler();
+    this.abortPendingCheckpoints(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SUSPEND);
+  }
+
   // ---------------------------------------------------------------------------- internals
 
   private scheduleNextTrigger(): void {
     this.schedulerTimer = setTimeout(() => {
       // A trigger that cannot start now (a task not running yet, too many pending) is skipped,
       // as Flink's periodic scheduler does; the next interval tries again.
-      this.startCheckpoint();
+      void this.startCheckpoint();
       if (this.schedulerTimer !== undefined) this.scheduleNextTrigger();
     }, this.configuration.interval);
   }
 
-  /** Starts a checkpoint, or says why it cannot. */
-  private startCheckpoint(): PendingCheckpoint | string {
-    if (this.shutDown) return "the checkpoint coordinator is shut down";
-    if (this.pendingCheckpoints.size >= this.configuration.maxConcurrentCheckpoints) {
-      return `${this.pendingCheckpoints.size} checkpoint(s) are pending (execution.checkpointing.max-concurrent-checkpoints: ${this.configuration.maxConcurrentCheckpoints})`;
+  /**
+   * Starts a checkpoint (its id from the counter first), or says why it cannot. `waiter` is
+   * registered as soon as the checkpoint exists, so it learns of an abort that comes at once.
+   */
+  private async startCheckpoint(waiter?: CompletionWaiter): Promise<PendingCheckpoint | string> {
+    const refused = this.refusal();
+    if (refused !== undefined) return refused;
+    // Asked before an id is taken, so that a job whose tasks do not run yet uses up no ids;
+    // asked again once the id came, as the tasks may have changed meanwhile.
+    const early = this.options.calculateCheckpointPlan();
+    if (typeof early === "string") return early;
+    this.triggering++;
+    let checkpointId: bigint;
+    try {
+      checkpointId = await this.takeCheckpointId();
+    } catch (error) {
+      // A counter that refuses (a job manager that lost its leadership) fails no checkpoint:
+      // none started, and the job is about to be suspended.
+      return `no checkpoint id: ${asError(error).message}`;
+    } finally {
+      this.triggering--;
     }
+    if (this.shutDown || this.suspended) return "the checkpoint coordinator is shut down";
     const plan = this.options.calculateCheckpointPlan();
     if (typeof plan === "string") return plan;
-    const checkpointId = this.nextCheckpointId++;
     const timestamp = Date.now();
     const pending = new PendingCheckpoint(
       checkpointId,
@@ -385,6 +469,7 @@ export class CheckpointCoordinator {
     );
     this.commitTargets.set(checkpointId, plan.tasksToCommitTo ?? []);
     this.pendingCheckpoints.set(checkpointId, pending);
+    if (waiter !== undefined) this.waiters.set(checkpointId, [waiter]);
     pending.timer = setTimeout(
       () => this.abort(pending, CheckpointFailureReason.CHECKPOINT_EXPIRED),
       this.configuration.timeout,
@@ -403,6 +488,39 @@ export class CheckpointCoordinator {
     return pending;
   }
 
+  /** Why no checkpoint may start now, or `undefined`. */
+  private refusal(): string | undefined {
+    if (this.shutDown || this.suspended) return "the checkpoint coordinator is shut down";
+    const pending = this.pendingCheckpoints.size + this.triggering;
+    if (pending >= this.configuration.maxConcurrentCheckpoints) {
+      return `${pending} checkpoint(s) are pending (execution.checkpointing.max-concurrent-checkpoints: ${this.configuration.maxConcurrentCheckpoints})`;
+    }
+    return undefined;
+  }
+
+  /**
+   * The next id from the counter: above the restored checkpoint's (the counter is moved past it
+   * first when it is not), and above every id this coordinator took.
+   *
+   * @throws the counter's error (a FencingTokenError once this job manager lost its leadership);
+   *   IllegalStateError when the counter hands out an id it handed out before.
+   */
+  private async takeCheckpointId(): Promise<bigint> {
+    const floor = this.counterFloor;
+    if (floor !== undefined) {
+      if ((await this.counter.get()) <= floor) await this.counter.setCount(floor + 1n);
+      if (this.counterFloor === floor) this.counterFloor = undefined;
+    }
+    const id = await this.counter.getAndIncrement();
+    if (id <= this.highestId) {
+      throw new IllegalStateError(
+        `the checkpoint id counter of job ${this.options.jobId} handed out ${id}, not above ${this.highestId}, which was taken already`,
+      );
+    }
+    this.highestId = id;
+    return id;
+  }
+
   private completePendingCheckpoint(pending: PendingCheckpoint): void {
     pending.finalizing = true;
     clearTimeout(pending.timer);
@@ -417,22 +535,29 @@ export class CheckpointCoordinator {
       metadataPath = await this.storage.writeMetadata(pending.checkpointId, pending.metadata());
     } catch (error) {
       this.abort(pending, CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE, error as Error);
-      this.track(this.storage.discardCheckpoint(pending.checkpointId));
+      this.discardUnstored(pending.checkpointId);
       return;
     }
     if (pending.disposed) {
       // Aborted while the metadata was written (a failover): the folder is garbage again.
-      this.track(this.storage.discardCheckpoint(pending.checkpointId));
+      this.discardUnstored(pending.checkpointId);
       return;
     }
     const checkpoint = pending.toCompleted(metadataPath, Date.now());
     const store = this.options.storeCompletedCheckpoint;
+    let subsumedByStore: readonly bigint[] | undefined;
     if (store !== undefined) {
       try {
-        await store(checkpoint);
+        subsumedByStore = (await store(checkpoint)) ?? undefined;
       } catch (error) {
         this.abort(pending, CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE, error as Error);
-        this.track(this.storage.discardCheckpoint(pending.checkpointId));
+        if (isNotStored(error)) {
+          this.discardUnstored(pending.checkpointId);
+        } else {
+          emitCheckpointWarning(
+            `job ${this.options.jobId}: checkpoint ${pending.checkpointId} is kept in ${this.storage.checkpointDirectory(pending.checkpointId)}: storing it failed in a way that may have stored it (${asError(error).message}), and a job manager taking over may restore it`,
+          );
+        }
         return;
       }
       // Aborted by a failover while it was stored: this job manager restores an older one, but
@@ -445,17 +570,44 @@ export class CheckpointCoordinator {
     this.latest = checkpoint;
     this.completedCount++;
     this.consecutiveFailures = 0;
-    while (this.completed.length > this.configuration.maxRetainedCheckpoints) {
-      const subsumed = this.completed.shift() as CompletedCheckpoint;
-      this.track(this.storage.discardCheckpoint(subsumed.checkpointId));
+    let lastSubsumed: bigint | undefined;
+    if (subsumedByStore === undefined) {
+      while (this.completed.length > this.configuration.maxRetainedCheckpoints) {
+        const subsumed = this.completed.shift() as CompletedCheckpoint;
+        lastSubsumed = subsumed.checkpointId;
+        this.track(this.storage.discardCheckpoint(subsumed.checkpointId));
+      }
+    } else {
+      // The store decides what is retained: it dropped these in the same write that added the
+      // new one, so no leader reads them any more. What this coordinator alone still lists is
+      // only forgotten here (a restart restores the newest).
+      for (const id of subsumedByStore) {
+        if (id === checkpoint.checkpointId) continue;
+        if (lastSubsumed === undefined || id > lastSubsumed) lastSubsumed = id;
+        this.track(this.storage.discardCheckpoint(id));
+      }
+      const dropped = new Set(subsumedByStore);
+      this.completed.splice(
+        0,
+        this.completed.length,
+        ...this.completed
+          .filter((c) => !dropped.has(c.checkpointId))
+          .slice(-this.configuration.maxRetainedCheckpoints),
+      );
     }
-    this.notifyComplete(checkpoint);
+    this.notifyComplete(checkpoint, lastSubsumed);
     for (const older of [...this.pendingCheckpoints.values()]) {
       if (older.checkpointId < checkpoint.checkpointId) {
         this.abort(older, CheckpointFailureReason.CHECKPOINT_SUBSUMED);
       }
     }
     for (const waiter of this.takeWaiters(checkpoint.checkpointId)) waiter.resolve(checkpoint);
+  }
+
+  /** Deletes the folder of a checkpoint no store holds: its id is this coordinator's alone. */
+  private discardUnstored(checkpointId: bigint): void {
+    if (this.suspended) return;
+    this.track(this.storage.discardCheckpoint(checkpointId));
   }
 
   private abort(pending: PendingCheckpoint, reason: CheckpointFailureReason, error?: Error): void {
@@ -467,8 +619,8 @@ export class CheckpointCoordinator {
     this.lastFailure = { checkpointId: pending.checkpointId, reason, ...(error ? { error } : {}) };
     this.notifyAborted(pending.checkpointId);
     // A checkpoint being finalized keeps its files: its finalization decides (it may have been
-    // stored for a job manager taking over already).
-    if (!pending.finalizing) {
+    // stored for a job manager taking over already). A suspended job deletes nothing.
+    if (!pending.finalizing && !this.suspended) {
       const handles = pending.stateHandles();
       this.track(
         (async () => {
@@ -482,7 +634,10 @@ export class CheckpointCoordinator {
       error === undefined ? undefined : { cause: error },
     );
     for (const waiter of this.takeWaiters(pending.checkpointId)) waiter.reject(failure);
-    if (!isCountedCheckpointFailure(reason) || this.shutDown) return;
+    // A store that refused for a lost leadership says nothing about the job: it is about to be
+    // suspended, and must not fail over on a job manager that no longer leads.
+    if (!isCountedCheckpointFailure(reason) || this.shutDown || this.suspended) return;
+    if (isSluiceError(error, ErrorCodes.HA_FENCED)) return;
     this.consecutiveFailures++;
     const tolerable = this.configuration.tolerableCheckpointFailureNumber;
     if (this.consecutiveFailures > tolerable) {
@@ -497,17 +652,22 @@ export class CheckpointCoordinator {
   }
 
   /**
-   * Tells every task of `checkpoint` that it completed (Flink's `sendAcknowledgeMessages`). A
-   * notification that cannot be delivered is dropped: the task is gone (finished, canceled, its
-   * TaskExecutor lost), and a restored attempt commits what the checkpoint holds on restore.
+   * Tells every task of `checkpoint` that it completed, and that `lastSubsumed` (the completed
+   * checkpoint it made the job stop retaining, if any) was subsumed (Flink's
+   * `sendAcknowledgeMessages`). A notification that cannot be delivered is dropped: the task is
+   * gone (finished, canceled, its TaskExecutor lost), and a restored attempt commits what the
+   * checkpoint holds on restore.
    */
-  private notifyComplete(checkpoint: CompletedCheckpoint): void {
+  private notifyComplete(checkpoint: CompletedCheckpoint, lastSubsumed: bigint | undefined): void {
     const targets = this.takeCommitTargets(checkpoint.checkpointId);
     const timestamp = BigInt(checkpoint.timestamp);
     for (const task of targets) {
-      task.gateway
-        .notifyCheckpointComplete?.(task.executionAttemptId, checkpoint.checkpointId, timestamp)
-        .catch(() => {});
+      const { executionAttemptId } = task;
+      const id = checkpoint.checkpointId;
+      (lastSubsumed === undefined
+        ? task.gateway.notifyCheckpointComplete?.(executionAttemptId, id, timestamp)
+        : task.gateway.notifyCheckpointComplete?.(executionAttemptId, id, timestamp, lastSubsumed)
+      )?.catch(() => {});
     }
   }
 
@@ -531,7 +691,7 @@ export class CheckpointCoordinator {
 
   private discardLateState(ack: AcknowledgeCheckpoint): void {
     const handle = ack.stateHandle;
-    if (handle === undefined) return;
+    if (handle === undefined || this.suspended) return;
     // A retained checkpoint has every acknowledgement of its own; never delete from it.
     if (this.completed.some((checkpoint) => checkpoint.checkpointId === ack.checkpointId)) return;
     this.track(this.storage.discardState(handle));
@@ -555,4 +715,16 @@ export class CheckpointCoordinator {
   private async settleFileOperations(): Promise<void> {
     while (this.fileOperations.size > 0) await Promise.all([...this.fileOperations]);
   }
+}
+
+/**
+ * True when the completed-checkpoint store surely did not store the checkpoint: it refused the
+ * write for a lost leadership (fenced: the coordination service compared and refused), or the
+ * checkpoint itself (not newer than the stored ones). Any other failure (the coordination
+ * service unreachable, a timeout) may have stored it.
+ */
+function isNotStored(error: unknown): boolean {
+  return (
+    isSluiceError(error, ErrorCodes.HA_FENCED) || isSluiceError(error, ErrorCodes.INVALID_ARGUMENT)
+  );
 }

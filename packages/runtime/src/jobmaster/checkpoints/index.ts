@@ -10,6 +10,7 @@ export {
 export {
   type CheckpointCoordinatorConfiguration,
   checkpointCoordinatorConfigurationOf,
+  retainsCheckpointsAfter,
 } from "./checkpoint-coordinator-configuration.js";
 export {
   type CheckpointStatsGroup,
@@ -23,8 +24,10 @@ export {
   type SubtaskCheckpointState,
 } from "./completed-checkpoint.js";
 export { loadCompletedCheckpoint } from "./completed-checkpoint-loader.js";
+export { discardJobCheckpoints } from "./discard-job-checkpoints.js";
 export {
   PendingCheckpoint,
   type TaskAcknowledgeResult,
   type TaskToWaitFor,
 } from "./pending-checkpoint.js";
+export { StandaloneCheckpointIDCounter } from "./standalone-checkpoint-id-counter.js";

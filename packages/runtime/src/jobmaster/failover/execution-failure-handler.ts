@@ -2,6 +2,7 @@ import type { RestartBackoffTimeStrategy } from "../restart-backoff-time-strateg
 import type { RestartPipelinedRegionFailoverStrategy } from "./restart-pipelined-region-failover-strategy.js";
 import type { SchedulingExecutionVertex } from "./scheduling-pipelined-region.js";
 import type { SchedulingTopology } from "./scheduling-topology.js";
+import { isUnrecoverableFailure } from "./unrecoverable-failure.js";
 
 /** What to do about a failure (Flink's `FailureHandlingResult`). */
 export type FailureHandlingResult =
@@ -15,8 +16,10 @@ export type FailureHandlingResult =
     };
 
 /**
- * Decides how the job reacts to a failure (Flink's `ExecutionFailureHandler`): the restart
- * strategy says whether it may restart at all; the failover strategy which subtasks re-run —
+ * Decides how the job reacts to a failure (Flink's `ExecutionFailureHandler`): an unrecoverable
+ * failure ({@link isUnrecoverableFailure}) fails the job whatever the restart strategy, which is
+ * not even told of it; else the restart strategy says whether it may restart at all; the
+ * failover strategy which subtasks re-run —
  * the regions {@link RestartPipelinedRegionFailoverStrategy} finds, or every subtask (Flink's
  * `RestartAllFailoverStrategy`) when there is none.
  */
@@ -45,6 +48,7 @@ export class ExecutionFailureHandler {
     cause: Error,
   ): FailureHandlingResult {
     if (this.failoverStrategy === undefined) return this.getGlobalFailureHandlingResult(cause);
+    if (isUnrecoverableFailure(cause)) return { canRestart: false };
     const strategy = this.failoverStrategy;
     this.restartStrategy.notifyFailure(cause);
     if (!this.restartStrategy.canRestart()) return { canRestart: false };
@@ -60,6 +64,7 @@ export class ExecutionFailureHandler {
 
   /** A failure of the job as a whole (a deployment, placement or checkpoint failure). */
   getGlobalFailureHandlingResult(cause: Error): FailureHandlingResult {
+    if (isUnrecoverableFailure(cause)) return { canRestart: false };
     this.restartStrategy.notifyFailure(cause);
     if (!this.restartStrategy.canRestart()) return { canRestart: false };
     return { canRestart: true, globalFailure: true, verticesToRestart: this.topology.vertices };

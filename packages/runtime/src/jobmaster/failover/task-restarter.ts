@@ -9,6 +9,7 @@ import type { RestartBackoffTimeStrategy } from "../restart-backoff-time-strateg
 import type { RegionPartitionGroupReleaseStrategy } from "./region-partition-group-release-strategy.js";
 import type { SchedulingExecutionVertex } from "./scheduling-pipelined-region.js";
 import type { SchedulingTopology } from "./scheduling-topology.js";
+import { isUnrecoverableFailure } from "./unrecoverable-failure.js";
 
 /** What the {@link TaskRestarter} needs of its job. */
 export interface TaskRestarterContext {
@@ -208,8 +209,10 @@ export class TaskRestarter {
         return context.status === status;
       } catch (error) {
         if (context.status !== status) return false;
-        // A placement that put a task on a lost TaskExecutor is a bug of the caller: no retry.
-        const retriable = !isSluiceError(error, ErrorCodes.ILLEGAL_STATE);
+        // A placement that put a task on a lost TaskExecutor is a bug of the caller: no retry;
+        // nor for a configuration error, which every retry would meet again.
+        const retriable =
+          !isSluiceError(error, ErrorCodes.ILLEGAL_STATE) && !isUnrecoverableFailure(error);
         this.restartStrategy.notifyFailure(asError(error));
         if (!retriable || !this.restartStrategy.canRestart()) {
           context.fail(asError(error));

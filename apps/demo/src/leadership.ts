@@ -1,12 +1,8 @@
+import { createHash } from "node:crypto";
 import type { JobManager } from "@sluice/cluster";
 import { JobID } from "@sluice/core";
-import {
-  type CompletedCheckpoint,
-  type Configuration,
-  loadCompletedCheckpoint,
-} from "@sluice/runtime";
+import type { Configuration } from "@sluice/runtime";
 import { HighAvailabilityOptions } from "@sluice/runtime-api";
-import { type WordCountJob, type WordCountOptions, wordCountJob } from "./word-count-job.js";
 
 /** How long a standby job manager waits to be elected (a standby may wait for days). */
 const LEADERSHIP_WAIT_MS = 2 ** 31 - 1;
@@ -44,36 +40,14 @@ export async function awaitLeadership(
   return true;
 }
 
-/** The word count a job manager runs, and the previous leader's checkpoint it restores. */
-export interface RecoveredJob {
-  readonly job: WordCountJob;
-  readonly restoreFrom: CompletedCheckpoint | undefined;
-  /** Whether it is the previous leader's job (its output may be in the sink's folder). */
-  readonly recovered: boolean;
-}
-
 /**
- * The word count to run: under high availability, the one the previous leader left in the
- * stores (same job id), restored from its latest stored checkpoint; else a new one.
+ * The word count's job id under high availability: derived from `high-availability.cluster-id`,
+ * as Flink's application mode fixes it, so that every job manager that becomes leader submits
+ * the same job and finds the one the library took over (or its stored result) instead of
+ * starting it again. Without high availability, `undefined` (a random id).
  */
-export async function recoverOrCreateJob(
-  jobManager: JobManager,
-  highAvailability: boolean,
-  jobOptions: WordCountOptions,
-  say: (text: string) => void,
-): Promise<RecoveredJob> {
-  const fresh = () => ({ job: wordCountJob(jobOptions), restoreFrom: undefined, recovered: false });
-  if (!highAvailability) return fresh();
-  const [previous] = await jobManager.recoverableJobs();
-  if (previous === undefined) return fresh();
-  const job = wordCountJob(jobOptions, JobID.fromHex(previous.jobId));
-  const checkpoint = previous.latestCheckpoint;
-  const restoreFrom =
-    checkpoint === undefined
-      ? undefined
-      : await loadCompletedCheckpoint(checkpoint.externalPointer, job.graph);
-  say(
-    `recovering job ${previous.jobId} left by the previous leader, ${checkpoint === undefined ? "from the start (no checkpoint was stored)" : `from checkpoint ${checkpoint.checkpointId}`}\n`,
-  );
-  return { job, restoreFrom, recovered: true };
+export function fixedJobIdOf(configuration: Configuration): JobID | undefined {
+  if (!isHighAvailability(configuration)) return undefined;
+  const clusterId = configuration.get(HighAvailabilityOptions.HA_CLUSTER_ID);
+  return JobID.fromHex(createHash("sha256").update(clusterId).digest("hex").slice(0, 32));
 }

@@ -1,5 +1,5 @@
 /**
- * Case 12: a task manager with 2 slots on 2 cores, its slots on its one event loop
+ * Case 13: a task manager with 2 slots on 2 cores, its slots on its one event loop
  * (`taskmanager.task-slots.mode: single-loop`) against each slot on a thread of its own
  * (`threaded`), each in a child process of its own, not pinned to a CPU (a threaded task manager
  * needs both). Measured in the same run, interleaved:
@@ -38,8 +38,8 @@ const FREE_LISTS = {
 
 const system = (what: string, mode: string) => `${what}, ${mode}`;
 
-export const case12: CaseDefinition = {
-  id: 12,
+export const case13: CaseDefinition = {
+  id: 13,
   name: "Task slots on threads: one task manager with 2 slots on 2 cores, single-loop vs threaded",
   async run(report) {
     const o = report.options;
@@ -67,7 +67,7 @@ export const case12: CaseDefinition = {
       // A warm-up run of each, then the measured runs, interleaved.
       for (let run = 0; run <= o.runs; run++) {
         const measured = run > 0;
-        log(`case 12 run ${run}/${o.runs}${measured ? "" : " (warm-up)"}`);
+        log(`case 13 run ${run}/${o.runs}${measured ? "" : " (warm-up)"}`);
         for (const mode of MODES) {
           const child = children.get(mode) as Child;
           const k = await child.request<SlotsRunResult>(

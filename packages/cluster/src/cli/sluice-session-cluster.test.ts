@@ -1,0 +1,189 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { freePort, waitFor } from "@sluice/core/testing";
+import { afterEach, describe, expect, it } from "vitest";
+import { DISTRIBUTION_DIR } from "./distribution.js";
+
+const SLUICE = path.join(DISTRIBUTION_DIR, "dist", "cli", "main.js");
+const RUNTIME = pathToFileURL(
+  path.join(DISTRIBUTION_DIR, "..", "runtime", "dist", "index.js"),
+).href;
+
+/**
+ * A job module as a user writes one: `Numbers` subtasks emit 0..n-1 (n from the run's first
+ * argument, each subtask its share, paced by the second argument in ms per 1,000 records), one
+ * `Sum` checks it received each exactly once.
+ */
+const JOB_MODULE = `
+import { JobGraph } from ${JSON.stringify(RUNTIME)};
+const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+export default {
+  userCode: {
+    invokables: {
+      numbers: async (task) => {
+        const { records, pauseMs } = task.configuration;
+        const writer = task.writer();
+        for (let i = task.subtaskIndex; i < records; i += task.numberOfSubtasks) {
+          if (!writer.isAvailable()) await writer.getAvailableFuture();
+          writer.emit(i);
+          if (pauseMs > 0 && i % 1000 < task.numberOfSubtasks) await pause(pauseMs);
+          task.signal.throwIfAborted();
+        }
+      },
+      sum: async (task) => {
+        const { records } = task.configuration;
+        let count = 0;
+        let sum = 0;
+        for await (const value of task.reader()) {
+          count++;
+          sum += value;
+        }
+        if (count !== records || sum !== (records * (records - 1)) / 2) {
+          throw new Error("expected " + records + " numbers, got " + count + " summing to " + sum);
+        }
+        return { count, sum };
+      },
+    },
+  },
+  createJobGraph({ args }) {
+    const records = Number(args[0]);
+    const pauseMs = Number(args[1] ?? 0);
+    const graph = new JobGraph("numbers " + records);
+    const numbers = graph.addVertex({ name: "Numbers", parallelism: 2, invokable: "numbers", configuration: { records, pauseMs } });
+    const sum = graph.addVertex({ name: "Sum", parallelism: 1, invokable: "sum", configuration: { records } });
+    graph.connect(numbers, sum, { partitioner: { name: "REBALANCE" }, serializer: "int32" });
+    return graph;
+  },
+};
+`;
+
+interface Process {
+  readonly child: ChildProcess;
+  readonly output: () => string;
+  readonly exited: Promise<number | null>;
+}
+
+const processes: Process[] = [];
+const folders: string[] = [];
+
+afterEach(async () => {
+  for (const process of processes) process.child.kill("SIGKILL");
+  await Promise.all(processes.splice(0).map((process) => process.exited));
+  for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
+});
+
+/** Starts `sluice ...args` as a child process of its own. */
+function sluice(...args: string[]): Process {
+  const child = spawn(process.execPath, [SLUICE, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout?.on("data", (chunk) => {
+    output += String(chunk);
+  });
+  child.stderr?.on("data", (chunk) => {
+    output += String(chunk);
+  });
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  const started = { child, output: () => output, exited };
+  processes.push(started);
+  return started;
+}
+
+describe("a session cluster of sluice processes", () => {
+  it("runs jobs submitted with sluice run on task managers that load them from their usrlib, lists them and cancels one", async () => {
+    const usrlib = mkdtempSync(path.join(tmpdir(), "sluice-usrlib-"));
+    folders.push(usrlib);
+    writeFileSync(path.join(usrlib, "numbers.mjs"), JOB_MODULE);
+    const rpcPort = await freePort();
+    const restPort = await freePort();
+    const rest = `127.0.0.1:${restPort}`;
+    const jobManager = sluice(
+      "jobmanager",
+      "-D",
+      "jobmanager.rpc.address=127.0.0.1",
+      "-D",
+      `jobmanager.rpc.port=${rpcPort}`,
+      "-D",
+      `rest.port=${restPort}`,
+      "-D",
+      "taskmanager.memory.network.min=8mb",
+    );
+    const taskManagers = [0, 1].map(() =>
+      sluice("taskmanager", "--jobmanager", `127.0.0.1:${rpcPort}`, "--usrlib", usrlib),
+    );
+    const overview = async () =>
+      (await (await fetch(`http://${rest}/overview`)).json()) as { taskmanagers: number };
+    await waitFor(
+      async () => (await overview().catch(() => ({ taskmanagers: 0 }))).taskmanagers === 2,
+      {
+        what: "two task managers registered",
+        timeoutMs: 30_000,
+      },
+    );
+
+    // The job module is loaded by sluice run here and by each task manager from its usrlib.
+    const run = sluice(
+      "run",
+      "--jobmanager",
+      rest,
+      "--code",
+      "./numbers.mjs",
+      path.join(usrlib, "numbers.mjs"),
+      "50000",
+    );
+    expect(await run.exited, run.output()).toBe(0);
+    expect(run.output()).toMatch(/job [0-9a-f]{32} \(numbers 50000\) submitted/);
+    expect(run.output()).toContain("is FINISHED");
+    const finished = /job ([0-9a-f]{32})/.exec(run.output())?.[1] as string;
+
+    // A long job, detached, then canceled.
+    const detached = sluice(
+      "run",
+      "-d",
+      "-m",
+      rest,
+      "--code",
+      "./numbers.mjs",
+      path.join(usrlib, "numbers.mjs"),
+      "100000000",
+      "5",
+    );
+    expect(await detached.exited, detached.output()).toBe(0);
+    const running = /job ([0-9a-f]{32})/.exec(detached.output())?.[1] as string;
+    await waitFor(
+      async () => {
+        const listed = sluice("list", "-m", rest);
+        await listed.exited;
+        return listed.output().includes(running) && /RUNNING/.test(listed.output());
+      },
+      { what: "the long job running", timeoutMs: 30_000 },
+    );
+    const listed = sluice("list", "-m", rest);
+    expect(await listed.exited, listed.output()).toBe(0);
+    expect(listed.output()).toMatch(new RegExp(`${finished}\\s+FINISHED`));
+    const cancel = sluice("cancel", "-m", rest, running);
+    expect(await cancel.exited, cancel.output()).toBe(0);
+    expect(cancel.output()).toContain(`job ${running} ended CANCELED`);
+
+    // A job whose code a task manager cannot load is refused before it starts, naming it.
+    const refused = sluice(
+      "run",
+      "-m",
+      rest,
+      "--code",
+      "./missing.mjs",
+      path.join(usrlib, "numbers.mjs"),
+      "10",
+    );
+    expect(await refused.exited, refused.output()).toBe(1);
+    expect(refused.output()).toContain("SLUICE_ERR_TASK_DEPLOYMENT");
+    expect(refused.output()).toContain("missing.mjs");
+
+    // Stopping the job manager shuts the task managers down.
+    jobManager.child.kill("SIGTERM");
+    expect(await jobManager.exited, jobManager.output()).toBe(143);
+    expect(await Promise.all(taskManagers.map((tm) => tm.exited))).toEqual([0, 0]);
+  }, 120_000);
+});
