@@ -1,5 +1,8 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { ErrorCodes } from "@sluice/core";
+import { deferred, ErrorCodes } from "@sluice/core";
 import { waitFor } from "@sluice/core/testing";
 import type { JsonObject } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
@@ -8,7 +11,7 @@ import type { JobMasterGateway } from "../messages/job-master-gateway.js";
 import { TaskDeploymentDescriptorCodec } from "../messages/task-deployment-descriptor.js";
 import type { TaskExecutionState } from "../messages/task-execution-state.js";
 import { TaskNotFoundError } from "./errors.js";
-import type { TaskExecutor } from "./task-executor.js";
+import type { TaskExecutor, TaskExecutorOptions } from "./task-executor.js";
 import { LocalCluster, localConfiguration, segments } from "./test-support/local-cluster.js";
 import { expectedCounts, totals, wordCountGraph } from "./test-support/word-count.js";
 
@@ -19,14 +22,17 @@ const cluster = new LocalCluster();
 afterEach(() => cluster.close());
 
 /** A TaskExecutor with two slot threads over the local plugin. */
-function startThreaded(extra: Record<string, unknown> = {}): Promise<TaskExecutor> {
+function startThreaded(
+  extra: Record<string, unknown> = {},
+  options: TaskExecutorOptions = {},
+): Promise<TaskExecutor> {
   return cluster.startExecutor(
     localConfiguration({
       "taskmanager.task-slots.mode": "threaded",
       "taskmanager.numberOfTaskSlots": 2,
       ...extra,
     }),
-    { userCodeModule: CODE },
+    { userCodeModule: CODE, ...options },
   );
 }
 
@@ -139,6 +145,78 @@ describe("a TaskExecutor whose slots run on worker threads", () => {
     await cluster.close();
     const [available, total] = segments(executor);
     expect(available).toBe(total);
+  }, 60_000);
+
+  it("tells the task manager's fatal-error handler when a task on a slot thread ignores its cancellation, and still ends the task", async () => {
+    const fatal = deferred<Error>();
+    const executor = await startThreaded(
+      { "task.cancellation.timeout": "300ms" },
+      { onFatalError: (error) => fatal.resolve(error) },
+    );
+    const graph = new JobGraph("stuck");
+    graph.addVertex({ name: "Stuck", parallelism: 1, invokable: "stuck" });
+    const deployer = await cluster.startDeployer();
+    const execution = await deployer.deploy(graph, () => executor);
+    await waitFor(() => executor.runningTasks[0]?.state === "RUNNING", {
+      what: "the stuck task RUNNING",
+    });
+    execution.cancel();
+    const error = await fatal.promise;
+    expect(error).toMatchObject({ code: ErrorCodes.TIMEOUT });
+    const [vertex] = execution.executionVertices;
+    expect(error.message).toContain(
+      `Stuck (1/1)#0 (${vertex?.attemptId}) did not end within 300 ms (task.cancellation.timeout)`,
+    );
+    expect((await execution.terminated).status).toBe("CANCELED");
+    await waitFor(() => executor.runningTasks.length === 0, { what: "no task left running" });
+  }, 60_000);
+
+  it("passes checkpoints to a task on a slot thread: its snapshots are acknowledged, and a completion that subsumes an older checkpoint tells the task both", async () => {
+    const checkpointsDir = await mkdtemp(path.join(tmpdir(), "sluice-slot-checkpoints-test-"));
+    try {
+      const executor = await startThreaded({ "state.checkpoints.dir": checkpointsDir });
+      const graph = new JobGraph("listening");
+      const vertex = graph.addVertex({ name: "Listen", parallelism: 1, invokable: "listen" });
+      const captured: unknown[] = [];
+      const deployer = await cluster.startDeployer();
+      await deployer.deploy(graph, () => ({
+        location: executor.location,
+        submitTask: async (descriptor) => {
+          captured.push({
+            ...TaskDeploymentDescriptorCodec.toJSON(descriptor),
+            checkpointingMode: "EXACTLY_ONCE",
+          });
+        },
+        cancelTask: async (attempt) => {
+          throw new TaskNotFoundError(`nothing runs ${attempt}`);
+        },
+        updatePartitions: async () => {},
+        releasePartitions: async () => {},
+      }));
+      const tdd = TaskDeploymentDescriptorCodec.fromJSON(captured[0]);
+      const { jobMaster, last } = recordingJobMaster();
+      const acked: bigint[] = [];
+      await executor.submitTask(tdd, {
+        ...jobMaster,
+        acknowledgeCheckpoint: (ack) => acked.push(ack.checkpointId),
+        declineCheckpoint: () => {},
+      });
+      const attempt = tdd.executionAttemptId;
+      for (const id of [1n, 2n]) {
+        await executor.triggerCheckpoint(attempt, id, BigInt(Date.now()));
+        await waitFor(() => acked.includes(id), { what: `the ack of checkpoint ${id}` });
+      }
+      await executor.notifyCheckpointComplete(attempt, 2n, BigInt(Date.now()), 1n);
+      const id = vertex.id.toString();
+      await waitFor(() => last(id)?.state === "FINISHED", {
+        what: "the listening task FINISHED",
+        timeoutMs: 20_000,
+      });
+      expect(last(id)?.result).toEqual(["complete 2", "subsume 1"]);
+    } finally {
+      await cluster.close();
+      await rm(checkpointsDir, { recursive: true, force: true });
+    }
   }, 60_000);
 
   it("refuses to start with code given directly, which slot threads cannot run", async () => {

@@ -58,4 +58,27 @@ async function wait(task) {
   return "done";
 }
 
-export default { userCode: { invokables: { source, count, fail, crash, wait } } };
+/**
+ * Takes checkpoints (of no state) and records what its checkpoint listener is told; finishes
+ * with that record once it was told of a subsumed checkpoint.
+ */
+async function listen(task) {
+  const told = [];
+  task.setCheckpointHandler({ snapshotState: () => ({}) });
+  task.setCheckpointListener({
+    notifyCheckpointComplete: (id) => told.push(`complete ${id}`),
+    notifyCheckpointAborted: (id) => told.push(`abort ${id}`),
+    notifyCheckpointSubsumed: (id) => told.push(`subsume ${id}`),
+  });
+  while (!told.some((entry) => entry.startsWith("subsume"))) {
+    await task.yieldToMailbox(new Promise((resolve) => setTimeout(resolve, 5)));
+  }
+  return told;
+}
+
+/** Never ends and never looks at task.signal: a cancellation must give it up. */
+async function stuck() {
+  await new Promise(() => {});
+}
+
+export default { userCode: { invokables: { source, count, fail, crash, wait, stuck, listen } } };
