@@ -422,6 +422,7 @@ export class JobManagerEndpoint {
           hostname: info.hostname,
           remoteAddress,
           location: { resourceId, host: params.host, dataPort: params.dataPort },
+          numberOfSlots: params.numberOfSlots,
           ...(params.networkMemory === undefined ? {} : { networkMemory: params.networkMemory }),
         },
         peer,

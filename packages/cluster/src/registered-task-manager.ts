@@ -56,6 +56,8 @@ export interface TaskManagerInfo {
   readonly remoteAddress: string;
   /** Its TaskExecutor's resource id and data port. */
   readonly location: TaskManagerLocation;
+  /** The task slots it offers (`taskmanager.numberOfTaskSlots`). */
+  readonly numberOfSlots: number;
   /** Its network memory in bytes, when it said (task managers of older releases do not). */
   readonly networkMemory?: number;
 }
@@ -83,6 +85,11 @@ export class RegisteredTaskManager
   readonly remoteAddress: string;
   /** Its TaskExecutor's resource id, announced host (`taskmanager.host`) and data port. */
   readonly location: TaskManagerLocation;
+  /**
+   * The task slots it offers (`taskmanager.numberOfTaskSlots`): the job manager's default
+   * placement puts that many subtasks of a vertex on it (Flink's slots).
+   */
+  readonly numberOfSlots: number;
   /** Its network memory in bytes, when it said (see {@link TaskManagerInfo.networkMemory}). */
   readonly networkMemory: number | undefined;
 
@@ -145,6 +152,7 @@ export class RegisteredTaskManager
     this.remoteAddress = info.remoteAddress;
     this.networkMemory = info.networkMemory;
     this.location = info.location;
+    this.numberOfSlots = info.numberOfSlots;
     this.connection = connection;
   }
 

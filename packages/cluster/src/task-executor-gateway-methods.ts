@@ -1,11 +1,9 @@
 import { ExecutionAttemptID, JobID, ResultPartitionID } from "@sluice/core";
 import {
-  type CheckpointTriggerOptions,
+  CheckpointTriggerOptionsCodec,
   type JobMasterGateway,
   parseCheckpointId,
   SNAPSHOT_TYPE_NAMES,
-  snapshotTypeName,
-  snapshotTypeOf,
   TaskDeploymentDescriptorCodec,
   type TaskExecutorGateway,
 } from "@sluice/runtime";
@@ -144,21 +142,10 @@ export const TaskExecutorGatewayMethods = {
     result: z.null(),
     encode: ([attempt, id, timestamp, options]) => ({
       ...encodeAttemptCheckpoint([attempt, id, timestamp]),
-      ...(options === undefined ? {} : { snapshotType: snapshotTypeName(options.snapshotType) }),
-      ...(options?.targetLocation === undefined ? {} : { targetLocation: options.targetLocation }),
+      ...CheckpointTriggerOptionsCodec.toJSON(options),
     }),
     invoke: ({ executor }, params) => {
-      const type =
-        params.snapshotType === undefined ? undefined : snapshotTypeOf(params.snapshotType);
-      const options: CheckpointTriggerOptions | undefined =
-        type === undefined
-          ? undefined
-          : {
-              snapshotType: type,
-              ...(params.targetLocation === undefined
-                ? {}
-                : { targetLocation: params.targetLocation }),
-            };
+      const options = CheckpointTriggerOptionsCodec.fromJSON(params);
       return options === undefined
         ? executor.triggerCheckpoint(...decodeAttemptCheckpoint(params))
         : executor.triggerCheckpoint(...decodeAttemptCheckpoint(params), options);

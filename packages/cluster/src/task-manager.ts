@@ -356,8 +356,9 @@ export class TaskManager {
       this.shuttingDown ??= this.shutdown(reason, failed);
       return this.shuttingDown;
     });
-    connection.handle("queryMetrics", () => ({
-      metrics: toRemoteMetricDumps(this.executor.metricGroup.registry.dump()),
+    // With slot threads the tasks' metrics are in the slots' registries: the TaskExecutor asks them.
+    connection.handle("queryMetrics", async () => ({
+      metrics: toRemoteMetricDumps(await this.executor.dumpMetrics()),
     }));
     connection.handle("application", async ({ name, payload }) => {
       const handler = this.options.onApplicationMessage;
@@ -621,5 +622,6 @@ function registrationOf(executor: TaskExecutor) {
     dataPort: executor.location.dataPort,
     plugin: shufflePluginIdentity(executor.plugin),
     networkMemory: executor.networkMemory.bytes,
+    numberOfSlots: executor.numberOfSlots,
   };
 }

@@ -47,6 +47,11 @@ export const ErrorCodes = {
   TASK_DEPLOYMENT: "SLUICE_ERR_TASK_DEPLOYMENT",
   /** A task executor has no task with the given execution attempt. */
   TASK_NOT_FOUND: "SLUICE_ERR_TASK_NOT_FOUND",
+  /**
+   * A slot thread of a task manager (`taskmanager.task-slots.mode: threaded`) could not start,
+   * or ended while it ran tasks.
+   */
+  TASK_SLOT_THREAD: "SLUICE_ERR_TASK_SLOT_THREAD",
   /** The requested result partition is not registered at the producer. */
   PARTITION_NOT_FOUND: "SLUICE_ERR_PARTITION_NOT_FOUND",
   /** The producer of a partition failed; the consumer sees the producer's error. */

@@ -49,6 +49,21 @@ describe("checkShuffleMemoryFits", () => {
     ]);
   });
 
+  it("sums the subtasks the slots of one task manager run: its slots share its network memory", () => {
+    // A task manager of 2 slots and one of 1: subtasks 0 and 1 of each vertex land on the first.
+    const error = expectError(
+      () =>
+        checkShuffleMemoryFits(twoStages(ResultPartitionType.PIPELINED_BOUNDED), oneMiBPerTask, [
+          { label: "task manager 0", networkMemory: 3 * MIB, numberOfSlots: 2 },
+          { label: "task manager 1", networkMemory: 3 * MIB },
+        ]),
+      ConfigurationError,
+      ErrorCodes.CONFIG,
+    );
+    expect(error.message).toContain("task manager 0 needs 4.0 MiB and has 3.0 MiB");
+    expect(error.message).not.toContain("task manager 1 needs");
+  });
+
   it("counts no blocking pool: the sort-merge shuffle sizes them by each task manager's own keys", () => {
     // Pipelined, the one task manager needs 4 MiB; blocking, none of it counts.
     checkShuffleMemoryFits(twoStages(ResultPartitionType.BLOCKING), oneMiBPerTask, [

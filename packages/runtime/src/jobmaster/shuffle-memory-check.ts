@@ -12,13 +12,19 @@ export interface ShuffleMemoryHolder {
   readonly label: string;
   /** Its network memory in bytes; `undefined` when it did not say (it is then not checked). */
   readonly networkMemory: number | undefined;
+  /**
+   * Its task slots (`taskmanager.numberOfTaskSlots`; default 1): the placement puts that many
+   * subtasks of each vertex on it, all drawing from the same network memory.
+   */
+  readonly numberOfSlots?: number;
 }
 
 const MIB = 1024 ** 2;
 
 /**
  * Checks, before a job is deployed on the round-robin placement (subtask `i` of every vertex on
- * the `i mod n`-th of `holders`), that the subtasks of each pipelined region fit the network
+ * the `i mod n`-th of the `n` task slots of `holders`, each holder's slots one after the other),
+ * that the subtasks of each pipelined region fit the network
  * memory of the TaskExecutors they land on, by the shuffle plugin's own formula
  * (`ShuffleMaster.computeShuffleMemorySizeForTask`, the shuffle memory Flink gives a slot's
  * resource profile). The subtasks of a pipelined region are deployed and run together; regions
@@ -34,16 +40,21 @@ export function checkShuffleMemoryFits(
   master: ShuffleMaster,
   holders: readonly ShuffleMemoryHolder[],
 ): void {
-  const n = holders.length;
-  if (n === 0) return;
+  if (holders.length === 0) return;
+  // The holder of each slot, as the job manager's placement lays them out.
+  const slots = holders.flatMap((holder, index) =>
+    Array.from({ length: holder.numberOfSlots ?? 1 }, () => index),
+  );
+  const n = slots.length;
   for (const region of graph.pipelinedRegions()) {
-    const needs = new Array<number>(n).fill(0);
+    const needs = new Array<number>(holders.length).fill(0);
     for (const vertex of region) {
       const perSubtask = master.computeShuffleMemorySizeForTask(
         pipelinedOnly(graph.inputsOutputsOf(vertex)),
       );
       for (let subtask = 0; subtask < vertex.parallelism; subtask++) {
-        needs[subtask % n] = (needs[subtask % n] as number) + perSubtask;
+        const holder = slots[subtask % n] as number;
+        needs[holder] = (needs[holder] as number) + perSubtask;
       }
     }
     const short = holders.flatMap((holder, index) => {

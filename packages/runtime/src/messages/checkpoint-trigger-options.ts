@@ -67,3 +67,34 @@ export function snapshotTypeOf(name: string): SnapshotType | undefined {
     ? SnapshotType[name as SnapshotTypeName]
     : undefined;
 }
+
+/** A trigger's options as they travel between processes and threads: both fields optional. */
+export interface CheckpointTriggerOptionsJSON {
+  readonly snapshotType?: SnapshotTypeName;
+  readonly targetLocation?: string;
+}
+
+/**
+ * The one encoding of a trigger's options on the control plane and to slot threads: a plain
+ * checkpoint's trigger carries neither field, as before savepoints existed.
+ */
+export const CheckpointTriggerOptionsCodec = {
+  toJSON(options: CheckpointTriggerOptions | undefined): CheckpointTriggerOptionsJSON {
+    return {
+      ...(options === undefined ? {} : { snapshotType: snapshotTypeName(options.snapshotType) }),
+      ...(options?.targetLocation === undefined ? {} : { targetLocation: options.targetLocation }),
+    };
+  },
+  /** `undefined` when the JSON names no (known) snapshot type: a periodic checkpoint. */
+  fromJSON(json: {
+    readonly snapshotType?: string | undefined;
+    readonly targetLocation?: string | undefined;
+  }): CheckpointTriggerOptions | undefined {
+    const type = json.snapshotType === undefined ? undefined : snapshotTypeOf(json.snapshotType);
+    if (type === undefined) return undefined;
+    return {
+      snapshotType: type,
+      ...(json.targetLocation === undefined ? {} : { targetLocation: json.targetLocation }),
+    };
+  },
+};

@@ -17,6 +17,8 @@ export {
 export {
   CHECKPOINT_TRIGGER,
   type CheckpointTriggerOptions,
+  CheckpointTriggerOptionsCodec,
+  type CheckpointTriggerOptionsJSON,
   isSavepoint,
   isSynchronousSavepoint,
   SNAPSHOT_TYPE_NAMES,
