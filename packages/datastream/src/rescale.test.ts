@@ -1,8 +1,8 @@
 /**
  * A keyed typed job on task manager processes (they load the job's module), stopped with a
  * savepoint at parallelism 2 and resumed from it at 3, stopped again and resumed at 1, over TCP
- * and over WebSocket: every key's running counts are collected exactly once across the three
- * runs. Its keyed state moves by key group and its collected records (an operator list state)
+ * and over WebSocket, and with the task managers' slots on worker threads: every key's running
+ * counts are collected exactly once across the three runs. Its keyed state moves by key group and its collected records (an operator list state)
  * each to one new subtask; the source keeps its parallelism.
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -17,7 +17,12 @@ import { LOADER, PACKAGE_DIR } from "./test-support/local-execution.js";
 import { counts, environment, KEYS, RECORDS } from "./test-support/rescalable-keyed-job.mjs";
 
 const CHILD = path.join(PACKAGE_DIR, "src/test-support/job-task-manager.mjs");
-const PLUGINS = ["tcp", "ws"] as const;
+/** The shuffle plugin, and how the task managers run their slots. */
+const CASES = [
+  ["tcp", "single-loop"],
+  ["ws", "single-loop"],
+  ["tcp", "threaded"],
+] as const;
 
 let base: string;
 const children = new Set<ChildProcess>();
@@ -49,10 +54,10 @@ function configuration(plugin: string): Configuration {
   });
 }
 
-function startTaskManagerProcess(jobManager: JobManager): ChildProcess {
+function startTaskManagerProcess(jobManager: JobManager, slotsMode: string): ChildProcess {
   const child = spawn(
     process.execPath,
-    [CHILD, jobManager.host, String(jobManager.port), "rescalable-keyed-job.mjs"],
+    [CHILD, jobManager.host, String(jobManager.port), "rescalable-keyed-job.mjs", slotsMode],
     { cwd: PACKAGE_DIR, stdio: ["ignore", "ignore", "inherit"] },
   );
   children.add(child);
@@ -91,14 +96,16 @@ async function stopMidway(execution: JobExecution): Promise<string> {
   return savepoint;
 }
 
-describe.each(PLUGINS)("the keyed typed job over %s", (plugin) => {
+describe.each(CASES)("the keyed typed job over %s, slots %s", (plugin, slotsMode) => {
   it("stopped with a savepoint at parallelism 2, resumed at 3 and then at 1 on task manager processes, collects every key's running counts exactly once", async () => {
     const jobManager = await JobManager.start(configuration(plugin), { loader: LOADER });
     closers.push(() => jobManager.close({ timeoutMs: 5_000 }));
-    for (let i = 0; i < 2; i++) startTaskManagerProcess(jobManager);
+    for (let i = 0; i < 2; i++) startTaskManagerProcess(jobManager, slotsMode);
     await jobManager.waitForTaskManagers(2, 60_000);
     // Every task runs in a task manager process: none in this one.
     expect(jobManager.taskManagers.every((tm) => tm.pid !== process.pid)).toBe(true);
+    const slots = slotsMode === "threaded" ? 2 : 1;
+    expect(jobManager.taskManagers.map((tm) => tm.numberOfSlots)).toEqual([slots, slots]);
 
     const atTwo = await stopMidway(await deployAt(jobManager, 2));
     const second = await deployAt(jobManager, 3, atTwo);
