@@ -113,6 +113,7 @@ export {
   isEventAvailable,
 } from "./partition/buffer-and-backlog.js";
 export type { BufferAvailabilityListener } from "./partition/buffer-availability-listener.js";
+export { type Crc32, crc32 } from "./partition/crc32.js";
 export type { DataBuffer, DataBufferOutput } from "./partition/data-buffer.js";
 export { FileChannelManager } from "./partition/file-channel-manager.js";
 export { HashBasedDataBuffer } from "./partition/hash-based-data-buffer.js";
