@@ -1,6 +1,7 @@
 import { type ExecutionAttemptID, IllegalStateError, type JobID, TimeoutError } from "@sluice/core";
 import {
   type JobMasterGateway,
+  type MetricEndpoint,
   ScopeVariables,
   serializeThrowable,
   type TaskExecutorGateway,
@@ -56,6 +57,8 @@ export interface TaskManagerInfo {
   readonly remoteAddress: string;
   /** Its TaskExecutor's resource id and data port. */
   readonly location: TaskManagerLocation;
+  /** Where its pull-based metric reporters serve (none without such reporters). */
+  readonly metricEndpoints?: readonly MetricEndpoint[];
 }
 
 /**
@@ -81,6 +84,11 @@ export class RegisteredTaskManager
   readonly remoteAddress: string;
   /** Its TaskExecutor's resource id, announced host (`taskmanager.host`) and data port. */
   readonly location: TaskManagerLocation;
+  /**
+   * Where its pull-based metric reporters serve, as it announced them at registration (e.g. its
+   * Prometheus endpoint); empty without such reporters.
+   */
+  readonly metricEndpoints: readonly MetricEndpoint[];
 
   private readonly connection: TaskManagerConnection;
   private readonly jobMasters: Map<string, JobMasterGateway>;
@@ -140,6 +148,7 @@ export class RegisteredTaskManager
     this.hostname = info.hostname;
     this.remoteAddress = info.remoteAddress;
     this.location = info.location;
+    this.metricEndpoints = info.metricEndpoints ?? [];
     this.connection = connection;
   }
 

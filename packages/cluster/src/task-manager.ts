@@ -275,6 +275,7 @@ export class TaskManager {
         host: executor.location.host,
         dataPort: executor.location.dataPort,
         plugin: shufflePluginIdentity(executor.plugin),
+        metricEndpoints: executor.metricGroup.registry.endpoints(),
       });
       started = taskManager;
       taskManager.registered(index);
@@ -417,6 +418,7 @@ export class TaskManager {
               total: pool.totalNumberOfMemorySegments,
             },
       unreleasedPartitions,
+      peakRssBytes: process.resourceUsage().maxRSS * 1024,
       ...(application === undefined ? {} : { application }),
     };
   }
@@ -535,6 +537,7 @@ export class TaskManager {
         host: this.executor.location.host,
         dataPort: this.executor.location.dataPort,
         plugin: shufflePluginIdentity(this.executor.plugin),
+        metricEndpoints: this.executor.metricGroup.registry.endpoints(),
       });
       if (this.ending !== undefined) throw new IllegalStateError("the task manager is closing");
       this.registered(index);

@@ -2,7 +2,8 @@
  * The REST endpoint's routes, one small handler each, in Flink's REST API shapes where Flink has
  * the route (`/config`, `/overview`, `/jobs`, `/jobs/overview`, `/jobs/:jobid`,
  * `/jobs/:jobid/vertices/:vertexid`, `/jobs/:jobid/checkpoints`, `/jobs/:jobid/exceptions`,
- * `/taskmanagers`, `PATCH /jobs/:jobid`, `POST /jobs`), and Sluice's own: the job's event stream and job
+ * `/jobs/:jobid/execution-result`, `/taskmanagers`, `/taskmanagers/:taskmanagerid/metrics`,
+ * `PATCH /jobs/:jobid`, `POST /jobs`), and Sluice's own: the job's event stream and job
  * messages.
  */
 import type { JsonValue } from "@sluice/runtime-api";
@@ -18,6 +19,7 @@ import { submitJob } from "./job-submit-handler.js";
 import type { MetricFetcher } from "./metric-fetcher.js";
 import { RestHandlerError } from "./rest-handler-error.js";
 import type { RestRoute } from "./rest-router.js";
+import { taskManagerMetricsBody, taskManagerMetricsOf } from "./task-manager-metrics.js";
 
 /** One event of `GET /jobs/:jobid/events`: the job's details and checkpoints now. */
 export interface JobEvent {
@@ -158,6 +160,11 @@ export function restRoutes(context: RestRouteContext): RestRoute[] {
     },
     {
       method: "GET",
+      path: "/jobs/:jobid/execution-result",
+      handle: ({ params }) => ({ body: jobOf(params.jobid).executionResult() }),
+    },
+    {
+      method: "GET",
       path: "/jobs/:jobid/exceptions",
       handle: ({ params }) => ({ body: jobOf(params.jobid).exceptionsInfo() }),
     },
@@ -193,6 +200,29 @@ export function restRoutes(context: RestRouteContext): RestRoute[] {
     },
     {
       method: "GET",
+      path: "/taskmanagers/:taskmanagerid/metrics",
+      handle: async ({ params, query }) => {
+        const id = params.taskmanagerid ?? "";
+        const taskManager = [...jobManager.taskManagers]
+          .reverse()
+          .find((tm) => tm.connected && tm.location.resourceId.toString() === id);
+        if (taskManager === undefined) {
+          throw new RestHandlerError(404, `no task manager ${id} is registered`);
+        }
+        let dumps: Awaited<ReturnType<typeof taskManager.queryMetrics>>;
+        try {
+          dumps = await taskManager.queryMetrics();
+        } catch (error) {
+          throw new RestHandlerError(
+            503,
+            `${taskManager.label} did not answer the metric query: ${(error as Error).message}`,
+          );
+        }
+        return { body: taskManagerMetricsBody(taskManagerMetricsOf(dumps), query.get("get")) };
+      },
+    },
+    {
+      method: "GET",
       path: "/taskmanagers",
       handle: () => ({
         body: {
@@ -205,6 +235,7 @@ export function restRoutes(context: RestRouteContext): RestRoute[] {
             pid: tm.pid,
             index: tm.index,
             connected: tm.connected,
+            metricEndpoints: tm.metricEndpoints,
           })),
         },
       }),
