@@ -1,4 +1,4 @@
-import type { JobResult } from "@sluice/runtime";
+import { describeThrowable, type JobResult, serializeThrowable } from "@sluice/runtime";
 import type { JsonValue } from "@sluice/runtime-api";
 
 /** How a job ended, as Flink's REST API names it (`ApplicationStatus`). */
@@ -30,8 +30,16 @@ export interface JobExecutionResultInfo {
   readonly "accumulator-results": Readonly<Record<string, readonly JsonValue[]>>;
   /** From the job's deployment to its end, in ms. */
   readonly "net-runtime": number;
-  /** Why a failed or canceled job ended: its root cause. */
-  readonly "failure-cause"?: { readonly class: string; readonly "stack-trace": string };
+  /**
+   * Why a failed or canceled job ended: its root cause, with (Sluice) its code and a one-line
+   * description (`RemoteTransportError [SLUICE_ERR_REMOTE_TRANSPORT]: ...`).
+   */
+  readonly "failure-cause"?: {
+    readonly class: string;
+    readonly "stack-trace": string;
+    readonly code: string | null;
+    readonly description: string;
+  };
   /** The task whose failure failed the job (`Name (i/n)#a`), and where it ran (Sluice). */
   readonly "failed-task": string | null;
   readonly "failed-task-location": {
@@ -81,14 +89,7 @@ export function jobExecutionResultOf(
     "application-status": APPLICATION_STATUS[result.status],
     "accumulator-results": accumulators,
     "net-runtime": netRuntimeMs,
-    ...(error === undefined
-      ? {}
-      : {
-          "failure-cause": {
-            class: error.name,
-            "stack-trace": error.stack ?? `${error.name}: ${error.message}`,
-          },
-        }),
+    ...(error === undefined ? {} : { "failure-cause": failureCauseOf(error) }),
     "failed-task": result.failedTask ?? null,
     "failed-task-location":
       location === undefined
@@ -109,5 +110,15 @@ export function jobExecutionResultOf(
       "latest-alignment-duration-nanos": checkpoints.latest?.alignmentDurationNanos ?? null,
     },
     "release-errors": result.releaseErrors.map((releaseError) => releaseError.message),
+  };
+}
+
+function failureCauseOf(error: Error): NonNullable<JobExecutionResultInfo["failure-cause"]> {
+  const serialized = serializeThrowable(error);
+  return {
+    class: serialized.name,
+    "stack-trace": error.stack ?? `${error.name}: ${error.message}`,
+    code: serialized.code ?? null,
+    description: describeThrowable(serialized),
   };
 }

@@ -1,6 +1,6 @@
 /**
  * The REST endpoint's routes, one small handler each, in Flink's REST API shapes where Flink has
- * the route (`/config`, `/overview`, `/jobs`, `/jobs/overview`, `/jobs/:jobid`,
+ * the route (`/config`, `/overview`, `/jobmanager/config`, `/jobs`, `/jobs/overview`, `/jobs/:jobid`,
  * `/jobs/:jobid/vertices/:vertexid`, `/jobs/:jobid/checkpoints`, `/jobs/:jobid/exceptions`,
  * `/jobs/:jobid/execution-result`, `/taskmanagers`, `/taskmanagers/:taskmanagerid/metrics`,
  * `PATCH /jobs/:jobid`, `POST /jobs`), and Sluice's own: the job's event stream and job
@@ -48,6 +48,14 @@ export async function jobEventOf(
   return { job: job.details(fetcher), checkpoints: job.checkpoints() };
 }
 
+/**
+ * Keys whose values `GET /jobmanager/config` hides, as Flink's `GlobalConfiguration.isSensitive`
+ * does: passwords, secrets, keys and tokens.
+ */
+const SENSITIVE_KEY = /password|secret|token|(^|[.-])key($|[.-])/i;
+/** What a hidden value reads as (Flink's). */
+const HIDDEN_VALUE = "******";
+
 /** The routes of the REST endpoint. */
 export function restRoutes(context: RestRouteContext): RestRoute[] {
   const { jobManager, jobs, fetcher } = context;
@@ -89,9 +97,27 @@ export function restRoutes(context: RestRouteContext): RestRoute[] {
             "jobs-cancelled": count("CANCELED"),
             "jobs-failed": count("FAILED"),
             "sluice-version": SLUICE_VERSION,
+            // The plugin every task manager must load, as the job manager resolved it.
+            "shuffle-plugin": jobManager.plugin.reference,
           },
         };
       },
+    },
+    {
+      method: "GET",
+      path: "/jobmanager/config",
+      handle: () => ({
+        body: Object.entries(jobManager.configuration.toObject())
+          .sort(([a], [b]) => a.localeCompare(b))
+          .map(([key, value]) => ({
+            key,
+            value: SENSITIVE_KEY.test(key)
+              ? HIDDEN_VALUE
+              : typeof value === "string"
+                ? value
+                : JSON.stringify(value),
+          })),
+      }),
     },
     {
       method: "GET",

@@ -85,7 +85,11 @@ const JSON_TYPE = { "content-type": "application/json" };
 describe("the job manager's REST endpoint", () => {
   it("answers Flink's routes for a running job, then keeps its final state once it finished", async () => {
     const { jobManager, endpoint } = await startCluster(
-      { "execution.checkpointing.interval": "100ms" },
+      {
+        "execution.checkpointing.interval": "100ms",
+        // Not used without internal TLS: here to be hidden by /jobmanager/config.
+        "security.ssl.internal.key-password": "hunter2",
+      },
       {},
       2_000,
     );
@@ -99,7 +103,24 @@ describe("the job manager's REST endpoint", () => {
       taskmanagers: 2,
       "jobs-running": 1,
       "jobs-finished": 0,
+      "shuffle-plugin": "@sluice/shuffle-tcp#TcpShuffleServiceFactory",
     });
+    // The job manager's configuration, as Flink's /jobmanager/config lists it.
+    const jobManagerConfig = await get<{ key: string; value: string }[]>(
+      endpoint,
+      "jobmanager/config",
+    );
+    expect(jobManagerConfig).toContainEqual({
+      key: "execution.checkpointing.interval",
+      value: "100ms",
+    });
+    expect(jobManagerConfig).toContainEqual({
+      key: "security.ssl.internal.key-password",
+      value: "******",
+    });
+    expect(jobManagerConfig.map((entry) => entry.key)).toEqual(
+      [...jobManagerConfig.map((entry) => entry.key)].sort(),
+    );
     const taskManagers = await get<{ taskmanagers: { id: string; dataPort: number }[] }>(
       endpoint,
       "taskmanagers",
