@@ -10,7 +10,7 @@
  * NetworkNamespaces.create} then returns why not, for the test to skip saying so.
  */
 import { execFileSync } from "node:child_process";
-import { isAlive } from "./demo-process.js";
+import { isAlive } from "./tracked-process.js";
 
 /** One host: a network namespace with one address on the bridge. */
 export interface NamespaceHost {
