@@ -165,6 +165,11 @@ export class NetworkNamespaces {
       .filter((line) => line.trim() !== "");
   }
 
+  /** True when a TCP socket listens on `host`'s address and `port` (a server came up there). */
+  listening(host: NamespaceHost, port: number): boolean {
+    return this.exec(host, "ss", "-Hltn", "src", `${host.address}:${port}`).trim() !== "";
+  }
+
   /**
    * Drops `percent` % of the packets `worker` receives and, independently, of those it sends
    * (nftables `numgen random`), as a lossy link would.
