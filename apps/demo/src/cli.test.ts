@@ -266,18 +266,24 @@ describe("command line", () => {
     }
     expect(usageError(["--jobmanager", "h:1", "-D", "a.b=c"])).toMatch(/^-D configures/);
     // The session cluster's checkpoints commit the sink's files.
-    expect(
-      parseCli(["--jobmanager", "h:1", "--sink", "files", "--output", "out"]),
-    ).toMatchObject({ sink: "files", output: path.resolve("out") });
+    expect(parseCli(["--jobmanager", "h:1", "--sink", "files", "--output", "out"])).toMatchObject({
+      sink: "files",
+      output: path.resolve("out"),
+    });
   });
 
   it("runs the sluice commands of a cluster under its own name, a task manager with the job module's folder", async () => {
     const out = capture();
-    expect(await runDemo(["taskmanager", "--help"], { stdout: out.stream, stderr: capture().stream })).toBe(0);
+    expect(
+      await runDemo(["taskmanager", "--help"], { stdout: out.stream, stderr: capture().stream }),
+    ).toBe(0);
     expect(out.text()).toMatch(/^Usage: sluice taskmanager/);
     const err = capture();
     expect(
-      await runDemo(["jobmanager", "--records", "5"], { stdout: capture().stream, stderr: err.stream }),
+      await runDemo(["jobmanager", "--records", "5"], {
+        stdout: capture().stream,
+        stderr: err.stream,
+      }),
     ).toBe(2);
     expect(err.text()).toContain("unknown option '--records'");
   });

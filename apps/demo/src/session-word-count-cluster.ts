@@ -4,8 +4,8 @@ import type { RecoverySettings } from "./checkpointing-options.js";
 import type { DemoOptions } from "./cli.js";
 import type { DemoIO } from "./local-word-count-cluster.js";
 import { RestClusterView } from "./rest-cluster-view.js";
-import { COUNT_VERTEX } from "./word-count-job.js";
 import { type ClusterEnd, headerOf, type WordCountCluster } from "./word-count-cluster.js";
+import { COUNT_VERTEX } from "./word-count-job.js";
 
 /**
  * A running session cluster (`--jobmanager`): `sluice jobmanager` and `sluice taskmanager

@@ -1,7 +1,7 @@
 import type { RestClusterClient, SluiceProcess } from "@sluice/cluster";
 import { ConfigurationError, TimeoutError } from "@sluice/core";
-import { HighAvailabilityOptions } from "@sluice/runtime-api";
 import { type JobManagerFailover, LeaderKills, StandbyCluster } from "@sluice/harness";
+import { HighAvailabilityOptions } from "@sluice/runtime-api";
 import type { DemoOptions } from "./cli.js";
 import { formatDuration } from "./format.js";
 import type { DemoIO } from "./local-word-count-cluster.js";

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { IllegalStateError, TimeoutError } from "@sluice/core";
 import { Configuration, type JobExecution, type JobGraph, type Placement } from "@sluice/runtime";
-import { JobManagerOptions, TaskManagerOptions } from "@sluice/runtime-api";
+import { JobManagerOptions, SecurityOptions, TaskManagerOptions } from "@sluice/runtime-api";
 import { DISTRIBUTION_LOADER, SLUICE_MAIN } from "./cli/distribution.js";
 import { emitClusterWarning } from "./cluster-warning.js";
 import { HOST_LOCAL_KEYS } from "./control-plane-messages.js";
@@ -62,6 +62,15 @@ const DEFAULT_START_TIMEOUT_MS = 60_000;
 const LOCAL_REGISTRATION_TIMEOUT = "10s";
 /** How long {@link LocalCluster.close} waits for a process to exit before it kills it. */
 const EXIT_TIMEOUT_MS = 10_000;
+
+/**
+ * Keys a task manager needs before it registers, besides its host's own: the job manager's
+ * configuration reaches it only at registration, over a control plane that speaks TLS when
+ * `security.ssl.internal.enabled` says so.
+ */
+const BEFORE_REGISTRATION_KEYS: ReadonlySet<string> = new Set([
+  SecurityOptions.SSL_INTERNAL_ENABLED.key,
+]);
 
 /**
  * A whole cluster on this host (Flink's MiniCluster, with real processes): a {@link JobManager} in
@@ -126,7 +135,11 @@ export class LocalCluster {
     });
     const taskManagerKeys: Record<string, string | number | boolean> = {};
     for (const [key, value] of Object.entries(configuration.toObject())) {
-      if (HOST_LOCAL_KEYS.has(key) && value !== null && typeof value !== "object") {
+      if (
+        (HOST_LOCAL_KEYS.has(key) || BEFORE_REGISTRATION_KEYS.has(key)) &&
+        value !== null &&
+        typeof value !== "object"
+      ) {
         taskManagerKeys[key] = value as string | number | boolean;
       }
     }

@@ -57,9 +57,95 @@ export function startSluice(
   return startProcess([process.execPath, SLUICE_MAIN, ...args], { cwd: REPO, ...options });
 }
 
+/** Where the word count's job module is: the `--usrlib` of a session cluster's task managers. */
+export const USRLIB = path.join(REPO, "apps/demo/dist");
+
+/** A session cluster of `sluice` processes the demo submits to with `--jobmanager`. */
+export interface SessionCluster {
+  readonly jm: TrackedProcess;
+  readonly tms: readonly TrackedProcess[];
+  /** The job manager and the task managers. */
+  readonly processes: readonly TrackedProcess[];
+  /** The job manager's REST port (on `host`). */
+  readonly restPort: number;
+}
+
+/**
+ * Starts `sluice jobmanager` on `host` (control plane on `rpcPort`, REST on `restPort`) and one
+ * `sluice taskmanager --usrlib apps/demo/dist` per entry of `taskManagers` (its command prefix,
+ * e.g. `ip netns exec <ns>`; two on this host by default), each with `configuration` (`-D`
+ * arguments), and resolves once the REST endpoint answers, from this process or, with
+ * `reachable`, as that function says.
+ */
+export async function startSessionCluster(options: {
+  readonly rpcPort: number;
+  readonly restPort: number;
+  readonly host?: string;
+  readonly configuration?: readonly string[];
+  readonly jobManagerPrefix?: readonly string[];
+  readonly taskManagers?: readonly (readonly string[])[];
+  readonly reachable?: () => boolean;
+}): Promise<SessionCluster> {
+  const host = options.host ?? "127.0.0.1";
+  const configuration = [
+    "-D",
+    `jobmanager.rpc.address=${host}`,
+    "-D",
+    `jobmanager.rpc.port=${options.rpcPort}`,
+    "-D",
+    `rest.address=${host}`,
+    "-D",
+    `rest.bind-address=${host}`,
+    "-D",
+    `rest.port=${options.restPort}`,
+    ...(options.configuration ?? []),
+  ];
+  const jm = startSluice(["jobmanager", ...configuration], {
+    prefix: options.jobManagerPrefix ?? [],
+  });
+  const tms = (options.taskManagers ?? [[], []]).map((prefix) =>
+    startSluice(["taskmanager", "--usrlib", USRLIB, ...configuration], { prefix }),
+  );
+  let answered = false;
+  let asking = false;
+  // Polled: each call asks the endpoint again once the previous request settled.
+  const answers = () => {
+    if (!asking) {
+      asking = true;
+      fetch(`http://${host}:${options.restPort}/overview`).then(
+        (response) => {
+          answered = response.ok;
+          asking = false;
+        },
+        () => {
+          asking = false;
+        },
+      );
+    }
+    return answered;
+  };
+  const reachable = options.reachable ?? answers;
+  await until(
+    () => {
+      if (jm.output().code !== null) {
+        throw new Error(`the job manager exited (${jm.output().code}):\n${jm.output().stderr}`);
+      }
+      return reachable();
+    },
+    20_000,
+    "the job manager's REST endpoint to answer",
+  );
+  return { jm, tms, processes: [jm, ...tms], restPort: options.restPort };
+}
+
 /** Builds the demo if stale (the packages it runs, the `sluice` processes too). */
 export function buildDemoIfStale(): void {
-  buildIfStale("@sluice/demo", ["apps/demo", "apps/corpus", "packages/cluster", "packages/harness"]);
+  buildIfStale("@sluice/demo", [
+    "apps/demo",
+    "apps/corpus",
+    "packages/cluster",
+    "packages/harness",
+  ]);
 }
 
 /**
