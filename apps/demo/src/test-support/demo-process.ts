@@ -74,8 +74,9 @@ export interface SessionCluster {
  * Starts `sluice jobmanager` on `host` (control plane on `rpcPort`, REST on `restPort`) and one
  * `sluice taskmanager --usrlib apps/demo/dist` per entry of `taskManagers` (its command prefix,
  * e.g. `ip netns exec <ns>`; two on this host by default), each with `configuration` (`-D`
- * arguments), and resolves once the REST endpoint answers, from this process or, with
- * `reachable`, as that function says.
+ * arguments), and resolves once the REST endpoint's `/overview` (fetched by this process, or by
+ * `overview` from where the endpoint can be reached) counts every task manager registered: a
+ * session cluster refuses a job while none is.
  */
 export async function startSessionCluster(options: {
   readonly rpcPort: number;
@@ -84,7 +85,7 @@ export async function startSessionCluster(options: {
   readonly configuration?: readonly string[];
   readonly jobManagerPrefix?: readonly string[];
   readonly taskManagers?: readonly (readonly string[])[];
-  readonly reachable?: () => boolean;
+  readonly overview?: (url: string) => unknown;
 }): Promise<SessionCluster> {
   const host = options.host ?? "127.0.0.1";
   const configuration = [
@@ -106,34 +107,38 @@ export async function startSessionCluster(options: {
   const tms = (options.taskManagers ?? [[], []]).map((prefix) =>
     startSluice(["taskmanager", "--usrlib", USRLIB, ...configuration], { prefix }),
   );
-  let answered = false;
+  const url = `http://${host}:${options.restPort}/overview`;
+  let registered = 0;
   let asking = false;
   // Polled: each call asks the endpoint again once the previous request settled.
-  const answers = () => {
+  const fetchRegistered = () => {
     if (!asking) {
       asking = true;
-      fetch(`http://${host}:${options.restPort}/overview`).then(
-        (response) => {
-          answered = response.ok;
+      fetch(url)
+        .then(async (response) => {
+          if (response.ok)
+            registered = ((await response.json()) as { taskmanagers: number }).taskmanagers;
+        })
+        .catch(() => undefined)
+        .finally(() => {
           asking = false;
-        },
-        () => {
-          asking = false;
-        },
-      );
+        });
     }
-    return answered;
+    return registered;
   };
-  const reachable = options.reachable ?? answers;
+  const taskManagersRegistered =
+    options.overview === undefined
+      ? fetchRegistered
+      : () => (options.overview?.(url) as { taskmanagers?: number } | undefined)?.taskmanagers ?? 0;
   await until(
     () => {
       if (jm.output().code !== null) {
         throw new Error(`the job manager exited (${jm.output().code}):\n${jm.output().stderr}`);
       }
-      return reachable();
+      return taskManagersRegistered() === tms.length;
     },
-    20_000,
-    "the job manager's REST endpoint to answer",
+    30_000,
+    "every task manager to register (the REST endpoint's /overview)",
   );
   return { jm, tms, processes: [jm, ...tms], restPort: options.restPort };
 }

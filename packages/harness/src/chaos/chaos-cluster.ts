@@ -87,8 +87,8 @@ export interface ChaosResult {
 /**
  * Starts a `sluice jobmanager` in the hub and a `sluice taskmanager` in each of the first two
  * workers, configured to checkpoint every {@link CHECKPOINT_INTERVAL_MS} ms, and, once the job
- * manager's REST endpoint listens, the demo in the hub, which submits a word count of `records`
- * words (the job waits for the task managers' slots, `slot.request.timeout`).
+ * manager's REST endpoint reports both task managers registered, the demo in the hub, which
+ * submits a word count of `records` words.
  */
 export async function startChaosCluster(
   network: NetworkNamespaces,
@@ -130,10 +130,16 @@ export async function startChaosCluster(
     return tm;
   };
   for (const worker of network.workers.slice(0, 2)) startTaskManager(worker);
+  // A session cluster refuses a job while no task manager is registered: submit once both are.
+  const overview = `http://${hub.address}:${REST_PORT}/overview`;
   await until(
-    () => network.listening(hub, REST_PORT) || jm.output().code !== null,
+    () =>
+      (network.listening(hub, REST_PORT) &&
+        (network.getJson(hub, overview) as { taskmanagers?: number } | undefined)?.taskmanagers ===
+          tms.length) ||
+      jm.output().code !== null,
     30_000,
-    "the job manager's REST endpoint to listen",
+    "both task managers to register (the REST endpoint's /overview)",
   );
   if (jm.output().code !== null) {
     throw new Error(`the job manager exited (code ${jm.output().code}):\n${jm.output().stderr}`);

@@ -171,6 +171,20 @@ export class NetworkNamespaces {
   }
 
   /**
+   * GETs `url` from inside `host`'s namespace (a short-lived node process there, since this
+   * process's network stack has no route to the namespaces) and returns its JSON body, or
+   * undefined when it cannot be fetched or does not answer 200.
+   */
+  getJson(host: NamespaceHost, url: string): unknown {
+    const script = `fetch(${JSON.stringify(url)}).then(async (r) => { if (!r.ok) process.exit(1); process.stdout.write(await r.text()); }, () => process.exit(1));`;
+    try {
+      return JSON.parse(this.exec(host, process.execPath, "-e", script));
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
    * Drops `percent` % of the packets `worker` receives and, independently, of those it sends
    * (nftables `numgen random`), as a lossy link would.
    */
