@@ -63,9 +63,21 @@ const network = [
   ],
   [
     "environment-on-top",
-    "(consumer|netty|protocol)",
+    "(consumer|netty|protocol|threads)",
     "environment",
     "only the environment wires the parts together",
+  ],
+  [
+    "threads-below-connections",
+    "threads",
+    "(consumer|netty|protocol)",
+    "the channels between slot threads know partitions and views, not gates or connections",
+  ],
+  [
+    "nothing-below-on-threads",
+    "(consumer|netty|protocol|partition)",
+    "threads",
+    "only the environment wires the threads' provider in",
   ],
 ].map(([name, from, to, comment]) => ({
   name: `network-${name}`,

@@ -7,7 +7,11 @@ import type { BatchParams, BatchReader, BatchWriter } from "./batch-roles.js";
 import type { CheckpointArgs } from "./cases/checkpoint-bench.js";
 import type { CoreArgs } from "./cases/core-bench.js";
 import type { DatastreamArgs } from "./cases/datastream-bench.js";
+import type { FreeListRunArgs } from "./cases/free-list-bench.js";
 import type { Lz4Args } from "./cases/lz4-bench.js";
+import type { RelayArgs, RelayPeerArgs } from "./cases/relay-bench.js";
+import type { RingRunArgs } from "./cases/shared-ring-bench.js";
+import type { ChannelRunArgs, KeyedRunArgs, SlotsStartArgs } from "./cases/slots-bench.js";
 import type {
   LatencyParams,
   LatencyPeer,
@@ -184,6 +188,51 @@ async function handle(request: Request): Promise<unknown> {
     case "lz4": {
       const { runLz4Benchmark } = await import("./cases/lz4-bench.js");
       return runLz4Benchmark(args as unknown as Lz4Args);
+    }
+    case "slotsStart": {
+      const { startSlots } = await import("./cases/slots-bench.js");
+      return await startSlots(args as unknown as SlotsStartArgs);
+    }
+    case "slotsKeyed": {
+      const { keyedRun } = await import("./cases/slots-bench.js");
+      return await keyedRun(args as unknown as KeyedRunArgs);
+    }
+    case "slotsChannel": {
+      const { channelRun } = await import("./cases/slots-bench.js");
+      return await channelRun(args as unknown as ChannelRunArgs);
+    }
+    case "slotsMemory": {
+      const { slotsMemory } = await import("./cases/slots-bench.js");
+      return slotsMemory();
+    }
+    case "slotsStop": {
+      const { stopSlots } = await import("./cases/slots-bench.js");
+      await stopSlots();
+      return null;
+    }
+    case "ring": {
+      const { ringRun } = await import("./cases/shared-ring-bench.js");
+      return await ringRun(args as unknown as RingRunArgs);
+    }
+    case "freeList": {
+      const { freeListRun } = await import("./cases/free-list-bench.js");
+      return await freeListRun(args as unknown as FreeListRunArgs);
+    }
+    case "relaySend": {
+      const { relaySend } = await import("./cases/relay-bench.js");
+      return await relaySend(args as unknown as RelayArgs);
+    }
+    case "relayReceive": {
+      const { relayReceive } = await import("./cases/relay-bench.js");
+      return await relayReceive(args as unknown as RelayArgs);
+    }
+    case "relayPeerListen": {
+      const { relayPeerListen } = await import("./cases/relay-bench.js");
+      return await relayPeerListen(args as unknown as RelayPeerArgs);
+    }
+    case "relayPeerResult": {
+      const { relayPeerResult } = await import("./cases/relay-bench.js");
+      return await relayPeerResult();
     }
     case "throttleStats":
       return throttleStats();

@@ -42,6 +42,23 @@ import { createScratchProject, type ScratchProject } from "./test-support/scratc
 const RUNS = Number(process.env.SLUICE_EXACTLY_ONCE_RUNS ?? 1);
 const ACCEPTANCE_RUNS = Number(process.env.SLUICE_EXACTLY_ONCE_ACCEPTANCE_RUNS ?? 2);
 const PLUGINS = ["tcp", "ws"] as const;
+/**
+ * How the counters' task manager runs its slots: on its event loop, or two slots on threads
+ * (each counter on a slot thread of its own, reading the producer over a connection from there).
+ */
+const SLOT_MODES = {
+  "single-loop": [],
+  "threaded slots": [
+    "-D",
+    "taskmanager.task-slots.mode=threaded",
+    "-D",
+    "taskmanager.numberOfTaskSlots=2",
+  ],
+} as const;
+type SlotMode = keyof typeof SLOT_MODES;
+const MATRIX = PLUGINS.flatMap((plugin) =>
+  (Object.keys(SLOT_MODES) as SlotMode[]).map((mode) => [plugin, mode] as const),
+);
 /** Numbers per property run: long enough for several checkpoints at 20 ms. */
 const RECORDS = 100_000;
 /** Numbers per acceptance run, as in the job that lost records. */
@@ -133,7 +150,11 @@ class JobManagerProcess {
   }
 
   /** Starts a task manager process that registers with this job manager. */
-  startTaskManager(): { child: ChildProcess; output(): string; exited: Promise<number | null> } {
+  startTaskManager(mode: SlotMode = "single-loop"): {
+    child: ChildProcess;
+    output(): string;
+    exited: Promise<number | null>;
+  } {
     const child = spawn(
       process.execPath,
       [
@@ -142,6 +163,7 @@ class JobManagerProcess {
         "jobmanager.rpc.address=127.0.0.1",
         "-D",
         `jobmanager.rpc.port=${this.port}`,
+        ...SLOT_MODES[mode],
       ],
       { cwd: app(), stdio: ["ignore", "pipe", "pipe"] },
     );
@@ -195,14 +217,14 @@ const failurePlans = fc
   )
   .map((plan): InjectedFailure[] => plan.map((failure, attempt) => ({ attempt, ...failure })));
 
-describe.each(PLUGINS)(
-  "exactly once through every read API over %s, producer and counters in two processes",
-  (plugin) => {
+describe.each(MATRIX)(
+  "exactly once through every read API over %s, producer and counters in two processes, the counters' task manager %s",
+  (plugin, mode) => {
     let jobManager: JobManagerProcess;
     let taskManager: ReturnType<JobManagerProcess["startTaskManager"]>;
     beforeAll(async () => {
       jobManager = await JobManagerProcess.start(plugin);
-      taskManager = jobManager.startTaskManager();
+      taskManager = jobManager.startTaskManager(mode);
     }, 60_000);
     afterAll(async () => {
       expect(await jobManager.close(), jobManager.output()).toBe(0);
@@ -240,15 +262,15 @@ describe.each(PLUGINS)(
   },
 );
 
-describe.each(PLUGINS)(
-  "acceptance over %s: a keyed checkpointed job reading with for await, its counters' process killed once at a random point",
-  (plugin) => {
+describe.each(MATRIX)(
+  "acceptance over %s, the counters' task manager %s: a keyed checkpointed job reading with for await, its counters' process killed once at a random point",
+  (plugin, mode) => {
     it(
       `ends with the exact counts in ${ACCEPTANCE_RUNS} of ${ACCEPTANCE_RUNS} runs`,
       async () => {
         for (let run = 0; run < ACCEPTANCE_RUNS; run++) {
           const jobManager = await JobManagerProcess.start(plugin);
-          let taskManager = jobManager.startTaskManager();
+          let taskManager = jobManager.startTaskManager(mode);
           const killed = taskManager;
           const killDelayMs = Math.floor(Math.random() * 200);
           let kill: NodeJS.Timeout | undefined;
@@ -268,7 +290,7 @@ describe.each(PLUGINS)(
             if (completed < 1 || kill !== undefined) return;
             kill = setTimeout(() => {
               killed.child.kill("SIGKILL");
-              taskManager = jobManager.startTaskManager();
+              taskManager = jobManager.startTaskManager(mode);
             }, killDelayMs);
           });
           clearTimeout(kill);

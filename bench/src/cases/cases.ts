@@ -1,6 +1,7 @@
 /**
  * The benchmark cases of docs/benchmarks.md, in order (0 = the core and in-process benchmarks;
- * 7 = TLS beside plaintext; 12 = operator chaining and the typed API): one file each, `case-<id>-<what>.ts`.
+ * 7 = TLS beside plaintext; 12 = operator chaining and the typed API; 13 = task slots on
+ * threads): one file each, `case-<id>-<what>.ts`.
  */
 import { case0 } from "./case-0-core.js";
 import { case1 } from "./case-1-keyed-throughput.js";
@@ -15,6 +16,7 @@ import { case9 } from "./case-9-checkpoints.js";
 import { case10 } from "./case-10-memory-constrained.js";
 import { case11 } from "./case-11-all-to-all-scale.js";
 import { case12 } from "./case-12-operator-chaining.js";
+import { case13 } from "./case-13-task-slot-threads.js";
 import type { CaseDefinition } from "./case-definition.js";
 
 export type { CaseContext, CaseDefinition, CaseResult } from "./case-definition.js";
@@ -34,4 +36,5 @@ export const CASES: readonly CaseDefinition[] = [
   case10,
   case11,
   case12,
+  case13,
 ];

@@ -219,6 +219,12 @@ export const keyedCountingCode: TaskExecutorOptions = {
   keySelectors: { key: (record: Numbered) => record.value % KEYS },
 };
 
+/**
+ * The same code as a job module (`<file>#keyedCountingModule`): what a task manager whose slots
+ * run on threads loads in each slot thread.
+ */
+export const keyedCountingModule = { userCode: keyedCountingCode };
+
 /** Whether a subtask runs the producer (else it is a counter). */
 export function isProducer(vertexName: string): boolean {
   return vertexName === PRODUCER;

@@ -22,7 +22,7 @@ import { count, json, port, text } from "./wire-schemas.js";
  * raise it with every incompatible change to a method (a new method is compatible only with peers
  * that know it, so adding one raises it too).
  */
-export const CONTROL_PLANE_VERSION = 5;
+export const CONTROL_PLANE_VERSION = 6;
 
 /** The Sluice release of this package: job manager and task managers must run the same one. */
 export const SLUICE_VERSION: string = (
@@ -47,6 +47,9 @@ export const HOST_LOCAL_KEYS: ReadonlySet<string> = new Set([
   SecurityOptions.SSL_INTERNAL_CERT.key,
   SecurityOptions.SSL_INTERNAL_CA.key,
 ]);
+
+/** The most task slots one task manager may offer (a thread each, when they are threads). */
+export const MAX_TASK_SLOTS = 256;
 
 /** The WebSocket path of the job manager's control plane. */
 export const CONTROL_PLANE_PATH = "/sluice/control-plane";
@@ -89,7 +92,10 @@ export const JobManagerMethods = {
       configuration: z.record(z.string(), json),
     }),
   },
-  /** The TaskExecutor runs: where it is and which shuffle plugin it loaded. */
+  /**
+   * The TaskExecutor runs: where it is, which shuffle plugin it loaded and how many task slots it
+   * offers (`taskmanager.numberOfTaskSlots`; version 6 added them).
+   */
   registerTaskExecutor: {
     params: z.object({
       resourceId: text(64),
@@ -101,6 +107,9 @@ export const JobManagerMethods = {
         .array(z.object({ reporter: text(256), url: text(2048) }))
         .max(64)
         .optional(),
+      numberOfSlots: z.int().min(1).max(MAX_TASK_SLOTS),
+      /** Its network memory in bytes (the job manager checks a job fits it before deploying). */
+      networkMemory: count.optional(),
     }),
     result: z.object({ index: count }),
   },

@@ -491,9 +491,16 @@ function submittedJobOf(
     ...(flat === undefined ? {} : { configuration: flat }),
     ...(options.order === undefined ? {} : { order: options.order }),
     taskManagers: Math.max(1, context.connectedTaskManagers()),
-    ...(options.restoreFrom === undefined
-      ? {}
-      : { restoredFrom: options.restoreFrom.metadataPath }),
+    ...(options.restoreFrom !== undefined
+      ? { restoredFrom: options.restoreFrom.metadataPath }
+      : options.savepointRestore === undefined
+        ? {}
+        : {
+            restoredFrom: options.savepointRestore.path,
+            ...(options.savepointRestore.allowNonRestoredState === true
+              ? { allowNonRestoredState: true }
+              : {}),
+          }),
   };
 }
 

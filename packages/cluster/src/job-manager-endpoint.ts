@@ -423,6 +423,8 @@ export class JobManagerEndpoint {
           remoteAddress,
           location: { resourceId, host: params.host, dataPort: params.dataPort },
           metricEndpoints: params.metricEndpoints ?? [],
+          numberOfSlots: params.numberOfSlots,
+          ...(params.networkMemory === undefined ? {} : { networkMemory: params.networkMemory }),
         },
         peer,
         (method, error) =>

@@ -7,6 +7,7 @@ import {
 } from "@sluice/core";
 import {
   type Configuration,
+  checkShuffleMemoryFits,
   checkUserCode,
   type DeployOptions,
   JobDeployer,
@@ -22,6 +23,7 @@ import {
   type HighAvailabilityServices,
   JobManagerOptions,
   type JsonValue,
+  NetworkMemoryOptions,
 } from "@sluice/runtime-api";
 import { emitClusterWarning } from "./cluster-warning.js";
 import { HOST_LOCAL_KEYS, type ShutdownReport } from "./control-plane-messages.js";
@@ -226,6 +228,20 @@ export class JobManager {
           taskManagers,
           (taskManager) => (taskManager as RegisteredTaskManager).labelWithAddress,
         );
+        // A job too large for a task manager's network memory is refused now, naming it, instead
+        // of a task failing with InsufficientBuffersError part-way through the deployment; with
+        // the exclusive-buffers fallback on, the application accepts degraded pools instead.
+        if (!configuration.get(NetworkMemoryOptions.NETWORK_EXCLUSIVE_BUFFERS_FALLBACK)) {
+          checkShuffleMemoryFits(
+            graph,
+            deployer.master,
+            taskManagers.map((taskManager) => ({
+              label: taskManager.labelWithAddress,
+              networkMemory: taskManager.networkMemory,
+              numberOfSlots: taskManager.numberOfSlots,
+            })),
+          );
+        }
         return {
           placement: this.replacingPlacement(taskManagers),
           taskManagers: taskManagers.length,
@@ -545,7 +561,8 @@ export class JobManager {
    *
    * @param placement - picks the TaskExecutorGateway of each subtask: a {@link RegisteredTaskManager},
    *   or a TaskExecutor of this process. Default: subtask `i` of every vertex runs on the `i mod n`-th
-   *   of the `n` task managers connected now; when the job restarts after losing one of them, its
+   *   of the `n` task slots of the task managers connected now (each one's
+   *   `taskmanager.numberOfTaskSlots` in turn); when the job restarts after losing one of them, its
    *   subtasks go to the next task manager that registers and runs none of the job's tasks (a
    *   replacement), waited for up to `slot.request.timeout`. A job taken over by another job
    *   manager runs on the default placement there.
@@ -715,26 +732,43 @@ export class JobManager {
   }
 
   /**
-   * Subtask `i` on the `i mod n`-th of `taskManagers`; a lost one is replaced, for good, by the
-   * first connected task manager that is none of the placement's current ones.
+   * Subtask `i` on the `i mod n`-th of the `n` task slots of `taskManagers` (each task manager's
+   * slots one after the other, as Flink fills a task manager's slots first): a task manager with
+   * `taskmanager.numberOfTaskSlots` 2 runs two subtasks of each vertex. A lost task manager is
+   * replaced, with all its slots and for good, by the first connected task manager that is none
+   * of the placement's current ones.
    */
   private replacingPlacement(taskManagers: readonly RegisteredTaskManager[]): Placement {
-    const slots = [...taskManagers];
+    const owners = [...taskManagers];
+    const slots = taskManagers.flatMap((taskManager, owner) =>
+      Array.from({ length: taskManager.numberOfSlots }, () => owner),
+    );
+    /** The replacement of a lost owner being waited for: its subtasks all wait for the same. */
+    const replacing = new Map<number, Promise<RegisteredTaskManager>>();
     const timeoutMs = this.slotRequestTimeoutMs;
     return async (vertex, subtask, context) => {
-      const slot = subtask % slots.length;
-      const current = slots[slot] as RegisteredTaskManager;
+      const owner = slots[subtask % slots.length] as number;
+      const current = owners[owner] as RegisteredTaskManager;
       if (!context.isLost(current) && current.connected) return current;
-      const [replacement] = await this.waiters.waitFor(
-        1,
-        { ms: timeoutMs, key: JobManagerOptions.SLOT_REQUEST_TIMEOUT.key },
-        new Set(slots),
-        `a task manager to replace the lost ${current.labelWithAddress}, which ran ${vertex.name} (${subtask + 1}/${vertex.parallelism})`,
-        () =>
-          `no task manager registered within ${timeoutMs} ms (${JobManagerOptions.SLOT_REQUEST_TIMEOUT.key}) to replace the lost ${current.labelWithAddress}, which ran ${vertex.name} (${subtask + 1}/${vertex.parallelism})`,
-      );
-      slots[slot] = replacement as RegisteredTaskManager;
-      return replacement as RegisteredTaskManager;
+      let replacement = replacing.get(owner);
+      if (replacement === undefined) {
+        replacement = this.waiters
+          .waitFor(
+            1,
+            { ms: timeoutMs, key: JobManagerOptions.SLOT_REQUEST_TIMEOUT.key },
+            new Set(owners),
+            `a task manager to replace the lost ${current.labelWithAddress}, which ran ${vertex.name} (${subtask + 1}/${vertex.parallelism})`,
+            () =>
+              `no task manager registered within ${timeoutMs} ms (${JobManagerOptions.SLOT_REQUEST_TIMEOUT.key}) to replace the lost ${current.labelWithAddress}, which ran ${vertex.name} (${subtask + 1}/${vertex.parallelism})`,
+          )
+          .then(([found]) => {
+            owners[owner] = found as RegisteredTaskManager;
+            return found as RegisteredTaskManager;
+          })
+          .finally(() => replacing.delete(owner));
+        replacing.set(owner, replacement);
+      }
+      return replacement;
     };
   }
 

@@ -7,6 +7,7 @@ import {
   type JobGraph,
   type JobResult,
   loadCompletedCheckpoint,
+  loadSavepoint,
   retainsCheckpointsAfter,
 } from "@sluice/runtime";
 import {
@@ -133,7 +134,17 @@ export class JobPersistence {
     if (job.restoredFrom !== undefined) pointers.push(job.restoredFrom);
     for (const pointer of pointers) {
       try {
-        return await loadCompletedCheckpoint(pointer, job.graph);
+        // What the job was started from by path may be another job's (a savepoint): read as
+        // it was at the submission, and never deleted by the job.
+        return pointer === job.restoredFrom
+          ? await loadSavepoint(
+              {
+                path: pointer,
+                ...(job.allowNonRestoredState === true ? { allowNonRestoredState: true } : {}),
+              },
+              job.graph,
+            )
+          : await loadCompletedCheckpoint(pointer, job.graph);
       } catch (error) {
         this.context.warn(
           `job ${jobId}: the checkpoint ${pointer} cannot be restored, trying an older one: ${(error as Error).message}`,

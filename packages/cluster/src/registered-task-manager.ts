@@ -59,6 +59,10 @@ export interface TaskManagerInfo {
   readonly location: TaskManagerLocation;
   /** Where its pull-based metric reporters serve (none without such reporters). */
   readonly metricEndpoints?: readonly MetricEndpoint[];
+  /** The task slots it offers (`taskmanager.numberOfTaskSlots`). */
+  readonly numberOfSlots: number;
+  /** Its network memory in bytes, when it said (task managers of older releases do not). */
+  readonly networkMemory?: number;
 }
 
 /**
@@ -89,6 +93,13 @@ export class RegisteredTaskManager
    * Prometheus endpoint); empty without such reporters.
    */
   readonly metricEndpoints: readonly MetricEndpoint[];
+  /**
+   * The task slots it offers (`taskmanager.numberOfTaskSlots`): the job manager's default
+   * placement puts that many subtasks of a vertex on it (Flink's slots).
+   */
+  readonly numberOfSlots: number;
+  /** Its network memory in bytes, when it said (see {@link TaskManagerInfo.networkMemory}). */
+  readonly networkMemory: number | undefined;
 
   private readonly connection: TaskManagerConnection;
   private readonly jobMasters: Map<string, JobMasterGateway>;
@@ -147,8 +158,10 @@ export class RegisteredTaskManager
     this.pid = info.pid;
     this.hostname = info.hostname;
     this.remoteAddress = info.remoteAddress;
+    this.networkMemory = info.networkMemory;
     this.location = info.location;
     this.metricEndpoints = info.metricEndpoints ?? [];
+    this.numberOfSlots = info.numberOfSlots;
     this.connection = connection;
   }
 

@@ -32,10 +32,13 @@ export interface SubmittedJob {
    */
   readonly taskManagers: number;
   /**
-   * The `_metadata` of the checkpoint the job was submitted to restore (`DeployOptions.restoreFrom`):
-   * what a job manager taking it over restores while the completed-checkpoint store holds none.
+   * The `_metadata` of the checkpoint the job was submitted to restore (`DeployOptions.restoreFrom`),
+   * or the savepoint it was started from (`DeployOptions.savepointRestore`): what a job manager
+   * taking it over restores while the completed-checkpoint store holds none.
    */
   readonly restoredFrom?: string;
+  /** `SavepointRestoreSettings.allowNonRestoredState` of the savepoint it was started from. */
+  readonly allowNonRestoredState?: boolean;
 }
 
 /** The JSON form (version 1) of a {@link SubmittedJob}. */
@@ -46,6 +49,7 @@ export interface SubmittedJobJSON {
   readonly order?: DeploymentOrder;
   readonly taskManagers: number;
   readonly restoredFrom?: string;
+  readonly allowNonRestoredState?: boolean;
 }
 
 function toJSON(job: SubmittedJob): SubmittedJobJSON {
@@ -56,6 +60,7 @@ function toJSON(job: SubmittedJob): SubmittedJobJSON {
     ...(job.order === undefined ? {} : { order: job.order }),
     taskManagers: job.taskManagers,
     ...(job.restoredFrom === undefined ? {} : { restoredFrom: job.restoredFrom }),
+    ...(job.allowNonRestoredState === true ? { allowNonRestoredState: true } : {}),
   };
 }
 
@@ -77,6 +82,9 @@ function fromFields(fields: JsonFields): SubmittedJob {
     ...(order === undefined ? {} : { order }),
     taskManagers: fields.integer("taskManagers", 1),
     ...(restoredFrom === undefined ? {} : { restoredFrom }),
+    ...(fields.optionalBoolean("allowNonRestoredState", false)
+      ? { allowNonRestoredState: true }
+      : {}),
   };
 }
 

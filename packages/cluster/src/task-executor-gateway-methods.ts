@@ -1,7 +1,9 @@
 import { ExecutionAttemptID, JobID, ResultPartitionID } from "@sluice/core";
 import {
+  CheckpointTriggerOptionsCodec,
   type JobMasterGateway,
   parseCheckpointId,
+  SNAPSHOT_TYPE_NAMES,
   TaskDeploymentDescriptorCodec,
   type TaskExecutorGateway,
 } from "@sluice/runtime";
@@ -131,11 +133,23 @@ export const TaskExecutorGatewayMethods = {
    * task's acknowledgement or decline comes back as a JobMasterGateway call.
    */
   triggerCheckpoint: method("triggerCheckpoint", {
-    params: attemptCheckpointParams,
+    // A savepoint's trigger names its type and folder (Flink's CheckpointOptions); a
+    // checkpoint's carries neither, as before.
+    params: attemptCheckpointParams.extend({
+      snapshotType: z.enum(SNAPSHOT_TYPE_NAMES).optional(),
+      targetLocation: text(4096).optional(),
+    }),
     result: z.null(),
-    encode: encodeAttemptCheckpoint,
-    invoke: ({ executor }, params) =>
-      executor.triggerCheckpoint(...decodeAttemptCheckpoint(params)),
+    encode: ([attempt, id, timestamp, options]) => ({
+      ...encodeAttemptCheckpoint([attempt, id, timestamp]),
+      ...CheckpointTriggerOptionsCodec.toJSON(options),
+    }),
+    invoke: ({ executor }, params) => {
+      const options = CheckpointTriggerOptionsCodec.fromJSON(params);
+      return options === undefined
+        ? executor.triggerCheckpoint(...decodeAttemptCheckpoint(params))
+        : executor.triggerCheckpoint(...decodeAttemptCheckpoint(params), options);
+    },
   }),
   /**
    * Tells a task that a checkpoint completed, and which one it subsumed if any: resolves once

@@ -270,13 +270,7 @@ export class TaskManager {
         warn,
         leader?.fencingToken,
       );
-      const { index } = await connection.call("registerTaskExecutor", {
-        resourceId: executor.resourceId.toString(),
-        host: executor.location.host,
-        dataPort: executor.location.dataPort,
-        plugin: shufflePluginIdentity(executor.plugin),
-        metricEndpoints: executor.metricGroup.registry.endpoints(),
-      });
+      const { index } = await connection.call("registerTaskExecutor", registrationOf(executor));
       started = taskManager;
       taskManager.registered(index);
       return taskManager;
@@ -362,8 +356,9 @@ export class TaskManager {
       this.shuttingDown ??= this.shutdown(reason, failed);
       return this.shuttingDown;
     });
-    connection.handle("queryMetrics", () => ({
-      metrics: toRemoteMetricDumps(this.executor.metricGroup.registry.dump()),
+    // With slot threads the tasks' metrics are in the slots' registries: the TaskExecutor asks them.
+    connection.handle("queryMetrics", async () => ({
+      metrics: toRemoteMetricDumps(await this.executor.dumpMetrics()),
     }));
     connection.handle("application", async ({ name, payload }) => {
       const handler = this.options.onApplicationMessage;
@@ -532,13 +527,10 @@ export class TaskManager {
       this.leaderToken = found?.leader.fencingToken;
       this.jobMaster = this.remoteJobMaster(connection, address);
       this.serve(connection);
-      const { index } = await connection.call("registerTaskExecutor", {
-        resourceId: this.executor.resourceId.toString(),
-        host: this.executor.location.host,
-        dataPort: this.executor.location.dataPort,
-        plugin: shufflePluginIdentity(this.executor.plugin),
-        metricEndpoints: this.executor.metricGroup.registry.endpoints(),
-      });
+      const { index } = await connection.call(
+        "registerTaskExecutor",
+        registrationOf(this.executor),
+      );
       if (this.ending !== undefined) throw new IllegalStateError("the task manager is closing");
       this.registered(index);
     } catch (error) {
@@ -621,4 +613,17 @@ function effectiveConfiguration(
     );
   }
   return configuration;
+}
+
+/** What a task manager tells the job manager about its TaskExecutor when it registers. */
+function registrationOf(executor: TaskExecutor) {
+  return {
+    resourceId: executor.resourceId.toString(),
+    host: executor.location.host,
+    dataPort: executor.location.dataPort,
+    plugin: shufflePluginIdentity(executor.plugin),
+    networkMemory: executor.networkMemory.bytes,
+    numberOfSlots: executor.numberOfSlots,
+    metricEndpoints: executor.metricGroup.registry.endpoints(),
+  };
 }

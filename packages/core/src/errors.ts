@@ -47,6 +47,11 @@ export const ErrorCodes = {
   TASK_DEPLOYMENT: "SLUICE_ERR_TASK_DEPLOYMENT",
   /** A task executor has no task with the given execution attempt. */
   TASK_NOT_FOUND: "SLUICE_ERR_TASK_NOT_FOUND",
+  /**
+   * A slot thread of a task manager (`taskmanager.task-slots.mode: threaded`) could not start,
+   * or ended while it ran tasks.
+   */
+  TASK_SLOT_THREAD: "SLUICE_ERR_TASK_SLOT_THREAD",
   /** The requested result partition is not registered at the producer. */
   PARTITION_NOT_FOUND: "SLUICE_ERR_PARTITION_NOT_FOUND",
   /** The producer of a partition failed; the consumer sees the producer's error. */
@@ -98,6 +103,12 @@ export const ErrorCodes = {
    * parallelism or serializer, overlapping key groups, or a key outside the owner's key groups.
    */
   KEYED_STATE: "SLUICE_ERR_KEYED_STATE",
+  /**
+   * A job's state cannot be assigned to its subtasks on a restore from a savepoint or retained
+   * checkpoint: a vertex's max parallelism changed, a vertex's state is not in the new job, or
+   * the state of a vertex restored at another parallelism cannot be redistributed.
+   */
+  STATE_ASSIGNMENT: "SLUICE_ERR_STATE_ASSIGNMENT",
 } as const;
 
 /** A stable Sluice error code. */

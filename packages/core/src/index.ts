@@ -7,3 +7,4 @@ export * from "./ids/index.js";
 export * from "./memory/index.js";
 export * from "./partition-exception.js";
 export * from "./serialization/index.js";
+export * from "./threads/index.js";

@@ -133,10 +133,13 @@ export { PipelinedSubpartition } from "./partition/pipelined-subpartition.js";
 export { PipelinedSubpartitionView } from "./partition/pipelined-subpartition-view.js";
 export { ResultPartition, type ResultPartitionOptions } from "./partition/result-partition.js";
 export {
-  type PartitionRequestListener,
   ResultPartitionManager,
   type ResultPartitionManagerOptions,
 } from "./partition/result-partition-manager.js";
+export type {
+  PartitionRequestListener,
+  ResultPartitionProvider,
+} from "./partition/result-partition-provider.js";
 export type {
   AvailabilityWithBacklog,
   ResultSubpartitionView,
@@ -160,3 +163,16 @@ export {
   tlsClientOptions,
   tlsServerOptions,
 } from "./security/tls-settings.js";
+// Between the slot threads of a task manager
+export { CrossThreadSubpartitionView } from "./threads/cross-thread-subpartition-view.js";
+export { CrossThreadViewReader } from "./threads/cross-thread-view-reader.js";
+export {
+  type PushReturnResult,
+  type QueueRecord,
+  RecordKind,
+  type ReturnEntry,
+  ReturnKind,
+  SharedSubpartitionQueue,
+  type SharedSubpartitionQueueHandle,
+} from "./threads/shared-subpartition-queue.js";
+export { TaskSlotPartitionProvider } from "./threads/task-slot-partition-provider.js";

@@ -69,7 +69,9 @@ export {
   RestOptions,
   SecurityOptions,
   ShuffleServiceOptions,
+  TASK_SLOTS_MODES,
   TaskManagerOptions,
+  type TaskSlotsMode,
 } from "./config/options/index.js";
 export { PORT_RANGE_SYNTAX, parsePortRange } from "./config/port-range.js";
 // Writers, gates and partition types
@@ -214,3 +216,7 @@ export {
   SHUFFLE_SERVICE_FACTORY_MEMBERS,
   type ShuffleServiceFactory,
 } from "./shuffle/shuffle-service-factory.js";
+export type {
+  SubpartitionRequest,
+  TaskSlotThreadsContext,
+} from "./shuffle/task-slot-threads.js";

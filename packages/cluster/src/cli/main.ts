@@ -2,8 +2,8 @@
 /**
  * The `sluice` command (Flink's `bin/` scripts and `flink` CLI in one): `sluice jobmanager`,
  * `sluice taskmanager` and `sluice shuffleworker` start the processes of a session cluster;
- * `sluice run`, `sluice list` and `sluice cancel` talk to a running one. `sluice <command> --help`
- * describes each.
+ * `sluice run`, `sluice list`, `sluice cancel`, `sluice savepoint` and `sluice stop` talk to a
+ * running one. `sluice <command> --help` describes each.
  */
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -14,7 +14,9 @@ import { jobManagerCommand } from "./job-manager-command.js";
 import { listCommand } from "./list-command.js";
 import { type CommandIO, ExitCode, formatError } from "./process-shell.js";
 import { runCommand } from "./run-command.js";
+import { savepointCommand } from "./savepoint-command.js";
 import { shuffleWorkerCommand } from "./shuffle-worker-command.js";
+import { stopCommand } from "./stop-command.js";
 import { taskManagerCommand } from "./task-manager-command.js";
 
 /**
@@ -48,6 +50,8 @@ export async function runSluice(
   runCommand(program, io, exit);
   listCommand(program, io, exit);
   cancelCommand(program, io, exit);
+  savepointCommand(program, io, exit);
+  stopCommand(program, io, exit);
   for (const command of program.commands) command.exitOverride();
   try {
     await program.parseAsync([...argv], { from: "user" });

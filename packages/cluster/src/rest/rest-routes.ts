@@ -92,6 +92,9 @@ export function restRoutes(context: RestRouteContext): RestRoute[] {
         return {
           body: {
             taskmanagers: jobManager.taskManagers.filter((tm) => tm.connected).length,
+            "slots-total": jobManager.taskManagers
+              .filter((tm) => tm.connected)
+              .reduce((slots, tm) => slots + tm.numberOfSlots, 0),
             "jobs-running": states.length - count("FINISHED") - count("FAILED") - count("CANCELED"),
             "jobs-finished": count("FINISHED"),
             "jobs-cancelled": count("CANCELED"),
@@ -260,6 +263,7 @@ export function restRoutes(context: RestRouteContext): RestRoute[] {
             hostname: tm.hostname,
             pid: tm.pid,
             index: tm.index,
+            slotsNumber: tm.numberOfSlots,
             connected: tm.connected,
             metricEndpoints: tm.metricEndpoints,
           })),

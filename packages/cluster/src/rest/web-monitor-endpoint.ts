@@ -7,6 +7,7 @@ import type { JobExecution } from "@sluice/runtime";
 import { HeartbeatManagerOptions, RestOptions } from "@sluice/runtime-api";
 import { emitClusterWarning } from "../cluster-warning.js";
 import type { HostAndPort, JobManager } from "../job-manager.js";
+import { CompletedOperationCache } from "./completed-operation-cache.js";
 import { crossSiteRefusal } from "./cross-site-refusal.js";
 import { EventStreams } from "./event-streams.js";
 import { ExecutionGraphInfo } from "./execution-graph-info.js";
@@ -16,6 +17,7 @@ import { MetricFetcher } from "./metric-fetcher.js";
 import { RestHandlerError } from "./rest-handler-error.js";
 import { type RestRoute, RestRouter } from "./rest-router.js";
 import { jobEventOf, restRoutes } from "./rest-routes.js";
+import { savepointRoutes } from "./savepoint-handlers.js";
 
 /**
  * Where the package's build puts the dashboard page (`build-web-dashboard.mjs` bundles it with
@@ -114,8 +116,8 @@ export class WebMonitorEndpoint {
       },
       onWarning: warn,
     });
-    this.router = new RestRouter(
-      restRoutes({
+    this.router = new RestRouter([
+      ...restRoutes({
         jobManager,
         jobs: this.jobs,
         fetcher: this.fetcher,
@@ -123,7 +125,13 @@ export class WebMonitorEndpoint {
         refreshIntervalMs,
         messageTimeoutMs: configuration.get(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT),
       }),
-    );
+      ...savepointRoutes({
+        jobs: this.jobs,
+        operations: new CompletedOperationCache(
+          configuration.get(RestOptions.ASYNC_STORE_DURATION),
+        ),
+      }),
+    ]);
     const historySize = configuration.get(RestOptions.WEB_EXCEPTION_HISTORY_SIZE);
     const track = (execution: JobExecution) => this.track(execution, historySize);
     for (const execution of jobManager.jobs) track(execution);

@@ -35,9 +35,11 @@ export function ratedUserCode(initialRate?: number): UserCode<Task> {
         let offset = (task.restoredState as { offset: number } | undefined)?.offset ?? 0;
         task.setCheckpointHandler({ snapshotState: () => ({ offset }) });
         const writer = task.writer<number>();
-        while (offset < count) {
+        // A stop-with-savepoint stops it (task.stopMode) at its next mail point.
+        while (offset < count && task.stopMode === undefined) {
           if (!writer.isAvailable()) await task.yieldToMailbox(writer.getAvailableFuture());
           else if (offset % 256 === 0) await task.yieldToMailbox();
+          if (task.stopMode !== undefined) break;
           writer.emit(offset);
           offset++;
         }

@@ -102,6 +102,7 @@ export class RawControlClient {
       host: "10.9.8.7",
       dataPort: 40000,
       plugin,
+      numberOfSlots: 1,
     });
   }
 

@@ -22,3 +22,9 @@ export { LocalBufferPool, type LocalBufferPoolOptions } from "./local-buffer-poo
 export { MemorySegment } from "./memory-segment.js";
 export { NetworkBuffer } from "./network-buffer.js";
 export { NetworkBufferPool } from "./network-buffer-pool.js";
+export {
+  MAX_SHARED_MEMORY_THREADS,
+  SharedNetworkMemory,
+  type SharedNetworkMemoryHandle,
+} from "./shared-network-memory.js";
+export { SharedSegmentFreeList } from "./shared-segment-free-list.js";

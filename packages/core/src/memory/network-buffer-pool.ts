@@ -8,6 +8,7 @@ import {
 import { AvailabilityHelper, type AvailabilityProvider } from "./availability.js";
 import { LocalBufferPool, type LocalBufferPoolOptions } from "./local-buffer-pool.js";
 import { MemorySegment } from "./memory-segment.js";
+import type { SharedNetworkMemory } from "./shared-network-memory.js";
 
 /** The key of the time an exclusive-buffer request may wait; named in error messages. */
 const BUFFERS_REQUEST_TIMEOUT_KEY = "taskmanager.network.memory.buffers-request-timeout";
@@ -43,6 +44,14 @@ const INSUFFICIENT_BUFFERS_HINT =
  * equal-size segments allocated once, up front, so the memory a worker uses for shuffling is
  * bounded and known.
  *
+ * A task manager whose slots run on worker threads has one {@link SharedNetworkMemory}, and each
+ * thread a NetworkBufferPool over it (`new NetworkBufferPool(sharedMemory)`): the segments, the
+ * free list and the guarantees are the task manager's, so every thread's pools draw from all of
+ * its network memory, as the slots of a Flink TaskManager do. The excess is spread over the
+ * threads in proportion to what their pools could use; a thread re-spreads its share when
+ * another thread's guarantees or needs change, and learns of segments freed on another thread
+ * from the shared free count.
+ *
  * It hands segments to LocalBufferPools (one per result partition and per input gate) and
  * directly to input channels as exclusive buffers. Every pool gets its required segments
  * guaranteed; the segments nobody requires are spread over the pools that could use more, in
@@ -52,21 +61,48 @@ const INSUFFICIENT_BUFFERS_HINT =
 export class NetworkBufferPool implements AvailabilityProvider {
   readonly segmentSize: number;
   readonly totalNumberOfMemorySegments: number;
-  private readonly memory: Buffer;
+  /** This process's segments, when they are not shared with other threads. */
   private readonly available: MemorySegment[] = [];
+  /** The task manager's memory, when its threads share it. */
+  private readonly shared: SharedNetworkMemory | undefined;
+  /** What a segment of this pool has as its `owner`. */
+  private readonly segmentOwner: unknown;
   private readonly allPools = new Set<LocalBufferPool>();
-  /** Segments promised to pools (their required counts) and to unpooled requests. */
+  /**
+   * Segments promised to pools (their required counts) and to unpooled requests: of this pool's
+   * thread when the memory is shared (the shared memory counts every thread's).
+   */
   private numTotalRequiredBuffers = 0;
   private readonly availability = new AvailabilityHelper();
   /** Unpooled requests waiting for segments, served first-come as segments return. */
   private readonly segmentWaiters: SegmentWaiter[] = [];
+  /** With shared memory: a watch of the shared free count is pending. */
+  private watchingFreeSegments = false;
   private destroyed = false;
 
   /**
    * @param numberOfSegments how many segments to allocate (network memory / segment size)
    * @param segmentSize bytes per segment (default 32 KiB, `taskmanager.memory.segment-size`)
    */
-  constructor(numberOfSegments: number, segmentSize = 32 * 1024) {
+  constructor(numberOfSegments: number, segmentSize?: number);
+  /**
+   * This thread's pool over the network memory the threads of a task manager share: it
+   * allocates nothing.
+   */
+  constructor(sharedMemory: SharedNetworkMemory);
+  constructor(numberOfSegmentsOrMemory: number | SharedNetworkMemory, segmentSize = 32 * 1024) {
+    if (typeof numberOfSegmentsOrMemory !== "number") {
+      const shared = numberOfSegmentsOrMemory;
+      this.shared = shared;
+      this.segmentOwner = shared;
+      this.segmentSize = shared.segmentSize;
+      this.totalNumberOfMemorySegments = shared.numberOfSegments;
+      this.watchGeneration(shared.getGeneration());
+      return;
+    }
+    const numberOfSegments = numberOfSegmentsOrMemory;
+    this.shared = undefined;
+    this.segmentOwner = this;
     if (!Number.isInteger(numberOfSegments) || numberOfSegments < 0) {
       throw new IllegalArgumentError(
         `number of network segments must be a non-negative integer, got ${numberOfSegments}`,
@@ -78,9 +114,9 @@ export class NetworkBufferPool implements AvailabilityProvider {
     this.segmentSize = segmentSize;
     this.totalNumberOfMemorySegments = numberOfSegments;
     // One allocation for all segments: the process's network memory is one block of known size.
-    this.memory = Buffer.allocUnsafeSlow(numberOfSegments * segmentSize);
+    const memory = Buffer.allocUnsafeSlow(numberOfSegments * segmentSize);
     for (let i = numberOfSegments - 1; i >= 0; i--) {
-      const view = this.memory.subarray(i * segmentSize, (i + 1) * segmentSize);
+      const view = memory.subarray(i * segmentSize, (i + 1) * segmentSize);
       this.available.push(MemorySegment.wrap(view, this));
     }
     if (numberOfSegments === 0) this.availability.resetUnavailable();
@@ -118,7 +154,7 @@ export class NetworkBufferPool implements AvailabilityProvider {
       pool = new LocalBufferPool(this, numRequired, maxUsed, options);
     } catch (error) {
       // Invalid options: give the guarantee back, or it would be lost for good.
-      this.numTotalRequiredBuffers -= numRequired;
+      this.unreserve(numRequired);
       throw error;
     }
     this.allPools.add(pool);
@@ -129,14 +165,14 @@ export class NetworkBufferPool implements AvailabilityProvider {
   /** Called by a LocalBufferPool when it is destroyed; frees its guarantee and re-spreads. */
   destroyBufferPool(pool: LocalBufferPool): void {
     if (!this.allPools.delete(pool)) return;
-    this.numTotalRequiredBuffers -= pool.getNumberOfRequiredMemorySegments();
+    this.unreserve(pool.getNumberOfRequiredMemorySegments());
     this.redistributeBuffers();
   }
 
   /** @internal A LocalBufferPool takes one free segment, or nothing when none is free. */
   requestPooledMemorySegment(): MemorySegment | undefined {
-    const segment = this.available.pop();
-    if (this.available.length === 0) this.availability.resetUnavailable();
+    const segment = this.takeOne();
+    if (segment === undefined || this.freeSegments() === 0) this.markUnavailable();
     return segment;
   }
 
@@ -165,22 +201,19 @@ export class NetworkBufferPool implements AvailabilityProvider {
     // come back. In a single-threaded runtime a pool gives its excess back as buffers recycle, so
     // what is free *now* is what we can hand out.
     this.redistributeBuffers();
-    if (this.available.length < numberOfSegmentsToRequest) {
-      this.numTotalRequiredBuffers -= numberOfSegmentsToRequest;
+    const segments = this.takeAvailable(numberOfSegmentsToRequest);
+    if (segments.length < numberOfSegmentsToRequest) {
+      for (const segment of segments) this.returnSegment(segment);
+      this.unreserve(numberOfSegmentsToRequest);
       this.redistributeBuffers();
       throw new InsufficientBuffersError(
         `Insufficient number of network buffers: required ${numberOfSegmentsToRequest} exclusive ` +
-          `buffers, but only ${this.available.length} are free right now (others are in use by ` +
+          `buffers, but only ${segments.length} are free right now (others are in use by ` +
           `buffer pools beyond their guarantee). The total number of network buffers is ` +
           `${this.totalNumberOfMemorySegments} of ${this.segmentSize} bytes each. ` +
           INSUFFICIENT_BUFFERS_HINT,
       );
     }
-    const segments: MemorySegment[] = [];
-    for (let i = 0; i < numberOfSegmentsToRequest; i++) {
-      segments.push(this.available.pop() as MemorySegment);
-    }
-    if (this.available.length === 0) this.availability.resetUnavailable();
     return segments;
   }
 
@@ -212,25 +245,46 @@ export class NetworkBufferPool implements AvailabilityProvider {
     // Shrinking the other pools to their new share makes them give their excess back as their
     // buffers are recycled.
     this.redistributeBuffers();
-    if (this.segmentWaiters.length === 0 && this.available.length >= count) {
-      return this.takeAvailable(count);
+    let taken: MemorySegment[] = [];
+    if (this.segmentWaiters.length === 0) {
+      // Earlier waiters are served first; a lone request takes what is free now.
+      taken = this.takeAvailable(count);
+      if (taken.length === count) return taken;
     }
     return new Promise<MemorySegment[]>((resolve, reject) => {
-      const waiter: SegmentWaiter = { count, segments: [], resolve, reject, timer: undefined };
-      // Earlier waiters are served first; a lone waiter takes what is free now.
-      if (this.segmentWaiters.length === 0) {
-        waiter.segments.push(...this.takeAvailable(Math.min(count, this.available.length)));
-      }
+      const waiter: SegmentWaiter = { count, segments: taken, resolve, reject, timer: undefined };
       waiter.timer = setTimeout(() => this.expireWaiter(waiter, timeoutMs), timeoutMs);
       this.segmentWaiters.push(waiter);
+      // Segments freed by another thread reach this pool through the shared free count only.
+      if (this.shared !== undefined) this.markUnavailable();
     });
   }
 
+  /** Takes up to `count` free segments (fewer when fewer are free). */
   private takeAvailable(count: number): MemorySegment[] {
     const segments: MemorySegment[] = [];
-    for (let i = 0; i < count; i++) segments.push(this.available.pop() as MemorySegment);
-    if (this.available.length === 0) this.availability.resetUnavailable();
+    while (segments.length < count) {
+      const segment = this.takeOne();
+      if (segment === undefined) break;
+      segments.push(segment);
+    }
+    if (this.freeSegments() === 0) this.markUnavailable();
     return segments;
+  }
+
+  /** One free segment (from this process's list, or the shared free list), or none. */
+  private takeOne(): MemorySegment | undefined {
+    const shared = this.shared;
+    if (shared === undefined) return this.available.pop();
+    const index = shared.takeSegment();
+    return index < 0 ? undefined : shared.segment(index);
+  }
+
+  /** Segments free now: this process's, or those of every thread sharing the memory. */
+  private freeSegments(): number {
+    return this.shared === undefined
+      ? this.available.length
+      : this.shared.getNumberOfFreeSegments();
   }
 
   private expireWaiter(waiter: SegmentWaiter, timeoutMs: number): void {
@@ -256,30 +310,38 @@ export class NetworkBufferPool implements AvailabilityProvider {
     if (waiter.timer !== undefined) clearTimeout(waiter.timer);
     waiter.timer = undefined;
     for (const segment of waiter.segments.splice(0)) this.returnSegment(segment);
-    this.numTotalRequiredBuffers -= waiter.count;
+    this.unreserve(waiter.count);
     this.redistributeBuffers();
   }
 
   /** Returns segments taken with `requestUnpooledMemorySegments` and releases their guarantee. */
   recycleUnpooledMemorySegments(segments: readonly MemorySegment[]): void {
     for (const segment of segments) this.returnSegment(segment);
-    this.numTotalRequiredBuffers -= segments.length;
+    this.unreserve(segments.length);
     this.redistributeBuffers();
   }
 
   // ----------------------------------------------------------------------------------- metrics
 
+  /** Free segments: with shared memory, those free on every thread of the task manager. */
   getNumberOfAvailableMemorySegments(): number {
-    return this.available.length;
+    return this.freeSegments();
   }
 
   getNumberOfUsedMemorySegments(): number {
-    return this.totalNumberOfMemorySegments - this.available.length;
+    return this.totalNumberOfMemorySegments - this.freeSegments();
   }
 
-  /** Segments no pool or channel is guaranteed; what is spread as excess. */
+  /** Segments no pool or channel is guaranteed (on any thread); what is spread as excess. */
   getNumberOfUnreservedSegments(): number {
-    return this.totalNumberOfMemorySegments - this.numTotalRequiredBuffers;
+    return this.totalNumberOfMemorySegments - this.requiredSegments();
+  }
+
+  /** Segments guaranteed to pools and channels: of every thread when the memory is shared. */
+  private requiredSegments(): number {
+    return this.shared === undefined
+      ? this.numTotalRequiredBuffers
+      : this.shared.getNumberOfRequiredSegments();
   }
 
   getNumberOfRegisteredBufferPools(): number {
@@ -294,7 +356,7 @@ export class NetworkBufferPool implements AvailabilityProvider {
    */
   getEstimatedRequestedSegmentsUsage(): number {
     if (this.totalNumberOfMemorySegments === 0) return 0;
-    let requested = this.numTotalRequiredBuffers;
+    let requested = this.requiredSegments();
     for (const pool of this.allPools) {
       // What the required counts already hold for this pool is replaced by its estimate.
       requested -= pool.getNumberOfRequiredMemorySegments();
@@ -314,12 +376,60 @@ export class NetworkBufferPool implements AvailabilityProvider {
   }
 
   isAvailable(): boolean {
+    if (this.shared !== undefined && !this.destroyed && this.freeSegments() === 0) {
+      this.markUnavailable();
+    }
     return this.availability.isAvailable();
   }
 
   /** Resolves when at least one segment is free (or the pool was destroyed). */
   getAvailableFuture(): Promise<void> {
+    this.isAvailable();
     return this.availability.getAvailableFuture();
+  }
+
+  /**
+   * No segment is free. With shared memory another thread may free one: watch the shared free
+   * count, then serve the waiting requests and wake the pools.
+   */
+  private markUnavailable(): void {
+    this.availability.resetUnavailable();
+    const shared = this.shared;
+    if (shared === undefined || this.watchingFreeSegments || this.destroyed) return;
+    this.watchingFreeSegments = true;
+    void shared.whenSegmentFree().then(() => {
+      this.watchingFreeSegments = false;
+      if (this.destroyed) return;
+      this.serveWaitersFromFreeList();
+      if (this.segmentWaiters.length > 0 || this.freeSegments() === 0) this.markUnavailable();
+      else this.availability.resetAvailable();
+    });
+  }
+
+  /** Waiting exclusive requests take what other threads freed, first come first served. */
+  private serveWaitersFromFreeList(): void {
+    for (;;) {
+      const waiter = this.segmentWaiters[0];
+      if (waiter === undefined) return;
+      const segment = this.takeOne();
+      if (segment === undefined) return;
+      this.giveToWaiter(waiter, segment);
+    }
+  }
+
+  /**
+   * With shared memory: re-spreads this thread's share whenever another thread's guarantees or
+   * needs changed, for as long as this pool is not destroyed.
+   */
+  private watchGeneration(seen: number): void {
+    const shared = this.shared;
+    if (shared === undefined) return;
+    void shared.whenGenerationChanges(seen).then(() => {
+      if (this.destroyed) return;
+      const generation = shared.getGeneration();
+      this.redistributeBuffers();
+      this.watchGeneration(generation);
+    });
   }
 
   // --------------------------------------------------------------------------------- lifecycle
@@ -344,35 +454,58 @@ export class NetworkBufferPool implements AvailabilityProvider {
   }
 
   private returnSegment(segment: MemorySegment): void {
-    if (segment.owner !== this) {
+    if (segment.owner !== this.segmentOwner) {
       throw new IllegalStateError("segment returned to a NetworkBufferPool that does not own it");
     }
     const waiter = this.segmentWaiters[0];
     if (waiter !== undefined) {
       // A waiting exclusive request was guaranteed these segments: it gets them first.
-      waiter.segments.push(segment);
-      if (waiter.segments.length === waiter.count) {
-        this.segmentWaiters.shift();
-        if (waiter.timer !== undefined) clearTimeout(waiter.timer);
-        waiter.timer = undefined;
-        waiter.resolve(waiter.segments);
-      }
+      this.giveToWaiter(waiter, segment);
+      return;
+    }
+    const shared = this.shared;
+    if (shared !== undefined) {
+      shared.giveSegment(shared.indexOf(segment));
+      if (!this.destroyed) this.availability.resetAvailable();
       return;
     }
     this.available.push(segment);
     if (this.available.length === 1) this.availability.resetAvailable();
   }
 
-  private reserve(count: number, what: string): void {
-    const unreserved = this.totalNumberOfMemorySegments - this.numTotalRequiredBuffers;
-    if (count > unreserved) {
-      throw new InsufficientBuffersError(
-        `Insufficient number of network buffers for ${what}: required ${count}, but only ` +
-          `${unreserved} of ${this.totalNumberOfMemorySegments} are not yet guaranteed to other ` +
-          `pools (segment size ${this.segmentSize} bytes). ${INSUFFICIENT_BUFFERS_HINT}`,
-      );
+  private giveToWaiter(waiter: SegmentWaiter, segment: MemorySegment): void {
+    waiter.segments.push(segment);
+    if (waiter.segments.length === waiter.count) {
+      this.segmentWaiters.shift();
+      if (waiter.timer !== undefined) clearTimeout(waiter.timer);
+      waiter.timer = undefined;
+      waiter.resolve(waiter.segments);
     }
+  }
+
+  /** Gives back `count` guaranteed segments (of this thread, when the memory is shared). */
+  private unreserve(count: number): void {
+    this.numTotalRequiredBuffers -= count;
+    this.shared?.release(count);
+  }
+
+  private reserve(count: number, what: string): void {
+    const unreserved = this.totalNumberOfMemorySegments - this.requiredSegments();
+    if (this.shared !== undefined) {
+      if (count > 0 && !this.shared.reserve(count)) this.throwInsufficient(count, unreserved, what);
+      this.numTotalRequiredBuffers += count;
+      return;
+    }
+    if (count > unreserved) this.throwInsufficient(count, unreserved, what);
     this.numTotalRequiredBuffers += count;
+  }
+
+  private throwInsufficient(count: number, unreserved: number, what: string): never {
+    throw new InsufficientBuffersError(
+      `Insufficient number of network buffers for ${what}: required ${count}, but only ` +
+        `${unreserved} of ${this.totalNumberOfMemorySegments} are not yet guaranteed to other ` +
+        `pools (segment size ${this.segmentSize} bytes). ${INSUFFICIENT_BUFFERS_HINT}`,
+    );
   }
 
   private checkNotDestroyed(): void {
@@ -387,7 +520,7 @@ export class NetworkBufferPool implements AvailabilityProvider {
    * count as in Flink, so an unbounded pool does not starve bounded ones).
    */
   private redistributeBuffers(): void {
-    const unreserved = this.totalNumberOfMemorySegments - this.numTotalRequiredBuffers;
+    const unreserved = this.totalNumberOfMemorySegments - this.requiredSegments();
     let totalCapacity = 0;
     for (const pool of this.allPools) {
       totalCapacity += Math.min(
@@ -395,12 +528,16 @@ export class NetworkBufferPool implements AvailabilityProvider {
         pool.getMaxNumberOfMemorySegments() - pool.getNumberOfRequiredMemorySegments(),
       );
     }
-    if (unreserved <= 0 || totalCapacity <= 0) {
+    // With shared memory the other threads' pools want their part of the excess too.
+    const toDistribute =
+      this.shared === undefined
+        ? Math.min(unreserved, totalCapacity)
+        : this.shared.excessShare(this.destroyed ? 0 : Math.max(0, totalCapacity), unreserved);
+    if (unreserved <= 0 || totalCapacity <= 0 || toDistribute <= 0) {
       for (const pool of this.allPools)
         pool.setNumBuffers(pool.getNumberOfRequiredMemorySegments());
       return;
     }
-    const toDistribute = Math.min(unreserved, totalCapacity);
     let partsUsed = 0;
     let distributed = 0;
     for (const pool of this.allPools) {

@@ -1,4 +1,5 @@
 import { setTimeout as delay, setImmediate as yieldToEventLoop } from "node:timers/promises";
+import { StopMode } from "@sluice/core";
 import {
   type JsonObject,
   type JsonValue,
@@ -81,7 +82,11 @@ export async function runStreamTask(
     registerCheckpointing(task, chain, position);
     if (chain.source !== undefined) await runSource(task, chain, writers, position);
     else await runInput(task, operators[0] as ChainedOperator, writers);
-    for (const { operator } of operators) await operator.endInput?.();
+    // A stop-with-savepoint without drain ends no operator's input (Flink finishes no operator
+    // then): what it would emit at the end stays in its state, which the savepoint holds.
+    if (task.stopMode !== StopMode.NO_DRAIN) {
+      for (const { operator } of operators) await operator.endInput?.();
+    }
   } catch (error) {
     await Promise.allSettled(operators.map(({ operator }) => operator.close?.()));
     throw error;
@@ -133,7 +138,7 @@ function registerCheckpointing(task: Task, chain: OperatorChain, position: Sourc
  * Emits the source's records through the chain from the restored offset on. Checkpoint triggers
  * (mail) run between two records: after every batch of a few hundred records, while the outputs
  * are back-pressured, while a rate limit holds the source, and while an async source waits for
- * its next record.
+ * its next record. A stop-with-savepoint's trigger stops it there (`task.stopMode`).
  */
 async function runSource(
   task: Task,
@@ -158,6 +163,8 @@ async function runSource(
     if (!allAvailable(writers)) await task.yieldToMailbox(availability(writers));
     else if (reader.kind === "sync") await task.yieldToMailbox();
     else task.processMail();
+    // A stop-with-savepoint stopped the source (Flink's SourceOperator.stop): it emits no more.
+    if (task.stopMode !== undefined) return;
     let batch = RECORDS_PER_YIELD;
     if (rate !== undefined) {
       const elapsed = performance.now() - startedAt;
@@ -172,6 +179,8 @@ async function runSource(
       const next = reader.iterator.next();
       // The record is not emitted yet, so a checkpoint taken meanwhile does not count it.
       await task.yieldToMailbox(next);
+      // Stopped while it waited: the record is not emitted, and a resumed job reads it again.
+      if (task.stopMode !== undefined) return;
       const result = await next;
       if (result.done === true) return;
       output.collect(result.value);

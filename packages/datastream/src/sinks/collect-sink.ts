@@ -4,7 +4,13 @@ import {
   SerializationError,
   type TypeSerializer,
 } from "@sluice/core";
-import type { JobResult, JsonObject } from "@sluice/runtime";
+import {
+  type JobResult,
+  type JsonObject,
+  type JsonValue,
+  operatorListState,
+  operatorListStateElements,
+} from "@sluice/runtime";
 import type { Sink, SinkContext, SinkWriter } from "./sink.js";
 
 /** A collect sink's state and result: the records it received, serialized, in base64. */
@@ -12,8 +18,9 @@ type Collected = { records: string };
 
 /**
  * Collects a stream's records into the job's result (the role of Flink's `executeAndCollect`),
- * exactly once: the records received so far are part of every checkpoint, so a restore does not
- * count a record twice. Each subtask returns its records with its task's result; read them with
+ * exactly once: the records received so far are part of every checkpoint (an operator list
+ * state, so a restore at another parallelism hands each subtask's records to one new subtask),
+ * so a restore does not count a record twice. Each subtask returns its records with its task's result; read them with
  * {@link results} from the job's result, on whichever process deployed the job. For tests and
  * small results: the records travel in the task's result message and are kept in memory.
  */
@@ -39,11 +46,15 @@ export class CollectSink<T> implements Sink<T> {
     });
     return {
       open: (restored) => {
-        const records = (restored as Collected | undefined)?.records;
-        if (records !== undefined) buffer.writeBytes(Buffer.from(records, "base64"));
+        // One element per old subtask whose records came here (a restore at another parallelism
+        // splits them over the new subtasks, each old subtask's records to exactly one).
+        for (const element of operatorListStateElements(restored, "the collect sink's state")) {
+          const records = (element as Collected | undefined)?.records;
+          if (typeof records === "string") buffer.writeBytes(Buffer.from(records, "base64"));
+        }
       },
       write: (value) => serializer.serialize(value, buffer),
-      snapshotState: () => encoded(),
+      snapshotState: () => operatorListState([encoded()]) as unknown as JsonValue,
       result: () => encoded(),
     };
   };

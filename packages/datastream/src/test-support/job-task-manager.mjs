@@ -1,17 +1,23 @@
 /**
- * A task manager process of the keyed job module: it connects to the job manager at
- * argv[2]:argv[3] with the module's code, runs what the job manager deploys, and exits 0 when the
- * job manager shuts it down.
+ * A task manager process of a job module of this folder (argv[4], default `keyed-job.mjs`): it
+ * connects to the job manager at argv[2]:argv[3] with the module's code, runs what the job
+ * manager deploys, and exits 0 when the job manager shuts it down. With argv[5] `threaded` it runs
+ * two slots on worker threads, which load the module by reference.
  */
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { TaskManager } from "@sluice/cluster";
 import { Configuration } from "@sluice/runtime";
-import job from "./keyed-job.mjs";
 
-const [host, port] = process.argv.slice(2);
-const taskManager = await TaskManager.start(new Configuration({}), {
-  ...job.userCode,
+const [host, port, moduleName = "keyed-job.mjs", slotsMode = "single-loop"] = process.argv.slice(2);
+const modulePath = fileURLToPath(new URL(`./${moduleName}`, import.meta.url));
+const { default: job } = await import(modulePath);
+const threaded = slotsMode === "threaded";
+const configuration = new Configuration(
+  threaded ? { "taskmanager.task-slots.mode": "threaded", "taskmanager.numberOfTaskSlots": 2 } : {},
+);
+const taskManager = await TaskManager.start(configuration, {
+  ...(threaded ? { userCodeModule: modulePath } : job.userCode),
   jobManager: { host, port: Number(port) },
   // This package's folder: the shuffle plugins are its dev dependencies.
   loader: {

@@ -11,7 +11,10 @@ import {
 import type { TaskEventPublisher } from "@sluice/runtime-api";
 import { isDataAvailable } from "../partition/buffer-and-backlog.js";
 import type { BufferAvailabilityListener } from "../partition/buffer-availability-listener.js";
-import type { ResultPartitionManager } from "../partition/result-partition-manager.js";
+import type {
+  PartitionRequestListener,
+  ResultPartitionProvider,
+} from "../partition/result-partition-provider.js";
 import type { ResultSubpartitionView } from "../partition/result-subpartition-view.js";
 import {
   type Backoff,
@@ -24,13 +27,19 @@ import {
  * An input channel whose producer runs in the same process (Flink's LocalInputChannel): it reads
  * the subpartition view directly — no copy, no credit, no transport. A partition that is not
  * registered yet is retried with exponential backoff (`taskmanager.network.request-backoff.*`).
+ * In a task manager whose slots run on worker threads, a producer on another slot thread is read
+ * through a view over shared memory: the provider answers such a request later, and the buffers
+ * are the producer's segments, read in place.
  *
  * It has no queue of its own: an unaligned barrier overtakes data in the producer's
  * subpartition, which persists that data as output channel state, so this channel persists only
  * what it reads after an unaligned checkpoint started and before its barrier.
  */
-export class LocalInputChannel extends InputChannel implements BufferAvailabilityListener {
-  private readonly partitionManager: ResultPartitionManager;
+export class LocalInputChannel
+  extends InputChannel
+  implements BufferAvailabilityListener, PartitionRequestListener
+{
+  private readonly partitionManager: ResultPartitionProvider;
   private readonly taskEventPublisher: TaskEventPublisher | undefined;
   private view: ResultSubpartitionView | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
@@ -42,7 +51,7 @@ export class LocalInputChannel extends InputChannel implements BufferAvailabilit
     channelIndex: number,
     partitionId: ResultPartitionID,
     subpartitionIndex: number,
-    partitionManager: ResultPartitionManager,
+    partitionManager: ResultPartitionProvider,
     backoff: Backoff,
     taskEventPublisher?: TaskEventPublisher,
   ) {
@@ -70,29 +79,50 @@ export class LocalInputChannel extends InputChannel implements BufferAvailabilit
     this.retryTimer = undefined;
     if (this.released) return;
     try {
-      this.view = this.partitionManager.createSubpartitionView(
+      this.view = this.partitionManager.requestSubpartitionView(
         this.partitionId,
         this.subpartitionIndex,
         this,
+        this,
       );
     } catch (error) {
-      if (isSluiceError(error, ErrorCodes.PARTITION_NOT_FOUND)) {
-        // A released partition does not come back by waiting: fail now, for the job side to
-        // re-run its producer.
-        if (!this.partitionManager.wasReleased(this.partitionId) && this.backOffForRetry()) {
-          this.retryTimer = setTimeout(() => this.tryRequest(), this.getCurrentBackoffMs());
-        } else {
-          this.setError(
-            new PartitionNotFoundError(
-              `${this.gate.owningTaskName}: ${this} gave up after backoff ${this.getCurrentBackoffMs()} ms: ${(error as Error).message}`,
-              { cause: error, partitionId: this.partitionId },
-            ),
-          );
-        }
-        return;
-      }
-      this.setError(error as Error);
+      this.requestFailed(error as Error);
     }
+  }
+
+  /** A view the provider made later (a partition of another slot thread). */
+  notifyPartitionCreated(view: ResultSubpartitionView): void {
+    if (this.released) {
+      view.releaseAllResources();
+      return;
+    }
+    this.view = view;
+    // Buffers may have been queued before the view existed: the gate asks the channel.
+    this.notifyChannelNonEmpty();
+  }
+
+  notifyPartitionCreateFailed(cause: Error): void {
+    if (this.released) return;
+    this.requestFailed(cause);
+  }
+
+  private requestFailed(error: Error): void {
+    if (isSluiceError(error, ErrorCodes.PARTITION_NOT_FOUND)) {
+      // A released partition does not come back by waiting: fail now, for the job side to
+      // re-run its producer.
+      if (!this.partitionManager.wasReleased(this.partitionId) && this.backOffForRetry()) {
+        this.retryTimer = setTimeout(() => this.tryRequest(), this.getCurrentBackoffMs());
+      } else {
+        this.setError(
+          new PartitionNotFoundError(
+            `${this.gate.owningTaskName}: ${this} gave up after backoff ${this.getCurrentBackoffMs()} ms: ${error.message}`,
+            { cause: error, partitionId: this.partitionId },
+          ),
+        );
+      }
+      return;
+    }
+    this.setError(error);
   }
 
   notifyDataAvailable(): void {

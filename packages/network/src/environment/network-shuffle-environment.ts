@@ -7,6 +7,8 @@ import {
   NetworkBufferPool,
   type ResourceID,
   type ResultPartitionID,
+  SharedNetworkMemory,
+  ThreadDoorbell,
 } from "@sluice/core";
 import {
   type InputGateDeploymentDescriptor,
@@ -21,6 +23,7 @@ import {
   type ShuffleIOOwnerContext,
   type ShuffleMetricSink,
   type TaskEventPublisher,
+  type TaskSlotThreadsContext,
 } from "@sluice/runtime-api";
 import {
   type BlockCompressionFactory,
@@ -51,8 +54,10 @@ import { FileChannelManager } from "../partition/file-channel-manager.js";
 import { PipelinedResultPartition } from "../partition/pipelined-result-partition.js";
 import type { ResultPartitionOptions } from "../partition/result-partition.js";
 import { ResultPartitionManager } from "../partition/result-partition-manager.js";
+import type { ResultPartitionProvider } from "../partition/result-partition-provider.js";
 import { SortMergeResultPartition } from "../partition/sort-merge-result-partition.js";
 import { TaskEventDispatcher } from "../partition/task-event-publisher.js";
+import { TaskSlotPartitionProvider } from "../threads/task-slot-partition-provider.js";
 import { BuffersFallback } from "./buffers-fallback.js";
 import { configuredOutputPoolSize, createGateBuffersSpec } from "./gate-buffers-spec.js";
 import {
@@ -77,6 +82,14 @@ export type NetworkResultPartition = PipelinedResultPartition | SortMergeResultP
  * `close()`. Blocking partitions compress their data buffers, and gates that consume them
  * decompress, when `taskmanager.network.batch-shuffle.compression.enabled` (Flink's rule: never
  * for pipelined types).
+ *
+ * In a task manager whose slots run on worker threads (`ShuffleEnvironmentContext.taskSlotThreads`)
+ * there is one environment per thread, all over the task manager's shared network memory. A
+ * slot's environment has its tasks' partitions and gates and no data server: a channel to
+ * another slot's partition reads it through shared memory (a `LocalInputChannel` over a
+ * cross-thread view), one to another task manager connects from the slot's thread. The main
+ * thread's environment runs no task: its data server serves every slot's partitions, so other
+ * task managers keep one connection to this one.
  */
 export class NetworkShuffleEnvironment
   implements ShuffleEnvironment<NetworkResultPartition, SingleInputGate>
@@ -85,6 +98,15 @@ export class NetworkShuffleEnvironment
   readonly settings: NetworkShuffleEnvironmentConfiguration;
   readonly networkBufferPool: NetworkBufferPool;
   readonly resultPartitionManager: ResultPartitionManager;
+  /**
+   * Where local channels and the data server get views: the partition manager, or, with slot
+   * threads, a provider that also reads the partitions of the other slots' threads.
+   */
+  readonly partitionProvider: ResultPartitionProvider;
+  /** Set when the environment serves one thread of a threaded task manager. */
+  private readonly threads: TaskSlotThreadsContext | undefined;
+  private readonly slotProvider: TaskSlotPartitionProvider | undefined;
+  private readonly doorbell: ThreadDoorbell | undefined;
   /** Subscriptions for task events sent upstream by consumers (when the worker brings none). */
   readonly taskEventDispatcher = new TaskEventDispatcher();
   /** Where task events go: the worker's publisher from the context, else our dispatcher. */
@@ -128,10 +150,26 @@ export class NetworkShuffleEnvironment
     this.resultPartitionManager = new ResultPartitionManager({
       maxWaitingPartitionRequests: this.settings.maxWaitingPartitionRequests,
     });
-    this.networkBufferPool = NetworkBufferPool.fromMemorySize(
-      this.settings.networkMemoryBytes,
-      this.settings.segmentSize,
-    );
+    const threads = context.taskSlotThreads;
+    this.threads = threads;
+    if (threads === undefined) {
+      this.networkBufferPool = NetworkBufferPool.fromMemorySize(
+        this.settings.networkMemoryBytes,
+        this.settings.segmentSize,
+      );
+      this.partitionProvider = this.resultPartitionManager;
+    } else {
+      const memory = SharedNetworkMemory.attach(threads.sharedMemory, threads.threadIndex);
+      this.networkBufferPool = new NetworkBufferPool(memory);
+      this.doorbell = new ThreadDoorbell(threads.signals, threads.threadIndex);
+      this.slotProvider = new TaskSlotPartitionProvider(
+        this.resultPartitionManager,
+        threads,
+        memory,
+        this.doorbell,
+      );
+      this.partitionProvider = this.slotProvider;
+    }
     this.buffersFallback = new BuffersFallback(this.networkBufferPool, this.settings);
     this.transport = context.localCommunicationOnly ? undefined : transport;
     this.taskEventPublisher = context.taskEventPublisher ?? this.taskEventDispatcher;
@@ -171,7 +209,8 @@ export class NetworkShuffleEnvironment
     if (this.started) throw new IllegalStateError("NetworkShuffleEnvironment already started");
     this.started = true;
     const transport = this.transport;
-    if (transport === undefined) return -1;
+    // A slot's thread serves nobody directly: the main thread's data server serves its partitions.
+    if (transport === undefined || this.threads?.role === "slot") return -1;
     this.server = await transport.listen({
       host: this.settings.bindHost,
       port: this.settings.dataPort,
@@ -184,7 +223,7 @@ export class NetworkShuffleEnvironment
         const s = this.settings;
         const handler = new PartitionRequestServerHandler(
           connection,
-          this.resultPartitionManager,
+          this.partitionProvider,
           this.taskEventPublisher,
           {
             maxFrameSize: s.maxFrameSize,
@@ -246,6 +285,7 @@ export class NetworkShuffleEnvironment
     descriptors: readonly ResultPartitionDeploymentDescriptor[],
   ): NetworkResultPartition[] {
     this.checkOpen();
+    this.checkRunsTasks(ownerContext);
     const partitions = descriptors.map((descriptor, index) =>
       this.createResultPartition(ownerContext, index, descriptor),
     );
@@ -360,6 +400,7 @@ export class NetworkShuffleEnvironment
     descriptors: readonly InputGateDeploymentDescriptor[],
   ): SingleInputGate[] {
     this.checkOpen();
+    this.checkRunsTasks(ownerContext);
     const gates = descriptors.map((descriptor, gateIndex) =>
       this.createInputGate(ownerContext, gateIndex, descriptor, partitionProducerStateProvider),
     );
@@ -465,7 +506,7 @@ export class NetworkShuffleEnvironment
         channelIndex,
         partitionId,
         subpartitionIndex,
-        this.resultPartitionManager,
+        this.partitionProvider,
         this.backoff,
         this.taskEventPublisher,
       );
@@ -600,6 +641,7 @@ export class NetworkShuffleEnvironment
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.slotProvider?.close();
     this.resultPartitionManager.shutdown();
     this.clientFactory?.shutdown();
     for (const gates of this.gatesByConsumer.values()) {
@@ -618,10 +660,20 @@ export class NetworkShuffleEnvironment
     } finally {
       this.readBufferPool?.destroy();
       this.networkBufferPool.destroy();
+      this.doorbell?.close();
     }
   }
 
   private checkOpen(): void {
     if (this.closed) throw new IllegalStateError("NetworkShuffleEnvironment is closed");
+  }
+
+  /** The main thread of a threaded task manager serves the slots' partitions; tasks run in slots. */
+  private checkRunsTasks(ownerContext: ShuffleIOOwnerContext): void {
+    if (this.threads?.role === "network") {
+      throw new IllegalStateError(
+        `${ownerContext.ownerName}: the main thread of a task manager whose slots run on worker threads runs no task`,
+      );
+    }
   }
 }

@@ -23,6 +23,9 @@ export abstract class NetworkShuffleServiceFactory
 {
   readonly [SHUFFLE_SERVICE_FACTORY_BRAND] = true;
 
+  /** One environment per thread of a threaded task manager, over its shared network memory. */
+  readonly supportsTaskSlotThreads = true;
+
   /** Creates the transport for one environment, from its configuration. */
   protected abstract createTransport(context: ShuffleEnvironmentContext): Transport;
 
@@ -44,6 +47,9 @@ export class LocalShuffleServiceFactory
     ShuffleServiceFactory<NetworkShuffleDescriptor, NetworkResultPartition, SingleInputGate>
 {
   readonly [SHUFFLE_SERVICE_FACTORY_BRAND] = true;
+
+  /** One environment per thread of a threaded task manager, over its shared network memory. */
+  readonly supportsTaskSlotThreads = true;
 
   createShuffleMaster(context: ShuffleMasterContext): NetworkShuffleMaster {
     return new NetworkShuffleMaster(context);

@@ -9,6 +9,10 @@ import {
 } from "@sluice/core";
 import type { BufferAvailabilityListener } from "./buffer-availability-listener.js";
 import type { ManagedResultPartition, PartitionRegistry } from "./managed-result-partition.js";
+import type {
+  PartitionRequestListener,
+  ResultPartitionProvider,
+} from "./result-partition-provider.js";
 import type { ResultSubpartitionView } from "./result-subpartition-view.js";
 
 /** How many released partition ids a manager remembers (for clear late-request errors). */
@@ -24,13 +28,7 @@ export interface ResultPartitionManagerOptions {
   readonly maxWaitingPartitionRequests?: number;
 }
 
-/** Waits for a partition that is not registered yet (Flink's PartitionRequestListener). */
-export interface PartitionRequestListener {
-  /** The partition registered: the view was created for this listener. */
-  notifyPartitionCreated(view: ResultSubpartitionView): void;
-  /** The wait failed: timeout (PartitionNotFoundError) or the manager shut down. */
-  notifyPartitionCreateFailed(cause: Error): void;
-}
+export type { PartitionRequestListener } from "./result-partition-provider.js";
 
 interface WaitingRequest {
   readonly subpartitionIndex: number;
@@ -48,7 +46,7 @@ interface WaitingRequest {
  * before its producer finished, so a remote request waits for that, and a local one is answered
  * "not found" and retried with backoff.
  */
-export class ResultPartitionManager implements PartitionRegistry {
+export class ResultPartitionManager implements PartitionRegistry, ResultPartitionProvider {
   private readonly partitions = new Map<string, ManagedResultPartition>();
   /**
    * Waiting requests per partition id, keyed by their listener: adding, cancelling and timing out
@@ -127,6 +125,15 @@ export class ResultPartitionManager implements PartitionRegistry {
       );
     }
     return partition.createSubpartitionView(subpartitionIndex, availabilityListener);
+  }
+
+  /** A local channel's request: every partition of this manager is on this thread. */
+  requestSubpartitionView(
+    partitionId: ResultPartitionID,
+    subpartitionIndex: number,
+    availabilityListener: BufferAvailabilityListener,
+  ): ResultSubpartitionView {
+    return this.createSubpartitionView(partitionId, subpartitionIndex, availabilityListener);
   }
 
   /**

@@ -110,6 +110,8 @@ const CLASS_OF: Record<ErrorCode, SluiceErrorClass | undefined> = {
   ),
   [ErrorCodes.HA_STATE]: defineError("HighAvailabilityStateError", ErrorCodes.HA_STATE),
   [ErrorCodes.KEYED_STATE]: defineError("KeyedStateError", ErrorCodes.KEYED_STATE),
+  [ErrorCodes.TASK_SLOT_THREAD]: defineError("TaskSlotThreadError", ErrorCodes.TASK_SLOT_THREAD),
+  [ErrorCodes.STATE_ASSIGNMENT]: defineError("StateAssignmentError", ErrorCodes.STATE_ASSIGNMENT),
 };
 
 describe("error wire ids", () => {

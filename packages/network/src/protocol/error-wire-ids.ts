@@ -45,6 +45,8 @@ export const ERROR_WIRE_IDS = {
   [ErrorCodes.HA_UNAVAILABLE]: 51,
   [ErrorCodes.HA_STATE]: 52,
   [ErrorCodes.KEYED_STATE]: 56,
+  [ErrorCodes.TASK_SLOT_THREAD]: 60,
+  [ErrorCodes.STATE_ASSIGNMENT]: 61,
 } as const satisfies Record<ErrorCode, number>;
 
 /** The wire id written for errors that carry no Sluice code (plain `Error`s, non-errors). */

@@ -7,7 +7,7 @@ import {
 import type { Backoff, InputChannelOwner } from "../consumer/input-channel.js";
 import { LocalInputChannel } from "../consumer/local-input-channel.js";
 import { UnknownInputChannel } from "../consumer/unknown-input-channel.js";
-import type { ResultPartitionManager } from "../partition/result-partition-manager.js";
+import type { ResultPartitionProvider } from "../partition/result-partition-provider.js";
 
 const DEFAULTS = readableConfigOf({});
 
@@ -34,10 +34,13 @@ export interface InputChannelBuilderOptions {
   readonly backoff?: Backoff;
 }
 
-/** A LocalInputChannel reading `partitionId` from `partitionManager` in the same process. */
+/**
+ * A LocalInputChannel reading `partitionId` from `partitionManager` (a ResultPartitionManager of
+ * the same thread, or the provider of a slot thread, which also reads other slots' partitions).
+ */
 export function buildLocalInputChannel(
   options: InputChannelBuilderOptions & {
-    readonly partitionManager: ResultPartitionManager;
+    readonly partitionManager: ResultPartitionProvider;
     /** Where task events the channel sends go. Default: none. */
     readonly taskEventPublisher?: TaskEventPublisher;
   },

@@ -7,6 +7,7 @@ import type {
   TaskEvent,
 } from "@sluice/core";
 import type { ReadableConfig } from "../config/config-option.js";
+import type { TaskSlotThreadsContext } from "./task-slot-threads.js";
 
 /**
  * Where a plugin registers its metrics (Flink's `MetricGroup` as the shuffle sees it). The runtime
@@ -83,6 +84,13 @@ export interface ShuffleEnvironmentContext {
    * absent when the environment is created without a runtime (tests, benchmarks).
    */
   readonly metrics?: ShuffleMetricSink;
+  /**
+   * Set when the task manager runs its slots on worker threads
+   * (`taskmanager.task-slots.mode: threaded`): the environment serves one of its threads and
+   * draws from the network memory they share. Only given to plugins whose factory sets
+   * `supportsTaskSlotThreads`.
+   */
+  readonly taskSlotThreads?: TaskSlotThreadsContext;
 }
 
 /**

@@ -135,6 +135,7 @@ const ENVIRONMENT_MEMBERS: EveryMember<ShuffleEnvironment> = {
 const FACTORY_MEMBERS: EveryMember<ShuffleServiceFactory> = {
   [SHUFFLE_SERVICE_FACTORY_BRAND]: "property",
   configOptions: "property",
+  supportsTaskSlotThreads: "property",
   createShuffleMaster: [token<ShuffleMasterContext>("master context")],
   createShuffleEnvironment: [token<ShuffleEnvironmentContext>("environment context")],
 };
@@ -150,7 +151,7 @@ describe("the forwarding bases of decorator plugins", () => {
     ).toEqual([]);
   });
 
-  it("ForwardingShuffleServiceFactory forwards both methods and the wrapped factory's configOptions", () => {
+  it("ForwardingShuffleServiceFactory forwards both methods and the wrapped factory's configOptions and supportsTaskSlotThreads", () => {
     // The brand is the decorator's own (see below), not a copy of the wrapped factory's.
     expect(
       notForwarded(FACTORY_MEMBERS, (inner) => new ForwardingShuffleServiceFactory(inner)),
@@ -185,7 +186,7 @@ describe("the forwarding bases of decorator plugins", () => {
     expect(Reflect.ownKeys(factory)).toHaveLength(3);
     expect(Reflect.ownKeys(MASTER_MEMBERS)).toHaveLength(7);
     expect(Reflect.ownKeys(ENVIRONMENT_MEMBERS)).toHaveLength(8);
-    expect(Reflect.ownKeys(FACTORY_MEMBERS)).toHaveLength(4);
+    expect(Reflect.ownKeys(FACTORY_MEMBERS)).toHaveLength(5);
   });
 
   it("brands the decorator as a factory even when the wrapped factory is an unbranded object", () => {

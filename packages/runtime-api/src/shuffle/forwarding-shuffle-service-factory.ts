@@ -53,6 +53,11 @@ export class ForwardingShuffleServiceFactory<
     return this.delegate.configOptions ?? [];
   }
 
+  /** Whether the wrapped factory serves the threads of a threaded task manager (its value). */
+  get supportsTaskSlotThreads(): boolean | undefined {
+    return this.delegate.supportsTaskSlotThreads;
+  }
+
   /** The wrapped factory's master; see {@link ShuffleServiceFactory.createShuffleMaster}. */
   createShuffleMaster(context: ShuffleMasterContext): ShuffleMaster<SD> {
     return this.delegate.createShuffleMaster(context);

@@ -65,6 +65,14 @@ export interface ShuffleServiceFactory<
   readonly configOptions?: readonly ConfigOption<unknown>[];
 
   /**
+   * True when the plugin's environment can serve one thread of a task manager that runs its
+   * slots on worker threads (`ShuffleEnvironmentContext.taskSlotThreads`): its buffer pool over
+   * the shared network memory, and channels between the threads. Without it the runtime refuses
+   * `taskmanager.task-slots.mode: threaded`, naming the plugin.
+   */
+  readonly supportsTaskSlotThreads?: boolean | undefined;
+
+  /**
    * Creates the coordinator-side master. Called once per coordinator, before `start()`; must not
    * do I/O (do that in `ShuffleMaster.start`).
    */

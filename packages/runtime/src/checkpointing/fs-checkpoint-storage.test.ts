@@ -301,3 +301,60 @@ describe("FsCheckpointStorage", () => {
     );
   });
 });
+
+describe("FsCheckpointStorage savepoints", () => {
+  it("creates a fresh savepoint folder named after the job, and writes a task's snapshot into it", async () => {
+    const jobId = new JobID();
+    const target = path.join(base, "savepoints");
+    const location = await FsCheckpointStorage.initializeLocationForSavepoint(target, jobId);
+    const other = await FsCheckpointStorage.initializeLocationForSavepoint(target, jobId);
+    expect(location).not.toBe(other);
+    expect(path.basename(location)).toMatch(
+      new RegExp(`^savepoint-${jobId.toString().slice(0, 6)}-[0-9a-f]{12}$`),
+    );
+    const storage = new FsCheckpointStorage(path.join(base, "checkpoints"), jobId);
+    const attempt = new ExecutionAttemptID();
+    const handle = await storage.writeTaskState(4n, attempt, "Count", "{}", undefined, location);
+    expect(handle.path).toBe(path.join(location, `${attempt}.json`));
+    expect(storage.holds(handle, 4n, attempt, location)).toBe(true);
+    expect(storage.holds(handle, 4n, attempt)).toBe(false);
+  });
+
+  it("writes a snapshot only into a savepoint folder, and never creates one that is gone (aborted meanwhile)", async () => {
+    const jobId = new JobID();
+    const storage = new FsCheckpointStorage(path.join(base, "checkpoints"), jobId);
+    const attempt = new ExecutionAttemptID();
+    const elsewhere = path.join(base, "etc");
+    await expectRejection(
+      storage.writeTaskState(4n, attempt, "Count", "{}", undefined, elsewhere),
+      CheckpointError,
+      ErrorCodes.CHECKPOINT,
+      `refused to write the snapshot of checkpoint 4 to ${elsewhere}: a snapshot goes to its checkpoint's folder or to a savepoint's folder`,
+    );
+    const gone = path.join(base, "savepoints", "savepoint-abcdef-0123456789ab");
+    await expectRejection(
+      storage.writeTaskState(4n, attempt, "Count", "{}", undefined, gone),
+      CheckpointError,
+      ErrorCodes.CHECKPOINT,
+      "cannot write the snapshot of Count of checkpoint 4",
+    );
+    expect(await readdir(base)).not.toContain("savepoints");
+  });
+
+  it("deletes a savepoint folder only when it is named like one, and removes a link in its place without following it", async () => {
+    await expectRejection(
+      FsCheckpointStorage.discardSavepoint(path.join(base, "precious")),
+      CheckpointError,
+      ErrorCodes.CHECKPOINT,
+      "precious: it is not a savepoint folder",
+    );
+    const kept = path.join(base, "kept");
+    await mkdir(kept);
+    await writeFile(path.join(kept, "file"), "x");
+    const link = path.join(base, "savepoint-abcdef-0123456789ab");
+    await symlink(kept, link);
+    await FsCheckpointStorage.discardSavepoint(link);
+    expect(await readdir(base)).toEqual(["kept"]);
+    expect(await readdir(kept)).toEqual(["file"]);
+  });
+});

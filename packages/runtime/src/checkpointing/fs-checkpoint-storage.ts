@@ -56,6 +56,12 @@ export const METADATA_FILE_NAME = "_metadata";
 const DEFAULT_FOLDER_NAME = "sluice-checkpoints";
 
 /**
+ * The name of a savepoint's own folder (Flink's): `savepoint-<first 6 hex digits of the job
+ * id>-<12 random hex digits>`. A task writes its snapshot only into a folder named so.
+ */
+const SAVEPOINT_FOLDER = /^savepoint-[0-9a-f]{6}-[0-9a-f]{12}$/;
+
+/**
  * The files of one job's checkpoints under `state.checkpoints.dir` (Flink's
  * FsCheckpointStorageAccess): checkpoint `n` is the folder `<dir>/<jobId>/chk-<n>/` with one
  * snapshot file per task (`<execution attempt>.json`, written by the worker that runs the task)
@@ -91,6 +97,76 @@ export class FsCheckpointStorage {
     this.jobDirectory = path.join(this.baseDirectory, jobId.toString());
   }
 
+  /**
+   * Creates the folder of a new savepoint of job `jobId` in `targetDirectory` (Flink's
+   * `initializeLocationForSavepoint`): `<targetDirectory>/savepoint-<first 6 hex digits of the
+   * job id>-<12 random hex digits>`, a fresh folder (an existing one is never reused). Returns
+   * its absolute path.
+   *
+   * @throws CheckpointError naming the folder when it cannot be created.
+   */
+  static async initializeLocationForSavepoint(
+    targetDirectory: string,
+    jobId: JobID,
+  ): Promise<string> {
+    const prefix = `savepoint-${jobId.toString().slice(0, 6)}-`;
+    for (let attempt = 0; ; attempt++) {
+      const folder = path.resolve(targetDirectory, prefix + randomBytes(6).toString("hex"));
+      try {
+        await mkdir(path.dirname(folder), { recursive: true });
+        await mkdir(folder);
+        return folder;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "EEXIST" && attempt < 10) continue;
+        throw new CheckpointError(
+          `cannot create the savepoint folder ${folder} of job ${jobId}: ${(error as Error).message}`,
+          { cause: error },
+        );
+      }
+    }
+  }
+
+  /**
+   * Whether `location` may be written to as a savepoint's folder: an absolute path whose last
+   * component is a savepoint folder's name. Barriers carry the folder to every task; a task
+   * writes nothing anywhere else.
+   */
+  static isSavepointLocation(location: string): boolean {
+    return path.isAbsolute(location) && SAVEPOINT_FOLDER.test(path.basename(location));
+  }
+
+  /**
+   * Deletes the folder of a savepoint that did not complete (aborted, or its `_metadata` could
+   * not be written). Only a folder named like a savepoint's is deleted, and a symbolic link in
+   * its place is removed itself, never what it points to.
+   *
+   * @throws CheckpointError when `location` is not a savepoint folder.
+   */
+  static async discardSavepoint(location: string): Promise<void> {
+    if (!FsCheckpointStorage.isSavepointLocation(location)) {
+      throw new CheckpointError(`refused to delete ${location}: it is not a savepoint folder`);
+    }
+    let isFolder: boolean;
+    try {
+      isFolder = (await lstat(location)).isDirectory();
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+      throw error;
+    }
+    if (!isFolder) {
+      await rm(location, { force: true });
+      return;
+    }
+    const discarded = `${location}${DISCARDED_SUFFIX}${randomBytes(4).toString("hex")}`;
+    try {
+      await rename(location, discarded);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+      throw error;
+    }
+    await rm(discarded, { recursive: true, force: true });
+  }
+
   /** `state.checkpoints.dir`, or `sluice-checkpoints` in the system's temporary folder. */
   static baseDirectoryOf(configuration: ReadableConfig): string {
     const configured = configuration.getOptional(CheckpointingOptions.CHECKPOINTS_DIRECTORY);
@@ -104,10 +180,16 @@ export class FsCheckpointStorage {
 
   /**
    * The one path of the snapshot of attempt `executionAttemptId` in checkpoint `checkpointId`:
-   * `<jobDirectory>/chk-<n>/<attempt>.json`.
+   * `<jobDirectory>/chk-<n>/<attempt>.json`, or `<location>/<attempt>.json` for a savepoint
+   * whose folder is `location`.
    */
-  taskStateFile(checkpointId: bigint, executionAttemptId: ExecutionAttemptID): string {
-    return path.join(this.checkpointDirectory(checkpointId), `${executionAttemptId}.json`);
+  taskStateFile(
+    checkpointId: bigint,
+    executionAttemptId: ExecutionAttemptID,
+    location?: string,
+  ): string {
+    const folder = location ?? this.checkpointDirectory(checkpointId);
+    return path.join(folder, `${executionAttemptId}.json`);
   }
 
   /**
@@ -120,8 +202,11 @@ export class FsCheckpointStorage {
     handle: FileStateHandle,
     checkpointId: bigint,
     executionAttemptId: ExecutionAttemptID,
+    location?: string,
   ): boolean {
-    return path.resolve(handle.path) === this.taskStateFile(checkpointId, executionAttemptId);
+    return (
+      path.resolve(handle.path) === this.taskStateFile(checkpointId, executionAttemptId, location)
+    );
   }
 
   /**
@@ -131,7 +216,10 @@ export class FsCheckpointStorage {
    *   undefined when the task stores none.
    * @param channelState the in-flight data of an unaligned checkpoint, written to a channel
    *   state file next to the snapshot when it holds any.
-   * @throws CheckpointError naming the file when it cannot be written.
+   * @param location a savepoint's folder (the barrier's target location); absent: the
+   *   checkpoint's folder.
+   * @throws CheckpointError naming the file when it cannot be written, or when `location` is not
+   *   a savepoint folder.
    */
   async writeTaskState(
     checkpointId: bigint,
@@ -139,8 +227,14 @@ export class FsCheckpointStorage {
     taskName: string,
     stateJson: string | undefined,
     channelState: TaskChannelState = EMPTY_CHANNEL_STATE,
+    location?: string,
   ): Promise<FileStateHandle> {
-    const file = this.taskStateFile(checkpointId, executionAttemptId);
+    if (location !== undefined && !FsCheckpointStorage.isSavepointLocation(location)) {
+      throw new CheckpointError(
+        `${taskName}: refused to write the snapshot of checkpoint ${checkpointId} to ${location}: a snapshot goes to its checkpoint's folder or to a savepoint's folder (savepoint-<job>-<random>)`,
+      );
+    }
+    const file = this.taskStateFile(checkpointId, executionAttemptId, location);
     let channelStateField = "";
     if (channelStateSize(channelState) > 0) {
       const bytes = ChannelStateSerializer.serialize(channelState);
@@ -162,12 +256,18 @@ export class FsCheckpointStorage {
   }
 
   /**
-   * Writes the `_metadata` file of a completed checkpoint atomically; returns its path.
+   * Writes the `_metadata` file of a completed checkpoint atomically (into `location` for a
+   * savepoint); returns its path.
    *
    * @throws CheckpointError naming the file when it cannot be written.
    */
-  async writeMetadata(checkpointId: bigint, metadata: JsonObject): Promise<string> {
-    const file = path.join(this.checkpointDirectory(checkpointId), METADATA_FILE_NAME);
+  async writeMetadata(
+    checkpointId: bigint,
+    metadata: JsonObject,
+    location?: string,
+  ): Promise<string> {
+    const folder = location ?? this.checkpointDirectory(checkpointId);
+    const file = path.join(folder, METADATA_FILE_NAME);
     const text = JSON.stringify({
       version: FILE_VERSION,
       jobId: this.jobId.toString(),
@@ -273,8 +373,8 @@ export class FsCheckpointStorage {
   /**
    * Deletes one snapshot file of a checkpoint that will never complete (a late acknowledgement,
    * a failed task's snapshot), then — unless `pruneFolders` is false because the checkpoint
-   * may still complete — its checkpoint's and job's folders if they are left empty. Missing
-   * files are fine.
+   * may still complete — its checkpoint's and job's folders if they are left empty. A snapshot
+   * in a savepoint's folder is deleted alone. Missing files are fine.
    *
    * @throws CheckpointError when `handle` is not a snapshot file directly in one of this job's
    *   checkpoint folders, or when that folder or the job's is a symbolic link (nothing is
@@ -282,6 +382,15 @@ export class FsCheckpointStorage {
    */
   async discardState(handle: FileStateHandle, pruneFolders = true): Promise<void> {
     const file = path.resolve(handle.path);
+    if (
+      FsCheckpointStorage.isSavepointLocation(path.dirname(file)) &&
+      path.basename(file).endsWith(".json")
+    ) {
+      // A savepoint's snapshot: its folder goes with the savepoint when it is aborted.
+      await rm(file, { force: true });
+      await rm(channelStateFileOf(file), { force: true });
+      return;
+    }
     const checkpointFolder = path.basename(path.dirname(file));
     const name = path.basename(file);
     if (
@@ -363,6 +472,10 @@ export class FsCheckpointStorage {
     return current;
   }
 
+  /**
+   * Writes `file` atomically. Its folder is created unless it is a savepoint's, which the job
+   * side created: a savepoint aborted meanwhile (its folder deleted) must not come back.
+   */
   private async writeAtomically(
     file: string,
     text: string | Buffer,
@@ -370,7 +483,9 @@ export class FsCheckpointStorage {
     checkpointId: bigint,
   ): Promise<void> {
     try {
-      await mkdir(path.dirname(file), { recursive: true });
+      if (!FsCheckpointStorage.isSavepointLocation(path.dirname(file))) {
+        await mkdir(path.dirname(file), { recursive: true });
+      }
       // Written to a temporary name, fsynced and renamed; the temporary file is removed on error.
       await writeFileAtomic(file, text, { fsync: true });
     } catch (error) {

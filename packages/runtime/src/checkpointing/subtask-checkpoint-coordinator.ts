@@ -2,11 +2,13 @@ import {
   CancelCheckpointMarker,
   CheckpointAlignment,
   CheckpointBarrier,
+  type CheckpointOptions,
   DEFAULT_CHECKPOINT_OPTIONS,
   type ExecutionAttemptID,
   isTimeoutable,
   isUnalignedCheckpoint,
   type JobID,
+  type SnapshotType,
 } from "@sluice/core";
 import type { InputGate } from "@sluice/runtime-api";
 import type { AcknowledgeCheckpoint } from "../messages/acknowledge-checkpoint.js";
@@ -16,6 +18,11 @@ import {
   NO_CHECKPOINT_METRICS,
   type TaskCheckpointMetrics,
 } from "../messages/checkpoint-metrics.js";
+import {
+  CHECKPOINT_TRIGGER,
+  type CheckpointTriggerOptions,
+  isSavepoint,
+} from "../messages/checkpoint-trigger-options.js";
 import { CheckpointingMode } from "../messages/checkpointing-mode.js";
 import type { DeclineCheckpoint } from "../messages/decline-checkpoint.js";
 import type { FileStateHandle } from "../messages/file-state-handle.js";
@@ -48,12 +55,14 @@ export interface SubtaskCheckpointCoordinatorOptions {
   readonly unaligned?: UnalignedCheckpointsSettings;
   /**
    * Writes a snapshot (the state already serialized, undefined for none; the channel state of
-   * an unaligned checkpoint) and returns where it is.
+   * an unaligned checkpoint) and returns where it is: into `location`, a savepoint's folder,
+   * when the barrier names one.
    */
   readonly persist: (
     checkpointId: bigint,
     stateJson: string | undefined,
     channelState: TaskChannelState,
+    location?: string,
   ) => Promise<FileStateHandle>;
   /** Deletes a written snapshot that will never be acknowledged. */
   readonly discard: (handle: FileStateHandle) => Promise<void>;
@@ -64,7 +73,7 @@ export interface SubtaskCheckpointCoordinatorOptions {
   /**
    * How many checkpoints the job side aborted before this task took them are remembered, so
    * that the task skips them when their trigger or barriers come after all (Flink's
-   * `maxRecordAbortedCheckpoints`). Default {@link DEFAULT_MAX_RECORD_ABORTED_CHECKPOINTS}.
+   * `maxRecordAbortedCheckpoints`). Default 128, Flink's.
    */
   readonly maxRecordAbortedCheckpoints?: number;
 }
@@ -144,10 +153,11 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
   /** Set when the task failed or was canceled: snapshots still being written are discarded. */
   private discarding = false;
   /**
-   * Called once the synchronous part of a checkpoint succeeded (state taken, barrier sent on):
-   * how the task learns which checkpoint holds its final state.
+   * Called once the synchronous part of a checkpoint succeeded (state taken, barrier sent on),
+   * with the barrier's snapshot type: how the task learns which checkpoint holds its final
+   * state, and which is the savepoint of a stop-with-savepoint.
    */
-  onCheckpointPerformed: ((checkpointId: bigint) => void) | undefined;
+  onCheckpointPerformed: ((checkpointId: bigint, snapshotType: SnapshotType) => void) | undefined;
 
   constructor(options: SubtaskCheckpointCoordinatorOptions) {
     this.options = options;
@@ -202,14 +212,21 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
 
   /**
    * A trigger from the job side, run as mail, at a source or at a task whose inputs all ended:
-   * performs checkpoint `checkpointId`
-   * with a barrier of the job's mode, created at `timestamp` (ms since the epoch).
+   * performs checkpoint `checkpointId` with a barrier of the job's mode, created at `timestamp`
+   * (ms since the epoch). A savepoint's barrier (`trigger`) names its type and folder, and is
+   * aligned without a timeout, as Flink's `CheckpointOptions.forConfig` makes it: a savepoint
+   * holds no in-flight data, so it can be restored at another parallelism.
    */
-  triggerCheckpoint(checkpointId: bigint, timestamp: bigint): void {
+  triggerCheckpoint(
+    checkpointId: bigint,
+    timestamp: bigint,
+    trigger: CheckpointTriggerOptions = CHECKPOINT_TRIGGER,
+  ): void {
+    const savepoint = isSavepoint(trigger.snapshotType);
     // A task with inputs is triggered only once they all ended (FLIP-147): nothing is in flight
     // towards it, so its barrier is aligned.
     const unaligned =
-      this.unalignedCheckpointsEnabled && this.inputs.length === 0
+      this.unalignedCheckpointsEnabled && this.inputs.length === 0 && !savepoint
         ? this.options.unaligned
         : undefined;
     const timeout = BigInt(unaligned?.alignedCheckpointTimeoutMs ?? 0);
@@ -219,8 +236,11 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
         : unaligned !== undefined && timeout === 0n
           ? CheckpointAlignment.UNALIGNED
           : CheckpointAlignment.ALIGNED;
-    const options = {
+    const options: CheckpointOptions = {
       ...DEFAULT_CHECKPOINT_OPTIONS,
+      snapshotType: trigger.snapshotType,
+      targetLocation:
+        trigger.targetLocation === undefined ? null : Buffer.from(trigger.targetLocation, "utf8"),
       alignment,
       alignedCheckpointTimeout: unaligned === undefined ? 0n : timeout,
     };
@@ -355,7 +375,7 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
     }
     // An unaligned barrier overtakes the queued output; the partitions hand it to the writer.
     for (const output of this.outputs) output.broadcastEvent(barrier, unaligned);
-    this.onCheckpointPerformed?.(checkpointId);
+    this.onCheckpointPerformed?.(checkpointId, barrier.options.snapshotType);
     if (unaligned || outputMayTurnUnaligned) {
       // Subpartitions still holding a timeoutable barrier keep the output open until it leaves.
       this.channelStateWriter.finishOutput(checkpointId);
@@ -374,6 +394,7 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
       persisted,
       metrics,
       syncDurationMillis,
+      targetLocationOf(barrier),
     );
     this.pending.add(written);
     void written.then(() => {
@@ -475,6 +496,7 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
     persisted: Promise<void> | undefined,
     alignment: CheckpointMetrics,
     syncDurationMillis: number,
+    location: string | undefined,
   ): Promise<void> {
     const start = performance.now();
     if (persisted !== undefined) {
@@ -514,7 +536,7 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
     let stateHandle: FileStateHandle | undefined;
     try {
       if (stateJson !== undefined || persistedDataBytes > 0) {
-        stateHandle = await this.options.persist(checkpointId, stateJson, channelState);
+        stateHandle = await this.options.persist(checkpointId, stateJson, channelState, location);
       }
     } catch (error) {
       if (!part.cancelled) {
@@ -581,4 +603,10 @@ export class SubtaskCheckpointCoordinator implements CheckpointableTask {
       output.broadcastEvent(new CancelCheckpointMarker(checkpointId));
     this.decline(checkpointId, reason, error);
   }
+}
+
+/** The folder a savepoint's barrier names (Flink's storage location reference), if any. */
+function targetLocationOf(barrier: CheckpointBarrier): string | undefined {
+  const bytes = barrier.options.targetLocation;
+  return bytes === null ? undefined : Buffer.from(bytes).toString("utf8");
 }

@@ -9,6 +9,7 @@ import {
   type RuntimeEvent,
   SpillingAdaptiveSpanningRecordDeserializer,
   type SpillingAdaptiveSpanningRecordDeserializerOptions,
+  StopMode,
   type TypeSerializer,
 } from "@sluice/core";
 import type {
@@ -102,6 +103,8 @@ export class RecordReader<T> implements AsyncIterable<T> {
   private channelsOpen: number;
   /** Every channel ended (EndOfData or EndOfPartition): no record comes any more. */
   private dataEnded = false;
+  /** A channel delivered `EndOfData(NO_DRAIN)`: a stop-with-savepoint without drain. */
+  private stoppedWithoutDrain = false;
   private closed = false;
   /** The other readers of the task (see {@link setSiblings}). */
   private siblings: readonly RecordReader<unknown>[] = [];
@@ -275,7 +278,10 @@ export class RecordReader<T> implements AsyncIterable<T> {
       this.options.onEndOfPartition?.(channel);
       return;
     }
-    if (event.kind === "EndOfData") this.markEnded(channel);
+    if (event.kind === "EndOfData") {
+      if (event.stopMode === StopMode.NO_DRAIN) this.stoppedWithoutDrain = true;
+      this.markEnded(channel);
+    }
     this.options.onEvent?.(event, channel);
   }
 
@@ -371,6 +377,16 @@ export class RecordReader<T> implements AsyncIterable<T> {
    */
   isEndOfData(): boolean {
     return this.dataEnded || this.finished;
+  }
+
+  /**
+   * How the input's data ends (Flink's `EndOfDataStatus`): `NO_DRAIN` as soon as a channel
+   * delivered `EndOfData(NO_DRAIN)` (a stop-with-savepoint without drain: the task must not emit
+   * its end-of-input results), `DRAIN` once every channel ended otherwise, `undefined` before.
+   */
+  endOfDataStopMode(): StopMode | undefined {
+    if (this.stoppedWithoutDrain) return StopMode.NO_DRAIN;
+    return this.isEndOfData() ? StopMode.DRAIN : undefined;
   }
 
   /**

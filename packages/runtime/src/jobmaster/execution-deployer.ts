@@ -3,7 +3,6 @@ import type { JobMasterGateway } from "../messages/job-master-gateway.js";
 import { isTerminal } from "../messages/task-execution-state.js";
 import { asError } from "../util/as-error.js";
 import type { CheckpointCoordinatorConfiguration } from "./checkpoints/checkpoint-coordinator-configuration.js";
-import type { CompletedCheckpoint } from "./checkpoints/completed-checkpoint.js";
 import type { ExecutionGraph } from "./execution-graph.js";
 import type { ExecutionVertex } from "./execution-vertex.js";
 import type { JobGraph } from "./job-graph.js";
@@ -14,8 +13,6 @@ import type { TaskDeploymentDescriptorFactory } from "./task-deployment-descript
 export interface ExecutionDeployerContext {
   /** The gateway the deployed tasks report to. */
   readonly jobMaster: JobMasterGateway;
-  /** The checkpoint a global restart restores; `undefined` before one. */
-  readonly restoredFrom: CompletedCheckpoint | undefined;
   /** Whether the job stopped or failed over `execution` since version `version` was deployed. */
   isStale(execution: ExecutionVertex, version: number): boolean;
   /** The TaskExecutor refused `execution` (it is FAILED): the job decides what follows. */
@@ -82,7 +79,7 @@ export class ExecutionDeployer {
           this.executions.subtasksOf(edge.source)[producer] as ExecutionVertex,
           execution,
         ),
-      context.restoredFrom,
+      execution.restoreFrom,
     );
     if (stale()) return;
     if (

@@ -2,6 +2,7 @@ import type { ExecutionAttemptID } from "@sluice/core";
 import type { ExecutionState, JsonValue } from "@sluice/runtime-api";
 import type { TaskSerializers } from "../messages/task-execution-state.js";
 import type { TaskExecutorGateway } from "../messages/task-executor-gateway.js";
+import type { CompletedCheckpoint } from "./checkpoints/completed-checkpoint.js";
 import type { JobVertex } from "./job-graph.js";
 
 /**
@@ -31,6 +32,11 @@ export interface ExecutionVertex {
   failureCause?: Error;
   /** The serializers the current attempt resolved, once it reported them. */
   serializers?: TaskSerializers;
+  /**
+   * The checkpoint (or savepoint) the next deployment of this subtask restores: the one the job
+   * started from, or the latest completed one when a global or regional failover restarted it.
+   */
+  restoreFrom?: CompletedCheckpoint;
 }
 
 /** What a {@link TimedExecutionVertex} starts with: its first attempt, CREATED. */

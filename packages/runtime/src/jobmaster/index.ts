@@ -35,4 +35,5 @@ export {
   createRestartBackoffTimeStrategy,
   type RestartBackoffTimeStrategy,
 } from "./restart-backoff-time-strategy.js";
+export { checkShuffleMemoryFits, type ShuffleMemoryHolder } from "./shuffle-memory-check.js";
 export { checkUserCode, userCodeNamesNeeded } from "./user-code-check.js";

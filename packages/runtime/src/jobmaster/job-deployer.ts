@@ -16,6 +16,10 @@ import { MetricRegistry } from "../metrics/metric-registry.js";
 import { checkpointCoordinatorConfigurationOf } from "./checkpoints/checkpoint-coordinator-configuration.js";
 import { CheckpointStatsTracker } from "./checkpoints/checkpoint-stats-tracker.js";
 import type { CompletedCheckpoint } from "./checkpoints/completed-checkpoint.js";
+import {
+  loadSavepoint,
+  type SavepointRestoreSettings,
+} from "./checkpoints/completed-checkpoint-loader.js";
 import { JobExecution } from "./job-execution.js";
 import type { JobGraph } from "./job-graph.js";
 import type { JobStatusListener } from "./job-status.js";
@@ -68,9 +72,24 @@ export interface DeployOptions {
   /**
    * Restores the job from a checkpoint an earlier run of it completed (read with
    * `loadCompletedCheckpoint`): a job manager that took over after a failover redeploys the
-   * job from its latest completed checkpoint this way.
+   * job from its latest completed checkpoint this way. A checkpoint read with `loadSavepoint`
+   * works too (the same as {@link savepointRestore}).
    */
   readonly restoreFrom?: CompletedCheckpoint;
+  /**
+   * Starts the job from a savepoint or a retained checkpoint of any earlier job, named by path
+   * (Flink's `SavepointRestoreSettings`, `flink run -s`): read with `loadSavepoint` when the job
+   * is deployed (ignored when {@link restoreFrom} is given). Vertices are matched by name; a
+   * vertex may run at another parallelism than the savepoint's (its keyed state redistributed by
+   * key group, its operator list state by its mode, see `redistributeTaskState`) but not with
+   * another max parallelism. The job never deletes the savepoint, and its checkpoint ids
+   * continue after the savepoint's.
+   *
+   * @throws (from deploy) CheckpointError when the savepoint cannot be read;
+   *   StateAssignmentError (`SLUICE_ERR_STATE_ASSIGNMENT`) naming the vertex when its state does
+   *   not fit the job.
+   */
+  readonly savepointRestore?: SavepointRestoreSettings;
   /**
    * Stores each checkpoint the job completes where a job manager taking over finds it, before
    * any task is told that it completed: a task commits what a checkpoint holds once told, so
@@ -216,6 +235,11 @@ export class JobDeployer {
       );
     }
     const checkpointing = checkpointCoordinatorConfigurationOf(configuration);
+    const restoreFrom =
+      options.restoreFrom ??
+      (options.savepointRestore === undefined
+        ? undefined
+        : await loadSavepoint(options.savepointRestore, graph));
     const execution = new JobExecution(
       graph,
       this.master,
@@ -224,7 +248,7 @@ export class JobDeployer {
       {
         ...(checkpointing === undefined ? {} : { checkpointing }),
         ...(options.statusListener === undefined ? {} : { statusListener: options.statusListener }),
-        ...(options.restoreFrom === undefined ? {} : { restoreFrom: options.restoreFrom }),
+        ...(restoreFrom === undefined ? {} : { restoreFrom }),
         ...(options.storeCompletedCheckpoint === undefined
           ? {}
           : { storeCompletedCheckpoint: options.storeCompletedCheckpoint }),

@@ -366,7 +366,11 @@ describe("recovery from the last completed checkpoint", () => {
   });
 
   it("fails the job once the restart attempts are used up, naming the last failure, and tells its status listener of each step with its cause", async () => {
-    const config = configuration({ "restart-strategy.fixed-delay.attempts": 1 });
+    // A global failover (the job's RESTARTING step); a region failover keeps the job RUNNING.
+    const config = configuration({
+      "restart-strategy.fixed-delay.attempts": 1,
+      "jobmanager.execution.failover-strategy": "full",
+    });
     const executor = await startExecutor(config);
     const graph = wordCountGraph(60_000, { failOnAttempts: [0, 1], failAfterSnapshots: 0 });
     const deployer = await cluster.startDeployer(config);
@@ -509,6 +513,8 @@ async function restartOntoDamagedCheckpoint(
     const config = configuration({
       "restart-strategy.fixed-delay.attempts": 5,
       "restart-strategy.fixed-delay.delay": "300ms",
+      // Waited for as RESTARTING below, the status of a global failover.
+      "jobmanager.execution.failover-strategy": "full",
       ...extra,
     });
     const executor = await startExecutor(config);

@@ -2,11 +2,13 @@ import {
   CancelledError,
   deferred,
   ErrorCodes,
+  IllegalStateError,
   type IntermediateDataSetID,
   isSluiceError,
   type JobID,
   PartitionNotFoundError,
   type ResultPartitionID,
+  SnapshotType,
 } from "@sluice/core";
 import type { ExecutionState, ShuffleMaster } from "@sluice/runtime-api";
 import { CheckpointError } from "../checkpointing/checkpoint-error.js";
@@ -64,13 +66,18 @@ import { TaskDeploymentDescriptorFactory } from "./task-deployment-descriptor-fa
  * one as soon as every region that reads it finished, a BLOCKING_PERSISTENT one at the job's end.
  * It is the {@link JobMasterGateway} its tasks report to.
  *
- * When a task fails or a TaskExecutor is lost and the restart strategy allows it, a job without
- * checkpoints fails over by region (Flink's `RestartPipelinedRegionFailoverStrategy`): only the
- * regions that must re-run are canceled, placed again after the strategy's delay and deployed as
- * their next attempts, while the rest of the job goes on; finished regions whose outputs are
- * still available are not re-run, the producers of lost partitions are. A job with checkpoints
- * restarts globally (Flink's full failover), every task restored from the newest completed
- * checkpoint: a region restart would need the checkpoint's per-region restore, not built here.
+ * When a task fails or a TaskExecutor is lost and the restart strategy allows it, the job fails
+ * over by region (Flink's `RestartPipelinedRegionFailoverStrategy`; `full` restarts every task):
+ * only the regions that must re-run are canceled, placed again after the strategy's delay and
+ * deployed as their next attempts, while the rest of the job goes on; finished regions whose
+ * outputs are still available are not re-run, the producers of lost partitions are. A job with
+ * checkpoints aborts its pending checkpoints and restores the restarted tasks from its newest
+ * completed checkpoint (Flink's `restoreLatestCheckpointedStateToSubtasks`).
+ *
+ * Savepoints ({@link triggerSavepoint}) and stop-with-savepoint ({@link stopWithSavepoint}) are
+ * taken through its checkpoint coordinator; a job started from a savepoint or another job's
+ * retained checkpoint (`restoreFrom`) may run its vertices at other parallelisms (see
+ * `StateAssignmentOperation`).
  */
 export class JobExecution implements JobMasterGateway {
   /** The job. */
@@ -105,6 +112,8 @@ export class JobExecution implements JobMasterGateway {
   private terminating = false;
   /** Why the job is being suspended, once {@link suspend} was called. */
   private suspension: Error | undefined;
+  /** A stop-with-savepoint whose savepoint completed: told when the job ends or fails over. */
+  private stopWaiter: ((failure: Error | undefined) => void) | undefined;
 
   constructor(
     graph: JobGraph,
@@ -131,7 +140,7 @@ export class JobExecution implements JobMasterGateway {
     this.releaseStrategy = new RegionPartitionGroupReleaseStrategy(this.topology);
     this.failureHandler = new ExecutionFailureHandler(
       this.topology,
-      options.checkpointing === undefined && options.failoverStrategy !== "full"
+      options.failoverStrategy !== "full"
         ? new RestartPipelinedRegionFailoverStrategy(this.topology, (id) =>
             this.partitions.isTracked(id),
           )
@@ -179,8 +188,12 @@ export class JobExecution implements JobMasterGateway {
               : { discardRetainedOnShutdown: options.discardRetainedCheckpointsOnShutdown }),
           });
     if (options.restoreFrom !== undefined) {
+      // Decided before anything is deployed: a checkpoint that does not fit the job (a max
+      // parallelism that changed, state that cannot be rescaled) fails the deployment at once.
+      this.descriptors.assignmentOf(options.restoreFrom);
       this.checkpointCoordinator?.restoreLatestCheckpoint(options.restoreFrom);
       this.restored.restore(options.restoreFrom);
+      for (const execution of this.executionVertices) execution.restoreFrom = options.restoreFrom;
     }
   }
 
@@ -301,6 +314,106 @@ export class JobExecution implements JobMasterGateway {
       );
     }
     return producer.state;
+  }
+
+  /**
+   * Triggers a savepoint of the running job (Flink's `triggerSavepoint`) into a new folder
+   * `savepoint-<job>-<random>` in `targetDirectory` (default `state.savepoints.dir`), and
+   * resolves with that folder once every task acknowledged it and its `_metadata` is written. A
+   * job can be started from it, at other parallelisms (`DeployOptions.savepointRestore`). With
+   * `cancelJob` (Flink's cancel-with-savepoint) no checkpoint is triggered meanwhile and the job
+   * is canceled once the savepoint completed; when it fails, the job goes on.
+   *
+   * @throws IllegalStateError when the job takes no checkpoints (its tasks take no snapshots);
+   *   CheckpointError when the savepoint cannot start or is aborted, naming why.
+   */
+  async triggerSavepoint(
+    targetDirectory?: string,
+    options: { readonly cancelJob?: boolean } = {},
+  ): Promise<string> {
+    const coordinator = this.coordinatorFor("savepoint");
+    const cancelJob = options.cancelJob === true;
+    if (cancelJob) coordinator.stopCheckpointScheduler();
+    let savepoint: CompletedCheckpoint;
+    try {
+      savepoint = await coordinator.triggerSavepoint(targetDirectory, SnapshotType.SAVEPOINT);
+    } catch (error) {
+      if (cancelJob && this.currentStatus === "RUNNING") coordinator.startCheckpointScheduler();
+      throw error;
+    }
+    if (cancelJob) {
+      this.cancel(
+        `job ${this.graph.name} was canceled with savepoint ${savepoint.externalPointer}`,
+      );
+    }
+    return savepoint.externalPointer;
+  }
+
+  /**
+   * Stops the job with a savepoint (Flink's `stopWithSavepoint`): periodic checkpoints stop,
+   * and a synchronous savepoint is triggered at the sources. Each source stops (`Task.stopMode`)
+   * and sends `EndOfData(NO_DRAIN)` — or `EndOfData(DRAIN)` with `drain`, so every task emits
+   * what it would at the end of its input (Flink's `--drain`) — and then the savepoint's barrier;
+   * without drain no task emits its end-of-input results (they stay in the savepoint's state).
+   * Every task finishes once the savepoint completed, and the job ends FINISHED. Resolves with
+   * the savepoint's folder once it did.
+   *
+   * When the savepoint fails, the tasks that stopped for it fail, and the job fails over to its
+   * latest checkpoint and goes on (as in Flink); the promise rejects with the savepoint's error.
+   * When the savepoint completed but the job then fails over instead of finishing, it rejects
+   * naming the failure (the savepoint stays usable).
+   *
+   * @throws IllegalStateError when the job takes no checkpoints or is not RUNNING;
+   *   CheckpointError when the savepoint cannot start (no target folder, a stop already pending,
+   *   `execution.checkpointing.checkpoints-after-tasks-finish` off) or is aborted.
+   */
+  async stopWithSavepoint(
+    targetDirectory?: string,
+    options: { readonly drain?: boolean } = {},
+  ): Promise<string> {
+    const coordinator = this.coordinatorFor("stop-with-savepoint");
+    if (this.currentStatus !== "RUNNING") {
+      throw new IllegalStateError(
+        `cannot stop job ${this.graph.name} with a savepoint: it is ${this.currentStatus}`,
+      );
+    }
+    coordinator.stopCheckpointScheduler();
+    const type =
+      options.drain === true ? SnapshotType.SAVEPOINT_TERMINATE : SnapshotType.SAVEPOINT_SUSPEND;
+    let savepoint: CompletedCheckpoint;
+    try {
+      savepoint = await coordinator.triggerSavepoint(targetDirectory, type);
+    } catch (error) {
+      if (this.currentStatus === "RUNNING") coordinator.startCheckpointScheduler();
+      throw error;
+    }
+    const location = savepoint.externalPointer;
+    const failure = await new Promise<Error | undefined>((resolve) => {
+      if (this.terminating || this.status !== "RUNNING") {
+        resolve(this.status === "FINISHED" ? undefined : this.rootCause.error);
+        return;
+      }
+      this.stopWaiter = resolve;
+      this.checkTerminated();
+    });
+    if (failure !== undefined || this.status !== "FINISHED") {
+      throw new IllegalStateError(
+        `job ${this.graph.name} did not finish after its savepoint ${savepoint.checkpointId} (${location}) completed: it is ${this.status}${failure === undefined ? "" : `: ${failure.message}`}`,
+        { cause: failure },
+      );
+    }
+    return location;
+  }
+
+  /** The coordinator of a job that takes checkpoints, for `what`. */
+  private coordinatorFor(what: string): CheckpointCoordinator {
+    const coordinator = this.checkpointCoordinator;
+    if (coordinator === undefined) {
+      throw new IllegalStateError(
+        `job ${this.graph.name} takes no checkpoints (execution.checkpointing.interval is unset), so its tasks take no snapshots: a ${what} needs them`,
+      );
+    }
+    return coordinator;
   }
 
   acknowledgeCheckpoint(ack: AcknowledgeCheckpoint): void {
@@ -432,9 +545,6 @@ export class JobExecution implements JobMasterGateway {
     const job = this;
     return {
       jobMaster: this,
-      get restoredFrom() {
-        return job.restored.checkpoint;
-      },
       isStale: (execution, version) =>
         this.currentStatus !== "RUNNING" || this.restarter.versionOf(execution) !== version,
       submitFailed: (execution, cause, restored) => {
@@ -467,6 +577,8 @@ export class JobExecution implements JobMasterGateway {
       schedule: () => this.schedule(),
       beginGlobalRestart: (cause) => {
         this.rootCause.error = cause;
+        this.stopWaiter?.(cause);
+        this.stopWaiter = undefined;
         this.transitionTo("RESTARTING", cause);
         this.checkpointCoordinator?.stopCheckpointScheduler();
         this.checkpointCoordinator?.abortPendingCheckpoints(
@@ -474,13 +586,39 @@ export class JobExecution implements JobMasterGateway {
         );
       },
       completeGlobalRestart: () => {
-        this.restored.restore(this.checkpointCoordinator?.latestCompletedCheckpoint);
+        this.restoreExecutions(this.executionVertices);
         this.partitions.reset();
         this.rootCause.clear();
         this.transitionTo("RUNNING");
         this.checkpointCoordinator?.startCheckpointScheduler();
       },
+      beginRegionalRestart: () => {
+        // Flink's SchedulerBase.restoreState: the canceled attempts will not acknowledge them,
+        // and a checkpoint must not complete with the old attempts' part of a restored region.
+        this.checkpointCoordinator?.abortPendingCheckpoints(
+          CheckpointFailureReason.JOB_FAILOVER_REGION,
+        );
+        this.stopWaiter?.(new IllegalStateError(`job ${this.graph.name} failed over`));
+        this.stopWaiter = undefined;
+      },
+      restoreRegions: (tasks) => {
+        this.checkpointCoordinator?.abortPendingCheckpoints(
+          CheckpointFailureReason.JOB_FAILOVER_REGION,
+        );
+        this.restoreExecutions(tasks);
+      },
     };
+  }
+
+  /**
+   * `tasks` restore the latest completed checkpoint when next deployed (none completed yet:
+   * what they restored before, if anything).
+   */
+  private restoreExecutions(tasks: readonly ExecutionVertex[]): void {
+    const latest = this.checkpointCoordinator?.latestCompletedCheckpoint;
+    if (latest === undefined) return;
+    this.restored.restore(latest);
+    for (const execution of tasks) execution.restoreFrom = latest;
   }
 
   /** A blocking partition can be read: its producer FINISHED and it is still tracked. */
@@ -638,6 +776,8 @@ export class JobExecution implements JobMasterGateway {
     }
     if (this.terminating) return;
     this.terminating = true;
+    this.stopWaiter?.(this.status === "FINISHED" ? undefined : this.rootCause.error);
+    this.stopWaiter = undefined;
     // A restart waiting for its delay or for tasks gives up (it sees the new status).
     this.restarter.stop();
     void this.release().then(() => this.termination.resolve(this.result()));

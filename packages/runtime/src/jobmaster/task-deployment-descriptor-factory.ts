@@ -13,6 +13,7 @@ import {
 } from "../messages/task-deployment-descriptor.js";
 import type { CheckpointCoordinatorConfiguration } from "./checkpoints/checkpoint-coordinator-configuration.js";
 import type { CompletedCheckpoint } from "./checkpoints/completed-checkpoint.js";
+import { StateAssignmentOperation } from "./checkpoints/state-assignment-operation.js";
 import type { ExecutionVertex } from "./execution-vertex.js";
 import {
   consumedPartitionsOf,
@@ -33,6 +34,8 @@ export class TaskDeploymentDescriptorFactory {
   private readonly graph: JobGraph;
   private readonly checkpointing: CheckpointCoordinatorConfiguration | undefined;
   private readonly leadershipEpoch: string | undefined;
+  /** The state assignment of the checkpoint restored last (one per restored checkpoint). */
+  private assignment: StateAssignmentOperation | undefined;
 
   /**
    * Refuses a graph with a data set nobody reads: its partitions could not be shaped.
@@ -142,27 +145,36 @@ export class TaskDeploymentDescriptorFactory {
       ...(checkpointing?.checkpointsAfterTasksFinish === true
         ? { checkpointsAfterTasksFinish: true }
         : {}),
-      ...taskRestoreOf(execution, restoredFrom),
+      ...this.taskRestoreOf(execution, restoredFrom),
     });
   }
-}
 
-/** The restore part of a subtask's descriptor after a restart from a completed checkpoint. */
-function taskRestoreOf(
-  execution: ExecutionVertex,
-  checkpoint: CompletedCheckpoint | undefined,
-): Pick<TaskDeploymentDescriptor, "taskRestore"> {
-  if (checkpoint === undefined) return {};
-  const state = checkpoint.stateOf(execution.vertex.id, execution.subtaskIndex);
-  return {
-    taskRestore: {
-      checkpointId: checkpoint.checkpointId,
-      ...(state?.stateHandle === undefined ? {} : { stateHandle: state.stateHandle }),
-      ...(checkpoint.isFinished(execution.vertex.id, execution.subtaskIndex)
-        ? { finished: true }
-        : {}),
-    },
-  };
+  /**
+   * Which state of `checkpoint` each subtask restores (see {@link StateAssignmentOperation}),
+   * decided once per checkpoint.
+   *
+   * @throws StateAssignmentError when the checkpoint does not fit the job (a max parallelism
+   *   that changed, state that cannot be redistributed to a new parallelism).
+   */
+  assignmentOf(checkpoint: CompletedCheckpoint): StateAssignmentOperation {
+    if (this.assignment?.checkpoint !== checkpoint) {
+      this.assignment = new StateAssignmentOperation(checkpoint, this.graph);
+    }
+    return this.assignment;
+  }
+
+  /** The restore part of a subtask's descriptor after a restart from a completed checkpoint. */
+  private taskRestoreOf(
+    execution: ExecutionVertex,
+    checkpoint: CompletedCheckpoint | undefined,
+  ): Pick<TaskDeploymentDescriptor, "taskRestore"> {
+    if (checkpoint === undefined) return {};
+    const restore = this.assignmentOf(checkpoint).restoreOf(
+      execution.vertex,
+      execution.subtaskIndex,
+    );
+    return restore === undefined ? {} : { taskRestore: restore };
+  }
 }
 
 /** The first edge that reads `dataSet` (the factory refuses data sets without one). */

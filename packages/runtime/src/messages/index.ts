@@ -14,6 +14,18 @@ export {
   NO_CHECKPOINT_METRICS,
   type TaskCheckpointMetrics,
 } from "./checkpoint-metrics.js";
+export {
+  CHECKPOINT_TRIGGER,
+  type CheckpointTriggerOptions,
+  CheckpointTriggerOptionsCodec,
+  type CheckpointTriggerOptionsJSON,
+  isSavepoint,
+  isSynchronousSavepoint,
+  SNAPSHOT_TYPE_NAMES,
+  type SnapshotTypeName,
+  snapshotTypeName,
+  snapshotTypeOf,
+} from "./checkpoint-trigger-options.js";
 export { CheckpointingMode } from "./checkpointing-mode.js";
 export {
   type DeclineCheckpoint,
@@ -39,6 +51,8 @@ export {
   type InputGateSpec,
   type PartitionerSpec,
   type ProducedPartitionSpec,
+  type RescaledSubtaskState,
+  type RescaledTaskRestore,
   type TaskDeploymentDescriptor,
   TaskDeploymentDescriptorCodec,
   type TaskDeploymentDescriptorJSON,

@@ -58,14 +58,47 @@ export interface InputGateSpec {
 }
 
 /**
+ * The snapshot of one subtask of a vertex's earlier run, for a restore at another parallelism.
+ */
+export interface RescaledSubtaskState {
+  /** The old subtask's index. */
+  readonly subtaskIndex: number;
+  /** Its snapshot file; absent when it stored no state. */
+  readonly stateHandle?: FileStateHandle;
+}
+
+/**
+ * The snapshots a subtask of a vertex restored at another parallelism builds its state from
+ * (Flink's `StateAssignmentOperation` result for one subtask): those of every subtask of the
+ * vertex's earlier run, which the TaskExecutor reads and redistributes
+ * (`redistributeTaskState`: keyed state by key group, operator list state by its mode).
+ */
+export interface RescaledTaskRestore {
+  /** The vertex's parallelism in the restored checkpoint. */
+  readonly parallelism: number;
+  /** Every old subtask's snapshot, by old subtask index. */
+  readonly subtasks: readonly RescaledSubtaskState[];
+}
+
+/**
  * Which checkpoint a restarted task starts from (Flink's JobManagerTaskRestore): the
  * checkpoint's id and where the task's snapshot in it is.
  */
 export interface TaskRestoreSpec {
-  /** The completed checkpoint the job restores. */
+  /** The completed checkpoint (or savepoint) the job restores. */
   readonly checkpointId: bigint;
+  /**
+   * The job that took it, when not this one (a restore from a savepoint or a retained checkpoint
+   * of an earlier job): every snapshot file names its job, and a restore checks it.
+   */
+  readonly jobId?: JobID;
   /** The subtask's snapshot file; absent when it stored no state in that checkpoint. */
   readonly stateHandle?: FileStateHandle;
+  /**
+   * Present instead of {@link stateHandle} when the vertex is restored at another parallelism
+   * than the checkpoint's: the snapshots of every old subtask, redistributed at the TaskExecutor.
+   */
+  readonly rescaled?: RescaledTaskRestore;
   /**
    * True when the subtask had finished before the checkpoint was taken (FLIP-147): the restored
    * task does not run its code again, it finishes its partitions at once. Absent: false.
@@ -175,9 +208,16 @@ export interface TaskDeploymentDescriptorJSON {
 
 /** The JSON form of {@link TaskRestoreSpec}. */
 export interface TaskRestoreSpecJSON {
-  /** Decimal. */
   readonly checkpointId: string;
+  readonly jobId?: string;
   readonly stateHandle?: FileStateHandle;
+  readonly rescaled?: {
+    readonly parallelism: number;
+    readonly subtasks: readonly {
+      readonly subtaskIndex: number;
+      readonly stateHandle?: FileStateHandle;
+    }[];
+  };
   readonly finished?: boolean;
 }
 
@@ -321,24 +361,61 @@ function toJSON(descriptor: TaskDeploymentDescriptor): TaskDeploymentDescriptorJ
 }
 
 function taskRestoreToJSON(restore: TaskRestoreSpec): TaskRestoreSpecJSON {
-  const { checkpointId, stateHandle } = restore;
+  const { checkpointId, stateHandle, rescaled } = restore;
   return {
     checkpointId: convert("taskRestore.checkpointId", () => checkpointId.toString()),
+    ...(restore.jobId === undefined ? {} : { jobId: restore.jobId.toString() }),
     ...(restore.finished === true ? { finished: true } : {}),
-    ...(stateHandle === undefined
+    ...(stateHandle === undefined ? {} : { stateHandle: handleToJSON(stateHandle) }),
+    ...(rescaled === undefined
       ? {}
-      : { stateHandle: { path: stateHandle.path, size: stateHandle.size } }),
+      : {
+          rescaled: {
+            parallelism: rescaled.parallelism,
+            subtasks: rescaled.subtasks.map((subtask) => ({
+              subtaskIndex: subtask.subtaskIndex,
+              ...(subtask.stateHandle === undefined
+                ? {}
+                : { stateHandle: handleToJSON(subtask.stateHandle) }),
+            })),
+          },
+        }),
   };
+}
+
+function handleToJSON(handle: FileStateHandle): FileStateHandle {
+  return { path: handle.path, size: handle.size };
+}
+
+function readHandle(fields: JsonFields): FileStateHandle {
+  const handle = fields.object("stateHandle");
+  return { path: handle.string("path"), size: handle.integer("size", 0) };
 }
 
 function readTaskRestore(fields: JsonFields): TaskRestoreSpec {
   const checkpointId = fields.id("checkpointId", "a decimal checkpoint id", parseCheckpointId);
+  const jobId = fields.has("jobId")
+    ? fields.id("jobId", "a JobID (32 hex digits)", JobID.fromHex)
+    : undefined;
   const finished = fields.optionalBoolean("finished", false) ? { finished: true } : {};
-  if (!fields.has("stateHandle")) return { checkpointId, ...finished };
-  const handle = fields.object("stateHandle");
+  let rescaled: RescaledTaskRestore | undefined;
+  if (fields.has("rescaled")) {
+    const entry = fields.object("rescaled");
+    const parallelism = entry.integer("parallelism", 1, 2 ** 31 - 1);
+    const subtasks = entry.array("subtasks").map((item, index) => {
+      const subtask = JsonFields.of(TYPE_NAME, `taskRestore.rescaled.subtasks[${index}]`, item);
+      return {
+        subtaskIndex: subtask.integer("subtaskIndex", 0, parallelism - 1),
+        ...(subtask.has("stateHandle") ? { stateHandle: readHandle(subtask) } : {}),
+      };
+    });
+    rescaled = { parallelism, subtasks };
+  }
   return {
     checkpointId,
-    stateHandle: { path: handle.string("path"), size: handle.integer("size", 0) },
+    ...(jobId === undefined ? {} : { jobId }),
+    ...(fields.has("stateHandle") ? { stateHandle: readHandle(fields) } : {}),
+    ...(rescaled === undefined ? {} : { rescaled }),
     ...finished,
   };
 }

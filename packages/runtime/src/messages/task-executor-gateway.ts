@@ -1,5 +1,6 @@
 import type { ExecutionAttemptID, JobID, ResourceID, ResultPartitionID } from "@sluice/core";
 import type { JsonValue, PartitionInfo } from "@sluice/runtime-api";
+import type { CheckpointTriggerOptions } from "./checkpoint-trigger-options.js";
 import type { JobMasterGateway } from "./job-master-gateway.js";
 import type { TaskDeploymentDescriptor } from "./task-deployment-descriptor.js";
 import type { UserCodeNames } from "./user-code-names.js";
@@ -53,6 +54,9 @@ export interface TaskExecutorGateway {
    *
    * @param timestamp when the checkpoint was triggered, in ms since the epoch (the barrier's
    *   timestamp, the base of the tasks' `checkpointStartDelayNanos`).
+   * @param options a savepoint's type and folder (Flink's `CheckpointOptions`); absent: a
+   *   checkpoint. A stop-with-savepoint's (`SAVEPOINT_SUSPEND`, `SAVEPOINT_TERMINATE`) stops a
+   *   source first (`Task.stopMode`).
    * @throws TaskNotFoundError when no such task runs there; IllegalStateError when the task is
    *   not a source or its job takes no checkpoints.
    */
@@ -60,6 +64,7 @@ export interface TaskExecutorGateway {
     executionAttemptId: ExecutionAttemptID,
     checkpointId: bigint,
     timestamp: bigint,
+    options?: CheckpointTriggerOptions,
   ): Promise<void>;
 
   /**

@@ -4,4 +4,8 @@ export {
   type TransactionalFileSinkOptions,
   type TransactionalFileSinkStats,
 } from "./transactional-file-sink.js";
-export { TwoPhaseCommitSink, type TwoPhaseCommitSinkStats } from "./two-phase-commit-sink.js";
+export {
+  type SinkTask,
+  TwoPhaseCommitSink,
+  type TwoPhaseCommitSinkStats,
+} from "./two-phase-commit-sink.js";

@@ -3,6 +3,11 @@ import type { JsonValue } from "@sluice/runtime-api";
 import type { CheckpointHandler } from "../checkpointing/checkpoint-handler.js";
 import type { CheckpointListener } from "../checkpointing/checkpoint-listener.js";
 import { isLeadershipEpoch } from "../messages/leadership-epoch.js";
+import {
+  isOperatorListStateSnapshot,
+  operatorListState,
+  operatorListStateElements,
+} from "../state/operator-list-state.js";
 import { startingTask } from "../taskexecutor/starting-task.js";
 
 /**
@@ -197,7 +202,9 @@ export abstract class TwoPhaseCommitSink<Txn> implements CheckpointHandler, Chec
   /**
    * Restores the sink (Flink's `initializeState`) from its part of the restored checkpoint
    * (`undefined` for a fresh start): commits the checkpoint's pre-committed transactions,
-   * aborts the one open then and any lingering ones, and begins the first transaction.
+   * aborts the one open then and any lingering ones, and begins the first transaction. After a
+   * restore at another parallelism the part may hold the state of several old subtasks (or of
+   * none): each one's transactions are committed and aborted alike.
    *
    * @throws SinkTransactionError when a restored transaction cannot be committed or aborted.
    */
@@ -205,8 +212,10 @@ export abstract class TwoPhaseCommitSink<Txn> implements CheckpointHandler, Chec
     if (this.initialized) throw new IllegalStateError("the sink is initialized already");
     this.initialized = true;
     const known: Txn[] = [];
-    if (restored !== undefined && restored !== null) {
-      const state = restored as unknown as TwoPhaseCommitState;
+    // One state per old subtask: a restore at another parallelism may bring several (Flink's
+    // TwoPhaseCommitSinkFunction keeps its state in a list state for this), or none.
+    for (const element of statesOf(restored)) {
+      const state = element as unknown as TwoPhaseCommitState;
       for (const entry of state.pending) {
         const transaction = this.deserializeTransaction(entry.transaction);
         known.push(transaction);
@@ -240,7 +249,8 @@ export abstract class TwoPhaseCommitSink<Txn> implements CheckpointHandler, Chec
   /**
    * The snapshot of checkpoint `checkpointId` (synchronous, between two records): the open
    * transaction becomes pending for this checkpoint and a new one begins; returns the sink's
-   * state (the pending transactions and the new open one).
+   * state (the pending transactions and the new open one) as an operator list state of one
+   * element, which a restore at another parallelism gives to one new subtask.
    */
   snapshotState(checkpointId: bigint): JsonValue {
     const transaction = this.currentTransaction;
@@ -255,7 +265,9 @@ export abstract class TwoPhaseCommitSink<Txn> implements CheckpointHandler, Chec
       })),
       current: this.serializeTransaction(this.current),
     };
-    return state as unknown as JsonValue;
+    // An operator list state of one element (SPLIT_DISTRIBUTE): a restore at another
+    // parallelism gives each old subtask's transactions to exactly one new subtask.
+    return operatorListState([state as unknown as JsonValue]) as unknown as JsonValue;
   }
 
   /** Resolves once the transaction of checkpoint `checkpointId` is pre-committed. */
@@ -319,4 +331,12 @@ export abstract class TwoPhaseCommitSink<Txn> implements CheckpointHandler, Chec
   get hasPendingTransactions(): boolean {
     return this.pending.length > 0;
   }
+}
+
+/** The sink states a restored part holds: its list state's elements, or one bare state. */
+function statesOf(restored: JsonValue | undefined): JsonValue[] {
+  if (restored === undefined || restored === null) return [];
+  // A bare state, as sinks of an earlier release stored it.
+  if (!isOperatorListStateSnapshot(restored)) return [restored];
+  return operatorListStateElements(restored, "the restored state of a two-phase-commit sink");
 }

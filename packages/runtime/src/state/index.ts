@@ -1,7 +1,7 @@
 /**
  * Keyed state (Flink's `runtime/state`): value, list and map state scoped to the current key, a
- * heap backend that snapshots them grouped by key group, and the redistribution of those
- * snapshots to the key-group ranges of another parallelism.
+ * heap backend that snapshots them grouped by key group, operator list state, and the
+ * redistribution of a task's state to the subtasks of another parallelism.
  *
  * @packageDocumentation
  */
@@ -25,10 +25,23 @@ export {
 export type { ListState } from "./list-state.js";
 export type { MapState } from "./map-state.js";
 export {
+  checkOperatorListStateSnapshot,
+  isOperatorListStateSnapshot,
+  OPERATOR_LIST_STATE_FORMAT,
+  OPERATOR_LIST_STATE_VERSION,
+  type OperatorListStateSnapshot,
+  type OperatorStateDistributionMode,
+  operatorListState,
+  operatorListStateElements,
+  repartitionOperatorListState,
+} from "./operator-list-state.js";
+export {
   assignKeyedStateToSubtasks,
   keyGroupRangeOf,
   redistributeKeyedState,
 } from "./redistribute-keyed-state.js";
+export { redistributeTaskState, type TaskStateTarget } from "./redistribute-task-state.js";
+export { StateAssignmentError } from "./state-assignment-error.js";
 export {
   ListStateDescriptor,
   MapStateDescriptor,

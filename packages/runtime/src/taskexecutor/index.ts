@@ -1,8 +1,14 @@
-export { TaskDeploymentError, TaskNotFoundError } from "./errors.js";
+export { TaskDeploymentError, TaskNotFoundError, TaskSlotThreadError } from "./errors.js";
 export { type ListenTarget, listenError } from "./listen-error.js";
 export { deriveNetworkMemorySize, type NetworkMemorySize } from "./network-memory.js";
+export type { RunningTask } from "./running-task.js";
 export { Task } from "./task.js";
-export { TASK_WARNING_TYPE, TaskExecutor, type TaskExecutorOptions } from "./task-executor.js";
+export {
+  TASK_WARNING_TYPE,
+  TaskExecutor,
+  type TaskExecutorOptions,
+  type TaskSlotExecutorSpec,
+} from "./task-executor.js";
 export {
   type PartitionReleaser,
   type TaskExecutorPartitionInfo,

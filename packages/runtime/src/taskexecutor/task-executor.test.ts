@@ -101,7 +101,9 @@ describe("TaskExecutor with the job-side deployer", () => {
       numberOfSubpartitions: 4,
     });
     const execution = await deployOn(deployer, graph, [a]);
-    const channels = a.runningTasks.map((task) => task.gates[0]?.numberOfInputChannels);
+    const channels = a.runningTasks.map(
+      (task) => a.getTask(task.executionAttemptId)?.gates[0]?.numberOfInputChannels,
+    );
     const result = await execution.terminated;
     expect(result.status).toBe("FINISHED");
     expect(channels).toContain(8);

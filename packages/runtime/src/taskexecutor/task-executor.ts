@@ -1,9 +1,13 @@
 import {
+  ConfigurationError,
   type ExecutionAttemptID,
   IllegalStateError,
   type JobID,
+  PartitionNotFoundError,
   ResourceID,
   type ResultPartitionID,
+  SharedNetworkMemory,
+  ThreadDoorbell,
 } from "@sluice/core";
 import {
   ExecutionOptions,
@@ -17,8 +21,10 @@ import {
   type ShuffleEnvironment,
   type TaskEventPublisher,
   TaskManagerOptions,
+  type TaskSlotThreadsContext,
 } from "@sluice/runtime-api";
 import { FsCheckpointStorage } from "../checkpointing/fs-checkpoint-storage.js";
+import { Configuration } from "../config/configuration.js";
 import type { RecordReaderOptions } from "../io/record-reader.js";
 import {
   readRecordReaderConfiguration,
@@ -33,6 +39,7 @@ import {
   loadShuffleServiceFactoryWithInfo,
   type ShuffleServiceLoaderOptions,
 } from "../loader/shuffle-service-loader.js";
+import type { CheckpointTriggerOptions } from "../messages/checkpoint-trigger-options.js";
 import type { JobMasterGateway } from "../messages/job-master-gateway.js";
 import {
   type TaskDeploymentDescriptor,
@@ -48,11 +55,13 @@ import type { UserCodeNames } from "../messages/user-code-names.js";
 import { GroupMetricSink } from "../metrics/group-metric-sink.js";
 import { TaskManagerMetricGroup } from "../metrics/groups/task-manager-metric-group.js";
 import type { TaskMetricGroup } from "../metrics/groups/task-metric-group.js";
+import type { MetricDump } from "../metrics/metric-dump.js";
 import { MetricNames } from "../metrics/metric-names.js";
 import { MetricRegistry } from "../metrics/metric-registry.js";
 import { TaskDeploymentError, TaskNotFoundError } from "./errors.js";
 import { LibraryCacheManager } from "./library-cache-manager.js";
 import { deriveNetworkMemorySize, type NetworkMemorySize } from "./network-memory.js";
+import type { RunningTask } from "./running-task.js";
 import { Task } from "./task.js";
 import { TaskCancelerWatchDog } from "./task-canceler-watch-dog.js";
 import { createTaskCheckpointing, readTaskRestore } from "./task-checkpointing.js";
@@ -62,6 +71,9 @@ import {
   startTaskManagerShuffleEnvironment,
 } from "./task-manager-shuffle-environment.js";
 import type { TaskInput, TaskOutput } from "./task-resources.js";
+import type { TaskSlotThreadInit } from "./task-slot-messages.js";
+import { TaskSlotTable } from "./task-slot-table.js";
+import { TaskSlotsShuffleEnvironment } from "./task-slots-shuffle-environment.js";
 import { type UserCode, UserCodeRegistry } from "./user-code-registry.js";
 
 /** Options of {@link TaskExecutor.start}: the worker's identity, resources and code. */
@@ -101,6 +113,24 @@ export interface TaskExecutorOptions extends UserCode<Task> {
    * given up, with a warning.
    */
   readonly onFatalError?: (error: Error) => void;
+  /**
+   * A job module (`<module>#<export>`, resolved as job modules are, from `userCodeLoader`'s
+   * folders) whose `userCode` this TaskExecutor runs for tasks whose descriptor names no job
+   * module, instead of code given here directly. Slot threads
+   * (`taskmanager.task-slots.mode: threaded`) can only run code loaded by reference: there it is
+   * the way to give them the application's code.
+   */
+  readonly userCodeModule?: string;
+}
+
+/** What the TaskExecutor of one slot thread is started with (the runtime's own use). */
+export interface TaskSlotExecutorSpec {
+  /** The slot thread's part of the task manager's threads, for its shuffle environment. */
+  readonly threads: TaskSlotThreadsContext;
+  /** The task manager's data port (its main thread's data server): where the slot is reached. */
+  readonly dataPort: number;
+  /** The task manager's network memory, which the slot's environment shares. */
+  readonly networkMemoryBytes: number;
 }
 
 /**
@@ -155,12 +185,15 @@ export class TaskExecutor implements TaskExecutorGateway {
   readonly partitionTracker: TaskExecutorPartitionTracker;
 
   private readonly userCode: UserCodeRegistry<Task>;
+  /** The slots' threads, when the slots run on worker threads; else the tasks run here. */
+  private readonly slots: TaskSlotTable | undefined;
   /** The user code of jobs that name a job module, loaded on first use. */
   private readonly libraries: LibraryCacheManager;
   private readonly tasks = new Map<string, Task>();
   /** The user code each running task resolved its names against, by attempt. */
   private readonly taskCode = new Map<string, UserCodeRegistry<Task>>();
   private readonly cancellationTimeoutMs: number;
+  private readonly onFatalError: ((error: Error) => void) | undefined;
   private readonly watchDog: TaskCancelerWatchDog;
   /** The spilling threshold, max record size and spill folders of every task's readers. */
   private readonly readerOptions: RecordReaderOptions;
@@ -177,6 +210,8 @@ export class TaskExecutor implements TaskExecutorGateway {
     readonly networkMemory: NetworkMemorySize;
     readonly dataPort: number;
     readonly readerOptions: RecordReaderOptions;
+    readonly userCode: UserCodeRegistry<Task>;
+    readonly slots: TaskSlotTable | undefined;
   }) {
     const { configuration, options, resourceId } = parts;
     this.configuration = configuration;
@@ -193,19 +228,14 @@ export class TaskExecutor implements TaskExecutorGateway {
       host: configuration.get(TaskManagerOptions.HOST),
       dataPort: parts.dataPort,
     });
-    this.userCode = new UserCodeRegistry(options);
+    this.userCode = parts.userCode;
+    this.slots = parts.slots;
     this.libraries = new LibraryCacheManager(options.userCodeLoader ?? options.loader ?? {});
     this.cancellationTimeoutMs = configuration.get(TaskManagerOptions.TASK_CANCELLATION_TIMEOUT);
+    this.onFatalError = options.onFatalError;
     this.watchDog = new TaskCancelerWatchDog(this.cancellationTimeoutMs, (task, error) => {
       task.abandon();
-      if (options.onFatalError === undefined || this.closing !== undefined) {
-        process.emitWarning(`${error.message}; it was given up`, {
-          type: TASK_WARNING_TYPE,
-          code: error.code,
-        });
-      } else {
-        options.onFatalError(error);
-      }
+      this.fatalError(error);
     });
     this.checkpointsDirectory = FsCheckpointStorage.baseDirectoryOf(configuration);
   }
@@ -226,8 +256,40 @@ export class TaskExecutor implements TaskExecutorGateway {
     configuration: LoaderConfiguration,
     options: TaskExecutorOptions = {},
   ): Promise<TaskExecutor> {
-    const networkMemory = deriveNetworkMemorySize(configuration, options.totalMemory);
+    if (configuration.get(TaskManagerOptions.TASK_SLOTS_MODE) === "threaded") {
+      return TaskExecutor.startWithSlotThreads(configuration, options);
+    }
+    return TaskExecutor.create(configuration, options, undefined);
+  }
+
+  /**
+   * Starts the TaskExecutor of one slot thread of a task manager (the runtime's slot thread calls
+   * it): its shuffle environment serves that thread, over the task manager's shared memory.
+   *
+   * @internal
+   */
+  static startInSlotThread(
+    configuration: LoaderConfiguration,
+    options: TaskExecutorOptions,
+    slot: TaskSlotExecutorSpec,
+  ): Promise<TaskExecutor> {
+    return TaskExecutor.create(configuration, options, slot);
+  }
+
+  private static async create(
+    configuration: LoaderConfiguration,
+    options: TaskExecutorOptions,
+    slot: TaskSlotExecutorSpec | undefined,
+  ): Promise<TaskExecutor> {
+    const networkMemory: NetworkMemorySize =
+      slot === undefined
+        ? deriveNetworkMemorySize(configuration, options.totalMemory)
+        : {
+            bytes: slot.networkMemoryBytes,
+            derivation: "the task manager's shared network memory",
+          };
     const plugin = await loadShuffleServiceFactoryWithInfo(configuration, options.loader);
+    const userCode = await userCodeOfOptions(options);
     const resourceId = options.resourceId ?? new ResourceID();
     const host = configuration.get(TaskManagerOptions.HOST);
     const tmpDirPaths = readTmpDirectories(configuration);
@@ -260,33 +322,215 @@ export class TaskExecutor implements TaskExecutorGateway {
         tmpDirPaths,
         taskEventPublisher: options.taskEventPublisher,
         metricGroup,
+        ...(slot === undefined ? {} : { taskSlotThreads: slot.threads }),
       });
     } catch (error) {
       await closeMetrics();
       throw error;
     }
-    const { environment, dataPort } = started;
     return new TaskExecutor({
       configuration,
       options,
       plugin,
-      environment,
+      environment: started.environment,
       metricGroup,
       resourceId,
       networkMemory,
-      dataPort,
+      dataPort: slot?.dataPort ?? started.dataPort,
       readerOptions,
+      userCode,
+      slots: undefined,
     });
   }
 
-  /** The tasks deployed here that have not ended yet. */
-  get runningTasks(): readonly Task[] {
-    return [...this.tasks.values()];
+  /**
+   * `taskmanager.task-slots.mode: threaded`: the network memory in shared memory, the main
+   * thread's environment (the data server for every slot, no task), and a thread per slot, each
+   * with its own TaskExecutor and environment over the same memory. Tasks run on the slots.
+   */
+  private static async startWithSlotThreads(
+    configuration: LoaderConfiguration,
+    options: TaskExecutorOptions,
+  ): Promise<TaskExecutor> {
+    const mode = TaskManagerOptions.TASK_SLOTS_MODE.key;
+    if (!(configuration instanceof Configuration)) {
+      throw new ConfigurationError(
+        `'${mode}: threaded' needs a Configuration (its entries go to the slot threads)`,
+      );
+    }
+    if (options.taskEventPublisher !== undefined || options.metricGroup !== undefined) {
+      throw new ConfigurationError(
+        `'${mode}: threaded' takes no taskEventPublisher or metricGroup: the slot threads have their own`,
+      );
+    }
+    if (options.userCodeModule === undefined && hasInlineUserCode(options)) {
+      throw new ConfigurationError(
+        `'${mode}: threaded': the slot threads cannot run code given to TaskExecutor.start directly (invokables, serializers, ...); name a job module with the userCodeModule option, or deploy jobs that name their job module`,
+      );
+    }
+    const networkMemory = deriveNetworkMemorySize(configuration, options.totalMemory);
+    const plugin = await loadShuffleServiceFactoryWithInfo(configuration, options.loader);
+    if (plugin.factory.supportsTaskSlotThreads !== true) {
+      throw new ConfigurationError(
+        `'${mode}: threaded' needs a shuffle plugin that supports slot threads, but ${plugin.value} (${plugin.file}) does not (its factory's supportsTaskSlotThreads is not true); use tcp or ws, or '${mode}: single-loop'`,
+      );
+    }
+    const userCode = await userCodeOfOptions(options);
+    const resourceId = options.resourceId ?? new ResourceID();
+    const host = configuration.get(TaskManagerOptions.HOST);
+    const tmpDirPaths = readTmpDirectories(configuration);
+    const readerOptions = readRecordReaderConfiguration(configuration, tmpDirPaths);
+    const numberOfSlots = configuration.get(TaskManagerOptions.NUM_TASK_SLOTS);
+    const segmentSize = configuration.get(NetworkMemoryOptions.MEMORY_SEGMENT_SIZE);
+    const memory = SharedNetworkMemory.create(
+      Math.floor(networkMemory.bytes / segmentSize),
+      segmentSize,
+      numberOfSlots + 1,
+    );
+    const signals = ThreadDoorbell.createSignals(numberOfSlots + 1);
+    const youngGeneration = configuration.getOptional(
+      TaskManagerOptions.TASK_SLOTS_YOUNG_GENERATION_SIZE,
+    );
+    const metricGroup = new TaskManagerMetricGroup(
+      await MetricRegistry.fromConfiguration(configuration, {
+        ...(options.loader === undefined ? {} : { loader: options.loader }),
+      }),
+      host,
+      resourceId.toString(),
+    );
+    // Every plugin is loaded: the keys none of them (nor Sluice) knows can be reported now.
+    configuration.reportUnknownKeys?.();
+    // The main thread's environment is told about the slots once their table exists: until then
+    // its data server has no partition to serve (a consumer that asks that early retries).
+    let table: TaskSlotTable | undefined;
+    let executor: TaskExecutor | undefined;
+    const lostListeners: ((threadIndex: number, cause: Error) => void)[] = [];
+    const networkThread: TaskSlotThreadsContext = {
+      role: "network",
+      threadIndex: 0,
+      sharedMemory: memory.handle,
+      signals,
+      requestSubpartition: (request) =>
+        table === undefined
+          ? Promise.reject(
+              new PartitionNotFoundError(
+                `${request.partitionId}: the task manager's slots are still starting`,
+              ),
+            )
+          : table.requestSubpartition(request, 0),
+      serveSubpartitionRequests: () => {},
+      onThreadLost: (listener) => {
+        lostListeners.push(listener);
+      },
+    };
+    let started: StartedShuffleEnvironment | undefined;
+    try {
+      started = await startTaskManagerShuffleEnvironment({
+        configuration,
+        plugin,
+        resourceId,
+        networkMemorySize: networkMemory.bytes,
+        localCommunicationOnly: options.localCommunicationOnly ?? false,
+        tmpDirPaths,
+        taskEventPublisher: undefined,
+        metricGroup,
+        taskSlotThreads: networkThread,
+      });
+      const dataPort = started.dataPort;
+      const init = (slotIndex: number): TaskSlotThreadInit => ({
+        slotIndex,
+        threadIndex: slotIndex + 1,
+        configuration: configuration.toObject(),
+        ...(configuration.configDir === undefined ? {} : { configDir: configuration.configDir }),
+        resourceId: resourceId.toString(),
+        dataPort,
+        networkMemoryBytes: networkMemory.bytes,
+        localCommunicationOnly: options.localCommunicationOnly ?? false,
+        sharedMemory: memory.handle,
+        signals,
+        ...(options.loader === undefined ? {} : { loader: options.loader }),
+        ...(options.userCodeLoader === undefined ? {} : { userCodeLoader: options.userCodeLoader }),
+        ...(options.userCodeModule === undefined ? {} : { userCodeModule: options.userCodeModule }),
+        ...(youngGeneration === undefined
+          ? {}
+          : { youngGenerationSizeMb: Math.floor(youngGeneration / (1024 * 1024)) }),
+      });
+      table = await TaskSlotTable.start({
+        numberOfSlots,
+        init,
+        memory,
+        // A slot's stuck task is the task manager's, as on one event loop.
+        onFatalError: (error) => executor?.fatalError(error),
+        onThreadLost: (threadIndex, cause) => {
+          for (const listener of lostListeners) listener(threadIndex, cause);
+        },
+      });
+    } catch (error) {
+      await started?.environment.close();
+      metricGroup.close();
+      await metricGroup.registry.close();
+      throw error;
+    }
+    executor = new TaskExecutor({
+      configuration,
+      options,
+      plugin,
+      environment: new TaskSlotsShuffleEnvironment(started.environment, table),
+      metricGroup,
+      resourceId,
+      networkMemory,
+      dataPort: started.dataPort,
+      readerOptions,
+      userCode,
+      slots: table,
+    });
+    return executor;
   }
 
-  /** The task of an execution attempt, while it has not ended. */
+  /**
+   * Hands an error after which this TaskExecutor cannot go on safely to `onFatalError`, or, without
+   * one or while closing, emits it as a warning (the task it concerns is given up already).
+   */
+  private fatalError(error: Error): void {
+    if (this.onFatalError === undefined || this.closing !== undefined) {
+      const code: unknown = (error as { code?: unknown }).code;
+      process.emitWarning(`${error.message}; it was given up`, {
+        type: TASK_WARNING_TYPE,
+        ...(typeof code === "string" ? { code } : {}),
+      });
+    } else {
+      this.onFatalError(error);
+    }
+  }
+
+  /**
+   * The tasks deployed here that have not ended yet: on this event loop, or on the slot threads
+   * (`taskmanager.task-slots.mode: threaded`).
+   */
+  get runningTasks(): readonly RunningTask[] {
+    return this.slots?.runningTasks ?? [...this.tasks.values()];
+  }
+
+  /**
+   * The task of an execution attempt on this event loop, while it has not ended (never one of a
+   * slot thread: those are only in {@link runningTasks}).
+   */
   getTask(executionAttemptId: ExecutionAttemptID): Task | undefined {
     return this.tasks.get(executionAttemptId.toString());
+  }
+
+  /** The task slots: `taskmanager.numberOfTaskSlots`, which the job side places subtasks on. */
+  get numberOfSlots(): number {
+    return this.slots?.numberOfSlots ?? this.configuration.get(TaskManagerOptions.NUM_TASK_SLOTS);
+  }
+
+  /**
+   * Every metric of the worker with its value: this registry's, and, with slot threads, those of
+   * every slot (where the tasks' metrics are).
+   */
+  async dumpMetrics(): Promise<MetricDump[]> {
+    const own = this.metricGroup.registry.dump();
+    return this.slots === undefined ? own : [...own, ...(await this.slots.dumpMetrics())];
   }
 
   /**
@@ -306,6 +550,11 @@ export class TaskExecutor implements TaskExecutorGateway {
     jobMaster?: JobMasterGateway,
   ): Promise<Task> {
     this.checkOpen();
+    if (this.slots !== undefined) {
+      throw new IllegalStateError(
+        `TaskExecutor ${this.resourceId} runs its tasks on slot threads ('${TaskManagerOptions.TASK_SLOTS_MODE.key}: threaded'): deployTask would return a Task of this thread; use submitTask`,
+      );
+    }
     const tdd = decodeDescriptor(descriptor);
     const key = tdd.executionAttemptId.toString();
     const name = taskNameWithSubtask(tdd);
@@ -516,6 +765,11 @@ export class TaskExecutor implements TaskExecutorGateway {
         `${name}: submitTask needs a descriptor that names its invokable; use deployTask to run the task yourself`,
       );
     }
+    if (this.slots !== undefined) {
+      this.checkOpen();
+      await this.slots.submitTask(tdd, jobMaster);
+      return;
+    }
     const userCode =
       tdd.userCodeModule === undefined
         ? this.userCode
@@ -528,6 +782,7 @@ export class TaskExecutor implements TaskExecutorGateway {
 
   /** Cancels a task running here. */
   async cancelTask(executionAttemptId: ExecutionAttemptID): Promise<void> {
+    if (this.slots !== undefined) return this.slots.cancelTask(executionAttemptId);
     this.requireTask(executionAttemptId).cancel();
   }
 
@@ -542,6 +797,9 @@ export class TaskExecutor implements TaskExecutorGateway {
     executionAttemptId: ExecutionAttemptID,
     partitionInfos: readonly PartitionInfo[],
   ): Promise<void> {
+    if (this.slots !== undefined) {
+      return this.slots.updatePartitions(executionAttemptId, partitionInfos);
+    }
     const task = this.requireTask(executionAttemptId);
     for (const info of partitionInfos) {
       const updated = this.shuffleEnvironment.updatePartitionInfo(executionAttemptId, info);
@@ -567,8 +825,19 @@ export class TaskExecutor implements TaskExecutorGateway {
     executionAttemptId: ExecutionAttemptID,
     checkpointId: bigint,
     timestamp: bigint,
+    options?: CheckpointTriggerOptions,
   ): Promise<void> {
-    this.requireTask(executionAttemptId).triggerCheckpoint(checkpointId, timestamp);
+    if (this.slots !== undefined) {
+      return this.slots.checkpointCall(
+        "triggerCheckpoint",
+        executionAttemptId,
+        checkpointId,
+        timestamp,
+        undefined,
+        options,
+      );
+    }
+    this.requireTask(executionAttemptId).triggerCheckpoint(checkpointId, timestamp, options);
   }
 
   /**
@@ -581,9 +850,18 @@ export class TaskExecutor implements TaskExecutorGateway {
   async notifyCheckpointComplete(
     executionAttemptId: ExecutionAttemptID,
     checkpointId: bigint,
-    _timestamp: bigint,
+    timestamp: bigint,
     lastSubsumedCheckpointId?: bigint,
   ): Promise<void> {
+    if (this.slots !== undefined) {
+      return this.slots.checkpointCall(
+        "notifyCheckpointComplete",
+        executionAttemptId,
+        checkpointId,
+        timestamp,
+        lastSubsumedCheckpointId,
+      );
+    }
     const task = this.requireTask(executionAttemptId);
     task.notifyCheckpointComplete(checkpointId);
     // After the completion, as Flink's confirmCheckpoint: the newer one is committed first.
@@ -604,6 +882,14 @@ export class TaskExecutor implements TaskExecutorGateway {
     checkpointId: bigint,
     latestCompletedCheckpointId: bigint,
   ): Promise<void> {
+    if (this.slots !== undefined) {
+      return this.slots.checkpointCall(
+        "notifyCheckpointAborted",
+        executionAttemptId,
+        checkpointId,
+        latestCompletedCheckpointId,
+      );
+    }
     this.requireTask(executionAttemptId).notifyCheckpointAborted(
       checkpointId,
       latestCompletedCheckpointId,
@@ -619,6 +905,7 @@ export class TaskExecutor implements TaskExecutorGateway {
     _jobId: JobID,
     partitionIds: readonly ResultPartitionID[],
   ): Promise<void> {
+    if (this.slots !== undefined) return this.slots.releasePartitions(partitionIds);
     this.partitionTracker.stopTrackingAndReleaseJobPartitions(partitionIds);
   }
 
@@ -633,6 +920,9 @@ export class TaskExecutor implements TaskExecutorGateway {
    */
   async deliverJobMessage(jobId: JobID, name: string, payload: JsonValue): Promise<JsonValue> {
     this.checkOpen();
+    // Each slot thread runs its own instance of the job's code: each that runs a task of the job
+    // handles the message.
+    if (this.slots !== undefined) return this.slots.deliverJobMessage(jobId, name, payload);
     // The job's own code handles it: its job module's, or the code this TaskExecutor started with.
     const [key] = [...this.tasks].find(([, task]) => task.jobId.equals(jobId)) ?? [];
     const code = key === undefined ? undefined : this.taskCode.get(key);
@@ -651,6 +941,7 @@ export class TaskExecutor implements TaskExecutorGateway {
    * no one will release them otherwise. BLOCKING_PERSISTENT partitions go too. Returns their ids.
    */
   async releaseJobPartitions(jobId: JobID): Promise<ResultPartitionID[]> {
+    if (this.slots !== undefined) return this.slots.releaseJobPartitions(jobId);
     return this.partitionTracker.stopTrackingAndReleaseJobPartitionsFor(jobId);
   }
 
@@ -665,6 +956,9 @@ export class TaskExecutor implements TaskExecutorGateway {
   }
 
   private async doClose(): Promise<void> {
+    // The slots first: their tasks, environments and threads; the main thread's data server last,
+    // so what it still sends to other workers goes back to the slots' memory.
+    await this.slots?.close(this.cancellationTimeoutMs);
     const tasks = [...this.tasks.values()];
     for (const task of tasks) task.cancel(`the TaskExecutor of ${task.name} is shutting down`);
     const ended = Promise.all(tasks.map((task) => task.terminated));
@@ -733,4 +1027,26 @@ function decodeDescriptor(descriptor: unknown): TaskDeploymentDescriptor {
     return codec.fromJSON(descriptor);
   }
   return codec.fromJSON(codec.toJSON(descriptor as TaskDeploymentDescriptor));
+}
+
+/** True when `options` hands the TaskExecutor code directly (names of any kind). */
+function hasInlineUserCode(options: TaskExecutorOptions): boolean {
+  return [
+    options.invokables,
+    options.serializers,
+    options.keySelectors,
+    options.partitioners,
+    options.messages,
+  ].some((names) => names !== undefined && Object.keys(names).length > 0);
+}
+
+/**
+ * The code a TaskExecutor runs for descriptors that name no job module: its `userCodeModule`'s,
+ * loaded now (so a missing module refuses to start the worker), or the code given directly.
+ */
+async function userCodeOfOptions(options: TaskExecutorOptions): Promise<UserCodeRegistry<Task>> {
+  if (options.userCodeModule === undefined) return new UserCodeRegistry(options);
+  return new LibraryCacheManager(options.userCodeLoader ?? options.loader ?? {}).registryOf(
+    options.userCodeModule,
+  );
 }

@@ -5,6 +5,7 @@ import {
   type ShuffleEnvironment,
   type TaskEventPublisher,
   TaskManagerOptions,
+  type TaskSlotThreadsContext,
 } from "@sluice/runtime-api";
 import { createShuffleEnvironment, startShuffleEnvironment } from "../loader/plugin-contract.js";
 import type {
@@ -25,6 +26,8 @@ export interface TaskManagerShuffleEnvironmentSpec {
   readonly tmpDirPaths: readonly string[];
   readonly taskEventPublisher: TaskEventPublisher | undefined;
   readonly metricGroup: TaskManagerMetricGroup;
+  /** Set when the environment serves one thread of a task manager with slot threads. */
+  readonly taskSlotThreads?: TaskSlotThreadsContext;
 }
 
 /** A started shuffle environment and the data port other workers are told. */
@@ -61,6 +64,7 @@ export async function startTaskManagerShuffleEnvironment(
       ? {}
       : { taskEventPublisher: spec.taskEventPublisher }),
     metrics: new GroupMetricSink(spec.metricGroup),
+    ...(spec.taskSlotThreads === undefined ? {} : { taskSlotThreads: spec.taskSlotThreads }),
   });
   let dataPort: number;
   try {

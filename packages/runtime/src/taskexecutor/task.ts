@@ -6,6 +6,7 @@ import {
   IllegalArgumentError,
   IllegalStateError,
   type JobID,
+  SnapshotType,
   StopMode,
 } from "@sluice/core";
 import type {
@@ -16,6 +17,7 @@ import type {
   ResultPartitionWriter,
 } from "@sluice/runtime-api";
 import type { CheckpointBarrierHandler } from "../checkpointing/checkpoint-barrier-handler.js";
+import { CheckpointError } from "../checkpointing/checkpoint-error.js";
 import type { CheckpointHandler } from "../checkpointing/checkpoint-handler.js";
 import type { CheckpointListener } from "../checkpointing/checkpoint-listener.js";
 import type { TaskCheckpointStats } from "../checkpointing/subtask-checkpoint-coordinator.js";
@@ -23,6 +25,11 @@ import { channelStateSize, EMPTY_CHANNEL_STATE } from "../checkpointing/task-cha
 import type { RecordReader } from "../io/record-reader.js";
 import type { RecordWriter } from "../io/record-writer.js";
 import { CheckpointFailureReason } from "../messages/checkpoint-failure-reason.js";
+import {
+  CHECKPOINT_TRIGGER,
+  type CheckpointTriggerOptions,
+  isSynchronousSavepoint,
+} from "../messages/checkpoint-trigger-options.js";
 import type { CheckpointingMode } from "../messages/checkpointing-mode.js";
 import { NO_LEADERSHIP_EPOCH } from "../messages/leadership-epoch.js";
 import { serializeThrowable } from "../messages/serialized-throwable.js";
@@ -167,6 +174,28 @@ export class Task {
   private endOfInput = false;
   /** The first checkpoint this task performed after {@link endOfInput}: its final state. */
   private finalCheckpointId: bigint | undefined;
+  /**
+   * How a stop-with-savepoint asked this source to stop (Flink's `FinishingReason`
+   * STOP_WITH_SAVEPOINT_DRAIN / _NO_DRAIN), once its trigger ran.
+   */
+  private stopRequest: StopMode | undefined;
+  /**
+   * The savepoint of the stop-with-savepoint that stopped this source, performed once its code
+   * returned and its EndOfData went out (the barrier follows the EndOfData, as in Flink).
+   */
+  private stopSavepoint:
+    | {
+        readonly id: bigint;
+        readonly timestamp: bigint;
+        readonly trigger: CheckpointTriggerOptions;
+      }
+    | undefined;
+  /**
+   * The synchronous savepoint (stop-with-savepoint) this task took part in (Flink's
+   * `syncSavepoint`): it finishes only once that savepoint completed, and fails when it is
+   * aborted.
+   */
+  private syncSavepointId: bigint | undefined;
 
   constructor(resources: TaskResources) {
     const { descriptor } = resources;
@@ -227,6 +256,34 @@ export class Task {
   /** Aborted when the task is canceled or fails from outside: the invokable should stop. */
   get signal(): AbortSignal {
     return this.abort.signal;
+  }
+
+  /**
+   * How the task's data ends when a stop-with-savepoint stops the job (Flink's `StopMode`);
+   * `undefined` while nothing asked it to stop and its input has not ended.
+   *
+   * - A source: `DRAIN` or `NO_DRAIN` once a stop-with-savepoint's trigger ran (in
+   *   {@link processMail} or {@link yieldToMailbox}, which then returns at once): its code should
+   *   return at its next record boundary. What it emitted until then comes before its
+   *   `EndOfData` and the savepoint's barrier, and its offset in the savepoint counts it.
+   * - A task with inputs: `NO_DRAIN` once an input delivered `EndOfData(NO_DRAIN)` (a stop
+   *   without drain), else `DRAIN` once every input ended.
+   *
+   * With `NO_DRAIN` the task must emit nothing it would emit at the end of its input (a window's
+   * last results, a flushed buffer, Flink's `endInput` and `finish`): what it keeps is in its
+   * state, which the savepoint holds, and a job resumed from the savepoint goes on from there.
+   * Its `EndOfData` then says `NO_DRAIN` too, so the tasks after it stop the same way.
+   */
+  get stopMode(): StopMode | undefined {
+    if (this.stopRequest !== undefined) return this.stopRequest;
+    if (this.recordReaders.length === 0) return undefined;
+    let ended = true;
+    for (const reader of this.recordReaders) {
+      const mode = reader.endOfDataStopMode();
+      if (mode === StopMode.NO_DRAIN) return StopMode.NO_DRAIN;
+      if (mode === undefined) ended = false;
+    }
+    return ended ? StopMode.DRAIN : undefined;
   }
 
   /**
@@ -302,6 +359,15 @@ export class Task {
     }
     checkpointing.coordinator.notifyCheckpointAborted(checkpointId);
     this.notifications.enqueue(checkpointId, "abort");
+    if (checkpointId === this.syncSavepointId || checkpointId === this.stopSavepoint?.id) {
+      // Its data ended for a stop that will not complete: it cannot go on (Flink fails the task
+      // with "Stop-with-savepoint failed"), and the job fails over to its latest checkpoint.
+      this.fail(
+        new CheckpointError(
+          `${this.name}: stop-with-savepoint failed: its savepoint ${checkpointId} was aborted`,
+        ),
+      );
+    }
   }
 
   /**
@@ -344,7 +410,8 @@ export class Task {
 
   /**
    * Lets the event loop run (so triggers from the job side arrive) and runs the task's mail,
-   * until `until` resolves — by default for one turn of the event loop. A source loop calls it
+   * until `until` resolves — by default for one turn of the event loop — or a
+   * stop-with-savepoint asked the source to stop ({@link stopMode}). A source loop calls it
    * between records: every few hundred records, and with `writer.getAvailableFuture()` when
    * back-pressured, so checkpoints are not held up while it waits.
    *
@@ -358,6 +425,7 @@ export class Task {
    */
   async yieldToMailbox(until?: Promise<unknown>): Promise<void> {
     this.processMail();
+    if (this.stopRequest !== undefined) return;
     let done = false;
     const target = (until ?? new Promise((resolve) => setImmediate(resolve))).then(() => {
       done = true;
@@ -371,6 +439,8 @@ export class Task {
       // A canceled task stops here rather than wait for `until`, which may never come.
       if (this.signal.aborted) throw this.signal.reason;
       this.processMail();
+      // A stopped source returns at once: it should end rather than wait to emit more.
+      if (this.stopRequest !== undefined) return;
     }
   }
 
@@ -394,7 +464,11 @@ export class Task {
    *   checkpoints do not go on after tasks finish (tasks with inputs checkpoint when their
    *   barriers align).
    */
-  triggerCheckpoint(checkpointId: bigint, timestamp: bigint): void {
+  triggerCheckpoint(
+    checkpointId: bigint,
+    timestamp: bigint,
+    trigger: CheckpointTriggerOptions = CHECKPOINT_TRIGGER,
+  ): void {
     const checkpointing = this.resources.checkpointing;
     if (checkpointing === undefined) {
       throw new IllegalStateError(
@@ -415,8 +489,18 @@ export class Task {
       coordinator.decline(checkpointId, reason);
       return;
     }
+    const stopping = isSynchronousSavepoint(trigger.snapshotType);
     this.mailbox.put({
-      run: () => coordinator.triggerCheckpoint(checkpointId, timestamp),
+      run: () => {
+        if (stopping && this.gates.length === 0 && !this.endOfInput) {
+          // Flink's stop-with-savepoint at a source: the source stops first; its savepoint is
+          // taken once its code returned and its EndOfData went out (see endData).
+          this.stopRequest = stopModeOf(trigger.snapshotType);
+          this.stopSavepoint = { id: checkpointId, timestamp, trigger };
+          return;
+        }
+        coordinator.triggerCheckpoint(checkpointId, timestamp, trigger);
+      },
       drop: () =>
         coordinator.decline(checkpointId, CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_CLOSING),
     });
@@ -469,7 +553,8 @@ export class Task {
       if (coordinator !== undefined) {
         // Triggered at a source, or on the barriers of its inputs: the first one after the end of
         // data holds the task's final state.
-        coordinator.onCheckpointPerformed = (checkpointId) => {
+        coordinator.onCheckpointPerformed = (checkpointId, snapshotType) => {
+          if (isSynchronousSavepoint(snapshotType)) this.setSynchronousSavepoint(checkpointId);
           if (this.endOfInput) this.finalCheckpointId ??= checkpointId;
         };
       }
@@ -590,10 +675,13 @@ export class Task {
   }
 
   /**
-   * The invokable returned (Flink's `endData`): with final checkpoints, EndOfData(DRAIN) goes to
-   * every output first, ahead of the barrier of the final checkpoint, so each consumer learns
-   * that no record follows while the channel stays open for that barrier. DRAIN only: the
-   * runtime has no stop-with-savepoint, the one stop that ends a job without draining.
+   * The invokable returned (Flink's `endData`): with final checkpoints, EndOfData goes to every
+   * output first, ahead of the barrier of the final checkpoint, so each consumer learns that no
+   * record follows while the channel stays open for that barrier. It says `NO_DRAIN` when a
+   * stop-with-savepoint without drain stopped this source or reached it through an input
+   * ({@link stopMode}), else `DRAIN`. A source stopped by a stop-with-savepoint then takes the
+   * savepoint, its barrier behind the EndOfData (Flink's source task triggers it once the
+   * source finished).
    */
   private async endData(): Promise<void> {
     if (this.finalCheckpointEnabled) {
@@ -602,10 +690,35 @@ export class Task {
         await outputsAvailableFuture(this.partitions);
         this.checkNotAborted();
       }
-      const endOfData = new EndOfData(StopMode.DRAIN);
+      const endOfData = new EndOfData(this.stopMode ?? StopMode.DRAIN);
       for (const writer of this.recordWriters) writer.broadcastEvent(endOfData);
     }
     this.endOfInput = true;
+    const savepoint = this.stopSavepoint;
+    if (savepoint !== undefined) {
+      this.resources.checkpointing?.coordinator.triggerCheckpoint(
+        savepoint.id,
+        savepoint.timestamp,
+        savepoint.trigger,
+      );
+    }
+  }
+
+  /**
+   * This task performed the synchronous savepoint of a stop-with-savepoint (Flink's
+   * `setSynchronousSavepoint`): it finishes once that savepoint completed, not on its own final
+   * checkpoint. At most one at a time.
+   */
+  private setSynchronousSavepoint(checkpointId: bigint): void {
+    if (this.syncSavepointId !== undefined && this.syncSavepointId !== checkpointId) {
+      this.fail(
+        new IllegalStateError(
+          `${this.name}: at most one stop-with-savepoint at a time: savepoint ${checkpointId} came while ${this.syncSavepointId} is pending`,
+        ),
+      );
+      return;
+    }
+    this.syncSavepointId = checkpointId;
   }
 
   /**
@@ -638,7 +751,8 @@ export class Task {
       this.processMail();
       const open = this.recordReaders.filter((reader) => !reader.pollToEndOfPartition());
       if (processedFailure !== undefined) throw processedFailure;
-      const final = this.finalCheckpointId;
+      // A stop-with-savepoint's task waits for that savepoint, a later checkpoint does not do.
+      const final = this.syncSavepointId ?? this.finalCheckpointId;
       if (
         processed &&
         final !== undefined &&
@@ -755,4 +869,9 @@ export class Task {
   toString(): string {
     return `Task ${this.name} (${this.executionAttemptId}) ${this.currentState}`;
   }
+}
+
+/** The stop mode of a stop-with-savepoint's savepoint type (Flink's `shouldDrain`). */
+function stopModeOf(type: SnapshotType): StopMode {
+  return type === SnapshotType.SAVEPOINT_TERMINATE ? StopMode.DRAIN : StopMode.NO_DRAIN;
 }

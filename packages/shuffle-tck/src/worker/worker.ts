@@ -7,6 +7,7 @@
  */
 import { readdir, stat, truncate } from "node:fs/promises";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import {
   ExecutionAttemptID,
   type IntermediateDataSetID,
@@ -31,9 +32,14 @@ import type {
   WorkerRequest,
   WorkerStatus,
 } from "../messages.js";
-import { TckTasks } from "../tck-tasks.js";
+import { tckTasks as tasks } from "./tck-job-module.js";
+import { answerTckTaskQuery, queryTckTaskThreads, type TckTaskQuery } from "./tck-task-queries.js";
 
-const tasks = new TckTasks();
+/**
+ * The kit's code, by reference: the TaskExecutor loads this module (the same instance as the
+ * import above, on this thread), and so does each of its slot threads when it has them.
+ */
+const TCK_JOB_MODULE = fileURLToPath(new URL("./tck-job-module.js", import.meta.url));
 let executor: TaskExecutor | undefined;
 const pendingStates = new Map<
   number,
@@ -93,6 +99,21 @@ async function filesUnder(dirs: readonly string[]): Promise<string[]> {
   return files.sort();
 }
 
+/**
+ * What the kit's code on this thread, or else on a slot thread, says about `attempt`:
+ * `undefined` when no thread runs it.
+ */
+async function askAboutTask(
+  query: TckTaskQuery,
+  attempt: string,
+): Promise<{ value: unknown } | undefined> {
+  const here = answerTckTaskQuery(tasks, query, attempt);
+  if (here !== undefined) return here;
+  const worker = running();
+  if (worker.configuration.get(TaskManagerOptions.TASK_SLOTS_MODE) !== "threaded") return undefined;
+  return queryTckTaskThreads(query, attempt, worker.numberOfSlots);
+}
+
 function running(): TaskExecutor {
   if (executor === undefined) throw new Error("worker not initialised (send init first)");
   return executor;
@@ -105,7 +126,7 @@ async function handle(request: WorkerRequest): Promise<unknown> {
         request.config,
         request.configDir === undefined ? {} : { configDir: request.configDir },
       );
-      executor = await TaskExecutor.start(configuration, tasks.userCode());
+      executor = await TaskExecutor.start(configuration, { userCodeModule: TCK_JOB_MODULE });
       const { resourceId, host, dataPort } = executor.location;
       return { resourceId: resourceId.toString(), host, dataPort };
     }
@@ -149,25 +170,20 @@ async function handle(request: WorkerRequest): Promise<unknown> {
       );
       return {};
     case "producerStatus": {
-      const progress = tasks.producers.get(request.attempt);
-      if (progress === undefined) throw new Error(`no producer ${request.attempt} on this worker`);
-      return {
-        emitted: progress.emitted,
-        available: progress.available(),
-        released: progress.released(),
-      };
+      const answer = await askAboutTask("producerStatus", request.attempt);
+      if (answer === undefined) throw new Error(`no producer ${request.attempt} on this worker`);
+      return answer.value;
     }
     case "consumerStatus": {
-      const progress = tasks.consumers.get(request.attempt);
-      return {
-        counts: progress === undefined ? [] : [...progress.checker.counts],
-        total: progress?.checker.total ?? 0,
-        events: progress?.events ?? 0,
-      };
+      const answer = await askAboutTask("consumerStatus", request.attempt);
+      return answer?.value ?? { counts: [], total: 0, events: 0 };
     }
-    case "resume":
-      tasks.resume(request.attempt);
+    case "resume": {
+      const answer = await askAboutTask("resume", request.attempt);
+      if (answer === undefined)
+        throw new Error(`no task ${request.attempt} of the kit on this worker`);
       return {};
+    }
     case "status": {
       const worker = running();
       const status: WorkerStatus = {

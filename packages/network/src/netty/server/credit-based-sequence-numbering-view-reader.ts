@@ -8,8 +8,8 @@ import { isDataAvailable, isEventAvailable } from "../../partition/buffer-and-ba
 import type { BufferAvailabilityListener } from "../../partition/buffer-availability-listener.js";
 import type {
   PartitionRequestListener,
-  ResultPartitionManager,
-} from "../../partition/result-partition-manager.js";
+  ResultPartitionProvider,
+} from "../../partition/result-partition-provider.js";
 import type { ResultSubpartitionView } from "../../partition/result-subpartition-view.js";
 
 /** Where a reader reports that it has something to send (the connection's PartitionRequestQueue). */
@@ -41,7 +41,7 @@ export class CreditBasedSequenceNumberingViewReader
   private numCreditsAvailable: number;
   private view: ResultSubpartitionView | undefined;
   /** Set while the request waits for its partition to register (cancelled on release). */
-  private waitingAt: ResultPartitionManager | undefined;
+  private waitingAt: ResultPartitionProvider | undefined;
   private released = false;
   /** Set while the reader sits in the queue's available list. */
   registeredAsAvailable = false;
@@ -59,7 +59,7 @@ export class CreditBasedSequenceNumberingViewReader
    * queue is told about the failure with PartitionNotFoundError).
    */
   requestSubpartitionViewOrRegisterListener(
-    manager: ResultPartitionManager,
+    manager: ResultPartitionProvider,
     partitionId: ResultPartitionID,
     subpartitionIndex: number,
     timeoutMs: number,

@@ -9,7 +9,7 @@ import {
   TimeoutError,
 } from "@sluice/core";
 import type { TaskEventPublisher } from "@sluice/runtime-api";
-import type { ResultPartitionManager } from "../../partition/result-partition-manager.js";
+import type { ResultPartitionProvider } from "../../partition/result-partition-provider.js";
 import { errorToErrorResponse } from "../../protocol/error-response.js";
 import { encodeMessage } from "../../protocol/message-encoder.js";
 import { MessageId } from "../../protocol/message-id.js";
@@ -64,7 +64,7 @@ export interface ServerHandlerOptions {
  */
 export class PartitionRequestServerHandler implements ConnectionHandler {
   private readonly connection: TransportConnection;
-  private readonly partitionManager: ResultPartitionManager;
+  private readonly partitionManager: ResultPartitionProvider;
   private readonly taskEventPublisher: TaskEventPublisher | undefined;
   private readonly options: ServerHandlerOptions;
   private readonly decoder: NettyMessageDecoder;
@@ -80,7 +80,7 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
 
   constructor(
     connection: TransportConnection,
-    partitionManager: ResultPartitionManager,
+    partitionManager: ResultPartitionProvider,
     taskEventPublisher: TaskEventPublisher | undefined,
     options: ServerHandlerOptions,
   ) {

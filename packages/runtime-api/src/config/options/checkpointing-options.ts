@@ -16,6 +16,19 @@ export const CheckpointingOptions = {
         "temporary folder.",
     ),
 
+  /** The default folder savepoints go to (Flink's `state.savepoints.dir`). */
+  SAVEPOINT_DIRECTORY: ConfigOptions.key("state.savepoints.dir")
+    .stringType()
+    .noDefaultValue()
+    .withDescription(
+      "The default target folder of savepoints, for a savepoint or stop-with-savepoint that " +
+        "names none: savepoint `n` of job `j` is a folder `savepoint-<first 6 hex digits of " +
+        "j>-<12 random hex digits>` in it, with one file per task and `_metadata`, which names " +
+        "the task files relative to itself, so the folder can be moved or copied elsewhere and " +
+        "restored from there. Workers and the job side must see the same folder. Savepoints " +
+        "are never deleted by the job. Unset: a savepoint must name its target folder.",
+    ),
+
   /** How many completed checkpoints are kept. */
   MAX_RETAINED_CHECKPOINTS: ConfigOptions.key("state.checkpoints.num-retained")
     .intType()

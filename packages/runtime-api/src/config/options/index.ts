@@ -33,4 +33,8 @@ export {
   DEFAULT_SHUFFLE_SERVICE_FACTORY,
   ShuffleServiceOptions,
 } from "./shuffle-service-options.js";
-export { TaskManagerOptions } from "./task-manager-options.js";
+export {
+  TASK_SLOTS_MODES,
+  TaskManagerOptions,
+  type TaskSlotsMode,
+} from "./task-manager-options.js";

@@ -47,9 +47,9 @@ export const JobManagerOptions = {
     .withDescription(
       "`region`: a failed task restarts only the pipelined regions that must re-run (its own, " +
         "the readers of what they produce, and the producers of partitions that are lost); " +
-        "`full`: every task of the job restarts. A job that takes checkpoints always restarts " +
-        "every task (Sluice restores checkpoints only globally). How often a job restarts is " +
-        "`restart-strategy.*`'s.",
+        "`full`: every task of the job restarts. A job that takes checkpoints restores the " +
+        "restarted tasks from its latest completed checkpoint (only them with `region`; the " +
+        "other regions run on). How often a job restarts is `restart-strategy.*`'s.",
     ),
 
   /** How long a deployed task may take to report RUNNING (Sluice). */

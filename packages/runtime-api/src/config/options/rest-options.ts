@@ -108,6 +108,18 @@ export const RestOptions = {
         "stays.",
     ),
 
+  /** How long the result of an asynchronous operation is kept (Flink's). */
+  ASYNC_STORE_DURATION: ConfigOptions.key("rest.async.store-duration")
+    .durationType()
+    .defaultValue("5min")
+    .withValidator(atLeast(1, "a duration"))
+    .withDescription(
+      "How long the REST endpoint keeps the outcome of an asynchronous operation (a savepoint " +
+        "triggered with `POST /jobs/:jobid/savepoints` or `POST /jobs/:jobid/stop`) once it " +
+        "completed, for `GET /jobs/:jobid/savepoints/:triggerid` to answer; later that trigger " +
+        "id is unknown (404).",
+    ),
+
   /** How often the dashboard's view is refreshed (Flink's `web.refresh-interval`). */
   WEB_REFRESH_INTERVAL: ConfigOptions.key("web.refresh-interval")
     .durationType()

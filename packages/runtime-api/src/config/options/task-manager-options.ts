@@ -1,5 +1,11 @@
 import { atLeast, ConfigOptions } from "../config-option.js";
 
+/** The values of `taskmanager.task-slots.mode`. */
+export const TASK_SLOTS_MODES = ["single-loop", "threaded"] as const;
+
+/** How a worker runs its slots (`taskmanager.task-slots.mode`). */
+export type TaskSlotsMode = (typeof TASK_SLOTS_MODES)[number];
+
 /** Options of a worker process (Flink's `TaskManagerOptions` and `CoreOptions`). */
 export const TaskManagerOptions = {
   /** The address other workers use to reach this worker's data server. */
@@ -18,7 +24,42 @@ export const TaskManagerOptions = {
     .defaultValue(1)
     .withValidator(atLeast(1, "a count"))
     .withDescription(
-      "Number of task slots of a worker (`ShuffleEnvironmentContext.numberOfSlots`).",
+      "Number of task slots of a worker (Flink's key): a task manager registers this many slots " +
+        "with the job manager, whose default placement puts that many subtasks of a job on it. " +
+        "With `taskmanager.task-slots.mode: threaded` each slot is a worker thread " +
+        "(`ShuffleEnvironmentContext.numberOfSlots`).",
+    ),
+
+  /** Whether a worker's slots share its event loop or run on worker threads of their own. */
+  TASK_SLOTS_MODE: ConfigOptions.key("taskmanager.task-slots.mode")
+    .enumType(TASK_SLOTS_MODES)
+    .defaultValue("single-loop")
+    .withDescription(
+      "How a worker runs its slots. `single-loop`: every task on the process's one event loop " +
+        "(one core). `threaded`: each of the `taskmanager.numberOfTaskSlots` slots on a worker " +
+        "thread of its own, as Flink runs a thread per slot, over network memory the threads " +
+        "share: a channel between two slots hands buffers over without a copy, and the main " +
+        "thread's data server serves every slot's partitions to other workers. Needs a shuffle " +
+        "plugin that supports it (`tcp`, `ws`) and user code loadable by module reference " +
+        "(the TaskExecutor's `userCodeModule`, or job modules).",
+    ),
+
+  /** The young generation of each slot thread's heap. */
+  TASK_SLOTS_YOUNG_GENERATION_SIZE: ConfigOptions.key(
+    "taskmanager.task-slots.young-generation-size",
+  )
+    .memoryType()
+    .noDefaultValue()
+    .withValidator((bytes) =>
+      bytes >= 1024 * 1024 ? undefined : "at least 1mb (it is given to V8 in whole MiB)",
+    )
+    .withDescription(
+      "With `taskmanager.task-slots.mode: threaded`: the most memory the young generation of " +
+        "each slot thread's heap may take (the thread's `resourceLimits.maxYoungGenerationSizeMb`, " +
+        "whole MiB). Each slot thread is a V8 isolate of its own, whose young generation grows " +
+        "to V8's default when its tasks allocate quickly: a smaller one keeps the task manager's " +
+        "memory down, at the cost of more frequent minor collections. Unset: V8's default. The " +
+        "main thread keeps the process's own setting.",
     ),
 
   /** The worker's total memory budget, the base of the network memory fraction. */

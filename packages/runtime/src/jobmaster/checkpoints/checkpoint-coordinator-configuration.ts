@@ -1,3 +1,4 @@
+import path from "node:path";
 import {
   CheckpointingOptions,
   ExecutionCheckpointingOptions,
@@ -28,6 +29,8 @@ export interface CheckpointCoordinatorConfiguration {
   readonly retention: ExternalizedCheckpointRetention;
   /** `state.checkpoints.dir`, or its default in the system's temporary folder. */
   readonly checkpointsDirectory: string;
+  /** `state.savepoints.dir`: where a savepoint that names no folder goes; unset: none. */
+  readonly savepointsDirectory?: string;
   /** `execution.checkpointing.unaligned.enabled` (exactly-once only). */
   readonly unalignedCheckpointsEnabled: boolean;
   /** `execution.checkpointing.aligned-checkpoint-timeout` in ms (0: unaligned from the start). */
@@ -60,6 +63,7 @@ export function checkpointCoordinatorConfigurationOf(
     maxRetainedCheckpoints: configuration.get(CheckpointingOptions.MAX_RETAINED_CHECKPOINTS),
     retention: configuration.get(ExecutionCheckpointingOptions.EXTERNALIZED_CHECKPOINT_RETENTION),
     checkpointsDirectory: FsCheckpointStorage.baseDirectoryOf(configuration),
+    ...savepointsDirectoryOf(configuration),
     unalignedCheckpointsEnabled: configuration.get(ExecutionCheckpointingOptions.ENABLE_UNALIGNED),
     alignedCheckpointTimeout: configuration.get(
       ExecutionCheckpointingOptions.ALIGNED_CHECKPOINT_TIMEOUT,
@@ -68,6 +72,12 @@ export function checkpointCoordinatorConfigurationOf(
       ExecutionCheckpointingOptions.CHECKPOINTS_AFTER_TASKS_FINISH,
     ),
   });
+}
+
+/** `state.savepoints.dir`, resolved, when set. */
+function savepointsDirectoryOf(configuration: ReadableConfig): { savepointsDirectory?: string } {
+  const folder = configuration.getOptional(CheckpointingOptions.SAVEPOINT_DIRECTORY);
+  return folder === undefined ? {} : { savepointsDirectory: path.resolve(folder) };
 }
 
 /**

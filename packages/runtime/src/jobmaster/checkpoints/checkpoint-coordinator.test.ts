@@ -1,7 +1,7 @@
 import { access, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { ErrorCodes, ExecutionAttemptID, JobID, JobVertexID } from "@sluice/core";
+import { ErrorCodes, ExecutionAttemptID, JobID, JobVertexID, SnapshotType } from "@sluice/core";
 import {
   type CheckpointIDCounter,
   FencingTokenError,
@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FsCheckpointStorage } from "../../checkpointing/fs-checkpoint-storage.js";
 import type { AcknowledgeCheckpoint } from "../../messages/acknowledge-checkpoint.js";
 import { CheckpointFailureReason } from "../../messages/checkpoint-failure-reason.js";
+import type { CheckpointTriggerOptions } from "../../messages/checkpoint-trigger-options.js";
 import { CheckpointingMode } from "../../messages/checkpointing-mode.js";
 import { serializeThrowable } from "../../messages/serialized-throwable.js";
 import { CheckpointCoordinator, type CheckpointPlan } from "./checkpoint-coordinator.js";
@@ -82,6 +83,8 @@ function harness(
     subtaskIndex: i,
   }));
   const triggered: bigint[] = [];
+  /** The options of each trigger (undefined: a checkpoint's). */
+  const triggerOptions: (CheckpointTriggerOptions | undefined)[] = [];
   const failovers: Error[] = [];
   /**
    * The notifications each task got, as `complete N`, `complete N (subsumes S)` or
@@ -95,9 +98,10 @@ function harness(
         executionAttemptId: (tasks[0] as TaskToWaitFor).executionAttemptId,
         name: "Source (1/1)#0",
         gateway: {
-          triggerCheckpoint: async (_attempt, checkpointId) => {
+          triggerCheckpoint: async (_attempt, checkpointId, _timestamp, trigger) => {
             if (options.triggerFails) throw new Error("the TaskExecutor is unreachable");
             triggered.push(checkpointId);
+            triggerOptions.push(trigger);
           },
         },
       },
@@ -143,6 +147,29 @@ function harness(
     coordinator.receiveAcknowledgeMessage(ack);
     return ack;
   };
+  /**
+   * Task `i` writes its snapshot of savepoint `checkpointId` into the folder its trigger named
+   * (as the barrier carries it) and acknowledges it.
+   */
+  const acknowledgeSavepoint = async (i: number, checkpointId: bigint) => {
+    const location = triggerOptions[triggered.indexOf(checkpointId)]?.targetLocation;
+    const attempt = (tasks[i] as TaskToWaitFor).executionAttemptId;
+    const stateHandle = await storage.writeTaskState(
+      checkpointId,
+      attempt,
+      `task ${i}`,
+      `${i}`,
+      undefined,
+      location,
+    );
+    coordinator.receiveAcknowledgeMessage({
+      jobId,
+      executionAttemptId: attempt,
+      checkpointId,
+      metrics: METRICS,
+      stateHandle,
+    });
+  };
   const decline = (i: number, checkpointId: bigint, reason: CheckpointFailureReason) =>
     coordinator.receiveDeclineMessage({
       jobId,
@@ -156,6 +183,8 @@ function harness(
     storage,
     tasks,
     triggered,
+    triggerOptions,
+    acknowledgeSavepoint,
     failovers,
     snapshot,
     acknowledge,
@@ -722,5 +751,142 @@ describe("CheckpointCoordinator under high availability (ids, storing, suspensio
     await complete(h, 1n);
     await h.coordinator.shutdown("FINISHED");
     expect((await readdir(h.storage.checkpointDirectory(1n))).sort()).toHaveLength(3);
+  });
+});
+
+describe("CheckpointCoordinator savepoints (Flink's CheckpointCoordinatorTest)", () => {
+  it("testTriggerAndConfirmSimpleSavepoint: a savepoint goes into a folder of its own, completes once every task acknowledged, is not retained, and no task is told of it", async () => {
+    const savepoints = path.join(base, "savepoints");
+    const { coordinator, triggered, triggerOptions, acknowledgeSavepoint, notified, jobId } =
+      harness();
+    const completion = coordinator.triggerSavepoint(savepoints);
+    await eventually("the source got the trigger", () => triggered.length === 1);
+    const location = triggerOptions[0]?.targetLocation as string;
+    expect(triggerOptions[0]?.snapshotType).toBe(SnapshotType.SAVEPOINT);
+    expect(path.dirname(location)).toBe(savepoints);
+    expect(path.basename(location)).toMatch(
+      new RegExp(`^savepoint-${jobId.toString().slice(0, 6)}-[0-9a-f]{12}$`),
+    );
+    await acknowledgeSavepoint(0, 1n);
+    await acknowledgeSavepoint(1, 1n);
+    const savepoint = await completion;
+    expect(savepoint.isSavepoint).toBe(true);
+    expect(savepoint.metadataPath).toBe(path.join(location, "_metadata"));
+    expect(savepoint.externalPointer).toBe(location);
+    const metadata = await FsCheckpointStorage.readMetadata(savepoint.metadataPath);
+    expect(
+      (metadata.tasks as { stateHandle: { path: string } }[]).map((t) => t.stateHandle.path),
+    ).toEqual(savepoint.subtaskStates.map((state) => path.basename(state.stateHandle?.path ?? "")));
+    expect(coordinator.completedCheckpoints).toEqual([]);
+    expect(coordinator.latestCompletedCheckpoint).toBeUndefined();
+    expect(notified).toEqual([[], []]);
+    // The job's end deletes retained checkpoints, never a savepoint.
+    await coordinator.shutdown("FINISHED");
+    expect(await exists(savepoint.metadataPath)).toBe(true);
+  });
+
+  it("testSavepointsAreNotSubsumed: a completed checkpoint aborts older pending checkpoints but not an older pending savepoint, and a savepoint subsumes nothing", async () => {
+    const savepoints = path.join(base, "savepoints");
+    const { coordinator, triggered, acknowledge, acknowledgeSavepoint, notified } = harness({
+      maxConcurrentCheckpoints: 10,
+    });
+    const savepoint1 = coordinator.triggerSavepoint(savepoints);
+    await eventually("savepoint 1 triggered", () => triggered.length === 1);
+    const checkpoint2 = coordinator.triggerCheckpoint();
+    await eventually("checkpoint 2 triggered", () => triggered.length === 2);
+    const checkpoint3 = coordinator.triggerCheckpoint();
+    await eventually("checkpoint 3 triggered", () => triggered.length === 3);
+    await acknowledge(0, 3n);
+    await acknowledge(1, 3n);
+    await checkpoint3;
+    await expect(checkpoint2).rejects.toThrow(/CHECKPOINT_SUBSUMED/);
+    expect(coordinator.numberOfPendingCheckpoints).toBe(1);
+    const savepoint4 = coordinator.triggerSavepoint(savepoints);
+    await eventually("savepoint 4 triggered", () => triggered.length === 4);
+    const checkpoint5 = coordinator.triggerCheckpoint();
+    await eventually("checkpoint 5 triggered", () => triggered.length === 5);
+    await acknowledgeSavepoint(0, 4n);
+    await acknowledgeSavepoint(1, 4n);
+    await savepoint4;
+    // A savepoint subsumes no checkpoint, and no task is told of it.
+    expect(coordinator.numberOfPendingCheckpoints).toBe(2);
+    await acknowledgeSavepoint(0, 1n);
+    await acknowledgeSavepoint(1, 1n);
+    await savepoint1;
+    await acknowledge(0, 5n);
+    await acknowledge(1, 5n);
+    await checkpoint5;
+    expect(notified[0]?.filter((note) => note.startsWith("complete"))).toEqual([
+      "complete 3",
+      "complete 5 (subsumes 3)",
+    ]);
+  });
+
+  it("testConcurrentSavepoints: savepoints are not held back by max-concurrent-checkpoints", async () => {
+    const savepoints = path.join(base, "savepoints");
+    const { coordinator, triggered, acknowledgeSavepoint } = harness({
+      maxConcurrentCheckpoints: 1,
+    });
+    const completions = [0, 1, 2, 3, 4].map(() => coordinator.triggerSavepoint(savepoints));
+    await eventually("every savepoint triggered", () => triggered.length === 5);
+    for (const id of [...triggered].reverse()) {
+      await acknowledgeSavepoint(0, id);
+      await acknowledgeSavepoint(1, id);
+    }
+    const done = await Promise.all(completions);
+    expect(new Set(done.map((s) => s.externalPointer)).size).toBe(5);
+  });
+
+  it("deletes the folder of an aborted savepoint and counts no failure towards tolerable-failed-checkpoints", async () => {
+    const savepoints = path.join(base, "savepoints");
+    const { coordinator, triggered, triggerOptions, acknowledgeSavepoint, decline, failovers } =
+      harness({ tolerableCheckpointFailureNumber: 0 });
+    const completion = coordinator.triggerSavepoint(savepoints);
+    await eventually("the source got the trigger", () => triggered.length === 1);
+    const location = triggerOptions[0]?.targetLocation as string;
+    await acknowledgeSavepoint(0, 1n);
+    decline(1, 1n, CheckpointFailureReason.CHECKPOINT_DECLINED);
+    await expect(completion).rejects.toMatchObject({
+      code: ErrorCodes.CHECKPOINT,
+      message: expect.stringMatching(/^savepoint 1 was aborted \(CHECKPOINT_DECLINED\)/),
+    });
+    await eventually("the savepoint's folder is deleted", async () => !(await exists(location)));
+    expect(failovers).toEqual([]);
+  });
+
+  it("refuses a savepoint without a target folder when state.savepoints.dir is unset, naming both", async () => {
+    const { coordinator, triggered } = harness();
+    await expect(coordinator.triggerSavepoint(undefined)).rejects.toThrow(
+      /no target folder was given and state\.savepoints\.dir is unset/,
+    );
+    expect(triggered).toEqual([]);
+  });
+
+  it("tells every task that a stop-with-savepoint's savepoint completed, and starts nothing else while it is pending", async () => {
+    const savepoints = path.join(base, "savepoints");
+    const { coordinator, triggered, triggerOptions, acknowledgeSavepoint, notified } = harness({
+      maxConcurrentCheckpoints: 10,
+    });
+    const stop = coordinator.triggerSavepoint(savepoints, SnapshotType.SAVEPOINT_SUSPEND);
+    await eventually("the source got the trigger", () => triggered.length === 1);
+    expect(triggerOptions[0]?.snapshotType).toBe(SnapshotType.SAVEPOINT_SUSPEND);
+    await expect(coordinator.triggerCheckpoint()).rejects.toThrow(
+      /a stop-with-savepoint is in progress/,
+    );
+    await expect(coordinator.triggerSavepoint(savepoints)).rejects.toThrow(
+      /a stop-with-savepoint is in progress/,
+    );
+    await acknowledgeSavepoint(0, 1n);
+    await acknowledgeSavepoint(1, 1n);
+    await stop;
+    await eventually("both tasks told", () => notified.every((n) => n.length === 1));
+    expect(notified).toEqual([["complete 1"], ["complete 1"]]);
+  });
+
+  it("refuses a stop-with-savepoint when checkpoints do not go on after tasks finish", async () => {
+    const { coordinator } = harness({ checkpointsAfterTasksFinish: false });
+    await expect(
+      coordinator.triggerSavepoint(path.join(base, "s"), SnapshotType.SAVEPOINT_TERMINATE),
+    ).rejects.toThrow(/needs execution\.checkpointing\.checkpoints-after-tasks-finish/);
   });
 });

@@ -4,6 +4,7 @@ import {
   IllegalStateError,
   isSluiceError,
   type JobID,
+  SnapshotType,
 } from "@sluice/core";
 import type { CheckpointIDCounter } from "@sluice/runtime-api";
 import { CheckpointError } from "../../checkpointing/checkpoint-error.js";
@@ -14,6 +15,11 @@ import {
   CheckpointFailureReason,
   isCountedCheckpointFailure,
 } from "../../messages/checkpoint-failure-reason.js";
+import {
+  type CheckpointTriggerOptions,
+  isSavepoint,
+  isSynchronousSavepoint,
+} from "../../messages/checkpoint-trigger-options.js";
 import type { DeclineCheckpoint } from "../../messages/decline-checkpoint.js";
 import { deserializeThrowable } from "../../messages/serialized-throwable.js";
 import type { TaskExecutorGateway } from "../../messages/task-executor-gateway.js";
@@ -22,7 +28,7 @@ import {
   type CheckpointCoordinatorConfiguration,
   retainsCheckpointsAfter,
 } from "./checkpoint-coordinator-configuration.js";
-import type { CompletedCheckpoint } from "./completed-checkpoint.js";
+import type { CheckpointedVertex, CompletedCheckpoint } from "./completed-checkpoint.js";
 import { PendingCheckpoint, type TaskToWaitFor } from "./pending-checkpoint.js";
 import { StandaloneCheckpointIDCounter } from "./standalone-checkpoint-id-counter.js";
 
@@ -69,6 +75,11 @@ export interface CheckpointPlan {
    * from it deploys them finished instead of running them again (FLIP-147). None when left out.
    */
   readonly finishedTasks?: readonly TaskToWaitFor[];
+  /**
+   * The job's vertices with their parallelism and max parallelism, recorded in `_metadata` for a
+   * restore at another parallelism. None when left out.
+   */
+  readonly vertices?: readonly CheckpointedVertex[];
 }
 
 /** Why a checkpoint failed, as the coordinator recorded it. */
@@ -137,6 +148,13 @@ interface CompletionWaiter {
   reject(error: Error): void;
 }
 
+/** What a trigger asks for: a checkpoint, or a savepoint into a target folder. */
+interface TriggerRequest {
+  readonly snapshotType: SnapshotType;
+  /** A savepoint's target folder (its own `savepoint-…` folder is created in it). */
+  readonly targetDirectory?: string;
+}
+
 /**
  * The job side of checkpointing (Flink's CheckpointCoordinator): every
  * `execution.checkpointing.interval` it triggers a checkpoint at the job's sources (while every
@@ -182,6 +200,8 @@ export class CheckpointCoordinator {
   private highestId = 0n;
   /** Triggers waiting for their checkpoint id: they count as pending. */
   private triggering = 0;
+  /** A stop-with-savepoint's savepoint is being triggered or pending: nothing else starts. */
+  private stopping = false;
   private suspended = false;
   private schedulerTimer: NodeJS.Timeout | undefined;
   private completedCount = 0;
@@ -189,6 +209,7 @@ export class CheckpointCoordinator {
   private consecutiveFailures = 0;
   private lastFailure: CheckpointFailure | undefined;
   private latest: CompletedCheckpoint | undefined;
+  private lastSavepoint: CompletedCheckpoint | undefined;
   private shutDown = false;
 
   constructor(options: CheckpointCoordinatorOptions) {
@@ -309,13 +330,61 @@ export class CheckpointCoordinator {
     });
   }
 
+  /**
+   * Triggers a savepoint (Flink's `triggerSavepoint` / `triggerSynchronousSavepoint`): a
+   * checkpoint taken on request into a folder of its own, `savepoint-<job>-<random>` in
+   * `targetDirectory` (default `state.savepoints.dir`), whose `_metadata` names its files
+   * relative to that folder. It is aligned (no in-flight data), never counts against
+   * `max-concurrent-checkpoints` or `tolerable-failed-checkpoints`, is not a checkpoint the job
+   * restores after a failure, and the job never deletes it — except the folder of one that did
+   * not complete. Tasks are told of its completion only when it is synchronous
+   * (`SAVEPOINT_SUSPEND` / `SAVEPOINT_TERMINATE`, a stop-with-savepoint: then the tasks finish);
+   * while that one is pending no other checkpoint or savepoint starts.
+   *
+   * @throws CheckpointError when it cannot start (no target folder, not every task runs, a
+   *   stop-with-savepoint is pending) or is aborted, naming the reason.
+   */
+  triggerSavepoint(
+    targetDirectory: string | undefined,
+    snapshotType: SnapshotType = SnapshotType.SAVEPOINT,
+  ): Promise<CompletedCheckpoint> {
+    if (!isSavepoint(snapshotType)) {
+      return Promise.reject(
+        new IllegalStateError(`triggerSavepoint takes a savepoint type, not ${snapshotType}`),
+      );
+    }
+    const target = targetDirectory ?? this.configuration.savepointsDirectory;
+    if (target === undefined) {
+      return Promise.reject(
+        new CheckpointError(
+          `no savepoint of job ${this.options.jobId} was triggered: no target folder was given and state.savepoints.dir is unset`,
+        ),
+      );
+    }
+    return new Promise((resolve, reject) => {
+      void this.startCheckpoint(
+        { resolve, reject },
+        { snapshotType, targetDirectory: target },
+      ).then((started) => {
+        if (typeof started === "string") {
+          reject(new CheckpointError(`no savepoint was triggered: ${started}`));
+        }
+      });
+    });
+  }
+
   /** A task acknowledged a checkpoint (see `JobMasterGateway.acknowledgeCheckpoint`). */
   receiveAcknowledgeMessage(ack: AcknowledgeCheckpoint): void {
     if (!ack.jobId.equals(this.options.jobId)) return;
     const pending = this.pendingCheckpoints.get(ack.checkpointId);
     if (
       ack.stateHandle !== undefined &&
-      !this.storage.holds(ack.stateHandle, ack.checkpointId, ack.executionAttemptId)
+      !this.storage.holds(
+        ack.stateHandle,
+        ack.checkpointId,
+        ack.executionAttemptId,
+        pending?.location,
+      )
     ) {
       // Not the file this task's snapshot of this checkpoint is written to (a task manager
       // configured with another state.checkpoints.dir, another task's snapshot, a forged
@@ -330,7 +399,7 @@ export class CheckpointCoordinator {
           pending,
           CheckpointFailureReason.CHECKPOINT_DECLINED,
           new CheckpointError(
-            `the snapshot of task ${ack.executionAttemptId} is ${ack.stateHandle.path}, not ${this.storage.taskStateFile(ack.checkpointId, ack.executionAttemptId)}, its file in the checkpoint's folder (every process must use the same state.checkpoints.dir)`,
+            `the snapshot of task ${ack.executionAttemptId} is ${ack.stateHandle.path}, not ${this.storage.taskStateFile(ack.checkpointId, ack.executionAttemptId, pending.location)}, its file in the checkpoint's folder (every process must use the same state.checkpoints.dir)`,
           ),
         );
       }
@@ -403,7 +472,10 @@ export class CheckpointCoordinator {
       retainsCheckpointsAfter(this.configuration.retention, status);
     if (!keep) {
       for (const checkpoint of [...this.completed.splice(0), ...this.unusable]) {
-        this.track(this.storage.discardCheckpoint(checkpoint.checkpointId));
+        // A savepoint or checkpoint the job was started from by path is not the job's own.
+        if (checkpoint.discardable) {
+          this.track(this.storage.discardCheckpoint(checkpoint.checkpointId));
+        }
       }
     }
     await this.settleFileOperations();
@@ -436,36 +508,70 @@ export class CheckpointCoordinator {
   }
 
   /**
-   * Starts a checkpoint (its id from the counter first), or says why it cannot. `waiter` is
-   * registered as soon as the checkpoint exists, so it learns of an abort that comes at once.
+   * Starts a checkpoint or savepoint (its id from the counter first), or says why it cannot.
+   * `waiter` is registered as soon as the checkpoint exists, so it learns of an abort that comes
+   * at once.
    */
-  private async startCheckpoint(waiter?: CompletionWaiter): Promise<PendingCheckpoint | string> {
-    const refused = this.refusal();
+  private async startCheckpoint(
+    waiter?: CompletionWaiter,
+    request: TriggerRequest = { snapshotType: SnapshotType.CHECKPOINT },
+  ): Promise<PendingCheckpoint | string> {
+    const savepoint = isSavepoint(request.snapshotType);
+    const synchronous = isSynchronousSavepoint(request.snapshotType);
+    const refused = this.refusal(savepoint);
     if (refused !== undefined) return refused;
+    if (synchronous && !this.configuration.checkpointsAfterTasksFinish) {
+      return "a stop-with-savepoint needs execution.checkpointing.checkpoints-after-tasks-finish (its tasks end their data, then take the savepoint)";
+    }
     // Asked before an id is taken, so that a job whose tasks do not run yet uses up no ids;
     // asked again once the id came, as the tasks may have changed meanwhile.
     const early = this.options.calculateCheckpointPlan();
     if (typeof early === "string") return early;
     this.triggering++;
+    if (synchronous) this.stopping = true;
     let checkpointId: bigint;
+    let location: string | undefined;
     try {
-      checkpointId = await this.takeCheckpointId();
-    } catch (error) {
-      // A counter that refuses (a job manager that lost its leadership) fails no checkpoint:
-      // none started, and the job is about to be suspended.
-      return `no checkpoint id: ${asError(error).message}`;
+      try {
+        checkpointId = await this.takeCheckpointId();
+      } catch (error) {
+        // A counter that refuses (a job manager that lost its leadership) fails no checkpoint:
+        // none started, and the job is about to be suspended.
+        return `no checkpoint id: ${asError(error).message}`;
+      }
+      if (savepoint) {
+        try {
+          location = await FsCheckpointStorage.initializeLocationForSavepoint(
+            request.targetDirectory as string,
+            this.options.jobId,
+          );
+        } catch (error) {
+          return asError(error).message;
+        }
+      }
     } finally {
       this.triggering--;
+      if (synchronous) this.stopping = false;
     }
-    if (this.shutDown || this.suspended) return "the checkpoint coordinator is shut down";
+    const trigger: CheckpointTriggerOptions = {
+      snapshotType: request.snapshotType,
+      ...(location === undefined ? {} : { targetLocation: location }),
+    };
+    const unstarted = (why: string): string => {
+      if (location !== undefined) this.discardSavepointFolder(location);
+      return why;
+    };
+    if (this.shutDown || this.suspended)
+      return unstarted("the checkpoint coordinator is shut down");
     const plan = this.options.calculateCheckpointPlan();
-    if (typeof plan === "string") return plan;
+    if (typeof plan === "string") return unstarted(plan);
     const timestamp = Date.now();
     const pending = new PendingCheckpoint(
       checkpointId,
       timestamp,
       plan.tasksToWaitFor,
       plan.finishedTasks ?? [],
+      { trigger, vertices: plan.vertices ?? [], jobId: this.options.jobId },
     );
     this.commitTargets.set(checkpointId, plan.tasksToCommitTo ?? []);
     this.pendingCheckpoints.set(checkpointId, pending);
@@ -475,23 +581,39 @@ export class CheckpointCoordinator {
       this.configuration.timeout,
     );
     for (const task of plan.tasksToTrigger) {
-      task.gateway
-        .triggerCheckpoint(task.executionAttemptId, checkpointId, BigInt(timestamp))
-        .catch((error: unknown) => {
-          const cause = new CheckpointError(
-            `checkpoint ${checkpointId} could not be triggered at ${task.name}: ${(error as Error).message}`,
-            { cause: error },
-          );
-          this.abort(pending, CheckpointFailureReason.TRIGGER_CHECKPOINT_FAILURE, cause);
-        });
+      // A checkpoint's trigger is sent as before; only a savepoint carries options.
+      (savepoint
+        ? task.gateway.triggerCheckpoint(
+            task.executionAttemptId,
+            checkpointId,
+            BigInt(timestamp),
+            trigger,
+          )
+        : task.gateway.triggerCheckpoint(task.executionAttemptId, checkpointId, BigInt(timestamp))
+      ).catch((error: unknown) => {
+        const cause = new CheckpointError(
+          `checkpoint ${checkpointId} could not be triggered at ${task.name}: ${(error as Error).message}`,
+          { cause: error },
+        );
+        this.abort(pending, CheckpointFailureReason.TRIGGER_CHECKPOINT_FAILURE, cause);
+      });
     }
     return pending;
   }
 
-  /** Why no checkpoint may start now, or `undefined`. */
-  private refusal(): string | undefined {
+  /**
+   * Why no checkpoint may start now, or `undefined`. A savepoint is not held back by
+   * `max-concurrent-checkpoints` (Flink's forced checkpoints); nothing starts while a
+   * stop-with-savepoint is pending.
+   */
+  private refusal(savepoint = false): string | undefined {
     if (this.shutDown || this.suspended) return "the checkpoint coordinator is shut down";
-    const pending = this.pendingCheckpoints.size + this.triggering;
+    if (this.stopping || [...this.pendingCheckpoints.values()].some((p) => p.isSynchronous)) {
+      return "a stop-with-savepoint is in progress";
+    }
+    if (savepoint) return undefined;
+    const pending =
+      [...this.pendingCheckpoints.values()].filter((p) => !p.isSavepoint).length + this.triggering;
     if (pending >= this.configuration.maxConcurrentCheckpoints) {
       return `${pending} checkpoint(s) are pending (execution.checkpointing.max-concurrent-checkpoints: ${this.configuration.maxConcurrentCheckpoints})`;
     }
@@ -532,18 +654,26 @@ export class CheckpointCoordinator {
   private async finalize(pending: PendingCheckpoint): Promise<void> {
     let metadataPath: string;
     try {
-      metadataPath = await this.storage.writeMetadata(pending.checkpointId, pending.metadata());
+      metadataPath = await this.storage.writeMetadata(
+        pending.checkpointId,
+        pending.metadata(),
+        pending.location,
+      );
     } catch (error) {
       this.abort(pending, CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE, error as Error);
-      this.discardUnstored(pending.checkpointId);
+      this.discardUnstored(pending);
       return;
     }
     if (pending.disposed) {
       // Aborted while the metadata was written (a failover): the folder is garbage again.
-      this.discardUnstored(pending.checkpointId);
+      this.discardUnstored(pending);
       return;
     }
     const checkpoint = pending.toCompleted(metadataPath, Date.now());
+    if (pending.isSavepoint) {
+      this.completeSavepoint(pending, checkpoint);
+      return;
+    }
     const store = this.options.storeCompletedCheckpoint;
     let subsumedByStore: readonly bigint[] | undefined;
     if (store !== undefined) {
@@ -552,7 +682,7 @@ export class CheckpointCoordinator {
       } catch (error) {
         this.abort(pending, CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE, error as Error);
         if (isNotStored(error)) {
-          this.discardUnstored(pending.checkpointId);
+          this.discardUnstored(pending);
         } else {
           emitCheckpointWarning(
             `job ${this.options.jobId}: checkpoint ${pending.checkpointId} is kept in ${this.storage.checkpointDirectory(pending.checkpointId)}: storing it failed in a way that may have stored it (${asError(error).message}), and a job manager taking over may restore it`,
@@ -574,6 +704,8 @@ export class CheckpointCoordinator {
     if (subsumedByStore === undefined) {
       while (this.completed.length > this.configuration.maxRetainedCheckpoints) {
         const subsumed = this.completed.shift() as CompletedCheckpoint;
+        // One the job was started from by path (a savepoint) is not the job's to delete.
+        if (!subsumed.discardable) continue;
         lastSubsumed = subsumed.checkpointId;
         this.track(this.storage.discardCheckpoint(subsumed.checkpointId));
       }
@@ -596,18 +728,63 @@ export class CheckpointCoordinator {
       );
     }
     this.notifyComplete(checkpoint, lastSubsumed);
-    for (const older of [...this.pendingCheckpoints.values()]) {
-      if (older.checkpointId < checkpoint.checkpointId) {
-        this.abort(older, CheckpointFailureReason.CHECKPOINT_SUBSUMED);
-      }
-    }
+    this.dropSubsumedCheckpoints(checkpoint.checkpointId);
     for (const waiter of this.takeWaiters(checkpoint.checkpointId)) waiter.resolve(checkpoint);
   }
 
-  /** Deletes the folder of a checkpoint no store holds: its id is this coordinator's alone. */
-  private discardUnstored(checkpointId: bigint): void {
+  /**
+   * A savepoint completed (its `_metadata` is written): it is counted, and, when it is a
+   * stop-with-savepoint's, the tasks are told (they finish then) and older pending checkpoints
+   * are aborted as subsumed. It is neither stored nor retained: a failure never restores it, and
+   * the job never deletes it.
+   */
+  private completeSavepoint(pending: PendingCheckpoint, savepoint: CompletedCheckpoint): void {
+    pending.disposed = true;
+    this.pendingCheckpoints.delete(pending.checkpointId);
+    this.completedCount++;
+    this.lastSavepoint = savepoint;
+    if (pending.isSynchronous) {
+      this.notifyComplete(savepoint, undefined);
+      this.dropSubsumedCheckpoints(savepoint.checkpointId);
+    } else {
+      this.commitTargets.delete(pending.checkpointId);
+    }
+    for (const waiter of this.takeWaiters(savepoint.checkpointId)) waiter.resolve(savepoint);
+  }
+
+  /**
+   * Aborts the pending checkpoints older than `checkpointId`, which completed (Flink's
+   * `dropSubsumedCheckpoints`): a pending savepoint is never subsumed, it completes or fails on
+   * its own.
+   */
+  private dropSubsumedCheckpoints(checkpointId: bigint): void {
+    for (const older of [...this.pendingCheckpoints.values()]) {
+      if (older.checkpointId < checkpointId && !older.isSavepoint) {
+        this.abort(older, CheckpointFailureReason.CHECKPOINT_SUBSUMED);
+      }
+    }
+  }
+
+  /** The newest savepoint that completed, if any. */
+  get latestSavepoint(): CompletedCheckpoint | undefined {
+    return this.lastSavepoint;
+  }
+
+  /**
+   * Deletes the folder of a checkpoint no store holds (its id is this coordinator's alone), or
+   * of a savepoint that did not complete.
+   */
+  private discardUnstored(pending: PendingCheckpoint): void {
     if (this.suspended) return;
-    this.track(this.storage.discardCheckpoint(checkpointId));
+    if (pending.location !== undefined) {
+      this.discardSavepointFolder(pending.location);
+      return;
+    }
+    this.track(this.storage.discardCheckpoint(pending.checkpointId));
+  }
+
+  private discardSavepointFolder(location: string): void {
+    this.track(FsCheckpointStorage.discardSavepoint(location));
   }
 
   private abort(pending: PendingCheckpoint, reason: CheckpointFailureReason, error?: Error): void {
@@ -622,18 +799,24 @@ export class CheckpointCoordinator {
     // stored for a job manager taking over already). A suspended job deletes nothing.
     if (!pending.finalizing && !this.suspended) {
       const handles = pending.stateHandles();
+      const location = pending.location;
       this.track(
-        (async () => {
-          for (const handle of handles) await this.storage.discardState(handle);
-          await this.storage.discardCheckpoint(pending.checkpointId);
-        })(),
+        location !== undefined
+          ? FsCheckpointStorage.discardSavepoint(location)
+          : (async () => {
+              for (const handle of handles) await this.storage.discardState(handle);
+              await this.storage.discardCheckpoint(pending.checkpointId);
+            })(),
       );
     }
     const failure = new CheckpointError(
-      `checkpoint ${pending.checkpointId} was aborted (${reason})${error === undefined ? "" : `: ${error.message}`}`,
+      `${pending.isSavepoint ? "savepoint" : "checkpoint"} ${pending.checkpointId} was aborted (${reason})${error === undefined ? "" : `: ${error.message}`}`,
       error === undefined ? undefined : { cause: error },
     );
     for (const waiter of this.takeWaiters(pending.checkpointId)) waiter.reject(failure);
+    // A savepoint that failed says nothing about the job's checkpoints (Flink counts no
+    // savepoint towards its tolerable failures).
+    if (pending.isSavepoint) return;
     // A store that refused for a lost leadership says nothing about the job: it is about to be
     // suspended, and must not fail over on a job manager that no longer leads.
     if (!isCountedCheckpointFailure(reason) || this.shutDown || this.suspended) return;

@@ -77,6 +77,12 @@ export function calculateCheckpointPlan(
       name: execution.name,
     })),
     finishedTasks: finished.map(taskToWaitFor),
+    vertices: graph.vertices.map((vertex) => ({
+      vertexId: vertex.id,
+      vertexName: vertex.name,
+      parallelism: vertex.parallelism,
+      maxParallelism: vertex.maxParallelism,
+    })),
   };
 }
 

@@ -166,6 +166,9 @@ function configuration(unaligned: boolean, timeout: string, restarts = 0) {
     "execution.checkpointing.tolerable-failed-checkpoints": 0,
     "state.checkpoints.num-retained": 10_000,
     "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
+    // Every task restores, counter 0 with its backlog in flight: a region failover would
+    // restart only the failed counter's pipeline.
+    "jobmanager.execution.failover-strategy": "full",
   });
 }
 

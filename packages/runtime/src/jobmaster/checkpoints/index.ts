@@ -19,11 +19,17 @@ export {
   CheckpointStatsTracker,
 } from "./checkpoint-stats-tracker.js";
 export {
+  type CheckpointedVertex,
   CompletedCheckpoint,
+  type CompletedCheckpointProperties,
   type FinishedSubtask,
   type SubtaskCheckpointState,
 } from "./completed-checkpoint.js";
-export { loadCompletedCheckpoint } from "./completed-checkpoint-loader.js";
+export {
+  loadCompletedCheckpoint,
+  loadSavepoint,
+  type SavepointRestoreSettings,
+} from "./completed-checkpoint-loader.js";
 export { discardJobCheckpoints } from "./discard-job-checkpoints.js";
 export {
   PendingCheckpoint,
@@ -31,3 +37,4 @@ export {
   type TaskToWaitFor,
 } from "./pending-checkpoint.js";
 export { StandaloneCheckpointIDCounter } from "./standalone-checkpoint-id-counter.js";
+export { StateAssignmentOperation } from "./state-assignment-operation.js";

@@ -1,8 +1,19 @@
-import type { ExecutionAttemptID, JobVertexID } from "@sluice/core";
+import path from "node:path";
+import { type ExecutionAttemptID, type JobID, type JobVertexID, SnapshotType } from "@sluice/core";
 import type { JsonObject } from "@sluice/runtime-api";
 import type { AcknowledgeCheckpoint } from "../../messages/acknowledge-checkpoint.js";
+import {
+  type CheckpointTriggerOptions,
+  isSavepoint,
+  isSynchronousSavepoint,
+  snapshotTypeName,
+} from "../../messages/checkpoint-trigger-options.js";
 import type { FileStateHandle } from "../../messages/file-state-handle.js";
-import { CompletedCheckpoint, type SubtaskCheckpointState } from "./completed-checkpoint.js";
+import {
+  type CheckpointedVertex,
+  CompletedCheckpoint,
+  type SubtaskCheckpointState,
+} from "./completed-checkpoint.js";
 
 /** A subtask a checkpoint waits for: its current attempt and where it belongs in the job. */
 export interface TaskToWaitFor {
@@ -31,24 +42,51 @@ export class PendingCheckpoint {
   finalizing = false;
   /** The timer that expires it. */
   timer: NodeJS.Timeout | undefined;
+  /** What it is (a checkpoint, a savepoint) and, for a savepoint, its folder. */
+  readonly trigger: CheckpointTriggerOptions;
 
   private readonly notYetAcknowledged: Map<string, TaskToWaitFor>;
   private readonly acknowledged: SubtaskCheckpointState[] = [];
   /** Subtasks that had finished when it was triggered (FLIP-147): restored as finished. */
   private readonly finished: readonly TaskToWaitFor[];
+  private readonly vertices: readonly CheckpointedVertex[];
+  private readonly jobId: JobID | undefined;
 
   constructor(
     checkpointId: bigint,
     timestamp: number,
     tasksToWaitFor: readonly TaskToWaitFor[],
     finishedTasks: readonly TaskToWaitFor[] = [],
+    properties: {
+      readonly trigger?: CheckpointTriggerOptions;
+      readonly vertices?: readonly CheckpointedVertex[];
+      readonly jobId?: JobID;
+    } = {},
   ) {
     this.checkpointId = checkpointId;
     this.timestamp = timestamp;
     this.finished = finishedTasks;
+    this.trigger = properties.trigger ?? { snapshotType: SnapshotType.CHECKPOINT };
+    this.vertices = properties.vertices ?? [];
+    this.jobId = properties.jobId;
     this.notYetAcknowledged = new Map(
       tasksToWaitFor.map((task) => [task.executionAttemptId.toString(), task]),
     );
+  }
+
+  /** Whether it is a savepoint. */
+  get isSavepoint(): boolean {
+    return isSavepoint(this.trigger.snapshotType);
+  }
+
+  /** Whether it is the synchronous savepoint of a stop-with-savepoint. */
+  get isSynchronous(): boolean {
+    return isSynchronousSavepoint(this.trigger.snapshotType);
+  }
+
+  /** A savepoint's folder; `undefined` for a checkpoint. */
+  get location(): string | undefined {
+    return this.trigger.targetLocation;
   }
 
   /** True once every task acknowledged. */
@@ -94,10 +132,17 @@ export class PendingCheckpoint {
     );
   }
 
-  /** What the `_metadata` file records besides the job and checkpoint ids. */
+  /**
+   * What the `_metadata` file records besides the job and checkpoint ids: the snapshot type,
+   * every acknowledged subtask with its snapshot file, the finished subtasks, and the job's
+   * vertices with their parallelism and max parallelism. A savepoint names its snapshot files
+   * relative to its own folder, so the folder can be moved and restored from elsewhere.
+   */
   metadata(): JsonObject {
+    const location = this.location;
     return {
       timestamp: this.timestamp,
+      snapshotType: snapshotTypeName(this.trigger.snapshotType),
       tasks: this.acknowledged.map((state) => ({
         vertexId: state.vertexId.toString(),
         vertexName: state.vertexName,
@@ -106,13 +151,25 @@ export class PendingCheckpoint {
         stateHandle:
           state.stateHandle === undefined
             ? null
-            : { path: state.stateHandle.path, size: state.stateHandle.size },
+            : {
+                path:
+                  location === undefined
+                    ? state.stateHandle.path
+                    : path.relative(location, state.stateHandle.path),
+                size: state.stateHandle.size,
+              },
         metrics: { ...state.metrics },
       })),
       finishedTasks: this.finished.map((task) => ({
         vertexId: task.vertexId.toString(),
         vertexName: task.vertexName,
         subtaskIndex: task.subtaskIndex,
+      })),
+      vertices: this.vertices.map((vertex) => ({
+        vertexId: vertex.vertexId.toString(),
+        vertexName: vertex.vertexName,
+        parallelism: vertex.parallelism,
+        maxParallelism: vertex.maxParallelism,
       })),
     };
   }
@@ -125,7 +182,15 @@ export class PendingCheckpoint {
       completedAt,
       metadataPath,
       this.acknowledged,
-      this.finished.map(({ vertexId, subtaskIndex }) => ({ vertexId, subtaskIndex })),
+      {
+        finishedSubtasks: this.finished.map(({ vertexId, subtaskIndex }) => ({
+          vertexId,
+          subtaskIndex,
+        })),
+        snapshotType: this.trigger.snapshotType,
+        vertices: this.vertices,
+        ...(this.jobId === undefined ? {} : { jobId: this.jobId }),
+      },
     );
   }
 }

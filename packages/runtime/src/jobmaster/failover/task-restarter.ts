@@ -35,6 +35,16 @@ export interface TaskRestarterContext {
   beginGlobalRestart(cause: Error): void;
   /** The global failover's attempts are placed: the job runs again (restored, checkpointing). */
   completeGlobalRestart(): void;
+  /**
+   * A region failover takes `tasks` (Flink's `restoreState` for a regional recovery begins): the
+   * pending checkpoints are aborted, since the canceled attempts will not complete them.
+   */
+  beginRegionalRestart(tasks: readonly ExecutionVertex[]): void;
+  /**
+   * The next attempts of `tasks` are placed: they restore the latest completed checkpoint (a job
+   * with checkpoints), while the rest of the job runs on.
+   */
+  restoreRegions(tasks: readonly ExecutionVertex[]): void;
 }
 
 /**
@@ -116,8 +126,9 @@ export class TaskRestarter {
   /**
    * Flink's region failover: cancel the subtasks of the regions to restart that were scheduled
    * and wait for them to end, release their partitions, wait the strategy's delay, then place
-   * them again; the scheduler deploys them once their inputs are ready. Regions not scheduled yet
-   * are left alone: they are deployed when their inputs are ready.
+   * them again, restored from the latest completed checkpoint when the job takes checkpoints;
+   * the scheduler deploys them once their inputs are ready. Regions not scheduled yet are left
+   * alone: they are deployed when their inputs are ready.
    */
   async restartRegions(vertices: readonly SchedulingExecutionVertex[]): Promise<void> {
     const { context } = this;
@@ -129,6 +140,7 @@ export class TaskRestarter {
     this.pendingRegionRestarts++;
     try {
       this.takeForRestart(tasks);
+      context.beginRegionalRestart(tasks);
       const taken = new Map(tasks.map((execution) => [execution, this.versionOf(execution)]));
       for (const [execution, version] of taken) this.restarting.set(execution, version);
       const stillOurs = () => tasks.filter((e) => this.versionOf(e) === taken.get(e));
@@ -142,6 +154,7 @@ export class TaskRestarter {
       if (!(await this.placeAfterBackoff(stillOurs, "RUNNING"))) return;
       const placed = stillOurs();
       for (const execution of placed) this.restarting.delete(execution);
+      context.restoreRegions(placed);
       this.scheduler.restartScheduling(
         new Set(placed.map(({ vertex, subtaskIndex }) => this.regionOf(vertex, subtaskIndex))),
       );

@@ -1,0 +1,256 @@
+/**
+ * Case 13: a task manager with 2 slots on 2 cores, its slots on its one event loop
+ * (`taskmanager.task-slots.mode: single-loop`) against each slot on a thread of its own
+ * (`threaded`), each in a child process of its own, not pinned to a CPU (a threaded task manager
+ * needs both). Measured in the same run, interleaved:
+ *
+ * - a keyed job, two sources → HASH → two counters, 100-byte records: records/s at the counters;
+ * - the local channel between the two slots (segment-sized records written into the partition,
+ *   copied out of the gate): GB/s, against a raw SharedArrayBuffer ring between two threads of a
+ *   third child (one copy in, one copy out, blocking waits);
+ * - the peak RSS of each task manager's process;
+ * - the free list of the network memory: a segment taken and given back, on one thread's array
+ *   (single-loop) and on the lock-free list the threads share, alone and contended;
+ * - where a threaded task manager's network I/O lives: 32 KiB buffers sent to (and received
+ *   from) another child over TCP by a slot thread on its own connection, or through the main
+ *   thread (handed over through a SharedArrayBuffer ring).
+ */
+import { Child, median } from "../harness.js";
+import { type CaseDefinition, firstLine, log } from "./case-definition.js";
+import type { FreeListResult } from "./free-list-bench.js";
+import type { RelayMode } from "./relay-bench.js";
+import { findRow, withRatios } from "./result-rows.js";
+import type { SlotsMode, SlotsRunResult } from "./slots-bench.js";
+import { sluiceConfig } from "./sluice-params.js";
+
+const SEGMENT_SIZE = 32 * 1024;
+const KEYED = "keyed job";
+const CHANNEL = "local channel";
+const RING = "SharedArrayBuffer ring";
+const MODES: readonly SlotsMode[] = ["single-loop", "threaded"];
+
+const RELAY_MODES: readonly RelayMode[] = ["slot thread", "main thread"];
+const FREE_LISTS = {
+  arrayNs: "free list: one thread's array",
+  sharedNs: "free list: shared, lock-free",
+  sharedContendedNs: "free list: shared, another thread taking too",
+} as const;
+
+const system = (what: string, mode: string) => `${what}, ${mode}`;
+
+export const case13: CaseDefinition = {
+  id: 13,
+  name: "Task slots on threads: one task manager with 2 slots on 2 cores, single-loop vs threaded",
+  async run(report) {
+    const o = report.options;
+    const recordsPerSource = o.full ? 4_000_000 : 1_000_000;
+    const channelRecords = o.full ? 80_000 : 20_000;
+    const keyed = new Map<SlotsMode, number[]>(MODES.map((mode) => [mode, []]));
+    const channel = new Map<SlotsMode, number[]>(MODES.map((mode) => [mode, []]));
+    const ring: number[] = [];
+    const freeList = new Map<keyof FreeListResult, number[]>(
+      (Object.keys(FREE_LISTS) as (keyof FreeListResult)[]).map((key) => [key, []]),
+    );
+    const relay = new Map<string, number[]>();
+    const rss = new Map<SlotsMode, { startMB: number; peakMB: number }>();
+    const problems: string[] = [];
+    const children = new Map<SlotsMode, Child>();
+    const ringChild = new Child("ring");
+    const relayChild = new Child("relay");
+    const relayPeer = new Child("relay-peer");
+    try {
+      for (const mode of MODES) {
+        const child = new Child(`slots-${mode}`);
+        children.set(mode, child);
+        await child.request("slotsStart", { mode, config: sluiceConfig(100) }, 60_000);
+      }
+      // A warm-up run of each, then the measured runs, interleaved.
+      for (let run = 0; run <= o.runs; run++) {
+        const measured = run > 0;
+        log(`case 13 run ${run}/${o.runs}${measured ? "" : " (warm-up)"}`);
+        for (const mode of MODES) {
+          const child = children.get(mode) as Child;
+          const k = await child.request<SlotsRunResult>(
+            "slotsKeyed",
+            { recordsPerSource },
+            600_000,
+          );
+          const c = await child.request<SlotsRunResult>(
+            "slotsChannel",
+            { records: channelRecords },
+            600_000,
+          );
+          problems.push(...k.checks, ...c.checks);
+          if (measured) {
+            keyed.get(mode)?.push(k.perSecond);
+            channel.get(mode)?.push(c.bytesPerSecond / 1e9);
+          }
+        }
+        const r = await ringChild.request<{ bytesPerSecond: number }>(
+          "ring",
+          { durationMs: o.durationMs, chunkBytes: SEGMENT_SIZE, slots: 32 },
+          o.durationMs + 60_000,
+        );
+        if (measured) ring.push(r.bytesPerSecond / 1e9);
+        const f = await ringChild.request<FreeListResult>(
+          "freeList",
+          { durationMs: Math.min(o.durationMs, 1_000) },
+          60_000,
+        );
+        for (const mode of RELAY_MODES) {
+          for (const direction of ["send", "receive"] as const) {
+            const port = await relayPeer.request<number>(
+              "relayPeerListen",
+              { role: direction === "send" ? "sink" : "source", chunkBytes: SEGMENT_SIZE },
+              30_000,
+            );
+            const args = { mode, port, durationMs: o.durationMs, chunkBytes: SEGMENT_SIZE };
+            let gbps: number;
+            if (direction === "send") {
+              await relayChild.request("relaySend", args, o.durationMs + 60_000);
+              gbps = await relayPeer.request<number>("relayPeerResult", {}, 60_000);
+            } else {
+              gbps = await relayChild.request<number>("relayReceive", args, o.durationMs + 60_000);
+              await relayPeer.request("relayPeerResult", {}, 60_000);
+            }
+            const key = system(direction, mode);
+            if (measured) relay.set(key, [...(relay.get(key) ?? []), gbps]);
+          }
+        }
+        if (measured) {
+          for (const key of freeList.keys()) freeList.get(key)?.push(f[key]);
+        }
+      }
+      for (const mode of MODES) {
+        rss.set(mode, await (children.get(mode) as Child).request("slotsMemory", {}, 30_000));
+      }
+    } catch (error) {
+      problems.push(`failed: ${firstLine(error)}`);
+    } finally {
+      for (const child of children.values()) {
+        await child.request("slotsStop", {}, 60_000).catch(() => undefined);
+        await child.close();
+      }
+      await ringChild.close();
+      await relayChild.close();
+      await relayPeer.close();
+    }
+    const note = problems.length > 0 ? `INVALID: ${problems.slice(0, 3).join("; ")}` : undefined;
+    const rows = withRatios(
+      [
+        ...MODES.map((mode) =>
+          report.row({
+            system: system(KEYED, mode),
+            metric: "records/s",
+            higherIsBetter: true,
+            values: keyed.get(mode) ?? [],
+            extra: { recordsPerSource, recordBytes: 100 },
+            ...(note !== undefined ? { note } : {}),
+          }),
+        ),
+        report.row({
+          system: RING,
+          metric: "GB/s",
+          higherIsBetter: true,
+          values: ring,
+          extra: { chunkBytes: SEGMENT_SIZE, slots: 32 },
+        }),
+        ...MODES.map((mode) =>
+          report.row({
+            system: system(CHANNEL, mode),
+            metric: "GB/s",
+            higherIsBetter: true,
+            values: channel.get(mode) ?? [],
+            extra: { records: channelRecords, recordBytes: SEGMENT_SIZE },
+            ...(note !== undefined ? { note } : {}),
+          }),
+        ),
+        ...(Object.keys(FREE_LISTS) as (keyof FreeListResult)[]).map((key) =>
+          report.row({
+            system: FREE_LISTS[key],
+            metric: "ns per take+give",
+            higherIsBetter: false,
+            values: freeList.get(key) ?? [],
+          }),
+        ),
+        ...(["send", "receive"] as const).flatMap((direction) =>
+          RELAY_MODES.map((mode) =>
+            report.row({
+              system: system(direction, mode),
+              metric: "GB/s",
+              higherIsBetter: true,
+              values: relay.get(system(direction, mode)) ?? [],
+              extra: { chunkBytes: SEGMENT_SIZE },
+            }),
+          ),
+        ),
+        ...MODES.map((mode) =>
+          report.row({
+            system: system("peak RSS", mode),
+            metric: "MiB",
+            higherIsBetter: false,
+            values: rss.has(mode) ? [(rss.get(mode) as { peakMB: number }).peakMB] : [],
+            extra: { startMB: rss.get(mode)?.startMB },
+          }),
+        ),
+      ],
+      (row) =>
+        row.system.startsWith(KEYED)
+          ? system(KEYED, "single-loop")
+          : row.system.startsWith(CHANNEL)
+            ? RING
+            : row.system.startsWith("peak RSS")
+              ? system("peak RSS", "single-loop")
+              : row.system.startsWith("free list: shared")
+                ? FREE_LISTS.arrayNs
+                : row.system.startsWith("send, ")
+                  ? system("send", "slot thread")
+                  : row.system.startsWith("receive, ")
+                    ? system("receive", "slot thread")
+                    : undefined,
+    );
+    const threadedKeyed = findRow(rows, system(KEYED, "threaded"));
+    const threadedChannel = findRow(rows, system(CHANNEL, "threaded"));
+    const single = rss.get("single-loop");
+    const threaded = rss.get("threaded");
+    const goals = [
+      report.goal({
+        text: "keyed job with 2 slots on threads ≥ 1.7× the same task manager on one event loop (records/s)",
+        measured: threadedKeyed?.ratio,
+        comparison: "≥",
+        target: 1.7,
+        unit: "×",
+        note:
+          threadedKeyed === undefined
+            ? undefined
+            : `${(threadedKeyed.median / 1e6).toFixed(2)} M against ${(median(keyed.get("single-loop") ?? []) / 1e6).toFixed(2)} M records/s`,
+      }),
+      report.goal({
+        text: "local channel between slot threads ≥ 0.8× a raw SharedArrayBuffer ring between two threads (GB/s)",
+        measured: threadedChannel?.ratio,
+        comparison: "≥",
+        target: 0.8,
+        unit: "×",
+        note:
+          threadedChannel === undefined
+            ? undefined
+            : `${threadedChannel.median.toFixed(2)} against ${median(ring).toFixed(2)} GB/s`,
+      }),
+      report.goal({
+        text: "peak RSS of the task manager with 2 threaded slots ≤ single-loop + 32 MiB",
+        measured:
+          single !== undefined && threaded !== undefined
+            ? threaded.peakMB - single.peakMB
+            : undefined,
+        comparison: "≤",
+        target: 32,
+        unit: "MiB",
+        note:
+          single !== undefined && threaded !== undefined
+            ? `${threaded.peakMB.toFixed(1)} against ${single.peakMB.toFixed(1)} MiB (${(threaded.startMB).toFixed(1)} and ${single.startMB.toFixed(1)} MiB before the task manager started)`
+            : undefined,
+      }),
+    ];
+    return { rows, goals };
+  },
+};

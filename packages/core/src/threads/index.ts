@@ -1,0 +1,1 @@
+export { MAX_DOORBELL_ENDPOINTS, ThreadDoorbell } from "./thread-doorbell.js";

@@ -1,0 +1,232 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { deferred, ErrorCodes } from "@sluice/core";
+import { waitFor } from "@sluice/core/testing";
+import type { JsonObject } from "@sluice/runtime-api";
+import { afterEach, describe, expect, it } from "vitest";
+import { JobGraph } from "../jobmaster/job-graph.js";
+import type { JobMasterGateway } from "../messages/job-master-gateway.js";
+import { TaskDeploymentDescriptorCodec } from "../messages/task-deployment-descriptor.js";
+import type { TaskExecutionState } from "../messages/task-execution-state.js";
+import { TaskNotFoundError } from "./errors.js";
+import type { TaskExecutor, TaskExecutorOptions } from "./task-executor.js";
+import { LocalCluster, localConfiguration, segments } from "./test-support/local-cluster.js";
+import { expectedCounts, totals, wordCountGraph } from "./test-support/word-count.js";
+
+/** The slot threads' code: a job module (threads load code by reference). */
+const CODE = fileURLToPath(new URL("./test-support/slot-thread-code.mjs", import.meta.url));
+
+const cluster = new LocalCluster();
+afterEach(() => cluster.close());
+
+/** A TaskExecutor with two slot threads over the local plugin. */
+function startThreaded(
+  extra: Record<string, unknown> = {},
+  options: TaskExecutorOptions = {},
+): Promise<TaskExecutor> {
+  return cluster.startExecutor(
+    localConfiguration({
+      "taskmanager.task-slots.mode": "threaded",
+      "taskmanager.numberOfTaskSlots": 2,
+      ...extra,
+    }),
+    { userCodeModule: CODE, ...options },
+  );
+}
+
+/** A job master that records every state its tasks report. */
+function recordingJobMaster() {
+  const states: TaskExecutionState[] = [];
+  const jobMaster: JobMasterGateway = {
+    updateTaskExecutionState: (update) => states.push(update),
+    requestPartitionProducerState: async () => "RUNNING",
+  };
+  const last = (name: string) =>
+    states.filter((state) => state.executionAttemptId.jobVertexId.toString() === name).at(-1);
+  return { jobMaster, states, last };
+}
+
+/**
+ * The descriptors of two independent one-subtask vertices, `first` and `second`, running the
+ * given invokables (with their configurations), as the job side makes them.
+ */
+async function twoTasks(
+  executor: TaskExecutor,
+  first: { invokable: string; configuration?: JsonObject },
+  second: { invokable: string; configuration?: JsonObject },
+) {
+  const graph = new JobGraph("two tasks");
+  const a = graph.addVertex({ name: "First", parallelism: 1, ...first });
+  const b = graph.addVertex({ name: "Second", parallelism: 1, ...second });
+  const captured: unknown[] = [];
+  const deployer = await cluster.startDeployer();
+  await deployer.deploy(graph, () => ({
+    location: executor.location,
+    submitTask: async (descriptor) => {
+      captured.push(TaskDeploymentDescriptorCodec.toJSON(descriptor));
+    },
+    cancelTask: async (attempt) => {
+      throw new TaskNotFoundError(`nothing runs ${attempt}`);
+    },
+    updatePartitions: async () => {},
+    releasePartitions: async () => {},
+  }));
+  const [firstTdd, secondTdd] = captured.map((json) =>
+    TaskDeploymentDescriptorCodec.fromJSON(json),
+  );
+  return { a: a.id.toString(), b: b.id.toString(), firstTdd, secondTdd };
+}
+
+describe("a TaskExecutor whose slots run on worker threads", () => {
+  it("runs a keyed job on its two slot threads with every word counted exactly once, and gets every segment back at close", async () => {
+    const executor = await startThreaded();
+    expect(executor.numberOfSlots).toBe(2);
+    const deployer = await cluster.startDeployer();
+    const execution = await deployer.deploy(
+      wordCountGraph("threaded word count", { words: 20_000 }),
+      () => executor,
+    );
+    const result = await execution.terminated;
+    expect(result.status).toBe("FINISHED");
+    expect(totals(result.results)).toEqual(expectedCounts(20_000, 2));
+    await cluster.close();
+    const [available, total] = segments(executor);
+    expect(available).toBe(total);
+  }, 60_000);
+
+  it("fails only the task whose code throws on a slot thread, with its own error; the task on the other slot finishes", async () => {
+    const executor = await startThreaded();
+    const { jobMaster, last } = recordingJobMaster();
+    const { a, b, firstTdd, secondTdd } = await twoTasks(
+      executor,
+      { invokable: "fail" },
+      { invokable: "wait", configuration: { ms: 300 } },
+    );
+    await executor.submitTask(firstTdd as never, jobMaster);
+    await executor.submitTask(secondTdd as never, jobMaster);
+    await waitFor(() => last(a)?.state === "FAILED" && last(b)?.state === "FINISHED", {
+      what: "the failing task FAILED and the other FINISHED",
+      timeoutMs: 20_000,
+    });
+    expect(last(a)?.error?.message).toContain("the task broke on purpose");
+    expect(last(b)?.result).toBe("done");
+  }, 60_000);
+
+  it("fails a slot's task with the error that killed its thread, and goes on: a new thread takes the slot, the other slot's task finishes, and every segment comes back", async () => {
+    const executor = await startThreaded();
+    const { jobMaster, last } = recordingJobMaster();
+    const { a, b, firstTdd, secondTdd } = await twoTasks(
+      executor,
+      { invokable: "crash" },
+      { invokable: "wait", configuration: { ms: 1_000 } },
+    );
+    await executor.submitTask(firstTdd as never, jobMaster);
+    await executor.submitTask(secondTdd as never, jobMaster);
+    await waitFor(() => last(a)?.state === "FAILED", {
+      what: "the crashing task FAILED",
+      timeoutMs: 20_000,
+    });
+    expect(last(a)?.error?.message).toContain("the task crashed its thread on purpose");
+    await waitFor(() => last(b)?.state === "FINISHED", {
+      what: "the other slot's task FINISHED",
+      timeoutMs: 20_000,
+    });
+    // The task manager goes on with both slots: a keyed job runs on them again.
+    const deployer = await cluster.startDeployer();
+    const execution = await deployer.deploy(
+      wordCountGraph("after the crash", { words: 5_000 }),
+      () => executor,
+    );
+    const result = await execution.terminated;
+    expect(result.status).toBe("FINISHED");
+    expect(totals(result.results)).toEqual(expectedCounts(5_000, 2));
+    await cluster.close();
+    const [available, total] = segments(executor);
+    expect(available).toBe(total);
+  }, 60_000);
+
+  it("tells the task manager's fatal-error handler when a task on a slot thread ignores its cancellation, and still ends the task", async () => {
+    const fatal = deferred<Error>();
+    const executor = await startThreaded(
+      { "task.cancellation.timeout": "300ms" },
+      { onFatalError: (error) => fatal.resolve(error) },
+    );
+    const graph = new JobGraph("stuck");
+    graph.addVertex({ name: "Stuck", parallelism: 1, invokable: "stuck" });
+    const deployer = await cluster.startDeployer();
+    const execution = await deployer.deploy(graph, () => executor);
+    await waitFor(() => executor.runningTasks[0]?.state === "RUNNING", {
+      what: "the stuck task RUNNING",
+    });
+    execution.cancel();
+    const error = await fatal.promise;
+    expect(error).toMatchObject({ code: ErrorCodes.TIMEOUT });
+    const [vertex] = execution.executionVertices;
+    expect(error.message).toContain(
+      `Stuck (1/1)#0 (${vertex?.attemptId}) did not end within 300 ms (task.cancellation.timeout)`,
+    );
+    expect((await execution.terminated).status).toBe("CANCELED");
+    await waitFor(() => executor.runningTasks.length === 0, { what: "no task left running" });
+  }, 60_000);
+
+  it("passes checkpoints to a task on a slot thread: its snapshots are acknowledged, and a completion that subsumes an older checkpoint tells the task both", async () => {
+    const checkpointsDir = await mkdtemp(path.join(tmpdir(), "sluice-slot-checkpoints-test-"));
+    try {
+      const executor = await startThreaded({ "state.checkpoints.dir": checkpointsDir });
+      const graph = new JobGraph("listening");
+      const vertex = graph.addVertex({ name: "Listen", parallelism: 1, invokable: "listen" });
+      const captured: unknown[] = [];
+      const deployer = await cluster.startDeployer();
+      await deployer.deploy(graph, () => ({
+        location: executor.location,
+        submitTask: async (descriptor) => {
+          captured.push({
+            ...TaskDeploymentDescriptorCodec.toJSON(descriptor),
+            checkpointingMode: "EXACTLY_ONCE",
+          });
+        },
+        cancelTask: async (attempt) => {
+          throw new TaskNotFoundError(`nothing runs ${attempt}`);
+        },
+        updatePartitions: async () => {},
+        releasePartitions: async () => {},
+      }));
+      const tdd = TaskDeploymentDescriptorCodec.fromJSON(captured[0]);
+      const { jobMaster, last } = recordingJobMaster();
+      const acked: bigint[] = [];
+      await executor.submitTask(tdd, {
+        ...jobMaster,
+        acknowledgeCheckpoint: (ack) => acked.push(ack.checkpointId),
+        declineCheckpoint: () => {},
+      });
+      const attempt = tdd.executionAttemptId;
+      for (const id of [1n, 2n]) {
+        await executor.triggerCheckpoint(attempt, id, BigInt(Date.now()));
+        await waitFor(() => acked.includes(id), { what: `the ack of checkpoint ${id}` });
+      }
+      await executor.notifyCheckpointComplete(attempt, 2n, BigInt(Date.now()), 1n);
+      const id = vertex.id.toString();
+      await waitFor(() => last(id)?.state === "FINISHED", {
+        what: "the listening task FINISHED",
+        timeoutMs: 20_000,
+      });
+      expect(last(id)?.result).toEqual(["complete 2", "subsume 1"]);
+    } finally {
+      await cluster.close();
+      await rm(checkpointsDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it("refuses to start with code given directly, which slot threads cannot run", async () => {
+    await expect(
+      cluster.startExecutor(localConfiguration({ "taskmanager.task-slots.mode": "threaded" }), {
+        invokables: { source: () => undefined },
+      }),
+    ).rejects.toMatchObject({
+      code: ErrorCodes.CONFIG,
+      message: expect.stringContaining("userCodeModule"),
+    });
+  });
+});
