@@ -1,3 +1,7 @@
+export { DISTRIBUTION_LOADER, SLUICE_MAIN } from "./cli/distribution.js";
+export { runSluice } from "./cli/main.js";
+export { type CommandIO, ExitCode, exitCodeOf, formatError } from "./cli/process-shell.js";
+export { RestClusterClient } from "./cli/rest-client.js";
 export { CLUSTER_WARNING_TYPE } from "./cluster-warning.js";
 export {
   CONTROL_PLANE_PATH,
@@ -42,11 +46,7 @@ export {
   type JobMasterGatewayReceiver,
 } from "./job-master-gateway-methods.js";
 export { LocalCluster, type LocalClusterOptions } from "./local-cluster.js";
-export {
-  type LocalProcessOutput,
-  LocalTaskManagerProcess,
-  type ProcessExit,
-} from "./local-task-manager-process.js";
+export { LocalTaskManagerProcess } from "./local-task-manager-process.js";
 export type { MethodSpec, MethodTable, ParamsOf, ResultOf } from "./method-spec.js";
 export {
   metricDumpSchema,
@@ -73,9 +73,17 @@ export type {
   RatesInfo,
   StatusCounts,
   SubtaskInfo,
+  TimesInfo,
   VertexInfo,
 } from "./rest/job-details-info.js";
+export type {
+  ApplicationStatus,
+  JobExecutionResultInfo,
+  JobExecutionResultResponseBody,
+  JobResultCheckpointsInfo,
+} from "./rest/job-execution-result-info.js";
 export type { JobMessageReplies, JobMessageReply } from "./rest/job-message-delivery.js";
+export type { JobSubmitResponseBody } from "./rest/job-submit-handler.js";
 export {
   type FetchedSubtask,
   MetricFetcher,
@@ -89,6 +97,7 @@ export {
   type SubtaskMetrics,
   subtaskMetrics,
 } from "./rest/subtask-metrics.js";
+export type { TaskManagerMetric } from "./rest/task-manager-metrics.js";
 export { type VertexColour, vertexColour } from "./rest/vertex-colour.js";
 export {
   WEB_DASHBOARD_DIR,
@@ -100,6 +109,12 @@ export {
   type ShufflePluginIdentity,
   shufflePluginIdentity,
 } from "./shuffle-plugin-identity.js";
+export {
+  type LocalProcessOutput,
+  type ProcessExit,
+  SluiceProcess,
+  type SluiceProcessOptions,
+} from "./sluice-process.js";
 export {
   type TaskExecutorGatewayCaller,
   TaskExecutorGatewayMethods,
