@@ -39,14 +39,14 @@ const app = path.join(root, "my-job");
 /** The numbers the second job sums. */
 const SUMS_RECORDS = 40_000;
 /**
- * A second job of the user's, beside the guide's on one session cluster: numbers keyed by their
- * remainder modulo 7, a running sum per key, into its own folder.
+ * A second job of the user's, beside the guide's on one session cluster: the numbers 1..n keyed by
+ * their remainder modulo 7, a running sum per key (strictly increasing), into its own folder.
  */
 const SUMS_JOB = `import { FileSink, StreamExecutionEnvironment, Types } from "@sluice/datastream";
 
 export const env = StreamExecutionEnvironment.create({ name: "sums", parallelism: 2 });
 env
-  .fromGenerator(${SUMS_RECORDS}, (i) => i, { name: "Numbers", recordsPerSecond: 10_000 })
+  .fromGenerator(${SUMS_RECORDS}, (i) => i + 1, { name: "Numbers", recordsPerSecond: 10_000 })
   .map((n): [number, number] => [n % 7, n])
   .returns(Types.TUPLE(Types.NUMBER, Types.NUMBER))
   .keyBy(([key]) => key)
@@ -318,7 +318,8 @@ describe("the guide's sluice processes on three hosts, one session cluster, outs
       for (const jobId of jobIds.slice(0, 2)) {
         expect(outputLines("out", jobId).sort()).toEqual(expectedLines().sort());
       }
-      // The sums: per key, one running sum per number, the last one the key's total.
+      // The sums: per key, one running sum per number (all different: the numbers are positive),
+      // the last one the key's total.
       const sums = new Map<number, number[]>();
       for (const line of outputLines("sums", jobIds[2])) {
         const [key, sum] = line.split(" ").map(Number) as [number, number];
@@ -326,7 +327,7 @@ describe("the guide's sluice processes on three hosts, one session cluster, outs
       }
       expect([...sums.keys()].sort()).toEqual([0, 1, 2, 3, 4, 5, 6]);
       for (const [key, values] of sums) {
-        const numbers = Array.from({ length: SUMS_RECORDS }, (_, n) => n).filter(
+        const numbers = Array.from({ length: SUMS_RECORDS }, (_, i) => i + 1).filter(
           (n) => n % 7 === key,
         );
         expect(values.length, `key ${key}`).toBe(numbers.length);
