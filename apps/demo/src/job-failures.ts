@@ -1,5 +1,6 @@
 import type { RegisteredTaskManager } from "@sluice/cluster";
-import { describeThrowable, type JobResult, serializeThrowable } from "@sluice/runtime";
+import { describeThrowable, type JobResult } from "@sluice/runtime";
+import { serializeThrowable } from "@sluice/runtime/plugin";
 
 /**
  * Why a demo job failed, and how the failure is reported: every cause is recorded once with a

@@ -11,9 +11,8 @@ import {
   describeThrowable,
   type JobExecution,
   type JobResult,
-  loadConfigurationAndShufflePlugin,
-  serializeThrowable,
 } from "@sluice/runtime";
+import { loadConfigurationAndShufflePlugin, serializeThrowable } from "@sluice/runtime/plugin";
 import { HighAvailabilityOptions, RestOptions } from "@sluice/runtime-api";
 import { RemoteShuffleOptions } from "@sluice/shuffle-remote";
 import {

@@ -1,11 +1,7 @@
 import { TaskManager } from "@sluice/cluster";
 import { ConfigurationError, ErrorCodes, IllegalArgumentError } from "@sluice/core";
-import {
-  Configuration,
-  describeThrowable,
-  knownOptionsWith,
-  serializeThrowable,
-} from "@sluice/runtime";
+import { Configuration, describeThrowable, knownOptionsWith } from "@sluice/runtime";
+import { serializeThrowable } from "@sluice/runtime/plugin";
 import type { JsonValue } from "@sluice/runtime-api";
 import { BATCH_SHUFFLE_MESSAGE, batchShuffleReportOf } from "./batch-mode.js";
 import type { TaskManagerCommand } from "./cli.js";
