@@ -73,6 +73,11 @@ export class KeyedRecordSerializer implements TypeSerializer<KeyedRecord> {
     out.writeBytes(value.bytes);
   }
 
+  /** The payload is the record's bytes as they are: the writer appends them from the record. */
+  serializeHead(value: KeyedRecord, _out: DataOutputSerializer): Uint8Array {
+    return value.bytes;
+  }
+
   /** Allocates per record: a new object and a copy of the bytes (the contract forbids a view). */
   deserialize(input: DataInputDeserializer): KeyedRecord {
     const bytes = Buffer.allocUnsafe(this.recordSize);

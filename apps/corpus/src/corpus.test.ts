@@ -4,7 +4,7 @@ import {
   DEFAULT_VOCABULARY_SIZE,
   DEFAULT_ZIPF_EXPONENT,
   generateVocabulary,
-  mulberry32,
+  Mulberry32,
   referenceCounts,
   sampleRank,
   sharesOf,
@@ -22,7 +22,7 @@ function lines(corpus: Corpus, subtask: number, count: number): string[] {
 
 function words(line: string): string[] {
   const out: string[] = [];
-  tokenize(line, (w) => out.push(w));
+  tokenize(line, out);
   return out;
 }
 
@@ -78,11 +78,11 @@ describe("corpus", () => {
   it("samples ranks with Zipf-like frequencies (f(k) ~ 1/k^s)", () => {
     const size = DEFAULT_VOCABULARY_SIZE;
     const cdf = zipfCdf(size);
-    const random = mulberry32(1);
+    const random = new Mulberry32(1);
     const samples = 400_000;
     const freq = new Float64Array(size);
     for (let i = 0; i < samples; i++) {
-      const rank = sampleRank(cdf, random());
+      const rank = sampleRank(cdf, random.next());
       freq[rank] = (freq[rank] as number) + 1;
     }
     let harmonic = 0;

@@ -7,18 +7,27 @@
  * being shipped around except through the shuffle under test.
  */
 
-/** A seeded PRNG returning floats in [0, 1): mulberry32 (32-bit state, fast, good enough here). */
-export type Random = () => number;
+/**
+ * A seeded PRNG returning floats in [0, 1): mulberry32 (32-bit state, fast, good enough here).
+ * A class rather than a closure per stream: the many sources of one process then call `next`
+ * on objects of one shape, one call target for the JIT to inline, where a closure per stream
+ * is a different target for each source and turns the per-word call sites polymorphic.
+ */
+export class Mulberry32 {
+  private state: number;
 
-export function mulberry32(seed: number): Random {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
+  constructor(seed: number) {
+    this.state = seed >>> 0;
+  }
+
+  /** The next float in [0, 1). */
+  next(): number {
+    this.state = (this.state + 0x6d2b79f5) >>> 0;
+    let t = this.state;
     t = Math.imul(t ^ (t >>> 15), t | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  }
 }
 
 /** Derives an independent stream seed from a base seed and a stream number (splitmix-style). */
@@ -79,8 +88,8 @@ const ONSETS = [
 const VOWELS = ["a", "e", "i", "o", "u", "ai", "ea", "ou", "y"];
 const CODAS = ["", "", "", "n", "r", "s", "t", "l", "m", "nd", "st", "ck"];
 
-function pick<T>(items: readonly T[], random: Random): T {
-  return items[Math.floor(random() * items.length)] as T;
+function pick<T>(items: readonly T[], random: Mulberry32): T {
+  return items[Math.floor(random.next() * items.length)] as T;
 }
 
 /**
@@ -88,12 +97,12 @@ function pick<T>(items: readonly T[], random: Random): T {
  * language) the most frequent ranks get the shortest words.
  */
 export function generateVocabulary(seed: number, size = DEFAULT_VOCABULARY_SIZE): string[] {
-  const random = mulberry32(deriveSeed(seed, 0x5eed));
+  const random = new Mulberry32(deriveSeed(seed, 0x5eed));
   const words = new Set<string>();
   let attempts = 0;
   while (words.size < size) {
     if (++attempts > size * 100) throw new Error(`cannot generate ${size} distinct words`);
-    const syllables = 1 + Math.floor(random() * random() * 4);
+    const syllables = 1 + Math.floor(random.next() * random.next() * 4);
     let word = "";
     for (let s = 0; s < syllables; s++)
       word += pick(ONSETS, random) + pick(VOWELS, random) + pick(CODAS, random);
@@ -168,8 +177,8 @@ const LINE_ENDS = [".", ".", ".", "!", "?", "..."];
  * the reference can skip rendering while the sources must really tokenize.
  */
 export class CorpusPartition {
-  private readonly words: Random;
-  private readonly style: Random;
+  private readonly words: Mulberry32;
+  private readonly style: Mulberry32;
   private readonly ids: number[] = [];
   private remaining: number;
 
@@ -178,8 +187,8 @@ export class CorpusPartition {
     seed: number,
     readonly totalWords: number,
   ) {
-    this.words = mulberry32(seed);
-    this.style = mulberry32(deriveSeed(seed, 0x57e1e));
+    this.words = new Mulberry32(seed);
+    this.style = new Mulberry32(deriveSeed(seed, 0x57e1e));
     this.remaining = totalWords;
   }
 
@@ -195,10 +204,11 @@ export class CorpusPartition {
   nextLineRanks(out: number[]): number {
     if (this.remaining === 0) return 0;
     const wanted =
-      MIN_LINE_WORDS + Math.floor(this.words() * (MAX_LINE_WORDS - MIN_LINE_WORDS + 1));
+      MIN_LINE_WORDS + Math.floor(this.words.next() * (MAX_LINE_WORDS - MIN_LINE_WORDS + 1));
     const n = Math.min(wanted, this.remaining);
     const cdf = this.corpus.cdf;
-    for (let i = 0; i < n; i++) out[i] = sampleRank(cdf, this.words());
+    const words = this.words;
+    for (let i = 0; i < n; i++) out[i] = sampleRank(cdf, words.next());
     this.remaining -= n;
     return n;
   }
@@ -213,7 +223,7 @@ export class CorpusPartition {
       const n = this.nextLineRanks(this.ids);
       if (n === 0) return;
       // nextLine draws one style value per word gap and one for the line's end.
-      for (let i = 0; i < n; i++) this.style();
+      for (let i = 0; i < n; i++) this.style.next();
     }
   }
 
@@ -227,7 +237,7 @@ export class CorpusPartition {
     const first = vocabulary[ids[0] as number] as string;
     let line = first.charAt(0).toUpperCase() + first.slice(1);
     for (let i = 1; i < n; i++) {
-      line += style() < 0.08 ? ", " : " ";
+      line += style.next() < 0.08 ? ", " : " ";
       line += vocabulary[ids[i] as number] as string;
     }
     return line + pick(LINE_ENDS, style);
@@ -236,9 +246,11 @@ export class CorpusPartition {
 
 /**
  * Splits a line into lower-case words: maximal runs of ASCII letters; everything else separates.
- * Calls `onWord` per word (no array per line).
+ * Appends them to `words`, which callers reuse from line to line (no array per line); an array
+ * rather than a callback, so that the sources of one process do not each bring a callback of
+ * their own to this per-word call site.
  */
-export function tokenize(line: string, onWord: (word: string) => void): void {
+export function tokenize(line: string, words: string[]): void {
   let start = -1;
   let upper = false;
   const length = line.length;
@@ -254,7 +266,7 @@ export function tokenize(line: string, onWord: (word: string) => void): void {
       if (isUpper) upper = true;
     } else if (start >= 0) {
       const word = line.slice(start, i);
-      onWord(upper ? word.toLowerCase() : word);
+      words.push(upper ? word.toLowerCase() : word);
       start = -1;
     }
   }

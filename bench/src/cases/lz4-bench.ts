@@ -57,13 +57,16 @@ function wordBuffers(words: number): Buffer[] {
     }
   };
   const record = Buffer.allocUnsafe(8 + 256);
+  const lineWords: string[] = [];
   for (let line = partition.nextLine(); line !== undefined; line = partition.nextLine()) {
-    tokenize(line, (word) => {
+    lineWords.length = 0;
+    tokenize(line, lineWords);
+    for (const word of lineWords) {
       const length = record.write(word, 8, "utf8");
       record.writeInt32BE(4 + length, 0);
       record.writeInt32BE(length, 4);
       append(record.subarray(0, 8 + length));
-    });
+    }
   }
   if (position > 0) buffers.push(current.subarray(0, position));
   return buffers;

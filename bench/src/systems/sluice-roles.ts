@@ -59,6 +59,10 @@ class KeyedRecordFormat implements TypeSerializer<KeyedRecord | number> {
     this.writing.serialize(value as KeyedRecord, out);
   }
 
+  serializeHead(value: KeyedRecord | number, out: DataOutputSerializer): Uint8Array {
+    return this.writing.serializeHead(value as KeyedRecord, out);
+  }
+
   deserialize(input: DataInputDeserializer): number {
     return this.reading.deserialize(input);
   }

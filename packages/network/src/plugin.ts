@@ -35,9 +35,11 @@ export type {
   TransportServer,
 } from "./netty/transport/transport.js";
 export { emitTransportWarning, listenerErrorHandler } from "./netty/transport/transport-warning.js";
+export { type Crc32, crc32 } from "./partition/crc32.js";
 export { PipelinedResultPartition } from "./partition/pipelined-result-partition.js";
 export { PipelinedSubpartition } from "./partition/pipelined-subpartition.js";
 export { ResultPartitionManager } from "./partition/result-partition-manager.js";
+export type { ResultSubpartitionView } from "./partition/result-subpartition-view.js";
 export { SortMergeResultPartition } from "./partition/sort-merge-result-partition.js";
 export { errorFromErrorResponse } from "./protocol/error-response.js";
 export { encodeMessage } from "./protocol/message-encoder.js";

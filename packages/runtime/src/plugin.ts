@@ -7,6 +7,7 @@
  * and the checks a job manager runs at submission. An application needs none of it; it imports
  * `@sluice/runtime`.
  */
+export { createRecordWriter } from "./io/record-writer.js";
 export {
   checkpointCoordinatorConfigurationOf,
   retainsCheckpointsAfter,
@@ -73,4 +74,5 @@ export {
 export type { TaskExecutorGateway, TaskManagerLocation } from "./messages/task-executor-gateway.js";
 export type { UserCodeNames } from "./messages/user-code-names.js";
 export { ScopeVariables } from "./metrics/scope-format.js";
+export { createChannelSelector } from "./partitioner/partitioners.js";
 export { type ListenTarget, listenError } from "./taskexecutor/listen-error.js";

@@ -63,13 +63,10 @@ export class SourceTask {
     });
     const writer = task.writer<string>();
     const words: string[] = [];
-    const collect = (word: string) => {
-      words.push(word);
-    };
     let sinceYield = 0;
     for (let line = this.corpus.nextLine(); line !== undefined; line = this.corpus.nextLine()) {
       words.length = 0;
-      tokenize(line, collect);
+      tokenize(line, words);
       // No mail within a line: a checkpoint there would cut it in two.
       for (const word of words) {
         if (!writer.isAvailable()) await writer.getAvailableFuture();

@@ -113,10 +113,16 @@ describe("BufferBuilder and BufferConsumer", () => {
     const consumer = builder.createBufferConsumer();
     builder.finish();
     expectIllegalState(() => builder.append(bytes(1)));
+    expectIllegalState(() => builder.appendFullyAndCommit(bytes(1)));
     builder.close();
     builder.close(); // idempotent: must not recycle twice
     expectIllegalState(() => builder.append(bytes(1)));
+    expectIllegalState(() => builder.appendFullyAndCommit(bytes(1)));
     consumer.close();
+    // Closed without being finished: its per-record path refuses too.
+    const unfinished = must(pool.requestBufferBuilder());
+    unfinished.close();
+    expectIllegalState(() => unfinished.appendFullyAndCommit(bytes(1)));
   });
 
   it("copies only what fits when appending more than the capacity", () => {

@@ -25,6 +25,15 @@ export class BytesSerializer implements TypeSerializer<Uint8Array> {
     out.writeBytes(value);
   }
 
+  /** Writes the length only: the bytes themselves are appended from `value` by the writer. */
+  serializeHead(value: Uint8Array, out: DataOutputSerializer): Uint8Array {
+    if (!(value instanceof Uint8Array)) {
+      throw new IllegalArgumentError(`bytes value ${describeValue(value)} is not a Uint8Array`);
+    }
+    out.writeInt(value.length);
+    return value;
+  }
+
   deserialize(input: DataInputDeserializer): Uint8Array {
     const length = input.readInt();
     if (length < 0) {

@@ -15,8 +15,10 @@ export {
   DEFAULT_MAX_RECORD_SIZE,
   frameRecord,
   MAX_RECORD_SIZE_KEY,
+  MIN_TAIL_BYTES,
   RECORD_LENGTH_BYTES,
   serializeRecord,
+  serializeRecordHead,
 } from "./record-serializer.js";
 export { SPILL_FILE_SUFFIX } from "./spill-file.js";
 export {

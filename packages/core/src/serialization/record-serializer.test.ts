@@ -1,10 +1,17 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ErrorCodes, RecordTooLargeError } from "../errors.js";
 import { expectError } from "../testing/index.js";
 import { BytesSerializer } from "./bytes-serializer.js";
 import { DataOutputSerializer } from "./data-output-serializer.js";
 import { Int32Serializer } from "./int32-serializer.js";
-import { frameRecord, MAX_RECORD_SIZE_KEY, serializeRecord } from "./record-serializer.js";
+import {
+  frameRecord,
+  MAX_RECORD_SIZE_KEY,
+  MIN_TAIL_BYTES,
+  serializeRecord,
+  serializeRecordHead,
+} from "./record-serializer.js";
 import { StringSerializer } from "./string-serializer.js";
 
 describe("serializeRecord", () => {
@@ -65,6 +72,80 @@ describe("serializeRecord", () => {
   it("rejects an invalid maximum record size", () => {
     expect(() =>
       serializeRecord(1, Int32Serializer.INSTANCE, new DataOutputSerializer(), 2 ** 31),
+    ).toThrow(expect.objectContaining({ code: ErrorCodes.INVALID_ARGUMENT }));
+  });
+});
+
+describe("serializeRecordHead", () => {
+  it("frames the same bytes as serializeRecord: the output's bytes, then the tail", () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ maxLength: 3 * MIN_TAIL_BYTES }),
+        fc.uint8Array({ maxLength: 16 }),
+        (value, previous) => {
+          const out = new DataOutputSerializer();
+          out.writeBytes(previous); // what the last record left is cleared first
+          const tail = serializeRecordHead(value, BytesSerializer.INSTANCE, out);
+          const framed = Buffer.concat([out.getSharedBuffer(), tail]);
+          const whole = serializeRecord(
+            value,
+            BytesSerializer.INSTANCE,
+            new DataOutputSerializer(),
+          );
+          expect(framed.toString("hex")).toBe(Buffer.from(whole).toString("hex"));
+        },
+      ),
+    );
+  });
+
+  it("returns a tail of MIN_TAIL_BYTES or more as the value's own bytes, copied nowhere", () => {
+    const value = new Uint8Array(MIN_TAIL_BYTES);
+    const out = new DataOutputSerializer();
+    const tail = serializeRecordHead(value, BytesSerializer.INSTANCE, out);
+    expect(tail).toBe(value);
+    // The length of the frame and the byte array's own length: the bytes stay out.
+    expect(out.length).toBe(8);
+    expect(out.getSharedBuffer().readInt32BE(0)).toBe(4 + MIN_TAIL_BYTES);
+  });
+
+  it("copies a shorter tail into the output, leaving the whole record there", () => {
+    const value = Uint8Array.of(1, 2, 3);
+    const out = new DataOutputSerializer();
+    expect(serializeRecordHead(value, BytesSerializer.INSTANCE, out)).toHaveLength(0);
+    expect(out.getSharedBuffer().toString("hex")).toBe("00000007" + "00000003010203");
+  });
+
+  it("counts the tail towards the maximum record size", () => {
+    const limit = MIN_TAIL_BYTES + 4;
+    const error = expectError(
+      () =>
+        serializeRecordHead(
+          new Uint8Array(limit - 3),
+          BytesSerializer.INSTANCE,
+          new DataOutputSerializer(),
+          limit,
+        ),
+      RecordTooLargeError,
+      ErrorCodes.RECORD_TOO_LARGE,
+    );
+    expect(error.message).toContain(`record of ${limit + 1} bytes`);
+    expect(
+      serializeRecordHead(
+        new Uint8Array(limit - 4),
+        BytesSerializer.INSTANCE,
+        new DataOutputSerializer(),
+        limit,
+      ),
+    ).toHaveLength(limit - 4);
+  });
+
+  it("rejects what BytesSerializer.serialize rejects", () => {
+    expect(() =>
+      serializeRecordHead(
+        "not bytes" as unknown as Uint8Array,
+        BytesSerializer.INSTANCE,
+        new DataOutputSerializer(),
+      ),
     ).toThrow(expect.objectContaining({ code: ErrorCodes.INVALID_ARGUMENT }));
   });
 });

@@ -66,6 +66,48 @@ export function serializeRecord<T>(
 }
 
 /**
+ * Tails shorter than this are copied into the output after all (see {@link serializeRecordHead}):
+ * below it, the copy costs less than appending a record to the network buffers in two parts.
+ */
+export const MIN_TAIL_BYTES = 1024;
+
+const NO_TAIL = new Uint8Array(0);
+
+/**
+ * Frames one record as {@link serializeRecord} does, for a serializer with `serializeHead`: the
+ * length and what the serializer writes go into `out`, and the trailing bytes the value already
+ * holds are returned rather than copied, so the caller appends them to its buffers straight from
+ * the value. The framed record is `out.getSharedBuffer()` followed by the returned bytes (its
+ * length counts both); a tail shorter than {@link MIN_TAIL_BYTES} is copied into `out` and an
+ * empty array returned, leaving the whole record in `out`.
+ *
+ * @throws RecordTooLargeError when the payload exceeds `maxRecordSize`.
+ */
+export function serializeRecordHead<T>(
+  value: T,
+  serializer: TypeSerializer<T> & Required<Pick<TypeSerializer<T>, "serializeHead">>,
+  out: DataOutputSerializer,
+  maxRecordSize: number = DEFAULT_MAX_RECORD_SIZE,
+): Uint8Array {
+  if (maxRecordSize !== DEFAULT_MAX_RECORD_SIZE) checkMaxRecordSize(maxRecordSize);
+  out.clear();
+  out.writeInt(0);
+  let tail = serializer.serializeHead(value, out);
+  if (tail.length < MIN_TAIL_BYTES) {
+    if (tail.length > 0) out.writeBytes(tail);
+    tail = NO_TAIL;
+  }
+  const payloadLength = out.length - RECORD_LENGTH_BYTES + tail.length;
+  if (payloadLength > maxRecordSize) throwRecordTooLarge(payloadLength, serializer, maxRecordSize);
+  const head = out.getSharedBuffer();
+  head[0] = payloadLength >>> 24;
+  head[1] = payloadLength >>> 16;
+  head[2] = payloadLength >>> 8;
+  head[3] = payloadLength;
+  return tail;
+}
+
+/**
  * Out of line: the message's template would otherwise count towards {@link serializeRecord}'s
  * bytecode size, and V8 stops inlining the writer's per-record calls once the inlined total
  * exceeds its budget.

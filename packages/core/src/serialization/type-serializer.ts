@@ -31,6 +31,17 @@ export interface TypeSerializer<T> {
    * only the result may now be an object the caller owns and overwrites on the next record.
    */
   deserializeInto?(reuse: T, input: DataInputDeserializer): T;
+  /**
+   * Optional: writes what `serialize` writes except a trailing run of bytes that `value` already
+   * holds (a byte array's contents, say), and returns that run instead of copying it into `out`;
+   * returns an empty array when there is none. The payload is `out`'s bytes followed by the
+   * returned bytes, byte for byte what `serialize` writes, so readers see no difference. The
+   * task's RecordWriter then appends the returned bytes to the network buffers straight from
+   * `value`, without first copying them into its serialization buffer: one copy fewer per large
+   * record (see `serializeRecordHead`). The returned bytes are read before the writer's emit
+   * returns and never kept.
+   */
+  serializeHead?(value: T, out: DataOutputSerializer): Uint8Array;
 }
 
 /** The value type of a serializer: `SerializedType<Int32Serializer>` is `number`. */

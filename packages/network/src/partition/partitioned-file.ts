@@ -1,7 +1,7 @@
 import { type FileHandle, open, rm } from "node:fs/promises";
-import { crc32 } from "node:zlib";
 import { DataType, isBufferType, MAX_DATA_TYPE, PartitionFileCorruptedError } from "@sluice/core";
 import type { BatchShuffleCounters } from "./batch-shuffle-counters.js";
+import { crc32 } from "./crc32.js";
 
 /**
  * The files of one sort-merge partition (Flink's PartitionedFile): a data file and an index file.

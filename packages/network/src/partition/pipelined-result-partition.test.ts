@@ -494,6 +494,137 @@ describe("ResultPartition availability", () => {
   });
 });
 
+/**
+ * Drains every view, as readers woken by the data would, until the partition takes records
+ * again: a record resumed after waiting may fill another buffer and wait for that one too.
+ */
+async function drainUntilAvailable(h: Harness, sinks: Sink[]): Promise<void> {
+  for (let turn = 0; !h.partition.isAvailable(); turn++) {
+    if (turn > 10_000) throw new Error(`the partition never turned available: ${h.pool}`);
+    h.views.forEach((view, s) => {
+      (sinks[s] as Sink).drain(view);
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+describe("ResultPartition records in two parts (emitRecordParts)", () => {
+  /**
+   * What one subpartition's reader receives when `emit` writes into a partition of two 64-byte
+   * buffers (so a record of a few buffers runs the pool dry and waits), after a filler record
+   * that leaves `fill` bytes of a buffer used: each buffer's bytes, in order.
+   */
+  async function received(
+    fill: number,
+    emit: (partition: PipelinedResultPartition) => void,
+  ): Promise<string[]> {
+    const h = setUp({ segments: 4, required: 2, max: 2 });
+    const sink = new Sink();
+    // Framed, the filler takes one buffer plus `fill` bytes of the next.
+    h.partition.emitRecord(frameRecord(record(SEGMENT + fill - RECORD_LENGTH_BYTES, 99)), 0);
+    emit(h.partition);
+    await drainUntilAvailable(h, [sink]);
+    finishAndDrain(h, [sink]);
+    expectAllSegmentsBack(h.global);
+    return sink.chunks.map((chunk) => chunk.toString("hex"));
+  }
+
+  it("writes the same buffers as for the record whole, wherever buffer boundaries and the pool running dry fall", async () => {
+    // 150 bytes framed: three buffers or more, so the two-buffer pool runs dry inside it.
+    const framed = frameRecord(record(146, 5));
+    for (let fill = 0; fill < SEGMENT; fill++) {
+      const whole = await received(fill, (partition) => partition.emitRecord(framed, 0));
+      for (let cut = 0; cut <= framed.length; cut++) {
+        const parts = await received(fill, (partition) =>
+          partition.emitRecordParts(framed.subarray(0, cut), framed.subarray(cut), 0),
+        );
+        if (parts.join() !== whole.join()) {
+          expect({ fill, cut, parts }).toEqual({ fill, cut, parts: whole });
+        }
+      }
+    }
+  });
+
+  it("keeps its own copy of what waits for buffers: the caller may change its bytes once the call returns", async () => {
+    const h = setUp({ required: 2, max: 2 });
+    const payload = record(300, 3);
+    const framed = frameRecord(payload);
+    const head = Uint8Array.from(framed.subarray(0, 8));
+    const tail = Uint8Array.from(framed.subarray(8));
+    h.partition.emitRecordParts(head, tail, 0);
+    expect(h.partition.isAvailable()).toBe(false);
+    head.fill(0xee);
+    tail.fill(0xee);
+    const sink = new Sink();
+    await drainUntilAvailable(h, [sink]);
+    finishAndDrain(h, [sink]);
+    expectRecords(sink.records(), [payload]);
+    expectAllSegmentsBack(h.global);
+  });
+
+  it("checks a record in two parts as a whole record: its size, a record still waiting, the subpartition", () => {
+    const h = setUp({ required: 2, max: 2, maxRecordSize: 100 });
+    const tooLarge = frameRecord(record(101));
+    const error = expectError(
+      () => h.partition.emitRecordParts(tooLarge.subarray(0, 50), tooLarge.subarray(50), 0),
+      RecordTooLargeError,
+      ErrorCodes.RECORD_TOO_LARGE,
+    );
+    expect(error.message).toContain("record of 101 bytes");
+    expect(h.global.getNumberOfUsedMemorySegments()).toBe(0);
+    const fits = frameRecord(record(100));
+    expectError(
+      () => h.partition.emitRecordParts(fits.subarray(0, 4), fits.subarray(4), 1),
+      IllegalArgumentError,
+      ErrorCodes.INVALID_ARGUMENT,
+    );
+    h.partition.emitRecord(fits, 0);
+    h.partition.emitRecord(fits, 0); // runs the two buffers dry: a record waits
+    expectError(
+      () => h.partition.emitRecordParts(fits.subarray(0, 4), fits.subarray(4), 0),
+      IllegalStateError,
+      ErrorCodes.ILLEGAL_STATE,
+    );
+    h.partition.release();
+    expectAllSegmentsBack(h.global);
+  });
+
+  it("ends an open broadcast buffer first, as a whole unicast record does, so records stay in order", () => {
+    const h = setUp({ subpartitions: 2 });
+    const before = record(10, 1);
+    const mine = record(200, 2);
+    const after = record(10, 3);
+    const framed = frameRecord(mine);
+    h.partition.broadcastRecord(frameRecord(before));
+    h.partition.emitRecordParts(framed.subarray(0, 4), framed.subarray(4), 1);
+    h.partition.broadcastRecord(frameRecord(after));
+    const sinks = [new Sink(), new Sink()];
+    finishAndDrain(h, sinks);
+    expectRecords((sinks[0] as Sink).records(), [before, after]);
+    expectRecords((sinks[1] as Sink).records(), [before, mine, after]);
+    expectAllSegmentsBack(h.global);
+  });
+
+  it("joins the parts into the shared segments of a pool with fewer buffers than subpartitions", async () => {
+    const h = setUp({ subpartitions: 8, segmentSize: 256, segments: 4, required: 4, max: 4 });
+    const sinks = h.views.map(() => new Sink());
+    const expected: Uint8Array[][] = sinks.map(() => []);
+    for (let i = 0; i < 40; i++) {
+      const payload = record(50 + 37 * i, i);
+      const framed = frameRecord(payload);
+      const target = (i * 5) % 8;
+      (expected[target] as Uint8Array[]).push(payload);
+      h.partition.emitRecordParts(framed.subarray(0, 4), framed.subarray(4), target);
+      await drainUntilAvailable(h, sinks);
+    }
+    finishAndDrain(h, sinks);
+    sinks.forEach((sink, s) => {
+      expectRecords(sink.records(), expected[s] as Uint8Array[]);
+    });
+    expectAllSegmentsBack(h.global);
+  });
+});
+
 // Cases after Flink's ResultPartitionTest for buffer debloating (its facts, not its code): a new
 // buffer is trimmed to the consumer's size but never below what is left of the record, a
 // broadcast buffer to the smallest size of its consumers, and a full debloated buffer grows
@@ -680,24 +811,6 @@ describe("ResultPartition recovered output state", () => {
 });
 
 describe("a pool with fewer buffers than subpartitions (the fallback when network memory is short)", () => {
-  function drainAll(h: Harness, sinks: Sink[]): void {
-    h.views.forEach((view, s) => {
-      (sinks[s] as Sink).drain(view);
-    });
-  }
-
-  /**
-   * Drains, as readers woken by the data would, until the partition takes records again: a
-   * record resumed after waiting may fill and seal another segment and wait for that one too.
-   */
-  async function drainUntilAvailable(h: Harness, sinks: Sink[]): Promise<void> {
-    for (let turn = 0; !h.partition.isAvailable(); turn++) {
-      if (turn > 10_000) throw new Error(`the partition never turned available: ${h.pool}`);
-      drainAll(h, sinks);
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-  }
-
   /** Emits `total` small records spread over every subpartition, draining when back-pressured. */
   async function emitSpread(h: Harness, sinks: Sink[], total: number): Promise<Uint8Array[][]> {
     const expected: Uint8Array[][] = sinks.map(() => []);

@@ -40,6 +40,9 @@ export interface PipelinedResultPartitionOptions extends ResultPartitionOptions 
   readonly initialSequenceNumber?: number;
 }
 
+/** The tail of a record that came whole. */
+const NO_TAIL = new Uint8Array(0);
+
 /** A record whose remaining bytes wait for a buffer (the partition ran out mid-record). */
 interface PendingRecord {
   /** Subpartition index, or -1 for a broadcast record. */
@@ -252,7 +255,7 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
       record.length > this.maxFramedRecordSize ||
       !(targetSubpartition >= 0 && targetSubpartition < this.numberOfSubpartitions)
     ) {
-      this.throwEmitRejected(record, targetSubpartition);
+      this.throwEmitRejected(record.length, targetSubpartition);
     }
     if (this.broadcastBuilder !== undefined) this.finishBroadcastBuilder();
     // Fast path: the whole framed record fits the current buffer.
@@ -269,16 +272,46 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
    * inline: the record starts a new buffer, spans buffers, or waits for buffers.
    */
   private emitSpanningRecord(record: Uint8Array, targetSubpartition: number): void {
-    const written = this.appendUnicastFrom(targetSubpartition, record, 0);
-    if (written < record.length) this.startPending(targetSubpartition, record, written);
+    const written = this.appendUnicastFrom(targetSubpartition, record, NO_TAIL, 0);
+    if (written < record.length) this.startPending(targetSubpartition, record, NO_TAIL, written);
+  }
+
+  /**
+   * Appends one framed record given as `head` then `tail` to subpartition `targetSubpartition`:
+   * the same bytes {@link emitRecord} writes for the two joined, copied into the buffers from
+   * each part in turn, so a large record goes from the writer's value into the segments without
+   * being joined first. What still waits for buffers is copied, as for any record.
+   */
+  emitRecordParts(head: Uint8Array, tail: Uint8Array, targetSubpartition: number): void {
+    const length = head.length + tail.length;
+    if (
+      this.released ||
+      this.finished ||
+      this.pending !== undefined ||
+      length > this.maxFramedRecordSize ||
+      !(targetSubpartition >= 0 && targetSubpartition < this.numberOfSubpartitions)
+    ) {
+      this.throwEmitRejected(length, targetSubpartition);
+    }
+    if (this.broadcastBuilder !== undefined) this.finishBroadcastBuilder();
+    if (this.sharedSegmentWriter !== undefined) {
+      // Shared segments take one run of bytes per write (the memory-constrained fallback): join.
+      const joined = new Uint8Array(length);
+      joined.set(head);
+      joined.set(tail, head.length);
+      this.emitSpanningRecord(joined, targetSubpartition);
+      return;
+    }
+    const written = this.appendUnicastFrom(targetSubpartition, head, tail, 0);
+    if (written < length) this.startPending(targetSubpartition, head, tail, written);
   }
 
   /** Appends one record to every subpartition, serialized once into shared buffers. */
   broadcastRecord(record: Uint8Array): void {
-    this.checkEmit(record);
+    this.checkEmit(record.length);
     this.finishUnicastBuilders();
     const written = this.appendBroadcastFrom(record, 0);
-    if (written < record.length) this.startPending(-1, record, written);
+    if (written < record.length) this.startPending(-1, record, NO_TAIL, written);
   }
 
   /**
@@ -388,8 +421,8 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
     this.checkSubpartitionIndex(targetSubpartition, "recovered state for subpartition");
     if (data.length === 0) return;
     if (this.broadcastBuilder !== undefined) this.finishBroadcastBuilder();
-    const written = this.appendUnicastFrom(targetSubpartition, data, 0);
-    if (written < data.length) this.startPending(targetSubpartition, data, written);
+    const written = this.appendUnicastFrom(targetSubpartition, data, NO_TAIL, 0);
+    if (written < data.length) this.startPending(targetSubpartition, data, NO_TAIL, written);
   }
 
   flush(targetSubpartition: number): void {
@@ -405,8 +438,8 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
   }
 
   /** Throws what {@link emitRecord}'s combined check found wrong. */
-  private throwEmitRejected(record: Uint8Array, targetSubpartition: number): never {
-    this.checkEmit(record);
+  private throwEmitRejected(length: number, targetSubpartition: number): never {
+    this.checkEmit(length);
     this.checkSubpartitionIndex(targetSubpartition, "target subpartition");
     // Not reached: the condition in emitRecord holds only when one of the checks above throws.
     throw new IllegalStateError(`${this.description}: emitRecord rejected`);
@@ -419,21 +452,25 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
   }
 
   /**
-   * Writes as much of `source[offset..]` as buffers allow; returns the new offset. A new buffer
-   * is trimmed to no less than what is left of `source`.
+   * Writes as much of the record `head` + `tail` from `offset` on as buffers allow; returns the
+   * new offset (into the two parts taken as one run). A new buffer is trimmed to no less than
+   * what is left of the record. Shared segments take records whole in `head` only.
    */
   private appendUnicastFrom(
     target: number,
-    source: Uint8Array,
+    head: Uint8Array,
+    tail: Uint8Array,
     offset: number,
     continuesRecord = false,
   ): number {
     if (this.sharedSegmentWriter !== undefined) {
-      return this.sharedSegmentWriter.write(target, source, offset, continuesRecord);
+      return this.sharedSegmentWriter.write(target, head, offset, continuesRecord);
     }
+    const headLength = head.length;
+    const length = headLength + tail.length;
     let position = offset;
     let builder = this.unicastBuilders[target];
-    while (position < source.length) {
+    while (position < length) {
       if (builder === undefined || builder.isFull()) {
         if (builder !== undefined) {
           if (this.growWhenPoolIsDry(builder)) continue;
@@ -441,12 +478,15 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
         }
         builder = this.requestNewUnicastBuilder(
           target,
-          position > 0 ? source.length - position : 0,
-          source.length - position,
+          position > 0 ? length - position : 0,
+          length - position,
         );
         if (builder === undefined) return position;
       }
-      position += builder.appendAndCommit(source, position, source.length - position);
+      position +=
+        position < headLength
+          ? builder.appendAndCommit(head, position, headLength - position)
+          : builder.appendAndCommit(tail, position - headLength, length - position);
     }
     if (builder?.isFull()) this.finishUnicastBuilder(target);
     return position;
@@ -534,9 +574,16 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
     return builder;
   }
 
-  private startPending(target: number, record: Uint8Array, offset: number): void {
-    // Keep a private copy: the caller reuses its serialization buffer for the next record.
-    const bytes = new Uint8Array(record.subarray(offset));
+  private startPending(target: number, head: Uint8Array, tail: Uint8Array, offset: number): void {
+    // Keep a private copy of what is left: the caller reuses its serialization buffer, and a
+    // tail is the caller's value, for the next record.
+    const bytes = new Uint8Array(head.length + tail.length - offset);
+    if (offset < head.length) {
+      bytes.set(head.subarray(offset));
+      bytes.set(tail, head.length - offset);
+    } else {
+      bytes.set(tail.subarray(offset - head.length));
+    }
     this.pending = { target, bytes, offset: 0 };
     this.pendingAvailability.resetUnavailable();
     this.waitAndResumePending();
@@ -552,7 +599,7 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
     if (pending === undefined || this.released) return;
     const position =
       pending.target >= 0
-        ? this.appendUnicastFrom(pending.target, pending.bytes, pending.offset, true)
+        ? this.appendUnicastFrom(pending.target, pending.bytes, NO_TAIL, pending.offset, true)
         : this.appendBroadcastFrom(pending.bytes, pending.offset);
     pending.offset = position;
     if (position < pending.bytes.length) {

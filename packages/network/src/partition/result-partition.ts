@@ -180,8 +180,8 @@ export abstract class ResultPartition implements ResultPartitionWriter, ManagedR
    */
   protected abstract pendingRecordState(): string | undefined;
 
-  /** Throws when the partition takes no record now, or `record` is too large. */
-  protected checkEmit(record: Uint8Array): void {
+  /** Throws when the partition takes no record now, or a framed record of `length` bytes is too large. */
+  protected checkEmit(length: number): void {
     this.checkInProduceState();
     const pending = this.pendingRecordState();
     if (pending !== undefined) {
@@ -189,10 +189,10 @@ export abstract class ResultPartition implements ResultPartitionWriter, ManagedR
         `${this.description} ${pending}; await getAvailableFuture() before emitting the next one`,
       );
     }
-    if (record.length > this.maxFramedRecordSize) {
+    if (length > this.maxFramedRecordSize) {
       const maxRecordSize = this.maxFramedRecordSize - RECORD_LENGTH_BYTES;
       throw new RecordTooLargeError(
-        `${this.description}: record of ${record.length - RECORD_LENGTH_BYTES} bytes exceeds the ` +
+        `${this.description}: record of ${length - RECORD_LENGTH_BYTES} bytes exceeds the ` +
           `maximum record size of ${maxRecordSize} bytes ('taskmanager.network.max-record-size')`,
       );
     }

@@ -252,7 +252,7 @@ export class SortMergeResultPartition extends ResultPartition {
 
   /** Appends one record for `targetSubpartition` to the sort buffer (see the class comment). */
   emitRecord(record: Uint8Array, targetSubpartition: number): void {
-    this.checkEmit(record);
+    this.checkEmit(record.length);
     this.checkSubpartitionIndex(targetSubpartition, "target subpartition");
     if (!this.tryAppend(record, targetSubpartition, false)) {
       this.appendLater(record, targetSubpartition, false);
@@ -261,7 +261,7 @@ export class SortMergeResultPartition extends ResultPartition {
 
   /** Appends one record for every subpartition; it is stored once, in a broadcast region. */
   broadcastRecord(record: Uint8Array): void {
-    this.checkEmit(record);
+    this.checkEmit(record.length);
     if (!this.tryAppend(record, 0, true)) this.appendLater(record, 0, true);
   }
 

@@ -61,6 +61,17 @@ export interface ResultPartitionWriter extends AvailabilityProvider {
    */
   emitRecord(record: Uint8Array, targetSubpartition: number): void;
 
+  /**
+   * Optional: appends one framed record given in two parts, `head` then `tail`, to a
+   * subpartition: exactly what {@link ResultPartitionWriter.emitRecord} does with the two
+   * concatenated (the length at the start of `head` counts the payload in both). The writer
+   * passes a large record this way when its bytes already exist (a byte array's contents), so
+   * the partition copies them into its buffers straight from the caller's memory; a partition
+   * without this member gets such records whole, through `emitRecord`. Both parts are copied (or no longer read) before the call
+   * returns; the same availability contract and errors as `emitRecord` hold.
+   */
+  emitRecordParts?(head: Uint8Array, tail: Uint8Array, targetSubpartition: number): void;
+
   /** Appends one framed record (see {@link ResultPartitionWriter.emitRecord}) to every subpartition. */
   broadcastRecord(record: Uint8Array): void;
 

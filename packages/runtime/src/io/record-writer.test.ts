@@ -1,13 +1,18 @@
 import {
+  BytesSerializer,
   ErrorCodes,
   IllegalStateError,
+  MIN_TAIL_BYTES,
   NetworkBufferPool,
+  type RecordHolder,
   ResultPartitionID,
+  SpillingAdaptiveSpanningRecordDeserializer,
   StringSerializer,
 } from "@sluice/core";
 import { expectError } from "@sluice/core/testing";
 import { PipelinedResultPartition, ResultPartitionManager } from "@sluice/network/plugin";
 import { ResultPartitionType, type ResultPartitionWriter } from "@sluice/runtime-api";
+import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ManualClock } from "../clock/test-support/manual-clock.js";
 import { TimerGauge } from "../metrics/timer-gauge.js";
@@ -21,7 +26,11 @@ import {
   createRecordWriter,
 } from "./record-writer.js";
 
-function partition(pool: NetworkBufferPool, subpartitions = 1): PipelinedResultPartition {
+function partition(
+  pool: NetworkBufferPool,
+  subpartitions = 1,
+  maxBuffers = 16,
+): PipelinedResultPartition {
   const result = new PipelinedResultPartition({
     owningTaskName: "test",
     partitionIndex: 0,
@@ -30,7 +39,9 @@ function partition(pool: NetworkBufferPool, subpartitions = 1): PipelinedResultP
     numberOfSubpartitions: subpartitions,
     partitionManager: new ResultPartitionManager(),
     bufferPoolFactory: () =>
-      pool.createBufferPool(subpartitions + 1, 16, { numberOfSubpartitions: subpartitions }),
+      pool.createBufferPool(subpartitions + 1, maxBuffers, {
+        numberOfSubpartitions: subpartitions,
+      }),
   });
   result.setup();
   return result;
@@ -227,5 +238,140 @@ describe("RecordWriter back-pressure time", () => {
     view.releaseAllResources();
     writer.close();
     target.release();
+  });
+});
+
+describe("RecordWriter records whose bytes already exist", () => {
+  /** A partition that records what it is handed, with `emitRecordParts` or without it. */
+  function recordingTarget(withParts: boolean) {
+    const whole: Buffer[] = [];
+    const parts: { head: Buffer; tail: Uint8Array }[] = [];
+    const target = {
+      numberOfSubpartitions: 1,
+      emitRecord: (record: Uint8Array) => whole.push(Buffer.from(record)),
+      ...(withParts
+        ? {
+            emitRecordParts: (head: Uint8Array, tail: Uint8Array) =>
+              parts.push({ head: Buffer.from(head), tail }),
+          }
+        : {}),
+      flush: () => {},
+      flushAll: () => {},
+      isAvailable: () => true,
+    } as unknown as ResultPartitionWriter;
+    return { target, whole, parts };
+  }
+
+  function bytesWriter(target: ResultPartitionWriter) {
+    return new ChannelSelectorRecordWriter(
+      target,
+      BytesSerializer.INSTANCE,
+      new ForwardPartitioner<Uint8Array>(),
+      { taskName: "t", bufferTimeout: bufferTimeoutOf(false, 0) },
+    );
+  }
+
+  it("hands a large byte array to the partition as the record's tail, straight from the caller's array", () => {
+    const { target, whole, parts } = recordingTarget(true);
+    const writer = bytesWriter(target);
+    const value = new Uint8Array(MIN_TAIL_BYTES).fill(7);
+    writer.emit(value);
+    expect(whole).toEqual([]);
+    expect(parts).toHaveLength(1);
+    // The frame's length (the array's own 4-byte length plus its bytes), then that length.
+    expect(parts[0]?.head.toString("hex")).toBe(
+      (4 + MIN_TAIL_BYTES).toString(16).padStart(8, "0") +
+        MIN_TAIL_BYTES.toString(16).padStart(8, "0"),
+    );
+    expect(parts[0]?.tail).toBe(value);
+    expect(writer.numRecordsOut.getCount()).toBe(1);
+    writer.close();
+  });
+
+  it("hands a small byte array to the partition whole", () => {
+    const { target, whole, parts } = recordingTarget(true);
+    const writer = bytesWriter(target);
+    writer.emit(Uint8Array.of(1, 2));
+    expect(parts).toEqual([]);
+    expect(whole.map((record) => record.toString("hex"))).toEqual(["00000006" + "000000020102"]);
+    writer.close();
+  });
+
+  it("hands every record whole to a partition without emitRecordParts", () => {
+    const { target, whole } = recordingTarget(false);
+    const writer = bytesWriter(target);
+    const value = new Uint8Array(MIN_TAIL_BYTES + 1).fill(9);
+    writer.emit(value);
+    expect(whole).toHaveLength(1);
+    expect(whole[0]?.readInt32BE(0)).toBe(4 + value.length);
+    expect(whole[0]?.subarray(8)).toEqual(Buffer.from(value));
+    writer.close();
+  });
+
+  it("delivers byte arrays of every size intact through a partition, however they span its buffers", async () => {
+    const segment = 512;
+    const pool = new NetworkBufferPool(8, segment);
+    try {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(fc.integer({ min: 0, max: 4 * MIN_TAIL_BYTES }), {
+            minLength: 1,
+            maxLength: 12,
+          }),
+          async (sizes) => {
+            const target = partition(pool, 1, 4);
+            const view = target.createSubpartitionView(0, { notifyDataAvailable: () => {} });
+            const writer = bytesWriter(target);
+            const deserializer = new SpillingAdaptiveSpanningRecordDeserializer();
+            const holder: RecordHolder<Uint8Array> = { value: undefined };
+            const read: Buffer[] = [];
+            const drain = () => {
+              for (
+                let next = view.getNextBuffer();
+                next !== undefined;
+                next = view.getNextBuffer()
+              ) {
+                if (!next.buffer.isBuffer()) {
+                  next.buffer.recycleBuffer();
+                  continue;
+                }
+                deserializer.setNextBuffer(next.buffer);
+                for (;;) {
+                  const result = deserializer.getNextRecord(BytesSerializer.INSTANCE, holder);
+                  if (result.isFullRecord()) read.push(Buffer.from(holder.value as Uint8Array));
+                  if (result.isBufferConsumed()) break;
+                }
+              }
+            };
+            const values = sizes.map((size, i) => {
+              const value = new Uint8Array(size);
+              for (let b = 0; b < size; b++) value[b] = (i * 131 + b * 7) & 0xff;
+              return value;
+            });
+            for (const value of values) {
+              // A pool of four 512-byte buffers: big arrays wait for buffers, drained at once.
+              drain();
+              expect(target.hasPendingRecord()).toBe(false);
+              writer.emit(value);
+              while (target.hasPendingRecord()) {
+                drain();
+                // The partition resumes the record when the pool hands out a buffer again.
+                await new Promise((resolve) => setImmediate(resolve));
+              }
+            }
+            target.finish();
+            drain();
+            writer.close();
+            view.releaseAllResources();
+            target.close();
+            deserializer.clear();
+            expect(read).toEqual(values.map((value) => Buffer.from(value)));
+          },
+        ),
+      );
+      expect(pool).toHaveAllSegmentsAvailable();
+    } finally {
+      pool.destroy();
+    }
   });
 });

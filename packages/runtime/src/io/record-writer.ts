@@ -3,6 +3,7 @@ import {
   IllegalStateError,
   type RuntimeEvent,
   serializeRecord,
+  serializeRecordHead,
   type TypeSerializer,
 } from "@sluice/core";
 import type { ResultPartitionWriter } from "@sluice/runtime-api";
@@ -54,7 +55,10 @@ export interface RecordWriterOptions {
  * Serializes records and hands them to a ResultPartitionWriter (Flink's RecordWriter). The writer
  * owns the record frame: each record is serialized once into one reusable output, behind its
  * 4-byte length ({@link serializeRecord}), and the partition copies those bytes into its buffers
- * as they are. Emitting is synchronous: a producer loop checks `isAvailable()` and awaits
+ * as they are. When the serializer can leave bytes its value already holds out of the output
+ * (`serializeHead`, e.g. a byte array's contents) and the partition takes a record in two parts
+ * (`emitRecordParts`), a large record's frame and head go from the output and its tail straight
+ * from the value: the partition copies the tail once, into its buffers, instead of twice. Emitting is synchronous: a producer loop checks `isAvailable()` and awaits
  * `getAvailableFuture()` only when the partition is back-pressured, so steady state allocates no
  * promise per record.
  */
@@ -65,6 +69,12 @@ export abstract class RecordWriter<T> {
   protected readonly target: ResultPartitionWriter;
   protected readonly serializer: TypeSerializer<T>;
   protected readonly flushAlways: boolean;
+  /**
+   * The serializer leaves the bytes its values already hold out of the output
+   * (`serializeHead`) and the partition takes a record in two parts (`emitRecordParts`): large
+   * records then go into the buffers straight from the value.
+   */
+  private readonly emitsParts: boolean;
   private readonly output = new DataOutputSerializer({ initialCapacity: 256 });
   private readonly flusher: OutputFlusher | undefined;
   private readonly backPressuredTime: TimerGauge | undefined;
@@ -83,6 +93,9 @@ export abstract class RecordWriter<T> {
     this.backPressuredTime = options.backPressuredTime;
     this.hardBackPressuredTime = options.hardBackPressuredTime ?? options.backPressuredTime;
     this.flushAlways = options.bufferTimeout.kind === "always";
+    this.emitsParts =
+      typeof serializer.serializeHead === "function" &&
+      typeof target.emitRecordParts === "function";
     if (options.bufferTimeout.kind === "interval") {
       this.flusher = new OutputFlusher(
         `OutputFlusher for ${options.taskName}`,
@@ -155,9 +168,26 @@ export abstract class RecordWriter<T> {
   }
 
   protected emitToChannel(record: T, channel: number): void {
-    this.target.emitRecord(this.serialize(record), channel);
+    if (this.emitsParts) this.emitPartsToChannel(record, channel);
+    else this.target.emitRecord(this.serialize(record), channel);
     this.numRecordsOut.inc();
     if (this.flushAlways) this.target.flush(channel);
+  }
+
+  /**
+   * The record's length and head from the reused output, its tail from the value itself: one
+   * copy of the tail (into the partition's buffers) instead of two. Out of line, so the path of
+   * every other serializer stays small enough to inline.
+   */
+  private emitPartsToChannel(record: T, channel: number): void {
+    const tail = serializeRecordHead(
+      record,
+      this.serializer as Required<TypeSerializer<T>>,
+      this.output,
+    );
+    const head = this.output.getSharedBuffer();
+    if (tail.length === 0) this.target.emitRecord(head, channel);
+    else (this.target as Required<ResultPartitionWriter>).emitRecordParts(head, tail, channel);
   }
 
   /** The framed record: its length, then its payload; a view of the reused output. */

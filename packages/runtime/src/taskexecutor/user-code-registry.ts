@@ -45,6 +45,14 @@ export const BUILT_IN_SERIALIZERS: Readonly<Record<string, TypeSerializer<unknow
 /** The key selector every TaskExecutor knows: `value`, the record is its own key. */
 export const IDENTITY_KEY_SELECTOR = "value";
 
+/**
+ * The key selector of {@link IDENTITY_KEY_SELECTOR}: one function for every writer of the
+ * process, as a user's registered selector is, so the per-record call in the partitioner sees
+ * one target however many subtasks share the process (a closure per writer would be a target
+ * each, and the call site would be optimized anew for each).
+ */
+const identityKeySelector = (record: unknown): unknown => record;
+
 /** What a {@link JobMessageHandler} is told besides the payload. */
 export interface JobMessageContext {
   /** The job the message is for: one of the jobs whose tasks run on this TaskExecutor. */
@@ -186,7 +194,7 @@ export class UserCodeRegistry<Task> {
     }
     const selector = this.code.keySelectors?.[name];
     if (selector !== undefined) return selector;
-    if (name === IDENTITY_KEY_SELECTOR) return (record: unknown) => record;
+    if (name === IDENTITY_KEY_SELECTOR) return identityKeySelector;
     throw new TaskDeploymentError(
       `${task}: ${field} names the key selector "${name}", which this TaskExecutor does not know (${known(
         new Set([IDENTITY_KEY_SELECTOR, ...Object.keys(this.code.keySelectors ?? {})]),
