@@ -20,7 +20,11 @@ export {
 export { NetworkShuffleServiceFactory } from "./environment/network-shuffle-service-factory.js";
 export { segmentsForOneChannel } from "./environment/validate-network-shuffle-configuration.js";
 export { registerOutputMetrics } from "./metrics/shuffle-metrics.js";
-export { keepAliveDelayFor, readKeepAliveDelay } from "./netty/transport/keep-alive.js";
+export {
+  KEEP_ALIVE_PROBE_SECONDS,
+  keepAliveDelayFor,
+  readKeepAliveDelay,
+} from "./netty/transport/keep-alive.js";
 export {
   READ_BUFFER_BYTES,
   type ReadHandler,

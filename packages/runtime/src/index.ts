@@ -114,10 +114,13 @@ export type { MetricDump } from "./metrics/metric-dump.js";
 export { MetricNames } from "./metrics/metric-names.js";
 export { METRIC_WARNING_TYPE } from "./metrics/metric-warning.js";
 export type { Partitioner } from "./partitioner/custom-partitioner-wrapper.js";
+export { type Hashable, hashCodeOf } from "./partitioner/hash-code.js";
 export { KeyGroupRange } from "./partitioner/key-group-range.js";
 export {
   assignKeyToParallelOperator,
+  assignToKeyGroup,
   computeDefaultMaxParallelism,
+  computeOperatorIndexForKeyGroup,
 } from "./partitioner/key-group-range-assignment.js";
 export type { KeySelector } from "./partitioner/key-selector.js";
 export { PARTITIONER_NAMES, type PartitionerName } from "./partitioner/partitioners.js";
@@ -135,10 +138,16 @@ export {
 export type { KeyContext } from "./state/key-context.js";
 export { KeyedStateBackend, type KeyedStateBackendOptions } from "./state/keyed-state-backend.js";
 export { KeyedStateError } from "./state/keyed-state-error.js";
-export type { KeyedStateSnapshot } from "./state/keyed-state-snapshot.js";
+export {
+  KEYED_STATE_SNAPSHOT_FORMAT,
+  KEYED_STATE_SNAPSHOT_VERSION,
+  type KeyedStateSnapshot,
+} from "./state/keyed-state-snapshot.js";
 export type { ListState } from "./state/list-state.js";
 export type { MapState } from "./state/map-state.js";
 export {
+  OPERATOR_LIST_STATE_FORMAT,
+  OPERATOR_LIST_STATE_VERSION,
   type OperatorListStateSnapshot,
   operatorListState,
   operatorListStateElements,
@@ -164,9 +173,10 @@ export {
   TaskExecutor,
   type TaskExecutorOptions,
 } from "./taskexecutor/task-executor.js";
-export type {
-  JobMessageContext,
-  JobMessageHandler,
-  TaskInvokable,
-  UserCode,
+export {
+  BUILT_IN_SERIALIZERS,
+  type JobMessageContext,
+  type JobMessageHandler,
+  type TaskInvokable,
+  type UserCode,
 } from "./taskexecutor/user-code-registry.js";

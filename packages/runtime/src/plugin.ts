@@ -16,7 +16,10 @@ export {
   type CheckpointStatsSource,
   CheckpointStatsTracker,
 } from "./jobmaster/checkpoints/checkpoint-stats-tracker.js";
-export { CompletedCheckpoint } from "./jobmaster/checkpoints/completed-checkpoint.js";
+export {
+  CompletedCheckpoint,
+  type CompletedCheckpointProperties,
+} from "./jobmaster/checkpoints/completed-checkpoint.js";
 export {
   loadCompletedCheckpoint,
   loadSavepoint,
@@ -74,5 +77,5 @@ export {
 export type { TaskExecutorGateway, TaskManagerLocation } from "./messages/task-executor-gateway.js";
 export type { UserCodeNames } from "./messages/user-code-names.js";
 export { ScopeVariables } from "./metrics/scope-format.js";
-export { createChannelSelector } from "./partitioner/partitioners.js";
+export { type ChannelSelectorOptions, createChannelSelector } from "./partitioner/partitioners.js";
 export { type ListenTarget, listenError } from "./taskexecutor/listen-error.js";
