@@ -1,4 +1,5 @@
-import { Configuration, type MetricDump } from "@sluice/runtime";
+import type { JobDetailsInfo, TaskManagerMetric } from "@sluice/cluster";
+import { Configuration } from "@sluice/runtime";
 import { describe, expect, it } from "vitest";
 import {
   applyBatchDefaults,
@@ -9,6 +10,7 @@ import {
   compressionCodecOf,
   formatBatchSummary,
   readBatchShuffleReport,
+  stagesOf,
 } from "./batch-mode.js";
 
 const MiB = 1024 * 1024;
@@ -38,8 +40,8 @@ function summary(overrides: Partial<BatchSummary> = {}): BatchSummary {
   };
 }
 
-function metric(logicalScope: string, name: string, value: number): MetricDump {
-  return { scope: [], logicalScope, variables: {}, name, type: "counter", value };
+function metric(id: string, value: number): TaskManagerMetric {
+  return { id, value: String(value) };
 }
 
 describe("batch mode", () => {
@@ -61,21 +63,19 @@ describe("batch mode", () => {
     expect(compressionCodecOf(defaults)).toBe("LZ4");
   });
 
-  it("reads a task manager's report from its process-scope metrics, or nothing without them", () => {
-    const netty = "taskmanager.Status.Shuffle.Netty";
+  it("reads a task manager's report from its metrics as the REST endpoint lists them, or nothing without them", () => {
+    const netty = "Status.Shuffle.Netty";
     const batch = `${netty}.BatchShuffle`;
-    const dump = [
-      metric(netty, "TotalMemory", 8 * MiB),
-      metric(batch, "FileBytesWritten", 100),
-      metric(batch, "BytesBeforeCompression", 300),
-      metric(batch, "BytesAfterCompression", 90),
-      metric(batch, "FilesCreated", 2),
-      metric(batch, "FilesDeleted", 2),
-      metric(batch, "FilesOnDisk", 0),
-      // A task's metric of the same name is not the worker's.
-      metric("taskmanager.job.task.Status.Shuffle.Netty.BatchShuffle", "FilesDeleted", 7),
+    const metrics = [
+      metric(`${netty}.TotalMemory`, 8 * MiB),
+      metric(`${batch}.FileBytesWritten`, 100),
+      metric(`${batch}.BytesBeforeCompression`, 300),
+      metric(`${batch}.BytesAfterCompression`, 90),
+      metric(`${batch}.FilesCreated`, 2),
+      metric(`${batch}.FilesDeleted`, 2),
+      metric(`${batch}.FilesOnDisk`, 0),
     ];
-    expect(readBatchShuffleReport(dump)).toEqual({
+    expect(readBatchShuffleReport(metrics)).toEqual({
       networkMemoryBytes: 8 * MiB,
       fileBytesWritten: 100,
       bytesBeforeCompression: 300,
@@ -84,7 +84,22 @@ describe("batch mode", () => {
       filesDeleted: 2,
       filesOnDisk: 0,
     });
-    expect(readBatchShuffleReport(dump.slice(0, 3))).toBeUndefined();
+    expect(readBatchShuffleReport(metrics.slice(0, 3))).toBeUndefined();
+  });
+
+  it("times the stages from the job's vertices, from its first deployment, in the order they were deployed", () => {
+    const vertex = (name: string, start: number, end: number) =>
+      ({ name, "start-time": start, "end-time": end }) as JobDetailsInfo["vertices"][number];
+    const job = {
+      "end-time": 9_500,
+      now: 9_600,
+      vertices: [vertex("Count", 6_000, -1), vertex("Source", 1_000, 6_000)],
+    } as unknown as JobDetailsInfo;
+    expect(stagesOf(job)).toEqual([
+      { vertex: "Source", deployedMs: 0, finishedMs: 5_000 },
+      // Not ended (a subtask that never finished): the job's end.
+      { vertex: "Count", deployedMs: 5_000, finishedMs: 8_500 },
+    ]);
   });
 
   it("finds nothing wrong with a run that deleted its files and ran its stages in order", () => {

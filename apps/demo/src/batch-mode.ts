@@ -1,5 +1,6 @@
 import { setTimeout as delay } from "node:timers/promises";
-import type { Configuration, MetricDump, TaskExecutor } from "@sluice/runtime";
+import type { JobDetailsInfo, RestClusterClient, TaskManagerMetric } from "@sluice/cluster";
+import type { Configuration } from "@sluice/runtime";
 import {
   BatchShuffleOptions,
   NetworkMemoryOptions,
@@ -7,7 +8,6 @@ import {
 } from "@sluice/runtime-api";
 import * as z from "zod";
 import { formatDuration, formatInteger, formatMegabytes } from "./format.js";
-import type { StageSpan } from "./stage-timeline.js";
 
 /**
  * `--mode batch`: the word count as a batch job. The sources write BLOCKING partitions (sort-merge
@@ -17,8 +17,14 @@ import type { StageSpan } from "./stage-timeline.js";
  * shuffle's `Status.Shuffle.Netty.BatchShuffle.*` metrics.
  */
 
-/** The word count's two ways to run. */
-export type DemoMode = "streaming" | "batch";
+/** One vertex's time span in the job, in ms since the job's first deployment. */
+export interface StageSpan {
+  readonly vertex: string;
+  /** When the first of its tasks was deployed. */
+  readonly deployedMs: number;
+  /** When the last of them finished (the job's end when some never did). */
+  readonly finishedMs: number;
+}
 
 /**
  * What batch mode sets unless the configuration sets it: small worker memory, so that the default
@@ -70,9 +76,6 @@ export function compressionCodecOf(configuration: Configuration): string {
     : "NONE";
 }
 
-/** The application-channel call by which the job manager asks a task manager for its report. */
-export const BATCH_SHUFFLE_MESSAGE = "batch-shuffle";
-
 /** What a task manager's blocking partitions wrote and deleted, from its metrics. */
 export const BatchShuffleReportSchema = z.object({
   /** `Status.Shuffle.Netty.TotalMemory`: the task manager's network memory. */
@@ -88,7 +91,7 @@ export const BatchShuffleReportSchema = z.object({
 /** One task manager's batch-shuffle report. */
 export type BatchShuffleReport = z.output<typeof BatchShuffleReportSchema>;
 
-/** The metric each field of a report is read from (process scope). */
+/** The task manager metric each field of a report is read from. */
 const REPORT_METRICS: Readonly<Record<keyof BatchShuffleReport, string>> = {
   networkMemoryBytes: "Status.Shuffle.Netty.TotalMemory",
   fileBytesWritten: "Status.Shuffle.Netty.BatchShuffle.FileBytesWritten",
@@ -99,46 +102,66 @@ const REPORT_METRICS: Readonly<Record<keyof BatchShuffleReport, string>> = {
   filesOnDisk: "Status.Shuffle.Netty.BatchShuffle.FilesOnDisk",
 };
 
-/** How long a task manager waits for its released partitions' files to be deleted. */
+/** How long the demo waits for a task manager's released partitions' files to be deleted. */
 const DELETION_WAIT_MS = 10_000;
 
 /**
- * Reads the report from the task manager's process-scope metrics, or `undefined` when its shuffle
- * plugin does not register them.
+ * Reads the report from a task manager's metrics (`GET /taskmanagers/:id/metrics`), or
+ * `undefined` when its shuffle plugin does not register them.
  */
 export function readBatchShuffleReport(
-  dump: readonly MetricDump[],
+  metrics: readonly TaskManagerMetric[],
 ): BatchShuffleReport | undefined {
-  const values = new Map<string, number>();
-  for (const metric of dump) {
-    const scope = metric.logicalScope.split(".");
-    if (scope[0] !== "taskmanager") continue;
-    values.set([...scope.slice(1), metric.name].join("."), metric.value);
-  }
+  const values = new Map(metrics.map((metric) => [metric.id, Number(metric.value)]));
   const report: Record<string, number> = {};
   for (const [field, metric] of Object.entries(REPORT_METRICS)) {
     const value = values.get(metric);
-    if (value === undefined) return undefined;
+    if (value === undefined || Number.isNaN(value)) return undefined;
     report[field] = value;
   }
   return report as unknown as BatchShuffleReport;
 }
 
 /**
- * The task manager's side of {@link BATCH_SHUFFLE_MESSAGE}: once the job ended its partitions were
- * released, and their files are deleted asynchronously; waits (bounded) until none is left, then
- * reports. `null` when the plugin has no batch-shuffle metrics.
+ * Each task manager's batch-shuffle report, once the job ended: its partitions were released and
+ * their files are deleted asynchronously, so each is asked again (bounded) until none is left.
+ * `null` for one whose plugin has no batch-shuffle metrics.
  */
-export async function batchShuffleReportOf(
-  executor: TaskExecutor,
-): Promise<BatchShuffleReport | null> {
+export async function batchShuffleReports(
+  client: RestClusterClient,
+  taskManagerIds: readonly string[],
+): Promise<(BatchShuffleReport | null)[]> {
+  const query = `metrics?get=${Object.values(REPORT_METRICS).join(",")}`;
   const deadline = Date.now() + DELETION_WAIT_MS;
-  for (;;) {
-    const report = readBatchShuffleReport(executor.metricGroup.registry.dump());
-    if (report === undefined) return null;
-    if (report.filesOnDisk === 0 || Date.now() >= deadline) return report;
-    await delay(10);
-  }
+  return Promise.all(
+    taskManagerIds.map(async (id) => {
+      for (;;) {
+        const report = readBatchShuffleReport(
+          await client.get<TaskManagerMetric[]>(`/taskmanagers/${id}/${query}`),
+        );
+        if (report === undefined) return null;
+        if (report.filesOnDisk === 0 || Date.now() >= deadline) return report;
+        await delay(20);
+      }
+    }),
+  );
+}
+
+/**
+ * When each vertex ran, from the job's final details (Flink's vertex `start-time` and `end-time`),
+ * in ms since its first vertex was deployed, in the order the vertices were deployed.
+ */
+export function stagesOf(job: JobDetailsInfo): StageSpan[] {
+  const started = job.vertices.filter((vertex) => vertex["start-time"] >= 0);
+  const first = Math.min(...started.map((vertex) => vertex["start-time"]));
+  const end = job["end-time"] >= 0 ? job["end-time"] : job.now;
+  return started
+    .map((vertex) => ({
+      vertex: vertex.name,
+      deployedMs: vertex["start-time"] - first,
+      finishedMs: (vertex["end-time"] >= 0 ? vertex["end-time"] : end) - first,
+    }))
+    .sort((a, b) => a.deployedMs - b.deployedMs);
 }
 
 /** The batch part of the job's report: every task manager's report, summed up, and the stages. */

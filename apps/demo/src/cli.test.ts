@@ -5,9 +5,10 @@ import { Configuration } from "@sluice/runtime";
 import { ExecutionCheckpointingOptions } from "@sluice/runtime-api";
 import { describe, expect, it } from "vitest";
 import { applyCheckpointingFlags, recoverySettingsOf } from "./checkpointing-options.js";
-import { DEFAULTS, type DemoOptions, parseCli, parseCount, UsageError } from "./cli.js";
+import { DEFAULTS, parseCli, UsageError } from "./cli.js";
 import { runDemo } from "./main.js";
 import { capture } from "./test-support/captured-output.js";
+import { parseCount } from "./word-count-options.js";
 
 function usageError(argv: string[]): string {
   try {
@@ -23,8 +24,8 @@ function usageError(argv: string[]): string {
 describe("command line", () => {
   it("has defaults for everything", () => {
     expect(parseCli([])).toEqual({
-      command: "local",
-      bind: undefined,
+      cluster: "local",
+      jobManager: undefined,
       shuffle: undefined,
       configFile: undefined,
       dynamicProperties: [],
@@ -35,10 +36,16 @@ describe("command line", () => {
       seed: DEFAULTS.seed,
       durationSeconds: undefined,
       throttle: undefined,
+      output: undefined,
+      sink: undefined,
+      shuffleWorkers: undefined,
       checkpointInterval: undefined,
       checkpointing: undefined,
       killTaskManagerAfterMs: undefined,
       killTaskManagerBetweenStages: false,
+      killShuffleWorkerAfterMs: undefined,
+      highAvailability: undefined,
+      jobManagers: undefined,
       killJobManagerAfterMs: [],
       json: false,
       help: false,
@@ -53,15 +60,13 @@ describe("command line", () => {
       "3",
       "--kill-job-manager-after",
       "1500,3000,4.5k",
-    ]) as DemoOptions;
+    ]);
+    expect(options.cluster).toBe("standby");
     expect(options.highAvailability).toBe("etcd");
     expect(options.jobManagers).toBe(3);
     expect(options.killJobManagerAfterMs).toEqual([1500, 3000, 4500]);
-    expect((parseCli(["jobmanager", "--ha", "etcd"]) as DemoOptions).highAvailability).toBe("etcd");
+    expect(parseCli(["--ha", "etcd"]).cluster).toBe("local");
     expect(usageError(["--kill-job-manager-after", "1000"])).toContain("give --job-managers too");
-    expect(usageError(["jobmanager", "--job-managers", "2"])).toContain(
-      "works without a command only",
-    );
     expect(usageError(["--job-managers", "2", "--kill-job-manager-after", "3000,2000"])).toContain(
       'expects ascending times, got "3000,2000"',
     );
@@ -165,9 +170,6 @@ describe("command line", () => {
         "100",
       ]),
     ).toMatch(/^--kill-task-manager-after and --kill-task-manager-between-stages each kill/);
-    expect(
-      usageError(["jobmanager", "--mode", "batch", "--kill-task-manager-between-stages"]),
-    ).toMatch(/^--kill-task-manager-between-stages kills a task manager the demo started/);
   });
 
   it("reads the kill flags of batch mode", () => {
@@ -205,13 +207,13 @@ describe("command line", () => {
       checkpointing: "at-least-once",
       killTaskManagerAfterMs: 1_500,
     });
-    expect(parseCli(["jobmanager", "--checkpointing", "exactly-once"])).toMatchObject({
+    expect(parseCli(["--checkpointing", "exactly-once"])).toMatchObject({
       checkpointing: "exactly-once",
       checkpointInterval: undefined,
     });
   });
 
-  it("rejects bad checkpoint flags, and a kill of task managers the demo did not start", () => {
+  it("rejects bad checkpoint flags", () => {
     expect(usageError(["--checkpointing", "twice"])).toBe(
       '--checkpointing expects exactly-once or at-least-once, got "twice"',
     );
@@ -221,9 +223,6 @@ describe("command line", () => {
     expect(usageError(["--kill-task-manager-after", "soon"])).toMatch(
       /^--kill-task-manager-after expects a whole number/,
     );
-    expect(usageError(["jobmanager", "--kill-task-manager-after", "100"])).toMatch(
-      /^--kill-task-manager-after kills a task manager the demo started/,
-    );
   });
 
   it("sets the checkpoint keys on the configuration, over -D", () => {
@@ -231,8 +230,6 @@ describe("command line", () => {
     applyCheckpointingFlags(configuration, {
       checkpointInterval: 250,
       checkpointing: "at-least-once",
-      killTaskManagerAfterMs: undefined,
-      killTaskManagerBetweenStages: false,
     });
     expect(configuration.get(ExecutionCheckpointingOptions.CHECKPOINTING_INTERVAL)).toBe(250);
     expect(recoverySettingsOf(configuration)).toEqual({ mode: "AT_LEAST_ONCE", restarts: true });
@@ -244,65 +241,51 @@ describe("command line", () => {
     expect(usageError(["-D", "novalue"])).toMatch(/expected -D key=value/);
   });
 
-  it("reads the jobmanager command with --bind and the job options", () => {
-    expect(
-      parseCli([
-        "jobmanager",
-        "--bind",
-        "10.0.0.1:6123",
-        "--task-managers",
-        "3",
-        "--records",
-        "5k",
-      ]),
-    ).toMatchObject({
-      command: "jobmanager",
-      bind: { host: "10.0.0.1", port: 6123 },
-      taskManagers: 3,
+  it("reads --jobmanager, a session cluster's REST endpoint, and refuses what configures a cluster the demo starts", () => {
+    expect(parseCli(["--jobmanager", "10.0.0.1:8081", "--records", "5k"])).toMatchObject({
+      cluster: "session",
+      jobManager: { host: "10.0.0.1", port: 8081 },
       records: 5_000,
     });
-    expect(parseCli(["jobmanager", "--bind", "[::1]:0"])).toMatchObject({
-      bind: { host: "::1", port: 0 },
+    expect(parseCli(["--jobmanager", "[::1]:8081"])).toMatchObject({
+      jobManager: { host: "::1", port: 8081 },
+    });
+    expect(usageError(["--jobmanager", "nohost"])).toBe(
+      '--jobmanager expects <host>:<port> (e.g. 10.0.0.1:8081 or [::1]:8081), got "nohost"',
+    );
+    for (const flags of [
+      ["--shuffle", "ws"],
+      ["--task-managers", "3"],
+      ["--checkpoint-interval", "200"],
+      ["--kill-task-manager-after", "100"],
+      ["--job-managers", "2"],
+    ]) {
+      expect(usageError(["--jobmanager", "h:1", ...flags])).toBe(
+        `${flags[0]} configures or acts on the cluster the demo starts; with --jobmanager the session cluster has its own (give it to sluice jobmanager)`,
+      );
+    }
+    expect(usageError(["--jobmanager", "h:1", "-D", "a.b=c"])).toMatch(/^-D configures/);
+    // The session cluster's checkpoints commit the sink's files.
+    expect(parseCli(["--jobmanager", "h:1", "--sink", "files", "--output", "out"])).toMatchObject({
+      sink: "files",
+      output: path.resolve("out"),
     });
   });
 
-  it("reads the taskmanager command with --jobmanager and this host's own configuration", () => {
+  it("runs the sluice commands of a cluster under its own name, a task manager with the job module's folder", async () => {
+    const out = capture();
     expect(
-      parseCli([
-        "taskmanager",
-        "--jobmanager",
-        "jm.example:6123",
-        "-D",
-        "taskmanager.host=10.0.0.2",
-        "--quiet",
-      ]),
-    ).toEqual({
-      command: "taskmanager",
-      jobManager: { host: "jm.example", port: 6123 },
-      shuffle: undefined,
-      configFile: undefined,
-      dynamicProperties: ["-Dtaskmanager.host=10.0.0.2"],
-      quiet: true,
-      help: false,
-    });
-  });
-
-  it("rejects a malformed address, job options on a task manager, and --bind without jobmanager", () => {
-    expect(usageError(["taskmanager", "--jobmanager", "nohost"])).toBe(
-      '--jobmanager expects <host>:<port> (e.g. 10.0.0.1:6123 or [::1]:6123), got "nohost"',
-    );
-    expect(usageError(["jobmanager", "--bind", "h:70000"])).toMatch(
-      /^--bind expects <host>:<port>/,
-    );
-    expect(usageError(["taskmanager", "--records", "5"])).toBe(
-      "unknown option --records (see --help)",
-    );
-    expect(usageError(["taskmanager", "--mode", "batch"])).toBe(
-      "unknown option --mode (see --help)",
-    );
-    expect(usageError(["--bind", "h:1"])).toBe(
-      "--bind is an option of the jobmanager command (see --help)",
-    );
+      await runDemo(["taskmanager", "--help"], { stdout: out.stream, stderr: capture().stream }),
+    ).toBe(0);
+    expect(out.text()).toMatch(/^Usage: sluice taskmanager/);
+    const err = capture();
+    expect(
+      await runDemo(["jobmanager", "--records", "5"], {
+        stdout: capture().stream,
+        stderr: err.stream,
+      }),
+    ).toBe(2);
+    expect(err.text()).toContain("unknown option '--records'");
   });
 
   it("exits with code 2 and prints the problem on stderr", async () => {
@@ -366,40 +349,24 @@ describe("command line", () => {
     expect(out.text()).toContain("--kill-task-manager-after <ms>");
     expect(out.text()).toContain("--shuffle-workers <n>");
     expect(out.text()).toContain("--kill-shuffle-worker-after <ms>");
-    expect(out.text()).toContain("pnpm demo -- shuffleworker --jobmanager <host[:port]>");
+    expect(out.text()).toContain("--jobmanager <host:port>");
+    expect(out.text()).toContain("pnpm sluice taskmanager --usrlib apps/demo/dist");
     expect(out.text()).toContain("--mode <mode>");
     expect(out.text()).toContain("pnpm demo -- --mode batch");
   });
 
-  it("parses the remote shuffle's flags and the shuffleworker role", () => {
+  it("parses the remote shuffle's flags", () => {
     expect(
       parseCli(["--mode", "batch", "--shuffle", "remote", "--shuffle-workers", "3"]),
     ).toMatchObject({ shuffle: "remote", shuffleWorkers: 3, killShuffleWorkerAfterMs: undefined });
     expect(
       parseCli(["--mode", "batch", "--shuffle", "remote", "--kill-shuffle-worker-after", "2k"]),
     ).toMatchObject({ killShuffleWorkerAfterMs: 2000 });
-    expect(parseCli(["shuffleworker", "--jobmanager", "10.0.0.1", "-D", "a.b=c"])).toEqual({
-      command: "shuffleworker",
-      jobManager: { host: "10.0.0.1", port: undefined },
-      configFile: undefined,
-      dynamicProperties: ["-Da.b=c"],
-      quiet: false,
-      help: false,
-    });
-    expect(parseCli(["shuffleworker", "--jobmanager", "10.0.0.1:23123"])).toMatchObject({
-      jobManager: { host: "10.0.0.1", port: 23123 },
-    });
     expect(usageError(["--kill-shuffle-worker-after", "100"])).toMatch(
       /^--kill-shuffle-worker-after applies to --mode batch only/,
     );
-    expect(
-      usageError(["jobmanager", "--mode", "batch", "--kill-shuffle-worker-after", "100"]),
-    ).toMatch(/^--kill-shuffle-worker-after kills a shuffle worker the demo started/);
     expect(usageError(["--shuffle-workers", "17"])).toMatch(
       /^--shuffle-workers must be between 0 and 16/,
-    );
-    expect(usageError(["shuffleworker", "--jobmanager", ""])).toMatch(
-      /^--jobmanager expects <host>/,
     );
   });
 });

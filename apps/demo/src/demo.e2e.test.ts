@@ -7,15 +7,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
+import { waitFor } from "@sluice/core/testing";
+import { isAlive, lastJsonLine } from "@sluice/harness/testing";
 import { afterAll, describe, expect, it } from "vitest";
-import {
-  isAlive,
-  lastJsonLine,
-  REPO,
-  startDemo as start,
-  until,
-  useDemoProcesses,
-} from "./test-support/demo-process.js";
+import { REPO, startDemo as start, useDemoProcesses } from "./test-support/demo-process.js";
 
 useDemoProcesses();
 
@@ -88,7 +83,7 @@ describe("demo end to end", () => {
   it("fails within seconds, naming the task manager, when one is killed, and leaves no process behind", async () => {
     const demo = start(["--records", "200m"]);
     const pids: number[] = [];
-    await until(
+    await waitFor(
       () => {
         const out = demo.output().stdout;
         pids.length = 0;
@@ -97,8 +92,7 @@ describe("demo end to end", () => {
         // Mid-run: both workers up and a progress line showing words flowing.
         return pids.filter(Boolean).length === 2 && /\] [1-9][\d,]*\/200,000,000 words/.test(out);
       },
-      30_000,
-      "the job to run",
+      { what: "the job to run", timeoutMs: 30_000, intervalMs: 50 },
     );
     const victim = pids[1] as number;
     // Operators recognise workers in `ps` by the word "taskmanager" in their command line.

@@ -21,6 +21,8 @@ import {
   lastJsonLine,
   type Run,
   startDemo,
+  startSluice,
+  USRLIB,
   useDemoProcesses,
 } from "./test-support/demo-process.js";
 
@@ -214,9 +216,10 @@ async function taskManagerWatchdog(
           killed.add(victim);
           process.kill(victim, "SIGKILL");
           replacements.push(
-            startDemo([
+            startSluice([
               "taskmanager",
-              "--quiet",
+              "--usrlib",
+              USRLIB,
               ...ha,
               "-D",
               `high-availability.type=etcd`,

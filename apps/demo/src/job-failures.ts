@@ -1,33 +1,8 @@
-import type { RegisteredTaskManager } from "@sluice/cluster";
-import { describeThrowable, type JobResult } from "@sluice/runtime";
-import { serializeThrowable } from "@sluice/runtime/plugin";
-
 /**
  * Why a demo job failed, and how the failure is reported: every cause is recorded once with a
  * rank, the first one aborts what the job manager is waiting for, and the report names the root
  * cause first and its consequences after it.
  */
-
-/**
- * Why a job that did not finish ended: the failed task, and the task manager it ran on (by its
- * label among `taskManagers`), then the root cause with its causes.
- */
-export function jobFailureMessage(
-  result: JobResult,
-  taskManagers: readonly RegisteredTaskManager[],
-): string {
-  const cause =
-    result.error === undefined
-      ? `the job ended ${result.status}`
-      : describeThrowable(serializeThrowable(result.error));
-  const where = result.failedTaskLocation?.resourceId;
-  const on =
-    where === undefined
-      ? ""
-      : ` on ${taskManagers.find((tm) => tm.location.resourceId.equals(where))?.label ?? `TaskExecutor ${where}`}`;
-  const task = result.failedTask === undefined ? "" : `task ${result.failedTask}${on} failed: `;
-  return `${task}${cause}`;
-}
 
 /**
  * One reason the job failed. `rank` orders the report: the root cause (a task manager killed by

@@ -1,47 +1,53 @@
 #!/usr/bin/env node
 /**
- * The Sluice demo: `node apps/demo/dist/main.js [options]` runs the whole word count on this host
- * (a job manager in this process and task-manager child processes); `main.js jobmanager ...` and
- * `main.js taskmanager --jobmanager <host:port> ...` run the two roles of a standalone cluster on
- * separate hosts, and `main.js shuffleworker --jobmanager <host>` a shuffle worker of the remote
- * shuffle. The word `taskmanager` in a worker's command line makes it recognisable in `ps`.
+ * The Sluice demo: `node apps/demo/dist/main.js [options]` runs the word count's job module on a
+ * cluster it starts on this host (or on a session cluster, `--jobmanager`), follows it and
+ * verifies its counts. `main.js jobmanager|taskmanager|shuffleworker ...` run the `sluice`
+ * commands of the same name (a task manager loading the job module from this folder).
  */
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { runSluice } from "@sluice/cluster";
 import { HELP_TEXT, parseCli, UsageError } from "./cli.js";
-import { JobManagerFailoverLauncher } from "./job-manager-failover-launcher.js";
-import { type DemoIO, JobManagerRole } from "./job-manager-role.js";
-import { runShuffleWorker } from "./shuffle-worker-role.js";
-import { runTaskManager } from "./task-manager-role.js";
+import { type DemoIO, runWordCount } from "./demo-run.js";
+import { JOB_MODULE_DIR } from "./word-count-cluster.js";
+
+/** The `sluice` commands the demo runs under its own name (the processes of a cluster). */
+const SLUICE_COMMANDS: ReadonlySet<string> = new Set([
+  "jobmanager",
+  "taskmanager",
+  "shuffleworker",
+]);
 
 /**
- * Runs the demo with command-line arguments `argv` and resolves with the exit code: 0 verified
- * (or, for a task manager, the job finished), 1 the job failed or the counts differ, 2 a bad
- * command line or configuration.
+ * Runs the demo with command-line arguments `argv` and resolves with the exit code: 0 verified,
+ * 1 the job failed or the counts differ, 2 a bad command line, configuration or plugin.
  */
 export async function runDemo(argv: readonly string[], io?: Partial<DemoIO>): Promise<number> {
   const stdout = io?.stdout ?? process.stdout;
   const stderr = io?.stderr ?? process.stderr;
-  let command: ReturnType<typeof parseCli>;
+  // `pnpm demo -- --records 5` may pass the separator through.
+  const args = argv[0] === "--" ? argv.slice(1) : argv;
+  const [command, ...rest] = args;
+  if (command !== undefined && SLUICE_COMMANDS.has(command)) {
+    // The cluster's processes are the library's: the task manager finds the job module here.
+    const usrlib = command === "taskmanager" ? ["--usrlib", JOB_MODULE_DIR] : [];
+    return runSluice([command, ...usrlib, ...rest], { stdout, stderr });
+  }
+  let options: ReturnType<typeof parseCli>;
   try {
-    // `pnpm demo -- --records 5` may pass the separator through.
-    command = parseCli(argv[0] === "--" ? argv.slice(1) : argv);
+    options = parseCli(args);
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     stderr.write(`error: ${error.message}\nRun with --help for the options.\n`);
     return error.exitCode;
   }
-  if (command.help) {
+  if (options.help) {
     stdout.write(HELP_TEXT);
     return 0;
   }
-  if (command.command === "taskmanager") return runTaskManager(command, { stdout, stderr });
-  if (command.command === "shuffleworker") return runShuffleWorker(command, { stdout, stderr });
-  const human = io?.human ?? (command.json ? stderr : stdout);
-  if (command.command === "local" && command.jobManagers !== undefined) {
-    return new JobManagerFailoverLauncher(command, argv, { stdout, stderr, human }).run();
-  }
-  return new JobManagerRole(command, { stdout, stderr, human }).run();
+  const human = io?.human ?? (options.json ? stderr : stdout);
+  return runWordCount(options, { stdout, stderr, human });
 }
 
 function isEntryPoint(): boolean {

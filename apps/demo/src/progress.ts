@@ -1,6 +1,8 @@
+import type { JobDetailsInfo } from "@sluice/cluster";
 import cliProgress from "cli-progress";
 import { formatInteger, formatMegabytes, formatPercent, perSecond } from "./format.js";
 import type { TaskProgress } from "./task-progress.js";
+import { SOURCE_VERTEX } from "./word-count-job.js";
 
 /** What the job manager knows about the running job at one moment. */
 export interface ProgressSnapshot {
@@ -11,6 +13,32 @@ export interface ProgressSnapshot {
   readonly tasks: readonly TaskProgress[];
   /** What the job waits for, when it cannot run (`waiting 12 s of 5 min ... for ...`). */
   readonly waiting?: readonly string[];
+}
+
+/**
+ * The live counters of every subtask that reported metrics, in the REST endpoint's job details
+ * (the metrics the job manager fetched last): records out of a source and into a counter, bytes
+ * out of the source's partition and into the counter's gate, the output or input pool usage and
+ * the back-pressured time.
+ */
+export function taskProgressOfDetails(job: JobDetailsInfo): TaskProgress[] {
+  return job.vertices.flatMap((vertex) => {
+    const source = vertex.name === SOURCE_VERTEX;
+    const reported = vertex.subtasks.filter((subtask) => subtask.metrics["write-records-complete"]);
+    return reported.map((subtask) => ({
+      name: `${vertex.name} (${subtask.subtask + 1}/${vertex.parallelism})#${subtask.attempt}`,
+      kind: source ? ("source" as const) : ("count" as const),
+      subtaskIndex: subtask.subtask,
+      records: source ? subtask.metrics["write-records"] : subtask.metrics["read-records"],
+      bytes: source ? subtask.metrics["write-bytes"] : subtask.metrics["read-bytes"],
+      poolUsage: Math.min(
+        1,
+        Math.max(0, (source ? subtask["out-pool-usage"] : subtask["in-pool-usage"]) ?? 0),
+      ),
+      backPressuredTimeMs: subtask.metrics["accumulated-backpressured-time"],
+      finished: subtask.status === "FINISHED",
+    }));
+  });
 }
 
 /** ` | waiting …` after the progress, or nothing. */

@@ -144,7 +144,16 @@ describe("the demo's Prometheus endpoints", () => {
       expect(port).toBeLessThanOrEqual(range.to);
     }
 
-    const jobManager = await scrape(urls.get("job manager") as string);
+    // The endpoints are printed as the processes start, before the demo submits its job: the job
+    // manager's gauge counts the job once it was submitted.
+    let jobManager = "";
+    await waitFor(
+      async () => {
+        jobManager = await scrape(urls.get("job manager") as string);
+        return /^flink_jobmanager_numRunningJobs\{host="[^"]+"\} 1$/m.test(jobManager);
+      },
+      { what: "the job manager to count the running job", timeoutMs: 10_000, intervalMs: 100 },
+    );
     expect(jobManager).toMatch(/^flink_jobmanager_numRunningJobs\{host="[^"]+"\} 1$/m);
 
     const taskManagers = [urls.get("task manager 0"), urls.get("task manager 1")] as string[];

@@ -15,10 +15,9 @@ export function isRemoteShuffle(plugin: LoadedShuffleServiceFactory): boolean {
 }
 
 /**
- * `--shuffle-workers` and the one-command demo's defaults for the remote shuffle: the job
- * manager's ShuffleMaster starts the workers next to itself (2 unless configured), and its shuffle
- * manager takes a free port, since nothing outside this host has to find it. The jobmanager role
- * keeps `remote-shuffle.manager.rpc-port` (23123 by default) for the shuffleworker roles.
+ * `--shuffle-workers` and the demo's defaults for the remote shuffle: the job manager's
+ * ShuffleMaster starts the workers next to itself (2 unless configured), and its shuffle manager
+ * takes a free port unless configured (`sluice shuffleworker --jobmanager` adds more workers).
  *
  * @throws ConfigurationError when `--shuffle-workers` is given for another plugin, or the remote
  *   shuffle for a streaming run.
@@ -50,10 +49,10 @@ export function applyRemoteShuffleFlags(
   const workers = RemoteShuffleOptions.EMBEDDED_WORKERS;
   if (options.shuffleWorkers !== undefined) {
     configuration.set(workers.key, options.shuffleWorkers);
-  } else if (options.command === "local" && !configuration.contains(workers)) {
+  } else if (!configuration.contains(workers)) {
     configuration.set(workers.key, DEFAULT_SHUFFLE_WORKERS);
   }
-  if (options.command === "local" && !configuration.contains(RemoteShuffleOptions.MANAGER_PORT)) {
+  if (!configuration.contains(RemoteShuffleOptions.MANAGER_PORT)) {
     configuration.set(RemoteShuffleOptions.MANAGER_PORT.key, 0);
   }
 }
@@ -92,7 +91,7 @@ export function announceShuffleWorkers(
   const seen: RegisteredShuffleWorker[] = [];
   if (!isRegistry(master)) return seen;
   say(
-    `shuffle manager: ${host}:${master.managerPort} (more workers: pnpm demo -- shuffleworker --jobmanager ${host}:${master.managerPort})\n`,
+    `shuffle manager: ${host}:${master.managerPort} (more workers: pnpm sluice shuffleworker --jobmanager ${host}:${master.managerPort})\n`,
   );
   const announce = (worker: RegisteredShuffleWorker) => {
     say(describeShuffleWorker(seen.length, worker));

@@ -7,11 +7,14 @@
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { freePort } from "@sluice/core/testing";
 import { afterAll, describe, expect, it } from "vitest";
 import {
   isAlive,
   lastJsonLine,
   startDemo,
+  startSessionCluster,
+  startSluice,
   until,
   useDemoProcesses,
 } from "./test-support/demo-process.js";
@@ -98,57 +101,46 @@ describe("demo --shuffle remote", () => {
     expect(run.stderr).toContain("--shuffle-workers starts shuffle workers of the remote shuffle");
   }, 60_000);
 
-  it("runs in the standalone roles: jobmanager, a shuffleworker that registers with its shuffle manager, and two taskmanagers", async () => {
-    const jm = startDemo([
-      "jobmanager",
-      "--bind",
-      "127.0.0.1:0",
+  it("runs as a thin client of a session cluster of sluice processes: a job manager, a shuffle worker that registers with its shuffle manager, and two task managers", async () => {
+    const managerPort = await freePort();
+    const shuffle = [
+      "-D",
+      "shuffle-service-factory.class=remote",
+      "-D",
+      "remote-shuffle.manager.rpc-address=127.0.0.1",
+      "-D",
+      `remote-shuffle.manager.rpc-port=${managerPort}`,
+    ];
+    const cluster = await startSessionCluster({
+      rpcPort: await freePort(),
+      restPort: await freePort(),
+      configuration: shuffle,
+    });
+    const dir = mkdtempSync(path.join(tmp, "shuffle-worker-"));
+    const worker = startSluice(["shuffleworker", ...shuffle, "-D", `io.tmp.dirs=${dir}`]);
+    await until(
+      () => /ready: rpc /.test(worker.output().stdout) || worker.output().code !== null,
+      20_000,
+      "the shuffle worker to register",
+    );
+    const run = await startDemo([
+      "--jobmanager",
+      `127.0.0.1:${cluster.restPort}`,
       "--mode",
       "batch",
-      "--shuffle",
-      "remote",
       "--records",
       "100k",
-      "-D",
-      "remote-shuffle.manager.rpc-port=0",
-      "-D",
-      "rest.port=0",
-    ]);
-    let jmPort = 0;
-    let managerPort = 0;
-    await until(
-      () => {
-        const { stdout, stderr, code } = jm.output();
-        if (code !== null) throw new Error(`the job manager exited with ${code}:\n${stderr}`);
-        jmPort = Number(/listening on wss?:\/\/127\.0\.0\.1:(\d+)/.exec(stdout + stderr)?.[1] ?? 0);
-        managerPort = Number(/shuffle manager: 127\.0\.0\.1:(\d+)/.exec(stdout)?.[1] ?? 0);
-        return jmPort > 0 && managerPort > 0;
-      },
-      20_000,
-      "the job manager and its shuffle manager to listen",
-    );
-    const dir = mkdtempSync(path.join(tmp, "shuffle-worker-"));
-    const worker = startDemo([
-      "shuffleworker",
-      "--jobmanager",
-      `127.0.0.1:${managerPort}`,
-      "-D",
-      `io.tmp.dirs=${dir}`,
-    ]);
-    for (let i = 0; i < 2; i++) {
-      startDemo(["taskmanager", "--jobmanager", `127.0.0.1:${jmPort}`, "--quiet"]);
-    }
-    const run = await jm.done;
-    expect(run.stdout).toContain("verified");
-    expect(run.code).toBe(0);
-    const pid = worker.child.pid;
-    expect(run.stdout).toContain(`shuffle worker 0 (pid ${pid}) ready`);
-    expect(run.stdout).toMatch(/in 4 files \(data \+ index\) on 1 shuffle workers/);
-    expect(worker.output().stdout).toMatch(/^shuffle worker \(pid \d+\) ready: rpc /);
+      "--json",
+    ]).done;
+    expect(run.code, run.stderr).toBe(0);
+    expect(lastJsonLine(run.stdout)).toMatchObject({ verified: true, records: 100_000 });
     // The worker outlives the job; the job's end deleted its files.
+    expect(worker.output().code).toBeNull();
     expect(readdirSync(dir).flatMap((entry) => readdirSync(path.join(dir, entry)))).toEqual([]);
-    worker.child.kill("SIGTERM");
-    expect((await worker.done).code).toBe(0);
+    for (const p of [worker, ...cluster.processes]) p.child.kill("SIGTERM");
+    for (const p of [worker, ...cluster.processes]) {
+      expect((await p.done).code, p.output().stderr).toBe(143);
+    }
   }, 90_000);
 
   it("survives a task manager killed between the stages without re-running any source: their partitions live on the shuffle workers", async () => {

@@ -7,8 +7,24 @@ import {
   formatTable,
   perSecond,
 } from "./format.js";
-import type { KilledTaskManager } from "./recovery.js";
 import type { TaskProgress } from "./task-progress.js";
+
+/** The task manager `--kill-task-manager-after` killed, as the summary reports it. */
+export interface KilledTaskManagerReport {
+  /** Its registration index (`task manager 1`). */
+  readonly index: number;
+  readonly pid: number;
+  /** How long into the job it was killed. */
+  readonly afterMs: number;
+  /**
+   * The job's newest completed checkpoint when the job manager noticed the loss: what the restart
+   * restores (no checkpoint completes once a task manager is gone, and a restart aborts the
+   * pending ones).
+   */
+  readonly latestCheckpoint?: number;
+  /** The tasks that had run on it by the kill, as `Name (i/n)`. */
+  readonly tasks: readonly string[];
+}
 
 /** One process of the job, as the summary reports it. */
 export interface ProcessReport {
@@ -16,8 +32,11 @@ export interface ProcessReport {
   /** The task manager's index (absent for the job manager). */
   readonly index?: number;
   readonly pid: number;
-  /** Peak resident set size (`process.resourceUsage().maxRSS`), in MiB. */
-  readonly peakRssMb: number;
+  /**
+   * Peak resident set size (`maxRSS`), in MiB; absent where the demo cannot know it (the task
+   * managers of a session cluster keep running).
+   */
+  readonly peakRssMb?: number;
   /** NetworkBufferPool segments free when the environment closed / all segments. */
   readonly bufferPool?: { readonly available: number; readonly total: number };
   /** Partitions still holding memory at shutdown. */
@@ -48,8 +67,8 @@ export interface CheckpointingReport {
 export interface JobReport {
   /** The plugin, as `<module>#<export>`. */
   readonly shuffle: string;
-  /** The module file the loader imported. */
-  readonly shuffleModule: string;
+  /** The module file the loader imported (unknown for a session cluster's plugin). */
+  readonly shuffleModule?: string;
   readonly verified: boolean;
   readonly differences: readonly string[];
   /** Words that crossed the keyed exchange (received by the counters). */
@@ -73,7 +92,7 @@ export interface JobReport {
    */
   readonly rerunTasks: readonly string[];
   /** The task manager `--kill-task-manager-after` killed. */
-  readonly killedTaskManager?: KilledTaskManager;
+  readonly killedTaskManager?: KilledTaskManagerReport;
   /** Batch mode: the stages and what the blocking partitions put on disk. */
   readonly batch?: BatchSummary;
   /** `--sink files`: the committed part files the counts were verified from. */
@@ -109,7 +128,7 @@ export function formatSummary(report: JobReport): string {
   const lines = [
     "",
     `Word count over ${report.shuffle}`,
-    `  plugin module  ${report.shuffleModule}`,
+    ...(report.shuffleModule === undefined ? [] : [`  plugin module  ${report.shuffleModule}`]),
     `  records        ${formatInteger(report.records)} words through the keyed exchange (${formatInteger(report.distinctWords)} distinct)`,
     `  bytes          ${formatMegabytes(report.bytes)} out of the source partitions`,
     `  duration       ${formatDuration(report.durationMs)} (${report.parallelism} sources, ${report.parallelism} counters, ${report.taskManagers} task managers)`,
@@ -138,7 +157,7 @@ export function formatSummary(report: JobReport): string {
       ...report.processes.map((p) => [
         p.role === "jobmanager" ? "job manager" : `task manager ${p.index}`,
         String(p.pid),
-        `${p.peakRssMb.toFixed(1)} MiB`,
+        p.peakRssMb === undefined ? "-" : `${p.peakRssMb.toFixed(1)} MiB`,
         p.lost === true
           ? "lost during the job"
           : p.bufferPool === undefined
@@ -187,7 +206,7 @@ export function summaryJson(report: JobReport): Record<string, unknown> {
       role: p.role,
       ...(p.index === undefined ? {} : { index: p.index }),
       pid: p.pid,
-      peakRssMb: Math.round(p.peakRssMb * 10) / 10,
+      ...(p.peakRssMb === undefined ? {} : { peakRssMb: Math.round(p.peakRssMb * 10) / 10 }),
       ...(p.lost === true ? { lost: true } : {}),
     })),
     ...(report.checkpointing === undefined

@@ -1,6 +1,6 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import { MAX_LAG_MS, RatePacer } from "./throttle.js";
+import { JobThrottles, MAX_LAG_MS, RatePacer } from "./throttle.js";
 
 /** Whether `promise` settles before the event loop's next turn (i.e. without sleeping). */
 async function settlesAtOnce(promise: Promise<void>): Promise<boolean> {
@@ -44,5 +44,26 @@ describe("RatePacer", () => {
     const pacer = new RatePacer(() => undefined);
     expect(await settlesAtOnce(pacer.pace(1_000_000))).toBe(true);
     expect(pacer.batchSize(8192)).toBe(8192);
+  });
+});
+
+describe("JobThrottles", () => {
+  it("gives a job's count subtasks the limit its message set over the one they started with, and forgets it with its last subtask", () => {
+    const throttles = new JobThrottles();
+    const first = throttles.track("job-a", 100);
+    const second = throttles.track("job-a", 100);
+    const other = throttles.track("job-b", undefined);
+    expect(first.limit()).toBe(100);
+    throttles.setLimit("job-a", 5);
+    expect([first.limit(), second.limit(), other.limit()]).toEqual([5, 5, undefined]);
+    throttles.setLimit("job-a", null);
+    expect(first.limit()).toBeUndefined();
+    first.done();
+    first.done();
+    expect(second.limit()).toBeUndefined();
+    second.done();
+    // A new subtask of the job (a restart) starts from its own limit again.
+    expect(throttles.track("job-a", 100).limit()).toBe(100);
+    other.done();
   });
 });

@@ -62,20 +62,48 @@ export class RatePacer {
 }
 
 /**
- * The counters' throttle in one task manager (`--throttle`, and `POST /throttle` on the
- * dashboard): records per second each count subtask reads at most, or `undefined` for no limit.
- * The job manager sets it on every task manager over the control plane's application channel.
+ * The counters' throttles in one task manager process, by job: the job message `throttle` (the
+ * dashboard's form, or `POST /jobs/:jobid/messages/throttle`) sets or lifts the limit of the job's
+ * count subtasks here, over the one their job graph started them with (`--throttle`). A job's
+ * entry goes once none of its count subtasks runs here any more.
  */
-export class Throttle {
-  private limit: number | undefined;
+export class JobThrottles {
+  /** The limit each job's message set: a rate, or `null` for none. */
+  private readonly set = new Map<string, number | null>();
+  /** How many count subtasks of each job run here. */
+  private readonly running = new Map<string, number>();
 
-  /** The current limit per count subtask, in records per second (`undefined`: none). */
-  get recordsPerSecond(): number | undefined {
-    return this.limit;
+  /** Sets (a positive number) or lifts (`null`) the limit of job `jobId`'s count subtasks. */
+  setLimit(jobId: string, recordsPerSecond: number | null): void {
+    this.set.set(jobId, recordsPerSecond);
   }
 
-  /** Sets (a positive number) or lifts (`undefined`) the limit. */
-  set(recordsPerSecond: number | undefined): void {
-    this.limit = recordsPerSecond;
+  /**
+   * A count subtask of job `jobId` runs: its limit now, in records per second (`undefined`: none),
+   * whatever the job's message set, else `initial`. Call the returned `done` when it ends.
+   */
+  track(
+    jobId: string,
+    initial: number | undefined,
+  ): { readonly limit: () => number | undefined; readonly done: () => void } {
+    this.running.set(jobId, (this.running.get(jobId) ?? 0) + 1);
+    let ended = false;
+    return {
+      limit: () => {
+        const set = this.set.get(jobId);
+        return set === undefined ? initial : (set ?? undefined);
+      },
+      done: () => {
+        if (ended) return;
+        ended = true;
+        const left = (this.running.get(jobId) ?? 1) - 1;
+        if (left > 0) {
+          this.running.set(jobId, left);
+          return;
+        }
+        this.running.delete(jobId);
+        this.set.delete(jobId);
+      },
+    };
   }
 }

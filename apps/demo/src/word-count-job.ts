@@ -1,40 +1,48 @@
-import type { JobID } from "@sluice/core";
+/**
+ * The word count as a job module (Flink's packaged program): `sluice run word-count-job.js
+ * --records 2m` builds its job graph where the job is submitted, and every task manager loads the
+ * same module (from its `--usrlib` folder, or by path) to run its tasks. `pnpm demo` submits the
+ * same graph to the cluster it starts.
+ */
+import { IllegalArgumentError } from "@sluice/core";
 import { Corpus, type CorpusSpec } from "@sluice/corpus";
-import type { JobGraph as JobGraphType, Task, TaskInvokable } from "@sluice/runtime";
-import { JobGraph } from "@sluice/runtime";
+import { defineJob, JobGraph, type JobModule, type Task } from "@sluice/runtime";
 import { type JsonValue, ResultPartitionType } from "@sluice/runtime-api";
-import type { DemoMode } from "./batch-mode.js";
+import * as z from "zod";
 import type { TaskProgress } from "./task-progress.js";
 import { CountTask } from "./tasks/count-task.js";
 import { SourceTask } from "./tasks/source-task.js";
-import type { Throttle } from "./throttle.js";
+import { JobThrottles } from "./throttle.js";
+import { parseWordCountArgs, type WordCountOptions } from "./word-count-options.js";
 
 /** The vertex names, as tasks are shown (`Count (1/2)#0`). */
 export const SOURCE_VERTEX = "Source: Words -> Tokenize";
 export const COUNT_VERTEX = "Count";
 
-/** What the job needs to know. */
-export interface WordCountOptions {
-  readonly parallelism: number;
-  readonly records: number;
-  readonly seed: number;
-  /**
-   * Spread the words over at least this many seconds (`--duration`): each source paces itself to
-   * its share ÷ duration words per second.
-   */
-  readonly durationSeconds?: number | undefined;
-  /** `batch`: the exchange is BLOCKING, so the job runs stage by stage (default `streaming`). */
-  readonly mode?: DemoMode;
-  /** `--sink files --output <dir>`: the counters write their counts to part files there. */
-  readonly sinkDirectory?: string | undefined;
+/** The job message that changes the counters' throttle, and its payload. */
+export const THROTTLE_MESSAGE = "throttle";
+
+/** Its payload: records per second per count subtask (at least 1); `null` lifts the throttle. */
+export const ThrottleSchema = z.object({
+  recordsPerSecond: z.number().min(1).finite().nullable(),
+});
+
+/** What a source subtask returns: its final counters. */
+export interface SourceResult {
+  readonly progress: TaskProgress;
 }
 
-/** The word count's graph and its two vertices. */
-export interface WordCountJob {
-  readonly graph: JobGraphType;
-  readonly corpus: CorpusSpec;
-  /** Key groups of the keyed exchange: the count vertex's max parallelism. */
-  readonly maxParallelism: number;
+/** What a count subtask returns: its counts as `[word, count]` pairs, and its final counters. */
+export interface CountResult {
+  readonly counts: readonly (readonly [string, number])[];
+  readonly progress: TaskProgress;
+  /** With a file sink: the transactions it aborted (this attempt). */
+  readonly abortedTransactions?: number;
+}
+
+/** The word count's corpus, as every process rebuilds it from its spec. */
+export function corpusOf(options: WordCountOptions): CorpusSpec {
+  return { seed: options.seed, records: options.records, parallelism: options.parallelism };
 }
 
 /**
@@ -43,14 +51,9 @@ export interface WordCountJob {
  * (serializer `string`, key selector `value`: the word is its own key). In batch mode the exchange
  * is a BLOCKING data set: the job side deploys the counters once every source finished.
  */
-export function wordCountJob(options: WordCountOptions, jobId?: JobID): WordCountJob {
-  const corpus: CorpusSpec = {
-    seed: options.seed,
-    records: options.records,
-    parallelism: options.parallelism,
-  };
-  // Under high availability every leader's run of the demo submits the job with the same id.
-  const graph = new JobGraph("word count", jobId);
+export function wordCountGraph(options: WordCountOptions): JobGraph {
+  const corpus = corpusOf(options);
+  const graph = new JobGraph("word count");
   const source = graph.addVertex({
     name: SOURCE_VERTEX,
     parallelism: options.parallelism,
@@ -66,8 +69,10 @@ export function wordCountJob(options: WordCountOptions, jobId?: JobID): WordCoun
     name: COUNT_VERTEX,
     parallelism: options.parallelism,
     invokable: "count",
-    configuration:
-      options.sinkDirectory === undefined ? {} : { sink: { directory: options.sinkDirectory } },
+    configuration: {
+      ...(options.output === undefined ? {} : { sink: { directory: options.output } }),
+      ...(options.throttle === undefined ? {} : { throttle: options.throttle }),
+    },
   });
   graph.connect(source, count, {
     partitioner: { name: "HASH", keySelector: "value" },
@@ -77,56 +82,72 @@ export function wordCountJob(options: WordCountOptions, jobId?: JobID): WordCoun
         ? ResultPartitionType.BLOCKING
         : ResultPartitionType.PIPELINED_BOUNDED,
   });
-  return { graph, corpus, maxParallelism: count.maxParallelism };
+  return graph;
 }
 
-/** What a source subtask returns: its final counters. */
-export interface SourceResult {
-  readonly progress: TaskProgress;
+/** The counters' throttles of this process's jobs (one per task manager process). */
+const throttles = new JobThrottles();
+
+async function runSource(task: Task): Promise<JsonValue> {
+  const spec = task.configuration.corpus as unknown as CorpusSpec;
+  const pace = task.configuration.pace;
+  const source = new SourceTask(
+    task,
+    new Corpus(spec.seed).partition(spec, task.subtaskIndex),
+    typeof pace === "number" ? pace : undefined,
+  );
+  await source.run();
+  const result: SourceResult = { progress: source.progress() };
+  return result as unknown as JsonValue;
 }
 
-/** What a count subtask returns: its counts as `[word, count]` pairs, and its final counters. */
-export interface CountResult {
-  readonly counts: readonly (readonly [string, number])[];
-  readonly progress: TaskProgress;
-  /** With `--sink files`: the transactions its file sink aborted (this attempt). */
-  readonly abortedTransactions?: number;
+async function runCount(task: Task): Promise<JsonValue> {
+  const initial = task.configuration.throttle;
+  const throttle = throttles.track(
+    task.jobId.toString(),
+    typeof initial === "number" ? initial : undefined,
+  );
+  try {
+    const count = new CountTask(task, throttle.limit);
+    await count.run();
+    const result: CountResult = {
+      counts: [...count.counts],
+      progress: count.progress(),
+      ...(task.configuration.sink === undefined
+        ? {}
+        : { abortedTransactions: count.abortedTransactions }),
+    };
+    return result as unknown as JsonValue;
+  } finally {
+    throttle.done();
+  }
 }
 
 /**
- * The code of the word count's tasks, by the names the graph gives (`source`, `count`), for
- * `TaskExecutor.start`. Each task returns its final counters with its result, read from its
- * metrics when it ends (the job manager reads the live ones with its metric queries, and a task's
- * metrics are gone once it ended). The count tasks read `throttle`, which the job manager may
- * change while they run.
+ * The job module: the tasks' code by the names the graph gives (`source`, `count`), the job
+ * message `throttle`, and the graph from the arguments (`--records`, `--parallelism`, `--seed`,
+ * `--mode`, `--duration`, `--throttle`, `--output`). Each task returns its final counters with its
+ * result, read from its metrics when it ends (a task's metrics are gone once it ended); a count
+ * task its counts too.
  */
-export function wordCountInvokables(
-  throttle: Throttle,
-): Readonly<Record<string, TaskInvokable<Task>>> {
-  return {
-    source: async (task) => {
-      const spec = task.configuration.corpus as unknown as CorpusSpec;
-      const pace = task.configuration.pace;
-      const source = new SourceTask(
-        task,
-        new Corpus(spec.seed).partition(spec, task.subtaskIndex),
-        typeof pace === "number" ? pace : undefined,
-      );
-      await source.run();
-      const result: SourceResult = { progress: source.progress() };
-      return result as unknown as JsonValue;
+const wordCount: JobModule = defineJob({
+  name: "word count",
+  userCode: {
+    invokables: { source: runSource, count: runCount },
+    messages: {
+      [THROTTLE_MESSAGE]: (payload, { jobId }) => {
+        const parsed = ThrottleSchema.safeParse(payload);
+        if (!parsed.success) {
+          throw new IllegalArgumentError(
+            `throttle expects {"recordsPerSecond": <a number of at least 1, or null to lift it>}, got ${JSON.stringify(payload)}`,
+          );
+        }
+        throttles.setLimit(jobId.toString(), parsed.data.recordsPerSecond);
+        return { recordsPerSecond: parsed.data.recordsPerSecond };
+      },
     },
-    count: async (task) => {
-      const count = new CountTask(task, () => throttle.recordsPerSecond);
-      await count.run();
-      const result: CountResult = {
-        counts: [...count.counts],
-        progress: count.progress(),
-        ...(task.configuration.sink === undefined
-          ? {}
-          : { abortedTransactions: count.abortedTransactions }),
-      };
-      return result as unknown as JsonValue;
-    },
-  };
-}
+  },
+  createJobGraph: ({ args }) => wordCountGraph(parseWordCountArgs(args)),
+});
+
+export default wordCount;

@@ -2,7 +2,8 @@
  * The demo as a cluster to measure: `apps/demo` started as a child process (a job manager and its
  * task manager processes, the word count deployed all-to-all across them), watched from outside
  * as an operator would — its output for the task managers' registrations and the dashboard's address, the
- * dashboard's `GET /api/overview` for the subtasks' states, the task managers' Prometheus
+ * job manager's REST API (`GET /jobs/overview`, Flink's shape) for the
+ * subtasks' states, the task managers' Prometheus
  * endpoints for the partition requests retried after PartitionNotFound, and the CPU time of the whole demo
  * (job manager and task managers), which this process is charged with once it reaped the demo
  * (`/proc/self/stat`, the times of waited-for children: the demo waits for its task managers).
@@ -45,9 +46,9 @@ export interface DemoClusterRun {
   readonly error?: string;
 }
 
-interface Overview {
-  readonly job: { readonly state: string; readonly records: number; readonly totalRecords: number };
-  readonly vertices: readonly { readonly subtasks: readonly { readonly state: string }[] }[];
+/** `GET /jobs/overview` (Flink's MultipleJobsDetails): each job's subtasks by state, and `total`. */
+interface JobsOverview {
+  readonly jobs: readonly { readonly tasks: Readonly<Record<string, number>> }[];
 }
 
 /**
@@ -76,15 +77,21 @@ async function scrapeSum(url: string, name: string): Promise<number | undefined>
   }
 }
 
-async function overviewOf(url: string): Promise<Overview | undefined> {
+async function getJson<T>(url: URL): Promise<T | undefined> {
   try {
-    const response = await fetch(new URL("api/overview", url), {
-      signal: AbortSignal.timeout(5_000),
-    });
-    return response.ok ? ((await response.json()) as Overview) : undefined;
+    const response = await fetch(url, { signal: AbortSignal.timeout(5_000) });
+    return response.ok ? ((await response.json()) as T) : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** True once the job's every subtask is RUNNING or already FINISHED (`GET /jobs/overview`). */
+async function deployed(dashboard: string): Promise<boolean> {
+  const tasks = (await getJson<JobsOverview>(new URL("jobs/overview", dashboard)))?.jobs[0]?.tasks;
+  if (tasks === undefined) return false;
+  const total = tasks.total ?? 0;
+  return total > 0 && (tasks.running ?? 0) + (tasks.finished ?? 0) === total;
 }
 
 function delay(ms: number): Promise<void> {
@@ -156,14 +163,7 @@ export async function runDemoCluster(
   while (running && deployedAt === undefined) {
     await delay(DEPLOY_POLL_MS);
     if (dashboard === undefined) continue;
-    const overview = await overviewOf(dashboard);
-    const subtasks = overview?.vertices.flatMap((vertex) => vertex.subtasks) ?? [];
-    if (
-      subtasks.length > 0 &&
-      subtasks.every((s) => s.state === "RUNNING" || s.state === "FINISHED")
-    ) {
-      deployedAt = performance.now();
-    }
+    if (await deployed(dashboard)) deployedAt = performance.now();
   }
   // Retries happen while the job deploys; scraping until it ends catches the late ones.
   const retriesByTaskManager = new Map<string, number>();

@@ -102,6 +102,11 @@ export const JobManagerMethods = {
       host: text(256),
       dataPort: port,
       plugin: z.object({ reference: text(1024), package: text(512).nullable() }),
+      /** Where its pull-based metric reporters serve (`MetricRegistry.endpoints`). */
+      metricEndpoints: z
+        .array(z.object({ reporter: text(256), url: text(2048) }))
+        .max(64)
+        .optional(),
       numberOfSlots: z.int().min(1).max(MAX_TASK_SLOTS),
       /** Its network memory in bytes (the job manager checks a job fits it before deploying). */
       networkMemory: count.optional(),
@@ -127,6 +132,8 @@ export const TaskManagerMethods = {
       networkBuffers: networkBuffers.nullable(),
       /** Partitions still holding resources when the TaskExecutor closed. */
       unreleasedPartitions: count,
+      /** The task manager process's peak resident set size, in bytes (its `maxRSS`). */
+      peakRssBytes: z.number().min(0).optional(),
       /** What the application's shutdown hook returned. */
       application: json.optional(),
     }),

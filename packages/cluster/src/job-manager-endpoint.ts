@@ -422,6 +422,7 @@ export class JobManagerEndpoint {
           hostname: info.hostname,
           remoteAddress,
           location: { resourceId, host: params.host, dataPort: params.dataPort },
+          metricEndpoints: params.metricEndpoints ?? [],
           numberOfSlots: params.numberOfSlots,
           ...(params.networkMemory === undefined ? {} : { networkMemory: params.networkMemory }),
         },

@@ -91,13 +91,16 @@ describe("LocalCluster", () => {
     expect(result.results.get("Sum")).toEqual([{ count: 20_000, sum: (19_999 * 20_000) / 2 }]);
   }, 60_000);
 
-  it("survives a task manager process killed during a checkpointed job: exactly once", async () => {
+  it("survives a task manager process killed during a checkpointed job, with a process started in its place: exactly once", async () => {
     const checkpoints = mkdtempSync(path.join(tmpdir(), "sluice-checkpoints-"));
     folders.push(checkpoints);
+    const started: [number, number | undefined][] = [];
     cluster = await LocalCluster.start({
       taskManagers: 2,
       usrlib: [usrlib()],
       output: "ignore",
+      replaceLostTaskManagers: true,
+      onTaskManagerStarted: (process, replacing) => started.push([process.pid, replacing?.pid]),
       configuration: new Configuration({
         "taskmanager.memory.network.min": "8mb",
         "state.checkpoints.dir": checkpoints,
@@ -117,11 +120,20 @@ describe("LocalCluster", () => {
       timeoutMs: 30_000,
     });
     expect(execution.status).toBe("RUNNING");
-    cluster.taskManagers[1]?.kill("SIGKILL");
-    await cluster.startTaskManager();
+    const [first, killed] = cluster.taskManagers;
+    killed?.kill("SIGKILL");
     const result = await execution.terminated;
     expect(result.status).toBe("FINISHED");
     expect(result.restarts).toBeGreaterThanOrEqual(1);
+    // The lost one's replacement, started by the cluster, ran its subtasks.
+    const replacement = cluster.taskManagers[2];
+    expect(started).toEqual([
+      [first?.pid, undefined],
+      [killed?.pid, undefined],
+      [replacement?.pid, killed?.pid],
+    ]);
+    expect(replacement?.registered).toBeDefined();
+    expect(execution.executionVertices.map((v) => v.gateway)).toContain(replacement?.registered);
     expect(result.results.get("Sum")).toEqual([
       { count: records, sum: ((records - 1) * records) / 2 },
     ]);

@@ -1,6 +1,7 @@
 import { type ExecutionAttemptID, IllegalStateError, type JobID, TimeoutError } from "@sluice/core";
 import {
   type JobMasterGateway,
+  type MetricEndpoint,
   ScopeVariables,
   serializeThrowable,
   type TaskExecutorGateway,
@@ -56,6 +57,8 @@ export interface TaskManagerInfo {
   readonly remoteAddress: string;
   /** Its TaskExecutor's resource id and data port. */
   readonly location: TaskManagerLocation;
+  /** Where its pull-based metric reporters serve (none without such reporters). */
+  readonly metricEndpoints?: readonly MetricEndpoint[];
   /** The task slots it offers (`taskmanager.numberOfTaskSlots`). */
   readonly numberOfSlots: number;
   /** Its network memory in bytes, when it said (task managers of older releases do not). */
@@ -85,6 +88,11 @@ export class RegisteredTaskManager
   readonly remoteAddress: string;
   /** Its TaskExecutor's resource id, announced host (`taskmanager.host`) and data port. */
   readonly location: TaskManagerLocation;
+  /**
+   * Where its pull-based metric reporters serve, as it announced them at registration (e.g. its
+   * Prometheus endpoint); empty without such reporters.
+   */
+  readonly metricEndpoints: readonly MetricEndpoint[];
   /**
    * The task slots it offers (`taskmanager.numberOfTaskSlots`): the job manager's default
    * placement puts that many subtasks of a vertex on it (Flink's slots).
@@ -152,6 +160,7 @@ export class RegisteredTaskManager
     this.remoteAddress = info.remoteAddress;
     this.networkMemory = info.networkMemory;
     this.location = info.location;
+    this.metricEndpoints = info.metricEndpoints ?? [];
     this.numberOfSlots = info.numberOfSlots;
     this.connection = connection;
   }

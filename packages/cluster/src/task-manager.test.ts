@@ -46,15 +46,28 @@ describe("a task manager", () => {
   it("registers with the job manager, runs the tasks deployed onto it, and reports every network buffer back in its pool when shut down", async () => {
     // The job manager's own host keys stay on its host: the task managers announce their own.
     const jobManager = await startJobManager({ "taskmanager.host": "192.0.2.1" });
+    // The first serves its metrics for Prometheus (any free port), and says where.
+    const prometheus = {
+      "metrics.reporter.prom.factory.class": "prometheus",
+      "metrics.reporter.prom.port": 0,
+    };
     const taskManagers = await Promise.all(
-      [0, 1].map(() =>
+      [0, 1].map((i) =>
         startTaskManager(
           jobManager,
-          { "taskmanager.network.memory.buffers-per-channel": 3 },
+          { "taskmanager.network.memory.buffers-per-channel": 3, ...(i === 0 ? prometheus : {}) },
           { invokables, onShutdown: ({ reason }) => ({ goodbye: reason }) },
         ),
       ),
     );
+    const served = taskManagers[0]?.executor.metricGroup.registry.endpoints() ?? [];
+    expect(served).toEqual([
+      { reporter: "prom", url: expect.stringMatching(/^http:\/\/.+:\d+\/metrics$/) },
+    ]);
+    const registrationOf = (tm: { index: number }) =>
+      jobManager.taskManagers.find((registered) => registered.index === tm.index);
+    expect(registrationOf(taskManagers[0] as TaskManager)?.metricEndpoints).toEqual(served);
+    expect(registrationOf(taskManagers[1] as TaskManager)?.metricEndpoints).toEqual([]);
     for (const taskManager of taskManagers) {
       // The job manager's configuration, with the task manager's own keys on top.
       const { configuration } = taskManager;
@@ -83,6 +96,10 @@ describe("a task manager", () => {
         unreleasedPartitions: 0,
         application: { goodbye: "the job finished" },
       });
+      // The process's peak resident set size: this test process's, at least its heap.
+      expect((report as { peakRssBytes?: number }).peakRssBytes).toBeGreaterThan(
+        process.memoryUsage().heapUsed,
+      );
       const buffers = (report as { networkBuffers: { available: number; total: number } })
         .networkBuffers;
       expect(buffers.total).toBeGreaterThan(0);

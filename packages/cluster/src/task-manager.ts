@@ -413,6 +413,7 @@ export class TaskManager {
               total: pool.totalNumberOfMemorySegments,
             },
       unreleasedPartitions,
+      peakRssBytes: process.resourceUsage().maxRSS * 1024,
       ...(application === undefined ? {} : { application }),
     };
   }
@@ -623,5 +624,6 @@ function registrationOf(executor: TaskExecutor) {
     plugin: shufflePluginIdentity(executor.plugin),
     networkMemory: executor.networkMemory.bytes,
     numberOfSlots: executor.numberOfSlots,
+    metricEndpoints: executor.metricGroup.registry.endpoints(),
   };
 }

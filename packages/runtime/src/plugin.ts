@@ -76,6 +76,7 @@ export {
 } from "./messages/task-execution-state.js";
 export type { TaskExecutorGateway, TaskManagerLocation } from "./messages/task-executor-gateway.js";
 export type { UserCodeNames } from "./messages/user-code-names.js";
+export type { MetricEndpoint } from "./metrics/metric-registry.js";
 export { ScopeVariables } from "./metrics/scope-format.js";
 export { type ChannelSelectorOptions, createChannelSelector } from "./partitioner/partitioners.js";
 export { type ListenTarget, listenError } from "./taskexecutor/listen-error.js";

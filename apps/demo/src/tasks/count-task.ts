@@ -155,6 +155,6 @@ export class CountTask {
    * attempt adds the words of its checkpoint to `numRecordsIn`, which counts its own.
    */
   progress(): TaskProgress {
-    return taskProgressOfTask(this.task, this.finished, this.restoredRecords);
+    return taskProgressOfTask(this.task, "count", this.finished, this.restoredRecords);
   }
 }

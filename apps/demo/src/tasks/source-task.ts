@@ -108,6 +108,6 @@ export class SourceTask {
    * attempt adds the words of its checkpoint to `numRecordsOut`, which counts its own.
    */
   progress(): TaskProgress {
-    return taskProgressOfTask(this.task, this.finished, this.restoredRecords);
+    return taskProgressOfTask(this.task, "source", this.finished, this.restoredRecords);
   }
 }

@@ -1,65 +1,36 @@
 /**
- * Runs the compiled demo (`node apps/demo/dist/main.js ...`) as an operator would, for the
- * end-to-end tests. Child processes run compiled JavaScript, so the demo (and the packages it
- * uses) is built first when dist/ is missing or older than the sources.
+ * Runs the compiled demo (`node apps/demo/dist/main.js ...`) and the `sluice` processes as an
+ * operator would, for the end-to-end tests, with the harness's tracked processes: child processes
+ * run compiled JavaScript, so the demo (and the packages it uses) is built first when stale.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { afterEach, beforeAll } from "vitest";
+import { SLUICE_MAIN } from "@sluice/cluster";
+import { waitFor } from "@sluice/core/testing";
+import {
+  buildIfStale,
+  REPO,
+  startProcess,
+  type TrackedProcess,
+  useTrackedProcesses,
+} from "@sluice/harness/testing";
+import { beforeAll } from "vitest";
 
-export const APP_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-export const REPO = path.resolve(APP_DIR, "../..");
-export const MAIN = path.join(APP_DIR, "dist/main.js");
-/** The workspace packages the demo imports, by folder: each must have been built. */
-const WORKSPACE_DEPS = [
-  "packages/core",
-  "packages/runtime-api",
-  "packages/runtime",
-  "packages/network",
-  "packages/cluster",
-  "packages/metrics-prometheus",
-  "packages/shuffle-tcp",
-  "packages/shuffle-ws",
-  "apps/corpus",
-];
-/** Folders of test code only, which the build leaves out. */
-const TEST_ONLY = new Set(["test-support", "chaos"].map((name) => path.join(APP_DIR, "src", name)));
+export {
+  isAlive,
+  killTrackedProcesses,
+  lastJsonLine,
+  type ProcessRun as Run,
+  type TrackedProcess as DemoProcess,
+} from "@sluice/harness/testing";
+export { REPO };
 
-/** True when some source file of `src` has no compiled counterpart in `dist` at least as new. */
-function staleOutput(src: string, dist: string): boolean {
-  for (const entry of readdirSync(src, { withFileTypes: true })) {
-    const file = path.join(src, entry.name);
-    if (TEST_ONLY.has(file)) continue;
-    if (entry.isDirectory()) {
-      if (staleOutput(file, path.join(dist, entry.name))) return true;
-    } else if (entry.name.endsWith(".ts") && !entry.name.endsWith(".test.ts")) {
-      const output = path.join(dist, entry.name.replace(/\.ts$/, ".js"));
-      if (!existsSync(output) || statSync(output).mtimeMs < statSync(file).mtimeMs) return true;
-    }
-  }
-  return false;
+/** Polls `condition` every 50 ms until it holds (core's `waitFor`); fails after `timeoutMs`. */
+export function until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  return waitFor(condition, { what, timeoutMs, intervalMs: 50 });
 }
+/** The demo's compiled entry point. */
+export const MAIN = path.join(REPO, "apps/demo/dist/main.js");
 
-function needsBuild(): boolean {
-  if (WORKSPACE_DEPS.some((dep) => !existsSync(path.join(REPO, dep, "dist/index.js")))) return true;
-  return staleOutput(path.join(APP_DIR, "src"), path.join(APP_DIR, "dist"));
-}
-
-/** Builds the demo and what it uses, if its dist/ is stale (for a `beforeAll`). */
-export function buildDemoIfStale(): void {
-  if (!needsBuild()) return;
-  const build = spawnSync(
-    "pnpm",
-    ["exec", "turbo", "run", "build", "--filter=@sluice/demo...", "--output-logs=errors-only"],
-    { cwd: REPO, encoding: "utf8" },
-  );
-  if (build.status !== 0)
-    throw new Error(`building the demo failed:\n${build.stdout}\n${build.stderr}`);
-}
-
-/** How a demo process ended, with everything it printed. */
 /** Demo arguments for up to two restarts, 100 ms apart: enough for every recovery the e2e tests force. */
 export const TWO_RESTARTS: readonly string[] = [
   "-D",
@@ -70,54 +41,116 @@ export const TWO_RESTARTS: readonly string[] = [
   "restart-strategy.fixed-delay.delay=100ms",
 ];
 
-export interface Run {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** A running demo process. */
-export interface DemoProcess {
-  readonly child: ChildProcess;
-  /** What it printed so far, and its exit status once it ended. */
-  output(): Run;
-  readonly done: Promise<Run>;
-}
-
-const running = new Set<ChildProcess>();
-
-/**
- * Starts `node <command...> main.js <args>`; `prefix` runs it through another command first
- * (e.g. `ip netns exec <ns>`).
- */
+/** Starts `node main.js <args>` (in `cwd`, through `prefix`, e.g. `ip netns exec <ns>`). */
 export function startDemo(
   args: readonly string[],
   options: { cwd?: string; prefix?: readonly string[] } = {},
-): DemoProcess {
-  const prefix = options.prefix ?? [];
-  const command = [...prefix, process.execPath, MAIN, ...args];
-  const child = spawn(command[0] as string, command.slice(1), {
-    cwd: options.cwd ?? REPO,
-    stdio: ["ignore", "pipe", "pipe"],
+): TrackedProcess {
+  return startProcess([process.execPath, MAIN, ...args], { cwd: REPO, ...options });
+}
+
+/** Starts `sluice <args>` as the `sluice` command would (through `prefix`, if given). */
+export function startSluice(
+  args: readonly string[],
+  options: { cwd?: string; prefix?: readonly string[] } = {},
+): TrackedProcess {
+  return startProcess([process.execPath, SLUICE_MAIN, ...args], { cwd: REPO, ...options });
+}
+
+/** Where the word count's job module is: the `--usrlib` of a session cluster's task managers. */
+export const USRLIB = path.join(REPO, "apps/demo/dist");
+
+/** A session cluster of `sluice` processes the demo submits to with `--jobmanager`. */
+export interface SessionCluster {
+  readonly jm: TrackedProcess;
+  readonly tms: readonly TrackedProcess[];
+  /** The job manager and the task managers. */
+  readonly processes: readonly TrackedProcess[];
+  /** The job manager's REST port (on `host`). */
+  readonly restPort: number;
+}
+
+/**
+ * Starts `sluice jobmanager` on `host` (control plane on `rpcPort`, REST on `restPort`) and one
+ * `sluice taskmanager --usrlib apps/demo/dist` per entry of `taskManagers` (its command prefix,
+ * e.g. `ip netns exec <ns>`; two on this host by default), each with `configuration` (`-D`
+ * arguments), and resolves once the REST endpoint's `/overview` (fetched by this process, or by
+ * `overview` from where the endpoint can be reached) counts every task manager registered: a
+ * session cluster refuses a job while none is.
+ */
+export async function startSessionCluster(options: {
+  readonly rpcPort: number;
+  readonly restPort: number;
+  readonly host?: string;
+  readonly configuration?: readonly string[];
+  readonly jobManagerPrefix?: readonly string[];
+  readonly taskManagers?: readonly (readonly string[])[];
+  readonly overview?: (url: string) => unknown;
+}): Promise<SessionCluster> {
+  const host = options.host ?? "127.0.0.1";
+  const configuration = [
+    "-D",
+    `jobmanager.rpc.address=${host}`,
+    "-D",
+    `jobmanager.rpc.port=${options.rpcPort}`,
+    "-D",
+    `rest.address=${host}`,
+    "-D",
+    `rest.bind-address=${host}`,
+    "-D",
+    `rest.port=${options.restPort}`,
+    ...(options.configuration ?? []),
+  ];
+  const jm = startSluice(["jobmanager", ...configuration], {
+    prefix: options.jobManagerPrefix ?? [],
   });
-  running.add(child);
-  let stdout = "";
-  let stderr = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  child.stderr?.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const output = () => ({ code: child.exitCode, signal: child.signalCode, stdout, stderr });
-  const done = new Promise<Run>((resolve) => {
-    child.on("close", (code, signal) => {
-      running.delete(child);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
-  return { child, output, done };
+  const tms = (options.taskManagers ?? [[], []]).map((prefix) =>
+    startSluice(["taskmanager", "--usrlib", USRLIB, ...configuration], { prefix }),
+  );
+  const url = `http://${host}:${options.restPort}/overview`;
+  let registered = 0;
+  let asking = false;
+  // Polled: each call asks the endpoint again once the previous request settled.
+  const fetchRegistered = () => {
+    if (!asking) {
+      asking = true;
+      fetch(url)
+        .then(async (response) => {
+          if (response.ok)
+            registered = ((await response.json()) as { taskmanagers: number }).taskmanagers;
+        })
+        .catch(() => undefined)
+        .finally(() => {
+          asking = false;
+        });
+    }
+    return registered;
+  };
+  const taskManagersRegistered =
+    options.overview === undefined
+      ? fetchRegistered
+      : () => (options.overview?.(url) as { taskmanagers?: number } | undefined)?.taskmanagers ?? 0;
+  await until(
+    () => {
+      if (jm.output().code !== null) {
+        throw new Error(`the job manager exited (${jm.output().code}):\n${jm.output().stderr}`);
+      }
+      return taskManagersRegistered() === tms.length;
+    },
+    30_000,
+    "every task manager to register (the REST endpoint's /overview)",
+  );
+  return { jm, tms, processes: [jm, ...tms], restPort: options.restPort };
+}
+
+/** Builds the demo if stale (the packages it runs, the `sluice` processes too). */
+export function buildDemoIfStale(): void {
+  buildIfStale("@sluice/demo", [
+    "apps/demo",
+    "apps/corpus",
+    "packages/cluster",
+    "packages/harness",
+  ]);
 }
 
 /**
@@ -126,43 +159,5 @@ export function startDemo(
  */
 export function useDemoProcesses(): void {
   beforeAll(buildDemoIfStale, 300_000);
-  afterEach(killDemoProcesses);
-}
-
-/** Kills every demo process still running (for an `afterEach`). */
-export function killDemoProcesses(): void {
-  for (const child of running) child.kill("SIGKILL");
-}
-
-export function lastJsonLine(stdout: string): Record<string, unknown> {
-  const lines = stdout.trim().split("\n");
-  return JSON.parse(lines[lines.length - 1] as string) as Record<string, unknown>;
-}
-
-/** Alive = signal 0 succeeds and /proc does not show a zombie. */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-  } catch {
-    return true;
-  }
-}
-
-/** Polls `condition` every 50 ms until it holds; fails after `timeoutMs`. */
-export async function until(
-  condition: () => boolean,
-  timeoutMs: number,
-  what: string,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  useTrackedProcesses();
 }

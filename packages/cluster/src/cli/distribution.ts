@@ -13,3 +13,10 @@ export const DISTRIBUTION_DIR = path.resolve(path.dirname(fileURLToPath(import.m
 
 /** Where the `sluice` processes load plugins from. */
 export const DISTRIBUTION_LOADER: PluginLoaderOptions = { applicationDirs: [DISTRIBUTION_DIR] };
+
+/**
+ * The `sluice` command's entry point (this package's `dist/cli/main.js`), for starting its
+ * processes from code ({@link SluiceProcess}); the built one, also when this module runs from its
+ * TypeScript source (in this repository's tests).
+ */
+export const SLUICE_MAIN = path.join(DISTRIBUTION_DIR, "dist", "cli", "main.js");

@@ -48,7 +48,12 @@ async function runJobManager(flags: ConfigurationFlags, io: CommandIO): Promise<
     const { configuration } = await loadProcessConfiguration(flags);
     jobManager = await JobManager.start(configuration, {
       loader: DISTRIBUTION_LOADER,
-      onTaskManagerRegistered: (taskManager) => say(`${taskManager.labelWithAddress} registered`),
+      onTaskManagerRegistered: (taskManager) => {
+        say(`${taskManager.labelWithAddress} registered`);
+        for (const { reporter, url } of taskManager.metricEndpoints) {
+          say(`${taskManager.label} metrics (${reporter}): ${url}`);
+        }
+      },
       onTaskManagerLost: (taskManager, cause) =>
         say(`${taskManager.labelWithAddress} lost: ${cause.message}`),
       onLeadershipGranted: (token) =>
@@ -63,6 +68,9 @@ async function runJobManager(flags: ConfigurationFlags, io: CommandIO): Promise<
     say(
       `job manager (pid ${process.pid}) at ${jobManager.url}, shuffle ${jobManager.plugin.reference}, high availability ${ha}${jobManager.fencingToken === undefined ? ": a standby, waiting to be elected leader" : ""}`,
     );
+    for (const { reporter, url } of jobManager.deployer.metricGroup.registry.endpoints()) {
+      say(`job manager metrics (${reporter}): ${url}`);
+    }
     try {
       webMonitor = await WebMonitorEndpoint.start(jobManager, { onWarning: warn });
     } catch (error) {

@@ -82,6 +82,9 @@ async function runTaskManager(flags: TaskManagerFlags, io: CommandIO): Promise<n
   say(
     `task manager ${taskManager.index} (pid ${process.pid}) registered with the job manager at ${taskManager.jobManagerAddress}: data port ${executor.location.host}:${executor.location.dataPort}, resource ${executor.resourceId}`,
   );
+  for (const { reporter, url } of executor.metricGroup.registry.endpoints()) {
+    say(`task manager ${taskManager.index} (pid ${process.pid}) metrics (${reporter}): ${url}`);
+  }
   return runUntilSignal(
     async () => {
       const end = await taskManager.terminated;

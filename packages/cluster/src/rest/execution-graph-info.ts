@@ -14,8 +14,14 @@ import type {
   RatesInfo,
   StatusCounts,
   SubtaskInfo,
+  TimesInfo,
   VertexInfo,
 } from "./job-details-info.js";
+import {
+  type JobExecutionResultInfo,
+  type JobExecutionResultResponseBody,
+  jobExecutionResultOf,
+} from "./job-execution-result-info.js";
 import {
   type FetchedSubtask,
   type MetricFetcher,
@@ -82,6 +88,7 @@ interface Archived {
   readonly details: JobDetailsInfo;
   readonly checkpoints: CheckpointingStatistics;
   readonly exceptions: JobExceptionsInfo;
+  readonly result: JobExecutionResultInfo;
 }
 
 /**
@@ -204,6 +211,7 @@ export class ExecutionGraphInfo {
         timestamp: rootCause === null ? null : this.endTime,
         exceptionHistory: { entries: [...this.exceptions], truncated: this.truncated },
       },
+      result: jobExecutionResultOf(result, this.endTime - this.startTime),
     };
     this.execution = undefined;
     this.seenFailures.clear();
@@ -221,6 +229,12 @@ export class ExecutionGraphInfo {
   checkpoints(): CheckpointingStatistics {
     if (this.archived !== undefined) return this.archived.checkpoints;
     return checkpointingStatisticsOf(this.execution as JobExecution);
+  }
+
+  /** `GET /jobs/:jobid/execution-result`. */
+  executionResult(): JobExecutionResultResponseBody {
+    if (this.archived === undefined) return { status: { id: "IN_PROGRESS" } };
+    return { status: { id: "COMPLETED" }, "job-execution-result": this.archived.result };
   }
 
   /** `GET /jobs/:jobid/exceptions`. */
@@ -321,6 +335,7 @@ export class ExecutionGraphInfo {
           subtask: e.subtaskIndex,
           status: e.state,
           attempt: e.attemptId.attemptNumber,
+          ...subtaskTimes(e.stateTimestamps ?? {}, this.now()),
           endpoint: placed
             ? `${e.gateway.location.host}:${e.gateway.location.dataPort}`
             : "(unassigned)",
@@ -365,6 +380,7 @@ export class ExecutionGraphInfo {
         "backpressured-time-ms-per-second": worst,
         "backpressure-level": levelName(backPressureLevel(worst)),
         colour: vertexColour(busiest, worst),
+        ...vertexTimes(subtasks, this.now()),
         subtasks,
       };
     });
@@ -405,6 +421,38 @@ export class ExecutionGraphInfo {
       restarts: execution.restarts,
     };
   }
+}
+
+/** The final states of a subtask. */
+const FINAL_EXECUTION_STATES: readonly ExecutionState[] = ["FINISHED", "CANCELED", "FAILED"];
+
+/** A subtask's times from its attempt's state timestamps (Flink's `SubtaskExecutionAttemptDetailsInfo`). */
+function subtaskTimes(
+  stamps: Readonly<Partial<Record<ExecutionState, number>>>,
+  now: number,
+): TimesInfo {
+  const start = stamps.DEPLOYING ?? -1;
+  const end = Math.max(-1, ...FINAL_EXECUTION_STATES.map((state) => stamps[state] ?? -1));
+  return timesOf(start, end, now);
+}
+
+/** A vertex's times from its subtasks' (Flink's `JobDetailsVertexInfo`). */
+function vertexTimes(subtasks: readonly SubtaskInfo[], now: number): TimesInfo {
+  const starts = subtasks.map((s) => s["start-time"]).filter((time) => time >= 0);
+  const ended = subtasks.length > 0 && subtasks.every((s) => s["end-time"] >= 0);
+  return timesOf(
+    starts.length === 0 ? -1 : Math.min(...starts),
+    ended ? Math.max(...subtasks.map((s) => s["end-time"])) : -1,
+    now,
+  );
+}
+
+function timesOf(start: number, end: number, now: number): TimesInfo {
+  return {
+    "start-time": start,
+    "end-time": end,
+    duration: start < 0 ? -1 : (end < 0 ? now : end) - start,
+  };
 }
 
 /** Flink's aggregate state of a vertex from its subtasks' (`ExecutionJobVertex`). */

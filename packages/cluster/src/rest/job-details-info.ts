@@ -43,8 +43,21 @@ export interface RatesInfo {
   readonly "backpressured-time-ms-per-second": number;
 }
 
+/**
+ * When a subtask or a vertex ran (Flink's `start-time`, `end-time` and `duration`), in ms since the
+ * epoch: a subtask's start is when its current attempt was deployed and its end when it reached a
+ * final state; a vertex's start is its first subtask's start and its end its last subtask's end
+ * once every one ended. -1 for a time not reached yet (and a duration without a start).
+ */
+export interface TimesInfo {
+  readonly "start-time": number;
+  readonly "end-time": number;
+  /** From the start to the end, or to now while it runs. */
+  readonly duration: number;
+}
+
 /** One subtask (Flink's `SubtaskExecutionAttemptDetailsInfo`), with Sluice's rates. */
-export interface SubtaskInfo extends RatesInfo {
+export interface SubtaskInfo extends RatesInfo, TimesInfo {
   readonly subtask: number;
   readonly status: ExecutionState;
   /** The current attempt's number (it counts the subtask's restarts). */
@@ -66,7 +79,7 @@ export interface SubtaskInfo extends RatesInfo {
  * records and bytes per second are its subtasks' sums; its busy, idle and back-pressured times
  * per second are those of its busiest, idlest and most back-pressured subtask.
  */
-export interface VertexInfo extends RatesInfo {
+export interface VertexInfo extends RatesInfo, TimesInfo {
   readonly id: string;
   readonly name: string;
   readonly parallelism: number;

@@ -1,8 +1,9 @@
 /**
  * The REST endpoint's routes, one small handler each, in Flink's REST API shapes where Flink has
- * the route (`/config`, `/overview`, `/jobs`, `/jobs/overview`, `/jobs/:jobid`,
+ * the route (`/config`, `/overview`, `/jobmanager/config`, `/jobs`, `/jobs/overview`, `/jobs/:jobid`,
  * `/jobs/:jobid/vertices/:vertexid`, `/jobs/:jobid/checkpoints`, `/jobs/:jobid/exceptions`,
- * `/taskmanagers`, `PATCH /jobs/:jobid`, `POST /jobs`), and Sluice's own: the job's event stream and job
+ * `/jobs/:jobid/execution-result`, `/taskmanagers`, `/taskmanagers/:taskmanagerid/metrics`,
+ * `PATCH /jobs/:jobid`, `POST /jobs`), and Sluice's own: the job's event stream and job
  * messages.
  */
 import type { JsonValue } from "@sluice/runtime-api";
@@ -18,6 +19,7 @@ import { submitJob } from "./job-submit-handler.js";
 import type { MetricFetcher } from "./metric-fetcher.js";
 import { RestHandlerError } from "./rest-handler-error.js";
 import type { RestRoute } from "./rest-router.js";
+import { taskManagerMetricsBody, taskManagerMetricsOf } from "./task-manager-metrics.js";
 
 /** One event of `GET /jobs/:jobid/events`: the job's details and checkpoints now. */
 export interface JobEvent {
@@ -45,6 +47,14 @@ export async function jobEventOf(
   if (!job.ended) await fetcher.update();
   return { job: job.details(fetcher), checkpoints: job.checkpoints() };
 }
+
+/**
+ * Keys whose values `GET /jobmanager/config` hides, as Flink's `GlobalConfiguration.isSensitive`
+ * does: passwords, secrets, keys and tokens.
+ */
+const SENSITIVE_KEY = /password|secret|token|(^|[.-])key($|[.-])/i;
+/** What a hidden value reads as (Flink's). */
+const HIDDEN_VALUE = "******";
 
 /** The routes of the REST endpoint. */
 export function restRoutes(context: RestRouteContext): RestRoute[] {
@@ -90,9 +100,27 @@ export function restRoutes(context: RestRouteContext): RestRoute[] {
             "jobs-cancelled": count("CANCELED"),
             "jobs-failed": count("FAILED"),
             "sluice-version": SLUICE_VERSION,
+            // The plugin every task manager must load, as the job manager resolved it.
+            "shuffle-plugin": jobManager.plugin.reference,
           },
         };
       },
+    },
+    {
+      method: "GET",
+      path: "/jobmanager/config",
+      handle: () => ({
+        body: Object.entries(jobManager.configuration.toObject())
+          .sort(([a], [b]) => a.localeCompare(b))
+          .map(([key, value]) => ({
+            key,
+            value: SENSITIVE_KEY.test(key)
+              ? HIDDEN_VALUE
+              : typeof value === "string"
+                ? value
+                : JSON.stringify(value),
+          })),
+      }),
     },
     {
       method: "GET",
@@ -161,6 +189,11 @@ export function restRoutes(context: RestRouteContext): RestRoute[] {
     },
     {
       method: "GET",
+      path: "/jobs/:jobid/execution-result",
+      handle: ({ params }) => ({ body: jobOf(params.jobid).executionResult() }),
+    },
+    {
+      method: "GET",
       path: "/jobs/:jobid/exceptions",
       handle: ({ params }) => ({ body: jobOf(params.jobid).exceptionsInfo() }),
     },
@@ -196,6 +229,29 @@ export function restRoutes(context: RestRouteContext): RestRoute[] {
     },
     {
       method: "GET",
+      path: "/taskmanagers/:taskmanagerid/metrics",
+      handle: async ({ params, query }) => {
+        const id = params.taskmanagerid ?? "";
+        const taskManager = [...jobManager.taskManagers]
+          .reverse()
+          .find((tm) => tm.connected && tm.location.resourceId.toString() === id);
+        if (taskManager === undefined) {
+          throw new RestHandlerError(404, `no task manager ${id} is registered`);
+        }
+        let dumps: Awaited<ReturnType<typeof taskManager.queryMetrics>>;
+        try {
+          dumps = await taskManager.queryMetrics();
+        } catch (error) {
+          throw new RestHandlerError(
+            503,
+            `${taskManager.label} did not answer the metric query: ${(error as Error).message}`,
+          );
+        }
+        return { body: taskManagerMetricsBody(taskManagerMetricsOf(dumps), query.get("get")) };
+      },
+    },
+    {
+      method: "GET",
       path: "/taskmanagers",
       handle: () => ({
         body: {
@@ -209,6 +265,7 @@ export function restRoutes(context: RestRouteContext): RestRoute[] {
             index: tm.index,
             slotsNumber: tm.numberOfSlots,
             connected: tm.connected,
+            metricEndpoints: tm.metricEndpoints,
           })),
         },
       }),

@@ -85,7 +85,11 @@ const JSON_TYPE = { "content-type": "application/json" };
 describe("the job manager's REST endpoint", () => {
   it("answers Flink's routes for a running job, then keeps its final state once it finished", async () => {
     const { jobManager, endpoint } = await startCluster(
-      { "execution.checkpointing.interval": "100ms" },
+      {
+        "execution.checkpointing.interval": "100ms",
+        // Not used without internal TLS: here to be hidden by /jobmanager/config.
+        "security.ssl.internal.key-password": "hunter2",
+      },
       {},
       2_000,
     );
@@ -99,7 +103,24 @@ describe("the job manager's REST endpoint", () => {
       taskmanagers: 2,
       "jobs-running": 1,
       "jobs-finished": 0,
+      "shuffle-plugin": "@sluice/shuffle-tcp#TcpShuffleServiceFactory",
     });
+    // The job manager's configuration, as Flink's /jobmanager/config lists it.
+    const jobManagerConfig = await get<{ key: string; value: string }[]>(
+      endpoint,
+      "jobmanager/config",
+    );
+    expect(jobManagerConfig).toContainEqual({
+      key: "execution.checkpointing.interval",
+      value: "100ms",
+    });
+    expect(jobManagerConfig).toContainEqual({
+      key: "security.ssl.internal.key-password",
+      value: "******",
+    });
+    expect(jobManagerConfig.map((entry) => entry.key)).toEqual(
+      [...jobManagerConfig.map((entry) => entry.key)].sort(),
+    );
     const taskManagers = await get<{ taskmanagers: { id: string; dataPort: number }[] }>(
       endpoint,
       "taskmanagers",
@@ -129,6 +150,32 @@ describe("the job manager's REST endpoint", () => {
     expect(sink?.subtasks[0]?.endpoint).toMatch(/^127\.0\.0\.1:\d+$/);
     expect(sink?.subtasks[0]?.["in-pool-usage"]).not.toBeNull();
     expect(sink?.subtasks[0]?.["out-pool-usage"]).toBeNull();
+    // Running subtasks were deployed, and have not ended.
+    expect(sink?.subtasks[0]?.["start-time"]).toBeGreaterThan(0);
+    expect(sink?.subtasks[0]?.duration).toBeGreaterThanOrEqual(0);
+    expect(sink?.subtasks[0]?.["end-time"]).toBe(-1);
+    expect(sink?.["start-time"]).toBe(
+      Math.min(...(sink?.subtasks ?? []).map((t) => t["start-time"])),
+    );
+    expect(sink?.["end-time"]).toBe(-1);
+    expect(await get(endpoint, `jobs/${jid}/execution-result`)).toEqual({
+      status: { id: "IN_PROGRESS" },
+    });
+    // A task manager's own metrics, by Flink's ids: its network memory, all of it free or in use.
+    const [first] = jobManager.taskManagers;
+    const tmId = first?.location.resourceId.toString();
+    const ids = await get<{ id: string }[]>(endpoint, `taskmanagers/${tmId}/metrics`);
+    expect(ids.map((m) => m.id)).toContain("Status.Shuffle.Netty.TotalMemorySegments");
+    expect(ids.map((m) => m.id).filter((id) => id.startsWith("job."))).toEqual([]);
+    const segments = await get<{ id: string; value: string }[]>(
+      endpoint,
+      `taskmanagers/${tmId}/metrics?get=Status.Shuffle.Netty.TotalMemorySegments,Status.Shuffle.Netty.AvailableMemorySegments,no.such.metric`,
+    );
+    expect(segments.map((m) => m.id)).toEqual([
+      "Status.Shuffle.Netty.TotalMemorySegments",
+      "Status.Shuffle.Netty.AvailableMemorySegments",
+    ]);
+    expect(Number(segments[0]?.value)).toBeGreaterThan(Number(segments[1]?.value));
     expect(job.plan.nodes[1]?.inputs).toEqual([
       { num: 0, id: numbers?.id, ship_strategy: "HASH", exchange: "pipelined_bounded" },
     ]);
@@ -164,6 +211,32 @@ describe("the job manager's REST endpoint", () => {
     expect(finished["status-counts"].FINISHED).toBe(4);
     expect(finished.vertices[1]?.subtasks.map((s) => s.status)).toEqual(["FINISHED", "FINISHED"]);
     expect(finished["root-cause"]).toBeNull();
+    // Each vertex ended when its last subtask did.
+    for (const done of finished.vertices) {
+      expect(done["end-time"]).toBe(Math.max(...done.subtasks.map((t) => t["end-time"])));
+      expect(done.duration).toBe(done["end-time"] - done["start-time"]);
+    }
+    // What the tasks returned: each sink subtask's count and sum, 200,000 numbers per source.
+    const result = await get<{
+      status: { id: string };
+      "job-execution-result": Record<string, unknown>;
+    }>(endpoint, `jobs/${jid}/execution-result`);
+    expect(result.status.id).toBe("COMPLETED");
+    const sums = (
+      result["job-execution-result"]["accumulator-results"] as Record<string, { count: number }[]>
+    ).Sink;
+    expect(sums?.reduce((total, s) => total + s.count, 0)).toBe(400_000);
+    expect(result["job-execution-result"]).toMatchObject({
+      id: jid,
+      "application-status": "SUCCEEDED",
+      "accumulator-results": { Numbers: [200_000, 200_000] },
+      restarts: 0,
+      "rerun-tasks": [],
+      "failed-task": null,
+    });
+    expect(
+      (result["job-execution-result"].checkpoints as { completed: number }).completed,
+    ).toBeGreaterThanOrEqual(1);
     const overview = await get<{ jobs: JobOverviewInfo[] }>(endpoint, "jobs/overview");
     expect(overview.jobs).toMatchObject([
       { jid, state: "FINISHED", tasks: { total: 4, finished: 4, running: 0 } },

@@ -36,4 +36,11 @@ export interface MetricReporter {
 
   /** Releases everything `open()` acquired (closes sockets). Called once; idempotent. */
   close(): Promise<void> | void;
+
+  /**
+   * Where a pull-based reporter serves, once open (e.g. `http://10.0.0.2:9250/metrics`): the
+   * processes announce it (a task manager to its job manager at registration) so that an
+   * operator or a client can find every endpoint of a cluster. Absent for push-based reporters.
+   */
+  readonly url?: string | undefined;
 }

@@ -1,6 +1,6 @@
 import { ExecutionAttemptID, ExecutionGraphID, IllegalStateError } from "@sluice/core";
 import type { TaskExecutorGateway } from "../messages/task-executor-gateway.js";
-import type { ExecutionVertex } from "./execution-vertex.js";
+import { type ExecutionVertex, TimedExecutionVertex } from "./execution-vertex.js";
 import type { JobGraph, JobVertex } from "./job-graph.js";
 import type { Placement, PlacementContext } from "./placement.js";
 
@@ -81,14 +81,13 @@ export class ExecutionGraph {
       }
       placed.push([
         previous,
-        {
+        new TimedExecutionVertex({
           vertex,
           subtaskIndex: i,
           attemptId: new ExecutionAttemptID(this.executionGraphId, vertex.id, i, attemptNumber),
           gateway,
           name: `${vertex.name} (${i + 1}/${vertex.parallelism})#${attemptNumber}`,
-          state: "CREATED",
-        },
+        }),
       ]);
     }
     // Swapped in only once every subtask is placed: a failed placement leaves the old attempts.

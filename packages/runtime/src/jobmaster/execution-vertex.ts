@@ -20,6 +20,12 @@ export interface ExecutionVertex {
   name: string;
   /** The last state the task reported (or the job side decided). */
   state: ExecutionState;
+  /**
+   * When the current attempt first reached each state it went through, in ms since the epoch
+   * (Flink's `Execution.stateTimestamps`): `DEPLOYING` is when it was deployed, a final state when
+   * it ended. Absent on a vertex the job side did not create.
+   */
+  readonly stateTimestamps?: Readonly<Partial<Record<ExecutionState, number>>>;
   /** What the task's invokable returned, once FINISHED. */
   result?: JsonValue;
   /** Why the task failed or was canceled, as it reported. */
@@ -31,4 +37,50 @@ export interface ExecutionVertex {
    * started from, or the latest completed one when a global or regional failover restarted it.
    */
   restoreFrom?: CompletedCheckpoint;
+}
+
+/** What a {@link TimedExecutionVertex} starts with: its first attempt, CREATED. */
+export type ExecutionVertexInit = Omit<ExecutionVertex, "state" | "stateTimestamps">;
+
+/**
+ * An {@link ExecutionVertex} that times its state changes: each state is stamped the first time
+ * the current attempt reaches it, and CREATED (a new attempt) starts the stamps over.
+ */
+export class TimedExecutionVertex implements ExecutionVertex {
+  readonly vertex: ExecutionVertex["vertex"];
+  readonly subtaskIndex: number;
+  attemptId: ExecutionAttemptID;
+  gateway: TaskExecutorGateway;
+  name: string;
+  result?: JsonValue;
+  failureCause?: Error;
+  serializers?: TaskSerializers;
+  private current: ExecutionState = "CREATED";
+  private stamps: Partial<Record<ExecutionState, number>>;
+
+  constructor(
+    init: ExecutionVertexInit,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.vertex = init.vertex;
+    this.subtaskIndex = init.subtaskIndex;
+    this.attemptId = init.attemptId;
+    this.gateway = init.gateway;
+    this.name = init.name;
+    this.stamps = { CREATED: now() };
+  }
+
+  get state(): ExecutionState {
+    return this.current;
+  }
+
+  set state(state: ExecutionState) {
+    if (state === "CREATED") this.stamps = {};
+    this.current = state;
+    this.stamps[state] ??= this.now();
+  }
+
+  get stateTimestamps(): Readonly<Partial<Record<ExecutionState, number>>> {
+    return this.stamps;
+  }
 }

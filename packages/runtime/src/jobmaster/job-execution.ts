@@ -109,6 +109,8 @@ export class JobExecution implements JobMasterGateway {
   private scheduling: Promise<void> = Promise.resolve();
   private readonly termination = deferred<JobResult>();
   private readonly restored = new RestoredCheckpoint();
+  /** The checkpoint or savepoint the job was deployed to restore: its first attempts restore it. */
+  private initialRestore: CompletedCheckpoint | undefined;
   private terminating = false;
   /** Why the job is being suspended, once {@link suspend} was called. */
   private suspension: Error | undefined;
@@ -193,7 +195,8 @@ export class JobExecution implements JobMasterGateway {
       this.descriptors.assignmentOf(options.restoreFrom);
       this.checkpointCoordinator?.restoreLatestCheckpoint(options.restoreFrom);
       this.restored.restore(options.restoreFrom);
-      for (const execution of this.executionVertices) execution.restoreFrom = options.restoreFrom;
+      // The subtasks exist once placed (start): their first attempts restore it then.
+      this.initialRestore = options.restoreFrom;
     }
   }
 
@@ -239,6 +242,10 @@ export class JobExecution implements JobMasterGateway {
     } catch (error) {
       this.fail(asError(error));
       return;
+    }
+    const restore = this.initialRestore;
+    if (restore !== undefined) {
+      for (const execution of this.executionVertices) execution.restoreFrom = restore;
     }
     if (this.currentStatus !== "CREATED") return;
     this.transitionTo("RUNNING");

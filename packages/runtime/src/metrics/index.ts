@@ -13,7 +13,11 @@ export { type TaskInfo, TaskMetricGroup } from "./groups/task-metric-group.js";
 export { DEFAULT_METER_TIME_SPAN_SECONDS, MeterView } from "./meter-view.js";
 export type { MetricDump } from "./metric-dump.js";
 export { MetricNames } from "./metric-names.js";
-export { MetricRegistry, type MetricRegistryOptions } from "./metric-registry.js";
+export {
+  type MetricEndpoint,
+  MetricRegistry,
+  type MetricRegistryOptions,
+} from "./metric-registry.js";
 export { METRIC_WARNING_TYPE } from "./metric-warning.js";
 export {
   configuredReporterNames,

@@ -8,6 +8,14 @@ import { ScopeFormats } from "./scope-formats.js";
 import { isView } from "./view.js";
 import { ViewUpdater } from "./view-updater.js";
 
+/** Where one metric reporter of a process serves (see {@link MetricRegistry.endpoints}). */
+export interface MetricEndpoint {
+  /** The reporter's name (`<name>` of `metrics.reporter.<name>.*`). */
+  readonly reporter: string;
+  /** Its URL, e.g. `http://127.0.0.1:9250/metrics`. */
+  readonly url: string;
+}
+
 /** Options of a {@link MetricRegistry}. */
 export interface MetricRegistryOptions {
   /** Opened reporters (see {@link MetricRegistry.fromConfiguration}); default none. */
@@ -91,6 +99,18 @@ export class MetricRegistry {
   /** The opened reporters, by name, in configuration order. */
   get reporters(): readonly ReporterSetup[] {
     return this.reporterSetups;
+  }
+
+  /**
+   * Where this process's pull-based reporters serve (each reporter with a
+   * `url`, see `MetricReporter.url`), by reporter name, in the order they were started.
+   */
+  endpoints(): MetricEndpoint[] {
+    const endpoints: MetricEndpoint[] = [];
+    for (const { name, reporter } of this.reporterSetups) {
+      if (typeof reporter.url === "string") endpoints.push({ reporter: name, url: reporter.url });
+    }
+    return endpoints;
   }
 
   /** The reporter named `name`, if one was started. */

@@ -724,8 +724,8 @@ export class Task {
   /**
    * FLIP-147's final checkpoint: a task whose invokable returned keeps running its mail (the
    * triggers a source gets) and reading its inputs to EndOfPartition (the barriers of the
-   * checkpoints its producers wait for) until a checkpoint it took since then completed and its
-   * listener handled that: what it prepared for its final state is committed before it finishes,
+   * checkpoints its producers wait for) until every input ended and a checkpoint it took since
+   * then completed and its listener handled that: what it prepared for its final state is committed before it finishes,
    * and its consumers, reached by that checkpoint's barrier, take part in it. It also waits,
    * in any order, until the consumers of its pipelined partitions processed every record (Flink's
    * StreamTask waits for both): an unaligned barrier overtakes the EndOfData, so the final
@@ -753,8 +753,11 @@ export class Task {
       if (processedFailure !== undefined) throw processedFailure;
       // A stop-with-savepoint's task waits for that savepoint, a later checkpoint does not do.
       const final = this.syncSavepointId ?? this.finalCheckpointId;
+      // And every input ended (EndOfPartition): a task that finished before its producers did
+      // would release their subpartitions under them (Flink's task ends its input first).
       if (
         processed &&
+        open.length === 0 &&
         final !== undefined &&
         this.notifications.lastCompletedCheckpointId >= final
       ) {

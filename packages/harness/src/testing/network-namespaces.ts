@@ -10,7 +10,7 @@
  * NetworkNamespaces.create} then returns why not, for the test to skip saying so.
  */
 import { execFileSync } from "node:child_process";
-import { isAlive } from "./demo-process.js";
+import { isAlive } from "./tracked-process.js";
 
 /** One host: a network namespace with one address on the bridge. */
 export interface NamespaceHost {
@@ -163,6 +163,25 @@ export class NetworkNamespaces {
     return this.exec(host, "ss", "-Htnp", "state", "established")
       .split("\n")
       .filter((line) => line.trim() !== "");
+  }
+
+  /** True when a TCP socket listens on `host`'s address and `port` (a server came up there). */
+  listening(host: NamespaceHost, port: number): boolean {
+    return this.exec(host, "ss", "-Hltn", "src", `${host.address}:${port}`).trim() !== "";
+  }
+
+  /**
+   * GETs `url` from inside `host`'s namespace (a short-lived node process there, since this
+   * process's network stack has no route to the namespaces) and returns its JSON body, or
+   * undefined when it cannot be fetched or does not answer 200.
+   */
+  getJson(host: NamespaceHost, url: string): unknown {
+    const script = `fetch(${JSON.stringify(url)}).then(async (r) => { if (!r.ok) process.exit(1); process.stdout.write(await r.text()); }, () => process.exit(1));`;
+    try {
+      return JSON.parse(this.exec(host, process.execPath, "-e", script));
+    } catch {
+      return undefined;
+    }
   }
 
   /**

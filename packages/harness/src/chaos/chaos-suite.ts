@@ -1,12 +1,13 @@
 /**
- * The hooks of a chaos test file: build the demo, create its namespaces (or say why the file
+ * The hooks of a chaos test file: build the demo and the `sluice` processes, create its namespaces (or say why the file
  * skips), kill what a test left running, and check at the end that nothing is left: no
  * namespace, so no nftables table, qdisc or veth either.
  */
 import { spawnSync } from "node:child_process";
 import { afterAll, afterEach, beforeAll, expect, type TestContext } from "vitest";
-import { buildDemoIfStale, killDemoProcesses } from "../test-support/demo-process.js";
-import { NetworkNamespaces } from "../test-support/network-namespaces.js";
+import { NetworkNamespaces } from "../testing/network-namespaces.js";
+import { killTrackedProcesses } from "../testing/tracked-process.js";
+import { buildIfStale } from "../testing/workspace-build.js";
 import { type ChaosCluster, removeCheckpoints } from "./chaos-cluster.js";
 
 /** Why the loss or bandwidth faults cannot be applied (no `nft`, no `tc`), or undefined. */
@@ -36,7 +37,8 @@ export function useChaosSuite(prefix: string, subnet: string, workers = 3): Chao
   let unavailable: string | undefined;
   const clusters: ChaosCluster[] = [];
   beforeAll(() => {
-    buildDemoIfStale();
+    // The demo's job module and the sluice processes run compiled JavaScript.
+    buildIfStale("@sluice/demo", ["apps/demo", "apps/corpus", "packages/cluster"]);
     const created = faultToolMissing() ?? NetworkNamespaces.create({ prefix, subnet, workers });
     if (typeof created === "string") {
       unavailable = created;
@@ -49,7 +51,7 @@ export function useChaosSuite(prefix: string, subnet: string, workers = 3): Chao
     }
   }, 300_000);
   afterEach(() => {
-    killDemoProcesses();
+    killTrackedProcesses();
     for (const cluster of clusters.splice(0)) removeCheckpoints(cluster);
   });
   afterAll(() => {

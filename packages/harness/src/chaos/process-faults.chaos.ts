@@ -4,7 +4,7 @@
  * network namespaces. Results: one `{"chaos":...}` JSON line per scenario (docs/chaos.md).
  */
 import { describe, expect, it } from "vitest";
-import type { DemoProcess } from "../test-support/demo-process.js";
+import type { TrackedProcess } from "../testing/tracked-process.js";
 import {
   checkpointAfter,
   expectVerified,
@@ -26,9 +26,11 @@ describe("chaos on the task manager processes", () => {
   it("SIGSTOP of a task manager for 15 s, then SIGCONT: the job carries on, verified", async (context) => {
     if (suite.skipIfUnavailable(context)) return;
     const network = suite.network();
-    const cluster = suite.track(startChaosCluster(network, RECORDS, ["--duration", "30"]));
+    const cluster = suite.track(
+      await startChaosCluster(network, RECORDS, { job: ["--duration", "30"] }),
+    );
     const before = await checkpointAfter(cluster, 0, 60_000, "a first checkpoint");
-    const resumedAt = await pauseFor(cluster.tms[1] as DemoProcess, 15_000);
+    const resumedAt = await pauseFor(cluster.tms[1] as TrackedProcess, 15_000);
     await checkpointAfter(cluster, before, 120_000, "a checkpoint after SIGCONT");
     const recoverMs = Date.now() - resumedAt;
     const summary = await expectVerified(cluster, await jobEnd(cluster, 180_000), RECORDS);
@@ -41,7 +43,9 @@ describe("chaos on the task manager processes", () => {
     if (suite.skipIfUnavailable(context)) return;
     const network = suite.network();
     // Long enough that the job still runs after the last kill: each kill costs a restart.
-    const cluster = suite.track(startChaosCluster(network, RECORDS, ["--duration", "20"]));
+    const cluster = suite.track(
+      await startChaosCluster(network, RECORDS, { job: ["--duration", "20"] }),
+    );
     const recoverMs: number[] = [];
     let latest = await checkpointAfter(cluster, 0, 60_000, "a first checkpoint");
     for (let kill = 0; kill < KILLS; kill++) {
@@ -50,7 +54,7 @@ describe("chaos on the task manager processes", () => {
       const live = cluster.tms.filter(
         (tm) => tm.output().code === null && tm.output().signal === null,
       );
-      const victim = live[kill % live.length] as DemoProcess;
+      const victim = live[kill % live.length] as TrackedProcess;
       victim.child.kill("SIGKILL");
       const killedAt = Date.now();
       cluster.startTaskManager(cluster.hostOf(victim));

@@ -1,6 +1,6 @@
 /**
  * The chaos suite's CI scenario, run with the normal tests (the full suite is `pnpm test:chaos`):
- * a standalone cluster across network namespaces (no high availability) whose job goes through
+ * a session cluster of `sluice` processes across network namespaces (no high availability) whose job goes through
  * 10% packet loss and a 200 Mbit/s limit on one task manager's link, a 20 s cut of the other's
  * (longer than libuv's TCP keepalive would have allowed with a 10 s delay: 10 s plus ten 1 s
  * probes), then a 15 s SIGSTOP of the first, and ends verified exactly once, without a restart,
@@ -8,8 +8,8 @@
  * rides them out in place.
  */
 import { expect, it } from "vitest";
-import type { DemoProcess } from "../test-support/demo-process.js";
-import type { NamespaceHost } from "../test-support/network-namespaces.js";
+import type { NamespaceHost } from "../testing/network-namespaces.js";
+import type { TrackedProcess } from "../testing/tracked-process.js";
 import {
   checkpointAfter,
   cutFor,
@@ -32,14 +32,16 @@ it("a job through 10% loss and a 200 Mbit/s limit on one link, a 20 s cut of the
   const [first, second] = network.workers as [NamespaceHost, NamespaceHost];
   network.applyLoss(first, 10);
   network.applyRateLimit(first, RATE_LIMIT);
-  const cluster = suite.track(startChaosCluster(network, RECORDS, ["--duration", "15"]));
+  const cluster = suite.track(
+    await startChaosCluster(network, RECORDS, { job: ["--duration", "15"] }),
+  );
   let latest = await checkpointAfter(cluster, 0, 60_000, "a first checkpoint");
 
   const reconnectedAt = await cutFor(network, second, 20_000);
   latest = await checkpointAfter(cluster, latest, 90_000, "a checkpoint after the cut");
   const cutRecoverMs = Date.now() - reconnectedAt;
 
-  const resumedAt = await pauseFor(cluster.tms[0] as DemoProcess, 15_000);
+  const resumedAt = await pauseFor(cluster.tms[0] as TrackedProcess, 15_000);
   await checkpointAfter(cluster, latest, 90_000, "a checkpoint after SIGCONT");
   const pauseRecoverMs = Date.now() - resumedAt;
 

@@ -1,7 +1,7 @@
 import { connect, createServer } from "node:net";
 import { Configuration, TaskExecutor } from "@sluice/runtime";
 import { afterEach, describe, expect, it } from "vitest";
-import { APP_DIR } from "./demo-application.js";
+import { LOADER } from "./test-support/test-cluster.js";
 
 const executors: TaskExecutor[] = [];
 afterEach(async () => {
@@ -38,7 +38,7 @@ describe("a task manager's data port behind a port mapping", () => {
         "taskmanager.data.port": 31999,
         "taskmanager.data.bind-port": bindPort,
       }),
-      { loader: { applicationDirs: [APP_DIR] } },
+      { loader: LOADER },
     );
     executors.push(executor);
     expect(executor.location.dataPort).toBe(31999);
@@ -51,7 +51,7 @@ describe("a task manager's data port behind a port mapping", () => {
         "shuffle-service-factory.class": "tcp",
         "taskmanager.memory.network.min": "1mb",
       }),
-      { loader: { applicationDirs: [APP_DIR] } },
+      { loader: LOADER },
     );
     executors.push(executor);
     expect(executor.location.dataPort).toBeGreaterThan(0);
