@@ -4,8 +4,8 @@
  * packages/ (`packages/<name>/etc/<name>[-<subpath>].api.md`), written by API Extractor from the
  * built `.d.ts` files. `node scripts/api-reports.mjs` rewrites the reports after an intended
  * change of a public API; `--check` (CI) fails when a report differs from the API, so a change of
- * a public signature is always a visible diff in review. The `./internal/*` entry points are not
- * public and get no report.
+ * a public signature is always a visible diff in review. The tiers (`.`, `./plugin`, `./testing`)
+ * each get their own report (docs/api-tiers.md).
  */
 import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";

@@ -32,9 +32,9 @@ import {
   SpillingAdaptiveSpanningRecordDeserializer,
   type TypeSerializer,
 } from "@sluice/core";
-import { ResultPartitionManager, type ResultSubpartitionView } from "@sluice/network";
+import { ResultPartitionManager, type ResultSubpartitionView } from "@sluice/network/plugin";
 import { buildPipelinedResultPartition } from "@sluice/network/testing";
-import { createChannelSelector, createRecordWriter } from "@sluice/runtime";
+import { createChannelSelector, createRecordWriter } from "@sluice/runtime/plugin";
 import {
   type KeyedRecord,
   KeyedRecordSerializer,

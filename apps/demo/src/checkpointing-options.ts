@@ -1,9 +1,8 @@
+import type { CheckpointingMode, Configuration } from "@sluice/runtime";
 import {
-  type CheckpointingMode,
-  type Configuration,
   checkpointCoordinatorConfigurationOf,
   createRestartBackoffTimeStrategy,
-} from "@sluice/runtime";
+} from "@sluice/runtime/plugin";
 import { ExecutionCheckpointingOptions } from "@sluice/runtime-api";
 import type { DemoOptions } from "./cli.js";
 

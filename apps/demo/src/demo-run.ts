@@ -13,7 +13,8 @@ import {
   type JobSubmitResponseBody,
   type RestClusterClient,
 } from "@sluice/cluster";
-import { Configuration, JobGraphCodec } from "@sluice/runtime";
+import { Configuration } from "@sluice/runtime";
+import { JobGraphCodec } from "@sluice/runtime/plugin";
 import type { DemoOptions } from "./cli.js";
 import {
   type Failure,

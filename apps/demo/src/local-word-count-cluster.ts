@@ -12,7 +12,8 @@ import {
 } from "@sluice/cluster";
 import { ErrorCodes, isSluiceError } from "@sluice/core";
 import { type KilledTaskManager, ShuffleWorkerKill, TaskManagerKill } from "@sluice/harness";
-import { describeThrowable, type JobExecution, serializeThrowable } from "@sluice/runtime";
+import { describeThrowable, type JobExecution } from "@sluice/runtime";
+import { serializeThrowable } from "@sluice/runtime/plugin";
 import { RemoteShuffleOptions } from "@sluice/shuffle-remote";
 import {
   type BatchSummary,

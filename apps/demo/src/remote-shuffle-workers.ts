@@ -1,6 +1,7 @@
 import { setTimeout as delay } from "node:timers/promises";
 import { ConfigurationError } from "@sluice/core";
-import type { Configuration, LoadedShuffleServiceFactory } from "@sluice/runtime";
+import type { Configuration } from "@sluice/runtime";
+import type { LoadedShuffleServiceFactory } from "@sluice/runtime/plugin";
 import type { ShuffleMaster } from "@sluice/runtime-api";
 import { type RegisteredShuffleWorker, RemoteShuffleOptions } from "@sluice/shuffle-remote";
 import type { BatchShuffleReport } from "./batch-mode.js";

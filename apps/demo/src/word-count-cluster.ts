@@ -7,11 +7,11 @@ import {
   shufflePluginIdentity,
 } from "@sluice/cluster";
 import { ConfigurationError } from "@sluice/core";
+import type { Configuration } from "@sluice/runtime";
 import {
-  type Configuration,
   type LoadedShuffleServiceFactory,
   loadConfigurationAndShufflePlugin,
-} from "@sluice/runtime";
+} from "@sluice/runtime/plugin";
 import { HighAvailabilityOptions, RestOptions, ShuffleServiceOptions } from "@sluice/runtime-api";
 import {
   applyBatchDefaults,

@@ -11,7 +11,7 @@ import {
   type BlockCompressionFactory,
   BufferCompressor,
   createBlockCompressionFactory,
-} from "@sluice/network";
+} from "@sluice/network/plugin";
 
 /** What the parent asks for. */
 export interface Lz4Args {

@@ -17,15 +17,17 @@ import {
   PollStatus,
   type RecordReader,
   type RecordWriter,
-  ShuffleServiceLoader,
   type Task,
-  TaskDeploymentDescriptorCodec,
-  type TaskDeploymentDescriptorJSON,
   TaskExecutor,
-  type TaskExecutorGateway,
   type TaskExecutorOptions,
   TaskNotFoundError,
 } from "@sluice/runtime";
+import {
+  ShuffleServiceLoader,
+  TaskDeploymentDescriptorCodec,
+  type TaskDeploymentDescriptorJSON,
+  type TaskExecutorGateway,
+} from "@sluice/runtime/plugin";
 import { ResultPartitionType } from "@sluice/runtime-api";
 import { ArrivalClock } from "./arrival-clock.js";
 

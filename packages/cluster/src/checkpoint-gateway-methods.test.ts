@@ -13,7 +13,7 @@ import {
   type JobMasterGateway,
   serializeThrowable,
   type TaskExecutorGateway,
-} from "@sluice/runtime";
+} from "@sluice/runtime/plugin";
 import { DescriptorError } from "@sluice/runtime-api";
 import { describe, expect, it } from "vitest";
 import { forwardingGateway, type GatewayMethods } from "./gateway-forwarding.js";

@@ -2,7 +2,7 @@ import type { Socket } from "node:net";
 import { setTimeout as delay } from "node:timers/promises";
 import type { TLSSocket } from "node:tls";
 import { PartitionConnectionError } from "@sluice/core";
-import { keepAliveDelayFor, type TlsSettings } from "@sluice/network";
+import { keepAliveDelayFor, type TlsSettings } from "@sluice/network/plugin";
 import WebSocket from "ws";
 import {
   CONTROL_PLANE_PATH,

@@ -6,7 +6,7 @@ import {
   type TlsSettings,
   tlsClientOptions,
   tlsServerOptions,
-} from "@sluice/network";
+} from "@sluice/network/plugin";
 import { type ConfigOption, type ReadableConfig, SecurityOptions } from "@sluice/runtime-api";
 import type { ClientOptions } from "ws";
 

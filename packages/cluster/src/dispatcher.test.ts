@@ -17,9 +17,9 @@ import {
   IllegalStateError,
   type JobExecution,
   JobGraph,
-  JobGraphCodec,
   type Task,
 } from "@sluice/runtime";
+import { JobGraphCodec } from "@sluice/runtime/plugin";
 import type { HighAvailabilityServices } from "@sluice/runtime-api";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { TaskManager } from "./task-manager.js";

@@ -1,6 +1,5 @@
 import { deferred, ErrorCodes, IllegalStateError, isSluiceError, type JobID } from "@sluice/core";
 import {
-  type CompletedCheckpoint,
   type DeployOptions,
   isGloballyTerminal,
   type JobDeployer,
@@ -8,9 +7,9 @@ import {
   type JobGraph,
   type JobResult,
   type JobStatus,
-  leadershipEpochOf,
   type Placement,
 } from "@sluice/runtime";
+import { type CompletedCheckpoint, leadershipEpochOf } from "@sluice/runtime/plugin";
 import { FencingTokenError, type JobResultEntry, type JsonObject } from "@sluice/runtime-api";
 import type { JobPersistence } from "./job-persistence.js";
 import { jobResultOfEntry } from "./stored-job-result.js";

@@ -1,5 +1,6 @@
 import { ConfigurationError } from "@sluice/core";
-import { loadPlugin, type PluginKind, type PluginLoaderOptions } from "@sluice/runtime";
+import type { PluginLoaderOptions } from "@sluice/runtime";
+import { loadPlugin, type PluginKind } from "@sluice/runtime/plugin";
 import {
   type ConfigOption,
   HighAvailabilityOptions,

@@ -12,8 +12,8 @@ import {
   ResourceID,
   TimeoutError,
 } from "@sluice/core";
-import { keepAliveDelayFor, type TlsSettings } from "@sluice/network";
-import { type ListenTarget, listenError } from "@sluice/runtime";
+import { keepAliveDelayFor, type TlsSettings } from "@sluice/network/plugin";
+import { type ListenTarget, listenError } from "@sluice/runtime/plugin";
 import { FencingTokenError, JobManagerOptions, type JsonValue } from "@sluice/runtime-api";
 import { type WebSocket, WebSocketServer } from "ws";
 import {

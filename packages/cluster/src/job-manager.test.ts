@@ -1,4 +1,4 @@
-import { readTlsSettings } from "@sluice/network";
+import { readTlsSettings } from "@sluice/network/plugin";
 import { Configuration } from "@sluice/runtime";
 import { createTestPki, type TestPki } from "@sluice/shuffle-tck/transport";
 import { afterAll, afterEach, describe, expect, it } from "vitest";

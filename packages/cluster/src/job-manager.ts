@@ -7,8 +7,6 @@ import {
 } from "@sluice/core";
 import {
   type Configuration,
-  checkShuffleMemoryFits,
-  checkUserCode,
   type DeployOptions,
   JobDeployer,
   type JobDeployerOptions,
@@ -17,6 +15,7 @@ import {
   type JobStatus,
   type Placement,
 } from "@sluice/runtime";
+import { checkShuffleMemoryFits, checkUserCode } from "@sluice/runtime/plugin";
 import {
   FencingTokenError,
   HeartbeatManagerOptions,

@@ -5,14 +5,14 @@ import {
   JobID,
   ResultPartitionID,
 } from "@sluice/core";
+import type { SerializedThrowable } from "@sluice/runtime";
 import {
   AcknowledgeCheckpointCodec,
   DeclineCheckpointCodec,
   type JobMasterGateway,
-  type SerializedThrowable,
   taskExecutionStateFromJSON,
   taskExecutionStateToJSON,
-} from "@sluice/runtime";
+} from "@sluice/runtime/plugin";
 import type { ExecutionState, JsonValue } from "@sluice/runtime-api";
 import * as z from "zod";
 import { type ForwardingTable, forwardedMethods } from "./gateway-forwarding.js";

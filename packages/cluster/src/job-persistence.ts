@@ -1,15 +1,17 @@
 import {
-  type CompletedCheckpoint,
   Configuration,
-  discardJobCheckpoints,
   ExecutionCheckpointingOptions,
   FsCheckpointStorage,
   type JobGraph,
   type JobResult,
+} from "@sluice/runtime";
+import {
+  type CompletedCheckpoint,
+  discardJobCheckpoints,
   loadCompletedCheckpoint,
   loadSavepoint,
   retainsCheckpointsAfter,
-} from "@sluice/runtime";
+} from "@sluice/runtime/plugin";
 import {
   type CheckpointIDCounter,
   CheckpointingOptions,

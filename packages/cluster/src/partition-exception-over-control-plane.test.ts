@@ -16,7 +16,7 @@ import {
   type JobMasterGateway,
   serializeThrowable,
   type TaskExecutionState,
-} from "@sluice/runtime";
+} from "@sluice/runtime/plugin";
 import { describe, expect, it } from "vitest";
 import { forwardJobMaster } from "./test-support/forwarded-job-master.js";
 

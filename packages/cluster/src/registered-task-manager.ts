@@ -6,7 +6,7 @@ import {
   serializeThrowable,
   type TaskExecutorGateway,
   type TaskManagerLocation,
-} from "@sluice/runtime";
+} from "@sluice/runtime/plugin";
 import { type ExecutionState, JobManagerOptions, type JsonValue } from "@sluice/runtime-api";
 import type {
   JobManagerMethods,

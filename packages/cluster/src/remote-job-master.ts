@@ -1,4 +1,4 @@
-import type { JobMasterGateway } from "@sluice/runtime";
+import type { JobMasterGateway } from "@sluice/runtime/plugin";
 import type { JobManagerConnection } from "./connect-to-job-manager.js";
 import { forwardingGateway } from "./gateway-forwarding.js";
 import {

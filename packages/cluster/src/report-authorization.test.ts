@@ -4,7 +4,8 @@
  */
 import { ExecutionAttemptID, JobID } from "@sluice/core";
 import { must, waitFor } from "@sluice/core/testing";
-import { DeclineCheckpointCodec, JobGraph, type Task, type TaskInvokable } from "@sluice/runtime";
+import { JobGraph, type Task, type TaskInvokable } from "@sluice/runtime";
+import { DeclineCheckpointCodec } from "@sluice/runtime/plugin";
 import { afterEach, describe, expect, it } from "vitest";
 import type { RegisteredTaskManager } from "./registered-task-manager.js";
 import { sum } from "./test-support/number-tasks.js";

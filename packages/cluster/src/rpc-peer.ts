@@ -6,11 +6,8 @@ import {
   RemoteTransportError,
   TimeoutError,
 } from "@sluice/core";
-import {
-  deserializeThrowable,
-  type SerializedThrowable,
-  serializeThrowable,
-} from "@sluice/runtime";
+import type { SerializedThrowable } from "@sluice/runtime";
+import { deserializeThrowable, serializeThrowable } from "@sluice/runtime/plugin";
 import {
   createJSONRPCErrorResponse,
   JSONRPCClient,

@@ -4,7 +4,7 @@ import {
   type LoadedShuffleServiceFactory,
   parseFactoryReference,
   SHUFFLE_SERVICE_ALIASES,
-} from "@sluice/runtime";
+} from "@sluice/runtime/plugin";
 import { ShuffleServiceOptions } from "@sluice/runtime-api";
 
 /**

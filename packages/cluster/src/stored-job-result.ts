@@ -1,10 +1,6 @@
 import { JobID } from "@sluice/core";
-import {
-  deserializeThrowable,
-  type JobResult,
-  type SerializedThrowable,
-  serializeThrowable,
-} from "@sluice/runtime";
+import type { JobResult, SerializedThrowable } from "@sluice/runtime";
+import { deserializeThrowable, serializeThrowable } from "@sluice/runtime/plugin";
 import type { JobResultEntry, JsonObject, JsonValue } from "@sluice/runtime-api";
 
 /**

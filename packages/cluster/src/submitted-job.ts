@@ -1,9 +1,5 @@
-import {
-  type DeploymentOrder,
-  type JobGraph,
-  JobGraphCodec,
-  type JobGraphJSON,
-} from "@sluice/runtime";
+import type { DeploymentOrder, JobGraph } from "@sluice/runtime";
+import { JobGraphCodec, type JobGraphJSON } from "@sluice/runtime/plugin";
 import {
   type DescriptorCodec,
   defineCodec,

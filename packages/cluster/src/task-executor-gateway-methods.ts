@@ -6,7 +6,7 @@ import {
   SNAPSHOT_TYPE_NAMES,
   TaskDeploymentDescriptorCodec,
   type TaskExecutorGateway,
-} from "@sluice/runtime";
+} from "@sluice/runtime/plugin";
 import { type JsonValue, PartitionInfoCodec } from "@sluice/runtime-api";
 import * as z from "zod";
 import {

@@ -5,7 +5,7 @@ import {
   type SluiceError,
   TimeoutError,
 } from "@sluice/core";
-import type { ConnectionHandler, TransportConnection } from "@sluice/network";
+import type { ConnectionHandler, TransportConnection } from "@sluice/network/plugin";
 import { FrameType, frameTypeName } from "./remote-shuffle-messages.js";
 
 /**

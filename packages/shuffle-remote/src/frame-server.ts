@@ -1,5 +1,5 @@
 import { LimitExceededError } from "@sluice/core";
-import type { TransportConnection, TransportServer } from "@sluice/network";
+import type { TransportConnection, TransportServer } from "@sluice/network/plugin";
 import type { ReadableConfig } from "@sluice/runtime-api";
 import type { TcpTransport } from "@sluice/shuffle-tcp";
 import { FrameConnection, type FrameHandler } from "./frame-connection.js";

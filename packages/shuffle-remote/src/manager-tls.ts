@@ -1,4 +1,4 @@
-import { readTlsSettings, type TlsSettings } from "@sluice/network";
+import { readTlsSettings, type TlsSettings } from "@sluice/network/plugin";
 import { type ReadableConfig, SecurityOptions } from "@sluice/runtime-api";
 import { overlayConfig } from "./config-overlay.js";
 

@@ -1,4 +1,4 @@
-import type { TransportConnection } from "@sluice/network";
+import type { TransportConnection } from "@sluice/network/plugin";
 import {
   createResultPartitionDeploymentDescriptor,
   ResultPartitionDeploymentDescriptorCodec,

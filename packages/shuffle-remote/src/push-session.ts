@@ -1,5 +1,5 @@
 import { EventSerializer, ProtocolError, type ResultPartitionID } from "@sluice/core";
-import type { NetworkResultPartition } from "@sluice/network";
+import type { NetworkResultPartition } from "@sluice/network/plugin";
 import type { FrameConnection } from "./frame-connection.js";
 import {
   FinishMessage,

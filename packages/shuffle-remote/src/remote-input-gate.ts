@@ -11,7 +11,7 @@ import {
   type ResultPartitionID,
   type TaskEvent,
 } from "@sluice/core";
-import type { SingleInputGate } from "@sluice/network";
+import type { SingleInputGate } from "@sluice/network/plugin";
 import type { BufferOrEvent, InputGate, InputGateMetrics } from "@sluice/runtime-api";
 import {
   describeWorker,

@@ -11,7 +11,7 @@ import {
   type RuntimeEvent,
   reconstructError,
 } from "@sluice/core";
-import type { Transport } from "@sluice/network";
+import type { Transport } from "@sluice/network/plugin";
 import {
   type ResultPartitionDeploymentDescriptor,
   ResultPartitionDeploymentDescriptorCodec,

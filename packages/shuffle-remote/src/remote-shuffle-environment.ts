@@ -3,7 +3,7 @@ import {
   type NetworkShuffleEnvironment,
   readTlsSettings,
   registerOutputMetrics,
-} from "@sluice/network";
+} from "@sluice/network/plugin";
 import {
   createInputGateDeploymentDescriptor,
   createNetworkShuffleDescriptor,

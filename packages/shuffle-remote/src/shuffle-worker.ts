@@ -13,7 +13,7 @@ import {
   emitTransportWarning,
   type NetworkShuffleEnvironment,
   readTlsSettings,
-} from "@sluice/network";
+} from "@sluice/network/plugin";
 import {
   BatchShuffleOptions,
   createNetworkShuffleDescriptor,

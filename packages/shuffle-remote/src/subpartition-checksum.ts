@@ -1,4 +1,4 @@
-import { crc32 } from "@sluice/network";
+import { crc32 } from "@sluice/network/plugin";
 
 /** The CRC32 and byte count of one subpartition's record stream, as JSON. */
 export interface SubpartitionChecksumJSON {

@@ -1,5 +1,5 @@
 import { PartitionConnectionError, type ResultPartitionID, reconstructError } from "@sluice/core";
-import type { Transport } from "@sluice/network";
+import type { Transport } from "@sluice/network/plugin";
 import { FrameConnection } from "./frame-connection.js";
 import {
   describeWorker,

@@ -4,9 +4,9 @@ import type {
   JobDeployer,
   JobExecution,
   JobVertex,
-  TaskExecutorGateway,
 } from "@sluice/runtime";
 import { JobGraph } from "@sluice/runtime";
+import type { TaskExecutorGateway } from "@sluice/runtime/plugin";
 import { type JsonObject, ResultPartitionType } from "@sluice/runtime-api";
 import {
   type ConsumeOptions,

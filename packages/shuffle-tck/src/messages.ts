@@ -1,8 +1,5 @@
-import type {
-  SerializedThrowable,
-  TaskDeploymentDescriptorJSON,
-  TaskExecutionStateJSON,
-} from "@sluice/runtime";
+import type { SerializedThrowable } from "@sluice/runtime";
+import type { TaskDeploymentDescriptorJSON, TaskExecutionStateJSON } from "@sluice/runtime/plugin";
 import type { ExecutionState, PartitionInfoJSON } from "@sluice/runtime-api";
 
 /**

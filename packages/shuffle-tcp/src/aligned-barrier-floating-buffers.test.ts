@@ -1,6 +1,6 @@
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { CheckpointBarrier, EndOfPartitionEvent, frameRecord } from "@sluice/core";
-import type { RemoteInputChannel, SingleInputGate } from "@sluice/network";
+import type { RemoteInputChannel, SingleInputGate } from "@sluice/network/plugin";
 import { InProcessCluster } from "@sluice/shuffle-tck/transport";
 import { afterEach, describe, expect, it } from "vitest";
 import { TCP_PLUGIN } from "./test-support/plugin.js";

@@ -1,6 +1,6 @@
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { ErrorCodes } from "@sluice/core";
-import { errorFromErrorResponse, type NettyMessage } from "@sluice/network";
+import { errorFromErrorResponse, type NettyMessage } from "@sluice/network/plugin";
 import {
   advertising,
   decodeAnswer,

@@ -11,7 +11,7 @@ import type {
   PipelinedResultPartition,
   RemoteInputChannel,
   SingleInputGate,
-} from "@sluice/network";
+} from "@sluice/network/plugin";
 import type { ChannelStateWriter, ResultSubpartitionInfo } from "@sluice/runtime-api";
 import { InProcessCluster } from "@sluice/shuffle-tck/transport";
 import { afterEach, describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 import { createServer, type Server, type Socket } from "node:net";
-import { type ConnectionHandler, READ_BUFFER_BYTES } from "@sluice/network";
+import { type ConnectionHandler, READ_BUFFER_BYTES } from "@sluice/network/plugin";
 import { afterEach, describe, expect, it } from "vitest";
 import { TcpTransport } from "./tcp-transport.js";
 

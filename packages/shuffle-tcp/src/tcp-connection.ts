@@ -4,7 +4,7 @@ import {
   keepAliveDelayFor,
   type ReusedReadBuffer,
   type TransportConnection,
-} from "@sluice/network";
+} from "@sluice/network/plugin";
 import { HeartbeatManagerOptions } from "@sluice/runtime-api";
 
 /** The keepalive idle time for the default `heartbeat.timeout`. */

@@ -1,4 +1,4 @@
-import { readTlsSettings } from "@sluice/network";
+import { readTlsSettings } from "@sluice/network/plugin";
 import { readableConfigOf } from "@sluice/runtime-api";
 import {
   connectRawTcp,

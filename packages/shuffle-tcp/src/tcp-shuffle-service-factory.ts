@@ -3,7 +3,7 @@ import {
   readKeepAliveDelay,
   readTlsSettings,
   type Transport,
-} from "@sluice/network";
+} from "@sluice/network/plugin";
 import type { ShuffleEnvironmentContext } from "@sluice/runtime-api";
 import { TcpTransport } from "./tcp-transport.js";
 

@@ -13,7 +13,7 @@ import {
   type TransportServer,
   tlsClientOptions,
   tlsServerOptions,
-} from "@sluice/network";
+} from "@sluice/network/plugin";
 import { DEFAULT_KEEP_ALIVE_DELAY_MS, TcpConnection } from "./tcp-connection.js";
 
 /** Options of the TCP transport. */

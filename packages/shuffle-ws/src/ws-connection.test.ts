@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { deferred, ErrorCodes, type SluiceError } from "@sluice/core";
-import type { TransportConnection } from "@sluice/network";
+import type { TransportConnection } from "@sluice/network/plugin";
 import { afterEach, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import {

@@ -6,7 +6,11 @@ import {
   RemoteTransportError,
   TimeoutError,
 } from "@sluice/core";
-import type { ConnectionHandler, ReusedReadBuffer, TransportConnection } from "@sluice/network";
+import type {
+  ConnectionHandler,
+  ReusedReadBuffer,
+  TransportConnection,
+} from "@sluice/network/plugin";
 import { type RawData, WebSocket } from "ws";
 import { frameHeader } from "./ws-frame-header.js";
 import { WsFrameReader } from "./ws-frame-reader.js";

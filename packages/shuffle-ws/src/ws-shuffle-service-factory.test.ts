@@ -1,5 +1,5 @@
 import { ErrorCodes, type SluiceError } from "@sluice/core";
-import type { Transport } from "@sluice/network";
+import type { Transport } from "@sluice/network/plugin";
 import {
   isShuffleServiceFactory,
   readableConfigOf,

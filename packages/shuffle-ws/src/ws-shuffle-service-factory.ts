@@ -4,7 +4,7 @@ import {
   readKeepAliveDelay,
   readTlsSettings,
   type Transport,
-} from "@sluice/network";
+} from "@sluice/network/plugin";
 import type { ConfigOption, ShuffleEnvironmentContext } from "@sluice/runtime-api";
 import { WebSocketOptions } from "./websocket-options.js";
 import { WsTransport } from "./ws-transport.js";

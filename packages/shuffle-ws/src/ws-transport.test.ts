@@ -1,6 +1,6 @@
 import { createConnection } from "node:net";
 import { deferred, ErrorCodes, type SluiceError } from "@sluice/core";
-import type { TransportConnection } from "@sluice/network";
+import type { TransportConnection } from "@sluice/network/plugin";
 import { afterEach, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import {

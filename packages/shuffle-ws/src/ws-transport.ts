@@ -22,7 +22,7 @@ import {
   type TransportServer,
   tlsClientOptions,
   tlsServerOptions,
-} from "@sluice/network";
+} from "@sluice/network/plugin";
 import { HeartbeatManagerOptions } from "@sluice/runtime-api";
 import { WebSocket, WebSocketServer } from "ws";
 import { WsConnection } from "./ws-connection.js";

@@ -1,8 +1,8 @@
+import { Configuration } from "@sluice/runtime";
 import {
-  Configuration,
   type ConfigurationAndShufflePlugin,
   loadConfigurationAndShufflePlugin,
-} from "@sluice/runtime";
+} from "@sluice/runtime/plugin";
 import { type Command, Option } from "commander";
 import { DISTRIBUTION_LOADER } from "./distribution.js";
 

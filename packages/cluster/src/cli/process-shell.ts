@@ -1,5 +1,6 @@
 import { isSluiceError } from "@sluice/core";
-import { describeThrowable, serializeThrowable } from "@sluice/runtime";
+import { describeThrowable } from "@sluice/runtime";
+import { serializeThrowable } from "@sluice/runtime/plugin";
 
 /** The exit codes of every `sluice` command. */
 export const ExitCode = {

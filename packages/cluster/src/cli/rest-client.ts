@@ -1,5 +1,6 @@
 import { ConfigurationError, IllegalStateError, TimeoutError } from "@sluice/core";
-import { type Configuration, deserializeThrowable } from "@sluice/runtime";
+import type { Configuration } from "@sluice/runtime";
+import { deserializeThrowable } from "@sluice/runtime/plugin";
 import { type JsonValue, RestOptions } from "@sluice/runtime-api";
 import type { HostAndPort } from "../job-manager.js";
 import { parseHostAndPort } from "./host-and-port.js";

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
-import { JobGraphCodec, loadJobModule } from "@sluice/runtime";
+import { JobGraphCodec, loadJobModule } from "@sluice/runtime/plugin";
 import { type Command, Option } from "commander";
 import type { JobDetailsInfo } from "../rest/job-details-info.js";
 import type { JobSubmitResponseBody } from "../rest/job-submit-handler.js";

@@ -1,4 +1,4 @@
-import { type CheckpointStatsSource, CheckpointStatsTracker } from "@sluice/runtime";
+import { type CheckpointStatsSource, CheckpointStatsTracker } from "@sluice/runtime/plugin";
 
 /** The newest completed checkpoint (Flink's `CompletedCheckpointStatistics`, the fields Sluice has). */
 export interface CompletedCheckpointStatistics {

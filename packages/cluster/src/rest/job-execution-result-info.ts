@@ -1,4 +1,5 @@
-import { describeThrowable, type JobResult, serializeThrowable } from "@sluice/runtime";
+import { describeThrowable, type JobResult } from "@sluice/runtime";
+import { serializeThrowable } from "@sluice/runtime/plugin";
 import type { JsonValue } from "@sluice/runtime-api";
 
 /** How a job ended, as Flink's REST API names it (`ApplicationStatus`). */

@@ -1,5 +1,5 @@
 import { ErrorCodes, TimeoutError } from "@sluice/core";
-import type { TaskExecutorGateway } from "@sluice/runtime";
+import type { TaskExecutorGateway } from "@sluice/runtime/plugin";
 import type { JsonValue } from "@sluice/runtime-api";
 import type { ExecutionGraphInfo } from "./execution-graph-info.js";
 import { RestHandlerError } from "./rest-handler-error.js";

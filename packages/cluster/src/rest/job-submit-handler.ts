@@ -1,5 +1,5 @@
 import { ErrorCodes, isSluiceError } from "@sluice/core";
-import { JobGraphCodec } from "@sluice/runtime";
+import { JobGraphCodec } from "@sluice/runtime/plugin";
 import type { JobManager } from "../job-manager.js";
 import { RestHandlerError } from "./rest-handler-error.js";
 

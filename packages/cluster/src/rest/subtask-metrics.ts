@@ -1,4 +1,5 @@
-import { type MetricDump, ScopeVariables } from "@sluice/runtime";
+import type { MetricDump } from "@sluice/runtime";
+import { ScopeVariables } from "@sluice/runtime/plugin";
 import type { RemoteMetricDump } from "../metric-query.js";
 
 /** A metric as `MetricRegistry.dump()` or a task manager's metric query returns it. */

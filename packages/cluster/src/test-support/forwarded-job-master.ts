@@ -1,5 +1,5 @@
 import { IllegalStateError, type JobID } from "@sluice/core";
-import type { JobMasterGateway } from "@sluice/runtime";
+import type { JobMasterGateway } from "@sluice/runtime/plugin";
 import { forwardingGateway } from "../gateway-forwarding.js";
 import {
   type JobMasterGatewayCaller,

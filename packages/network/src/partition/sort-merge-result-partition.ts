@@ -85,12 +85,12 @@ export interface SortMergePartitionStatistics {
  * the default for batch since Flink 1.15).
  *
  * Records go into a data buffer made of the partition's network segments: filled per
- * subpartition ({@link HashBasedDataBuffer}) when the partition holds enough segments, else a
- * {@link SortBasedDataBuffer}. When it is full, its records are written subpartition by
+ * subpartition (`HashBasedDataBuffer`) when the partition holds enough segments, else a
+ * `SortBasedDataBuffer`. When it is full, its records are written subpartition by
  * subpartition — one contiguous run each, the hash buffer's segments as they are, the sort
  * buffer's copied out into write buffers — compressed when that makes a buffer smaller, and
  * appended to one data file as a region,
- * with the region's index entries appended to one index file (see {@link PartitionedFile}).
+ * with the region's index entries appended to one index file (see `PartitionedFile`).
  * The producer's network memory is therefore bounded by its pool, max(min-buffers, 4 × n)
  * segments, whatever the data size. `finish()` spills the rest, writes EndOfPartition and closes
  * the files; only then can consumers read, any number of times and concurrently, through views

@@ -7,6 +7,7 @@ import type { SharedNetworkMemoryHandle } from "@sluice/core";
 export interface SubpartitionRequest {
   /** The partition, as `ResultPartitionID.toString()`. */
   readonly partitionId: string;
+  /** The subpartition of that partition the requesting channel reads. */
   readonly subpartitionIndex: number;
   /**
    * How long the producing side may wait for the producer to be deployed and its partition to

@@ -11,7 +11,7 @@ import {
   type PipelinedResultPartition,
   ResultPartitionManager,
   type SingleInputGate,
-} from "@sluice/network";
+} from "@sluice/network/plugin";
 import {
   buildLocalInputChannel,
   buildPipelinedResultPartition,

@@ -74,7 +74,7 @@ const SAVEPOINT_FOLDER = /^savepoint-[0-9a-f]{6}-[0-9a-f]{12}$/;
  * checkpoint's file fails loudly instead of restoring the wrong state. Snapshot and `_metadata`
  * files carry their length and a CRC-32 in a header line
  * (`SLUICE-CHECKPOINT <version> <length> <crc32>`), checked before anything is parsed. The in-flight data of an unaligned checkpoint goes to
- * `<execution attempt>.channel-state` next to it (layout: {@link ChannelStateSerializer}),
+ * `<execution attempt>.channel-state` next to it (layout: `ChannelStateSerializer`),
  * written first; the envelope records its size and CRC-32.
  *
  * The storage owns only the files it names. A task's snapshot has one path, fixed by the job, the

@@ -10,7 +10,7 @@ import {
   StringSerializer,
 } from "@sluice/core";
 import { expectError } from "@sluice/core/testing";
-import { PipelinedResultPartition, ResultPartitionManager } from "@sluice/network";
+import { PipelinedResultPartition, ResultPartitionManager } from "@sluice/network/plugin";
 import { ResultPartitionType, type ResultPartitionWriter } from "@sluice/runtime-api";
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";

@@ -6,12 +6,12 @@
 export const CheckpointingMode = {
   /**
    * Aligned barriers (`CheckpointAlignment.ALIGNED`), handled by a
-   * {@link SingleCheckpointBarrierHandler}: a restored job sees every record exactly once.
+   * `SingleCheckpointBarrierHandler`: a restored job sees every record exactly once.
    */
   EXACTLY_ONCE: "EXACTLY_ONCE",
   /**
    * Non-blocking barriers (`CheckpointAlignment.AT_LEAST_ONCE`), handled by a
-   * {@link CheckpointBarrierTracker}: no record is lost, some may be seen twice after a restore.
+   * `CheckpointBarrierTracker`: no record is lost, some may be seen twice after a restore.
    */
   AT_LEAST_ONCE: "AT_LEAST_ONCE",
 } as const;

@@ -15,7 +15,7 @@ import {
   type TaskExecutorGateway,
   type TaskManagerLocation,
   taskExecutionStateFromJSON,
-} from "@sluice/runtime";
+} from "@sluice/runtime/plugin";
 import { type PartitionInfo, PartitionInfoCodec } from "@sluice/runtime-api";
 import type {
   ConsumerStatus,

@@ -4,7 +4,8 @@
  * SLUICE_TCK_INNER_PLUGIN, a `shuffle-service-factory.class` value) and breaks one rule. The
  * suite's self-test runs chosen cases against them and expects those cases to fail.
  */
-import { Configuration, ShuffleServiceLoader } from "@sluice/runtime";
+import { Configuration } from "@sluice/runtime";
+import { ShuffleServiceLoader } from "@sluice/runtime/plugin";
 import {
   ForwardingShuffleEnvironment,
   ForwardingShuffleServiceFactory,

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
 import { deferred, ErrorCodes, isPartitionException, type PartitionException } from "@sluice/core";
-import type { SortMergeResultPartition } from "@sluice/network";
+import type { SortMergeResultPartition } from "@sluice/network/plugin";
 import type { ExecutionVertex, JobResult, TaskExecutor } from "@sluice/runtime";
 import { ResultPartitionType } from "@sluice/runtime-api";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";

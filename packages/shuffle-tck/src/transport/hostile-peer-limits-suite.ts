@@ -20,7 +20,7 @@ import {
   type NonBufferMessage,
   type PipelinedResultPartition,
   type PipelinedSubpartition,
-} from "@sluice/network";
+} from "@sluice/network/plugin";
 import type { Task, TaskExecutor } from "@sluice/runtime";
 import { afterEach, describe, expect, it } from "vitest";
 import {

@@ -4,7 +4,7 @@ import {
   errorFromErrorResponse,
   type NettyMessage,
   NettyMessageDecoder,
-} from "@sluice/network";
+} from "@sluice/network/plugin";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import {

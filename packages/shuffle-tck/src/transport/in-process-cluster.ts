@@ -1,16 +1,18 @@
 import type { ExecutionAttemptID, JobID, ResultPartitionID } from "@sluice/core";
-import type { NetworkShuffleEnvironment } from "@sluice/network";
+import type { NetworkShuffleEnvironment } from "@sluice/network/plugin";
 import {
   Configuration,
   JobDeployer,
-  type JobMasterGateway,
   type Task,
-  type TaskDeploymentDescriptor,
   TaskExecutor,
-  type TaskExecutorGateway,
-  type TaskManagerLocation,
   TaskNotFoundError,
 } from "@sluice/runtime";
+import type {
+  JobMasterGateway,
+  TaskDeploymentDescriptor,
+  TaskExecutorGateway,
+  TaskManagerLocation,
+} from "@sluice/runtime/plugin";
 import type { PartitionInfo } from "@sluice/runtime-api";
 import { expect } from "vitest";
 import { deployExchange, type Exchange, type ExchangeSpec } from "../exchange.js";

@@ -1,4 +1,5 @@
-import { TRANSPORT_WARNING_TYPE, type Transport, type TransportServer } from "@sluice/network";
+import { TRANSPORT_WARNING_TYPE } from "@sluice/network";
+import type { Transport, TransportServer } from "@sluice/network/plugin";
 import { afterEach, describe, expect, it, vi } from "vitest";
 
 const MAX_FRAME = 1 << 20;

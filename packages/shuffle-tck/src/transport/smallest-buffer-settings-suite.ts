@@ -1,4 +1,4 @@
-import { segmentsForOneChannel } from "@sluice/network";
+import { segmentsForOneChannel } from "@sluice/network/plugin";
 import { afterEach, describe, expect, it } from "vitest";
 import { expectReadInFull } from "../kit-results.js";
 import { InProcessCluster, type RawConfig } from "./in-process-cluster.js";

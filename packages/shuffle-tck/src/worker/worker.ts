@@ -15,15 +15,14 @@ import {
   ResultPartitionID as PartitionId,
   type ResultPartitionID,
 } from "@sluice/core";
+import { Configuration, TaskExecutor } from "@sluice/runtime";
 import {
-  Configuration,
   deserializeThrowable,
   type JobMasterGateway,
   serializeThrowable,
   TaskDeploymentDescriptorCodec,
-  TaskExecutor,
   taskExecutionStateToJSON,
-} from "@sluice/runtime";
+} from "@sluice/runtime/plugin";
 import { type ExecutionState, PartitionInfoCodec, TaskManagerOptions } from "@sluice/runtime-api";
 import type {
   FromWorker,

@@ -4,7 +4,11 @@
  */
 import { createServer, type Server, type Socket } from "node:net";
 import { type Deferred, deferred } from "@sluice/core";
-import type { ConnectionHandler, TransportConnection, TransportServer } from "@sluice/network";
+import type {
+  ConnectionHandler,
+  TransportConnection,
+  TransportServer,
+} from "@sluice/network/plugin";
 import { WebSocket, WebSocketServer } from "ws";
 import { WS_SHUFFLE_PATH, WsTransport, type WsTransportOptions } from "../ws-transport.js";
 

@@ -11,12 +11,14 @@ import {
   SharedNetworkMemory,
   ThreadDoorbell,
 } from "@sluice/core";
-import { ResultPartitionManager, TaskSlotPartitionProvider } from "@sluice/network";
+import { ResultPartitionManager } from "@sluice/network/plugin";
 import {
   buildLocalInputChannel,
   buildPipelinedResultPartition,
   buildSingleInputGate,
 } from "@sluice/network/testing";
+// Inside the package only (no entry point exports it): the built module itself.
+import { TaskSlotPartitionProvider } from "../../../dist/threads/task-slot-partition-provider.js";
 
 const { handle, signals, threadIndex } = workerData;
 const memory = SharedNetworkMemory.attach(handle, threadIndex);

@@ -1,5 +1,5 @@
 import { ExecutionAttemptID, JobID, NetworkBufferPool, StringSerializer } from "@sluice/core";
-import type { PipelinedResultPartition, SingleInputGate } from "@sluice/network";
+import type { PipelinedResultPartition, SingleInputGate } from "@sluice/network/plugin";
 import { PollStatus, RecordReader } from "../../io/record-reader.js";
 import { createRecordWriter, type RecordWriter } from "../../io/record-writer.js";
 import { wireLocalPartition } from "../../io/test-support/local-wiring.js";
