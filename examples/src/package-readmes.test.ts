@@ -21,9 +21,15 @@ import { afterAll, describe, expect, it } from "vitest";
 import { type CodeBlock, codeBlocks, REPO } from "./test-support/markdown-code-blocks.js";
 import { guideCompilerOptions, typeCheckBlocks } from "./test-support/type-check.js";
 
+/** The published packages: a private one (the test harness) has no registry page. */
 const PACKAGES = readdirSync(path.join(REPO, "packages"), { withFileTypes: true })
   .filter((entry) => entry.isDirectory())
   .map((entry) => entry.name)
+  .filter(
+    (name) =>
+      JSON.parse(readFileSync(path.join(REPO, "packages", name, "package.json"), "utf8"))
+        .private !== true,
+  )
   .sort();
 
 /** A `ts` block and the output it claims: the `text` block right after it. */
