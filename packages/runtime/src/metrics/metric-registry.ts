@@ -8,7 +8,7 @@ import { ScopeFormats } from "./scope-formats.js";
 import { isView } from "./view.js";
 import { ViewUpdater } from "./view-updater.js";
 
-/** Where one metric reporter of a process serves (see {@link MetricRegistry.endpoints}). */
+/** Where one metric reporter of a process serves (what `MetricRegistry.endpoints` lists). */
 export interface MetricEndpoint {
   /** The reporter's name (`<name>` of `metrics.reporter.<name>.*`). */
   readonly reporter: string;
