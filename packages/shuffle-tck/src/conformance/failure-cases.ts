@@ -34,6 +34,8 @@ export function failureCases(cluster: () => TckCluster): void {
     const sink = only(consumers);
     await expectTaskState(sink, "FAILED");
     expect(sink.failureCause?.message).toContain("boom from the producer");
+    // A consequence, as Flink's ProducerFailedException: the job side reports the producer.
+    expect((sink.failureCause as { code?: unknown }).code).toBe("SLUICE_ERR_PRODUCER_FAILED");
     expect(only(producers).state).toBe("FAILED");
     await consumer.releaseHeldCancels();
     const result = await execution.terminated;

@@ -1,8 +1,11 @@
 import {
   CancelledError,
+  ErrorCodes,
   IllegalStateError,
   type InputChannelID,
+  isSluiceError,
   LimitExceededError,
+  ProducerFailedError,
 } from "@sluice/core";
 import { errorToErrorResponse } from "../../protocol/error-response.js";
 import { encodeBufferResponseHeader, encodeMessage } from "../../protocol/message-encoder.js";
@@ -369,11 +372,13 @@ export class PartitionRequestQueue implements ReaderQueue {
         if (view?.isReleased()) {
           // The producer released the partition (failure or cancel) before finishing it: tell
           // the consumer instead of leaving it waiting forever.
+          const failure = view.getFailureCause();
           const cause =
-            view.getFailureCause() ??
-            new CancelledError(
-              `result partition of receiver ${reader.receiverId} was released by the producer`,
-            );
+            failure === undefined
+              ? new CancelledError(
+                  `result partition of receiver ${reader.receiverId} was released by the producer`,
+                )
+              : asProducerFailure(failure, reader.receiverId);
           this.failReader(reader, cause);
         }
         continue;
@@ -434,4 +439,26 @@ export class PartitionRequestQueue implements ReaderQueue {
     this.control.length = 0;
     this.controlBytes = 0;
   }
+}
+
+/**
+ * What a consumer learns when its producer failed the partition: the producer's error inside a
+ * `ProducerFailedError` (Flink's `ProducerFailedException`), so the consumer's own failure reads
+ * as a consequence and the job side takes the producer's report as the root cause whichever
+ * arrives first. A cancel, a damaged file, a lost partition and an already wrapped failure keep
+ * their own codes: consumers and the job side act on those.
+ */
+function asProducerFailure(failure: Error, receiverId: unknown): Error {
+  if (
+    isSluiceError(failure, ErrorCodes.CANCELLED) ||
+    isSluiceError(failure, ErrorCodes.PRODUCER_FAILED) ||
+    isSluiceError(failure, ErrorCodes.PARTITION_NOT_FOUND) ||
+    isSluiceError(failure, ErrorCodes.PARTITION_FILE_CORRUPTED)
+  ) {
+    return failure;
+  }
+  return new ProducerFailedError(
+    `the producer of receiver ${String(receiverId)}'s partition failed: ${failure.message}`,
+    { cause: failure },
+  );
 }
