@@ -1,21 +1,6 @@
-import { PassThrough } from "node:stream";
 import { freePort } from "@sluice/core/testing";
 import { describe, expect, it } from "vitest";
-import { runSluice } from "./main.js";
-
-/** Runs `sluice` in this process and collects what it writes. */
-async function sluice(
-  ...argv: string[]
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  const out: string[] = [];
-  const err: string[] = [];
-  stdout.on("data", (chunk) => out.push(String(chunk)));
-  stderr.on("data", (chunk) => err.push(String(chunk)));
-  const code = await runSluice(argv, { stdout, stderr });
-  return { code, stdout: out.join(""), stderr: err.join("") };
-}
+import { sluiceInProcess as sluice } from "../test-support/sluice-in-process.js";
 
 describe("the sluice command line", () => {
   it("prints its commands with --help and exits 0", async () => {

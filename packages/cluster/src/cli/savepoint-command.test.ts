@@ -5,18 +5,17 @@
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { PassThrough } from "node:stream";
 import { waitFor } from "@sluice/core/testing";
 import type { JobExecution } from "@sluice/runtime";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { WebMonitorEndpoint } from "../rest/web-monitor-endpoint.js";
 import { ratedJob, ratedUserCode } from "../test-support/rated-job.js";
+import { sluiceInProcess as sluice } from "../test-support/sluice-in-process.js";
 import {
   closeTestCluster,
   startJobManager,
   startTaskManager,
 } from "../test-support/test-cluster.js";
-import { runSluice } from "./main.js";
 
 let base: string;
 let endpoint: WebMonitorEndpoint | undefined;
@@ -29,20 +28,6 @@ afterEach(async () => {
   await closeTestCluster();
   await rm(base, { recursive: true, force: true });
 });
-
-/** Runs `sluice` in this process and collects what it writes. */
-async function sluice(
-  ...argv: string[]
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  const out: string[] = [];
-  const err: string[] = [];
-  stdout.on("data", (chunk) => out.push(String(chunk)));
-  stderr.on("data", (chunk) => err.push(String(chunk)));
-  const code = await runSluice(argv, { stdout, stderr });
-  return { code, stdout: out.join(""), stderr: err.join("") };
-}
 
 /** A checkpointing job on two task managers, and `--jobmanager` for its REST endpoint. */
 async function runningJob(
