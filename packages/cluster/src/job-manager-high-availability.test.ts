@@ -87,8 +87,11 @@ describe.skipIf(reason !== undefined)("standby job managers on a real etcd", () 
   };
 
   /** A task manager that finds the leader through retrieval and follows it, its warnings kept. */
-  const startFollowingTaskManager = async (warnings: string[]) => {
-    const taskManager = await TaskManager.start(new Configuration(ha()), {
+  const startFollowingTaskManager = async (
+    warnings: string[],
+    configuration: Record<string, string> = ha(),
+  ) => {
+    const taskManager = await TaskManager.start(new Configuration(configuration), {
       loader: LOADER,
       connectRetryMs: 20_000,
       onWarning: (message) => warnings.push(message),
@@ -128,6 +131,22 @@ describe.skipIf(reason !== undefined)("standby job managers on a real etcd", () 
     expect(taskManager.reRegistrations).toBe(1);
     expect(revoked).toEqual([]);
   }, 60_000);
+
+  it("registers a task manager that retrieval sent to the new leader before it confirmed its election, once it did", async () => {
+    // Etcd names the leader to retrieval as soon as its address is written; the job manager
+    // refuses task managers until it has learned that its write went through.
+    const slow = {
+      ...ha(),
+      "high-availability.type": `${fileURLToPath(new URL("./test-support/slow-confirming-ha.mjs", import.meta.url))}#SlowConfirmingHighAvailabilityServicesFactory`,
+    };
+    const jobManager = await startJobManager(slow);
+    const warnings: string[] = [];
+    const taskManager = await startFollowingTaskManager(warnings, slow);
+    expect(jobManager.fencingToken).toBeDefined();
+    expect(taskManager.jobManagerAddress).toBe(`127.0.0.1:${jobManager.port}`);
+    expect(warnings.join("\n")).toMatch(/is not the leader \(a standby\).*: registering again in \d+ ms/);
+    await waitFor(() => jobManager.taskManagers.length === 1, { what: "the registration" });
+  }, 30_000);
 
   it("re-registers a task manager with the standby after kill -9 of the leader", async () => {
     const leader = spawnJobManager(ha());

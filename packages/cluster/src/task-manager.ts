@@ -17,7 +17,11 @@ import {
   TaskManagerOptions,
 } from "@sluice/runtime-api";
 import { emitClusterWarning } from "./cluster-warning.js";
-import { connectToJobManager, type JobManagerConnection } from "./connect-to-job-manager.js";
+import {
+  type ConnectedJobManager,
+  connectToJobManager,
+  type JobManagerConnection,
+} from "./connect-to-job-manager.js";
 import { connectToJobManagerLeader } from "./connect-to-job-manager-leader.js";
 import {
   CONTROL_PLANE_VERSION,
@@ -58,8 +62,8 @@ export interface TaskManagerStartOptions extends TaskExecutorOptions {
   /** The application's version; the job manager refuses another one than its own (default `""`). */
   readonly applicationVersion?: string;
   /**
-   * How long a refused connection is retried at start, as the job manager may start later
-   * (default 30 s). A TLS failure is not retried. (Registering again after losing the job
+   * How long a refused connection (or, with high availability, a job manager not yet the leader)
+   * is retried at start, as the job manager may start later (default 30 s). A TLS failure is not retried. (Registering again after losing the job
    * manager follows `taskmanager.registration.*` instead.)
    */
   readonly connectRetryMs?: number;
@@ -196,14 +200,18 @@ export class TaskManager {
   /**
    * Connects to the job manager (retrying a refused connection), says `hello` (versions; the reply
    * is the job manager's configuration), starts the TaskExecutor with the merged configuration
-   * and `options`' user code, and registers it. Nothing is left running when it fails.
+   * and `options`' user code, and registers it. With high availability, a job manager that
+   * refuses it as not (yet) the leader is asked again through leader retrieval, with
+   * `taskmanager.registration.initial-backoff` doubling, within `connectRetryMs`. Nothing is left
+   * running when it fails.
    *
    * @param configuration - this host's own configuration: its keys win over the job manager's.
    *   Unless it sets `taskmanager.host`, the task manager announces the address it reaches the
    *   job manager from, as Flink's task managers do, and binds its data server there.
    * @throws ConfigurationError without a job manager address, or when the job manager refuses
    *   another shuffle plugin; ProtocolError when it refuses another version;
-   *   PartitionConnectionError when it cannot be reached; the TaskExecutor's start-up errors.
+   *   PartitionConnectionError when it cannot be reached; FencingTokenError when no job manager
+   *   accepted it as the leader within `connectRetryMs`; the TaskExecutor's start-up errors.
    */
   static async start(
     configuration: Configuration,
@@ -217,32 +225,75 @@ export class TaskManager {
       onProtocolError: (error: Error) => warn(error.message),
     };
     const retryForMs = options.connectRetryMs ?? DEFAULT_CONNECT_RETRY_MS;
-    // With high availability the leader's published address wins over jobmanager.rpc.address.
-    const found =
-      options.jobManager === undefined
-        ? await connectToJobManagerLeader({
-            ...connect,
-            configuration,
-            timeoutMs: retryForMs,
-            warn,
-            ...(options.loader === undefined ? {} : { loader: options.loader }),
-          })
-        : undefined;
-    const leader = found?.leader;
-    const host =
-      leader?.host ??
-      options.jobManager?.host ??
-      configuration.getOptional(JobManagerOptions.ADDRESS);
-    if (host === undefined) {
-      throw new ConfigurationError(
-        `a task manager needs the job manager's address: ${JobManagerOptions.ADDRESS.key} (and ${JobManagerOptions.PORT.key}), or the jobManager option`,
-      );
+    const deadline = Date.now() + retryForMs;
+    let backoffMs = configuration.get(TaskManagerOptions.INITIAL_REGISTRATION_BACKOFF);
+    for (;;) {
+      // With high availability the leader's published address wins over jobmanager.rpc.address.
+      const found =
+        options.jobManager === undefined
+          ? await connectToJobManagerLeader({
+              ...connect,
+              configuration,
+              timeoutMs: Math.max(1, deadline - Date.now()),
+              warn,
+              ...(options.loader === undefined ? {} : { loader: options.loader }),
+            })
+          : undefined;
+      const leader = found?.leader;
+      const host =
+        leader?.host ??
+        options.jobManager?.host ??
+        configuration.getOptional(JobManagerOptions.ADDRESS);
+      if (host === undefined) {
+        throw new ConfigurationError(
+          `a task manager needs the job manager's address: ${JobManagerOptions.ADDRESS.key} (and ${JobManagerOptions.PORT.key}), or the jobManager option`,
+        );
+      }
+      const port =
+        leader?.port ?? options.jobManager?.port ?? configuration.get(JobManagerOptions.PORT);
+      const connected =
+        found?.connected ?? (await connectToJobManager({ ...connect, host, port, retryForMs }));
+      try {
+        return await TaskManager.register(connected, configuration, options, warn, {
+          host,
+          port,
+          fencingToken: leader?.fencingToken,
+        });
+      } catch (error) {
+        // Etcd names the next leader a moment before that job manager has confirmed its own
+        // election, and it refuses task managers until then: as Flink's RetryingRegistration
+        // does with a declined registration, ask retrieval again after a backoff.
+        const retried =
+          leader !== undefined &&
+          isSluiceError(error, ErrorCodes.HA_FENCED) &&
+          Date.now() + backoffMs < deadline;
+        if (!retried) {
+          throw error;
+        }
+        warn(`${(error as Error).message}: registering again in ${backoffMs} ms`);
+        await delay(backoffMs);
+        backoffMs = Math.min(
+          backoffMs * 2,
+          configuration.get(TaskManagerOptions.REGISTRATION_MAX_BACKOFF),
+        );
+      }
     }
-    const port =
-      leader?.port ?? options.jobManager?.port ?? configuration.get(JobManagerOptions.PORT);
-    const connected =
-      found?.connected ?? (await connectToJobManager({ ...connect, host, port, retryForMs }));
+  }
+
+  /**
+   * On an open control connection: `hello`, the TaskExecutor's start with the merged
+   * configuration, and its registration. Closes the connection and the TaskExecutor when any
+   * step fails.
+   */
+  private static async register(
+    connected: ConnectedJobManager,
+    configuration: Configuration,
+    options: TaskManagerStartOptions,
+    warn: (message: string) => void,
+    jobManager: HostAndPort & { readonly fencingToken: string | undefined },
+  ): Promise<TaskManager> {
     const { connection, localAddress } = connected;
+    const { host, port, fencingToken } = jobManager;
     let executor: TaskExecutor | undefined;
     try {
       const hello = await connection.call("hello", {
@@ -251,7 +302,7 @@ export class TaskManager {
         applicationVersion: options.applicationVersion ?? "",
         pid: process.pid,
         hostname: hostname(),
-        ...(leader === undefined ? {} : { fencingToken: leader.fencingToken }),
+        ...(fencingToken === undefined ? {} : { fencingToken }),
       });
       const effective = effectiveConfiguration(configuration, hello.configuration, localAddress);
       // The job manager's heartbeat.timeout decides when it is lost, and so TCP's keepalive.
@@ -268,7 +319,7 @@ export class TaskManager {
         { host, port },
         options,
         warn,
-        leader?.fencingToken,
+        fencingToken,
       );
       const { index } = await connection.call("registerTaskExecutor", registrationOf(executor));
       started = taskManager;
