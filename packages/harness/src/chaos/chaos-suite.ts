@@ -53,6 +53,8 @@ export function useChaosSuite(prefix: string, subnet: string, workers = 3): Chao
   afterEach(() => {
     killTrackedProcesses();
     for (const cluster of clusters.splice(0)) removeCheckpoints(cluster);
+    // A scenario that failed during a cut left its link down: the next one starts connected.
+    for (const worker of network?.workers ?? []) network?.reconnect(worker);
   });
   afterAll(() => {
     if (network === undefined) return;

@@ -165,9 +165,10 @@ describe("chaos on one task manager's link", () => {
       const network = suite.network();
       const cluster = await cutAfterFirstCheckpoint();
       const cutAt = Date.now();
+      // `sluice jobmanager` reports a lost task manager on stdout, with the heartbeat's verdict.
       await until(
         () =>
-          /was lost: the job restarts/.test(cluster.jm.output().stderr) ||
+          / lost: .* was lost: no heartbeat for \d+ ms/.test(cluster.jm.output().stdout) ||
           cluster.jm.output().code !== null,
         60_000,
         "the job manager to declare the cut task manager lost",
@@ -179,7 +180,7 @@ describe("chaos on one task manager's link", () => {
       await until(
         () =>
           /waiting up to 5 min \(slot\.request\.timeout\) for a task manager to replace the lost task manager/.test(
-            cluster.jm.output().stderr,
+            cluster.jm.output().stdout,
           ),
         30_000,
         "the job manager to say what the job waits for",
