@@ -8,12 +8,18 @@
  * batch job stage by stage, and the checkpointed job through its injected failure, each printing
  * exactly what the guide says it prints.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { freePort } from "@sluice/core/testing";
+import { freePort, waitFor } from "@sluice/core/testing";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  type AppProcess,
+  sessionClusterFlags,
+  spawnInApp,
+  taskManagersRegistered,
+} from "./test-support/child-process-output.js";
 import { type CodeBlock, codeBlocks, REPO } from "./test-support/markdown-code-blocks.js";
 import {
   buildPackagesIfStale,
@@ -66,49 +72,13 @@ afterEach(() => {
   for (const child of running) child.kill("SIGKILL");
 });
 
-interface Process {
-  readonly child: ChildProcess;
-  output(): string;
-  /** Resolves when the process ended: its exit code, stdout and stderr together, stdout alone. */
-  readonly exited: Promise<{ code: number | null; output: string; stdout: string }>;
-}
-
-function start(script: string, args: readonly string[]): Process {
-  return spawnInApp(process.execPath, [path.join("dist", script), ...args]);
+function start(script: string, args: readonly string[]): AppProcess {
+  return spawnInApp(app, running, [process.execPath, path.join("dist", script), ...args]);
 }
 
 /** The installed `sluice` command of @sluice/cluster, in the application's folder. */
-function sluice(...args: string[]): Process {
-  return spawnInApp(path.join(app, "node_modules/.bin/sluice"), args);
-}
-
-function spawnInApp(command: string, args: readonly string[]): Process {
-  const child = spawn(command, args, { cwd: app, stdio: ["ignore", "pipe", "pipe"] });
-  running.add(child);
-  let output = "";
-  let stdout = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-    stdout += chunk.toString();
-  });
-  child.stderr?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  const exited = new Promise<{ code: number | null; output: string; stdout: string }>((resolve) => {
-    child.on("close", (code) => {
-      running.delete(child);
-      resolve({ code, output, stdout });
-    });
-  });
-  return { child, output: () => output, exited };
-}
-
-async function until(condition: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+function sluice(...args: string[]): AppProcess {
+  return spawnInApp(app, running, [path.join(app, "node_modules/.bin/sluice"), ...args]);
 }
 
 describe("the embedding guide's two-process example, outside the repository", () => {
@@ -140,19 +110,22 @@ describe("the embedding guide's two-process example, outside the repository", ()
       const config = ["-D", `shuffle-service-factory.class=${shuffle}`];
       const producer = start("producer.js", ["-D", "jobmanager.rpc.port=0", ...config]);
       let port = 0;
-      await until(() => {
-        port = Number(/job manager on port (\d+)/.exec(producer.output())?.[1] ?? 0);
-        return port > 0 || producer.child.exitCode !== null;
-      }, "the producer's job manager to listen");
+      await waitFor(
+        () => {
+          port = Number(/job manager on port (\d+)/.exec(producer.output())?.[1] ?? 0);
+          return port > 0 || producer.child.exitCode !== null;
+        },
+        { what: "the producer's job manager to listen", timeoutMs: 20_000, intervalMs: 50 },
+      );
       expect(producer.output()).toContain(`shuffle ${factory}`);
       const consumer = start("consumer.js", ["-D", `jobmanager.rpc.port=${port}`, ...config]);
 
       const [produced, consumed] = await Promise.all([producer.exited, consumer.exited]);
-      expect(produced.code, produced.output).toBe(0);
-      expect(produced.output).toContain(`FINISHED [{"received":${RECORDS}}]`);
-      expect(consumed.code, consumed.output).toBe(0);
-      expect(consumed.output).toContain("task manager 0 registered");
-      expect(consumed.output).toContain("task manager ended: shutdown (the job ended FINISHED)");
+      expect(produced, producer.output()).toBe(0);
+      expect(producer.output()).toContain(`FINISHED [{"received":${RECORDS}}]`);
+      expect(consumed, consumer.output()).toBe(0);
+      expect(consumer.output()).toContain("task manager 0 registered");
+      expect(consumer.output()).toContain("task manager ended: shutdown (the job ended FINISHED)");
     },
     60_000,
   );
@@ -165,35 +138,25 @@ describe("the embedding guide's session cluster of sluice processes, outside the
       expect(typeCheck?.status, "the example did not compile").toBe(0);
       const rpcPort = await freePort();
       const restPort = await freePort();
-      const config = [
-        "--config",
-        "sluice.yaml",
-        "-D",
-        `shuffle-service-factory.class=${shuffle}`,
-        "-D",
-        `jobmanager.rpc.port=${rpcPort}`,
-        "-D",
-        `rest.port=${restPort}`,
-      ];
+      const config = sessionClusterFlags(shuffle, {
+        "jobmanager.rpc.port": rpcPort,
+        "rest.port": restPort,
+      });
       const jobManager = sluice("jobmanager", ...config);
       const taskManagers = [sluice("taskmanager", ...config), sluice("taskmanager", ...config)];
-      await until(
-        () => (jobManager.output().match(/ registered$/gm) ?? []).length === 2,
-        "two task managers to register",
-      );
-      const submitted = await sluice("run", ...config, "dist/numbers-job.js", "200000").exited;
-      expect(submitted.code, submitted.output).toBe(0);
-      expect(submitted.output).toMatch(/job [0-9a-f]{32} \(numbers 0\.\.199999\) submitted/);
-      expect(submitted.output).toMatch(/job [0-9a-f]{32} FINISHED after 0 restart\(s\)/);
-      const jobId = /job ([0-9a-f]{32})/.exec(submitted.output)?.[1] as string;
-      const listed = await sluice("list", ...config).exited;
-      expect(listed.code, listed.output).toBe(0);
-      expect(listed.output).toMatch(new RegExp(`${jobId}\\s+FINISHED`));
+      await taskManagersRegistered(jobManager, 2);
+      const submitted = sluice("run", ...config, "dist/numbers-job.js", "200000");
+      expect(await submitted.exited, submitted.output()).toBe(0);
+      expect(submitted.output()).toMatch(/job [0-9a-f]{32} \(numbers 0\.\.199999\) submitted/);
+      expect(submitted.output()).toMatch(/job [0-9a-f]{32} FINISHED after 0 restart\(s\)/);
+      const jobId = /job ([0-9a-f]{32})/.exec(submitted.output())?.[1] as string;
+      const listed = sluice("list", ...config);
+      expect(await listed.exited, listed.output()).toBe(0);
+      expect(listed.output()).toMatch(new RegExp(`${jobId}\\s+FINISHED`));
       jobManager.child.kill("SIGTERM");
-      expect((await jobManager.exited).code).toBe(143);
+      expect(await jobManager.exited).toBe(143);
       for (const taskManager of taskManagers) {
-        const ended = await taskManager.exited;
-        expect(ended.code, ended.output).toBe(0);
+        expect(await taskManager.exited, taskManager.output()).toBe(0);
       }
     },
     90_000,
@@ -226,11 +189,10 @@ describe("the embedding guide's batch and checkpointed examples, outside the rep
     "runs the batch job stage by stage over %s: Sum starts after Numbers finished, reads 4 files and every one of 10^6 records, and the job's end deletes the files",
     async (shuffle) => {
       expect(typeCheck?.status, "the examples did not compile").toBe(0);
-      const run = await start("batch.js", ["-D", `shuffle-service-factory.class=${shuffle}`])
-        .exited;
-      expect(run.code, run.output).toBe(0);
-      expect(lines(run.stdout)).toEqual(documentedOutput("batch.ts"));
-      expect(lines(run.stdout)).toEqual([
+      const run = start("batch.js", ["-D", `shuffle-service-factory.class=${shuffle}`]);
+      expect(await run.exited, run.output()).toBe(0);
+      expect(lines(run.stdout())).toEqual(documentedOutput("batch.ts"));
+      expect(lines(run.stdout())).toEqual([
         "FINISHED",
         "Sum started after Numbers finished: true",
         "files on disk while Sum read: 4, 4",
@@ -245,12 +207,11 @@ describe("the embedding guide's batch and checkpointed examples, outside the rep
     "restarts the checkpointed job over %s after its injected failure from a checkpoint whose snapshots are one cut, and counts every record exactly once",
     async (shuffle) => {
       expect(typeCheck?.status, "the examples did not compile").toBe(0);
-      const run = await start("checkpointed.js", ["-D", `shuffle-service-factory.class=${shuffle}`])
-        .exited;
-      expect(run.code, run.output).toBe(0);
-      const printed = lines(run.stdout);
+      const run = start("checkpointed.js", ["-D", `shuffle-service-factory.class=${shuffle}`]);
+      expect(await run.exited, run.output()).toBe(0);
+      const printed = lines(run.stdout());
       // The checkpoint restored is the newest completed one; its number depends on timing.
-      const restored = [...run.stdout.matchAll(/^checkpoint (\d+):/gm)].map((match) => match[1]);
+      const restored = [...run.stdout().matchAll(/^checkpoint (\d+):/gm)].map((match) => match[1]);
       expect(restored).toHaveLength(2);
       expect(restored[0]).toBe(restored[1]);
       const numbered = (text: string) => text.replace(/^checkpoint \d+:/, "checkpoint N:");

@@ -11,16 +11,18 @@
  * machine allows them): one session cluster runs the guide's job twice at once and a second job
  * of the user's beside it, a task manager killed meanwhile, every job's output exact.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { freePort } from "@sluice/core/testing";
+import { freePort, waitFor } from "@sluice/core/testing";
 import { type NamespaceHost, NetworkNamespaces } from "@sluice/harness/testing";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
-  type TrackedChildProcess,
-  trackChildProcess,
+  type AppProcess,
+  sessionClusterFlags,
+  spawnInApp,
+  taskManagersRegistered,
 } from "./test-support/child-process-output.js";
 import { type CodeBlock, codeBlocks, REPO } from "./test-support/markdown-code-blocks.js";
 import {
@@ -98,43 +100,20 @@ afterEach(() => {
   rmSync(path.join(app, "sums"), { recursive: true, force: true });
 });
 
-function start(
-  script: string,
-  args: readonly string[],
-): TrackedChildProcess & { child: ChildProcess } {
-  const child = spawn(process.execPath, [path.join("dist", script), ...args], {
-    cwd: app,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  return { child, ...trackChildProcess(child, running) };
+function start(script: string, args: readonly string[]): AppProcess {
+  return spawnInApp(app, running, [process.execPath, path.join("dist", script), ...args]);
 }
 
 /**
  * The installed `sluice` command of @sluice/cluster, in the application's folder; `prefix` runs
  * it through another command first (`ip netns exec <host>`).
  */
-function sluice(...args: string[]): TrackedChildProcess & { child: ChildProcess } {
+function sluice(...args: string[]): AppProcess {
   return sluiceVia([], ...args);
 }
 
-function sluiceVia(
-  prefix: readonly string[],
-  ...args: string[]
-): TrackedChildProcess & { child: ChildProcess } {
-  const line = [...prefix, path.join(app, "node_modules/.bin/sluice"), ...args];
-  const child = spawn(line[0] as string, line.slice(1), {
-    cwd: app,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  return { child, ...trackChildProcess(child, running) };
-}
-
-async function until(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+function sluiceVia(prefix: readonly string[], ...args: string[]): AppProcess {
+  return spawnInApp(app, running, [path.join(app, "node_modules/.bin/sluice"), ...args], prefix);
 }
 
 /** The word count's expected output lines: every word's running counts 1..n. */
@@ -202,31 +181,24 @@ describe("the first-job guide's word count, outside the repository", () => {
       expect(typeCheck?.status, "the example did not compile").toBe(0);
       const rpcPort = await freePort();
       const restPort = await freePort();
-      const config = [
-        "--config",
-        "sluice.yaml",
-        "-D",
-        `shuffle-service-factory.class=${shuffle}`,
-        "-D",
-        `jobmanager.rpc.port=${rpcPort}`,
-        "-D",
-        `rest.port=${restPort}`,
-      ];
+      const config = sessionClusterFlags(shuffle, {
+        "jobmanager.rpc.port": rpcPort,
+        "rest.port": restPort,
+      });
       const jobManager = sluice("jobmanager", ...config);
       const killed = sluice("taskmanager", ...config);
       const survivor = sluice("taskmanager", ...config);
-      await until(
-        () => (jobManager.output().match(/ registered$/gm) ?? []).length === 2,
-        "two task managers to register",
-      );
+      await taskManagersRegistered(jobManager, 2);
       const run = sluice("run", ...config, "dist/word-count.js");
-      await until(() => committedFiles() > 0, "a checkpoint to commit a part file").catch(
-        (error: Error) => {
-          throw new Error(
-            `${error.message}\nsluice run: ${run.output()}\njob manager: ${jobManager.output()}\ntask managers: ${killed.output()}${survivor.output()}`,
-          );
-        },
-      );
+      await waitFor(() => committedFiles() > 0, {
+        what: "a checkpoint to commit a part file",
+        timeoutMs: 30_000,
+        intervalMs: 20,
+      }).catch((error: Error) => {
+        throw new Error(
+          `${error.message}\nsluice run: ${run.output()}\njob manager: ${jobManager.output()}\ntask managers: ${killed.output()}${survivor.output()}`,
+        );
+      });
       killed.child.kill("SIGKILL");
       const replacement = sluice("taskmanager", ...config);
       expect(await run.exited, run.output()).toBe(0);
@@ -266,23 +238,14 @@ describe("the guide's sluice processes on three hosts, one session cluster, outs
       const [hostA, hostB] = workers as [NamespaceHost, NamespaceHost];
       const on = (host: NamespaceHost, ...args: string[]) =>
         sluiceVia((network as NetworkNamespaces).prefix(host), ...args);
-      const config = [
-        "--config",
-        "sluice.yaml",
-        "-D",
-        `shuffle-service-factory.class=${shuffle}`,
-        "-D",
-        `jobmanager.rpc.address=${hub.address}`,
-        "-D",
-        `rest.bind-address=${hub.address}`,
-      ];
+      const config = sessionClusterFlags(shuffle, {
+        "jobmanager.rpc.address": hub.address,
+        "rest.bind-address": hub.address,
+      });
       const jobManager = on(hub, "jobmanager", ...config);
       const killed = on(hostA, "taskmanager", ...config);
       const survivor = on(hostB, "taskmanager", ...config);
-      await until(
-        () => (jobManager.output().match(/ registered$/gm) ?? []).length === 2,
-        "two task managers to register",
-      );
+      await taskManagersRegistered(jobManager, 2);
       const runs = [
         on(hub, "run", ...config, "dist/word-count.js"),
         on(hub, "run", ...config, "dist/word-count.js"),
@@ -290,11 +253,11 @@ describe("the guide's sluice processes on three hosts, one session cluster, outs
       ];
       const everything = () =>
         [jobManager, killed, survivor, ...runs].map((p) => p.output()).join("\n---\n");
-      await until(
-        () => committedFiles("out") > 0 && committedFiles("sums") > 0,
-        "checkpoints to commit output of both jobs",
-        60_000,
-      ).catch((error: Error) => {
+      await waitFor(() => committedFiles("out") > 0 && committedFiles("sums") > 0, {
+        what: "checkpoints to commit output of both jobs",
+        timeoutMs: 60_000,
+        intervalMs: 20,
+      }).catch((error: Error) => {
         throw new Error(`${error.message}\n${everything()}`);
       });
       killed.child.kill("SIGKILL");

@@ -9,12 +9,13 @@
  * `Configuration`/`JobGraph` from `@sluice/runtime` for NodeNext, and runs its job across two
  * processes.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { waitFor } from "@sluice/core/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { trackChildProcess } from "./test-support/child-process-output.js";
+import { spawnInApp } from "./test-support/child-process-output.js";
 import { REPO } from "./test-support/markdown-code-blocks.js";
 import {
   installedSluicePackages,
@@ -170,19 +171,7 @@ function sluicePackages(project: string): string[] {
 /** Runs `node dist/app.js <role> -D...` in `project`; resolves when it exited. */
 function startRole(project: string, role: string, config: Readonly<Record<string, string>>) {
   const args = Object.entries(config).flatMap(([key, value]) => ["-D", `${key}=${value}`]);
-  const child = spawn(process.execPath, ["dist/app.js", role, ...args], {
-    cwd: project,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  return { child, ...trackChildProcess(child, running) };
-}
-
-async function until(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  return spawnInApp(project, running, [process.execPath, "dist/app.js", role, ...args]);
 }
 
 describe.each(["npm", "pnpm"] as const)("a fresh project that adds Sluice with %s", (client) => {
@@ -241,10 +230,13 @@ describe.each(["npm", "pnpm"] as const)("a fresh project that adds Sluice with %
       "taskmanager.memory.network.min": "16mb",
     });
     let port = 0;
-    await until(() => {
-      port = Number(/job manager on port (\d+)/.exec(jobManager.output())?.[1] ?? 0);
-      return port > 0 || jobManager.child.exitCode !== null;
-    }, "the job manager to listen");
+    await waitFor(
+      () => {
+        port = Number(/job manager on port (\d+)/.exec(jobManager.output())?.[1] ?? 0);
+        return port > 0 || jobManager.child.exitCode !== null;
+      },
+      { what: "the job manager to listen", timeoutMs: 30_000, intervalMs: 50 },
+    );
     const taskManager = startRole(project, "taskmanager", {
       "jobmanager.rpc.address": "127.0.0.1",
       "jobmanager.rpc.port": String(port),
