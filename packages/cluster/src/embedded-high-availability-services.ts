@@ -46,7 +46,14 @@ export class EmbeddedHighAvailabilityServices implements HighAvailabilityService
   getJobManagerLeaderRetriever(): LeaderRetrievalService {
     return new EmbeddedLeaderRetrieval(() => {
       const address = this.election.address ?? this.jobManagerAddress;
-      return address === undefined ? undefined : { fencingToken: EMBEDDED_FENCING_TOKEN, address };
+      const { restAddress } = this.election;
+      return address === undefined
+        ? undefined
+        : {
+            fencingToken: EMBEDDED_FENCING_TOKEN,
+            address,
+            ...(restAddress === undefined ? {} : { restAddress }),
+          };
     });
   }
 
@@ -166,6 +173,7 @@ class EmbeddedLeaderElection implements LeaderElection {
   private contender: LeaderContender | undefined;
   private leading = false;
   address: string | undefined;
+  restAddress: string | undefined;
 
   async startLeaderElection(contender: LeaderContender): Promise<void> {
     if (this.contender !== undefined) {
@@ -179,9 +187,14 @@ class EmbeddedLeaderElection implements LeaderElection {
     });
   }
 
-  async confirmLeadership(fencingToken: string, address: string): Promise<void> {
+  async confirmLeadership(
+    fencingToken: string,
+    address: string,
+    restAddress?: string,
+  ): Promise<void> {
     this.fence(`confirming leadership ${fencingToken}`, fencingToken);
     this.address = address;
+    this.restAddress = restAddress;
   }
 
   hasLeadership(fencingToken: string): boolean {

@@ -34,6 +34,62 @@ export async function findJobManagerLeader(
   lostToken?: string,
   signal?: AbortSignal,
 ): Promise<JobManagerLeader | undefined> {
+  const leader = await retrieveLeader(
+    configuration,
+    timeoutMs,
+    onWarning,
+    loader,
+    (found) => found.fencingToken !== lostToken,
+    `no ${lostToken === undefined ? "" : "new "}job manager was elected leader`,
+    signal,
+  );
+  if (leader === undefined) return undefined;
+  const url = new URL(leader.address);
+  return {
+    host: url.hostname.replace(/^\[|\]$/g, ""),
+    port: Number(url.port),
+    fencingToken: leader.fencingToken,
+  };
+}
+
+/**
+ * The REST endpoint of the leading job manager (`http://host:port/`), as it published it through
+ * the high-availability services (Flink's cluster REST endpoint leader retrieval, which Flink's
+ * `RestClusterClient` follows); `undefined` with `none`.
+ *
+ * @throws TimeoutError when no leader published a REST endpoint within `timeoutMs`; the
+ *   services' errors.
+ */
+export async function findRestEndpointLeader(
+  configuration: ReadableConfig & { readonly configDir?: string | undefined },
+  timeoutMs: number,
+  onWarning: (message: string) => void,
+  loader: PluginLoaderOptions = {},
+): Promise<string | undefined> {
+  const leader = await retrieveLeader(
+    configuration,
+    timeoutMs,
+    onWarning,
+    loader,
+    (found) => found.restAddress !== undefined,
+    "no leading job manager published a REST endpoint",
+  );
+  return leader?.restAddress;
+}
+
+/**
+ * The first leader retrieval reports that `accept` takes; `undefined` with the embedded services
+ * (`none`), which have nothing to retrieve.
+ */
+async function retrieveLeader(
+  configuration: ReadableConfig & { readonly configDir?: string | undefined },
+  timeoutMs: number,
+  onWarning: (message: string) => void,
+  loader: PluginLoaderOptions,
+  accept: (leader: LeaderInformation) => boolean,
+  notFound: string,
+  signal?: AbortSignal,
+): Promise<LeaderInformation | undefined> {
   const services = await loadHighAvailabilityServices(configuration, { onWarning }, loader);
   if (services instanceof EmbeddedHighAvailabilityServices) {
     await services.close();
@@ -42,12 +98,12 @@ export async function findJobManagerLeader(
   const retriever = services.getJobManagerLeaderRetriever();
   let timer: NodeJS.Timeout | undefined;
   try {
-    const leader = await new Promise<LeaderInformation>((resolve, reject) => {
+    return await new Promise<LeaderInformation>((resolve, reject) => {
       timer = setTimeout(
         () =>
           reject(
             new TimeoutError(
-              `no ${lostToken === undefined ? "" : "new "}job manager was elected leader within ${timeoutMs} ms (${HighAvailabilityOptions.HA_MODE.key}: ${configuration.get(HighAvailabilityOptions.HA_MODE)}, cluster ${configuration.get(HighAvailabilityOptions.HA_CLUSTER_ID)})`,
+              `${notFound} within ${timeoutMs} ms (${HighAvailabilityOptions.HA_MODE.key}: ${configuration.get(HighAvailabilityOptions.HA_MODE)}, cluster ${configuration.get(HighAvailabilityOptions.HA_CLUSTER_ID)})`,
             ),
           ),
         timeoutMs,
@@ -57,18 +113,12 @@ export async function findJobManagerLeader(
       retriever
         .start({
           notifyLeaderAddress: (found) => {
-            if (found !== undefined && found.fencingToken !== lostToken) resolve(found);
+            if (found !== undefined && accept(found)) resolve(found);
           },
           handleError: reject,
         })
         .catch(reject);
     });
-    const url = new URL(leader.address);
-    return {
-      host: url.hostname.replace(/^\[|\]$/g, ""),
-      port: Number(url.port),
-      fencingToken: leader.fencingToken,
-    };
   } finally {
     clearTimeout(timer);
     await retriever.stop();

@@ -144,7 +144,9 @@ describe.skipIf(reason !== undefined)("standby job managers on a real etcd", () 
     const taskManager = await startFollowingTaskManager(warnings, slow);
     expect(jobManager.fencingToken).toBeDefined();
     expect(taskManager.jobManagerAddress).toBe(`127.0.0.1:${jobManager.port}`);
-    expect(warnings.join("\n")).toMatch(/is not the leader \(a standby\).*: registering again in \d+ ms/);
+    expect(warnings.join("\n")).toMatch(
+      /is not the leader \(a standby\).*: registering again in \d+ ms/,
+    );
     await waitFor(() => jobManager.taskManagers.length === 1, { what: "the registration" });
   }, 30_000);
 

@@ -182,6 +182,10 @@ export class JobManager {
   private readonly dispatcher: Dispatcher;
   private closing: Promise<void> | undefined;
   private leaderToken: string | undefined;
+  /** Where this job manager's REST endpoint serves, once one published it. */
+  private restAddress: string | undefined;
+  /** Confirmations of the leadership, one after another: the last addresses published win. */
+  private confirming: Promise<void> = Promise.resolve();
   private readonly leadershipWaiters = new Set<() => void>();
 
   private constructor(
@@ -200,7 +204,7 @@ export class JobManager {
     private readonly ownsHighAvailability: boolean,
     /** Whether the job managers elect a leader (not `none`). */
     private readonly elected: boolean,
-    warn: (message: string) => void,
+    private readonly warn: (message: string) => void,
     options: JobManagerStartOptions,
   ) {
     this.url = endpoint.url;
@@ -439,6 +443,32 @@ export class JobManager {
     });
   }
 
+  /**
+   * Publishes where this job manager's REST endpoint serves (`http://host:port/`), beside its
+   * own address, for the clients that follow the leader through high availability (`sluice run`,
+   * `list`, `cancel`: Flink's cluster REST endpoint leader). `WebMonitorEndpoint.start` calls it.
+   * It takes effect at once while this job manager leads, else when it is elected; a failure to
+   * publish is reported to `onWarning` (the leadership itself is not affected).
+   */
+  async publishRestAddress(restAddress: string | undefined): Promise<void> {
+    this.restAddress = restAddress;
+    const token = this.leaderToken;
+    if (token === undefined) return;
+    await this.confirmLeadership(token).catch((error: Error) =>
+      this.warn(`the job manager could not publish its REST endpoint's address: ${error.message}`),
+    );
+  }
+
+  /** Confirms `token` with this job manager's addresses, after the confirmations before it. */
+  private confirmLeadership(token: string): Promise<void> {
+    const election = this.highAvailability.getJobManagerLeaderElection();
+    const confirmed = this.confirming.then(() =>
+      election.confirmLeadership(token, this.url, this.restAddress),
+    );
+    this.confirming = confirmed.catch(() => undefined);
+    return confirmed;
+  }
+
   /** Joins the job managers' election; leads once granted and its address is published. */
   private async runForLeadership(
     options: JobManagerStartOptions,
@@ -451,10 +481,13 @@ export class JobManager {
     await election.startLeaderElection({
       grantLeadership: (token) => {
         // Task managers find the leader by the address it confirms, so it confirms first.
-        election.confirmLeadership(token, this.url).then(
+        const published = this.restAddress;
+        this.confirmLeadership(token).then(
           () => {
             if (!election.hasLeadership(token) || this.closing !== undefined) return;
             this.leaderToken = token;
+            // The REST endpoint started while this confirmation was on its way.
+            if (this.restAddress !== published) void this.publishRestAddress(this.restAddress);
             // A leadership after a lost one: its task managers register again.
             this.endpoint.forgetLostTaskManagers();
             // Before anyone learns of the leadership: a submission waits for the recovery.

@@ -5,6 +5,7 @@ import type { EtcdWatcher } from "./client/etcd-watcher.js";
 import type { WatchEvent } from "./client/gateway-json.js";
 import { absent, createRevisionIs } from "./client/kv-requests.js";
 import { LeaseKeeper } from "./client/lease-keeper.js";
+import { encodeLeaderAddresses } from "./leader-addresses.js";
 
 /** Where the job managers' candidate keys live, relative to the cluster's namespace. */
 export const JOB_MANAGER_ELECTION_PREFIX = "election/job-manager/";
@@ -77,7 +78,11 @@ export class EtcdLeaderElection implements LeaderElection {
     await this.campaign();
   }
 
-  async confirmLeadership(fencingToken: string, address: string): Promise<void> {
+  async confirmLeadership(
+    fencingToken: string,
+    address: string,
+    restAddress?: string,
+  ): Promise<void> {
     const candidacy = this.candidacy;
     if (!this.hasLeadership(fencingToken) || candidacy === undefined) {
       throw new FencingTokenError(
@@ -86,7 +91,15 @@ export class EtcdLeaderElection implements LeaderElection {
     }
     const result = await this.kv.txn("confirming the leadership", {
       compare: [createRevisionIs(candidacy.key, fencingToken)],
-      success: [{ put: { key: candidacy.key, value: address, lease: candidacy.lease.id } }],
+      success: [
+        {
+          put: {
+            key: candidacy.key,
+            value: encodeLeaderAddresses(address, restAddress),
+            lease: candidacy.lease.id,
+          },
+        },
+      ],
     });
     if (!result.succeeded) {
       this.lose(candidacy.generation, `its candidate key ${candidacy.key} is gone from etcd`);

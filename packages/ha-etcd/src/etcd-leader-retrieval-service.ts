@@ -7,15 +7,17 @@ import type {
 import type { EtcdKv } from "./client/etcd-kv.js";
 import type { EtcdWatcher } from "./client/etcd-watcher.js";
 import { JOB_MANAGER_ELECTION_PREFIX } from "./etcd-leader-election.js";
+import { decodeLeaderAddresses } from "./leader-addresses.js";
 
 /**
  * Follows the job managers' election on etcd: the leader is the candidate key with the lowest
- * create revision, and its value is the address it confirmed (empty until it confirms, which
- * reads as "no leader"). It watches the election's prefix and reads the leader again on every
- * change (and when etcd compacted changes the watch had not seen), telling the listener only when
- * the leader (token or address) changed. A read that fails (etcd restarting) is tried again,
- * with a pause from 100 ms doubling to 2 s, until it works or the service stops: only a watch
- * that cannot go on is reported to the listener's `handleError`.
+ * create revision, and its value is what it confirmed (empty until it confirms, which reads as
+ * "no leader"): its address and its REST endpoint's (see leader-addresses.ts). It watches the
+ * election's prefix and reads the leader again on every change (and when etcd compacted changes
+ * the watch had not seen), telling the listener only when the leader (token or either address)
+ * changed. A read that fails (etcd restarting) is tried again, with a pause from 100 ms doubling
+ * to 2 s, until it works or the service stops: only a watch that cannot go on is reported to the
+ * listener's `handleError`.
  */
 export class EtcdLeaderRetrievalService implements LeaderRetrievalService {
   private listener: LeaderRetrievalListener | undefined;
@@ -99,12 +101,13 @@ export class EtcdLeaderRetrievalService implements LeaderRetrievalService {
     const leader =
       kv === undefined || kv.value === ""
         ? undefined
-        : { fencingToken: kv.createRevision, address: kv.value };
+        : { fencingToken: kv.createRevision, ...decodeLeaderAddresses(kv.value) };
     const previous = this.reported;
     const changed =
       previous === null ||
       previous?.fencingToken !== leader?.fencingToken ||
-      previous?.address !== leader?.address;
+      previous?.address !== leader?.address ||
+      previous?.restAddress !== leader?.restAddress;
     if (changed && !this.stopped) {
       this.reported = leader;
       try {

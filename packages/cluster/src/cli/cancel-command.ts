@@ -42,7 +42,11 @@ export function cancelCommand(program: Command, io: CommandIO, exit: (code: numb
 
 async function cancel(jobId: string, flags: CancelFlags, io: CommandIO): Promise<number> {
   try {
-    const client = RestClusterClient.of(loadClientConfiguration(flags), flags.jobmanager);
+    const client = await RestClusterClient.of(
+      loadClientConfiguration(flags),
+      flags.jobmanager,
+      io.stderr,
+    );
     await client.request("PATCH", `/jobs/${jobId}?mode=cancel`);
     io.stdout.write(`cancelling job ${jobId}\n`);
     if (flags.detached === true) return ExitCode.OK;

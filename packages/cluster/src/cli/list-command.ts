@@ -12,7 +12,7 @@ import { RestClusterClient } from "./rest-client.js";
 export function restAddressOption(): Option {
   return new Option(
     "-m, --jobmanager <host:port>",
-    "the job manager's REST endpoint (default: rest.address, else jobmanager.rpc.address, and rest.port)",
+    "the job manager's REST endpoint (default: with high availability the leader's, as etcd names it; else rest.address, else jobmanager.rpc.address, and rest.port)",
   );
 }
 
@@ -34,7 +34,11 @@ export function listCommand(program: Command, io: CommandIO, exit: (code: number
 
 async function list(flags: ListFlags, io: CommandIO): Promise<number> {
   try {
-    const client = RestClusterClient.of(loadClientConfiguration(flags), flags.jobmanager);
+    const client = await RestClusterClient.of(
+      loadClientConfiguration(flags),
+      flags.jobmanager,
+      io.stderr,
+    );
     const { jobs } = await client.get<{ jobs: JobOverviewInfo[] }>("/jobs/overview");
     if (flags.json === true) {
       io.stdout.write(`${JSON.stringify({ jobs })}\n`);

@@ -2,11 +2,15 @@ import { ConfigurationError, IllegalStateError, TimeoutError } from "@sluice/cor
 import type { Configuration } from "@sluice/runtime";
 import { deserializeThrowable } from "@sluice/runtime/plugin";
 import { type JsonValue, RestOptions } from "@sluice/runtime-api";
+import { findRestEndpointLeader } from "../find-job-manager-leader.js";
 import type { HostAndPort } from "../job-manager.js";
+import { DISTRIBUTION_LOADER } from "./distribution.js";
 import { parseHostAndPort } from "./host-and-port.js";
 
 /** How long one request may take before the client gives up. */
 const REQUEST_TIMEOUT_MS = 30_000;
+/** How long, with high availability, the client waits for a leader's REST endpoint. */
+const LEADER_RETRIEVAL_TIMEOUT_MS = 30_000;
 
 /**
  * A client of the job manager's REST endpoint (Flink's `RestClusterClient`), for the `sluice run`,
@@ -25,14 +29,35 @@ export class RestClusterClient {
   }
 
   /**
-   * The endpoint `--jobmanager` names, else the configuration's `rest.address` (or
-   * `jobmanager.rpc.address`, else 127.0.0.1) and `rest.port`.
+   * The endpoint `--jobmanager` names; else, with high availability, the leading job manager's,
+   * as leader retrieval finds it (Flink's `RestClusterClient` follows the REST endpoint's leader
+   * the same way); else the configuration's `rest.address` (or `jobmanager.rpc.address`, else
+   * 127.0.0.1) and `rest.port`. Leader retrieval's warnings go to `stderr`.
    *
-   * @throws ConfigurationError for a malformed `--jobmanager`.
+   * @throws ConfigurationError for a malformed `--jobmanager`; TimeoutError when, with high
+   *   availability, no leader published its REST endpoint within 30 s; the high-availability
+   *   services' errors.
    */
-  static of(configuration: Configuration, jobManager: string | undefined): RestClusterClient {
+  static async of(
+    configuration: Configuration,
+    jobManager: string | undefined,
+    stderr?: NodeJS.WritableStream,
+  ): Promise<RestClusterClient> {
     if (jobManager !== undefined) {
       return new RestClusterClient(parseHostAndPort(jobManager, "--jobmanager"));
+    }
+    const leader = await findRestEndpointLeader(
+      configuration,
+      LEADER_RETRIEVAL_TIMEOUT_MS,
+      (message) => stderr?.write(`warning: ${message}\n`),
+      DISTRIBUTION_LOADER,
+    );
+    if (leader !== undefined) {
+      const url = new URL(leader);
+      return new RestClusterClient({
+        host: url.hostname.replace(/^\[|\]$/g, ""),
+        port: Number(url.port),
+      });
     }
     return new RestClusterClient({
       host: configuration.getOptional(RestOptions.ADDRESS) ?? "127.0.0.1",

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { JobGraphCodec, loadJobModule } from "@sluice/runtime/plugin";
+import { HighAvailabilityOptions, JobManagerOptions } from "@sluice/runtime-api";
 import { type Command, Option } from "commander";
 import type { JobDetailsInfo } from "../rest/job-details-info.js";
 import type { JobSubmitResponseBody } from "../rest/job-submit-handler.js";
@@ -22,6 +23,10 @@ interface RunFlags extends ConfigurationFlags {
 
 /** How often `sluice run` asks for the job's state while it waits for its end. */
 const POLL_MS = 1000;
+/** How often it looks the leader up again while the job is not at the one it follows. */
+const LEADER_RETRY_MS = 1000;
+/** Beyond `slot.request.timeout`, how long a job may be out of sight during a takeover. */
+const LEADER_WAIT_MS = 30_000;
 
 /** The states a job ends in for good. */
 const TERMINAL = new Set(["FINISHED", "FAILED", "CANCELED"]);
@@ -31,7 +36,8 @@ const TERMINAL = new Set(["FINISHED", "FAILED", "CANCELED"]);
  * `file:` URL or a package name, `#export` for a named export), builds its job graph from the
  * arguments after the module, names the module the task managers load its code by, submits the
  * graph to the job manager's REST endpoint and, unless `--detached`, follows the job to its end:
- * exit code 0 when it finished, 1 when it failed or was canceled.
+ * exit code 0 when it finished, 1 when it failed or was canceled. With high availability (and no
+ * `--jobmanager`) it submits to the leader and follows the job to every next leader.
  */
 export function runCommand(program: Command, io: CommandIO, exit: (code: number) => void): void {
   withConfigurationOptions(
@@ -68,7 +74,7 @@ async function run(
   const say = (line: string) => io.stdout.write(`${line}\n`);
   try {
     const configuration = loadClientConfiguration(flags);
-    const client = RestClusterClient.of(configuration, flags.jobmanager);
+    const client = await RestClusterClient.of(configuration, flags.jobmanager, io.stderr);
     const loaded = await loadJobModule(asPathIfFile(reference));
     const graph = await loaded.module.createJobGraph({ args, configuration });
     if (flags.code !== undefined) graph.setUserCodeModule(flags.code);
@@ -83,8 +89,34 @@ async function run(
     );
     if (flags.detached === true) return ExitCode.OK;
     let state: string | undefined;
+    let following = client;
+    // With high availability the job outlives its job manager: the next leader shows it once it
+    // took it over, which waits at most slot.request.timeout for the job's task managers.
+    const followsLeader =
+      flags.jobmanager === undefined &&
+      configuration.get(HighAvailabilityOptions.HA_MODE) !== "none";
+    const takeoverMs = configuration.get(JobManagerOptions.SLOT_REQUEST_TIMEOUT) + LEADER_WAIT_MS;
+    let lostSince: number | undefined;
     for (;;) {
-      const job = await client.get<JobDetailsInfo>(`/jobs/${jobid}`);
+      let job: JobDetailsInfo;
+      try {
+        job = await following.get<JobDetailsInfo>(`/jobs/${jobid}`);
+        lostSince = undefined;
+      } catch (error) {
+        if (!followsLeader || Date.now() - (lostSince ?? Date.now()) > takeoverMs) throw error;
+        if (lostSince === undefined) {
+          lostSince = Date.now();
+          say(
+            `job ${jobid} is not at ${following.url} (${(error as Error).message}): following the leader that high availability names`,
+          );
+        }
+        await delay(LEADER_RETRY_MS);
+        // No leader within leader retrieval's own timeout is one more miss within the budget.
+        following = await RestClusterClient.of(configuration, undefined, io.stderr).catch(
+          () => following,
+        );
+        continue;
+      }
       if (job.state !== state) {
         state = job.state;
         say(`job ${jobid} is ${state}`);
@@ -92,9 +124,9 @@ async function run(
       if (TERMINAL.has(job.state)) {
         say(`job ${jobid} ${job.state} after ${job.restarts} restart(s)`);
         if (job.state === "FINISHED") return ExitCode.OK;
-        const { "root-exception": cause } = await client.get<{ "root-exception": string | null }>(
-          `/jobs/${jobid}/exceptions`,
-        );
+        const { "root-exception": cause } = await following.get<{
+          "root-exception": string | null;
+        }>(`/jobs/${jobid}/exceptions`);
         io.stderr.write(
           `error: job ${jobid} ended ${job.state}${cause === null ? "" : `: ${cause}`}\n`,
         );

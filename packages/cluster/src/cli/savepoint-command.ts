@@ -54,7 +54,7 @@ async function savepoint(
 ): Promise<number> {
   try {
     const configuration = loadClientConfiguration(flags);
-    const client = RestClusterClient.of(configuration, flags.jobmanager);
+    const client = await RestClusterClient.of(configuration, flags.jobmanager, io.stderr);
     io.stdout.write(`triggering a savepoint of job ${jobId}\n`);
     const location = await triggerAndWaitForSavepoint(
       client,

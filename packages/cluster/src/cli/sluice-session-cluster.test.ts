@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { freePort, waitFor } from "@sluice/core/testing";
+import { type EtcdServer, etcdUnavailableReason, startEtcd } from "@sluice/ha-etcd/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { DISTRIBUTION_DIR } from "./distribution.js";
 
@@ -187,3 +188,82 @@ describe("a session cluster of sluice processes", () => {
     expect(await Promise.all(taskManagers.map((tm) => tm.exited))).toEqual([0, 0]);
   }, 120_000);
 });
+
+const etcdMissing = etcdUnavailableReason();
+
+describe.skipIf(etcdMissing !== undefined)(
+  "sluice processes with high availability on etcd",
+  () => {
+    let etcd: EtcdServer | undefined;
+    afterEach(async () => {
+      await etcd?.stop();
+      etcd = undefined;
+    });
+
+    it("submits with sluice run through leader retrieval, follows the job to the next leader after kill -9 of the first, and lists it there", async () => {
+      etcd = await startEtcd();
+      const usrlib = mkdtempSync(path.join(tmpdir(), "sluice-usrlib-"));
+      const storage = mkdtempSync(path.join(tmpdir(), "sluice-ha-storage-"));
+      folders.push(usrlib, storage);
+      writeFileSync(path.join(usrlib, "numbers.mjs"), JOB_MODULE);
+      // Every process gets only these: none is told where a job manager or its REST endpoint is.
+      const ha = [
+        ["high-availability.type", "etcd"],
+        ["high-availability.etcd.endpoints", etcd.endpoint],
+        ["high-availability.storageDir", storage],
+        ["high-availability.cluster-id", `cli-${process.pid}`],
+        ["high-availability.etcd.lease-ttl", "2s"],
+        ["taskmanager.memory.network.min", "8mb"],
+      ].flatMap(([key, value]) => ["-D", `${key}=${value}`]);
+      const startJobManager = async () => {
+        const restPort = await freePort();
+        const started = sluice(
+          "jobmanager",
+          ...ha,
+          "-D",
+          "jobmanager.rpc.port=0",
+          "-D",
+          `rest.port=${restPort}`,
+        );
+        return { ...started, rest: `127.0.0.1:${restPort}` };
+      };
+      const first = await startJobManager();
+      await waitFor(() => first.output().includes("elected leader"), {
+        what: "the first job manager to lead",
+        timeoutMs: 30_000,
+      });
+      const second = await startJobManager();
+      for (let i = 0; i < 2; i++) sluice("taskmanager", ...ha, "--usrlib", usrlib);
+      await waitFor(() => (first.output().match(/ registered$/gm) ?? []).length === 2, {
+        what: "two task managers registered with the leader",
+        timeoutMs: 30_000,
+      });
+
+      const run = sluice(
+        "run",
+        ...ha,
+        "--code",
+        "./numbers.mjs",
+        path.join(usrlib, "numbers.mjs"),
+        "2000000",
+        "5",
+      );
+      await waitFor(() => /is RUNNING/.test(run.output()), {
+        what: "the job running",
+        timeoutMs: 30_000,
+      });
+      expect(run.output()).toContain(`submitted to http://${first.rest};`);
+      first.child.kill("SIGKILL");
+
+      expect(await run.exited, `${run.output()}\n---\n${second.output()}`).toBe(0);
+      expect(run.output()).toMatch(/following the leader that high availability names/);
+      expect(run.output()).toMatch(/job [0-9a-f]{32} FINISHED after \d+ restart\(s\)/);
+      const jobId = /job ([0-9a-f]{32})/.exec(run.output())?.[1] as string;
+      expect(second.output()).toContain("elected leader");
+
+      const listed = sluice("list", ...ha);
+      expect(await listed.exited, listed.output()).toBe(0);
+      expect(listed.output()).toMatch(new RegExp(`${jobId}\\s+FINISHED`));
+    }, 120_000);
+  },
+);

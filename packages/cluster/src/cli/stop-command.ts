@@ -54,7 +54,7 @@ export function stopCommand(program: Command, io: CommandIO, exit: (code: number
 async function stop(jobId: string, flags: StopFlags, io: CommandIO): Promise<number> {
   try {
     const configuration = loadClientConfiguration(flags);
-    const client = RestClusterClient.of(configuration, flags.jobmanager);
+    const client = await RestClusterClient.of(configuration, flags.jobmanager, io.stderr);
     const drain = flags.drain === true;
     io.stdout.write(`stopping job ${jobId} with a savepoint${drain ? " (drain)" : ""}\n`);
     const location = await triggerAndWaitForSavepoint(

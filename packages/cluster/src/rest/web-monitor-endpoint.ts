@@ -1,9 +1,10 @@
 import { existsSync, readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import { hostname } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { JobExecution } from "@sluice/runtime";
+import type { Configuration, JobExecution } from "@sluice/runtime";
 import { HeartbeatManagerOptions, RestOptions } from "@sluice/runtime-api";
 import { emitClusterWarning } from "../cluster-warning.js";
 import type { HostAndPort, JobManager } from "../job-manager.js";
@@ -183,7 +184,20 @@ export class WebMonitorEndpoint {
       socket.once("close", stop);
     });
     await listenOnRestPort(server, { host, port, portIsExplicit }, warn);
-    return new WebMonitorEndpoint(server, jobManager, options, warn);
+    const endpoint = new WebMonitorEndpoint(server, jobManager, options, warn);
+    await jobManager.publishRestAddress(endpoint.advertisedUrl(configuration));
+    return endpoint;
+  }
+
+  /**
+   * Where clients reach this endpoint: its URL, or, when it listens on every interface, the same
+   * port at `rest.address` (else `jobmanager.rpc.address`, else this host's name).
+   */
+  private advertisedUrl(configuration: Configuration): string {
+    const { address } = this.server.address() as AddressInfo;
+    if (address !== "0.0.0.0" && address !== "::") return this.url;
+    const host = configuration.getOptional(RestOptions.ADDRESS) ?? hostname();
+    return `http://${host.includes(":") ? `[${host}]` : host}:${this.port}/`;
   }
 
   /** Event streams open now. */

@@ -33,12 +33,14 @@ export interface LeaderElection {
    */
   startLeaderElection(contender: LeaderContender): Promise<void>;
   /**
-   * Publishes `address` (where the leader serves, e.g. `ws://10.0.0.1:6123`) for leader
-   * retrieval, under the leadership `fencingToken`.
+   * Publishes `address` (where the leader serves, e.g. `ws://10.0.0.1:6123`) and, when given,
+   * `restAddress` (where its REST endpoint serves, e.g. `http://10.0.0.1:8081/`) for leader
+   * retrieval, under the leadership `fencingToken`. Called again, it replaces what it published
+   * (the REST endpoint may start after the leadership was confirmed).
    *
    * @throws FencingTokenError when `fencingToken` is no longer the current leadership.
    */
-  confirmLeadership(fencingToken: string, address: string): Promise<void>;
+  confirmLeadership(fencingToken: string, address: string, restAddress?: string): Promise<void>;
   /** True while `fencingToken` is this contender's current leadership, as far as it knows. */
   hasLeadership(fencingToken: string): boolean;
   /** Leaves the election; a leader gives up its leadership (a standby takes over at once). */

@@ -6,6 +6,11 @@ export interface LeaderInformation {
   readonly fencingToken: string;
   /** Where the leader serves, as it confirmed it (`ws://host:port`). */
   readonly address: string;
+  /**
+   * Where the leader's REST endpoint serves (`http://host:port/`), once it published one (Flink's
+   * cluster REST endpoint leader): clients such as `sluice run` follow the leader through it.
+   */
+  readonly restAddress?: string;
 }
 
 /** Told of every change of leader (Flink's `LeaderRetrievalListener`). */

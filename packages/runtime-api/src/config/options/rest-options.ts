@@ -30,7 +30,8 @@ export const RestOptions = {
     .withDescription(
       "The address clients (`sluice run`, `sluice list`, `sluice cancel`) reach the job " +
         "manager's REST endpoint at, with `rest.port`; unset: `jobmanager.rpc.address`, else " +
-        "127.0.0.1.",
+        "127.0.0.1. With high availability clients follow the leader instead, and a job " +
+        "manager whose REST endpoint listens on every interface publishes this address.",
     ),
 
   /** The local address the REST endpoint binds to. */
