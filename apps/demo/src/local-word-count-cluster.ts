@@ -441,15 +441,15 @@ export class LocalWordCountCluster implements WordCountCluster {
     // One the job went on without was judged when it was lost: its exit, say on waking from a
     // pause, decides nothing more.
     if (registered !== undefined && this.survived.has(registered)) return;
-    if (this.shuttingDown) {
-      if (exit.code !== 0 && exit.code !== null) {
+    // A signal nobody here sent is the root cause even when its exit is seen only while the job
+    // shuts down: the lost control connection can be reported first and start the shutdown.
+    if (exit.signal !== null) {
+      this.failures.record(0, `${label} was killed by signal ${exit.signal}`);
+    } else if (this.shuttingDown) {
+      if (exit.code !== 0) {
         this.failures.record(2, `${label} exited with code ${exit.code} while shutting down`);
       }
-      return;
-    }
-    if (exit.signal !== null)
-      this.failures.record(0, `${label} was killed by signal ${exit.signal}`);
-    else {
+    } else {
       // A task manager exits 2 for a bad configuration or plugin: so does the demo.
       this.failures.record(
         2,

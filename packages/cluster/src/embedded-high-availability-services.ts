@@ -11,6 +11,7 @@ import {
   type JsonValue,
   type LeaderContender,
   type LeaderElection,
+  type LeaderEndpoints,
   type LeaderInformation,
   type LeaderRetrievalListener,
   type LeaderRetrievalService,
@@ -46,14 +47,9 @@ export class EmbeddedHighAvailabilityServices implements HighAvailabilityService
   getJobManagerLeaderRetriever(): LeaderRetrievalService {
     return new EmbeddedLeaderRetrieval(() => {
       const address = this.election.address ?? this.jobManagerAddress;
-      const { restAddress } = this.election;
       return address === undefined
         ? undefined
-        : {
-            fencingToken: EMBEDDED_FENCING_TOKEN,
-            address,
-            ...(restAddress === undefined ? {} : { restAddress }),
-          };
+        : { ...this.election.endpoints, fencingToken: EMBEDDED_FENCING_TOKEN, address };
     });
   }
 
@@ -173,7 +169,7 @@ class EmbeddedLeaderElection implements LeaderElection {
   private contender: LeaderContender | undefined;
   private leading = false;
   address: string | undefined;
-  restAddress: string | undefined;
+  endpoints: LeaderEndpoints = {};
 
   async startLeaderElection(contender: LeaderContender): Promise<void> {
     if (this.contender !== undefined) {
@@ -190,11 +186,11 @@ class EmbeddedLeaderElection implements LeaderElection {
   async confirmLeadership(
     fencingToken: string,
     address: string,
-    restAddress?: string,
+    endpoints: LeaderEndpoints = {},
   ): Promise<void> {
     this.fence(`confirming leadership ${fencingToken}`, fencingToken);
     this.address = address;
-    this.restAddress = restAddress;
+    this.endpoints = endpoints;
   }
 
   hasLeadership(fencingToken: string): boolean {

@@ -22,6 +22,7 @@ import {
   type HighAvailabilityServices,
   JobManagerOptions,
   type JsonValue,
+  type LeaderEndpoints,
   NetworkMemoryOptions,
 } from "@sluice/runtime-api";
 import { emitClusterWarning } from "./cluster-warning.js";
@@ -459,11 +460,20 @@ export class JobManager {
     );
   }
 
+  /** What this job manager publishes beside its address while it leads. */
+  private publishedEndpoints(): LeaderEndpoints {
+    const shuffleMasterAddress = this.deployer.master.getAdvertisedAddress?.();
+    return {
+      ...(this.restAddress === undefined ? {} : { restAddress: this.restAddress }),
+      ...(shuffleMasterAddress === undefined ? {} : { shuffleMasterAddress }),
+    };
+  }
+
   /** Confirms `token` with this job manager's addresses, after the confirmations before it. */
   private confirmLeadership(token: string): Promise<void> {
     const election = this.highAvailability.getJobManagerLeaderElection();
     const confirmed = this.confirming.then(() =>
-      election.confirmLeadership(token, this.url, this.restAddress),
+      election.confirmLeadership(token, this.url, this.publishedEndpoints()),
     );
     this.confirming = confirmed.catch(() => undefined);
     return confirmed;

@@ -1,5 +1,10 @@
 import { IllegalStateError } from "@sluice/core";
-import { FencingTokenError, type LeaderContender, type LeaderElection } from "@sluice/runtime-api";
+import {
+  FencingTokenError,
+  type LeaderContender,
+  type LeaderElection,
+  type LeaderEndpoints,
+} from "@sluice/runtime-api";
 import type { EtcdKv } from "./client/etcd-kv.js";
 import type { EtcdWatcher } from "./client/etcd-watcher.js";
 import type { WatchEvent } from "./client/gateway-json.js";
@@ -81,7 +86,7 @@ export class EtcdLeaderElection implements LeaderElection {
   async confirmLeadership(
     fencingToken: string,
     address: string,
-    restAddress?: string,
+    endpoints?: LeaderEndpoints,
   ): Promise<void> {
     const candidacy = this.candidacy;
     if (!this.hasLeadership(fencingToken) || candidacy === undefined) {
@@ -95,7 +100,7 @@ export class EtcdLeaderElection implements LeaderElection {
         {
           put: {
             key: candidacy.key,
-            value: encodeLeaderAddresses(address, restAddress),
+            value: encodeLeaderAddresses(address, endpoints),
             lease: candidacy.lease.id,
           },
         },

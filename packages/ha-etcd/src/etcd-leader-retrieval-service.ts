@@ -12,9 +12,9 @@ import { decodeLeaderAddresses } from "./leader-addresses.js";
 /**
  * Follows the job managers' election on etcd: the leader is the candidate key with the lowest
  * create revision, and its value is what it confirmed (empty until it confirms, which reads as
- * "no leader"): its address and its REST endpoint's (see leader-addresses.ts). It watches the
+ * "no leader"): its address and its other endpoints' (see leader-addresses.ts). It watches the
  * election's prefix and reads the leader again on every change (and when etcd compacted changes
- * the watch had not seen), telling the listener only when the leader (token or either address)
+ * the watch had not seen), telling the listener only when the leader (token or any address)
  * changed. A read that fails (etcd restarting) is tried again, with a pause from 100 ms doubling
  * to 2 s, until it works or the service stops: only a watch that cannot go on is reported to the
  * listener's `handleError`.
@@ -107,7 +107,8 @@ export class EtcdLeaderRetrievalService implements LeaderRetrievalService {
       previous === null ||
       previous?.fencingToken !== leader?.fencingToken ||
       previous?.address !== leader?.address ||
-      previous?.restAddress !== leader?.restAddress;
+      previous?.restAddress !== leader?.restAddress ||
+      previous?.shuffleMasterAddress !== leader?.shuffleMasterAddress;
     if (changed && !this.stopped) {
       this.reported = leader;
       try {

@@ -1,19 +1,29 @@
+import type { LeaderEndpoints } from "@sluice/runtime-api";
+
 /**
- * The value of a leader's candidate key once it confirmed its leadership: where it serves and,
- * once its REST endpoint runs, where that serves, as JSON (`{"address":…,"restAddress":…}`). A
- * value that is not such an object is read as a bare address, as the first releases wrote it.
+ * The value of a leader's candidate key once it confirmed its leadership: where it serves and
+ * where its other services serve (its REST endpoint, its shuffle master), as JSON
+ * (`{"address":…,"restAddress":…,"shuffleMasterAddress":…}`). A value that is not such an
+ * object is read as a bare address, as the first releases wrote it.
  */
-export interface LeaderAddresses {
+export interface LeaderAddresses extends LeaderEndpoints {
   readonly address: string;
-  readonly restAddress?: string;
 }
 
-/** The candidate key's value for `address` and `restAddress`. */
-export function encodeLeaderAddresses(address: string, restAddress: string | undefined): string {
-  return JSON.stringify(restAddress === undefined ? { address } : { address, restAddress });
+/** The endpoints a leader may publish, by their key in the value. */
+const ENDPOINT_KEYS = ["restAddress", "shuffleMasterAddress"] as const;
+
+/** The candidate key's value for `address` and `endpoints`. */
+export function encodeLeaderAddresses(address: string, endpoints: LeaderEndpoints = {}): string {
+  const value: Record<string, string> = { address };
+  for (const key of ENDPOINT_KEYS) {
+    const endpoint = endpoints[key];
+    if (endpoint !== undefined) value[key] = endpoint;
+  }
+  return JSON.stringify(value);
 }
 
-/** What a candidate key's (non-empty) value says. */
+/** What a candidate key's (non-empty) value says; an endpoint that is not a string is left out. */
 export function decodeLeaderAddresses(value: string): LeaderAddresses {
   let parsed: unknown;
   try {
@@ -22,7 +32,14 @@ export function decodeLeaderAddresses(value: string): LeaderAddresses {
     return { address: value };
   }
   if (typeof parsed !== "object" || parsed === null) return { address: value };
-  const { address, restAddress } = parsed as Record<string, unknown>;
-  if (typeof address !== "string") return { address: value };
-  return typeof restAddress === "string" ? { address, restAddress } : { address };
+  const fields = parsed as Record<string, unknown>;
+  if (typeof fields.address !== "string") return { address: value };
+  const decoded: { address: string; restAddress?: string; shuffleMasterAddress?: string } = {
+    address: fields.address,
+  };
+  for (const key of ENDPOINT_KEYS) {
+    const endpoint = fields[key];
+    if (typeof endpoint === "string") decoded[key] = endpoint;
+  }
+  return decoded;
 }

@@ -161,7 +161,11 @@ export type {
   JobResultEntry,
   JobResultStore,
 } from "./high-availability/job-result-store.js";
-export type { LeaderContender, LeaderElection } from "./high-availability/leader-election.js";
+export type {
+  LeaderContender,
+  LeaderElection,
+  LeaderEndpoints,
+} from "./high-availability/leader-election.js";
 export type {
   LeaderInformation,
   LeaderRetrievalListener,

@@ -33,7 +33,9 @@ export {
   RemoteShuffleServiceFactory as default,
 } from "./remote-shuffle-service-factory.js";
 export {
+  type ShuffleManagerAddress,
   ShuffleWorker,
+  type ShuffleWorkerStartOptions,
   type ShuffleWorkerStorage,
   type StoredPartition,
   type WorkerRegistration,

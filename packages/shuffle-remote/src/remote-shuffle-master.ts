@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import {
   ConfigurationError,
   IllegalStateError,
@@ -119,6 +120,18 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
   /** The port the shuffle manager listens on (after `start()`). */
   get managerPort(): number {
     return this.server?.port ?? -1;
+  }
+
+  /**
+   * Where workers reach the shuffle manager (`host:port`): `remote-shuffle.manager.rpc-address`,
+   * or this host's name when that is a wildcard address. With high availability the leading job
+   * manager publishes it, and workers started by `sluice shuffleworker` follow it.
+   */
+  getAdvertisedAddress(): string | undefined {
+    if (this.server === undefined) return undefined;
+    const configured = this.context.configuration.get(RemoteShuffleOptions.MANAGER_ADDRESS);
+    const host = configured === "0.0.0.0" || configured === "::" ? hostname() : configured;
+    return `${host.includes(":") ? `[${host}]` : host}:${this.server.port}`;
   }
 
   /** The live workers' addresses. */

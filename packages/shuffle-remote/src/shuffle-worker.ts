@@ -90,6 +90,25 @@ export interface StoredPartition {
   readonly checksums: readonly SubpartitionChecksumJSON[];
 }
 
+/** Where a worker's shuffle manager listens. */
+export interface ShuffleManagerAddress {
+  /** Its host name or IP address (an IPv6 address without brackets). */
+  readonly host: string;
+  /** Its port (`remote-shuffle.manager.rpc-port` of its job manager). */
+  readonly port: number;
+}
+
+/** How a worker starts. */
+export interface ShuffleWorkerStartOptions {
+  /**
+   * Registers with no shuffle manager until {@link ShuffleWorker.followManager} names one: for a
+   * worker that follows the leading job manager's manager through high availability (the
+   * `sluice shuffleworker` command does). Default: the configured manager
+   * (`remote-shuffle.manager.rpc-address` / `rpc-port`).
+   */
+  readonly awaitManager?: boolean;
+}
+
 /** The delay before a worker tries its shuffle manager again after the connection was lost. */
 const RECONNECT_DELAY_MS = 500;
 
@@ -130,6 +149,8 @@ export class ShuffleWorker {
   private readonly admission: PushAdmission;
   private readonly limits: RpcLimits;
   private manager: FrameConnection | undefined;
+  /** The manager it registers with; `undefined` while it waits to be told one. */
+  private managerAddress: ShuffleManagerAddress | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private reconnect: NodeJS.Timeout | undefined;
   private lastRefusal: string | undefined;
@@ -151,6 +172,10 @@ export class ShuffleWorker {
       incarnation,
     };
     this.limits = readRpcLimits(configuration);
+    this.managerAddress = {
+      host: configuration.get(RemoteShuffleOptions.MANAGER_ADDRESS),
+      port: configuration.get(RemoteShuffleOptions.MANAGER_PORT),
+    };
     const pool = environment.networkBufferPool;
     this.admission = new PushAdmission({
       maxSessionsPerPeer: configuration.get(RemoteShuffleOptions.WORKER_MAX_PUSH_SESSIONS_PER_PEER),
@@ -165,11 +190,14 @@ export class ShuffleWorker {
 
   /**
    * Starts a worker: its data server, its push server, and its registration with the shuffle
-   * manager (which need not be up yet: the worker keeps trying).
+   * manager (which need not be up yet: the worker keeps trying), unless `options.awaitManager`.
    *
    * @throws ConfigurationError when an option is invalid.
    */
-  static async start(configuration: ReadableConfig): Promise<ShuffleWorker> {
+  static async start(
+    configuration: ReadableConfig,
+    options: ShuffleWorkerStartOptions = {},
+  ): Promise<ShuffleWorker> {
     const incarnation = randomBytes(16).toString("hex");
     const host = configuration.get(RemoteShuffleOptions.WORKER_HOST);
     const tmpDirs = (configuration.get(TaskManagerOptions.TMP_DIRS) ?? tmpdir())
@@ -239,7 +267,8 @@ export class ShuffleWorker {
       host,
       incarnation,
     );
-    worker.connectToManager();
+    if (options.awaitManager === true) worker.managerAddress = undefined;
+    else worker.connectToManager();
     return worker;
   }
 
@@ -279,6 +308,26 @@ export class ShuffleWorker {
   /** True while the worker is registered with its shuffle manager. */
   isRegistered(): boolean {
     return this.manager !== undefined && !this.manager.isClosed();
+  }
+
+  /**
+   * Registers with the shuffle manager at `address` from now on, leaving the one it registered
+   * with (whose partitions the new manager does not know are released when it says so: the new
+   * manager's jobs run their producers again); `undefined` leaves it and waits for the next. A
+   * worker that follows the leading job manager calls it on every change of leader, so it never
+   * serves a deposed leader's manager.
+   */
+  followManager(address: ShuffleManagerAddress | undefined): void {
+    const current = this.managerAddress;
+    if (address?.host === current?.host && address?.port === current?.port) return;
+    this.managerAddress = address;
+    if (this.closed) return;
+    clearTimeout(this.reconnect);
+    clearInterval(this.heartbeat);
+    const left = this.manager;
+    this.manager = undefined;
+    left?.close();
+    this.connectToManager();
   }
 
   /** Deletes these partitions' files; unknown ids are ignored. */
@@ -575,27 +624,33 @@ export class ShuffleWorker {
   }
 
   private connectToManager(): void {
-    if (this.closed) return;
-    const host = this.configuration.get(RemoteShuffleOptions.MANAGER_ADDRESS);
-    const port = this.configuration.get(RemoteShuffleOptions.MANAGER_PORT);
+    const target = this.managerAddress;
+    if (this.closed || target === undefined) return;
+    // A manager followed since (a new leader's) has a connection attempt of its own.
+    const superseded = () => this.closed || this.managerAddress !== target;
     const retry = () => {
-      if (this.closed) return;
+      if (superseded()) return;
       this.reconnect = setTimeout(() => this.connectToManager(), RECONNECT_DELAY_MS);
     };
+    const { host, port } = target;
     this.managerTransport
       .connect({ host, port, connectTimeoutMs: 10_000, maxFrameSize: this.limits.maxMessageSize })
       .then((connection) => {
-        if (this.closed) {
+        if (superseded()) {
           connection.destroy();
           return;
         }
         const frames = new FrameConnection(
           connection,
           {
-            onFrame: (type, payload) => this.onManagerFrame(frames, type, payload),
+            // A manager it left (a deposed leader's) is not obeyed, whatever it still sends.
+            onFrame: (type, payload) => {
+              if (this.manager === frames) this.onManagerFrame(frames, type, payload);
+            },
             onClose: () => {
+              if (this.manager !== frames) return; // left for another manager
               clearInterval(this.heartbeat);
-              if (this.manager === frames) this.manager = undefined;
+              this.manager = undefined;
               retry();
             },
           },

@@ -1,12 +1,24 @@
 import { ConfigurationError } from "@sluice/core";
-import { knownOptionsWith } from "@sluice/runtime";
-import { RemoteShuffleOptions, ShuffleWorker } from "@sluice/shuffle-remote";
+import { type Configuration, knownOptionsWith } from "@sluice/runtime";
+import {
+  HighAvailabilityOptions,
+  type HighAvailabilityServices,
+  type LeaderRetrievalService,
+} from "@sluice/runtime-api";
+import {
+  RemoteShuffleOptions,
+  type ShuffleManagerAddress,
+  ShuffleWorker,
+} from "@sluice/shuffle-remote";
 import { type Command, Option } from "commander";
+import { loadHighAvailabilityServices } from "../high-availability-services-loader.js";
 import {
   type ConfigurationFlags,
   loadClientConfiguration,
   withConfigurationOptions,
 } from "./configuration-options.js";
+import { DISTRIBUTION_LOADER } from "./distribution.js";
+import { parseHostAndPort } from "./host-and-port.js";
 import {
   type CommandIO,
   ExitCode,
@@ -23,6 +35,8 @@ interface ShuffleWorkerFlags extends ConfigurationFlags {
  * `sluice shuffleworker`: a shuffle worker of `@sluice/shuffle-remote` (the remote shuffle's
  * storage, Celeborn's worker), which registers with the shuffle manager inside the job manager
  * (`remote-shuffle.manager.rpc-port`) and stores the partitions pushed to it until SIGINT/SIGTERM.
+ * With high availability (and no `--jobmanager`) it registers with the leading job manager's
+ * manager, as etcd names it, and follows every next leader.
  */
 export function shuffleWorkerCommand(
   program: Command,
@@ -38,7 +52,7 @@ export function shuffleWorkerCommand(
       .addOption(
         new Option(
           "-m, --jobmanager <host[:port]>",
-          `the job manager's shuffle manager (default: ${RemoteShuffleOptions.MANAGER_ADDRESS.key} and ${RemoteShuffleOptions.MANAGER_PORT.key})`,
+          `the job manager's shuffle manager (default: with high availability the leader's, else ${RemoteShuffleOptions.MANAGER_ADDRESS.key} and ${RemoteShuffleOptions.MANAGER_PORT.key})`,
         ),
       ),
   ).action(async (flags: ShuffleWorkerFlags) => exit(await runShuffleWorker(flags, io)));
@@ -46,6 +60,12 @@ export function shuffleWorkerCommand(
 
 async function runShuffleWorker(flags: ShuffleWorkerFlags, io: CommandIO): Promise<number> {
   let worker: ShuffleWorker;
+  let leaderRetrieval: LeadingShuffleManager | undefined;
+  let failed!: (error: Error) => void;
+  const failure = new Promise<never>((_, reject) => {
+    failed = reject;
+  });
+  failure.catch(() => undefined);
   try {
     const configuration = loadClientConfiguration(flags, false);
     if (flags.jobmanager !== undefined) {
@@ -63,7 +83,19 @@ async function runShuffleWorker(flags: ShuffleWorkerFlags, io: CommandIO): Promi
     const known = knownOptionsWith(Object.values(RemoteShuffleOptions));
     configuration.warnUnknownKeys(known);
     configuration.validate(known);
-    worker = await ShuffleWorker.start(configuration);
+    // With high availability the manager is the leading job manager's, as etcd names it.
+    const followsLeader =
+      flags.jobmanager === undefined &&
+      configuration.get(HighAvailabilityOptions.HA_MODE).trim().toLowerCase() !== "none";
+    worker = await ShuffleWorker.start(configuration, { awaitManager: followsLeader });
+    if (followsLeader) {
+      try {
+        leaderRetrieval = await LeadingShuffleManager.follow(configuration, worker, io, failed);
+      } catch (error) {
+        await worker.close();
+        throw error;
+      }
+    }
   } catch (error) {
     io.stderr.write(formatError(error));
     return exitCodeOf(error);
@@ -76,15 +108,97 @@ async function runShuffleWorker(flags: ShuffleWorkerFlags, io: CommandIO): Promi
   const closed = new Promise<void>((resolve) => {
     stopped = resolve;
   });
+  const stop = async () => {
+    await leaderRetrieval?.stop();
+    await worker.close();
+  };
   return runUntilSignal(
     async () => {
-      await closed;
-      return ExitCode.OK;
+      try {
+        await Promise.race([closed, failure]);
+        return ExitCode.OK;
+      } catch (error) {
+        // Leader retrieval failed for good: a worker that cannot follow the leader must not
+        // keep serving the manager it knew.
+        io.stderr.write(formatError(error));
+        await stop();
+        return exitCodeOf(error);
+      }
     },
     async () => {
-      await worker.close();
+      await stop();
       stopped();
     },
     io,
   );
+}
+
+/**
+ * Leader retrieval for a worker under high availability: the leading job manager publishes its
+ * shuffle manager's address (`ShuffleMaster.getAdvertisedAddress`), and the worker registers
+ * with that manager, leaving the previous leader's at every change of leader.
+ */
+class LeadingShuffleManager {
+  private constructor(
+    private readonly services: HighAvailabilityServices,
+    private readonly retriever: LeaderRetrievalService,
+  ) {}
+
+  /**
+   * Starts following.
+   *
+   * @throws the high-availability services' errors (a plugin that cannot be loaded, etcd that
+   *   cannot be reached).
+   */
+  static async follow(
+    configuration: Configuration,
+    worker: ShuffleWorker,
+    io: CommandIO,
+    onError: (error: Error) => void,
+  ): Promise<LeadingShuffleManager> {
+    const warn = (message: string) => io.stderr.write(`warning: ${message}\n`);
+    const services = await loadHighAvailabilityServices(
+      configuration,
+      { onWarning: warn },
+      DISTRIBUTION_LOADER,
+    );
+    const retriever = services.getJobManagerLeaderRetriever();
+    let followed: string | undefined;
+    try {
+      await retriever.start({
+        notifyLeaderAddress: (leader) => {
+          const published = leader?.shuffleMasterAddress;
+          let address: ShuffleManagerAddress | undefined;
+          try {
+            address =
+              published === undefined
+                ? undefined
+                : parseHostAndPort(published, "the leader's shuffle manager address");
+          } catch (error) {
+            warn(`${(error as Error).message}: waiting for the next leader`);
+          }
+          worker.followManager(address);
+          const now = address === undefined ? undefined : published;
+          if (now === followed) return;
+          followed = now;
+          io.stdout.write(
+            now === undefined
+              ? "no leading job manager publishes a shuffle manager: waiting for one\n"
+              : `registering with the leading job manager's shuffle manager at ${now}\n`,
+          );
+        },
+        handleError: onError,
+      });
+    } catch (error) {
+      await services.close();
+      throw error;
+    }
+    return new LeadingShuffleManager(services, retriever);
+  }
+
+  /** Stops following. */
+  async stop(): Promise<void> {
+    await this.retriever.stop();
+    await this.services.close();
+  }
 }

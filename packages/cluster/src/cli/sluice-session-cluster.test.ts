@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -16,10 +16,11 @@ const RUNTIME = pathToFileURL(
 /**
  * A job module as a user writes one: `Numbers` subtasks emit 0..n-1 (n from the run's first
  * argument, each subtask its share, paced by the second argument in ms per 1,000 records), one
- * `Sum` checks it received each exactly once.
+ * `Sum` checks it received each exactly once; a third argument `blocking` makes the exchange a
+ * batch one.
  */
 const JOB_MODULE = `
-import { JobGraph } from ${JSON.stringify(RUNTIME)};
+import { JobGraph, ResultPartitionType } from ${JSON.stringify(RUNTIME)};
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 export default {
   userCode: {
@@ -52,10 +53,11 @@ export default {
   createJobGraph({ args }) {
     const records = Number(args[0]);
     const pauseMs = Number(args[1] ?? 0);
+    const partitionType = args[2] === "blocking" ? ResultPartitionType.BLOCKING : undefined;
     const graph = new JobGraph("numbers " + records);
     const numbers = graph.addVertex({ name: "Numbers", parallelism: 2, invokable: "numbers", configuration: { records, pauseMs } });
     const sum = graph.addVertex({ name: "Sum", parallelism: 1, invokable: "sum", configuration: { records } });
-    graph.connect(numbers, sum, { partitioner: { name: "REBALANCE" }, serializer: "int32" });
+    graph.connect(numbers, sum, { partitioner: { name: "REBALANCE" }, serializer: "int32", partitionType });
     return graph;
   },
 };
@@ -75,6 +77,13 @@ afterEach(async () => {
   await Promise.all(processes.splice(0).map((process) => process.exited));
   for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
 });
+
+/** The files (not folders) under `folder`, at any depth. */
+function filesUnder(folder: string): number {
+  return readdirSync(folder, { recursive: true, withFileTypes: true }).filter((entry) =>
+    entry.isFile(),
+  ).length;
+}
 
 /** Starts `sluice ...args` as a child process of its own. */
 function sluice(...args: string[]): Process {
@@ -264,6 +273,85 @@ describe.skipIf(etcdMissing !== undefined)(
       const listed = sluice("list", ...ha);
       expect(await listed.exited, listed.output()).toBe(0);
       expect(listed.output()).toMatch(new RegExp(`${jobId}\\s+FINISHED`));
+    }, 120_000);
+
+    it("runs a batch job on the remote shuffle whose worker follows the leader's shuffle manager: after kill -9 of the leader the worker registers with the next one, which re-runs the job exactly and releases the first leader's partitions", async () => {
+      etcd = await startEtcd();
+      const usrlib = mkdtempSync(path.join(tmpdir(), "sluice-usrlib-"));
+      const storage = mkdtempSync(path.join(tmpdir(), "sluice-ha-storage-"));
+      const workerDisk = mkdtempSync(path.join(tmpdir(), "sluice-shuffle-worker-"));
+      folders.push(usrlib, storage, workerDisk);
+      writeFileSync(path.join(usrlib, "numbers.mjs"), JOB_MODULE);
+      // No process is told where a shuffle manager is: the worker learns it from etcd.
+      const common = [
+        ["high-availability.type", "etcd"],
+        ["high-availability.etcd.endpoints", etcd.endpoint],
+        ["high-availability.storageDir", storage],
+        ["high-availability.cluster-id", `remote-${process.pid}`],
+        ["high-availability.etcd.lease-ttl", "2s"],
+        ["taskmanager.memory.network.min", "8mb"],
+        ["shuffle-service-factory.class", "remote"],
+      ].flatMap(([key, value]) => ["-D", `${key}=${value}`]);
+      const startJobManager = async () => {
+        const managerPort = await freePort();
+        const started = sluice(
+          "jobmanager",
+          ...common,
+          "-D",
+          "jobmanager.rpc.port=0",
+          "-D",
+          `rest.port=${await freePort()}`,
+          "-D",
+          `remote-shuffle.manager.rpc-port=${managerPort}`,
+        );
+        return { ...started, manager: `127.0.0.1:${managerPort}` };
+      };
+      const first = await startJobManager();
+      await waitFor(() => first.output().includes("elected leader"), {
+        what: "the first job manager to lead",
+        timeoutMs: 30_000,
+      });
+      const second = await startJobManager();
+      const worker = sluice("shuffleworker", ...common, "-D", `io.tmp.dirs=${workerDisk}`);
+      await waitFor(() => worker.output().includes(`shuffle manager at ${first.manager}`), {
+        what: "the worker to register with the leader's shuffle manager",
+        timeoutMs: 30_000,
+      });
+      for (let i = 0; i < 2; i++) sluice("taskmanager", ...common, "--usrlib", usrlib);
+      await waitFor(() => (first.output().match(/ registered$/gm) ?? []).length === 2, {
+        what: "two task managers registered with the leader",
+        timeoutMs: 30_000,
+      });
+
+      const run = sluice(
+        "run",
+        ...common,
+        "--code",
+        "./numbers.mjs",
+        path.join(usrlib, "numbers.mjs"),
+        "1000000",
+        "5",
+        "blocking",
+      );
+      await waitFor(() => /is RUNNING/.test(run.output()) && filesUnder(workerDisk) > 0, {
+        what: "the producers pushing to the worker",
+        timeoutMs: 30_000,
+      });
+      first.child.kill("SIGKILL");
+
+      expect(
+        await run.exited,
+        `${run.output()}\n---\n${second.output()}\n---\n${worker.output()}`,
+      ).toBe(0);
+      expect(run.output()).toMatch(/job [0-9a-f]{32} FINISHED after \d+ restart\(s\)/);
+      expect(worker.output()).toContain(`shuffle manager at ${second.manager}`);
+      // The first leader's partitions are orphans the second one does not know: released, as
+      // are the finished job's own.
+      await waitFor(() => filesUnder(workerDisk) === 0, {
+        what: "the worker's partition files to be deleted",
+        timeoutMs: 30_000,
+      });
+      expect(worker.child.exitCode).toBeNull();
     }, 120_000);
   },
 );

@@ -1,4 +1,22 @@
 /**
+ * Where a leader's other services serve, published beside its address so that the processes
+ * that use them follow the leader (Flink publishes its REST endpoint's leader the same way).
+ */
+export interface LeaderEndpoints {
+  /**
+   * The leader's REST endpoint (`http://host:port/`): clients such as `sluice run`, `list` and
+   * `cancel` follow the leader through it.
+   */
+  readonly restAddress?: string;
+  /**
+   * Where the leader's shuffle master serves the shuffle's own processes (`host:port`), for a
+   * shuffle that has such processes (a remote shuffle's workers register with it): see
+   * `ShuffleMaster.getAdvertisedAddress`.
+   */
+  readonly shuffleMasterAddress?: string;
+}
+
+/**
  * The party that runs for leadership (Flink's `LeaderContender`): a job manager. The election
  * calls it when it becomes leader and when it stops being leader; both may come from any event
  * turn, never twice in a row the same way.
@@ -33,14 +51,18 @@ export interface LeaderElection {
    */
   startLeaderElection(contender: LeaderContender): Promise<void>;
   /**
-   * Publishes `address` (where the leader serves, e.g. `ws://10.0.0.1:6123`) and, when given,
-   * `restAddress` (where its REST endpoint serves, e.g. `http://10.0.0.1:8081/`) for leader
-   * retrieval, under the leadership `fencingToken`. Called again, it replaces what it published
-   * (the REST endpoint may start after the leadership was confirmed).
+   * Publishes `address` (where the leader serves, e.g. `ws://10.0.0.1:6123`) and its other
+   * `endpoints` (its REST endpoint's, its shuffle master's) for leader retrieval, under the
+   * leadership `fencingToken`. Called again, it replaces what it published (the REST endpoint
+   * may start after the leadership was confirmed).
    *
    * @throws FencingTokenError when `fencingToken` is no longer the current leadership.
    */
-  confirmLeadership(fencingToken: string, address: string, restAddress?: string): Promise<void>;
+  confirmLeadership(
+    fencingToken: string,
+    address: string,
+    endpoints?: LeaderEndpoints,
+  ): Promise<void>;
   /** True while `fencingToken` is this contender's current leadership, as far as it knows. */
   hasLeadership(fencingToken: string): boolean;
   /** Leaves the election; a leader gives up its leadership (a standby takes over at once). */

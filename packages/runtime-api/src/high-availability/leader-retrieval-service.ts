@@ -1,16 +1,11 @@
-import type { LeaderContender } from "./leader-election.js";
+import type { LeaderContender, LeaderEndpoints } from "./leader-election.js";
 
-/** The current leader, as leader retrieval reports it. */
-export interface LeaderInformation {
+/** The current leader, as leader retrieval reports it: its address and its other endpoints. */
+export interface LeaderInformation extends LeaderEndpoints {
   /** The leadership's fencing token (see {@link LeaderContender.grantLeadership}). */
   readonly fencingToken: string;
   /** Where the leader serves, as it confirmed it (`ws://host:port`). */
   readonly address: string;
-  /**
-   * Where the leader's REST endpoint serves (`http://host:port/`), once it published one (Flink's
-   * cluster REST endpoint leader): clients such as `sluice run` follow the leader through it.
-   */
-  readonly restAddress?: string;
 }
 
 /** Told of every change of leader (Flink's `LeaderRetrievalListener`). */

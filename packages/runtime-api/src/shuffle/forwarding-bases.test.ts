@@ -118,6 +118,7 @@ const MASTER_MEMBERS: EveryMember<ShuffleMaster> = {
     token("producer descriptor"),
   ],
   releasePartitionExternally: { returnsNothing: [token("shuffle descriptor")] },
+  getAdvertisedAddress: [],
   computeShuffleMemorySizeForTask: [token("task inputs and outputs")],
 };
 
@@ -184,7 +185,7 @@ describe("the forwarding bases of decorator plugins", () => {
     };
     expect(Reflect.ownKeys(master)).toHaveLength(2);
     expect(Reflect.ownKeys(factory)).toHaveLength(3);
-    expect(Reflect.ownKeys(MASTER_MEMBERS)).toHaveLength(7);
+    expect(Reflect.ownKeys(MASTER_MEMBERS)).toHaveLength(8);
     expect(Reflect.ownKeys(ENVIRONMENT_MEMBERS)).toHaveLength(8);
     expect(Reflect.ownKeys(FACTORY_MEMBERS)).toHaveLength(5);
   });

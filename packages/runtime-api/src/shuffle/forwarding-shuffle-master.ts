@@ -66,6 +66,14 @@ export class ForwardingShuffleMaster<SD extends ShuffleDescriptor = ShuffleDescr
   }
 
   /**
+   * Where the wrapped master serves the shuffle's own processes, if it does; see
+   * {@link ShuffleMaster.getAdvertisedAddress}.
+   */
+  getAdvertisedAddress(): string | undefined {
+    return this.delegate.getAdvertisedAddress?.();
+  }
+
+  /**
    * The network memory the wrapped master computes for the task; see
    * {@link ShuffleMaster.computeShuffleMemorySizeForTask}.
    */

@@ -52,6 +52,16 @@ export interface ShuffleMaster<SD extends ShuffleDescriptor = ShuffleDescriptor>
   releasePartitionExternally(shuffleDescriptor: SD): void;
 
   /**
+   * Where the shuffle's own processes reach this master (`host:port`), for a shuffle that has
+   * such processes (a remote shuffle's workers register with its manager); `undefined`, or not
+   * implemented, for one that has none. Read after {@link ShuffleMaster.start}. With high
+   * availability the leading job manager publishes it beside its own address (see
+   * `LeaderEndpoints.shuffleMasterAddress`), so those processes follow the leader's master and
+   * never serve a deposed one.
+   */
+  getAdvertisedAddress?(): string | undefined;
+
+  /**
    * Network memory (bytes) a task with these inputs and outputs needs, for fine-grained resource
    * planning. Return 0 when the plugin needs none beyond the worker's shared pool.
    */
