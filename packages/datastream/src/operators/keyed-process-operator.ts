@@ -25,6 +25,31 @@ export function keyedStateOf(context: OperatorContext<unknown>): KeyedStateBacke
 }
 
 /**
+ * The states an operator's function asked for, by descriptor object, created on first use. A
+ * function asks for its state per record (`ctx.getState(COUNT)` in the record's callback), so the
+ * descriptor asked for last is checked first: that lookup is a comparison, not a map's.
+ */
+class StateCache<S> {
+  private readonly states = new Map<StateDescriptor, S>();
+  private lastDescriptor: StateDescriptor | undefined;
+  private lastState: S | undefined;
+
+  constructor(private readonly create: (descriptor: StateDescriptor) => S) {}
+
+  get(descriptor: StateDescriptor): S {
+    if (descriptor === this.lastDescriptor) return this.lastState as S;
+    let state = this.states.get(descriptor);
+    if (state === undefined) {
+      state = this.create(descriptor);
+      this.states.set(descriptor, state);
+    }
+    this.lastDescriptor = descriptor;
+    this.lastState = state;
+    return state;
+  }
+}
+
+/**
  * Calls a {@link KeyedProcessFunction} per record with the backend set to the record's key
  * (Flink's `KeyedProcessOperator`); the states it asks for by descriptor are looked up once per
  * descriptor object.
@@ -35,24 +60,20 @@ export function keyedProcessOperator<K, I, O>(
 ) {
   return (context: OperatorContext<O>): StreamOperator<I> => {
     const backend = keyedStateOf(context as OperatorContext<unknown>) as KeyedStateBackend<K>;
-    const states = new Map<StateDescriptor, unknown>();
-    const cached = <S>(descriptor: StateDescriptor, create: () => S): S => {
-      let state = states.get(descriptor) as S | undefined;
-      if (state === undefined) {
-        state = create();
-        states.set(descriptor, state);
-      }
-      return state;
-    };
+    // One cache per kind of state: each returns the states of its kind only.
+    const values = new StateCache((d) => backend.getState(d as ValueStateDescriptor<unknown>));
+    const lists = new StateCache((d) => backend.getListState(d as ListStateDescriptor<unknown>));
+    const maps = new StateCache((d) =>
+      backend.getMapState(d as MapStateDescriptor<unknown, unknown>),
+    );
     const ctx: KeyedProcessContext<K, O> = {
       ...processContextOf(context),
       getCurrentKey: () => backend.getCurrentKey(),
-      getState: <S>(descriptor: ValueStateDescriptor<S>): ValueState<S> =>
-        cached(descriptor, () => backend.getState(descriptor)),
-      getListState: <S>(descriptor: ListStateDescriptor<S>): ListState<S> =>
-        cached(descriptor, () => backend.getListState(descriptor)),
-      getMapState: <UK, UV>(descriptor: MapStateDescriptor<UK, UV>): MapState<UK, UV> =>
-        cached(descriptor, () => backend.getMapState(descriptor)),
+      getState: <S>(descriptor: ValueStateDescriptor<S>) => values.get(descriptor) as ValueState<S>,
+      getListState: <S>(descriptor: ListStateDescriptor<S>) =>
+        lists.get(descriptor) as ListState<S>,
+      getMapState: <UK, UV>(descriptor: MapStateDescriptor<UK, UV>) =>
+        maps.get(descriptor) as MapState<UK, UV>,
     };
     return {
       processElement: (value) => {

@@ -6,7 +6,7 @@ import type { OperatorContext, StreamOperator } from "../runtime/stream-operator
 export function processContextOf<O>({ output, runtime }: OperatorContext<O>): ProcessContext<O> {
   return {
     ...runtime,
-    emit: (value: O) => output.collect(value),
+    emit: output.collect,
     output: <X>(tag: OutputTag<X>, value: X) => output.collectSide(tag.id, value),
   };
 }

@@ -4,13 +4,14 @@ import type { RuntimeContext } from "../functions.js";
 /**
  * Where an operator's records go (Flink's `Output`): the next operator of its chain, called
  * directly with the same object (no serialization between chained operators), or a record writer
- * of the task, or several of both.
+ * of the task, or several of both. Its members are plain functions (they use no `this`), so an
+ * operator may hand them on as they are: a record crosses a chain in one call per operator.
  */
 export interface Output<T> {
   /** Passes `value` on to every consumer of the operator's main output. */
-  collect(value: T): void;
+  readonly collect: (value: T) => void;
   /** Passes `value` on to every consumer of the side output `tagId`. */
-  collectSide(tagId: string, value: unknown): void;
+  readonly collectSide: (tagId: string, value: unknown) => void;
 }
 
 /** What the task gives an operator it creates (Flink's `StreamOperatorParameters`). */
@@ -34,8 +35,12 @@ export interface OperatorContext<O> {
 export interface StreamOperator<I> {
   /** Restores the operator from what its {@link snapshotState} returned (undefined: a fresh start). */
   open?(restored: JsonValue | undefined): void | Promise<void>;
-  /** Processes one record (synchronously: the chain's state stays consistent between records). */
-  processElement(value: I): void;
+  /**
+   * Processes one record (synchronously: the chain's state stays consistent between records).
+   * A plain function (it uses no `this`): the operator before it in the chain, or the task's
+   * input, calls it as it is, with no wrapper per record.
+   */
+  readonly processElement: (value: I) => void;
   /** The input ended: no record follows (a bounded job's end). */
   endInput?(): void | Promise<void>;
   /** The operator's own state for checkpoint `checkpointId` (JSON), taken between two records. */

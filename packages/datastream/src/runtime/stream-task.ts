@@ -188,15 +188,37 @@ async function runSource(
       emitted++;
       continue;
     }
-    for (let i = 0; i < batch; i++) {
-      const value = reader.poll();
-      if (value === END_OF_SOURCE) return;
-      output.collect(value);
-      position.offset++;
-      emitted++;
-      if (!allAvailable(writers)) break;
+    const count = emitBatch(reader.poll, output.collect, writers, batch);
+    if (count < 0) {
+      position.offset += -count - 1;
+      return;
     }
+    position.offset += count;
+    emitted += count;
   }
+}
+
+/**
+ * Emits up to `batch` records of a synchronous source through the chain, stopping early when
+ * an output is back-pressured; returns how many it emitted, or `-(n + 1)` when the source ended
+ * after `n`. A function of its own rather than a loop inside {@link runSource}: the engine then
+ * optimizes the per-record path (poll, the chain, the record writer) as one small unit instead of
+ * as part of a large async function, and inlines the writer's serialization and channel
+ * selection into it.
+ */
+function emitBatch(
+  poll: () => unknown,
+  collect: (value: unknown) => void,
+  writers: readonly RecordWriter<unknown>[],
+  batch: number,
+): number {
+  for (let i = 0; i < batch; i++) {
+    const value = poll();
+    if (value === END_OF_SOURCE) return -(i + 1);
+    collect(value);
+    if (!allAvailable(writers)) return i + 1;
+  }
+  return batch;
 }
 
 /** Reads the task's input through the chain's head until it ends, under back-pressure. */
@@ -206,8 +228,7 @@ async function runInput(
   writers: readonly RecordWriter<unknown>[],
 ): Promise<void> {
   const reader = task.reader<unknown>(0);
-  const { operator } = head;
-  const push = (value: unknown) => operator.processElement(value);
+  const push = head.operator.processElement;
   for (;;) {
     const status = reader.pollRecords(push, RECORDS_PER_POLL);
     if (status === PollStatus.END_OF_INPUT) return;

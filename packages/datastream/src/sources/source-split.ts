@@ -17,10 +17,11 @@ export const END_OF_SOURCE: unique symbol = Symbol("end of source");
 
 /**
  * One subtask's reader of a source: a synchronous one polls its records one by one (no object
- * per record), an asynchronous one is an iterator whose `next()` may wait.
+ * per record; `poll` is a plain function, called without its reader), an asynchronous one is an
+ * iterator whose `next()` may wait.
  */
 export type SourceReader<T> =
-  | { readonly kind: "sync"; poll(): T | typeof END_OF_SOURCE }
+  | { readonly kind: "sync"; readonly poll: () => T | typeof END_OF_SOURCE }
   | { readonly kind: "async"; readonly iterator: AsyncIterator<T> };
 
 /** Opens one subtask's reader of a source: the records of its split from its offset on. */
