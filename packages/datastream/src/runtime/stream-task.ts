@@ -32,8 +32,15 @@ const RECORDS_PER_YIELD = 256;
 /** A source's checkpointed position: the records its subtask emitted. */
 type SourceState = { offset: number };
 
+/**
+ * Whether every writer takes records. Checked after every record a source emits, so it is kept
+ * small (an indexed loop; `for...of` compiles to an iterator protocol several times larger),
+ * which leaves the engine room to inline the record writer into the source's per-record loop.
+ */
 function allAvailable(writers: readonly RecordWriter<unknown>[]): boolean {
-  for (const writer of writers) if (!writer.isAvailable()) return false;
+  for (let i = 0; i < writers.length; i++) {
+    if (!(writers[i] as RecordWriter<unknown>).isAvailable()) return false;
+  }
   return true;
 }
 
