@@ -37,7 +37,10 @@ class StateCache<S> {
   constructor(private readonly create: (descriptor: StateDescriptor) => S) {}
 
   get(descriptor: StateDescriptor): S {
-    if (descriptor === this.lastDescriptor) return this.lastState as S;
+    return descriptor === this.lastDescriptor ? (this.lastState as S) : this.lookUp(descriptor);
+  }
+
+  private lookUp(descriptor: StateDescriptor): S {
     let state = this.states.get(descriptor);
     if (state === undefined) {
       state = this.create(descriptor);

@@ -159,12 +159,15 @@ export class KeyedStateBackend<K> implements KeyContext<K> {
    * @throws IllegalStateError before the first {@link setCurrentKey}.
    */
   getCurrentKey(): K {
-    if (!this.hasCurrentKey) {
-      throw new IllegalStateError(
-        `${this.name}: keyed state is used with no current key; call setCurrentKey(key) first`,
-      );
-    }
+    // Every state access reads the key: the error is built elsewhere, to keep this inlinable.
+    if (!this.hasCurrentKey) throw this.noCurrentKey();
     return this.currentKey as K;
+  }
+
+  private noCurrentKey(): IllegalStateError {
+    return new IllegalStateError(
+      `${this.name}: keyed state is used with no current key; call setCurrentKey(key) first`,
+    );
   }
 
   /**

@@ -29,9 +29,10 @@ export class StateMap<K, V> {
     return this.primitives.size + this.composites.size;
   }
 
+  // get and set are called for every record of a keyed operator: the composite key's path is a
+  // method of its own, so that the primitive one stays small enough to inline into the caller.
   get(key: K): V | undefined {
-    if (isPrimitive(key)) return this.primitives.get(key);
-    return this.composites.get(this.canonical(key))?.[1];
+    return isPrimitive(key) ? this.primitives.get(key) : this.getComposite(key);
   }
 
   has(key: K): boolean {
@@ -41,12 +42,7 @@ export class StateMap<K, V> {
 
   set(key: K, value: V): void {
     if (isPrimitive(key)) this.primitives.set(key, value);
-    else {
-      const canonical = this.canonical(key);
-      const entry = this.composites.get(canonical);
-      if (entry === undefined) this.composites.set(canonical, [key, value]);
-      else entry[1] = value;
-    }
+    else this.setComposite(key, value);
   }
 
   delete(key: K): boolean {
@@ -63,6 +59,17 @@ export class StateMap<K, V> {
   *entries(): IterableIterator<[K, V]> {
     yield* this.primitives.entries();
     for (const entry of this.composites.values()) yield [entry[0], entry[1]];
+  }
+
+  private getComposite(key: K): V | undefined {
+    return this.composites.get(this.canonical(key))?.[1];
+  }
+
+  private setComposite(key: K, value: V): void {
+    const canonical = this.canonical(key);
+    const entry = this.composites.get(canonical);
+    if (entry === undefined) this.composites.set(canonical, [key, value]);
+    else entry[1] = value;
   }
 
   /** The key's serialized bytes as a string: equal for keys that serialize alike. */
