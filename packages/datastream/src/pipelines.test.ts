@@ -246,6 +246,27 @@ describe("a typed job in one process", () => {
     ]);
   });
 
+  it("gives a keyed process function that reads two value states per record each descriptor's own state", async () => {
+    const env = StreamExecutionEnvironment.create({ name: "two value states", parallelism: 1 });
+    const COUNT = new ValueStateDescriptor("count", Types.NUMBER);
+    const SUM = new ValueStateDescriptor("sum", Types.NUMBER);
+    const out = env
+      .fromArray([1, 2, 3, 4])
+      .keyBy(() => "k")
+      .process<string>((value, ctx) => {
+        // Alternating between two descriptors for every record, as a function that keeps
+        // several states does.
+        const count = ctx.getState(COUNT);
+        const sum = ctx.getState(SUM);
+        count.update((count.value() ?? 0) + 1);
+        sum.update((sum.value() ?? 0) + value);
+        ctx.emit(`${ctx.getState(COUNT).value()}/${ctx.getState(SUM).value()}`);
+      })
+      .collect();
+    const result = await runToEnd(env);
+    expect(out.results(result)).toEqual(["1/1", "2/3", "3/6", "4/10"]);
+  });
+
   it("commits each subtask's part file at the end of the input when the job takes no checkpoints", async () => {
     const env = StreamExecutionEnvironment.create({ name: "files", parallelism: 2 });
     env
