@@ -209,32 +209,40 @@ describe.skipIf(etcdMissing !== undefined)(
       etcd = undefined;
     });
 
-    it("submits with sluice run through leader retrieval, follows the job to the next leader after kill -9 of the first, and lists it there", async () => {
+    /**
+     * Two `sluice jobmanager` on etcd (the first elected leader, then a standby) and two
+     * `sluice taskmanager` registered with the leader, loading the job module from a usrlib.
+     * Every process gets only the returned `flags`: none is told where a job manager, its REST
+     * endpoint or its shuffle manager is.
+     */
+    async function haSessionCluster(shuffle: "tcp" | "remote") {
       etcd = await startEtcd();
       const usrlib = mkdtempSync(path.join(tmpdir(), "sluice-usrlib-"));
       const storage = mkdtempSync(path.join(tmpdir(), "sluice-ha-storage-"));
       folders.push(usrlib, storage);
       writeFileSync(path.join(usrlib, "numbers.mjs"), JOB_MODULE);
-      // Every process gets only these: none is told where a job manager or its REST endpoint is.
-      const ha = [
+      const flags = [
         ["high-availability.type", "etcd"],
         ["high-availability.etcd.endpoints", etcd.endpoint],
         ["high-availability.storageDir", storage],
-        ["high-availability.cluster-id", `cli-${process.pid}`],
+        ["high-availability.cluster-id", `${shuffle}-${process.pid}`],
         ["high-availability.etcd.lease-ttl", "2s"],
         ["taskmanager.memory.network.min", "8mb"],
+        ["shuffle-service-factory.class", shuffle],
       ].flatMap(([key, value]) => ["-D", `${key}=${value}`]);
       const startJobManager = async () => {
         const restPort = await freePort();
+        const managerPort = await freePort();
         const started = sluice(
           "jobmanager",
-          ...ha,
+          ...flags,
           "-D",
           "jobmanager.rpc.port=0",
           "-D",
           `rest.port=${restPort}`,
+          ...(shuffle === "remote" ? ["-D", `remote-shuffle.manager.rpc-port=${managerPort}`] : []),
         );
-        return { ...started, rest: `127.0.0.1:${restPort}` };
+        return { ...started, rest: `127.0.0.1:${restPort}`, manager: `127.0.0.1:${managerPort}` };
       };
       const first = await startJobManager();
       await waitFor(() => first.output().includes("elected leader"), {
@@ -242,11 +250,16 @@ describe.skipIf(etcdMissing !== undefined)(
         timeoutMs: 30_000,
       });
       const second = await startJobManager();
-      for (let i = 0; i < 2; i++) sluice("taskmanager", ...ha, "--usrlib", usrlib);
+      for (let i = 0; i < 2; i++) sluice("taskmanager", ...flags, "--usrlib", usrlib);
       await waitFor(() => (first.output().match(/ registered$/gm) ?? []).length === 2, {
         what: "two task managers registered with the leader",
         timeoutMs: 30_000,
       });
+      return { flags, usrlib, first, second };
+    }
+
+    it("submits with sluice run through leader retrieval, follows the job to the next leader after kill -9 of the first, and lists it there", async () => {
+      const { flags: ha, usrlib, first, second } = await haSessionCluster("tcp");
 
       const run = sluice(
         "run",
@@ -276,50 +289,13 @@ describe.skipIf(etcdMissing !== undefined)(
     }, 120_000);
 
     it("runs a batch job on the remote shuffle whose worker follows the leader's shuffle manager: after kill -9 of the leader the worker registers with the next one, which re-runs the job exactly and releases the first leader's partitions", async () => {
-      etcd = await startEtcd();
-      const usrlib = mkdtempSync(path.join(tmpdir(), "sluice-usrlib-"));
-      const storage = mkdtempSync(path.join(tmpdir(), "sluice-ha-storage-"));
+      const { flags: common, usrlib, first, second } = await haSessionCluster("remote");
       const workerDisk = mkdtempSync(path.join(tmpdir(), "sluice-shuffle-worker-"));
-      folders.push(usrlib, storage, workerDisk);
-      writeFileSync(path.join(usrlib, "numbers.mjs"), JOB_MODULE);
+      folders.push(workerDisk);
       // No process is told where a shuffle manager is: the worker learns it from etcd.
-      const common = [
-        ["high-availability.type", "etcd"],
-        ["high-availability.etcd.endpoints", etcd.endpoint],
-        ["high-availability.storageDir", storage],
-        ["high-availability.cluster-id", `remote-${process.pid}`],
-        ["high-availability.etcd.lease-ttl", "2s"],
-        ["taskmanager.memory.network.min", "8mb"],
-        ["shuffle-service-factory.class", "remote"],
-      ].flatMap(([key, value]) => ["-D", `${key}=${value}`]);
-      const startJobManager = async () => {
-        const managerPort = await freePort();
-        const started = sluice(
-          "jobmanager",
-          ...common,
-          "-D",
-          "jobmanager.rpc.port=0",
-          "-D",
-          `rest.port=${await freePort()}`,
-          "-D",
-          `remote-shuffle.manager.rpc-port=${managerPort}`,
-        );
-        return { ...started, manager: `127.0.0.1:${managerPort}` };
-      };
-      const first = await startJobManager();
-      await waitFor(() => first.output().includes("elected leader"), {
-        what: "the first job manager to lead",
-        timeoutMs: 30_000,
-      });
-      const second = await startJobManager();
       const worker = sluice("shuffleworker", ...common, "-D", `io.tmp.dirs=${workerDisk}`);
       await waitFor(() => worker.output().includes(`shuffle manager at ${first.manager}`), {
         what: "the worker to register with the leader's shuffle manager",
-        timeoutMs: 30_000,
-      });
-      for (let i = 0; i < 2; i++) sluice("taskmanager", ...common, "--usrlib", usrlib);
-      await waitFor(() => (first.output().match(/ registered$/gm) ?? []).length === 2, {
-        what: "two task managers registered with the leader",
         timeoutMs: 30_000,
       });
 
