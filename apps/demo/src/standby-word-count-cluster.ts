@@ -1,4 +1,8 @@
-import type { RestClusterClient, SluiceProcess } from "@sluice/cluster";
+import {
+  isHighAvailabilityModeActivated,
+  type RestClusterClient,
+  type SluiceProcess,
+} from "@sluice/cluster";
 import { ConfigurationError, TimeoutError } from "@sluice/core";
 import { type JobManagerFailover, LeaderKills, StandbyCluster } from "@sluice/harness";
 import { HighAvailabilityOptions } from "@sluice/runtime-api";
@@ -75,7 +79,7 @@ export class StandbyWordCountCluster implements WordCountCluster {
 
   private async startCluster(): Promise<void> {
     const { configuration } = this.config;
-    if (configuration.get(HighAvailabilityOptions.HA_MODE).trim().toLowerCase() === "none") {
+    if (!isHighAvailabilityModeActivated(configuration)) {
       throw new ConfigurationError(
         `--job-managers runs standby job managers, which need high availability: give --ha etcd (${HighAvailabilityOptions.HA_MODE.key} is none)`,
       );

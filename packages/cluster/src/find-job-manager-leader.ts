@@ -43,18 +43,14 @@ export async function findJobManagerLeader(
     `no ${lostToken === undefined ? "" : "new "}job manager was elected leader`,
     signal,
   );
-  if (leader === undefined) return undefined;
-  const url = new URL(leader.address);
-  return {
-    host: url.hostname.replace(/^\[|\]$/g, ""),
-    port: Number(url.port),
-    fencingToken: leader.fencingToken,
-  };
+  return leader === undefined
+    ? undefined
+    : { ...hostAndPortOf(leader.address), fencingToken: leader.fencingToken };
 }
 
 /**
- * The REST endpoint of the leading job manager (`http://host:port/`), as it published it through
- * the high-availability services (Flink's cluster REST endpoint leader retrieval, which Flink's
+ * Where the leading job manager's REST endpoint serves, as it published it through the
+ * high-availability services (Flink's cluster REST endpoint leader retrieval, which Flink's
  * `RestClusterClient` follows); `undefined` with `none`.
  *
  * @throws TimeoutError when no leader published a REST endpoint within `timeoutMs`; the
@@ -65,7 +61,7 @@ export async function findRestEndpointLeader(
   timeoutMs: number,
   onWarning: (message: string) => void,
   loader: PluginLoaderOptions = {},
-): Promise<string | undefined> {
+): Promise<HostAndPort | undefined> {
   const leader = await retrieveLeader(
     configuration,
     timeoutMs,
@@ -74,7 +70,13 @@ export async function findRestEndpointLeader(
     (found) => found.restAddress !== undefined,
     "no leading job manager published a REST endpoint",
   );
-  return leader?.restAddress;
+  return leader?.restAddress === undefined ? undefined : hostAndPortOf(leader.restAddress);
+}
+
+/** The host (an IPv6 address without brackets) and port of a published URL. */
+function hostAndPortOf(address: string): HostAndPort {
+  const url = new URL(address);
+  return { host: url.hostname.replace(/^\[|\]$/g, ""), port: Number(url.port) };
 }
 
 /**

@@ -28,6 +28,15 @@ const KIND: PluginKind<HighAvailabilityServicesFactory> = {
 };
 
 /**
+ * Whether `high-availability.type` names high-availability services, i.e. is not `none` (any
+ * case, as Flink's `HighAvailabilityMode.isHighAvailabilityModeActivated`): job managers are then
+ * elected, and their task managers, shuffle workers and clients follow the leader.
+ */
+export function isHighAvailabilityModeActivated(configuration: ReadableConfig): boolean {
+  return configuration.get(HighAvailabilityOptions.HA_MODE).trim().toLowerCase() !== "none";
+}
+
+/**
  * The high-availability services `high-availability.type` names (Flink's
  * `HighAvailabilityServicesUtils`): `none` (Flink's `NONE`; any case) is the embedded services, one
  * job manager and nothing to install; `etcd` is `@sluice/ha-etcd`; anything else is a
@@ -43,10 +52,10 @@ export async function loadHighAvailabilityServices(
   context: HighAvailabilityServicesContext = {},
   loader: PluginLoaderOptions = {},
 ): Promise<HighAvailabilityServices> {
-  const type = configuration.get(HighAvailabilityOptions.HA_MODE).trim();
-  if (type.toLowerCase() === "none") {
+  if (!isHighAvailabilityModeActivated(configuration)) {
     return new EmbeddedHighAvailabilityServices(context.jobManagerAddress);
   }
+  const type = configuration.get(HighAvailabilityOptions.HA_MODE).trim();
   if (type === "") {
     throw new ConfigurationError(
       `${HighAvailabilityOptions.HA_MODE.key} is empty; expected ${KIND.description}`,

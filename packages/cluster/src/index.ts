@@ -5,7 +5,10 @@ export { RestClusterClient } from "./cli/rest-client.js";
 export { CLUSTER_WARNING_TYPE } from "./cluster-warning.js";
 export { type ShutdownReport, SLUICE_VERSION } from "./control-plane-messages.js";
 export type { JobClient } from "./dispatcher.js";
-export { loadHighAvailabilityServices } from "./high-availability-services-loader.js";
+export {
+  isHighAvailabilityModeActivated,
+  loadHighAvailabilityServices,
+} from "./high-availability-services-loader.js";
 export {
   type HostAndPort,
   JobManager,

@@ -52,13 +52,7 @@ export class RestClusterClient {
       (message) => stderr?.write(`warning: ${message}\n`),
       DISTRIBUTION_LOADER,
     );
-    if (leader !== undefined) {
-      const url = new URL(leader);
-      return new RestClusterClient({
-        host: url.hostname.replace(/^\[|\]$/g, ""),
-        port: Number(url.port),
-      });
-    }
+    if (leader !== undefined) return new RestClusterClient(leader);
     return new RestClusterClient({
       host: configuration.getOptional(RestOptions.ADDRESS) ?? "127.0.0.1",
       port: configuration.get(RestOptions.PORT),

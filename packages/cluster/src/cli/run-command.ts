@@ -2,8 +2,9 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { JobGraphCodec, loadJobModule } from "@sluice/runtime/plugin";
-import { HighAvailabilityOptions, JobManagerOptions } from "@sluice/runtime-api";
+import { JobManagerOptions } from "@sluice/runtime-api";
 import { type Command, Option } from "commander";
+import { isHighAvailabilityModeActivated } from "../high-availability-services-loader.js";
 import type { JobDetailsInfo } from "../rest/job-details-info.js";
 import type { JobSubmitResponseBody } from "../rest/job-submit-handler.js";
 import {
@@ -93,8 +94,7 @@ async function run(
     // With high availability the job outlives its job manager: the next leader shows it once it
     // took it over, which waits at most slot.request.timeout for the job's task managers.
     const followsLeader =
-      flags.jobmanager === undefined &&
-      configuration.get(HighAvailabilityOptions.HA_MODE) !== "none";
+      flags.jobmanager === undefined && isHighAvailabilityModeActivated(configuration);
     const takeoverMs = configuration.get(JobManagerOptions.SLOT_REQUEST_TIMEOUT) + LEADER_WAIT_MS;
     let lostSince: number | undefined;
     for (;;) {

@@ -1,17 +1,16 @@
 import { ConfigurationError } from "@sluice/core";
 import { type Configuration, knownOptionsWith } from "@sluice/runtime";
-import {
-  HighAvailabilityOptions,
-  type HighAvailabilityServices,
-  type LeaderRetrievalService,
-} from "@sluice/runtime-api";
+import type { HighAvailabilityServices, LeaderRetrievalService } from "@sluice/runtime-api";
 import {
   RemoteShuffleOptions,
   type ShuffleManagerAddress,
   ShuffleWorker,
 } from "@sluice/shuffle-remote";
 import { type Command, Option } from "commander";
-import { loadHighAvailabilityServices } from "../high-availability-services-loader.js";
+import {
+  isHighAvailabilityModeActivated,
+  loadHighAvailabilityServices,
+} from "../high-availability-services-loader.js";
 import {
   type ConfigurationFlags,
   loadClientConfiguration,
@@ -85,8 +84,7 @@ async function runShuffleWorker(flags: ShuffleWorkerFlags, io: CommandIO): Promi
     configuration.validate(known);
     // With high availability the manager is the leading job manager's, as etcd names it.
     const followsLeader =
-      flags.jobmanager === undefined &&
-      configuration.get(HighAvailabilityOptions.HA_MODE).trim().toLowerCase() !== "none";
+      flags.jobmanager === undefined && isHighAvailabilityModeActivated(configuration);
     worker = await ShuffleWorker.start(configuration, { awaitManager: followsLeader });
     if (followsLeader) {
       try {
