@@ -53,6 +53,53 @@ describe("ThreadDoorbell", () => {
     await waitFor(() => rung >= 1, { what: "the handler called from the other thread's ring" });
   });
 
+  it("loses no ring when two threads ring each other 3,000 times, each alternately busy and waiting", async () => {
+    const rounds = 3_000;
+    const signals = ThreadDoorbell.createSignals(2);
+    const mine = doorbellOf(signals, 0);
+    let received = 0;
+    let pinged!: () => void;
+    const done = new Promise<void>((resolve) => {
+      pinged = resolve;
+    });
+    // Endpoint 0 on both threads: the first registration of a doorbell.
+    mine.register(() => {
+      received++;
+      if (received === rounds) pinged();
+      else if (received % 4 === 0) setTimeout(() => mine.ring(1, 0), 1);
+      else mine.ring(1, 0);
+    });
+    const peer = startInWorker(
+      `
+        const doorbell = new core.ThreadDoorbell(data.signals, 1);
+        // A waiting doorbell does not keep a thread alive (a slot thread's port does).
+        const alive = setInterval(() => {}, 1000);
+        let count = 0;
+        await new Promise((resolve) => {
+          doorbell.register(() => {
+            count++;
+            // Busy for a while every third round: the other side rings a thread that is not waiting.
+            if (count % 3 === 0) {
+              doorbell.markActive();
+              const end = performance.now() + 0.2;
+              while (performance.now() < end);
+            }
+            doorbell.ring(0, 0);
+            if (count === data.rounds) resolve();
+          });
+        });
+        doorbell.close();
+        clearInterval(alive);
+        return count;
+      `,
+      { signals, rounds },
+    );
+    mine.ring(1, 0);
+    await done;
+    expect(await peer.result).toBe(rounds);
+    expect(received).toBe(rounds);
+  });
+
   it("no longer calls an endpoint that was unregistered", async () => {
     const signals = ThreadDoorbell.createSignals(1);
     const mine = doorbellOf(signals, 0);

@@ -10,6 +10,13 @@ const BITMAP_WORDS = 2048;
 const SUMMARY_WORDS = BITMAP_WORDS / 32;
 const THREAD_WORDS = HEADER_WORDS + SUMMARY_WORDS + BITMAP_WORDS;
 
+/**
+ * A turn of the event loop that took longer than this (ms) ran other work than the doorbell's
+ * look: the thread is busy and looks again next turn instead of waiting to be woken. A turn
+ * with nothing else to run takes a few microseconds.
+ */
+const BUSY_TURN_MS = 0.05;
+
 /** The most endpoints one thread's doorbell serves at once. */
 export const MAX_DOORBELL_ENDPOINTS = BITMAP_WORDS * 32;
 
@@ -21,12 +28,14 @@ export const MAX_DOORBELL_ENDPOINTS = BITMAP_WORDS * 32;
  * set, once, however often it was rung meanwhile.
  *
  * The thread waits with `Atomics.waitAsync`, never with the blocking `Atomics.wait`: a thread that
- * also does I/O must keep its event loop running. While endpoints keep being rung it dispatches
- * them once per turn of its event loop (`setImmediate`), so timers and sockets get their turns
- * in between. Waking a thread that waits costs the ringing thread a system call (measured at
- * 10-20 µs on a loaded 2-core machine): endpoints ring only when the other side asked to be
- * rung (see `SharedSubpartitionQueue`). A handler that throws is a bug in its endpoint: the error is rethrown outside the
- * dispatch, as an uncaught exception of the thread.
+ * also does I/O must keep its event loop running. Waking a thread that waits costs the ringing
+ * thread `Atomics.notify` (measured at 20-35 µs on a loaded 2-core machine, the woken thread
+ * preempting the ringer included), so a thread waits only when it is idle: after a turn of its
+ * event loop in which no endpoint was rung and none of its endpoints did work
+ * ({@link markActive}). While it is busy, it looks for rings once per turn (`setImmediate`), and
+ * other threads ring it without `Atomics.notify`. Endpoints also ring only when the other side
+ * asked to be rung (see `SharedSubpartitionQueue`). A handler that throws is a bug in its
+ * endpoint: the error is rethrown outside the dispatch, as an uncaught exception of the thread.
  */
 export class ThreadDoorbell {
   /** This thread's index in the signals. */
@@ -34,12 +43,17 @@ export class ThreadDoorbell {
   private readonly words: Int32Array;
   private readonly maxThreads: number;
   private readonly handlers: ((() => void) | undefined)[] = [];
-  /** Threads whose doorbell rings at the end of this turn. */
-  private readonly toWake = new Set<number>();
   /** Endpoint ids given back, reused first. */
   private readonly freeIds: number[] = [];
   private registered = 0;
-  private running = false;
+  /** When the pending look was scheduled: the turn since took that long. */
+  private pollScheduledAt = 0;
+  /** A look for rings is scheduled for the next turn. */
+  private polling = false;
+  /** An `Atomics.waitAsync` is pending (at most one: it is reused until it is woken). */
+  private parked = false;
+  /** An endpoint did work since the last look: look again next turn instead of waiting. */
+  private active = false;
   private closed = false;
 
   /**
@@ -97,10 +111,11 @@ export class ThreadDoorbell {
   }
 
   /**
-   * Rings endpoint `endpoint` of thread `threadIndex` (this thread's own too). The endpoint's bit
-   * is set at once; the doorbell itself rings once this turn's synchronous code is done, once per
-   * thread however many of its endpoints were rung: a wake-up costs a system call, and a consumer
-   * that recycles a buffer after each record batch would otherwise pay one per buffer.
+   * Rings endpoint `endpoint` of thread `threadIndex` (this thread's own too): sets the endpoint's
+   * bit, and wakes the thread at once when it waits, so it works while this one goes on (a
+   * consumer woken by its first buffer reads it while the producer writes the next). Only the
+   * first ring that finds the thread waiting wakes it: it clears the flag, and the others find
+   * their bits when the woken thread looks.
    */
   ring(threadIndex: number, endpoint: number): void {
     const words = this.words;
@@ -108,63 +123,103 @@ export class ThreadDoorbell {
     const word = endpoint >>> 5;
     Atomics.or(words, base + HEADER_WORDS + SUMMARY_WORDS + word, 1 << (endpoint & 31));
     Atomics.or(words, base + HEADER_WORDS + (word >>> 5), 1 << (word & 31));
-    if (this.toWake.has(threadIndex)) return;
-    this.toWake.add(threadIndex);
-    if (this.toWake.size === 1) queueMicrotask(this.wake);
-  }
-
-  /** Rings the doorbell of every thread rung since the last time. */
-  private readonly wake = (): void => {
-    const words = this.words;
-    for (const threadIndex of this.toWake) {
-      const base = threadIndex * THREAD_WORDS;
-      Atomics.add(words, base + DOORBELL, 1);
-      if (Atomics.load(words, base + WAITING) !== 0) Atomics.notify(words, base + DOORBELL);
+    // After the bits: a thread that parks after this add sees the bits or a changed doorbell.
+    Atomics.add(words, base + DOORBELL, 1);
+    if (
+      Atomics.load(words, base + WAITING) !== 0 &&
+      Atomics.compareExchange(words, base + WAITING, 1, 0) === 1
+    ) {
+      Atomics.notify(words, base + DOORBELL);
     }
-    this.toWake.clear();
-  };
+  }
 
   /** Stops dispatching: handlers are no longer called. Idempotent. */
   close(): void {
     this.closed = true;
   }
 
-  private start(): void {
-    if (this.running || this.closed) return;
-    this.running = true;
-    void this.run();
+  /**
+   * An endpoint of this thread did work outside a dispatch (pushed or took records, returned a
+   * buffer): the thread is busy, so other threads' rings need not wake it; it looks for them
+   * next turn. Cheap enough to call per buffer.
+   */
+  markActive(): void {
+    this.active = true;
+    if (this.polling || this.closed || this.registered === 0) return;
+    Atomics.store(this.words, this.threadIndex * THREAD_WORDS + WAITING, 0);
+    this.schedulePoll();
   }
 
-  /** Dispatches while endpoints are registered; waits (without blocking) while none was rung. */
-  private async run(): Promise<void> {
+  private start(): void {
+    if (this.closed || this.polling) return;
+    this.schedulePoll();
+  }
+
+  private schedulePoll(): void {
+    this.polling = true;
+    this.pollScheduledAt = performance.now();
+    setImmediate(this.poll);
+  }
+
+  /**
+   * Once per turn while the thread is busy: dispatches what was rung; after a turn without rings
+   * or work, waits until it is rung.
+   */
+  private readonly poll = (): void => {
+    this.polling = false;
+    if (this.closed || this.registered === 0) return;
+    const dispatched = this.dispatch();
+    // A turn that ran other callbacks for long means a busy thread, which needs no wake-up.
+    const busy = performance.now() - this.pollScheduledAt > BUSY_TURN_MS;
+    if (dispatched || this.active || busy) {
+      this.active = false;
+      // Others' turns (timers, sockets, the tasks) between two rounds.
+      this.schedulePoll();
+      return;
+    }
+    this.park();
+  };
+
+  /** Waits (without blocking) until another thread rings; looks again at once if one just did. */
+  private park(): void {
     const words = this.words;
     const base = this.threadIndex * THREAD_WORDS;
-    try {
-      while (!this.closed && this.registered > 0) {
-        if (this.dispatch()) {
-          // Others' turns (timers, sockets, the tasks) between two rounds.
-          await new Promise((resolve) => setImmediate(resolve));
-          continue;
-        }
-        Atomics.store(words, base + WAITING, 1);
-        const seen = Atomics.load(words, base + DOORBELL);
-        // Rung between the last round and the flag: dispatch instead of waiting.
-        if (this.anyRung()) {
-          Atomics.store(words, base + WAITING, 0);
-          continue;
-        }
-        const wait = Atomics.waitAsync(words, base + DOORBELL, seen);
-        if (wait.async) await wait.value;
-        Atomics.store(words, base + WAITING, 0);
-      }
-    } finally {
-      this.running = false;
+    Atomics.store(words, base + WAITING, 1);
+    // Read before looking at the bits: a ring after the look changed it, and the wait returns.
+    const seen = Atomics.load(words, base + DOORBELL);
+    // Rung between the last round and the flag: a ringer that saw no flag did not notify.
+    if (this.anyRung()) {
+      Atomics.store(words, base + WAITING, 0);
+      this.schedulePoll();
+      return;
     }
+    // A wait still pending from an earlier park is woken by the next ring that sees the flag.
+    if (this.parked) return;
+    const wait = Atomics.waitAsync(words, base + DOORBELL, seen);
+    if (!wait.async) {
+      Atomics.store(words, base + WAITING, 0);
+      this.schedulePoll();
+      return;
+    }
+    this.parked = true;
+    void wait.value.then(this.woken);
+  }
+
+  private readonly woken = (): void => {
+    this.parked = false;
+    Atomics.store(this.words, this.threadIndex * THREAD_WORDS + WAITING, 0);
+    if (!this.polling) this.poll();
+  };
+
+  /** Summary words that can have a bit set: those of the endpoint ids handed out so far. */
+  private summaryWordsInUse(): number {
+    return Math.min(SUMMARY_WORDS, Math.ceil(this.handlers.length / 1024));
   }
 
   private anyRung(): boolean {
     const summary = this.threadIndex * THREAD_WORDS + HEADER_WORDS;
-    for (let i = 0; i < SUMMARY_WORDS; i++) {
+    const inUse = this.summaryWordsInUse();
+    for (let i = 0; i < inUse; i++) {
       if (Atomics.load(this.words, summary + i) !== 0) return true;
     }
     return false;
@@ -176,7 +231,10 @@ export class ThreadDoorbell {
     const summary = this.threadIndex * THREAD_WORDS + HEADER_WORDS;
     const bitmap = summary + SUMMARY_WORDS;
     let dispatched = false;
-    for (let s = 0; s < SUMMARY_WORDS; s++) {
+    const inUse = this.summaryWordsInUse();
+    for (let s = 0; s < inUse; s++) {
+      // Most looks find nothing: a load takes no lock, an exchange does.
+      if (Atomics.load(words, summary + s) === 0) continue;
       let summaryBits = Atomics.exchange(words, summary + s, 0);
       while (summaryBits !== 0) {
         const low = summaryBits & -summaryBits;

@@ -120,6 +120,8 @@ export class CrossThreadSubpartitionView implements ResultSubpartitionView {
     const sequenceNumber = record.sequenceNumber;
     const isData = isBufferType(record.dataType);
     this.popRecord(isData);
+    // This thread consumes: the producer's next records need not wake it.
+    this.doorbell.markActive();
     const next = this.peekHead();
     return {
       buffer,

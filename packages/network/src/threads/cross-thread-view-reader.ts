@@ -151,7 +151,11 @@ export class CrossThreadViewReader implements BufferAvailabilityListener {
       pushed = true;
     }
     // A busy consumer finds the records without a ring; one that found the ring empty asked.
-    if (pushed && queue.takeDataWanted()) this.ringConsumer(queue);
+    if (pushed) {
+      if (queue.takeDataWanted()) this.ringConsumer(queue);
+      // This thread produces: the consumer's returns need not wake it.
+      this.doorbell.markActive();
+    }
     this.askForReturns(queue);
   }
 
