@@ -22,13 +22,18 @@
  * `--channels` subpartitions (32 KiB segments), read back through one record deserializer per
  * subpartition, all synchronous on one stack: whenever the writer turns unavailable, every
  * subpartition's finished buffers are read and recycled. No event loop, no task, no timer: the
- * writer's and the partition's work per record, and the reader's, nothing else.
+ * writer's and the partition's work per record, and the reader's, nothing else. With `--shared`
+ * the segments are those of a `SharedNetworkMemory` (a `SharedArrayBuffer`, as the network memory
+ * of a task manager whose slots run on threads); with `--bytes` the records are `Uint8Array`s of
+ * `--size` bytes through the `bytes` serializer, each read back as a copy (case 13's records).
  */
 import { parseArgs } from "node:util";
 import {
+  BytesSerializer,
   Int64Serializer,
   NetworkBufferPool,
   type RecordHolder,
+  SharedNetworkMemory,
   SpillingAdaptiveSpanningRecordDeserializer,
   type TypeSerializer,
 } from "@sluice/core";
@@ -52,6 +57,8 @@ const { positionals, values } = parseArgs({
     channels: { type: "string", default: "4" },
     selector: { type: "string", default: "keyed" },
     int64: { type: "boolean", default: false },
+    shared: { type: "boolean", default: false },
+    bytes: { type: "boolean", default: false },
     batch: { type: "string", default: "1024" },
   },
 });
@@ -118,7 +125,11 @@ async function partition(): Promise<void> {
   const channels = Number(values.channels);
   const int64 = values.int64 === true;
   const segmentSize = 32 * 1024;
-  const global = new NetworkBufferPool(Math.max(64, 4 * channels + 16), segmentSize);
+  const segments = Math.max(64, 4 * channels + 16);
+  const global =
+    values.shared === true
+      ? new NetworkBufferPool(SharedNetworkMemory.create(segments, segmentSize, 1))
+      : new NetworkBufferPool(segments, segmentSize);
   const manager = new ResultPartitionManager();
   const target = buildPipelinedResultPartition({
     networkBufferPool: global,
@@ -133,18 +144,34 @@ async function partition(): Promise<void> {
       manager.createSubpartitionView(target.partitionId, i, { notifyDataAvailable: () => {} }),
     );
   }
+  const bytes = values.bytes === true;
   const keyed = makeKeyedRecords(Math.max(size, 4));
   const mask = keyed.length - 1;
   const serializer = (
-    int64 ? Int64Serializer.INSTANCE : new KeyedRecordSerializer(size)
+    int64
+      ? Int64Serializer.INSTANCE
+      : bytes
+        ? BytesSerializer.INSTANCE
+        : new KeyedRecordSerializer(size)
   ) as TypeSerializer<unknown>;
   const reading = (
-    int64 ? Int64Serializer.INSTANCE : new KeyReadingSerializer(size)
+    int64 || bytes ? serializer : new KeyReadingSerializer(size)
   ) as TypeSerializer<unknown>;
+  /** A `--bytes` record's key: its first 4 bytes, as case 13's. */
+  const keyOfBytes = (record: Uint8Array) =>
+    ((record[0] as number) << 24) |
+    ((record[1] as number) << 16) |
+    ((record[2] as number) << 8) |
+    (record[3] as number);
   const selector = createChannelSelector<unknown>(
     values.selector === "rebalance" ? "REBALANCE" : "HASH",
-    { keySelector: (record) => (record as KeyedRecord).key, maxParallelism: 128 },
+    {
+      keySelector: (record) =>
+        bytes ? keyOfBytes(record as Uint8Array) : (record as KeyedRecord).key,
+      maxParallelism: 128,
+    },
   );
+  const record = new Uint8Array(size);
   const writer = createRecordWriter(target, serializer, selector, {
     taskName: "fixed work",
     bufferTimeout: { kind: "disabled" },
@@ -167,7 +194,8 @@ async function partition(): Promise<void> {
           const result = deserializer.getNextRecord(reading, holder);
           if (result.isFullRecord()) {
             received++;
-            if (!int64) keySum = (keySum + (holder.value as number)) | 0;
+            if (bytes) keySum = (keySum + keyOfBytes(holder.value as Uint8Array)) | 0;
+            else if (!int64) keySum = (keySum + (holder.value as number)) | 0;
           }
           if (result.isBufferConsumed()) break;
         }
@@ -179,7 +207,14 @@ async function partition(): Promise<void> {
       drain();
       await writer.getAvailableFuture();
     }
-    writer.emit(int64 ? 7n : keyed[i & mask]);
+    if (bytes) {
+      const key = i & mask;
+      record[2] = key >>> 8;
+      record[3] = key;
+      writer.emit(record);
+    } else {
+      writer.emit(int64 ? 7n : keyed[i & mask]);
+    }
   }
   target.finish();
   drain();

@@ -1,0 +1,45 @@
+/**
+ * Copies between ordinary memory and the `SharedArrayBuffer` a task manager's slot threads share
+ * (see docs/architecture.md, "Task slots on threads").
+ *
+ * V8 copies bytes to or from shared memory as relaxed atomic accesses (another thread may write
+ * them meanwhile): a word at a time when the source and the destination addresses are equal
+ * modulo the word size (8 bytes), and one byte at a time otherwise. Measured on Node 20 for a
+ * 100-byte record: 13 ns between ordinary buffers, 16 ns into shared memory at matching
+ * alignment, 29 ns at 4-byte and 43 ns at 1-byte mismatch. Records sit in a network buffer at
+ * whatever offset the records before them left, so a copy that does not choose its alignment
+ * pays the byte loop on most records. The functions here choose it.
+ */
+
+/** Node's `Buffer.poolSize`: values below half of it share a slab, as `Buffer.from` does. */
+const SLAB_BYTES = 8 * 1024;
+const WORD_MASK = 7;
+
+let slab = new ArrayBuffer(SLAB_BYTES);
+let slabUsed = 0;
+
+/**
+ * A copy of `bytes` the caller owns, as a `Buffer`. For bytes of shared memory, the copy starts at
+ * the same offset modulo 8 as its source, so V8 copies it a word at a time; small copies share an
+ * 8 KiB slab as `Buffer.from`'s do (a value keeps its slab alive). Other bytes are copied with
+ * `Buffer.from`.
+ */
+export function copyOutOfSharedMemory(bytes: Uint8Array): Buffer {
+  if (!(bytes.buffer instanceof SharedArrayBuffer)) return Buffer.from(bytes);
+  const length = bytes.length;
+  const phase = bytes.byteOffset & WORD_MASK;
+  let copy: Buffer;
+  if (length < SLAB_BYTES >>> 1) {
+    let offset = ((slabUsed + WORD_MASK) & ~WORD_MASK) | phase;
+    if (offset + length > SLAB_BYTES) {
+      slab = new ArrayBuffer(SLAB_BYTES);
+      offset = phase;
+    }
+    slabUsed = offset + length;
+    copy = Buffer.from(slab, offset, length);
+  } else {
+    copy = Buffer.from(new ArrayBuffer(length + phase), phase, length);
+  }
+  copy.set(bytes);
+  return copy;
+}
