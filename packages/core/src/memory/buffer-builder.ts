@@ -4,6 +4,7 @@ import type { BufferRecycler } from "./buffer-recycler.js";
 import { DataType } from "./data-type.js";
 import type { MemorySegment } from "./memory-segment.js";
 import { NetworkBuffer } from "./network-buffer.js";
+import { copyBytes, MIN_REALIGNED_COPY_BYTES } from "./shared-memory-copy.js";
 
 /** Copies up to this many bytes with a loop rather than a subarray view. */
 const SHORT_COPY = 16;
@@ -92,12 +93,13 @@ export class BufferBuilder {
     // Hot path: most records fit whole. Avoid the view a subarray() would allocate per record
     // (it showed up as ~30% of an in-process profile): copy the whole source, or short runs
     // byte by byte.
-    if (offset === 0 && toCopy === source.length) {
+    if (toCopy < MIN_REALIGNED_COPY_BYTES && offset === 0 && toCopy === source.length) {
       memory.set(source, position);
     } else if (toCopy <= SHORT_COPY) {
       for (let i = 0; i < toCopy; i++) memory[position + i] = source[offset + i] as number;
     } else {
-      memory.set(source.subarray(offset, offset + toCopy), position);
+      // Into shared network memory at the source's alignment (see shared-memory-copy.ts).
+      copyBytes(source, memory, position, offset, offset + toCopy);
     }
     this.writerPosition = position + toCopy;
     return toCopy;
@@ -118,8 +120,10 @@ export class BufferBuilder {
     // TypedArray.set costs more than a short byte loop (16 B framed records: an int64 and its length).
     if (length <= SHORT_COPY) {
       for (let i = 0; i < length; i++) memory[position + i] = bytes[i] as number;
-    } else {
+    } else if (length < MIN_REALIGNED_COPY_BYTES) {
       memory.set(bytes, position);
+    } else {
+      copyBytes(bytes, memory, position, 0, length);
     }
     this.writerPosition = this.marker.position = position + length;
     return true;

@@ -22,6 +22,7 @@ export { LocalBufferPool, type LocalBufferPoolOptions } from "./local-buffer-poo
 export { MemorySegment } from "./memory-segment.js";
 export { NetworkBuffer } from "./network-buffer.js";
 export { NetworkBufferPool } from "./network-buffer-pool.js";
+export { copyBytes, copyOutOfSharedMemory } from "./shared-memory-copy.js";
 export {
   MAX_SHARED_MEMORY_THREADS,
   SharedNetworkMemory,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { copyOutOfSharedMemory } from "./shared-memory-copy.js";
+import { copyBytes, copyOutOfSharedMemory } from "./shared-memory-copy.js";
 
 function sharedBytes(length: number): Buffer {
   const bytes = Buffer.from(new SharedArrayBuffer(length));
@@ -42,5 +42,41 @@ describe("copyOutOfSharedMemory", () => {
     const copy = copyOutOfSharedMemory(source.subarray(2, 8));
     source.fill(0x2e);
     expect(copy.toString()).toBe("record");
+  });
+});
+
+describe("copyBytes", () => {
+  it("copies between shared and ordinary memory, both ways, at every mismatch of alignment and across bounce-buffer passes", () => {
+    const shared = sharedBytes(200_000);
+    const ordinary = Buffer.alloc(200_000);
+    for (const length of [0, 17, 255, 256, 1000, 32_768, 150_001]) {
+      for (const [sourceStart, targetStart] of [
+        [0, 0],
+        [3, 0],
+        [4, 9],
+        [13, 6],
+      ] as const) {
+        const where = `${length} bytes from ${sourceStart} to ${targetStart}`;
+        ordinary.fill(0);
+        copyBytes(shared, ordinary, targetStart, sourceStart, sourceStart + length);
+        expect(
+          ordinary
+            .subarray(targetStart, targetStart + length)
+            .equals(shared.subarray(sourceStart, sourceStart + length)),
+          `into ordinary memory: ${where}`,
+        ).toBe(true);
+        // Nothing around the range was written.
+        expect(ordinary[targetStart + length] ?? 0, where).toBe(0);
+        const back = sharedBytes(200_000).fill(0);
+        copyBytes(ordinary, back, sourceStart, targetStart, targetStart + length);
+        expect(
+          back
+            .subarray(sourceStart, sourceStart + length)
+            .equals(shared.subarray(sourceStart, sourceStart + length)),
+          `into shared memory: ${where}`,
+        ).toBe(true);
+        expect(back[sourceStart + length] ?? 0, where).toBe(0);
+      }
+    }
   });
 });

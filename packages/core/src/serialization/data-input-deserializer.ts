@@ -1,4 +1,5 @@
 import { IllegalArgumentError, SerializationError } from "../errors.js";
+import { copyBytes } from "../memory/shared-memory-copy.js";
 import { isByteRangeWithin } from "./byte-range.js";
 
 const EMPTY = Buffer.alloc(0);
@@ -205,7 +206,7 @@ export class DataInputDeserializer {
       // A byte loop: Node 20's Buffer.copy of a sub-range allocates a view per call.
       for (let i = 0; i < count; i++) target[offset + i] = buffer[start + i] as number;
     } else {
-      buffer.copy(target, offset, start, start + count);
+      copyBytes(buffer, target, offset, start, start + count);
     }
     this.pos = start + count;
   }

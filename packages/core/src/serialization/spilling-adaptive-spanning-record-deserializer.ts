@@ -9,6 +9,7 @@ import { FreeingBufferRecycler } from "../memory/buffer-recycler.js";
 import { DataType } from "../memory/data-type.js";
 import { MemorySegment } from "../memory/memory-segment.js";
 import { NetworkBuffer } from "../memory/network-buffer.js";
+import { copyBytes } from "../memory/shared-memory-copy.js";
 import { DataInputDeserializer } from "./data-input-deserializer.js";
 import { DeserializationResult } from "./deserialization-result.js";
 import {
@@ -286,7 +287,7 @@ export class SpillingAdaptiveSpanningRecordDeserializer {
     }
     if (this.recordInBuffer) {
       if (this.copyOut.length < length) this.copyOut = Buffer.allocUnsafe(Math.max(length, 256));
-      this.recordMemory.copy(this.copyOut, 0, this.recordStart, this.recordEnd);
+      copyBytes(this.recordMemory, this.copyOut, 0, this.recordStart, this.recordEnd);
       holder.value = this.copyOut.subarray(0, length);
     } else {
       holder.value = this.recordMemory.subarray(this.recordStart, this.recordEnd);
@@ -327,7 +328,7 @@ export class SpillingAdaptiveSpanningRecordDeserializer {
         (this.spill as SpillFile).read(target, prefix, pending);
       }
     }
-    this.memory.copy(target, prefix + pending, this.pos, this.limit);
+    copyBytes(this.memory, target, prefix + pending, this.pos, this.limit);
     return new NetworkBuffer(segment, FreeingBufferRecycler, DataType.DATA_BUFFER, size);
   }
 
@@ -435,7 +436,8 @@ export class SpillingAdaptiveSpanningRecordDeserializer {
         case READ_RECORD: {
           const count = Math.min(this.recordLength - this.recordFill, remaining);
           if (count > 0) {
-            this.memory.copy(this.gather, this.recordFill, this.pos, this.pos + count);
+            // Out of shared network memory at its alignment (see shared-memory-copy.ts).
+            copyBytes(this.memory, this.gather, this.recordFill, this.pos, this.pos + count);
             this.pos += count;
             this.recordFill += count;
             this.streamOffset += count;

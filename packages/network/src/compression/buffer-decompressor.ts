@@ -1,4 +1,4 @@
-import { BufferDecompressionError, type NetworkBuffer } from "@sluice/core";
+import { BufferDecompressionError, copyBytes, type NetworkBuffer } from "@sluice/core";
 import type { BlockCompressionFactory, BlockDecompressor } from "./block-compression-factory.js";
 import { readCompressionHeader } from "./compression-header.js";
 
@@ -44,7 +44,7 @@ export class BufferDecompressor {
       throw fail(`it decompressed to ${original.length} bytes, not ${header.originalLength}`);
     }
     const segment = buffer.getMemorySegment();
-    original.copy(segment.memory, buffer.getMemorySegmentOffset());
+    copyBytes(original, segment.memory, buffer.getMemorySegmentOffset(), 0, original.length);
     buffer.setSize(original.length);
     buffer.setCompressed(false);
   }

@@ -1,4 +1,4 @@
-import { BufferConsumer, type LocalBufferPool, type NetworkBuffer } from "@sluice/core";
+import { BufferConsumer, copyBytes, type LocalBufferPool, type NetworkBuffer } from "@sluice/core";
 
 /** Where the writer puts the slices of a sealed segment and what it counts. */
 export interface SharedSegmentTarget {
@@ -101,7 +101,7 @@ export class SharedSegmentWriter {
       if (toCopy <= 16) {
         for (let i = 0; i < toCopy; i++) memory[at + i] = source[position + i] as number;
       } else {
-        memory.set(source.subarray(position, position + toCopy), at);
+        copyBytes(source, memory, at, position, position + toCopy);
       }
       written[subpartition] = at + toCopy;
       position += toCopy;

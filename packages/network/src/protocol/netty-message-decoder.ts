@@ -1,4 +1,5 @@
 import {
+  copyBytes,
   DataType,
   ErrorCodes,
   FreeingBufferRecycler,
@@ -485,8 +486,9 @@ export class NettyMessageDecoder {
   private readPayload(buf: Buffer, pos: number, end: number): number {
     const available = end - pos;
     const n = Math.min(this.remaining, available);
-    // The one copy: socket chunk → destination segment.
-    buf.copy(this.targetMemory, this.targetPosition, pos, pos + n);
+    // The one copy: socket chunk → destination segment (at the segment's alignment when it is
+    // shared network memory, see copyBytes).
+    copyBytes(buf, this.targetMemory, this.targetPosition, pos, pos + n);
     this.targetPosition += n;
     this.remaining -= n;
     if (this.remaining === 0) {
