@@ -18,34 +18,15 @@
  * is disabled, so only full buffers and the end of the data flush, and no timer makes two runs
  * differ. Every record is checked (count and key sum).
  *
- * `partition`: the same records through a RecordWriter into a PipelinedResultPartition of
- * `--channels` subpartitions (32 KiB segments), read back through one record deserializer per
- * subpartition, all synchronous on one stack: whenever the writer turns unavailable, every
- * subpartition's finished buffers are read and recycled. No event loop, no task, no timer: the
- * writer's and the partition's work per record, and the reader's, nothing else. With `--shared`
- * the segments are those of a `SharedNetworkMemory` (a `SharedArrayBuffer`, as the network memory
- * of a task manager whose slots run on threads); with `--bytes` the records are `Uint8Array`s of
- * `--size` bytes through the `bytes` serializer, each read back as a copy (case 13's records).
+ * `partition`: the same records through a RecordWriter into a PipelinedResultPartition and back
+ * through record deserializers, synchronously on one stack (`cases/partition-work.ts`). With
+ * `--shared` the segments are those of a `SharedNetworkMemory` (as a task manager's whose slots
+ * run on threads); with `--bytes` the records are `Uint8Array`s of `--size` bytes through the
+ * `bytes` serializer, each read back as a copy (case 13's records).
  */
 import { parseArgs } from "node:util";
-import {
-  BytesSerializer,
-  Int64Serializer,
-  NetworkBufferPool,
-  type RecordHolder,
-  SharedNetworkMemory,
-  SpillingAdaptiveSpanningRecordDeserializer,
-  type TypeSerializer,
-} from "@sluice/core";
-import { ResultPartitionManager, type ResultSubpartitionView } from "@sluice/network/plugin";
-import { buildPipelinedResultPartition } from "@sluice/network/testing";
-import { createChannelSelector, createRecordWriter } from "@sluice/runtime/plugin";
-import {
-  type KeyedRecord,
-  KeyedRecordSerializer,
-  KeyReadingSerializer,
-  makeKeyedRecords,
-} from "./records.js";
+import { partitionWork } from "./cases/partition-work.js";
+import { type KeyedRecord, makeKeyedRecords } from "./records.js";
 import { runConsumerLoop, runTask, SluiceProcess, yieldToEventLoop } from "./systems/sluice.js";
 import { benchCode, exchangeOf } from "./systems/sluice-roles.js";
 
@@ -121,120 +102,17 @@ async function exchange(): Promise<void> {
 
 async function partition(): Promise<void> {
   const records = Number(values.records);
-  const size = Number(values.size);
-  const channels = Number(values.channels);
-  const int64 = values.int64 === true;
-  const segmentSize = 32 * 1024;
-  const segments = Math.max(64, 4 * channels + 16);
-  const global =
-    values.shared === true
-      ? new NetworkBufferPool(SharedNetworkMemory.create(segments, segmentSize, 1))
-      : new NetworkBufferPool(segments, segmentSize);
-  const manager = new ResultPartitionManager();
-  const target = buildPipelinedResultPartition({
-    networkBufferPool: global,
-    partitionManager: manager,
-    numberOfSubpartitions: channels,
-    requiredBuffers: channels + 1,
-    maxBuffers: 2 * channels + 8,
+  await partitionWork({
+    records,
+    size: Number(values.size),
+    channels: Number(values.channels),
+    selector: values.selector,
+    int64: values.int64 === true,
+    shared: values.shared === true,
+    bytes: values.bytes === true,
   });
-  const views: ResultSubpartitionView[] = [];
-  for (let i = 0; i < channels; i++) {
-    views.push(
-      manager.createSubpartitionView(target.partitionId, i, { notifyDataAvailable: () => {} }),
-    );
-  }
-  const bytes = values.bytes === true;
-  const keyed = makeKeyedRecords(Math.max(size, 4));
-  const mask = keyed.length - 1;
-  const serializer = (
-    int64
-      ? Int64Serializer.INSTANCE
-      : bytes
-        ? BytesSerializer.INSTANCE
-        : new KeyedRecordSerializer(size)
-  ) as TypeSerializer<unknown>;
-  const reading = (
-    int64 || bytes ? serializer : new KeyReadingSerializer(size)
-  ) as TypeSerializer<unknown>;
-  /** A `--bytes` record's key: its first 4 bytes, as case 13's. */
-  const keyOfBytes = (record: Uint8Array) =>
-    ((record[0] as number) << 24) |
-    ((record[1] as number) << 16) |
-    ((record[2] as number) << 8) |
-    (record[3] as number);
-  const selector = createChannelSelector<unknown>(
-    values.selector === "rebalance" ? "REBALANCE" : "HASH",
-    {
-      keySelector: (record) =>
-        bytes ? keyOfBytes(record as Uint8Array) : (record as KeyedRecord).key,
-      maxParallelism: 128,
-    },
-  );
-  const record = new Uint8Array(size);
-  const writer = createRecordWriter(target, serializer, selector, {
-    taskName: "fixed work",
-    bufferTimeout: { kind: "disabled" },
-  });
-  const deserializers = views.map(() => new SpillingAdaptiveSpanningRecordDeserializer());
-  const holder: RecordHolder<unknown> = { value: undefined };
-  let received = 0;
-  let keySum = 0;
-  const drain = () => {
-    views.forEach((view, i) => {
-      const deserializer = deserializers[i] as SpillingAdaptiveSpanningRecordDeserializer;
-      for (let next = view.getNextBuffer(); next !== undefined; next = view.getNextBuffer()) {
-        const { buffer } = next;
-        if (!buffer.isBuffer()) {
-          buffer.recycleBuffer();
-          continue;
-        }
-        deserializer.setNextBuffer(buffer);
-        for (;;) {
-          const result = deserializer.getNextRecord(reading, holder);
-          if (result.isFullRecord()) {
-            received++;
-            if (bytes) keySum = (keySum + keyOfBytes(holder.value as Uint8Array)) | 0;
-            else if (!int64) keySum = (keySum + (holder.value as number)) | 0;
-          }
-          if (result.isBufferConsumed()) break;
-        }
-      }
-    });
-  };
-  for (let i = 0; i < records; i++) {
-    if (!writer.isAvailable()) {
-      drain();
-      await writer.getAvailableFuture();
-    }
-    if (bytes) {
-      const key = i & mask;
-      record[2] = key >>> 8;
-      record[3] = key;
-      writer.emit(record);
-    } else {
-      writer.emit(int64 ? 7n : keyed[i & mask]);
-    }
-  }
-  target.finish();
-  drain();
-  writer.close();
-  for (const view of views) view.releaseAllResources();
-  target.close();
-  target.release();
-  for (const deserializer of deserializers) deserializer.clear();
-  let expectedKeySum = 0;
-  for (let i = 0; !int64 && i < records; i++) expectedKeySum = (expectedKeySum + (i & mask)) | 0;
-  if (received !== records || keySum !== expectedKeySum) {
-    throw new Error(
-      `wrote ${records} records (key sum ${expectedKeySum}) but read ${received} (key sum ${keySum})`,
-    );
-  }
-  if (global.getNumberOfAvailableMemorySegments() !== global.totalNumberOfMemorySegments) {
-    throw new Error("segments missing from the pool at the end");
-  }
-  global.destroy();
-  console.log(`partition: ${records} records of ${int64 ? "int64" : `${size} B`} verified`);
+  const what = values.int64 === true ? "int64" : `${values.size} B`;
+  console.log(`partition: ${records} records of ${what} verified`);
 }
 
 const commands: Record<string, () => Promise<void>> = { exchange, partition };

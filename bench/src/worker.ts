@@ -9,6 +9,7 @@ import type { CoreArgs } from "./cases/core-bench.js";
 import type { DatastreamArgs } from "./cases/datastream-bench.js";
 import type { FreeListRunArgs } from "./cases/free-list-bench.js";
 import type { Lz4Args } from "./cases/lz4-bench.js";
+import type { PartitionWorkArgs } from "./cases/partition-work.js";
 import type { RelayArgs, RelayPeerArgs } from "./cases/relay-bench.js";
 import type { RingRunArgs } from "./cases/shared-ring-bench.js";
 import type { ChannelRunArgs, KeyedRunArgs, SlotsStartArgs } from "./cases/slots-bench.js";
@@ -213,6 +214,11 @@ async function handle(request: Request): Promise<unknown> {
     case "ring": {
       const { ringRun } = await import("./cases/shared-ring-bench.js");
       return await ringRun(args as unknown as RingRunArgs);
+    }
+    case "partitionScaling": {
+      const { partitionScalingRun } = await import("./cases/partition-work-thread.js");
+      const { threads, work } = args as unknown as { threads: number; work: PartitionWorkArgs };
+      return await partitionScalingRun(threads, work);
     }
     case "freeList": {
       const { freeListRun } = await import("./cases/free-list-bench.js");

@@ -11,6 +11,9 @@
  * - the peak RSS of each task manager's process;
  * - the free list of the network memory: a segment taken and given back, on one thread's array
  *   (single-loop) and on the lock-free list the threads share, alone and contended;
+ * - the ceiling: Sluice's per-record work without any channel (`partition-work-thread.ts`: the
+ *   keyed job's records through a writer, a partition on shared segments and a deserializer) on
+ *   one thread, and on two threads at once: what two cores give this work on this machine;
  * - where a threaded task manager's network I/O lives: 32 KiB buffers sent to (and received
  *   from) another child over TCP by a slot thread on its own connection, or through the main
  *   thread (handed over through a SharedArrayBuffer ring).
@@ -28,6 +31,10 @@ const KEYED = "keyed job";
 const CHANNEL = "local channel";
 const RING = "SharedArrayBuffer ring";
 const MODES: readonly SlotsMode[] = ["single-loop", "threaded"];
+
+const SCALING = ["1 thread", "2 threads at once"] as const;
+const scalingSystem = (threads: (typeof SCALING)[number]) =>
+  `Sluice's per-record work, no channel, ${threads}`;
 
 const RELAY_MODES: readonly RelayMode[] = ["slot thread", "main thread"];
 const FREE_LISTS = {
@@ -52,6 +59,7 @@ export const case13: CaseDefinition = {
       (Object.keys(FREE_LISTS) as (keyof FreeListResult)[]).map((key) => [key, []]),
     );
     const relay = new Map<string, number[]>();
+    const scaling = new Map<string, number[]>(SCALING.map((threads) => [threads, []]));
     const rss = new Map<SlotsMode, { startMB: number; peakMB: number }>();
     const problems: string[] = [];
     const children = new Map<SlotsMode, Child>();
@@ -92,6 +100,23 @@ export const case13: CaseDefinition = {
           o.durationMs + 60_000,
         );
         if (measured) ring.push(r.bytesPerSecond / 1e9);
+        for (const [index, threads] of SCALING.entries()) {
+          const perSecond = await ringChild.request<number>(
+            "partitionScaling",
+            {
+              threads: index + 1,
+              work: {
+                records: recordsPerSource,
+                size: 100,
+                channels: 2,
+                shared: true,
+                bytes: true,
+              },
+            },
+            600_000,
+          );
+          if (measured) scaling.get(threads)?.push(perSecond);
+        }
         const f = await ringChild.request<FreeListResult>(
           "freeList",
           { durationMs: Math.min(o.durationMs, 1_000) },
@@ -155,6 +180,15 @@ export const case13: CaseDefinition = {
           values: ring,
           extra: { chunkBytes: SEGMENT_SIZE, slots: 32 },
         }),
+        ...SCALING.map((threads) =>
+          report.row({
+            system: scalingSystem(threads),
+            metric: "records/s",
+            higherIsBetter: true,
+            values: scaling.get(threads) ?? [],
+            extra: { records: recordsPerSource, recordBytes: 100 },
+          }),
+        ),
         ...MODES.map((mode) =>
           report.row({
             system: system(CHANNEL, mode),
@@ -197,20 +231,23 @@ export const case13: CaseDefinition = {
       (row) =>
         row.system.startsWith(KEYED)
           ? system(KEYED, "single-loop")
-          : row.system.startsWith(CHANNEL)
-            ? RING
-            : row.system.startsWith("peak RSS")
-              ? system("peak RSS", "single-loop")
-              : row.system.startsWith("free list: shared")
-                ? FREE_LISTS.arrayNs
-                : row.system.startsWith("send, ")
-                  ? system("send", "slot thread")
-                  : row.system.startsWith("receive, ")
-                    ? system("receive", "slot thread")
-                    : undefined,
+          : row.system === scalingSystem("2 threads at once")
+            ? scalingSystem("1 thread")
+            : row.system.startsWith(CHANNEL)
+              ? RING
+              : row.system.startsWith("peak RSS")
+                ? system("peak RSS", "single-loop")
+                : row.system.startsWith("free list: shared")
+                  ? FREE_LISTS.arrayNs
+                  : row.system.startsWith("send, ")
+                    ? system("send", "slot thread")
+                    : row.system.startsWith("receive, ")
+                      ? system("receive", "slot thread")
+                      : undefined,
     );
     const threadedKeyed = findRow(rows, system(KEYED, "threaded"));
     const threadedChannel = findRow(rows, system(CHANNEL, "threaded"));
+    const twoThreads = findRow(rows, scalingSystem("2 threads at once"));
     const single = rss.get("single-loop");
     const threaded = rss.get("threaded");
     const goals = [
@@ -223,7 +260,7 @@ export const case13: CaseDefinition = {
         note:
           threadedKeyed === undefined
             ? undefined
-            : `${(threadedKeyed.median / 1e6).toFixed(2)} M against ${(median(keyed.get("single-loop") ?? []) / 1e6).toFixed(2)} M records/s`,
+            : `${(threadedKeyed.median / 1e6).toFixed(2)} M against ${(median(keyed.get("single-loop") ?? []) / 1e6).toFixed(2)} M records/s; the same per-record work on two threads with no channel scaled ${twoThreads?.ratio?.toFixed(2) ?? "?"}× on this machine`,
       }),
       report.goal({
         text: "local channel between slot threads ≥ 0.8× a raw SharedArrayBuffer ring between two threads (GB/s)",
