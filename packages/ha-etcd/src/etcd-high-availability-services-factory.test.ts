@@ -8,7 +8,7 @@ import {
   type EtcdFixture,
   RecordingContender,
 } from "./test-support/ha-fixture.js";
-import { createTestCertificates } from "./test-support/test-certificates.js";
+import { createTestCertificates } from "./testing/index.js";
 
 /** A contender that confirms `address` as soon as it is elected. */
 function confirming(services: EtcdHighAvailabilityServices, address: string): RecordingContender {

@@ -6,7 +6,7 @@ import { expectError } from "@sluice/core/testing";
 import { readableConfigOf } from "@sluice/runtime-api";
 import { afterAll, describe, expect, it } from "vitest";
 import { readEtcdClientOptions } from "./read-etcd-client-options.js";
-import { createTestCertificates } from "./test-support/test-certificates.js";
+import { createTestCertificates } from "./testing/index.js";
 
 const pki = createTestCertificates();
 afterAll(() => pki.remove());

@@ -11,8 +11,7 @@ import {
   startFakeGateway,
 } from "../test-support/fake-gateway.js";
 import { describeWithEtcd } from "../test-support/ha-fixture.js";
-import { createTestCertificates } from "../test-support/test-certificates.js";
-import { etcdUnavailableReason, startEtcd } from "../testing/index.js";
+import { createTestCertificates, etcdUnavailableReason, startEtcd } from "../testing/index.js";
 import { EtcdClient, type EtcdClientOptions } from "./etcd-client.js";
 import { EtcdKv } from "./etcd-kv.js";
 import { absent, createRevisionIs, modRevisionIs } from "./kv-requests.js";

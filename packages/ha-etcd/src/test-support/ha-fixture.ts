@@ -7,13 +7,18 @@ import { EtcdClient } from "../client/etcd-client.js";
 import { EtcdKv } from "../client/etcd-kv.js";
 import type { EtcdHighAvailabilityServices } from "../etcd-high-availability-services.js";
 import { EtcdHighAvailabilityServicesFactory } from "../etcd-high-availability-services-factory.js";
-import { type EtcdServer, etcdUnavailableReason, startEtcd } from "../testing/index.js";
+import {
+  createTestCertificates,
+  type EtcdServer,
+  etcdUnavailableReason,
+  startEtcd,
+  type TestCertificates,
+} from "../testing/index.js";
 import {
   dropEtcdAuthTokens,
   type EtcdUsers,
   enableEtcdAuthentication,
 } from "./etcd-authentication.js";
-import { createTestCertificates, type TestCertificates } from "./test-certificates.js";
 
 /** A contender that records what the election told it. */
 export class RecordingContender implements LeaderContender {
