@@ -43,7 +43,9 @@ export interface EtcdTlsOptions {
 
 /** A user of etcd's authentication (`etcdctl auth enable`). */
 export interface EtcdAuthOptions {
+  /** The user's name (etcdctl's `--user`). */
   readonly username: string;
+  /** Its password, sent to `/v3/auth/authenticate` only. */
   readonly password: string;
 }
 
