@@ -1,14 +1,14 @@
 import { ErrorCodes } from "@sluice/core";
 import { expectRejection, waitFor } from "@sluice/core/testing";
 import { HighAvailabilityUnavailableError, type LeaderInformation } from "@sluice/runtime-api";
-import { afterAll, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import type { EtcdHighAvailabilityServices } from "./etcd-high-availability-services.js";
 import {
   describeWithEtcd,
   type EtcdFixture,
   RecordingContender,
 } from "./test-support/ha-fixture.js";
-import { createTestCertificates } from "./testing/index.js";
+import { createTestCertificates, type TestCertificates } from "./testing/index.js";
 
 /** A contender that confirms `address` as soon as it is elected. */
 function confirming(services: EtcdHighAvailabilityServices, address: string): RecordingContender {
@@ -53,8 +53,12 @@ async function electFindAndStore(fixture: EtcdFixture): Promise<void> {
 describeWithEtcd(
   "the etcd high-availability services on an etcd that requires TLS client certificates",
   (fixture) => {
-    const foreign = createTestCertificates();
-    afterAll(() => foreign.remove());
+    // Another authority, and a client certificate it signed.
+    let foreign: TestCertificates;
+    beforeAll(() => {
+      foreign = createTestCertificates();
+    });
+    afterAll(() => foreign?.remove());
     // A request that hung would fail the test by its timeout long before this lease-ttl.
     const patient = { "high-availability.etcd.lease-ttl": "120s" };
 

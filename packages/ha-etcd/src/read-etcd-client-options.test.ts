@@ -4,12 +4,15 @@ import path from "node:path";
 import { ConfigurationError, ErrorCodes } from "@sluice/core";
 import { expectError } from "@sluice/core/testing";
 import { readableConfigOf } from "@sluice/runtime-api";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readEtcdClientOptions } from "./read-etcd-client-options.js";
-import { createTestCertificates } from "./testing/index.js";
+import { createTestCertificates, type TestCertificates } from "./testing/index.js";
 
-const pki = createTestCertificates();
-afterAll(() => pki.remove());
+let pki: TestCertificates;
+beforeAll(() => {
+  pki = createTestCertificates();
+});
+afterAll(() => pki?.remove());
 
 const HTTPS = "https://10.0.0.1:2379,https://10.0.0.2:2379";
 
