@@ -7,6 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import {
+  HighAvailabilityOptions,
   NettyShuffleEnvironmentOptions,
   SecurityOptions,
   TaskManagerOptions,
@@ -46,6 +47,12 @@ export const HOST_LOCAL_KEYS: ReadonlySet<string> = new Set([
   SecurityOptions.SSL_INTERNAL_KEY_PASSWORD.key,
   SecurityOptions.SSL_INTERNAL_CERT.key,
   SecurityOptions.SSL_INTERNAL_CA.key,
+  // A task manager that registers again finds the leader through etcd with its effective
+  // configuration: the files must be its own.
+  HighAvailabilityOptions.HA_ETCD_SSL_CA.key,
+  HighAvailabilityOptions.HA_ETCD_SSL_CERT.key,
+  HighAvailabilityOptions.HA_ETCD_SSL_KEY.key,
+  HighAvailabilityOptions.HA_ETCD_SSL_KEY_PASSWORD.key,
 ]);
 
 /** The most task slots one task manager may offer (a thread each, when they are threads). */

@@ -1,6 +1,6 @@
 import { ConfigurationError } from "@sluice/core";
 import { Configuration, JobGraph, type Task, type TaskInvokable } from "@sluice/runtime";
-import { NetworkMemoryOptions } from "@sluice/runtime-api";
+import { HighAvailabilityOptions, NetworkMemoryOptions } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
 import type { RegisteredTaskManager } from "./registered-task-manager.js";
 import { TaskManager } from "./task-manager.js";
@@ -44,8 +44,12 @@ const invokables: Readonly<Record<string, TaskInvokable<Task>>> = {
 
 describe("a task manager", () => {
   it("registers with the job manager, runs the tasks deployed onto it, and reports every network buffer back in its pool when shut down", async () => {
-    // The job manager's own host keys stay on its host: the task managers announce their own.
-    const jobManager = await startJobManager({ "taskmanager.host": "192.0.2.1" });
+    // The job manager's own host keys stay on its host: the task managers announce their own,
+    // and find etcd with their own files when they register again.
+    const jobManager = await startJobManager({
+      "taskmanager.host": "192.0.2.1",
+      "high-availability.etcd.ssl.ca": "/etc/job-manager-only/etcd-ca.crt",
+    });
     // The first serves its metrics for Prometheus (any free port), and says where.
     const prometheus = {
       "metrics.reporter.prom.factory.class": "prometheus",
@@ -74,6 +78,7 @@ describe("a task manager", () => {
       expect(configuration.get(NetworkMemoryOptions.MEMORY_SEGMENT_SIZE)).toBe(16 * 1024);
       expect(configuration.get(NetworkMemoryOptions.NETWORK_BUFFERS_PER_CHANNEL)).toBe(3);
       expect(taskManager.executor.location.host).toBe("127.0.0.1");
+      expect(configuration.getOptional(HighAvailabilityOptions.HA_ETCD_SSL_CA)).toBeUndefined();
     }
     expect(taskManagers.map((tm) => tm.index).sort()).toEqual([0, 1]);
 

@@ -7,6 +7,7 @@
  * gateway with Node's own `http`/`https` ({@link EtcdClient}): nothing to build at install.
  */
 export {
+  type EtcdAuthOptions,
   EtcdClient,
   type EtcdClientOptions,
   type EtcdTlsOptions,

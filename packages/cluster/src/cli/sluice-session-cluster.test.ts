@@ -4,7 +4,12 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { freePort, waitFor } from "@sluice/core/testing";
-import { type EtcdServer, etcdUnavailableReason, startEtcd } from "@sluice/ha-etcd/testing";
+import {
+  createTestCertificates,
+  type EtcdServer,
+  etcdUnavailableReason,
+  startEtcd,
+} from "@sluice/ha-etcd/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { DISTRIBUTION_DIR } from "./distribution.js";
 
@@ -328,6 +333,67 @@ describe.skipIf(etcdMissing !== undefined)(
         timeoutMs: 30_000,
       });
       expect(worker.child.exitCode).toBeNull();
+    }, 120_000);
+
+    it("reaches an etcd that requires TLS client certificates from the -D keys alone: sluice jobmanager leads, a sluice taskmanager and a sluice shuffleworker follow it, and sluice run finds its REST endpoint", async () => {
+      const pki = createTestCertificates();
+      folders.push(pki.dir);
+      etcd = await startEtcd({ tls: { cert: pki.serverCert, key: pki.serverKey, ca: pki.ca } });
+      const usrlib = mkdtempSync(path.join(tmpdir(), "sluice-usrlib-"));
+      const storage = mkdtempSync(path.join(tmpdir(), "sluice-ha-storage-"));
+      const workerDisk = mkdtempSync(path.join(tmpdir(), "sluice-shuffle-worker-"));
+      folders.push(usrlib, storage, workerDisk);
+      writeFileSync(path.join(usrlib, "numbers.mjs"), JOB_MODULE);
+      const flags = [
+        ["high-availability.type", "etcd"],
+        ["high-availability.etcd.endpoints", etcd.endpoint],
+        ["high-availability.etcd.ssl.ca", pki.ca],
+        ["high-availability.etcd.ssl.cert", pki.clientCert],
+        ["high-availability.etcd.ssl.key", pki.clientKey],
+        ["high-availability.storageDir", storage],
+        ["high-availability.cluster-id", `tls-${process.pid}`],
+        ["high-availability.etcd.lease-ttl", "2s"],
+        ["taskmanager.memory.network.min", "8mb"],
+        ["shuffle-service-factory.class", "remote"],
+      ].flatMap(([key, value]) => ["-D", `${key}=${value}`]);
+      expect(etcd.endpoint).toMatch(/^https:/);
+      const restPort = await freePort();
+      const managerPort = await freePort();
+      const jobManager = sluice(
+        "jobmanager",
+        ...flags,
+        "-D",
+        "jobmanager.rpc.port=0",
+        "-D",
+        `rest.port=${restPort}`,
+        "-D",
+        `remote-shuffle.manager.rpc-port=${managerPort}`,
+      );
+      await waitFor(() => jobManager.output().includes("elected leader"), {
+        what: "the job manager to lead",
+        timeoutMs: 30_000,
+      });
+      const worker = sluice("shuffleworker", ...flags, "-D", `io.tmp.dirs=${workerDisk}`);
+      sluice("taskmanager", ...flags, "-D", "taskmanager.numberOfTaskSlots=2", "--usrlib", usrlib);
+      await waitFor(
+        () =>
+          / registered$/m.test(jobManager.output()) &&
+          worker.output().includes(`shuffle manager at 127.0.0.1:${managerPort}`),
+        { what: "the task manager and the shuffle worker to follow the leader", timeoutMs: 30_000 },
+      );
+      const run = sluice(
+        "run",
+        ...flags,
+        "--code",
+        "./numbers.mjs",
+        path.join(usrlib, "numbers.mjs"),
+        "100000",
+        "0",
+        "blocking",
+      );
+      expect(await run.exited, `${run.output()}\n---\n${jobManager.output()}`).toBe(0);
+      expect(run.output()).toContain(`submitted to http://127.0.0.1:${restPort};`);
+      expect(run.output()).toMatch(/job [0-9a-f]{32} FINISHED/);
     }, 120_000);
   },
 );

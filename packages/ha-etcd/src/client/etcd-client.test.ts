@@ -11,8 +11,7 @@ import {
   startFakeGateway,
 } from "../test-support/fake-gateway.js";
 import { describeWithEtcd } from "../test-support/ha-fixture.js";
-import { createTestCertificates } from "../test-support/test-certificates.js";
-import { etcdUnavailableReason, startEtcd } from "../testing/index.js";
+import { createTestCertificates, etcdUnavailableReason, startEtcd } from "../testing/index.js";
 import { EtcdClient, type EtcdClientOptions } from "./etcd-client.js";
 import { EtcdKv } from "./etcd-kv.js";
 import { absent, createRevisionIs, modRevisionIs } from "./kv-requests.js";
@@ -152,6 +151,18 @@ describeWithEtcd("the etcd client on a real etcd", (fixture) => {
     expect(silent.requests.map((request) => request.path)).toEqual(["/v3/kv/range"]);
   }, 30_000);
 
+  it("sends no token, after asking for one once, to an etcd without authentication", async () => {
+    const kv = new EtcdKv(
+      client({
+        endpoints: [fixture.etcd().endpoint],
+        auth: { username: "sluice", password: "secret" },
+      }),
+      `/client-${fixture.clusterId()}/`,
+    );
+    await kv.put("writing", { key: "k", value: "v" });
+    expect((await kv.get("reading", "k"))?.value).toBe("v");
+  }, 30_000);
+
   it("names the operation and every endpoint when no endpoint answers", async () => {
     const kv = new EtcdKv(
       client({ endpoints: ["http://127.0.0.1:1", "http://[::1]:1"], requestTimeoutMs: 3000 }),
@@ -203,13 +214,15 @@ describe.skipIf(etcdUnavailableReason() !== undefined)(
           HighAvailabilityUnavailableError,
           ErrorCodes.HA_UNAVAILABLE,
           "reading without a certificate failed against etcd at https://127.0.0.1:",
+          ": etcd refused the TLS connection: ",
+          "no client certificate was presented",
         );
         // Node's own roots do not know the test authority.
         await expectRejection(
           new EtcdKv(client({ endpoints: [etcd.endpoint] }), "/tls/").get("reading", "k"),
           HighAvailabilityUnavailableError,
           ErrorCodes.HA_UNAVAILABLE,
-          "certificate",
+          ": etcd's TLS certificate is not trusted: unable to verify the first certificate",
         );
       } finally {
         await etcd.stop();
@@ -217,6 +230,41 @@ describe.skipIf(etcdUnavailableReason() !== undefined)(
       }
     }, 60_000);
   },
+);
+
+describeWithEtcd(
+  "the etcd client as a user of etcd's authentication",
+  (fixture) => {
+    const user = () => ({ username: fixture.users().username, password: fixture.users().password });
+    const namespace = () => `/sluice/${fixture.clusterId()}/`;
+
+    it("sends a request again, with a new token, when etcd no longer knows the one it had", async () => {
+      const kv = new EtcdKv(
+        client({ endpoints: [fixture.etcd().endpoint], auth: user() }),
+        namespace(),
+      );
+      await kv.put("writing", { key: "k", value: "before" });
+      await fixture.dropAuthTokens();
+      // The very next request on this client: nothing else renewed its token in between.
+      await kv.put("writing again", { key: "k", value: "after" });
+      expect((await kv.get("reading", "k"))?.value).toBe("after");
+    }, 30_000);
+
+    it("is refused outside the keys its role grants, with etcd's reason", async () => {
+      const kv = new EtcdKv(
+        client({ endpoints: [fixture.etcd().endpoint], auth: user() }),
+        "/other/",
+      );
+      await expectRejection(
+        kv.put("writing elsewhere", { key: "k", value: "v" }),
+        HighAvailabilityUnavailableError,
+        ErrorCodes.HA_UNAVAILABLE,
+        "writing elsewhere failed against etcd at",
+        "etcdserver: permission denied",
+      );
+    }, 30_000);
+  },
+  { auth: true },
 );
 
 describe("the etcd client against a gateway that answers wrongly", () => {
@@ -301,6 +349,14 @@ describe("the etcd client against a gateway that answers wrongly", () => {
       ErrorCodes.HA_UNAVAILABLE,
       `reading /ns/k failed against etcd at ${fake.endpoint}: ${fake.endpoint}: `,
       fragment,
+    );
+  });
+
+  it("refuses endpoints of both schemes, which would let a failover leave TLS", () => {
+    expect(() =>
+      client({ endpoints: ["https://127.0.0.1:2379", "http://127.0.0.1:2380"] }),
+    ).toThrow(
+      "the etcd endpoints must all be http:// or all https://, got https://127.0.0.1:2379,http://127.0.0.1:2380",
     );
   });
 

@@ -3,13 +3,31 @@ import https from "node:https";
 import type { Socket } from "node:net";
 import { IllegalArgumentError } from "@sluice/core";
 import { HighAvailabilityUnavailableError } from "@sluice/runtime-api";
-import { GatewayError, gatewayErrorOf, MalformedResponseError, parseJson } from "./gateway-json.js";
+import { AuthToken } from "./auth-token.js";
+import {
+  decodeAuthenticate,
+  GatewayError,
+  gatewayErrorOf,
+  MalformedResponseError,
+  parseJson,
+  refusesAuthToken,
+} from "./gateway-json.js";
 
 /** The answers larger than this are refused unless {@link EtcdClientOptions.maxResponseBytes} says otherwise. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
 
 /** gRPC's UNAVAILABLE (etcd has no leader, or is shutting down): another member may answer. */
 const GRPC_UNAVAILABLE = 14;
+
+/** gRPC's FAILED_PRECONDITION: etcd's answer to an authentication when it has none enabled. */
+const GRPC_FAILED_PRECONDITION = 9;
+
+/**
+ * Codes of Node's errors for a server certificate it did not accept (OpenSSL's X509 verify
+ * results, and Node's own for a host the certificate does not name).
+ */
+const CERTIFICATE_REJECTED =
+  /^(ERR_TLS_CERT_ALTNAME_INVALID|.*(CERT|SIGNATURE|ISSUER|CRL|INVALID_CA|PATH_LENGTH|INVALID_PURPOSE|HOSTNAME_MISMATCH).*)$/;
 
 /** TLS for `https://` endpoints: PEM contents (not paths), as Node's `tls.connect` takes them. */
 export interface EtcdTlsOptions {
@@ -19,6 +37,16 @@ export interface EtcdTlsOptions {
   readonly cert?: string | Buffer;
   /** The private key of {@link EtcdTlsOptions.cert}. */
   readonly key?: string | Buffer;
+  /** The passphrase of {@link EtcdTlsOptions.key}, if it is encrypted. */
+  readonly passphrase?: string;
+}
+
+/** A user of etcd's authentication (`etcdctl auth enable`). */
+export interface EtcdAuthOptions {
+  /** The user's name (etcdctl's `--user`). */
+  readonly username: string;
+  /** Its password, sent to `/v3/auth/authenticate` only. */
+  readonly password: string;
 }
 
 /** Options of {@link EtcdClient}. */
@@ -36,6 +64,11 @@ export interface EtcdClientOptions {
   readonly maxResponseBytes?: number;
   /** TLS settings of `https://` endpoints. */
   readonly tls?: EtcdTlsOptions;
+  /**
+   * The user to authenticate as (`POST /v3/auth/authenticate`); its token goes with every
+   * request, and is fetched again when etcd refuses it (it expired, or etcd forgot it).
+   */
+  readonly auth?: EtcdAuthOptions;
 }
 
 /** Per-request options of {@link EtcdClient.call}. */
@@ -58,6 +91,11 @@ export interface EtcdStream {
   readonly response: IncomingMessage;
   /** Ends the stream (idempotent). */
   destroy(): void;
+  /**
+   * Tells the client that etcd refused the auth token this stream was opened with (a watch is
+   * cancelled with etcd's "invalid auth token"): the next request authenticates again.
+   */
+  tokenRefused(): void;
 }
 
 /** A failed attempt at one endpoint. */
@@ -108,16 +146,27 @@ export class EtcdClient {
   private readonly httpAgent: http.Agent;
   private readonly httpsAgent: https.Agent;
   private readonly active = new Set<ClientRequest>();
+  private readonly hasClientCertificate: boolean;
+  private readonly token: AuthToken | undefined;
   private preferred = 0;
   private isClosed = false;
 
-  /** @throws IllegalArgumentError when an endpoint is not an http(s) URL or there is none. */
+  /**
+   * @throws IllegalArgumentError when an endpoint is not an http(s) URL, there is none, or
+   *   some are `http://` and others `https://`.
+   */
   constructor(options: EtcdClientOptions) {
     if (options.endpoints.length === 0) {
       throw new IllegalArgumentError("an etcd client needs at least one endpoint");
     }
     this.endpoints = [...options.endpoints];
     this.targets = options.endpoints.map(parseEndpoint);
+    if (new Set(this.targets.map((target) => target.secure)).size > 1) {
+      // A failover to the plain member would send every key (and the password) in the clear.
+      throw new IllegalArgumentError(
+        `the etcd endpoints must all be http:// or all https://, got ${this.endpoints.join(",")}`,
+      );
+    }
     this.requestTimeoutMs = options.requestTimeoutMs;
     this.connectTimeoutMs =
       options.connectTimeoutMs ??
@@ -129,7 +178,43 @@ export class EtcdClient {
       ...(options.tls?.ca === undefined ? {} : { ca: options.tls.ca }),
       ...(options.tls?.cert === undefined ? {} : { cert: options.tls.cert }),
       ...(options.tls?.key === undefined ? {} : { key: options.tls.key }),
+      ...(options.tls?.passphrase === undefined ? {} : { passphrase: options.tls.passphrase }),
     });
+    this.hasClientCertificate = options.tls?.cert !== undefined;
+    const auth = options.auth;
+    this.token =
+      auth === undefined
+        ? undefined
+        : new AuthToken((what, timeoutMs) =>
+            this.withFailover(
+              `authenticating as '${auth.username}' (${what})`,
+              { idempotent: true, timeoutMs },
+              async (target, deadline) => {
+                const body = JSON.stringify({ name: auth.username, password: auth.password });
+                const answer = await this.exchange(
+                  target,
+                  "/v3/auth/authenticate",
+                  body,
+                  deadline,
+                  "unary",
+                  undefined,
+                );
+                try {
+                  return decodeAuthenticate(answerOf(answer.status, answer.text));
+                } catch (error) {
+                  // etcd without authentication enabled: requests need no token (as etcd's own
+                  // client goes on).
+                  if (
+                    error instanceof GatewayError &&
+                    error.grpcCode === GRPC_FAILED_PRECONDITION
+                  ) {
+                    return "";
+                  }
+                  throw attemptErrorOf(error);
+                }
+              },
+            ),
+          );
   }
 
   /**
@@ -146,14 +231,16 @@ export class EtcdClient {
     options: CallOptions,
   ): Promise<T> {
     const payload = JSON.stringify(body);
-    return this.withFailover(what, options, async (target, deadline) => {
-      const { status, text } = await this.exchange(target, path, payload, deadline, "unary");
-      try {
-        return decode(answerOf(status, text));
-      } catch (error) {
-        throw attemptErrorOf(error);
-      }
-    });
+    return this.authorized(what, options.timeoutMs, (token, timeoutMs) =>
+      this.withFailover(what, { ...options, timeoutMs }, async (target, deadline) => {
+        const answer = await this.exchange(target, path, payload, deadline, "unary", token);
+        try {
+          return decode(answerOf(answer.status, answer.text));
+        } catch (error) {
+          throw attemptErrorOf(error);
+        }
+      }),
+    );
   }
 
   /**
@@ -164,17 +251,29 @@ export class EtcdClient {
    */
   stream(what: string, path: string, body: object): Promise<EtcdStream> {
     const payload = JSON.stringify(body);
-    return this.withFailover(what, { idempotent: true }, async (target, deadline) => {
-      const { request, response } = await this.exchange(target, path, payload, deadline, "stream");
-      return {
-        endpoint: target.url,
-        response,
-        destroy: () => {
-          request.destroy();
-          this.active.delete(request);
-        },
-      };
-    });
+    return this.authorized(what, undefined, (token, timeoutMs) =>
+      this.withFailover(what, { idempotent: true, timeoutMs }, async (target, deadline) => {
+        const { request, response } = await this.exchange(
+          target,
+          path,
+          payload,
+          deadline,
+          "stream",
+          token,
+        );
+        return {
+          endpoint: target.url,
+          response,
+          destroy: () => {
+            request.destroy();
+            this.active.delete(request);
+          },
+          tokenRefused: () => {
+            if (token !== undefined) this.token?.refused(token);
+          },
+        };
+      }),
+    );
   }
 
   /** Whether {@link EtcdClient.close} was called (watches and keepalives then stop retrying). */
@@ -198,6 +297,33 @@ export class EtcdClient {
       `${what} failed against etcd at ${this.endpoints.join(",")}: ${reason}`,
       cause === undefined ? undefined : { cause },
     );
+  }
+
+  /**
+   * Runs `run` with the current auth token (none without {@link EtcdClientOptions.auth}), and
+   * once more with a new token when etcd refused it (it expired, or etcd forgot it): etcd
+   * checks the token before anything else, so nothing was applied. Both tries share
+   * the request's deadline.
+   */
+  private async authorized<T>(
+    what: string,
+    timeoutMs: number | undefined,
+    run: (token: string | undefined, timeoutMs: number) => Promise<T>,
+  ): Promise<T> {
+    const deadline = Date.now() + (timeoutMs ?? this.requestTimeoutMs);
+    if (this.token === undefined) return run(undefined, deadline - Date.now());
+    for (let retried = false; ; retried = true) {
+      const token = await this.token.get(what, Math.max(1, deadline - Date.now()));
+      try {
+        return await run(token, Math.max(1, deadline - Date.now()));
+      } catch (error) {
+        const cause = (error as Error).cause;
+        if (retried || !(cause instanceof GatewayError) || !refusesAuthToken(cause.message)) {
+          throw error;
+        }
+        this.token.refused(token);
+      }
+    }
   }
 
   private async withFailover<T>(
@@ -262,6 +388,7 @@ export class EtcdClient {
     payload: string,
     deadline: number,
     mode: "unary",
+    token: string | undefined,
   ): Promise<{ status: number; text: string }>;
   private exchange(
     target: Endpoint,
@@ -269,6 +396,7 @@ export class EtcdClient {
     payload: string,
     deadline: number,
     mode: "stream",
+    token: string | undefined,
   ): Promise<{ request: ClientRequest; response: IncomingMessage }>;
   private exchange(
     target: Endpoint,
@@ -276,6 +404,7 @@ export class EtcdClient {
     payload: string,
     deadline: number,
     mode: "unary" | "stream",
+    token: string | undefined,
   ): Promise<unknown> {
     return new Promise((resolve, reject) => {
       const remaining = deadline - Date.now();
@@ -292,10 +421,15 @@ export class EtcdClient {
         headers: {
           "content-type": "application/json",
           "content-length": Buffer.byteLength(payload),
+          // etcd's gateway passes the header on as the token's metadata ("" when etcd has no
+          // authentication enabled).
+          ...(token === undefined || token === "" ? {} : { authorization: token }),
         },
       });
       this.active.add(request);
       let reached = false;
+      let connected = false;
+      let secured = false;
       let settled = false;
       let connectTimer: NodeJS.Timeout | undefined;
       const finish = () => {
@@ -313,6 +447,16 @@ export class EtcdClient {
           reject(error);
           return;
         }
+        const tls = target.secure
+          ? tlsFailureOf(error, connected, secured, this.hasClientCertificate)
+          : undefined;
+        if (tls !== undefined) {
+          // A failed handshake (or etcd's alert refusing this client's certificate, which with
+          // TLS 1.3 comes after the request was written) means etcd's HTTP layer read nothing.
+          const beforeRequest = !secured || tls.alert;
+          reject(new AttemptError(tls.message, reached && !beforeRequest, true, { cause: error }));
+          return;
+        }
         const failure = new AttemptError(error.message, reached, transient, { cause: error });
         const code = (error as NodeJS.ErrnoException).code;
         failure.staleConnection =
@@ -326,6 +470,8 @@ export class EtcdClient {
       request.on("socket", (socket: Socket) => {
         if (!socket.connecting) {
           reached = true;
+          connected = true;
+          secured = true;
           return;
         }
         const connectMs = Math.min(this.connectTimeoutMs, remaining);
@@ -333,8 +479,12 @@ export class EtcdClient {
           () => fail(new Error(`could not connect within ${connectMs} ms`)),
           connectMs,
         );
+        socket.once("connect", () => {
+          connected = true;
+        });
         socket.once(target.secure ? "secureConnect" : "connect", () => {
           reached = true;
+          secured = true;
           clearTimeout(connectTimer);
         });
       });
@@ -436,6 +586,51 @@ function attemptErrorOf(error: unknown): AttemptError {
     return new AttemptError(`malformed answer: ${error.message}`, true, false, { cause: error });
   }
   return new AttemptError((error as Error).message, true, false, { cause: error });
+}
+
+/**
+ * What went wrong with TLS, naming TLS's own reason and code (the caller prefixes the
+ * endpoint), and whether etcd sent an alert; `undefined` when `error` is not a TLS failure (a
+ * refused connection, a timeout before the TCP connection, an HTTP error).
+ */
+function tlsFailureOf(
+  error: NodeJS.ErrnoException & { reason?: string },
+  connected: boolean,
+  secured: boolean,
+  hasClientCertificate: boolean,
+): { readonly message: string; readonly alert: boolean } | undefined {
+  const code = error.code ?? "";
+  const codeText = code === "" ? "" : ` (${code})`;
+  // OpenSSL's messages: "<id>:error:<hex>:SSL routines:<function>:<reason>:<file>:<line>:...".
+  const openssl = /SSL routines:[^:]*:([^:]+)/.exec(error.message);
+  if (!secured && connected && CERTIFICATE_REJECTED.test(code) && openssl === null) {
+    return {
+      message:
+        `etcd's TLS certificate is not trusted: ${error.message}${codeText}; it must be signed ` +
+        "by a trusted certificate authority (the configured one, else Node's roots) and name " +
+        "the endpoint's host",
+      alert: false,
+    };
+  }
+  if (openssl !== null || code.startsWith("ERR_SSL_")) {
+    const reason = error.reason ?? openssl?.[1] ?? error.message;
+    if (!/alert/.test(reason)) return { message: `TLS failed: ${reason}${codeText}`, alert: false };
+    return {
+      message:
+        `etcd refused the TLS connection: ${reason}${codeText}; ` +
+        (hasClientCertificate
+          ? "it did not accept this client's certificate (is it signed by etcd's --trusted-ca-file?)"
+          : "no client certificate was presented, and an etcd with --client-cert-auth requires one"),
+      alert: true,
+    };
+  }
+  if (connected && !secured) {
+    return {
+      message: `the TLS handshake did not complete: ${error.message}${codeText}; does etcd serve TLS at this URL?`,
+      alert: false,
+    };
+  }
+  return undefined;
 }
 
 function parseEndpoint(url: string): Endpoint {

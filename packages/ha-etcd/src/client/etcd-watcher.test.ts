@@ -10,6 +10,7 @@ import {
   startFakeGateway,
 } from "../test-support/fake-gateway.js";
 import { startGatewayProxy } from "../test-support/gateway-proxy.js";
+import { describeWithEtcd } from "../test-support/ha-fixture.js";
 import { type EtcdServer, etcdUnavailableReason, startEtcd } from "../testing/index.js";
 import { EtcdClient } from "./etcd-client.js";
 import { EtcdKv } from "./etcd-kv.js";
@@ -148,6 +149,33 @@ describe.skipIf(etcdUnavailableReason() !== undefined)("a watch on a real etcd",
     expect(seen.errors).toEqual([]);
   }, 60_000);
 });
+
+describeWithEtcd(
+  "a watch as a user of etcd's authentication",
+  (fixture) => {
+    it("is created with a new token when etcd no longer knows the client's, and reports the changes after", async () => {
+      const { username, password } = fixture.users();
+      const client = new EtcdClient({
+        endpoints: [fixture.etcd().endpoint],
+        requestTimeoutMs: 5000,
+        auth: { username, password },
+      });
+      cleanups.push(() => client.close());
+      const namespace = `/sluice/${fixture.clusterId()}/`;
+      const kv = new EtcdKv(client, namespace);
+      const revision = await kv.put("writing a0", { key: "a0", value: "0" });
+      await fixture.dropAuthTokens();
+      const seen = recorder();
+      // etcd answers a watch with a stale token by cancelling it: created again, once.
+      await watch(kv, (BigInt(revision) + 1n).toString(), seen.listener);
+      await fixture.kv(namespace).put("writing a1", { key: "a1", value: "1" });
+      await waitFor(() => seen.events.length === 1, { what: "the change after the watch" });
+      expect(seen.events.map((event) => `${event.type} ${event.kv.key}`)).toEqual(["PUT a1"]);
+      expect(seen.errors).toEqual([]);
+    }, 30_000);
+  },
+  { auth: true },
+);
 
 describe("a watch against a gateway that answers wrongly", () => {
   async function fake(answer: (request: GatewayRequest, response: ServerResponse) => void) {

@@ -5,6 +5,7 @@ import {
   encodeWatchCreate,
   gatewayErrorOf,
   parseJson,
+  refusesAuthToken,
   type WatchEvent,
   type WatchMessage,
 } from "./gateway-json.js";
@@ -60,6 +61,8 @@ export class EtcdWatcher {
   /** etcd created the watch once: later failures are reported, not thrown from start(). */
   private started = false;
   private retryMs = MIN_RETRY_MS;
+  /** etcd cancelled the last watch for its auth token. */
+  private tokenRefused = false;
   private retryTimer: NodeJS.Timeout | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
   private readonly idleTimeoutMs: number;
@@ -79,8 +82,15 @@ export class EtcdWatcher {
    * @throws HighAvailabilityUnavailableError naming the operation when etcd cannot be reached or
    *   refuses the watch.
    */
-  start(): Promise<void> {
-    return this.open();
+  async start(): Promise<void> {
+    this.tokenRefused = false;
+    try {
+      await this.open();
+    } catch (error) {
+      // A token etcd forgot since the client fetched it: once more, with a new one.
+      if (!this.tokenRefused || this.closed) throw error;
+      await this.open();
+    }
   }
 
   /** Ends the watch; nothing is reported after. Idempotent. */
@@ -139,6 +149,14 @@ export class EtcdWatcher {
         this.client.unavailable(this.options.what, `${reason} (from ${stream.endpoint})`, cause);
       const onMessage = (message: WatchMessage) => {
         if (message.canceled) {
+          if (refusesAuthToken(message.cancelReason)) {
+            // etcd no longer knows the token (it expired, or etcd forgot it): created again, with
+            // a new token.
+            stream.tokenRefused();
+            this.tokenRefused = true;
+            end(fail(`etcd refused the auth token: ${message.cancelReason}`), false);
+            return;
+          }
           if (message.compactRevision === "0") {
             end(
               fail(`etcd cancelled the watch: ${message.cancelReason || "no reason given"}`),

@@ -272,6 +272,30 @@ export function decodeTxn(value: unknown, namespace: string): TxnResponse {
   };
 }
 
+/** The answer of `/v3/auth/authenticate`: the token to send with later requests. */
+export function decodeAuthenticate(value: unknown): string {
+  const field = "the authenticate response";
+  const body = object(value, field);
+  decodeHeaderRevision(body, field);
+  if (typeof body.token !== "string" || body.token === "") {
+    throw new MalformedResponseError(
+      `${field}.token must be a non-empty string, got ${seen(body.token)}`,
+    );
+  }
+  return body.token;
+}
+
+/**
+ * Whether etcd refused a request (or cancelled a watch) because of its auth token, so that a
+ * new token would do: the token is unknown (it expired, or etcd forgot it), the authentication
+ * settings changed since it was issued, or there was none (authentication was enabled since).
+ */
+export function refusesAuthToken(reason: string): boolean {
+  return /etcdserver: (invalid auth token|revision of auth store is old|user name is empty)/.test(
+    reason,
+  );
+}
+
 /** The answer of `/v3/lease/grant`: the lease's id. */
 export function decodeLeaseGrant(value: unknown): string {
   const field = "the lease grant response";

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { type LeaderContender, readableConfigOf } from "@sluice/runtime-api";
@@ -7,7 +7,18 @@ import { EtcdClient } from "../client/etcd-client.js";
 import { EtcdKv } from "../client/etcd-kv.js";
 import type { EtcdHighAvailabilityServices } from "../etcd-high-availability-services.js";
 import { EtcdHighAvailabilityServicesFactory } from "../etcd-high-availability-services-factory.js";
-import { type EtcdServer, etcdUnavailableReason, startEtcd } from "../testing/index.js";
+import {
+  createTestCertificates,
+  type EtcdServer,
+  etcdUnavailableReason,
+  startEtcd,
+  type TestCertificates,
+} from "../testing/index.js";
+import {
+  dropEtcdAuthTokens,
+  type EtcdUsers,
+  enableEtcdAuthentication,
+} from "./etcd-authentication.js";
 
 /** A contender that records what the election told it. */
 export class RecordingContender implements LeaderContender {
@@ -39,29 +50,64 @@ export class RecordingContender implements LeaderContender {
   }
 }
 
+/** How the etcd of {@link describeWithEtcd} is secured. */
+export interface EtcdFixtureOptions {
+  /**
+   * Serve etcd over TLS and require client certificates, from a throw-away authority made for
+   * the file: the services get `high-availability.etcd.ssl.*`.
+   */
+  readonly tls?: boolean;
+  /**
+   * Turn on etcd's authentication, with a user whose role grants the keys of the file's
+   * clusters only: the services get `high-availability.etcd.username` and `.password`.
+   */
+  readonly auth?: boolean;
+}
+
 /** A real etcd for the tests of one file, and services on it that are closed after each test. */
 export interface EtcdFixture {
   readonly etcd: () => EtcdServer;
   /** A folder for `high-availability.storageDir`, removed after the file's tests. */
   readonly storageDir: () => string;
+  /**
+   * The configuration of {@link EtcdFixture.services}: the endpoint, the storage folder, the
+   * test's cluster id, a 2 s lease, the TLS and user keys of a secured etcd, then `overrides`
+   * (`undefined` removes a key).
+   */
+  settings(overrides?: Readonly<Record<string, string | undefined>>): Record<string, string>;
   /** New services on the fixture's etcd (one per simulated job manager). */
-  services(overrides?: Readonly<Record<string, string>>): Promise<EtcdHighAvailabilityServices>;
+  services(
+    overrides?: Readonly<Record<string, string | undefined>>,
+  ): Promise<EtcdHighAvailabilityServices>;
   /** Warnings the services reported. */
   readonly warnings: string[];
   /** The current test's `high-availability.cluster-id`. */
   clusterId(): string;
   /**
    * etcd's key-value API under `namespace` on a client of its own (an operator's view: what an
-   * `etcdctl` would see or change), closed after the test.
+   * `etcdctl` would see or change; `root` when authentication is on), closed after the test.
    */
   kv(namespace?: string): EtcdKv;
+  /** The certificates of a TLS etcd (`tls` option). */
+  pki(): TestCertificates;
+  /** The users of an etcd with authentication (`auth` option). */
+  users(): EtcdUsers;
+  /**
+   * Makes etcd forget every auth token (`auth` option), as an expiry would: every client must
+   * authenticate again.
+   */
+  dropAuthTokens(): Promise<void>;
 }
 
 /**
  * `describe`, against a real etcd the file starts (and stops); skipped with a printed reason when
  * no etcd binary is installed. Every test gets its own `high-availability.cluster-id`.
  */
-export function describeWithEtcd(name: string, body: (fixture: EtcdFixture) => void): void {
+export function describeWithEtcd(
+  name: string,
+  body: (fixture: EtcdFixture) => void,
+  options: EtcdFixtureOptions = {},
+): void {
   const reason = etcdUnavailableReason();
   if (reason !== undefined) {
     console.warn(`skipping "${name}": ${reason}`);
@@ -69,51 +115,124 @@ export function describeWithEtcd(name: string, body: (fixture: EtcdFixture) => v
   describe.skipIf(reason !== undefined)(name, () => {
     let server: EtcdServer | undefined;
     let storage: string | undefined;
+    let certificates: TestCertificates | undefined;
     const open = new Set<EtcdHighAvailabilityServices>();
     const clients = new Set<EtcdClient>();
     const warnings: string[] = [];
     let cluster = 0;
     const clusterId = () => `test-${process.pid}-${cluster}`;
+    const users: EtcdUsers | undefined =
+      options.auth === true
+        ? {
+            rootPassword: "root-secret",
+            username: "sluice",
+            password: "sluice-secret",
+            prefix: `/sluice/test-${process.pid}-`,
+          }
+        : undefined;
+    const client = (user: { username: string; password: string } | undefined) => {
+      const pki = certificates;
+      const created = new EtcdClient({
+        endpoints: [(server as EtcdServer).endpoint],
+        requestTimeoutMs: 10_000,
+        ...(pki === undefined
+          ? {}
+          : {
+              tls: {
+                ca: readFileSync(pki.ca),
+                cert: readFileSync(pki.clientCert),
+                key: readFileSync(pki.clientKey),
+              },
+            }),
+        ...(user === undefined ? {} : { auth: user }),
+      });
+      clients.add(created);
+      return created;
+    };
+    const root = () =>
+      users === undefined ? undefined : { username: "root", password: users.rootPassword };
     beforeAll(async () => {
-      server = await startEtcd();
+      if (options.tls === true) certificates = createTestCertificates();
+      server = await startEtcd(
+        certificates === undefined
+          ? {}
+          : {
+              tls: {
+                cert: certificates.serverCert,
+                key: certificates.serverKey,
+                ca: certificates.ca,
+              },
+            },
+      );
       storage = mkdtempSync(path.join(tmpdir(), "sluice-ha-"));
+      if (users !== undefined) {
+        await enableEtcdAuthentication(client(undefined), users);
+      }
     }, 30_000);
     afterEach(async () => {
       await Promise.all([...open].map((services) => services.close()));
       open.clear();
-      for (const client of clients) client.close();
+      for (const created of clients) created.close();
       clients.clear();
       cluster++;
       warnings.length = 0;
     });
     afterAll(async () => {
+      for (const created of clients) created.close();
       await server?.stop();
+      certificates?.remove();
       if (storage !== undefined) rmSync(storage, { recursive: true, force: true });
     });
+    const settings = (overrides: Readonly<Record<string, string | undefined>> = {}) => {
+      const entries: Record<string, string | undefined> = {
+        "high-availability.type": "etcd",
+        "high-availability.etcd.endpoints": (server as EtcdServer).endpoint,
+        "high-availability.storageDir": storage as string,
+        "high-availability.cluster-id": clusterId(),
+        "high-availability.etcd.lease-ttl": "2s",
+        ...(certificates === undefined
+          ? {}
+          : {
+              "high-availability.etcd.ssl.ca": certificates.ca,
+              "high-availability.etcd.ssl.cert": certificates.clientCert,
+              "high-availability.etcd.ssl.key": certificates.clientKey,
+            }),
+        ...(users === undefined
+          ? {}
+          : {
+              "high-availability.etcd.username": users.username,
+              "high-availability.etcd.password": users.password,
+            }),
+        ...overrides,
+      };
+      return Object.fromEntries(
+        Object.entries(entries).filter(
+          (entry): entry is [string, string] => entry[1] !== undefined,
+        ),
+      );
+    };
     const fixture: EtcdFixture = {
       etcd: () => server as EtcdServer,
       storageDir: () => storage as string,
       warnings,
       clusterId,
-      kv: (namespace = "") => {
-        const client = new EtcdClient({
-          endpoints: [(server as EtcdServer).endpoint],
-          requestTimeoutMs: 10_000,
-        });
-        clients.add(client);
-        return new EtcdKv(client, namespace);
+      settings,
+      kv: (namespace = "") => new EtcdKv(client(root()), namespace),
+      dropAuthTokens: async () => {
+        if (users === undefined) throw new Error("describeWithEtcd without { auth: true }");
+        await dropEtcdAuthTokens(() => client(root()));
+      },
+      pki: () => {
+        if (certificates === undefined) throw new Error("describeWithEtcd without { tls: true }");
+        return certificates;
+      },
+      users: () => {
+        if (users === undefined) throw new Error("describeWithEtcd without { auth: true }");
+        return users;
       },
       services: async (overrides = {}) => {
-        const configuration = readableConfigOf({
-          "high-availability.type": "etcd",
-          "high-availability.etcd.endpoints": (server as EtcdServer).endpoint,
-          "high-availability.storageDir": storage as string,
-          "high-availability.cluster-id": clusterId(),
-          "high-availability.etcd.lease-ttl": "2s",
-          ...overrides,
-        });
         const services = (await new EtcdHighAvailabilityServicesFactory().createHAServices(
-          configuration,
+          readableConfigOf(settings(overrides)),
           { onWarning: (message) => warnings.push(message) },
         )) as EtcdHighAvailabilityServices;
         open.add(services);

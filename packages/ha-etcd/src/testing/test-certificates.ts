@@ -5,14 +5,17 @@ import path from "node:path";
 
 /** PEM files of a throw-away certificate authority, an etcd server and a client, in a temp folder. */
 export interface TestCertificates {
+  /** The temporary folder that holds every file. */
   readonly dir: string;
   /** The authority that signs both certificates (what etcd's `--trusted-ca-file` names). */
   readonly ca: string;
   /** etcd's certificate, for IP 127.0.0.1 (Node checks the address against it), also a client's. */
   readonly serverCert: string;
+  /** The private key of {@link TestCertificates.serverCert}. */
   readonly serverKey: string;
   /** A job manager's client certificate (etcd's `--client-cert-auth`). */
   readonly clientCert: string;
+  /** The private key of {@link TestCertificates.clientCert}. */
   readonly clientKey: string;
   /** Deletes the folder. */
   remove(): void;
@@ -38,7 +41,9 @@ extendedKeyUsage = clientAuth
 /**
  * Creates a certificate authority, an etcd server certificate (subject alternative name
  * IP:127.0.0.1) and a client certificate with the openssl CLI: real keys, made at test time,
- * never committed.
+ * never committed. `startEtcd({ tls: { cert: serverCert, key: serverKey, ca } })` serves etcd
+ * with them; `high-availability.etcd.ssl.ca`, `.cert` and `.key` name `ca`, `clientCert` and
+ * `clientKey`.
  */
 export function createTestCertificates(): TestCertificates {
   const dir = mkdtempSync(path.join(tmpdir(), "sluice-etcd-pki-"));
