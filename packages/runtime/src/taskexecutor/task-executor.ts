@@ -388,9 +388,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       numberOfSlots + 1,
     );
     const signals = ThreadDoorbell.createSignals(numberOfSlots + 1);
-    const youngGeneration = configuration.getOptional(
-      TaskManagerOptions.TASK_SLOTS_YOUNG_GENERATION_SIZE,
-    );
+    const youngGeneration = configuration.get(TaskManagerOptions.TASK_SLOTS_YOUNG_GENERATION_SIZE);
     const metricGroup = new TaskManagerMetricGroup(
       await MetricRegistry.fromConfiguration(configuration, {
         ...(options.loader === undefined ? {} : { loader: options.loader }),
@@ -451,9 +449,7 @@ export class TaskExecutor implements TaskExecutorGateway {
         ...(options.loader === undefined ? {} : { loader: options.loader }),
         ...(options.userCodeLoader === undefined ? {} : { userCodeLoader: options.userCodeLoader }),
         ...(options.userCodeModule === undefined ? {} : { userCodeModule: options.userCodeModule }),
-        ...(youngGeneration === undefined
-          ? {}
-          : { youngGenerationSizeMb: Math.floor(youngGeneration / (1024 * 1024)) }),
+        youngGenerationSizeMb: Math.floor(youngGeneration / (1024 * 1024)),
       });
       table = await TaskSlotTable.start({
         numberOfSlots,
