@@ -17,6 +17,13 @@ const THREAD_WORDS = HEADER_WORDS + SUMMARY_WORDS + BITMAP_WORDS;
  */
 const BUSY_TURN_MS = 0.05;
 
+/**
+ * A waiting thread looks for rings at least this often (ms) even when nobody wakes it. The ring
+ * protocol loses no wake-up that a test of it has found, but a lost one would stall a channel for
+ * good; this bounds what one would cost, and a waiting thread's look costs microseconds.
+ */
+const DEFAULT_RECHECK_MS = 100;
+
 /** The most endpoints one thread's doorbell serves at once. */
 export const MAX_DOORBELL_ENDPOINTS = BITMAP_WORDS * 32;
 
@@ -55,12 +62,20 @@ export class ThreadDoorbell {
   /** An endpoint did work since the last look: look again next turn instead of waiting. */
   private active = false;
   private closed = false;
+  private readonly recheckMs: number;
 
   /**
    * @param signals - the doorbells of every thread ({@link createSignals}), shared.
    * @param threadIndex - this thread's index, below the `maxThreads` the signals were made for.
+   * @param options.recheckMs - how often a waiting thread looks for rings unwoken (default
+   *   100 ms; `Infinity` only to test that no wake-up is lost).
    */
-  constructor(signals: SharedArrayBuffer, threadIndex: number) {
+  constructor(
+    signals: SharedArrayBuffer,
+    threadIndex: number,
+    options: { readonly recheckMs?: number } = {},
+  ) {
+    this.recheckMs = options.recheckMs ?? DEFAULT_RECHECK_MS;
     this.words = new Int32Array(signals);
     this.maxThreads = this.words.length / THREAD_WORDS;
     if (!Number.isInteger(threadIndex) || threadIndex < 0 || threadIndex >= this.maxThreads) {
@@ -195,7 +210,7 @@ export class ThreadDoorbell {
     }
     // A wait still pending from an earlier park is woken by the next ring that sees the flag.
     if (this.parked) return;
-    const wait = Atomics.waitAsync(words, base + DOORBELL, seen);
+    const wait = Atomics.waitAsync(words, base + DOORBELL, seen, this.recheckMs);
     if (!wait.async) {
       Atomics.store(words, base + WAITING, 0);
       this.schedulePoll();

@@ -506,7 +506,11 @@ export class SharedSubpartitionQueue {
     const used = (write - Atomics.load(words, RETURN_READ)) & RETURN_INDEX_MASK;
     if (used >= this.returnEntries) {
       Atomics.store(words, WANTS_RETURN_SPACE, 1);
-      return "full";
+      // The producer may have read returns just before the flag, and then rings nobody.
+      if (((write - Atomics.load(words, RETURN_READ)) & RETURN_INDEX_MASK) >= this.returnEntries) {
+        return "full";
+      }
+      Atomics.store(words, WANTS_RETURN_SPACE, 0);
     }
     const at = this.entryWord(write);
     words[at] = kind;
