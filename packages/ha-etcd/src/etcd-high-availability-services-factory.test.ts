@@ -2,26 +2,12 @@ import { ErrorCodes } from "@sluice/core";
 import { expectRejection, waitFor } from "@sluice/core/testing";
 import { HighAvailabilityUnavailableError, type LeaderInformation } from "@sluice/runtime-api";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { EtcdHighAvailabilityServices } from "./etcd-high-availability-services.js";
 import {
+  confirmingContender,
   describeWithEtcd,
   type EtcdFixture,
-  RecordingContender,
 } from "./test-support/ha-fixture.js";
 import { createTestCertificates, type TestCertificates } from "./testing/index.js";
-
-/** A contender that confirms `address` as soon as it is elected. */
-function confirming(services: EtcdHighAvailabilityServices, address: string): RecordingContender {
-  const contender: RecordingContender = new RecordingContender(() => {
-    if (contender.token !== undefined) {
-      void services
-        .getJobManagerLeaderElection()
-        .confirmLeadership(contender.token, address)
-        .catch(() => undefined);
-    }
-  });
-  return contender;
-}
 
 /**
  * Two job managers' services and a task manager's retrieval: the first is elected, the
@@ -37,7 +23,7 @@ async function electFindAndStore(fixture: EtcdFixture): Promise<void> {
     notifyLeaderAddress: (leader) => seen.push(leader),
     handleError: (error) => errors.push(error),
   });
-  const leader = confirming(first, "ws://10.0.0.1:6123");
+  const leader = confirmingContender(first, "ws://10.0.0.1:6123");
   await first.getJobManagerLeaderElection().startLeaderElection(leader);
   await waitFor(() => seen.at(-1)?.address === "ws://10.0.0.1:6123", {
     what: "the leader's address, retrieved",
@@ -155,8 +141,8 @@ describeWithEtcd(
         notifyLeaderAddress: (leader) => seen.push(leader),
         handleError: (error) => errors.push(error),
       });
-      const a = confirming(first, "ws://a:1");
-      const b = confirming(second, "ws://b:2");
+      const a = confirmingContender(first, "ws://a:1");
+      const b = confirmingContender(second, "ws://b:2");
       await first.getJobManagerLeaderElection().startLeaderElection(a);
       await waitFor(() => seen.at(-1)?.address === "ws://a:1", {
         what: "the first leader's address",

@@ -4,7 +4,11 @@ import { FencingTokenError, type LeaderInformation } from "@sluice/runtime-api";
 import { expect, it } from "vitest";
 import { createRevisionIs } from "./client/kv-requests.js";
 import { JOB_MANAGER_ELECTION_PREFIX } from "./etcd-leader-election.js";
-import { describeWithEtcd, RecordingContender } from "./test-support/ha-fixture.js";
+import {
+  confirmingContender,
+  describeWithEtcd,
+  RecordingContender,
+} from "./test-support/ha-fixture.js";
 
 /** How long etcd stays down: twice the fixture's 2 s lease, as a crashed and restarted etcd. */
 const DOWNTIME_MS = 4000;
@@ -110,19 +114,8 @@ describeWithEtcd("the job managers' election across a SIGKILL and restart of etc
       notifyLeaderAddress: (leader) => seen.push(leader),
       handleError: (error) => errors.push(error),
     });
-    const confirming = (services: typeof first, address: string) => {
-      const contender: RecordingContender = new RecordingContender(() => {
-        if (contender.token !== undefined) {
-          void services
-            .getJobManagerLeaderElection()
-            .confirmLeadership(contender.token, address)
-            .catch(() => undefined);
-        }
-      });
-      return contender;
-    };
-    const a = confirming(first, "ws://a:1");
-    const b = confirming(second, "ws://b:2");
+    const a = confirmingContender(first, "ws://a:1");
+    const b = confirmingContender(second, "ws://b:2");
     await first.getJobManagerLeaderElection().startLeaderElection(a);
     await waitFor(() => seen.at(-1)?.address === "ws://a:1", {
       what: "the first leader's address",

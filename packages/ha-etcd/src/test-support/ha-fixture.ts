@@ -50,6 +50,22 @@ export class RecordingContender implements LeaderContender {
   }
 }
 
+/** A contender that confirms `address` as soon as `services` elect it. */
+export function confirmingContender(
+  services: EtcdHighAvailabilityServices,
+  address: string,
+): RecordingContender {
+  const contender: RecordingContender = new RecordingContender(() => {
+    if (contender.token !== undefined) {
+      void services
+        .getJobManagerLeaderElection()
+        .confirmLeadership(contender.token, address)
+        .catch(() => undefined);
+    }
+  });
+  return contender;
+}
+
 /** How the etcd of {@link describeWithEtcd} is secured. */
 export interface EtcdFixtureOptions {
   /**
