@@ -215,46 +215,61 @@ describe.skipIf(etcdMissing !== undefined)(
     });
 
     /**
-     * Two `sluice jobmanager` on etcd (the first elected leader, then a standby) and two
-     * `sluice taskmanager` registered with the leader, loading the job module from a usrlib.
-     * Every process gets only the returned `flags`: none is told where a job manager, its REST
-     * endpoint or its shuffle manager is.
+     * The `-D` flags of every process of a cluster on `etcd` (plus `extra`), and a usrlib holding
+     * the job module. No process is told where a job manager, its REST endpoint or its shuffle
+     * manager is.
      */
-    async function haSessionCluster(shuffle: "tcp" | "remote") {
-      etcd = await startEtcd();
+    function haFlags(
+      server: EtcdServer,
+      shuffle: "tcp" | "remote",
+      extra: readonly (readonly [string, string])[] = [],
+    ) {
       const usrlib = mkdtempSync(path.join(tmpdir(), "sluice-usrlib-"));
       const storage = mkdtempSync(path.join(tmpdir(), "sluice-ha-storage-"));
       folders.push(usrlib, storage);
       writeFileSync(path.join(usrlib, "numbers.mjs"), JOB_MODULE);
       const flags = [
         ["high-availability.type", "etcd"],
-        ["high-availability.etcd.endpoints", etcd.endpoint],
+        ["high-availability.etcd.endpoints", server.endpoint],
+        ...extra,
         ["high-availability.storageDir", storage],
         ["high-availability.cluster-id", `${shuffle}-${process.pid}`],
         ["high-availability.etcd.lease-ttl", "2s"],
         ["taskmanager.memory.network.min", "8mb"],
         ["shuffle-service-factory.class", shuffle],
       ].flatMap(([key, value]) => ["-D", `${key}=${value}`]);
-      const startJobManager = async () => {
-        const restPort = await freePort();
-        const managerPort = await freePort();
-        const started = sluice(
-          "jobmanager",
-          ...flags,
-          "-D",
-          "jobmanager.rpc.port=0",
-          "-D",
-          `rest.port=${restPort}`,
-          ...(shuffle === "remote" ? ["-D", `remote-shuffle.manager.rpc-port=${managerPort}`] : []),
-        );
-        return { ...started, rest: `127.0.0.1:${restPort}`, manager: `127.0.0.1:${managerPort}` };
-      };
-      const first = await startJobManager();
+      return { flags, usrlib };
+    }
+
+    /** A `sluice jobmanager` with `flags`, its REST endpoint and shuffle manager on free ports. */
+    async function startJobManager(flags: readonly string[], shuffle: "tcp" | "remote") {
+      const restPort = await freePort();
+      const managerPort = await freePort();
+      const started = sluice(
+        "jobmanager",
+        ...flags,
+        "-D",
+        "jobmanager.rpc.port=0",
+        "-D",
+        `rest.port=${restPort}`,
+        ...(shuffle === "remote" ? ["-D", `remote-shuffle.manager.rpc-port=${managerPort}`] : []),
+      );
+      return { ...started, rest: `127.0.0.1:${restPort}`, manager: `127.0.0.1:${managerPort}` };
+    }
+
+    /**
+     * Two `sluice jobmanager` on etcd (the first elected leader, then a standby) and two
+     * `sluice taskmanager` registered with the leader, loading the job module from a usrlib.
+     */
+    async function haSessionCluster(shuffle: "tcp" | "remote") {
+      etcd = await startEtcd();
+      const { flags, usrlib } = haFlags(etcd, shuffle);
+      const first = await startJobManager(flags, shuffle);
       await waitFor(() => first.output().includes("elected leader"), {
         what: "the first job manager to lead",
         timeoutMs: 30_000,
       });
-      const second = await startJobManager();
+      const second = await startJobManager(flags, shuffle);
       for (let i = 0; i < 2; i++) sluice("taskmanager", ...flags, "--usrlib", usrlib);
       await waitFor(() => (first.output().match(/ registered$/gm) ?? []).length === 2, {
         what: "two task managers registered with the leader",
@@ -339,36 +354,15 @@ describe.skipIf(etcdMissing !== undefined)(
       const pki = createTestCertificates();
       folders.push(pki.dir);
       etcd = await startEtcd({ tls: { cert: pki.serverCert, key: pki.serverKey, ca: pki.ca } });
-      const usrlib = mkdtempSync(path.join(tmpdir(), "sluice-usrlib-"));
-      const storage = mkdtempSync(path.join(tmpdir(), "sluice-ha-storage-"));
+      expect(etcd.endpoint).toMatch(/^https:/);
       const workerDisk = mkdtempSync(path.join(tmpdir(), "sluice-shuffle-worker-"));
-      folders.push(usrlib, storage, workerDisk);
-      writeFileSync(path.join(usrlib, "numbers.mjs"), JOB_MODULE);
-      const flags = [
-        ["high-availability.type", "etcd"],
-        ["high-availability.etcd.endpoints", etcd.endpoint],
+      folders.push(workerDisk);
+      const { flags, usrlib } = haFlags(etcd, "remote", [
         ["high-availability.etcd.ssl.ca", pki.ca],
         ["high-availability.etcd.ssl.cert", pki.clientCert],
         ["high-availability.etcd.ssl.key", pki.clientKey],
-        ["high-availability.storageDir", storage],
-        ["high-availability.cluster-id", `tls-${process.pid}`],
-        ["high-availability.etcd.lease-ttl", "2s"],
-        ["taskmanager.memory.network.min", "8mb"],
-        ["shuffle-service-factory.class", "remote"],
-      ].flatMap(([key, value]) => ["-D", `${key}=${value}`]);
-      expect(etcd.endpoint).toMatch(/^https:/);
-      const restPort = await freePort();
-      const managerPort = await freePort();
-      const jobManager = sluice(
-        "jobmanager",
-        ...flags,
-        "-D",
-        "jobmanager.rpc.port=0",
-        "-D",
-        `rest.port=${restPort}`,
-        "-D",
-        `remote-shuffle.manager.rpc-port=${managerPort}`,
-      );
+      ]);
+      const jobManager = await startJobManager(flags, "remote");
       await waitFor(() => jobManager.output().includes("elected leader"), {
         what: "the job manager to lead",
         timeoutMs: 30_000,
@@ -378,7 +372,7 @@ describe.skipIf(etcdMissing !== undefined)(
       await waitFor(
         () =>
           / registered$/m.test(jobManager.output()) &&
-          worker.output().includes(`shuffle manager at 127.0.0.1:${managerPort}`),
+          worker.output().includes(`shuffle manager at ${jobManager.manager}`),
         { what: "the task manager and the shuffle worker to follow the leader", timeoutMs: 30_000 },
       );
       const run = sluice(
@@ -392,7 +386,7 @@ describe.skipIf(etcdMissing !== undefined)(
         "blocking",
       );
       expect(await run.exited, `${run.output()}\n---\n${jobManager.output()}`).toBe(0);
-      expect(run.output()).toContain(`submitted to http://127.0.0.1:${restPort};`);
+      expect(run.output()).toContain(`submitted to http://${jobManager.rest};`);
       expect(run.output()).toMatch(/job [0-9a-f]{32} FINISHED/);
     }, 120_000);
   },
