@@ -6,6 +6,7 @@ import {
   confirmingContender,
   describeWithEtcd,
   type EtcdFixture,
+  leaderStandbyAndObserver,
 } from "./test-support/ha-fixture.js";
 import { createTestCertificates, type TestCertificates } from "./testing/index.js";
 
@@ -131,24 +132,10 @@ describeWithEtcd(
     it("authenticates again once etcd forgot its tokens: the leader goes on writing and the retrieval's watch, created again, follows the next leader", async () => {
       // A lease that outlives etcd's restart: the first job manager stays leader through it.
       const lease = { "high-availability.etcd.lease-ttl": "15s" };
-      const first = await fixture.services(lease);
-      const second = await fixture.services(lease);
-      const observer = await fixture.services(lease);
-      const seen: (LeaderInformation | undefined)[] = [];
-      const errors: Error[] = [];
-      const retriever = observer.getJobManagerLeaderRetriever();
-      await retriever.start({
-        notifyLeaderAddress: (leader) => seen.push(leader),
-        handleError: (error) => errors.push(error),
-      });
-      const a = confirmingContender(first, "ws://a:1");
-      const b = confirmingContender(second, "ws://b:2");
-      await first.getJobManagerLeaderElection().startLeaderElection(a);
-      await waitFor(() => seen.at(-1)?.address === "ws://a:1", {
-        what: "the first leader's address",
-        timeoutMs: 15_000,
-      });
-      await second.getJobManagerLeaderElection().startLeaderElection(b);
+      const { first, second, a, seen, errors, retriever } = await leaderStandbyAndObserver(
+        fixture,
+        lease,
+      );
       await fixture.dropAuthTokens();
       // The restart cuts every watch stream: each is created again with a token etcd forgot.
       await fixture.etcd().kill();

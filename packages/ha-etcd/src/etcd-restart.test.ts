@@ -5,8 +5,8 @@ import { expect, it } from "vitest";
 import { createRevisionIs } from "./client/kv-requests.js";
 import { JOB_MANAGER_ELECTION_PREFIX } from "./etcd-leader-election.js";
 import {
-  confirmingContender,
   describeWithEtcd,
+  leaderStandbyAndObserver,
   RecordingContender,
 } from "./test-support/ha-fixture.js";
 
@@ -104,24 +104,7 @@ describeWithEtcd("the job managers' election across a SIGKILL and restart of etc
   }, 60_000);
 
   it("lets task managers follow the leader across the restart", async () => {
-    const first = await fixture.services();
-    const second = await fixture.services();
-    const observer = await fixture.services();
-    const seen: (LeaderInformation | undefined)[] = [];
-    const errors: Error[] = [];
-    const retriever = observer.getJobManagerLeaderRetriever();
-    await retriever.start({
-      notifyLeaderAddress: (leader) => seen.push(leader),
-      handleError: (error) => errors.push(error),
-    });
-    const a = confirmingContender(first, "ws://a:1");
-    const b = confirmingContender(second, "ws://b:2");
-    await first.getJobManagerLeaderElection().startLeaderElection(a);
-    await waitFor(() => seen.at(-1)?.address === "ws://a:1", {
-      what: "the first leader's address",
-      timeoutMs: 15_000,
-    });
-    await second.getJobManagerLeaderElection().startLeaderElection(b);
+    const { a, b, seen, errors, retriever } = await leaderStandbyAndObserver(fixture);
     const oldToken = seen.at(-1)?.fencingToken;
     await restartEtcd(async () => {
       await waitFor(() => a.revocations === 1, {

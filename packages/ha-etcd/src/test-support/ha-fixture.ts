@@ -1,7 +1,12 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { type LeaderContender, readableConfigOf } from "@sluice/runtime-api";
+import { waitFor } from "@sluice/core/testing";
+import {
+  type LeaderContender,
+  type LeaderInformation,
+  readableConfigOf,
+} from "@sluice/runtime-api";
 import { afterAll, afterEach, beforeAll, describe } from "vitest";
 import { EtcdClient } from "../client/etcd-client.js";
 import { EtcdKv } from "../client/etcd-kv.js";
@@ -64,6 +69,37 @@ export function confirmingContender(
     }
   });
   return contender;
+}
+
+/**
+ * Two job managers' services on `fixture`'s etcd, `first` elected (its contender `a` confirms
+ * `ws://a:1`) and `second` standing by (`b`, `ws://b:2`), and a third services' leader retrieval
+ * that records every leader it is told of (`seen`) and every error (`errors`); stop `retriever`
+ * at the end.
+ */
+export async function leaderStandbyAndObserver(
+  fixture: EtcdFixture,
+  overrides?: Readonly<Record<string, string | undefined>>,
+) {
+  const first = await fixture.services(overrides);
+  const second = await fixture.services(overrides);
+  const observer = await fixture.services(overrides);
+  const seen: (LeaderInformation | undefined)[] = [];
+  const errors: Error[] = [];
+  const retriever = observer.getJobManagerLeaderRetriever();
+  await retriever.start({
+    notifyLeaderAddress: (leader) => seen.push(leader),
+    handleError: (error) => errors.push(error),
+  });
+  const a = confirmingContender(first, "ws://a:1");
+  const b = confirmingContender(second, "ws://b:2");
+  await first.getJobManagerLeaderElection().startLeaderElection(a);
+  await waitFor(() => seen.at(-1)?.address === "ws://a:1", {
+    what: "the first leader's address",
+    timeoutMs: 15_000,
+  });
+  await second.getJobManagerLeaderElection().startLeaderElection(b);
+  return { first, second, a, b, seen, errors, retriever };
 }
 
 /** How the etcd of {@link describeWithEtcd} is secured. */
