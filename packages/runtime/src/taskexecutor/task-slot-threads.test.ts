@@ -96,6 +96,26 @@ describe("a TaskExecutor whose slots run on worker threads", () => {
     expect(available).toBe(total);
   }, 60_000);
 
+  it("limits each slot thread's young generation to taskmanager.task-slots.young-generation-size, 8 MiB unless set", async () => {
+    for (const [setting, expected] of [
+      [undefined, 8],
+      ["16mb", 16],
+    ] as const) {
+      const executor = await startThreaded(
+        setting === undefined ? {} : { "taskmanager.task-slots.young-generation-size": setting },
+      );
+      const graph = new JobGraph("young generation");
+      graph.addVertex({ name: "Limits", parallelism: 2, invokable: "youngGeneration" });
+      const deployer = await cluster.startDeployer();
+      const result = await (await deployer.deploy(graph, () => executor)).terminated;
+      expect(result.status).toBe("FINISHED");
+      expect(result.results.get("Limits"), `with ${setting ?? "the default"}`).toEqual([
+        expected,
+        expected,
+      ]);
+    }
+  }, 60_000);
+
   it("fails only the task whose code throws on a slot thread, with its own error; the task on the other slot finishes", async () => {
     const executor = await startThreaded();
     const { jobMaster, last } = recordingJobMaster();

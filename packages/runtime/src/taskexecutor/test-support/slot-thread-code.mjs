@@ -81,4 +81,12 @@ async function stuck() {
   await new Promise(() => {});
 }
 
-export default { userCode: { invokables: { source, count, fail, crash, wait, stuck, listen } } };
+/** The young generation limit of the thread it runs on, in MiB. */
+async function youngGeneration() {
+  const { resourceLimits } = await import("node:worker_threads");
+  return resourceLimits.maxYoungGenerationSizeMb;
+}
+
+export default {
+  userCode: { invokables: { source, count, fail, crash, wait, stuck, listen, youngGeneration } },
+};
