@@ -39,7 +39,7 @@ export interface TaskSlotThreadInit {
   /** The module whose user code a task runs when its descriptor names no job module. */
   readonly userCodeModule?: string;
   /** The thread's young generation, in MiB (`taskmanager.task-slots.young-generation-size`). */
-  readonly youngGenerationSizeMb?: number;
+  readonly youngGenerationSizeMb: number;
 }
 
 /** The TaskExecutorGateway calls (and the few others) the main thread makes on a slot. */

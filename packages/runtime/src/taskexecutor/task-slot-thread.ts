@@ -91,9 +91,7 @@ export class TaskSlotThread {
     this.worker = new Worker(slotThreadScript(), {
       workerData: init,
       ...(execArgv === undefined ? {} : { execArgv }),
-      ...(init.youngGenerationSizeMb === undefined
-        ? {}
-        : { resourceLimits: { maxYoungGenerationSizeMb: init.youngGenerationSizeMb } }),
+      resourceLimits: { maxYoungGenerationSizeMb: init.youngGenerationSizeMb },
       name: `slot ${init.slotIndex}`,
     });
     this.worker.on("message", (message: FromSlotThread) => {
