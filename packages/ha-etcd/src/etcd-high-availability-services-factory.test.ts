@@ -1,12 +1,13 @@
 import { ErrorCodes } from "@sluice/core";
 import { expectRejection, waitFor } from "@sluice/core/testing";
-import { HighAvailabilityUnavailableError, type LeaderInformation } from "@sluice/runtime-api";
+import { HighAvailabilityUnavailableError } from "@sluice/runtime-api";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import {
   confirmingContender,
   describeWithEtcd,
   type EtcdFixture,
   leaderStandbyAndObserver,
+  recordingRetrieval,
 } from "./test-support/ha-fixture.js";
 import { createTestCertificates, type TestCertificates } from "./testing/index.js";
 
@@ -17,13 +18,7 @@ import { createTestCertificates, type TestCertificates } from "./testing/index.j
 async function electFindAndStore(fixture: EtcdFixture): Promise<void> {
   const first = await fixture.services();
   const standby = await fixture.services();
-  const seen: (LeaderInformation | undefined)[] = [];
-  const errors: Error[] = [];
-  const retriever = standby.getJobManagerLeaderRetriever();
-  await retriever.start({
-    notifyLeaderAddress: (leader) => seen.push(leader),
-    handleError: (error) => errors.push(error),
-  });
+  const { seen, errors, retriever } = await recordingRetrieval(standby);
   const leader = confirmingContender(first, "ws://10.0.0.1:6123");
   await first.getJobManagerLeaderElection().startLeaderElection(leader);
   await waitFor(() => seen.at(-1)?.address === "ws://10.0.0.1:6123", {

@@ -106,6 +106,18 @@ function sluice(...args: string[]): Process {
   return started;
 }
 
+/** `sluice run` of the job module in `usrlib`, `options` before it and the job's `args` after. */
+function runNumbers(options: readonly string[], usrlib: string, ...args: string[]): Process {
+  return sluice(
+    "run",
+    ...options,
+    "--code",
+    "./numbers.mjs",
+    path.join(usrlib, "numbers.mjs"),
+    ...args,
+  );
+}
+
 describe("a session cluster of sluice processes", () => {
   it("runs jobs submitted with sluice run on task managers that load them from their usrlib, lists them and cancels one", async () => {
     const usrlib = mkdtempSync(path.join(tmpdir(), "sluice-usrlib-"));
@@ -139,32 +151,14 @@ describe("a session cluster of sluice processes", () => {
     );
 
     // The job module is loaded by sluice run here and by each task manager from its usrlib.
-    const run = sluice(
-      "run",
-      "--jobmanager",
-      rest,
-      "--code",
-      "./numbers.mjs",
-      path.join(usrlib, "numbers.mjs"),
-      "50000",
-    );
+    const run = runNumbers(["--jobmanager", rest], usrlib, "50000");
     expect(await run.exited, run.output()).toBe(0);
     expect(run.output()).toMatch(/job [0-9a-f]{32} \(numbers 50000\) submitted/);
     expect(run.output()).toContain("is FINISHED");
     const finished = /job ([0-9a-f]{32})/.exec(run.output())?.[1] as string;
 
     // A long job, detached, then canceled.
-    const detached = sluice(
-      "run",
-      "-d",
-      "-m",
-      rest,
-      "--code",
-      "./numbers.mjs",
-      path.join(usrlib, "numbers.mjs"),
-      "100000000",
-      "5",
-    );
+    const detached = runNumbers(["-d", "-m", rest], usrlib, "100000000", "5");
     expect(await detached.exited, detached.output()).toBe(0);
     const running = /job ([0-9a-f]{32})/.exec(detached.output())?.[1] as string;
     await waitFor(
@@ -281,15 +275,7 @@ describe.skipIf(etcdMissing !== undefined)(
     it("submits with sluice run through leader retrieval, follows the job to the next leader after kill -9 of the first, and lists it there", async () => {
       const { flags: ha, usrlib, first, second } = await haSessionCluster("tcp");
 
-      const run = sluice(
-        "run",
-        ...ha,
-        "--code",
-        "./numbers.mjs",
-        path.join(usrlib, "numbers.mjs"),
-        "2000000",
-        "5",
-      );
+      const run = runNumbers(ha, usrlib, "2000000", "5");
       await waitFor(() => /is RUNNING/.test(run.output()), {
         what: "the job running",
         timeoutMs: 30_000,
@@ -319,16 +305,7 @@ describe.skipIf(etcdMissing !== undefined)(
         timeoutMs: 30_000,
       });
 
-      const run = sluice(
-        "run",
-        ...common,
-        "--code",
-        "./numbers.mjs",
-        path.join(usrlib, "numbers.mjs"),
-        "1000000",
-        "5",
-        "blocking",
-      );
+      const run = runNumbers(common, usrlib, "1000000", "5", "blocking");
       await waitFor(() => /is RUNNING/.test(run.output()) && filesUnder(workerDisk) > 0, {
         what: "the producers pushing to the worker",
         timeoutMs: 30_000,
@@ -375,16 +352,7 @@ describe.skipIf(etcdMissing !== undefined)(
           worker.output().includes(`shuffle manager at ${jobManager.manager}`),
         { what: "the task manager and the shuffle worker to follow the leader", timeoutMs: 30_000 },
       );
-      const run = sluice(
-        "run",
-        ...flags,
-        "--code",
-        "./numbers.mjs",
-        path.join(usrlib, "numbers.mjs"),
-        "100000",
-        "0",
-        "blocking",
-      );
+      const run = runNumbers(flags, usrlib, "100000", "0", "blocking");
       expect(await run.exited, `${run.output()}\n---\n${jobManager.output()}`).toBe(0);
       expect(run.output()).toContain(`submitted to http://${jobManager.rest};`);
       expect(run.output()).toMatch(/job [0-9a-f]{32} FINISHED/);

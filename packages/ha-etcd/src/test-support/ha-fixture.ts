@@ -72,6 +72,21 @@ export function confirmingContender(
 }
 
 /**
+ * Starts `services`' job manager leader retrieval, recording every leader it is told of (`seen`)
+ * and every error (`errors`); stop `retriever` at the end.
+ */
+export async function recordingRetrieval(services: EtcdHighAvailabilityServices) {
+  const seen: (LeaderInformation | undefined)[] = [];
+  const errors: Error[] = [];
+  const retriever = services.getJobManagerLeaderRetriever();
+  await retriever.start({
+    notifyLeaderAddress: (leader) => seen.push(leader),
+    handleError: (error) => errors.push(error),
+  });
+  return { seen, errors, retriever };
+}
+
+/**
  * Two job managers' services on `fixture`'s etcd, `first` elected (its contender `a` confirms
  * `ws://a:1`) and `second` standing by (`b`, `ws://b:2`), and a third services' leader retrieval
  * that records every leader it is told of (`seen`) and every error (`errors`); stop `retriever`
@@ -83,14 +98,7 @@ export async function leaderStandbyAndObserver(
 ) {
   const first = await fixture.services(overrides);
   const second = await fixture.services(overrides);
-  const observer = await fixture.services(overrides);
-  const seen: (LeaderInformation | undefined)[] = [];
-  const errors: Error[] = [];
-  const retriever = observer.getJobManagerLeaderRetriever();
-  await retriever.start({
-    notifyLeaderAddress: (leader) => seen.push(leader),
-    handleError: (error) => errors.push(error),
-  });
+  const { seen, errors, retriever } = await recordingRetrieval(await fixture.services(overrides));
   const a = confirmingContender(first, "ws://a:1");
   const b = confirmingContender(second, "ws://b:2");
   await first.getJobManagerLeaderElection().startLeaderElection(a);
