@@ -121,6 +121,7 @@ export class BufferBuilder {
     if (length <= SHORT_COPY) {
       for (let i = 0; i < length; i++) memory[position + i] = bytes[i] as number;
     } else if (length < MIN_REALIGNED_COPY_BYTES) {
+      // What copyBytes would do too, without its reads of both offsets on every record.
       memory.set(bytes, position);
     } else {
       copyBytes(bytes, memory, position, 0, length);
