@@ -155,6 +155,14 @@ export class BufferBuilder {
     return this.writerPosition >= this.maxCapacity;
   }
 
+  /**
+   * The address modulo 8 of the next byte this builder writes: a source at the same alignment is
+   * copied into shared memory a word at a time (see shared-memory-copy.ts).
+   */
+  getWriteAlignment(): number {
+    return (this.memory.byteOffset + this.writerPosition) & 7;
+  }
+
   getWritableBytes(): number {
     return this.maxCapacity - this.writerPosition;
   }

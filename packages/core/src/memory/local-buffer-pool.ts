@@ -242,6 +242,11 @@ export class LocalBufferPool implements BufferRecycler, AvailabilityProvider {
     return this.currentPoolSize;
   }
 
+  /** True when its segments are shared memory ({@link NetworkBufferPool.isSharedMemory}). */
+  isSharedMemory(): boolean {
+    return this.networkBufferPool.isSharedMemory();
+  }
+
   getNumberOfRequiredMemorySegments(): number {
     return this.numberOfRequiredMemorySegments;
   }

@@ -321,6 +321,15 @@ export class NetworkBufferPool implements AvailabilityProvider {
     this.redistributeBuffers();
   }
 
+  /**
+   * True when the segments are a {@link SharedNetworkMemory}'s (a `SharedArrayBuffer` the task
+   * manager's slot threads share), which V8 copies into and out of fastest at matching alignment
+   * (see docs/architecture.md, "Copies into and out of shared memory").
+   */
+  isSharedMemory(): boolean {
+    return this.shared !== undefined;
+  }
+
   // ----------------------------------------------------------------------------------- metrics
 
   /** Free segments: with shared memory, those free on every thread of the task manager. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ErrorCodes, RecordTooLargeError } from "../errors.js";
+import { ErrorCodes, IllegalArgumentError, RecordTooLargeError } from "../errors.js";
 import { expectError } from "../testing/index.js";
 import { DataInputDeserializer } from "./data-input-deserializer.js";
 import { DataOutputSerializer } from "./data-output-serializer.js";
@@ -53,6 +53,23 @@ describe("DataOutputSerializer", () => {
     expect(out.capacity).toBe(512);
     const input = new DataInputDeserializer(out.getSharedBuffer());
     for (let i = 0; i < 100; i++) expect(input.readInt()).toBe(i);
+  });
+
+  it("keeps its bytes at the alignment it was given, also after growing, and rejects one outside 0..7", () => {
+    for (let alignment = 0; alignment < 8; alignment++) {
+      const out = new DataOutputSerializer({ initialCapacity: 4, alignment });
+      out.writeInt(7);
+      expect(out.getSharedBuffer().byteOffset & 7).toBe(alignment);
+      for (let i = 0; i < 100; i++) out.writeInt(i);
+      expect(out.capacity).toBeGreaterThan(4);
+      expect(out.getSharedBuffer().byteOffset & 7).toBe(alignment);
+      const input = new DataInputDeserializer(out.getSharedBuffer());
+      expect(input.readInt()).toBe(7);
+      for (let i = 0; i < 100; i++) expect(input.readInt()).toBe(i);
+    }
+    for (const alignment of [-1, 8, 1.5]) {
+      expect(() => new DataOutputSerializer({ alignment })).toThrow(IllegalArgumentError);
+    }
   });
 
   it("hands out one shared view per length and buffer, always of the bytes just written", () => {

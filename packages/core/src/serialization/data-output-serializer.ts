@@ -11,6 +11,13 @@ export interface DataOutputSerializerOptions {
    * {@link RecordTooLargeError} instead of growing, so one oversized value cannot take all memory.
    */
   maxSize?: number;
+  /**
+   * The address of the buffer's first byte modulo 8 (0 to 7, default 0), kept when the buffer
+   * grows. A writer that copies what it serialized into shared memory at a known alignment
+   * serializes into an output of the same alignment: V8 copies between ordinary and shared memory
+   * a word at a time only when the two addresses agree modulo 8.
+   */
+  alignment?: number;
 }
 
 /** The largest length an int32 length prefix can carry; also Java's array limit. */
@@ -38,6 +45,8 @@ const SINGLE_PASS_STRING_UNITS = 1024;
 export class DataOutputSerializer {
   /** The most bytes this output may hold; see {@link DataOutputSerializerOptions.maxSize}. */
   readonly maxSize: number;
+  /** The address of `buffer`'s first byte modulo 8; see {@link DataOutputSerializerOptions.alignment}. */
+  readonly alignment: number;
   private buffer: Buffer;
   /** `buffer` as a DataView: its bigint accessors are several times faster than Buffer's. */
   private view: DataView;
@@ -63,10 +72,13 @@ export class DataOutputSerializer {
         `initialCapacity must be an integer in [0, maxSize ${maxSize}], got ${initialCapacity}`,
       );
     }
+    const alignment = options.alignment ?? 0;
+    if (!Number.isInteger(alignment) || alignment < 0 || alignment > 7) {
+      throw new IllegalArgumentError(`alignment must be an integer in [0, 7], got ${alignment}`);
+    }
     this.maxSize = maxSize;
-    // Zero-filled (not allocUnsafe): setPosition/skipBytesToWrite may expose bytes never written,
-    // and those must not be leftovers of unrelated memory.
-    this.buffer = Buffer.alloc(initialCapacity);
+    this.alignment = alignment;
+    this.buffer = allocateAt(initialCapacity, alignment);
     this.view = viewOf(this.buffer);
   }
 
@@ -288,11 +300,21 @@ export class DataOutputSerializer {
       );
     }
     const capacity = Math.min(Math.max(this.buffer.length * 2, required), this.maxSize);
-    const grown = Buffer.alloc(capacity);
+    const grown = allocateAt(capacity, this.alignment);
     this.buffer.copy(grown, 0, 0, this.buffer.length);
     this.buffer = grown;
     this.view = viewOf(grown);
   }
+}
+
+/**
+ * A zero-filled buffer (not allocUnsafe: setPosition/skipBytesToWrite may expose bytes never
+ * written, and those must not be leftovers of unrelated memory) whose first byte's address is
+ * `alignment` modulo 8. An ArrayBuffer's memory starts at least 8-byte aligned.
+ */
+function allocateAt(capacity: number, alignment: number): Buffer {
+  if (alignment === 0) return Buffer.alloc(capacity);
+  return Buffer.from(new ArrayBuffer(capacity + alignment), alignment, capacity);
 }
 
 function viewOf(buffer: Buffer): DataView {

@@ -34,6 +34,8 @@ interface PartitionOptions {
   maxRecordSize?: number;
   minBufferSize?: number;
   segmentSize?: number;
+  /** The segments are a SharedNetworkMemory's, as on a slot thread. */
+  sharedMemory?: boolean;
 }
 
 interface Harness {
@@ -52,7 +54,11 @@ afterEach(() => {
 
 function setUp(options: PartitionOptions = {}): Harness {
   const subpartitions = options.subpartitions ?? 1;
-  const global = pools.create(options.segments ?? 256, options.segmentSize ?? SEGMENT);
+  const global = (options.sharedMemory === true ? pools.createShared : pools.create).call(
+    pools,
+    options.segments ?? 256,
+    options.segmentSize ?? SEGMENT,
+  );
   const manager = new ResultPartitionManager();
   const partition = buildPipelinedResultPartition({
     networkBufferPool: global,
@@ -348,6 +354,31 @@ describe("ResultPartition records", () => {
       ),
       { numRuns: 60 },
     );
+  });
+});
+
+describe("ResultPartition on shared network memory", () => {
+  it("names where each subpartition's next record lands modulo 8, so a writer can match it; nothing on ordinary memory", () => {
+    expect(setUp({ subpartitions: 2 }).partition.getRecordAlignment()).toBeUndefined();
+    const h = setUp({ subpartitions: 2, sharedMemory: true });
+    const alignment = h.partition.getRecordAlignment();
+    if (alignment === undefined) throw new Error("no record alignment on shared memory");
+    expect([alignment(0), alignment(1)]).toEqual([0, 0]);
+    h.partition.emitRecord(frameRecord(record(9)), 0); // 13 bytes framed
+    h.partition.emitRecord(frameRecord(record(1)), 1); // 5
+    h.partition.emitRecord(frameRecord(record(3)), 1); // 7
+    expect([alignment(0), alignment(1)]).toEqual([5, 4]);
+    // The rest of subpartition 0's buffer: its next record starts a new one.
+    h.partition.emitRecord(frameRecord(record(SEGMENT - 13 - RECORD_LENGTH_BYTES)), 0);
+    expect(alignment(0)).toBe(0);
+    const sinks = [new Sink(), new Sink()];
+    finishAndDrain(h, sinks);
+    expectRecords(sinks[0]?.records() ?? [], [
+      record(9),
+      record(SEGMENT - 13 - RECORD_LENGTH_BYTES),
+    ]);
+    expectRecords(sinks[1]?.records() ?? [], [record(1), record(3)]);
+    expectAllSegmentsBack(h.global);
   });
 });
 

@@ -242,6 +242,24 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
   // ---------------------------------------------------------------------------------- writing
 
   /**
+   * With shared network memory (slots on threads): where each subpartition's next record starts,
+   * modulo 8, so that the writer serializes it at the same alignment and V8 copies it a word at a
+   * time. Undefined with ordinary memory, and in the memory-constrained mode, whose shared
+   * segments take each record after the last one of any subpartition.
+   */
+  getRecordAlignment(): ((targetSubpartition: number) => number) | undefined {
+    const pool = this.setUpPool();
+    if (!pool.isSharedMemory() || this.sharedSegmentWriter !== undefined) return undefined;
+    return this.recordAlignment;
+  }
+
+  private readonly recordAlignment = (targetSubpartition: number): number => {
+    const builder = this.unicastBuilders[targetSubpartition];
+    // A new buffer starts at its segment's start: a multiple of the segment size, a power of 2.
+    return builder === undefined || builder.isFull() ? 0 : builder.getWriteAlignment();
+  };
+
+  /**
    * Appends one framed record (its length and payload, as the writer framed it) to subpartition
    * `targetSubpartition`. The record may span any number of buffers.
    */

@@ -1,4 +1,4 @@
-import { NetworkBufferPool } from "@sluice/core";
+import { NetworkBufferPool, SharedNetworkMemory } from "@sluice/core";
 
 /**
  * The NetworkBufferPools of one test file, destroyed together: create them with
@@ -11,6 +11,18 @@ export class TestNetworkBufferPools {
   /** A new NetworkBufferPool of `numberOfSegments` segments of `segmentSize` bytes. */
   create(numberOfSegments: number, segmentSize: number): NetworkBufferPool {
     const pool = new NetworkBufferPool(numberOfSegments, segmentSize);
+    this.pools.push(pool);
+    return pool;
+  }
+
+  /**
+   * A new NetworkBufferPool over a {@link SharedNetworkMemory} of `numberOfSegments` segments of
+   * `segmentSize` bytes (one thread's pool, as a slot thread's).
+   */
+  createShared(numberOfSegments: number, segmentSize: number): NetworkBufferPool {
+    const pool = new NetworkBufferPool(
+      SharedNetworkMemory.create(numberOfSegments, segmentSize, 1),
+    );
     this.pools.push(pool);
     return pool;
   }

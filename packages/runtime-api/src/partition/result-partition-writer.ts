@@ -72,6 +72,16 @@ export interface ResultPartitionWriter extends AvailabilityProvider {
    */
   emitRecordParts?(head: Uint8Array, tail: Uint8Array, targetSubpartition: number): void;
 
+  /**
+   * Optional, read once by the writer after `setup()`: a function that tells where the next
+   * record for a subpartition lands in the partition's memory, as its address modulo 8, or
+   * undefined when that makes no difference to the partition. It matters for a partition whose
+   * buffers are a `SharedArrayBuffer` (slots on threads): V8 copies into shared memory a word at a
+   * time only when the source's address agrees with the target's modulo 8, and a byte at a time
+   * otherwise, so a writer serializes each record at the alignment the function names.
+   */
+  getRecordAlignment?(): ((targetSubpartition: number) => number) | undefined;
+
   /** Appends one framed record (see {@link ResultPartitionWriter.emitRecord}) to every subpartition. */
   broadcastRecord(record: Uint8Array): void;
 

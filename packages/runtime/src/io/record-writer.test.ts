@@ -6,6 +6,7 @@ import {
   NetworkBufferPool,
   type RecordHolder,
   ResultPartitionID,
+  SharedNetworkMemory,
   SpillingAdaptiveSpanningRecordDeserializer,
   StringSerializer,
 } from "@sluice/core";
@@ -18,6 +19,7 @@ import { ManualClock } from "../clock/test-support/manual-clock.js";
 import { TimerGauge } from "../metrics/timer-gauge.js";
 import { BroadcastPartitioner } from "../partitioner/broadcast-partitioner.js";
 import { ForwardPartitioner } from "../partitioner/forward-partitioner.js";
+import { RebalancePartitioner } from "../partitioner/rebalance-partitioner.js";
 import {
   BroadcastRecordWriter,
   type BufferTimeout,
@@ -373,5 +375,63 @@ describe("RecordWriter records whose bytes already exist", () => {
     } finally {
       pool.destroy();
     }
+  });
+});
+
+describe("RecordWriter on shared network memory", () => {
+  it("serializes each record at the alignment where the partition writes it, and the records arrive intact", () => {
+    const memory = SharedNetworkMemory.create(16, 256, 1);
+    const pool = new NetworkBufferPool(memory);
+    const target = partition(pool, 3, 8);
+    const alignment = target.getRecordAlignment();
+    if (alignment === undefined) throw new Error("no record alignment on shared memory");
+    const views = [0, 1, 2].map((i) =>
+      target.createSubpartitionView(i, { notifyDataAvailable: () => {} }),
+    );
+    // Record by record: the alignment of the bytes handed over, and the partition's at that time.
+    const handed: [number, number][] = [];
+    const emitRecord = target.emitRecord.bind(target);
+    target.emitRecord = (record, channel) => {
+      handed.push([record.byteOffset & 7, alignment(channel)]);
+      emitRecord(record, channel);
+    };
+    const writer = createRecordWriter(
+      target,
+      BytesSerializer.INSTANCE,
+      new RebalancePartitioner<Uint8Array>(() => 0),
+      { taskName: "t", bufferTimeout: bufferTimeoutOf(false, 0) },
+    );
+    const sent = Array.from({ length: 40 }, (_, i) => new Uint8Array(i % 11).fill(i));
+    for (const value of sent) writer.emit(value);
+    target.finish();
+    writer.close();
+    expect(new Set(handed.map(([, partitionAt]) => partitionAt)).size).toBeGreaterThan(3);
+    expect(handed.filter(([at, partitionAt]) => at !== partitionAt)).toEqual([]);
+    const received = views.map((view) => {
+      const deserializer = new SpillingAdaptiveSpanningRecordDeserializer();
+      const holder: RecordHolder<Uint8Array> = { value: undefined };
+      const records: Uint8Array[] = [];
+      for (let next = view.getNextBuffer(); next !== undefined; next = view.getNextBuffer()) {
+        if (next.buffer.isBuffer()) {
+          deserializer.setNextBuffer(next.buffer);
+          for (;;) {
+            const result = deserializer.getNextRecord(BytesSerializer.INSTANCE, holder);
+            if (result.isFullRecord()) records.push(holder.value as Uint8Array);
+            if (result.isBufferConsumed()) break;
+          }
+        } else {
+          next.buffer.recycleBuffer();
+        }
+      }
+      view.releaseAllResources();
+      return records;
+    });
+    const hex = (records: Uint8Array[]) => records.map((r) => Buffer.from(r).toString("hex"));
+    expect(received.map(hex)).toEqual(
+      [0, 1, 2].map((i) => hex(sent.filter((_, n) => n % 3 === i))),
+    );
+    target.close();
+    expect(pool).toHaveAllSegmentsAvailable();
+    pool.destroy();
   });
 });

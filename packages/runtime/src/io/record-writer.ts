@@ -76,6 +76,13 @@ export abstract class RecordWriter<T> {
    */
   private readonly emitsParts: boolean;
   private readonly output = new DataOutputSerializer({ initialCapacity: 256 });
+  /**
+   * The partition's {@link ResultPartitionWriter.getRecordAlignment}: with it, a record sent to
+   * one channel is serialized into the output of the alignment at which the partition will write
+   * it (one output per alignment, made when first needed).
+   */
+  private readonly recordAlignment: ((targetSubpartition: number) => number) | undefined;
+  private readonly alignedOutputs = new Array<DataOutputSerializer | undefined>(8).fill(undefined);
   private readonly flusher: OutputFlusher | undefined;
   private readonly backPressuredTime: TimerGauge | undefined;
   private readonly hardBackPressuredTime: TimerGauge | undefined;
@@ -96,6 +103,7 @@ export abstract class RecordWriter<T> {
     this.emitsParts =
       typeof serializer.serializeHead === "function" &&
       typeof target.emitRecordParts === "function";
+    this.recordAlignment = target.getRecordAlignment?.();
     if (options.bufferTimeout.kind === "interval") {
       this.flusher = new OutputFlusher(
         `OutputFlusher for ${options.taskName}`,
@@ -168,8 +176,9 @@ export abstract class RecordWriter<T> {
   }
 
   protected emitToChannel(record: T, channel: number): void {
-    if (this.emitsParts) this.emitPartsToChannel(record, channel);
-    else this.target.emitRecord(this.serialize(record), channel);
+    const output = this.recordAlignment === undefined ? this.output : this.alignedOutput(channel);
+    if (this.emitsParts) this.emitPartsToChannel(record, channel, output);
+    else this.target.emitRecord(serializeRecord(record, this.serializer, output), channel);
     this.numRecordsOut.inc();
     if (this.flushAlways) this.target.flush(channel);
   }
@@ -179,15 +188,26 @@ export abstract class RecordWriter<T> {
    * copy of the tail (into the partition's buffers) instead of two. Out of line, so the path of
    * every other serializer stays small enough to inline.
    */
-  private emitPartsToChannel(record: T, channel: number): void {
+  private emitPartsToChannel(record: T, channel: number, output: DataOutputSerializer): void {
     const tail = serializeRecordHead(
       record,
       this.serializer as Required<TypeSerializer<T>>,
-      this.output,
+      output,
     );
-    const head = this.output.getSharedBuffer();
+    const head = output.getSharedBuffer();
     if (tail.length === 0) this.target.emitRecord(head, channel);
     else (this.target as Required<ResultPartitionWriter>).emitRecordParts(head, tail, channel);
+  }
+
+  /** The output at the alignment where the partition will write `channel`'s next record. */
+  private alignedOutput(channel: number): DataOutputSerializer {
+    const alignment = (this.recordAlignment as (targetSubpartition: number) => number)(channel);
+    let output = this.alignedOutputs[alignment];
+    if (output === undefined) {
+      output = new DataOutputSerializer({ initialCapacity: 256, alignment });
+      this.alignedOutputs[alignment] = output;
+    }
+    return output;
   }
 
   /** The framed record: its length, then its payload; a view of the reused output. */
