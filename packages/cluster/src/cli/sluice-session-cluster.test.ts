@@ -3,13 +3,9 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
+import { createTestPki } from "@sluice/core/test-certificates";
 import { freePort, waitFor } from "@sluice/core/testing";
-import {
-  createTestCertificates,
-  type EtcdServer,
-  etcdUnavailableReason,
-  startEtcd,
-} from "@sluice/ha-etcd/testing";
+import { type EtcdServer, etcdUnavailableReason, startEtcd } from "@sluice/ha-etcd/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { DISTRIBUTION_DIR } from "./distribution.js";
 
@@ -328,16 +324,18 @@ describe.skipIf(etcdMissing !== undefined)(
     }, 120_000);
 
     it("reaches an etcd that requires TLS client certificates from the -D keys alone: sluice jobmanager leads, a sluice taskmanager and a sluice shuffleworker follow it, and sluice run finds its REST endpoint", async () => {
-      const pki = createTestCertificates();
+      const pki = createTestPki("etcd");
       folders.push(pki.dir);
-      etcd = await startEtcd({ tls: { cert: pki.serverCert, key: pki.serverKey, ca: pki.ca } });
+      const server = pki.issue("etcd");
+      const client = pki.issue("sluice");
+      etcd = await startEtcd({ tls: { cert: server.cert, key: server.key, ca: pki.caCert } });
       expect(etcd.endpoint).toMatch(/^https:/);
       const workerDisk = mkdtempSync(path.join(tmpdir(), "sluice-shuffle-worker-"));
       folders.push(workerDisk);
       const { flags, usrlib } = haFlags(etcd, "remote", [
-        ["high-availability.etcd.ssl.ca", pki.ca],
-        ["high-availability.etcd.ssl.cert", pki.clientCert],
-        ["high-availability.etcd.ssl.key", pki.clientKey],
+        ["high-availability.etcd.ssl.ca", pki.caCert],
+        ["high-availability.etcd.ssl.cert", client.cert],
+        ["high-availability.etcd.ssl.key", client.key],
       ]);
       const jobManager = await startJobManager(flags, "remote");
       await waitFor(() => jobManager.output().includes("elected leader"), {
