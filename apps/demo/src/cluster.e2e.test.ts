@@ -6,8 +6,8 @@
  * packages/cluster; across real network namespaces: multi-host.e2e.test.ts.)
  */
 
+import { createTestPki, type TestPki } from "@sluice/core/test-certificates";
 import { freePort } from "@sluice/core/testing";
-import { createTestPki, type TestPki } from "@sluice/shuffle-tck/transport";
 import { afterAll, describe, expect, it } from "vitest";
 import {
   isAlive,

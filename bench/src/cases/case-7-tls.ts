@@ -1,7 +1,7 @@
 /**
  * Case 7: TLS on the data port — Sluice TCP and WS, plaintext beside mutual TLS.
  */
-import { createTestPki } from "@sluice/shuffle-tck/certificates";
+import { createTestPki } from "@sluice/core/test-certificates";
 import type { CaseDefinition } from "./case-definition.js";
 import { findRow } from "./result-rows.js";
 import { baseParams, sluiceConfig } from "./sluice-params.js";

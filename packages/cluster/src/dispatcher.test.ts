@@ -22,6 +22,8 @@ import {
 import { JobGraphCodec } from "@sluice/runtime/plugin";
 import type { HighAvailabilityServices } from "@sluice/runtime-api";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { JobDetailsInfo } from "./rest/job-details-info.js";
+import { WebMonitorEndpoint } from "./rest/web-monitor-endpoint.js";
 import { TaskManager } from "./task-manager.js";
 import { sum } from "./test-support/number-tasks.js";
 import {
@@ -34,7 +36,9 @@ import {
 const root = mkdtempSync(path.join(tmpdir(), "sluice-dispatcher-"));
 let run = 0;
 let checkpoints = "";
+const endpoints: WebMonitorEndpoint[] = [];
 afterEach(async () => {
+  await Promise.all(endpoints.splice(0).map((endpoint) => endpoint.close()));
   await closeTestCluster();
   run++;
 });
@@ -68,6 +72,20 @@ function numbersJob(jobId: string): JobGraph {
     serializer: "int32",
   });
   return graph;
+}
+
+/** The job graph store's record of `numbersJob(jobId)`, as a job manager writes it. */
+function jobRecord(
+  jobId: string,
+  configuration: Readonly<Record<string, unknown>>,
+  taskManagers: number,
+): never {
+  return {
+    version: 1,
+    jobGraph: JobGraphCodec.toJSON(numbersJob(jobId)),
+    configuration,
+    taskManagers,
+  } as never;
 }
 
 /** Every number counted exactly once by the Sum subtasks. */
@@ -197,6 +215,30 @@ describe.skipIf(reason !== undefined)("job managers on a real etcd", () => {
     services.push(opened);
     return opened;
   };
+  /**
+   * A leader that wrote what `write` writes into the cluster's stores, then died: it joins the
+   * election, writes once it leads (the stores refuse a standby's writes), and closes.
+   */
+  const leaveBehind = async (write: (stores: HighAvailabilityServices) => Promise<void>) => {
+    const dead = await reader();
+    await dead.getJobManagerLeaderElection().startLeaderElection({
+      grantLeadership: () => {},
+      revokeLeadership: () => {},
+      handleError: () => {},
+    });
+    await waitFor(
+      async () => {
+        try {
+          await write(dead);
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      { what: "the leadership of the dead leader" },
+    );
+    await dead.close();
+  };
 
   it("a planned stop of the leader suspends its job and keeps the checkpoint etcd names: the next leader resumes from exactly that one", async () => {
     const keys = { ...ha(), ...checkpointing() };
@@ -246,42 +288,22 @@ describe.skipIf(reason !== undefined)("job managers on a real etcd", () => {
     const jobId = new JobID().toString();
     const graph = numbersJob(jobId);
     // A leader that stored the job, a checkpoint and its dirty result, then died.
-    const dead = await reader();
-    await dead.getJobManagerLeaderElection().startLeaderElection({
-      grantLeadership: () => {},
-      revokeLeadership: () => {},
-      handleError: () => {},
-    });
-    await waitFor(
-      async () => {
-        try {
-          await dead.getJobGraphStore().putJobGraph(jobId, {
-            version: 1,
-            jobGraph: JobGraphCodec.toJSON(graph) as never,
-            configuration: keys as never,
-            taskManagers: 2,
-          });
-          return true;
-        } catch {
-          return false;
-        }
-      },
-      { what: "the leadership of the dead leader" },
-    );
     const chk = path.join(checkpoints, jobId, "chk-7");
     await mkdir(chk, { recursive: true });
     await writeFile(path.join(chk, "_metadata"), "whatever");
-    await dead.createCompletedCheckpointStore(jobId, 2).addCheckpoint({
-      checkpointId: 7n,
-      timestamp: Date.now(),
-      externalPointer: path.join(chk, "_metadata"),
+    await leaveBehind(async (dead) => {
+      await dead.getJobGraphStore().putJobGraph(jobId, jobRecord(jobId, keys, 2));
+      await dead.createCompletedCheckpointStore(jobId, 2).addCheckpoint({
+        checkpointId: 7n,
+        timestamp: Date.now(),
+        externalPointer: path.join(chk, "_metadata"),
+      });
+      await dead.getJobResultStore().createDirtyResult({
+        jobId,
+        status: "FINISHED",
+        timestamp: Date.now(),
+      });
     });
-    await dead.getJobResultStore().createDirtyResult({
-      jobId,
-      status: "FINISHED",
-      timestamp: Date.now(),
-    });
-    await dead.close();
     const recovered: JobExecution[] = [];
     const leader = await startJobManager(keys, {
       onWarning: () => {},
@@ -309,38 +331,17 @@ describe.skipIf(reason !== undefined)("job managers on a real etcd", () => {
       string,
     ];
     // A leader stored three jobs, one of which ended (its result dirty), then died.
-    const dead = await reader();
-    await dead.getJobManagerLeaderElection().startLeaderElection({
-      grantLeadership: () => {},
-      revokeLeadership: () => {},
-      handleError: () => {},
+    const record = (jobId: string) => jobRecord(jobId, keys, 1);
+    await leaveBehind(async (dead) => {
+      for (const jobId of [refused, ended, taken]) {
+        await dead.getJobGraphStore().putJobGraph(jobId, record(jobId));
+      }
+      await dead.getJobResultStore().createDirtyResult({
+        jobId: ended,
+        status: "FINISHED",
+        timestamp: Date.now(),
+      });
     });
-    const record = (jobId: string) =>
-      ({
-        version: 1,
-        jobGraph: JobGraphCodec.toJSON(numbersJob(jobId)),
-        configuration: keys,
-        taskManagers: 1,
-      }) as never;
-    await waitFor(
-      async () => {
-        try {
-          await dead.getJobGraphStore().putJobGraph(refused, record(refused));
-          return true;
-        } catch {
-          return false;
-        }
-      },
-      { what: "the leadership of the dead leader" },
-    );
-    await dead.getJobGraphStore().putJobGraph(ended, record(ended));
-    await dead.getJobGraphStore().putJobGraph(taken, record(taken));
-    await dead.getJobResultStore().createDirtyResult({
-      jobId: ended,
-      status: "FINISHED",
-      timestamp: Date.now(),
-    });
-    await dead.close();
     // Then the keys of two of them were aimed at files outside the storage folder.
     const outside = path.join(root, `outside-${run}`);
     await mkdir(outside, { recursive: true });
@@ -376,5 +377,104 @@ describe.skipIf(reason !== undefined)("job managers on a real etcd", () => {
     expect(await check.getJobGraphStore().getJobIds()).toContain(refused);
     expect(await leader.getJob(refused)).toBeUndefined();
     recovered[0]?.cancel("the test ended");
+  }, 60_000);
+
+  /**
+   * A leader elected after one that stored `numbersJob(jobId)` (run on `taskManagers` task
+   * managers) and died, with its REST endpoint; it has no task manager yet.
+   */
+  const leaderTakingOver = async (jobId: string, taskManagers: number) => {
+    const keys = { ...ha(), ...checkpointing() };
+    await leaveBehind((dead) =>
+      dead.getJobGraphStore().putJobGraph(jobId, jobRecord(jobId, keys, taskManagers)),
+    );
+    const warnings: string[] = [];
+    const waits: string[] = [];
+    const leader = await startJobManager(
+      { ...keys, "rest.port": 0 },
+      {
+        onWarning: (message) => warnings.push(message),
+        onTaskManagerWait: (wait, phase) => waits.push(`${phase}: ${wait.what}`),
+      },
+    );
+    const endpoint = await WebMonitorEndpoint.start(leader, { onWarning: () => {} });
+    endpoints.push(endpoint);
+    await leader.waitForLeadership(15_000);
+    /** `GET /jobs/:jobid` of the job: its status code and body. */
+    const job = async () => {
+      const response = await fetch(new URL(`jobs/${jobId}`, endpoint.url));
+      return { status: response.status, body: (await response.json()) as JobDetailsInfo };
+    };
+    return { leader, endpoint, warnings, waits, job };
+  };
+
+  it("cancels a job it takes over before deploying it: INITIALIZING, then CANCELED, stored for good, and its wait for task managers ends", async () => {
+    const jobId = new JobID().toString();
+    const { leader, endpoint, job, waits } = await leaderTakingOver(jobId, 2);
+    await waitFor(async () => (await job()).body.state === "INITIALIZING", {
+      what: "the job shown INITIALIZING",
+      timeoutMs: 15_000,
+    });
+    expect(leader.initializingJobs.map((initializing) => String(initializing.jobId))).toEqual([
+      jobId,
+    ]);
+    expect(leader.taskManagerWaits.map((wait) => wait.what)).toEqual([
+      "2 task managers to run the jobs taken over",
+    ]);
+    const cancel = await fetch(new URL(`jobs/${jobId}?mode=cancel`, endpoint.url), {
+      method: "PATCH",
+      headers: { "content-type": "application/json" },
+    });
+    expect(cancel.status).toBe(202);
+    await waitFor(async () => (await job()).body.state === "CANCELED", {
+      what: "the job CANCELED",
+      timeoutMs: 15_000,
+    });
+    const { body } = await job();
+    expect(body["root-cause"]).toBe(`job numbers was canceled through the REST endpoint`);
+    expect(body.timestamps.INITIALIZING).toBe(body["start-time"]);
+    expect(body.timestamps.CANCELED).toBeGreaterThanOrEqual(body["start-time"]);
+    // Never deployed: no subtask ran, nothing waits for task managers any more.
+    expect(body.vertices.map((vertex) => [vertex.name, vertex.status])).toEqual([
+      ["Numbers", "CREATED"],
+      ["Sum", "CREATED"],
+    ]);
+    expect(leader.taskManagerWaits).toEqual([]);
+    expect(waits).toEqual([
+      "began: 2 task managers to run the jobs taken over",
+      "abandoned: 2 task managers to run the jobs taken over",
+    ]);
+    expect(leader.initializingJobs).toEqual([]);
+    // Ended for good, as any canceled job: its result is stored and the job graph is gone.
+    const check = await reader();
+    expect(await check.getJobResultStore().hasCleanJobResultEntry(jobId)).toBe(true);
+    expect(await check.getJobGraphStore().getJobIds()).toEqual([]);
+    expect((await (await leader.getJob(jobId))?.result)?.status).toBe("CANCELED");
+  }, 60_000);
+
+  it("shows a job whose takeover fails as FAILED with the cause, and leaves it in the stores for the next leader", async () => {
+    const jobId = new JobID().toString();
+    const { leader, job, warnings } = await leaderTakingOver(jobId, 1);
+    // The only task manager lacks the job's source: the job cannot be deployed on it.
+    const taskManager = await TaskManager.start(new Configuration(ha()), {
+      loader: LOADER,
+      connectRetryMs: 20_000,
+      onWarning: () => {},
+      invokables: { sum },
+    });
+    taskManagers.push(taskManager);
+    await waitFor(async () => (await job()).body.state === "FAILED", {
+      what: "the job FAILED",
+      timeoutMs: 30_000,
+    });
+    const { body } = await job();
+    expect(body["root-cause"]).toContain(`job numbers (${jobId}) cannot run with`);
+    expect(body["root-cause"]).toContain('lacks invokable "numbers"');
+    expect(warnings.join("\n")).toContain(`job ${jobId} could not be taken over:`);
+    // Not ended for good: no result, the job stays for the next leader to take over.
+    const check = await reader();
+    expect(await check.getJobResultStore().getJobResult(jobId)).toBeUndefined();
+    expect(await check.getJobGraphStore().getJobIds()).toEqual([jobId]);
+    expect(await leader.getJob(jobId)).toBeUndefined();
   }, 60_000);
 });

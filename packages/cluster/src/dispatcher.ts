@@ -1,4 +1,12 @@
-import { deferred, ErrorCodes, IllegalStateError, isSluiceError, type JobID } from "@sluice/core";
+import { setTimeout as delay } from "node:timers/promises";
+import {
+  CancelledError,
+  deferred,
+  ErrorCodes,
+  IllegalStateError,
+  isSluiceError,
+  type JobID,
+} from "@sluice/core";
 import {
   type DeployOptions,
   isGloballyTerminal,
@@ -37,6 +45,44 @@ export interface JobClient {
   readonly result: Promise<JobResult>;
 }
 
+/**
+ * A job this job manager took over at its election (or, later, at its submission) and has not
+ * deployed yet: it reads the job's latest checkpoint and waits for the task managers it ran on.
+ * Flink's Dispatcher lists such a job as INITIALIZING until its JobMaster runs, and so does the
+ * REST endpoint.
+ */
+export interface InitializingJob {
+  /** The job. */
+  readonly jobId: JobID;
+  /** Its graph, as the job graph store keeps it. */
+  readonly graph: JobGraph;
+  /** When this job manager began to take it over (ms since the epoch). */
+  readonly initializedAt: number;
+  /** Whether {@link InitializingJob.cancel} was called (Flink shows the job CANCELLING then). */
+  readonly cancelRequested: boolean;
+  /**
+   * Resolves with the job's execution once it is deployed; with `undefined` when it ended
+   * first (see {@link InitializingJob.result}).
+   */
+  readonly started: Promise<JobExecution | undefined>;
+  /**
+   * How the job ended. Before it was deployed: CANCELED once canceled (the result is stored, as
+   * for any canceled job); SUSPENDED when the job manager lost its leadership or closed; FAILED
+   * with the cause when it could not be taken over (its latest checkpoint could not be read, no
+   * connected task manager can run its code, its deployment failed). A failed takeover stores no
+   * result and deletes nothing (Flink fails its dispatcher over to recover the job once more): the
+   * job stays in the stores, and the next leader, or a submission of the same job here, takes it
+   * over again.
+   */
+  readonly result: Promise<JobResult>;
+  /**
+   * Cancels the job (Flink cancels a job being initialized): it is not deployed, and ends
+   * CANCELED with a `CancelledError` of `reason`. When its deployment is under way, the
+   * execution is canceled as soon as it exists. Idempotent.
+   */
+  cancel(reason: string): void;
+}
+
 /** What a {@link Dispatcher} works with: its job manager's parts. */
 export interface DispatcherContext {
   /** The runtime's deployer: every job runs through it. */
@@ -63,13 +109,16 @@ export interface DispatcherContext {
   onDeployed(execution: JobExecution): void;
   /**
    * Resolves once `count` task managers are connected, or `slot.request.timeout` passed and at
-   * least one is; false when `leading()` turned false or the job manager closed meanwhile.
+   * least one is; false when `leading()` turned false, `signal` aborted or the job manager
+   * closed meanwhile.
    */
-  awaitTaskManagers(count: number, leading: () => boolean): Promise<boolean>;
+  awaitTaskManagers(count: number, leading: () => boolean, signal: AbortSignal): Promise<boolean>;
   /** The number of task managers connected now. */
   connectedTaskManagers(): number;
   /** Told of every job this job manager took over at its election, once it is deployed. */
   readonly onJobRecovered?: (execution: JobExecution) => void;
+  /** Told of every job this job manager begins to take over, before it is deployed. */
+  onJobInitializing(job: InitializingJob): void;
   /** Told of every status change of every job this job manager runs. */
   readonly jobStatusListener?: (jobId: JobID, status: JobStatus, cause: Error | undefined) => void;
   /** Reports what does not stop the job manager (a failover without a listener, a cleanup). */
@@ -86,6 +135,15 @@ interface DispatchedJob {
   started: Promise<JobExecution | undefined>;
   readonly result: Promise<JobResult>;
   readonly ended: (result: JobResult) => void;
+  /** While it is taken over and not deployed yet: what the REST endpoint shows INITIALIZING. */
+  initializing: InitializingJob | undefined;
+  /** Why it was canceled before it was deployed; `undefined` when it was not. */
+  cancelReason: string | undefined;
+  /**
+   * Aborted when the job is canceled or its leadership ends: a takeover stops waiting for task
+   * managers then.
+   */
+  readonly stop: AbortController;
 }
 
 /** How long a recovery waits before it asks the stores again after they failed. */
@@ -105,6 +163,8 @@ export class Dispatcher {
   /** Resolves once the current leadership's recovery registered every job it recovers. */
   private listing: Promise<void> = Promise.resolve();
   private listingToken: string | undefined;
+  /** Whether the recovery of leadership {@link listingToken} registered every job it recovers. */
+  private listed = false;
   private readonly cleanups = new Set<Promise<void>>();
   /** The jobs whose cleanup (of a dirty result found at an election) runs now. */
   private readonly cleaning = new Set<string>();
@@ -122,6 +182,21 @@ export class Dispatcher {
     });
   }
 
+  /** The jobs taken over and not deployed yet (INITIALIZING), in the order they were taken over. */
+  get initializing(): readonly InitializingJob[] {
+    return [...this.jobs.values()].flatMap((job) =>
+      job.initializing === undefined || job.execution !== undefined ? [] : [job.initializing],
+    );
+  }
+
+  /**
+   * Whether this job manager leads and is still listing the jobs it takes over at its election:
+   * until it is done, a job it does not know yet may be one it takes over.
+   */
+  get recovering(): boolean {
+    return this.listingToken !== undefined && !this.listed;
+  }
+
   /**
    * This job manager leads now (`token`): the jobs the stores hold and no result ended are
    * recovered, each from its latest stored checkpoint, and the cleanups a previous leader left
@@ -129,16 +204,22 @@ export class Dispatcher {
    */
   grantLeadership(token: string): void {
     this.listingToken = token;
-    this.listing = this.recoverJobs(token);
+    this.listed = false;
+    this.listing = this.recoverJobs(token).finally(() => {
+      if (this.listingToken === token) this.listed = true;
+    });
   }
 
   /**
    * This job manager lost its leadership: every job it runs is suspended (it deletes nothing and
-   * stores no result; the next leader takes it over).
+   * stores no result; the next leader takes it over), and every takeover stops.
    */
   revokeLeadership(cause: Error): void {
     this.listingToken = undefined;
-    for (const job of this.jobs.values()) job.execution?.suspend(cause);
+    for (const job of this.jobs.values()) {
+      job.stop.abort(cause);
+      job.execution?.suspend(cause);
+    }
     this.jobs.clear();
   }
 
@@ -155,7 +236,7 @@ export class Dispatcher {
     options: DeployOptions,
   ): Promise<JobClient> {
     const token = this.leadership(`submitting job ${graph.name} (${graph.jobId})`);
-    await this.listed(token);
+    await this.listedFor(token);
     const id = graph.jobId.toString();
     const known = this.jobs.get(id);
     if (known !== undefined) return this.clientOf(known, await known.started);
@@ -167,9 +248,12 @@ export class Dispatcher {
       return this.submitJob(graph, placement, options);
     }
     if (submitted !== undefined && !this.jobs.has(id)) {
-      const job = this.register(graph.jobId, token);
-      job.started = this.recover(job, submitted);
-      return this.clientOf(job, await job.started);
+      const job = this.takeOver(submitted, token);
+      const execution = await job.started;
+      // The submitter learns why the takeover failed, as it would of a failed submission.
+      const failure = execution === undefined ? await takeoverFailure(job) : undefined;
+      if (failure !== undefined) throw failure;
+      return this.clientOf(job, execution);
     }
     const again = this.jobs.get(id);
     if (again !== undefined) return this.clientOf(again, await again.started);
@@ -198,7 +282,7 @@ export class Dispatcher {
   async getJob(jobId: JobID | string): Promise<JobClient | undefined> {
     const id = jobId.toString();
     const token = this.context.fencingToken();
-    if (token !== undefined) await this.listed(token);
+    if (token !== undefined) await this.listedFor(token);
     const job = this.jobs.get(id);
     if (job !== undefined) return this.clientOf(job, await job.started);
     const stored = await this.context.persistence.storedResult(id);
@@ -217,7 +301,10 @@ export class Dispatcher {
     const cause = new IllegalStateError(
       "the job manager is closing: the job goes on under the next leader",
     );
-    for (const job of this.jobs.values()) job.execution?.suspend(cause);
+    for (const job of this.jobs.values()) {
+      job.stop.abort(cause);
+      job.execution?.suspend(cause);
+    }
   }
 
   /** Resolves once every job ended and every result was stored and cleaned up. */
@@ -237,7 +324,7 @@ export class Dispatcher {
   }
 
   /** Waits until the recovery of leadership `token` registered its jobs. */
-  private async listed(token: string): Promise<void> {
+  private async listedFor(token: string): Promise<void> {
     if (this.listingToken === token) await this.listing;
   }
 
@@ -253,6 +340,9 @@ export class Dispatcher {
         if (this.jobs.get(jobId.toString()) === job) this.jobs.delete(jobId.toString());
         ending.resolve(result);
       },
+      initializing: undefined,
+      cancelReason: undefined,
+      stop: new AbortController(),
     };
     this.jobs.set(jobId.toString(), job);
     return job;
@@ -263,8 +353,9 @@ export class Dispatcher {
   }
 
   /**
-   * Stores `submitted` (a new job) and deploys it; a job whose start fails is forgotten again
-   * and its client gets the error.
+   * Stores `submitted` (a new job) and deploys it; a new job whose start fails is forgotten again
+   * and its client gets the error. A job taken over (`recovered`) is not stored again, and its
+   * failure is its takeover's to handle.
    */
   private async launch(
     job: DispatchedJob,
@@ -277,6 +368,7 @@ export class Dispatcher {
     const { graph } = submitted;
     try {
       if (recovered === undefined) await context.persistence.storeJob(submitted);
+      if (job.cancelReason !== undefined) return await this.endCanceled(job, submitted);
       if (context.fencingToken() !== job.token) {
         job.ended(
           suspendedResult(
@@ -304,13 +396,20 @@ export class Dispatcher {
       context.onDeployed(execution);
       if (context.fencingToken() !== job.token || this.jobs.get(jobId) !== job) {
         execution.suspend(new FencingTokenError("the job manager lost its leadership"));
+      } else if (job.cancelReason !== undefined) {
+        // Canceled while its deployment was under way: as Flink, once the job runs.
+        execution.cancel(job.cancelReason);
       }
       return execution;
     } catch (error) {
-      if (this.jobs.get(graph.jobId.toString()) === job) this.jobs.delete(graph.jobId.toString());
-      job.ended(
-        suspendedResult(graph.jobId, `the job could not be started: ${(error as Error).message}`),
-      );
+      if (recovered === undefined) {
+        if (this.jobs.get(graph.jobId.toString()) === job) {
+          this.jobs.delete(graph.jobId.toString());
+        }
+        job.ended(
+          suspendedResult(graph.jobId, `the job could not be started: ${(error as Error).message}`),
+        );
+      }
       throw error;
     }
   }
@@ -362,13 +461,7 @@ export class Dispatcher {
             continue;
           }
           if (submitted === undefined || this.jobs.has(id)) continue;
-          const job = this.register(submitted.graph.jobId, token);
-          job.started = this.recover(job, submitted).catch((error: unknown) => {
-            const why = `job ${id} could not be taken over: ${(error as Error).message}`;
-            this.context.warn(why);
-            job.ended(suspendedResult(job.jobId, why));
-            return undefined;
-          });
+          this.takeOver(submitted, token);
         }
         return;
       } catch (error) {
@@ -381,30 +474,93 @@ export class Dispatcher {
   }
 
   /**
+   * Registers `submitted` as taken over under leadership `token` (an {@link InitializingJob},
+   * told to the context at once) and recovers it. Its `started` never rejects: a takeover that
+   * fails ends the job (see {@link InitializingJob.result}).
+   */
+  private takeOver(submitted: SubmittedJob, token: string): DispatchedJob {
+    const job = this.register(submitted.graph.jobId, token);
+    const initializing: InitializingJob = {
+      jobId: job.jobId,
+      graph: submitted.graph,
+      initializedAt: Date.now(),
+      get cancelRequested() {
+        return job.cancelReason !== undefined;
+      },
+      get started() {
+        return job.started;
+      },
+      result: job.result,
+      cancel: (reason) => {
+        if (job.execution !== undefined) {
+          job.execution.cancel(reason);
+          return;
+        }
+        if (job.cancelReason !== undefined) return;
+        job.cancelReason = reason;
+        job.stop.abort(new CancelledError(reason));
+      },
+    };
+    job.initializing = initializing;
+    job.started = this.recover(job, submitted)
+      .catch((error: unknown) => this.takeoverFailed(job, submitted, error as Error))
+      .finally(() => {
+        job.initializing = undefined;
+      });
+    this.context.onJobInitializing(initializing);
+    return job;
+  }
+
+  /**
    * Takes `submitted` over: restores its latest stored checkpoint onto the registered task
    * managers, once as many as it ran on are there (see `DispatcherContext.awaitTaskManagers`).
+   * A job canceled meanwhile is not deployed.
    */
   private async recover(
     job: DispatchedJob,
     submitted: SubmittedJob,
   ): Promise<JobExecution | undefined> {
     const { context } = this;
-    const leading = () => context.fencingToken() === job.token && !this.closing;
-    const restoreFrom = await context.persistence.latestCheckpoint(submitted);
-    if (!(await context.awaitTaskManagers(submitted.taskManagers, leading))) {
-      job.ended(
-        suspendedResult(
-          submitted.graph.jobId,
-          "the job manager lost its leadership before it took the job over",
-        ),
+    const leading = () =>
+      context.fencingToken() === job.token && !this.closing && job.cancelReason === undefined;
+    let restoreFrom: CompletedCheckpoint | undefined;
+    for (;;) {
+      try {
+        restoreFrom = await context.persistence.latestCheckpoint(submitted);
+        break;
+      } catch (error) {
+        // etcd out of reach is asked again, as the listing of the jobs is; anything else fails
+        // the takeover.
+        if (!isSluiceError(error, ErrorCodes.HA_UNAVAILABLE) || !leading()) throw error;
+        context.warn(
+          `job ${job.jobId}: its checkpoints cannot be read, asking again in ${RECOVERY_RETRY_MS} ms: ${(error as Error).message}`,
+        );
+        // An abort ends the pause early: the job was canceled or the leadership ended.
+        await delay(RECOVERY_RETRY_MS, undefined, { signal: job.stop.signal }).catch(() => {});
+        if (job.cancelReason !== undefined) return this.endCanceled(job, submitted);
+        if (!leading()) throw error;
+      }
+    }
+    let placement: Awaited<ReturnType<DispatcherContext["defaultPlacement"]>>;
+    do {
+      const found = await context.awaitTaskManagers(
+        submitted.taskManagers,
+        leading,
+        job.stop.signal,
       );
-      return undefined;
-    }
-    const placement = await context.defaultPlacement(submitted.graph);
-    if (placement === undefined) {
-      job.ended(suspendedResult(submitted.graph.jobId, "no task manager is connected"));
-      return undefined;
-    }
+      if (job.cancelReason !== undefined) return this.endCanceled(job, submitted);
+      if (!found) {
+        job.ended(
+          suspendedResult(
+            submitted.graph.jobId,
+            "the job manager lost its leadership before it took the job over",
+          ),
+        );
+        return undefined;
+      }
+      // The task managers it waited for may be lost again before it places the job.
+      placement = await context.defaultPlacement(submitted.graph);
+    } while (placement === undefined);
     const execution = await this.launch(
       job,
       submitted,
@@ -425,6 +581,44 @@ export class Dispatcher {
       }
     }
     return execution;
+  }
+
+  /**
+   * The takeover of `job` failed with `error`: suspended when the leadership ended meanwhile,
+   * canceled when a cancellation was asked for, else FAILED with `error` (nothing stored).
+   */
+  private async takeoverFailed(
+    job: DispatchedJob,
+    submitted: SubmittedJob,
+    error: Error,
+  ): Promise<undefined> {
+    if (this.context.fencingToken() !== job.token || this.closing) {
+      job.ended(
+        suspendedResult(
+          job.jobId,
+          `the job manager lost its leadership before it took the job over: ${error.message}`,
+        ),
+      );
+      return undefined;
+    }
+    if (job.cancelReason !== undefined) return this.endCanceled(job, submitted);
+    this.context.warn(`job ${job.jobId} could not be taken over: ${error.message}`);
+    job.ended(unstartedResult(job.jobId, "FAILED", error));
+    return undefined;
+  }
+
+  /**
+   * `job` was canceled before it was deployed: it ends CANCELED for good, its result stored and
+   * its data cleaned up as for any job canceled under this leadership.
+   */
+  private async endCanceled(job: DispatchedJob, submitted: SubmittedJob): Promise<undefined> {
+    const reason = job.cancelReason ?? `job ${submitted.graph.name} was canceled`;
+    await this.ended(
+      job,
+      submitted,
+      unstartedResult(job.jobId, "CANCELED", new CancelledError(reason)),
+    );
+    return undefined;
   }
 
   /** Finishes the cleanup a previous leader left of a job with a dirty result. */
@@ -511,14 +705,25 @@ function endedClient(entry: JobResultEntry): JobClient {
 
 /** The result of a job suspended before it was deployed here. */
 function suspendedResult(jobId: JobID, why: string): JobResult {
+  return unstartedResult(jobId, "SUSPENDED", new IllegalStateError(why));
+}
+
+/** The result of a job that ended `status` with `error` before it was deployed here. */
+function unstartedResult(jobId: JobID, status: JobResult["status"], error: Error): JobResult {
   return {
     jobId,
-    status: "SUSPENDED",
-    error: new IllegalStateError(why),
+    status,
+    error,
     results: new Map(),
     releaseErrors: [],
     checkpoints: { completed: 0, aborted: 0 },
     restarts: 0,
     rerunTasks: [],
   };
+}
+
+/** Why the takeover of `job` failed (its FAILED result's error); `undefined` when it did not. */
+async function takeoverFailure(job: DispatchedJob): Promise<Error | undefined> {
+  const result = await job.result;
+  return result.status === "FAILED" && job.execution === undefined ? result.error : undefined;
 }

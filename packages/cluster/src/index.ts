@@ -4,7 +4,7 @@ export { type CommandIO, ExitCode, exitCodeOf, formatError } from "./cli/process
 export { RestClusterClient } from "./cli/rest-client.js";
 export { CLUSTER_WARNING_TYPE } from "./cluster-warning.js";
 export { type ShutdownReport, SLUICE_VERSION } from "./control-plane-messages.js";
-export type { JobClient } from "./dispatcher.js";
+export type { InitializingJob, JobClient } from "./dispatcher.js";
 export {
   isHighAvailabilityModeActivated,
   loadHighAvailabilityServices,
@@ -36,6 +36,7 @@ export type {
   PlanInfo,
   PlanInput,
   RatesInfo,
+  RestJobStatus,
   StatusCounts,
   SubtaskInfo,
   TimesInfo,

@@ -1,6 +1,6 @@
+import { createTestPki, type TestPki } from "@sluice/core/test-certificates";
 import { readTlsSettings } from "@sluice/network/plugin";
 import { Configuration } from "@sluice/runtime";
-import { createTestPki, type TestPki } from "@sluice/shuffle-tck/transport";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { connectToJobManager } from "./connect-to-job-manager.js";
 import { CONTROL_PLANE_VERSION, SLUICE_VERSION } from "./control-plane-messages.js";

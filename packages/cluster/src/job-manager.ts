@@ -28,7 +28,7 @@ import {
 import { emitClusterWarning } from "./cluster-warning.js";
 import { HOST_LOCAL_KEYS, type ShutdownReport } from "./control-plane-messages.js";
 import { readControlPlaneTls } from "./control-plane-tls.js";
-import { Dispatcher, type JobClient } from "./dispatcher.js";
+import { Dispatcher, type InitializingJob, type JobClient } from "./dispatcher.js";
 import { EmbeddedHighAvailabilityServices } from "./embedded-high-availability-services.js";
 import { loadHighAvailabilityServices } from "./high-availability-services-loader.js";
 import { JobManagerEndpoint, type RefusedTaskManager } from "./job-manager-endpoint.js";
@@ -175,6 +175,7 @@ export class JobManager {
   readonly port: number;
 
   private readonly deployListeners = new Set<(job: JobExecution) => void>();
+  private readonly initializingListeners = new Set<(job: InitializingJob) => void>();
   private readonly waiters = new TaskManagerWaiters(
     () => this.connectedTaskManagers(),
     (wait, phase) => this.waitListener?.(wait, phase),
@@ -260,7 +261,10 @@ export class JobManager {
         });
         for (const listener of [...this.deployListeners]) listener(execution);
       },
-      awaitTaskManagers: (count, leading) => this.awaitTaskManagers(count, leading),
+      onJobInitializing: (job) => {
+        for (const listener of [...this.initializingListeners]) listener(job);
+      },
+      awaitTaskManagers: (count, leading, signal) => this.awaitTaskManagers(count, leading, signal),
       connectedTaskManagers: () => this.connectedTaskManagers().length,
       ...(options.onJobRecovered === undefined ? {} : { onJobRecovered: options.onJobRecovered }),
       ...(options.jobStatusListener === undefined
@@ -650,6 +654,35 @@ export class JobManager {
   }
 
   /**
+   * The jobs this job manager takes over and has not deployed yet (Flink's INITIALIZING: it reads
+   * each one's latest checkpoint and waits for the task managers it ran on), in the order it
+   * began to take them over. Each one is in {@link jobs} once deployed.
+   */
+  get initializingJobs(): readonly InitializingJob[] {
+    return this.dispatcher.initializing;
+  }
+
+  /**
+   * Whether this job manager leads and is still listing the jobs it takes over at its election
+   * (from the job graph store): until it is done, a job it does not know yet may be one that it
+   * is about to take over (the REST endpoint answers 503 for it, not 404).
+   */
+  get recoveringJobs(): boolean {
+    return this.dispatcher.recovering;
+  }
+
+  /**
+   * Calls `listener` with every job this job manager begins to take over from now on (at its
+   * election, or when a job stored but not taken over then is submitted), before it is deployed:
+   * {@link onJobDeployed} hears of it once deployed. The listener must not throw. Returns the
+   * function that stops the calls.
+   */
+  onJobInitializing(listener: (job: InitializingJob) => void): () => void {
+    this.initializingListeners.add(listener);
+    return () => this.initializingListeners.delete(listener);
+  }
+
+  /**
    * Runs `graph` on the default placement, unless it runs here already or ended for good before
    * (Flink's `Dispatcher.submitJob`): resolves with its {@link JobClient} — the execution this
    * job manager runs (deployed now, or taken over at its election), or the stored result of a
@@ -748,12 +781,16 @@ export class JobManager {
 
   /**
    * Resolves once `count` task managers are connected, or after `slot.request.timeout` once at
-   * least one is (a job taken over runs on what is there); false when `leading()` turned false
-   * or the job manager closed first.
+   * least one is (a job taken over runs on what is there); false when `leading()` turned false,
+   * `signal` aborted or the job manager closed first.
    */
-  private async awaitTaskManagers(count: number, leading: () => boolean): Promise<boolean> {
+  private async awaitTaskManagers(
+    count: number,
+    leading: () => boolean,
+    signal: AbortSignal,
+  ): Promise<boolean> {
     let needed = count;
-    while (leading()) {
+    while (leading() && !signal.aborted) {
       try {
         await this.waiters.waitFor(
           needed,
@@ -763,6 +800,7 @@ export class JobManager {
           undefined,
           `${needed} task manager${needed === 1 ? "" : "s"} to run the jobs taken over`,
           () => `${count} task managers did not register within ${this.slotRequestTimeoutMs} ms`,
+          signal,
         );
         return leading();
       } catch (error) {

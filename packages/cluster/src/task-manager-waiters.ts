@@ -20,8 +20,11 @@ export interface TaskManagerWait {
   readonly timeoutKey: string | undefined;
 }
 
-/** How a wait went: it began, task managers came, or its time ran out. */
-export type TaskManagerWaitPhase = "began" | "satisfied" | "timed-out";
+/**
+ * How a wait went: it began, task managers came, its time ran out, or it was abandoned (its job
+ * was canceled, or the job manager lost its leadership, before task managers came).
+ */
+export type TaskManagerWaitPhase = "began" | "satisfied" | "timed-out" | "abandoned";
 
 /**
  * One line about a wait for task managers, for logs and progress lines: `waiting 12 s of 5 min
@@ -45,6 +48,8 @@ export function describeTaskManagerWait(
       return `done waiting for ${wait.what} after ${elapsed}`;
     case "timed-out":
       return `gave up waiting for ${wait.what} after${limit}`;
+    case "abandoned":
+      return `stopped waiting for ${wait.what} after ${elapsed}`;
     default:
       return `waiting ${elapsed}${limit === "" ? "" : ` of${limit}`} for ${wait.what}`;
   }
@@ -95,8 +100,9 @@ export class TaskManagerWaiters {
    *
    * @param timeout - how long at most, and the key that says so (none: no timeout).
    * @param what - what it waits for, as {@link TaskManagerWait.what} says it.
+   * @param signal - abandons the wait (its job no longer needs the task managers).
    * @throws TimeoutError with `timeoutMessage()` after the timeout;
-   *   IllegalStateError when closed first.
+   *   IllegalStateError when closed first; `signal`'s reason when it aborts first.
    */
   waitFor(
     count: number,
@@ -104,6 +110,7 @@ export class TaskManagerWaiters {
     excluded: ReadonlySet<RegisteredTaskManager> | undefined,
     what: string,
     timeoutMessage: () => string,
+    signal?: AbortSignal,
   ): Promise<readonly RegisteredTaskManager[]> {
     const timeoutMs = timeout?.ms;
     return new Promise((resolve, reject) => {
@@ -111,7 +118,17 @@ export class TaskManagerWaiters {
         reject(new IllegalStateError("the job manager is closed"));
         return;
       }
+      if (signal?.aborted) {
+        reject(signal.reason);
+        return;
+      }
       let timer: NodeJS.Timeout | undefined;
+      const abandon = () => {
+        if (!this.waiters.delete(waiter)) return;
+        clearTimeout(timer);
+        if (waiter.began) this.onWait(wait, "abandoned");
+        reject(signal?.reason);
+      };
       const wait: TaskManagerWait = {
         what,
         since: Date.now(),
@@ -124,10 +141,12 @@ export class TaskManagerWaiters {
         ...(excluded === undefined ? {} : { excluded }),
         resolve: (taskManagers) => {
           clearTimeout(timer);
+          signal?.removeEventListener("abort", abandon);
           resolve(taskManagers);
         },
         reject: (error) => {
           clearTimeout(timer);
+          signal?.removeEventListener("abort", abandon);
           reject(error);
         },
         began: false,
@@ -135,10 +154,12 @@ export class TaskManagerWaiters {
       if (timeoutMs !== undefined) {
         timer = setTimeout(() => {
           this.waiters.delete(waiter);
+          signal?.removeEventListener("abort", abandon);
           this.onWait(wait, "timed-out");
           reject(new TimeoutError(timeoutMessage()));
         }, timeoutMs);
       }
+      signal?.addEventListener("abort", abandon, { once: true });
       this.waiters.add(waiter);
       if (!this.satisfy(waiter, this.connected())) {
         waiter.began = true;

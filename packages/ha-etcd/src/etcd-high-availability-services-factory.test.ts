@@ -1,4 +1,5 @@
 import { ErrorCodes } from "@sluice/core";
+import { createTestPki, type TestCertificate, type TestPki } from "@sluice/core/test-certificates";
 import { expectRejection, waitFor } from "@sluice/core/testing";
 import { HighAvailabilityUnavailableError } from "@sluice/runtime-api";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -9,7 +10,6 @@ import {
   leaderStandbyAndObserver,
   recordingRetrieval,
 } from "./test-support/ha-fixture.js";
-import { createTestCertificates, type TestCertificates } from "./testing/index.js";
 
 /**
  * Two job managers' services and a task manager's retrieval: the first is elected, the
@@ -36,9 +36,11 @@ describeWithEtcd(
   "the etcd high-availability services on an etcd that requires TLS client certificates",
   (fixture) => {
     // Another authority, and a client certificate it signed.
-    let foreign: TestCertificates;
+    let foreign: TestPki;
+    let foreignClient: TestCertificate;
     beforeAll(() => {
-      foreign = createTestCertificates();
+      foreign = createTestPki("etcd-foreign");
+      foreignClient = foreign.issue("job-manager");
     });
     afterAll(() => foreign?.remove());
     // A request that hung would fail the test by its timeout long before this lease-ttl.
@@ -72,30 +74,30 @@ describeWithEtcd(
       await expectRejection(
         fixture.services({
           ...patient,
-          "high-availability.etcd.ssl.cert": foreign.clientCert,
-          "high-availability.etcd.ssl.key": foreign.clientKey,
+          "high-availability.etcd.ssl.cert": foreignClient.cert,
+          "high-availability.etcd.ssl.key": foreignClient.key,
         }),
         HighAvailabilityUnavailableError,
         ErrorCodes.HA_UNAVAILABLE,
         `${endpoint}: etcd refused the TLS connection: `,
         "it did not accept this client's certificate",
-        `high-availability.etcd.ssl.cert = ${foreign.clientCert}`,
+        `high-availability.etcd.ssl.cert = ${foreignClient.cert}`,
       );
     }, 30_000);
 
     it("refuses an authority that did not sign etcd's certificate, naming the endpoint, the verification error and the file", async () => {
       const endpoint = fixture.etcd().endpoint;
       await expectRejection(
-        fixture.services({ ...patient, "high-availability.etcd.ssl.ca": foreign.ca }),
+        fixture.services({ ...patient, "high-availability.etcd.ssl.ca": foreign.caCert }),
         HighAvailabilityUnavailableError,
         ErrorCodes.HA_UNAVAILABLE,
         `connecting failed against etcd at ${endpoint}: ${endpoint}: etcd's TLS certificate is not trusted: unable to verify the first certificate (UNABLE_TO_VERIFY_LEAF_SIGNATURE)`,
-        `high-availability.etcd.ssl.ca = ${foreign.ca}`,
+        `high-availability.etcd.ssl.ca = ${foreign.caCert}`,
       );
     }, 30_000);
 
     it("refuses an etcd certificate that does not name the endpoint's host", async () => {
-      // The test certificate names IP 127.0.0.1 only.
+      // The test certificate names the loopback addresses only, no host name.
       const endpoint = fixture.etcd().endpoint.replace("127.0.0.1", "localhost");
       await expectRejection(
         fixture.services({ ...patient, "high-availability.etcd.endpoints": endpoint }),

@@ -2,15 +2,20 @@ import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { ConfigurationError, ErrorCodes } from "@sluice/core";
+import { createTestPki, type TestCertificate, type TestPki } from "@sluice/core/test-certificates";
 import { expectError } from "@sluice/core/testing";
 import { readableConfigOf } from "@sluice/runtime-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readEtcdClientOptions } from "./read-etcd-client-options.js";
-import { createTestCertificates, type TestCertificates } from "./testing/index.js";
 
-let pki: TestCertificates;
+let pki: TestPki;
+/** A job manager's client certificate, and another one whose key does not fit it. */
+let client: TestCertificate;
+let other: TestCertificate;
 beforeAll(() => {
-  pki = createTestCertificates();
+  pki = createTestPki("etcd-client-options");
+  client = pki.issue("job-manager");
+  other = pki.issue("other");
 });
 afterAll(() => pki?.remove());
 
@@ -32,9 +37,9 @@ function file(name: string, content: string | Buffer): string {
 describe("the etcd client's options read from high-availability.etcd.*", () => {
   it("reads the PEM files of https:// endpoints into the client's TLS options, and the user", () => {
     const settings = read({
-      "high-availability.etcd.ssl.ca": pki.ca,
-      "high-availability.etcd.ssl.cert": pki.clientCert,
-      "high-availability.etcd.ssl.key": pki.clientKey,
+      "high-availability.etcd.ssl.ca": pki.caCert,
+      "high-availability.etcd.ssl.cert": client.cert,
+      "high-availability.etcd.ssl.key": client.key,
       "high-availability.etcd.username": "sluice",
       "high-availability.etcd.password": "secret",
       "high-availability.etcd.lease-ttl": "5s",
@@ -43,9 +48,9 @@ describe("the etcd client's options read from high-availability.etcd.*", () => {
       endpoints: ["https://10.0.0.1:2379", "https://10.0.0.2:2379"],
       requestTimeoutMs: 5000,
       tls: {
-        ca: readFileSync(pki.ca),
-        cert: readFileSync(pki.clientCert),
-        key: readFileSync(pki.clientKey),
+        ca: readFileSync(pki.caCert),
+        cert: readFileSync(client.cert),
+        key: readFileSync(client.key),
       },
       auth: { username: "sluice", password: "secret" },
     });
@@ -71,10 +76,10 @@ describe("the etcd client's options read from high-availability.etcd.*", () => {
     );
     // Node would take it and then trust nothing.
     expectError(
-      () => read({ "high-availability.etcd.ssl.ca": pki.clientKey }),
+      () => read({ "high-availability.etcd.ssl.ca": client.key }),
       ConfigurationError,
       ErrorCodes.CONFIG,
-      `high-availability.etcd.ssl.ca = "${pki.clientKey}": the file holds no PEM certificate`,
+      `high-availability.etcd.ssl.ca = "${client.key}": the file holds no PEM certificate`,
     );
     const damaged = file(
       "damaged.crt",
@@ -90,13 +95,13 @@ describe("the etcd client's options read from high-availability.etcd.*", () => {
 
   it("names both keys when only the client certificate or only its key is set", () => {
     expectError(
-      () => read({ "high-availability.etcd.ssl.cert": pki.clientCert }),
+      () => read({ "high-availability.etcd.ssl.cert": client.cert }),
       ConfigurationError,
       ErrorCodes.CONFIG,
       "high-availability.etcd.ssl.cert is set without high-availability.etcd.ssl.key",
     );
     expectError(
-      () => read({ "high-availability.etcd.ssl.key": pki.clientKey }),
+      () => read({ "high-availability.etcd.ssl.key": client.key }),
       ConfigurationError,
       ErrorCodes.CONFIG,
       "high-availability.etcd.ssl.key is set without high-availability.etcd.ssl.cert",
@@ -107,29 +112,29 @@ describe("the etcd client's options read from high-availability.etcd.*", () => {
     expectError(
       () =>
         read({
-          "high-availability.etcd.ssl.cert": pki.clientCert,
-          "high-availability.etcd.ssl.key": pki.serverKey,
+          "high-availability.etcd.ssl.cert": client.cert,
+          "high-availability.etcd.ssl.key": other.key,
         }),
       ConfigurationError,
       ErrorCodes.CONFIG,
-      `high-availability.etcd.ssl.key = "${pki.serverKey}" cannot be used with high-availability.etcd.ssl.cert = "${pki.clientCert}": `,
+      `high-availability.etcd.ssl.key = "${other.key}" cannot be used with high-availability.etcd.ssl.cert = "${client.cert}": `,
       "key values mismatch",
     );
     const encrypted = file(
       "client-encrypted.key",
-      execFileSync("openssl", ["ec", "-in", pki.clientKey, "-aes256", "-passout", "pass:right"], {
+      execFileSync("openssl", ["ec", "-in", client.key, "-aes256", "-passout", "pass:right"], {
         stdio: ["ignore", "pipe", "ignore"],
       }),
     );
     const keys = {
-      "high-availability.etcd.ssl.cert": pki.clientCert,
+      "high-availability.etcd.ssl.cert": client.cert,
       "high-availability.etcd.ssl.key": encrypted,
     };
     expectError(
       () => read({ ...keys, "high-availability.etcd.ssl.key-password": "wrong" }),
       ConfigurationError,
       ErrorCodes.CONFIG,
-      `high-availability.etcd.ssl.key = "${encrypted}" cannot be used with high-availability.etcd.ssl.cert = "${pki.clientCert}" and high-availability.etcd.ssl.key-password: `,
+      `high-availability.etcd.ssl.key = "${encrypted}" cannot be used with high-availability.etcd.ssl.cert = "${client.cert}" and high-availability.etcd.ssl.key-password: `,
       "bad decrypt",
     );
     expect(
@@ -153,7 +158,7 @@ describe("the etcd client's options read from high-availability.etcd.*", () => {
       () =>
         read({
           "high-availability.etcd.endpoints": "http://10.0.0.1:2379",
-          "high-availability.etcd.ssl.ca": pki.ca,
+          "high-availability.etcd.ssl.ca": pki.caCert,
           "high-availability.etcd.ssl.key-password": "x",
         }),
       ConfigurationError,

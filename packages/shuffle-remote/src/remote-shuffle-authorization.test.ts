@@ -4,14 +4,9 @@
  */
 import { randomBytes } from "node:crypto";
 import { ErrorCodes, ExecutionAttemptID } from "@sluice/core";
+import { createTestPki, type TestPki } from "@sluice/core/test-certificates";
 import { createResultPartitionDeploymentDescriptor } from "@sluice/runtime-api";
-import {
-  connectRawTcp,
-  createTestPki,
-  type RawPeer,
-  rawTcpPeer,
-  type TestPki,
-} from "@sluice/shuffle-tck/transport";
+import { connectRawTcp, type RawPeer, rawTcpPeer } from "@sluice/shuffle-tck/transport";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createRemoteShuffleDescriptor } from "./remote-shuffle-descriptor.js";
 import { FrameType } from "./remote-shuffle-messages.js";

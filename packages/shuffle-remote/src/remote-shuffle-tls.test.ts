@@ -1,5 +1,5 @@
 import { ErrorCodes } from "@sluice/core";
-import { createTestPki, type TestPki } from "@sluice/shuffle-tck/transport";
+import { createTestPki, type TestPki } from "@sluice/core/test-certificates";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   partitionDescriptor,

@@ -1,14 +1,13 @@
+import { createTestPki, type TestPki } from "@sluice/core/test-certificates";
 import { readTlsSettings } from "@sluice/network/plugin";
 import { readableConfigOf } from "@sluice/runtime-api";
 import {
   connectRawTcp,
-  createTestPki,
   describeHostilePeerLimitsSuite,
   describeSmallestBufferSettingsSuite,
   InProcessCluster,
   networkEnvironmentOf,
   rawTcpPeer,
-  type TestPki,
 } from "@sluice/shuffle-tck/transport";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { TCP_PLUGIN } from "./test-support/plugin.js";

@@ -2,8 +2,8 @@ import { createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer, type Socket } from "node:net";
 import { ErrorCodes, type SluiceError } from "@sluice/core";
+import { createTestPki } from "@sluice/core/test-certificates";
 import { READ_BUFFER_BYTES, type TlsSettings } from "@sluice/network/plugin";
-import { createTestPki } from "@sluice/shuffle-tck/transport";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   clientWithPlainServer,

@@ -9,7 +9,7 @@ import {
 } from "./configuration-options.js";
 import { restAddressOption } from "./list-command.js";
 import { type CommandIO, ExitCode, exitCodeOf, formatError } from "./process-shell.js";
-import { RestClusterClient } from "./rest-client.js";
+import { type RestClusterClient, usingRestClient } from "./rest-client.js";
 
 interface CancelFlags extends ConfigurationFlags {
   readonly jobmanager?: string;
@@ -42,35 +42,45 @@ export function cancelCommand(program: Command, io: CommandIO, exit: (code: numb
 
 async function cancel(jobId: string, flags: CancelFlags, io: CommandIO): Promise<number> {
   try {
-    const client = await RestClusterClient.of(
+    return await usingRestClient(
       loadClientConfiguration(flags),
       flags.jobmanager,
       io.stderr,
+      (client) => cancelAndWait(client, jobId, flags, io),
     );
-    await client.request("PATCH", `/jobs/${jobId}?mode=cancel`);
-    io.stdout.write(`cancelling job ${jobId}\n`);
-    if (flags.detached === true) return ExitCode.OK;
-    const deadline = performance.now() + WAIT_MS;
-    for (;;) {
-      const { jobs } = await client.get<{ jobs: JobOverviewInfo[] }>("/jobs/overview");
-      const state = jobs.find((job) => job.jid === jobId)?.state;
-      if (state === undefined) {
-        throw new IllegalStateError(`job ${jobId} is no longer listed by ${client.url}`);
-      }
-      if (state === "CANCELED" || state === "FINISHED" || state === "FAILED") {
-        io.stdout.write(`job ${jobId} ended ${state}\n`);
-        return state === "CANCELED" ? ExitCode.OK : ExitCode.FAILED;
-      }
-      if (performance.now() > deadline) {
-        throw new TimeoutError(
-          `job ${jobId} is still ${state} ${WAIT_MS / 1000} s after its cancellation was accepted (its tasks may ignore their cancellation; see task.cancellation.timeout)`,
-        );
-      }
-      await delay(POLL_MS);
-    }
   } catch (error) {
     io.stderr.write(formatError(error));
     return exitCodeOf(error);
+  }
+}
+
+/** Cancels job `jobId` through `client` and, unless detached, waits until it ended. */
+async function cancelAndWait(
+  client: RestClusterClient,
+  jobId: string,
+  flags: CancelFlags,
+  io: CommandIO,
+): Promise<number> {
+  await client.request("PATCH", `/jobs/${jobId}?mode=cancel`);
+  io.stdout.write(`cancelling job ${jobId}\n`);
+  if (flags.detached === true) return ExitCode.OK;
+  const deadline = performance.now() + WAIT_MS;
+  for (;;) {
+    const { jobs } = await client.get<{ jobs: JobOverviewInfo[] }>("/jobs/overview");
+    const state = jobs.find((job) => job.jid === jobId)?.state;
+    if (state === undefined) {
+      throw new IllegalStateError(`job ${jobId} is no longer listed by ${client.url}`);
+    }
+    if (state === "CANCELED" || state === "FINISHED" || state === "FAILED") {
+      io.stdout.write(`job ${jobId} ended ${state}\n`);
+      return state === "CANCELED" ? ExitCode.OK : ExitCode.FAILED;
+    }
+    if (performance.now() > deadline) {
+      throw new TimeoutError(
+        `job ${jobId} is still ${state} ${WAIT_MS / 1000} s after its cancellation was accepted (its tasks may ignore their cancellation; see task.cancellation.timeout)`,
+      );
+    }
+    await delay(POLL_MS);
   }
 }
 

@@ -6,7 +6,7 @@ import {
   withConfigurationOptions,
 } from "./configuration-options.js";
 import { type CommandIO, ExitCode, exitCodeOf, formatError } from "./process-shell.js";
-import { RestClusterClient } from "./rest-client.js";
+import { type RestClusterClient, usingRestClient } from "./rest-client.js";
 
 /** The `--jobmanager` option of the REST commands. */
 export function restAddressOption(): Option {
@@ -34,44 +34,53 @@ export function listCommand(program: Command, io: CommandIO, exit: (code: number
 
 async function list(flags: ListFlags, io: CommandIO): Promise<number> {
   try {
-    const client = await RestClusterClient.of(
+    return await usingRestClient(
       loadClientConfiguration(flags),
       flags.jobmanager,
       io.stderr,
+      (client) => printJobs(client, flags, io),
     );
-    const { jobs } = await client.get<{ jobs: JobOverviewInfo[] }>("/jobs/overview");
-    if (flags.json === true) {
-      io.stdout.write(`${JSON.stringify({ jobs })}\n`);
-      return ExitCode.OK;
-    }
-    if (jobs.length === 0) {
-      io.stdout.write(`no jobs at ${client.url}\n`);
-      return ExitCode.OK;
-    }
-    const rows = [...jobs]
-      .sort((a, b) => b["start-time"] - a["start-time"])
-      .map((job) => [
-        job.jid,
-        job.state,
-        new Date(job["start-time"]).toISOString(),
-        `${(job.duration / 1000).toFixed(1)} s`,
-        job.name,
-      ]);
-    const header = ["JOB ID", "STATE", "STARTED", "DURATION", "NAME"];
-    const widths = header.map((title, column) =>
-      Math.max(title.length, ...rows.map((row) => (row[column] as string).length)),
-    );
-    for (const row of [header, ...rows]) {
-      io.stdout.write(
-        `${row
-          .map((cell, column) => cell.padEnd(widths[column] as number))
-          .join("  ")
-          .trimEnd()}\n`,
-      );
-    }
-    return ExitCode.OK;
   } catch (error) {
     io.stderr.write(formatError(error));
     return exitCodeOf(error);
   }
+}
+
+/** Prints the jobs `client`'s endpoint lists, newest first (or its answer as JSON). */
+async function printJobs(
+  client: RestClusterClient,
+  flags: ListFlags,
+  io: CommandIO,
+): Promise<number> {
+  const { jobs } = await client.get<{ jobs: JobOverviewInfo[] }>("/jobs/overview");
+  if (flags.json === true) {
+    io.stdout.write(`${JSON.stringify({ jobs })}\n`);
+    return ExitCode.OK;
+  }
+  if (jobs.length === 0) {
+    io.stdout.write(`no jobs at ${client.url}\n`);
+    return ExitCode.OK;
+  }
+  const rows = [...jobs]
+    .sort((a, b) => b["start-time"] - a["start-time"])
+    .map((job) => [
+      job.jid,
+      job.state,
+      new Date(job["start-time"]).toISOString(),
+      `${(job.duration / 1000).toFixed(1)} s`,
+      job.name,
+    ]);
+  const header = ["JOB ID", "STATE", "STARTED", "DURATION", "NAME"];
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => (row[column] as string).length)),
+  );
+  for (const row of [header, ...rows]) {
+    io.stdout.write(
+      `${row
+        .map((cell, column) => cell.padEnd(widths[column] as number))
+        .join("  ")
+        .trimEnd()}\n`,
+    );
+  }
+  return ExitCode.OK;
 }

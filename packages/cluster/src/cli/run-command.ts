@@ -1,6 +1,8 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
+import { TimeoutError } from "@sluice/core";
+import type { Configuration } from "@sluice/runtime";
 import { JobGraphCodec, loadJobModule } from "@sluice/runtime/plugin";
 import { JobManagerOptions } from "@sluice/runtime-api";
 import { type Command, Option } from "commander";
@@ -14,7 +16,7 @@ import {
 } from "./configuration-options.js";
 import { restAddressOption } from "./list-command.js";
 import { type CommandIO, ExitCode, exitCodeOf, formatError } from "./process-shell.js";
-import { RestClusterClient } from "./rest-client.js";
+import { type RestClusterClient, usingRestClient } from "./rest-client.js";
 
 interface RunFlags extends ConfigurationFlags {
   readonly jobmanager?: string;
@@ -24,7 +26,7 @@ interface RunFlags extends ConfigurationFlags {
 
 /** How often `sluice run` asks for the job's state while it waits for its end. */
 const POLL_MS = 1000;
-/** How often it looks the leader up again while the job is not at the one it follows. */
+/** How often it asks again while the job is not at the leader it follows. */
 const LEADER_RETRY_MS = 1000;
 /** Beyond `slot.request.timeout`, how long a job may be out of sight during a takeover. */
 const LEADER_WAIT_MS = 30_000;
@@ -38,7 +40,8 @@ const TERMINAL = new Set(["FINISHED", "FAILED", "CANCELED"]);
  * arguments after the module, names the module the task managers load its code by, submits the
  * graph to the job manager's REST endpoint and, unless `--detached`, follows the job to its end:
  * exit code 0 when it finished, 1 when it failed or was canceled. With high availability (and no
- * `--jobmanager`) it submits to the leader and follows the job to every next leader.
+ * `--jobmanager`) it submits to the leader and follows the job to every next leader through one
+ * leader retrieval, open for the whole run.
  */
 export function runCommand(program: Command, io: CommandIO, exit: (code: number) => void): void {
   withConfigurationOptions(
@@ -72,71 +75,103 @@ async function run(
   flags: RunFlags,
   io: CommandIO,
 ): Promise<number> {
-  const say = (line: string) => io.stdout.write(`${line}\n`);
   try {
     const configuration = loadClientConfiguration(flags);
-    const client = await RestClusterClient.of(configuration, flags.jobmanager, io.stderr);
-    const loaded = await loadJobModule(asPathIfFile(reference));
-    const graph = await loaded.module.createJobGraph({ args, configuration });
-    if (flags.code !== undefined) graph.setUserCodeModule(flags.code);
-    else if (graph.userCodeModule === undefined) {
-      graph.setUserCodeModule(`${loaded.file}#${loaded.exportName}`);
-    }
-    const { jobid } = await client.request<JobSubmitResponseBody>("POST", "/jobs", {
-      jobGraph: JobGraphCodec.toJSON(graph) as never,
-    });
-    say(
-      `job ${jobid} (${graph.name}) submitted to ${client.url}; task managers run it with ${graph.userCodeModule}`,
+    return await usingRestClient(configuration, flags.jobmanager, io.stderr, (client) =>
+      submitAndFollow(client, configuration, reference, args, flags, io),
     );
-    if (flags.detached === true) return ExitCode.OK;
-    let state: string | undefined;
-    let following = client;
-    // With high availability the job outlives its job manager: the next leader shows it once it
-    // took it over, which waits at most slot.request.timeout for the job's task managers.
-    const followsLeader =
-      flags.jobmanager === undefined && isHighAvailabilityModeActivated(configuration);
-    const takeoverMs = configuration.get(JobManagerOptions.SLOT_REQUEST_TIMEOUT) + LEADER_WAIT_MS;
-    let lostSince: number | undefined;
-    for (;;) {
-      let job: JobDetailsInfo;
-      try {
-        job = await following.get<JobDetailsInfo>(`/jobs/${jobid}`);
-        lostSince = undefined;
-      } catch (error) {
-        if (!followsLeader || Date.now() - (lostSince ?? Date.now()) > takeoverMs) throw error;
-        if (lostSince === undefined) {
-          lostSince = Date.now();
-          say(
-            `job ${jobid} is not at ${following.url} (${(error as Error).message}): following the leader that high availability names`,
-          );
-        }
-        await delay(LEADER_RETRY_MS);
-        // No leader within leader retrieval's own timeout is one more miss within the budget.
-        following = await RestClusterClient.of(configuration, undefined, io.stderr).catch(
-          () => following,
-        );
-        continue;
-      }
-      if (job.state !== state) {
-        state = job.state;
-        say(`job ${jobid} is ${state}`);
-      }
-      if (TERMINAL.has(job.state)) {
-        say(`job ${jobid} ${job.state} after ${job.restarts} restart(s)`);
-        if (job.state === "FINISHED") return ExitCode.OK;
-        const { "root-exception": cause } = await following.get<{
-          "root-exception": string | null;
-        }>(`/jobs/${jobid}/exceptions`);
-        io.stderr.write(
-          `error: job ${jobid} ended ${job.state}${cause === null ? "" : `: ${cause}`}\n`,
-        );
-        return ExitCode.FAILED;
-      }
-      await delay(POLL_MS);
-    }
   } catch (error) {
     io.stderr.write(formatError(error));
     return exitCodeOf(error);
+  }
+}
+
+/**
+ * Submits the job module's job through `client` and, unless detached, follows it to its end. A
+ * client that follows the leader (high availability) sends every poll to the latest leader's
+ * endpoint: after a failover the poll finds the job at the next leader, INITIALIZING while that
+ * leader takes it over, without opening the high-availability services again.
+ */
+async function submitAndFollow(
+  client: RestClusterClient,
+  configuration: Configuration,
+  reference: string,
+  args: string[],
+  flags: RunFlags,
+  io: CommandIO,
+): Promise<number> {
+  const say = (line: string) => io.stdout.write(`${line}\n`);
+  const loaded = await loadJobModule(asPathIfFile(reference));
+  const graph = await loaded.module.createJobGraph({ args, configuration });
+  if (flags.code !== undefined) graph.setUserCodeModule(flags.code);
+  else if (graph.userCodeModule === undefined) {
+    graph.setUserCodeModule(`${loaded.file}#${loaded.exportName}`);
+  }
+  const { jobid } = await client.request<JobSubmitResponseBody>("POST", "/jobs", {
+    jobGraph: JobGraphCodec.toJSON(graph) as never,
+  });
+  say(
+    `job ${jobid} (${graph.name}) submitted to ${client.url}; task managers run it with ${graph.userCodeModule}`,
+  );
+  if (flags.detached === true) return ExitCode.OK;
+  let state: string | undefined;
+  let at = client.url;
+  // With high availability the job outlives its job manager: the next leader shows it as soon
+  // as it listed the jobs it takes over. Until then, the job may be out of sight: no leader
+  // (the lost one's lease has not expired), or one that still lists them.
+  const followsLeader =
+    flags.jobmanager === undefined && isHighAvailabilityModeActivated(configuration);
+  const takeoverMs = configuration.get(JobManagerOptions.SLOT_REQUEST_TIMEOUT) + LEADER_WAIT_MS;
+  let lostSince: number | undefined;
+  for (;;) {
+    if (client.url !== at) {
+      at = client.url;
+      say(`job ${jobid}: the leading job manager's REST endpoint is ${at} now`);
+    }
+    let job: JobDetailsInfo | undefined;
+    let missing: string | undefined;
+    try {
+      job = await client.get<JobDetailsInfo>(`/jobs/${jobid}`);
+      // A job the leader it follows suspended goes on under the next leader.
+      if (followsLeader && job.state === "SUSPENDED") missing = "it is SUSPENDED there";
+    } catch (error) {
+      if (!followsLeader) throw error;
+      missing = (error as Error).message;
+    }
+    if (missing !== undefined) {
+      lostSince ??= Date.now();
+      if (Date.now() - lostSince > takeoverMs) {
+        throw new TimeoutError(
+          `job ${jobid} was not seen at the leading job manager within ${takeoverMs} ms (${JobManagerOptions.SLOT_REQUEST_TIMEOUT.key} + ${LEADER_WAIT_MS / 1000} s): ${missing}`,
+        );
+      }
+      if (state !== "lost") {
+        state = "lost";
+        say(
+          `job ${jobid} is not at ${at} (${missing}): following the leader that high availability names`,
+        );
+      }
+      await delay(LEADER_RETRY_MS);
+      continue;
+    }
+    lostSince = undefined;
+    const seen = job as JobDetailsInfo;
+    if (seen.state !== state) {
+      state = seen.state;
+      say(`job ${jobid} is ${state}`);
+    }
+    if (TERMINAL.has(seen.state)) {
+      say(`job ${jobid} ${seen.state} after ${seen.restarts} restart(s)`);
+      if (seen.state === "FINISHED") return ExitCode.OK;
+      const { "root-exception": cause } = await client.get<{
+        "root-exception": string | null;
+      }>(`/jobs/${jobid}/exceptions`);
+      io.stderr.write(
+        `error: job ${jobid} ended ${seen.state}${cause === null ? "" : `: ${cause}`}\n`,
+      );
+      return ExitCode.FAILED;
+    }
+    await delay(POLL_MS);
   }
 }
 

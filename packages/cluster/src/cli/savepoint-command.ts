@@ -7,7 +7,7 @@ import {
 } from "./configuration-options.js";
 import { restAddressOption } from "./list-command.js";
 import { type CommandIO, ExitCode, exitCodeOf, formatError } from "./process-shell.js";
-import { RestClusterClient } from "./rest-client.js";
+import { usingRestClient } from "./rest-client.js";
 import { triggerAndWaitForSavepoint } from "./savepoint-trigger-poller.js";
 
 interface SavepointFlags extends ConfigurationFlags {
@@ -54,15 +54,16 @@ async function savepoint(
 ): Promise<number> {
   try {
     const configuration = loadClientConfiguration(flags);
-    const client = await RestClusterClient.of(configuration, flags.jobmanager, io.stderr);
-    io.stdout.write(`triggering a savepoint of job ${jobId}\n`);
-    const location = await triggerAndWaitForSavepoint(
-      client,
-      jobId,
-      `/jobs/${jobId}/savepoints`,
-      { "cancel-job": false, ...(target === undefined ? {} : { "target-directory": target }) },
-      configuration,
-    );
+    const location = await usingRestClient(configuration, flags.jobmanager, io.stderr, (client) => {
+      io.stdout.write(`triggering a savepoint of job ${jobId}\n`);
+      return triggerAndWaitForSavepoint(
+        client,
+        jobId,
+        `/jobs/${jobId}/savepoints`,
+        { "cancel-job": false, ...(target === undefined ? {} : { "target-directory": target }) },
+        configuration,
+      );
+    });
     io.stdout.write(`savepoint completed: ${location}\n`);
     return ExitCode.OK;
   } catch (error) {

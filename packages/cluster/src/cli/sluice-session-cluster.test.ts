@@ -2,18 +2,18 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { createTestPki } from "@sluice/core/test-certificates";
 import { freePort, waitFor } from "@sluice/core/testing";
-import {
-  createTestCertificates,
-  type EtcdServer,
-  etcdUnavailableReason,
-  startEtcd,
-} from "@sluice/ha-etcd/testing";
+import { type EtcdServer, etcdUnavailableReason, startEtcd } from "@sluice/ha-etcd/testing";
 import { afterEach, describe, expect, it } from "vitest";
+import type { JobDetailsInfo, JobOverviewInfo } from "../rest/job-details-info.js";
+import { RETRIEVAL_STARTED, SERVICES_OPENED } from "../test-support/counting-ha.mjs";
 import { DISTRIBUTION_DIR } from "./distribution.js";
 
 const SLUICE = path.join(DISTRIBUTION_DIR, "dist", "cli", "main.js");
+/** `high-availability.type` of etcd's services that say on stderr when they are opened. */
+const COUNTING_HA = `${fileURLToPath(new URL("../test-support/counting-ha.mjs", import.meta.url))}#CountingHighAvailabilityServicesFactory`;
 const RUNTIME = pathToFileURL(
   path.join(DISTRIBUTION_DIR, "..", "runtime", "dist", "index.js"),
 ).href;
@@ -264,18 +264,26 @@ describe.skipIf(etcdMissing !== undefined)(
         timeoutMs: 30_000,
       });
       const second = await startJobManager(flags, shuffle);
-      for (let i = 0; i < 2; i++) sluice("taskmanager", ...flags, "--usrlib", usrlib);
+      const taskManagers = [0, 1].map(() => sluice("taskmanager", ...flags, "--usrlib", usrlib));
       await waitFor(() => (first.output().match(/ registered$/gm) ?? []).length === 2, {
         what: "two task managers registered with the leader",
         timeoutMs: 30_000,
       });
-      return { flags, usrlib, first, second };
+      return { flags, usrlib, first, second, taskManagers };
     }
 
-    it("submits with sluice run through leader retrieval, follows the job to the next leader after kill -9 of the first, and lists it there", async () => {
+    /** How many lines of `output` are `line`. */
+    const count = (output: string, line: string) =>
+      output.split("\n").filter((printed) => printed === line).length;
+
+    it("submits with sluice run through leader retrieval, follows the job to the next leader after kill -9 of the first through the one leader retrieval it keeps open, and lists it there", async () => {
       const { flags: ha, usrlib, first, second } = await haSessionCluster("tcp");
 
-      const run = runNumbers(ha, usrlib, "2000000", "5");
+      // The run's own services say when they are opened: etcd's, counted.
+      const counted = ha.map((flag) =>
+        flag === "high-availability.type=etcd" ? `high-availability.type=${COUNTING_HA}` : flag,
+      );
+      const run = runNumbers(counted, usrlib, "2000000", "5");
       await waitFor(() => /is RUNNING/.test(run.output()), {
         what: "the job running",
         timeoutMs: 30_000,
@@ -284,14 +292,82 @@ describe.skipIf(etcdMissing !== undefined)(
       first.child.kill("SIGKILL");
 
       expect(await run.exited, `${run.output()}\n---\n${second.output()}`).toBe(0);
+      // One leader retrieval for the whole run, across the takeover: opened once, never again.
+      expect(count(run.output(), SERVICES_OPENED), run.output()).toBe(1);
+      expect(count(run.output(), RETRIEVAL_STARTED), run.output()).toBe(1);
       expect(run.output()).toMatch(/following the leader that high availability names/);
+      expect(run.output()).toContain(
+        `the leading job manager's REST endpoint is http://${second.rest} now`,
+      );
       expect(run.output()).toMatch(/job [0-9a-f]{32} FINISHED after \d+ restart\(s\)/);
       const jobId = /job ([0-9a-f]{32})/.exec(run.output())?.[1] as string;
-      expect(second.output()).toContain("elected leader");
+      expect(second.output()).toMatch(/^elected leader/m);
 
       const listed = sluice("list", ...ha);
       expect(await listed.exited, listed.output()).toBe(0);
       expect(listed.output()).toMatch(new RegExp(`${jobId}\\s+FINISHED`));
+    }, 120_000);
+
+    it("answers INITIALIZING for a job the next leader takes over until it runs: GET /jobs/:id, /jobs/overview and sluice list show it with its name and when the takeover began", async () => {
+      const { flags: ha, usrlib, first, second, taskManagers } = await haSessionCluster("tcp");
+      const detached = runNumbers(["-d", ...ha], usrlib, "100000000", "5");
+      expect(await detached.exited, detached.output()).toBe(0);
+      const jobId = /job ([0-9a-f]{32})/.exec(detached.output())?.[1] as string;
+      /** `GET route` of the REST endpoint at `rest`: its status and body. */
+      const get = async <T = JobDetailsInfo>(rest: string, route: string) => {
+        const response = await fetch(`http://${rest}${route}`);
+        return { status: response.status, body: (await response.json()) as T };
+      };
+      await waitFor(
+        async () => (await get(first.rest, `/jobs/${jobId}`)).body.state === "RUNNING",
+        {
+          what: "the job running on the first leader",
+          timeoutMs: 30_000,
+        },
+      );
+
+      // The leader dies with the job's task managers: the next one takes the job over and waits
+      // for as many task managers as it ran on.
+      const killedAt = Date.now();
+      for (const killed of [first, ...taskManagers]) killed.child.kill("SIGKILL");
+      await waitFor(() => /^elected leader/m.test(second.output()), {
+        what: "the second job manager to lead",
+        timeoutMs: 30_000,
+      });
+      // Until it listed the jobs it takes over, it answers 503 (ask again), never 404.
+      let answer = await get(second.rest, `/jobs/${jobId}`);
+      await waitFor(
+        async () => {
+          answer = await get(second.rest, `/jobs/${jobId}`);
+          return answer.status !== 503;
+        },
+        { what: "the new leader to list the jobs it takes over", timeoutMs: 30_000 },
+      );
+      expect(answer.status, `${JSON.stringify(answer.body)}\n${second.output()}`).toBe(200);
+      const initializing = answer.body;
+      expect(initializing.state).toBe("INITIALIZING");
+      expect(initializing.name).toBe("numbers 100000000");
+      expect(initializing["start-time"]).toBeGreaterThanOrEqual(killedAt);
+      expect(initializing.timestamps.INITIALIZING).toBe(initializing["start-time"]);
+      const { jobs } = (await get<{ jobs: JobOverviewInfo[] }>(second.rest, "/jobs/overview")).body;
+      expect(jobs.map((job) => [job.jid, job.state, job.name])).toEqual([
+        [jobId, "INITIALIZING", "numbers 100000000"],
+      ]);
+      const listed = sluice("list", ...ha);
+      expect(await listed.exited, listed.output()).toBe(0);
+      expect(listed.output()).toMatch(new RegExp(`${jobId}\\s+INITIALIZING`));
+
+      // Task managers come back: the job runs, the same entry since its takeover began.
+      for (let i = 0; i < 2; i++) sluice("taskmanager", ...ha, "--usrlib", usrlib);
+      await waitFor(
+        async () => (await get(second.rest, `/jobs/${jobId}`)).body.state === "RUNNING",
+        { what: "the job running on the second leader", timeoutMs: 30_000 },
+      );
+      const running = (await get(second.rest, `/jobs/${jobId}`)).body;
+      expect(running["start-time"]).toBe(initializing["start-time"]);
+      expect(running.timestamps.INITIALIZING).toBe(initializing["start-time"]);
+      const cancel = sluice("cancel", ...ha, jobId);
+      expect(await cancel.exited, cancel.output()).toBe(0);
     }, 120_000);
 
     it("runs a batch job on the remote shuffle whose worker follows the leader's shuffle manager: after kill -9 of the leader the worker registers with the next one, which re-runs the job exactly and releases the first leader's partitions", async () => {
@@ -328,16 +404,18 @@ describe.skipIf(etcdMissing !== undefined)(
     }, 120_000);
 
     it("reaches an etcd that requires TLS client certificates from the -D keys alone: sluice jobmanager leads, a sluice taskmanager and a sluice shuffleworker follow it, and sluice run finds its REST endpoint", async () => {
-      const pki = createTestCertificates();
+      const pki = createTestPki("etcd");
       folders.push(pki.dir);
-      etcd = await startEtcd({ tls: { cert: pki.serverCert, key: pki.serverKey, ca: pki.ca } });
+      const server = pki.issue("etcd");
+      const client = pki.issue("sluice");
+      etcd = await startEtcd({ tls: { cert: server.cert, key: server.key, ca: pki.caCert } });
       expect(etcd.endpoint).toMatch(/^https:/);
       const workerDisk = mkdtempSync(path.join(tmpdir(), "sluice-shuffle-worker-"));
       folders.push(workerDisk);
       const { flags, usrlib } = haFlags(etcd, "remote", [
-        ["high-availability.etcd.ssl.ca", pki.ca],
-        ["high-availability.etcd.ssl.cert", pki.clientCert],
-        ["high-availability.etcd.ssl.key", pki.clientKey],
+        ["high-availability.etcd.ssl.ca", pki.caCert],
+        ["high-availability.etcd.ssl.cert", client.cert],
+        ["high-availability.etcd.ssl.key", client.key],
       ]);
       const jobManager = await startJobManager(flags, "remote");
       await waitFor(() => jobManager.output().includes("elected leader"), {

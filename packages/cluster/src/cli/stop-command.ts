@@ -7,7 +7,7 @@ import {
 } from "./configuration-options.js";
 import { restAddressOption } from "./list-command.js";
 import { type CommandIO, ExitCode, exitCodeOf, formatError } from "./process-shell.js";
-import { RestClusterClient } from "./rest-client.js";
+import { usingRestClient } from "./rest-client.js";
 import { triggerAndWaitForSavepoint } from "./savepoint-trigger-poller.js";
 
 interface StopFlags extends ConfigurationFlags {
@@ -54,19 +54,20 @@ export function stopCommand(program: Command, io: CommandIO, exit: (code: number
 async function stop(jobId: string, flags: StopFlags, io: CommandIO): Promise<number> {
   try {
     const configuration = loadClientConfiguration(flags);
-    const client = await RestClusterClient.of(configuration, flags.jobmanager, io.stderr);
     const drain = flags.drain === true;
-    io.stdout.write(`stopping job ${jobId} with a savepoint${drain ? " (drain)" : ""}\n`);
-    const location = await triggerAndWaitForSavepoint(
-      client,
-      jobId,
-      `/jobs/${jobId}/stop`,
-      {
-        drain,
-        ...(flags.savepointPath === undefined ? {} : { targetDirectory: flags.savepointPath }),
-      },
-      configuration,
-    );
+    const location = await usingRestClient(configuration, flags.jobmanager, io.stderr, (client) => {
+      io.stdout.write(`stopping job ${jobId} with a savepoint${drain ? " (drain)" : ""}\n`);
+      return triggerAndWaitForSavepoint(
+        client,
+        jobId,
+        `/jobs/${jobId}/stop`,
+        {
+          drain,
+          ...(flags.savepointPath === undefined ? {} : { targetDirectory: flags.savepointPath }),
+        },
+        configuration,
+      );
+    });
     io.stdout.write(`savepoint completed: ${location}\njob ${jobId} stopped\n`);
     return ExitCode.OK;
   } catch (error) {

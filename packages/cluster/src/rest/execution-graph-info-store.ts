@@ -17,8 +17,12 @@ export class ExecutionGraphInfoStore {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Adds a job the job manager deployed. */
+  /**
+   * Adds a job the job manager deployed or takes over; it replaces an ended one of the same id
+   * (a job this job manager ran before it lost its leadership, taken over again).
+   */
   add(job: ExecutionGraphInfo): void {
+    this.endedAt.delete(job.jid);
     this.jobs.set(job.jid, job);
     this.expire();
   }
@@ -37,7 +41,7 @@ export class ExecutionGraphInfoStore {
     return this.jobs.get(jid);
   }
 
-  /** Every job, in the order they were deployed. */
+  /** Every job, in the order they were deployed (or their takeover began). */
   all(): ExecutionGraphInfo[] {
     this.expire();
     return [...this.jobs.values()];

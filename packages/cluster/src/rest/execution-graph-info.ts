@@ -1,6 +1,7 @@
-import type { JobExecution, JobResult, JobStatus } from "@sluice/runtime";
+import type { JobExecution, JobGraph, JobResult } from "@sluice/runtime";
 import { MetricNames } from "@sluice/runtime";
 import type { ExecutionState } from "@sluice/runtime-api";
+import type { InitializingJob } from "../dispatcher.js";
 import { type BackPressureLevel, backPressureLevel } from "./back-pressure-level.js";
 import {
   type CheckpointingStatistics,
@@ -12,6 +13,7 @@ import type {
   JobDetailsInfo,
   JobOverviewInfo,
   RatesInfo,
+  RestJobStatus,
   StatusCounts,
   SubtaskInfo,
   TimesInfo,
@@ -74,7 +76,10 @@ const EXECUTION_STATES: readonly ExecutionState[] = [
   "RECONCILING",
 ];
 
-const FINAL_JOB_STATES: ReadonlySet<JobStatus> = new Set(["FINISHED", "FAILED", "CANCELED"]);
+const FINAL_JOB_STATES: ReadonlySet<RestJobStatus> = new Set(["FINISHED", "FAILED", "CANCELED"]);
+
+/** What the checkpoint statistics read of a job that was never deployed here: nothing. */
+const NOT_DEPLOYED = { checkpointCoordinator: undefined, latestRestore: undefined } as const;
 
 /** The subtask states in which a task runs on a TaskExecutor. */
 const ON_TASK_EXECUTOR: ReadonlySet<ExecutionState> = new Set([
@@ -95,17 +100,23 @@ interface Archived {
  * What the REST endpoint knows of one job (Flink's `ExecutionGraphInfo`): while the job runs, its
  * `JobExecution`, read at each request; the times it reached each state and the failures seen
  * meanwhile; once it ended, only its final bodies (details, checkpoints, exceptions) as JSON, and
- * not the job itself, so that nothing of an ended job's runtime stays reachable from here.
+ * not the job itself, so that nothing of an ended job's runtime stays reachable from here. A job
+ * the job manager takes over starts as an {@link InitializingJob} (Flink's sparse archived
+ * graph): INITIALIZING, its graph's vertices without subtasks, until {@link attach} gives it its
+ * execution, or it ended before that.
  */
 export class ExecutionGraphInfo {
   readonly jid: string;
   readonly name: string;
-  /** When the job was deployed (ms since the epoch). */
+  /** When the job was deployed, or when the job manager began to take it over (ms since the epoch). */
   readonly startTime: number;
+  private readonly graph: JobGraph;
   private execution: JobExecution | undefined;
+  /** The job being taken over, until it is deployed or ended. */
+  private initializing: InitializingJob | undefined;
   private endTime = -1;
-  private lastState: JobStatus;
-  private readonly timestamps: Partial<Record<JobStatus, number>> = {};
+  private lastState: RestJobStatus;
+  private readonly timestamps: Partial<Record<RestJobStatus, number>> = {};
   private readonly exceptions: ExceptionHistoryEntry[] = [];
   private truncated = false;
   /** The failed attempts already in {@link exceptions} (bounded like it). */
@@ -117,23 +128,39 @@ export class ExecutionGraphInfo {
    */
   private readonly lastMetrics = new Map<string, FetchedSubtask>();
 
+  /**
+   * @param job - the job as deployed, or as the job manager takes it over (not deployed yet).
+   */
   constructor(
-    execution: JobExecution,
+    job: JobExecution | InitializingJob,
     private readonly historySize: number,
     private readonly now: () => number = Date.now,
   ) {
-    this.execution = execution;
-    this.jid = execution.jobId.toString();
-    this.name = execution.graph.name;
-    this.startTime = now();
-    this.timestamps.CREATED = this.startTime;
-    this.lastState = execution.status;
-    this.timestamps[execution.status] ??= this.startTime;
+    this.jid = job.jobId.toString();
+    this.name = job.graph.name;
+    this.graph = job.graph;
+    if ("initializedAt" in job) {
+      this.initializing = job;
+      this.startTime = job.initializedAt;
+      this.lastState = this.initializingState(job);
+      this.timestamps.INITIALIZING = this.startTime;
+      this.timestamps[this.lastState] ??= now();
+    } else {
+      this.execution = job;
+      this.startTime = now();
+      this.timestamps.CREATED = this.startTime;
+      this.lastState = job.status;
+      this.timestamps[job.status] ??= this.startTime;
+    }
   }
 
   /** The job's state now (its final one once ended). */
-  get state(): JobStatus {
-    return this.archived?.details.state ?? this.execution?.status ?? this.lastState;
+  get state(): RestJobStatus {
+    return (
+      this.archived?.details.state ??
+      this.execution?.status ??
+      (this.initializing === undefined ? this.lastState : this.initializingState(this.initializing))
+    );
   }
 
   /** Whether the job ended. */
@@ -141,9 +168,38 @@ export class ExecutionGraphInfo {
     return this.archived !== undefined;
   }
 
-  /** The running job; `undefined` once it ended. */
+  /** The running job; `undefined` before it was deployed and once it ended. */
   get job(): JobExecution | undefined {
     return this.execution;
+  }
+
+  /** The job being taken over while it is not deployed yet (INITIALIZING); else `undefined`. */
+  get initializingJob(): InitializingJob | undefined {
+    return this.initializing;
+  }
+
+  /**
+   * Why the job does not run (for an answer that needs it running): not deployed yet, or ended;
+   * `undefined` while it runs.
+   */
+  whyNotRunning(): string | undefined {
+    if (this.execution !== undefined) return undefined;
+    return this.initializing !== undefined
+      ? `job ${this.jid} is ${this.state}: the job manager takes it over and has not deployed it yet`
+      : `job ${this.jid} has ended (${this.state})`;
+  }
+
+  /** The job being taken over was deployed: from now on it shows `execution`. */
+  attach(execution: JobExecution): void {
+    if (this.archived !== undefined) return;
+    this.initializing = undefined;
+    this.execution = execution;
+    this.timestamps.CREATED ??= this.now();
+    this.observe();
+  }
+
+  private initializingState(job: InitializingJob): RestJobStatus {
+    return job.cancelRequested ? "CANCELLING" : "INITIALIZING";
   }
 
   /** The TaskExecutors that run a task of the job now (each once). */
@@ -161,13 +217,14 @@ export class ExecutionGraphInfo {
    * that failed (into the exception history).
    */
   observe(): void {
-    const execution = this.execution;
-    if (execution === undefined) return;
-    const state = execution.status;
+    if (this.archived !== undefined) return;
+    const state = this.state;
     if (state !== this.lastState) {
       this.lastState = state;
       this.timestamps[state] ??= this.now();
     }
+    const execution = this.execution;
+    if (execution === undefined) return;
     for (const vertex of execution.executionVertices) {
       if (vertex.state !== "FAILED" || vertex.failureCause === undefined) continue;
       const attempt = vertex.attemptId.toString();
@@ -202,7 +259,7 @@ export class ExecutionGraphInfo {
       this.addException(error, taskName, result.failedTaskLocation);
     }
     const details = this.buildDetails(fetcher, result.status, rootCause);
-    const checkpoints = checkpointingStatisticsOf(this.execution as JobExecution);
+    const checkpoints = checkpointingStatisticsOf(this.execution ?? NOT_DEPLOYED);
     this.archived = {
       details,
       checkpoints,
@@ -214,6 +271,7 @@ export class ExecutionGraphInfo {
       result: jobExecutionResultOf(result, this.endTime - this.startTime),
     };
     this.execution = undefined;
+    this.initializing = undefined;
     this.seenFailures.clear();
     this.lastMetrics.clear();
   }
@@ -228,7 +286,7 @@ export class ExecutionGraphInfo {
   /** `GET /jobs/:jobid/checkpoints`. */
   checkpoints(): CheckpointingStatistics {
     if (this.archived !== undefined) return this.archived.checkpoints;
-    return checkpointingStatisticsOf(this.execution as JobExecution);
+    return checkpointingStatisticsOf(this.execution ?? NOT_DEPLOYED);
   }
 
   /** `GET /jobs/:jobid/execution-result`. */
@@ -304,12 +362,13 @@ export class ExecutionGraphInfo {
 
   private buildDetails(
     fetcher: MetricFetcher,
-    state: JobStatus,
+    state: RestJobStatus,
     rootCause: string | null,
   ): JobDetailsInfo {
-    const execution = this.execution as JobExecution;
-    const { graph } = execution;
-    const current = new Set(execution.executionVertices.map((e) => e.attemptId.toString()));
+    const { graph } = this;
+    // A job not deployed yet has its graph's vertices and no subtasks (they are CREATED).
+    const executionVertices = this.execution?.executionVertices ?? [];
+    const current = new Set(executionVertices.map((e) => e.attemptId.toString()));
     for (const attempt of this.lastMetrics.keys()) {
       if (!current.has(attempt)) this.lastMetrics.delete(attempt);
     }
@@ -318,7 +377,7 @@ export class ExecutionGraphInfo {
     }
     const fetched = this.lastMetrics;
     const vertices: VertexInfo[] = graph.vertices.map((vertex) => {
-      const executions = execution.executionVertices.filter((e) => e.vertex === vertex);
+      const executions = executionVertices.filter((e) => e.vertex === vertex);
       const hasInputs = graph.edges.some((edge) => edge.target === vertex);
       const hasOutputs = graph.edges.some((edge) => edge.source === vertex);
       const subtasks: SubtaskInfo[] = executions.map((e) => {
@@ -418,7 +477,7 @@ export class ExecutionGraphInfo {
         }),
       },
       "root-cause": rootCause,
-      restarts: execution.restarts,
+      restarts: this.execution?.restarts ?? 0,
     };
   }
 }
@@ -504,6 +563,6 @@ function stackOf(error: Error): string {
 }
 
 /** Whether `state` is one a job ends in. */
-export function isFinalJobState(state: JobStatus): boolean {
+export function isFinalJobState(state: RestJobStatus): boolean {
   return FINAL_JOB_STATES.has(state);
 }

@@ -8,6 +8,13 @@ import type { JobStatus } from "@sluice/runtime";
 import type { ExecutionState } from "@sluice/runtime-api";
 import type { VertexColour } from "./vertex-colour.js";
 
+/**
+ * A job's state as the REST API shows it (Flink's `JobStatus`): the runtime's, or INITIALIZING
+ * for a job the job manager takes over and has not deployed yet (Flink's Dispatcher lists a job
+ * whose JobMaster does not run yet so).
+ */
+export type RestJobStatus = JobStatus | "INITIALIZING";
+
 /** Flink's back-pressure levels as its REST API writes them. */
 export type BackPressureLevelName = "ok" | "low" | "high";
 
@@ -122,8 +129,11 @@ export interface PlanInfo {
 export interface JobDetailsInfo {
   readonly jid: string;
   readonly name: string;
-  readonly state: JobStatus;
-  /** When the job was deployed (ms since the epoch). */
+  readonly state: RestJobStatus;
+  /**
+   * When the job was deployed, or when the job manager began to take it over (ms since the
+   * epoch).
+   */
   readonly "start-time": number;
   /** When it ended; -1 while it runs. */
   readonly "end-time": number;
@@ -132,7 +142,7 @@ export interface JobDetailsInfo {
   /** When this body was made. */
   readonly now: number;
   /** When the job first reached each state it went through. */
-  readonly timestamps: Readonly<Partial<Record<JobStatus, number>>>;
+  readonly timestamps: Readonly<Partial<Record<RestJobStatus, number>>>;
   readonly "status-counts": StatusCounts;
   readonly vertices: readonly VertexInfo[];
   readonly plan: PlanInfo;
@@ -146,7 +156,7 @@ export interface JobDetailsInfo {
 export interface JobOverviewInfo {
   readonly jid: string;
   readonly name: string;
-  readonly state: JobStatus;
+  readonly state: RestJobStatus;
   readonly "start-time": number;
   readonly "end-time": number;
   readonly duration: number;

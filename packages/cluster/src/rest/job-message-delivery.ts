@@ -28,7 +28,7 @@ export interface JobMessageReplies {
  *
  * @param timeoutMs - how long a TaskExecutor may take to reply (`heartbeat.timeout`; the control
  *   plane bounds its requests by the same).
- * @throws RestHandlerError 409 when the job ended or none of its tasks runs now; 400 when every
+ * @throws RestHandlerError 409 when the job is not deployed yet, ended, or none of its tasks runs now; 400 when every
  *   TaskExecutor refused the message as unknown or its payload as invalid
  *   (`SLUICE_ERR_INVALID_ARGUMENT`); 502 when any other delivery failed. The body carries every
  *   reply either way.
@@ -41,7 +41,7 @@ export async function deliverJobMessage(
 ): Promise<JobMessageReplies> {
   const execution = job.job;
   if (execution === undefined) {
-    throw new RestHandlerError(409, `job ${job.jid} has ended (${job.state}): it takes no message`);
+    throw new RestHandlerError(409, `${job.whyNotRunning()}: it takes no message`);
   }
   const gateways = job.taskExecutors();
   if (gateways.length === 0) {

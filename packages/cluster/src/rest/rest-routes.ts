@@ -56,14 +56,26 @@ const SENSITIVE_KEY = /password|secret|token|(^|[.-])key($|[.-])/i;
 /** What a hidden value reads as (Flink's). */
 const HIDDEN_VALUE = "******";
 
+/**
+ * The answer for job `jid` that the endpoint does not show: 503 while the job manager still lists
+ * the jobs it takes over at its election (it may be one of them: Flink's REST answers 503 while
+ * its dispatcher recovers), else 404.
+ */
+export function notFound(jobManager: JobManager, jid: string | undefined): never {
+  if (jobManager.recoveringJobs) {
+    throw new RestHandlerError(
+      503,
+      `job ${jid} is not known yet: the job manager at ${jobManager.url} was just elected and is listing the jobs it takes over; ask again`,
+    );
+  }
+  throw new RestHandlerError(404, `job ${jid} not found`);
+}
+
 /** The routes of the REST endpoint. */
 export function restRoutes(context: RestRouteContext): RestRoute[] {
   const { jobManager, jobs, fetcher } = context;
-  const jobOf = (jid: string | undefined): ExecutionGraphInfo => {
-    const job = jobs.get(jid ?? "");
-    if (job === undefined) throw new RestHandlerError(404, `job ${jid} not found`);
-    return job;
-  };
+  const jobOf = (jid: string | undefined): ExecutionGraphInfo =>
+    jobs.get(jid ?? "") ?? notFound(jobManager, jid);
   return [
     {
       method: "GET",
@@ -159,14 +171,14 @@ export function restRoutes(context: RestRouteContext): RestRoute[] {
         if (mode !== "cancel") {
           throw new RestHandlerError(400, `mode=${mode} is not supported (mode=cancel is)`);
         }
-        const execution = job.job;
-        if (execution === undefined) {
-          throw new RestHandlerError(
-            409,
-            `job ${job.jid} has ended (${job.state}): it cannot be canceled`,
-          );
+        const reason = `job ${job.name} was canceled through the REST endpoint`;
+        // A job being taken over is canceled too (as Flink cancels one being initialized): it
+        // is not deployed, and ends CANCELED.
+        const target = job.job ?? job.initializingJob;
+        if (target === undefined) {
+          throw new RestHandlerError(409, `${job.whyNotRunning()}: it cannot be canceled`);
         }
-        execution.cancel(`job ${execution.graph.name} was canceled through the REST endpoint`);
+        target.cancel(reason);
         return { status: 202, body: {} };
       },
     },

@@ -15,13 +15,14 @@
 import { randomBytes } from "node:crypto";
 import type { JobExecution } from "@sluice/runtime";
 import type { CompletedOperationCache } from "./completed-operation-cache.js";
-import type { ExecutionGraphInfoStore } from "./execution-graph-info-store.js";
+import type { ExecutionGraphInfo } from "./execution-graph-info.js";
 import { RestHandlerError } from "./rest-handler-error.js";
 import type { RestRoute } from "./rest-router.js";
 
 /** What the savepoint routes read and act on. */
 export interface SavepointRouteContext {
-  readonly jobs: ExecutionGraphInfoStore;
+  /** The job `jid` the endpoint shows; throws the REST answer for one it does not. */
+  readonly jobOf: (jid: string | undefined) => ExecutionGraphInfo;
   /** The savepoint operations, by `<job id>:<trigger id>`; each resolves with the folder. */
   readonly operations: CompletedOperationCache<string>;
 }
@@ -31,17 +32,13 @@ const TRIGGER_ID = /^[0-9a-f]{32}$/;
 
 /** The routes of savepoints and stop-with-savepoint. */
 export function savepointRoutes(context: SavepointRouteContext): RestRoute[] {
-  const { jobs, operations } = context;
+  const { jobOf, operations } = context;
   /** The running job `jid`, or the reason it cannot take a savepoint. */
   const runningJob = (jid: string | undefined): JobExecution => {
-    const job = jobs.get(jid ?? "");
-    if (job === undefined) throw new RestHandlerError(404, `job ${jid} not found`);
+    const job = jobOf(jid);
     const execution = job.job;
     if (execution === undefined) {
-      throw new RestHandlerError(
-        409,
-        `job ${job.jid} has ended (${job.state}): it takes no savepoint`,
-      );
+      throw new RestHandlerError(409, `${job.whyNotRunning()}: it takes no savepoint`);
     }
     return execution;
   };

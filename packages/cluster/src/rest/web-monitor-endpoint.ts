@@ -4,9 +4,10 @@ import type { AddressInfo, Socket } from "node:net";
 import { hostname } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Configuration, JobExecution } from "@sluice/runtime";
+import type { Configuration, JobExecution, JobResult } from "@sluice/runtime";
 import { HeartbeatManagerOptions, RestOptions } from "@sluice/runtime-api";
 import { emitClusterWarning } from "../cluster-warning.js";
+import type { InitializingJob } from "../dispatcher.js";
 import type { HostAndPort, JobManager } from "../job-manager.js";
 import { CompletedOperationCache } from "./completed-operation-cache.js";
 import { crossSiteRefusal } from "./cross-site-refusal.js";
@@ -17,7 +18,7 @@ import { listenOnRestPort } from "./listen-on-rest-port.js";
 import { MetricFetcher } from "./metric-fetcher.js";
 import { RestHandlerError } from "./rest-handler-error.js";
 import { type RestRoute, RestRouter } from "./rest-router.js";
-import { jobEventOf, restRoutes } from "./rest-routes.js";
+import { jobEventOf, notFound, restRoutes } from "./rest-routes.js";
 import { savepointRoutes } from "./savepoint-handlers.js";
 
 /**
@@ -78,7 +79,7 @@ export class WebMonitorEndpoint {
   private readonly streams: EventStreams;
   private readonly jobs: ExecutionGraphInfoStore;
   private readonly fetcher: MetricFetcher;
-  private readonly stopWatching: () => void;
+  private readonly stopWatching: readonly (() => void)[];
   private readonly maxContentLength: number;
   private closing: Promise<void> | undefined;
   private lastDropWarningAt = Number.NEGATIVE_INFINITY;
@@ -127,7 +128,7 @@ export class WebMonitorEndpoint {
         messageTimeoutMs: configuration.get(HeartbeatManagerOptions.HEARTBEAT_TIMEOUT),
       }),
       ...savepointRoutes({
-        jobs: this.jobs,
+        jobOf: (jid) => this.jobs.get(jid ?? "") ?? notFound(jobManager, jid),
         operations: new CompletedOperationCache(
           configuration.get(RestOptions.ASYNC_STORE_DURATION),
         ),
@@ -135,8 +136,13 @@ export class WebMonitorEndpoint {
     ]);
     const historySize = configuration.get(RestOptions.WEB_EXCEPTION_HISTORY_SIZE);
     const track = (execution: JobExecution) => this.track(execution, historySize);
+    const trackInitializing = (job: InitializingJob) => this.trackInitializing(job, historySize);
+    for (const job of jobManager.initializingJobs) trackInitializing(job);
     for (const execution of jobManager.jobs) track(execution);
-    this.stopWatching = jobManager.onJobDeployed(track);
+    this.stopWatching = [
+      jobManager.onJobInitializing(trackInitializing),
+      jobManager.onJobDeployed(track),
+    ];
     server.on("request", (request: IncomingMessage, response: ServerResponse) => {
       this.handle(request, response).catch((error: unknown) => respondError(response, error));
     });
@@ -211,7 +217,7 @@ export class WebMonitorEndpoint {
    */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      this.stopWatching();
+      for (const stop of this.stopWatching) stop();
       await this.streams.close();
       await new Promise<void>((resolve) => {
         this.server.close(() => resolve());
@@ -221,16 +227,43 @@ export class WebMonitorEndpoint {
     return this.closing;
   }
 
-  /** Shows `execution` from now on; once it ended, only its final bodies. */
+  /**
+   * Shows `execution` from now on (the job it took over, INITIALIZING until now, when there is
+   * one); once it ended, only its final bodies.
+   */
   private track(execution: JobExecution, historySize: number): void {
-    const job = new ExecutionGraphInfo(execution, historySize);
+    const known = this.jobs.get(execution.jobId.toString());
+    let job: ExecutionGraphInfo;
+    if (known?.initializingJob !== undefined) {
+      job = known;
+      job.attach(execution);
+    } else {
+      job = new ExecutionGraphInfo(execution, historySize);
+      this.jobs.add(job);
+    }
+    void execution.terminated.then((result) => this.archive(job, result));
+  }
+
+  /**
+   * Shows a job the job manager takes over as INITIALIZING (its name and when the takeover
+   * began), until it is deployed ({@link track}) or ends before that: canceled, suspended, or
+   * failed with the cause.
+   */
+  private trackInitializing(initializing: InitializingJob, historySize: number): void {
+    const job = new ExecutionGraphInfo(initializing, historySize);
     this.jobs.add(job);
-    void execution.terminated.then(async (result) => {
-      // The last metrics the job's tasks reported are what its final body shows.
-      job.archive(result, this.fetcher);
-      this.jobs.ended(job.jid);
-      this.streams.finish(job.jid, await jobEventOf(job, this.fetcher));
+    void initializing.result.then((result) => {
+      // A job deployed meanwhile is archived when its execution ends.
+      if (job.initializingJob !== undefined) void this.archive(job, result);
     });
+  }
+
+  /** `job` ended with `result`: it keeps its final bodies, and its event streams get them. */
+  private async archive(job: ExecutionGraphInfo, result: JobResult): Promise<void> {
+    // The last metrics the job's tasks reported are what its final body shows.
+    job.archive(result, this.fetcher);
+    this.jobs.ended(job.jid);
+    this.streams.finish(job.jid, await jobEventOf(job, this.fetcher));
   }
 
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {

@@ -43,6 +43,11 @@ describe("entry points of @sluice/core", () => {
     expect([...files].filter((file) => file.includes(`${path.sep}testing${path.sep}`))).toEqual([]);
   });
 
+  it("keeps every test runner out of the test-certificates subpath, which scripts and benchmarks import", () => {
+    const { packages } = packagesReachableFrom(path.join(SRC, "testing", "test-pki.ts"));
+    expect([...packages].filter((name) => !name.startsWith("node:"))).toEqual([]);
+  });
+
   it("lets only the testing subpath import vitest", () => {
     const { packages } = packagesReachableFrom(path.join(SRC, "testing", "index.ts"));
     expect(packages).toContain("vitest");

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { ServerResponse } from "node:http";
 import { ErrorCodes } from "@sluice/core";
+import { createTestPki } from "@sluice/core/test-certificates";
 import { expectRejection, waitFor } from "@sluice/core/testing";
 import { HighAvailabilityUnavailableError } from "@sluice/runtime-api";
 import { afterEach, describe, expect, it } from "vitest";
@@ -11,7 +12,7 @@ import {
   startFakeGateway,
 } from "../test-support/fake-gateway.js";
 import { describeWithEtcd } from "../test-support/ha-fixture.js";
-import { createTestCertificates, etcdUnavailableReason, startEtcd } from "../testing/index.js";
+import { etcdUnavailableReason, startEtcd } from "../testing/index.js";
 import { EtcdClient, type EtcdClientOptions } from "./etcd-client.js";
 import { EtcdKv } from "./etcd-kv.js";
 import { absent, createRevisionIs, modRevisionIs } from "./kv-requests.js";
@@ -184,17 +185,17 @@ describe.skipIf(etcdUnavailableReason() !== undefined)(
   "the etcd client on an etcd that requires TLS client certificates",
   () => {
     it("works with the authority and a client certificate, and fails without the certificate", async () => {
-      const pki = createTestCertificates();
-      const etcd = await startEtcd({
-        tls: { cert: pki.serverCert, key: pki.serverKey, ca: pki.ca },
-      });
+      const pki = createTestPki("etcd-client");
+      const server = pki.issue("etcd");
+      const jobManager = pki.issue("job-manager");
+      const etcd = await startEtcd({ tls: { cert: server.cert, key: server.key, ca: pki.caCert } });
       try {
         expect(etcd.endpoint.startsWith("https://127.0.0.1:")).toBe(true);
-        const ca = readFileSync(pki.ca);
+        const ca = readFileSync(pki.caCert);
         const kv = new EtcdKv(
           client({
             endpoints: [etcd.endpoint],
-            tls: { ca, cert: readFileSync(pki.clientCert), key: readFileSync(pki.clientKey) },
+            tls: { ca, cert: readFileSync(jobManager.cert), key: readFileSync(jobManager.key) },
           }),
           "/tls/",
         );

@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { createTestPki, type TestCertificate, type TestPki } from "@sluice/core/test-certificates";
 import { waitFor } from "@sluice/core/testing";
 import {
   type LeaderContender,
@@ -12,13 +13,7 @@ import { EtcdClient } from "../client/etcd-client.js";
 import { EtcdKv } from "../client/etcd-kv.js";
 import type { EtcdHighAvailabilityServices } from "../etcd-high-availability-services.js";
 import { EtcdHighAvailabilityServicesFactory } from "../etcd-high-availability-services-factory.js";
-import {
-  createTestCertificates,
-  type EtcdServer,
-  etcdUnavailableReason,
-  startEtcd,
-  type TestCertificates,
-} from "../testing/index.js";
+import { type EtcdServer, etcdUnavailableReason, startEtcd } from "../testing/index.js";
 import {
   dropEtcdAuthTokens,
   type EtcdUsers,
@@ -148,8 +143,6 @@ export interface EtcdFixture {
    * `etcdctl` would see or change; `root` when authentication is on), closed after the test.
    */
   kv(namespace?: string): EtcdKv;
-  /** The certificates of a TLS etcd (`tls` option). */
-  pki(): TestCertificates;
   /** The users of an etcd with authentication (`auth` option). */
   users(): EtcdUsers;
   /**
@@ -175,7 +168,8 @@ export function describeWithEtcd(
   describe.skipIf(reason !== undefined)(name, () => {
     let server: EtcdServer | undefined;
     let storage: string | undefined;
-    let certificates: TestCertificates | undefined;
+    /** The authority of a TLS etcd, and the certificate every client of the file presents. */
+    let certificates: { readonly pki: TestPki; readonly client: TestCertificate } | undefined;
     const open = new Set<EtcdHighAvailabilityServices>();
     const clients = new Set<EtcdClient>();
     const warnings: string[] = [];
@@ -191,17 +185,16 @@ export function describeWithEtcd(
           }
         : undefined;
     const client = (user: { username: string; password: string } | undefined) => {
-      const pki = certificates;
       const created = new EtcdClient({
         endpoints: [(server as EtcdServer).endpoint],
         requestTimeoutMs: 10_000,
-        ...(pki === undefined
+        ...(certificates === undefined
           ? {}
           : {
               tls: {
-                ca: readFileSync(pki.ca),
-                cert: readFileSync(pki.clientCert),
-                key: readFileSync(pki.clientKey),
+                ca: readFileSync(certificates.pki.caCert),
+                cert: readFileSync(certificates.client.cert),
+                key: readFileSync(certificates.client.key),
               },
             }),
         ...(user === undefined ? {} : { auth: user }),
@@ -212,18 +205,14 @@ export function describeWithEtcd(
     const root = () =>
       users === undefined ? undefined : { username: "root", password: users.rootPassword };
     beforeAll(async () => {
-      if (options.tls === true) certificates = createTestCertificates();
-      server = await startEtcd(
-        certificates === undefined
-          ? {}
-          : {
-              tls: {
-                cert: certificates.serverCert,
-                key: certificates.serverKey,
-                ca: certificates.ca,
-              },
-            },
-      );
+      if (options.tls === true) {
+        const pki = createTestPki("etcd");
+        certificates = { pki, client: pki.issue("job-manager") };
+        const etcd = pki.issue("etcd");
+        server = await startEtcd({ tls: { cert: etcd.cert, key: etcd.key, ca: pki.caCert } });
+      } else {
+        server = await startEtcd();
+      }
       storage = mkdtempSync(path.join(tmpdir(), "sluice-ha-"));
       if (users !== undefined) {
         await enableEtcdAuthentication(client(undefined), users);
@@ -240,7 +229,7 @@ export function describeWithEtcd(
     afterAll(async () => {
       for (const created of clients) created.close();
       await server?.stop();
-      certificates?.remove();
+      certificates?.pki.remove();
       if (storage !== undefined) rmSync(storage, { recursive: true, force: true });
     });
     const settings = (overrides: Readonly<Record<string, string | undefined>> = {}) => {
@@ -253,9 +242,9 @@ export function describeWithEtcd(
         ...(certificates === undefined
           ? {}
           : {
-              "high-availability.etcd.ssl.ca": certificates.ca,
-              "high-availability.etcd.ssl.cert": certificates.clientCert,
-              "high-availability.etcd.ssl.key": certificates.clientKey,
+              "high-availability.etcd.ssl.ca": certificates.pki.caCert,
+              "high-availability.etcd.ssl.cert": certificates.client.cert,
+              "high-availability.etcd.ssl.key": certificates.client.key,
             }),
         ...(users === undefined
           ? {}
@@ -281,10 +270,6 @@ export function describeWithEtcd(
       dropAuthTokens: async () => {
         if (users === undefined) throw new Error("describeWithEtcd without { auth: true }");
         await dropEtcdAuthTokens(() => client(root()));
-      },
-      pki: () => {
-        if (certificates === undefined) throw new Error("describeWithEtcd without { tls: true }");
-        return certificates;
       },
       users: () => {
         if (users === undefined) throw new Error("describeWithEtcd without { auth: true }");

@@ -6,9 +6,15 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { TimeoutError } from "@sluice/core";
 
-/** TLS of a test etcd: PEM files (paths). */
+/**
+ * TLS of a test etcd: PEM files (paths). `createTestPki` of `@sluice/core/test-certificates`
+ * makes an authority and certificates that fit: `{ cert, key }` of one it issued, and its `caCert`.
+ */
 export interface EtcdServerTls {
-  /** The server's certificate (it must name 127.0.0.1 as a subject alternative name). */
+  /**
+   * The server's certificate. It must name 127.0.0.1 as a subject alternative name, and allow
+   * client authentication too: etcd's JSON gateway dials etcd's own port with it.
+   */
   readonly cert: string;
   /** Its private key. */
   readonly key: string;

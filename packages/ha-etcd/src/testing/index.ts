@@ -1,7 +1,8 @@
 /**
  * `@sluice/ha-etcd/testing`: a real etcd for tests of the etcd high-availability services (and of
  * applications that use them): started on free loopback ports with a temporary data folder, over
- * TLS with client certificates from a throw-away authority if asked.
+ * TLS with client certificates if asked (`@sluice/core/test-certificates` makes a throw-away
+ * authority and certificates that fit).
  */
 export {
   type EtcdServer,
@@ -11,4 +12,3 @@ export {
   type StartEtcdOptions,
   startEtcd,
 } from "./etcd-server.js";
-export { createTestCertificates, type TestCertificates } from "./test-certificates.js";

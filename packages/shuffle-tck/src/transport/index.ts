@@ -8,7 +8,6 @@ export {
   type BlockingTransportSuiteOptions,
   describeBlockingTransportSuite,
 } from "./blocking-transport-suite.js";
-export { createTestPki, type TestPki } from "./certificates.js";
 export {
   describeHostilePeerLimitsSuite,
   type RawPeer,

@@ -1,7 +1,7 @@
 import { ErrorCodes, isSluiceError } from "@sluice/core";
+import { createTestPki, type TestPki } from "@sluice/core/test-certificates";
 import type { TaskExecutor } from "@sluice/runtime";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createTestPki, type TestPki } from "./certificates.js";
 import { InProcessCluster, networkEnvironmentOf, type RawConfig } from "./in-process-cluster.js";
 
 const BASE: RawConfig = {
