@@ -244,12 +244,13 @@ export class PipelinedResultPartition extends ResultPartition implements Subpart
   /**
    * With shared network memory (slots on threads): where each subpartition's next record starts,
    * modulo 8, so that the writer serializes it at the same alignment and V8 copies it a word at a
-   * time. Undefined with ordinary memory, and in the memory-constrained mode, whose shared
-   * segments take each record after the last one of any subpartition.
+   * time. Undefined before `setup()`, with ordinary memory, and in the memory-constrained mode,
+   * whose shared segments take each record after the last one of any subpartition.
    */
   getRecordAlignment(): ((targetSubpartition: number) => number) | undefined {
-    const pool = this.setUpPool();
-    if (!pool.isSharedMemory() || this.sharedSegmentWriter !== undefined) return undefined;
+    if (this.bufferPool?.isSharedMemory() !== true || this.sharedSegmentWriter !== undefined) {
+      return undefined;
+    }
     return this.recordAlignment;
   }
 
