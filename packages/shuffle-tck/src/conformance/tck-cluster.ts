@@ -147,11 +147,19 @@ export async function expectReceived(
     .toBeGreaterThanOrEqual(records);
 }
 
-/** Closes each worker's TaskExecutor; each process must then exit on its own (no leaked handles). */
+/**
+ * Closes each worker's TaskExecutor, all at once; each process must then exit on its own (no
+ * leaked handles).
+ */
 export async function expectExitByThemselves(...workers: WorkerProcess[]): Promise<void> {
-  for (const worker of workers) {
-    expect(await worker.close()).toEqual({ code: 0, signal: null, exitedByItself: true });
-  }
+  const exits = await Promise.all(workers.map((worker) => worker.close()));
+  workers.forEach((worker, i) => {
+    expect(exits[i], `worker ${worker.label}`).toEqual({
+      code: 0,
+      signal: null,
+      exitedByItself: true,
+    });
+  });
 }
 
 /** The first subtask, which a one-subtask vertex always has. */
