@@ -217,96 +217,104 @@ const failurePlans = fc
   )
   .map((plan): InjectedFailure[] => plan.map((failure, attempt) => ({ attempt, ...failure })));
 
-describe.each(MATRIX)(
-  "exactly once through every read API over %s, producer and counters in two processes, the counters' task manager %s",
-  (plugin, mode) => {
-    let jobManager: JobManagerProcess;
-    let taskManager: ReturnType<JobManagerProcess["startTaskManager"]>;
-    beforeAll(async () => {
-      jobManager = await JobManagerProcess.start(plugin);
-      taskManager = jobManager.startTaskManager(mode);
-    }, 60_000);
-    afterAll(async () => {
-      expect(await jobManager.close(), jobManager.output()).toBe(0);
-      expect(await taskManager.exited, taskManager.output()).toBe(0);
-    }, 30_000);
+// Each (plugin, slot mode) pair has processes of its own, and its runs mostly wait (the
+// producer's pauses, restarts, process starts): the four pairs run at once, the tests of one pair
+// in turn (they share its job manager).
+describe("property runs", () => {
+  describe.concurrent.each(MATRIX)(
+    "exactly once through every read API over %s, producer and counters in two processes, the counters' task manager %s",
+    (plugin, mode) => {
+      let jobManager: JobManagerProcess;
+      let taskManager: ReturnType<JobManagerProcess["startTaskManager"]>;
+      beforeAll(async () => {
+        jobManager = await JobManagerProcess.start(plugin);
+        taskManager = jobManager.startTaskManager(mode);
+      }, 60_000);
+      afterAll(async () => {
+        expect(await jobManager.close(), jobManager.output()).toBe(0);
+        expect(await taskManager.exited, taskManager.output()).toBe(0);
+      }, 30_000);
 
-    it.each(READ_APIS)(
-      "counts every key exactly as a failure-free run after random counter failures, aligned and unaligned, whichever way the producer emits, reading with %s",
-      async (readApi) => {
-        for (const unaligned of [false, true]) {
-          await fc.assert(
-            fc.asyncProperty(producers, failurePlans, async (producer, failures) => {
-              const spec: KeyedCountingJobSpec = {
-                records: RECORDS,
-                readApi,
-                ...producer,
-                unaligned,
-                checkpointIntervalMs: 20,
-                pauseEvery: 250,
-                failures,
-              };
-              const result = await jobManager.run(spec);
-              const summary = `${JSON.stringify(spec)} -> ${result.status}, ${result.restarts} restarts, ${result.completedCheckpoints} checkpoints, restored from ${result.restoredFrom} (${result.restoredInFlightBytes} bytes in flight)`;
-              expect(result.status, `${summary}: ${result.error}`).toBe("FINISHED");
-              // A failure happened, so the run restored (or started over) at least once.
-              expect(result.restarts, summary).toBeGreaterThanOrEqual(1);
-              expect(differences(spec, result.counters), summary).toEqual([]);
-            }),
-            { numRuns: RUNS, endOnFailure: true },
-          );
-        }
-      },
-      RUNS * 120_000,
-    );
-  },
-);
+      it.sequential.each(READ_APIS)(
+        "counts every key exactly as a failure-free run after random counter failures, aligned and unaligned, whichever way the producer emits, reading with %s",
+        async (readApi) => {
+          for (const unaligned of [false, true]) {
+            await fc.assert(
+              fc.asyncProperty(producers, failurePlans, async (producer, failures) => {
+                const spec: KeyedCountingJobSpec = {
+                  records: RECORDS,
+                  readApi,
+                  ...producer,
+                  unaligned,
+                  checkpointIntervalMs: 20,
+                  pauseEvery: 250,
+                  failures,
+                };
+                const result = await jobManager.run(spec);
+                const summary = `${JSON.stringify(spec)} -> ${result.status}, ${result.restarts} restarts, ${result.completedCheckpoints} checkpoints, restored from ${result.restoredFrom} (${result.restoredInFlightBytes} bytes in flight)`;
+                expect(result.status, `${summary}: ${result.error}`).toBe("FINISHED");
+                // A failure happened, so the run restored (or started over) at least once.
+                expect(result.restarts, summary).toBeGreaterThanOrEqual(1);
+                expect(differences(spec, result.counters), summary).toEqual([]);
+              }),
+              { numRuns: RUNS, endOnFailure: true },
+            );
+          }
+        },
+        RUNS * 120_000,
+      );
+    },
+  );
+});
 
-describe.each(MATRIX)(
-  "acceptance over %s, the counters' task manager %s: a keyed checkpointed job reading with for await, its counters' process killed once at a random point",
-  (plugin, mode) => {
-    it(
-      `ends with the exact counts in ${ACCEPTANCE_RUNS} of ${ACCEPTANCE_RUNS} runs`,
-      async () => {
-        for (let run = 0; run < ACCEPTANCE_RUNS; run++) {
-          const jobManager = await JobManagerProcess.start(plugin);
-          let taskManager = jobManager.startTaskManager(mode);
-          const killed = taskManager;
-          const killDelayMs = Math.floor(Math.random() * 200);
-          let kill: NodeJS.Timeout | undefined;
-          const spec: KeyedCountingJobSpec = {
-            records: ACCEPTANCE_RECORDS,
-            readApi: "for await",
-            emitPath: "emit",
-            mailPoint: "yieldToMailbox",
-            unaligned: false,
-            checkpointIntervalMs: 100,
-            // At least a second of pauses: the kill comes well before the job's end.
-            pauseEvery: 1_000,
-            failures: [],
-          };
-          const result = await jobManager.run(spec, (completed) => {
-            // A random moment after the first completed checkpoint: the restart restores one.
-            if (completed < 1 || kill !== undefined) return;
-            kill = setTimeout(() => {
-              killed.child.kill("SIGKILL");
-              taskManager = jobManager.startTaskManager(mode);
-            }, killDelayMs);
-          });
-          clearTimeout(kill);
-          const summary = `run ${run + 1}, killed ${killDelayMs} ms after the first checkpoint: ${result.status}, ${result.restarts} restarts, ${result.completedCheckpoints} checkpoints, restored from ${result.restoredFrom} (${result.restoredInFlightBytes} bytes in flight)`;
-          expect(result.status, `${summary}: ${result.error}\n${jobManager.output()}`).toBe(
-            "FINISHED",
-          );
-          expect(result.restarts, `${summary}: the job ended before the kill`).toBe(1);
-          expect(result.restoredFrom, summary).not.toBeNull();
-          expect(differences(spec, result.counters), summary).toEqual([]);
-          expect(await jobManager.close(), jobManager.output()).toBe(0);
-          expect(await taskManager.exited, taskManager.output()).toBe(0);
-          expect(await killed.exited).toBeNull();
-        }
-      },
-      ACCEPTANCE_RUNS * 90_000,
-    );
-  },
-);
+// Each pair's runs start processes of their own: the four pairs run at once.
+describe("acceptance runs", () => {
+  describe.concurrent.each(MATRIX)(
+    "acceptance over %s, the counters' task manager %s: a keyed checkpointed job reading with for await, its counters' process killed once at a random point",
+    (plugin, mode) => {
+      it(
+        `ends with the exact counts in ${ACCEPTANCE_RUNS} of ${ACCEPTANCE_RUNS} runs`,
+        async () => {
+          for (let run = 0; run < ACCEPTANCE_RUNS; run++) {
+            const jobManager = await JobManagerProcess.start(plugin);
+            let taskManager = jobManager.startTaskManager(mode);
+            const killed = taskManager;
+            const killDelayMs = Math.floor(Math.random() * 200);
+            let kill: NodeJS.Timeout | undefined;
+            const spec: KeyedCountingJobSpec = {
+              records: ACCEPTANCE_RECORDS,
+              readApi: "for await",
+              emitPath: "emit",
+              mailPoint: "yieldToMailbox",
+              unaligned: false,
+              checkpointIntervalMs: 100,
+              // At least a second of pauses: the kill comes well before the job's end.
+              pauseEvery: 1_000,
+              failures: [],
+            };
+            const result = await jobManager.run(spec, (completed) => {
+              // A random moment after the first completed checkpoint: the restart restores one.
+              if (completed < 1 || kill !== undefined) return;
+              kill = setTimeout(() => {
+                killed.child.kill("SIGKILL");
+                taskManager = jobManager.startTaskManager(mode);
+              }, killDelayMs);
+            });
+            clearTimeout(kill);
+            const summary = `run ${run + 1}, killed ${killDelayMs} ms after the first checkpoint: ${result.status}, ${result.restarts} restarts, ${result.completedCheckpoints} checkpoints, restored from ${result.restoredFrom} (${result.restoredInFlightBytes} bytes in flight)`;
+            expect(result.status, `${summary}: ${result.error}\n${jobManager.output()}`).toBe(
+              "FINISHED",
+            );
+            expect(result.restarts, `${summary}: the job ended before the kill`).toBe(1);
+            expect(result.restoredFrom, summary).not.toBeNull();
+            expect(differences(spec, result.counters), summary).toEqual([]);
+            expect(await jobManager.close(), jobManager.output()).toBe(0);
+            expect(await taskManager.exited, taskManager.output()).toBe(0);
+            expect(await killed.exited).toBeNull();
+          }
+        },
+        ACCEPTANCE_RUNS * 90_000,
+      );
+    },
+  );
+});

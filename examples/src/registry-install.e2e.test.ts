@@ -9,13 +9,13 @@
  * `Configuration`/`JobGraph` from `@sluice/runtime` for NodeNext, and runs its job across two
  * processes.
  */
-import { type ChildProcess, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { waitFor } from "@sluice/core/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawnInApp } from "./test-support/child-process-output.js";
+import { spawnInApp, trackChildProcess } from "./test-support/child-process-output.js";
 import { REPO } from "./test-support/markdown-code-blocks.js";
 import {
   installedSluicePackages,
@@ -43,7 +43,8 @@ const CLUSTER_BRINGS_PLUGINS = BUNDLED_PLUGINS.every(
 );
 const CLUSTER_HAS_BIN = CLUSTER.bin?.sluice !== undefined;
 
-type Client = "npm" | "pnpm";
+const CLIENTS = ["npm", "pnpm"] as const;
+type Client = (typeof CLIENTS)[number];
 /** The command a user types to add packages to a project. */
 const ADD: Readonly<Record<Client, readonly string[]>> = {
   npm: ["npm", "install", "--no-audit", "--no-fund"],
@@ -133,18 +134,23 @@ afterAll(() => {
   for (const folder of folders) rmSync(folder, { recursive: true, force: true });
 });
 
-function run(command: readonly string[], cwd: string, timeoutMs = 180_000): Step {
+/** Runs `command` in `cwd`, installing from the registry; killed after `timeoutMs`. */
+async function run(command: readonly string[], cwd: string, timeoutMs = 180_000): Promise<Step> {
   const [file, ...args] = command as [string, ...string[]];
-  const result = spawnSync(file, args, {
+  const child = spawn(file, args, {
     cwd,
-    encoding: "utf8",
-    timeout: timeoutMs,
     env: { ...process.env, ...registry.env },
+    stdio: ["ignore", "pipe", "pipe"],
   });
-  return {
-    status: result.status,
-    output: `${result.stdout}${result.stderr}${result.error ?? ""}`,
-  };
+  let failed = "";
+  child.once("error", (error) => {
+    failed = String(error);
+  });
+  const { exited, output } = trackChildProcess(child, running);
+  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+  const status = await exited;
+  clearTimeout(timer);
+  return { status, output: `${output()}${failed}` };
 }
 
 /** An empty project folder, with only its package.json (and the Node types for TypeScript). */
@@ -174,25 +180,53 @@ function startRole(project: string, role: string, config: Readonly<Record<string
   return spawnInApp(project, running, [process.execPath, "dist/app.js", role, ...args]);
 }
 
-describe.each(["npm", "pnpm"] as const)("a fresh project that adds Sluice with %s", (client) => {
+/** A fresh project with the program, its install by a client, and its compilation. */
+interface FreshProject {
+  readonly project: string;
+  readonly install: Step;
+  /** The project folder's entries right after the install. */
+  readonly installed: string[];
+  readonly compile: Step | undefined;
+}
+
+/** Creates a fresh project for `client`, adds the packages with it and compiles the program. */
+async function freshProject(client: Client): Promise<FreshProject> {
+  const project = emptyProject(`fresh-${client}`);
+  writeFileSync(path.join(project, "app.ts"), APP);
+  writeFileSync(path.join(project, "tsconfig.json"), JSON.stringify(TSCONFIG, null, 2));
+  const install = await run(
+    [...ADD[client], ...DEPENDENCIES.map((name) => `@sluice/${name}`)],
+    project,
+  );
+  const installed = readdirSync(project);
+  if (install.status !== 0) return { project, install, installed, compile: undefined };
+  // The application's own compiler would be its dev dependency; this repository's pinned one
+  // is the same version.
+  const compile = await run(
+    [process.execPath, path.join(REPO, "node_modules/typescript/bin/tsc"), "-p", "."],
+    project,
+  );
+  return { project, install, installed, compile };
+}
+
+/**
+ * Both clients' fresh projects, set up at once as the file starts: an install mostly waits on
+ * the registries, and one client's install does not touch the other's project.
+ */
+let freshProjects: Map<Client, Promise<FreshProject>> | undefined;
+function freshProjectOf(client: Client): Promise<FreshProject> {
+  freshProjects ??= new Map(CLIENTS.map((c) => [c, freshProject(c)]));
+  return freshProjects.get(client) as Promise<FreshProject>;
+}
+
+describe.each(CLIENTS)("a fresh project that adds Sluice with %s", (client) => {
   let project = "";
   let install: Step | undefined;
   let installed: string[] = [];
   let compile: Step | undefined;
 
-  beforeAll(() => {
-    project = emptyProject(`fresh-${client}`);
-    writeFileSync(path.join(project, "app.ts"), APP);
-    writeFileSync(path.join(project, "tsconfig.json"), JSON.stringify(TSCONFIG, null, 2));
-    install = run([...ADD[client], ...DEPENDENCIES.map((name) => `@sluice/${name}`)], project);
-    installed = readdirSync(project);
-    if (install.status !== 0) return;
-    // The application's own compiler would be its dev dependency; this repository's pinned one
-    // is the same version.
-    compile = run(
-      [process.execPath, path.join(REPO, "node_modules/typescript/bin/tsc"), "-p", "."],
-      project,
-    );
+  beforeAll(async () => {
+    ({ project, install, installed, compile } = await freshProjectOf(client));
   }, 300_000);
 
   it("installs the packages by name from the registry, with nothing in the project's configuration", () => {
@@ -251,9 +285,9 @@ describe.each(["npm", "pnpm"] as const)("a fresh project that adds Sluice with %
     expect(taskManager.output()).toContain("task manager ended: shutdown");
   }, 60_000);
 
-  it.runIf(CLUSTER_HAS_BIN)("runs the sluice command of @sluice/cluster: --help", () => {
+  it.runIf(CLUSTER_HAS_BIN)("runs the sluice command of @sluice/cluster: --help", async () => {
     expect(install?.status, "the install failed").toBe(0);
-    const help = run(
+    const help = await run(
       client === "npm"
         ? ["npx", "--no-install", "sluice", "--help"]
         : ["pnpm", "exec", "sluice", "--help"],
@@ -269,11 +303,14 @@ describe("every package a cluster process loads by name, installed into a fresh 
   // Once @sluice/cluster depends on the bundled plugins, adding it alone must bring them all.
   const added = CLUSTER_BRINGS_PLUGINS ? ["cluster"] : ["cluster", ...BUNDLED_PLUGINS];
 
-  it.each(["npm", "pnpm"] as const)(
+  it.each(CLIENTS)(
     `%s installs @sluice/cluster and its bundled plugins (${BUNDLED_PLUGINS.join(", ")}) with no entry in the project's configuration`,
-    (client) => {
+    async (client) => {
       const project = emptyProject(`bundled-${client}`);
-      const install = run([...ADD[client], ...added.map((name) => `@sluice/${name}`)], project);
+      const install = await run(
+        [...ADD[client], ...added.map((name) => `@sluice/${name}`)],
+        project,
+      );
       // pnpm exits 1 when a dependency has an install script the project did not approve
       // (ERR_PNPM_IGNORED_BUILDS); a user must not have to approve one to install Sluice.
       expect(install.status, install.output).toBe(0);

@@ -24,8 +24,12 @@ interface RunFlags extends ConfigurationFlags {
   readonly code?: string;
 }
 
-/** How often `sluice run` asks for the job's state while it waits for its end. */
-const POLL_MS = 1000;
+/**
+ * How often `sluice run` asks for the job's state while it waits for its end: it reports the end
+ * (and exits) at most this long after it. A request reads the job manager's state, and its
+ * metrics only once `metrics.fetcher.update-interval` passed, so asking often costs little.
+ */
+const POLL_MS = 100;
 /** How often it asks again while the job is not at the leader it follows. */
 const LEADER_RETRY_MS = 1000;
 /** Beyond `slot.request.timeout`, how long a job may be out of sight during a takeover. */

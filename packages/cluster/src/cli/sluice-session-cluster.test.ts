@@ -279,11 +279,13 @@ describe.skipIf(etcdMissing !== undefined)(
     it("submits with sluice run through leader retrieval, follows the job to the next leader after kill -9 of the first through the one leader retrieval it keeps open, and lists it there", async () => {
       const { flags: ha, usrlib, first, second } = await haSessionCluster("tcp");
 
-      // The run's own services say when they are opened: etcd's, counted.
+      // The run's own services say when they are opened: etcd's, counted. Paced to last at least
+      // 1.5 s: the kill comes as soon as sluice run reports RUNNING (it asks every 100 ms), and
+      // the next leader runs the whole job again.
       const counted = ha.map((flag) =>
         flag === "high-availability.type=etcd" ? `high-availability.type=${COUNTING_HA}` : flag,
       );
-      const run = runNumbers(counted, usrlib, "2000000", "5");
+      const run = runNumbers(counted, usrlib, "600000", "5");
       await waitFor(() => /is RUNNING/.test(run.output()), {
         what: "the job running",
         timeoutMs: 30_000,
@@ -381,7 +383,8 @@ describe.skipIf(etcdMissing !== undefined)(
         timeoutMs: 30_000,
       });
 
-      const run = runNumbers(common, usrlib, "1000000", "5", "blocking");
+      // Paced: the producers push for at least 1 s, and the kill comes at their first files.
+      const run = runNumbers(common, usrlib, "400000", "5", "blocking");
       await waitFor(() => /is RUNNING/.test(run.output()) && filesUnder(workerDisk) > 0, {
         what: "the producers pushing to the worker",
         timeoutMs: 30_000,
@@ -392,6 +395,8 @@ describe.skipIf(etcdMissing !== undefined)(
         await run.exited,
         `${run.output()}\n---\n${second.output()}\n---\n${worker.output()}`,
       ).toBe(0);
+      // The kill came while the job ran: sluice run lost it at the first leader.
+      expect(run.output()).toMatch(/following the leader that high availability names/);
       expect(run.output()).toMatch(/job [0-9a-f]{32} FINISHED after \d+ restart\(s\)/);
       expect(worker.output()).toContain(`shuffle manager at ${second.manager}`);
       // The first leader's partitions are orphans the second one does not know: released, as

@@ -87,9 +87,11 @@ export function blockingCases(cluster: () => TckCluster): void {
   }, 60_000);
 
   it("serves a blocking data set twice: to a second consumer vertex deployed after the first one finished", async () => {
-    const producer = await cluster().startWorker("producer");
-    const first = await cluster().startWorker("first-reader");
-    const second = await cluster().startWorker("second-reader");
+    const [producer, first, second] = await cluster().startWorkers([
+      "producer",
+      "first-reader",
+      "second-reader",
+    ]);
     second.holdSubmits = true;
     const exchange = await cluster().deploy(blocking(2, { readers: 2 }), producer, [first, second]);
     await expectFinished(exchange.readers[0] ?? []);
@@ -104,9 +106,11 @@ export function blockingCases(cluster: () => TckCluster): void {
   }, 60_000);
 
   it("serves one blocking data set to two consumer vertices reading at the same time", async () => {
-    const producer = await cluster().startWorker("producer");
-    const first = await cluster().startWorker("first-reader");
-    const second = await cluster().startWorker("second-reader");
+    const [producer, first, second] = await cluster().startWorkers([
+      "producer",
+      "first-reader",
+      "second-reader",
+    ]);
     // Each consumer subtask stops half-way: both readers are then open at once.
     const exchange = await cluster().deploy(
       blocking(2, { readers: 2, consume: { stallAfter: RECORDS / 2 } }),

@@ -81,9 +81,11 @@ export function failureCases(cluster: () => TckCluster): void {
   }, 60_000);
 
   it("releases what a killed consumer held at the producer and keeps serving the other consumers", async () => {
-    const producer = await cluster().startWorker("producer");
-    const doomed = await cluster().startWorker("doomed-consumer");
-    const healthy = await cluster().startWorker("healthy-consumer");
+    const [producer, doomed, healthy] = await cluster().startWorkers([
+      "producer",
+      "doomed-consumer",
+      "healthy-consumer",
+    ]);
     producer.holdCancels = true;
     const toDoomed = await cluster().deploy(
       oneToOne({ records: 10_000_000, padding: 88 }, { stallAfter: 10 }),

@@ -36,12 +36,24 @@ export class TckCluster {
     return worker;
   }
 
+  /**
+   * Starts a worker per label, each with `extra`, all at once: a worker's start is mostly its
+   * process loading the runtime (and its slot threads loading it again), which overlaps. A worker
+   * whose start failed is still killed and its folder removed by {@link shutdown}.
+   */
+  async startWorkers<const Labels extends readonly string[]>(
+    labels: Labels,
+    extra: Record<string, unknown> = {},
+  ): Promise<{ -readonly [K in keyof Labels]: WorkerProcess }> {
+    const workers = await Promise.all(labels.map((label) => this.startWorker(label, extra)));
+    return workers as { -readonly [K in keyof Labels]: WorkerProcess };
+  }
+
   /** Starts the two workers most cases use, `producer` and `consumer`, each with `extra`. */
   async startProducerAndConsumer(
     extra: Record<string, unknown> = {},
   ): Promise<{ producer: WorkerProcess; consumer: WorkerProcess }> {
-    const producer = await this.startWorker("producer", extra);
-    const consumer = await this.startWorker("consumer", extra);
+    const [producer, consumer] = await this.startWorkers(["producer", "consumer"], extra);
     return { producer, consumer };
   }
 
@@ -135,11 +147,19 @@ export async function expectReceived(
     .toBeGreaterThanOrEqual(records);
 }
 
-/** Closes each worker's TaskExecutor; each process must then exit on its own (no leaked handles). */
+/**
+ * Closes each worker's TaskExecutor, all at once; each process must then exit on its own (no
+ * leaked handles).
+ */
 export async function expectExitByThemselves(...workers: WorkerProcess[]): Promise<void> {
-  for (const worker of workers) {
-    expect(await worker.close()).toEqual({ code: 0, signal: null, exitedByItself: true });
-  }
+  const exits = await Promise.all(workers.map((worker) => worker.close()));
+  workers.forEach((worker, i) => {
+    expect(exits[i], `worker ${worker.label}`).toEqual({
+      code: 0,
+      signal: null,
+      exitedByItself: true,
+    });
+  });
 }
 
 /** The first subtask, which a one-subtask vertex always has. */
