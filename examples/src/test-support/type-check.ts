@@ -16,6 +16,13 @@ export function guideCompilerOptions(blocks: readonly CodeBlock[]): ts.CompilerO
 }
 
 /**
+ * The files on disk that programs read (the libraries' and the packages' declarations), parsed
+ * once per test file and shared by the programs, as TypeScript's document registry shares them:
+ * each call builds a program of its own. Keyed by name and the options they were parsed with.
+ */
+const parsedFiles = new Map<string, ts.SourceFile | undefined>();
+
+/**
  * Type-checks TypeScript code blocks as ES modules in `folder` (which must have a package.json with
  * `"type": "module"` and the packages they import in its node_modules), without writing them
  * anywhere. Returns the diagnostics, each placed at its line in the Markdown document.
@@ -44,9 +51,11 @@ export function typeCheckBlocks(
   host.readFile = (name) => files.get(name)?.code ?? readFile.call(host, name);
   host.getSourceFile = (name, language, ...rest) => {
     const block = files.get(name);
-    return block === undefined
-      ? getSourceFile.call(host, name, language, ...rest)
-      : ts.createSourceFile(name, block.code, language);
+    if (block !== undefined) return ts.createSourceFile(name, block.code, language);
+    const key = `${name}\0${JSON.stringify(language)}`;
+    if (!parsedFiles.has(key))
+      parsedFiles.set(key, getSourceFile.call(host, name, language, ...rest));
+    return parsedFiles.get(key);
   };
   const program = ts.createProgram([...files.keys()], options, host);
   return ts.getPreEmitDiagnostics(program).map((diagnostic) => {
