@@ -36,10 +36,13 @@ function connectPeer(port: number): Promise<RawPeer & { readonly ws: WebSocket }
         ws,
         received,
         closed: closedPromise,
-        isClosed: () => closed,
+        // Closing counts as closed: `ws` answers a send after the server's close frame or reset
+        // on the next tick, before its 'close' event, so a peer's send loop would never give the
+        // event loop a turn and the 'close' event would never come.
+        isClosed: () => closed || ws.readyState !== WebSocket.OPEN,
         send: (bytes) =>
           new Promise((done) => {
-            if (closed) {
+            if (closed || ws.readyState !== WebSocket.OPEN) {
               done();
               return;
             }
