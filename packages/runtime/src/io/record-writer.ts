@@ -82,7 +82,11 @@ export abstract class RecordWriter<T> {
    * it (one output per alignment, made when first needed).
    */
   private readonly recordAlignment: ((targetSubpartition: number) => number) | undefined;
-  private readonly alignedOutputs = new Array<DataOutputSerializer | undefined>(8).fill(undefined);
+  /** Index 0 is `output` itself: an output's buffer starts 8-byte aligned unless told otherwise. */
+  private readonly alignedOutputs: (DataOutputSerializer | undefined)[] = [
+    this.output,
+    ...new Array<undefined>(7).fill(undefined),
+  ];
   private readonly flusher: OutputFlusher | undefined;
   private readonly backPressuredTime: TimerGauge | undefined;
   private readonly hardBackPressuredTime: TimerGauge | undefined;
