@@ -102,6 +102,8 @@ export class FrameConnection {
   private idleTimeoutMs: number | undefined;
   private idleReason = "";
   private watchdog: NodeJS.Timeout | undefined;
+  /** A timeout found by the watchdog, to be confirmed once the poll phase read what waits. */
+  private confirmation: NodeJS.Immediate | undefined;
 
   /**
    * @param handler - the frames' receiver, or a function that makes it for this connection
@@ -390,6 +392,8 @@ export class FrameConnection {
   private clearWatchdog(): void {
     if (this.watchdog !== undefined) clearTimeout(this.watchdog);
     this.watchdog = undefined;
+    if (this.confirmation !== undefined) clearImmediate(this.confirmation);
+    this.confirmation = undefined;
   }
 
   /** One timer per connection, for the nearest deadline; unref'd, never keeps a process alive. */
@@ -410,7 +414,21 @@ export class FrameConnection {
     this.watchdog.unref();
   }
 
-  private checkTimeouts(): void {
+  /**
+   * A deadline the watchdog found passed is a verdict only once the bytes that arrived meanwhile
+   * were read. After a stall of this event loop (a long task, a slow host), the timers phase runs
+   * before the poll phase reads what the peer sent during the stall, so the check phase, which
+   * comes after it, looks again.
+   */
+  private confirmAfterPoll(): void {
+    this.confirmation = setImmediate(() => {
+      this.confirmation = undefined;
+      this.checkTimeouts(true);
+    });
+    this.confirmation.unref();
+  }
+
+  private checkTimeouts(afterPoll = false): void {
     this.watchdog = undefined;
     if (this.closed || this.refused) return;
     const now = performance.now();
@@ -423,6 +441,10 @@ export class FrameConnection {
     if (frameRead !== undefined && this.frameStartedAt >= 0) {
       const waited = now - this.frameStartedAt;
       if (waited >= frameRead) {
+        if (!afterPoll) {
+          this.confirmAfterPoll();
+          return;
+        }
         this.refuse(
           new TimeoutError(
             `a frame from ${this.remoteAddress} started ${Math.round(waited)} ms ago and is still incomplete (limit ${frameRead} ms, 'remote-shuffle.rpc.frame-read-timeout'); connection closed`,
@@ -433,6 +455,10 @@ export class FrameConnection {
     }
     const idle = this.idleTimeoutMs;
     if (idle !== undefined && this.frameStartedAt < 0 && now - this.lastFrameAt >= idle) {
+      if (!afterPoll) {
+        this.confirmAfterPoll();
+        return;
+      }
       this.refuse(
         new TimeoutError(
           `${this.remoteAddress} ${this.idleReason || "sent nothing"} within ${idle} ms; connection closed`,

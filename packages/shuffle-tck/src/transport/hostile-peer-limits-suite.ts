@@ -146,6 +146,17 @@ async function watchEventLoop(): Promise<{ stop(): number }> {
   };
 }
 
+/**
+ * Keeps this thread busy for `ms`, as a long task or a slow host does: timers come due, and what
+ * peers send meanwhile waits in the kernel until the event loop reads again.
+ */
+export function blockEventLoop(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    // busy
+  }
+}
+
 /** Resolves true as soon as `condition` holds, false after `timeoutMs` (polled, no sleeps). */
 async function until(condition: () => boolean, timeoutMs: number): Promise<boolean> {
   const deadline = performance.now() + timeoutMs;
@@ -376,6 +387,24 @@ export function describeHostilePeerLimitsSuite(
       expect(error?.code).toBe(ErrorCodes.TIMEOUT);
       expect(error?.message).toContain("taskmanager.network.frame-read-timeout");
       await expect.poll(() => env.getNumberOfServerConnections()).toBe(0);
+    });
+
+    it("keeps a connection whose frame was completed while the event loop was blocked past the frame read timeout", async () => {
+      const executor = await start({ "taskmanager.network.idle-connection-timeout": "1min" });
+      const env = networkEnvironmentOf(executor);
+      const peer = await connect(executor.location.dataPort);
+      peers.push(peer);
+      const frame = frames([partitionRequest(new ResultPartitionID())]);
+      await peer.send(frame.subarray(0, 20));
+      // The server has read the first part: its frame read clock runs.
+      await new Promise((resolve) => setTimeout(resolve, SHORT_TIMEOUT_MS / 3));
+      // The rest reaches the server's socket at once, but the event loop they share is blocked
+      // past the deadline: when it turns again, the timer is due before the socket is read.
+      void peer.send(frame.subarray(20));
+      blockEventLoop(3 * SHORT_TIMEOUT_MS);
+      await expect.poll(() => env.resultPartitionManager.getNumberOfWaitingRequests()).toBe(1);
+      expect(fatalError(peer)).toBeUndefined();
+      expect(peer.isClosed()).toBe(false);
     });
 
     if (connector.connectWithoutHandshake !== undefined) {

@@ -2,7 +2,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { ErrorCodes } from "@sluice/core";
 import { afterEach, describe, expect, it } from "vitest";
-import type { RawPeer } from "./hostile-peer-limits-suite.js";
+import { blockEventLoop, type RawPeer } from "./hostile-peer-limits-suite.js";
 import { connectRawTcp, rawTcpPeer } from "./raw-tcp-peer.js";
 
 /** The limits a port under test is started with (the suite sets them low). */
@@ -244,6 +244,23 @@ export function describeHostileRpcPortLimitsSuite(
       expect(error?.code).toBe(ErrorCodes.TIMEOUT);
       expect(error?.message).toContain("frame-read-timeout");
       await expect.poll(() => under.stats().connections).toBe(0);
+    });
+
+    it("keeps a connection whose frame was completed while the event loop was blocked past the frame read timeout", async () => {
+      const under = await start({ idleTimeoutMs: LONG_TIMEOUT_MS });
+      const peer = await connect(under);
+      const { prelude, frame } = under.flood;
+      await peer.send(Buffer.concat([prelude ?? Buffer.alloc(0), frame.subarray(0, 6)]));
+      // The port has read the frame's first bytes: its frame read clock runs.
+      await new Promise((resolve) => setTimeout(resolve, SHORT_TIMEOUT_MS / 3));
+      // The rest reaches the port's socket at once, but the event loop they share is blocked past
+      // the deadline: when it turns again, the timer is due before the socket is read.
+      void peer.send(frame.subarray(6));
+      blockEventLoop(3 * SHORT_TIMEOUT_MS);
+      // The port answers, and keeps the connection open past another deadline's worth of time.
+      expect(await until(() => peer.received.length > 0, 10_000)).toBe(true);
+      expect(await closedWithin(peer, 2 * SHORT_TIMEOUT_MS)).toBe(false);
+      expect(under.errorOf(Buffer.concat(peer.received))).toBeUndefined();
     });
 
     it("refuses every malformed frame with SLUICE_ERR_PROTOCOL, closing only that connection", async () => {

@@ -282,6 +282,9 @@ describe("PartitionRequestServerHandler", () => {
     vi.advanceTimersByTime(999);
     expect(connection.closed).toBe(false);
     vi.advanceTimersByTime(2);
+    // The verdict comes in the check phase, after the poll phase read what had arrived.
+    expect(connection.closed).toBe(false);
+    await turn();
     expectClosedByTimeout(connection, "taskmanager.network.idle-connection-timeout");
   });
 
@@ -307,6 +310,7 @@ describe("PartitionRequestServerHandler", () => {
     }
     expect(connection.closed).toBe(false);
     vi.advanceTimersByTime(200);
+    await turn();
     expectClosedByTimeout(connection, "taskmanager.network.frame-read-timeout");
   });
 

@@ -75,6 +75,8 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
   /** When the frame the decoder is in the middle of started to arrive; -1 at a frame boundary. */
   private frameStartedAt = -1;
   private watchdog: NodeJS.Timeout | undefined;
+  /** A timeout found by the watchdog, to be confirmed once the poll phase read what waits. */
+  private confirmation: NodeJS.Immediate | undefined;
   /** Input read but not decoded because reading paused (at most what arrived meanwhile). */
   private pendingInput: Buffer[] = [];
 
@@ -168,8 +170,7 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
   }
 
   onClose(): void {
-    if (this.watchdog !== undefined) clearTimeout(this.watchdog);
-    this.watchdog = undefined;
+    this.stopWatchdog();
     this.closed = true;
     this.pendingInput = [];
     this.decoder.destroy();
@@ -340,7 +341,28 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
     this.watchdog.unref();
   }
 
-  private checkTimeouts(): void {
+  private stopWatchdog(): void {
+    if (this.watchdog !== undefined) clearTimeout(this.watchdog);
+    this.watchdog = undefined;
+    if (this.confirmation !== undefined) clearImmediate(this.confirmation);
+    this.confirmation = undefined;
+  }
+
+  /**
+   * A deadline the watchdog found passed is a verdict only once the bytes that arrived meanwhile
+   * were read. After a stall of this event loop (a long task, a slow host), the timers phase runs
+   * before the poll phase reads what the peer sent during the stall, so the check phase, which
+   * comes after it, looks again.
+   */
+  private confirmAfterPoll(): void {
+    this.confirmation = setImmediate(() => {
+      this.confirmation = undefined;
+      this.checkTimeouts(true);
+    });
+    this.confirmation.unref();
+  }
+
+  private checkTimeouts(afterPoll = false): void {
     this.watchdog = undefined;
     if (this.closed) return;
     const { idleTimeoutMs, frameReadTimeoutMs } = this.options;
@@ -351,6 +373,10 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
         // We stopped reading, not the peer: its frame gets the full time once we read again.
         this.frameStartedAt = now;
       } else if (now - this.frameStartedAt >= frameReadTimeoutMs) {
+        if (!afterPoll) {
+          this.confirmAfterPoll();
+          return;
+        }
         this.failConnection(
           new TimeoutError(
             `a frame from ${this.connection.remoteAddress} started ${Math.round(now - this.frameStartedAt)} ms ago ` +
@@ -372,6 +398,10 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
         // wait until it reads its replies (bounded by the outbound budget).
         this.lastActivityAt = now;
       } else if (now - this.lastActivityAt >= idleTimeoutMs) {
+        if (!afterPoll) {
+          this.confirmAfterPoll();
+          return;
+        }
         this.failConnection(
           new TimeoutError(
             `connection from ${this.connection.remoteAddress} had no partition request and sent nothing for ` +
@@ -389,8 +419,7 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
   private failConnection(cause: Error): void {
     if (this.closed) return;
     this.closed = true;
-    if (this.watchdog !== undefined) clearTimeout(this.watchdog);
-    this.watchdog = undefined;
+    this.stopWatchdog();
     const error = isSluiceError(cause)
       ? cause
       : new CancelledError(`server handler failed: ${cause.message}`, { cause });
