@@ -13,6 +13,7 @@ import type { PartitionWorkArgs } from "./cases/partition-work.js";
 import type { RelayArgs, RelayPeerArgs } from "./cases/relay-bench.js";
 import type { RingRunArgs } from "./cases/shared-ring-bench.js";
 import type { ChannelRunArgs, KeyedRunArgs, SlotsStartArgs } from "./cases/slots-bench.js";
+import type { WakeUpRunArgs } from "./cases/wake-up-bench.js";
 import type {
   LatencyParams,
   LatencyPeer,
@@ -219,6 +220,10 @@ async function handle(request: Request): Promise<unknown> {
       const { partitionScalingRun } = await import("./cases/partition-work-thread.js");
       const { threads, work } = args as unknown as { threads: number; work: PartitionWorkArgs };
       return await partitionScalingRun(threads, work);
+    }
+    case "wakeUp": {
+      const { wakeUpRun } = await import("./cases/wake-up-bench.js");
+      return await wakeUpRun(args as unknown as WakeUpRunArgs);
     }
     case "freeList": {
       const { freeListRun } = await import("./cases/free-list-bench.js");

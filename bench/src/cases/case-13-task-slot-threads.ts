@@ -17,6 +17,11 @@
  * - where a threaded task manager's network I/O lives: 32 KiB buffers sent to (and received
  *   from) another child over TCP by a slot thread on its own connection, or through the main
  *   thread (handed over through a SharedArrayBuffer ring).
+ * - what bounds the local channel: how long one thread takes to wake another that waits, with
+ *   the ring's blocking `Atomics.wait` and with the slot threads' `Atomics.waitAsync`
+ *   (`wake-up-bench.ts`), and the ring again with only as many slots as a channel may hold
+ *   buffers by default (Flink's `taskmanager.network.memory.max-buffers-per-channel`, 10): a side
+ *   that runs out waits, and is woken, once per window.
  */
 import { Child, median } from "../harness.js";
 import { type CaseDefinition, firstLine, log } from "./case-definition.js";
@@ -25,12 +30,21 @@ import type { RelayMode } from "./relay-bench.js";
 import { findRow, withRatios } from "./result-rows.js";
 import type { SlotsMode, SlotsRunResult } from "./slots-bench.js";
 import { sluiceConfig } from "./sluice-params.js";
+import type { WakeUpMode } from "./wake-up-bench.js";
 
 const SEGMENT_SIZE = 32 * 1024;
 const KEYED = "keyed job";
 const CHANNEL = "local channel";
 const RING = "SharedArrayBuffer ring";
+/** Slots of the ring the goal compares with (1 MiB of 32 KiB chunks). */
+const RING_SLOTS = 32;
+/** A local channel's window by default: Flink's `max-buffers-per-channel`. */
+const DEFAULT_WINDOW = 10;
+const NARROW_RING = `${RING}, ${DEFAULT_WINDOW} slots (a channel's default window)`;
 const MODES: readonly SlotsMode[] = ["single-loop", "threaded"];
+
+const WAKE_UPS: readonly WakeUpMode[] = ["Atomics.wait", "Atomics.waitAsync"];
+const wakeUpSystem = (mode: WakeUpMode) => `wake-up of a waiting thread, ${mode}`;
 
 const SCALING = ["1 thread", "2 threads at once"] as const;
 const scalingSystem = (threads: (typeof SCALING)[number]) =>
@@ -45,6 +59,19 @@ const FREE_LISTS = {
 
 const system = (what: string, mode: string) => `${what}, ${mode}`;
 
+/** The row each row of the case is compared with; undefined for a baseline. */
+function baselineOf(row: string): string | undefined {
+  if (row.startsWith(KEYED)) return system(KEYED, "single-loop");
+  if (row === scalingSystem("2 threads at once")) return scalingSystem("1 thread");
+  if (row.startsWith(CHANNEL) || row === NARROW_RING) return RING;
+  if (row === wakeUpSystem("Atomics.waitAsync")) return wakeUpSystem("Atomics.wait");
+  if (row.startsWith("peak RSS")) return system("peak RSS", "single-loop");
+  if (row.startsWith("free list: shared")) return FREE_LISTS.arrayNs;
+  if (row.startsWith("send, ")) return system("send", "slot thread");
+  if (row.startsWith("receive, ")) return system("receive", "slot thread");
+  return undefined;
+}
+
 export const case13: CaseDefinition = {
   id: 13,
   name: "Task slots on threads: one task manager with 2 slots on 2 cores, single-loop vs threaded",
@@ -55,6 +82,8 @@ export const case13: CaseDefinition = {
     const keyed = new Map<SlotsMode, number[]>(MODES.map((mode) => [mode, []]));
     const channel = new Map<SlotsMode, number[]>(MODES.map((mode) => [mode, []]));
     const ring: number[] = [];
+    const narrowRing: number[] = [];
+    const wakeUps = new Map<WakeUpMode, number[]>(WAKE_UPS.map((mode) => [mode, []]));
     const freeList = new Map<keyof FreeListResult, number[]>(
       (Object.keys(FREE_LISTS) as (keyof FreeListResult)[]).map((key) => [key, []]),
     );
@@ -64,6 +93,7 @@ export const case13: CaseDefinition = {
     const problems: string[] = [];
     const children = new Map<SlotsMode, Child>();
     const ringChild = new Child("ring");
+
     const relayChild = new Child("relay");
     const relayPeer = new Child("relay-peer");
     try {
@@ -72,6 +102,7 @@ export const case13: CaseDefinition = {
         children.set(mode, child);
         await child.request("slotsStart", { mode, config: sluiceConfig(100) }, 60_000);
       }
+
       // A warm-up run of each, then the measured runs, interleaved.
       for (let run = 0; run <= o.runs; run++) {
         const measured = run > 0;
@@ -94,12 +125,26 @@ export const case13: CaseDefinition = {
             channel.get(mode)?.push(c.bytesPerSecond / 1e9);
           }
         }
+        for (const mode of WAKE_UPS) {
+          const micros = await ringChild.request<number>(
+            "wakeUp",
+            { mode, durationMs: Math.min(o.durationMs, 1_000) },
+            60_000,
+          );
+          if (measured) wakeUps.get(mode)?.push(micros);
+        }
         const r = await ringChild.request<{ bytesPerSecond: number }>(
           "ring",
-          { durationMs: o.durationMs, chunkBytes: SEGMENT_SIZE, slots: 32 },
+          { durationMs: o.durationMs, chunkBytes: SEGMENT_SIZE, slots: RING_SLOTS },
           o.durationMs + 60_000,
         );
         if (measured) ring.push(r.bytesPerSecond / 1e9);
+        const n = await ringChild.request<{ bytesPerSecond: number }>(
+          "ring",
+          { durationMs: o.durationMs, chunkBytes: SEGMENT_SIZE, slots: DEFAULT_WINDOW },
+          o.durationMs + 60_000,
+        );
+        if (measured) narrowRing.push(n.bytesPerSecond / 1e9);
         for (const [index, threads] of SCALING.entries()) {
           const perSecond = await ringChild.request<number>(
             "partitionScaling",
@@ -178,7 +223,14 @@ export const case13: CaseDefinition = {
           metric: "GB/s",
           higherIsBetter: true,
           values: ring,
-          extra: { chunkBytes: SEGMENT_SIZE, slots: 32 },
+          extra: { chunkBytes: SEGMENT_SIZE, slots: RING_SLOTS },
+        }),
+        report.row({
+          system: NARROW_RING,
+          metric: "GB/s",
+          higherIsBetter: true,
+          values: narrowRing,
+          extra: { chunkBytes: SEGMENT_SIZE, slots: DEFAULT_WINDOW },
         }),
         ...SCALING.map((threads) =>
           report.row({
@@ -197,6 +249,14 @@ export const case13: CaseDefinition = {
             values: channel.get(mode) ?? [],
             extra: { records: channelRecords, recordBytes: SEGMENT_SIZE },
             ...(note !== undefined ? { note } : {}),
+          }),
+        ),
+        ...WAKE_UPS.map((mode) =>
+          report.row({
+            system: wakeUpSystem(mode),
+            metric: "µs",
+            higherIsBetter: false,
+            values: wakeUps.get(mode) ?? [],
           }),
         ),
         ...(Object.keys(FREE_LISTS) as (keyof FreeListResult)[]).map((key) =>
@@ -228,26 +288,12 @@ export const case13: CaseDefinition = {
           }),
         ),
       ],
-      (row) =>
-        row.system.startsWith(KEYED)
-          ? system(KEYED, "single-loop")
-          : row.system === scalingSystem("2 threads at once")
-            ? scalingSystem("1 thread")
-            : row.system.startsWith(CHANNEL)
-              ? RING
-              : row.system.startsWith("peak RSS")
-                ? system("peak RSS", "single-loop")
-                : row.system.startsWith("free list: shared")
-                  ? FREE_LISTS.arrayNs
-                  : row.system.startsWith("send, ")
-                    ? system("send", "slot thread")
-                    : row.system.startsWith("receive, ")
-                      ? system("receive", "slot thread")
-                      : undefined,
+      (row) => baselineOf(row.system),
     );
     const threadedKeyed = findRow(rows, system(KEYED, "threaded"));
     const threadedChannel = findRow(rows, system(CHANNEL, "threaded"));
     const twoThreads = findRow(rows, scalingSystem("2 threads at once"));
+    const asyncWakeUp = findRow(rows, wakeUpSystem("Atomics.waitAsync"));
     const single = rss.get("single-loop");
     const threaded = rss.get("threaded");
     const goals = [
@@ -271,7 +317,10 @@ export const case13: CaseDefinition = {
         note:
           threadedChannel === undefined
             ? undefined
-            : `${threadedChannel.median.toFixed(2)} against ${median(ring).toFixed(2)} GB/s`,
+            : `${threadedChannel.median.toFixed(2)} against ${median(ring).toFixed(2)} GB/s; ` +
+              `the ring with ${DEFAULT_WINDOW} slots ${median(narrowRing).toFixed(2)} GB/s; ` +
+              `a wake-up takes ${asyncWakeUp?.median.toFixed(1) ?? "?"} µs with Atomics.waitAsync, ` +
+              `${median(wakeUps.get("Atomics.wait") ?? []).toFixed(1)} µs with Atomics.wait`,
       }),
       report.goal({
         text: "peak RSS of the task manager with 2 threaded slots ≤ single-loop + 32 MiB",
