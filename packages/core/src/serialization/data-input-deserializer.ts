@@ -186,7 +186,10 @@ export class DataInputDeserializer {
     this.need(count);
     const start = this.pos;
     this.pos += count;
-    return this.buffer.subarray(start, this.pos);
+    // A plain Uint8Array, not Buffer#subarray: a Buffer is a subclass, whose construction V8
+    // does not inline, and this runs once per byte-array record.
+    const buffer = this.buffer;
+    return new Uint8Array(buffer.buffer, buffer.byteOffset + start, count);
   }
 
   /**
