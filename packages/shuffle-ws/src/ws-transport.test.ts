@@ -153,6 +153,9 @@ describe("WsTransport", () => {
     const { listener, clientHandler, serverHandler } = await connectedPair(resources);
     // A socket that connected but never sent its upgrade request.
     const stuck = resources.socket(createConnection({ host: "127.0.0.1", port: listener.port }));
+    // Flowing, so the server's close is read: a socket that is never read may never see the end
+    // of its stream, and then never emits 'close'.
+    stuck.resume();
     await new Promise<void>((r) => stuck.once("connect", () => r()));
     const stuckClosed = new Promise<void>((r) => stuck.once("close", () => r()));
     await listener.close();
