@@ -148,7 +148,7 @@ export const RemoteShuffleOptions = {
     .defaultValue("30s")
     .withValidator(atLeast(1, "a duration"))
     .withDescription(
-      "Sluice: once the first bytes of a frame arrived on the shuffle manager's or a shuffle worker's port, the rest must arrive within this time, or the connection is closed with `SLUICE_ERR_TIMEOUT`. Time while the receiver itself stopped reading does not count.",
+      "Sluice: once the first bytes of a frame arrived on the shuffle manager's or a shuffle worker's port, the rest must arrive within this time, or the connection is closed with `SLUICE_ERR_TIMEOUT`. Time while the receiver itself stopped reading does not count, nor a stall of its own event loop: a deadline found passed is looked at again once what waits in the socket was read.",
     ),
   RPC_MAX_OUTBOUND_BYTES_PER_CONNECTION: ConfigOptions.key(
     "remote-shuffle.rpc.max-outbound-bytes-per-connection",

@@ -254,7 +254,8 @@ export const NettyShuffleEnvironmentOptions = {
       "Sluice: once the first bytes of a frame from a consumer arrived, the rest must arrive " +
         "within this time, or the data server closes the connection (fatal `SLUICE_ERR_TIMEOUT` " +
         "error response). Consumers send only small control frames, so only a stalled or hostile " +
-        "peer reaches it. Time while the server itself stopped reading does not count.",
+        "peer reaches it. Time while the server itself stopped reading does not count, nor a stall of " +
+        "its own event loop: a deadline found passed is looked at again once what waits in the socket was read.",
     ),
 
   /** Bytes the data server holds for one connection whose peer does not read (Sluice). */
