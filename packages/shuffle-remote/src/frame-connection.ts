@@ -5,7 +5,11 @@ import {
   type SluiceError,
   TimeoutError,
 } from "@sluice/core";
-import type { ConnectionHandler, TransportConnection } from "@sluice/network/plugin";
+import {
+  type ConnectionHandler,
+  ReadDeadlineWatchdog,
+  type TransportConnection,
+} from "@sluice/network/plugin";
 import { FrameType, frameTypeName } from "./remote-shuffle-messages.js";
 
 /**
@@ -101,9 +105,9 @@ export class FrameConnection {
   private lastFrameAt = performance.now();
   private idleTimeoutMs: number | undefined;
   private idleReason = "";
-  private watchdog: NodeJS.Timeout | undefined;
-  /** A timeout found by the watchdog, to be confirmed once the poll phase read what waits. */
-  private confirmation: NodeJS.Immediate | undefined;
+  private readonly watchdog = new ReadDeadlineWatchdog((afterPoll) =>
+    this.checkTimeouts(afterPoll),
+  );
 
   /**
    * @param handler - the frames' receiver, or a function that makes it for this connection
@@ -201,7 +205,7 @@ export class FrameConnection {
   refuse(error: Error): void {
     if (this.refused || this.closed) return;
     this.refused = true;
-    this.clearWatchdog();
+    this.watchdog.stop();
     this.pending = [];
     const coded: SluiceError = isSluiceError(error)
       ? error
@@ -232,13 +236,13 @@ export class FrameConnection {
   }
 
   close(): void {
-    this.clearWatchdog();
+    this.watchdog.stop();
     this.connection.close();
   }
 
   destroy(cause?: Error): void {
     this.refused = true;
-    this.clearWatchdog();
+    this.watchdog.stop();
     this.connection.destroy(cause);
   }
 
@@ -277,7 +281,7 @@ export class FrameConnection {
 
   private onTransportClose(cause: Error | undefined): void {
     this.closed = true;
-    this.clearWatchdog();
+    this.watchdog.stop();
     this.pending = [];
     this.handler?.onClose(cause);
   }
@@ -389,16 +393,9 @@ export class FrameConnection {
 
   // ------------------------------------------------------------------------------ timeouts
 
-  private clearWatchdog(): void {
-    if (this.watchdog !== undefined) clearTimeout(this.watchdog);
-    this.watchdog = undefined;
-    if (this.confirmation !== undefined) clearImmediate(this.confirmation);
-    this.confirmation = undefined;
-  }
-
   /** One timer per connection, for the nearest deadline; unref'd, never keeps a process alive. */
   private armWatchdog(): void {
-    this.clearWatchdog();
+    this.watchdog.stop();
     if (this.closed || this.refused) return;
     const now = performance.now();
     let next = Number.POSITIVE_INFINITY;
@@ -410,26 +407,10 @@ export class FrameConnection {
       next = Math.min(next, this.lastFrameAt + this.idleTimeoutMs - now);
     }
     if (next === Number.POSITIVE_INFINITY) return;
-    this.watchdog = setTimeout(() => this.checkTimeouts(), Math.max(1, Math.ceil(next)));
-    this.watchdog.unref();
+    this.watchdog.arm(next);
   }
 
-  /**
-   * A deadline the watchdog found passed is a verdict only once the bytes that arrived meanwhile
-   * were read. After a stall of this event loop (a long task, a slow host), the timers phase runs
-   * before the poll phase reads what the peer sent during the stall, so the check phase, which
-   * comes after it, looks again.
-   */
-  private confirmAfterPoll(): void {
-    this.confirmation = setImmediate(() => {
-      this.confirmation = undefined;
-      this.checkTimeouts(true);
-    });
-    this.confirmation.unref();
-  }
-
-  private checkTimeouts(afterPoll = false): void {
-    this.watchdog = undefined;
+  private checkTimeouts(afterPoll: boolean): void {
     if (this.closed || this.refused) return;
     const now = performance.now();
     if (this.isReadingPaused()) {
@@ -442,7 +423,7 @@ export class FrameConnection {
       const waited = now - this.frameStartedAt;
       if (waited >= frameRead) {
         if (!afterPoll) {
-          this.confirmAfterPoll();
+          this.watchdog.confirmAfterPoll();
           return;
         }
         this.refuse(
@@ -456,7 +437,7 @@ export class FrameConnection {
     const idle = this.idleTimeoutMs;
     if (idle !== undefined && this.frameStartedAt < 0 && now - this.lastFrameAt >= idle) {
       if (!afterPoll) {
-        this.confirmAfterPoll();
+        this.watchdog.confirmAfterPoll();
         return;
       }
       this.refuse(

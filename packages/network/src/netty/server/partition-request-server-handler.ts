@@ -15,6 +15,7 @@ import { encodeMessage } from "../../protocol/message-encoder.js";
 import { MessageId } from "../../protocol/message-id.js";
 import type { NettyMessage } from "../../protocol/netty-message.js";
 import { NettyMessageDecoder } from "../../protocol/netty-message-decoder.js";
+import { ReadDeadlineWatchdog } from "../transport/read-deadline-watchdog.js";
 import type { ConnectionHandler, TransportConnection } from "../transport/transport.js";
 import { CreditBasedSequenceNumberingViewReader } from "./credit-based-sequence-numbering-view-reader.js";
 import { PartitionRequestQueue } from "./partition-request-queue.js";
@@ -74,9 +75,9 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
   private lastActivityAt = performance.now();
   /** When the frame the decoder is in the middle of started to arrive; -1 at a frame boundary. */
   private frameStartedAt = -1;
-  private watchdog: NodeJS.Timeout | undefined;
-  /** A timeout found by the watchdog, to be confirmed once the poll phase read what waits. */
-  private confirmation: NodeJS.Immediate | undefined;
+  private readonly watchdog = new ReadDeadlineWatchdog((afterPoll) =>
+    this.checkTimeouts(afterPoll),
+  );
   /** Input read but not decoded because reading paused (at most what arrived meanwhile). */
   private pendingInput: Buffer[] = [];
 
@@ -170,7 +171,7 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
   }
 
   onClose(): void {
-    this.stopWatchdog();
+    this.watchdog.stop();
     this.closed = true;
     this.pendingInput = [];
     this.decoder.destroy();
@@ -335,35 +336,10 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
 
   private armWatchdog(delayMs: number | undefined): void {
     if (delayMs === undefined || this.closed) return;
-    // One timer per connection, re-armed for the nearest deadline; unref'd so it never keeps
-    // a worker alive.
-    this.watchdog = setTimeout(() => this.checkTimeouts(), Math.max(1, Math.ceil(delayMs)));
-    this.watchdog.unref();
+    this.watchdog.arm(delayMs);
   }
 
-  private stopWatchdog(): void {
-    if (this.watchdog !== undefined) clearTimeout(this.watchdog);
-    this.watchdog = undefined;
-    if (this.confirmation !== undefined) clearImmediate(this.confirmation);
-    this.confirmation = undefined;
-  }
-
-  /**
-   * A deadline the watchdog found passed is a verdict only once the bytes that arrived meanwhile
-   * were read. After a stall of this event loop (a long task, a slow host), the timers phase runs
-   * before the poll phase reads what the peer sent during the stall, so the check phase, which
-   * comes after it, looks again.
-   */
-  private confirmAfterPoll(): void {
-    this.confirmation = setImmediate(() => {
-      this.confirmation = undefined;
-      this.checkTimeouts(true);
-    });
-    this.confirmation.unref();
-  }
-
-  private checkTimeouts(afterPoll = false): void {
-    this.watchdog = undefined;
+  private checkTimeouts(afterPoll: boolean): void {
     if (this.closed) return;
     const { idleTimeoutMs, frameReadTimeoutMs } = this.options;
     const now = performance.now();
@@ -374,7 +350,7 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
         this.frameStartedAt = now;
       } else if (now - this.frameStartedAt >= frameReadTimeoutMs) {
         if (!afterPoll) {
-          this.confirmAfterPoll();
+          this.watchdog.confirmAfterPoll();
           return;
         }
         this.failConnection(
@@ -399,7 +375,7 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
         this.lastActivityAt = now;
       } else if (now - this.lastActivityAt >= idleTimeoutMs) {
         if (!afterPoll) {
-          this.confirmAfterPoll();
+          this.watchdog.confirmAfterPoll();
           return;
         }
         this.failConnection(
@@ -419,7 +395,7 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
   private failConnection(cause: Error): void {
     if (this.closed) return;
     this.closed = true;
-    this.stopWatchdog();
+    this.watchdog.stop();
     const error = isSluiceError(cause)
       ? cause
       : new CancelledError(`server handler failed: ${cause.message}`, { cause });
