@@ -4,6 +4,7 @@
  * Importing it registers the `toHaveAllSegmentsAvailable` matcher.
  */
 export { expectError, expectRejection, expectSluiceError, must } from "./assertions.js";
+export { blockEventLoop } from "./block-event-loop.js";
 export { freePort, type HeldPort, holdPort } from "./held-port.js";
 export {
   type SegmentCounting,

@@ -9,6 +9,7 @@ import {
   type SluiceError,
   TaskEvent,
 } from "@sluice/core";
+import { blockEventLoop } from "@sluice/core/testing";
 import {
   type BufferResponse,
   type ErrorResponse,
@@ -144,17 +145,6 @@ async function watchEventLoop(): Promise<{ stop(): number }> {
       return histogram.max / 1e6;
     },
   };
-}
-
-/**
- * Keeps this thread busy for `ms`, as a long task or a slow host does: timers come due, and what
- * peers send meanwhile waits in the kernel until the event loop reads again.
- */
-export function blockEventLoop(ms: number): void {
-  const until = performance.now() + ms;
-  while (performance.now() < until) {
-    // busy
-  }
 }
 
 /** Resolves true as soon as `condition` holds, false after `timeoutMs` (polled, no sleeps). */

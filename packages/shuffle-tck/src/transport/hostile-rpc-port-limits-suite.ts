@@ -1,8 +1,9 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { ErrorCodes } from "@sluice/core";
+import { blockEventLoop } from "@sluice/core/testing";
 import { afterEach, describe, expect, it } from "vitest";
-import { blockEventLoop, type RawPeer } from "./hostile-peer-limits-suite.js";
+import type { RawPeer } from "./hostile-peer-limits-suite.js";
 import { connectRawTcp, rawTcpPeer } from "./raw-tcp-peer.js";
 
 /** The limits a port under test is started with (the suite sets them low). */
