@@ -9,6 +9,7 @@ export {
   describeBlockingTransportSuite,
 } from "./blocking-transport-suite.js";
 export {
+  blockEventLoop,
   describeHostilePeerLimitsSuite,
   type RawPeer,
   type RawPeerConnector,
