@@ -12,7 +12,7 @@ import {
   ResourceID,
   TimeoutError,
 } from "@sluice/core";
-import { keepAliveDelayFor, type TlsSettings } from "@sluice/network/plugin";
+import { keepAliveDelayFor, onTlsClientError, type TlsSettings } from "@sluice/network/plugin";
 import { type ListenTarget, listenError } from "@sluice/runtime/plugin";
 import { FencingTokenError, JobManagerOptions, type JsonValue } from "@sluice/runtime-api";
 import { type WebSocket, WebSocketServer } from "ws";
@@ -180,7 +180,7 @@ export class JobManagerEndpoint {
         socket.destroy();
       });
       // A client without a certificate the internal CA signed never gets past the handshake.
-      https.on("tlsClientError", (error, socket) => {
+      onTlsClientError(https, (error, socket) => {
         options.events.onWarning(
           `refused a control connection from ${socket.remoteAddress ?? "a peer that hung up"}: TLS handshake failed (${error.message})`,
         );

@@ -21,6 +21,10 @@ export { NetworkShuffleServiceFactory } from "./environment/network-shuffle-serv
 export { segmentsForOneChannel } from "./environment/validate-network-shuffle-configuration.js";
 export { registerOutputMetrics } from "./metrics/shuffle-metrics.js";
 export {
+  type DeadlineAfterPoll,
+  deadlineAfterPoll,
+} from "./netty/transport/deadline-after-poll.js";
+export {
   KEEP_ALIVE_PROBE_SECONDS,
   keepAliveDelayFor,
   readKeepAliveDelay,
@@ -56,6 +60,7 @@ export type {
   NonBufferMessage,
 } from "./protocol/netty-message.js";
 export { NettyMessageDecoder } from "./protocol/netty-message-decoder.js";
+export { onTlsClientError } from "./security/on-tls-client-error.js";
 export {
   checkFingerprint,
   readTlsSettings,

@@ -172,14 +172,19 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
       accept: (frames) => this.accept(frames),
     });
     const timeout = configuration.get(RemoteShuffleOptions.HEARTBEAT_TIMEOUT);
+    const late = (worker: TrackedWorker) =>
+      worker.connection !== undefined && Date.now() - worker.lastHeartbeat > timeout;
     this.heartbeatCheck = setInterval(
       () => {
-        const now = Date.now();
-        for (const worker of this.workers.values()) {
-          if (worker.connection !== undefined && now - worker.lastHeartbeat > timeout) {
-            worker.connection.destroy();
+        if (![...this.workers.values()].some(late)) return;
+        // A verdict only once the poll phase read what waited: after a stall of this event loop
+        // (a long task, a slow host), the timers phase runs before the heartbeats the workers
+        // sent during the stall are read. The check phase comes after the poll phase.
+        setImmediate(() => {
+          for (const worker of this.workers.values()) {
+            if (late(worker)) worker.connection?.destroy();
           }
-        }
+        }).unref();
       },
       Math.max(100, Math.min(timeout / 4, 1000)),
     );

@@ -53,7 +53,7 @@ export const RemoteShuffleOptions = {
     .durationType()
     .defaultValue("10s")
     .withDescription(
-      "A worker whose heartbeats stop for this long is lost (its grace window starts), as is one whose connection to the manager closes.",
+      "A worker whose heartbeats stop for this long is lost (its grace window starts), as is one whose connection to the manager closes. Heartbeats that reached the manager while its event loop was stalled count: it judges only after reading them.",
     ),
   WORKER_HOST: ConfigOptions.key("remote-shuffle.worker.host")
     .stringType()

@@ -1,5 +1,6 @@
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { ErrorCodes, isPartitionException } from "@sluice/core";
+import { blockEventLoop } from "@sluice/core/testing";
 import {
   createResultPartitionDeploymentDescriptor,
   ResultPartitionType,
@@ -326,5 +327,24 @@ describe("remote shuffle", () => {
     const [known] = harness.master.registeredWorkers();
     expect(known?.partitions).toBe(1);
     harness.master.releasePartitionExternally(partition);
+  }, 30_000);
+
+  it("keeps a worker whose heartbeats arrived while the manager's event loop was blocked past remote-shuffle.worker.heartbeat-timeout", async () => {
+    const timeoutMs = 1_000;
+    // The worker is a process of its own: it goes on sending heartbeats (every 100 ms) while the
+    // manager's event loop is blocked.
+    harness = await RemoteShuffleHarness.start({
+      "remote-shuffle.manager.embedded-workers": 1,
+      "remote-shuffle.worker.heartbeat-timeout": `${timeoutMs}ms`,
+    });
+    const registrations: string[] = [];
+    harness.master.onWorkerRegistered((worker) => registrations.push(worker.address.incarnation));
+    expect(harness.master.liveWorkers()).toHaveLength(1);
+    // When the loop turns again, the heartbeat check is due before the socket is read.
+    blockEventLoop(3 * timeoutMs);
+    // A dropped worker would register again after its reconnect delay (500 ms).
+    await new Promise((resolve) => setTimeout(resolve, 2 * timeoutMs));
+    expect(registrations).toEqual([]);
+    expect(harness.master.liveWorkers()).toHaveLength(1);
   }, 30_000);
 });

@@ -6,6 +6,7 @@ import {
   checkFingerprint,
   type ListenOptions,
   listenerErrorHandler,
+  onTlsClientError,
   ReusedReadBuffer,
   type TlsSettings,
   type Transport,
@@ -89,10 +90,10 @@ export class TcpTransport implements Transport {
         }
         accept(socket);
       });
-      // A client that fails the handshake (untrusted certificate, plaintext) is dropped and the
-      // server keeps serving everyone else. Not reported: the client's own connect fails with
-      // the reason, and a port scan must not be able to fill the worker's logs.
-      tlsServer.on("tlsClientError", (_error, socket) => socket.destroy());
+      // A client that fails the handshake (untrusted certificate, plaintext, too slow) is dropped
+      // and the server keeps serving everyone else. Not reported: the client's own connect fails
+      // with the reason, and a port scan must not be able to fill the worker's logs.
+      onTlsClientError(tlsServer, (_error, socket) => socket.destroy());
       server = tlsServer;
     }
     return new Promise((resolve, reject) => {

@@ -2,6 +2,7 @@ import { createConnection, type Socket } from "node:net";
 import { ErrorCodes } from "@sluice/core";
 import { errorFromErrorResponse, type NettyMessage } from "@sluice/network/plugin";
 import {
+  blockEventLoop,
   decodeAnswer,
   describeHostilePeerLimitsSuite,
   describeSmallestBufferSettingsSuite,
@@ -116,5 +117,41 @@ describe("the WebSocket data server and text messages", () => {
     expect(error.code).toBe(ErrorCodes.PROTOCOL);
     expect(error.message).toContain("text message");
     await expect.poll(() => env.getNumberOfServerConnections()).toBe(0);
+  });
+});
+
+describe("the WebSocket data server's upgrade deadline", () => {
+  let cluster: InProcessCluster | undefined;
+  const peers: RawPeer[] = [];
+
+  afterEach(async () => {
+    for (const peer of peers.splice(0)) peer.destroy();
+    await cluster?.close();
+    cluster = undefined;
+  });
+
+  it("keeps a connection whose upgrade request was completed while the event loop was blocked past taskmanager.network.websocket.handshake-timeout", async () => {
+    const deadlineMs = 300;
+    cluster = new InProcessCluster(WS_PLUGIN, {
+      "taskmanager.memory.network.min": "4mb",
+      "taskmanager.network.idle-connection-timeout": "1min",
+      "taskmanager.network.websocket.handshake-timeout": `${deadlineMs}ms`,
+    });
+    const executor = await cluster.startExecutor();
+    const peer = await connectHalfUpgrade(executor.location.dataPort);
+    peers.push(peer);
+    // The server accepted the socket and read the first half: its upgrade deadline runs.
+    await new Promise((resolve) => setTimeout(resolve, deadlineMs / 3));
+    // The rest reaches the server's socket at once, but the event loop both share is blocked
+    // past the deadline: when it turns again, the timer is due before the socket is read.
+    void peer.send(
+      Buffer.from(
+        "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+      ),
+    );
+    blockEventLoop(3 * deadlineMs);
+    await expect.poll(() => networkEnvironmentOf(executor).getNumberOfServerConnections()).toBe(1);
+    expect(Buffer.concat(peer.received).toString("latin1")).toMatch(/^HTTP\/1\.1 101 /);
+    expect(peer.isClosed()).toBe(false);
   });
 });

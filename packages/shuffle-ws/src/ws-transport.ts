@@ -12,9 +12,12 @@ import { IllegalArgumentError, PartitionConnectionError, TimeoutError } from "@s
 import {
   type ConnectOptions,
   checkFingerprint,
+  type DeadlineAfterPoll,
+  deadlineAfterPoll,
   keepAliveDelayFor,
   type ListenOptions,
   listenerErrorHandler,
+  onTlsClientError,
   ReusedReadBuffer,
   type TlsSettings,
   type Transport,
@@ -139,21 +142,21 @@ export class WsTransport implements Transport {
     };
     // A socket that connected but has not completed the upgrade holds a file descriptor and
     // parser state; Node's HTTP server would wait a minute or more for its headers. Each gets a
-    // deadline that the upgrade clears.
-    const upgradeDeadlines = new Map<Socket, NodeJS.Timeout>();
+    // deadline that the upgrade clears, judged only after the poll phase read what the peer sent
+    // (a stall of the event loop must not close a peer whose upgrade request is complete).
+    const upgradeDeadlines = new Map<Socket, DeadlineAfterPoll>();
     const clearDeadline = (socket: Socket) => {
-      const timer = upgradeDeadlines.get(socket);
-      if (timer === undefined) return;
-      clearTimeout(timer);
+      const deadline = upgradeDeadlines.get(socket);
+      if (deadline === undefined) return;
+      deadline.clear();
       upgradeDeadlines.delete(socket);
     };
     const armDeadline = (socket: Socket) => {
-      const timer = setTimeout(() => {
+      const deadline = deadlineAfterPoll(this.handshakeTimeoutMs, () => {
         upgradeDeadlines.delete(socket);
         socket.destroy();
-      }, this.handshakeTimeoutMs);
-      timer.unref();
-      upgradeDeadlines.set(socket, timer);
+      });
+      upgradeDeadlines.set(socket, deadline);
       socket.once("close", () => clearDeadline(socket));
     };
     const settings = this.tls;
@@ -174,7 +177,7 @@ export class WsTransport implements Transport {
       // Clients that fail the handshake (untrusted certificate, plaintext) are dropped. Not
       // reported: the client's own connect fails with the reason, and a port scan must not be
       // able to fill the worker's logs.
-      httpsServer.on("tlsClientError", (_error, socket) => socket.destroy());
+      onTlsClientError(httpsServer, (_error, socket) => socket.destroy());
       httpServer = httpsServer;
     }
     const wss = new WebSocketServer({

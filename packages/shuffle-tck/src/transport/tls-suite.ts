@@ -1,8 +1,15 @@
+import { connect as tlsConnect } from "node:tls";
 import { ErrorCodes, isSluiceError } from "@sluice/core";
 import { createTestPki, type TestPki } from "@sluice/core/test-certificates";
+import { blockEventLoop } from "@sluice/core/testing";
+import { readTlsSettings, type TlsSettings, tlsClientOptions } from "@sluice/network/plugin";
 import type { TaskExecutor } from "@sluice/runtime";
+import { readableConfigOf } from "@sluice/runtime-api";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { InProcessCluster, networkEnvironmentOf, type RawConfig } from "./in-process-cluster.js";
+
+/** A short `security.ssl.internal.handshake-timeout`, for the cases about that deadline. */
+const SHORT_HANDSHAKE_TIMEOUT_MS = 300;
 
 const BASE: RawConfig = {
   "taskmanager.memory.network.min": "4mb",
@@ -15,7 +22,8 @@ const BASE: RawConfig = {
 /**
  * The TLS behaviour every network-shuffle transport must have with `security.ssl.internal.*`:
  * mutual authentication against the configured CA, clean rejection of untrusted, plaintext and
- * unpinned peers, and fail-fast configuration errors. Certificates are generated at test time
+ * unpinned peers, a handshake deadline that a stall of the event loop does not trip, and fail-fast
+ * configuration errors. Certificates are generated at test time
  * with the openssl CLI.
  *
  * @param factory - the plugin's `shuffle-service-factory.class` value.
@@ -121,6 +129,41 @@ export function describeNetworkTlsSuite(name: string, factory: string): void {
         "security.ssl.internal.cert.fingerprint": producerFingerprint,
       });
       expect((await exchange(producer, pinnedRight)).error).toBeUndefined();
+    });
+
+    it("keeps a client whose TLS handshake was completed while the event loop was blocked past security.ssl.internal.handshake-timeout", async () => {
+      const producer = await start({
+        ...tlsProducer,
+        "security.ssl.internal.handshake-timeout": `${SHORT_HANDSHAKE_TIMEOUT_MS}ms`,
+        "taskmanager.network.idle-connection-timeout": "1min",
+      });
+      const settings = readTlsSettings(readableConfigOf(tlsConsumer)) as TlsSettings;
+      const socket = tlsConnect({
+        host: "127.0.0.1",
+        port: producer.location.dataPort,
+        ...tlsClientOptions(settings),
+      });
+      socket.on("error", () => {});
+      const closed = new Promise<true>((resolve) => socket.once("close", () => resolve(true)));
+      try {
+        // The client's last handshake bytes are on their way to the server's socket, but the
+        // event loop both share is blocked past the deadline: when it turns again, the server's
+        // handshake timer is due before the socket is read.
+        const secure = new Promise<void>((resolve) =>
+          socket.once("secureConnect", () => {
+            blockEventLoop(3 * SHORT_HANDSHAKE_TIMEOUT_MS);
+            resolve();
+          }),
+        );
+        expect(await Promise.race([secure.then(() => false), closed])).toBe(false);
+        // The server keeps the connection: it is not closed over the next two deadlines.
+        const keptFor = new Promise<false>((resolve) =>
+          setTimeout(() => resolve(false), 2 * SHORT_HANDSHAKE_TIMEOUT_MS).unref(),
+        );
+        expect(await Promise.race([closed, keptFor])).toBe(false);
+      } finally {
+        socket.destroy();
+      }
     });
 
     it("fails fast with a config error naming the key when a PEM file is missing", async () => {
