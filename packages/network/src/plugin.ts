@@ -29,7 +29,6 @@ export {
   keepAliveDelayFor,
   readKeepAliveDelay,
 } from "./netty/transport/keep-alive.js";
-export { ReadDeadlineWatchdog } from "./netty/transport/read-deadline-watchdog.js";
 export {
   READ_BUFFER_BYTES,
   type ReadHandler,

@@ -7,7 +7,8 @@ import {
 } from "@sluice/core";
 import {
   type ConnectionHandler,
-  ReadDeadlineWatchdog,
+  type DeadlineAfterPoll,
+  deadlineAfterPoll,
   type TransportConnection,
 } from "@sluice/network/plugin";
 import { FrameType, frameTypeName } from "./remote-shuffle-messages.js";
@@ -105,9 +106,8 @@ export class FrameConnection {
   private lastFrameAt = performance.now();
   private idleTimeoutMs: number | undefined;
   private idleReason = "";
-  private readonly watchdog = new ReadDeadlineWatchdog((afterPoll) =>
-    this.checkTimeouts(afterPoll),
-  );
+  /** The one timer of this connection's deadlines, re-armed for the nearest. */
+  private watchdog: DeadlineAfterPoll | undefined;
 
   /**
    * @param handler - the frames' receiver, or a function that makes it for this connection
@@ -205,7 +205,7 @@ export class FrameConnection {
   refuse(error: Error): void {
     if (this.refused || this.closed) return;
     this.refused = true;
-    this.watchdog.stop();
+    this.watchdog?.clear();
     this.pending = [];
     const coded: SluiceError = isSluiceError(error)
       ? error
@@ -236,13 +236,13 @@ export class FrameConnection {
   }
 
   close(): void {
-    this.watchdog.stop();
+    this.watchdog?.clear();
     this.connection.close();
   }
 
   destroy(cause?: Error): void {
     this.refused = true;
-    this.watchdog.stop();
+    this.watchdog?.clear();
     this.connection.destroy(cause);
   }
 
@@ -281,7 +281,7 @@ export class FrameConnection {
 
   private onTransportClose(cause: Error | undefined): void {
     this.closed = true;
-    this.watchdog.stop();
+    this.watchdog?.clear();
     this.pending = [];
     this.handler?.onClose(cause);
   }
@@ -395,7 +395,7 @@ export class FrameConnection {
 
   /** One timer per connection, for the nearest deadline; unref'd, never keeps a process alive. */
   private armWatchdog(): void {
-    this.watchdog.stop();
+    this.watchdog?.clear();
     if (this.closed || this.refused) return;
     const now = performance.now();
     let next = Number.POSITIVE_INFINITY;
@@ -407,10 +407,12 @@ export class FrameConnection {
       next = Math.min(next, this.lastFrameAt + this.idleTimeoutMs - now);
     }
     if (next === Number.POSITIVE_INFINITY) return;
-    this.watchdog.arm(next);
+    // Judged in the check phase, after the poll phase read what the peer sent during a stall of
+    // this event loop: bytes that arrived in time count.
+    this.watchdog = deadlineAfterPoll(Math.max(1, Math.ceil(next)), () => this.checkTimeouts());
   }
 
-  private checkTimeouts(afterPoll: boolean): void {
+  private checkTimeouts(): void {
     if (this.closed || this.refused) return;
     const now = performance.now();
     if (this.isReadingPaused()) {
@@ -422,10 +424,6 @@ export class FrameConnection {
     if (frameRead !== undefined && this.frameStartedAt >= 0) {
       const waited = now - this.frameStartedAt;
       if (waited >= frameRead) {
-        if (!afterPoll) {
-          this.watchdog.confirmAfterPoll();
-          return;
-        }
         this.refuse(
           new TimeoutError(
             `a frame from ${this.remoteAddress} started ${Math.round(waited)} ms ago and is still incomplete (limit ${frameRead} ms, 'remote-shuffle.rpc.frame-read-timeout'); connection closed`,
@@ -436,10 +434,6 @@ export class FrameConnection {
     }
     const idle = this.idleTimeoutMs;
     if (idle !== undefined && this.frameStartedAt < 0 && now - this.lastFrameAt >= idle) {
-      if (!afterPoll) {
-        this.watchdog.confirmAfterPoll();
-        return;
-      }
       this.refuse(
         new TimeoutError(
           `${this.remoteAddress} ${this.idleReason || "sent nothing"} within ${idle} ms; connection closed`,

@@ -7,6 +7,7 @@ import {
   ResultPartitionID,
   TimeoutError,
 } from "@sluice/core";
+import { type DeadlineAfterPoll, deadlineAfterPoll } from "@sluice/network/plugin";
 import type {
   JobShuffleContext,
   PartitionDescriptor,
@@ -101,7 +102,7 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
   private readonly limits: RpcLimits;
   private server: FrameServer | undefined;
   private embedded: EmbeddedWorker[] = [];
-  private heartbeatCheck: NodeJS.Timeout | undefined;
+  private heartbeatCheck: DeadlineAfterPoll | undefined;
   private readonly registrationWaiters = new Set<() => void>();
   private readonly lostListeners = new Set<(lost: LostShuffleWorker) => void>();
   private readonly registeredListeners = new Set<(worker: RegisteredShuffleWorker) => void>();
@@ -172,23 +173,18 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
       accept: (frames) => this.accept(frames),
     });
     const timeout = configuration.get(RemoteShuffleOptions.HEARTBEAT_TIMEOUT);
-    const late = (worker: TrackedWorker) =>
-      worker.connection !== undefined && Date.now() - worker.lastHeartbeat > timeout;
-    this.heartbeatCheck = setInterval(
-      () => {
-        if (![...this.workers.values()].some(late)) return;
-        // A verdict only once the poll phase read what waited: after a stall of this event loop
-        // (a long task, a slow host), the timers phase runs before the heartbeats the workers
-        // sent during the stall are read. The check phase comes after the poll phase.
-        setImmediate(() => {
-          for (const worker of this.workers.values()) {
-            if (late(worker)) worker.connection?.destroy();
-          }
-        }).unref();
-      },
-      Math.max(100, Math.min(timeout / 4, 1000)),
-    );
-    this.heartbeatCheck.unref();
+    const period = Math.max(100, Math.min(timeout / 4, 1000));
+    // Each round is judged after the poll phase read what waited: heartbeats the workers sent
+    // during a stall of this event loop (a long task, a slow host) count.
+    const check = () => {
+      for (const worker of this.workers.values()) {
+        if (worker.connection !== undefined && Date.now() - worker.lastHeartbeat > timeout) {
+          worker.connection.destroy();
+        }
+      }
+      if (!this.closed) this.heartbeatCheck = deadlineAfterPoll(period, check);
+    };
+    this.heartbeatCheck = deadlineAfterPoll(period, check);
     const count = configuration.get(RemoteShuffleOptions.EMBEDDED_WORKERS);
     if (count > 0) {
       this.embedded = startEmbeddedWorkers(configuration, this.server.port, count);
@@ -199,7 +195,7 @@ export class RemoteShuffleMaster implements ShuffleMaster<RemoteShuffleDescripto
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    clearInterval(this.heartbeatCheck);
+    this.heartbeatCheck?.clear();
     for (const worker of this.workers.values()) {
       clearTimeout(worker.graceTimer);
       worker.connection?.close();

@@ -1,8 +1,8 @@
 import { createConnection, type Socket } from "node:net";
 import { ErrorCodes } from "@sluice/core";
+import { blockEventLoop } from "@sluice/core/testing";
 import { errorFromErrorResponse, type NettyMessage } from "@sluice/network/plugin";
 import {
-  blockEventLoop,
   decodeAnswer,
   describeHostilePeerLimitsSuite,
   describeSmallestBufferSettingsSuite,

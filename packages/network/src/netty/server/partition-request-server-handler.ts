@@ -15,7 +15,7 @@ import { encodeMessage } from "../../protocol/message-encoder.js";
 import { MessageId } from "../../protocol/message-id.js";
 import type { NettyMessage } from "../../protocol/netty-message.js";
 import { NettyMessageDecoder } from "../../protocol/netty-message-decoder.js";
-import { ReadDeadlineWatchdog } from "../transport/read-deadline-watchdog.js";
+import { type DeadlineAfterPoll, deadlineAfterPoll } from "../transport/deadline-after-poll.js";
 import type { ConnectionHandler, TransportConnection } from "../transport/transport.js";
 import { CreditBasedSequenceNumberingViewReader } from "./credit-based-sequence-numbering-view-reader.js";
 import { PartitionRequestQueue } from "./partition-request-queue.js";
@@ -75,9 +75,8 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
   private lastActivityAt = performance.now();
   /** When the frame the decoder is in the middle of started to arrive; -1 at a frame boundary. */
   private frameStartedAt = -1;
-  private readonly watchdog = new ReadDeadlineWatchdog((afterPoll) =>
-    this.checkTimeouts(afterPoll),
-  );
+  /** The one timer of this connection's deadlines, re-armed for the nearest. */
+  private watchdog: DeadlineAfterPoll | undefined;
   /** Input read but not decoded because reading paused (at most what arrived meanwhile). */
   private pendingInput: Buffer[] = [];
 
@@ -171,7 +170,7 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
   }
 
   onClose(): void {
-    this.watchdog.stop();
+    this.watchdog?.clear();
     this.closed = true;
     this.pendingInput = [];
     this.decoder.destroy();
@@ -336,10 +335,13 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
 
   private armWatchdog(delayMs: number | undefined): void {
     if (delayMs === undefined || this.closed) return;
-    this.watchdog.arm(delayMs);
+    this.watchdog?.clear();
+    // Judged in the check phase, after the poll phase read what the peer sent during a stall of
+    // this event loop: bytes that arrived in time count.
+    this.watchdog = deadlineAfterPoll(Math.max(1, Math.ceil(delayMs)), () => this.checkTimeouts());
   }
 
-  private checkTimeouts(afterPoll: boolean): void {
+  private checkTimeouts(): void {
     if (this.closed) return;
     const { idleTimeoutMs, frameReadTimeoutMs } = this.options;
     const now = performance.now();
@@ -349,10 +351,6 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
         // We stopped reading, not the peer: its frame gets the full time once we read again.
         this.frameStartedAt = now;
       } else if (now - this.frameStartedAt >= frameReadTimeoutMs) {
-        if (!afterPoll) {
-          this.watchdog.confirmAfterPoll();
-          return;
-        }
         this.failConnection(
           new TimeoutError(
             `a frame from ${this.connection.remoteAddress} started ${Math.round(now - this.frameStartedAt)} ms ago ` +
@@ -374,10 +372,6 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
         // wait until it reads its replies (bounded by the outbound budget).
         this.lastActivityAt = now;
       } else if (now - this.lastActivityAt >= idleTimeoutMs) {
-        if (!afterPoll) {
-          this.watchdog.confirmAfterPoll();
-          return;
-        }
         this.failConnection(
           new TimeoutError(
             `connection from ${this.connection.remoteAddress} had no partition request and sent nothing for ` +
@@ -395,7 +389,7 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
   private failConnection(cause: Error): void {
     if (this.closed) return;
     this.closed = true;
-    this.watchdog.stop();
+    this.watchdog?.clear();
     const error = isSluiceError(cause)
       ? cause
       : new CancelledError(`server handler failed: ${cause.message}`, { cause });
