@@ -144,6 +144,9 @@ export function describeNetworkTlsSuite(name: string, factory: string): void {
         ...tlsClientOptions(settings),
       });
       socket.on("error", () => {});
+      // Flowing, so the server's close is read: a socket that is never read may never see the
+      // end of its stream, and then never emits 'close'.
+      socket.resume();
       const closed = new Promise<true>((resolve) => socket.once("close", () => resolve(true)));
       try {
         // The client's last handshake bytes are on their way to the server's socket, but the
