@@ -1,8 +1,7 @@
-import { connect as tlsConnect } from "node:tls";
 import { createTestPki, type TestPki } from "@sluice/core/test-certificates";
-import { blockEventLoop } from "@sluice/core/testing";
-import { readTlsSettings, type TlsSettings, tlsClientOptions } from "@sluice/network/plugin";
+import { readTlsSettings, type TlsSettings } from "@sluice/network/plugin";
 import { Configuration } from "@sluice/runtime";
+import { closedAfterBlockedTlsHandshake } from "@sluice/shuffle-tck/transport";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { connectToJobManager } from "./connect-to-job-manager.js";
 import { CONTROL_PLANE_VERSION, SLUICE_VERSION } from "./control-plane-messages.js";
@@ -304,35 +303,8 @@ describe("the control plane with internal TLS", () => {
     const settings = readControlPlaneTls(
       new Configuration(tlsKeys(pki.caCert, pki.issue("stalled"))),
     ) as TlsSettings;
-    const socket = tlsConnect({
-      host: "127.0.0.1",
-      port: jobManager.port,
-      ...tlsClientOptions(settings),
-    });
-    socket.on("error", () => {});
-    // Flowing, so the server's close is read: a socket that is never read may never see the end
-    // of its stream, and then never emits 'close'.
-    socket.resume();
-    const closed = new Promise<true>((resolve) => socket.once("close", () => resolve(true)));
-    try {
-      // The client's last handshake bytes are on their way to the job manager's socket, but the
-      // event loop both share is blocked past the deadline: when it turns again, the handshake
-      // timer is due before the socket is read.
-      const secure = new Promise<false>((resolve) =>
-        socket.once("secureConnect", () => {
-          blockEventLoop(3 * deadlineMs);
-          resolve(false);
-        }),
-      );
-      expect(await Promise.race([secure, closed])).toBe(false);
-      const keptFor = new Promise<false>((resolve) =>
-        setTimeout(() => resolve(false), 2 * deadlineMs).unref(),
-      );
-      expect(await Promise.race([closed, keptFor])).toBe(false);
-      expect(warnings).toEqual([]);
-    } finally {
-      socket.destroy();
-    }
+    expect(await closedAfterBlockedTlsHandshake(jobManager.port, settings, deadlineMs)).toBe(false);
+    expect(warnings).toEqual([]);
   });
 
   it("a task manager refuses a job manager whose certificate its CA did not sign", async () => {

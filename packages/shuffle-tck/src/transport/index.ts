@@ -4,6 +4,7 @@
  * directly), and the suites check the transport: exactly-once exchanges, task events, mutual TLS,
  * hostile peers.
  */
+export { closedAfterBlockedTlsHandshake } from "./blocked-tls-handshake.js";
 export {
   type BlockingTransportSuiteOptions,
   describeBlockingTransportSuite,

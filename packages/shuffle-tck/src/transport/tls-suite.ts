@@ -1,11 +1,10 @@
-import { connect as tlsConnect } from "node:tls";
 import { ErrorCodes, isSluiceError } from "@sluice/core";
 import { createTestPki, type TestPki } from "@sluice/core/test-certificates";
-import { blockEventLoop } from "@sluice/core/testing";
-import { readTlsSettings, type TlsSettings, tlsClientOptions } from "@sluice/network/plugin";
+import { readTlsSettings, type TlsSettings } from "@sluice/network/plugin";
 import type { TaskExecutor } from "@sluice/runtime";
 import { readableConfigOf } from "@sluice/runtime-api";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { closedAfterBlockedTlsHandshake } from "./blocked-tls-handshake.js";
 import { InProcessCluster, networkEnvironmentOf, type RawConfig } from "./in-process-cluster.js";
 
 /** A short `security.ssl.internal.handshake-timeout`, for the cases about that deadline. */
@@ -138,35 +137,13 @@ export function describeNetworkTlsSuite(name: string, factory: string): void {
         "taskmanager.network.idle-connection-timeout": "1min",
       });
       const settings = readTlsSettings(readableConfigOf(tlsConsumer)) as TlsSettings;
-      const socket = tlsConnect({
-        host: "127.0.0.1",
-        port: producer.location.dataPort,
-        ...tlsClientOptions(settings),
-      });
-      socket.on("error", () => {});
-      // Flowing, so the server's close is read: a socket that is never read may never see the
-      // end of its stream, and then never emits 'close'.
-      socket.resume();
-      const closed = new Promise<true>((resolve) => socket.once("close", () => resolve(true)));
-      try {
-        // The client's last handshake bytes are on their way to the server's socket, but the
-        // event loop both share is blocked past the deadline: when it turns again, the server's
-        // handshake timer is due before the socket is read.
-        const secure = new Promise<void>((resolve) =>
-          socket.once("secureConnect", () => {
-            blockEventLoop(3 * SHORT_HANDSHAKE_TIMEOUT_MS);
-            resolve();
-          }),
-        );
-        expect(await Promise.race([secure.then(() => false), closed])).toBe(false);
-        // The server keeps the connection: it is not closed over the next two deadlines.
-        const keptFor = new Promise<false>((resolve) =>
-          setTimeout(() => resolve(false), 2 * SHORT_HANDSHAKE_TIMEOUT_MS).unref(),
-        );
-        expect(await Promise.race([closed, keptFor])).toBe(false);
-      } finally {
-        socket.destroy();
-      }
+      expect(
+        await closedAfterBlockedTlsHandshake(
+          producer.location.dataPort,
+          settings,
+          SHORT_HANDSHAKE_TIMEOUT_MS,
+        ),
+      ).toBe(false);
     });
 
     it("fails fast with a config error naming the key when a PEM file is missing", async () => {
