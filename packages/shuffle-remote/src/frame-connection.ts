@@ -409,7 +409,7 @@ export class FrameConnection {
     if (next === Number.POSITIVE_INFINITY) return;
     // Judged in the check phase, after the poll phase read what the peer sent during a stall of
     // this event loop: bytes that arrived in time count.
-    this.watchdog = deadlineAfterPoll(Math.max(1, Math.ceil(next)), () => this.checkTimeouts());
+    this.watchdog = deadlineAfterPoll(next, () => this.checkTimeouts());
   }
 
   private checkTimeouts(): void {

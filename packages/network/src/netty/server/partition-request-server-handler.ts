@@ -338,7 +338,7 @@ export class PartitionRequestServerHandler implements ConnectionHandler {
     this.watchdog?.clear();
     // Judged in the check phase, after the poll phase read what the peer sent during a stall of
     // this event loop: bytes that arrived in time count.
-    this.watchdog = deadlineAfterPoll(Math.max(1, Math.ceil(delayMs)), () => this.checkTimeouts());
+    this.watchdog = deadlineAfterPoll(delayMs, () => this.checkTimeouts());
   }
 
   private checkTimeouts(): void {

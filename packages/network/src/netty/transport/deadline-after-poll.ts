@@ -16,14 +16,19 @@ export interface DeadlineAfterPoll {
  */
 export function deadlineAfterPoll(ms: number, onExpired: () => void): DeadlineAfterPoll {
   let confirmation: NodeJS.Immediate | undefined;
-  let timer: NodeJS.Timeout | undefined = setTimeout(() => {
-    timer = undefined;
-    confirmation = setImmediate(() => {
-      confirmation = undefined;
-      onExpired();
-    });
-    confirmation.unref();
-  }, ms);
+  // Rounded up to whole milliseconds: a timer due a fraction early would find a deadline its
+  // owner computes not yet passed, and be armed again.
+  let timer: NodeJS.Timeout | undefined = setTimeout(
+    () => {
+      timer = undefined;
+      confirmation = setImmediate(() => {
+        confirmation = undefined;
+        onExpired();
+      });
+      confirmation.unref();
+    },
+    Math.max(1, Math.ceil(ms)),
+  );
   timer.unref();
   return {
     clear() {
