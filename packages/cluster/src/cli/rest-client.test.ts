@@ -5,11 +5,11 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { ErrorCodes } from "@sluice/core";
 import { expectRejection, waitFor } from "@sluice/core/testing";
-import { EtcdHighAvailabilityServicesFactory } from "@sluice/ha-etcd";
 import { type EtcdServer, etcdUnavailableReason, startEtcd } from "@sluice/ha-etcd/testing";
 import { Configuration, IllegalStateError } from "@sluice/runtime";
 import type { HighAvailabilityServices } from "@sluice/runtime-api";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { publishLeader } from "../test-support/published-leader.js";
 import { RestClusterClient } from "./rest-client.js";
 
 const reason = etcdUnavailableReason();
@@ -58,18 +58,8 @@ describe.skipIf(reason !== undefined)("a REST client that follows the leader", (
 
   /** A job manager's services that, once elected, publish `restAddress` as its REST endpoint. */
   const candidate = async (restAddress: string) => {
-    const opened = await new EtcdHighAvailabilityServicesFactory().createHAServices(
-      configuration(),
-      {},
-    );
+    const opened = await publishLeader(configuration(), { restAddress });
     services.push(opened);
-    const election = opened.getJobManagerLeaderElection();
-    await election.startLeaderElection({
-      grantLeadership: (token) =>
-        void election.confirmLeadership(token, "ws://127.0.0.1:1", { restAddress }),
-      revokeLeadership: () => {},
-      handleError: () => {},
-    });
     return opened;
   };
 

@@ -2,7 +2,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { waitFor } from "@sluice/core/testing";
-import { EtcdHighAvailabilityServicesFactory } from "@sluice/ha-etcd";
 import { type EtcdServer, etcdUnavailableReason, startEtcd } from "@sluice/ha-etcd/testing";
 import { Configuration } from "@sluice/runtime";
 import type { HighAvailabilityServices } from "@sluice/runtime-api";
@@ -10,6 +9,7 @@ import { readableConfigOf } from "@sluice/runtime-api";
 import { RemoteShuffleMaster } from "@sluice/shuffle-remote";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { SluiceProcess } from "../sluice-process.js";
+import { publishLeader } from "../test-support/published-leader.js";
 
 const reason = etcdUnavailableReason();
 if (reason !== undefined) console.warn(`skipping the shuffle worker's leader tests: ${reason}`);
@@ -46,18 +46,8 @@ describe.skipIf(reason !== undefined)("sluice shuffleworker following the leader
 
   /** A job manager's services that, once elected, publish `shuffleMasterAddress`. */
   const candidate = async (shuffleMasterAddress: string) => {
-    const opened = await new EtcdHighAvailabilityServicesFactory().createHAServices(
-      new Configuration(haSettings()),
-      {},
-    );
+    const opened = await publishLeader(new Configuration(haSettings()), { shuffleMasterAddress });
     services.push(opened);
-    const election = opened.getJobManagerLeaderElection();
-    await election.startLeaderElection({
-      grantLeadership: (token) =>
-        void election.confirmLeadership(token, "ws://127.0.0.1:1", { shuffleMasterAddress }),
-      revokeLeadership: () => {},
-      handleError: () => {},
-    });
     return opened;
   };
 
