@@ -34,7 +34,8 @@ export type Impl =
   | "zeromq"
   | "sluice-tcp-blocking"
   | "sluice-remote-blocking"
-  | "fs-streams";
+  | "fs-streams"
+  | "fs-store";
 export type Role = "producer" | "consumer" | "pinger" | "ponger";
 
 type Instance = ThroughputProducer | ThroughputConsumer | LatencyPeer | BatchWriter | BatchReader;
@@ -70,6 +71,12 @@ async function create(
     case "fs-streams": {
       const m = await import("./systems/fs-streams.js");
       return role === "producer" ? new m.FsBatchWriter(params) : new m.FsBatchReader(params);
+    }
+    case "fs-store": {
+      const m = await import("./systems/fs-store.js");
+      return role === "producer"
+        ? new m.FsStoreBatchWriter(params)
+        : new m.FsStoreBatchReader(params);
     }
     case "sluice-tcp":
     case "sluice-ws": {

@@ -93,7 +93,9 @@ function start(script: string, cwd: string, args: readonly string[]): Proc {
     lines,
     exitCode: undefined,
     exited: new Promise((resolve) => {
-      child.on("close", (code) => {
+      child.on("close", (code, signal) => {
+        // An exit by a signal has no code: the signal goes into the output the assertions print.
+        if (signal !== null) lines.push(`[test] exited by ${signal}`);
         proc.exitCode = code;
         running.delete(proc);
         resolve(code);

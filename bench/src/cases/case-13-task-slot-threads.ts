@@ -8,7 +8,8 @@
  * - the local channel between the two slots (segment-sized records written into the partition,
  *   copied out of the gate): GB/s, against a raw SharedArrayBuffer ring between two threads of a
  *   third child (one copy in, one copy out, blocking waits);
- * - the peak RSS of each task manager's process;
+ * - the peak RSS of each task manager's process, and its RSS once started, before any job (what two
+ *   slot threads cost before they run anything);
  * - the free list of the network memory: a segment taken and given back, on one thread's array
  *   (single-loop) and on the lock-free list the threads share, alone and contended;
  * - the ceiling: Sluice's per-record work without any channel (`partition-work-thread.ts`: the
@@ -42,6 +43,7 @@ const RING_SLOTS = 32;
 const DEFAULT_WINDOW = 10;
 const NARROW_RING = `${RING}, ${DEFAULT_WINDOW} slots (a channel's default window)`;
 const MODES: readonly SlotsMode[] = ["single-loop", "threaded"];
+const IDLE_RSS = "RSS after start, no job yet";
 
 const WAKE_UPS: readonly WakeUpMode[] = ["Atomics.wait", "Atomics.waitAsync"];
 const wakeUpSystem = (mode: WakeUpMode) => `wake-up of a waiting thread, ${mode}`;
@@ -66,6 +68,7 @@ function baselineOf(row: string): string | undefined {
   if (row.startsWith(CHANNEL) || row === NARROW_RING) return RING;
   if (row === wakeUpSystem("Atomics.waitAsync")) return wakeUpSystem("Atomics.wait");
   if (row.startsWith("peak RSS")) return system("peak RSS", "single-loop");
+  if (row.startsWith(IDLE_RSS)) return system(IDLE_RSS, "single-loop");
   if (row.startsWith("free list: shared")) return FREE_LISTS.arrayNs;
   if (row.startsWith("send, ")) return system("send", "slot thread");
   if (row.startsWith("receive, ")) return system("receive", "slot thread");
@@ -89,7 +92,7 @@ export const case13: CaseDefinition = {
     );
     const relay = new Map<string, number[]>();
     const scaling = new Map<string, number[]>(SCALING.map((threads) => [threads, []]));
-    const rss = new Map<SlotsMode, { startMB: number; peakMB: number }>();
+    const rss = new Map<SlotsMode, { startMB: number; idleMB: number; peakMB: number }>();
     const problems: string[] = [];
     const children = new Map<SlotsMode, Child>();
     const ringChild = new Child("ring");
@@ -287,6 +290,16 @@ export const case13: CaseDefinition = {
             extra: { startMB: rss.get(mode)?.startMB },
           }),
         ),
+        // What the peak is measured against: the same process once the task manager is up,
+        // before any job; in threaded mode that is its slot threads' isolates with their code.
+        ...MODES.map((mode) =>
+          report.row({
+            system: system(IDLE_RSS, mode),
+            metric: "MiB",
+            higherIsBetter: false,
+            values: rss.has(mode) ? [(rss.get(mode) as { idleMB: number }).idleMB] : [],
+          }),
+        ),
       ],
       (row) => baselineOf(row.system),
     );
@@ -333,7 +346,8 @@ export const case13: CaseDefinition = {
         unit: "MiB",
         note:
           single !== undefined && threaded !== undefined
-            ? `${threaded.peakMB.toFixed(1)} against ${single.peakMB.toFixed(1)} MiB (${(threaded.startMB).toFixed(1)} and ${single.startMB.toFixed(1)} MiB before the task manager started)`
+            ? `${threaded.peakMB.toFixed(1)} against ${single.peakMB.toFixed(1)} MiB (${threaded.startMB.toFixed(1)} and ${single.startMB.toFixed(1)} MiB before the task manager started); ` +
+              `+${(threaded.idleMB - single.idleMB).toFixed(1)} MiB already once both were up, before any job (the slot threads' isolates and code)`
             : undefined,
       }),
     ];

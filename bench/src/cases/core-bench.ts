@@ -5,10 +5,13 @@
  * (c) an in-process producer → consumer over 4 local channels through the whole stack
  * (RecordWriter → ResultPartition → LocalInputChannel → InputGate → RecordReader), and the same
  * over 1 channel (every record still hashed, but all appended to one buffer, as core serde
- * appends), (d) (b) with readers that decode whole records: allocating, reusing one record, or
+ * appends), (b') (b) routed by key over 4 channels' buffers, the per-record work of (c) without
+ * the runtime's layers, (d) (b) with readers that decode whole records: allocating, reusing one record, or
  * reading a view.
  */
 import {
+  type BufferBuilder,
+  type BufferConsumer,
   type DataInputDeserializer,
   DataOutputSerializer,
   type DeserializationResult,
@@ -18,6 +21,7 @@ import {
   SpillingAdaptiveSpanningRecordDeserializer,
   serializeRecord,
 } from "@sluice/core";
+import { createChannelSelector } from "@sluice/runtime/plugin";
 import {
   type KeyedRecord,
   KeyedRecordSerializer,
@@ -41,6 +45,8 @@ export interface CoreResult {
   readonly memcpyBytesPerSecond: number[];
   /** Records/s of each serialize + deserialize run. */
   readonly serdeRecordsPerSecond: number[];
+  /** Records/s of each serialize + deserialize run routed by key over 4 channels' buffers. */
+  readonly keyedSerdeRecordsPerSecond: number[];
   /** Records/s of each in-process exchange run (4 keyed channels). */
   readonly localRecordsPerSecond: number[];
   /** Records/s of each in-process exchange run over 1 keyed channel. */
@@ -56,6 +62,8 @@ export interface CoreResult {
 }
 
 const SEGMENT = 32 * 1024;
+/** Key groups of the keyed serde row's selector: Flink's default max parallelism for small jobs. */
+const MAX_PARALLELISM = 128;
 
 /** How serdeRun's reader decodes: only the key (the bench's own format), or whole records. */
 type DecodeMode = "key" | ReaderMode;
@@ -169,6 +177,98 @@ function serdeRun(
   return consumed / ((now - start) / 1000);
 }
 
+/** One channel of `keyedSerdeRun`: the buffer being filled and the reader of its bytes. */
+interface SerdeLane {
+  builder: BufferBuilder;
+  consumer: BufferConsumer;
+  readonly deserializer: SpillingAdaptiveSpanningRecordDeserializer;
+}
+
+/**
+ * Core serde with the routing a keyed exchange cannot skip: each record's channel chosen by the
+ * runtime's HASH selector (key group, then channel), and appended to that channel's buffer, read
+ * back by that channel's deserializer when full. What remains between this and the in-process
+ * exchange is the runtime's layers: RecordWriter, ResultPartition, the pool, the local channel,
+ * the gate and the reader.
+ */
+function keyedSerdeRun(
+  pool: LocalBufferPool,
+  records: KeyedRecord[],
+  recordSize: number,
+  channels: number,
+  durationMs: number,
+  checks: string[],
+): number {
+  const serializer = new KeyedRecordSerializer(recordSize);
+  const keyReader = new KeyReadingSerializer(recordSize);
+  const selector = createChannelSelector<KeyedRecord, number>("HASH", {
+    keySelector: (record) => record.key,
+    maxParallelism: MAX_PARALLELISM,
+  });
+  selector.setup(channels);
+  const out = new DataOutputSerializer({ initialCapacity: 256 });
+  const holder: RecordHolder<number> = { value: undefined };
+  const mask = records.length - 1;
+  const newLane = (deserializer: SpillingAdaptiveSpanningRecordDeserializer): SerdeLane => {
+    const builder = pool.requestBufferBuilder();
+    if (builder === undefined) throw new Error("no buffer for the keyed serde benchmark");
+    return { builder, consumer: builder.createBufferConsumerFromBeginning(), deserializer };
+  };
+  const lanes = Array.from({ length: channels }, () =>
+    newLane(new SpillingAdaptiveSpanningRecordDeserializer()),
+  );
+  let produced = 0;
+  let consumed = 0;
+  let keySum = 0;
+  let expectedKeySum = 0;
+  /** Finishes the lane's buffer, reads every complete record out of it, and gives it back. */
+  const drain = (lane: SerdeLane) => {
+    lane.builder.finish();
+    lane.deserializer.setNextBuffer(lane.consumer.build());
+    for (;;) {
+      const result = lane.deserializer.getNextRecord(keyReader, holder);
+      if (result.isFullRecord()) {
+        consumed++;
+        keySum = (keySum + (holder.value as number)) | 0;
+      }
+      if (result.isBufferConsumed()) break;
+    }
+    lane.consumer.close();
+    lane.builder.close();
+  };
+  const start = performance.now();
+  const end = start + durationMs;
+  let now = start;
+  while (now < end) {
+    for (let i = 0; i < 4096; i++) {
+      const record = records[produced & mask] as KeyedRecord;
+      expectedKeySum = (expectedKeySum + record.key) | 0;
+      const channel = selector.selectChannel(record);
+      const framed = serializeRecord(record, serializer, out);
+      let offset = 0;
+      while (offset < framed.length) {
+        const lane = lanes[channel] as SerdeLane;
+        offset += lane.builder.appendAndCommit(framed, offset, framed.length - offset);
+        if (lane.builder.isFull()) {
+          drain(lane);
+          lanes[channel] = newLane(lane.deserializer);
+        }
+      }
+      produced++;
+    }
+    now = performance.now();
+  }
+  for (const lane of lanes) {
+    drain(lane);
+    lane.deserializer.clear();
+  }
+  if (consumed !== produced) {
+    checks.push(`keyed serde: produced ${produced} but deserialized ${consumed}`);
+  }
+  if (keySum !== expectedKeySum) checks.push("keyed serde: key checksum mismatch");
+  return consumed / ((now - start) / 1000);
+}
+
 async function localRun(
   recordSize: number,
   durationMs: number,
@@ -216,6 +316,7 @@ export async function runCoreBenchmark(args: CoreArgs): Promise<CoreResult> {
   const result: CoreResult = {
     memcpyBytesPerSecond: [],
     serdeRecordsPerSecond: [],
+    keyedSerdeRecordsPerSecond: [],
     localRecordsPerSecond: [],
     localOneChannelRecordsPerSecond: [],
     readers: { allocating: [], reusing: [], view: [] },
@@ -224,6 +325,7 @@ export async function runCoreBenchmark(args: CoreArgs): Promise<CoreResult> {
   // Warm-up of every part, then the measured runs interleaved so drift hits all parts alike.
   memcpyRun(args.warmupMs);
   serdeRun(pool, records, args.recordSize, args.warmupMs, checks);
+  keyedSerdeRun(pool, records, args.recordSize, 4, args.warmupMs, checks);
   await localRun(args.recordSize, args.warmupMs, checks, 4);
   await localRun(args.recordSize, args.warmupMs, checks, 1);
   for (const mode of READER_MODES) {
@@ -233,6 +335,9 @@ export async function runCoreBenchmark(args: CoreArgs): Promise<CoreResult> {
     result.memcpyBytesPerSecond.push(memcpyRun(args.durationMs));
     result.serdeRecordsPerSecond.push(
       serdeRun(pool, records, args.recordSize, args.durationMs, checks),
+    );
+    result.keyedSerdeRecordsPerSecond.push(
+      keyedSerdeRun(pool, records, args.recordSize, 4, args.durationMs, checks),
     );
     result.localRecordsPerSecond.push(await localRun(args.recordSize, args.durationMs, checks, 4));
     result.localOneChannelRecordsPerSecond.push(

@@ -55,6 +55,8 @@ let deployer: JobDeployer | undefined;
 let sampler: NodeJS.Timeout | undefined;
 let peakRss = 0;
 let startRss = 0;
+/** RSS once the task manager (its slot threads too) and the job side are up, before any job. */
+let idleRss = 0;
 
 /** Starts the task manager (and the job side) of `args.mode`. */
 export async function startSlots(args: SlotsStartArgs): Promise<{ rssMB: number }> {
@@ -79,6 +81,7 @@ export async function startSlots(args: SlotsStartArgs): Promise<{ rssMB: number 
   });
   deployer = await JobDeployer.start(configuration, { loader: LOADER });
   peakRss = process.memoryUsage.rss();
+  idleRss = peakRss;
   sampler = setInterval(() => {
     const rss = process.memoryUsage.rss();
     if (rss > peakRss) peakRss = rss;
@@ -88,13 +91,15 @@ export async function startSlots(args: SlotsStartArgs): Promise<{ rssMB: number 
 }
 
 /**
- * The child's RSS: when it started (before the task manager), its peak since (the kernel's
- * high-water mark too, which catches peaks between two samples), and now.
+ * The child's RSS: when it started (before the task manager), once the task manager was up with
+ * nothing run yet, its peak since (the kernel's high-water mark too, which catches peaks between
+ * two samples), and now.
  */
-export function slotsMemory(): { startMB: number; peakMB: number; nowMB: number } {
+export function slotsMemory(): { startMB: number; idleMB: number; peakMB: number; nowMB: number } {
   const maxRss = process.resourceUsage().maxRSS * 1024;
   return {
     startMB: startRss / MB,
+    idleMB: idleRss / MB,
     peakMB: Math.max(peakRss, maxRss) / MB,
     nowMB: process.memoryUsage.rss() / MB,
   };

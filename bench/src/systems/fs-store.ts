@@ -1,0 +1,123 @@
+/**
+ * The batch-shuffle case's "fs streams through a store process" row: what a remote shuffle
+ * cannot beat on this machine. The writer sends the framed records over TCP to a store process
+ * of its own (`fs-store-process.ts`, forked as the remote shuffle's writer forks its shuffle
+ * worker, and not pinned to a CPU either), which writes them to a file with fs streams; the
+ * reader gets the file back over TCP from the store. The fs streams baseline plus the two network
+ * hops and the third process a remote shuffle adds, and nothing of a shuffle's own work.
+ */
+import { fork } from "node:child_process";
+import { once } from "node:events";
+import { mkdtempSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import { connect, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type {
+  BatchParams,
+  BatchReader,
+  BatchReadResult,
+  BatchWriteResult,
+  BatchWriter,
+} from "../batch-roles.js";
+import { unpin } from "../harness.js";
+import { readFramedRecords, writeFramedRecords } from "./fs-streams.js";
+
+/** What the reader needs: the store's port and the file it keeps. */
+interface StoredFile {
+  readonly port: number;
+  readonly file: string;
+}
+
+/** Connects to the store and sends the header of one operation (see `fs-store-process.ts`). */
+async function open(op: "W" | "R", stored: StoredFile): Promise<Socket> {
+  const socket = connect(stored.port, "127.0.0.1");
+  await once(socket, "connect");
+  const path = Buffer.from(stored.file, "utf8");
+  const header = Buffer.allocUnsafe(3);
+  header[0] = op.charCodeAt(0);
+  header.writeUInt16BE(path.length, 1);
+  socket.write(Buffer.concat([header, path]));
+  return socket;
+}
+
+export class FsStoreBatchWriter implements BatchWriter {
+  private store: ReturnType<typeof fork> | undefined;
+  private port = 0;
+  private folder: string | undefined;
+  private file: string | undefined;
+  private runs = 0;
+
+  constructor(private readonly params: BatchParams) {}
+
+  async prepare(): Promise<void> {
+    this.folder ??= mkdtempSync(join(tmpdir(), "sluice-bench-fs-store-"));
+    if (this.store !== undefined) return;
+    const store = fork(new URL("./fs-store-process.js", import.meta.url), [], {
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    });
+    this.store = store;
+    const [message] = (await once(store, "message")) as [{ port: number }];
+    this.port = message.port;
+    if (store.pid !== undefined) unpin(store.pid);
+  }
+
+  async write(): Promise<BatchWriteResult> {
+    await this.prepare();
+    const stored: StoredFile = {
+      port: this.port,
+      file: join(this.folder as string, `run-${this.runs++}.data`),
+    };
+    this.file = stored.file;
+    const start = performance.now();
+    const socket = await open("W", stored);
+    // The store answers one byte once the file is written, and then closes.
+    const written = (async () => {
+      let acknowledged = false;
+      for await (const _ of socket) acknowledged = true;
+      if (!acknowledged) throw new Error("the store closed without writing the file");
+    })();
+    const keySum = await writeFramedRecords(socket, this.params);
+    await written;
+    return {
+      sent: this.params.records,
+      keySum,
+      writeMs: performance.now() - start,
+      endpoint: stored,
+    };
+  }
+
+  async cleanup(): Promise<void> {
+    const file = this.file;
+    this.file = undefined;
+    if (file !== undefined) await rm(file, { force: true });
+  }
+
+  async close(): Promise<void> {
+    await this.cleanup();
+    const store = this.store;
+    this.store = undefined;
+    if (store !== undefined && store.exitCode === null) {
+      store.disconnect();
+      await once(store, "exit");
+    }
+    if (this.folder !== undefined) await rm(this.folder, { recursive: true, force: true });
+    this.folder = undefined;
+  }
+}
+
+export class FsStoreBatchReader implements BatchReader {
+  constructor(private readonly params: BatchParams) {}
+
+  async read(endpoint: unknown): Promise<BatchReadResult> {
+    const start = performance.now();
+    const socket = await open("R", endpoint as StoredFile);
+    socket.end();
+    const { received, keySum } = await readFramedRecords(socket, this.params.recordSize);
+    return { received, keySum, readMs: performance.now() - start };
+  }
+
+  async cleanup(): Promise<void> {}
+
+  async close(): Promise<void> {}
+}
