@@ -4,7 +4,7 @@ import { createServer, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ConfigurationError } from "@sluice/core";
-import { expectRejection, waitFor } from "@sluice/core/testing";
+import { blockEventLoop, expectRejection, waitFor } from "@sluice/core/testing";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { JobManager } from "../job-manager.js";
 import { ratedJob, ratedUserCode } from "../test-support/rated-job.js";
@@ -366,6 +366,45 @@ describe("the job manager's REST endpoint", () => {
       expect((await fetch(new URL("config", endpoint.url))).status).toBe(200);
     } finally {
       for (const socket of sockets) socket.destroy();
+    }
+  });
+
+  it("answers a request that arrived whole while the event loop was blocked past rest.server.request-timeout, and 408s one that never completes", async () => {
+    const timeoutMs = 300;
+    const { endpoint } = await startCluster({ "rest.server.request-timeout": `${timeoutMs}ms` });
+    const connect = async () => {
+      const socket = new Socket();
+      const state = { answer: "", closed: false };
+      socket.setEncoding("utf8");
+      socket.on("data", (chunk: string) => {
+        state.answer += chunk;
+      });
+      socket.on("error", () => {});
+      socket.once("close", () => {
+        state.closed = true;
+      });
+      await new Promise<void>((resolve) => socket.connect(endpoint.port, "127.0.0.1", resolve));
+      return { socket, state };
+    };
+    const onTime = await connect();
+    const slow = await connect();
+    try {
+      // Both send half of their headers; the server reads them.
+      for (const { socket } of [onTime, slow]) socket.write("GET /config HTTP/1.1\r\nHost: x\r\n");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      // One sends the rest, which goes to the kernel at once; then this event loop, the
+      // server's too, stalls for three timeouts.
+      onTime.socket.write("\r\n");
+      blockEventLoop(3 * timeoutMs);
+      await waitFor(() => onTime.state.answer.includes("\r\n\r\n") && slow.state.closed, {
+        what: "an answer to the complete request, and the incomplete one closed",
+        timeoutMs: 10 * timeoutMs,
+      });
+      expect(onTime.state.answer.split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
+      expect(slow.state.answer.split("\r\n")[0]).toBe("HTTP/1.1 408 Request Timeout");
+    } finally {
+      onTime.socket.destroy();
+      slow.socket.destroy();
     }
   });
 

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+import type { AddressInfo } from "node:net";
 import { hostname } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -16,6 +16,7 @@ import { ExecutionGraphInfo } from "./execution-graph-info.js";
 import { ExecutionGraphInfoStore } from "./execution-graph-info-store.js";
 import { listenOnRestPort } from "./listen-on-rest-port.js";
 import { MetricFetcher } from "./metric-fetcher.js";
+import { enforceRequestDeadline } from "./request-deadline.js";
 import { RestHandlerError } from "./rest-handler-error.js";
 import { type RestRoute, RestRouter } from "./rest-router.js";
 import { jobEventOf, notFound, restRoutes } from "./rest-routes.js";
@@ -174,21 +175,15 @@ export class WebMonitorEndpoint {
     const portIsExplicit = options.bind !== undefined || configuration.contains(RestOptions.PORT);
     const requestTimeout = configuration.get(RestOptions.SERVER_REQUEST_TIMEOUT);
     const server = createServer({
-      requestTimeout,
-      headersTimeout: requestTimeout,
+      // Node's own request timeouts judge from its timers phase, which runs before the bytes a
+      // client sent during a stall of this event loop are read: they are off, and
+      // enforceRequestDeadline applies rest.server.request-timeout instead, from connect on.
+      requestTimeout: 0,
+      headersTimeout: 0,
       keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
-      // Timeouts are checked this often: a fraction of the timeout, at most a second.
-      connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(requestTimeout / 4))),
     });
     server.maxConnections = configuration.get(RestOptions.SERVER_MAX_CONNECTIONS);
-    // Node times out a request's headers once they started arriving; a connection that sends
-    // nothing at all is closed here, after the same time.
-    server.on("connection", (socket: Socket) => {
-      const timer = setTimeout(() => socket.destroy(), requestTimeout);
-      const stop = () => clearTimeout(timer);
-      socket.once("data", stop);
-      socket.once("close", stop);
-    });
+    enforceRequestDeadline(server, requestTimeout);
     await listenOnRestPort(server, { host, port, portIsExplicit }, warn);
     const endpoint = new WebMonitorEndpoint(server, jobManager, options, warn);
     await jobManager.publishRestAddress(endpoint.advertisedUrl(configuration));

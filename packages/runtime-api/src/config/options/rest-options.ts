@@ -73,7 +73,9 @@ export const RestOptions = {
     .withDescription(
       "Sluice: how long the REST endpoint waits for a request's headers and body, from the " +
         "moment the connection opened or its previous response ended; a connection whose " +
-        "request has not arrived by then (a silent or slow client) is closed.",
+        "request has not arrived by then (a silent or slow client) is answered 408 and closed. " +
+        "A stall of the job manager's own event loop does not count: the deadline is judged " +
+        "after the bytes that arrived meanwhile were read.",
     ),
 
   /** Open event streams (Sluice). */
