@@ -223,6 +223,11 @@ async function handle(request: Request): Promise<unknown> {
       const { ringRun } = await import("./cases/shared-ring-bench.js");
       return await ringRun(args as unknown as RingRunArgs);
     }
+    case "partitionWork": {
+      const { partitionWork } = await import("./cases/partition-work.js");
+      const work = args as unknown as PartitionWorkArgs;
+      return work.records / ((await partitionWork(work)) / 1000);
+    }
     case "partitionScaling": {
       const { partitionScalingRun } = await import("./cases/partition-work-thread.js");
       const { threads, work } = args as unknown as { threads: number; work: PartitionWorkArgs };

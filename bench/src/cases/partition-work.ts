@@ -11,6 +11,7 @@
  */
 import {
   BytesSerializer,
+  DataOutputSerializer,
   Int64Serializer,
   NetworkBufferPool,
   type RecordHolder,
@@ -44,6 +45,11 @@ export interface PartitionWorkArgs {
   readonly shared?: boolean;
   /** `Uint8Array` records through the `bytes` serializer, each read back as a copy (case 13's records). */
   readonly bytes?: boolean;
+  /**
+   * `false`: the finished buffers are recycled unread, so the run is the producer's work alone
+   * (case 1's bound); the check then counts their bytes instead of their records.
+   */
+  readonly read?: boolean;
 }
 
 /** Runs the work; returns how long it took (ms). */
@@ -105,14 +111,17 @@ export async function partitionWork(args: PartitionWorkArgs): Promise<number> {
   });
   const deserializers = views.map(() => new SpillingAdaptiveSpanningRecordDeserializer());
   const holder: RecordHolder<unknown> = { value: undefined };
+  const read = args.read !== false;
   let received = 0;
   let keySum = 0;
+  let unreadBytes = 0;
   const drain = () => {
     views.forEach((view, i) => {
       const deserializer = deserializers[i] as SpillingAdaptiveSpanningRecordDeserializer;
       for (let next = view.getNextBuffer(); next !== undefined; next = view.getNextBuffer()) {
         const { buffer } = next;
-        if (!buffer.isBuffer()) {
+        if (!buffer.isBuffer() || !read) {
+          if (buffer.isBuffer()) unreadBytes += buffer.getSize();
           buffer.recycleBuffer();
           continue;
         }
@@ -152,7 +161,17 @@ export async function partitionWork(args: PartitionWorkArgs): Promise<number> {
   for (const deserializer of deserializers) deserializer.clear();
   let expectedKeySum = 0;
   for (let i = 0; !int64 && i < records; i++) expectedKeySum = (expectedKeySum + (i & mask)) | 0;
-  if (received !== records || keySum !== expectedKeySum) {
+  if (!read) {
+    // Every record framed: its 4-byte length and its serialized bytes.
+    const out = new DataOutputSerializer({ initialCapacity: 256 });
+    serializer.serialize(int64 ? 7n : bytes ? record : keyed[0], out);
+    const expectedBytes = records * (4 + out.length);
+    if (unreadBytes !== expectedBytes) {
+      throw new Error(
+        `wrote ${records} records but the buffers held ${unreadBytes} bytes, not ${expectedBytes}`,
+      );
+    }
+  } else if (received !== records || keySum !== expectedKeySum) {
     throw new Error(
       `wrote ${records} records (key sum ${expectedKeySum}) but read ${received} (key sum ${keySum})`,
     );
