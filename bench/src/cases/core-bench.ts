@@ -189,7 +189,8 @@ interface SerdeLane {
  * runtime's HASH selector (key group, then channel), and appended to that channel's buffer, read
  * back by that channel's deserializer when full. What remains between this and the in-process
  * exchange is the runtime's layers: RecordWriter, ResultPartition, the pool, the local channel,
- * the gate and the reader.
+ * the gate and the reader. Its loop is its own rather than a mode of `serdeRun`: a branch or a lane
+ * array in the baseline's loop would change the row every ratio of the case is taken against.
  */
 function keyedSerdeRun(
   pool: LocalBufferPool,

@@ -8,20 +8,15 @@
  */
 import { fork } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync } from "node:fs";
-import { rm } from "node:fs/promises";
 import { connect, type Socket } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type {
   BatchParams,
   BatchReader,
   BatchReadResult,
   BatchWriteResult,
-  BatchWriter,
 } from "../batch-roles.js";
 import { unpin } from "../harness.js";
-import { readFramedRecords, writeFramedRecords } from "./fs-streams.js";
+import { FsBatchWriter, readFramedRecords, writeFramedRecords } from "./fs-streams.js";
 
 /** What the reader needs: the store's port and the file it keeps. */
 interface StoredFile {
@@ -41,17 +36,13 @@ async function open(op: "W" | "R", stored: StoredFile): Promise<Socket> {
   return socket;
 }
 
-export class FsStoreBatchWriter implements BatchWriter {
+/** The fs streams writer, its file written by the store: the same folder, files and clean-up. */
+export class FsStoreBatchWriter extends FsBatchWriter {
   private store: ReturnType<typeof fork> | undefined;
   private port = 0;
-  private folder: string | undefined;
-  private file: string | undefined;
-  private runs = 0;
 
-  constructor(private readonly params: BatchParams) {}
-
-  async prepare(): Promise<void> {
-    this.folder ??= mkdtempSync(join(tmpdir(), "sluice-bench-fs-store-"));
+  override async prepare(): Promise<void> {
+    await super.prepare();
     if (this.store !== undefined) return;
     const store = fork(new URL("./fs-store-process.js", import.meta.url), [], {
       stdio: ["ignore", "inherit", "inherit", "ipc"],
@@ -62,13 +53,9 @@ export class FsStoreBatchWriter implements BatchWriter {
     if (store.pid !== undefined) unpin(store.pid);
   }
 
-  async write(): Promise<BatchWriteResult> {
-    await this.prepare();
-    const stored: StoredFile = {
-      port: this.port,
-      file: join(this.folder as string, `run-${this.runs++}.data`),
-    };
-    this.file = stored.file;
+  override async write(): Promise<BatchWriteResult> {
+    const file = await this.nextFile();
+    const stored: StoredFile = { port: this.port, file };
     const start = performance.now();
     const socket = await open("W", stored);
     // The store answers one byte once the file is written, and then closes.
@@ -87,22 +74,14 @@ export class FsStoreBatchWriter implements BatchWriter {
     };
   }
 
-  async cleanup(): Promise<void> {
-    const file = this.file;
-    this.file = undefined;
-    if (file !== undefined) await rm(file, { force: true });
-  }
-
-  async close(): Promise<void> {
-    await this.cleanup();
+  override async close(): Promise<void> {
     const store = this.store;
     this.store = undefined;
     if (store !== undefined && store.exitCode === null) {
       store.disconnect();
       await once(store, "exit");
     }
-    if (this.folder !== undefined) await rm(this.folder, { recursive: true, force: true });
-    this.folder = undefined;
+    await super.close();
   }
 }
 

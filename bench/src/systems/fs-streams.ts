@@ -87,16 +87,22 @@ export class FsBatchWriter implements BatchWriter {
   private file: string | undefined;
   private runs = 0;
 
-  constructor(private readonly params: BatchParams) {}
+  constructor(protected readonly params: BatchParams) {}
 
   async prepare(): Promise<void> {
     this.folder ??= mkdtempSync(join(tmpdir(), "sluice-bench-fs-"));
   }
 
-  async write(): Promise<BatchWriteResult> {
+  /** The file of the next run, deleted by `cleanup`. */
+  protected async nextFile(): Promise<string> {
     await this.prepare();
     const file = join(this.folder as string, `run-${this.runs++}.data`);
     this.file = file;
+    return file;
+  }
+
+  async write(): Promise<BatchWriteResult> {
+    const file = await this.nextFile();
     const start = performance.now();
     const stream = createWriteStream(file, { flags: "wx", mode: 0o600 });
     const keySum = await writeFramedRecords(stream, this.params);
