@@ -2,21 +2,14 @@
  * Case 0: the core and in-process benchmarks in one child — memcpy and serde as the ceiling, the
  * in-process exchange over 4 and 1 local channels, and the record readers' three decode modes.
  */
-import { Child, median, profileArgs, type ResultRow } from "../harness.js";
+import { Child, median, profileArgs } from "../harness.js";
 import { READER_MODES } from "../roles.js";
 import { type CaseDefinition, firstLine, log } from "./case-definition.js";
 import type { CoreResult } from "./core-bench.js";
-import { findRow, withRatios } from "./result-rows.js";
+import { findRow, ratioToLimit, withRatios } from "./result-rows.js";
 
 /** The in-process row's limit: core serde plus the keyed routing, none of the runtime's layers. */
 const KEYED_SERDE = "core serde, keyed over 4 ch";
-
-function limitNote(rows: readonly ResultRow[]): string | undefined {
-  const local = findRow(rows, "in-process 4 ch");
-  const keyed = findRow(rows, KEYED_SERDE);
-  if (local === undefined || keyed === undefined || !(keyed.median > 0)) return undefined;
-  return `${(local.median / keyed.median).toFixed(2)}× of ${KEYED_SERDE} (${keyed.ratio?.toFixed(2) ?? "?"}× core serde)`;
-}
 
 export const case0: CaseDefinition = {
   id: 0,
@@ -147,7 +140,7 @@ export const case0: CaseDefinition = {
         comparison: "≥",
         target: 0.9,
         unit: "× core serde",
-        note: limitNote(rows),
+        note: ratioToLimit(rows, "in-process 4 ch", KEYED_SERDE),
       }),
     ];
     return { rows, goals };

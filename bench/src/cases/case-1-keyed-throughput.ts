@@ -8,7 +8,7 @@
 import { Child, profileArgs, type ResultRow, selected } from "../harness.js";
 import { type CaseDefinition, firstLine, log } from "./case-definition.js";
 import type { CaseReport } from "./case-report.js";
-import { findRow } from "./result-rows.js";
+import { findRow, ratioToLimit } from "./result-rows.js";
 import { baseParams, sluiceConfig } from "./sluice-params.js";
 import { type SystemSpec, throughputRows } from "./throughput-rows.js";
 
@@ -71,12 +71,7 @@ export const case1: CaseDefinition = {
         comparison: "≥",
         target: 0.65,
         unit: "× baseline",
-        note: (() => {
-          const alone = findRow(rows, PRODUCER_ALONE);
-          return tcp === undefined || alone === undefined || !(alone.median > 0)
-            ? undefined
-            : `${(tcp.median / alone.median).toFixed(2)}× of ${PRODUCER_ALONE} (${alone.ratio?.toFixed(2) ?? "?"}× raw net batched)`;
-        })(),
+        note: ratioToLimit(rows, "sluice-tcp", PRODUCER_ALONE),
       }),
       report.goal({
         text: "Sluice TCP with metrics exported (Prometheus, scraped every 1 s) ≥ 90% of Sluice TCP (mean of its two rows)",

@@ -12,7 +12,7 @@ import { type BatchRun, BatchSession, runLz4 } from "./batch-shuffle.js";
 import { type CaseDefinition, firstLine, log } from "./case-definition.js";
 import type { CaseReport } from "./case-report.js";
 import { interleavedRuns } from "./interleaved-runs.js";
-import { findRow, withRatios } from "./result-rows.js";
+import { findRow, ratioToLimit, withRatios } from "./result-rows.js";
 import { MB, networkMemory, sluiceConfig } from "./sluice-params.js";
 
 const REMOTE = "sluice-remote blocking";
@@ -146,7 +146,7 @@ export const case8: CaseDefinition = {
         comparison: "≥",
         target: 0.5,
         unit: "× baseline",
-        note: limitNote(withRatio),
+        note: ratioToLimit(withRatio, REMOTE, STORE),
       }),
       report.goal({
         text: `Sluice writer's RSS growth ≤ network memory (${BATCH_NETWORK_MEMORY_MB} MiB) + batch-read memory (${BATCH_READ_MEMORY_MB} MiB) + 16 MiB at 4× data`,
@@ -159,14 +159,6 @@ export const case8: CaseDefinition = {
     return { rows: withRatio, goals };
   },
 };
-
-/** The remote row against what any remote store pays on this machine (the store row). */
-function limitNote(rows: readonly ResultRow[]): string | undefined {
-  const remote = findRow(rows, REMOTE);
-  const store = findRow(rows, STORE);
-  if (remote === undefined || store === undefined || !(store.median > 0)) return undefined;
-  return `${(remote.median / store.median).toFixed(2)}× of ${STORE} (${store.ratio?.toFixed(2) ?? "?"}× fs streams)`;
-}
 
 /** LZ4 over the demo's words: Sluice's BufferCompressor beside lz4-napi called directly. */
 async function lz4Rows(report: CaseReport): Promise<ResultRow[]> {

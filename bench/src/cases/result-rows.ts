@@ -22,3 +22,20 @@ export function withRatios(
 export function findRow(rows: readonly ResultRow[], system: string): ResultRow | undefined {
   return rows.find((r) => r.system === system);
 }
+
+/**
+ * A goal's note on the row that bounds it: `system`'s median as a multiple of `limit`'s, and
+ * `limit`'s own ratio to its baseline. Undefined when either row is missing or the limit has no
+ * positive median.
+ */
+export function ratioToLimit(
+  rows: readonly ResultRow[],
+  system: string,
+  limit: string,
+): string | undefined {
+  const row = findRow(rows, system);
+  const bound = findRow(rows, limit);
+  if (row === undefined || bound === undefined || !(bound.median > 0)) return undefined;
+  const boundRatio = `${bound.ratio?.toFixed(2) ?? "?"}× ${bound.baseline ?? "its baseline"}`;
+  return `${(row.median / bound.median).toFixed(2)}× of ${limit} (${boundRatio})`;
+}
