@@ -16,6 +16,7 @@ import type {
   BatchWriteResult,
 } from "../batch-roles.js";
 import { unpin } from "../harness.js";
+import { encodeStoreHeader, type StoreOperation } from "./fs-store-header.js";
 import { FsBatchWriter, readFramedRecords, writeFramedRecords } from "./fs-streams.js";
 
 /** What the reader needs: the store's port and the file it keeps. */
@@ -24,15 +25,11 @@ interface StoredFile {
   readonly file: string;
 }
 
-/** Connects to the store and sends the header of one operation (see `fs-store-process.ts`). */
-async function open(op: "W" | "R", stored: StoredFile): Promise<Socket> {
+/** Connects to the store and asks for one operation on the stored file. */
+async function open(op: StoreOperation, stored: StoredFile): Promise<Socket> {
   const socket = connect(stored.port, "127.0.0.1");
   await once(socket, "connect");
-  const path = Buffer.from(stored.file, "utf8");
-  const header = Buffer.allocUnsafe(3);
-  header[0] = op.charCodeAt(0);
-  header.writeUInt16BE(path.length, 1);
-  socket.write(Buffer.concat([header, path]));
+  socket.write(encodeStoreHeader(op, stored.file));
   return socket;
 }
 
