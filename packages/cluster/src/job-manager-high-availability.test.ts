@@ -127,7 +127,11 @@ describe.skipIf(reason !== undefined)("standby job managers on a real etcd", () 
     expect(BigInt(secondToken)).toBeGreaterThan(BigInt(firstToken));
     const replacement = await startTaskManager();
     expect(replacement.jobManagerAddress).toBe(`127.0.0.1:${second.port}`);
-    await waitFor(() => second.taskManagers.length === 2, { what: "the new registrations" });
+    // The job manager lists a registration before its answer reaches the task manager, which
+    // counts it only then: both sides are awaited.
+    await waitFor(() => second.taskManagers.length === 2 && taskManager.reRegistrations > 0, {
+      what: "the new registrations",
+    });
     expect(taskManager.reRegistrations).toBe(1);
     expect(revoked).toEqual([]);
   }, 60_000);
