@@ -1,5 +1,6 @@
 import { defaultServerConditions } from "vite";
 import { defineConfig } from "vitest/config";
+import SlowestFirstSequencer from "./vitest.sequencer.js";
 
 export default defineConfig({
   // Resolve workspace packages (@sluice/*) to their TypeScript source via the
@@ -19,6 +20,9 @@ export default defineConfig({
     // Two test files at a time even on 2 cores (Vitest's default is cores − 1): most e2e time is
     // spent waiting on child processes, heartbeats and leases, which overlap well.
     maxWorkers: 2,
+    // The longest files first (their durations are recorded in vitest.durations.json): a fresh
+    // clone has no durations of Vitest's own, and its glob order started the longest last.
+    sequence: { sequencer: SlowestFirstSequencer },
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },
