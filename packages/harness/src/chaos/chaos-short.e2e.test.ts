@@ -20,7 +20,8 @@
  * first retransmission after the link is back can come almost twice the cut after it: the job
  * manager hears from the task manager up to about 40 s after the cut began, and with 10 s between
  * heartbeats its last one may be 10 s older still, 50 s of silence, `heartbeat.timeout` itself.
- * One CI run lost a task manager that way. With 2 s the silence stays under 43 s.
+ * One CI run lost a task manager in this scenario, which this explains (its log was not kept).
+ * With 2 s the silence stays under 43 s.
  */
 import { expect, it } from "vitest";
 import type { NamespaceHost } from "../testing/network-namespaces.js";
