@@ -176,6 +176,9 @@ async function handle(request: Request): Promise<unknown> {
       const target = instance as unknown as Record<string, (a: unknown) => Promise<unknown>>;
       const fn = target?.[method];
       if (typeof fn !== "function") throw new Error(`no method '${method}' on this role`);
+      if (method === "produce" || method === "drain") {
+        return await withProcessUsage(() => fn.call(instance, args.args) as Promise<RunResult>);
+      }
       return await fn.call(instance, args.args);
     }
     case "memStart":
@@ -307,3 +310,24 @@ process.on("message", (request: Request) => {
 process.on("disconnect", () => {
   void shutdown(0);
 });
+
+type RunResult = { extra?: Record<string, unknown> };
+
+/**
+ * Runs one side of a throughput run and adds to its `extra` what the process spent on it: how
+ * busy its event loop was, and its CPU time in user space (JavaScript, libuv) and in the kernel
+ * (system calls and, on loopback, the TCP stack's work for both ends of the packets it sends).
+ * The same for every system, so that rows compare where each side's time went.
+ */
+async function withProcessUsage(run: () => Promise<RunResult>): Promise<RunResult> {
+  const loop = performance.eventLoopUtilization();
+  const cpu = process.cpuUsage();
+  const result = await run();
+  const { user, system } = process.cpuUsage(cpu);
+  const usage = {
+    eventLoopBusy: performance.eventLoopUtilization(loop).utilization,
+    userMs: user / 1000,
+    systemMs: system / 1000,
+  };
+  return { ...result, extra: { ...result.extra, usage } };
+}

@@ -4,7 +4,7 @@
  */
 import { median, type ResultRow, selected } from "../harness.js";
 import type { ThroughputParams } from "../roles.js";
-import { ThroughputSession } from "../runner.js";
+import { type ThroughputRun, ThroughputSession } from "../runner.js";
 import type { Impl } from "../worker.js";
 import type { CaseReport } from "./case-report.js";
 import { interleavedRuns } from "./interleaved-runs.js";
@@ -87,10 +87,44 @@ function sessionRow(
           }
         : { batching: params.batching }),
       ...(params.grpcWindow !== undefined ? { grpcFlowControlWindow: params.grpcWindow } : {}),
+      ...processUsage(runs),
       ...(last !== undefined
         ? { lastRun: { producer: last.produce.extra, consumer: last.drain.extra } }
         : {}),
     },
     ...(session.problems.length > 0 ? { note: `INVALID: ${session.problems.join("; ")}` } : {}),
   });
+}
+
+/** What one side's process spent on the runs (the worker adds `usage` to each side's extra). */
+interface SideUsage {
+  readonly eventLoopBusy: number;
+  readonly userMs: number;
+  readonly systemMs: number;
+}
+
+/**
+ * Per side, the medians over the runs of how busy its event loop was and its CPU time per record
+ * moved, in user space and in the kernel: the side whose loop is near 1 bounds the pair, and its
+ * user and kernel nanoseconds per record compare with another system's in the same run.
+ */
+function processUsage(runs: readonly ThroughputRun[]): { processUsage?: object } {
+  if (runs.length === 0) return {};
+  const side = (usageOf: (run: ThroughputRun) => unknown) => {
+    const usages = runs.map(usageOf) as (SideUsage | undefined)[];
+    if (usages.some((u) => u === undefined)) return undefined;
+    const per = (pick: (u: SideUsage, run: ThroughputRun) => number) =>
+      median(usages.map((u, i) => pick(u as SideUsage, runs[i] as ThroughputRun)));
+    const nsPerRecord = (ms: number, run: ThroughputRun) => (ms * 1e6) / Math.max(run.received, 1);
+    return {
+      eventLoopBusy: per((u) => u.eventLoopBusy),
+      userNsPerRecord: per((u, run) => nsPerRecord(u.userMs, run)),
+      systemNsPerRecord: per((u, run) => nsPerRecord(u.systemMs, run)),
+    };
+  };
+  const producer = side((run) => run.produce.extra?.usage);
+  const consumer = side((run) => run.drain.extra?.usage);
+  return producer === undefined || consumer === undefined
+    ? {}
+    : { processUsage: { producer, consumer } };
 }
