@@ -32,6 +32,7 @@ import { TaskManagerMetricGroup } from "../metrics/groups/task-manager-metric-gr
 import { MetricRegistry } from "../metrics/metric-registry.js";
 import { ScopeVariables } from "../metrics/scope-format.js";
 import { ScopeFormats } from "../metrics/scope-formats.js";
+import { asError } from "../util/as-error.js";
 import { TaskExecutor } from "./task-executor.js";
 import type {
   FromSlotThread,
@@ -319,8 +320,4 @@ export async function runTaskSlot(
   post({ kind: "ready" });
 
   return { close };
-}
-
-function asError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(String(error));
 }

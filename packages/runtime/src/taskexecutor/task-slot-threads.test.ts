@@ -313,6 +313,29 @@ describe("a TaskExecutor with slot 0 on its main thread (taskmanager.task-slots.
     await cluster.close();
   }, 60_000);
 
+  it("fails a job whose source breaks midway on the main-thread slot with the source's own error, and every segment its partition held comes back to the shared memory", async () => {
+    const executor = await startThreaded(MAIN_THREAD_SLOT);
+    const deployer = await cluster.startDeployer();
+    const execution = await deployer.deploy(
+      wordCountGraph("a source breaks on the main thread", {
+        words: 20_000,
+        failOnThread: threadId,
+        failAfter: 5_000,
+      }),
+      () => executor,
+    );
+    const result = await execution.terminated;
+    expect(result.status).toBe("FAILED");
+    expect(String(result.error?.message)).toContain(
+      `the source broke on purpose (thread ${threadId})`,
+    );
+    await waitFor(() => executor.runningTasks.length === 0, { what: "no task left running" });
+    await waitFor(() => segments(executor)[0] === segments(executor)[1], {
+      what: "every segment back in the shared memory",
+    });
+    await cluster.close();
+  }, 60_000);
+
   it("fails the main-thread slot's tasks with an error of the slot's own code (a reply it cannot post), starts the slot again on the main thread, and goes on", async () => {
     const before = await workerThreadsStarted();
     const warnings: string[] = [];

@@ -10,9 +10,13 @@ const wordOf = (i, subtask) => `w${(i * 31 + subtask) % 97}`;
 
 async function source(task) {
   const writer = task.writer();
-  const count = task.configuration.words;
+  const { words: count, failOnThread, failAfter } = task.configuration;
   for (let i = 0; i < count; i++) {
     if (!writer.isAvailable()) await writer.getAvailableFuture();
+    // On the thread the configuration names, it breaks midway, its partition holding buffers.
+    if (threadId === failOnThread && i === failAfter) {
+      throw new Error(`the source broke on purpose (thread ${threadId})`);
+    }
     writer.emit(wordOf(i, task.subtaskIndex));
     if (i % 512 === 511) await turn();
   }
