@@ -115,7 +115,6 @@ function mainThreadCarrier(init: TaskSlotThreadInit, events: CarrierEvents): Slo
   handleEnd.on("message", (message: FromSlotThread) => {
     if (!failed) events.message(message);
   });
-  let slot: RunningTaskSlot | undefined;
   let ending: Promise<void> | undefined;
   const end = (code: number, error?: Error): Promise<void> => {
     ending ??= (async () => {
@@ -123,22 +122,22 @@ function mainThreadCarrier(init: TaskSlotThreadInit, events: CarrierEvents): Slo
         failed = true;
         events.error(error);
       }
-      await slot?.close().catch(() => undefined);
+      // Its exit lets the table take back the slot's memory and start it again: only once its
+      // TaskExecutor no longer runs (a start that failed left none).
+      await running.then(
+        (slot) => slot.close().catch(() => undefined),
+        () => undefined,
+      );
       handleEnd.close();
       slotEnd.close();
       events.exit(code);
     })();
     return ending;
   };
-  runTaskSlot(slotEnd, init, (error) => void end(1, error)).then(
-    (running) => {
-      slot = running;
-      // Ended while it started: it closes now.
-      if (ending !== undefined) void running.close();
-    },
-    // It posted `start-failed`: its handle ends it.
-    () => undefined,
-  );
+  // When it cannot start it posts `start-failed`, and its handle ends it.
+  const running: Promise<RunningTaskSlot> = runTaskSlot(slotEnd, init, (error) => {
+    void end(1, error);
+  });
   return { post: (message) => handleEnd.postMessage(message), end: () => end(0) };
 }
 
