@@ -1,7 +1,8 @@
 /**
  * Case 13: a task manager with 2 slots on 2 cores, its slots on its one event loop
  * (`taskmanager.task-slots.mode: single-loop`) against each slot on a thread of its own
- * (`threaded`), each in a child process of its own, not pinned to a CPU (a threaded task manager
+ * (`threaded`) and against slot 0 on the main thread and slot 1 on a thread (`threaded` with
+ * `taskmanager.task-slots.main-thread-slot`: one isolate fewer), each in a child process of its own, not pinned to a CPU (a threaded task manager
  * needs both). Measured in the same run, interleaved:
  *
  * - a keyed job, two sources → HASH → two counters, 100-byte records: records/s at the counters;
@@ -42,7 +43,8 @@ const RING_SLOTS = 32;
 /** A local channel's window by default: Flink's `max-buffers-per-channel`. */
 const DEFAULT_WINDOW = 10;
 const NARROW_RING = `${RING}, ${DEFAULT_WINDOW} slots (a channel's default window)`;
-const MODES: readonly SlotsMode[] = ["single-loop", "threaded"];
+const MAIN_THREAD_SLOT: SlotsMode = "threaded, slot on the main thread";
+const MODES: readonly SlotsMode[] = ["single-loop", "threaded", MAIN_THREAD_SLOT];
 const IDLE_RSS = "RSS after start, no job yet";
 
 const WAKE_UPS: readonly WakeUpMode[] = ["Atomics.wait", "Atomics.waitAsync"];
@@ -77,7 +79,7 @@ function baselineOf(row: string): string | undefined {
 
 export const case13: CaseDefinition = {
   id: 13,
-  name: "Task slots on threads: one task manager with 2 slots on 2 cores, single-loop vs threaded",
+  name: "Task slots on threads: one task manager with 2 slots on 2 cores, single-loop vs threaded, with and without slot 0 on the main thread",
   async run(report) {
     const o = report.options;
     const recordsPerSource = o.full ? 4_000_000 : 1_000_000;
@@ -309,6 +311,7 @@ export const case13: CaseDefinition = {
     const asyncWakeUp = findRow(rows, wakeUpSystem("Atomics.waitAsync"));
     const single = rss.get("single-loop");
     const threaded = rss.get("threaded");
+    const mainThreadSlot = rss.get(MAIN_THREAD_SLOT);
     const goals = [
       report.goal({
         text: "keyed job with 2 slots on threads ≥ 1.7× the same task manager on one event loop (records/s)",
@@ -347,7 +350,10 @@ export const case13: CaseDefinition = {
         note:
           single !== undefined && threaded !== undefined
             ? `${threaded.peakMB.toFixed(1)} against ${single.peakMB.toFixed(1)} MiB (${threaded.startMB.toFixed(1)} and ${single.startMB.toFixed(1)} MiB before the task manager started); ` +
-              `+${(threaded.idleMB - single.idleMB).toFixed(1)} MiB already once both were up, before any job (the slot threads' isolates and code)`
+              `+${(threaded.idleMB - single.idleMB).toFixed(1)} MiB already once both were up, before any job (the slot threads' isolates and code)` +
+              (mainThreadSlot === undefined
+                ? ""
+                : `; with slot 0 on the main thread (one slot thread): +${(mainThreadSlot.peakMB - single.peakMB).toFixed(1)} MiB at the peak, +${(mainThreadSlot.idleMB - single.idleMB).toFixed(1)} MiB before any job`)
             : undefined,
       }),
     ];

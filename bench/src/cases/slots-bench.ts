@@ -15,8 +15,20 @@ import {
 } from "@sluice/runtime";
 import type { ArrivalReport } from "./slot-bench-code.js";
 
-/** How the task manager runs its two slots. */
-export type SlotsMode = "single-loop" | "threaded";
+/**
+ * How the task manager runs its two slots: on its event loop, each on a thread of its own, or
+ * slot 0 on the main thread and slot 1 on a thread (`taskmanager.task-slots.main-thread-slot`).
+ */
+export type SlotsMode = "single-loop" | "threaded" | "threaded, slot on the main thread";
+
+/** The configuration of a task manager that runs its slots as `mode` says. */
+function slotsModeConfig(mode: SlotsMode): Record<string, unknown> {
+  if (mode === "single-loop") return { "taskmanager.task-slots.mode": "single-loop" };
+  return {
+    "taskmanager.task-slots.mode": "threaded",
+    "taskmanager.task-slots.main-thread-slot": mode !== "threaded",
+  };
+}
 
 export interface SlotsStartArgs {
   readonly mode: SlotsMode;
@@ -68,7 +80,7 @@ export async function startSlots(args: SlotsStartArgs): Promise<{ rssMB: number 
     "taskmanager.memory.network.min": "64mb",
     "taskmanager.memory.segment-size": `${SEGMENT_SIZE / 1024}kb`,
     "taskmanager.numberOfTaskSlots": 2,
-    "taskmanager.task-slots.mode": args.mode,
+    ...slotsModeConfig(args.mode),
     "execution.buffer-timeout.interval": "100ms",
     ...args.config,
   });

@@ -1,10 +1,10 @@
 /**
  * A keyed typed job on task manager processes (they load the job's module), stopped with a
  * savepoint at parallelism 2 and resumed from it at 3, stopped again and resumed at 1, over TCP
- * and over WebSocket, and with the task managers' slots on worker threads: every key's running
- * counts are collected exactly once across the three runs. Its keyed state moves by key group
- * and its collected records (an operator list state) each to one new subtask; the source keeps
- * its parallelism.
+ * and over WebSocket, and with the task managers' slots on worker threads (both, or slot 0 on
+ * the main thread and slot 1 on a worker thread): every key's running counts are collected
+ * exactly once across the three runs. Its keyed state moves by key group and its collected
+ * records (an operator list state) each to one new subtask; the source keeps its parallelism.
  */
 import path from "node:path";
 import type { JobManager } from "@sluice/cluster";
@@ -23,6 +23,7 @@ const CASES: readonly (readonly [string, SlotsMode])[] = [
   ["tcp", "single-loop"],
   ["ws", "single-loop"],
   ["tcp", "threaded"],
+  ["tcp", "threaded-main-slot"],
 ];
 const cluster = useTaskManagerProcesses("sluice-datastream-rescale-");
 
@@ -66,7 +67,7 @@ describe.each(CASES)("the keyed typed job over %s, slots %s", (plugin, slotsMode
     await jobManager.waitForTaskManagers(2, 60_000);
     // Every task runs in a task manager process: none in this one.
     expect(jobManager.taskManagers.every((tm) => tm.pid !== process.pid)).toBe(true);
-    const slots = slotsMode === "threaded" ? 2 : 1;
+    const slots = slotsMode === "single-loop" ? 1 : 2;
     expect(jobManager.taskManagers.map((tm) => tm.numberOfSlots)).toEqual([slots, slots]);
 
     const atTwo = await stopMidway(await deployAt(jobManager, 2));

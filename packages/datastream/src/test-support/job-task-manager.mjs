@@ -2,7 +2,8 @@
  * A task manager process of a job module of this folder (argv[4], default `keyed-job.mjs`): it
  * connects to the job manager at argv[2]:argv[3] with the module's code, runs what the job
  * manager deploys, and exits 0 when the job manager shuts it down. With argv[5] `threaded` it runs
- * two slots on worker threads, which load the module by reference.
+ * two slots on worker threads, which load the module by reference; with `threaded-main-slot`, slot
+ * 0 on its main thread and slot 1 on a worker thread.
  */
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -12,9 +13,15 @@ import { Configuration } from "@sluice/runtime";
 const [host, port, moduleName = "keyed-job.mjs", slotsMode = "single-loop"] = process.argv.slice(2);
 const modulePath = fileURLToPath(new URL(`./${moduleName}`, import.meta.url));
 const { default: job } = await import(modulePath);
-const threaded = slotsMode === "threaded";
+const threaded = slotsMode === "threaded" || slotsMode === "threaded-main-slot";
 const configuration = new Configuration(
-  threaded ? { "taskmanager.task-slots.mode": "threaded", "taskmanager.numberOfTaskSlots": 2 } : {},
+  threaded
+    ? {
+        "taskmanager.task-slots.mode": "threaded",
+        "taskmanager.numberOfTaskSlots": 2,
+        "taskmanager.task-slots.main-thread-slot": slotsMode === "threaded-main-slot",
+      }
+    : {},
 );
 const taskManager = await TaskManager.start(configuration, {
   ...(threaded ? { userCodeModule: modulePath } : job.userCode),

@@ -15,8 +15,11 @@ import { LOADER, PACKAGE_DIR } from "./local-execution.js";
 
 const CHILD = path.join(PACKAGE_DIR, "src/test-support/job-task-manager.mjs");
 
-/** How a task manager process runs its slots: on its event loop, or two on worker threads. */
-export type SlotsMode = "single-loop" | "threaded";
+/**
+ * How a task manager process runs its slots: on its event loop, two on worker threads, or two
+ * with slot 0 on its main thread and slot 1 on a worker thread.
+ */
+export type SlotsMode = "single-loop" | "threaded" | "threaded-main-slot";
 
 /** The cluster of one test: registers the clean-up hooks of the calling test file. */
 export function useTaskManagerProcesses(prefix: string) {

@@ -346,7 +346,9 @@ export class TaskExecutor implements TaskExecutorGateway {
   /**
    * `taskmanager.task-slots.mode: threaded`: the network memory in shared memory, the main
    * thread's environment (the data server for every slot, no task), and a thread per slot, each
-   * with its own TaskExecutor and environment over the same memory. Tasks run on the slots.
+   * with its own TaskExecutor and environment over the same memory. Tasks run on the slots. With
+   * `taskmanager.task-slots.main-thread-slot`, slot 0's TaskExecutor runs on this thread instead,
+   * beside this one (a second environment, role `slot`, over the same memory).
    */
   private static async startWithSlotThreads(
     configuration: LoaderConfiguration,
@@ -454,6 +456,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       table = await TaskSlotTable.start({
         numberOfSlots,
         init,
+        mainThreadSlot: configuration.get(TaskManagerOptions.TASK_SLOTS_MAIN_THREAD_SLOT),
         memory,
         // A slot's stuck task is the task manager's, as on one event loop.
         onFatalError: (error) => executor?.fatalError(error),

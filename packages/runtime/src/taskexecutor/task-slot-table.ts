@@ -75,6 +75,19 @@ class SlotTask implements RunningTask {
   }
 }
 
+/** Starts slot `slot`: on the main thread when it is slot 0 and the options say so. */
+function startSlot(
+  options: TaskSlotTableOptions,
+  slot: number,
+  onMessage: (thread: TaskSlotThread, message: FromSlotThread) => void,
+): Promise<TaskSlotThread> {
+  return TaskSlotThread.start(
+    options.init(slot),
+    onMessage,
+    slot === 0 && options.mainThreadSlot === true,
+  );
+}
+
 /** A subpartition request waiting for its producer to be deployed on one of the slots. */
 interface ProducerWaiter {
   readonly deployed: (slot: number) => void;
@@ -85,6 +98,11 @@ export interface TaskSlotTableOptions {
   readonly numberOfSlots: number;
   /** What slot thread `slotIndex` is started with. */
   readonly init: (slotIndex: number) => TaskSlotThreadInit;
+  /**
+   * Slot 0 runs on the main thread, the others on threads of their own
+   * (`taskmanager.task-slots.main-thread-slot`). Default false.
+   */
+  readonly mainThreadSlot?: boolean;
   /** The main thread's view of the shared network memory (it takes back a dead thread's). */
   readonly memory: SharedNetworkMemory;
   /** A slot thread died, or its replacement could not start (default: `process.emitWarning`). */
@@ -104,7 +122,9 @@ export interface TaskSlotTableOptions {
  * A task goes to the slot that runs the fewest subtasks of its vertex, then the fewest tasks, as
  * Flink's slot sharing puts one subtask of each vertex into a slot. When a slot's thread dies,
  * its tasks fail with the error that killed it, its memory is taken back, the other threads give
- * up what they shared with it, and a new thread takes the slot: the task manager goes on.
+ * up what they shared with it, and a new thread takes the slot: the task manager goes on. With
+ * `mainThreadSlot`, slot 0 runs on the main thread through the same handle: when its own code
+ * fails it (see `TaskSlotThread`), the same happens, and a new slot 0 starts on the main thread.
  */
 export class TaskSlotTable {
   private readonly options: TaskSlotTableOptions;
@@ -144,7 +164,7 @@ export class TaskSlotTable {
       else table.onMessage(thread, message);
     };
     const starts = Array.from({ length: options.numberOfSlots }, (_, slot) =>
-      TaskSlotThread.start(options.init(slot), onMessage),
+      startSlot(options, slot, onMessage),
     );
     const settled = await Promise.allSettled(starts);
     const failed = settled.findIndex((result) => result.status === "rejected");
@@ -563,7 +583,9 @@ export class TaskSlotTable {
           `the thread of slot ${thread.slotIndex} ended (exit code ${code}) while it ran tasks`,
         );
       this.warn(
-        `the thread of slot ${thread.slotIndex} died: ${cause.message}; starting a new one`,
+        thread.onMainThread
+          ? `slot ${thread.slotIndex} on the main thread failed: ${cause.message}; starting it again`
+          : `the thread of slot ${thread.slotIndex} died: ${cause.message}; starting a new one`,
       );
       this.threadGone(thread, cause);
       this.restart(thread.slotIndex);
@@ -608,7 +630,7 @@ export class TaskSlotTable {
 
   /** Starts a new thread for `slot`; until it runs, calls for the slot wait for it. */
   private restart(slot: number): void {
-    const starting = TaskSlotThread.start(this.options.init(slot), (thread, message) =>
+    const starting = startSlot(this.options, slot, (thread, message) =>
       this.onMessage(thread, message),
     );
     this.slots[slot] = starting;

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { Worker } from "node:worker_threads";
+import { MessageChannel, Worker } from "node:worker_threads";
 import { IllegalStateError } from "@sluice/core";
 import { deserializeThrowable, serializeThrowable } from "../messages/serialized-throwable.js";
 import { TaskSlotThreadError } from "./errors.js";
@@ -11,6 +11,7 @@ import type {
   TaskSlotThreadInit,
   ToSlotThread,
 } from "./task-slot-messages.js";
+import { type RunningTaskSlot, runTaskSlot } from "./task-slot-runner.js";
 
 /**
  * The slot thread's entry, compiled: a thread runs JavaScript, so from the TypeScript sources
@@ -65,17 +66,95 @@ export interface SlotThreadExit {
   readonly error: Error | undefined;
 }
 
+/** What a slot's carrier tells its handle. */
+interface CarrierEvents {
+  message(message: FromSlotThread): void;
+  /** The error the slot ended with (before its `exit`). */
+  error(error: Error): void;
+  exit(code: number): void;
+}
+
+/** What carries a slot's messages: its worker thread, or the channel to the main thread's slot. */
+interface SlotCarrier {
+  post(message: ToSlotThread): void;
+  /** Ends the slot at once; its `exit` follows. */
+  end(): Promise<void>;
+}
+
+/** Slot `init.slotIndex` on a worker thread of its own: one isolate per slot. */
+function workerCarrier(init: TaskSlotThreadInit, events: CarrierEvents): SlotCarrier {
+  const execArgv = threadExecArgv();
+  const worker = new Worker(slotThreadScript(), {
+    workerData: init,
+    ...(execArgv === undefined ? {} : { execArgv }),
+    resourceLimits: { maxYoungGenerationSizeMb: init.youngGenerationSizeMb },
+    name: `slot ${init.slotIndex}`,
+  });
+  worker.on("message", (message: FromSlotThread) => events.message(message));
+  worker.on("error", (error) => events.error(error));
+  worker.on("exit", (code) => events.exit(code));
+  return {
+    post: (message) => worker.postMessage(message),
+    end: async () => {
+      await worker.terminate();
+    },
+  };
+}
+
 /**
- * The main thread's handle on one slot thread (`taskmanager.task-slots.mode: threaded`): it starts
- * the thread, makes calls on it (each answered with a result), passes its other messages to the
- * task slot table, and says how it ended.
+ * Slot `init.slotIndex` on the main thread (`taskmanager.task-slots.main-thread-slot`): the same
+ * slot code a thread runs, on one end of a `MessageChannel`, so that the handle and the table
+ * cannot tell it from a thread. It cannot die as a thread does: an error of its own code that it
+ * catches (see `runTaskSlot`) fails it instead: its TaskExecutor is closed (its tasks' memory
+ * goes back first; what it still reports is dropped) and it ends with that error as a thread
+ * would, exit code 1.
+ */
+function mainThreadCarrier(init: TaskSlotThreadInit, events: CarrierEvents): SlotCarrier {
+  const { port1: handleEnd, port2: slotEnd } = new MessageChannel();
+  let failed = false;
+  handleEnd.on("message", (message: FromSlotThread) => {
+    if (!failed) events.message(message);
+  });
+  let ending: Promise<void> | undefined;
+  const end = (code: number, error?: Error): Promise<void> => {
+    ending ??= (async () => {
+      if (error !== undefined) {
+        failed = true;
+        events.error(error);
+      }
+      // Its exit lets the table take back the slot's memory and start it again: only once its
+      // TaskExecutor no longer runs (a start that failed left none).
+      await running.then(
+        (slot) => slot.close().catch(() => undefined),
+        () => undefined,
+      );
+      handleEnd.close();
+      slotEnd.close();
+      events.exit(code);
+    })();
+    return ending;
+  };
+  // When it cannot start it posts `start-failed`, and its handle ends it.
+  const running: Promise<RunningTaskSlot> = runTaskSlot(slotEnd, init, (error) => {
+    void end(1, error);
+  });
+  return { post: (message) => handleEnd.postMessage(message), end: () => end(0) };
+}
+
+/**
+ * The main thread's handle on one slot (`taskmanager.task-slots.mode: threaded`), on a worker
+ * thread of its own or on the main thread (`taskmanager.task-slots.main-thread-slot`): it starts
+ * the slot, makes calls on it (each answered with a result), passes its other messages to the
+ * task slot table, and says how it ended. Both run the same slot code over the same messages.
  */
 export class TaskSlotThread {
   readonly slotIndex: number;
   readonly threadIndex: number;
   /** Resolves when the thread ended, for whatever reason. */
   readonly exited: Promise<SlotThreadExit>;
-  private readonly worker: Worker;
+  /** True for the slot on the main thread (`taskmanager.task-slots.main-thread-slot`). */
+  readonly onMainThread: boolean;
+  private readonly carrier: SlotCarrier;
   private readonly calls = new Map<
     number,
     { resolve: (value: unknown) => void; reject: (error: Error) => void }
@@ -84,25 +163,17 @@ export class TaskSlotThread {
   private fatal: Error | undefined;
   private ended = false;
 
-  private constructor(init: TaskSlotThreadInit, onMessage: (message: FromSlotThread) => void) {
+  private constructor(
+    init: TaskSlotThreadInit,
+    onMainThread: boolean,
+    onMessage: (message: FromSlotThread) => void,
+  ) {
     this.slotIndex = init.slotIndex;
     this.threadIndex = init.threadIndex;
-    const execArgv = threadExecArgv();
-    this.worker = new Worker(slotThreadScript(), {
-      workerData: init,
-      ...(execArgv === undefined ? {} : { execArgv }),
-      resourceLimits: { maxYoungGenerationSizeMb: init.youngGenerationSizeMb },
-      name: `slot ${init.slotIndex}`,
-    });
-    this.worker.on("message", (message: FromSlotThread) => {
-      if (message.kind === "result") this.settle(message.id, message);
-      else onMessage(message);
-    });
-    this.worker.on("error", (error) => {
-      this.fatal ??= error;
-    });
+    this.onMainThread = onMainThread;
+    let exit: (code: number) => void = () => undefined;
     this.exited = new Promise((resolve) => {
-      this.worker.on("exit", (code) => {
+      exit = (code) => {
         this.ended = true;
         const cause =
           this.fatal ??
@@ -110,18 +181,31 @@ export class TaskSlotThread {
         for (const call of this.calls.values()) call.reject(cause);
         this.calls.clear();
         resolve({ code, error: this.fatal });
-      });
+      };
     });
+    const events: CarrierEvents = {
+      message: (message) => {
+        if (message.kind === "result") this.settle(message.id, message);
+        else onMessage(message);
+      },
+      error: (error) => {
+        this.fatal ??= error;
+      },
+      exit,
+    };
+    this.carrier = onMainThread ? mainThreadCarrier(init, events) : workerCarrier(init, events);
   }
 
   /**
-   * Starts the thread of slot `init.slotIndex` and resolves once its TaskExecutor runs.
+   * Starts slot `init.slotIndex`, on a thread of its own or (`onMainThread`) on this one, and
+   * resolves once its TaskExecutor runs.
    *
    * @throws the slot's start-up error (loading the plugin or the user code, its environment).
    */
   static async start(
     init: TaskSlotThreadInit,
     onMessage: (thread: TaskSlotThread, message: FromSlotThread) => void,
+    onMainThread = false,
   ): Promise<TaskSlotThread> {
     let started: (() => void) | undefined;
     let failed: ((error: Error) => void) | undefined;
@@ -129,7 +213,7 @@ export class TaskSlotThread {
       started = resolve;
       failed = reject;
     });
-    const thread: TaskSlotThread = new TaskSlotThread(init, (message) => {
+    const thread: TaskSlotThread = new TaskSlotThread(init, onMainThread, (message) => {
       if (message.kind === "ready") started?.();
       else if (message.kind === "start-failed") failed?.(deserializeThrowable(message.error));
       else onMessage(thread, message);
@@ -174,9 +258,9 @@ export class TaskSlotThread {
     );
   }
 
-  /** Sends a message to the thread; dropped once it ended. */
+  /** Sends a message to the slot; dropped once it ended. */
   post(message: ToSlotThread): void {
-    if (!this.ended) this.worker.postMessage(message);
+    if (!this.ended) this.carrier.post(message);
   }
 
   /** True once the thread ended. */
@@ -184,9 +268,12 @@ export class TaskSlotThread {
     return this.ended;
   }
 
-  /** Ends the thread at once (its TaskExecutor was closed, or it does not answer). */
+  /**
+   * Ends the slot at once (its TaskExecutor was closed, or it does not answer): a thread is
+   * terminated; the slot on the main thread closes its TaskExecutor and its channel.
+   */
   async terminate(): Promise<void> {
-    if (!this.ended) await this.worker.terminate();
+    if (!this.ended) await this.carrier.end();
     await this.exited;
   }
 

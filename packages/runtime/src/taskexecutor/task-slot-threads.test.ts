@@ -2,6 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { threadId, Worker } from "node:worker_threads";
 import { deferred, ErrorCodes } from "@sluice/core";
 import { waitFor } from "@sluice/core/testing";
 import type { JsonObject } from "@sluice/runtime-api";
@@ -34,6 +35,17 @@ function startThreaded(
     }),
     { userCodeModule: CODE, ...options },
   );
+}
+
+/**
+ * How many worker threads this process started so far (any, for whatever reason): a thread's id
+ * is the count of threads started before it, so a probe thread's id reads the count.
+ */
+async function workerThreadsStarted(): Promise<number> {
+  const probe = new Worker("", { eval: true });
+  const started = probe.threadId - 1;
+  await probe.terminate();
+  return started;
 }
 
 /** A job master that records every state its tasks report. */
@@ -249,4 +261,144 @@ describe("a TaskExecutor whose slots run on worker threads", () => {
       message: expect.stringContaining("userCodeModule"),
     });
   });
+});
+
+describe("a TaskExecutor with slot 0 on its main thread (taskmanager.task-slots.main-thread-slot)", () => {
+  const MAIN_THREAD_SLOT = { "taskmanager.task-slots.main-thread-slot": true };
+
+  it("runs a keyed job across slot 0 on the main thread and slot 1 on the one worker thread it starts, every word counted exactly once, and gets every segment back at close", async () => {
+    const before = await workerThreadsStarted();
+    const executor = await startThreaded(MAIN_THREAD_SLOT);
+    expect(executor.numberOfSlots).toBe(2);
+    const graph = wordCountGraph("word count, a slot on the main thread", { words: 20_000 });
+    // One subtask per slot, as each vertex of the job is placed: where they ran.
+    graph.addVertex({ name: "Where", parallelism: 2, invokable: "where" });
+    const deployer = await cluster.startDeployer();
+    const result = await (await deployer.deploy(graph, () => executor)).terminated;
+    expect(result.status).toBe("FINISHED");
+    expect(totals(result.results)).toEqual(expectedCounts(20_000, 2));
+    const threads = result.results.get("Where") as number[];
+    expect(threads).toHaveLength(2);
+    expect(
+      threads.filter((id) => id === threadId),
+      "subtasks on the main thread",
+    ).toHaveLength(1);
+    // The probe's own thread is not counted: exactly one slot thread was started.
+    expect((await workerThreadsStarted()) - before - 1, "worker threads started").toBe(1);
+    await cluster.close();
+    const [available, total] = segments(executor);
+    expect(available).toBe(total);
+  }, 60_000);
+
+  it("fails only the task whose code throws on the main-thread slot, with its own error; the task on the other slot finishes and every segment goes back", async () => {
+    const executor = await startThreaded(MAIN_THREAD_SLOT);
+    const { jobMaster, last } = recordingJobMaster();
+    // The first task goes to slot 0 (the main thread), the second to slot 1.
+    const { a, b, firstTdd, secondTdd } = await twoTasks(
+      executor,
+      { invokable: "fail" },
+      { invokable: "wait", configuration: { ms: 300 } },
+    );
+    await executor.submitTask(firstTdd as never, jobMaster);
+    await executor.submitTask(secondTdd as never, jobMaster);
+    await waitFor(() => last(a)?.state === "FAILED" && last(b)?.state === "FINISHED", {
+      what: "the failing task FAILED and the other FINISHED",
+      timeoutMs: 20_000,
+    });
+    expect(last(a)?.error?.message).toContain(`the task broke on purpose (thread ${threadId})`);
+    expect(last(b)?.result).toBe("done");
+    await waitFor(() => segments(executor)[0] === segments(executor)[1], {
+      what: "every segment back in the shared memory",
+    });
+    await cluster.close();
+  }, 60_000);
+
+  it("fails a job whose source breaks midway on the main-thread slot with the source's own error, and every segment its partition held comes back to the shared memory", async () => {
+    const executor = await startThreaded(MAIN_THREAD_SLOT);
+    const deployer = await cluster.startDeployer();
+    const execution = await deployer.deploy(
+      wordCountGraph("a source breaks on the main thread", {
+        words: 20_000,
+        failOnThread: threadId,
+        failAfter: 5_000,
+      }),
+      () => executor,
+    );
+    const result = await execution.terminated;
+    expect(result.status).toBe("FAILED");
+    expect(String(result.error?.message)).toContain(
+      `the source broke on purpose (thread ${threadId})`,
+    );
+    await waitFor(() => executor.runningTasks.length === 0, { what: "no task left running" });
+    await waitFor(() => segments(executor)[0] === segments(executor)[1], {
+      what: "every segment back in the shared memory",
+    });
+    await cluster.close();
+  }, 60_000);
+
+  it("fails the main-thread slot's tasks with an error of the slot's own code (a reply it cannot post), starts the slot again on the main thread, and goes on", async () => {
+    const before = await workerThreadsStarted();
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.message);
+    process.on("warning", onWarning);
+    try {
+      const executor = await startThreaded(MAIN_THREAD_SLOT);
+      const { jobMaster, last } = recordingJobMaster();
+      const { a, b, firstTdd, secondTdd } = await twoTasks(
+        executor,
+        { invokable: "wait", configuration: { ms: 60_000 } },
+        { invokable: "wait", configuration: { ms: 500 } },
+      );
+      await executor.submitTask(firstTdd as never, jobMaster);
+      await executor.submitTask(secondTdd as never, jobMaster);
+      const jobId = (firstTdd as NonNullable<typeof firstTdd>).jobId;
+      // Slot 1 replies null; slot 0 cannot post its reply.
+      expect(await executor.deliverJobMessage(jobId, "unpostable", { thread: threadId })).toBe(
+        null,
+      );
+      await waitFor(() => last(a)?.state === "FAILED", {
+        what: "the main-thread slot's task FAILED",
+        timeoutMs: 20_000,
+      });
+      expect(last(a)?.error?.message).toMatch(/could not be cloned/);
+      await waitFor(() => last(b)?.state === "FINISHED", {
+        what: "the other slot's task FINISHED",
+        timeoutMs: 20_000,
+      });
+      await waitFor(() => warnings.some((w) => w.includes("slot 0 on the main thread failed")), {
+        what: "the warning that slot 0 failed",
+      });
+      // Both slots run a keyed job again, with no second worker thread.
+      const deployer = await cluster.startDeployer();
+      const execution = await deployer.deploy(
+        wordCountGraph("after the failure", { words: 5_000 }),
+        () => executor,
+      );
+      const result = await execution.terminated;
+      expect(result.status).toBe("FINISHED");
+      expect(totals(result.results)).toEqual(expectedCounts(5_000, 2));
+      expect((await workerThreadsStarted()) - before - 1, "worker threads started").toBe(1);
+      await cluster.close();
+      const [available, total] = segments(executor);
+      expect(available).toBe(total);
+    } finally {
+      process.off("warning", onWarning);
+    }
+  }, 60_000);
+
+  it("runs a single slot on the main thread without any worker thread", async () => {
+    const before = await workerThreadsStarted();
+    const executor = await startThreaded({
+      ...MAIN_THREAD_SLOT,
+      "taskmanager.numberOfTaskSlots": 1,
+    });
+    const deployer = await cluster.startDeployer();
+    const result = await (
+      await deployer.deploy(wordCountGraph("one slot", { words: 5_000 }), () => executor)
+    ).terminated;
+    expect(result.status).toBe("FINISHED");
+    expect(totals(result.results)).toEqual(expectedCounts(5_000, 2));
+    expect((await workerThreadsStarted()) - before - 1, "worker threads started").toBe(0);
+    await cluster.close();
+  }, 60_000);
 });

@@ -1,5 +1,6 @@
 // The user code of the slot-thread tests, as a job module: slot threads load code by reference,
 // and run JavaScript, so this is plain JavaScript over the built @sluice/runtime.
+import { threadId } from "node:worker_threads";
 import { PollStatus } from "@sluice/runtime";
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
@@ -9,9 +10,13 @@ const wordOf = (i, subtask) => `w${(i * 31 + subtask) % 97}`;
 
 async function source(task) {
   const writer = task.writer();
-  const count = task.configuration.words;
+  const { words: count, failOnThread, failAfter } = task.configuration;
   for (let i = 0; i < count; i++) {
     if (!writer.isAvailable()) await writer.getAvailableFuture();
+    // On the thread the configuration names, it breaks midway, its partition holding buffers.
+    if (threadId === failOnThread && i === failAfter) {
+      throw new Error(`the source broke on purpose (thread ${threadId})`);
+    }
     writer.emit(wordOf(i, task.subtaskIndex));
     if (i % 512 === 511) await turn();
   }
@@ -31,10 +36,15 @@ async function count(task) {
   }
 }
 
-/** Throws from its code: its task fails, its thread goes on. */
+/** Throws from its code: its task fails, its thread goes on. The error names the thread. */
 async function fail() {
   await turn();
-  throw new Error("the task broke on purpose");
+  throw new Error(`the task broke on purpose (thread ${threadId})`);
+}
+
+/** The id of the thread its slot runs on (the main-thread slot's is the task manager's). */
+async function where() {
+  return threadId;
 }
 
 /** Throws outside its task (from a timer): that kills its thread. */
@@ -88,5 +98,12 @@ async function youngGeneration() {
 }
 
 export default {
-  userCode: { invokables: { source, count, fail, crash, wait, stuck, listen, youngGeneration } },
+  userCode: {
+    invokables: { source, count, fail, crash, wait, stuck, listen, youngGeneration, where },
+    messages: {
+      // On the thread the payload names, a reply the slot cannot post (a function): an error of
+      // the slot's own code, outside any task. Null elsewhere.
+      unpostable: (payload) => (payload.thread === threadId ? () => "not data" : null),
+    },
+  },
 };
