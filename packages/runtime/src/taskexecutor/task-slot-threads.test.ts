@@ -91,6 +91,9 @@ async function twoTasks(
   return { a: a.id.toString(), b: b.id.toString(), firstTdd, secondTdd };
 }
 
+/** `taskmanager.task-slots.main-thread-slot`: slot 0 on the main thread, slot 1 on a thread. */
+const MAIN_THREAD_SLOT = { "taskmanager.task-slots.main-thread-slot": true };
+
 describe("a TaskExecutor whose slots run on worker threads", () => {
   it("runs a keyed job on its two slot threads with every word counted exactly once, and gets every segment back at close", async () => {
     const executor = await startThreaded();
@@ -128,23 +131,41 @@ describe("a TaskExecutor whose slots run on worker threads", () => {
     }
   }, 60_000);
 
-  it("fails only the task whose code throws on a slot thread, with its own error; the task on the other slot finishes", async () => {
-    const executor = await startThreaded();
-    const { jobMaster, last } = recordingJobMaster();
-    const { a, b, firstTdd, secondTdd } = await twoTasks(
-      executor,
-      { invokable: "fail" },
-      { invokable: "wait", configuration: { ms: 300 } },
-    );
-    await executor.submitTask(firstTdd as never, jobMaster);
-    await executor.submitTask(secondTdd as never, jobMaster);
-    await waitFor(() => last(a)?.state === "FAILED" && last(b)?.state === "FINISHED", {
-      what: "the failing task FAILED and the other FINISHED",
-      timeoutMs: 20_000,
-    });
-    expect(last(a)?.error?.message).toContain("the task broke on purpose");
-    expect(last(b)?.result).toBe("done");
-  }, 60_000);
+  // The first task goes to slot 0, the second to slot 1; slot 0 runs on a thread of its own, or
+  // on the main thread.
+  it.each([
+    ["a slot thread", {}, (message: string) => message.includes("the task broke on purpose")],
+    [
+      "the main-thread slot",
+      MAIN_THREAD_SLOT,
+      (message: string) => message.includes(`the task broke on purpose (thread ${threadId})`),
+    ],
+  ] as const)(
+    "fails only the task whose code throws on %s, with its own error; the task on the other slot finishes and every segment goes back",
+    async (_where, settings, isOwnError) => {
+      const executor = await startThreaded(settings);
+      const { jobMaster, last } = recordingJobMaster();
+      const { a, b, firstTdd, secondTdd } = await twoTasks(
+        executor,
+        { invokable: "fail" },
+        { invokable: "wait", configuration: { ms: 300 } },
+      );
+      await executor.submitTask(firstTdd as never, jobMaster);
+      await executor.submitTask(secondTdd as never, jobMaster);
+      await waitFor(() => last(a)?.state === "FAILED" && last(b)?.state === "FINISHED", {
+        what: "the failing task FAILED and the other FINISHED",
+        timeoutMs: 20_000,
+      });
+      expect(isOwnError(String(last(a)?.error?.message)), String(last(a)?.error?.message)).toBe(
+        true,
+      );
+      expect(last(b)?.result).toBe("done");
+      await waitFor(() => segments(executor)[0] === segments(executor)[1], {
+        what: "every segment back in the shared memory",
+      });
+    },
+    60_000,
+  );
 
   it("fails a slot's task with the error that killed its thread, and goes on: a new thread takes the slot, the other slot's task finishes, and every segment comes back", async () => {
     const executor = await startThreaded();
@@ -264,8 +285,6 @@ describe("a TaskExecutor whose slots run on worker threads", () => {
 });
 
 describe("a TaskExecutor with slot 0 on its main thread (taskmanager.task-slots.main-thread-slot)", () => {
-  const MAIN_THREAD_SLOT = { "taskmanager.task-slots.main-thread-slot": true };
-
   it("runs a keyed job across slot 0 on the main thread and slot 1 on the one worker thread it starts, every word counted exactly once, and gets every segment back at close", async () => {
     const before = await workerThreadsStarted();
     const executor = await startThreaded(MAIN_THREAD_SLOT);
@@ -288,29 +307,6 @@ describe("a TaskExecutor with slot 0 on its main thread (taskmanager.task-slots.
     await cluster.close();
     const [available, total] = segments(executor);
     expect(available).toBe(total);
-  }, 60_000);
-
-  it("fails only the task whose code throws on the main-thread slot, with its own error; the task on the other slot finishes and every segment goes back", async () => {
-    const executor = await startThreaded(MAIN_THREAD_SLOT);
-    const { jobMaster, last } = recordingJobMaster();
-    // The first task goes to slot 0 (the main thread), the second to slot 1.
-    const { a, b, firstTdd, secondTdd } = await twoTasks(
-      executor,
-      { invokable: "fail" },
-      { invokable: "wait", configuration: { ms: 300 } },
-    );
-    await executor.submitTask(firstTdd as never, jobMaster);
-    await executor.submitTask(secondTdd as never, jobMaster);
-    await waitFor(() => last(a)?.state === "FAILED" && last(b)?.state === "FINISHED", {
-      what: "the failing task FAILED and the other FINISHED",
-      timeoutMs: 20_000,
-    });
-    expect(last(a)?.error?.message).toContain(`the task broke on purpose (thread ${threadId})`);
-    expect(last(b)?.result).toBe("done");
-    await waitFor(() => segments(executor)[0] === segments(executor)[1], {
-      what: "every segment back in the shared memory",
-    });
-    await cluster.close();
   }, 60_000);
 
   it("fails a job whose source breaks midway on the main-thread slot with the source's own error, and every segment its partition held comes back to the shared memory", async () => {
