@@ -93,9 +93,14 @@ const { host, rpcPort, dataPort, incarnation } = worker.address;
 process.stdout.write(
   `shuffle worker (pid ${process.pid}) ready: rpc ${host}:${rpcPort}, data ${host}:${dataPort}, incarnation ${incarnation}\n`,
 );
+let stopping = false;
 const stop = () => {
+  if (stopping) return;
+  stopping = true;
   void worker.close().then(() => process.exit(0));
 };
-process.once("SIGTERM", stop);
-process.once("SIGINT", stop);
+// `on`, not `once`: a listener that stays tells other libraries' signal handlers that this
+// process handles the signal, so none of them ends it by the signal while it closes.
+process.on("SIGTERM", stop);
+process.on("SIGINT", stop);
 process.once("disconnect", stop);

@@ -9,8 +9,8 @@ import {
   type JsonValue,
   type ReadableConfig,
 } from "@sluice/runtime-api";
-import writeFileAtomic from "write-file-atomic";
 import type { FileStateHandle } from "../messages/file-state-handle.js";
+import { writeFileAtomically } from "../util/write-file-atomically.js";
 import { ChannelStateSerializer } from "./channel-state-serializer.js";
 import {
   CHECKED_FILE_VERSION,
@@ -486,8 +486,7 @@ export class FsCheckpointStorage {
       if (!FsCheckpointStorage.isSavepointLocation(path.dirname(file))) {
         await mkdir(path.dirname(file), { recursive: true });
       }
-      // Written to a temporary name, fsynced and renamed; the temporary file is removed on error.
-      await writeFileAtomic(file, text, { fsync: true });
+      await writeFileAtomically(file, text);
     } catch (error) {
       throw new CheckpointError(
         `cannot write ${what} of checkpoint ${checkpointId} to ${file}: ${(error as Error).message}`,
