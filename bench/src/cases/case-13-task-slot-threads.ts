@@ -2,8 +2,9 @@
  * Case 13: a task manager with 2 slots on 2 cores, its slots on its one event loop
  * (`taskmanager.task-slots.mode: single-loop`) against each slot on a thread of its own
  * (`threaded`) and against slot 0 on the main thread and slot 1 on a thread (`threaded` with
- * `taskmanager.task-slots.main-thread-slot`: one isolate fewer), each in a child process of its own, not pinned to a CPU (a threaded task manager
- * needs both). Measured in the same run, interleaved:
+ * `taskmanager.task-slots.main-thread-slot`: one isolate fewer), each in a child process of its
+ * own, not pinned to a CPU (a threaded task manager needs both). Measured in the same run,
+ * interleaved:
  *
  * - a keyed job, two sources → HASH → two counters, 100-byte records: records/s at the counters;
  * - the local channel between the two slots (segment-sized records written into the partition,
