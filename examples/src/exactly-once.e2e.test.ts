@@ -59,8 +59,11 @@ type SlotMode = keyof typeof SLOT_MODES;
 const MATRIX = PLUGINS.flatMap((plugin) =>
   (Object.keys(SLOT_MODES) as SlotMode[]).map((mode) => [plugin, mode] as const),
 );
-/** Numbers per property run: long enough for several checkpoints at 20 ms. */
-const RECORDS = 100_000;
+/**
+ * The length and pace of a property run (and of each pair's warm-up run): numbers enough for
+ * several checkpoints at 20 ms, the producer pausing a millisecond every 250.
+ */
+const PROPERTY_RUN = { records: 100_000, checkpointIntervalMs: 20, pauseEvery: 250 } as const;
 /** Numbers per acceptance run, as in the job that lost records. */
 const ACCEPTANCE_RECORDS = 1_000_000;
 
@@ -211,7 +214,7 @@ const failurePlans = fc
   .array(
     fc.record({
       subtask: fc.integer({ min: 0, max: 1 }),
-      afterRecords: fc.integer({ min: 1, max: RECORDS / 8 }),
+      afterRecords: fc.integer({ min: 1, max: PROPERTY_RUN.records / 8 }),
     }),
     { minLength: 1, maxLength: 3 },
   )
@@ -234,13 +237,11 @@ describe("property runs", () => {
         // took 0.75 s for its first checkpoint of a run lasting 0.9 s, so its planned failure
         // never came (0 restarts). This run also checks the failure-free counts.
         const warmUp: KeyedCountingJobSpec = {
-          records: RECORDS,
+          ...PROPERTY_RUN,
           readApi: "for await",
           emitPath: "emit",
           mailPoint: "yieldToMailbox",
           unaligned: false,
-          checkpointIntervalMs: 20,
-          pauseEvery: 250,
           failures: [],
         };
         const result = await jobManager.run(warmUp);
@@ -260,12 +261,10 @@ describe("property runs", () => {
             await fc.assert(
               fc.asyncProperty(producers, failurePlans, async (producer, failures) => {
                 const spec: KeyedCountingJobSpec = {
-                  records: RECORDS,
+                  ...PROPERTY_RUN,
                   readApi,
                   ...producer,
                   unaligned,
-                  checkpointIntervalMs: 20,
-                  pauseEvery: 250,
                   failures,
                 };
                 const result = await jobManager.run(spec);
